@@ -1,0 +1,46 @@
+import type { ActivationKind } from '../kernels/backend.ts';
+
+/** Normalised layer descriptions (defaults filled in), as the config loader produces them. */
+export type Padding = 'valid' | 'same';
+
+export interface Conv2DSpec {
+  type: 'conv2d';
+  filters: number;
+  kernelSize: [number, number];
+  strides: [number, number];
+  padding: Padding;
+  activation: ActivationKind;
+  useBias: boolean;
+}
+export interface Pool2DSpec {
+  type: 'maxPool2d' | 'avgPool2d';
+  poolSize: [number, number];
+  strides: [number, number];
+  padding: Padding;
+}
+export interface DenseSpec {
+  type: 'dense';
+  units: number;
+  activation: ActivationKind;
+  useBias: boolean;
+  /** 'model' splits the layer's output units across devices ("one weird trick") */
+  parallel: 'data' | 'model';
+}
+export interface FlattenSpec { type: 'flatten' }
+export interface ActivationSpec { type: 'relu' | 'tanh' | 'sigmoid' }
+export interface ClippedReluSpec { type: 'clippedRelu'; cap: number }
+export interface DropoutSpec { type: 'dropout'; rate: number }
+export interface BatchNormSpec { type: 'batchNorm'; momentum: number; epsilon: number }
+
+export type LayerSpec =
+  | Conv2DSpec | Pool2DSpec | DenseSpec | FlattenSpec | ActivationSpec | ClippedReluSpec | DropoutSpec | BatchNormSpec;
+
+export type LayerType = LayerSpec['type'];
+
+export interface ModelSpec {
+  /** per-sample input shape: [H, W, C] for images, [features] for vectors */
+  input: number[];
+  layers: LayerSpec[];
+}
+
+export type LossSpec = 'softmaxCrossEntropy';

@@ -1,0 +1,11 @@
+/** Normalised strategy descriptions (defaults filled in, except those that depend on the device count). */
+export type StrategySpec =
+  | { type: 'sync' }
+  | { type: 'hybrid' }
+  | { type: 'async'; fetchEvery: number; pushEvery: number; maxStaleness?: number }
+  | { type: 'bsp'; period: number }
+  | { type: 'easgd'; alpha: number; period: number; mode: 'sync' | 'async' }
+  | { type: 'bmuf'; period: number; blockMomentum?: number; blockLr: number; nesterov: boolean };
+
+export type StrategyName = StrategySpec['type'];
+export const STRATEGY_NAMES: readonly StrategyName[] = ['sync', 'async', 'hybrid', 'bsp', 'easgd', 'bmuf'];

@@ -1,0 +1,29 @@
+import type { ModelSpec, LossSpec } from '../nn/spec.ts';
+import type { OptimizerSpec, ScheduleSpec } from '../optim/spec.ts';
+import type { DataSpec } from '../data/spec.ts';
+import type { StrategySpec } from '../parallel/spec.ts';
+
+export interface TrainSpec {
+  epochs: number;
+  devices: number;
+  strategy: StrategySpec;
+  seed: number;
+  /** kernel backend: js | wasm | native | auto */
+  backend: string;
+  /** scale the learning rate by the number of devices (with the schedule's warmup) */
+  lrScaling: 'none' | 'linear';
+  /** evaluate on the test set every N epochs (0: only at the end) */
+  evalEvery: number;
+  /** write a checkpoint every N epochs (0: only at the end) */
+  checkpointEvery: number;
+}
+
+/** A validated run configuration: what `paratrain train` and the `train()` API consume. */
+export interface RunConfig {
+  model: ModelSpec;
+  loss: LossSpec;
+  optimizer: OptimizerSpec;
+  schedule: ScheduleSpec;
+  data: DataSpec;
+  train: TrainSpec;
+}

@@ -1,0 +1,27 @@
+export type Shape = readonly number[];
+
+export function shapeSize(shape: Shape): number {
+  let n = 1;
+  for (const d of shape) n *= d;
+  return n;
+}
+
+export function formatShape(shape: Shape): string {
+  return `[${shape.join(', ')}]`;
+}
+
+export function shapesEqual(a: Shape, b: Shape): boolean {
+  return a.length === b.length && a.every((d, i) => d === b[i]);
+}
+
+/** Output length of a convolution or pooling window along one axis. */
+export function windowOutputSize(input: number, kernel: number, stride: number, padding: 'valid' | 'same'): number {
+  return padding === 'same' ? Math.ceil(input / stride) : Math.floor((input - kernel) / stride) + 1;
+}
+
+/** Leading (top/left) padding for 'same' windows, TensorFlow's convention: the extra pixel goes at the end. */
+export function samePaddingBefore(input: number, kernel: number, stride: number): number {
+  const out = Math.ceil(input / stride);
+  const total = Math.max((out - 1) * stride + kernel - input, 0);
+  return Math.floor(total / 2);
+}
