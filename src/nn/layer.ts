@@ -34,7 +34,8 @@ export interface ForwardContext {
 /**
  * A layer with explicit forward and backward. Shapes exclude the batch dimension.
  * `forward` keeps what `backward` needs; `backward` returns dL/dinput and ACCUMULATES parameter
- * gradients into the bound gradient views.
+ * gradients into the bound gradient views. With `needInputGrad` false (the first layer) it may
+ * skip computing dL/dinput and return null.
  */
 export interface Layer {
   /** e.g. 'layers[2] conv2d', used in every error message about this layer */
@@ -46,7 +47,7 @@ export interface Layer {
   /** Gives the layer its parameter/gradient/state views (in the order of params() and state()). */
   bind(params: Float32Array[], grads: Float32Array[], state: Float32Array[]): void;
   forward(x: Tensor, ctx: ForwardContext): Tensor;
-  backward(dy: Tensor): Tensor;
+  backward(dy: Tensor, needInputGrad?: boolean): Tensor | null;
 }
 
 /** Shared plumbing for layers: the backend, the name, and reusable batch-sized output buffers. */
@@ -67,7 +68,7 @@ export abstract class BaseLayer implements Layer {
   state(): StateSpec[] { return []; }
   bind(_params: Float32Array[], _grads: Float32Array[], _state: Float32Array[]): void {}
   abstract forward(x: Tensor, ctx: ForwardContext): Tensor;
-  abstract backward(dy: Tensor): Tensor;
+  abstract backward(dy: Tensor, needInputGrad?: boolean): Tensor | null;
 
   /** A scratch array of `length` floats kept across steps under `key` (reallocated when the batch changes). */
   protected buffer(key: string, length: number): Float32Array {

@@ -1,0 +1,45 @@
+import { loadConfig, applyOverrides } from './config.ts';
+import { ProgressView } from './progress.ts';
+import { train, loadData } from '../runtime/train.ts';
+import { Replica } from '../runtime/replica.ts';
+import { loadModelCheckpoint } from '../runtime/modelCheckpoint.ts';
+import { getBackend, registeredBackends, tryBackend } from '../kernels/index.ts';
+
+export interface TrainFlags {
+  epochs?: number; batchSize?: number; lr?: number; seed?: number; devices?: number; strategy?: string;
+  backend?: string; data?: string; out?: string; force?: boolean; quiet?: boolean;
+}
+
+export async function runTrain(configPath: string, flags: TrainFlags): Promise<void> {
+  const config = applyOverrides(loadConfig(configPath), {
+    epochs: flags.epochs, batchSize: flags.batchSize, lr: flags.lr, seed: flags.seed, devices: flags.devices,
+    strategy: flags.strategy, backend: flags.backend, dataDir: flags.data,
+  });
+  const view = new ProgressView(process.stderr, flags.quiet);
+  const log = flags.quiet ? () => {} : (m: string) => process.stderr.write(`${m}\n`);
+  try {
+    const result = await train(config, { out: flags.out, force: flags.force, onEvent: view.handle, log });
+    process.stdout.write(`${JSON.stringify({ runDir: result.runDir, testAccuracy: result.testAccuracy, samplesPerSecond: Math.round(result.samplesPerSecond), seconds: Number(result.seconds.toFixed(1)) })}\n`);
+  } finally {
+    view.stopBar();
+  }
+}
+
+export async function runEval(configPath: string, flags: { checkpoint: string; data?: string; backend?: string }): Promise<void> {
+  const config = applyOverrides(loadConfig(configPath), { dataDir: flags.data, backend: flags.backend });
+  const backend = await getBackend(config.train.backend);
+  const replica = new Replica(backend, config);
+  loadModelCheckpoint(flags.checkpoint, replica.model);
+  const data = await loadData(config, (m) => process.stderr.write(`${m}\n`));
+  const r = replica.evaluate(data.test);
+  process.stdout.write(`${JSON.stringify({ checkpoint: flags.checkpoint, testSamples: data.test.count, testLoss: r.loss, testAccuracy: r.accuracy })}\n`);
+}
+
+export async function runInfo(): Promise<void> {
+  const chosen = await getBackend('auto');
+  for (const name of registeredBackends()) {
+    const backend = await tryBackend(name);
+    process.stdout.write(`${name.padEnd(8)} ${backend ? 'available' : 'not available'}${backend === chosen ? '  (chosen by --backend auto)' : ''}\n`);
+  }
+  process.stdout.write(`node ${process.version}, ${(await import('node:os')).cpus().length} cores\n`);
+}

@@ -1,0 +1,61 @@
+import { Command, Option } from 'commander';
+import { runTrain, runEval, runInfo } from './commands.ts';
+
+/**
+ * The `paratrain` command. Every failure ends as one line on stderr and exit code 1; the stack
+ * trace only with --verbose.
+ */
+const program = new Command()
+  .name('paratrain')
+  .description('Train neural networks in parallel across worker threads and machines')
+  .option('--verbose', 'show stack traces and extra detail')
+  .showHelpAfterError();
+
+const positiveInt = (name: string) => (value: string) => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name}: expected a positive integer, got '${value}'`);
+  return n;
+};
+const positiveNumber = (name: string) => (value: string) => {
+  const n = Number(value);
+  if (!(n > 0)) throw new Error(`--${name}: expected a positive number, got '${value}'`);
+  return n;
+};
+
+program.command('train')
+  .description('train the model a YAML config describes')
+  .argument('<config>', 'YAML run configuration, e.g. examples/mnist-small.yaml')
+  .option('--epochs <n>', 'number of epochs', positiveInt('epochs'))
+  .option('--batch-size <n>', 'batch size (per device unless data.batchSizeScope is global)', positiveInt('batch-size'))
+  .option('--lr <x>', 'base learning rate', positiveNumber('lr'))
+  .option('--seed <n>', 'random seed', (v) => { const n = Number(v); if (!Number.isInteger(n)) throw new Error(`--seed: expected an integer, got '${v}'`); return n; })
+  .option('--devices <n>', 'number of devices (worker threads)', positiveInt('devices'))
+  .option('--strategy <name>', 'sync | async | hybrid | bsp | easgd | bmuf')
+  .addOption(new Option('--backend <name>', 'kernel backend').choices(['auto', 'js', 'wasm', 'native']))
+  .option('--data <dir>', 'directory holding the Fashion-MNIST IDX files')
+  .option('--out <dir>', 'run directory (default runs/<timestamp>, linked as runs/latest)')
+  .option('--force', 'write into a non-empty --out directory')
+  .option('--quiet', 'no progress output')
+  .action(async (config: string, opts) => runTrain(config, opts));
+
+program.command('eval')
+  .description('evaluate a checkpoint on the test set')
+  .argument('<config>', 'the YAML configuration the checkpoint was trained with')
+  .requiredOption('--checkpoint <file>', 'a model.safetensors written by paratrain train')
+  .option('--data <dir>', 'directory holding the Fashion-MNIST IDX files')
+  .addOption(new Option('--backend <name>', 'kernel backend').choices(['auto', 'js', 'wasm', 'native']))
+  .action(async (config: string, opts) => runEval(config, opts));
+
+program.command('info')
+  .description('show the kernel backends found on this machine and which one is chosen')
+  .action(async () => runInfo());
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  const verbose = process.argv.includes('--verbose');
+  const message = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`paratrain: ${message}\n`);
+  if (verbose && err instanceof Error && err.stack) process.stderr.write(err.stack + '\n');
+  process.exitCode = 1;
+}

@@ -1,0 +1,48 @@
+/**
+ * Collective and point-to-point communication between the ranks of one job. Transports
+ * (shared memory between worker threads, TCP between processes) implement the same calls;
+ * every call is async so a network transport fits behind it.
+ *
+ * Collectives operate IN PLACE on flat Float32Array buffers (or slices of them) and must be called
+ * by every rank of the communicator in the same order with buffers of the same length.
+ */
+
+export type ReduceOp = 'sum' | 'mean';
+
+/** The part [start, end) of a buffer of length n that a rank owns in reduceScatter/allgather. */
+export function ownedSlice(n: number, size: number, rank: number): { start: number; end: number } {
+  const base = Math.floor(n / size), extra = n % size;
+  const start = rank * base + Math.min(rank, extra);
+  return { start, end: start + base + (rank < extra ? 1 : 0) };
+}
+
+export interface CollectiveStats {
+  /** milliseconds spent inside collectives, waiting for peers included */
+  commMs: number;
+  /** of which waiting for the slowest peer to arrive */
+  waitMs: number;
+  /** payload bytes this rank moved (read from peers + written) */
+  bytes: number;
+}
+
+export interface Communicator {
+  readonly rank: number;
+  readonly size: number;
+  /** Every rank's `buf` becomes the elementwise sum (or mean) over all ranks' `buf`. */
+  allreduce(buf: Float32Array, op?: ReduceOp): Promise<void>;
+  /**
+   * Like allreduce, but only this rank's owned slice (ownedSlice(buf.length, size, rank)) is
+   * guaranteed to hold the result afterwards; returns that slice's bounds.
+   */
+  reduceScatter(buf: Float32Array, op?: ReduceOp): Promise<{ start: number; end: number }>;
+  /** Every rank contributes its owned slice of `buf`; afterwards every rank holds all slices. */
+  allgather(buf: Float32Array): Promise<void>;
+  /** Every rank's `buf` becomes root's `buf`. */
+  broadcast(buf: Float32Array, root: number): Promise<void>;
+  barrier(): Promise<void>;
+  /** Point to point; a send completes when the receiver has the data or it is safely buffered. */
+  send(buf: Float32Array, dest: number, tag?: number): Promise<void>;
+  recv(buf: Float32Array, source: number, tag?: number): Promise<void>;
+  /** Time and bytes spent in collectives since the last call (then reset). */
+  takeStats(): CollectiveStats;
+}

@@ -1,0 +1,60 @@
+import { sampleSize, type Dataset } from './dataset.ts';
+
+export interface Batch {
+  /** count × H × W × C, NHWC */
+  images: Float32Array;
+  labels: Int32Array;
+  count: number;
+}
+
+/**
+ * Copies the samples at `indices` into `intoImages` / `intoLabels` (when given; they must be large
+ * enough) and returns views of exactly the batch's length. Without buffers it allocates.
+ */
+export function gather(ds: Dataset, indices: ArrayLike<number>, intoImages?: Float32Array, intoLabels?: Int32Array): Batch {
+  const n = indices.length;
+  const size = sampleSize(ds);
+  if (intoImages && intoImages.length < n * size) {
+    throw new Error(`gather(${ds.name}): the image buffer holds ${intoImages.length} values, the batch of ${n} needs ${n * size}`);
+  }
+  if (intoLabels && intoLabels.length < n) {
+    throw new Error(`gather(${ds.name}): the label buffer holds ${intoLabels.length} labels, the batch needs ${n}`);
+  }
+  const images = intoImages ? intoImages.subarray(0, n * size) : new Float32Array(n * size);
+  const labels = intoLabels ? intoLabels.subarray(0, n) : new Int32Array(n);
+  const src = ds.images;
+  for (let k = 0; k < n; k++) {
+    const i = indices[k]!;
+    if (!(i >= 0 && i < ds.count && Number.isInteger(i))) {
+      throw new Error(`gather(${ds.name}): sample index ${i} is outside 0..${ds.count - 1}`);
+    }
+    // a plain loop: subarray()+set() would allocate a view per sample
+    const from = i * size, to = k * size;
+    for (let j = 0; j < size; j++) images[to + j] = src[from + j]!;
+    labels[k] = ds.labels[i]!;
+  }
+  return { images, labels, count: n };
+}
+
+/**
+ * Reusable batch buffers for one dataset: sized for the largest batch on first use (or up front),
+ * so steady-state steps allocate no sample memory.
+ */
+export class Batcher {
+  private images: Float32Array;
+  private labels: Int32Array;
+
+  constructor(readonly dataset: Dataset, capacity = 0) {
+    this.images = new Float32Array(capacity * sampleSize(dataset));
+    this.labels = new Int32Array(capacity);
+  }
+
+  /** The batch at `indices`; its arrays are overwritten by the next call. */
+  gather(indices: ArrayLike<number>): Batch {
+    if (indices.length > this.labels.length) {
+      this.images = new Float32Array(indices.length * sampleSize(this.dataset));
+      this.labels = new Int32Array(indices.length);
+    }
+    return gather(this.dataset, indices, this.images, this.labels);
+  }
+}

@@ -1,0 +1,64 @@
+import type { AdamParams, SgdParams } from '../backend.ts';
+
+/**
+ * In-place optimizer updates over flat parameter buffers, with the exact semantics of
+ * torch.optim.Adam / AdamW / SGD (dampening 0). Arithmetic is float64 per element; the stored
+ * parameters and state are float32.
+ */
+
+function checkLengths(what: string, n: number, arrays: Record<string, Float32Array | null>): void {
+  for (const [name, a] of Object.entries(arrays)) {
+    if (a && a.length < n) throw new Error(`${what}: ${name} has ${a.length} values, params ${n}`);
+  }
+}
+
+/**
+ * m = β1·m + (1−β1)·g; v = β2·v + (1−β2)·g²; p −= lr·m̂/(√v̂ + ε) with m̂, v̂ bias-corrected by step t.
+ * Adam (decoupled = false) first adds wd·p to g (L2); AdamW (decoupled = true) first does p −= lr·wd·p.
+ */
+export function adamStep(params: Float32Array, grads: Float32Array, m: Float32Array, v: Float32Array, p: AdamParams): void {
+  const n = params.length;
+  checkLengths('adamStep', n, { grads, m, v });
+  const { lr, beta1, beta2, eps, weightDecay, decoupled, step } = p;
+  if (!(step >= 1)) throw new Error(`adamStep: step must be 1-based, got ${step}`);
+  const bc1 = 1 - Math.pow(beta1, step);
+  const bc2 = 1 - Math.pow(beta2, step);
+  const l2 = decoupled ? 0 : weightDecay;
+  const shrink = decoupled ? 1 - lr * weightDecay : 1;
+  const c1 = 1 - beta1, c2 = 1 - beta2;
+  for (let i = 0; i < n; i++) {
+    let w = params[i];
+    const g = grads[i] + l2 * w;
+    w *= shrink;
+    const mi = beta1 * m[i] + c1 * g;
+    const vi = beta2 * v[i] + c2 * g * g;
+    m[i] = mi;
+    v[i] = vi;
+    params[i] = w - lr * (mi / bc1) / (Math.sqrt(vi / bc2) + eps);
+  }
+}
+
+/**
+ * g' = g + wd·p; with momentum: v = μ·v + g', step = nesterov ? g' + μ·v : v; else step = g';
+ * p −= lr·step.
+ */
+export function sgdStep(params: Float32Array, grads: Float32Array, velocity: Float32Array | null, p: SgdParams): void {
+  const n = params.length;
+  const { lr, momentum, nesterov, weightDecay } = p;
+  checkLengths('sgdStep', n, { grads, velocity });
+  if (momentum > 0) {
+    if (!velocity) throw new Error('sgdStep: momentum > 0 needs a velocity buffer');
+    for (let i = 0; i < n; i++) {
+      const w = params[i];
+      const g = grads[i] + weightDecay * w;
+      const vi = momentum * velocity[i] + g;
+      velocity[i] = vi;
+      params[i] = w - lr * (nesterov ? g + momentum * vi : vi);
+    }
+  } else {
+    for (let i = 0; i < n; i++) {
+      const w = params[i];
+      params[i] = w - lr * (grads[i] + weightDecay * w);
+    }
+  }
+}

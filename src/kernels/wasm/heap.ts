@@ -1,0 +1,125 @@
+/**
+ * A JS-side allocator over one wasm instance's shared linear memory.
+ *
+ * Bump allocation from the module's `__heap_base`, 16-byte aligned, with exact-size free lists
+ * (sizes rounded to 16 bytes) for blocks handed back through `freeBytes`/`free`. Arrays from
+ * `alloc` are never reclaimed unless the caller frees them explicitly. Memory grows on demand up to
+ * its maximum; because the memory is shared, growing never detaches existing views (each view keeps
+ * the SharedArrayBuffer object it was made on, which stays valid for its range).
+ *
+ * `memory.buffer` returns a new SharedArrayBuffer object after every grow, so ownership of an array
+ * is decided by a WeakSet of every buffer object this heap has handed out views on.
+ */
+
+const PAGE = 65536;
+/** Grow at least this many pages at a time (16 MiB), to keep grow calls rare. */
+const MIN_GROW_PAGES = 256;
+
+export type WasmArray = Float32Array | Int32Array;
+
+export class WasmHeap {
+  readonly memory: WebAssembly.Memory;
+  private top: number;
+  private readonly freeLists = new Map<number, number[]>();
+  /** User allocations (ptr → bytes), so `free` can check what it is given. */
+  private readonly live = new Map<number, number>();
+  private readonly buffers = new WeakSet<ArrayBufferLike>();
+  private current: ArrayBufferLike;
+
+  constructor(memory: WebAssembly.Memory, heapBase: number) {
+    this.memory = memory;
+    this.top = Math.max(16, (heapBase + 15) & ~15);
+    this.current = memory.buffer;
+    this.buffers.add(this.current);
+  }
+
+  /** The current buffer (re-read after growth), registered as ours. */
+  buffer(): ArrayBufferLike {
+    const b = this.memory.buffer;
+    if (b !== this.current) {
+      this.current = b;
+      this.buffers.add(b);
+    }
+    return b;
+  }
+
+  /** True when `a` is a view into this heap's memory (then `a.byteOffset` is its wasm address). */
+  owns(a: WasmArray): boolean {
+    return this.buffers.has(a.buffer);
+  }
+
+  /** Total bytes handed out by the bump pointer so far (the heap's high-water mark). */
+  get highWater(): number {
+    return this.top;
+  }
+
+  /** Reserve `bytes` (rounded up to 16); contents are NOT zeroed when reused from a free list. */
+  allocBytes(bytes: number): number {
+    const size = Math.max(16, (bytes + 15) & ~15);
+    const list = this.freeLists.get(size);
+    if (list && list.length > 0) return list.pop()!;
+    const ptr = this.top;
+    const end = ptr + size;
+    if (end > 2 ** 32) throw new RangeError(`wasm heap exhausted: cannot allocate ${size} bytes beyond the 4 GiB limit of wasm32`);
+    const have = this.memory.buffer.byteLength;
+    if (end > have) {
+      const pages = Math.max(Math.ceil((end - have) / PAGE), MIN_GROW_PAGES);
+      try {
+        this.memory.grow(pages);
+      } catch {
+        try {
+          this.memory.grow(Math.ceil((end - have) / PAGE));
+        } catch (err) {
+          throw new RangeError(`wasm heap exhausted: cannot grow memory to ${end} bytes (${(err as Error).message})`);
+        }
+      }
+      this.buffer();
+    }
+    this.top = end;
+    return ptr;
+  }
+
+  freeBytes(ptr: number, bytes: number): void {
+    const size = Math.max(16, (bytes + 15) & ~15);
+    let list = this.freeLists.get(size);
+    if (!list) this.freeLists.set(size, (list = []));
+    list.push(ptr);
+  }
+
+  f32(ptr: number, length: number): Float32Array {
+    return new Float32Array(this.buffer(), ptr, length);
+  }
+
+  i32(ptr: number, length: number): Int32Array {
+    return new Int32Array(this.buffer(), ptr, length);
+  }
+
+  /** A zeroed Float32Array of `length` in wasm memory, kept until `free`. */
+  allocF32(length: number): Float32Array {
+    return this.allocTyped(length, false) as Float32Array;
+  }
+
+  allocI32(length: number): Int32Array {
+    return this.allocTyped(length, true) as Int32Array;
+  }
+
+  private allocTyped(length: number, int: boolean): WasmArray {
+    if (!Number.isInteger(length) || length < 0) throw new RangeError(`alloc: length must be a non-negative integer, got ${length}`);
+    const bytes = length * 4;
+    const ptr = this.allocBytes(bytes);
+    this.live.set(ptr, Math.max(16, (bytes + 15) & ~15));
+    const a = int ? this.i32(ptr, length) : this.f32(ptr, length);
+    a.fill(0);
+    return a;
+  }
+
+  /** Return an array obtained from `allocF32`/`allocI32` (the whole array, not a subarray). */
+  free(a: WasmArray): void {
+    const size = this.live.get(a.byteOffset);
+    if (!this.owns(a) || size === undefined || size !== Math.max(16, (a.length * 4 + 15) & ~15)) {
+      throw new Error('free: the array was not allocated by this wasm backend (or is a subarray of one)');
+    }
+    this.live.delete(a.byteOffset);
+    this.freeBytes(a.byteOffset, size);
+  }
+}

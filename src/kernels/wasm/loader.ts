@@ -1,0 +1,138 @@
+/**
+ * Finds, validates and compiles build/kernels.wasm (plain SIMD128) or build/kernels-relaxed.wasm
+ * (relaxed SIMD: fused multiply-add). Both src/kernels/wasm/ and dist/kernels/wasm/ sit three levels
+ * below the repository root, so the files are found relative to this module's URL.
+ *
+ * Relaxed SIMD ships unflagged in V8 ≥ 11.4 (Node ≥ 21); Node 20's V8 11.3 has it behind
+ * --experimental-wasm-relaxed-simd, which we set through v8.setFlagsFromString before compiling
+ * (it only enables a wasm feature; it changes nothing else). The relaxed module is used only if it
+ * validates, instantiates and passes a numeric self-test, else the plain SIMD module is used.
+ * PARATRAIN_WASM_RELAXED=0 forces the plain module; =1 fails loudly when relaxed is unusable.
+ */
+import { readFile } from 'node:fs/promises';
+import { setFlagsFromString } from 'node:v8';
+
+export interface KernelExports {
+  heapBase(): number;
+  isRelaxed(): number;
+  gemmScratchBytes(): number;
+  setGemmScratch(ptr: number): void;
+  setBlocking(mc: number, kc: number, nc: number): void;
+  setConvChunkBytes(bytes: number): void;
+  gemm(transA: number, transB: number, M: number, N: number, K: number, alpha: number, A: number, B: number, beta: number, C: number): void;
+  gemmStrided(transA: number, transB: number, M: number, N: number, K: number, alpha: number,
+              A: number, lda: number, B: number, ldb: number, beta: number, C: number, ldc: number): void;
+  conv2dForward(x: number, w: number, bias: number, y: number, N: number, H: number, W: number, C: number,
+                KH: number, KW: number, F: number, sh: number, sw: number, pt: number, pl: number, OH: number, OW: number,
+                col: number, colBytes: number): void;
+  conv2dBackwardData(dy: number, w: number, dx: number, N: number, H: number, W: number, C: number,
+                     KH: number, KW: number, F: number, sh: number, sw: number, pt: number, pl: number, OH: number, OW: number,
+                     col: number, colBytes: number): void;
+  conv2dBackwardFilter(x: number, dy: number, dw: number, N: number, H: number, W: number, C: number,
+                       KH: number, KW: number, F: number, sh: number, sw: number, pt: number, pl: number, OH: number, OW: number,
+                       col: number, colBytes: number): void;
+  maxPoolForward(x: number, y: number, argmax: number, N: number, H: number, W: number, C: number,
+                 KH: number, KW: number, sh: number, sw: number, pt: number, pl: number, OH: number, OW: number): void;
+  maxPoolBackward(dy: number, argmax: number, dx: number, outLen: number, inLen: number): void;
+  avgPoolForward(x: number, y: number, N: number, H: number, W: number, C: number,
+                 KH: number, KW: number, sh: number, sw: number, pt: number, pl: number, OH: number, OW: number): void;
+  avgPoolBackward(dy: number, dx: number, N: number, H: number, W: number, C: number,
+                  KH: number, KW: number, sh: number, sw: number, pt: number, pl: number, OH: number, OW: number): void;
+  biasAdd(x: number, bias: number, y: number, rows: number, cols: number): void;
+  biasGrad(dy: number, db: number, rows: number, cols: number, acc: number): void;
+  activationForward(kind: number, x: number, y: number, n: number, cap: number): void;
+  activationBackward(kind: number, y: number, dy: number, dx: number, n: number, cap: number): void;
+  softmaxCrossEntropy(logits: number, labels: number, rows: number, classes: number, dlogits: number, gradScale: number): number;
+  axpy(alpha: number, x: number, y: number, n: number): void;
+  scale(alpha: number, x: number, n: number): void;
+  adamStep(params: number, grads: number, m: number, v: number, n: number, lr: number, beta1: number, beta2: number,
+           eps: number, l2: number, shrink: number, invBc1: number, invBc2: number): void;
+  sgdStep(params: number, grads: number, velocity: number, n: number, lr: number, momentum: number, nesterov: number, wd: number): void;
+  zeroF32(dst: number, n: number): void;
+}
+
+/** Pages of the imported memory: 16 MiB to start, up to the wasm32 limit of 4 GiB. */
+export const INITIAL_PAGES = 256;
+export const MAXIMUM_PAGES = 65536;
+
+export interface LoadedKernels {
+  exports: KernelExports;
+  memory: WebAssembly.Memory;
+  relaxed: boolean;
+}
+
+export function wasmFileUrl(name: string): URL {
+  return new URL(`../../../build/${name}`, import.meta.url);
+}
+
+async function readOrNull(url: URL): Promise<Uint8Array | null> {
+  try {
+    return new Uint8Array(await readFile(url));
+  } catch {
+    return null;
+  }
+}
+
+function newMemory(): WebAssembly.Memory {
+  return new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: MAXIMUM_PAGES, shared: true });
+}
+
+async function instantiate(module: WebAssembly.Module): Promise<LoadedKernels> {
+  const memory = newMemory();
+  const instance = await WebAssembly.instantiate(module, { env: { memory } });
+  const exports = instance.exports as unknown as KernelExports;
+  return { exports, memory, relaxed: exports.isRelaxed() === 1 };
+}
+
+/** A 5×7×9 gemm in wasm against a float64 loop, so a miscompiled relaxed path is caught at load. */
+function selfTest(k: LoadedKernels): boolean {
+  const e = k.exports;
+  const M = 5, N = 7, K = 9;
+  const base = (e.heapBase() + 15) & ~15;
+  const scratch = base + 4096;
+  e.setGemmScratch(scratch);
+  const f = new Float32Array(k.memory.buffer);
+  const a = base / 4, b = a + M * K, c = b + K * N;
+  for (let i = 0; i < M * K; i++) f[a + i] = ((i * 7) % 11) / 11 - 0.5;
+  for (let i = 0; i < K * N; i++) f[b + i] = ((i * 5) % 13) / 13 - 0.5;
+  e.gemm(0, 0, M, N, K, 1, a * 4, b * 4, 0, c * 4);
+  for (let i = 0; i < M; i++) for (let j = 0; j < N; j++) {
+    let s = 0;
+    for (let p = 0; p < K; p++) s += f[a + i * K + p]! * f[b + p * N + j]!;
+    if (Math.abs(f[c + i * N + j]! - s) > 1e-5) return false;
+  }
+  f.fill(0, a, c + M * N);
+  return true;
+}
+
+let cached: Promise<{ module: WebAssembly.Module; relaxed: boolean } | null> | undefined;
+
+async function compileBest(): Promise<{ module: WebAssembly.Module; relaxed: boolean } | null> {
+  const want = process.env.PARATRAIN_WASM_RELAXED;
+  if (want !== '0') {
+    const bytes = await readOrNull(wasmFileUrl('kernels-relaxed.wasm'));
+    if (bytes) {
+      if (!WebAssembly.validate(bytes)) {
+        try { setFlagsFromString('--experimental-wasm-relaxed-simd'); } catch { /* not this V8 */ }
+      }
+      try {
+        if (WebAssembly.validate(bytes)) {
+          const module = await WebAssembly.compile(bytes);
+          if (selfTest(await instantiate(module))) return { module, relaxed: true };
+        }
+      } catch { /* fall back to plain SIMD */ }
+    }
+    if (want === '1') throw new Error('PARATRAIN_WASM_RELAXED=1 but the relaxed-SIMD kernels are unusable on this Node (or build/kernels-relaxed.wasm is missing)');
+  }
+  const bytes = await readOrNull(wasmFileUrl('kernels.wasm'));
+  if (!bytes || !WebAssembly.validate(bytes)) return null;
+  return { module: await WebAssembly.compile(bytes), relaxed: false };
+}
+
+/** Compiles once per thread; each call returns a fresh instance with its own memory (or null when unavailable). */
+export async function loadKernels(): Promise<LoadedKernels | null> {
+  cached ??= compileBest();
+  const compiled = await cached;
+  if (!compiled) return null;
+  return instantiate(compiled.module);
+}

@@ -1,0 +1,64 @@
+import { Tensor } from '../tensor/tensor.ts';
+import type { ActivationKind, Backend } from '../kernels/backend.ts';
+import { BaseLayer, type ForwardContext, type ParamSpec } from './layer.ts';
+
+/** y = act(x·W + b) with W stored [in, out]. */
+export class Dense extends BaseLayer {
+  readonly outputShape: readonly number[];
+  readonly inFeatures: number;
+  private w!: Float32Array; private b: Float32Array | null = null;
+  private dw!: Float32Array; private db: Float32Array | null = null;
+  private x: Tensor | null = null;
+  private y: Tensor | null = null;
+
+  constructor(backend: Backend, name: string, inputShape: readonly number[],
+              readonly units: number, readonly activation: ActivationKind, readonly useBias: boolean) {
+    super(backend, name, inputShape);
+    if (inputShape.length !== 1) {
+      throw this.error(`expects a flat input but receives shape [${inputShape.join(', ')}]; add a flatten layer before it`);
+    }
+    this.inFeatures = inputShape[0]!;
+    this.outputShape = [units];
+  }
+
+  override params(): ParamSpec[] {
+    const kernel: ParamSpec = {
+      name: 'kernel', shape: [this.inFeatures, this.units],
+      init: this.activation === 'relu' || this.activation === 'clippedRelu' ? 'heNormal' : 'glorotUniform',
+      fanIn: this.inFeatures, fanOut: this.units,
+    };
+    return this.useBias
+      ? [kernel, { name: 'bias', shape: [this.units], init: 'zeros', fanIn: this.inFeatures, fanOut: this.units }]
+      : [kernel];
+  }
+
+  override bind(params: Float32Array[], grads: Float32Array[]): void {
+    this.w = params[0]!; this.dw = grads[0]!;
+    if (this.useBias) { this.b = params[1]!; this.db = grads[1]!; }
+  }
+
+  forward(x: Tensor, _ctx: ForwardContext): Tensor {
+    const n = x.batch;
+    const y = new Tensor([n, this.units], this.buffer('y', n * this.units));
+    this.backend.gemm(false, false, n, this.units, this.inFeatures, 1, x.data, this.w, 0, y.data);
+    if (this.b) this.backend.biasAdd(y.data, this.b, y.data, n, this.units);
+    if (this.activation !== 'linear') this.backend.activationForward(this.activation, y.data, y.data);
+    this.x = x; this.y = y;
+    return y;
+  }
+
+  backward(dy: Tensor, needInputGrad = true): Tensor | null {
+    const n = dy.batch;
+    let dz = dy.data;
+    if (this.activation !== 'linear') {
+      dz = this.buffer('dz', dy.size);
+      this.backend.activationBackward(this.activation, this.y!.data, dy.data, dz);
+    }
+    this.backend.gemm(true, false, this.inFeatures, this.units, n, 1, this.x!.data, dz, 1, this.dw);
+    if (this.db) this.backend.biasGrad(dz, this.db, n, this.units);
+    if (!needInputGrad) return null;
+    const dx = new Tensor([n, this.inFeatures], this.buffer('dx', n * this.inFeatures));
+    this.backend.gemm(false, true, n, this.inFeatures, this.units, 1, dz, this.w, 0, dx.data);
+    return dx;
+  }
+}

@@ -1,0 +1,51 @@
+import { Tensor } from '../tensor/tensor.ts';
+import { shapeSize } from '../tensor/shape.ts';
+import { CounterRng } from '../tensor/rng.ts';
+import type { Backend } from '../kernels/backend.ts';
+import { BaseLayer, type ForwardContext } from './layer.ts';
+
+/**
+ * Inverted dropout. The keep/drop draw for element j of a sample is keyed by
+ * (seed, step, layer, global sample index), so the mask a sample gets does not depend on how the
+ * batch was split across devices or micro-batches.
+ */
+export class Dropout extends BaseLayer {
+  readonly outputShape: readonly number[];
+  private readonly perSample: number;
+  private mask: Float32Array | null = null;
+
+  constructor(backend: Backend, name: string, inputShape: readonly number[],
+              readonly rate: number, private readonly layerKey: number) {
+    super(backend, name, inputShape);
+    if (!(rate >= 0 && rate < 1)) throw this.error(`rate must be in [0, 1), got ${rate}`);
+    this.outputShape = inputShape;
+    this.perSample = shapeSize(inputShape);
+  }
+
+  forward(x: Tensor, ctx: ForwardContext): Tensor {
+    if (!ctx.training || this.rate === 0) { this.mask = null; return x; }
+    const mask = this.buffer('mask', x.size);
+    const y = new Tensor(x.shape, this.buffer('y', x.size));
+    const keep = 1 - this.rate, scale = 1 / keep;
+    const rng = new CounterRng(ctx.seed, ctx.step, this.layerKey, 0xd209);
+    const per = this.perSample;
+    for (let n = 0, i = 0; n < x.batch; n++) {
+      const base = (ctx.sampleOffset + n) * per;
+      for (let j = 0; j < per; j++, i++) {
+        const m = rng.at(base + j) < keep ? scale : 0;
+        mask[i] = m;
+        y.data[i] = x.data[i]! * m;
+      }
+    }
+    this.mask = mask;
+    return y;
+  }
+
+  backward(dy: Tensor): Tensor {
+    if (!this.mask) return dy;
+    const dx = new Tensor(dy.shape, this.buffer('dx', dy.size));
+    const mask = this.mask, d = dy.data, out = dx.data;
+    for (let i = 0; i < out.length; i++) out[i] = d[i]! * mask[i]!;
+    return dx;
+  }
+}

@@ -1,0 +1,41 @@
+/**
+ * A strategy is a small object with the hooks the training loop calls (DESIGN.md). The loop is the
+ * same for every strategy; what differs is what happens around the optimizer step.
+ */
+
+/** What a strategy may act on: the replica's flat buffers and its local optimizer step. */
+export interface ReplicaView {
+  readonly params: Float32Array;
+  readonly grads: Float32Array;
+  /** non-trained state (BatchNorm statistics) */
+  readonly state: Float32Array;
+  /** one local optimizer update with learning rate lr */
+  localStep(lr: number): void;
+}
+
+export interface StepInfo {
+  /** global step counter (0-based) */
+  step: number;
+  epoch: number;
+  lr: number;
+  /** samples this replica processed in this step */
+  samples: number;
+}
+
+export interface Strategy {
+  readonly name: string;
+  /** Before the first step: e.g. broadcast rank 0's initial weights. */
+  onStart?(replica: ReplicaView): Promise<void>;
+  /**
+   * After backward, instead of the plain local optimizer step: e.g. all-reduce gradients then step,
+   * or push gradients to a parameter server. Default: replica.localStep(lr).
+   */
+  applyUpdate?(replica: ReplicaView, info: StepInfo): Promise<void>;
+  /** After the update: e.g. every K steps average models, elastic pull, block momentum. */
+  afterStep?(replica: ReplicaView, info: StepInfo): Promise<void>;
+  /** When this replica has no more data: leave averaging cleanly, final consolidation. */
+  onFinish?(replica: ReplicaView): Promise<void>;
+}
+
+/** One device on its own: the plain optimizer step, nothing else. */
+export const localStrategy: Strategy = { name: 'local' };

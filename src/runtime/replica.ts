@@ -1,0 +1,72 @@
+import { Tensor } from '../tensor/tensor.ts';
+import type { Backend } from '../kernels/backend.ts';
+import { buildModel, type Sequential } from '../nn/model.ts';
+import { SoftmaxCrossEntropy } from '../nn/softmaxCrossEntropy.ts';
+import type { ForwardContext } from '../nn/layer.ts';
+import { createOptimizer, type Optimizer } from '../optim/optimizer.ts';
+import type { Dataset } from '../data/dataset.ts';
+import type { RunConfig } from './runConfig.ts';
+
+export interface StepResult {
+  lossSum: number;
+  correct: number;
+  samples: number;
+}
+
+/** One device's copy of the model with its optimizer and loss: what every strategy acts on. */
+export class Replica {
+  readonly model: Sequential;
+  readonly optimizer: Optimizer;
+  private readonly loss: SoftmaxCrossEntropy;
+  private input: Float32Array = new Float32Array(0);
+
+  constructor(readonly backend: Backend, readonly config: RunConfig, options: { shared?: boolean } = {}) {
+    this.model = buildModel(backend, config.model, options);
+    this.model.initialize(config.train.seed);
+    this.optimizer = createOptimizer(backend, config.optimizer, this.model.params.length);
+    this.loss = new SoftmaxCrossEntropy(backend);
+    if (this.model.outputShape.length !== 1) {
+      throw new Error(`model: the last layer must produce one score per class, but its output shape is [${this.model.outputShape.join(', ')}]; end with flatten and dense`);
+    }
+  }
+
+  /** Scores the model produces per sample (must equal the dataset's classes). */
+  get classes(): number {
+    return this.model.outputShape[0]!;
+  }
+
+  /** Copies a batch into a backend-owned buffer (so the wasm backend computes without copies). */
+  private batchTensor(images: Float32Array, n: number): Tensor {
+    if (this.input.length !== images.length) this.input = this.backend.alloc(images.length);
+    this.input.set(images);
+    return new Tensor([n, ...this.model.inputShape], this.input);
+  }
+
+  /**
+   * Forward and backward on one batch, ACCUMULATING gradients (zero them first for a fresh step).
+   * `gradScale` multiplies dLoss/dlogits: 1/n for a mean over this batch, 1/globalBatch when
+   * several devices' or micro-batches' gradients are summed.
+   */
+  computeGradients(images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number): StepResult {
+    const n = labels.length;
+    const logits = this.model.forward(this.batchTensor(images, n), { ...ctx, training: true });
+    const { lossSum, correct, dlogits } = this.loss.compute(logits, labels, gradScale);
+    this.model.backward(dlogits);
+    return { lossSum, correct, samples: n };
+  }
+
+  /** Mean loss and accuracy over a dataset, in evaluation mode (no dropout, running BatchNorm stats). */
+  evaluate(ds: Dataset, batchSize = 500): { loss: number; accuracy: number } {
+    const per = ds.images.length / ds.count;
+    let lossSum = 0, correct = 0;
+    const ctx: ForwardContext = { training: false, seed: 0, step: 0, sampleOffset: 0 };
+    for (let start = 0; start < ds.count; start += batchSize) {
+      const n = Math.min(batchSize, ds.count - start);
+      const x = this.batchTensor(ds.images.subarray(start * per, (start + n) * per), n);
+      const logits = this.model.forward(x, ctx);
+      const r = this.loss.compute(logits, ds.labels.subarray(start, start + n), 0);
+      lossSum += r.lossSum; correct += r.correct;
+    }
+    return { loss: lossSum / ds.count, accuracy: correct / ds.count };
+  }
+}
