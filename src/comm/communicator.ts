@@ -43,6 +43,11 @@ export interface Communicator {
   /** Point to point; a send completes when the receiver has the data or it is safely buffered. */
   send(buf: Float32Array, dest: number, tag?: number): Promise<void>;
   recv(buf: Float32Array, source: number, tag?: number): Promise<void>;
+  /**
+   * Optional, collective: announces a buffer that later collectives will be called on, so a
+   * shared-memory transport can read peers' copies directly. Transports without it copy.
+   */
+  register?(buf: Float32Array): Promise<void>;
   /** Time and bytes spent in collectives since the last call (then reset). */
   takeStats(): CollectiveStats;
 }

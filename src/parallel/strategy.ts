@@ -18,23 +18,37 @@ export interface StepInfo {
   step: number;
   epoch: number;
   lr: number;
-  /** samples this replica processed in this step */
+  /** samples this replica processes in this step */
   samples: number;
+}
+
+/** Counters a strategy reports with each step (staleness of async gradients, …). */
+export interface StrategyStepStats {
+  staleness?: number;
+  /** gradients dropped for exceeding the staleness bound */
+  dropped?: number;
 }
 
 export interface Strategy {
   readonly name: string;
-  /** Before the first step: e.g. broadcast rank 0's initial weights. */
+  /** Before the first step: register buffers, broadcast rank 0's initial weights. */
   onStart?(replica: ReplicaView): Promise<void>;
+  /** Before forward/backward: e.g. wait for this device's turn, pull fresh weights. */
+  beforeStep?(replica: ReplicaView, info: StepInfo): Promise<void>;
   /**
    * After backward, instead of the plain local optimizer step: e.g. all-reduce gradients then step,
    * or push gradients to a parameter server. Default: replica.localStep(lr).
    */
-  applyUpdate?(replica: ReplicaView, info: StepInfo): Promise<void>;
+  applyUpdate?(replica: ReplicaView, info: StepInfo): Promise<StrategyStepStats | void>;
   /** After the update: e.g. every K steps average models, elastic pull, block momentum. */
   afterStep?(replica: ReplicaView, info: StepInfo): Promise<void>;
   /** When this replica has no more data: leave averaging cleanly, final consolidation. */
   onFinish?(replica: ReplicaView): Promise<void>;
+  /**
+   * The weights that represent the job's model now (evaluation, checkpoints): the server's for
+   * parameter-server strategies, the centre for EASGD, the block model for BMUF; default the replica's.
+   */
+  modelParams?(replica: ReplicaView): Promise<Float32Array>;
 }
 
 /** One device on its own: the plain optimizer step, nothing else. */

@@ -63,7 +63,7 @@ export class MetricsWriter {
   }
 
   /** Records one event; `time` is added (unless the event has one). */
-  write(event: { type: string }): void {
+  write<E extends { type: string }>(event: E): void {
     if (this.fd === null) throw new Error(`metrics file ${this.path} is closed`);
     const { type, ...fields } = event as { type: string; [k: string]: unknown };
     const line = JSON.stringify({ type, time: this.now(), ...fields }, replacer);

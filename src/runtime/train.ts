@@ -55,7 +55,7 @@ export async function train(config: RunConfig, options: TrainOptions = {}): Prom
     throw new Error(`model.layers[${last}]: the model produces ${replica.classes} scores per sample but ${data.train.name} has ${data.train.classes} classes; set units: ${data.train.classes}`);
   }
   const runDir = createRunDir({ out: options.out, force: options.force });
-  const metrics = new MetricsWriter(runDir);
+  const metrics = new MetricsWriter(runDir, { truncate: options.force });
   const emit = (event: TrainEvent) => {
     metrics.write(event);
     options.onEvent?.(event);

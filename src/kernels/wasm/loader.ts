@@ -65,9 +65,12 @@ export function wasmFileUrl(name: string): URL {
   return new URL(`../../../build/${name}`, import.meta.url);
 }
 
-async function readOrNull(url: URL): Promise<Uint8Array | null> {
+async function readOrNull(url: URL): Promise<Uint8Array<ArrayBuffer> | null> {
   try {
-    return new Uint8Array(await readFile(url));
+    const file = await readFile(url);
+    const bytes = new Uint8Array(file.byteLength);
+    bytes.set(file);
+    return bytes;
   } catch {
     return null;
   }

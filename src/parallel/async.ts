@@ -1,0 +1,60 @@
+import type { ParameterServer } from './parameterServer.ts';
+import type { Strategy } from './strategy.ts';
+
+export interface AsyncOptions {
+  /** pull the server's weights every n_fetch steps */
+  fetchEvery: number;
+  /** push the gradient accumulated over n_push steps */
+  pushEvery: number;
+  /** drop gradients staler than this many server updates (none when undefined) */
+  maxStaleness?: number;
+}
+
+/**
+ * Downpour SGD (Dean et al. 2012): the parameter server applies each pushed gradient as it
+ * arrives, with the optimizer living on the server. A device computes on its local copy of the
+ * weights, refreshed every n_fetch steps, and pushes the mean gradient it accumulated over n_push
+ * steps. Staleness = server version when the gradient arrives − version it was computed on. A
+ * gradient over the staleness bound is dropped and the device refreshes its weights at once.
+ */
+export function asyncStrategy(ps: ParameterServer, o: AsyncOptions): Strategy {
+  let version = 0, steps = 0, pending = 0, lastLr = 0;
+  let accumulated: Float32Array, snapshot: Float32Array;
+  const push = async () => {
+    if (pending > 1) for (let i = 0; i < accumulated.length; i++) accumulated[i] = accumulated[i]! / pending;
+    const r = await ps.push(accumulated, version, lastLr, o.maxStaleness);
+    accumulated.fill(0);
+    pending = 0;
+    return r;
+  };
+  return {
+    name: 'async',
+    async onStart(replica) {
+      accumulated = new Float32Array(replica.grads.length);
+      version = await ps.pull(replica.params);
+    },
+    async beforeStep(replica) {
+      if (steps > 0 && steps % o.fetchEvery === 0) version = await ps.pull(replica.params);
+    },
+    async applyUpdate(replica, info) {
+      steps++;
+      if (info.samples === 0) return {};
+      lastLr = info.lr;
+      const g = replica.grads;
+      for (let i = 0; i < g.length; i++) accumulated[i] = accumulated[i]! + g[i]!;
+      if (++pending < o.pushEvery) return {};
+      const r = await push();
+      if (!r.applied) version = await ps.pull(replica.params);
+      return { staleness: r.staleness, dropped: r.applied ? 0 : 1 };
+    },
+    async onFinish(replica) {
+      if (pending > 0) await push();
+      await ps.pull(replica.params);
+    },
+    async modelParams(replica) {
+      if (!snapshot || snapshot.length !== replica.params.length) snapshot = new Float32Array(replica.params.length);
+      await ps.pull(snapshot);
+      return snapshot;
+    },
+  };
+}

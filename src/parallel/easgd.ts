@@ -1,0 +1,65 @@
+import type { Communicator } from '../comm/communicator.ts';
+import type { ParameterServer } from './parameterServer.ts';
+import type { Strategy } from './strategy.ts';
+import { registerAndBroadcast } from './replicaSync.ts';
+
+/**
+ * Elastic averaging SGD (Zhang, Choromanska & LeCun 2015): replicas train locally and every
+ * `period` steps are pulled towards a centre variable x̃ that is pulled towards them, with moving
+ * rate α.
+ *
+ * Synchronous: every replica keeps an identical copy of x̃; with x̄ the mean of the replicas,
+ *   x_i ← x_i − α(x_i − x̃),   x̃ ← x̃ + α·G·(x̄ − x̃)     (stable for α·G < 1).
+ */
+export function easgdSyncStrategy(comm: Communicator, alpha: number, period: number): Strategy {
+  let centre: Float32Array, mean: Float32Array;
+  let steps = 0;
+  return {
+    name: 'easgd',
+    async onStart(replica) {
+      mean = new Float32Array(new SharedArrayBuffer(replica.params.byteLength));
+      await registerAndBroadcast(comm, replica, [mean]);
+      centre = replica.params.slice();
+    },
+    async afterStep(replica) {
+      if (++steps < period) return;
+      steps = 0;
+      mean.set(replica.params);
+      await comm.allreduce(mean, 'mean');
+      const x = replica.params, g = comm.size;
+      for (let i = 0; i < x.length; i++) {
+        const c = centre[i]!;
+        x[i] = x[i]! - alpha * (x[i]! - c);
+        centre[i] = c + alpha * g * (mean[i]! - c);
+      }
+      await comm.allreduce(replica.state, 'mean');
+    },
+    modelParams: async () => centre,
+  };
+}
+
+/**
+ * Asynchronous EASGD: the centre lives on the parameter server; every `period` steps a replica
+ * makes the elastic exchange with it on its own, atomically: d = α(x − x̃); x̃ += d; x −= d.
+ */
+export function easgdAsyncStrategy(ps: ParameterServer, alpha: number, period: number): Strategy {
+  let steps = 0;
+  const centre = { data: new Float32Array(0) };
+  return {
+    name: 'easgd',
+    async onStart(replica) {
+      // start from the server's centre so every replica begins at the same point
+      await ps.pull(replica.params);
+    },
+    async afterStep(replica) {
+      if (++steps < period) return;
+      steps = 0;
+      await ps.elasticExchange(replica.params, alpha);
+    },
+    async modelParams(replica) {
+      if (centre.data.length !== replica.params.length) centre.data = new Float32Array(replica.params.length);
+      await ps.pull(centre.data);
+      return centre.data;
+    },
+  };
+}

@@ -1,0 +1,21 @@
+/**
+ * The parameter server that the sync, async (Downpour) and asynchronous EASGD strategies share:
+ * one authoritative copy of the weights with a version number, updated by whichever device gets
+ * there first. Implementations: shared memory between threads (here), rank 0 over TCP (later).
+ */
+export interface ParameterServer {
+  /** Copies the server's weights into `into`; returns their version (updates applied so far). */
+  pull(into: Float32Array): Promise<number>;
+  /**
+   * Applies a gradient computed on weights of version `computedAt` with the server's optimizer,
+   * unless it is staler than `maxStaleness` (then it is dropped). Returns its staleness
+   * (server version at arrival − computedAt) and whether it was applied.
+   */
+  push(grads: Float32Array, computedAt: number, lr: number, maxStaleness?: number): Promise<{ staleness: number; applied: boolean }>;
+  /** Elastic averaging step, atomically: d = α(x − x̃); x̃ += d; x −= d. */
+  elasticExchange(x: Float32Array, alpha: number): Promise<void>;
+  /** Blocks until it is `rank`'s turn in round-robin order (the sync strategy). */
+  waitTurn(rank: number, size: number): Promise<void>;
+  /** Hands the turn to the next rank. */
+  passTurn(): Promise<void>;
+}

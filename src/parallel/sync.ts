@@ -1,0 +1,33 @@
+import type { ParameterServer } from './parameterServer.ts';
+import type { Strategy } from './strategy.ts';
+
+/**
+ * Synchronous baseline: one device at a time takes the shared weights, processes its batch and
+ * applies its update while the others wait — sequential SGD spread over devices, with no speed-up
+ * by construction (the reference the other strategies are measured against).
+ */
+export function syncStrategy(ps: ParameterServer, rank: number, size: number): Strategy {
+  let version = 0;
+  let snapshot: Float32Array;
+  return {
+    name: 'sync',
+    async beforeStep(replica) {
+      await ps.waitTurn(rank, size);
+      version = await ps.pull(replica.params);
+    },
+    async applyUpdate(replica, info) {
+      // an empty slice (short last batch) has nothing to apply: Adam would still move the weights
+      const r = info.samples > 0 ? await ps.push(replica.grads, version, info.lr) : { staleness: 0 };
+      await ps.passTurn();
+      return { staleness: r.staleness };
+    },
+    async onFinish(replica) {
+      await ps.pull(replica.params);
+    },
+    async modelParams(replica) {
+      if (!snapshot || snapshot.length !== replica.params.length) snapshot = new Float32Array(replica.params.length);
+      await ps.pull(snapshot);
+      return snapshot;
+    },
+  };
+}
