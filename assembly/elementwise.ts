@@ -138,15 +138,16 @@ export function scale(alpha: f32, x: usize, n: i32): void {
 }
 
 /**
- * Adam/AdamW (torch semantics), float32 arithmetic:
+ * Adam/AdamW (torch semantics), float32 arithmetic; c1 = 1−β1, c2 = 1−β2 come from the caller in
+ * float64 (1 − f32(0.999) would lose four digits):
  *   g = grad + l2·w; w *= shrink; m = β1·m + (1−β1)·g; v = β2·v + (1−β2)·g²;
  *   w −= lr·(m/bc1) / (sqrt(v/bc2) + eps)
  */
 export function adamStep(params: usize, grads: usize, m: usize, v: usize, n: i32,
-                         lr: f32, beta1: f32, beta2: f32, eps: f32, l2: f32, shrink: f32, invBc1: f32, invBc2: f32): void {
+                         lr: f32, beta1: f32, beta2: f32, c1: f32, c2: f32, eps: f32, l2: f32, shrink: f32, invBc1: f32, invBc2: f32): void {
   const vl2 = f32x4.splat(l2), vsh = f32x4.splat(shrink);
-  const vb1 = f32x4.splat(beta1), vc1 = f32x4.splat(1 - beta1);
-  const vb2 = f32x4.splat(beta2), vc2 = f32x4.splat(1 - beta2);
+  const vb1 = f32x4.splat(beta1), vc1 = f32x4.splat(c1);
+  const vb2 = f32x4.splat(beta2), vc2 = f32x4.splat(c2);
   const vstep = f32x4.splat(lr * invBc1), vibc2 = f32x4.splat(invBc2), veps = f32x4.splat(eps);
   let i = 0;
   for (; i + 4 <= n; i += 4) {
@@ -160,7 +161,6 @@ export function adamStep(params: usize, grads: usize, m: usize, v: usize, n: i32
     const denom = f32x4.add(f32x4.sqrt(f32x4.mul(vi, vibc2)), veps);
     v128.store(at(params, i), f32x4.sub(w, f32x4.div(f32x4.mul(vstep, mi), denom)));
   }
-  const c1: f32 = 1 - beta1, c2: f32 = 1 - beta2;
   for (; i < n; i++) {
     let w = load<f32>(at(params, i));
     const g = load<f32>(at(grads, i)) + l2 * w;

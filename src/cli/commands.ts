@@ -7,7 +7,7 @@ import { getBackend, registeredBackends, tryBackend } from '../kernels/index.ts'
 
 export interface TrainFlags {
   epochs?: number; batchSize?: number; lr?: number; seed?: number; devices?: number; strategy?: string;
-  backend?: string; data?: string; out?: string; force?: boolean; quiet?: boolean;
+  backend?: string; data?: string; out?: string; force?: boolean; quiet?: boolean; slowDevice?: Map<number, number>;
 }
 
 export async function runTrain(configPath: string, flags: TrainFlags): Promise<void> {
@@ -17,8 +17,11 @@ export async function runTrain(configPath: string, flags: TrainFlags): Promise<v
   });
   const view = new ProgressView(process.stderr, flags.quiet);
   const log = flags.quiet ? () => {} : (m: string) => process.stderr.write(`${m}\n`);
+  for (const rank of flags.slowDevice?.keys() ?? []) {
+    if (rank >= config.train.devices) throw new Error(`--slow-device: there is no device ${rank} among ${config.train.devices} (ranks 0..${config.train.devices - 1})`);
+  }
   try {
-    const result = await train(config, { out: flags.out, force: flags.force, onEvent: view.handle, log });
+    const result = await train(config, { out: flags.out, force: flags.force, onEvent: view.handle, log, slowDevices: flags.slowDevice });
     process.stdout.write(`${JSON.stringify({ runDir: result.runDir, testAccuracy: result.testAccuracy, samplesPerSecond: Math.round(result.samplesPerSecond), seconds: Number(result.seconds.toFixed(1)) })}\n`);
   } finally {
     view.stopBar();

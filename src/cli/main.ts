@@ -22,6 +22,13 @@ const positiveNumber = (name: string) => (value: string) => {
   return n;
 };
 
+/** `--slow-device 1:2.5` → rank 1 computes 2.5× slower. */
+function collectSlowDevice(value: string, into: Map<number, number>): Map<number, number> {
+  const m = /^(\d+):(\d+(?:\.\d+)?)$/.exec(value);
+  if (!m || Number(m[2]) < 1) throw new Error(`--slow-device: expected RANK:FACTOR with FACTOR ≥ 1 (e.g. 1:3), got '${value}'`);
+  return into.set(Number(m[1]), Number(m[2]));
+}
+
 program.command('train')
   .description('train the model a YAML config describes')
   .argument('<config>', 'YAML run configuration, e.g. examples/mnist-small.yaml')
@@ -35,6 +42,7 @@ program.command('train')
   .option('--data <dir>', 'directory holding the Fashion-MNIST IDX files')
   .option('--out <dir>', 'run directory (default runs/<timestamp>, linked as runs/latest)')
   .option('--force', 'write into a non-empty --out directory')
+  .option('--slow-device <rank:factor>', 'make a device a straggler, e.g. 1:3 (repeatable)', collectSlowDevice, new Map<number, number>())
   .option('--quiet', 'no progress output')
   .action(async (config: string, opts) => runTrain(config, opts));
 

@@ -27,6 +27,7 @@ export class ProgressView {
         break;
       case 'step': {
         this.samples += e.samples;
+        if (e.rank !== 0) break;  // every device's samples count; the bar follows device 0
         // exponential moving averages: a readable trend rather than per-batch noise
         const k = e.stepInEpoch === 0 ? 1 : 0.05;
         this.loss += k * (e.loss - this.loss);

@@ -54,3 +54,15 @@ export function datasetFromIdx(name: string, pair: IdxImagesAndLabels, classes: 
   }
   return { name, images, labels, count, sampleShape: [rows, cols, 1], classes };
 }
+
+/**
+ * A copy whose arrays live in SharedArrayBuffers, so posting it to worker threads shares the
+ * samples instead of copying them once per device.
+ */
+export function shareDataset(ds: Dataset): Dataset {
+  const images = new Float32Array(new SharedArrayBuffer(ds.images.byteLength));
+  images.set(ds.images);
+  const labels = new Int32Array(new SharedArrayBuffer(ds.labels.byteLength));
+  labels.set(ds.labels);
+  return { ...ds, sampleShape: [...ds.sampleShape], images, labels };
+}

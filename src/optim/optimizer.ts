@@ -13,8 +13,8 @@ export interface OptimizerState {
  */
 export interface Optimizer {
   readonly spec: OptimizerSpec;
-  /** updates taken so far */
-  readonly stepCount: number;
+  /** updates taken so far (settable: a shared parameter server keeps the count for all devices) */
+  stepCount: number;
   /** One update with learning rate `lr` (the schedule decides it). */
   step(params: Float32Array, grads: Float32Array, lr: number): void;
   state(): OptimizerState;
@@ -26,8 +26,8 @@ class Sgd implements Optimizer {
   stepCount = 0;
   private readonly velocity: Float32Array | null;
 
-  constructor(private readonly backend: Backend, readonly spec: Extract<OptimizerSpec, { type: 'sgd' }>, size: number) {
-    this.velocity = spec.momentum > 0 ? backend.alloc(size) : null;
+  constructor(private readonly backend: Backend, readonly spec: Extract<OptimizerSpec, { type: 'sgd' }>, size: number, allocate: Allocate) {
+    this.velocity = spec.momentum > 0 ? allocate(size) : null;
   }
 
   step(params: Float32Array, grads: Float32Array, lr: number): void {
@@ -51,9 +51,9 @@ class Adam implements Optimizer {
   private readonly m: Float32Array;
   private readonly v: Float32Array;
 
-  constructor(private readonly backend: Backend, readonly spec: Extract<OptimizerSpec, { type: 'adam' | 'adamw' }>, size: number) {
-    this.m = backend.alloc(size);
-    this.v = backend.alloc(size);
+  constructor(private readonly backend: Backend, readonly spec: Extract<OptimizerSpec, { type: 'adam' | 'adamw' }>, size: number, allocate: Allocate) {
+    this.m = allocate(size);
+    this.v = allocate(size);
   }
 
   step(params: Float32Array, grads: Float32Array, lr: number): void {
@@ -84,7 +84,15 @@ function copyBuffer(state: OptimizerState, name: string, into: Float32Array): vo
   into.set(found.data);
 }
 
+/** Where an optimizer's state buffers come from (default: the backend; a parameter server: shared memory). */
+export type Allocate = (length: number) => Float32Array;
+
+/** Floats of state an optimizer keeps for `size` parameters. */
+export function optimizerStateSize(spec: OptimizerSpec, size: number): number {
+  return spec.type === 'sgd' ? (spec.momentum > 0 ? size : 0) : 2 * size;
+}
+
 /** An optimizer for a flat buffer of `size` parameters. */
-export function createOptimizer(backend: Backend, spec: OptimizerSpec, size: number): Optimizer {
-  return spec.type === 'sgd' ? new Sgd(backend, spec, size) : new Adam(backend, spec, size);
+export function createOptimizer(backend: Backend, spec: OptimizerSpec, size: number, allocate: Allocate = (n) => backend.alloc(n)): Optimizer {
+  return spec.type === 'sgd' ? new Sgd(backend, spec, size, allocate) : new Adam(backend, spec, size, allocate);
 }

@@ -12,13 +12,15 @@ export interface BmufOptions {
 }
 
 /**
- * Blockwise model-update filtering (Chen & Huo 2016). Devices train locally for `period` steps;
- * then, with θ the block model and w̄ the average of the replicas:
- *   Δ ← η·Δ + ζ·(w̄ − θ);  θ ← θ + Δ;
- * replicas restart from θ (classic) or from θ + η·Δ (Nesterov). η = 0, ζ = 1 is model averaging.
+ * Blockwise model-update filtering (Chen & Huo 2016). Devices train locally for `period` steps
+ * from a common start point s; then, with w̄ the average of the replicas:
+ *   Δ ← η·Δ + ζ·(w̄ − s);  θ ← s + Δ  (the block model);
+ *   s ← θ + η·Δ (Nesterov: look ahead) or s ← θ (classic); replicas restart from s.
+ * The block gradient is measured from where the replicas started (as fairseq's BMUF does), so
+ * with Nesterov the look-ahead is not counted twice. η = 0, ζ = 1 is plain model averaging.
  */
 export function bmufStrategy(comm: Communicator, o: BmufOptions): Strategy {
-  let theta: Float32Array, delta: Float32Array;
+  let start: Float32Array, theta: Float32Array, delta: Float32Array;
   let steps = 0;
   const sync = async (replica: { params: Float32Array; state: Float32Array }) => {
     steps = 0;
@@ -26,16 +28,20 @@ export function bmufStrategy(comm: Communicator, o: BmufOptions): Strategy {
     await comm.allreduce(replica.state, 'mean');
     const p = replica.params, { blockMomentum: eta, blockLr: zeta, nesterov } = o;
     for (let i = 0; i < p.length; i++) {
-      const d = eta * delta[i]! + zeta * (p[i]! - theta[i]!);
+      const d = eta * delta[i]! + zeta * (p[i]! - start[i]!);
       delta[i] = d;
-      theta[i] = theta[i]! + d;
-      p[i] = nesterov ? theta[i]! + eta * d : theta[i]!;
+      const t = start[i]! + d;
+      theta[i] = t;
+      const s = nesterov ? t + eta * d : t;
+      start[i] = s;
+      p[i] = s;
     }
   };
   return {
     name: 'bmuf',
     async onStart(replica) {
       await registerAndBroadcast(comm, replica);
+      start = replica.params.slice();
       theta = replica.params.slice();
       delta = new Float32Array(replica.params.length);
     },

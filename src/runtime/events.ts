@@ -3,10 +3,43 @@ export type TrainEvent =
   | { type: 'start'; runDir: string; dataSource: string; backend: string; devices: number; strategy: string;
       parameters: number; trainSamples: number; testSamples: number; epochs: number; stepsPerEpoch: number; globalBatch: number }
   | { type: 'step'; rank: number; epoch: number; step: number; stepInEpoch: number; stepsPerEpoch: number;
-      loss: number; accuracy: number; lr: number; samples: number; computeMs: number; commMs: number }
+      loss: number; accuracy: number; lr: number; samples: number;
+      /** forward/backward; waiting for a turn or pulling weights before it is in syncMs */
+      computeMs: number;
+      /** everything the strategy did outside compute: collectives, pushes, pulls, local optimizer step */
+      syncMs: number;
+      /** of syncMs, time blocked waiting for other devices */
+      idleMs: number;
+      staleness?: number; dropped?: number }
+  | { type: 'rankEpoch'; rank: number; epoch: number; lossSum: number; correct: number; samples: number;
+      seconds: number; computeMs: number; syncMs: number; idleMs: number }
   | { type: 'epoch'; epoch: number; loss: number; accuracy: number; samples: number; seconds: number; samplesPerSecond: number }
   | { type: 'eval'; epoch: number; step: number; testLoss: number; testAccuracy: number }
   | { type: 'checkpoint'; epoch: number; path: string }
   | { type: 'end'; seconds: number; samplesPerSecond: number; testAccuracy: number; testLoss: number };
 
 export type EventSink = (event: TrainEvent) => void;
+
+/**
+ * Combines the devices' per-epoch summaries into one 'epoch' event once every device has reported
+ * that epoch; passes every other event through.
+ */
+export function epochAggregator(devices: number, emit: EventSink): EventSink {
+  const pending = new Map<number, Extract<TrainEvent, { type: 'rankEpoch' }>[]>();
+  return (event) => {
+    emit(event);
+    if (event.type !== 'rankEpoch') return;
+    const list = pending.get(event.epoch) ?? [];
+    list.push(event);
+    pending.set(event.epoch, list);
+    if (list.length < devices) return;
+    pending.delete(event.epoch);
+    const samples = list.reduce((n, e) => n + e.samples, 0);
+    const seconds = Math.max(...list.map((e) => e.seconds));
+    emit({
+      type: 'epoch', epoch: event.epoch, samples, seconds, samplesPerSecond: samples / seconds,
+      loss: list.reduce((n, e) => n + e.lossSum, 0) / Math.max(samples, 1),
+      accuracy: list.reduce((n, e) => n + e.correct, 0) / Math.max(samples, 1),
+    });
+  };
+}

@@ -3,13 +3,16 @@ import { getBackend } from '../kernels/index.ts';
 import { loadFashionMnist } from '../data/fashionMnist.ts';
 import { limitDataset, type Dataset } from '../data/dataset.ts';
 import { localStrategy } from '../parallel/strategy.ts';
-import { Replica } from './replica.ts';
-import { runTrainLoop, globalBatchSize } from './trainLoop.ts';
-import { saveModelCheckpoint } from './modelCheckpoint.ts';
+import { checkStrategy } from '../parallel/createStrategy.ts';
+import { buildModel } from '../nn/model.ts';
+import { jsBackend } from '../kernels/js/index.ts';
+import { runDevice } from './device.ts';
+import { runWorkerDevices } from './workerDevices.ts';
+import { globalBatchSize } from './trainLoop.ts';
 import { createRunDir } from './runDir.ts';
 import { MetricsWriter } from './metrics.ts';
+import { epochAggregator, type EventSink, type TrainEvent } from './events.ts';
 import type { RunConfig } from './runConfig.ts';
-import type { EventSink, TrainEvent } from './events.ts';
 
 export interface TrainOptions {
   /** run directory; default runs/<timestamp> with runs/latest pointing at it */
@@ -20,6 +23,8 @@ export interface TrainOptions {
   onEvent?: EventSink;
   /** notes for people (data source, fall-backs) */
   log?: (message: string) => void;
+  /** straggler injection: device rank → slowdown factor (> 1) */
+  slowDevices?: Map<number, number>;
 }
 
 export interface TrainResult {
@@ -42,71 +47,63 @@ export async function loadData(config: RunConfig, log?: (m: string) => void): Pr
   return { train, test, source: data.source };
 }
 
+/** Checks what can be checked before any device starts, so bad input fails fast and names the field. */
+function checkRun(config: RunConfig, data: LoadedData): number {
+  const model = buildModel(jsBackend, config.model);
+  const classes = model.outputShape[0]!;
+  if (model.outputShape.length !== 1 || classes !== data.train.classes) {
+    const last = config.model.layers.length - 1;
+    throw new Error(`model.layers[${last}]: the model produces ${model.outputShape.join('×')} scores per sample but ${data.train.name} has ${data.train.classes} classes; end with a dense layer of ${data.train.classes} units`);
+  }
+  const { devices } = config.train;
+  if (devices > 1) checkStrategy(config.train.strategy, devices);
+  const globalBatch = globalBatchSize(config);
+  if (globalBatch < devices) {
+    throw new Error(`data.batchSize: a global batch of ${globalBatch} cannot be split over ${devices} devices; use at least ${devices}`);
+  }
+  return model.parameterCount;
+}
+
 /** Trains one model as configured, writing metrics.jsonl and checkpoints into the run directory. */
 export async function train(config: RunConfig, options: TrainOptions = {}): Promise<TrainResult> {
-  if (config.train.devices > 1) {
-    throw new Error(`train.devices: ${config.train.devices} devices are not supported yet; use devices: 1`);
-  }
   const backend = await getBackend(config.train.backend);
   const data = await loadData(config, options.log);
-  const replica = new Replica(backend, config);
-  if (replica.classes !== data.train.classes) {
-    const last = config.model.layers.length - 1;
-    throw new Error(`model.layers[${last}]: the model produces ${replica.classes} scores per sample but ${data.train.name} has ${data.train.classes} classes; set units: ${data.train.classes}`);
-  }
+  const parameters = checkRun(config, data);
+  const devices = config.train.devices;
   const runDir = createRunDir({ out: options.out, force: options.force });
   const metrics = new MetricsWriter(runDir, { truncate: options.force });
-  const emit = (event: TrainEvent) => {
-    metrics.write(event);
-    options.onEvent?.(event);
-  };
   const checkpoint = join(runDir, 'model.safetensors');
-  const metadata = { config: JSON.stringify(config) };
   const globalBatch = globalBatchSize(config);
   const stepsPerEpoch = Math.ceil(data.train.count / globalBatch);
-  const started = performance.now();
-  let samples = 0, epochStart = started, epochLoss = 0, epochCorrect = 0, epochSamples = 0;
-  let last = { loss: NaN, accuracy: NaN };
-
-  emit({
-    type: 'start', runDir, dataSource: data.source, backend: backend.name, devices: config.train.devices,
-    strategy: config.train.strategy.type, parameters: replica.model.parameterCount, trainSamples: data.train.count,
-    testSamples: data.test.count, epochs: config.train.epochs, stepsPerEpoch, globalBatch,
+  let samples = 0;
+  let last = { testLoss: NaN, testAccuracy: NaN };
+  const emit = epochAggregator(devices, (event: TrainEvent) => {
+    if (event.type === 'step') samples += event.samples;
+    if (event.type === 'eval') last = event;
+    metrics.write(event);
+    options.onEvent?.(event);
   });
+  const started = performance.now();
   try {
-    await runTrainLoop({
-      replica, strategy: localStrategy, config, train: data.train, rank: 0, worldSize: 1,
-      emit: (event) => {
-        if (event.type === 'step') {
-          samples += event.samples; epochSamples += event.samples;
-          epochLoss += event.loss * event.samples; epochCorrect += event.accuracy * event.samples;
-        }
-        emit(event);
-      },
-      onEpochEnd: (epoch, step) => {
-        const seconds = (performance.now() - epochStart) / 1000;
-        emit({ type: 'epoch', epoch, loss: epochLoss / epochSamples, accuracy: epochCorrect / epochSamples,
-          samples: epochSamples, seconds, samplesPerSecond: epochSamples / seconds });
-        const lastEpoch = epoch === config.train.epochs - 1;
-        const { evalEvery, checkpointEvery } = config.train;
-        if (lastEpoch || (evalEvery > 0 && (epoch + 1) % evalEvery === 0)) {
-          const r = replica.evaluate(data.test);
-          last = { loss: r.loss, accuracy: r.accuracy };
-          emit({ type: 'eval', epoch, step, testLoss: r.loss, testAccuracy: r.accuracy });
-        }
-        if (lastEpoch || (checkpointEvery > 0 && (epoch + 1) % checkpointEvery === 0)) {
-          saveModelCheckpoint(checkpoint, replica.model, replica.optimizer, { ...metadata, epoch: String(epoch + 1), step: String(step) });
-          emit({ type: 'checkpoint', epoch, path: checkpoint });
-        }
-        epochStart = performance.now(); epochLoss = 0; epochCorrect = 0; epochSamples = 0;
-      },
+    emit({
+      type: 'start', runDir, dataSource: data.source, backend: backend.name, devices,
+      strategy: devices > 1 ? config.train.strategy.type : 'single device', parameters,
+      trainSamples: data.train.count, testSamples: data.test.count, epochs: config.train.epochs, stepsPerEpoch, globalBatch,
     });
+    if (devices === 1) {
+      await runDevice({
+        config, rank: 0, worldSize: 1, backend, strategy: localStrategy, train: data.train, test: data.test,
+        checkpointPath: checkpoint, emit, shared: false, slowdown: options.slowDevices?.get(0),
+      });
+    } else {
+      await runWorkerDevices({ config, train: data.train, test: data.test, checkpointPath: checkpoint, emit, slowDevices: options.slowDevices });
+    }
     const seconds = (performance.now() - started) / 1000;
     const result: TrainResult = {
-      runDir, testAccuracy: last.accuracy, testLoss: last.loss, samplesPerSecond: samples / seconds, seconds,
+      runDir, testAccuracy: last.testAccuracy, testLoss: last.testLoss, samplesPerSecond: samples / seconds, seconds,
       steps: stepsPerEpoch * config.train.epochs, checkpoint,
     };
-    emit({ type: 'end', seconds, samplesPerSecond: result.samplesPerSecond, testAccuracy: last.accuracy, testLoss: last.loss });
+    emit({ type: 'end', seconds, samplesPerSecond: result.samplesPerSecond, testAccuracy: last.testAccuracy, testLoss: last.testLoss });
     return result;
   } finally {
     metrics.close();

@@ -15,7 +15,11 @@ export interface LoopOptions {
   rank: number;
   worldSize: number;
   emit: EventSink;
-  /** called after each epoch (evaluation, checkpoints); awaited before the next epoch */
+  /** milliseconds this device spent blocked on others since the last call (from its communicator) */
+  takeIdleMs?: () => number;
+  /** straggler injection: compute takes `slowdown` times as long (1 = normal) */
+  slowdown?: number;
+  /** called after each epoch (evaluation, checkpoints), after the strategy's onFinish for the last; awaited */
   onEpochEnd?: (epoch: number, step: number) => Promise<void> | void;
 }
 
@@ -39,15 +43,22 @@ export function viewOf(replica: Replica): ReplicaView {
   };
 }
 
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+/** Blocks the thread for `ms` (a straggler's extra compute time). */
+function sleepSync(ms: number): void {
+  if (ms > 0) Atomics.wait(sleeper, 0, 0, ms);
+}
+
 /**
  * The training loop one device runs, identical for every strategy: gather this rank's slice of the
  * global batch, forward/backward, let the strategy apply the update, let it synchronise.
  */
 export async function runTrainLoop(o: LoopOptions): Promise<void> {
   const { replica, strategy, config, rank, worldSize, emit } = o;
-  const globalBatch = globalBatchSize(config);
+  const takeIdleMs = o.takeIdleMs ?? (() => 0);
+  const slowdown = o.slowdown ?? 1;
   const sampler = new GlobalBatchSampler({
-    count: o.train.count, batchSize: globalBatch, worldSize, rank,
+    count: o.train.count, batchSize: globalBatchSize(config), worldSize, rank,
     seed: config.train.seed, shuffle: config.data.shuffle, dropLast: false,
   });
   const stepsPerEpoch = sampler.stepsPerEpoch();
@@ -56,30 +67,45 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
   const batcher = new Batcher(o.train);
   const view = viewOf(replica);
   await strategy.onStart?.(view);
+  takeIdleMs();
   let step = 0;
   for (let epoch = 0; epoch < config.train.epochs; epoch++) {
+    const epochStart = performance.now();
+    const sum = { lossSum: 0, correct: 0, samples: 0, computeMs: 0, syncMs: 0, idleMs: 0 };
     for (const batch of sampler.epoch(epoch)) {
-      const t0 = performance.now();
-      const { images, labels } = batcher.gather(batch.indices);
-      replica.model.zeroGrads();
-      // Scale by the GLOBAL batch: summing G ranks' gradients then gives the mean over all samples.
-      const r = replica.computeGradients(images, labels,
-        { training: true, seed: config.train.seed, step, sampleOffset: batch.globalOffset }, worldSize / batch.globalBatchSize);
+      const n = batch.indices.length;
       const lr = learningRateAt(step, baseLr, config.schedule, totalSteps);
-      const info = { step, epoch, lr, samples: r.samples };
+      const info = { step, epoch, lr, samples: n };
+      const t0 = performance.now();
+      await strategy.beforeStep?.(view, info);
       const t1 = performance.now();
-      if (strategy.applyUpdate) await strategy.applyUpdate(view, info);
-      else view.localStep(lr);
-      await strategy.afterStep?.(view, info);
+      replica.model.zeroGrads();
+      let r = { lossSum: 0, correct: 0, samples: 0 };
+      if (n > 0) {
+        const { images, labels } = batcher.gather(batch.indices);
+        // Scale by the GLOBAL batch: the mean over devices of these gradients is the global mean.
+        r = replica.computeGradients(images, labels,
+          { training: true, seed: config.train.seed, step, sampleOffset: batch.globalOffset }, worldSize / batch.globalBatchSize);
+      }
+      if (slowdown > 1) sleepSync((performance.now() - t1) * (slowdown - 1));
       const t2 = performance.now();
+      const stats = strategy.applyUpdate ? await strategy.applyUpdate(view, info) : view.localStep(lr);
+      await strategy.afterStep?.(view, info);
+      const t3 = performance.now();
+      const idleMs = takeIdleMs();
+      const computeMs = t2 - t1, syncMs = (t1 - t0) + (t3 - t2);
+      sum.lossSum += r.lossSum; sum.correct += r.correct; sum.samples += r.samples;
+      sum.computeMs += computeMs; sum.syncMs += syncMs; sum.idleMs += idleMs;
       emit({
         type: 'step', rank, epoch, step, stepInEpoch: batch.step, stepsPerEpoch,
         loss: r.samples ? r.lossSum / r.samples : 0, accuracy: r.samples ? r.correct / r.samples : 0,
-        lr, samples: r.samples, computeMs: t1 - t0, commMs: t2 - t1,
+        lr, samples: r.samples, computeMs, syncMs, idleMs, ...(stats ?? {}),
       });
       step++;
     }
+    emit({ type: 'rankEpoch', rank, epoch, ...sum, seconds: (performance.now() - epochStart) / 1000 });
+    // the final consolidation (last average, last push) comes before the last evaluation
+    if (epoch === config.train.epochs - 1) await strategy.onFinish?.(view);
     await o.onEpochEnd?.(epoch, step);
   }
-  await strategy.onFinish?.(view);
 }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { assertClose } from '../util/close.ts';
 import { createWasmBackend, type WasmBackend } from '../../src/kernels/wasm/index.ts';
 
 /** The wasm backend, or a failing assertion that says how to build it. */
@@ -33,4 +34,16 @@ export class Placer {
     out.set(a);
     return out;
   }
+}
+
+/** assertClose, except that NaN must meet NaN at the same positions. */
+export function assertCloseNaN(actual: ArrayLike<number>, expected: ArrayLike<number>, opts: { rtol?: number; atol?: number; what?: string } = {}): void {
+  const a = Float64Array.from(actual), e = Float64Array.from(expected);
+  for (let i = 0; i < e.length; i++) {
+    if (Number.isNaN(e[i]) || Number.isNaN(a[i])) {
+      assert.ok(Number.isNaN(e[i]) && Number.isNaN(a[i]), `${opts.what ?? 'values'}[${i}]: got ${a[i]}, expected ${e[i]}`);
+      a[i] = e[i] = 0;
+    }
+  }
+  assertClose(a, e, opts);
 }

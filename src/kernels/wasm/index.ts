@@ -259,7 +259,7 @@ class WasmKernels implements WasmBackend {
     const l2 = decoupled ? 0 : weightDecay;
     const shrink = decoupled ? 1 - lr * weightDecay : 1;
     this.run(() => this.e.adamStep(this.ptr(params, true), this.ptr(grads, false), this.ptr(m, true), this.ptr(v, true), n,
-      lr, beta1, beta2, eps, l2, shrink, invBc1, invBc2));
+      lr, beta1, beta2, 1 - beta1, 1 - beta2, eps, l2, shrink, invBc1, invBc2));
   };
 
   sgdStep = (params: Float32Array, grads: Float32Array, velocity: Float32Array | null, p: SgdParams): void => {
@@ -276,12 +276,13 @@ class WasmKernels implements WasmBackend {
 
 /**
  * A new wasm backend (its own module instance and shared memory), or null when build/kernels.wasm
- * is missing or this runtime lacks WebAssembly SIMD.
+ * is missing or this runtime lacks WebAssembly SIMD. The relaxed-SIMD build is preferred when it
+ * works here; `{ relaxed: false }` (or PARATRAIN_WASM_RELAXED=0) forces the plain SIMD128 build.
  */
-export async function createWasmBackend(): Promise<WasmBackend | null> {
+export async function createWasmBackend(opts: { relaxed?: boolean } = {}): Promise<WasmBackend | null> {
   let loaded;
   try {
-    loaded = await loadKernels();
+    loaded = await loadKernels(opts);
   } catch (err) {
     if (process.env.PARATRAIN_WASM_RELAXED === '1') throw err;
     return null;

@@ -46,7 +46,7 @@ export interface KernelExports {
   axpy(alpha: number, x: number, y: number, n: number): void;
   scale(alpha: number, x: number, n: number): void;
   adamStep(params: number, grads: number, m: number, v: number, n: number, lr: number, beta1: number, beta2: number,
-           eps: number, l2: number, shrink: number, invBc1: number, invBc2: number): void;
+           c1: number, c2: number, eps: number, l2: number, shrink: number, invBc1: number, invBc2: number): void;
   sgdStep(params: number, grads: number, velocity: number, n: number, lr: number, momentum: number, nesterov: number, wd: number): void;
   zeroF32(dst: number, n: number): void;
 }
@@ -108,10 +108,11 @@ function selfTest(k: LoadedKernels): boolean {
   return true;
 }
 
-let cached: Promise<{ module: WebAssembly.Module; relaxed: boolean } | null> | undefined;
+/** Compiled modules of this thread, by variant ('best' tries relaxed first; 'simd' is plain SIMD128). */
+const compiled = new Map<'best' | 'simd', Promise<{ module: WebAssembly.Module; relaxed: boolean } | null>>();
 
-async function compileBest(): Promise<{ module: WebAssembly.Module; relaxed: boolean } | null> {
-  const want = process.env.PARATRAIN_WASM_RELAXED;
+async function compileBest(variant: 'best' | 'simd'): Promise<{ module: WebAssembly.Module; relaxed: boolean } | null> {
+  const want = variant === 'simd' ? '0' : process.env.PARATRAIN_WASM_RELAXED;
   if (want !== '0') {
     const bytes = await readOrNull(wasmFileUrl('kernels-relaxed.wasm'));
     if (bytes) {
@@ -132,10 +133,15 @@ async function compileBest(): Promise<{ module: WebAssembly.Module; relaxed: boo
   return { module: await WebAssembly.compile(bytes), relaxed: false };
 }
 
-/** Compiles once per thread; each call returns a fresh instance with its own memory (or null when unavailable). */
-export async function loadKernels(): Promise<LoadedKernels | null> {
-  cached ??= compileBest();
-  const compiled = await cached;
-  if (!compiled) return null;
-  return instantiate(compiled.module);
+/**
+ * Compiles once per thread and variant; each call returns a fresh instance with its own memory, or
+ * null when unavailable. `relaxed: false` forces the plain SIMD128 module (benchmarks compare both).
+ */
+export async function loadKernels(opts: { relaxed?: boolean } = {}): Promise<LoadedKernels | null> {
+  const variant = opts.relaxed === false ? 'simd' : 'best';
+  let pending = compiled.get(variant);
+  if (!pending) compiled.set(variant, (pending = compileBest(variant)));
+  const result = await pending;
+  if (!result) return null;
+  return instantiate(result.module);
 }

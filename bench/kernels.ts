@@ -1,0 +1,136 @@
+/**
+ * Kernel throughput: GFLOPS per kernel and shape for the js backend and the wasm backend (plain
+ * SIMD128 and, when this Node can run it, relaxed SIMD with fused multiply-add). Each cell is the
+ * median of several timed repetitions after a warm-up (which also lets V8 tier the wasm code up).
+ *
+ *   node --import tsx bench/kernels.ts [--quick] [--backends js,wasm,wasm-simd] [--filter gemm]
+ *
+ * Shapes: square sgemm n = 128…1024; the dense layer of the reference network (64×1600 · 1600×128)
+ * and its two backward products; conv2d forward / backward-data / backward-filter of its two conv
+ * layers at batch 64. Keep runs short on shared machines: a full run takes well under a minute.
+ */
+import { pathToFileURL } from 'node:url';
+import type { Backend, Conv2DGeometry } from '../src/kernels/backend.ts';
+import { jsBackend } from '../src/kernels/js/index.ts';
+import { createWasmBackend } from '../src/kernels/wasm/index.ts';
+
+interface Case {
+  name: string;
+  shape: string;
+  flops: number;
+  /** Builds the operands in `b`'s memory and returns the timed call. */
+  setup(b: Backend): () => void;
+}
+
+function filled(b: Backend, n: number, seed: number): Float32Array {
+  const a = b.alloc(n);
+  let s = seed >>> 0 || 1;
+  for (let i = 0; i < n; i++) {
+    s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
+    a[i] = (s / 4294967296) * 2 - 1;
+  }
+  return a;
+}
+
+function gemmCase(name: string, transA: boolean, transB: boolean, M: number, N: number, K: number, beta = 0): Case {
+  const t = `${transA ? 'T' : 'N'}${transB ? 'T' : 'N'}`;
+  return {
+    name, shape: `${M}×${K}×${N} ${t}`, flops: 2 * M * N * K,
+    setup(b) {
+      const A = filled(b, M * K, 1), B = filled(b, K * N, 2), C = b.alloc(M * N);
+      return () => b.gemm(transA, transB, M, N, K, 1, A, B, beta, C);
+    },
+  };
+}
+
+function conv(N: number, H: number, W: number, C: number, K: number, F: number): Conv2DGeometry {
+  return { N, H, W, C, KH: K, KW: K, F, strideH: 1, strideW: 1, padTop: 0, padLeft: 0, OH: H - K + 1, OW: W - K + 1 };
+}
+
+function convCases(label: string, g: Conv2DGeometry): Case[] {
+  const flops = 2 * g.N * g.OH * g.OW * g.F * g.KH * g.KW * g.C;
+  const shape = `${label} N${g.N} ${g.H}×${g.W}×${g.C}→${g.OH}×${g.OW}×${g.F} k${g.KH}`;
+  const sizes = { x: g.N * g.H * g.W * g.C, w: g.KH * g.KW * g.C * g.F, y: g.N * g.OH * g.OW * g.F };
+  return [
+    { name: 'conv2d fwd', shape, flops, setup(b) {
+      const x = filled(b, sizes.x, 1), w = filled(b, sizes.w, 2), bias = filled(b, g.F, 3), y = b.alloc(sizes.y);
+      return () => b.conv2dForward(x, w, bias, y, g);
+    } },
+    { name: 'conv2d bwd-data', shape, flops, setup(b) {
+      const dy = filled(b, sizes.y, 1), w = filled(b, sizes.w, 2), dx = b.alloc(sizes.x);
+      return () => b.conv2dBackwardData(dy, w, dx, g);
+    } },
+    { name: 'conv2d bwd-filter', shape, flops, setup(b) {
+      const x = filled(b, sizes.x, 1), dy = filled(b, sizes.y, 2), dw = b.alloc(sizes.w), db = b.alloc(g.F);
+      return () => b.conv2dBackwardFilter(x, dy, dw, db, g);
+    } },
+  ];
+}
+
+export const CASES: Case[] = [
+  ...[128, 256, 512, 1024].map((n) => gemmCase('sgemm', false, false, n, n, n)),
+  gemmCase('dense fwd  Y=X·W', false, false, 64, 128, 1600),
+  gemmCase('dense dX=dY·Wᵀ', false, true, 64, 1600, 128),
+  gemmCase('dense dW+=Xᵀ·dY', true, false, 1600, 128, 64, 1),
+  ...convCases('conv1', conv(64, 28, 28, 1, 3, 32)),
+  ...convCases('conv2', conv(64, 13, 13, 32, 3, 64)),
+];
+
+/** Median seconds per call: warm up ≥ warmMs, then time ≥ minReps calls and ≥ minMs. */
+function measure(fn: () => void, warmMs: number, minMs: number, minReps: number): number {
+  let t0 = performance.now();
+  do fn(); while (performance.now() - t0 < warmMs);
+  const times: number[] = [];
+  t0 = performance.now();
+  while (times.length < minReps || performance.now() - t0 < minMs) {
+    const t = performance.now();
+    fn();
+    times.push(performance.now() - t);
+    if (times.length >= 1000) break;
+  }
+  times.sort((a, b) => a - b);
+  return times[times.length >> 1]! / 1000;
+}
+
+export async function main(args: string[] = []): Promise<void> {
+  const quick = args.includes('--quick');
+  const pick = (flag: string) => { const i = args.indexOf(flag); return i >= 0 ? args[i + 1] : undefined; };
+  const wanted = (pick('--backends') ?? 'js,wasm-simd,wasm').split(',');
+  const filter = pick('--filter');
+
+  const columns: { label: string; backend: Backend }[] = [];
+  if (wanted.includes('js')) columns.push({ label: 'js', backend: jsBackend });
+  if (wanted.includes('wasm-simd')) {
+    const b = await createWasmBackend({ relaxed: false });
+    if (b) columns.push({ label: 'wasm simd128', backend: b });
+    else console.log('wasm backend unavailable (run `npm run build:wasm`)');
+  }
+  if (wanted.includes('wasm')) {
+    const b = await createWasmBackend();
+    if (b?.relaxed) columns.push({ label: 'wasm relaxed', backend: b });
+    else if (b && !wanted.includes('wasm-simd')) columns.push({ label: 'wasm simd128', backend: b });
+    else if (b) console.log('relaxed SIMD is not usable on this Node: the wasm backend uses plain SIMD128');
+  }
+
+  const cases = CASES.filter((c) => !filter || `${c.name} ${c.shape}`.includes(filter));
+  const nameW = Math.max(...cases.map((c) => c.name.length)), shapeW = Math.max(...cases.map((c) => c.shape.length));
+  const header = `${'kernel'.padEnd(nameW)}  ${'shape'.padEnd(shapeW)}  ${columns.map((c) => c.label.padStart(13)).join('')}`;
+  console.log(`GFLOPS, median of repetitions, one thread (Node ${process.versions.node}, V8 ${process.versions.v8})`);
+  console.log(header);
+  console.log('-'.repeat(header.length));
+  for (const c of cases) {
+    const cells: string[] = [];
+    for (const col of columns) {
+      const fn = c.setup(col.backend);
+      // js at large sizes is slow: fewer repetitions keep the run short.
+      const slow = col.label === 'js' && c.flops > 5e8;
+      const sec = measure(fn, quick || slow ? 50 : 300, quick || slow ? 100 : 400, slow ? 3 : 5);
+      cells.push((c.flops / sec / 1e9).toFixed(1).padStart(13));
+    }
+    console.log(`${c.name.padEnd(nameW)}  ${c.shape.padEnd(shapeW)}  ${cells.join('')}`);
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  await main(process.argv.slice(2));
+}

@@ -1,0 +1,19 @@
+/**
+ * `npm run bench -- NAME [options]`: performance figures live here, never in timed unit tests.
+ * Run one benchmark at a time on a quiet machine; each prints its figures as ratios within one run.
+ */
+const benches: Record<string, { what: string; load: () => Promise<{ main(args: string[]): Promise<void> }> }> = {
+  kernels: { what: 'GFLOPS per kernel and shape, per backend', load: () => import('./kernels.ts') },
+  train: { what: 'samples/s of the mnist-small training step per backend and batch size', load: () => import('./train.ts') },
+  allreduce: { what: 'shared-memory allreduce bandwidth, 2 ranks, 1–64 MB', load: () => import('./allreduce.ts') },
+  throughput: { what: 'data-parallel samples/s with 1 and 2 devices (and PyTorch DDP when installed)', load: () => import('./throughput.ts') },
+  strategies: { what: 'convergence of every strategy on Fashion-MNIST (long)', load: () => import('./strategies.ts') },
+};
+
+const [name, ...args] = process.argv.slice(2);
+const bench = name ? benches[name] : undefined;
+if (!bench) {
+  console.error(`usage: npm run bench -- NAME [options]\n${Object.entries(benches).map(([n, b]) => `  ${n.padEnd(11)} ${b.what}`).join('\n')}`);
+  process.exit(name ? 1 : 0);
+}
+await (await bench.load()).main(args);

@@ -1,0 +1,85 @@
+/**
+ * Samples/s of one mnist-small training step (forward, backward, Adam) per backend and batch size,
+ * on one thread, with synthetic data (the data path is not what is measured).
+ *   npm run bench -- train [--batch 32,64,128] [--seconds 3]
+ * Where Debian's python3-torch is installed, the same step in PyTorch (1 thread) runs in the same
+ * process tree, and the ratio is printed.
+ */
+import { spawnSync } from 'node:child_process';
+import { tryBackend } from '../src/kernels/index.ts';
+import { Replica } from '../src/runtime/replica.ts';
+import { loadConfig } from '../src/cli/config.ts';
+import type { RunConfig } from '../src/runtime/runConfig.ts';
+
+function option(args: string[], name: string, fallback: string): string {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
+}
+
+/** Steps per second of the training step, measured for about `seconds` after a warm-up. */
+function measure(replica: Replica, batch: number, seconds: number): number {
+  const per = 28 * 28;
+  const images = new Float32Array(batch * per).map((_, i) => ((i * 2654435761) % 1000) / 1000);
+  const labels = Int32Array.from({ length: batch }, (_, i) => i % 10);
+  const step = (k: number) => {
+    replica.model.zeroGrads();
+    replica.computeGradients(images, labels, { training: true, seed: 1, step: k, sampleOffset: 0 }, 1 / batch);
+    replica.optimizer.step(replica.model.params, replica.model.grads, 0.001);
+  };
+  for (let k = 0; k < 5; k++) step(k);
+  const t0 = performance.now();
+  let n = 0;
+  while (performance.now() - t0 < seconds * 1000) step(n++);
+  return (n * batch) / ((performance.now() - t0) / 1000);
+}
+
+const TORCH_STEP = `
+import sys, time, torch, torch.nn as nn
+torch.set_num_threads(1)
+batch, seconds = int(sys.argv[1]), float(sys.argv[2])
+net = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
+                    nn.Flatten(), nn.Linear(1600, 128), nn.ReLU(), nn.Dropout(0.25), nn.Linear(128, 10))
+opt = torch.optim.Adam(net.parameters(), lr=0.001)
+x = torch.rand(batch, 1, 28, 28); y = torch.arange(batch) % 10
+loss_fn = nn.CrossEntropyLoss()
+def step():
+    opt.zero_grad(); loss_fn(net(x), y).backward(); opt.step()
+for _ in range(5): step()
+n, t0 = 0, time.perf_counter()
+while time.perf_counter() - t0 < seconds: step(); n += 1
+print(n * batch / (time.perf_counter() - t0))
+`;
+
+/** PyTorch's samples/s for the same step, or null when python3-torch is not installed. */
+function torchSamplesPerSecond(batch: number, seconds: number): number | null {
+  const r = spawnSync('python3', ['-c', TORCH_STEP, String(batch), String(seconds)], { encoding: 'utf8', env: { ...process.env, OMP_NUM_THREADS: '1' } });
+  return r.status === 0 ? Number(r.stdout.trim()) : null;
+}
+
+export async function main(args: string[]): Promise<void> {
+  const batches = option(args, 'batch', '32,64,128').split(',').map(Number);
+  const seconds = Number(option(args, 'seconds', '3'));
+  const config: RunConfig = loadConfig(new URL('../examples/mnist-small.yaml', import.meta.url).pathname);
+  const rows: string[][] = [['backend', ...batches.map((b) => `batch ${b}`)]];
+  const results = new Map<string, number[]>();
+  for (const name of ['js', 'wasm']) {
+    const backend = await tryBackend(name);
+    if (!backend) { rows.push([name, ...batches.map(() => 'n/a')]); continue; }
+    const label = name === 'wasm' && 'relaxed' in backend && backend.relaxed ? 'wasm (relaxed SIMD)' : name;
+    const figures = batches.map((b) => measure(new Replica(backend, config), b, name === 'js' ? Math.min(seconds, 2) : seconds));
+    results.set(name, figures);
+    rows.push([label, ...figures.map((f) => f.toFixed(0))]);
+  }
+  const torch = batches.map((b) => torchSamplesPerSecond(b, seconds));
+  if (torch.every((t) => t !== null)) {
+    rows.push(['pytorch 1 thread', ...torch.map((t) => t!.toFixed(0))]);
+    const wasm = results.get('wasm');
+    if (wasm) rows.push(['wasm / pytorch', ...wasm.map((w, i) => `${(w / torch[i]!).toFixed(2)}×`)]);
+  } else {
+    rows.push(['pytorch', ...batches.map(() => 'not installed')]);
+  }
+  console.log('mnist-small training step (forward + backward + Adam), samples/s on one thread');
+  for (const r of rows) console.log(r.map((c, i) => (i === 0 ? c.padEnd(22) : c.padStart(12))).join(''));
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await main(process.argv.slice(2));

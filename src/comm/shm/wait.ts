@@ -1,0 +1,75 @@
+/**
+ * The one blocking primitive: wait while a control word still holds a value, in slices of
+ * `sliceMs` (default 100 ms), checking the abort word and an optional overall deadline between
+ * slices, after a short optional spin (cheap when every rank has a core of its own).
+ */
+import { AbortFlag } from './abort.ts';
+import { CommTimeoutError } from './errors.ts';
+
+export interface WaitOptions {
+  /**
+   * job abort word: a raised abort makes the wait throw PeerFailedError. Waits on a world's
+   * control block use that world's abort word even when this is not given.
+   */
+  abort?: AbortFlag;
+  /** give up after this many ms (0 or undefined: wait as long as it takes) */
+  timeoutMs?: number;
+  /** busy-poll this many microseconds before sleeping (default 0) */
+  spinMicros?: number;
+  /** sleep slices between abort checks, ms (default 100) */
+  sliceMs?: number;
+  /** who is waiting, for error messages ('rank 3') */
+  observer?: string;
+}
+
+/**
+ * Block while `Atomics.load(i32, index) === value`. Returns the milliseconds spent waiting.
+ * `onTimeout` builds the error thrown when `timeoutMs` expires (default: a generic one).
+ */
+export function waitWhileEqual(
+  i32: Int32Array, index: number, value: number, opts: WaitOptions = {}, onTimeout?: () => Error,
+): number {
+  if (Atomics.load(i32, index) !== value) return 0;
+  const t0 = performance.now();
+  const abort = opts.abort ?? AbortFlag.for(i32.buffer);
+  const spin = opts.spinMicros ?? 0;
+  if (spin > 0) {
+    const spinEnd = t0 + spin / 1000;
+    for (let k = 1; ; k++) {
+      if (Atomics.load(i32, index) !== value) return performance.now() - t0;
+      if ((k & 255) === 0 && performance.now() > spinEnd) break;
+    }
+  }
+  const slice = opts.sliceMs ?? 100;
+  const timeout = opts.timeoutMs ?? 0;
+  const deadline = timeout > 0 ? t0 + timeout : Infinity;
+  for (;;) {
+    abort?.check(opts.observer);
+    const now = performance.now();
+    if (now >= deadline) {
+      throw onTimeout ? onTimeout() : new CommTimeoutError(`${opts.observer ?? 'a waiter'} waited more than ${timeout} ms`);
+    }
+    Atomics.wait(i32, index, value, Math.min(slice, deadline - now));
+    if (Atomics.load(i32, index) !== value) {
+      abort?.check(opts.observer);
+      return performance.now() - t0;
+    }
+  }
+}
+
+/**
+ * Block until `ready(Atomics.load(i32, index))` holds, waking on Atomics.notify of that word (and
+ * at least every `sliceMs` to check the abort word). `guard` is an AbortFlag or full WaitOptions.
+ * Returns the milliseconds spent waiting.
+ */
+export function waitUntil(
+  i32: Int32Array, index: number, ready: (value: number) => boolean, guard?: AbortFlag | WaitOptions,
+): number {
+  const opts: WaitOptions = guard instanceof AbortFlag ? { abort: guard } : (guard ?? {});
+  let waited = 0;
+  for (;;) {
+    const v = Atomics.load(i32, index);
+    if (ready(v)) return waited;
+    waited += waitWhileEqual(i32, index, v, opts);
+  }
+}

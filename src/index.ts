@@ -1,0 +1,22 @@
+/**
+ * The paratrain library: load a YAML config, train it (optionally overriding fields, as the CLI
+ * flags do), evaluate checkpoints.
+ */
+import { applyOverrides, type ConfigOverrides } from './cli/config.ts';
+import { train as trainRun, type TrainOptions, type TrainResult } from './runtime/train.ts';
+import type { RunConfig } from './runtime/runConfig.ts';
+
+export { loadConfig, parseConfig, applyOverrides, ConfigError } from './cli/config.ts';
+export type { ConfigOverrides } from './cli/config.ts';
+export type { RunConfig, TrainSpec } from './runtime/runConfig.ts';
+export type { TrainOptions, TrainResult } from './runtime/train.ts';
+export type { TrainEvent } from './runtime/events.ts';
+export { readMetrics } from './runtime/metrics.ts';
+export { readCheckpoint, writeCheckpoint } from './runtime/checkpoint.ts';
+export { getBackend, registeredBackends } from './kernels/index.ts';
+
+/** Trains `config`; `options` may override config fields (devices, strategy, epochs, …) like the CLI flags. */
+export async function train(config: RunConfig, options: TrainOptions & ConfigOverrides = {}): Promise<TrainResult> {
+  const { out, force, onEvent, log, slowDevices, ...overrides } = options;
+  return trainRun(applyOverrides(config, overrides), { out, force, onEvent, log, slowDevices });
+}

@@ -1,0 +1,107 @@
+import type { Backend } from '../kernels/backend.ts';
+import { createOptimizer, optimizerStateSize, type Optimizer } from '../optim/optimizer.ts';
+import type { OptimizerSpec } from '../optim/spec.ts';
+import type { ParameterServer } from './parameterServer.ts';
+
+/** A lock every thread can take (Atomics-based); `abortable` waits throw when the job aborts. */
+export interface SharedLock {
+  lock(): void;
+  unlock(): void;
+}
+
+/** Blocks until `word` of `control` satisfies `ready`, waking on notify; throws when `isAborted()`. */
+export type WaitUntil = (control: Int32Array, word: number, ready: (value: number) => boolean) => void;
+
+/** Slots of the control block. */
+const VERSION = 0, TURN = 1;
+export const PS_CONTROL_WORDS = 2;
+
+/** Shared memory of a parameter server, created once by the main thread and handed to every device. */
+export interface SharedParameterServerMemory {
+  control: SharedArrayBuffer;
+  params: SharedArrayBuffer;
+  optimizerState: SharedArrayBuffer;
+}
+
+export function allocateParameterServer(paramCount: number, spec: OptimizerSpec, initial: Float32Array): SharedParameterServerMemory {
+  const memory = {
+    control: new SharedArrayBuffer(PS_CONTROL_WORDS * 4),
+    params: new SharedArrayBuffer(paramCount * 4),
+    optimizerState: new SharedArrayBuffer(Math.max(optimizerStateSize(spec, paramCount), 1) * 4),
+  };
+  new Float32Array(memory.params).set(initial.subarray(0, paramCount));
+  return memory;
+}
+
+/**
+ * The parameter server in shared memory: weights, optimizer state and version live in buffers
+ * the main thread allocated; a device applies its own push under the lock, so "the server applies
+ * each gradient as it arrives" without a server thread in the data path.
+ */
+export class SharedParameterServer implements ParameterServer {
+  private readonly control: Int32Array;
+  private readonly params: Float32Array;
+  private readonly optimizer: Optimizer;
+
+  constructor(memory: SharedParameterServerMemory, backend: Backend, spec: OptimizerSpec,
+              private readonly mutex: SharedLock, private readonly waitUntil: WaitUntil) {
+    this.control = new Int32Array(memory.control);
+    this.params = new Float32Array(memory.params);
+    let offset = 0;
+    const state = new Float32Array(memory.optimizerState);
+    this.optimizer = createOptimizer(backend, spec, this.params.length, (n) => {
+      const view = state.subarray(offset, offset + n);
+      offset += n;
+      return view;
+    });
+  }
+
+  async pull(into: Float32Array): Promise<number> {
+    this.mutex.lock();
+    try {
+      into.set(this.params);
+      return Atomics.load(this.control, VERSION);
+    } finally {
+      this.mutex.unlock();
+    }
+  }
+
+  async push(grads: Float32Array, computedAt: number, lr: number, maxStaleness?: number): Promise<{ staleness: number; applied: boolean }> {
+    this.mutex.lock();
+    try {
+      const version = Atomics.load(this.control, VERSION);
+      const staleness = version - computedAt;
+      if (maxStaleness !== undefined && staleness > maxStaleness) return { staleness, applied: false };
+      this.optimizer.stepCount = version;
+      this.optimizer.step(this.params, grads, lr);
+      Atomics.store(this.control, VERSION, version + 1);
+      return { staleness, applied: true };
+    } finally {
+      this.mutex.unlock();
+    }
+  }
+
+  async elasticExchange(x: Float32Array, alpha: number): Promise<void> {
+    this.mutex.lock();
+    try {
+      const c = this.params;
+      for (let i = 0; i < c.length; i++) {
+        const d = alpha * (x[i]! - c[i]!);
+        c[i] = c[i]! + d;
+        x[i] = x[i]! - d;
+      }
+      Atomics.add(this.control, VERSION, 1);
+    } finally {
+      this.mutex.unlock();
+    }
+  }
+
+  async waitTurn(rank: number, size: number): Promise<void> {
+    this.waitUntil(this.control, TURN, (turn) => turn % size === rank);
+  }
+
+  async passTurn(): Promise<void> {
+    Atomics.add(this.control, TURN, 1);
+    Atomics.notify(this.control, TURN);
+  }
+}

@@ -1,0 +1,69 @@
+import type { Backend } from '../kernels/backend.ts';
+import type { Dataset } from '../data/dataset.ts';
+import type { Strategy } from '../parallel/strategy.ts';
+import { Replica } from './replica.ts';
+import { runTrainLoop, viewOf } from './trainLoop.ts';
+import { saveModelCheckpoint } from './modelCheckpoint.ts';
+import type { RunConfig } from './runConfig.ts';
+import type { EventSink } from './events.ts';
+
+export interface DeviceOptions {
+  config: RunConfig;
+  rank: number;
+  worldSize: number;
+  backend: Backend;
+  strategy: Strategy;
+  train: Dataset;
+  /** rank 0 evaluates on it after epochs (and writes checkpoints) */
+  test: Dataset | null;
+  checkpointPath: string | null;
+  emit: EventSink;
+  takeIdleMs?: () => number;
+  slowdown?: number;
+  /** put the replica's flat buffers in shared memory (several devices) */
+  shared: boolean;
+}
+
+/** Runs `fn` with the replica temporarily holding `params` (the strategy's model), then restores. */
+function withParams<T>(replica: Replica, params: Float32Array, fn: () => T): T {
+  const own = replica.model.params;
+  if (params === own) return fn();
+  const saved = own.slice();
+  own.set(params);
+  try {
+    return fn();
+  } finally {
+    own.set(saved);
+  }
+}
+
+/** Everything one device does in a run: build its replica, train, and (rank 0) evaluate and checkpoint. */
+export async function runDevice(o: DeviceOptions): Promise<void> {
+  const { config, rank } = o;
+  const replica = new Replica(o.backend, config, { shared: o.shared });
+  const view = viewOf(replica);
+  await runTrainLoop({
+    replica, strategy: o.strategy, config, train: o.train, rank, worldSize: o.worldSize, emit: o.emit,
+    takeIdleMs: o.takeIdleMs, slowdown: o.slowdown,
+    onEpochEnd: async (epoch, step) => {
+      if (rank !== 0) return;
+      const last = epoch === config.train.epochs - 1;
+      const { evalEvery, checkpointEvery } = config.train;
+      const doEval = o.test && (last || (evalEvery > 0 && (epoch + 1) % evalEvery === 0));
+      const doCheckpoint = o.checkpointPath && (last || (checkpointEvery > 0 && (epoch + 1) % checkpointEvery === 0));
+      if (!doEval && !doCheckpoint) return;
+      const params = o.strategy.modelParams ? await o.strategy.modelParams(view) : view.params;
+      withParams(replica, params, () => {
+        if (doEval) {
+          const r = replica.evaluate(o.test!);
+          o.emit({ type: 'eval', epoch, step, testLoss: r.loss, testAccuracy: r.accuracy });
+        }
+        if (doCheckpoint) {
+          saveModelCheckpoint(o.checkpointPath!, replica.model, replica.optimizer,
+            { config: JSON.stringify(config), epoch: String(epoch + 1), step: String(step), strategy: o.strategy.name });
+          o.emit({ type: 'checkpoint', epoch, path: o.checkpointPath! });
+        }
+      });
+    },
+  });
+}

@@ -1,0 +1,239 @@
+/** One rank of an shm test world: runs a scenario and posts one RankResult. */
+import { parentPort, workerData } from 'node:worker_threads';
+import { ownedSlice } from '../../src/comm/communicator.ts';
+import {
+  CommTimeoutError, PeerFailedError, ShmCommunicator, type ShmInit,
+} from '../../src/comm/shm/index.ts';
+import { firstBitDiff, hashBits, inputFor, serialSum, type RankResult } from './helpers.ts';
+
+const { init, scenario, params, shared } = workerData as {
+  init: ShmInit; scenario: string; params: Record<string, any>; shared: SharedArrayBuffer;
+};
+const comm = await ShmCommunicator.connect(init);
+const { rank, size } = comm;
+const failures: string[] = [];
+const data: Record<string, unknown> = {};
+const fail = (msg: string) => { if (failures.length < 20) failures.push(`rank ${rank}: ${msg}`); };
+
+function expectBits(what: string, got: Float32Array, want: Float32Array): void {
+  const i = firstBitDiff(got, want);
+  if (i >= 0) fail(`${what}: element ${i} is ${got[i]}, expected ${want[i]} (length ${got.length} vs ${want.length})`);
+}
+
+type Kind = 'plain' | 'sab' | 'arena' | 'sub';
+
+/** A buffer of n floats of the given kind (registered where the kind says so). */
+async function makeBuffer(kind: Kind, n: number): Promise<Float32Array> {
+  switch (kind) {
+    case 'plain': return new Float32Array(n);
+    case 'sab': {
+      const b = new Float32Array(new SharedArrayBuffer(n * 4 + 4), 4, n); // byteOffset ≠ 0 on purpose
+      await comm.register(b);
+      return b;
+    }
+    case 'arena': {
+      const b = comm.alloc(n);
+      await comm.register(b);
+      return b;
+    }
+    case 'sub': {
+      const whole = new Float32Array(new SharedArrayBuffer((n + 10) * 4));
+      await comm.register(whole);
+      return whole.subarray(3, 3 + n);
+    }
+  }
+}
+
+async function collectives(): Promise<void> {
+  const sizes: number[] = params.sizes, kinds: Kind[] = params.kinds;
+  const hashes: number[] = [];
+  let seed = 0;
+  for (const n of sizes) {
+    seed++;
+    const inputs = Array.from({ length: size }, (_, r) => inputFor(n, r, seed));
+    const sum = serialSum(inputs);
+    const mean = new Float32Array(n);
+    for (let i = 0; i < n; i++) mean[i] = sum[i]! / size;
+    const mine = ownedSlice(n, size, rank);
+    for (const kind of kinds) {
+      const buf = await makeBuffer(kind, n);
+      const registered = comm.isRegistered(buf);
+      if (registered !== (kind !== 'plain')) fail(`${kind} n=${n}: isRegistered() is ${registered}`);
+      const tag = `${kind} n=${n}`;
+      // allreduce sum and mean
+      for (const [op, want] of [['sum', sum], ['mean', mean]] as const) {
+        buf.set(inputs[rank]!);
+        await comm.allreduce(buf, op);
+        expectBits(`allreduce ${op} ${tag}`, buf, want);
+        hashes.push(hashBits(buf));
+      }
+      // reduceScatter: only the owned slice is defined afterwards
+      buf.set(inputs[rank]!);
+      const got = await comm.reduceScatter(buf, 'sum');
+      if (got.start !== mine.start || got.end !== mine.end) fail(`reduceScatter ${tag}: returned ${JSON.stringify(got)}, expected ${JSON.stringify(mine)}`);
+      expectBits(`reduceScatter ${tag}`, buf.subarray(mine.start, mine.end), sum.subarray(mine.start, mine.end));
+      // allgather: each rank contributes its owned slice of its own input
+      buf.fill(-1234.5);
+      buf.set(inputs[rank]!.subarray(mine.start, mine.end), mine.start);
+      await comm.allgather(buf);
+      const gathered = new Float32Array(n);
+      for (let q = 0; q < size; q++) {
+        const s = ownedSlice(n, size, q);
+        gathered.set(inputs[q]!.subarray(s.start, s.end), s.start);
+      }
+      expectBits(`allgather ${tag}`, buf, gathered);
+      // broadcast from every root
+      for (let root = 0; root < size; root++) {
+        if (rank === root) buf.set(inputs[rank]!);
+        else buf.fill(-99);
+        await comm.broadcast(buf, root);
+        expectBits(`broadcast root ${root} ${tag}`, buf, inputs[root]!);
+      }
+      // the buffer of a different kind must not have been touched by zero-copy writes of others
+    }
+  }
+  data.hashes = hashes;
+}
+
+async function sendrecv(): Promise<void> {
+  const sizes: number[] = params.sizes;
+  let seed = 100;
+  for (const n of sizes) {
+    seed++;
+    if (size === 1) {
+      if (n <= 1000) {
+        const out = inputFor(n, 0, seed), back = new Float32Array(n);
+        await comm.send(out, 0, 5);
+        await comm.recv(back, 0, 5);
+        expectBits(`self send n=${n}`, back, out);
+      }
+      continue;
+    }
+    // ring: even ranks send first, odd ranks receive first (sends of large messages block)
+    const next = (rank + 1) % size, prev = (rank - 1 + size) % size;
+    const out = inputFor(n, rank, seed), got = new Float32Array(n).fill(7);
+    if (rank % 2 === 0) {
+      await comm.send(out, next, n % 1000);
+      await comm.recv(got, prev, n % 1000);
+    } else {
+      await comm.recv(got, prev, n % 1000);
+      await comm.send(out, next, n % 1000);
+    }
+    expectBits(`ring recv n=${n} from ${prev}`, got, inputFor(n, prev, seed));
+    // several small messages in a row to the same peer (in order, different tags)
+    if (rank === 0) for (let k = 0; k < 5; k++) await comm.send(Float32Array.of(k, n), 1, k);
+    if (rank === 1) {
+      for (let k = 0; k < 5; k++) {
+        const m = new Float32Array(2);
+        await comm.recv(m, 0, k);
+        if (m[0] !== k || m[1] !== n) fail(`message ${k}: got ${m[0]}, ${m[1]}`);
+      }
+    }
+    await comm.barrier();
+  }
+}
+
+async function barriers(): Promise<void> {
+  const counter = new Int32Array(shared);
+  const rounds: number = params.rounds;
+  for (let k = 1; k <= rounds; k++) {
+    Atomics.add(counter, 0, 1);
+    await comm.barrier();
+    const c = Atomics.load(counter, 0);
+    if (c < k * size) fail(`after barrier ${k}: counter ${c} < ${k * size} (someone left early)`);
+    await comm.barrier();
+  }
+}
+
+async function mutex(): Promise<void> {
+  const counter = new Int32Array(shared);
+  const m = comm.mutex(params.slot ?? 0);
+  const iters: number = params.iters;
+  await comm.barrier();
+  for (let k = 0; k < iters; k++) {
+    m.lock();
+    const v = counter[0]!; // deliberately non-atomic read-modify-write: the lock must protect it
+    if ((k & 15) === 0) for (let spin = 0; spin < 50; spin++) counter[1] = spin;
+    counter[0] = v + 1;
+    m.unlock();
+  }
+  await comm.barrier();
+  data.final = counter[0];
+}
+
+/** Everyone but the culprit blocks in a barrier (or allreduce); the culprit fails in some way. */
+async function abortScenario(): Promise<void> {
+  const mode: string = params.mode, culprit: number = params.culprit ?? size - 1;
+  const t0 = performance.now();
+  if (rank === culprit && mode === 'throw') {
+    // an uncaught error: the worker dies, world.watch() on the main thread aborts the job
+    setTimeout(() => { throw new Error('boom from the culprit'); }, params.delayMs ?? 200);
+    await new Promise(() => {});
+  }
+  try {
+    if (rank === culprit) {
+      await new Promise((r) => setTimeout(r, params.delayMs ?? 200));
+      if (mode === 'comm') comm.abort('culprit gave up');
+      if (mode === 'timeout' || mode === 'main') {
+        // stay away from the barrier until well after the others failed
+        await new Promise((r) => setTimeout(r, 2500));
+        data.lateCall = true;
+        await comm.barrier(); // must fail fast: the job is aborted
+      }
+    } else if (params.allreduce) {
+      const b = new Float32Array(1000);
+      await comm.allreduce(b);
+    } else {
+      await comm.barrier();
+    }
+    fail('the blocking call returned although the job should have failed');
+  } catch (err) {
+    const e = err as Error;
+    data.elapsedMs = performance.now() - t0;
+    data.error = {
+      name: e.name, message: e.message,
+      failedRank: err instanceof PeerFailedError ? err.failedRank : undefined,
+      missing: err instanceof CommTimeoutError ? err.missing : undefined,
+    };
+  }
+}
+
+async function mismatch(): Promise<void> {
+  try {
+    await comm.allreduce(new Float32Array(rank === 0 ? 10 : 11));
+    fail('mismatched allreduce returned');
+  } catch (err) {
+    data.error = { name: (err as Error).name, message: (err as Error).message };
+  }
+}
+
+async function registerNonShared(): Promise<void> {
+  try {
+    const b = rank === 1 ? new Float32Array(16) : new Float32Array(new SharedArrayBuffer(64));
+    await comm.register(b);
+    fail('register of a non-shared buffer returned');
+  } catch (err) {
+    data.error = { name: (err as Error).name, message: (err as Error).message };
+  }
+}
+
+async function stats(): Promise<void> {
+  comm.takeStats();
+  const b = comm.alloc(1 << 16);
+  await comm.register(b);
+  if (rank === 0) await new Promise((r) => setTimeout(r, 150)); // the others wait for rank 0
+  await comm.allreduce(b);
+  data.stats = comm.takeStats();
+  data.after = comm.takeStats();
+}
+
+const scenarios: Record<string, () => Promise<void>> = {
+  collectives, sendrecv, barriers, mutex, abort: abortScenario, mismatch, registerNonShared, stats,
+};
+try {
+  await scenarios[scenario]!();
+} catch (err) {
+  fail(`threw ${(err as Error).stack ?? String(err)}`);
+}
+comm.close();
+parentPort!.postMessage({ rank, ok: failures.length === 0, failures, data } satisfies RankResult);
