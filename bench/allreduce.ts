@@ -10,7 +10,7 @@
  * The ratio column compares with Open MPI's MPI_Allreduce measured on this machine (1, 16 and
  * 64 MB only; nothing interpolated).
  *
- *   node --import tsx bench/allreduce.ts [--sizes 1,2,4,8,16,32,64] [--reps 9] [--kinds arena,sab]
+ *   node --import tsx bench/allreduce.ts [--sizes 1,2,4,8,16,32,64] [--reps 21] [--kinds arena,sab]
  *
  * The machine has 2 cores: run it once, on a quiet machine.
  */
@@ -56,7 +56,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 export async function main(args: string[]): Promise<void> {
   const sizesMb = (flag(args, 'sizes') ?? '1,2,4,8,16,32,64').split(',').map(Number);
   const kinds = (flag(args, 'kinds') ?? 'arena,sab').split(',');
-  const reps = Number(flag(args, 'reps') ?? 9);
+  const reps = Number(flag(args, 'reps') ?? 21);
   const size = 2;
   const world = createShmWorld(size);
   const workers = Array.from({ length: size }, (_, rank) => {
@@ -101,8 +101,14 @@ async function rank(job: RankJob): Promise<void> {
       const buf = kind === 'arena' ? comm.alloc(n) : new Float32Array(new SharedArrayBuffer(n * 4));
       buf.fill(1);
       await comm.register(buf);
-      const warm = Math.max(5, Math.ceil((256 * MB) / (n * 4)));
-      for (let i = 0; i < warm; i++) comm.allreduceSync(buf);
+      // warm up (JIT tiers, caches, page faults) for at least 300 ms and 20 calls; rank 0 decides
+      const flagBuf = new Float32Array(1);
+      for (let i = 0, t0 = performance.now(); ; i++) {
+        comm.allreduceSync(buf);
+        flagBuf[0] = comm.rank === 0 && i >= 20 && performance.now() - t0 > 300 ? 1 : 0;
+        comm.broadcastSync(flagBuf, 0);
+        if (flagBuf[0] === 1) break;
+      }
       const times: number[] = [];
       for (let i = 0; i < job.reps; i++) {
         comm.barrierSync();

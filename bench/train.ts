@@ -5,7 +5,7 @@
  * Where Debian's python3-torch is installed, the same step in PyTorch (1 thread) runs in the same
  * process tree, and the ratio is printed.
  */
-import { spawnSync } from 'node:child_process';
+import { torchPython, runPython, TORCH_NET } from './torch.ts';
 import { tryBackend } from '../src/kernels/index.ts';
 import { Replica } from '../src/runtime/replica.ts';
 import { loadConfig } from '../src/cli/config.ts';
@@ -33,12 +33,11 @@ function measure(replica: Replica, batch: number, seconds: number): number {
   return (n * batch) / ((performance.now() - t0) / 1000);
 }
 
-const TORCH_STEP = `
-import sys, time, torch, torch.nn as nn
+const TORCH_STEP = `${TORCH_NET}
+import sys, time
 torch.set_num_threads(1)
 batch, seconds = int(sys.argv[1]), float(sys.argv[2])
-net = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
-                    nn.Flatten(), nn.Linear(1600, 128), nn.ReLU(), nn.Dropout(0.25), nn.Linear(128, 10))
+net = make_net()
 opt = torch.optim.Adam(net.parameters(), lr=0.001)
 x = torch.rand(batch, 1, 28, 28); y = torch.arange(batch) % 10
 loss_fn = nn.CrossEntropyLoss()
@@ -52,8 +51,7 @@ print(n * batch / (time.perf_counter() - t0))
 
 /** PyTorch's samples/s for the same step, or null when python3-torch is not installed. */
 function torchSamplesPerSecond(batch: number, seconds: number): number | null {
-  const r = spawnSync('python3', ['-c', TORCH_STEP, String(batch), String(seconds)], { encoding: 'utf8', env: { ...process.env, OMP_NUM_THREADS: '1' } });
-  return r.status === 0 ? Number(r.stdout.trim()) : null;
+  return torchPython() ? Number(runPython(TORCH_STEP, [String(batch), String(seconds)])) : null;
 }
 
 export async function main(args: string[]): Promise<void> {

@@ -20,6 +20,7 @@ export interface DeviceOptions {
   emit: EventSink;
   takeIdleMs?: () => number;
   slowdown?: number;
+  failAtStep?: number;
   /** put the replica's flat buffers in shared memory (several devices) */
   shared: boolean;
 }
@@ -44,7 +45,7 @@ export async function runDevice(o: DeviceOptions): Promise<void> {
   const view = viewOf(replica);
   await runTrainLoop({
     replica, strategy: o.strategy, config, train: o.train, rank, worldSize: o.worldSize, emit: o.emit,
-    takeIdleMs: o.takeIdleMs, slowdown: o.slowdown,
+    takeIdleMs: o.takeIdleMs, slowdown: o.slowdown, failAtStep: o.failAtStep,
     onEpochEnd: async (epoch, step) => {
       if (rank !== 0) return;
       const last = epoch === config.train.epochs - 1;

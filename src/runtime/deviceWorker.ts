@@ -19,6 +19,7 @@ export interface DeviceWorkerInit {
   test: Dataset | null;
   checkpointPath: string | null;
   slowdown: number;
+  failAtStep?: number;
 }
 
 export type DeviceWorkerMessage =
@@ -39,7 +40,7 @@ try {
   const strategy = createStrategy(config.train.strategy, { comm, ps });
   await runDevice({
     config, rank, worldSize: size, backend, strategy, train: init.train, test: init.test,
-    checkpointPath: init.checkpointPath, shared: true, slowdown: init.slowdown,
+    checkpointPath: init.checkpointPath, shared: true, slowdown: init.slowdown, failAtStep: init.failAtStep,
     emit: (event) => post({ kind: 'event', event }),
     takeIdleMs: () => comm.takeStats().waitMs,
   });

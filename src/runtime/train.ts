@@ -25,6 +25,8 @@ export interface TrainOptions {
   log?: (message: string) => void;
   /** straggler injection: device rank → slowdown factor (> 1) */
   slowDevices?: Map<number, number>;
+  /** failure injection for tests: device `rank` throws at global step `step` */
+  failAt?: { rank: number; step: number };
 }
 
 export interface TrainResult {
@@ -94,9 +96,10 @@ export async function train(config: RunConfig, options: TrainOptions = {}): Prom
       await runDevice({
         config, rank: 0, worldSize: 1, backend, strategy: localStrategy, train: data.train, test: data.test,
         checkpointPath: checkpoint, emit, shared: false, slowdown: options.slowDevices?.get(0),
+        failAtStep: options.failAt?.rank === 0 ? options.failAt.step : undefined,
       });
     } else {
-      await runWorkerDevices({ config, train: data.train, test: data.test, checkpointPath: checkpoint, emit, slowDevices: options.slowDevices });
+      await runWorkerDevices({ config, train: data.train, test: data.test, checkpointPath: checkpoint, emit, slowDevices: options.slowDevices, failAt: options.failAt });
     }
     const seconds = (performance.now() - started) / 1000;
     const result: TrainResult = {

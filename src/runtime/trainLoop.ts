@@ -19,6 +19,8 @@ export interface LoopOptions {
   takeIdleMs?: () => number;
   /** straggler injection: compute takes `slowdown` times as long (1 = normal) */
   slowdown?: number;
+  /** failure injection (tests): throw at this global step */
+  failAtStep?: number;
   /** called after each epoch (evaluation, checkpoints), after the strategy's onFinish for the last; awaited */
   onEpochEnd?: (epoch: number, step: number) => Promise<void> | void;
 }
@@ -78,6 +80,7 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
       const info = { step, epoch, lr, samples: n };
       const t0 = performance.now();
       await strategy.beforeStep?.(view, info);
+      if (step === o.failAtStep) throw new Error(`injected failure at step ${step}`);
       const t1 = performance.now();
       replica.model.zeroGrads();
       let r = { lossSum: 0, correct: 0, samples: 0 };

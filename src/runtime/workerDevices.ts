@@ -18,6 +18,7 @@ export interface WorkerDevicesOptions {
   checkpointPath: string;
   emit: EventSink;
   slowDevices?: Map<number, number>;
+  failAt?: { rank: number; step: number };
 }
 
 /**
@@ -51,6 +52,7 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
     const init: DeviceWorkerInit = {
       config, rank, size, comm: world.rankInit(rank), ps, train, test: rank === 0 ? test : null,
       checkpointPath: rank === 0 ? o.checkpointPath : null, slowdown: o.slowDevices?.get(rank) ?? 1,
+      failAtStep: o.failAt?.rank === rank ? o.failAt.step : undefined,
     };
     const worker = spawnModuleWorker(import.meta.url, './deviceWorker', init);
     workers.push(worker);

@@ -1,8 +1,8 @@
 /**
  * Collectives and send/recv of the shm transport on real worker threads, against a serial
  * float32 reference, bit for bit: G = 1, 2, 3, 4, 8; lengths 0, 1, 7, G−1 and an odd length
- * larger than every chunk; plain (staged), registered SharedArrayBuffer (copy-through), arena
- * (SIMD in place) and subarray-of-registered buffers.
+ * larger than every chunk; plain (staged), registered SharedArrayBuffer (copy-through), a view
+ * into a rank's own shared wasm memory, arena (SIMD in place) and subarray-of-registered buffers.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +12,7 @@ const BIG = 1_000_003;
 const worlds: { size: number; sizes: number[]; kinds: string[] }[] = [
   { size: 1, sizes: [0, 1, 7, BIG], kinds: ['plain', 'sab', 'arena', 'sub'] },
   { size: 2, sizes: [0, 1, 7, BIG], kinds: ['plain', 'sab', 'arena', 'sub'] },
-  { size: 3, sizes: [0, 1, 2, 7, BIG], kinds: ['plain', 'sab', 'arena', 'sub'] },
+  { size: 3, sizes: [0, 1, 2, 7, BIG], kinds: ['plain', 'sab', 'arena', 'sub', 'wasm'] },
   { size: 4, sizes: [1, 3, 7, 4099, BIG], kinds: ['plain', 'sab', 'arena', 'sub'] },
   // 8 threads on 2 cores: keep the big case to one staged and one zero-copy kind
   { size: 8, sizes: [0, 1, 7, 5003], kinds: ['plain', 'sab', 'arena', 'sub'] },

@@ -20,7 +20,7 @@ function expectBits(what: string, got: Float32Array, want: Float32Array): void {
   if (i >= 0) fail(`${what}: element ${i} is ${got[i]}, expected ${want[i]} (length ${got.length} vs ${want.length})`);
 }
 
-type Kind = 'plain' | 'sab' | 'arena' | 'sub';
+type Kind = 'plain' | 'sab' | 'arena' | 'sub' | 'wasm';
 
 /** A buffer of n floats of the given kind (registered where the kind says so). */
 async function makeBuffer(kind: Kind, n: number): Promise<Float32Array> {
@@ -33,6 +33,13 @@ async function makeBuffer(kind: Kind, n: number): Promise<Float32Array> {
     }
     case 'arena': {
       const b = comm.alloc(n);
+      await comm.register(b);
+      return b;
+    }
+    case 'wasm': {
+      // a view into this rank's own shared wasm memory (like the wasm backend's buffers)
+      const memory = new WebAssembly.Memory({ initial: Math.ceil((n * 4 + 256) / 65536), maximum: 65536, shared: true });
+      const b = new Float32Array(memory.buffer, 100 + 4 * rank, n);
       await comm.register(b);
       return b;
     }
@@ -176,7 +183,7 @@ async function abortScenario(): Promise<void> {
       if (mode === 'comm') comm.abort('culprit gave up');
       if (mode === 'timeout' || mode === 'main') {
         // stay away from the barrier until well after the others failed
-        await new Promise((r) => setTimeout(r, 2500));
+        await new Promise((r) => setTimeout(r, 1000));
         data.lateCall = true;
         await comm.barrier(); // must fail fast: the job is aborted
       }

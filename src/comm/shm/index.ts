@@ -1,4 +1,17 @@
-/** The shared-memory transport: worker threads + SharedArrayBuffer + Atomics. */
+/**
+ * The shared-memory transport: worker threads + SharedArrayBuffer + Atomics.
+ *
+ * Main thread:
+ *   const world = createShmWorld(G, { timeoutMs?, stagingBytes?, … });
+ *   const w = new Worker(url, { workerData: { comm: world.rankInit(rank) } });
+ *   world.watch(w, rank);            // a crashing rank aborts the job instead of hanging it
+ *   world.abort('reason');           // releases every blocked rank with PeerFailedError
+ * Worker `rank`:
+ *   const comm = await ShmCommunicator.connect(workerData.comm);
+ *   const grads = comm.alloc(n);     // or any SharedArrayBuffer-backed Float32Array
+ *   await comm.register(grads);      // collective, same order on every rank
+ *   await comm.allreduce(grads, 'mean');   // zero-copy on registered buffers
+ */
 export { createShmWorld, ShmWorld, type ShmInit, type ShmInit as ShmRankInit, type ShmWorldOptions } from './world.ts';
 export { ShmCommunicator } from './shmCommunicator.ts';
 export { Barrier } from './barrier.ts';

@@ -50,10 +50,8 @@ export function waitWhileEqual(
       throw onTimeout ? onTimeout() : new CommTimeoutError(`${opts.observer ?? 'a waiter'} waited more than ${timeout} ms`);
     }
     Atomics.wait(i32, index, value, Math.min(slice, deadline - now));
-    if (Atomics.load(i32, index) !== value) {
-      abort?.check(opts.observer);
-      return performance.now() - t0;
-    }
+    // the word moved: the wait succeeded (even if an abort came right after; the next wait sees it)
+    if (Atomics.load(i32, index) !== value) return performance.now() - t0;
   }
 }
 

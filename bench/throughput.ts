@@ -1,0 +1,97 @@
+/**
+ * Data-parallel throughput: mnist-small, hybrid strategy, per-device batch 64, on 1 and 2 devices
+ * (worker threads), steady-state samples/s from the step events (warm-up excluded). Where Debian's
+ * python3-torch is installed, PyTorch on 1 process and DDP (gloo, 2 processes, 1 thread each, same
+ * network and per-rank batch) run in the same benchmark and the ratios are printed.
+ *   npm run bench -- throughput [--steps 150] [--devices 1,2]
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig, applyOverrides } from '../src/cli/config.ts';
+import { train } from '../src/runtime/train.ts';
+import { torchPython, runPython, TORCH_NET } from './torch.ts';
+
+function option(args: string[], name: string, fallback: string): string {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
+}
+
+const WARMUP_STEPS = 10;
+
+/** Steady-state samples/s of a paratrain run of `steps` global steps on `devices` devices. */
+async function paratrainSamplesPerSecond(devices: number, steps: number, batch: number): Promise<number> {
+  const base = loadConfig(new URL('../examples/mnist-small.yaml', import.meta.url).pathname);
+  const config = applyOverrides(base, { devices, strategy: 'hybrid', epochs: 1 });
+  config.data.trainLimit = (steps + WARMUP_STEPS) * batch * devices;
+  config.data.testLimit = 500;
+  config.data.batchSize = batch;
+  const out = mkdtempSync(join(tmpdir(), 'paratrain-bench-'));
+  let samples = 0, t0 = 0, t1 = 0;
+  try {
+    await train(config, {
+      out: join(out, 'run'),
+      onEvent: (e) => {
+        if (e.type !== 'step' || e.step < WARMUP_STEPS) return;
+        if (t0 === 0) t0 = performance.now();
+        else samples += e.samples;  // the first counted event opens the window
+        t1 = performance.now();
+      },
+    });
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+  return samples / ((t1 - t0) / 1000);
+}
+
+const TORCH_DDP = `${TORCH_NET}
+import os, sys, time
+import torch.distributed as dist, torch.multiprocessing as mp
+def worker(rank, world, batch, steps, port, out):
+    torch.set_num_threads(1)
+    os.environ['MASTER_ADDR'] = '127.0.0.1'; os.environ['MASTER_PORT'] = str(port)
+    if world > 1: dist.init_process_group('gloo', rank=rank, world_size=world)
+    torch.manual_seed(1)
+    net = make_net()
+    model = torch.nn.parallel.DistributedDataParallel(net) if world > 1 else net
+    opt = torch.optim.Adam(model.parameters(), lr=0.001)
+    x = torch.rand(batch, 1, 28, 28); y = torch.arange(batch) % 10
+    loss_fn = nn.CrossEntropyLoss()
+    def step():
+        opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
+    for _ in range(${WARMUP_STEPS}): step()
+    if world > 1: dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(steps): step()
+    if world > 1: dist.barrier()
+    if rank == 0: out.put(world * batch * steps / (time.perf_counter() - t0))
+if __name__ == '__main__':
+    world, batch, steps, port = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    ctx = mp.get_context('spawn'); q = ctx.Queue()
+    procs = [ctx.Process(target=worker, args=(r, world, batch, steps, port, q)) for r in range(world)]
+    for p in procs: p.start()
+    print(q.get())
+    for p in procs: p.join()
+`;
+
+export async function main(args: string[]): Promise<void> {
+  const steps = Number(option(args, 'steps', '150'));
+  const devices = option(args, 'devices', '1,2').split(',').map(Number);
+  const batch = 64;
+  const ours = new Map<number, number>();
+  for (const g of devices) ours.set(g, await paratrainSamplesPerSecond(g, steps, batch));
+  const torch = new Map<number, number>();
+  if (torchPython()) {
+    for (const g of devices) torch.set(g, Number(runPython(TORCH_DDP, [String(g), String(batch), String(steps), String(29500 + g)])));
+  }
+  console.log(`mnist-small, hybrid, per-device batch ${batch}, ${steps} steps after ${WARMUP_STEPS} warm-up steps; samples/s`);
+  console.log(`${'devices'.padEnd(10)}${'paratrain'.padStart(12)}${'vs 1 device'.padStart(13)}${torch.size ? `${'pytorch'.padStart(12)}${'paratrain/pytorch'.padStart(19)}` : ''}`);
+  const one = ours.get(1);
+  for (const g of devices) {
+    const p = ours.get(g)!, t = torch.get(g);
+    console.log(`${String(g).padEnd(10)}${p.toFixed(0).padStart(12)}${(one ? `${(p / one).toFixed(2)}×` : '').padStart(13)}` +
+      (t ? `${t.toFixed(0).padStart(12)}${`${(p / t).toFixed(2)}×`.padStart(19)}` : ''));
+  }
+  if (!torch.size) console.log('(PyTorch comparison skipped: python3-torch is not installed)');
+  console.log('pytorch: 1 device = one process, 1 thread; 2 devices = DDP over gloo, 2 processes, 1 thread each');
+}

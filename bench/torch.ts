@@ -1,0 +1,37 @@
+/**
+ * Side-by-side figures from PyTorch where Debian's python3-torch is installed (never a dependency):
+ * finds a python with torch and runs a script under it.
+ */
+import { spawnSync } from 'node:child_process';
+
+let cached: string | null | undefined;
+
+/** A python3 that can import torch (Debian's is /usr/bin/python3), or null. */
+export function torchPython(): string | null {
+  if (cached !== undefined) return cached;
+  cached = null;
+  for (const python of ['/usr/bin/python3', 'python3']) {
+    const r = spawnSync(python, ['-c', 'import torch'], { encoding: 'utf8' });
+    if (r.status === 0) { cached = python; break; }
+  }
+  return cached;
+}
+
+/** Runs a python script with args; returns its stdout, or throws with its stderr. */
+export function runPython(script: string, args: string[], env: Record<string, string> = {}): string {
+  const python = torchPython();
+  if (!python) throw new Error('python3-torch is not installed');
+  const r = spawnSync(python, ['-c', script, ...args], {
+    encoding: 'utf8', env: { ...process.env, OMP_NUM_THREADS: '1', MKL_NUM_THREADS: '1', ...env }, timeout: 600_000,
+  });
+  if (r.status !== 0) throw new Error(`python failed: ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`);
+  return r.stdout.trim();
+}
+
+/** The mnist-small network in PyTorch (same layers as examples/mnist-small.yaml). */
+export const TORCH_NET = `
+import torch, torch.nn as nn
+def make_net():
+    return nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(1600, 128), nn.ReLU(), nn.Dropout(0.25), nn.Linear(128, 10))
+`;
