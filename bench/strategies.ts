@@ -1,1 +1,76 @@
-export async function main(): Promise<void> { throw new Error("not yet"); }
+/**
+ * Convergence of every strategy on Fashion-MNIST with examples/mnist-small.yaml: test accuracy
+ * after each epoch and wall time, for each strategy on 2 and 4 devices. Long (tens of minutes on
+ * the full dataset); run alone.
+ *   npm run bench -- strategies [--devices 2,4] [--epochs 4] [--strategies sync,async,...] [--data DIR] [--json FILE]
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig, applyOverrides } from '../src/cli/config.ts';
+import { train } from '../src/runtime/train.ts';
+import type { StrategySpec } from '../src/parallel/spec.ts';
+
+function option(args: string[], name: string, fallback: string): string {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
+}
+
+/** The options each strategy runs with (period 4 where there is one; EASGD's α·G = 0.9 as in the paper). */
+function strategyFor(name: string, devices: number): StrategySpec {
+  switch (name) {
+    case 'sync': return { type: 'sync' };
+    case 'hybrid': return { type: 'hybrid', bucketBytes: 4 << 20 };
+    case 'async': return { type: 'async', fetchEvery: 1, pushEvery: 1 };
+    case 'bsp': return { type: 'bsp', period: 4 };
+    case 'easgd': return { type: 'easgd', alpha: 0.9 / devices, period: 4, mode: 'sync' };
+    case 'bmuf': return { type: 'bmuf', period: 4, blockLr: 1, nesterov: true };
+    default: throw new Error(`unknown strategy '${name}'`);
+  }
+}
+
+interface Row { strategy: string; devices: number; accuracy: number[]; seconds: number; samplesPerSecond: number; meanStaleness?: number }
+
+export async function main(args: string[]): Promise<void> {
+  const devicesList = option(args, 'devices', '2,4').split(',').map(Number);
+  const epochs = Number(option(args, 'epochs', '4'));
+  const names = option(args, 'strategies', 'sync,async,hybrid,bsp,easgd,bmuf').split(',');
+  const dataDir = option(args, 'data', '');
+  const json = option(args, 'json', '');
+  const base = loadConfig(new URL('../examples/mnist-small.yaml', import.meta.url).pathname);
+  const rows: Row[] = [];
+  let source = '';
+  for (const devices of devicesList) {
+    for (const name of names) {
+      const config = applyOverrides(base, { devices, epochs, ...(dataDir ? { dataDir } : {}) });
+      config.train.strategy = strategyFor(name, devices);
+      config.train.evalEvery = 1;
+      const out = mkdtempSync(join(tmpdir(), 'paratrain-strategies-'));
+      const accuracy: number[] = [];
+      let staleSum = 0, staleCount = 0;
+      try {
+        const result = await train(config, {
+          out: join(out, 'run'),
+          onEvent: (e) => {
+            if (e.type === 'start') source = e.dataSource;
+            if (e.type === 'eval') accuracy.push(e.testAccuracy);
+            if (e.type === 'step' && e.staleness !== undefined) { staleSum += e.staleness; staleCount++; }
+          },
+        });
+        rows.push({ strategy: name, devices, accuracy, seconds: result.seconds, samplesPerSecond: result.samplesPerSecond,
+          ...(staleCount ? { meanStaleness: staleSum / staleCount } : {}) });
+      } finally {
+        rmSync(out, { recursive: true, force: true });
+      }
+      const r = rows[rows.length - 1]!;
+      console.error(`${name} ×${devices}: ${r.accuracy.map((a) => (100 * a).toFixed(2)).join(' → ')} % in ${r.seconds.toFixed(0)} s`);
+    }
+  }
+  console.log(`\nmnist-small (${base.optimizer.type}, per-device batch ${base.data.batchSize}) on ${source}; test accuracy after each epoch`);
+  console.log(`| strategy | devices | ${Array.from({ length: epochs }, (_, e) => `epoch ${e + 1}`).join(' | ')} | wall time | samples/s | mean staleness |`);
+  console.log(`| --- | --- | ${Array.from({ length: epochs }, () => '---').join(' | ')} | --- | --- | --- |`);
+  for (const r of rows) {
+    console.log(`| ${r.strategy} | ${r.devices} | ${r.accuracy.map((a) => `${(100 * a).toFixed(2)}%`).join(' | ')} | ${r.seconds.toFixed(0)} s | ${r.samplesPerSecond.toFixed(0)} | ${r.meanStaleness === undefined ? '—' : r.meanStaleness.toFixed(2)} |`);
+  }
+  if (json) writeFileSync(json, JSON.stringify({ source, epochs, rows }, null, 2));
+}

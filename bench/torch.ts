@@ -3,6 +3,9 @@
  * finds a python with torch and runs a script under it.
  */
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 let cached: string | null | undefined;
 
@@ -21,11 +24,19 @@ export function torchPython(): string | null {
 export function runPython(script: string, args: string[], env: Record<string, string> = {}): string {
   const python = torchPython();
   if (!python) throw new Error('python3-torch is not installed');
-  const r = spawnSync(python, ['-c', script, ...args], {
-    encoding: 'utf8', env: { ...process.env, OMP_NUM_THREADS: '1', MKL_NUM_THREADS: '1', ...env }, timeout: 600_000,
-  });
-  if (r.status !== 0) throw new Error(`python failed: ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`);
-  return r.stdout.trim();
+  // a file, not `-c`: multiprocessing's spawn start method re-imports the main module
+  const dir = mkdtempSync(join(tmpdir(), 'paratrain-torch-'));
+  const file = join(dir, 'bench.py');
+  writeFileSync(file, script);
+  try {
+    const r = spawnSync(python, [file, ...args], {
+      encoding: 'utf8', env: { ...process.env, OMP_NUM_THREADS: '1', MKL_NUM_THREADS: '1', ...env }, timeout: 600_000,
+    });
+    if (r.status !== 0) throw new Error(`python failed: ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`);
+    return r.stdout.trim();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** The mnist-small network in PyTorch (same layers as examples/mnist-small.yaml). */

@@ -282,7 +282,8 @@ const STRATEGIES = {
       if (o.maxStaleness !== undefined) s.maxStaleness = o.maxStaleness;
       return s;
     }),
-  hybrid: strict({}, 'option', 'hybrid').transform((): StrategySpec => ({ type: 'hybrid' })),
+  hybrid: strict({ bucketBytes: posInt().default(4 * 1024 * 1024) })
+    .transform((o): StrategySpec => ({ type: 'hybrid', bucketBytes: o.bucketBytes })),
   bsp: strict({ period: posInt().default(1) }).transform((o): StrategySpec => ({ type: 'bsp', period: o.period })),
   easgd: strict({ alpha: openUnit().default(0.1), period: posInt().default(1), mode: oneOf(['sync', 'async'] as const).default('sync') })
     .transform((o): StrategySpec => ({ type: 'easgd', alpha: o.alpha, period: o.period, mode: o.mode })),

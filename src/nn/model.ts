@@ -106,11 +106,34 @@ export class Sequential {
     return h;
   }
 
-  /** Back-propagates dL/doutput, accumulating into `grads`; the first layer skips its input gradient. */
-  backward(dy: Tensor): void {
+  /**
+   * Back-propagates dL/doutput, accumulating into `grads`; the first layer skips its input gradient.
+   * After each layer with parameters, `onReady(offset)` says grads[offset:] are final, so their
+   * reduction can start while earlier layers still compute.
+   */
+  backward(dy: Tensor, onReady?: (offset: number) => void): void {
     let g: Tensor | null = dy;
-    for (let i = this.layers.length - 1; i >= 0 && g; i--) g = this.layers[i]!.backward(g, i > 0);
+    for (let i = this.layers.length - 1; i >= 0 && g; i--) {
+      g = this.layers[i]!.backward(g, i > 0);
+      const first = this.firstParamOffset[i]!;
+      if (onReady && first >= 0) onReady(first);
+    }
   }
+
+  /** Offset of each layer's first parameter in the flat buffer (−1 for layers without parameters). */
+  private get firstParamOffset(): number[] {
+    if (!this.firstOffsets) {
+      let p = 0;
+      this.firstOffsets = this.layers.map((layer) => {
+        const n = layer.params().length;
+        const offset = n ? this.paramEntries[p]!.offset : -1;
+        p += n;
+        return offset;
+      });
+    }
+    return this.firstOffsets;
+  }
+  private firstOffsets: number[] | null = null;
 
   zeroGrads(): void {
     this.grads.fill(0);

@@ -43,7 +43,7 @@ export function createStrategy(spec: StrategySpec, ctx: StrategyContext): Strate
     return ctx.ps;
   };
   switch (spec.type) {
-    case 'hybrid': return hybridStrategy(comm);
+    case 'hybrid': return hybridStrategy(comm, spec.bucketBytes);
     case 'bsp': return bspStrategy(comm, spec.period);
     case 'bmuf': return bmufStrategy(comm, {
       period: spec.period, blockMomentum: spec.blockMomentum ?? defaultBlockMomentum(comm.size),

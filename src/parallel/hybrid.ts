@@ -6,14 +6,31 @@ import { registerAndBroadcast } from './replicaSync.ts';
  * Hybrid (synchronous data parallelism): every device computes a gradient on its own slice of the
  * global batch, the mean of all is applied by every replica's identical optimizer — exactly one
  * device with the global batch, up to floating-point summation order.
+ *
+ * Gradients are reduced in buckets of about `bucketBytes`, from the last layers backwards, each
+ * as soon as backward has finished it; what remains is reduced after backward.
  */
-export function hybridStrategy(comm: Communicator): Strategy {
+export function hybridStrategy(comm: Communicator, bucketBytes: number): Strategy {
+  const bucketFloats = Math.max(1, Math.floor(bucketBytes / 4));
+  /** grads[reducedFrom:] are being reduced this step; −1 before the first bucket of a step */
+  let reducedFrom = -1;
+  let inFlight: Promise<void>[] = [];
   return {
     name: 'hybrid',
     onStart: (replica) => registerAndBroadcast(comm, replica),
-    async applyUpdate(replica, info) {
+    onGradientsReady(replica, offset) {
+      if (reducedFrom < 0) reducedFrom = replica.grads.length;
+      if (reducedFrom - offset < bucketFloats) return;
       // each rank's gradient is already scaled by worldSize/globalBatch, so the mean is the global mean
-      await comm.allreduce(replica.grads, 'mean');
+      inFlight.push(comm.allreduce(replica.grads.subarray(offset, reducedFrom), 'mean'));
+      reducedFrom = offset;
+    },
+    async applyUpdate(replica, info) {
+      const rest = reducedFrom < 0 ? replica.grads.length : reducedFrom;
+      if (rest > 0) inFlight.push(comm.allreduce(replica.grads.subarray(0, rest), 'mean'));
+      await Promise.all(inFlight);
+      inFlight = [];
+      reducedFrom = -1;
       replica.localStep(info.lr);
     },
   };

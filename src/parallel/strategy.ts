@@ -36,6 +36,12 @@ export interface Strategy {
   /** Before forward/backward: e.g. wait for this device's turn, pull fresh weights. */
   beforeStep?(replica: ReplicaView, info: StepInfo): Promise<void>;
   /**
+   * During backward: grads[offset:] are final (the layers after some point are done). Lets a
+   * strategy start reducing gradient buckets before backward finishes. Called in the same order on
+   * every device.
+   */
+  onGradientsReady?(replica: ReplicaView, offset: number): void;
+  /**
    * After backward, instead of the plain local optimizer step: e.g. all-reduce gradients then step,
    * or push gradients to a parameter server. Default: replica.localStep(lr).
    */

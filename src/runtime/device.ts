@@ -18,7 +18,7 @@ export interface DeviceOptions {
   test: Dataset | null;
   checkpointPath: string | null;
   emit: EventSink;
-  takeIdleMs?: () => number;
+  takeCommStats?: () => { idleMs: number; bytes: number };
   slowdown?: number;
   failAtStep?: number;
   /** put the replica's flat buffers in shared memory (several devices) */
@@ -45,7 +45,7 @@ export async function runDevice(o: DeviceOptions): Promise<void> {
   const view = viewOf(replica);
   await runTrainLoop({
     replica, strategy: o.strategy, config, train: o.train, rank, worldSize: o.worldSize, emit: o.emit,
-    takeIdleMs: o.takeIdleMs, slowdown: o.slowdown, failAtStep: o.failAtStep,
+    takeCommStats: o.takeCommStats, slowdown: o.slowdown, failAtStep: o.failAtStep,
     onEpochEnd: async (epoch, step) => {
       if (rank !== 0) return;
       const last = epoch === config.train.epochs - 1;

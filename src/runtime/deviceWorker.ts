@@ -42,7 +42,10 @@ try {
     config, rank, worldSize: size, backend, strategy, train: init.train, test: init.test,
     checkpointPath: init.checkpointPath, shared: true, slowdown: init.slowdown, failAtStep: init.failAtStep,
     emit: (event) => post({ kind: 'event', event }),
-    takeIdleMs: () => comm.takeStats().waitMs,
+    takeCommStats: () => {
+      const s = comm.takeStats();
+      return { idleMs: s.waitMs, bytes: s.bytes };
+    },
   });
 } catch (err) {
   const e = err instanceof Error ? err : new Error(String(err));

@@ -10,13 +10,17 @@ export type TrainEvent =
       syncMs: number;
       /** of syncMs, time blocked waiting for other devices */
       idleMs: number;
+      /** bytes this device moved in collectives during the step */
+      bytes: number;
       staleness?: number; dropped?: number }
   | { type: 'rankEpoch'; rank: number; epoch: number; lossSum: number; correct: number; samples: number;
-      seconds: number; computeMs: number; syncMs: number; idleMs: number }
+      seconds: number; computeMs: number; syncMs: number; idleMs: number; bytes: number }
   | { type: 'epoch'; epoch: number; loss: number; accuracy: number; samples: number; seconds: number; samplesPerSecond: number }
   | { type: 'eval'; epoch: number; step: number; testLoss: number; testAccuracy: number }
   | { type: 'checkpoint'; epoch: number; path: string }
-  | { type: 'end'; seconds: number; samplesPerSecond: number; testAccuracy: number; testLoss: number };
+  | { type: 'end'; seconds: number; samplesPerSecond: number; testAccuracy: number; testLoss: number;
+      /** peak resident memory of the whole process (all devices' threads) */
+      maxRssBytes: number };
 
 export type EventSink = (event: TrainEvent) => void;
 

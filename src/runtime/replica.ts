@@ -47,11 +47,12 @@ export class Replica {
    * `gradScale` multiplies dLoss/dlogits: 1/n for a mean over this batch, 1/globalBatch when
    * several devices' or micro-batches' gradients are summed.
    */
-  computeGradients(images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number): StepResult {
+  computeGradients(images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number,
+                   onGradientsReady?: (offset: number) => void): StepResult {
     const n = labels.length;
     const logits = this.model.forward(this.batchTensor(images, n), { ...ctx, training: true });
     const { lossSum, correct, dlogits } = this.loss.compute(logits, labels, gradScale);
-    this.model.backward(dlogits);
+    this.model.backward(dlogits, onGradientsReady);
     return { lossSum, correct, samples: n };
   }
 

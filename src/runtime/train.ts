@@ -106,7 +106,8 @@ export async function train(config: RunConfig, options: TrainOptions = {}): Prom
       runDir, testAccuracy: last.testAccuracy, testLoss: last.testLoss, samplesPerSecond: samples / seconds, seconds,
       steps: stepsPerEpoch * config.train.epochs, checkpoint,
     };
-    emit({ type: 'end', seconds, samplesPerSecond: result.samplesPerSecond, testAccuracy: last.testAccuracy, testLoss: last.testLoss });
+    emit({ type: 'end', seconds, samplesPerSecond: result.samplesPerSecond, testAccuracy: last.testAccuracy, testLoss: last.testLoss,
+      maxRssBytes: process.resourceUsage().maxRSS * 1024 });
     return result;
   } finally {
     metrics.close();

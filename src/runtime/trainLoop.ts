@@ -15,8 +15,8 @@ export interface LoopOptions {
   rank: number;
   worldSize: number;
   emit: EventSink;
-  /** milliseconds this device spent blocked on others since the last call (from its communicator) */
-  takeIdleMs?: () => number;
+  /** time blocked on other devices and bytes moved since the last call (from its communicator) */
+  takeCommStats?: () => { idleMs: number; bytes: number };
   /** straggler injection: compute takes `slowdown` times as long (1 = normal) */
   slowdown?: number;
   /** failure injection (tests): throw at this global step */
@@ -57,7 +57,7 @@ function sleepSync(ms: number): void {
  */
 export async function runTrainLoop(o: LoopOptions): Promise<void> {
   const { replica, strategy, config, rank, worldSize, emit } = o;
-  const takeIdleMs = o.takeIdleMs ?? (() => 0);
+  const takeCommStats = o.takeCommStats ?? (() => ({ idleMs: 0, bytes: 0 }));
   const slowdown = o.slowdown ?? 1;
   const sampler = new GlobalBatchSampler({
     count: o.train.count, batchSize: globalBatchSize(config), worldSize, rank,
@@ -68,12 +68,13 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
   const baseLr = baseLearningRate(config);
   const batcher = new Batcher(o.train);
   const view = viewOf(replica);
+  const onGradientsReady = strategy.onGradientsReady ? (offset: number) => strategy.onGradientsReady!(view, offset) : undefined;
   await strategy.onStart?.(view);
-  takeIdleMs();
+  takeCommStats();
   let step = 0;
   for (let epoch = 0; epoch < config.train.epochs; epoch++) {
     const epochStart = performance.now();
-    const sum = { lossSum: 0, correct: 0, samples: 0, computeMs: 0, syncMs: 0, idleMs: 0 };
+    const sum = { lossSum: 0, correct: 0, samples: 0, computeMs: 0, syncMs: 0, idleMs: 0, bytes: 0 };
     for (const batch of sampler.epoch(epoch)) {
       const n = batch.indices.length;
       const lr = learningRateAt(step, baseLr, config.schedule, totalSteps);
@@ -88,21 +89,26 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
         const { images, labels } = batcher.gather(batch.indices);
         // Scale by the GLOBAL batch: the mean over devices of these gradients is the global mean.
         r = replica.computeGradients(images, labels,
-          { training: true, seed: config.train.seed, step, sampleOffset: batch.globalOffset }, worldSize / batch.globalBatchSize);
+          { training: true, seed: config.train.seed, step, sampleOffset: batch.globalOffset }, worldSize / batch.globalBatchSize,
+          onGradientsReady);
+      }
+      if (!Number.isFinite(r.lossSum)) {
+        throw new Error(`training diverged: the loss is ${r.lossSum} at step ${step + 1} (epoch ${epoch + 1}) on device ${rank}; ` +
+          `lower optimizer.lr (now ${config.optimizer.lr}) or add schedule.warmupSteps`);
       }
       if (slowdown > 1) sleepSync((performance.now() - t1) * (slowdown - 1));
       const t2 = performance.now();
       const stats = strategy.applyUpdate ? await strategy.applyUpdate(view, info) : view.localStep(lr);
       await strategy.afterStep?.(view, info);
       const t3 = performance.now();
-      const idleMs = takeIdleMs();
+      const { idleMs, bytes } = takeCommStats();
       const computeMs = t2 - t1, syncMs = (t1 - t0) + (t3 - t2);
       sum.lossSum += r.lossSum; sum.correct += r.correct; sum.samples += r.samples;
-      sum.computeMs += computeMs; sum.syncMs += syncMs; sum.idleMs += idleMs;
+      sum.computeMs += computeMs; sum.syncMs += syncMs; sum.idleMs += idleMs; sum.bytes += bytes;
       emit({
         type: 'step', rank, epoch, step, stepInEpoch: batch.step, stepsPerEpoch,
         loss: r.samples ? r.lossSum / r.samples : 0, accuracy: r.samples ? r.correct / r.samples : 0,
-        lr, samples: r.samples, computeMs, syncMs, idleMs, ...(stats ?? {}),
+        lr, samples: r.samples, computeMs, syncMs, idleMs, bytes, ...(stats ?? {}),
       });
       step++;
     }

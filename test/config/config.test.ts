@@ -18,7 +18,7 @@ const conv = (filters: number) => ({
 }) as const;
 const maxPool = { type: 'maxPool2d', poolSize: [2, 2], strides: [2, 2], padding: 'valid' } as const;
 const dense = (units: number, activation: 'relu' | 'linear') => ({ type: 'dense', units, activation, useBias: true, parallel: 'data' }) as const;
-const train = { epochs: 2, devices: 1, strategy: { type: 'hybrid' }, seed: 1, backend: 'auto', lrScaling: 'none', evalEvery: 1, checkpointEvery: 0 } as const;
+const train = { epochs: 2, devices: 1, strategy: { type: 'hybrid', bucketBytes: 4194304 }, seed: 1, backend: 'auto', lrScaling: 'none', evalEvery: 1, checkpointEvery: 0 } as const;
 
 test('examples/mnist-small.yaml parses to the DESIGN.md network', () => {
   const expected: RunConfig = {
@@ -89,7 +89,7 @@ test('strategy and optimizer defaults, bare names and maps', () => {
   const base = { model: { input: [4], layers: [{ dense: { units: 2 } }] } };
   const strat = (s: unknown) => parseConfig({ ...base, train: { strategy: s } }).train.strategy;
   assert.deepStrictEqual(strat('sync'), { type: 'sync' });
-  assert.deepStrictEqual(strat({ hybrid: {} }), { type: 'hybrid' });
+  assert.deepStrictEqual(strat({ hybrid: {} }), { type: 'hybrid', bucketBytes: 4194304 });
   assert.deepStrictEqual(strat('async'), { type: 'async', fetchEvery: 1, pushEvery: 1 });
   assert.deepStrictEqual(strat({ async: { pushEvery: 4, maxStaleness: 0 } }), { type: 'async', fetchEvery: 1, pushEvery: 4, maxStaleness: 0 });
   assert.deepStrictEqual(strat({ bsp: { period: 5 } }), { type: 'bsp', period: 5 });

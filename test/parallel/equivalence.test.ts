@@ -15,6 +15,13 @@ test('hybrid on 2 and 4 devices equals one device with the global batch (dropout
   }
 });
 
+test('hybrid with small gradient buckets (reduced during backward) equals one device', async () => {
+  const single = await trainAndReadWeights(tinyConfig({ data: { batchSize: 16 } }));
+  // 600 bytes: the dense layers' gradients go in separate buckets, the conv layer's in the last
+  const hybrid = await trainAndReadWeights(tinyConfig({ train: { devices: 2, strategy: { hybrid: { bucketBytes: 600 } } } }));
+  assertClose(hybrid, single, { ...TOL, what: 'bucketed hybrid weights' });
+});
+
 test('bsp with period 1 and plain SGD equals hybrid', async () => {
   const sgd = { sgd: { lr: 0.1 } };
   const hybrid = await trainAndReadWeights(tinyConfig({ optimizer: sgd, train: { devices: 2, strategy: 'hybrid' } }));

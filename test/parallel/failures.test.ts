@@ -20,3 +20,10 @@ test('per-strategy options that depend on the device count are checked before an
     /train\.strategy\.easgd\.alpha: synchronous EASGD needs alpha·devices < 1.*use alpha < 0\.25/,
   );
 });
+
+test('a diverging run stops with a clear error naming the step and the fix', async () => {
+  await assert.rejects(
+    trainAndReadWeights(tinyConfig({ optimizer: { sgd: { lr: 1e30 } } })),
+    /training diverged: the loss is (NaN|Infinity) at step \d+ \(epoch 1\) on device 0; lower optimizer\.lr \(now 1e\+30\)/,
+  );
+});

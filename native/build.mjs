@@ -1,0 +1,116 @@
+// Builds the optional `native` kernel backend: native/paratrain_native.c → build/native/paratrain_native.node,
+// an N-API addon over OpenBLAS. `npm run build:native` runs it; `npm ci` runs it through `postprepare`
+// with --optional.
+//
+// - OpenBLAS missing (no cblas.h or no libopenblas): prints one line and exits 0. Install Debian's
+//   libopenblas-dev (or point PARATRAIN_OPENBLAS_INCLUDE / PARATRAIN_OPENBLAS_LIBDIR at another
+//   OpenBLAS: then only those directories are searched) to enable it.
+// - PARATRAIN_NATIVE=0: skips the build (one line, exit 0).
+// - --optional: any failure (compiler, node-gyp, headers, a library that does not load) is reported
+//   in one line and the script still exits 0; without it a failed build exits 1 with its log.
+// - --verbose: shows node-gyp's output as it runs.
+//
+// node-gyp is the copy bundled with npm (npm exports its path as npm_config_node_gyp to scripts);
+// Node's headers come from npm's `nodedir` when set, else from this Node's own prefix when it ships
+// include/node (Debian's nodejs does), so no headers are downloaded.
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, realpathSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = dirname(here);
+const artifact = join(root, 'build', 'native', 'paratrain_native.node');
+const args = process.argv.slice(2);
+const optional = args.includes('--optional');
+const verbose = args.includes('--verbose');
+const tag = 'build:native:';
+
+/** Ends the script: `ok` exits 0; a failure exits 0 under --optional (the backend is optional), else 1. */
+function finish(ok, line, log = '') {
+  if (ok) {
+    console.log(`${tag} ${line}`);
+    process.exit(0);
+  }
+  if (!optional && log) process.stderr.write(log.endsWith('\n') ? log : `${log}\n`);
+  const out = optional ? console.log : console.error;
+  out(`${tag} ${line}${optional ? ' — continuing without the optional native backend (wasm stays the default)' : ''}`);
+  process.exit(optional ? 0 : 1);
+}
+
+const TRIPLETS = {
+  x64: 'x86_64-linux-gnu', arm64: 'aarch64-linux-gnu', arm: 'arm-linux-gnueabihf',
+  ppc64: 'powerpc64le-linux-gnu', s390x: 's390x-linux-gnu', riscv64: 'riscv64-linux-gnu', ia32: 'i386-linux-gnu',
+};
+
+function searchDirs(envName, defaults) {
+  const given = process.env[envName];
+  return given ? given.split(':').filter(Boolean) : defaults;
+}
+
+function findOpenBlas() {
+  const triplet = TRIPLETS[process.arch];
+  const includes = searchDirs('PARATRAIN_OPENBLAS_INCLUDE', [
+    ...(triplet ? [`/usr/include/${triplet}`] : []), '/usr/include/openblas', '/usr/include',
+    '/usr/local/include', '/usr/local/include/openblas', '/opt/homebrew/opt/openblas/include', '/usr/local/opt/openblas/include',
+  ]);
+  const libdirs = searchDirs('PARATRAIN_OPENBLAS_LIBDIR', [
+    ...(triplet ? [`/usr/lib/${triplet}`] : []), '/usr/lib64', '/usr/lib', '/usr/local/lib', '/usr/local/lib64',
+    '/opt/homebrew/opt/openblas/lib', '/usr/local/opt/openblas/lib',
+  ]);
+  const include = includes.find((d) => existsSync(join(d, 'cblas.h')));
+  const lib = libdirs.flatMap((d) => ['libopenblas.so', 'libopenblas.dylib'].map((f) => join(d, f))).find((f) => existsSync(f));
+  return { include, lib, libdir: lib && dirname(lib) };
+}
+
+function findNodeGyp() {
+  const npmDir = (() => {
+    try { return dirname(dirname(realpathSync(join(dirname(process.execPath), 'npm')))); } catch { return null; }
+  })();
+  const candidates = [
+    process.env.npm_config_node_gyp,
+    join(dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'),
+    npmDir && join(npmDir, 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'),
+    join(root, 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'),
+  ];
+  return candidates.find((c) => c && existsSync(c));
+}
+
+function nodedirArgs() {
+  if (process.env.npm_config_nodedir) return [];
+  const prefix = join(dirname(process.execPath), '..');
+  return existsSync(join(prefix, 'include', 'node', 'node_api.h')) ? [`--nodedir=${prefix}`] : [];
+}
+
+try {
+  if (process.env.PARATRAIN_NATIVE === '0') finish(true, 'skipped (PARATRAIN_NATIVE=0); the native backend stays unavailable');
+  const blas = findOpenBlas();
+  if (!blas.include || !blas.lib) {
+    const missing = [!blas.include && 'cblas.h', !blas.lib && 'libopenblas'].filter(Boolean).join(' and ');
+    finish(true, `OpenBLAS not found (no ${missing}); skipping the optional native backend (apt-get install libopenblas-dev to enable it)`);
+  }
+  const gyp = findNodeGyp();
+  if (!gyp) finish(false, 'node-gyp not found (it ships with npm; run this through `npm run build:native`)');
+
+  const run = spawnSync(process.execPath, [gyp, 'rebuild', `--directory=${here}`, ...nodedirArgs(),
+    `--openblas-include=${blas.include}`, `--openblas-libdir=${blas.libdir}`],
+  { cwd: here, stdio: verbose ? 'inherit' : 'pipe', encoding: 'utf8' });
+  if (run.error || run.status !== 0) {
+    const log = `${run.stdout ?? ''}${run.stderr ?? ''}`.split('\n').slice(-40).join('\n');
+    finish(false, `compiling the addon failed (${run.error?.message ?? `node-gyp exited with ${run.status}`})`, log);
+  }
+  mkdirSync(dirname(artifact), { recursive: true });
+  copyFileSync(join(here, 'build', 'Release', 'paratrain_native.node'), artifact);
+
+  // Load it once, in a fresh process, so a library that links but does not load is caught here.
+  const probe = spawnSync(process.execPath, ['-e',
+    `const m = require(${JSON.stringify(artifact)}); const i = m.info(); console.log(i.parallel + ' build, core ' + i.corename + ', ' + i.threads + ' thread(s) in use')`],
+  { env: { ...process.env, OPENBLAS_NUM_THREADS: '1' }, encoding: 'utf8' });
+  if (probe.status !== 0) {
+    rmSync(artifact, { force: true });
+    finish(false, `the addon was built but does not load: ${(probe.stderr || '').trim().split('\n')[0]}`, probe.stderr);
+  }
+  finish(true, `built build/native/paratrain_native.node against ${realpathSync(blas.lib)} (${probe.stdout.trim()})`);
+} catch (err) {
+  finish(false, `unexpected error: ${err?.message ?? err}`);
+}

@@ -1,0 +1,75 @@
+/**
+ * The optional `native` backend: the wasm backend with its matrix products routed to OpenBLAS.
+ *
+ * It is composed, not copied: the object `createWasmBackend()` returns is the prototype, and only
+ * `gemm` and the three convolutions are overridden, by calls into the N-API addon
+ * (native/paratrain_native.c: cblas_sgemm, and convolutions as im2col + sgemm in chunks of output
+ * pixels, one addon call per layer). Allocation therefore stays in the wasm backend's shared memory
+ * and pooling, activations, softmax and the optimizer steps stay SIMD. The addon reads and writes
+ * any Float32Array in place — wasm memory, a SharedArrayBuffer, a plain array, at any byteOffset —
+ * so nothing is staged through copies. When the wasm kernels are not built, the plain-JS backend is
+ * the base instead.
+ *
+ * OpenBLAS runs on the calling thread only (see ./addon.ts); one backend per thread, like wasm.
+ */
+import type { Backend, Conv2DGeometry } from '../backend.ts';
+import { jsBackend } from '../js/index.ts';
+import { createWasmBackend, type WasmBackend } from '../wasm/index.ts';
+import { loadNativeAddon, type BlasInfo } from './addon.ts';
+
+export { loadNativeAddon, nativeAddonPath, nativeUnavailableReason, type BlasInfo, type NativeAddon } from './addon.ts';
+
+export interface NativeBackend extends Backend {
+  /** What OpenBLAS reports about itself (build, CPU kernels, threads in use). */
+  readonly blas: BlasInfo;
+  /** The backend the non-BLAS kernels come from. */
+  readonly base: 'wasm' | 'js';
+  /** Target bytes of one im2col chunk of the native convolutions (benchmarks tune it). */
+  setConvChunkBytes(bytes: number): void;
+}
+
+/**
+ * True when a convolution goes to OpenBLAS rather than the base backend. OpenBLAS gains little
+ * when the reduction K = KH·KW·C is tiny (the first layer of an image network: 3×3×1 = 9), where
+ * the im2col copy dominates and the wasm kernel is as fast; bench/kernels.ts measured the split.
+ */
+export function nativeConvWanted(g: Conv2DGeometry, base: 'wasm' | 'js'): boolean {
+  return base === 'js' || g.KH * g.KW * g.C >= NATIVE_CONV_MIN_K;
+}
+export const NATIVE_CONV_MIN_K = 0;
+
+/**
+ * A new native backend over a new wasm backend (its own memory), or null when the addon is not
+ * built or does not load here (`nativeUnavailableReason()` says why).
+ */
+export async function createNativeBackend(): Promise<NativeBackend | null> {
+  const addon = loadNativeAddon();
+  if (!addon) return null;
+  const wasm: WasmBackend | null = await createWasmBackend();
+  const base: Backend = wasm ?? jsBackend;
+  const baseName = wasm ? 'wasm' : 'js';
+  const useNative = (g: Conv2DGeometry) => nativeConvWanted(g, baseName);
+  const overrides = {
+    name: 'native',
+    blas: addon.info(),
+    base: baseName,
+    setConvChunkBytes: (bytes: number): void => addon.setConvChunkBytes(bytes),
+    gemm: (transA: boolean, transB: boolean, M: number, N: number, K: number,
+           alpha: number, A: Float32Array, B: Float32Array, beta: number, C: Float32Array): void =>
+      addon.sgemm(transA, transB, M, N, K, alpha, A, B, beta, C),
+    conv2dForward: (x: Float32Array, w: Float32Array, bias: Float32Array | null, y: Float32Array, g: Conv2DGeometry): void => {
+      if (!useNative(g)) return base.conv2dForward(x, w, bias, y, g);
+      addon.conv2dForward(x, w, bias, y, g.N, g.H, g.W, g.C, g.KH, g.KW, g.F, g.strideH, g.strideW, g.padTop, g.padLeft, g.OH, g.OW);
+    },
+    conv2dBackwardData: (dy: Float32Array, w: Float32Array, dx: Float32Array, g: Conv2DGeometry): void => {
+      if (!useNative(g)) return base.conv2dBackwardData(dy, w, dx, g);
+      addon.conv2dBackwardData(dy, w, dx, g.N, g.H, g.W, g.C, g.KH, g.KW, g.F, g.strideH, g.strideW, g.padTop, g.padLeft, g.OH, g.OW);
+    },
+    conv2dBackwardFilter: (x: Float32Array, dy: Float32Array, dw: Float32Array, db: Float32Array | null, g: Conv2DGeometry): void => {
+      if (!useNative(g)) return base.conv2dBackwardFilter(x, dy, dw, db, g);
+      addon.conv2dBackwardFilter(x, dy, dw, db, g.N, g.H, g.W, g.C, g.KH, g.KW, g.F, g.strideH, g.strideW, g.padTop, g.padLeft, g.OH, g.OW);
+    },
+  };
+  // Every other method (and wasm's memory, allocInt32, owns, free, relaxed, tune) comes from the base.
+  return Object.assign(Object.create(base) as Backend, overrides) as NativeBackend;
+}

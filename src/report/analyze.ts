@@ -1,0 +1,256 @@
+/**
+ * From a run's events to the numbers people look at: a per-run summary (the terminal table) and
+ * the series the HTML report draws, downsampled so a report stays small whatever the run's length.
+ */
+import type { RunData, StepInfo } from './runData.ts';
+import { findStragglers } from './stragglers.ts';
+
+/** At most this many points per run in a step series (loss, accuracy). */
+export const MAX_SERIES_POINTS = 2000;
+/** At most this many bars per device in the timeline (consecutive steps are merged beyond). */
+export const MAX_TIMELINE_SEGMENTS = 300;
+/** Points in the throughput curve. */
+export const THROUGHPUT_POINTS = 60;
+/** Staleness values at or above this share the last histogram bar. */
+export const STALENESS_BINS = 64;
+
+export interface DeviceSummary {
+  rank: number;
+  steps: number;
+  samples: number;
+  computeMs: number;
+  /** strategy time that was not spent blocked on peers: collectives, pushes, pulls, optimizer */
+  commMs: number;
+  idleMs: number;
+  bytes: number;
+  computeMsPerSample: number;
+  straggler: boolean;
+}
+
+export interface RunSummary {
+  strategy: string;
+  devices: number;
+  finished: boolean;
+  /** final test accuracy (NaN when the run never evaluated) */
+  testAccuracy: number;
+  wallSeconds: number;
+  samplesPerSecond: number;
+  /** idle time over compute + strategy time, all devices together */
+  idleShare: number;
+  /** mean staleness of applied gradients (asynchronous runs), or null */
+  meanStaleness: number | null;
+  dropped: number;
+  bytes: number;
+  maxRssBytes: number | null;
+  perDevice: DeviceSummary[];
+}
+
+export function summarize(run: RunData): RunSummary {
+  const perDevice = deviceSummaries(run.steps, run.start.devices);
+  const total = (f: (d: DeviceSummary) => number) => perDevice.reduce((n, d) => n + f(d), 0);
+  const busy = total((d) => d.computeMs + d.commMs + d.idleMs);
+  const stale = run.steps.filter((s) => s.staleness !== undefined);
+  const lastTime = maxOf([run.start.time], run.steps.map((s) => s.time), run.evals.map((e) => e.time));
+  const wallSeconds = run.end && Number.isFinite(run.end.seconds) ? run.end.seconds : (lastTime - run.start.time) / 1000;
+  const samples = total((d) => d.samples);
+  const lastEval = run.evals.at(-1);
+  return {
+    strategy: run.start.strategy,
+    devices: run.start.devices,
+    finished: run.end !== null,
+    testAccuracy: run.end && Number.isFinite(run.end.testAccuracy) ? run.end.testAccuracy : (lastEval?.testAccuracy ?? NaN),
+    wallSeconds,
+    samplesPerSecond: run.end && Number.isFinite(run.end.samplesPerSecond) ? run.end.samplesPerSecond : samples / Math.max(wallSeconds, 1e-9),
+    idleShare: busy > 0 ? total((d) => d.idleMs) / busy : 0,
+    meanStaleness: stale.length > 0 ? stale.reduce((n, s) => n + s.staleness!, 0) / stale.length : null,
+    dropped: run.steps.reduce((n, s) => n + (s.dropped ?? 0), 0),
+    bytes: total((d) => d.bytes),
+    maxRssBytes: run.end?.maxRssBytes ?? null,
+    perDevice,
+  };
+}
+
+function deviceSummaries(steps: readonly StepInfo[], devices: number): DeviceSummary[] {
+  const ranks = maxOf([devices], steps.map((s) => s.rank + 1));
+  const out: DeviceSummary[] = Array.from({ length: ranks }, (_, rank) => ({
+    rank, steps: 0, samples: 0, computeMs: 0, commMs: 0, idleMs: 0, bytes: 0, computeMsPerSample: NaN, straggler: false,
+  }));
+  for (const s of steps) {
+    const d = out[s.rank];
+    if (!d) continue;
+    d.steps++;
+    d.samples += s.samples;
+    d.computeMs += s.computeMs;
+    d.commMs += Math.max(0, s.syncMs - s.idleMs);
+    d.idleMs += s.idleMs;
+    d.bytes += s.bytes;
+  }
+  for (const d of out) d.computeMsPerSample = d.samples > 0 ? d.computeMs / d.samples : NaN;
+  const flags = findStragglers(out.map((d) => d.computeMsPerSample));
+  out.forEach((d, i) => { d.straggler = flags[i]!; });
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Chart series
+
+export interface StepSeries {
+  /** global step (mean of the merged steps when downsampled) */
+  step: number[];
+  /** seconds since the run started */
+  time: number[];
+  /** training loss over the step's samples, all devices (null: not a number) */
+  loss: (number | null)[];
+  accuracy: (number | null)[];
+  /** how many steps each point stands for (1 unless downsampled) */
+  merged: number;
+}
+
+export interface RunSeries {
+  steps: StepSeries;
+  evals: { step: number; time: number; accuracy: number; loss: number }[];
+  throughput: { time: number[]; samplesPerSecond: number[] };
+  /** per device, flat [startSeconds, endSeconds, kind, …] with kind 0 compute, 1 communication, 2 idle */
+  timeline: { rank: number; segments: number[] }[];
+  /** counts[v]: applied gradients of staleness v (the last bin: ≥ STALENESS_BINS − 1); null when not recorded */
+  staleness: { counts: number[]; dropped: number } | null;
+}
+
+export function series(run: RunData): RunSeries {
+  const t0 = run.start.time;
+  return {
+    steps: stepSeries(run.steps, t0, MAX_SERIES_POINTS),
+    evals: run.evals.map((e) => ({ step: e.step, time: (e.time - t0) / 1000, accuracy: e.testAccuracy, loss: e.testLoss })),
+    throughput: throughput(run.steps, t0, THROUGHPUT_POINTS),
+    timeline: timeline(run.steps, t0, maxOf([run.start.devices], run.steps.map((s) => s.rank + 1)), MAX_TIMELINE_SEGMENTS),
+    staleness: stalenessHistogram(run.steps),
+  };
+}
+
+/** Steps of all devices with the same global step number are combined (sample-weighted), then downsampled. */
+export function stepSeries(steps: readonly StepInfo[], t0: number, maxPoints: number): StepSeries {
+  const byStep = new Map<number, { w: number; loss: number; lossW: number; acc: number; accW: number; time: number }>();
+  for (const s of steps) {
+    const a = byStep.get(s.step) ?? { w: 0, loss: 0, lossW: 0, acc: 0, accW: 0, time: 0 };
+    const w = s.samples > 0 ? s.samples : 1;
+    if (Number.isFinite(s.loss)) { a.loss += w * s.loss; a.lossW += w; }
+    if (Number.isFinite(s.accuracy)) { a.acc += w * s.accuracy; a.accW += w; }
+    a.time = Math.max(a.time, s.time);  // the step is done when its last device reports it
+    byStep.set(s.step, a);
+  }
+  const keys = [...byStep.keys()].sort((a, b) => a - b);
+  const step = keys;
+  const time = keys.map((k) => (byStep.get(k)!.time - t0) / 1000);
+  const loss = keys.map((k) => { const a = byStep.get(k)!; return a.lossW > 0 ? a.loss / a.lossW : NaN; });
+  const accuracy = keys.map((k) => { const a = byStep.get(k)!; return a.accW > 0 ? a.acc / a.accW : NaN; });
+  const [dStep, dTime, dLoss, dAcc] = downsample([step, time, loss, accuracy], maxPoints);
+  return {
+    step: dStep!, time: dTime!,
+    loss: dLoss!.map((x) => (Number.isFinite(x) ? x : null)),
+    accuracy: dAcc!.map((x) => (Number.isFinite(x) ? x : null)),
+    merged: Math.ceil(keys.length / Math.max(1, Math.min(maxPoints, keys.length))),
+  };
+}
+
+/**
+ * Merges consecutive points of parallel arrays into at most `maxPoints` buckets of equal size,
+ * each the mean of its finite values (NaN when it has none). Means, not picks: a noisy loss
+ * curve keeps its trend instead of a random sample of its noise.
+ */
+export function downsample(columns: readonly (readonly number[])[], maxPoints: number): number[][] {
+  const n = columns[0]?.length ?? 0;
+  if (n <= maxPoints) return columns.map((c) => [...c]);
+  const size = Math.ceil(n / maxPoints);
+  return columns.map((c) => {
+    const out: number[] = [];
+    for (let i = 0; i < n; i += size) {
+      let sum = 0, k = 0;
+      for (let j = i; j < Math.min(n, i + size); j++) if (Number.isFinite(c[j]!)) { sum += c[j]!; k++; }
+      out.push(k > 0 ? sum / k : NaN);
+    }
+    return out;
+  });
+}
+
+/** Samples per second over wall time: all devices' steps in time order, in groups. */
+function throughput(steps: readonly StepInfo[], t0: number, points: number): RunSeries['throughput'] {
+  const sorted = [...steps].sort((a, b) => a.time - b.time);
+  const out = { time: [] as number[], samplesPerSecond: [] as number[] };
+  if (sorted.length === 0) return out;
+  const per = Math.max(1, Math.ceil(sorted.length / points));
+  // the first group starts when the first step started, not when the run did (data loading, worker start)
+  let from = sorted[0]!.time - sorted[0]!.computeMs - sorted[0]!.syncMs;
+  let samples = 0, k = 0;
+  for (const s of sorted) {
+    samples += s.samples;
+    k++;
+    const span = s.time - from;
+    if (k >= per && span >= 1) {
+      out.time.push((s.time - t0) / 1000);
+      out.samplesPerSecond.push(samples / (span / 1000));
+      from = s.time;
+      samples = 0;
+      k = 0;
+    }
+  }
+  return out;
+}
+
+/**
+ * Where each device spent its time. A step event is stamped when it is received, at the end of the
+ * step; its compute, communication and idle time are laid out before that end, in that order, and
+ * squeezed (proportionally) where they would overlap the previous step. Runs with many steps have
+ * consecutive steps merged into one bar per kind, in proportion to the time each took.
+ */
+function timeline(steps: readonly StepInfo[], t0: number, ranks: number, maxSegments: number): RunSeries['timeline'] {
+  const out: RunSeries['timeline'] = [];
+  for (let rank = 0; rank < ranks; rank++) {
+    const mine = steps.filter((s) => s.rank === rank).sort((a, b) => a.time - b.time);
+    const per = Math.max(1, Math.ceil(mine.length / maxSegments));
+    const segments: number[] = [];
+    let prevEnd = -Infinity;
+    for (let i = 0; i < mine.length; i += per) {
+      const group = mine.slice(i, i + per);
+      const parts = [0, 0, 0];
+      for (const s of group) {
+        parts[0] += s.computeMs;
+        parts[1] += Math.max(0, s.syncMs - s.idleMs);
+        parts[2] += s.idleMs;
+      }
+      const total = parts[0]! + parts[1]! + parts[2]!;
+      const end = group.at(-1)!.time - t0;
+      const start = Math.max(prevEnd, end - total);
+      const scale = total > 0 ? (end - start) / total : 0;
+      let at = start;
+      for (let kind = 0; kind < 3; kind++) {
+        const len = parts[kind]! * scale;
+        if (len > 0) segments.push(round(at / 1000, 6), round((at + len) / 1000, 6), kind);
+        at += len;
+      }
+      prevEnd = end;
+    }
+    out.push({ rank, segments });
+  }
+  return out;
+}
+
+function stalenessHistogram(steps: readonly StepInfo[]): RunSeries['staleness'] {
+  const stale = steps.filter((s) => s.staleness !== undefined);
+  if (stale.length === 0) return null;
+  const max = Math.min(STALENESS_BINS - 1, maxOf([0], stale.map((s) => Math.round(s.staleness!))));
+  const counts = new Array<number>(max + 1).fill(0);
+  for (const s of stale) counts[Math.min(max, Math.max(0, Math.round(s.staleness!)))]!++;
+  return { counts, dropped: steps.reduce((n, s) => n + (s.dropped ?? 0), 0) };
+}
+
+/** `x` to `digits` significant digits (smaller reports; charts need no more). */
+export function round(x: number, digits = 5): number {
+  return Number.isFinite(x) && x !== 0 ? Number(x.toPrecision(digits)) : x;
+}
+
+/** The largest value of several arrays (no spread: runs can have more steps than a call has arguments). */
+function maxOf(...arrays: readonly (readonly number[])[]): number {
+  let m = -Infinity;
+  for (const a of arrays) for (const x of a) if (x > m) m = x;
+  return m;
+}

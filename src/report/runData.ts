@@ -1,0 +1,136 @@
+/**
+ * Reading a run directory's metrics.jsonl into typed events, with errors that name the file.
+ *
+ * A metrics file normally holds one run: a 'start' event, then steps, epochs, evaluations and an
+ * 'end'. A run killed early has no 'end' (it is reported as unfinished). Should a file hold several
+ * runs one after another, the last one is used.
+ */
+import { realpathSync, statSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { METRICS_FILE, readMetrics, type MetricEvent } from '../runtime/metrics.ts';
+
+export interface StartInfo {
+  time: number; dataSource: string; backend: string; devices: number; strategy: string; parameters: number;
+  trainSamples: number; testSamples: number; epochs: number; stepsPerEpoch: number; globalBatch: number;
+}
+export interface StepInfo {
+  time: number; rank: number; epoch: number; step: number; loss: number; accuracy: number; samples: number;
+  computeMs: number; syncMs: number; idleMs: number; bytes: number; staleness?: number; dropped?: number;
+}
+export interface EvalInfo { time: number; epoch: number; step: number; testLoss: number; testAccuracy: number }
+export interface EpochInfo { time: number; epoch: number; loss: number; accuracy: number; samples: number; seconds: number; samplesPerSecond: number }
+export interface EndInfo { time: number; seconds: number; samplesPerSecond: number; testAccuracy: number; testLoss: number; maxRssBytes?: number }
+
+/** One run, as read from its directory. */
+export interface RunData {
+  /** the directory as given */
+  dir: string;
+  /** its name (of the real directory, so `runs/latest` shows the run's own name) */
+  name: string;
+  metricsPath: string;
+  start: StartInfo;
+  steps: StepInfo[];
+  evals: EvalInfo[];
+  epochs: EpochInfo[];
+  end: EndInfo | null;
+}
+
+/** Reads `<dir>/metrics.jsonl`. Throws one-line errors naming the directory or file. */
+export function loadRun(dir: string): RunData {
+  let st;
+  try {
+    st = statSync(dir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new Error(`run directory ${dir} does not exist`);
+    throw new Error(`cannot read run directory ${dir}: ${(e as Error).message}`);
+  }
+  if (!st.isDirectory()) throw new Error(`${dir} is not a run directory (expected a directory holding ${METRICS_FILE})`);
+  const metricsPath = join(dir, METRICS_FILE);
+  try {
+    statSync(metricsPath);
+  } catch {
+    throw new Error(`run directory ${dir} has no ${METRICS_FILE}; is it a paratrain run directory?`);
+  }
+  const all = readMetrics(metricsPath);
+  return parseRun(all, { dir, metricsPath, name: basename(safeRealpath(dir)) });
+}
+
+function safeRealpath(dir: string): string {
+  try { return realpathSync(dir); } catch { return resolve(dir); }
+}
+
+/** Typed view of already-read events (exported for tests). */
+export function parseRun(all: MetricEvent[], where: { dir: string; metricsPath: string; name: string }): RunData {
+  const file = where.metricsPath;
+  let first = -1;
+  for (let i = all.length - 1; i >= 0; i--) if (all[i]!.type === 'start') { first = i; break; }
+  if (first < 0) throw new Error(`metrics file ${file} has no 'start' event; it is empty or not written by paratrain train`);
+  const events = all.slice(first);
+
+  const count: Record<string, number> = {};
+  const num = (e: MetricEvent, field: string, fallback?: number): number => {
+    const v = e[field];
+    if (typeof v === 'number') return v;
+    if (v === undefined && fallback !== undefined) return fallback;
+    const n = (count[e.type] ?? 0);
+    throw new Error(`metrics file ${file}: ${e.type} event #${n + 1} has no numeric '${field}' (got ${JSON.stringify(v)})`);
+  };
+  const str = (e: MetricEvent, field: string, fallback: string): string => (typeof e[field] === 'string' ? e[field] as string : fallback);
+
+  const s = events[0]!;
+  const start: StartInfo = {
+    time: num(s, 'time'), dataSource: str(s, 'dataSource', '?'), backend: str(s, 'backend', '?'),
+    devices: num(s, 'devices', 1), strategy: str(s, 'strategy', '?'), parameters: num(s, 'parameters', NaN),
+    trainSamples: num(s, 'trainSamples', NaN), testSamples: num(s, 'testSamples', NaN), epochs: num(s, 'epochs', NaN),
+    stepsPerEpoch: num(s, 'stepsPerEpoch', NaN), globalBatch: num(s, 'globalBatch', NaN),
+  };
+  const run: RunData = { dir: where.dir, name: where.name, metricsPath: file, start, steps: [], evals: [], epochs: [], end: null };
+  for (const e of events.slice(1)) {
+    switch (e.type) {
+      case 'step': {
+        const step: StepInfo = {
+          time: num(e, 'time'), rank: num(e, 'rank'), epoch: num(e, 'epoch', 0), step: num(e, 'step'),
+          loss: num(e, 'loss'), accuracy: num(e, 'accuracy', NaN), samples: num(e, 'samples', 0),
+          computeMs: num(e, 'computeMs', 0), syncMs: num(e, 'syncMs', 0), idleMs: num(e, 'idleMs', 0), bytes: num(e, 'bytes', 0),
+        };
+        if (typeof e.staleness === 'number') step.staleness = e.staleness;
+        if (typeof e.dropped === 'number') step.dropped = e.dropped;
+        run.steps.push(step);
+        break;
+      }
+      case 'eval':
+        run.evals.push({ time: num(e, 'time'), epoch: num(e, 'epoch', 0), step: num(e, 'step', NaN), testLoss: num(e, 'testLoss', NaN), testAccuracy: num(e, 'testAccuracy', NaN) });
+        break;
+      case 'epoch':
+        run.epochs.push({ time: num(e, 'time'), epoch: num(e, 'epoch', 0), loss: num(e, 'loss', NaN), accuracy: num(e, 'accuracy', NaN),
+          samples: num(e, 'samples', 0), seconds: num(e, 'seconds', NaN), samplesPerSecond: num(e, 'samplesPerSecond', NaN) });
+        break;
+      case 'end':
+        run.end = { time: num(e, 'time'), seconds: num(e, 'seconds', NaN), samplesPerSecond: num(e, 'samplesPerSecond', NaN),
+          testAccuracy: num(e, 'testAccuracy', NaN), testLoss: num(e, 'testLoss', NaN),
+          maxRssBytes: typeof e.maxRssBytes === 'number' ? e.maxRssBytes : undefined };
+        break;
+      default:
+        break; // rankEpoch, checkpoint and event types a later version adds: not needed here
+    }
+    count[e.type] = (count[e.type] ?? 0) + 1;
+  }
+  return run;
+}
+
+/**
+ * One short label per run, e.g. `async ×2`: the strategy and the number of devices, plus the
+ * directory's name when it says something more (not just the strategy again) or when two runs would
+ * otherwise look alike (then with its parent folder, and finally a number, until the labels differ).
+ */
+export function runLabels(runs: readonly RunData[]): string[] {
+  const base = runs.map((r) => (r.start.devices > 1 ? `${r.start.strategy} ×${r.start.devices}` : r.start.strategy));
+  const dup = (labels: string[], i: number) => labels.filter((l) => l === labels[i]).length > 1;
+  let labels = runs.map((r, i) => (r.name === r.start.strategy && !dup(base, i) ? base[i]! : `${base[i]} (${r.name})`));
+  labels = labels.map((l, i) => (dup(labels, i) ? `${base[i]} (${basename(dirname(realDir(runs[i]!)))}/${runs[i]!.name})` : l));
+  return labels.map((l, i) => (dup(labels, i) ? `${l} #${i + 1}` : l));
+}
+
+function realDir(run: RunData): string {
+  return safeRealpath(run.dir);
+}
