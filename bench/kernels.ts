@@ -1,9 +1,10 @@
 /**
- * Kernel throughput: GFLOPS per kernel and shape for the js backend and the wasm backend (plain
- * SIMD128 and, when this Node can run it, relaxed SIMD with fused multiply-add). Each cell is the
- * median of several timed repetitions after a warm-up (which also lets V8 tier the wasm code up).
+ * Kernel throughput: GFLOPS per kernel and shape for the js backend, the wasm backend (plain
+ * SIMD128 and, when this Node can run it, relaxed SIMD with fused multiply-add) and, when its addon
+ * is built, the native (OpenBLAS) backend. Each cell is the median of several timed repetitions
+ * after a warm-up (which also lets V8 tier the wasm code up).
  *
- *   node --import tsx bench/kernels.ts [--quick] [--backends js,wasm,wasm-simd] [--filter gemm]
+ *   node --import tsx bench/kernels.ts [--quick] [--backends js,wasm,wasm-simd,native] [--filter gemm]
  *
  * Shapes: square sgemm n = 128…1024; the dense layer of the reference network (64×1600 · 1600×128)
  * and its two backward products; conv2d forward / backward-data / backward-filter of its two conv
@@ -13,6 +14,7 @@ import { pathToFileURL } from 'node:url';
 import type { Backend, Conv2DGeometry } from '../src/kernels/backend.ts';
 import { jsBackend } from '../src/kernels/js/index.ts';
 import { createWasmBackend } from '../src/kernels/wasm/index.ts';
+import { createNativeBackend, nativeUnavailableReason } from '../src/kernels/native/index.ts';
 
 interface Case {
   name: string;
@@ -95,7 +97,7 @@ function measure(fn: () => void, warmMs: number, minMs: number, minReps: number)
 export async function main(args: string[] = []): Promise<void> {
   const quick = args.includes('--quick');
   const pick = (flag: string) => { const i = args.indexOf(flag); return i >= 0 ? args[i + 1] : undefined; };
-  const wanted = (pick('--backends') ?? 'js,wasm-simd,wasm').split(',');
+  const wanted = (pick('--backends') ?? 'js,wasm-simd,wasm,native').split(',');
   const filter = pick('--filter');
 
   const columns: { label: string; backend: Backend }[] = [];
@@ -110,6 +112,15 @@ export async function main(args: string[] = []): Promise<void> {
     if (b?.relaxed) columns.push({ label: 'wasm relaxed', backend: b });
     else if (b && !wanted.includes('wasm-simd')) columns.push({ label: 'wasm simd128', backend: b });
     else if (b) console.log('relaxed SIMD is not usable on this Node: the wasm backend uses plain SIMD128');
+  }
+  if (wanted.includes('native')) {
+    const b = await createNativeBackend();
+    if (b) {
+      columns.push({ label: 'native', backend: b });
+      console.log(`native: ${b.blas.config} (${b.blas.parallel} build, ${b.blas.threads} thread), other kernels from ${b.base}`);
+    } else {
+      console.log(`native backend unavailable: ${nativeUnavailableReason()}`);
+    }
   }
 
   const cases = CASES.filter((c) => !filter || `${c.name} ${c.shape}`.includes(filter));

@@ -2,7 +2,7 @@
  * Convergence of every strategy on Fashion-MNIST with examples/mnist-small.yaml: test accuracy
  * after each epoch and wall time, for each strategy on 2 and 4 devices. Long (tens of minutes on
  * the full dataset); run alone.
- *   npm run bench -- strategies [--devices 2,4] [--epochs 4] [--strategies sync,async,...] [--data DIR] [--json FILE]
+ *   npm run bench -- strategies [--devices 2,4] [--epochs 5] [--strategies sync,async,...] [--data DIR] [--json FILE]
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,7 +33,7 @@ interface Row { strategy: string; devices: number; accuracy: number[]; seconds: 
 
 export async function main(args: string[]): Promise<void> {
   const devicesList = option(args, 'devices', '2,4').split(',').map(Number);
-  const epochs = Number(option(args, 'epochs', '4'));
+  const epochs = Number(option(args, 'epochs', '5'));
   const names = option(args, 'strategies', 'sync,async,hybrid,bsp,easgd,bmuf').split(',');
   const dataDir = option(args, 'data', '');
   const json = option(args, 'json', '');
@@ -45,6 +45,11 @@ export async function main(args: string[]): Promise<void> {
       const config = applyOverrides(base, { devices, epochs, ...(dataDir ? { dataDir } : {}) });
       config.train.strategy = strategyFor(name, devices);
       config.train.evalEvery = 1;
+      if (name === 'hybrid') {
+        // hybrid takes G× fewer (G× larger) steps per epoch: scale lr linearly, with warmup (Goyal et al. 2017)
+        config.train.lrScaling = 'linear';
+        config.schedule = { ...config.schedule, warmupSteps: 200 };
+      }
       const out = mkdtempSync(join(tmpdir(), 'paratrain-strategies-'));
       const accuracy: number[] = [];
       let staleSum = 0, staleCount = 0;

@@ -60,10 +60,12 @@ export async function main(args: string[]): Promise<void> {
   const config: RunConfig = loadConfig(new URL('../examples/mnist-small.yaml', import.meta.url).pathname);
   const rows: string[][] = [['backend', ...batches.map((b) => `batch ${b}`)]];
   const results = new Map<string, number[]>();
-  for (const name of ['js', 'wasm']) {
+  // native (OpenBLAS) is measured when its addon is built; otherwise its row says n/a.
+  for (const name of ['js', 'wasm', 'native']) {
     const backend = await tryBackend(name);
     if (!backend) { rows.push([name, ...batches.map(() => 'n/a')]); continue; }
-    const label = name === 'wasm' && 'relaxed' in backend && backend.relaxed ? 'wasm (relaxed SIMD)' : name;
+    const label = name === 'wasm' && 'relaxed' in backend && backend.relaxed ? 'wasm (relaxed SIMD)'
+      : name === 'native' ? 'native (OpenBLAS)' : name;
     const figures = batches.map((b) => measure(new Replica(backend, config), b, name === 'js' ? Math.min(seconds, 2) : seconds));
     results.set(name, figures);
     rows.push([label, ...figures.map((f) => f.toFixed(0))]);
@@ -73,9 +75,13 @@ export async function main(args: string[]): Promise<void> {
     rows.push(['pytorch 1 thread', ...torch.map((t) => t!.toFixed(0))]);
     const wasm = results.get('wasm');
     if (wasm) rows.push(['wasm / pytorch', ...wasm.map((w, i) => `${(w / torch[i]!).toFixed(2)}×`)]);
+    const native = results.get('native');
+    if (native) rows.push(['native / pytorch', ...native.map((w, i) => `${(w / torch[i]!).toFixed(2)}×`)]);
   } else {
     rows.push(['pytorch', ...batches.map(() => 'not installed')]);
   }
+  const wasm = results.get('wasm'), native = results.get('native');
+  if (wasm && native) rows.push(['native / wasm', ...native.map((n, i) => `${(n / wasm[i]!).toFixed(2)}×`)]);
   console.log('mnist-small training step (forward + backward + Adam), samples/s on one thread');
   for (const r of rows) console.log(r.map((c, i) => (i === 0 ? c.padEnd(22) : c.padStart(12))).join(''));
 }

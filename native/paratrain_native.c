@@ -80,12 +80,14 @@ static bool getF32(napi_env env, napi_value v, const char *fn, const char *name,
   return true;
 }
 
-static bool getInts(napi_env env, napi_value *argv, int n, const char *fn, int64_t *out) {
+/* Reads n non-negative 32-bit integers; `names` (or NULL) names them in the error. */
+static bool getInts(napi_env env, napi_value *argv, int n, const char *fn, const char *const *names, int64_t *out) {
   for (int i = 0; i < n; i++) {
     double d;
     if (napi_get_value_double(env, argv[i], &d) != napi_ok || !(d >= 0 && d <= 2147483647.0) || d != (double)(int64_t)d) {
       char msg[160];
-      snprintf(msg, sizeof msg, "%s: size argument %d must be a non-negative 32-bit integer", fn, i + 1);
+      if (names) snprintf(msg, sizeof msg, "%s: %s %s must be a non-negative integer", fn, n == 3 ? "size" : "geometry field", names[i]);
+      else snprintf(msg, sizeof msg, "%s: size argument %d must be a non-negative 32-bit integer", fn, i + 1);
       napi_throw_range_error(env, NULL, msg);
       return false;
     }
@@ -150,7 +152,7 @@ static void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
 
 /* sgemm(transA, transB, M, N, K, alpha, A, B, beta, C) */
 static napi_value Sgemm(napi_env env, napi_callback_info info) {
-  const char *fn = "sgemm";
+  const char *fn = "gemm";
   size_t argc = 10;
   napi_value argv[10];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
@@ -160,8 +162,9 @@ static napi_value Sgemm(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, NULL, "sgemm: transA and transB must be booleans");
     return NULL;
   }
+  static const char *const names[] = { "M", "N", "K" };
   int64_t s[3];
-  if (!getInts(env, argv + 2, 3, fn, s)) return NULL;
+  if (!getInts(env, argv + 2, 3, fn, names, s)) return NULL;
   const int64_t M = s[0], N = s[1], K = s[2];
   double alpha, beta;
   float *A, *B, *C;
@@ -180,10 +183,17 @@ typedef struct {
   int64_t N, H, W, C, KH, KW, F, sh, sw, pt, pl, OH, OW;
 } Geom;
 
+/* a·b for 0 ≤ a, b ≤ INT32_MAX + 1, clamped to INT32_MAX + 1 so chained products cannot overflow. */
+static inline int64_t mul(int64_t a, int64_t b) {
+  const int64_t p = a * b;
+  return p > (int64_t)INT32_MAX ? (int64_t)INT32_MAX + 1 : p;
+}
+
 /* Reads the 13 geometry integers starting at argv[0]; checks strides. */
 static bool getGeom(napi_env env, napi_value *argv, const char *fn, Geom *g) {
+  static const char *const names[] = { "N", "H", "W", "C", "KH", "KW", "F", "strideH", "strideW", "padTop", "padLeft", "OH", "OW" };
   int64_t v[13];
-  if (!getInts(env, argv, 13, fn, v)) return false;
+  if (!getInts(env, argv, 13, fn, names, v)) return false;
   *g = (Geom){ v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12] };
   if (g->sh < 1 || g->sw < 1) {
     char msg[100];
@@ -191,9 +201,10 @@ static bool getGeom(napi_env env, napi_value *argv, const char *fn, Geom *g) {
     napi_throw_range_error(env, NULL, msg);
     return false;
   }
-  int64_t K = g->KH * g->KW * g->C, rows = g->N * g->OH * g->OW;
-  if (K > INT32_MAX || rows > INT32_MAX || K * g->F > INT32_MAX || rows * g->F > INT32_MAX ||
-      g->N * g->H * g->W * g->C > INT32_MAX) {
+  /* Each factor is < 2^31, so every product of two fits in int64; mul() saturates beyond INT32_MAX. */
+  const int64_t K = mul(mul(g->KH, g->KW), g->C), rows = mul(mul(g->N, g->OH), g->OW);
+  if (K > INT32_MAX || rows > INT32_MAX || mul(K, g->F) > INT32_MAX || mul(rows, g->F) > INT32_MAX ||
+      mul(mul(mul(g->N, g->H), g->W), g->C) > INT32_MAX) {
     char msg[100];
     snprintf(msg, sizeof msg, "%s: the convolution is too large (over 2^31 values in one operand)", fn);
     napi_throw_range_error(env, NULL, msg);
@@ -356,8 +367,16 @@ static napi_value Conv2dBackwardFilter(napi_env env, napi_callback_info info) {
   const int64_t K = g.KH * g.KW * g.C, total = g.N * g.OH * g.OW;
   if (!need(env, fn, "x", lx, g.N * g.H * g.W * g.C) || !need(env, fn, "dy", ldy, total * g.F) ||
       !need(env, fn, "dw", ldw, K * g.F) || (db && !need(env, fn, "db", ldb, g.F))) return NULL;
-  if (db) {
-    for (int64_t r = 0; r < total; r++) addTo(db, dy + r * g.F, g.F);
+  if (db && g.F > 0) {
+    /* db[f] += Σ_r dy[r, f], summed in double (tens of thousands of rows per call). */
+    double *acc = calloc((size_t)g.F, sizeof(double));
+    if (!acc) { napi_throw_range_error(env, NULL, "conv2dBackwardFilter: out of memory"); return NULL; }
+    for (int64_t r = 0; r < total; r++) {
+      const float *row = dy + r * g.F;
+      for (int64_t f = 0; f < g.F; f++) acc[f] += row[f];
+    }
+    for (int64_t f = 0; f < g.F; f++) db[f] = (float)(db[f] + acc[f]);
+    free(acc);
   }
   if (total == 0 || K == 0 || g.F == 0) return NULL;
   if (isPointwise(&g)) {
@@ -385,7 +404,8 @@ static napi_value SetConvChunkBytes(napi_env env, napi_callback_info info) {
   napi_value argv[1];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   int64_t bytes;
-  if (argc != 1 || !getInts(env, argv, 1, "setConvChunkBytes", &bytes)) return NULL;
+  if (argc != 1) { napi_throw_type_error(env, NULL, "setConvChunkBytes: expected 1 argument (bytes)"); return NULL; }
+  if (!getInts(env, argv, 1, "setConvChunkBytes", NULL, &bytes)) return NULL;
   instance(env)->chunkBytes = bytes < MIN_CHUNK_BYTES ? MIN_CHUNK_BYTES : (size_t)bytes;
   return NULL;
 }
@@ -397,7 +417,7 @@ static napi_value BlasThreads(napi_env env, napi_callback_info info) {
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc >= 1) {
     int64_t n;
-    if (!getInts(env, argv, 1, "blasThreads", &n)) return NULL;
+    if (!getInts(env, argv, 1, "blasThreads", NULL, &n)) return NULL;
     if (n >= 1) openblas_set_num_threads((int)n);
   }
   napi_value out;

@@ -1,5 +1,7 @@
 import { Command, Option } from 'commander';
 import { runTrain, runEval, runInfo } from './commands.ts';
+import { runReport } from './reportCommand.ts';
+import { runCompare } from './compareCommand.ts';
 
 /**
  * The `paratrain` command. Every failure ends as one line on stderr and exit code 1; the stack
@@ -53,6 +55,29 @@ program.command('eval')
   .option('--data <dir>', 'directory holding the Fashion-MNIST IDX files')
   .addOption(new Option('--backend <name>', 'kernel backend').choices(['auto', 'js', 'wasm', 'native']))
   .action(async (config: string, opts) => runEval(config, opts));
+
+program.command('report')
+  .description('write one self-contained HTML report (and print a summary table) for one or more runs')
+  .argument('<runDirs...>', 'run directories holding metrics.jsonl, e.g. runs/latest; several are overlaid')
+  .option('--out <file>', 'output HTML file (default <first run dir>/report.html)')
+  .option('--force', 'overwrite an existing --out file that is not a paratrain report')
+  .option('--title <text>', 'title of the report')
+  .action(async (dirs: string[], opts) => runReport(dirs, opts));
+
+program.command('compare')
+  .description('train one config with several strategies (same data, seed and devices) and write one report comparing them')
+  .argument('<config>', 'YAML run configuration, e.g. examples/mnist-small.yaml')
+  .option('--strategies <list>', 'comma-separated strategies (default: sync,async,hybrid,bsp,easgd,bmuf)')
+  .option('--devices <n>', 'number of devices for every run (at least 2)', positiveInt('devices'))
+  .option('--epochs <n>', 'number of epochs', positiveInt('epochs'))
+  .option('--batch-size <n>', 'batch size (per device unless data.batchSizeScope is global)', positiveInt('batch-size'))
+  .option('--seed <n>', 'random seed', (v) => { const n = Number(v); if (!Number.isInteger(n)) throw new Error(`--seed: expected an integer, got '${v}'`); return n; })
+  .option('--data <dir>', 'directory holding the Fashion-MNIST IDX files')
+  .option('--out <dir>', 'where the runs and report.html go (default runs/compare-<timestamp>)')
+  .option('--force', 'write into a non-empty --out directory')
+  .option('--slow-device <rank:factor>', 'make a device a straggler in every run, e.g. 1:3 (repeatable)', collectSlowDevice, new Map<number, number>())
+  .option('--quiet', 'no progress output')
+  .action(async (config: string, opts) => { await runCompare(config, opts); });
 
 program.command('info')
   .description('show the kernel backends found on this machine and which one is chosen')

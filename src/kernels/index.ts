@@ -1,11 +1,15 @@
 import { registerBackend } from './registry.ts';
 import { jsBackend } from './js/index.ts';
 import { createWasmBackend } from './wasm/index.ts';
+import { createNativeBackend } from './native/index.ts';
 
 // The plain-JS reference is always present; faster backends register with higher priority
 // ('auto' takes the fastest that loads).
 registerBackend('js', async () => jsBackend, 0);
 registerBackend('wasm', () => createWasmBackend(), 10);
+// Optional OpenBLAS addon (npm run build:native); null, hence skipped by 'auto', when not built.
+// Above wasm: `npm run bench -- train` measured its training step faster.
+registerBackend('native', () => createNativeBackend(), 20);
 
 export { getBackend, tryBackend, registeredBackends } from './registry.ts';
 export type { Backend } from './backend.ts';

@@ -180,12 +180,14 @@ function throughput(steps: readonly StepInfo[], t0: number, points: number): Run
   const per = Math.max(1, Math.ceil(sorted.length / points));
   // the first group starts when the first step started, not when the run did (data loading, worker start)
   let from = sorted[0]!.time - sorted[0]!.computeMs - sorted[0]!.syncMs;
+  // events arrive in bursts now and then: a group spans at least half its fair share of the time
+  const minSpan = Math.max(1, (sorted.at(-1)!.time - from) / points / 2);
   let samples = 0, k = 0;
   for (const s of sorted) {
     samples += s.samples;
     k++;
     const span = s.time - from;
-    if (k >= per && span >= 1) {
+    if (k >= per && span >= minSpan) {
       out.time.push((s.time - t0) / 1000);
       out.samplesPerSecond.push(samples / (span / 1000));
       from = s.time;

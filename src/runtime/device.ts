@@ -2,7 +2,7 @@ import type { Backend } from '../kernels/backend.ts';
 import type { Dataset } from '../data/dataset.ts';
 import type { Strategy } from '../parallel/strategy.ts';
 import { Replica } from './replica.ts';
-import { runTrainLoop, viewOf } from './trainLoop.ts';
+import { runTrainLoop, viewOf, type CommStats } from './trainLoop.ts';
 import { saveModelCheckpoint } from './modelCheckpoint.ts';
 import type { RunConfig } from './runConfig.ts';
 import type { EventSink } from './events.ts';
@@ -18,7 +18,7 @@ export interface DeviceOptions {
   test: Dataset | null;
   checkpointPath: string | null;
   emit: EventSink;
-  takeCommStats?: () => { idleMs: number; bytes: number };
+  takeCommStats?: () => CommStats;
   slowdown?: number;
   failAtStep?: number;
   /** put the replica's flat buffers in shared memory (several devices) */

@@ -44,7 +44,7 @@ try {
     emit: (event) => post({ kind: 'event', event }),
     takeCommStats: () => {
       const s = comm.takeStats();
-      return { idleMs: s.waitMs, bytes: s.bytes };
+      return { commMs: s.commMs, idleMs: s.waitMs, bytes: s.bytes };
     },
   });
 } catch (err) {

@@ -15,8 +15,8 @@ export interface LoopOptions {
   rank: number;
   worldSize: number;
   emit: EventSink;
-  /** time blocked on other devices and bytes moved since the last call (from its communicator) */
-  takeCommStats?: () => { idleMs: number; bytes: number };
+  /** time in collectives, of it blocked on other devices, and bytes moved since the last call */
+  takeCommStats?: () => CommStats;
   /** straggler injection: compute takes `slowdown` times as long (1 = normal) */
   slowdown?: number;
   /** failure injection (tests): throw at this global step */
@@ -45,6 +45,9 @@ export function viewOf(replica: Replica): ReplicaView {
   };
 }
 
+export interface CommStats { commMs: number; idleMs: number; bytes: number }
+const NO_COMM: CommStats = { commMs: 0, idleMs: 0, bytes: 0 };
+
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 /** Blocks the thread for `ms` (a straggler's extra compute time). */
 function sleepSync(ms: number): void {
@@ -57,7 +60,7 @@ function sleepSync(ms: number): void {
  */
 export async function runTrainLoop(o: LoopOptions): Promise<void> {
   const { replica, strategy, config, rank, worldSize, emit } = o;
-  const takeCommStats = o.takeCommStats ?? (() => ({ idleMs: 0, bytes: 0 }));
+  const takeCommStats = o.takeCommStats ?? (() => NO_COMM);
   const slowdown = o.slowdown ?? 1;
   const sampler = new GlobalBatchSampler({
     count: o.train.count, batchSize: globalBatchSize(config), worldSize, rank,
@@ -83,6 +86,7 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
       await strategy.beforeStep?.(view, info);
       if (step === o.failAtStep) throw new Error(`injected failure at step ${step}`);
       const t1 = performance.now();
+      const before = takeCommStats();
       replica.model.zeroGrads();
       let r = { lossSum: 0, correct: 0, samples: 0 };
       if (n > 0) {
@@ -98,11 +102,14 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
       }
       if (slowdown > 1) sleepSync((performance.now() - t1) * (slowdown - 1));
       const t2 = performance.now();
+      // gradient buckets reduced during backward are communication, not compute
+      const during = takeCommStats();
       const stats = strategy.applyUpdate ? await strategy.applyUpdate(view, info) : view.localStep(lr);
       await strategy.afterStep?.(view, info);
       const t3 = performance.now();
-      const { idleMs, bytes } = takeCommStats();
-      const computeMs = t2 - t1, syncMs = (t1 - t0) + (t3 - t2);
+      const after = takeCommStats();
+      const idleMs = before.idleMs + during.idleMs + after.idleMs, bytes = before.bytes + during.bytes + after.bytes;
+      const computeMs = t2 - t1 - during.commMs, syncMs = (t1 - t0) + during.commMs + (t3 - t2);
       sum.lossSum += r.lossSum; sum.correct += r.correct; sum.samples += r.samples;
       sum.computeMs += computeMs; sum.syncMs += syncMs; sum.idleMs += idleMs; sum.bytes += bytes;
       emit({

@@ -27,7 +27,8 @@ test('examples/mnist-small.yaml parses to the DESIGN.md network', () => {
       input: [28, 28, 1],
       layers: [conv(32), maxPool, conv(64), maxPool, { type: 'flatten' }, dense(128, 'relu'), { type: 'dropout', rate: 0.25 }, dense(10, 'linear')],
     },
-    train: structuredClone(train),
+    schedule: { warmupSteps: 0, decay: { type: 'cosine', minLr: 0 } },
+    train: { ...structuredClone(train), epochs: 10 },
   } as RunConfig;
   assert.deepStrictEqual(loadConfig(example('mnist-small.yaml')), expected);
 });

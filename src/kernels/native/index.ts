@@ -29,16 +29,6 @@ export interface NativeBackend extends Backend {
 }
 
 /**
- * True when a convolution goes to OpenBLAS rather than the base backend. OpenBLAS gains little
- * when the reduction K = KH·KW·C is tiny (the first layer of an image network: 3×3×1 = 9), where
- * the im2col copy dominates and the wasm kernel is as fast; bench/kernels.ts measured the split.
- */
-export function nativeConvWanted(g: Conv2DGeometry, base: 'wasm' | 'js'): boolean {
-  return base === 'js' || g.KH * g.KW * g.C >= NATIVE_CONV_MIN_K;
-}
-export const NATIVE_CONV_MIN_K = 0;
-
-/**
  * A new native backend over a new wasm backend (its own memory), or null when the addon is not
  * built or does not load here (`nativeUnavailableReason()` says why).
  */
@@ -48,7 +38,6 @@ export async function createNativeBackend(): Promise<NativeBackend | null> {
   const wasm: WasmBackend | null = await createWasmBackend();
   const base: Backend = wasm ?? jsBackend;
   const baseName = wasm ? 'wasm' : 'js';
-  const useNative = (g: Conv2DGeometry) => nativeConvWanted(g, baseName);
   const overrides = {
     name: 'native',
     blas: addon.info(),
@@ -57,16 +46,15 @@ export async function createNativeBackend(): Promise<NativeBackend | null> {
     gemm: (transA: boolean, transB: boolean, M: number, N: number, K: number,
            alpha: number, A: Float32Array, B: Float32Array, beta: number, C: Float32Array): void =>
       addon.sgemm(transA, transB, M, N, K, alpha, A, B, beta, C),
+    // Every convolution goes to OpenBLAS: bench/kernels.ts measured it ahead of wasm on all six
+    // conv kernels of mnist-small, even the first layer's (K = 3·3·1 = 9, where im2col dominates).
     conv2dForward: (x: Float32Array, w: Float32Array, bias: Float32Array | null, y: Float32Array, g: Conv2DGeometry): void => {
-      if (!useNative(g)) return base.conv2dForward(x, w, bias, y, g);
       addon.conv2dForward(x, w, bias, y, g.N, g.H, g.W, g.C, g.KH, g.KW, g.F, g.strideH, g.strideW, g.padTop, g.padLeft, g.OH, g.OW);
     },
     conv2dBackwardData: (dy: Float32Array, w: Float32Array, dx: Float32Array, g: Conv2DGeometry): void => {
-      if (!useNative(g)) return base.conv2dBackwardData(dy, w, dx, g);
       addon.conv2dBackwardData(dy, w, dx, g.N, g.H, g.W, g.C, g.KH, g.KW, g.F, g.strideH, g.strideW, g.padTop, g.padLeft, g.OH, g.OW);
     },
     conv2dBackwardFilter: (x: Float32Array, dy: Float32Array, dw: Float32Array, db: Float32Array | null, g: Conv2DGeometry): void => {
-      if (!useNative(g)) return base.conv2dBackwardFilter(x, dy, dw, db, g);
       addon.conv2dBackwardFilter(x, dy, dw, db, g.N, g.H, g.W, g.C, g.KH, g.KW, g.F, g.strideH, g.strideW, g.padTop, g.padLeft, g.OH, g.OW);
     },
   };

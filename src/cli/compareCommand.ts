@@ -1,0 +1,139 @@
+/**
+ * `paratrain compare CONFIG --strategies a,b,… --devices G`: trains the same config with each
+ * strategy (same data, seed and devices), one after another, each in its own process, into
+ * `<out>/<strategy>/`; then writes `<out>/report.html` comparing them and prints a summary table.
+ */
+import { fork } from 'node:child_process';
+import { mkdirSync, readdirSync, statSync } from 'node:fs';
+import { extname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig, applyOverrides } from './config.ts';
+import { ProgressView } from './progress.ts';
+import { STRATEGY_NAMES, type StrategyName } from '../parallel/spec.ts';
+import { checkStrategy } from '../parallel/createStrategy.ts';
+import { timestampName } from '../runtime/runDir.ts';
+import type { RunConfig } from '../runtime/runConfig.ts';
+import type { TrainResult } from '../runtime/train.ts';
+import type { EventSink } from '../runtime/events.ts';
+import { loadReportRuns, summaryTable, writeReport, REPORT_FILE } from '../report/index.ts';
+import type { RunnerMessage, RunnerRequest } from './compareRunner.ts';
+
+export interface CompareFlags {
+  strategies?: string; devices?: number; epochs?: number; seed?: number; batchSize?: number; data?: string;
+  out?: string; force?: boolean; quiet?: boolean; slowDevice?: Map<number, number>;
+}
+
+export const DEFAULT_COMPARE_STRATEGIES: readonly StrategyName[] = STRATEGY_NAMES;
+
+/** `'hybrid, async'` → `['hybrid', 'async']`; an unknown or repeated name is an error naming it. */
+export function parseStrategies(list: string): StrategyName[] {
+  const names = list.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  if (names.length === 0) throw new Error(`--strategies: expected a comma-separated list of strategies (${STRATEGY_NAMES.join(', ')}), got '${list}'`);
+  const seen = new Set<string>();
+  for (const name of names) {
+    if (!(STRATEGY_NAMES as readonly string[]).includes(name)) {
+      throw new Error(`--strategies: unknown strategy '${name}'; expected some of ${STRATEGY_NAMES.join(', ')}`);
+    }
+    if (seen.has(name)) throw new Error(`--strategies: '${name}' is listed twice`);
+    seen.add(name);
+  }
+  return names as StrategyName[];
+}
+
+export interface CompareResult { outDir: string; report: string; results: { strategy: StrategyName; result: TrainResult }[] }
+
+export async function runCompare(configPath: string, flags: CompareFlags): Promise<CompareResult> {
+  const strategies = parseStrategies(flags.strategies ?? DEFAULT_COMPARE_STRATEGIES.join(','));
+  const base = loadConfig(configPath);
+  const configs = strategies.map((strategy) => applyOverrides(base, {
+    epochs: flags.epochs, devices: flags.devices, seed: flags.seed, batchSize: flags.batchSize, dataDir: flags.data, strategy,
+  }));
+  const devices = configs[0]!.train.devices;
+  if (devices < 2) {
+    throw new Error(`compare: the strategies differ only on 2 or more devices, and ${configPath} trains on ${devices}; pass --devices N with N ≥ 2`);
+  }
+  configs.forEach((c, i) => {
+    try {
+      checkStrategy(c.train.strategy, devices);
+    } catch (e) {
+      throw new Error(`compare: strategy ${strategies[i]}: ${(e as Error).message}`);
+    }
+  });
+  for (const rank of flags.slowDevice?.keys() ?? []) {
+    if (rank >= devices) throw new Error(`--slow-device: there is no device ${rank} among ${devices} (ranks 0..${devices - 1})`);
+  }
+  const outDir = flags.out ?? join('runs', `compare-${timestampName()}`);
+  prepareOutDir(outDir, Boolean(flags.force));
+
+  const log = flags.quiet ? () => {} : (m: string) => process.stderr.write(`${m}\n`);
+  const results: CompareResult['results'] = [];
+  for (const [i, strategy] of strategies.entries()) {
+    const dir = join(outDir, strategy);
+    log(`[${i + 1}/${strategies.length}] ${strategy} on ${devices} devices → ${dir}`);
+    const view = new ProgressView(process.stderr, flags.quiet, `${strategy}: `);
+    try {
+      const result = await trainInChild({ config: configs[i]!, out: dir, force: Boolean(flags.force), slowDevices: flags.slowDevice }, view.handle, log, strategy);
+      results.push({ strategy, result });
+    } finally {
+      view.stopBar();
+    }
+  }
+  const runs = loadReportRuns(strategies.map((s) => join(outDir, s)));
+  const report = writeReport(runs, {
+    out: join(outDir, REPORT_FILE), force: true,
+    title: `paratrain compare: ${strategies.join(', ')} on ${devices} devices`,
+  });
+  process.stdout.write(summaryTable(runs));
+  process.stdout.write(`report: ${report}\n`);
+  return { outDir, report, results };
+}
+
+/** Like a run directory: created if missing; one that holds files only with --force. */
+function prepareOutDir(dir: string, force: boolean): void {
+  let entries: string[] | null = null;
+  try {
+    if (!statSync(dir).isDirectory()) throw new Error(`compare: ${dir} exists and is not a directory; choose another --out`);
+    entries = readdirSync(dir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
+  if (entries && entries.length > 0 && !force) {
+    throw new Error(`compare: ${dir} already holds files (${entries.slice(0, 5).join(', ')}${entries.length > 5 ? ', …' : ''}); choose another --out or pass --force to overwrite`);
+  }
+  mkdirSync(dir, { recursive: true });
+}
+
+/** The runner module beside this one (.ts from source, .js when compiled) and how to start Node for it. */
+function runnerCommand(): { path: string; execArgv: string[] } {
+  const ext = extname(fileURLToPath(import.meta.url));
+  const path = fileURLToPath(new URL(`./compareRunner${ext}`, import.meta.url));
+  // keep loaders (tsx) and memory flags; not the test runner's or the inspector's
+  const execArgv = process.execArgv.filter((a) => !/^--(test|inspect|watch)/.test(a));
+  if (ext === '.ts' && !execArgv.some((a) => a.includes('tsx'))) execArgv.push('--import', 'tsx');
+  return { path, execArgv };
+}
+
+function trainInChild(request: RunnerRequest, onEvent: EventSink, log: (m: string) => void, strategy: string): Promise<TrainResult> {
+  const { path, execArgv } = runnerCommand();
+  return new Promise((resolve, reject) => {
+    const child = fork(path, [], { execArgv, serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    let outcome: { result?: TrainResult; error?: Error } = {};
+    child.on('message', (m: RunnerMessage) => {
+      if (m.type === 'event') onEvent(m.event);
+      else if (m.type === 'log') log(m.message);
+      else if (m.type === 'result') outcome = { result: m.result };
+      else if (m.type === 'error') {
+        const err = new Error(`compare: strategy ${strategy} failed: ${m.message}`);
+        if (m.stack) err.stack = `${err.message}\n(in the training process) ${m.stack}`;
+        outcome = { error: err };
+      }
+    });
+    child.on('error', (e) => reject(new Error(`compare: cannot start the training process for ${strategy}: ${e.message}`)));
+    child.on('exit', (code, signal) => {
+      if (outcome.error) reject(outcome.error);
+      else if (outcome.result) resolve(outcome.result);
+      else reject(new Error(`compare: the training process for ${strategy} ended (${signal ?? `exit code ${code}`}) without a result; its run directory is ${request.out}`));
+    });
+    child.send(request satisfies RunnerRequest);
+  });
+}

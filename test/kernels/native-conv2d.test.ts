@@ -1,0 +1,154 @@
+// The native backend's convolutions (im2col + OpenBLAS sgemm in the addon) against the reference, on
+// the shared odd shapes and the network's own, with operands in wasm memory, at offsets into
+// SharedArrayBuffers and in plain arrays, and with tiny im2col chunks so chunking is exercised.
+// Skipped when the addon is not built.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { assertClose, randomArray } from '../util/close.ts';
+import { referenceBackend as ref, CONV_CASES, convGeometry, convSizes, describeConv, dot64, absDot64 } from './reference.ts';
+import { createNativeBackend, nativeUnavailableReason, type NativeBackend } from '../../src/kernels/native/index.ts';
+import type { Conv2DGeometry } from '../../src/kernels/backend.ts';
+
+const native = await createNativeBackend();
+const skip = native ? false : `native backend not built: ${nativeUnavailableReason()}`;
+const b = native!;
+
+/** Tolerance for sums of `terms` products of values in [-1, 1) (float32 accumulation, blocked). */
+const tol = (terms: number) => ({ rtol: 1e-5, atol: 3e-6 * (1 + Math.sqrt(terms)) });
+
+const CASES: Conv2DGeometry[] = [
+  ...CONV_CASES,
+  convGeometry(2, 13, 13, 32, 3, 3, 64, 1, 1, 'valid'),
+  convGeometry(1, 9, 7, 33, 3, 2, 7, 2, 1, [1, 0, 2, 1]),
+  convGeometry(1, 6, 6, 8, 1, 1, 65, 1, 1, 'valid'),
+  convGeometry(3, 7, 5, 129, 2, 2, 1, 1, 1, 'same'),
+];
+
+type Placement = 'wasm' | 'sab+3' | 'js' | 'mixed';
+const PLACEMENTS: readonly Placement[] = ['wasm', 'sab+3', 'js', 'mixed'];
+
+/** Places copies of arrays: in wasm memory, at float offset 3 of a SharedArrayBuffer, plain, or alternating. */
+class Placer {
+  private n = 0;
+  constructor(private readonly where: Placement) {}
+  f32(a: ArrayLike<number>): Float32Array {
+    const kinds: Placement[] = ['wasm', 'sab+3', 'js'];
+    const w = this.where === 'mixed' ? kinds[this.n++ % 3]! : this.where;
+    const out = w === 'wasm' ? b.alloc(a.length)
+      : w === 'sab+3' ? new Float32Array(new SharedArrayBuffer((a.length + 4) * 4), 12, a.length)
+        : new Float32Array(a.length);
+    out.set(a);
+    return out;
+  }
+}
+
+// Each case also runs with 4 KiB im2col chunks (a few rows each, a short last chunk).
+const CHUNKS = [undefined, 4096];
+
+function withChunk<T>(bytes: number | undefined, fn: () => T): T {
+  if (bytes === undefined) return fn();
+  (b as NativeBackend).setConvChunkBytes(bytes);
+  try { return fn(); } finally { (b as NativeBackend).setConvChunkBytes(1 << 20); }
+}
+
+test('native conv2d forward matches the reference (bias or not, chunked, every placement)', { skip }, () => {
+  CASES.forEach((g, i) => {
+    const s = convSizes(g);
+    const x = randomArray(s.x, 10 + i), w = randomArray(s.w, 20 + i), bias = randomArray(g.F, 30 + i);
+    for (const withBias of [false, true]) {
+      const want = new Float32Array(s.y);
+      ref.conv2dForward(x, w, withBias ? bias : null, want, g);
+      for (const where of PLACEMENTS) for (const chunk of CHUNKS) {
+        const p = new Placer(where);
+        const y = p.f32(new Float32Array(s.y).fill(NaN));
+        withChunk(chunk, () => b.conv2dForward(p.f32(x), p.f32(w), withBias ? p.f32(bias) : null, y, g));
+        assertClose(y, want, { ...tol(g.KH * g.KW * g.C), what: `${describeConv(g)} bias=${withBias} ${where} chunk=${chunk} y` });
+      }
+    }
+  });
+});
+
+test('native conv2d backward data matches the reference and overwrites dx', { skip }, () => {
+  CASES.forEach((g, i) => {
+    const s = convSizes(g);
+    const w = randomArray(s.w, 40 + i), dy = randomArray(s.y, 50 + i);
+    const want = new Float32Array(s.x);
+    ref.conv2dBackwardData(dy, w, want, g);
+    for (const where of PLACEMENTS) for (const chunk of CHUNKS) {
+      const p = new Placer(where);
+      const dx = p.f32(new Float32Array(s.x).fill(NaN));
+      withChunk(chunk, () => b.conv2dBackwardData(p.f32(dy), p.f32(w), dx, g));
+      assertClose(dx, want, { ...tol(g.KH * g.KW * g.F), what: `${describeConv(g)} ${where} chunk=${chunk} dx` });
+    }
+  });
+});
+
+test('native conv2d backward filter matches the reference and accumulates dw, db', { skip }, () => {
+  CASES.forEach((g, i) => {
+    const s = convSizes(g);
+    const x = randomArray(s.x, 60 + i), dy = randomArray(s.y, 70 + i);
+    const dw0 = randomArray(s.w, 80 + i), db0 = randomArray(g.F, 90 + i);
+    const wantW = dw0.slice(), wantB = db0.slice();
+    ref.conv2dBackwardFilter(x, dy, wantW, wantB, g);
+    const terms = g.N * g.OH * g.OW;
+    for (const where of PLACEMENTS) for (const chunk of CHUNKS) {
+      const p = new Placer(where);
+      const dw = p.f32(dw0), db = p.f32(db0);
+      withChunk(chunk, () => b.conv2dBackwardFilter(p.f32(x), p.f32(dy), dw, db, g));
+      assertClose(dw, wantW, { ...tol(terms), what: `${describeConv(g)} ${where} chunk=${chunk} dw` });
+      assertClose(db, wantB, { ...tol(terms), what: `${describeConv(g)} ${where} chunk=${chunk} db` });
+      const dwOnly = p.f32(dw0);
+      withChunk(chunk, () => b.conv2dBackwardFilter(p.f32(x), p.f32(dy), dwOnly, null, g));
+      assertClose(dwOnly, wantW, { ...tol(terms), what: `${describeConv(g)} ${where} chunk=${chunk} dw without db` });
+    }
+  });
+});
+
+test('native conv2d at the network shapes (batch 64) matches the reference', { skip }, () => {
+  // conv(32, 3×3) on 28×28×1 and conv(64, 3×3) on 13×13×32, as in examples/mnist-small.yaml.
+  for (const [i, g] of [convGeometry(64, 28, 28, 1, 3, 3, 32, 1, 1, 'valid'), convGeometry(64, 13, 13, 32, 3, 3, 64, 1, 1, 'valid')].entries()) {
+    const s = convSizes(g);
+    const x = b.alloc(s.x), w = b.alloc(s.w), dy = b.alloc(s.y), bias = b.alloc(g.F);
+    x.set(randomArray(s.x, 200 + i)); w.set(randomArray(s.w, 210 + i)); dy.set(randomArray(s.y, 220 + i)); bias.set(randomArray(g.F, 230 + i));
+    const y = b.alloc(s.y), want = new Float32Array(s.y);
+    b.conv2dForward(x, w, bias, y, g);
+    ref.conv2dForward(x, w, bias, want, g);
+    assertClose(y, want, { ...tol(g.KH * g.KW * g.C), what: `${describeConv(g)} y` });
+    const dw = b.alloc(s.w), wantW = new Float32Array(s.w), db = b.alloc(g.F), wantB = new Float32Array(g.F);
+    b.conv2dBackwardFilter(x, dy, dw, db, g);
+    ref.conv2dBackwardFilter(x, dy, wantW, wantB, g);
+    assertClose(dw, wantW, { ...tol(g.N * g.OH * g.OW), what: `${describeConv(g)} dw` });
+    assertClose(db, wantB, { ...tol(g.N * g.OH * g.OW), what: `${describeConv(g)} db` });
+    const dx = b.alloc(s.x), wantX = new Float32Array(s.x);
+    b.conv2dBackwardData(dy, w, dx, g);
+    ref.conv2dBackwardData(dy, w, wantX, g);
+    assertClose(dx, wantX, { ...tol(g.KH * g.KW * g.F), what: `${describeConv(g)} dx` });
+  }
+});
+
+test('native conv2d backward passes satisfy the adjoint identity of the forward', { skip }, () => {
+  CASES.forEach((g, i) => {
+    const s = convSizes(g);
+    const x = randomArray(s.x, 110 + i), w = randomArray(s.w, 120 + i), dy = randomArray(s.y, 130 + i);
+    const y = new Float32Array(s.y), dx = new Float32Array(s.x), dw = new Float32Array(s.w);
+    b.conv2dForward(x, w, null, y, g);
+    b.conv2dBackwardData(dy, w, dx, g);
+    b.conv2dBackwardFilter(x, dy, dw, null, g);
+    const lhs = dot64(dy, y), eps = 1e-5 * absDot64(dy, y) + 1e-6;
+    assert.ok(Math.abs(dot64(dx, x) - lhs) <= eps, `${describeConv(g)}: ⟨dx,x⟩ ${dot64(dx, x)} vs ⟨dy,y⟩ ${lhs}`);
+    assert.ok(Math.abs(dot64(dw, w) - lhs) <= eps, `${describeConv(g)}: ⟨dw,w⟩ ${dot64(dw, w)} vs ⟨dy,y⟩ ${lhs}`);
+  });
+});
+
+test('native conv2d rejects short operands and bad geometry before touching memory', { skip }, () => {
+  const g = convGeometry(2, 7, 7, 3, 3, 3, 5, 1, 1, 'valid');
+  const s = convSizes(g);
+  const f = (n: number) => new Float32Array(n);
+  assert.throws(() => b.conv2dForward(f(s.x - 1), f(s.w), null, f(s.y), g), /conv2dForward: x has \d+ values, needs \d+/);
+  assert.throws(() => b.conv2dForward(f(s.x), f(s.w), f(g.F - 1), f(s.y), g), /bias has 4 values, needs 5/);
+  assert.throws(() => b.conv2dBackwardData(f(s.y), f(s.w), f(s.x - 1), g), /conv2dBackwardData: dx has/);
+  assert.throws(() => b.conv2dBackwardFilter(f(s.x), f(s.y), f(s.w), f(1), g), /conv2dBackwardFilter: db has 1 values, needs 5/);
+  assert.throws(() => b.conv2dForward(f(s.x), f(s.w), null, f(s.y), { ...g, strideH: 0 }), /strides must be >= 1/);
+  assert.throws(() => b.conv2dForward(f(s.x), f(s.w), null, f(s.y), { ...g, padTop: -1 }), /geometry field padTop must be a non-negative integer/);
+  assert.throws(() => b.conv2dForward(f(s.x), f(s.w), null, f(s.y), { ...g, OH: 1e10 }), /geometry field OH/);
+});
