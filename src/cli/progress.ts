@@ -48,7 +48,7 @@ export function deviceShares(devices: { rank: number; computeMs: number; commMs:
 export function formatDeviceShare(d: DeviceShare): string {
   const p = (x: number) => pct(x, 0).padStart(4);
   return `device ${d.rank}  compute ${p(d.compute)}  comm ${p(d.comm)}  idle ${p(d.idle)}  ` +
-    `${Number.isFinite(d.msPerSample) ? d.msPerSample.toFixed(2) : '—'} ms/sample${d.straggler ? `  ⚠ straggler (≥ ${STRAGGLER_RATIO}× median compute per sample)` : ''}`;
+    `${Number.isFinite(d.msPerSample) ? d.msPerSample.toFixed(2) : '—'} ms/sample${d.straggler ? '  ⚠ straggler' : ''}`;
 }
 
 /**
@@ -91,6 +91,7 @@ export class ProgressView {
           `${e.devices} device(s), strategy ${e.strategy}, global batch ${e.globalBatch}`);
         this.line(`data: ${e.dataSource}`);
         this.started = performance.now();
+        this.lastLine = this.started;  // the first progress line 10 s into the run
         break;
       case 'step':
         this.onStep(e);
@@ -151,7 +152,7 @@ export class ProgressView {
     const eta = formatEta(((now - this.firstStepAt) / 1000) * (total - done) / Math.max(done, 1));
     const payload = {
       epoch: `${e.epoch + 1}/${this.epochs}`, step: `${e.stepInEpoch + 1}/${e.stepsPerEpoch}`, loss: this.loss.toFixed(4),
-      acc: pct(this.accuracy), rate: rate.toFixed(0), eta,
+      acc: pct(this.accuracy), rate: rate.toFixed(0), remaining: eta,
     };
     if (this.tty) {
       if (!this.multibar) this.startBars(total);
@@ -167,9 +168,9 @@ export class ProgressView {
     this.multibar = new cliProgress.MultiBar({
       stream: this.out as NodeJS.WriteStream,
       hideCursor: true, clearOnComplete: true, autopadding: true, forceRedraw: false, fps: 10,
-      format: `${this.prefix}epoch {epoch} step {step} [{bar}] loss {loss} | acc {acc} | {rate} samples/s | ETA {eta}`,
+      format: `${this.prefix}epoch {epoch} step {step} [{bar}] loss {loss} | acc {acc} | {rate} samples/s | ETA {remaining}`,
     }, cliProgress.Presets.shades_classic);
-    this.mainBar = this.multibar.create(total, 0, { epoch: '1', step: '0', loss: '—', acc: '—', rate: '0', eta: '—' });
+    this.mainBar = this.multibar.create(total, 0, { epoch: '1', step: '0', loss: '—', acc: '—', rate: '0', remaining: '—' });
     if (this.devices > 1) {
       this.deviceBars = this.windows.map(() => this.multibar!.create(this.stepsPerEpoch, 0, { text: '' }, {
         format: `${this.prefix}  [{bar}] {text}`, barsize: 16,

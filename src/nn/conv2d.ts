@@ -1,8 +1,8 @@
 import { Tensor } from '../tensor/tensor.ts';
-import { windowOutputSize, samePaddingBefore } from '../tensor/shape.ts';
 import type { ActivationKind, Backend, Conv2DGeometry } from '../kernels/backend.ts';
 import { BaseLayer, type ForwardContext, type ParamSpec } from './layer.ts';
 import type { Padding } from './spec.ts';
+import { windowGeometry } from './windowGeometry.ts';
 
 /** 2-D convolution over NHWC images with weights [KH, KW, C, F], optional bias, fused activation. */
 export class Conv2D extends BaseLayer {
@@ -17,21 +17,9 @@ export class Conv2D extends BaseLayer {
               kernelSize: [number, number], strides: [number, number], padding: Padding,
               readonly activation: ActivationKind, readonly useBias: boolean) {
     super(backend, name, inputShape);
-    if (inputShape.length !== 3) {
-      throw this.error(`expects an image input [height, width, channels] but receives [${inputShape.join(', ')}]`);
-    }
-    const [H, W, C] = inputShape as [number, number, number];
-    const [KH, KW] = kernelSize;
-    const [strideH, strideW] = strides;
-    if (padding === 'valid' && (KH > H || KW > W)) {
-      throw this.error(`kernel ${KH}×${KW} is larger than its ${H}×${W} input; use padding: same or a smaller kernelSize`);
-    }
-    const OH = windowOutputSize(H, KH, strideH, padding);
-    const OW = windowOutputSize(W, KW, strideW, padding);
-    const padTop = padding === 'same' ? samePaddingBefore(H, KH, strideH) : 0;
-    const padLeft = padding === 'same' ? samePaddingBefore(W, KW, strideW) : 0;
-    this.geometry = { H, W, C, KH, KW, F: filters, strideH, strideW, padTop, padLeft, OH, OW };
-    this.outputShape = [OH, OW, filters];
+    const g = windowGeometry(inputShape, kernelSize, strides, padding, 'kernel', (m) => this.error(m));
+    this.geometry = { ...g, F: filters };
+    this.outputShape = [g.OH, g.OW, filters];
   }
 
   override params(): ParamSpec[] {

@@ -1,8 +1,8 @@
 import { Tensor } from '../tensor/tensor.ts';
-import { windowOutputSize, samePaddingBefore } from '../tensor/shape.ts';
 import type { Backend, Pool2DGeometry } from '../kernels/backend.ts';
 import { BaseLayer, type ForwardContext } from './layer.ts';
 import type { Padding } from './spec.ts';
+import { windowGeometry } from './windowGeometry.ts';
 
 /** Max or average pooling over NHWC images. */
 export class Pool2D extends BaseLayer {
@@ -13,21 +13,8 @@ export class Pool2D extends BaseLayer {
   constructor(backend: Backend, name: string, inputShape: readonly number[], readonly mode: 'max' | 'avg',
               poolSize: [number, number], strides: [number, number], padding: Padding) {
     super(backend, name, inputShape);
-    if (inputShape.length !== 3) {
-      throw this.error(`expects an image input [height, width, channels] but receives [${inputShape.join(', ')}]`);
-    }
-    const [H, W, C] = inputShape as [number, number, number];
-    const [KH, KW] = poolSize;
-    const [strideH, strideW] = strides;
-    if (padding === 'valid' && (KH > H || KW > W)) {
-      throw this.error(`pool window ${KH}×${KW} is larger than its ${H}×${W} input; use padding: same or a smaller poolSize`);
-    }
-    const OH = windowOutputSize(H, KH, strideH, padding);
-    const OW = windowOutputSize(W, KW, strideW, padding);
-    const padTop = padding === 'same' ? samePaddingBefore(H, KH, strideH) : 0;
-    const padLeft = padding === 'same' ? samePaddingBefore(W, KW, strideW) : 0;
-    this.geometry = { H, W, C, KH, KW, strideH, strideW, padTop, padLeft, OH, OW };
-    this.outputShape = [OH, OW, C];
+    this.geometry = windowGeometry(inputShape, poolSize, strides, padding, 'pool window', (m) => this.error(m));
+    this.outputShape = [this.geometry.OH, this.geometry.OW, this.geometry.C];
   }
 
   forward(x: Tensor, _ctx: ForwardContext): Tensor {

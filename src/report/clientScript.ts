@@ -30,7 +30,8 @@ export const CLIENT_SCRIPT = String.raw`
     while (Math.abs(n) >= 1024 && i < units.length - 1) { n /= 1024; i++; }
     return (i === 0 ? n.toFixed(0) : n.toFixed(1)) + ' ' + units[i];
   }
-  function fmtPct(x) { return (100 * x).toFixed(1) + '%'; }
+  function fmtPct(x, digits) { return (100 * x).toFixed(digits === undefined ? 1 : digits) + '%'; }
+  function tickPct(v) { return Math.round(100 * v) + '%'; }
   function canvasIn(id) {
     var box = document.querySelector('#chart-' + id + ' .box');
     var c = document.createElement('canvas');
@@ -93,7 +94,7 @@ export const CLIENT_SCRIPT = String.raw`
         parsing: false, normalized: true, interaction: { mode: 'nearest', intersect: false },
         scales: {
           x: { type: 'linear', title: { display: true, text: xKey === 'step' ? 'step' : 'wall time (s)' } },
-          y: { title: { display: true, text: yTitle }, ticks: isFraction ? { callback: function (v) { return fmtPct(v); } } : {} }
+          y: { title: { display: true, text: yTitle }, ticks: isFraction ? { callback: tickPct } : {} }
         },
         plugins: {
           legend: runLegend,
@@ -167,7 +168,7 @@ export const CLIENT_SCRIPT = String.raw`
     options: {
       indexAxis: 'y',
       scales: {
-        x: { stacked: true, min: 0, max: 1, ticks: { callback: function (v) { return fmtPct(v); } }, title: { display: true, text: 'share of the device\'s time' } },
+        x: { stacked: true, min: 0, max: 1, ticks: { callback: tickPct }, title: { display: true, text: 'share of the device\'s time' } },
         y: { stacked: true, ticks: { autoSkip: false, color: function (c) { return rows[c.index] && rows[c.index].d.straggler ? '#c0392b' : '#333'; } } }
       },
       plugins: { tooltip: { callbacks: { label: function (c) {
@@ -244,7 +245,7 @@ export const CLIENT_SCRIPT = String.raw`
       },
       options: {
         scales: { x: { title: { display: true, text: 'staleness (server updates since the device fetched its weights)' } },
-                  y: { beginAtZero: true, ticks: { callback: function (v) { return fmtPct(v); } }, title: { display: true, text: 'share of gradients' } } },
+                  y: { beginAtZero: true, ticks: { callback: tickPct }, title: { display: true, text: 'share of gradients' } } },
         plugins: { tooltip: { callbacks: { label: function (c) {
           return c.dataset.label + ': ' + fmtPct(c.parsed.y) + ' (' + (c.dataset.counts[c.dataIndex] || 0) + ' gradients)';
         } } } }

@@ -10,7 +10,7 @@ import { createNativeBackend, nativeUnavailableReason, type NativeBackend } from
 import type { Conv2DGeometry } from '../../src/kernels/backend.ts';
 
 const native = await createNativeBackend();
-const skip = native ? false : `native backend not built: ${nativeUnavailableReason()}`;
+const skip = native ? false : `native backend unavailable: ${nativeUnavailableReason()}`;
 const b = native!;
 
 /** Tolerance for sums of `terms` products of values in [-1, 1) (float32 accumulation, blocked). */

@@ -10,7 +10,7 @@ import { createNativeBackend, nativeUnavailableReason, type NativeBackend } from
 import type { WasmBackend } from '../../src/kernels/wasm/index.ts';
 
 const native = await createNativeBackend();
-const skip = native ? false : `native backend not built: ${nativeUnavailableReason()}`;
+const skip = native ? false : `native backend unavailable: ${nativeUnavailableReason()}`;
 const b = native as NativeBackend & WasmBackend;
 const LAYOUTS = [[false, false], [true, false], [false, true], [true, true]] as const;
 
