@@ -1,6 +1,6 @@
 import cliProgress from 'cli-progress';
 import type { TrainEvent } from '../runtime/events.ts';
-import { findStragglers, STRAGGLER_RATIO } from '../report/stragglers.ts';
+import { findStragglers } from '../report/stragglers.ts';
 
 const pct = (x: number, digits = 2) => (Number.isFinite(x) ? `${(100 * x).toFixed(digits)}%` : '—');
 

@@ -1,3 +1,4 @@
+import type { Communicator } from '../comm/communicator.ts';
 import type { ParameterServer } from './parameterServer.ts';
 import type { Strategy } from './strategy.ts';
 
@@ -17,7 +18,7 @@ export interface AsyncOptions {
  * steps. Staleness = server version when the gradient arrives − version it was computed on. A
  * gradient over the staleness bound is dropped and the device refreshes its weights at once.
  */
-export function asyncStrategy(ps: ParameterServer, o: AsyncOptions): Strategy {
+export function asyncStrategy(ps: ParameterServer, comm: Communicator, o: AsyncOptions): Strategy {
   let version = 0, steps = 0, pending = 0, lastLr = 0;
   let accumulated: Float32Array, snapshot: Float32Array;
   const push = async () => {
@@ -49,6 +50,8 @@ export function asyncStrategy(ps: ParameterServer, o: AsyncOptions): Strategy {
     },
     async onFinish(replica) {
       if (pending > 0) await push();
+      // every device's last push must be applied before anyone reads the final weights
+      await comm.barrier();
       await ps.pull(replica.params);
     },
     async modelParams(replica) {

@@ -51,8 +51,8 @@ export function createStrategy(spec: StrategySpec, ctx: StrategyContext): Strate
     });
     case 'easgd': return spec.mode === 'sync'
       ? easgdSyncStrategy(comm, spec.alpha, spec.period)
-      : easgdAsyncStrategy(ps(), spec.alpha, spec.period);
-    case 'async': return asyncStrategy(ps(), spec);
-    case 'sync': return syncStrategy(ps(), comm.rank, comm.size);
+      : easgdAsyncStrategy(ps(), comm, spec.alpha, spec.period);
+    case 'async': return asyncStrategy(ps(), comm, spec);
+    case 'sync': return syncStrategy(ps(), comm);
   }
 }

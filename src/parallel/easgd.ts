@@ -42,7 +42,7 @@ export function easgdSyncStrategy(comm: Communicator, alpha: number, period: num
  * Asynchronous EASGD: the centre lives on the parameter server; every `period` steps a replica
  * makes the elastic exchange with it on its own, atomically: d = α(x − x̃); x̃ += d; x −= d.
  */
-export function easgdAsyncStrategy(ps: ParameterServer, alpha: number, period: number): Strategy {
+export function easgdAsyncStrategy(ps: ParameterServer, comm: Communicator, alpha: number, period: number): Strategy {
   let steps = 0;
   const centre = { data: new Float32Array(0) };
   return {
@@ -55,6 +55,10 @@ export function easgdAsyncStrategy(ps: ParameterServer, alpha: number, period: n
       if (++steps < period) return;
       steps = 0;
       await ps.elasticExchange(replica.params, alpha);
+    },
+    async onFinish() {
+      // the centre is final once every device has made its last exchange
+      await comm.barrier();
     },
     async modelParams(replica) {
       if (centre.data.length !== replica.params.length) centre.data = new Float32Array(replica.params.length);

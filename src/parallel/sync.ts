@@ -1,3 +1,4 @@
+import type { Communicator } from '../comm/communicator.ts';
 import type { ParameterServer } from './parameterServer.ts';
 import type { Strategy } from './strategy.ts';
 
@@ -6,7 +7,8 @@ import type { Strategy } from './strategy.ts';
  * applies its update while the others wait — sequential SGD spread over devices, with no speed-up
  * by construction (the reference the other strategies are measured against).
  */
-export function syncStrategy(ps: ParameterServer, rank: number, size: number): Strategy {
+export function syncStrategy(ps: ParameterServer, comm: Communicator): Strategy {
+  const { rank, size } = comm;
   let version = 0;
   let snapshot: Float32Array;
   return {
@@ -22,6 +24,8 @@ export function syncStrategy(ps: ParameterServer, rank: number, size: number): S
       return { staleness: r.staleness };
     },
     async onFinish(replica) {
+      // every device's last update must be on the server before anyone reads the final weights
+      await comm.barrier();
       await ps.pull(replica.params);
     },
     async modelParams(replica) {

@@ -1,0 +1,49 @@
+/**
+ * Opens a generated report in headless Chromium: no console errors, no network requests, every chart
+ * drawn, and a screenshot saved. Skipped (with the reason) where Debian's chromium is not installed;
+ * .ci/run installs it.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { CHART_IDS, loadReportRuns, writeReport } from '../../src/report/index.ts';
+import { loadConfig } from '../../src/cli/config.ts';
+import { train } from '../../src/runtime/train.ts';
+import { chromiumMissing, inspectReport } from './browser.ts';
+import { tmpDir, writeSyntheticRun, writeTinyConfig } from './helpers.ts';
+
+const missing = chromiumMissing();
+
+test('a report opens in headless Chromium with every chart drawn and no errors', { skip: missing ?? false, timeout: 90_000 }, async (t) => {
+  const dir = tmpDir('paratrain-browser-');
+  // a real async run with a straggler, overlaid with a synthetic synchronous run
+  const config = loadConfig(writeTinyConfig(dir, { devices: 2, strategy: 'async' }));
+  const result = await train(config, { out: join(dir, 'async'), slowDevices: new Map([[1, 3]]) });
+  writeSyntheticRun(join(dir, 'hybrid'), { strategy: 'hybrid', devices: 2, slow: { 1: 2 } });
+  const report = writeReport(loadReportRuns([result.runDir, join(dir, 'hybrid')]));
+  const screenshot = join(dir, 'report.png');
+
+  const page = await inspectReport(report, screenshot);
+  t.diagnostic(`screenshot: ${screenshot}`);
+
+  assert.deepEqual(page.consoleErrors, [], 'no console errors');
+  assert.deepEqual(page.requests, [], 'nothing fetched: the report is self-contained');
+  assert.deepEqual(page.sections, CHART_IDS.map((id) => `chart-${id}`));
+  for (const id of CHART_IDS) {
+    const canvases = page.canvases.filter((c) => c.section === `chart-${id}`);
+    assert.ok(canvases.length > 0, `${id}: has a chart`);
+    for (const c of canvases) {
+      assert.ok(c.width > 100 && c.height > 50, `${id}: canvas ${c.width}×${c.height}`);
+      assert.ok(c.points > 0, `${id}: the chart has data`);
+      assert.ok(c.inked > 1000 && c.colours > 3, `${id}: drawn (${c.inked} inked pixels, ${c.colours} colours)`);
+    }
+  }
+  assert.equal(page.canvases.filter((c) => c.section === 'chart-timeline').length, 2, 'one timeline per run');
+  assert.deepEqual([...new Set(page.charts)].sort(), [...CHART_IDS].sort(), 'the page reports every chart drawn');
+  const png = readFileSync(screenshot);
+  assert.equal(png.subarray(1, 4).toString('latin1'), 'PNG');
+  assert.ok(statSync(screenshot).size > 50_000, 'a screenshot with something in it');
+  // the temp dir is kept (it holds the screenshot) unless the test runs in CI
+  if (process.env.CI) (await import('node:fs')).rmSync(dir, { recursive: true, force: true });
+});
