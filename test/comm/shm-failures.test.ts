@@ -61,7 +61,7 @@ test('comm.abort() from a rank releases the others', { timeout: 20_000 }, async 
 
 test('a wait timeout names the rank that had not arrived, and releases everyone', { timeout: 20_000 }, async () => {
   // 2 s: long enough that a worker merely slow to start on a loaded machine is not taken for the culprit
-  const { results } = await runWorld(3, 'abort', { mode: 'timeout', culprit: 1 }, { world: { timeoutMs: 2000 } });
+  const { results } = await runWorld(3, 'abort', { mode: 'timeout', culprit: 1, delayMs: 3000 }, { world: { timeoutMs: 2000 } });
   const errs = results.filter((r) => r.rank !== 1).map(errOf);
   // the first rank to time out reports CommTimeoutError; others may see its abort instead
   assert.ok(errs.some((e) => e?.name === 'CommTimeoutError' && e.missing?.includes(1) && /rank 1 had not arrived/.test(e.message)), JSON.stringify(errs));

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { assertClose, randomArray } from '../util/close.ts';
@@ -81,12 +81,11 @@ test('native pooling, bias, activations and softmax match the reference', { skip
   }
 });
 
-test('native gemm from two worker threads at once: correct results, OpenBLAS on one thread, no BLAS thread pool', { skip }, async () => {
-  const tasks = () => readdirSync('/proc/self/task').length;
+test('native gemm from two worker threads at once: correct results, OpenBLAS on one thread in each', { skip }, async () => {
   const M = 129, N = 65, K = 257, reps = 40;
   const A = randomArray(M * K, 1), B = randomArray(K * N, 2);
   const want = new Float32Array(M * N);
-  ref.gemm(false, true, M, N, K, 1, A, B.slice(), 0, want);
+  ref.gemm(false, true, M, N, K, 1, A, B, 0, want);
   // Each worker computes into its own region of one SharedArrayBuffer, at a non-zero offset.
   const shared = new Float32Array(new SharedArrayBuffer((2 * M * N + 8) * 4));
   const moduleUrl = new URL('../../src/kernels/native/index.ts', import.meta.url).href;
@@ -102,17 +101,33 @@ test('native gemm from two worker threads at once: correct results, OpenBLAS on 
       for (let r = 0; r < reps; r++) b.gemm(false, true, M, N, K, 1, a, B, 0, C);
       parentPort.postMessage({ blas: b.blas });
     });`;
-  const before = tasks();
   const run = (offset: number) => new Promise<{ blas: { threads: number } }>((resolve, reject) => {
     const w = new Worker(code, { eval: true, workerData: { A, B, shared, offset, M, N, K, reps } });
-    w.once('message', (m) => { void w.terminate(); resolve(m); });
+    w.once('message', (m) => { void w.terminate().then(() => resolve(m)); });
     w.once('error', reject);
   });
   const results = await Promise.all([run(3), run(3 + M * N)]);
   for (const r of results) assert.equal(r.blas.threads, 1);
   assertClose(shared.subarray(3, 3 + M * N), want, { rtol: 1e-5, atol: 1e-4, what: 'worker 1' });
   assertClose(shared.subarray(3 + M * N, 3 + 2 * M * N), want, { rtol: 1e-5, atol: 1e-4, what: 'worker 2' });
-  assert.ok(tasks() <= before + 2, `threads grew from ${before} to ${tasks()}`);
+});
+
+test('loading the addon starts no OpenBLAS threads (pthread builds otherwise start cores − 1 idle ones)', { skip: skip || (existsSync('/proc/self/task') ? false : 'needs /proc') }, () => {
+  // In a fresh process without OPENBLAS_NUM_THREADS, count this process's threads around the load.
+  const addonUrl = new URL('../../src/kernels/native/addon.ts', import.meta.url).href;
+  const script = `import { existsSync } from 'node:fs';
+    const { loadNativeAddon } = await import(${JSON.stringify(addonUrl)});
+    const before = readdirSync('/proc/self/task').length;
+    const a = loadNativeAddon();
+    const after = readdirSync('/proc/self/task').length;
+    console.log(JSON.stringify({ before, after, threads: a.info().threads, env: process.env.OPENBLAS_NUM_THREADS ?? null }));`;
+  const { OPENBLAS_NUM_THREADS: _, ...env } = process.env;
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: root, env, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const out = JSON.parse(r.stdout) as { before: number; after: number; threads: number; env: string | null };
+  assert.equal(out.after, out.before, `loading the addon started ${out.after - out.before} thread(s)`);
+  assert.equal(out.threads, 1);
+  assert.equal(out.env, null, 'OPENBLAS_NUM_THREADS is restored after the load (children do not inherit it)');
 });
 
 test('build:native without OpenBLAS prints one line and exits 0; PARATRAIN_NATIVE=0 skips it', () => {
