@@ -115,7 +115,7 @@ test('native gemm from two worker threads at once: correct results, OpenBLAS on 
 test('loading the addon starts no OpenBLAS threads (pthread builds otherwise start cores − 1 idle ones)', { skip: skip || (existsSync('/proc/self/task') ? false : 'needs /proc') }, () => {
   // In a fresh process without OPENBLAS_NUM_THREADS, count this process's threads around the load.
   const addonUrl = new URL('../../src/kernels/native/addon.ts', import.meta.url).href;
-  const script = `import { existsSync } from 'node:fs';
+  const script = `const { readdirSync } = await import('node:fs');
     const { loadNativeAddon } = await import(${JSON.stringify(addonUrl)});
     const before = readdirSync('/proc/self/task').length;
     const a = loadNativeAddon();
