@@ -2,7 +2,7 @@
  * Convergence of every strategy on Fashion-MNIST with examples/mnist-small.yaml: test accuracy
  * after each epoch and wall time, for each strategy on 2 and 4 devices. Long (tens of minutes on
  * the full dataset); run alone.
- *   npm run bench -- strategies [--devices 2,4] [--epochs 5] [--strategies sync,async,...] [--data DIR] [--json FILE]
+ *   npm run bench -- strategies [--devices 2,4] [--epochs 5] [--strategies sync,async,...] [--data DIR] [--backend NAME] [--json FILE]
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -37,12 +37,13 @@ export async function main(args: string[]): Promise<void> {
   const names = option(args, 'strategies', 'sync,async,hybrid,bsp,easgd,bmuf').split(',');
   const dataDir = option(args, 'data', '');
   const json = option(args, 'json', '');
+  const backend = option(args, 'backend', 'auto');
   const base = loadConfig(new URL('../examples/mnist-small.yaml', import.meta.url).pathname);
   const rows: Row[] = [];
   let source = '';
   for (const devices of devicesList) {
     for (const name of names) {
-      const config = applyOverrides(base, { devices, epochs, ...(dataDir ? { dataDir } : {}) });
+      const config = applyOverrides(base, { devices, epochs, backend, ...(dataDir ? { dataDir } : {}) });
       config.train.strategy = strategyFor(name, devices);
       config.train.evalEvery = 1;
       if (name === 'hybrid') {
@@ -69,6 +70,7 @@ export async function main(args: string[]): Promise<void> {
       }
       const r = rows[rows.length - 1]!;
       console.error(`${name} ×${devices}: ${r.accuracy.map((a) => (100 * a).toFixed(2)).join(' → ')} % in ${r.seconds.toFixed(0)} s`);
+      if (json) writeFileSync(json, JSON.stringify({ source, epochs, backend, rows }, null, 2));  // after every run: a crash loses nothing
     }
   }
   console.log(`\nmnist-small (${base.optimizer.type}, per-device batch ${base.data.batchSize}) on ${source}; test accuracy after each epoch`);
@@ -77,5 +79,4 @@ export async function main(args: string[]): Promise<void> {
   for (const r of rows) {
     console.log(`| ${r.strategy} | ${r.devices} | ${r.accuracy.map((a) => `${(100 * a).toFixed(2)}%`).join(' | ')} | ${r.seconds.toFixed(0)} s | ${r.samplesPerSecond.toFixed(0)} | ${r.meanStaleness === undefined ? '—' : r.meanStaleness.toFixed(2)} |`);
   }
-  if (json) writeFileSync(json, JSON.stringify({ source, epochs, rows }, null, 2));
 }

@@ -297,6 +297,12 @@ static napi_value Conv2dForward(napi_env env, napi_callback_info info) {
       !need(env, fn, "y", ly, total * g.F) || (bias && !need(env, fn, "bias", lb, g.F))) return NULL;
   if (total == 0 || g.F == 0) return NULL;
   const float beta = bias ? 1.0f : 0.0f;
+  if (K == 0) {
+    /* An empty window: y is the bias (or 0). */
+    if (bias) fillBias(y, total, g.F, bias);
+    else memset(y, 0, (size_t)(total * g.F) * sizeof(float));
+    return NULL;
+  }
   if (isPointwise(&g)) {
     if (bias) fillBias(y, total, g.F, bias);
     gemm(false, false, total, g.F, K, 1.0f, x, w, beta, y);

@@ -136,7 +136,7 @@ export async function loadFashionMnist(options: LoadFashionMnistOptions = {}): P
   if (options.dir !== undefined) {
     const dir = options.dir;
     if (!isDir(dir)) {
-      throw new Error(`Fashion-MNIST directory ${dir} does not exist; fix data.dir, or leave it out to use the installed, cached or shipped copy`);
+      throw new Error(`Fashion-MNIST directory ${dir} does not exist; fix --data (or data.dir in the config), or leave it out to use the installed, cached or shipped copy`);
     }
     const found = findFashionMnistFiles(dir);
     const paths = complete(found);

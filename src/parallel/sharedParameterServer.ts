@@ -3,14 +3,14 @@ import { createOptimizer, optimizerStateSize, type Optimizer } from '../optim/op
 import type { OptimizerSpec } from '../optim/spec.ts';
 import type { ParameterServer } from './parameterServer.ts';
 
-/** A lock every thread can take (Atomics-based); `abortable` waits throw when the job aborts. */
+/** A lock every thread can take (Atomics-based); waits throw when the job aborts. Returns ms waited. */
 export interface SharedLock {
-  lock(): void;
+  lock(): number;
   unlock(): void;
 }
 
-/** Blocks until `word` of `control` satisfies `ready`, waking on notify; throws when `isAborted()`. */
-export type WaitUntil = (control: Int32Array, word: number, ready: (value: number) => boolean) => void;
+/** Blocks until `word` of `control` satisfies `ready`, waking on notify; throws when the job aborts. Returns ms waited. */
+export type WaitUntil = (control: Int32Array, word: number, ready: (value: number) => boolean) => number;
 
 /** Slots of the control block. */
 const VERSION = 0, TURN = 1;
@@ -42,6 +42,8 @@ export class SharedParameterServer implements ParameterServer {
   private readonly control: Int32Array;
   private readonly params: Float32Array;
   private readonly optimizer: Optimizer;
+  /** time in server calls, of it waiting (lock, turn), and bytes moved, since the last takeStats() */
+  private stats = { commMs: 0, waitMs: 0, bytes: 0 };
 
   constructor(memory: SharedParameterServerMemory, backend: Backend, spec: OptimizerSpec,
               private readonly mutex: SharedLock, private readonly waitUntil: WaitUntil) {
@@ -56,19 +58,34 @@ export class SharedParameterServer implements ParameterServer {
     });
   }
 
-  async pull(into: Float32Array): Promise<number> {
-    this.mutex.lock();
+  takeStats(): { commMs: number; waitMs: number; bytes: number } {
+    const s = this.stats;
+    this.stats = { commMs: 0, waitMs: 0, bytes: 0 };
+    return s;
+  }
+
+  /** Runs `fn` under the lock, accounting time, lock wait and bytes moved. */
+  private locked<T>(bytes: number, fn: () => T): T {
+    const t0 = performance.now();
+    this.stats.waitMs += this.mutex.lock();
     try {
-      into.set(this.params);
-      return Atomics.load(this.control, VERSION);
+      return fn();
     } finally {
       this.mutex.unlock();
+      this.stats.commMs += performance.now() - t0;
+      this.stats.bytes += bytes;
     }
   }
 
+  async pull(into: Float32Array): Promise<number> {
+    return this.locked(into.byteLength, () => {
+      into.set(this.params);
+      return Atomics.load(this.control, VERSION);
+    });
+  }
+
   async push(grads: Float32Array, computedAt: number, lr: number, maxStaleness?: number): Promise<{ staleness: number; applied: boolean }> {
-    this.mutex.lock();
-    try {
+    return this.locked(grads.byteLength, () => {
       const version = Atomics.load(this.control, VERSION);
       const staleness = version - computedAt;
       if (maxStaleness !== undefined && staleness > maxStaleness) return { staleness, applied: false };
@@ -76,14 +93,12 @@ export class SharedParameterServer implements ParameterServer {
       this.optimizer.step(this.params, grads, lr);
       Atomics.store(this.control, VERSION, version + 1);
       return { staleness, applied: true };
-    } finally {
-      this.mutex.unlock();
-    }
+    });
   }
 
   async elasticExchange(x: Float32Array, alpha: number): Promise<void> {
-    this.mutex.lock();
-    try {
+    // reads the centre and writes it back: twice the weights' bytes
+    this.locked(2 * x.byteLength, () => {
       const c = this.params;
       for (let i = 0; i < c.length; i++) {
         const d = alpha * (x[i]! - c[i]!);
@@ -91,13 +106,13 @@ export class SharedParameterServer implements ParameterServer {
         x[i] = x[i]! - d;
       }
       Atomics.add(this.control, VERSION, 1);
-    } finally {
-      this.mutex.unlock();
-    }
+    });
   }
 
   async waitTurn(rank: number, size: number): Promise<void> {
-    this.waitUntil(this.control, TURN, (turn) => turn % size === rank);
+    const t0 = performance.now();
+    this.stats.waitMs += this.waitUntil(this.control, TURN, (turn) => turn % size === rank);
+    this.stats.commMs += performance.now() - t0;
   }
 
   async passTurn(): Promise<void> {

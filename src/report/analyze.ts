@@ -172,28 +172,34 @@ export function downsample(columns: readonly (readonly number[])[], maxPoints: n
   });
 }
 
-/** Samples per second over wall time: all devices' steps in time order, in groups. */
+/**
+ * Samples per second over wall time, all devices together: samples of the steps that ended in a
+ * sliding window (1/15 of the training time) before each of `points` instants. A window spans
+ * several steps of every device, so the bursts in which step reports arrive do not show as noise.
+ */
 function throughput(steps: readonly StepInfo[], t0: number, points: number): RunSeries['throughput'] {
   const sorted = [...steps].sort((a, b) => a.time - b.time);
   const out = { time: [] as number[], samplesPerSecond: [] as number[] };
   if (sorted.length === 0) return out;
-  const per = Math.max(1, Math.ceil(sorted.length / points));
-  // the first group starts when the first step started, not when the run did (data loading, worker start)
-  let from = sorted[0]!.time - sorted[0]!.computeMs - sorted[0]!.syncMs;
-  // events arrive in bursts now and then: a group spans at least half its fair share of the time
-  const minSpan = Math.max(1, (sorted.at(-1)!.time - from) / points / 2);
-  let samples = 0, k = 0;
-  for (const s of sorted) {
-    samples += s.samples;
-    k++;
-    const span = s.time - from;
-    if (k >= per && span >= minSpan) {
-      out.time.push((s.time - t0) / 1000);
-      out.samplesPerSecond.push(samples / (span / 1000));
-      from = s.time;
-      samples = 0;
-      k = 0;
-    }
+  // training starts when the first step started, not when the run did (data loading, worker start)
+  const first = sorted[0]!.time - sorted[0]!.computeMs - sorted[0]!.syncMs;
+  const last = sorted.at(-1)!.time;
+  const span = Math.max(last - first, 1);
+  const window = span / 15;
+  // prefix sums of samples over the sorted events: samples in (a, b] by two binary searches
+  const cum = [0];
+  for (const s of sorted) cum.push(cum.at(-1)! + s.samples);
+  const upTo = (t: number) => {  // number of events with time ≤ t
+    let lo = 0, hi = sorted.length;
+    while (lo < hi) { const mid = (lo + hi) >> 1; if (sorted[mid]!.time <= t) lo = mid + 1; else hi = mid; }
+    return lo;
+  };
+  const n = Math.max(2, points);
+  for (let i = 0; i < n; i++) {
+    const t = first + window + ((span - window) * i) / (n - 1);
+    const samples = cum[upTo(t)]! - cum[upTo(t - window)]!;
+    out.time.push(round((t - t0) / 1000));
+    out.samplesPerSecond.push(round(samples / (window / 1000)));
   }
   return out;
 }

@@ -40,8 +40,8 @@ const SECTIONS: Record<(typeof CHART_IDS)[number], { title: string; note: string
   throughput: { title: 'Throughput', note: 'Training samples per second, all devices together.' },
   'device-share': { title: 'Where each device\'s time went', note: 'Compute, communication (collectives, pushes, pulls, optimizer) and idle time waiting for peers. ⚠ marks a straggler: compute time per sample ≥ 1.5× the devices\' median.' },
   timeline: { title: 'Device timeline', note: 'Each device\'s steps over wall time: compute, communication, idle. A straggler shows as longer compute bars while its peers sit idle.', wide: true },
-  staleness: { title: 'Staleness (asynchronous runs)', note: 'How many server updates happened between a device fetching its weights and its gradient being applied.' },
-  bytes: { title: 'Bytes communicated', note: 'Bytes the devices moved in collectives over the whole run (hover for each device).' },
+  staleness: { title: 'Staleness of applied gradients', note: 'How many updates the shared weights took between a device fetching them and its gradient being applied (recorded by the parameter-server strategies: async, and sync, where it is 0).' },
+  bytes: { title: 'Bytes communicated', note: 'Bytes the devices moved in collectives (all-reduce, broadcast, …) over the whole run; hover for each device. The shared-memory parameter server of sync and async is not counted.' },
   memory: { title: 'Peak memory', note: 'Peak resident memory of the training process (all devices\' threads).' },
 };
 
@@ -61,7 +61,7 @@ export function renderHtml(runs: readonly ReportRun[], opts: HtmlOptions = {}): 
   const sections = CHART_IDS.map((id) => {
     const s = SECTIONS[id];
     const empty = id === 'staleness' && !anyStaleness
-      ? '<p class="empty">No asynchronous run here: only the async strategy (and EASGD in async mode) records staleness.</p>'
+      ? '<p class="empty">No run here records staleness: only the parameter-server strategies (async, sync) do.</p>'
       : '';
     return `<section class="chart${s.wide ? ' wide' : ''}" id="chart-${id}">
 <h2>${esc(s.title)}</h2>

@@ -2,7 +2,8 @@
  * Reports: run directories (their metrics.jsonl) → a terminal summary table and one self-contained
  * HTML file. Never trains.
  */
-import { readFileSync, renameSync, statSync, writeFileSync, unlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync, unlinkSync } from 'node:fs';
+import { METRICS_FILE } from '../runtime/metrics.ts';
 import { join } from 'node:path';
 import { loadRun, runLabels, type RunData } from './runData.ts';
 import { series, summarize } from './analyze.ts';
@@ -19,10 +20,17 @@ export { findStragglers, STRAGGLER_RATIO } from './stragglers.ts';
 
 export const REPORT_FILE = 'report.html';
 
-/** Loads and analyses runs (in the order given). Throws one-line errors naming the bad directory or file. */
+/**
+ * Loads and analyses runs, in the order given. A directory without a metrics.jsonl whose
+ * sub-directories are runs (what `paratrain compare` writes) stands for those runs, in the order
+ * they started. Throws one-line errors naming the bad directory or file.
+ */
 export function loadReportRuns(dirs: readonly string[]): ReportRun[] {
   if (dirs.length === 0) throw new Error('no run directory given; e.g. paratrain report runs/latest');
-  const runs: RunData[] = dirs.map((d) => loadRun(d));
+  const runs: RunData[] = dirs.flatMap((d) => {
+    const children = existsSync(join(d, METRICS_FILE)) ? [] : childRuns(d);
+    return children.length > 0 ? children.map((c) => loadRun(c)).sort((a, b) => a.start.time - b.start.time) : [loadRun(d)];
+  });
   const labels = runLabels(runs);
   return runs.map((run, i) => ({ label: labels[i]!, run, summary: summarize(run), series: series(run) }));
 }
@@ -62,6 +70,17 @@ export function writeReport(runs: readonly ReportRun[], opts: WriteReportOptions
     throw new Error(`cannot write the report ${out}: ${(e as Error).message}`);
   }
   return out;
+}
+
+/** Sub-directories of `dir` that hold a metrics.jsonl (none when `dir` is not a readable directory). */
+function childRuns(dir: string): string[] {
+  try {
+    return readdirSync(dir, { withFileTypes: true })
+      .filter((e) => e.isDirectory() && existsSync(join(dir, e.name, METRICS_FILE)))
+      .map((e) => join(dir, e.name));
+  } catch {
+    return [];
+  }
 }
 
 function exists(path: string): boolean {

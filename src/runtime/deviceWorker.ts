@@ -43,8 +43,9 @@ try {
     checkpointPath: init.checkpointPath, shared: true, slowdown: init.slowdown, failAtStep: init.failAtStep,
     emit: (event) => post({ kind: 'event', event }),
     takeCommStats: () => {
-      const s = comm.takeStats();
-      return { commMs: s.commMs, idleMs: s.waitMs, bytes: s.bytes };
+      // collectives and the parameter server both count as communication
+      const s = comm.takeStats(), p = ps?.takeStats() ?? { commMs: 0, waitMs: 0, bytes: 0 };
+      return { commMs: s.commMs + p.commMs, idleMs: s.waitMs + p.waitMs, bytes: s.bytes + p.bytes };
     },
   });
 } catch (err) {

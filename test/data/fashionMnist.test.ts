@@ -35,7 +35,7 @@ test('explicit dir with .gz files', async () => {
 test('explicit dir that does not exist gets its own message', async () => {
   const dir = join(tmpDir(), 'nope');
   await assert.rejects(loadFashionMnist({ dir, ...quiet }), (err: Error) => {
-    assert.equal(err.message, `Fashion-MNIST directory ${dir} does not exist; fix data.dir, or leave it out to use the installed, cached or shipped copy`);
+    assert.equal(err.message, `Fashion-MNIST directory ${dir} does not exist; fix --data (or data.dir in the config), or leave it out to use the installed, cached or shipped copy`);
     return true;
   });
 });

@@ -152,3 +152,19 @@ test('native conv2d rejects short operands and bad geometry before touching memo
   assert.throws(() => b.conv2dForward(f(s.x), f(s.w), null, f(s.y), { ...g, padTop: -1 }), /geometry field padTop must be a non-negative integer/);
   assert.throws(() => b.conv2dForward(f(s.x), f(s.w), null, f(s.y), { ...g, OH: 1e10 }), /geometry field OH/);
 });
+
+test('native conv2d with an empty window (C = 0) gives the bias, and its backward passes leave dw empty', { skip }, () => {
+  const g: Conv2DGeometry = { N: 2, H: 3, W: 3, C: 0, KH: 3, KW: 3, F: 4, strideH: 1, strideW: 1, padTop: 1, padLeft: 1, OH: 3, OW: 3 };
+  const none = new Float32Array(0), bias = Float32Array.of(1, 2, 3, 4);
+  for (const withBias of [true, false]) {
+    const y = new Float32Array(2 * 9 * 4).fill(NaN), want = new Float32Array(2 * 9 * 4);
+    b.conv2dForward(none, none, withBias ? bias : null, y, g);
+    ref.conv2dForward(none, none, withBias ? bias : null, want, g);
+    assert.deepEqual([...y], [...want]);
+  }
+  const dy = randomArray(2 * 9 * 4, 5), db = Float32Array.of(1, 1, 1, 1), wantB = db.slice();
+  b.conv2dBackwardFilter(none, dy, none, db, g);
+  ref.conv2dBackwardFilter(none, dy, none, wantB, g);
+  assertClose(db, wantB, { what: 'db' });
+  b.conv2dBackwardData(dy, none, none, g);
+});

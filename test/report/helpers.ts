@@ -37,6 +37,8 @@ export interface SyntheticRun {
   slow?: Record<number, number>;
   /** leave out the end event (a run killed early) */
   unfinished?: boolean;
+  /** unix ms of the start event */
+  startTime?: number;
 }
 
 /**
@@ -45,10 +47,10 @@ export interface SyntheticRun {
  * wait for the slowest device (idle time), async ones record staleness.
  */
 export function writeSyntheticRun(dir: string, opts: SyntheticRun = {}): string {
-  const { strategy = 'hybrid', devices = 2, epochs = 2, stepsPerEpoch = 50, slow = {}, unfinished = false } = opts;
+  const { strategy = 'hybrid', devices = 2, epochs = 2, stepsPerEpoch = 50, slow = {}, unfinished = false, startTime = 1_700_000_000_000 } = opts;
   mkdirSync(dir, { recursive: true });
   const lines: object[] = [];
-  let time = 1_700_000_000_000;
+  let time = startTime;
   const t0 = time;
   const batch = 32;
   const async = strategy === 'async';

@@ -69,7 +69,7 @@ test('report output: regenerates its own file, refuses a foreign one without for
     assert.equal(writeReport(runs, { out: join(dir, 'out') }), join(dir, 'out', 'report.html'));
     assert.throws(() => writeReport(runs, { out: join(dir, 'missing', 'r.html') }), /cannot write the report .*r\.html: its folder does not exist/);
     const html = readFileSync(first, 'utf8');
-    assert.match(html, /No asynchronous run here/, 'without async runs the staleness section says why it is empty');
+    assert.match(html, /No run here records staleness/, 'without async runs the staleness section says why it is empty');
     assert.ok(!existsSync(`${first}.tmp-${process.pid}`));
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -105,6 +105,21 @@ test('report from a real short run (2 devices, 256 samples)', async () => {
     const html = readFileSync(writeReport([run!]), 'utf8');
     for (const id of CHART_IDS) assert.ok(html.includes(`id="chart-${id}"`), id);
     assertSelfContained(html);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a directory of runs (what compare writes) stands for its runs, in the order they started', () => {
+  const dir = tmpDir();
+  try {
+    writeSyntheticRun(join(dir, 'cmp', 'zeta'), { strategy: 'bsp', startTime: 1_700_000_000_000 });
+    writeSyntheticRun(join(dir, 'cmp', 'alpha'), { strategy: 'bmuf', startTime: 1_700_000_100_000 });
+    writeSyntheticRun(join(dir, 'single'), { strategy: 'async' });
+    const runs = loadReportRuns([join(dir, 'cmp'), join(dir, 'single')]);
+    assert.deepEqual(runs.map((r) => r.label), ['bsp ×2 (zeta)', 'bmuf ×2 (alpha)', 'async ×2 (single)']);
+    mkdirSync(join(dir, 'nothing', 'sub'), { recursive: true });
+    assert.throws(() => loadReportRuns([join(dir, 'nothing')]), /has no metrics\.jsonl/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

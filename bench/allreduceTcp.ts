@@ -1,0 +1,230 @@
+/**
+ * TCP allreduce bandwidth over loopback: 2 and 4 processes (one rank each), plain Float32Array
+ * buffers of 1–64 MB, allreduce(sum) with the chunked, pipelined ring of src/comm/tcp. Each cell
+ * is the median over timed repetitions (after a warm-up of at least 3 calls and 300 ms) of the
+ * slowest rank's time for one call, all ranks entering together after a barrier. Algorithm
+ * bandwidth = buffer bytes / time.
+ *
+ * Where Debian's python3-torch is installed, the same measurement runs for Gloo's allreduce via
+ * torch.distributed (same process counts, sizes, repetitions, one thread per process), and the
+ * table shows paratrain / Gloo ratios (≥ 1: paratrain is at least as fast).
+ *
+ *   npm run bench -- allreduce-tcp [--sizes 1,4,16,64] [--procs 2,4] [--reps 9] [--chunk-kb 1024] [--no-gloo]
+ *
+ * The machine may have few cores: with 4 processes on 2 cores both implementations share them
+ * alike. Run it once, on a quiet machine.
+ */
+import { fork } from 'node:child_process';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { TcpCommunicator } from '../src/comm/tcp/index.ts';
+import { runPython, torchPython } from './torch.ts';
+
+const MB = 1 << 20;
+const ENV_FLAG = 'PARATRAIN_TCP_BENCH_RANK';
+
+interface RankJob {
+  rank: number;
+  worldSize: number;
+  masterPort: number;
+  sizesMb: number[];
+  reps: number;
+  chunkBytes: number;
+  secret: string;
+}
+
+/** rank → parent messages */
+type RankMsg = { kind: 'master'; port: number } | { kind: 'times'; rank: number; times: Record<number, number[]> } | { kind: 'error'; message: string };
+
+function flag(args: string[], name: string): string | undefined {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : undefined;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** Runs one world of `worldSize` processes; returns GB/s per size (median of the slowest rank's times). */
+async function runWorld(worldSize: number, sizesMb: number[], reps: number, chunkBytes: number): Promise<Record<number, number>> {
+  const secret = `bench-${process.pid}-${Date.now()}-0123456789abcdef`;
+  const self = fileURLToPath(import.meta.url);
+  const children: ReturnType<typeof fork>[] = [];
+  const results: Record<number, Record<number, number[]>> = {};
+  let masterPort = 0;
+  let onListening: (port: number) => void = () => {};
+  const listening = new Promise<number>((resolve) => { onListening = resolve; });
+  const spawnRank = (rank: number) => new Promise<void>((resolve, reject) => {
+    const job: RankJob = { rank, worldSize, masterPort, sizesMb, reps, chunkBytes, secret };
+    const child = fork(self, [], {
+      execArgv: ['--import', 'tsx'],
+      env: { ...process.env, [ENV_FLAG]: JSON.stringify(job) },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    children.push(child);
+    let error: string | undefined;
+    child.on('message', (m: RankMsg) => {
+      if (m.kind === 'master') onListening(m.port);
+      else if (m.kind === 'times') results[rank] = m.times;
+      else error = m.message;
+    });
+    child.on('exit', (code) => {
+      if (code === 0 && !error) resolve();
+      else reject(new Error(`rank ${rank} failed: ${error ?? `exit code ${code}`}`));
+    });
+  });
+  // rank 0 first, on any free port; the others once it listens
+  const ends = [spawnRank(0)];
+  ends[0]!.catch(() => onListening(-1));
+  masterPort = await listening;
+  if (masterPort > 0) for (let r = 1; r < worldSize; r++) ends.push(spawnRank(r));
+  try {
+    await Promise.all(ends);
+  } finally {
+    for (const c of children) if (c.exitCode === null) c.kill();
+  }
+  const out: Record<number, number> = {};
+  for (const mb of sizesMb) {
+    const slowest = Array.from({ length: reps }, (_, i) => Math.max(...Object.values(results).map((t) => t[mb]![i]!)));
+    out[mb] = (mb * MB) / (median(slowest) / 1000) / 1e9;
+  }
+  return out;
+}
+
+const GLOO_SCRIPT = `
+import os, sys, time, json, statistics
+import torch, torch.distributed as dist, torch.multiprocessing as mp
+
+def run(rank, world, port, sizes, reps, q):
+    os.environ['MASTER_ADDR'] = '127.0.0.1'
+    os.environ['MASTER_PORT'] = str(port)
+    torch.set_num_threads(1)
+    dist.init_process_group('gloo', rank=rank, world_size=world)
+    out = {}
+    for mb in sizes:
+        t = torch.ones(mb * (1 << 20) // 4)
+        t0 = time.perf_counter(); i = 0
+        while i < 3 or time.perf_counter() - t0 < 0.3:
+            dist.all_reduce(t); i += 1
+        ts = []
+        for _ in range(reps):
+            dist.barrier()
+            s = time.perf_counter(); dist.all_reduce(t); ts.append(time.perf_counter() - s)
+        out[mb] = ts
+    q.put((rank, out))
+    dist.destroy_process_group()
+
+if __name__ == '__main__':
+    world, port, reps = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[4])
+    sizes = [int(x) for x in sys.argv[3].split(',')]
+    ctx = mp.get_context('spawn')
+    q = ctx.Queue()
+    ps = [ctx.Process(target=run, args=(r, world, port, sizes, reps, q)) for r in range(world)]
+    for p in ps: p.start()
+    res = dict(q.get() for _ in ps)
+    for p in ps: p.join()
+    gbs = {}
+    for mb in sizes:
+        slow = [max(res[r][mb][i] for r in res) for i in range(reps)]
+        gbs[mb] = mb * (1 << 20) / statistics.median(slow) / 1e9
+    print(json.dumps(gbs))
+`;
+
+async function freePort(): Promise<number> {
+  const net = await import('node:net');
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as import('node:net').AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function runGloo(worldSize: number, sizesMb: number[], reps: number): Promise<Record<number, number>> {
+  const port = await freePort();
+  const out = runPython(GLOO_SCRIPT, [String(worldSize), String(port), sizesMb.join(','), String(reps)]);
+  const parsed = JSON.parse(out.split('\n').pop()!) as Record<string, number>;
+  return Object.fromEntries(Object.entries(parsed).map(([k, v]) => [Number(k), v]));
+}
+
+export async function main(args: string[]): Promise<void> {
+  const sizesMb = (flag(args, 'sizes') ?? '1,4,16,64').split(',').map(Number);
+  const procs = (flag(args, 'procs') ?? '2,4').split(',').map(Number);
+  const reps = Number(flag(args, 'reps') ?? 9);
+  const chunkBytes = Number(flag(args, 'chunk-kb') ?? 1024) * 1024;
+  const gloo = !args.includes('--no-gloo') && torchPython() !== null;
+
+  console.log(`tcp allreduce(sum) over loopback, one rank per process, median of ${reps} after warm-up (slowest rank per call)`);
+  console.log(`algorithm bandwidth = buffer bytes / time; chunk ${chunkBytes / 1024} KiB` +
+    (gloo ? '; Gloo = torch.distributed gloo all_reduce, same sizes; ratio = paratrain / Gloo' : '; Gloo: python3-torch not found (or --no-gloo)') + '\n');
+
+  const rows: string[][] = [];
+  const head = ['size'];
+  const cols: Record<number, { pt: Record<number, number>; gl?: Record<number, number> }> = {};
+  for (const n of procs) {
+    cols[n] = { pt: await runWorld(n, sizesMb, reps, chunkBytes) };
+    if (gloo) {
+      try {
+        cols[n]!.gl = await runGloo(n, sizesMb, reps);
+      } catch (err) {
+        console.log(`Gloo with ${n} processes failed: ${(err as Error).message}`);
+      }
+    }
+    head.push(`paratrain ${n}p`, ...(cols[n]!.gl ? [`Gloo ${n}p`, 'ratio'] : []));
+  }
+  for (const mb of sizesMb) {
+    const row = [`${mb} MB`];
+    for (const n of procs) {
+      const { pt, gl } = cols[n]!;
+      row.push(`${pt[mb]!.toFixed(2)} GB/s`);
+      if (gl) row.push(`${gl[mb]!.toFixed(2)} GB/s`, `${(pt[mb]! / gl[mb]!).toFixed(2)}×`);
+    }
+    rows.push(row);
+  }
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (c: string[]) => c.map((x, i) => (i === 0 ? x.padStart(widths[i]!) : x.padEnd(widths[i]!))).join('   ');
+  console.log(line(head));
+  for (const r of rows) console.log(line(r));
+}
+
+async function rankMain(job: RankJob): Promise<void> {
+  const send = (m: RankMsg) => new Promise<void>((resolve) => process.send!(m, () => resolve()));
+  try {
+    const comm = await TcpCommunicator.connect({
+      rank: job.rank, worldSize: job.worldSize, masterPort: job.masterPort, secret: job.secret, chunkBytes: job.chunkBytes,
+      timeoutMs: 60_000, onMasterListening: ({ port }) => void send({ kind: 'master', port }),
+    });
+    const times: Record<number, number[]> = {};
+    const flagBuf = new Float32Array(1);
+    for (const mb of job.sizesMb) {
+      const buf = new Float32Array((mb * MB) / 4).fill(1);
+      for (let i = 0, t0 = performance.now(); ; i++) {
+        await comm.allreduce(buf);
+        flagBuf[0] = comm.rank === 0 && i >= 2 && performance.now() - t0 > 300 ? 1 : 0;
+        await comm.broadcast(flagBuf, 0);
+        if (flagBuf[0] === 1) break;
+      }
+      const ts: number[] = [];
+      for (let i = 0; i < job.reps; i++) {
+        buf.fill(1);
+        await comm.barrier();
+        const t0 = performance.now();
+        await comm.allreduce(buf);
+        ts.push(performance.now() - t0);
+      }
+      if (buf[0] !== job.worldSize) throw new Error(`wrong result ${buf[0]} (expected ${job.worldSize})`);
+      times[mb] = ts;
+    }
+    await send({ kind: 'times', rank: job.rank, times });
+    await comm.close();
+  } catch (err) {
+    await send({ kind: 'error', message: (err as Error).message });
+    process.exitCode = 1;
+  }
+  process.disconnect();
+}
+
+if (process.env[ENV_FLAG]) {
+  await rankMain(JSON.parse(process.env[ENV_FLAG]!) as RankJob);
+} else if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  await main(process.argv.slice(2));
+}

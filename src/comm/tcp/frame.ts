@@ -1,0 +1,281 @@
+/**
+ * The wire format of the tcp transport: every byte on a paratrain connection is part of a frame.
+ *
+ *   offset  size  field
+ *        0     4  magic        0x31525450, the bytes "PTR1" (the 1 is the protocol version)
+ *        4     1  type         FrameType
+ *        5     1  flags        reduce op of a collective (0 sum, 1 mean)
+ *        6     2  arg          broadcast root; 0 otherwise
+ *        8     4  seq          frame number on this connection in this direction, from 0 (a gap,
+ *                              replay or reorder is an error)
+ *       12     4  tag          collective sequence number, or the send/recv tag
+ *       16     4  aux          a collective's element count (every rank must pass the same), or
+ *                              a point-to-point message's element count
+ *       20     4  length       payload bytes; at most the receiver's maximum frame size
+ *       24     4  payloadCrc   CRC32 (zlib's) of the payload
+ *       28     4  headerCrc    CRC32 of bytes 0–27, so a corrupt length is caught before it is used
+ *
+ * All fields little-endian; payload floats are IEEE float32 little-endian (big-endian hosts are
+ * refused at connect). Control frames (handshake, rendezvous, abort) carry UTF-8 JSON payloads;
+ * data frames carry raw float32 bytes.
+ *
+ * FrameDecoder turns a byte stream into frames and throws FrameError on anything malformed:
+ * wrong magic, header checksum, unknown type, oversized length, sequence gap, payload checksum.
+ * The connection is then dropped by its owner: a stream cannot be resynchronised.
+ */
+import { crc32 } from 'node:zlib';
+
+export const MAGIC = 0x31525450;
+export const HEADER_BYTES = 32;
+/** frames before authentication are small JSON messages: anything larger is dropped */
+export const PRE_AUTH_MAX_FRAME = 4096;
+
+export const FrameType = {
+  /** dialer → acceptor: who I am, my nonce */
+  Hello: 1,
+  /** acceptor → dialer: my nonce, my proof on yours */
+  Challenge: 2,
+  /** dialer → acceptor: my proof on yours */
+  Proof: 3,
+  /** acceptor → dialer: authenticated */
+  Welcome: 4,
+  /** either way: refused, with a message; the sender closes the connection */
+  Refuse: 5,
+  /** rank → master: my data address, config hash, limits */
+  Register: 6,
+  /** master → rank: every rank's address */
+  Table: 7,
+  /** collective data; tag = collective sequence number */
+  Allreduce: 16,
+  ReduceScatter: 17,
+  Allgather: 18,
+  Broadcast: 19,
+  Barrier: 20,
+  /** point-to-point data; tag = user tag */
+  P2P: 24,
+  /** the job is aborted: JSON { origin, reason } */
+  Abort: 30,
+  /** clean close of the sender's communicator */
+  Bye: 31,
+} as const;
+export type FrameType = (typeof FrameType)[keyof typeof FrameType];
+
+const TYPE_NAMES: Record<number, string> = {
+  1: 'hello', 2: 'challenge', 3: 'proof', 4: 'welcome', 5: 'refuse', 6: 'register', 7: 'table',
+  16: 'allreduce', 17: 'reduceScatter', 18: 'allgather', 19: 'broadcast', 20: 'barrier', 24: 'send/recv', 30: 'abort', 31: 'bye',
+};
+
+export function frameTypeName(type: number): string {
+  return TYPE_NAMES[type] ?? `unknown type ${type}`;
+}
+
+export interface FrameHeader {
+  type: number;
+  flags: number;
+  arg: number;
+  seq: number;
+  tag: number;
+  aux: number;
+  length: number;
+}
+
+export interface Frame extends FrameHeader {
+  payload: Buffer;
+}
+
+/** Malformed, oversized or out-of-sequence traffic; the connection it came on must be dropped. */
+export class FrameError extends Error {
+  override readonly name = 'FrameError';
+}
+
+/** The 32-byte header for a payload whose CRC is `payloadCrc`. */
+export function encodeHeader(h: FrameHeader, payloadCrc: number): Buffer {
+  const b = Buffer.allocUnsafe(HEADER_BYTES);
+  b.writeUInt32LE(MAGIC, 0);
+  b.writeUInt8(h.type, 4);
+  b.writeUInt8(h.flags, 5);
+  b.writeUInt16LE(h.arg, 6);
+  b.writeUInt32LE(h.seq >>> 0, 8);
+  b.writeUInt32LE(h.tag >>> 0, 12);
+  b.writeUInt32LE(h.aux >>> 0, 16);
+  b.writeUInt32LE(h.length >>> 0, 20);
+  b.writeUInt32LE(payloadCrc >>> 0, 24);
+  b.writeUInt32LE(crc32(b.subarray(0, 28)) >>> 0, 28);
+  return b;
+}
+
+export function payloadCrc(payload: Uint8Array): number {
+  return payload.length === 0 ? 0 : crc32(payload) >>> 0;
+}
+
+/** Header + payload as one buffer (control frames, tests). */
+export function encodeFrame(h: Omit<FrameHeader, 'length'>, payload: Uint8Array = Buffer.alloc(0)): Buffer {
+  return Buffer.concat([encodeHeader({ ...h, length: payload.length }, payloadCrc(payload)), payload]);
+}
+
+/**
+ * Reusable payload buffers for data frames: a fresh large allocation per frame costs page faults
+ * that dwarf the copy itself. `get(n)` returns a buffer of at least n bytes (byteOffset 0, a
+ * power-of-two capacity); `put` takes back a payload once its reader is done with it — the pool
+ * only keeps buffers it made, up to `maxRetainedBytes`.
+ */
+export class BufferPool {
+  private readonly free = new Map<number, Buffer[]>();
+  private readonly mine = new WeakSet<ArrayBufferLike>();
+  private retained = 0;
+
+  constructor(private readonly maxRetainedBytes = 64 * 1024 * 1024) {}
+
+  get(n: number): Buffer {
+    const cap = Math.max(4096, 2 ** Math.ceil(Math.log2(n)));
+    const list = this.free.get(cap);
+    const b = list?.pop();
+    if (b) {
+      this.retained -= cap;
+      return b;
+    }
+    const fresh = Buffer.allocUnsafeSlow(cap);
+    this.mine.add(fresh.buffer);
+    return fresh;
+  }
+
+  put(payload: Uint8Array): void {
+    const ab = payload.buffer;
+    if (!this.mine.has(ab)) return;
+    const cap = ab.byteLength;
+    if (this.retained + cap > this.maxRetainedBytes) return;
+    let list = this.free.get(cap);
+    if (!list) this.free.set(cap, (list = []));
+    // a double put would hand one buffer to two readers
+    if (list.some((x) => x.buffer === ab)) return;
+    list.push(Buffer.from(ab, 0, cap));
+    this.retained += cap;
+  }
+}
+
+/**
+ * Incremental decoder for one direction of one connection. `push` each chunk read from the
+ * socket; complete frames come out through `onFrame` in order. Data-frame payloads are copied into
+ * fresh buffers whose byteOffset is 0, so they can be viewed as Float32Array.
+ */
+export class FrameDecoder {
+  /** bytes of the current header collected so far */
+  private readonly head = Buffer.allocUnsafe(HEADER_BYTES);
+  private headFill = 0;
+  private header: FrameHeader | undefined;
+  private expectedCrc = 0;
+  private payload: Buffer | undefined;
+  private payloadFill = 0;
+  private runningCrc = 0;
+  private nextSeq = 0;
+  private failed = false;
+  /** where large payloads come from (after authentication); payloads of other frames are fresh */
+  pool: BufferPool | undefined;
+
+  constructor(
+    /** the largest payload accepted; may be raised later (after authentication) */
+    public maxFrameBytes: number,
+    private readonly onFrame: (frame: Frame) => void,
+    /** types accepted; anything else is a FrameError */
+    public allowedTypes?: ReadonlySet<number>,
+  ) {}
+
+  /** Throws FrameError; after one, the decoder refuses further input. */
+  push(chunk: Buffer): void {
+    if (this.failed) return;
+    try {
+      this.consume(chunk);
+    } catch (err) {
+      this.failed = true;
+      throw err;
+    }
+  }
+
+  private consume(chunk: Buffer): void {
+    let off = 0;
+    while (off < chunk.length) {
+      if (!this.header) {
+        const take = Math.min(HEADER_BYTES - this.headFill, chunk.length - off);
+        chunk.copy(this.head, this.headFill, off, off + take);
+        this.headFill += take;
+        off += take;
+        // reject a foreign protocol as soon as 4 bytes are in
+        if (this.headFill >= 4 && this.headFill - take < 4 && this.head.readUInt32LE(0) !== MAGIC) {
+          throw new FrameError(`not a paratrain frame (bad magic ${describeBytes(this.head.subarray(0, 4))})`);
+        }
+        if (this.headFill < HEADER_BYTES) return;
+        this.headFill = 0;
+        this.header = this.parseHeader();
+        if (this.header.length === 0) {
+          this.emit(Buffer.alloc(0));
+          continue;
+        }
+        const len = this.header.length;
+        this.payload = this.pool && len >= 4096 ? this.pool.get(len).subarray(0, len) : Buffer.allocUnsafeSlow(len);
+        this.payloadFill = 0;
+        this.runningCrc = 0;
+      }
+      const payload = this.payload!;
+      const take = Math.min(payload.length - this.payloadFill, chunk.length - off);
+      chunk.copy(payload, this.payloadFill, off, off + take);
+      // checksum the piece while it is in cache
+      this.runningCrc = crc32(payload.subarray(this.payloadFill, this.payloadFill + take), this.runningCrc);
+      this.payloadFill += take;
+      off += take;
+      if (this.payloadFill === payload.length) {
+        const crc = this.runningCrc >>> 0;
+        if (crc !== this.expectedCrc) {
+          throw new FrameError(`payload checksum mismatch in ${frameTypeName(this.header!.type)} frame #${this.header!.seq} ` +
+            `(${payload.length} bytes: got crc ${crc.toString(16)}, header says ${this.expectedCrc.toString(16)})`);
+        }
+        this.payload = undefined;
+        this.emit(payload);
+      }
+    }
+  }
+
+  private parseHeader(): FrameHeader {
+    const b = this.head;
+    const crc = crc32(b.subarray(0, 28)) >>> 0;
+    if (crc !== b.readUInt32LE(28)) throw new FrameError('header checksum mismatch (corrupt or foreign data)');
+    const h: FrameHeader = {
+      type: b.readUInt8(4), flags: b.readUInt8(5), arg: b.readUInt16LE(6), seq: b.readUInt32LE(8),
+      tag: b.readUInt32LE(12), aux: b.readUInt32LE(16), length: b.readUInt32LE(20),
+    };
+    if (!(h.type in TYPE_NAMES) || (this.allowedTypes && !this.allowedTypes.has(h.type))) {
+      throw new FrameError(`unexpected frame type ${frameTypeName(h.type)} here`);
+    }
+    if (h.length > this.maxFrameBytes) {
+      throw new FrameError(`oversized ${frameTypeName(h.type)} frame: ${h.length} bytes, the maximum here is ${this.maxFrameBytes}`);
+    }
+    if (h.seq !== this.nextSeq) {
+      throw new FrameError(`frame sequence gap: got #${h.seq}, expected #${this.nextSeq} (replayed or lost frame)`);
+    }
+    this.nextSeq = (this.nextSeq + 1) >>> 0;
+    this.expectedCrc = b.readUInt32LE(24);
+    return h;
+  }
+
+  private emit(payload: Buffer): void {
+    const h = this.header!;
+    this.header = undefined;
+    this.onFrame({ ...h, payload });
+  }
+}
+
+function describeBytes(b: Buffer): string {
+  const printable = [...b].every((c) => c >= 0x20 && c < 0x7f);
+  return printable ? JSON.stringify(b.toString('latin1')) : `0x${b.toString('hex')}`;
+}
+
+/** Parses a control frame's JSON payload; FrameError if it is not a JSON object. */
+export function parseJson(frame: Frame): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = JSON.parse(frame.payload.toString('utf8'));
+  } catch {
+    throw new FrameError(`${frameTypeName(frame.type)} frame carries malformed JSON`);
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new FrameError(`${frameTypeName(frame.type)} frame is not a JSON object`);
+  return v as Record<string, unknown>;
+}

@@ -1,0 +1,166 @@
+/**
+ * One TCP connection speaking frames: a socket, its decoder, and this side's send sequence.
+ *
+ * Inbound frames are either queued for `next()` (the handshake reads them one at a time) or,
+ * once `setHandler` is called, delivered to the handler (queued frames first). Any FrameError or
+ * socket error ends the link: `onEnd(err)` runs exactly once, with `undefined` for a clean close.
+ * Nothing here throws out of a socket event.
+ */
+import type { Socket } from 'node:net';
+import { crc32 } from 'node:zlib';
+import { encodeHeader, FrameDecoder, FrameError, FrameType, type BufferPool, type Frame } from './frame.ts';
+
+const noop = () => {};
+
+export function hostPort(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+export class Link {
+  readonly socket: Socket;
+  /** "host:port" of the other end, for messages */
+  readonly remote: string;
+  /** the rank at the other end, once authenticated; -1 before */
+  peerRank = -1;
+  /** payload bytes written / read (data frames and control frames alike) */
+  bytesOut = 0;
+  bytesIn = 0;
+
+  private sendSeq = 0;
+  private readonly decoder: FrameDecoder;
+  private handler: ((frame: Frame) => void) | undefined;
+  private readonly inbox: Frame[] = [];
+  private waiter: { resolve: (f: Frame) => void; reject: (e: Error) => void } | undefined;
+  private endError: Error | undefined;
+  private ended = false;
+  private endListeners: ((err: Error | undefined) => void)[] = [];
+
+  constructor(socket: Socket, maxFrameBytes: number, allowedTypes?: ReadonlySet<number>) {
+    this.socket = socket;
+    this.remote = hostPort(socket.remoteAddress ?? '?', socket.remotePort ?? 0);
+    socket.setNoDelay(true);
+    this.decoder = new FrameDecoder(maxFrameBytes, (f) => this.deliver(f), allowedTypes);
+    socket.on('data', (chunk: Buffer) => {
+      try {
+        this.decoder.push(chunk);
+      } catch (err) {
+        this.end(err instanceof Error ? err : new FrameError(String(err)), true);
+      }
+    });
+    socket.on('error', (err) => this.end(err, true));
+    socket.on('close', () => this.end(undefined, false));
+  }
+
+  /** After authentication: larger frames, other types, payloads from `pool`. */
+  raiseLimits(maxFrameBytes: number, allowedTypes?: ReadonlySet<number>, pool?: BufferPool): void {
+    this.decoder.maxFrameBytes = maxFrameBytes;
+    this.decoder.allowedTypes = allowedTypes;
+    this.decoder.pool = pool;
+  }
+
+  get isEnded(): boolean {
+    return this.ended;
+  }
+
+  /** Runs once when the link ends; `err` undefined for an orderly close. Runs at once if ended. */
+  onEnd(fn: (err: Error | undefined) => void): void {
+    if (this.ended) fn(this.endError);
+    else this.endListeners.push(fn);
+  }
+
+  /** The next inbound frame (handshake phase). Rejects when the link ends. */
+  next(): Promise<Frame> {
+    const f = this.inbox.shift();
+    if (f) return Promise.resolve(f);
+    if (this.ended) return Promise.reject(this.endError ?? new Error(`connection to ${this.remote} closed`));
+    return new Promise((resolve, reject) => { this.waiter = { resolve, reject }; });
+  }
+
+  setHandler(fn: (frame: Frame) => void): void {
+    this.handler = fn;
+    while (this.inbox.length && this.handler === fn) fn(this.inbox.shift()!);
+  }
+
+  private deliver(f: Frame): void {
+    this.bytesIn += f.length;
+    if (this.handler) this.handler(f);
+    else if (this.waiter) {
+      const w = this.waiter;
+      this.waiter = undefined;
+      w.resolve(f);
+    } else this.inbox.push(f);
+  }
+
+  /**
+   * Writes one frame. The payload is NOT copied: it must stay unchanged until the returned
+   * promise resolves (the bytes have been handed to the kernel). The promise never causes an
+   * unhandled rejection by itself: a failed write also ends the link.
+   */
+  send(type: number, tag: number, aux: number, payload?: Uint8Array, flags = 0, arg = 0): Promise<void> {
+    const len = payload ? payload.length : 0;
+    const crc = len ? crc32(payload!) >>> 0 : 0;
+    const header = encodeHeader({ type, flags, arg, seq: this.sendSeq, tag, aux, length: len }, crc);
+    this.sendSeq = (this.sendSeq + 1) >>> 0;
+    this.bytesOut += len;
+    const p = new Promise<void>((resolve, reject) => {
+      if (this.ended || this.socket.destroyed) {
+        reject(this.endError ?? new Error(`connection to ${this.remote} is closed`));
+        return;
+      }
+      const done = (err?: Error | null) => (err ? reject(err) : resolve());
+      if (!len) {
+        this.socket.write(header, done);
+        return;
+      }
+      this.socket.cork();
+      this.socket.write(header);
+      this.socket.write(payload!, done);
+      this.socket.uncork();
+    });
+    p.catch(noop);
+    return p;
+  }
+
+  sendJson(type: number, body: unknown): Promise<void> {
+    return this.send(type, 0, 0, Buffer.from(JSON.stringify(body), 'utf8'));
+  }
+
+  /** Sends a Refuse with `message`, then closes. */
+  refuse(message: string): void {
+    void this.sendJson(FrameType.Refuse, { message }).finally(() => this.close());
+  }
+
+  /** Orderly close: pending writes are flushed first. */
+  close(): void {
+    if (!this.socket.destroyed) this.socket.end();
+    // a peer that never reads must not keep us alive
+    const t = setTimeout(() => this.socket.destroy(), 2000);
+    t.unref();
+    this.socket.once('close', () => clearTimeout(t));
+  }
+
+  destroy(err?: Error): void {
+    this.end(err, true);
+  }
+
+  private end(err: Error | undefined, destroy: boolean): void {
+    if (destroy && !this.socket.destroyed) this.socket.destroy();
+    if (this.ended) return;
+    this.ended = true;
+    this.endError = err;
+    if (this.waiter) {
+      const w = this.waiter;
+      this.waiter = undefined;
+      w.reject(err ?? new Error(`connection to ${this.remote} closed`));
+    }
+    const ls = this.endListeners;
+    this.endListeners = [];
+    for (const fn of ls) {
+      try {
+        fn(err);
+      } catch {
+        // listeners must not throw; never let one crash the socket's event
+      }
+    }
+  }
+}

@@ -1,0 +1,858 @@
+/**
+ * The Communicator of one process over TCP (node:net). See index.ts for the API and the design;
+ * this file holds the connection management and the collective algorithms.
+ *
+ * Connections are one-way for data: rank a sends to rank b on the connection a dialled to b
+ * (opened on first use; the ring neighbour's at connect time), and receives from b on the one b
+ * dialled to it. So no two ranks ever race to open one connection, and each socket's bytes flow
+ * one way (aborts and byes go both ways).
+ *
+ * Algorithms (N ranks, n floats, segment k = ownedSlice(n, N, k), right = rank+1, left = rank−1):
+ *
+ *   reduce-scatter ring: step s = 0…N−2 sends segment rank−1−s to the right and adds the segment
+ *     rank−2−s coming from the left into the buffer; after the last step this rank holds the
+ *     reduced segment `rank`, summed along the ring (k+1, k+2, …, k for segment k) — one order
+ *     per element, computed once, so every rank ends with bit-identical values.
+ *   allgather ring: step s sends segment rank−s, stores segment rank−1−s from the left.
+ *   allreduce = reduce-scatter then allgather ('mean' divides a segment once, by its owner, before
+ *     it goes round): 2(N−1)/N · n floats sent per rank, bandwidth-optimal.
+ *   Pipelining: segments travel as frames of at most `chunkBytes`; each frame received is reduced
+ *     and forwarded at once, so sending, receiving and reducing overlap (sends are written from
+ *     the caller's buffer without copying and flushed before a call returns).
+ *   broadcast: a pipelined chain root → root+1 → … → root−1.
+ *   barrier: dissemination, ⌈log2 N⌉ rounds (rank+2^k).
+ *
+ * Each data frame carries the collective's sequence number, kind, reduce op, root and length:
+ * a rank called differently from its neighbour fails with CollectiveMismatchError naming both
+ * calls. Any error inside a call (mismatch, timeout, lost peer) aborts the job: Abort frames go
+ * to every connected peer, which forward them, so every rank's pending and later calls throw
+ * PeerFailedError naming the origin instead of waiting for their timeouts.
+ */
+import net from 'node:net';
+import os from 'node:os';
+import { ownedSlice, type CollectiveStats, type Communicator, type ReduceOp } from '../communicator.ts';
+import { CollectiveMismatchError, CommTimeoutError, PeerFailedError, RendezvousError } from '../errors.ts';
+import { rendezvousFromEnv } from '../rendezvous.ts';
+import { authenticateAsAcceptor, authenticateAsDialer } from './auth.ts';
+import { BufferPool, FrameType, frameTypeName, PRE_AUTH_MAX_FRAME, type Frame } from './frame.ts';
+import { hostPort, Link } from './link.ts';
+import { cappedWarnings, stderrLog, type TcpLog } from './log.ts';
+import { FrameQueue } from './queue.ts';
+import { dialWithRetry, registerWithMaster, RendezvousMaster, type RankAddress, type Registration, type WorldTable } from './rendezvous.ts';
+import { resolveSecret } from './secret.ts';
+
+export interface TcpConnectOptions {
+  rank: number;
+  worldSize: number;
+  /** rank 0's host (default 127.0.0.1) */
+  masterAddr?: string;
+  /** rank 0's rendezvous port (default 29500); 0 on rank 0 = any free port, reported by onMasterListening */
+  masterPort?: number;
+  /**
+   * Bind address of this rank's data listener (and, on rank 0, of the rendezvous server).
+   * Default: rank 0 binds masterAddr; other ranks bind the local address of their connection to
+   * the master — loopback when the master is on this host, the right interface otherwise.
+   * '0.0.0.0' / '::' listen everywhere (then advertiseHost or that local address is advertised).
+   */
+  listenHost?: string;
+  /** data listener port (default 0: any free port) */
+  listenPort?: number;
+  /** the address peers should dial to reach this rank (default: see listenHost) */
+  advertiseHost?: string;
+  /** the job's shared secret; see secret.ts for the order of sources */
+  secret?: string | Uint8Array;
+  secretFile?: string;
+  /** run a multi-rank world without a secret (unauthenticated; trusted machines only) */
+  allowInsecure?: boolean;
+  /** a hash of the model configuration: ranks whose hash differs from rank 0's are refused */
+  configHash?: string;
+  /** rendezvous and connection deadline, ms (default 300 000) */
+  timeoutMs?: number;
+  /** longest wait for a peer's data inside one call, ms (default: timeoutMs) */
+  recvTimeoutMs?: number;
+  /** largest frame payload this rank accepts, bytes (default 8 MiB; 64 KiB … 1 GiB) */
+  maxFrameBytes?: number;
+  /** pipelining granularity of the collectives, bytes (default 1 MiB; capped by every rank's maxFrameBytes) */
+  chunkBytes?: number;
+  /** expected host of each rank, only for error messages (e.g. from the launcher) */
+  hosts?: readonly string[];
+  log?: TcpLog;
+  /** rank 0: called once the rendezvous server listens (useful with masterPort 0) */
+  onMasterListening?: (address: { host: string; port: number }) => void;
+  /** called once when the communicator fails (peer lost, abort, timeout, mismatch) */
+  onFailure?: (err: Error) => void;
+  /** where to read PARATRAIN_SECRET / PARATRAIN_SECRET_FILE (default process.env) */
+  env?: Record<string, string | undefined>;
+}
+
+interface Resolved {
+  rank: number;
+  worldSize: number;
+  masterAddr: string;
+  masterPort: number;
+  listenHost: string | undefined;
+  listenPort: number;
+  advertiseHost: string | undefined;
+  configHash: string;
+  timeoutMs: number;
+  recvTimeoutMs: number;
+  maxFrameBytes: number;
+  chunkBytes: number;
+  hosts: readonly string[] | undefined;
+  onMasterListening: ((a: { host: string; port: number }) => void) | undefined;
+  onFailure: ((err: Error) => void) | undefined;
+}
+
+const MiB = 1024 * 1024;
+const HANDSHAKE_TYPES = new Set<number>([FrameType.Hello, FrameType.Challenge, FrameType.Proof, FrameType.Welcome, FrameType.Refuse]);
+const DATA_TYPES = new Set<number>([FrameType.Allreduce, FrameType.ReduceScatter, FrameType.Allgather, FrameType.Broadcast,
+  FrameType.Barrier, FrameType.P2P, FrameType.Abort, FrameType.Bye]);
+/** what a dialer accepts back on its (outbound) connection */
+const BACK_TYPES = new Set<number>([FrameType.Abort, FrameType.Bye]);
+const MAX_PENDING_HANDSHAKES = 64;
+const OP_FLAGS: Record<ReduceOp, number> = { sum: 0, mean: 1 };
+
+function int(name: string, v: unknown, lo: number, hi: number): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < lo || v > hi) {
+    throw new RangeError(`TcpCommunicator: ${name} must be an integer in ${lo}…${hi}, got ${String(v)}`);
+  }
+  return v;
+}
+
+function resolveOptions(o: TcpConnectOptions): Resolved {
+  const worldSize = int('worldSize', o.worldSize, 1, 65535);
+  const rank = int('rank', o.rank, 0, worldSize - 1);
+  const timeoutMs = int('timeoutMs', o.timeoutMs ?? 300_000, 1, 2 ** 31 - 1);
+  const maxFrameBytes = int('maxFrameBytes', o.maxFrameBytes ?? 8 * MiB, 64 * 1024, 1024 * MiB);
+  return {
+    rank, worldSize, timeoutMs, maxFrameBytes,
+    masterAddr: o.masterAddr ?? '127.0.0.1',
+    masterPort: int('masterPort', o.masterPort ?? 29500, rank === 0 ? 0 : 1, 65535),
+    listenHost: o.listenHost,
+    listenPort: int('listenPort', o.listenPort ?? 0, 0, 65535),
+    advertiseHost: o.advertiseHost,
+    configHash: o.configHash ?? '',
+    recvTimeoutMs: int('recvTimeoutMs', o.recvTimeoutMs ?? timeoutMs, 1, 2 ** 31 - 1),
+    chunkBytes: int('chunkBytes', o.chunkBytes ?? MiB, 4, 1024 * MiB),
+    hosts: o.hosts,
+    onMasterListening: o.onMasterListening,
+    onFailure: o.onFailure,
+  };
+}
+
+const isWildcard = (h: string) => h === '0.0.0.0' || h === '::' || h === '';
+
+function describeCall(type: number, n: number, flags: number, arg: number): string {
+  const name = frameTypeName(type);
+  if (type === FrameType.Barrier) return 'barrier';
+  const op = type === FrameType.Allreduce || type === FrameType.ReduceScatter ? `(${flags === 1 ? 'mean' : flags === 0 ? 'sum' : `op ${flags}`})` : '';
+  const root = type === FrameType.Broadcast ? ` from root ${arg}` : '';
+  return `${name}${op} of ${n} floats${root}`;
+}
+
+/** dst[i] += src[i] in float32 (unrolled: V8 does not vectorise, but this halves loop overhead) */
+function addInto(dst: Float32Array, src: Float32Array): void {
+  const n = src.length;
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    dst[i] = dst[i]! + src[i]!;
+    dst[i + 1] = dst[i + 1]! + src[i + 1]!;
+    dst[i + 2] = dst[i + 2]! + src[i + 2]!;
+    dst[i + 3] = dst[i + 3]! + src[i + 3]!;
+  }
+  for (; i < n; i++) dst[i] = dst[i]! + src[i]!;
+}
+
+function divideBy(dst: Float32Array, d: number): void {
+  for (let i = 0, n = dst.length; i < n; i++) dst[i] = dst[i]! / d;
+}
+
+export class TcpCommunicator implements Communicator {
+  readonly rank: number;
+  readonly size: number;
+
+  private readonly o: Resolved;
+  private readonly key: Buffer;
+  private readonly log: TcpLog;
+  private peersTable: RankAddress[] = [];
+  private job = '';
+  private tableReady!: () => void;
+  private readonly tableKnown: Promise<void>;
+  private chunkFloats = 0;
+
+  private server: net.Server | undefined;
+  private listenAddr: { host: string; port: number } | undefined;
+  private readonly outLinks: (Link | undefined)[];
+  private readonly outDialing: (Promise<Link> | undefined)[];
+  private readonly inLinks: (Link | undefined)[];
+  private readonly inWaiters: ((() => void) | undefined)[];
+  private readonly links = new Set<Link>();
+  private readonly pending = new Set<Link>();
+  private readonly byeFrom: boolean[];
+  private readonly collQueues: Map<number, FrameQueue>[];
+  private readonly p2pQueues: Map<number, FrameQueue>[];
+  private readonly recvLocks = new Map<string, Promise<void>>();
+  private readonly pool = new BufferPool();
+
+  private opSeq = 0;
+  private failure: Error | undefined;
+  private closed = false;
+  private commMs = 0;
+  private waitMs = 0;
+  private bytes = 0;
+
+  private constructor(o: Resolved, key: Buffer, log: TcpLog) {
+    this.o = o;
+    this.rank = o.rank;
+    this.size = o.worldSize;
+    this.key = key;
+    this.log = log;
+    const N = o.worldSize;
+    this.outLinks = new Array(N).fill(undefined);
+    this.outDialing = new Array(N).fill(undefined);
+    this.inLinks = new Array(N).fill(undefined);
+    this.inWaiters = new Array(N).fill(undefined);
+    this.byeFrom = new Array(N).fill(false);
+    this.collQueues = Array.from({ length: N }, () => new Map());
+    this.p2pQueues = Array.from({ length: N }, () => new Map());
+    this.tableKnown = new Promise((resolve) => { this.tableReady = resolve; });
+  }
+
+  /**
+   * Forms the world (see index.ts): rendezvous with rank 0, then connections to the ring
+   * neighbours. Rejects with CommTimeoutError (a rank or the master never arrived — named, with
+   * its address), AuthenticationError (secrets differ, or no secret), ConfigMismatchError
+   * (configHash differs — names the rank), RendezvousError (inconsistent job), RangeError (bad options).
+   */
+  static async connect(options: TcpConnectOptions): Promise<TcpCommunicator> {
+    const o = resolveOptions(options);
+    if (os.endianness() !== 'LE') throw new RendezvousError('the tcp transport sends little-endian float32 and refuses big-endian hosts');
+    const log = cappedWarnings(options.log ?? stderrLog(o.rank));
+    const key = resolveSecret({ secret: options.secret, secretFile: options.secretFile, allowInsecure: options.allowInsecure, worldSize: o.worldSize, env: options.env ?? process.env }, log);
+    const comm = new TcpCommunicator(o, key, log);
+    if (o.worldSize === 1) {
+      comm.setTable({ job: 'single', peers: [{ rank: 0, host: '', port: 0, hostname: os.hostname(), pid: process.pid }], maxFrameBytes: o.maxFrameBytes });
+      return comm;
+    }
+    const deadline = Date.now() + o.timeoutMs;
+    let master: RendezvousMaster | undefined;
+    try {
+      let table: WorldTable;
+      if (o.rank === 0) {
+        const bind = o.listenHost ?? o.masterAddr;
+        const self = await comm.listen(bind, isWildcard(bind) ? o.masterAddr : bind);
+        master = new RendezvousMaster({ host: bind, port: o.masterPort, key, self, deadline, timeoutMs: o.timeoutMs, hosts: o.hosts, log });
+        const addr = await master.listen();
+        o.onMasterListening?.(addr);
+        table = await master.table;
+      } else {
+        table = await registerWithMaster({
+          masterAddr: o.masterAddr, masterPort: o.masterPort, rank: o.rank, key, deadline, timeoutMs: o.timeoutMs, log,
+          listen: (local) => {
+            const bind = o.listenHost ?? local;
+            return comm.listen(bind, isWildcard(bind) ? local : bind);
+          },
+        });
+      }
+      comm.setTable(table);
+      await comm.connectRing(Date.now() + o.timeoutMs);
+      log('debug', `world of ${o.worldSize} formed (job ${table.job})`);
+      return comm;
+    } catch (err) {
+      master?.close(`rank 0 failed: ${(err as Error).message}`);
+      comm.shutdown();
+      throw err;
+    }
+  }
+
+  /** connect() with rank, world size and master from the environment (rendezvousFromEnv). */
+  static async fromEnv(options: Omit<TcpConnectOptions, 'rank' | 'worldSize' | 'masterAddr' | 'masterPort'> = {}): Promise<TcpCommunicator> {
+    const r = rendezvousFromEnv(options.env ?? process.env);
+    return TcpCommunicator.connect({ ...options, rank: r.rank, worldSize: r.worldSize, masterAddr: r.masterAddr, masterPort: r.masterPort });
+  }
+
+  /** Every rank's data address, host name and pid, by rank. */
+  get peers(): readonly RankAddress[] {
+    return this.peersTable;
+  }
+
+  /** This rank's data listener (undefined in a world of one). */
+  get address(): { host: string; port: number } | undefined {
+    return this.listenAddr;
+  }
+
+  /** Why the communicator failed, if it did. */
+  get failed(): Error | undefined {
+    return this.failure;
+  }
+
+  // ---------------------------------------------------------------- world formation
+
+  private async listen(bind: string, advertise: string): Promise<Registration> {
+    const server = net.createServer((socket) => this.onAccept(socket));
+    server.on('error', (err) => this.log('warn', `data listener: ${err.message}`));
+    await new Promise<void>((resolve, reject) => {
+      const onError = (err: NodeJS.ErrnoException) => reject(new RendezvousError(
+        `rank ${this.rank} cannot listen on ${hostPort(bind, this.o.listenPort)}: ${err.code ?? err.message}` +
+        (err.code === 'EADDRNOTAVAIL' ? ' — that address does not belong to this host (check listenHost / MASTER_ADDR)' : '')));
+      server.once('error', onError);
+      server.listen(this.o.listenPort, bind, () => {
+        server.off('error', onError);
+        resolve();
+      });
+    });
+    this.server = server;
+    const port = (server.address() as net.AddressInfo).port;
+    const host = this.o.advertiseHost ?? advertise;
+    this.listenAddr = { host, port };
+    return {
+      rank: this.rank, worldSize: this.size, host, port, hostname: os.hostname(), pid: process.pid,
+      configHash: this.o.configHash, maxFrameBytes: this.o.maxFrameBytes,
+    };
+  }
+
+  private setTable(t: WorldTable): void {
+    this.peersTable = t.peers;
+    this.job = t.job;
+    this.chunkFloats = Math.max(1, Math.floor(Math.min(this.o.chunkBytes, t.maxFrameBytes) / 4));
+    this.tableReady();
+  }
+
+  private async connectRing(deadline: number): Promise<void> {
+    const N = this.size;
+    const left = (this.rank - 1 + N) % N, right = (this.rank + 1) % N;
+    await Promise.all([this.outLink(right, deadline), this.inbound(left, deadline)]);
+  }
+
+  private peerDesc(p: number): string {
+    const a = this.peersTable[p];
+    if (!a) return `rank ${p}${this.o.hosts?.[p] ? ` (expected on ${this.o.hosts[p]})` : ''}`;
+    return `rank ${p} at ${hostPort(a.host, a.port)} (${a.hostname}, pid ${a.pid})`;
+  }
+
+  /** Resolves once rank p's connection to us is authenticated. */
+  private inbound(p: number, deadline: number): Promise<void> {
+    if (this.inLinks[p]) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.inWaiters[p] = undefined;
+        reject(new CommTimeoutError(`rank ${this.rank}: ${this.peerDesc(p)} did not connect within ${this.o.timeoutMs} ms after the rendezvous — ` +
+          `did it fail, or can it not reach ${this.listenAddr ? hostPort(this.listenAddr.host, this.listenAddr.port) : 'this rank'} (firewall, wrong interface: see listenHost)?`, [p]));
+      }, Math.max(0, deadline - Date.now()));
+      this.inWaiters[p] = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  /** The authenticated connection this rank sends to `p` on, dialled on first use. */
+  private outLink(p: number, deadline = Date.now() + this.o.timeoutMs): Promise<Link> {
+    const l = this.outLinks[p];
+    if (l) return Promise.resolve(l);
+    if (this.failure) return Promise.reject(this.failure);
+    this.outDialing[p] ??= this.dial(p, deadline).finally(() => { this.outDialing[p] = undefined; });
+    return this.outDialing[p]!;
+  }
+
+  private async dial(p: number, deadline: number): Promise<Link> {
+    const a = this.peersTable[p]!;
+    const socket = await dialWithRetry(a.host, a.port, deadline, this.o.timeoutMs, `rank ${p} (${a.hostname})`, `rank ${this.rank}`, p);
+    const link = new Link(socket, PRE_AUTH_MAX_FRAME, HANDSHAKE_TYPES);
+    try {
+      await authenticateAsDialer(link, {
+        key: this.key, purpose: 'data', myRank: this.rank, peerRank: p, job: this.job, peerDesc: this.peerDesc(p),
+        deadlineMs: Math.max(1000, Math.min(deadline - Date.now(), 10_000)),
+      });
+    } catch (err) {
+      link.destroy();
+      throw err;
+    }
+    if (this.closed || this.failure) {
+      link.close();
+      throw this.failure ?? new Error('communicator closed');
+    }
+    link.raiseLimits(64 * 1024, BACK_TYPES);
+    this.adopt(link, p);
+    this.outLinks[p] = link;
+    return link;
+  }
+
+  private onAccept(socket: net.Socket): void {
+    const link = new Link(socket, PRE_AUTH_MAX_FRAME, HANDSHAKE_TYPES);
+    if (this.closed || this.failure) {
+      link.destroy();
+      return;
+    }
+    if (this.pending.size >= MAX_PENDING_HANDSHAKES) {
+      this.log('warn', `dropped a connection from ${link.remote} to the data port: too many unauthenticated connections`);
+      link.destroy();
+      return;
+    }
+    this.pending.add(link);
+    const from = link.remote;
+    const handshakeMs = Math.min(this.o.timeoutMs, 10_000);
+    const tableTimer = setTimeout(() => link.destroy(), handshakeMs);
+    void this.tableKnown
+      .then(() => {
+        clearTimeout(tableTimer);
+        if (link.isEnded) throw new Error('closed before the handshake');
+        return authenticateAsAcceptor(link, {
+          key: this.key, purpose: 'data', myRank: this.rank, job: this.job, deadlineMs: handshakeMs,
+          check: (r) => (r >= this.size ? `rank ${r} is out of range (world of ${this.size})`
+            : r === this.rank ? 'a rank cannot connect to itself'
+            : this.inLinks[r] ? `rank ${r} is already connected` : undefined),
+        });
+      })
+      .then((p) => {
+        this.pending.delete(link);
+        if (this.closed || this.failure) {
+          link.close();
+          return;
+        }
+        link.raiseLimits(this.o.maxFrameBytes, DATA_TYPES, this.pool);
+        this.adopt(link, p);
+        this.inLinks[p] = link;
+        const w = this.inWaiters[p];
+        this.inWaiters[p] = undefined;
+        w?.();
+      })
+      .catch((err: Error) => {
+        clearTimeout(tableTimer);
+        this.pending.delete(link);
+        this.log('warn', `rank ${this.rank} dropped a connection from ${from} to its data port: ${err.message}`);
+        link.destroy();
+      });
+  }
+
+  /** An authenticated link to/from rank p: route its frames, watch its end. */
+  private adopt(link: Link, p: number): void {
+    this.links.add(link);
+    let bye = false;
+    link.setHandler((f) => {
+      try {
+        if (f.type === FrameType.Bye) {
+          bye = true;
+          // only the connection p dialled carries p's data: a Bye there means no more data from p
+          // (a Bye on the other one may overtake data still in flight)
+          if (this.inLinks[p] === link) this.onBye(p);
+          return;
+        }
+        this.onFrame(p, f);
+      } catch (err) {
+        this.fail(err as Error);
+      }
+    });
+    link.onEnd((err) => {
+      this.links.delete(link);
+      if (this.outLinks[p] === link) this.outLinks[p] = undefined;
+      if (this.closed || this.failure || bye) return;
+      const what = err?.name === 'FrameError' ? `sent a malformed frame (${err.message})` : err ? `connection failed (${err.message})` : 'connection closed unexpectedly';
+      this.fail(new PeerFailedError(p, `${this.peerDesc(p)}: ${what} — did that process die?`, `rank ${this.rank}`));
+    });
+  }
+
+  private onFrame(p: number, f: Frame): void {
+    if (this.closed || this.failure) return;
+    switch (f.type) {
+      case FrameType.P2P:
+        this.p2pQueue(p, f.tag).push(f);
+        return;
+      case FrameType.Abort: {
+        let origin = p, reason = 'no reason given';
+        try {
+          const b = JSON.parse(f.payload.toString('utf8')) as { origin?: unknown; reason?: unknown };
+          if (typeof b.origin === 'number' && Number.isInteger(b.origin)) origin = b.origin;
+          if (typeof b.reason === 'string') reason = b.reason.slice(0, 2000);
+        } catch {
+          // keep the defaults
+        }
+        this.fail(new PeerFailedError(origin, reason, `rank ${this.rank}`));
+        return;
+      }
+      default: {
+        const qs = this.collQueues[p]!;
+        let q = qs.get(f.tag);
+        if (!q) {
+          if (f.tag < this.opSeq) {
+            throw new CollectiveMismatchError(`${this.peerDesc(p)} sent ${frameTypeName(f.type)} data for collective #${f.tag}, which rank ${this.rank} ` +
+              `has already finished: the ranks called collectives with different lengths or in a different order`);
+          }
+          q = new FrameQueue();
+          qs.set(f.tag, q);
+        }
+        q.push(f);
+      }
+    }
+  }
+
+  /** Rank p closed its communicator: nothing more will come from it. */
+  private onBye(p: number): void {
+    this.byeFrom[p] = true;
+    if (this.closed || this.failure) return;
+    for (const qs of [this.collQueues[p]!, this.p2pQueues[p]!]) {
+      for (const q of qs.values()) {
+        if (q.waiting) {
+          this.fail(new PeerFailedError(p, `${this.peerDesc(p)} closed its communicator while rank ${this.rank} still waited for its data (did the ranks call different collectives?)`, `rank ${this.rank}`));
+          return;
+        }
+      }
+    }
+  }
+
+  private p2pQueue(p: number, tag: number): FrameQueue {
+    const qs = this.p2pQueues[p]!;
+    let q = qs.get(tag);
+    if (!q) {
+      q = new FrameQueue();
+      qs.set(tag, q);
+    }
+    return q;
+  }
+
+  private collQueue(p: number, seq: number): FrameQueue {
+    const qs = this.collQueues[p]!;
+    let q = qs.get(seq);
+    if (!q) {
+      q = new FrameQueue();
+      qs.set(seq, q);
+    }
+    return q;
+  }
+
+  // ---------------------------------------------------------------- failure and close
+
+  /** Aborts the job: every rank's pending and later calls throw PeerFailedError naming this rank. */
+  abort(reason: string): void {
+    this.fail(new PeerFailedError(this.rank, reason, `rank ${this.rank}`));
+  }
+
+  private fail(err: Error): void {
+    if (this.failure || this.closed) return;
+    this.failure = err;
+    this.log('error', err.message);
+    const origin = err instanceof PeerFailedError ? err.failedRank : this.rank;
+    const reason = err instanceof PeerFailedError ? err.reason : `${err.name}: ${err.message}`;
+    for (const qs of [...this.collQueues, ...this.p2pQueues]) for (const q of qs.values()) q.fail(err);
+    for (const link of this.links) void link.sendJson(FrameType.Abort, { origin, reason }).finally(() => link.close());
+    for (const l of this.pending) l.destroy();
+    this.server?.close();
+    try {
+      this.o.onFailure?.(err);
+    } catch {
+      // a failing callback must not hide the failure
+    }
+  }
+
+  private get usable(): Error | undefined {
+    return this.failure ?? (this.closed ? new Error(`rank ${this.rank}: the communicator is closed`) : undefined);
+  }
+
+  /**
+   * Says goodbye to every peer (so they know this rank finished, not died) and closes every
+   * connection once its pending writes are flushed. Idempotent.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    const links = [...this.links];
+    if (!this.failure) for (const link of links) void link.send(FrameType.Bye, 0, 0);
+    this.shutdown();
+    await Promise.all(links.map((l) => new Promise<void>((resolve) => l.onEnd(() => resolve()))));
+  }
+
+  private shutdown(): void {
+    this.closed = true;
+    const err = this.failure ?? new Error(`rank ${this.rank}: the communicator is closed`);
+    for (const qs of [...this.collQueues, ...this.p2pQueues]) for (const q of qs.values()) q.fail(err);
+    for (const link of this.links) link.close();
+    for (const l of this.pending) l.destroy();
+    this.server?.close();
+  }
+
+  // ---------------------------------------------------------------- plumbing of calls
+
+  takeStats(): CollectiveStats {
+    const s = { commMs: this.commMs, waitMs: this.waitMs, bytes: this.bytes };
+    this.commMs = 0;
+    this.waitMs = 0;
+    this.bytes = 0;
+    return s;
+  }
+
+  private async call<T>(body: () => Promise<T>): Promise<T> {
+    const bad = this.usable;
+    if (bad) throw bad;
+    const t0 = performance.now();
+    try {
+      return await body();
+    } catch (err) {
+      this.fail(err as Error);
+      throw err;
+    } finally {
+      this.commMs += performance.now() - t0;
+    }
+  }
+
+  private take(q: FrameQueue, p: number, what: string): Promise<Frame> {
+    if (q.isEmpty && this.byeFrom[p]) {
+      return Promise.reject(new PeerFailedError(p, `${this.peerDesc(p)} closed its communicator before sending the data of ${what} (did the ranks call different collectives?)`, `rank ${this.rank}`));
+    }
+    return q.take(this.o.recvTimeoutMs, () => new CommTimeoutError(
+      `rank ${this.rank}: ${what} timed out after ${this.o.recvTimeoutMs} ms waiting for data from ${this.peerDesc(p)}`, [p]));
+  }
+
+  /** Sends floats [a, b) of `bytes` (the buffer's bytes) to `out` in frames of at most chunkFloats. */
+  private sendRange(out: Link, sends: Promise<void>[], bytes: Buffer, a: number, b: number, type: number, tag: number, aux: number, flags: number, arg: number): void {
+    const c = this.chunkFloats;
+    for (let s = a; s < b; s += c) {
+      const e = Math.min(b, s + c);
+      sends.push(out.send(type, tag, aux, bytes.subarray(s * 4, e * 4), flags, arg));
+      this.bytes += (e - s) * 4;
+    }
+  }
+
+  /** Validates a collective data frame against this rank's own call; returns its floats. */
+  private dataOf(f: Frame, p: number, seq: number, type: number, n: number, flags: number, arg: number, room: number): Float32Array {
+    if (f.type !== type || f.aux !== n || f.flags !== flags || f.arg !== arg) {
+      throw new CollectiveMismatchError(`collective #${seq}: rank ${this.rank} called ${describeCall(type, n, flags, arg)}, ` +
+        `but rank ${p} called ${describeCall(f.type, f.aux, f.flags, f.arg)}`);
+    }
+    if (f.length % 4 !== 0 || f.length / 4 > room) {
+      throw new CollectiveMismatchError(`collective #${seq} (${describeCall(type, n, flags, arg)}): rank ${p} sent ${f.length} bytes where ` +
+        `rank ${this.rank} expected at most ${room} floats`);
+    }
+    this.bytes += f.length;
+    return new Float32Array(f.payload.buffer, f.payload.byteOffset, f.length / 4);
+  }
+
+  private static checkLength(buf: Float32Array): void {
+    if (!(buf instanceof Float32Array)) throw new TypeError('TcpCommunicator: buffers must be Float32Array');
+    if (buf.length > 0xffffffff) throw new RangeError('TcpCommunicator: buffers are limited to 2^32−1 floats');
+  }
+
+  // ---------------------------------------------------------------- collectives
+
+  async allreduce(buf: Float32Array, op: ReduceOp = 'sum'): Promise<void> {
+    TcpCommunicator.checkLength(buf);
+    await this.call(() => this.ring(buf, op, FrameType.Allreduce, true, true));
+  }
+
+  async reduceScatter(buf: Float32Array, op: ReduceOp = 'sum'): Promise<{ start: number; end: number }> {
+    TcpCommunicator.checkLength(buf);
+    await this.call(() => this.ring(buf, op, FrameType.ReduceScatter, true, false));
+    return ownedSlice(buf.length, this.size, this.rank);
+  }
+
+  async allgather(buf: Float32Array): Promise<void> {
+    TcpCommunicator.checkLength(buf);
+    await this.call(() => this.ring(buf, 'sum', FrameType.Allgather, false, true));
+  }
+
+  private async ring(buf: Float32Array, op: ReduceOp, type: number, rs: boolean, ag: boolean): Promise<void> {
+    const N = this.size, r = this.rank, n = buf.length;
+    const seq = this.opSeq++;
+    if (N === 1) return;
+    const left = (r - 1 + N) % N, right = (r + 1) % N;
+    const q = this.collQueue(left, seq);
+    try {
+      const flags = rs ? OP_FLAGS[op] : 0;
+      const mean = rs && op === 'mean';
+      const bytes = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
+      const seg = (k: number) => ownedSlice(n, N, ((k % N) + N) % N);
+      const what = `${describeCall(type, n, flags, 0)} (collective #${seq})`;
+      const out = await this.outLink(right);
+      const sends: Promise<void>[] = [];
+      let first = true;
+      const next = async () => {
+        if (!first) return this.take(q, left, what);
+        first = false;
+        const t = performance.now();
+        const f = await this.take(q, left, what);
+        this.waitMs += performance.now() - t;
+        return f;
+      };
+
+      if (rs) {
+        const s0 = seg(r - 1);
+        this.sendRange(out, sends, bytes, s0.start, s0.end, type, seq, n, flags, 0);
+        for (let s = 0; s < N - 1; s++) {
+          const { start, end } = seg(r - 2 - s);
+          const last = s === N - 2;
+          for (let cur = start; cur < end;) {
+            const f = await next();
+            const src = this.dataOf(f, left, seq, type, n, flags, 0, end - cur);
+            const m = src.length;
+            if (m === 0) throw new CollectiveMismatchError(`collective #${seq}: rank ${left} sent an empty data frame`);
+            const dst = buf.subarray(cur, cur + m);
+            addInto(dst, src);
+            this.pool.put(f.payload);
+            if (last && mean) divideBy(dst, N);
+            // forward: the next reduce-scatter step, or (allreduce) the first allgather step
+            if (!last || ag) this.sendRange(out, sends, bytes, cur, cur + m, type, seq, n, flags, 0);
+            cur += m;
+          }
+        }
+      } else if (ag) {
+        const own = seg(r);
+        this.sendRange(out, sends, bytes, own.start, own.end, type, seq, n, flags, 0);
+      }
+
+      if (ag) {
+        for (let s = 0; s < N - 1; s++) {
+          const { start, end } = seg(r - 1 - s);
+          const forward = s < N - 2;
+          for (let cur = start; cur < end;) {
+            const f = await next();
+            const src = this.dataOf(f, left, seq, type, n, flags, 0, end - cur);
+            const m = src.length;
+            if (m === 0) throw new CollectiveMismatchError(`collective #${seq}: rank ${left} sent an empty data frame`);
+            buf.set(src, cur);
+            this.pool.put(f.payload);
+            if (forward) this.sendRange(out, sends, bytes, cur, cur + m, type, seq, n, flags, 0);
+            cur += m;
+          }
+        }
+      }
+      await Promise.all(sends);
+    } finally {
+      this.collQueues[left]!.delete(seq);
+    }
+  }
+
+  async broadcast(buf: Float32Array, root: number): Promise<void> {
+    TcpCommunicator.checkLength(buf);
+    int('root', root, 0, this.size - 1);
+    await this.call(async () => {
+      const N = this.size, r = this.rank, n = buf.length;
+      const seq = this.opSeq++;
+      if (N === 1) return;
+      const pos = (r - root + N) % N;
+      const left = (r - 1 + N) % N, right = (r + 1) % N;
+      const type = FrameType.Broadcast;
+      const bytes = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
+      const sends: Promise<void>[] = [];
+      const q = pos > 0 ? this.collQueue(left, seq) : undefined;
+      try {
+        const out = pos < N - 1 ? await this.outLink(right) : undefined;
+        if (pos === 0) {
+          this.sendRange(out!, sends, bytes, 0, n, type, seq, n, 0, root);
+        } else {
+          const what = `${describeCall(type, n, 0, root)} (collective #${seq})`;
+          let first = true;
+          for (let cur = 0; cur < n;) {
+            const t = performance.now();
+            const f = await this.take(q!, left, what);
+            if (first) this.waitMs += performance.now() - t;
+            first = false;
+            const src = this.dataOf(f, left, seq, type, n, 0, root, n - cur);
+            if (src.length === 0) throw new CollectiveMismatchError(`collective #${seq}: rank ${left} sent an empty data frame`);
+            buf.set(src, cur);
+            this.pool.put(f.payload);
+            if (out) this.sendRange(out, sends, bytes, cur, cur + src.length, type, seq, n, 0, root);
+            cur += src.length;
+          }
+        }
+        await Promise.all(sends);
+      } finally {
+        if (q) this.collQueues[left]!.delete(seq);
+      }
+    });
+  }
+
+  async barrier(): Promise<void> {
+    await this.call(async () => {
+      const N = this.size, r = this.rank;
+      const seq = this.opSeq++;
+      const sends: Promise<void>[] = [];
+      const t0 = performance.now();
+      // every round's queue exists before the first await: a later round's frame may come early
+      const rounds: { to: number; from: number; q: FrameQueue }[] = [];
+      for (let k = 1; k < N; k *= 2) {
+        const from = (r - k + N) % N;
+        rounds.push({ to: (r + k) % N, from, q: this.collQueue(from, seq) });
+      }
+      try {
+        for (let round = 0; round < rounds.length; round++) {
+          const { to, from, q } = rounds[round]!;
+          sends.push((await this.outLink(to)).send(FrameType.Barrier, seq, 0, undefined, 0, round));
+          const f = await this.take(q, from, `barrier (collective #${seq}, round ${round})`);
+          if (f.type !== FrameType.Barrier || f.arg !== round || f.length !== 0) {
+            throw new CollectiveMismatchError(`collective #${seq}: rank ${r} called barrier, but rank ${from} called ${describeCall(f.type, f.aux, f.flags, f.arg)}`);
+          }
+        }
+        await Promise.all(sends);
+      } finally {
+        for (const { from } of rounds) this.collQueues[from]!.delete(seq);
+      }
+      this.waitMs += performance.now() - t0;
+    });
+  }
+
+  // ---------------------------------------------------------------- point to point
+
+  async send(buf: Float32Array, dest: number, tag = 0): Promise<void> {
+    TcpCommunicator.checkLength(buf);
+    int('dest', dest, 0, this.size - 1);
+    int('tag', tag, 0, 0xffffffff);
+    await this.call(async () => {
+      const n = buf.length;
+      if (dest === this.rank) {
+        const payload = Buffer.from(new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength));
+        this.p2pQueue(dest, tag).push({ type: FrameType.P2P, flags: 0, arg: 0, seq: 0, tag, aux: n, length: payload.length, payload });
+        this.bytes += payload.length;
+        return;
+      }
+      const out = await this.outLink(dest);
+      const sends: Promise<void>[] = [];
+      if (n === 0) sends.push(out.send(FrameType.P2P, tag, 0));
+      else this.sendRange(out, sends, Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength), 0, n, FrameType.P2P, tag, n, 0, 0);
+      await Promise.all(sends);
+    });
+  }
+
+  async recv(buf: Float32Array, source: number, tag = 0): Promise<void> {
+    TcpCommunicator.checkLength(buf);
+    int('source', source, 0, this.size - 1);
+    int('tag', tag, 0, 0xffffffff);
+    // one reader per (source, tag) at a time: a message's frames must not be split between two recvs
+    const key = `${source}/${tag}`;
+    const before = this.recvLocks.get(key) ?? Promise.resolve();
+    let release!: () => void;
+    const mine = new Promise<void>((resolve) => { release = resolve; });
+    const chain = before.then(() => mine);
+    this.recvLocks.set(key, chain);
+    try {
+      await before;
+      await this.call(async () => {
+        const q = this.p2pQueue(source, tag);
+        const what = `recv of ${buf.length} floats with tag ${tag}`;
+        let got = 0, total = -1;
+        const t = performance.now();
+        do {
+          const f = await this.take(q, source, what);
+          if (total < 0) {
+            total = f.aux;
+            this.waitMs += performance.now() - t;
+          }
+          const m = f.length / 4;
+          if (f.length % 4 !== 0 || f.aux !== total || got + m > total) {
+            throw new CollectiveMismatchError(`rank ${source} sent a malformed message with tag ${tag} (frame of ${f.length} bytes in a message of ${total} floats)`);
+          }
+          if (got < buf.length) {
+            const src = new Float32Array(f.payload.buffer, f.payload.byteOffset, m);
+            buf.set(src.subarray(0, Math.min(m, buf.length - got)), got);
+          }
+          this.pool.put(f.payload);
+          got += m;
+          if (source !== this.rank) this.bytes += f.length;
+        } while (got < total);
+        if (total !== buf.length) {
+          throw new CollectiveMismatchError(`rank ${this.rank}: recv from rank ${source} with tag ${tag} expected ${buf.length} floats, but the message has ${total}`);
+        }
+      });
+    } finally {
+      release();
+      if (this.recvLocks.get(key) === chain) this.recvLocks.delete(key);
+    }
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * One rank of a tcp test job, as a separate process: `node --import tsx test/comm/tcp/worker.ts '<json WorkerSpec>'`.
+ * Talks to the test over the IPC channel (see harness.ts): 'listening' (rank 0's rendezvous
+ * port), 'ready' (data address, after connect), 'result'. Waits for 'go' when spec.waitForGo.
+ */
+import { crc32 } from 'node:zlib';
+import { ownedSlice } from '../../../src/comm/communicator.ts';
+import { TcpCommunicator, type TcpConnectOptions } from '../../../src/comm/tcp/index.ts';
+import type { RankResult, WorkerMessage, WorkerSpec } from './harness.ts';
+import { inputValue, serialSum } from './inputs.ts';
+
+const spec = JSON.parse(process.argv[2]!) as WorkerSpec;
+const logs: string[] = [];
+const failures: string[] = [];
+const data: Record<string, unknown> = {};
+
+function send(m: WorkerMessage): Promise<void> {
+  return new Promise((resolve) => {
+    if (!process.connected) return resolve();
+    process.send!(m, () => resolve());
+  });
+}
+
+function check(cond: boolean, what: string): void {
+  if (!cond && failures.length < 20) failures.push(what);
+}
+
+const hash = (a: Float32Array) => crc32(new Uint8Array(a.buffer, a.byteOffset, a.byteLength)).toString(16);
+
+let goResolve: () => void = () => {};
+const go = new Promise<void>((resolve) => { goResolve = resolve; });
+process.on('message', (m: { type: string }) => {
+  if (m.type === 'go') goResolve();
+});
+
+async function collectives(comm: TcpCommunicator): Promise<void> {
+  const N = comm.size, r = comm.rank;
+  const lengths = (spec.params.lengths as number[] | undefined) ?? [1, 7, 1000003];
+  for (const n of lengths) {
+    const mine = (seed: number) => Float32Array.from({ length: n }, (_, i) => inputValue(r, i, seed));
+    const tol = 4e-6 * N;
+
+    // allreduce(sum) and (mean) against the serial float32 reference
+    for (const op of ['sum', 'mean'] as const) {
+      const buf = mine(n + 1);
+      await comm.allreduce(buf, op);
+      const ref = serialSum(N, n, n + 1);
+      let bad = 0;
+      for (let i = 0; i < n; i++) {
+        const want = op === 'mean' ? ref[i]! / N : ref[i]!;
+        if (!(Math.abs(buf[i]! - want) <= tol)) bad++;
+      }
+      check(bad === 0, `allreduce(${op}) n=${n}: ${bad} elements off the serial reference`);
+      data[`allreduce-${op}-${n}`] = hash(buf);
+    }
+
+    // reduceScatter: the owned slice holds the sum
+    {
+      const buf = mine(n + 2);
+      const { start, end } = await comm.reduceScatter(buf, 'sum');
+      const own = ownedSlice(n, N, r);
+      check(start === own.start && end === own.end, `reduceScatter n=${n}: returned [${start}, ${end}), owned is [${own.start}, ${own.end})`);
+      const ref = serialSum(N, n, n + 2);
+      let bad = 0;
+      for (let i = start; i < end; i++) if (!(Math.abs(buf[i]! - ref[i]!) <= tol)) bad++;
+      check(bad === 0, `reduceScatter n=${n}: ${bad} owned elements off the reference`);
+    }
+
+    // allgather: every slice from its owner, exactly
+    {
+      const buf = new Float32Array(n).fill(Number.NaN);
+      const own = ownedSlice(n, N, r);
+      for (let i = own.start; i < own.end; i++) buf[i] = inputValue(r, i, 3);
+      await comm.allgather(buf);
+      let bad = 0;
+      for (let k = 0; k < N; k++) {
+        const s = ownedSlice(n, N, k);
+        for (let i = s.start; i < s.end; i++) if (buf[i] !== Math.fround(inputValue(k, i, 3))) bad++;
+      }
+      check(bad === 0, `allgather n=${n}: ${bad} elements differ from their owner's`);
+    }
+
+    // broadcast from a root that varies with n
+    {
+      const root = n % N;
+      const buf = mine(4);
+      await comm.broadcast(buf, root);
+      let bad = 0;
+      for (let i = 0; i < n; i++) if (buf[i] !== Math.fround(inputValue(root, i, 4))) bad++;
+      check(bad === 0, `broadcast n=${n} root=${root}: ${bad} elements differ from the root's`);
+    }
+
+    // send/recv around the ring, and to self
+    {
+      const out = mine(5);
+      const got = new Float32Array(n);
+      await Promise.all([comm.send(out, (r + 1) % N, 7), comm.recv(got, (r - 1 + N) % N, 7)]);
+      let bad = 0;
+      for (let i = 0; i < n; i++) if (got[i] !== Math.fround(inputValue((r - 1 + N) % N, i, 5))) bad++;
+      check(bad === 0, `send/recv n=${n}: ${bad} elements wrong`);
+      const self = new Float32Array(n);
+      await comm.send(out, r, 9);
+      await comm.recv(self, r, 9);
+      check(hash(self) === hash(out), `self send/recv n=${n} differs`);
+    }
+    await comm.barrier();
+  }
+  const stats = comm.takeStats();
+  check(stats.bytes > 0 && stats.commMs > 0 && stats.waitMs >= 0 && stats.waitMs <= stats.commMs + 1, `implausible stats ${JSON.stringify(stats)}`);
+  data.stats = stats;
+}
+
+async function main(): Promise<void> {
+  const t0 = Date.now();
+  const opts: TcpConnectOptions = {
+    rank: spec.rank, worldSize: spec.worldSize, masterPort: spec.masterPort, timeoutMs: 20_000,
+    ...spec.options,
+    log: (level, message) => { logs.push(`${level}: ${message}`); },
+    onMasterListening: ({ port }) => void send({ type: 'listening', port }),
+  };
+  let comm: TcpCommunicator | undefined;
+  try {
+    comm = await TcpCommunicator.connect(opts);
+    await send({ type: 'ready', address: comm.address!, rank: comm.rank });
+    if (spec.waitForGo) await go;
+    switch (spec.scenario) {
+      case 'connect':
+        break;
+      case 'collectives':
+        await collectives(comm);
+        break;
+      case 'crash':
+        // the crashing rank leaves without a word; the others then block on it
+        if (comm.rank === spec.params.crashRank) process.exit(3);
+        await comm.barrier();
+        await comm.allreduce(new Float32Array(1000).fill(1));
+        break;
+      case 'mismatch':
+        await comm.allreduce(new Float32Array(comm.rank === 0 ? 10 : 12).fill(1));
+        break;
+      default:
+        throw new Error(`unknown scenario ${spec.scenario}`);
+    }
+    await comm.close();
+    await send({ type: 'result', result: { rank: spec.rank, ok: failures.length === 0, failures, data, logs, elapsedMs: Date.now() - t0 } });
+  } catch (err) {
+    const e = err as Error & { missing?: number[]; rank?: number; failedRank?: number };
+    const result: RankResult = {
+      rank: spec.rank, ok: false, failures, data, logs, elapsedMs: Date.now() - t0,
+      error: { name: e.name, message: e.message, missing: e.missing, rank: e.rank, failedRank: e.failedRank },
+    };
+    await comm?.close().catch(() => {});
+    await send({ type: 'result', result });
+  }
+  process.disconnect();
+}
+
+await main();
