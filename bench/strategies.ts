@@ -2,7 +2,7 @@
  * Convergence of every strategy on Fashion-MNIST with examples/mnist-small.yaml: test accuracy
  * after each epoch and wall time, for each strategy on 2 and 4 devices. Long (tens of minutes on
  * the full dataset); run alone.
- *   npm run bench -- strategies [--devices 2,4] [--epochs 5] [--strategies sync,async,...] [--data DIR] [--backend NAME] [--json FILE]
+ *   npm run bench -- strategies [--devices 2,4] [--epochs 8] [--strategies sync,async,...] [--data DIR] [--backend NAME] [--json FILE]
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,15 +16,15 @@ function option(args: string[], name: string, fallback: string): string {
   return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
 }
 
-/** The options each strategy runs with (period 4 where there is one; EASGD's α·G = 0.9 as in the paper). */
+/** The options each strategy runs with (period 2 where there is one; EASGD's α·G = 0.9 as in the paper). */
 function strategyFor(name: string, devices: number): StrategySpec {
   switch (name) {
     case 'sync': return { type: 'sync' };
     case 'hybrid': return { type: 'hybrid', bucketBytes: 4 << 20 };
     case 'async': return { type: 'async', fetchEvery: 1, pushEvery: 1 };
-    case 'bsp': return { type: 'bsp', period: 4 };
-    case 'easgd': return { type: 'easgd', alpha: 0.9 / devices, period: 4, mode: 'sync' };
-    case 'bmuf': return { type: 'bmuf', period: 4, blockLr: 1, nesterov: true };
+    case 'bsp': return { type: 'bsp', period: 2 };
+    case 'easgd': return { type: 'easgd', alpha: 0.9 / devices, period: 2, mode: 'sync' };
+    case 'bmuf': return { type: 'bmuf', period: 2, blockLr: 1, nesterov: true };
     default: throw new Error(`unknown strategy '${name}'`);
   }
 }
@@ -33,7 +33,7 @@ interface Row { strategy: string; devices: number; accuracy: number[]; seconds: 
 
 export async function main(args: string[]): Promise<void> {
   const devicesList = option(args, 'devices', '2,4').split(',').map(Number);
-  const epochs = Number(option(args, 'epochs', '5'));
+  const epochs = Number(option(args, 'epochs', '8'));
   const names = option(args, 'strategies', 'sync,async,hybrid,bsp,easgd,bmuf').split(',');
   const dataDir = option(args, 'data', '');
   const json = option(args, 'json', '');

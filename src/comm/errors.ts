@@ -55,6 +55,12 @@ export class CollectiveMismatchError extends Error {
  */
 export class AuthenticationError extends Error {
   override readonly name = 'AuthenticationError';
+  /** the rank the unauthenticated peer claimed to be, when known */
+  readonly claimedRank: number | undefined;
+  constructor(message: string, claimedRank?: number) {
+    super(message);
+    this.claimedRank = claimedRank;
+  }
 }
 
 /**

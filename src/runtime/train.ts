@@ -99,7 +99,7 @@ export async function train(config: RunConfig, options: TrainOptions = {}): Prom
         failAtStep: options.failAt?.rank === 0 ? options.failAt.step : undefined,
       });
     } else {
-      await runWorkerDevices({ config, train: data.train, test: data.test, checkpointPath: checkpoint, emit, slowDevices: options.slowDevices, failAt: options.failAt });
+      await runWorkerDevices({ config, train: data.train, test: data.test, checkpointPath: checkpoint, emit, slowDevices: options.slowDevices, failAt: options.failAt, log: options.log });
     }
     const seconds = (performance.now() - started) / 1000;
     const result: TrainResult = {

@@ -1,4 +1,3 @@
-import type { Worker } from 'node:worker_threads';
 import { availableParallelism } from 'node:os';
 import { shareDataset, type Dataset } from '../data/dataset.ts';
 import { buildModel } from '../nn/model.ts';
@@ -19,6 +18,7 @@ export interface WorkerDevicesOptions {
   emit: EventSink;
   slowDevices?: Map<number, number>;
   failAt?: { rank: number; step: number };
+  log?: (message: string) => void;
 }
 
 /**
@@ -39,9 +39,8 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
   const train = shareDataset(o.train);
   const test = shareDataset(o.test);
   if (size > availableParallelism()) {
-    process.emitWarning(`train.devices: ${size} devices on ${availableParallelism()} cores; devices will share cores`);
+    o.log?.(`note: ${size} devices on ${availableParallelism()} cores share the cores; expect no speed-up beyond ${availableParallelism()}`);
   }
-  const workers: Worker[] = [];
   let failure: Error | null = null;
   const fail = (rank: number, message: string) => {
     if (failure) return;
@@ -55,7 +54,6 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
       failAtStep: o.failAt?.rank === rank ? o.failAt.step : undefined,
     };
     const worker = spawnModuleWorker(import.meta.url, './deviceWorker', init);
-    workers.push(worker);
     worker.on('message', (m: DeviceWorkerMessage) => {
       if (m.kind === 'event') o.emit(m.event);
       else if (m.kind === 'error') fail(rank, m.message);

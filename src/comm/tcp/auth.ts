@@ -150,12 +150,12 @@ export async function authenticateAsAcceptor(link: Link, a: AcceptAuth): Promise
     const pf = await expect(link, [FrameType.Proof, FrameType.Refuse], 'a proof');
     const body = parseJson(pf);
     if (pf.type === FrameType.Refuse) {
-      throw new AuthenticationError(`peer claiming rank ${h.rank} refused our proof (${String(body.message).slice(0, 200)}): the secrets differ`);
+      throw new AuthenticationError(`peer claiming rank ${h.rank} refused our proof (${String(body.message).slice(0, 200)}): the secrets differ`, h.rank);
     }
     // checked after the proof so that only authenticated peers learn why they are refused
     if (!proofMatches(mac(a.key, 'dialer', ctx, h.nonce, na), body.proof)) {
       link.refuse('authentication failed: your proof does not match our shared secret');
-      throw new AuthenticationError(`peer claiming rank ${h.rank} failed authentication (wrong shared secret)`);
+      throw new AuthenticationError(`peer claiming rank ${h.rank} failed authentication (wrong shared secret)`, h.rank);
     }
     if (h.to !== a.myRank || h.job !== a.job) {
       const why = h.to !== a.myRank ? `you dialled rank ${h.to}, this is rank ${a.myRank}` : `you belong to another job (${h.job || 'none'})`;

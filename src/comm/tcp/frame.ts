@@ -12,8 +12,9 @@
  *       16     4  aux          a collective's element count (every rank must pass the same), or
  *                              a point-to-point message's element count
  *       20     4  length       payload bytes; at most the receiver's maximum frame size
- *       24     4  payloadCrc   CRC32 (zlib's) of the payload
- *       28     4  headerCrc    CRC32 of bytes 0–27, so a corrupt length is caught before it is used
+ *       24     4  check        checksum of the payload: for data frames (collectives, send/recv) the
+ *                              SIMD hash "ptr32" of kernel.ts (~20 GB/s); for control frames CRC32
+ *       28     4  headerCrc    CRC32 (zlib's) of bytes 0–27, so a corrupt length is caught before use
  *
  * All fields little-endian; payload floats are IEEE float32 little-endian (big-endian hosts are
  * refused at connect). Control frames (handshake, rendezvous, abort) carry UTF-8 JSON payloads;
@@ -24,6 +25,7 @@
  * The connection is then dropped by its owner: a stream cannot be resynchronised.
  */
 import { crc32 } from 'node:zlib';
+import { hashPayloadJs, newHashLanes, resetHashLanes, type TcpKernel } from './kernel.ts';
 
 export const MAGIC = 0x31525450;
 export const HEADER_BYTES = 32;
@@ -81,7 +83,18 @@ export interface FrameHeader {
 
 export interface Frame extends FrameHeader {
   payload: Buffer;
+  /** the payload's verified checksum (reusable when forwarding the same bytes) */
+  check: number;
+  /** the payload is a kernel slot (data frames decoded with a kernel): reduce it there, then putSlot */
+  slot?: boolean;
 }
+
+/** Frames carrying float32 data (checked with the ptr32 hash; payloads in kernel slots). */
+export function isDataType(type: number): boolean {
+  return type >= FrameType.Allreduce && type <= FrameType.P2P;
+}
+
+const EMPTY_DATA_CHECK = hashPayloadJs(new Uint8Array(0));
 
 /** Malformed, oversized or out-of-sequence traffic; the connection it came on must be dropped. */
 export class FrameError extends Error {
@@ -104,53 +117,15 @@ export function encodeHeader(h: FrameHeader, payloadCrc: number): Buffer {
   return b;
 }
 
-export function payloadCrc(payload: Uint8Array): number {
+/** The checksum a frame of `type` carries for `payload` (without a kernel: the JS reference hash). */
+export function payloadCheck(type: number, payload: Uint8Array): number {
+  if (isDataType(type)) return payload.length === 0 ? EMPTY_DATA_CHECK : hashPayloadJs(payload);
   return payload.length === 0 ? 0 : crc32(payload) >>> 0;
 }
 
 /** Header + payload as one buffer (control frames, tests). */
 export function encodeFrame(h: Omit<FrameHeader, 'length'>, payload: Uint8Array = Buffer.alloc(0)): Buffer {
-  return Buffer.concat([encodeHeader({ ...h, length: payload.length }, payloadCrc(payload)), payload]);
-}
-
-/**
- * Reusable payload buffers for data frames: a fresh large allocation per frame costs page faults
- * that dwarf the copy itself. `get(n)` returns a buffer of at least n bytes (byteOffset 0, a
- * power-of-two capacity); `put` takes back a payload once its reader is done with it — the pool
- * only keeps buffers it made, up to `maxRetainedBytes`.
- */
-export class BufferPool {
-  private readonly free = new Map<number, Buffer[]>();
-  private readonly mine = new WeakSet<ArrayBufferLike>();
-  private retained = 0;
-
-  constructor(private readonly maxRetainedBytes = 64 * 1024 * 1024) {}
-
-  get(n: number): Buffer {
-    const cap = Math.max(4096, 2 ** Math.ceil(Math.log2(n)));
-    const list = this.free.get(cap);
-    const b = list?.pop();
-    if (b) {
-      this.retained -= cap;
-      return b;
-    }
-    const fresh = Buffer.allocUnsafeSlow(cap);
-    this.mine.add(fresh.buffer);
-    return fresh;
-  }
-
-  put(payload: Uint8Array): void {
-    const ab = payload.buffer;
-    if (!this.mine.has(ab)) return;
-    const cap = ab.byteLength;
-    if (this.retained + cap > this.maxRetainedBytes) return;
-    let list = this.free.get(cap);
-    if (!list) this.free.set(cap, (list = []));
-    // a double put would hand one buffer to two readers
-    if (list.some((x) => x.buffer === ab)) return;
-    list.push(Buffer.from(ab, 0, cap));
-    this.retained += cap;
-  }
+  return Buffer.concat([encodeHeader({ ...h, length: payload.length }, payloadCheck(h.type, payload)), payload]);
 }
 
 /**
@@ -167,10 +142,14 @@ export class FrameDecoder {
   private payload: Buffer | undefined;
   private payloadFill = 0;
   private runningCrc = 0;
+  private isData = false;
+  private inSlot = false;
+  private hashed = 0;
+  private lanes: Uint32Array | undefined;
   private nextSeq = 0;
   private failed = false;
-  /** where large payloads come from (after authentication); payloads of other frames are fresh */
-  pool: BufferPool | undefined;
+  /** after authentication: data payloads go to slots of this kernel, hashed as they arrive */
+  kernel: TcpKernel | undefined;
 
   constructor(
     /** the largest payload accepted; may be raised later (after authentication) */
@@ -206,12 +185,25 @@ export class FrameDecoder {
         if (this.headFill < HEADER_BYTES) return;
         this.headFill = 0;
         this.header = this.parseHeader();
-        if (this.header.length === 0) {
-          this.emit(Buffer.alloc(0));
+        const len = this.header.length;
+        this.isData = isDataType(this.header.type);
+        if (len === 0) {
+          const check = this.isData ? EMPTY_DATA_CHECK : 0;
+          if (check !== this.expectedCrc) throw this.mismatch(0, check);
+          this.emit(Buffer.alloc(0), check, false);
           continue;
         }
-        const len = this.header.length;
-        this.payload = this.pool && len >= 4096 ? this.pool.get(len).subarray(0, len) : Buffer.allocUnsafeSlow(len);
+        if (this.isData && len % 4 !== 0) throw new FrameError(`${frameTypeName(this.header.type)} frame of ${len} bytes: not whole float32s`);
+        if (this.isData && this.kernel) {
+          this.payload = this.kernel.getSlot(len);
+          this.inSlot = true;
+          if (this.lanes) resetHashLanes(this.lanes);
+          else this.lanes = newHashLanes();
+          this.hashed = 0;
+        } else {
+          this.payload = Buffer.allocUnsafeSlow(len);
+          this.inSlot = false;
+        }
         this.payloadFill = 0;
         this.runningCrc = 0;
       }
@@ -219,17 +211,27 @@ export class FrameDecoder {
       const take = Math.min(payload.length - this.payloadFill, chunk.length - off);
       chunk.copy(payload, this.payloadFill, off, off + take);
       // checksum the piece while it is in cache
-      this.runningCrc = crc32(payload.subarray(this.payloadFill, this.payloadFill + take), this.runningCrc);
+      if (this.inSlot) {
+        const upto = (this.payloadFill + take) & ~63;
+        if (upto > this.hashed) {
+          this.kernel!.hashSlot(this.lanes!, payload, this.hashed, upto);
+          this.hashed = upto;
+        }
+      } else if (!this.isData) {
+        this.runningCrc = crc32(payload.subarray(this.payloadFill, this.payloadFill + take), this.runningCrc);
+      }
       this.payloadFill += take;
       off += take;
       if (this.payloadFill === payload.length) {
-        const crc = this.runningCrc >>> 0;
-        if (crc !== this.expectedCrc) {
-          throw new FrameError(`payload checksum mismatch in ${frameTypeName(this.header!.type)} frame #${this.header!.seq} ` +
-            `(${payload.length} bytes: got crc ${crc.toString(16)}, header says ${this.expectedCrc.toString(16)})`);
+        const len = payload.length;
+        const check = this.inSlot ? this.kernel!.finish(this.lanes!, payload, this.hashed)
+          : this.isData ? hashPayloadJs(payload) : this.runningCrc >>> 0;
+        if (check !== this.expectedCrc) {
+          if (this.inSlot) this.kernel!.putSlot(payload);
+          throw this.mismatch(len, check);
         }
         this.payload = undefined;
-        this.emit(payload);
+        this.emit(payload, check, this.inSlot);
       }
     }
   }
@@ -256,10 +258,16 @@ export class FrameDecoder {
     return h;
   }
 
-  private emit(payload: Buffer): void {
+  private mismatch(len: number, got: number): FrameError {
+    const h = this.header!;
+    return new FrameError(`payload checksum mismatch in ${frameTypeName(h.type)} frame #${h.seq} ` +
+      `(${len} bytes: got ${got.toString(16)}, the header says ${this.expectedCrc.toString(16)})`);
+  }
+
+  private emit(payload: Buffer, check: number, slot: boolean): void {
     const h = this.header!;
     this.header = undefined;
-    this.onFrame({ ...h, payload });
+    this.onFrame({ ...h, payload, check, slot });
   }
 }
 

@@ -7,10 +7,12 @@
  * Nothing here throws out of a socket event.
  */
 import type { Socket } from 'node:net';
-import { crc32 } from 'node:zlib';
-import { encodeHeader, FrameDecoder, FrameError, FrameType, type BufferPool, type Frame } from './frame.ts';
+import { PeerFailedError } from '../errors.ts';
+import { encodeHeader, FrameDecoder, FrameError, FrameType, isDataType, payloadCheck, type Frame } from './frame.ts';
+import type { TcpKernel } from './kernel.ts';
 
 const noop = () => {};
+const EMPTY = new Uint8Array(0);
 
 export function hostPort(host: string, port: number): string {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
@@ -27,6 +29,7 @@ export class Link {
   bytesIn = 0;
 
   private sendSeq = 0;
+  private kernel: TcpKernel | undefined;
   private readonly decoder: FrameDecoder;
   private handler: ((frame: Frame) => void) | undefined;
   private readonly inbox: Frame[] = [];
@@ -51,11 +54,12 @@ export class Link {
     socket.on('close', () => this.end(undefined, false));
   }
 
-  /** After authentication: larger frames, other types, payloads from `pool`. */
-  raiseLimits(maxFrameBytes: number, allowedTypes?: ReadonlySet<number>, pool?: BufferPool): void {
+  /** After authentication: larger frames, other types, data payloads in (and hashed by) `kernel`. */
+  raiseLimits(maxFrameBytes: number, allowedTypes?: ReadonlySet<number>, kernel?: TcpKernel): void {
     this.decoder.maxFrameBytes = maxFrameBytes;
     this.decoder.allowedTypes = allowedTypes;
-    this.decoder.pool = pool;
+    this.decoder.kernel = kernel;
+    this.kernel = kernel;
   }
 
   get isEnded(): boolean {
@@ -92,22 +96,22 @@ export class Link {
   }
 
   /**
-   * Writes one frame. The payload is NOT copied: it must stay unchanged until the returned
+   * Writes one frame; `check` is the payload's checksum when already known (forwarding). The payload is NOT copied: it must stay unchanged until the returned
    * promise resolves (the bytes have been handed to the kernel). The promise never causes an
    * unhandled rejection by itself: a failed write also ends the link.
    */
-  send(type: number, tag: number, aux: number, payload?: Uint8Array, flags = 0, arg = 0): Promise<void> {
+  send(type: number, tag: number, aux: number, payload?: Uint8Array, flags = 0, arg = 0, check?: number): Promise<void> {
     const len = payload ? payload.length : 0;
-    const crc = len ? crc32(payload!) >>> 0 : 0;
+    const crc = check ?? (len && this.kernel && isDataType(type) ? this.kernel.hashBytes(payload!) : payloadCheck(type, payload ?? EMPTY));
     const header = encodeHeader({ type, flags, arg, seq: this.sendSeq, tag, aux, length: len }, crc);
     this.sendSeq = (this.sendSeq + 1) >>> 0;
     this.bytesOut += len;
     const p = new Promise<void>((resolve, reject) => {
       if (this.ended || this.socket.destroyed) {
-        reject(this.endError ?? new Error(`connection to ${this.remote} is closed`));
+        reject(this.peerError(this.endError ?? new Error('connection closed')));
         return;
       }
-      const done = (err?: Error | null) => (err ? reject(err) : resolve());
+      const done = (err?: Error | null) => (err ? reject(this.peerError(err)) : resolve());
       if (!len) {
         this.socket.write(header, done);
         return;
@@ -121,13 +125,25 @@ export class Link {
     return p;
   }
 
+  /** A failed write names the peer: PeerFailedError once authenticated. */
+  private peerError(err: Error): Error {
+    if (this.peerRank < 0) return err;
+    return new PeerFailedError(this.peerRank, `connection to rank ${this.peerRank} (${this.remote}) failed: ${err.message}`);
+  }
+
   sendJson(type: number, body: unknown): Promise<void> {
     return this.send(type, 0, 0, Buffer.from(JSON.stringify(body), 'utf8'));
   }
 
+  /** Sends one last control frame, then closes (whether or not the write succeeded). */
+  sendJsonAndClose(type: number, body: unknown): void {
+    const close = () => this.close();
+    this.sendJson(type, body).then(close, close);
+  }
+
   /** Sends a Refuse with `message`, then closes. */
   refuse(message: string): void {
-    void this.sendJson(FrameType.Refuse, { message }).finally(() => this.close());
+    this.sendJsonAndClose(FrameType.Refuse, { message });
   }
 
   /** Orderly close: pending writes are flushed first. */

@@ -16,7 +16,7 @@
  */
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { CommTimeoutError, ConfigMismatchError, RendezvousError } from '../errors.ts';
+import { AuthenticationError, CommTimeoutError, ConfigMismatchError, RendezvousError } from '../errors.ts';
 import { authenticateAsAcceptor, authenticateAsDialer } from './auth.ts';
 import { FrameError, FrameType, PRE_AUTH_MAX_FRAME, parseJson, type Frame } from './frame.ts';
 import { hostPort, Link } from './link.ts';
@@ -106,6 +106,8 @@ export class RendezvousMaster {
   private readonly server: net.Server;
   private readonly regs = new Map<number, { reg: Registration; link: Link }>();
   private readonly unauthenticated = new Set<Link>();
+  /** claimed rank → address of a connection that failed authentication (for the timeout message) */
+  private readonly authFailures = new Map<number, string>();
   private failure: Error | undefined;
   private settled = false;
   private timer: NodeJS.Timeout | undefined;
@@ -153,6 +155,7 @@ export class RendezvousMaster {
     this.unauthenticated.add(link);
     void this.handle(link)
       .catch((err: Error) => {
+        if (err instanceof AuthenticationError && err.claimedRank !== undefined) this.authFailures.set(err.claimedRank, from);
         this.o.log('warn', `dropped a connection from ${from} to the rendezvous port: ${err.message}`);
         link.destroy();
       })
@@ -181,7 +184,7 @@ export class RendezvousMaster {
   private register(reg: Registration, link: Link): void {
     if (this.failure || this.settled) {
       const err = this.failure ?? new RendezvousError(`the world of ${this.o.self.worldSize} ranks has already formed without ${describeReg(reg)}`);
-      void link.sendJson(FrameType.Refuse, refusalBody(err)).finally(() => link.close());
+      link.sendJsonAndClose(FrameType.Refuse, refusalBody(err));
       return;
     }
     const me = this.o.self;
@@ -229,7 +232,7 @@ export class RendezvousMaster {
     };
     this.settled = true;
     clearTimeout(this.timer);
-    for (const { link } of this.regs.values()) void link.sendJson(FrameType.Table, table).finally(() => link.close());
+    for (const { link } of this.regs.values()) link.sendJsonAndClose(FrameType.Table, table);
     this.regs.clear();
     this.closeServer();
     this.resolveTable(table);
@@ -241,7 +244,7 @@ export class RendezvousMaster {
     this.o.log('error', `rendezvous failed: ${err.message}`);
     const body = refusalBody(err);
     const links = [...[...this.regs.values()].map((r) => r.link), ...(culprit ? [culprit] : [])];
-    for (const link of links) void link.sendJson(FrameType.Refuse, body).finally(() => link.close());
+    for (const link of links) link.sendJsonAndClose(FrameType.Refuse, body);
     this.regs.clear();
     this.rejectTable(err);
     // keep answering late ranks with the same refusal until the deadline, without keeping the process alive
@@ -258,7 +261,11 @@ export class RendezvousMaster {
     }
     const W = this.o.self.worldSize;
     const missing = Array.from({ length: W }, (_, r) => r).filter((r) => r !== 0 && !this.regs.has(r));
-    const expected = (r: number) => (this.o.hosts?.[r] ? `expected on host ${this.o.hosts[r]}` : 'host unknown: it never contacted the master');
+    const expected = (r: number) => {
+      const auth = this.authFailures.get(r);
+      if (auth) return `a process claiming rank ${r} connected from ${auth} but failed authentication: its secret differs`;
+      return this.o.hosts?.[r] ? `expected on host ${this.o.hosts[r]}` : 'host unknown: it never contacted the master';
+    };
     const names = missing.slice(0, 8).map((r) => `rank ${r} (${expected(r)})`).join(', ') + (missing.length > 8 ? `, and ${missing.length - 8} more` : '');
     this.fail(new CommTimeoutError(`rendezvous timed out after ${this.o.timeoutMs} ms: the master (rank 0 at ${this.address}) never heard from ${names}; ` +
       `${this.regs.size + 1} of ${W} ranks arrived — is every rank started, with MASTER_ADDR/MASTER_PORT pointing at rank 0 and the same secret?`, missing));

@@ -34,7 +34,8 @@ import { ownedSlice, type CollectiveStats, type Communicator, type ReduceOp } fr
 import { CollectiveMismatchError, CommTimeoutError, PeerFailedError, RendezvousError } from '../errors.ts';
 import { rendezvousFromEnv } from '../rendezvous.ts';
 import { authenticateAsAcceptor, authenticateAsDialer } from './auth.ts';
-import { BufferPool, FrameType, frameTypeName, PRE_AUTH_MAX_FRAME, type Frame } from './frame.ts';
+import { FrameType, frameTypeName, PRE_AUTH_MAX_FRAME, type Frame } from './frame.ts';
+import { TcpKernel } from './kernel.ts';
 import { hostPort, Link } from './link.ts';
 import { cappedWarnings, stderrLog, type TcpLog } from './log.ts';
 import { FrameQueue } from './queue.ts';
@@ -192,7 +193,7 @@ export class TcpCommunicator implements Communicator {
   private readonly collQueues: Map<number, FrameQueue>[];
   private readonly p2pQueues: Map<number, FrameQueue>[];
   private readonly recvLocks = new Map<string, Promise<void>>();
-  private readonly pool = new BufferPool();
+  private readonly kernel = new TcpKernel();
 
   private opSeq = 0;
   private failure: Error | undefined;
@@ -372,7 +373,7 @@ export class TcpCommunicator implements Communicator {
       link.close();
       throw this.failure ?? new Error('communicator closed');
     }
-    link.raiseLimits(64 * 1024, BACK_TYPES);
+    link.raiseLimits(64 * 1024, BACK_TYPES, this.kernel);
     this.adopt(link, p);
     this.outLinks[p] = link;
     return link;
@@ -410,7 +411,7 @@ export class TcpCommunicator implements Communicator {
           link.close();
           return;
         }
-        link.raiseLimits(this.o.maxFrameBytes, DATA_TYPES, this.pool);
+        link.raiseLimits(this.o.maxFrameBytes, DATA_TYPES, this.kernel);
         this.adopt(link, p);
         this.inLinks[p] = link;
         const w = this.inWaiters[p];
@@ -534,7 +535,7 @@ export class TcpCommunicator implements Communicator {
     const origin = err instanceof PeerFailedError ? err.failedRank : this.rank;
     const reason = err instanceof PeerFailedError ? err.reason : `${err.name}: ${err.message}`;
     for (const qs of [...this.collQueues, ...this.p2pQueues]) for (const q of qs.values()) q.fail(err);
-    for (const link of this.links) void link.sendJson(FrameType.Abort, { origin, reason }).finally(() => link.close());
+    for (const link of this.links) link.sendJsonAndClose(FrameType.Abort, { origin, reason });
     for (const l of this.pending) l.destroy();
     this.server?.close();
     try {
@@ -587,7 +588,8 @@ export class TcpCommunicator implements Communicator {
       return await body();
     } catch (err) {
       this.fail(err as Error);
-      throw err;
+      // the root cause (e.g. the peer that died), not a secondary symptom (a failed write to it)
+      throw this.failure ?? err;
     } finally {
       this.commMs += performance.now() - t0;
     }
@@ -609,6 +611,12 @@ export class TcpCommunicator implements Communicator {
       sends.push(out.send(type, tag, aux, bytes.subarray(s * 4, e * 4), flags, arg));
       this.bytes += (e - s) * 4;
     }
+  }
+
+  /** Sends floats [a, b) as one frame (forwarding what one frame brought), with a known checksum if given. */
+  private sendFrame(out: Link, sends: Promise<void>[], bytes: Buffer, a: number, b: number, type: number, tag: number, aux: number, flags: number, arg: number, check: number | undefined): void {
+    sends.push(out.send(type, tag, aux, bytes.subarray(a * 4, b * 4), flags, arg, check));
+    this.bytes += (b - a) * 4;
   }
 
   /** Validates a collective data frame against this rank's own call; returns its floats. */
@@ -684,11 +692,18 @@ export class TcpCommunicator implements Communicator {
             const m = src.length;
             if (m === 0) throw new CollectiveMismatchError(`collective #${seq}: rank ${left} sent an empty data frame`);
             const dst = buf.subarray(cur, cur + m);
-            addInto(dst, src);
-            this.pool.put(f.payload);
-            if (last && mean) divideBy(dst, N);
             // forward: the next reduce-scatter step, or (allreduce) the first allgather step
-            if (!last || ag) this.sendRange(out, sends, bytes, cur, cur + m, type, seq, n, flags, 0);
+            const forward = !last || ag;
+            const div = last && mean ? N : 0;
+            let check = 0;
+            if (f.slot) {
+              check = this.kernel.reduceInto(dst, f.payload, div, forward);
+              this.kernel.putSlot(f.payload);
+            } else {
+              addInto(dst, src);
+              if (div) divideBy(dst, div);
+            }
+            if (forward) this.sendFrame(out, sends, bytes, cur, cur + m, type, seq, n, flags, 0, f.slot ? check : undefined);
             cur += m;
           }
         }
@@ -707,8 +722,9 @@ export class TcpCommunicator implements Communicator {
             const m = src.length;
             if (m === 0) throw new CollectiveMismatchError(`collective #${seq}: rank ${left} sent an empty data frame`);
             buf.set(src, cur);
-            this.pool.put(f.payload);
-            if (forward) this.sendRange(out, sends, bytes, cur, cur + m, type, seq, n, flags, 0);
+            this.kernel.putSlot(f.payload);
+            // the same bytes go on: their checksum is known
+            if (forward) this.sendFrame(out, sends, bytes, cur, cur + m, type, seq, n, flags, 0, f.check);
             cur += m;
           }
         }
@@ -747,8 +763,8 @@ export class TcpCommunicator implements Communicator {
             const src = this.dataOf(f, left, seq, type, n, 0, root, n - cur);
             if (src.length === 0) throw new CollectiveMismatchError(`collective #${seq}: rank ${left} sent an empty data frame`);
             buf.set(src, cur);
-            this.pool.put(f.payload);
-            if (out) this.sendRange(out, sends, bytes, cur, cur + src.length, type, seq, n, 0, root);
+            this.kernel.putSlot(f.payload);
+            if (out) this.sendFrame(out, sends, bytes, cur, cur + src.length, type, seq, n, 0, root, f.check);
             cur += src.length;
           }
         }
@@ -798,7 +814,7 @@ export class TcpCommunicator implements Communicator {
       const n = buf.length;
       if (dest === this.rank) {
         const payload = Buffer.from(new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength));
-        this.p2pQueue(dest, tag).push({ type: FrameType.P2P, flags: 0, arg: 0, seq: 0, tag, aux: n, length: payload.length, payload });
+        this.p2pQueue(dest, tag).push({ type: FrameType.P2P, flags: 0, arg: 0, seq: 0, tag, aux: n, length: payload.length, payload, check: 0, slot: false });
         this.bytes += payload.length;
         return;
       }
@@ -842,7 +858,7 @@ export class TcpCommunicator implements Communicator {
             const src = new Float32Array(f.payload.buffer, f.payload.byteOffset, m);
             buf.set(src.subarray(0, Math.min(m, buf.length - got)), got);
           }
-          this.pool.put(f.payload);
+          this.kernel.putSlot(f.payload);
           got += m;
           if (source !== this.rank) this.bytes += f.length;
         } while (got < total);

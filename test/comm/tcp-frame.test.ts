@@ -1,0 +1,137 @@
+/** The tcp wire format: frames survive any split of the byte stream; anything malformed is a FrameError. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { encodeFrame, encodeHeader, FrameDecoder, FrameError, FrameType, HEADER_BYTES, MAGIC, type Frame } from '../../src/comm/tcp/frame.ts';
+import { hashPayloadJs, KERNEL_WASM_BASE64, TcpKernel } from '../../src/comm/tcp/kernel.ts';
+
+const frame = (seq: number, payload: Buffer, type: number = FrameType.Allreduce) =>
+  encodeFrame({ type, flags: 1, arg: 2, seq, tag: 40 + seq, aux: 1000 }, payload);
+
+function decodeAll(stream: Buffer, pieces: number[], max = 1 << 20): Frame[] {
+  const out: Frame[] = [];
+  const d = new FrameDecoder(max, (f) => out.push(f));
+  let off = 0;
+  for (let i = 0; off < stream.length; i++) {
+    const n = pieces[i % pieces.length]!;
+    d.push(stream.subarray(off, off + n));
+    off += n;
+  }
+  return out;
+}
+
+test('frames round-trip through every split of the stream, payloads 4-byte aligned', () => {
+  const payloads = [Buffer.alloc(0), Buffer.from([1, 2, 3, 4, 5, 6, 7, 8]), Buffer.alloc(70_000, 9)];
+  const stream = Buffer.concat(payloads.map((p, i) => frame(i, p)));
+  for (const pieces of [[1], [3], [31, 33], [4096], [stream.length]]) {
+    const got = decodeAll(stream, pieces);
+    assert.equal(got.length, 3);
+    got.forEach((f, i) => {
+      assert.deepEqual([f.type, f.flags, f.arg, f.seq, f.tag, f.aux, f.length], [FrameType.Allreduce, 1, 2, i, 40 + i, 1000, payloads[i]!.length]);
+      assert.ok(f.payload.equals(payloads[i]!));
+      assert.equal(f.payload.byteOffset % 4, 0);
+    });
+  }
+  assert.equal(stream.readUInt32LE(0), MAGIC);
+  assert.equal(stream.subarray(0, 4).toString('latin1'), 'PTR1');
+});
+
+test('malformed input is a FrameError and stops the decoder', () => {
+  const good = frame(0, Buffer.from('abcd'));
+  const cases: [string, Buffer, RegExp][] = [
+    ['foreign bytes', Buffer.from('SSH-2.0-OpenSSH_9.2\r\n'), /bad magic "SSH-"/],
+    ['corrupt header', (() => { const b = Buffer.from(good); b[20] ^= 1; return b; })(), /header checksum/],
+    ['corrupt payload', (() => { const b = Buffer.from(good); b[HEADER_BYTES] ^= 1; return b; })(), /payload checksum mismatch/],
+    ['sequence gap', frame(5, Buffer.from('abcd')), /sequence gap: got #5, expected #0/],
+    ['oversized', encodeHeader({ type: FrameType.P2P, flags: 0, arg: 0, seq: 0, tag: 0, aux: 0, length: 2048 }, 0), /oversized send\/recv frame: 2048 bytes, the maximum here is 1024/],
+    ['unknown type', encodeFrame({ type: 99, flags: 0, arg: 0, seq: 0, tag: 0, aux: 0 }), /unexpected frame type unknown type 99/],
+  ];
+  for (const [what, bytes, message] of cases) {
+    const got: Frame[] = [];
+    const d = new FrameDecoder(1024, (f) => got.push(f));
+    assert.throws(() => d.push(bytes), (err: Error) => err instanceof FrameError && message.test(err.message), what);
+    d.push(good); // ignored after a failure
+    assert.equal(got.length, 0, what);
+  }
+  // types outside the allowed set (e.g. data before authentication)
+  const d = new FrameDecoder(1024, () => {}, new Set([FrameType.Hello]));
+  assert.throws(() => d.push(good), /unexpected frame type allreduce/);
+});
+
+test('a replayed frame is rejected', () => {
+  const got: Frame[] = [];
+  const d = new FrameDecoder(1024, (f) => got.push(f));
+  const f0 = frame(0, Buffer.from('abcd'));
+  d.push(f0);
+  assert.throws(() => d.push(f0), /sequence gap: got #0, expected #1/);
+  assert.equal(got.length, 1);
+});
+
+test('data payloads land in kernel slots, hashed on arrival, and the slots are reused', () => {
+  const kernel = new TcpKernel(2 << 20); // small arenas: more get added on the way
+  const got: Frame[] = [];
+  const d = new FrameDecoder(1 << 22, (f) => got.push(f));
+  d.kernel = kernel;
+  const floats = Float32Array.from({ length: 300_001 }, (_, i) => Math.sin(i));
+  const payload = Buffer.from(floats.buffer);
+  const stream = Buffer.concat([frame(0, payload), frame(1, payload.subarray(0, 44))]);
+  for (let off = 0; off < stream.length; off += 1000) d.push(stream.subarray(off, off + 1000));
+  assert.equal(got.length, 2);
+  assert.ok(got[0]!.payload.equals(payload));
+  assert.equal(got[0]!.check, hashPayloadJs(payload));
+  assert.ok(got[0]!.slot && kernel.isSlot(got[0]!.payload));
+  const first = got[0]!.payload;
+  kernel.putSlot(first);
+  kernel.putSlot(first); // a second put is ignored
+  d.push(frame(2, payload));
+  assert.ok(got[2]!.payload.buffer === first.buffer && got[2]!.payload.byteOffset === first.byteOffset, 'the slot is reused');
+  d.push(frame(3, payload));
+  assert.ok(got[3]!.payload.byteOffset !== first.byteOffset || got[3]!.payload.buffer !== first.buffer, 'but handed to one reader at a time');
+  // a corrupt data payload is caught by the hash
+  const bad = frame(4, payload.subarray(0, 4096));
+  bad[HEADER_BYTES + 100] ^= 0x10;
+  assert.throws(() => d.push(bad), /payload checksum mismatch in allreduce frame #4/);
+});
+
+test('the SIMD hash equals the JS reference for every length; the embedded wasm is kernel.wat', async () => {
+  const kernel = new TcpKernel(1 << 20);
+  const bytes = Buffer.from(Array.from({ length: 70_000 * 4 }, (_, i) => (i * 131 + (i >> 7)) & 0xff));
+  for (const len of [0, 4, 60, 64, 68, 128, 4092, 65536, 65540, 70_000 * 4]) {
+    const b = bytes.subarray(0, len);
+    assert.equal(kernel.hashBytes(b), hashPayloadJs(b), `length ${len}`);
+  }
+  // one flipped bit, or two words swapped, change it
+  const a = Buffer.from(bytes.subarray(0, 4096));
+  const h = hashPayloadJs(a);
+  a[77] ^= 1;
+  assert.notEqual(hashPayloadJs(a), h);
+  a[77] ^= 1;
+  const [w0, w1] = [a.readUInt32LE(0), a.readUInt32LE(4)];
+  a.writeUInt32LE(w1, 0);
+  a.writeUInt32LE(w0, 4);
+  assert.notEqual(hashPayloadJs(a), h);
+  const binaryen = (await import('binaryen')).default;
+  const mod = binaryen.parseText(readFileSync(new URL('../../src/comm/tcp/kernel.wat', import.meta.url), 'utf8'));
+  mod.setFeatures(binaryen.Features.SIMD128);
+  assert.ok(mod.validate());
+  assert.equal(Buffer.from(mod.emitBinary()).toString('base64'), KERNEL_WASM_BASE64, 'rebuild the base64 from kernel.wat');
+});
+
+test('the SIMD reduce step is float32 addition (and division), element by element', () => {
+  const kernel = new TcpKernel(1 << 20);
+  for (const n of [1, 5, 16, 16_387, 40_000]) {
+    for (const div of [0, 3]) {
+      const incoming = Float32Array.from({ length: n }, (_, i) => Math.fround(Math.cos(i) * 1e3));
+      const own = Float32Array.from({ length: n }, (_, i) => Math.fround(Math.sin(i * 0.7) / 7));
+      const slot = kernel.getSlot(n * 4);
+      slot.set(new Uint8Array(incoming.buffer));
+      const dst = own.slice();
+      const check = kernel.reduceInto(dst, slot, div, true);
+      const want = own.map((x, i) => (div ? Math.fround(Math.fround(incoming[i]! + x) / div) : Math.fround(incoming[i]! + x)));
+      assert.deepEqual(dst, want, `n=${n} div=${div}`);
+      assert.equal(check, hashPayloadJs(new Uint8Array(want.buffer)));
+      assert.deepEqual(new Float32Array(slot.buffer, slot.byteOffset, n), want);
+      kernel.putSlot(slot);
+    }
+  }
+});
