@@ -38,11 +38,20 @@ export async function runEval(configPath: string, flags: { checkpoint: string; d
   process.stdout.write(`${JSON.stringify({ checkpoint: flags.checkpoint, testSamples: data.test.count, testLoss: r.loss, testAccuracy: r.accuracy })}\n`);
 }
 
+/** What a backend says about itself: the SIMD variant of wasm, the BLAS behind native. */
+function backendDetail(backend: object | null): string {
+  if (!backend) return '';
+  const parts: string[] = [];
+  if ('relaxed' in backend) parts.push(backend.relaxed ? 'relaxed SIMD (fused multiply-add)' : 'SIMD128');
+  if ('blas' in backend && backend.blas && typeof backend.blas === 'object' && 'config' in backend.blas) parts.push(String(backend.blas.config));
+  return parts.length ? ` — ${parts.join('; ')}` : '';
+}
+
 export async function runInfo(): Promise<void> {
   const chosen = await getBackend('auto');
   for (const name of registeredBackends()) {
     const backend = await tryBackend(name);
-    process.stdout.write(`${name.padEnd(8)} ${backend ? 'available' : 'not available'}${backend === chosen ? '  (chosen by --backend auto)' : ''}\n`);
+    process.stdout.write(`${name.padEnd(8)} ${backend ? 'available' : 'not available'}${backendDetail(backend)}${backend === chosen ? '  (chosen by --backend auto)' : ''}\n`);
   }
   process.stdout.write(`node ${process.version}, ${(await import('node:os')).cpus().length} cores\n`);
 }

@@ -173,66 +173,91 @@ export class FrameDecoder {
   private consume(chunk: Buffer): void {
     let off = 0;
     while (off < chunk.length) {
-      if (!this.header) {
-        const take = Math.min(HEADER_BYTES - this.headFill, chunk.length - off);
-        chunk.copy(this.head, this.headFill, off, off + take);
-        this.headFill += take;
-        off += take;
-        // reject a foreign protocol as soon as 4 bytes are in
-        if (this.headFill >= 4 && this.headFill - take < 4 && this.head.readUInt32LE(0) !== MAGIC) {
-          throw new FrameError(`not a paratrain frame (bad magic ${describeBytes(this.head.subarray(0, 4))})`);
-        }
-        if (this.headFill < HEADER_BYTES) return;
-        this.headFill = 0;
-        this.header = this.parseHeader();
-        const len = this.header.length;
-        this.isData = isDataType(this.header.type);
-        if (len === 0) {
-          const check = this.isData ? EMPTY_DATA_CHECK : 0;
-          if (check !== this.expectedCrc) throw this.mismatch(0, check);
-          this.emit(Buffer.alloc(0), check, false);
-          continue;
-        }
-        if (this.isData && len % 4 !== 0) throw new FrameError(`${frameTypeName(this.header.type)} frame of ${len} bytes: not whole float32s`);
-        if (this.isData && this.kernel) {
-          this.payload = this.kernel.getSlot(len);
-          this.inSlot = true;
-          if (this.lanes) resetHashLanes(this.lanes);
-          else this.lanes = newHashLanes();
-          this.hashed = 0;
-        } else {
-          this.payload = Buffer.allocUnsafeSlow(len);
-          this.inSlot = false;
-        }
-        this.payloadFill = 0;
-        this.runningCrc = 0;
-      }
-      const payload = this.payload!;
-      const take = Math.min(payload.length - this.payloadFill, chunk.length - off);
-      chunk.copy(payload, this.payloadFill, off, off + take);
-      // checksum the piece while it is in cache
-      if (this.inSlot) {
-        const upto = (this.payloadFill + take) & ~63;
-        if (upto > this.hashed) {
-          this.kernel!.hashSlot(this.lanes!, payload, this.hashed, upto);
-          this.hashed = upto;
-        }
-      } else if (!this.isData) {
-        this.runningCrc = crc32(payload.subarray(this.payloadFill, this.payloadFill + take), this.runningCrc);
-      }
-      this.payloadFill += take;
+      const target = this.readTarget();
+      const take = Math.min(target.length, chunk.length - off);
+      chunk.copy(target, 0, off, off + take);
       off += take;
-      if (this.payloadFill === payload.length) {
-        const len = payload.length;
-        const check = this.inSlot ? this.kernel!.finish(this.lanes!, payload, this.hashed)
-          : this.isData ? hashPayloadJs(payload) : this.runningCrc >>> 0;
-        if (check !== this.expectedCrc) {
-          if (this.inSlot) this.kernel!.putSlot(payload);
-          throw this.mismatch(len, check);
-        }
-        this.payload = undefined;
-        this.emit(payload, check, this.inSlot);
+      this.advance(take);
+    }
+  }
+
+  /**
+   * Pull mode (a socket created with `onread`, see PullReader): where the next bytes should be
+   * read to — the rest of the header, or the rest of the payload, which for data frames is a
+   * kernel slot: the kernel writes the payload straight where it will be reduced.
+   */
+  readTarget(): Buffer {
+    if (this.failed) return this.head;
+    if (!this.header) return this.head.subarray(this.headFill);
+    return this.payload!.subarray(this.payloadFill);
+  }
+
+  /** Pull mode: `n` bytes have been written into the buffer readTarget() returned. Throws FrameError. */
+  didRead(n: number): void {
+    if (this.failed) return;
+    try {
+      this.advance(n);
+    } catch (err) {
+      this.failed = true;
+      throw err;
+    }
+  }
+
+  private advance(take: number): void {
+    if (!this.header) {
+      this.headFill += take;
+      // reject a foreign protocol as soon as 4 bytes are in
+      if (this.headFill >= 4 && this.headFill - take < 4 && this.head.readUInt32LE(0) !== MAGIC) {
+        throw new FrameError(`not a paratrain frame (bad magic ${describeBytes(this.head.subarray(0, 4))})`);
       }
+      if (this.headFill < HEADER_BYTES) return;
+      this.headFill = 0;
+      this.header = this.parseHeader();
+      const len = this.header.length;
+      this.isData = isDataType(this.header.type);
+      if (len === 0) {
+        const check = this.isData ? EMPTY_DATA_CHECK : 0;
+        if (check !== this.expectedCrc) throw this.mismatch(0, check);
+        this.emit(Buffer.alloc(0), check, false);
+        return;
+      }
+      if (this.isData && len % 4 !== 0) throw new FrameError(`${frameTypeName(this.header.type)} frame of ${len} bytes: not whole float32s`);
+      if (this.isData && this.kernel) {
+        this.payload = this.kernel.getSlot(len);
+        this.inSlot = true;
+        if (this.lanes) resetHashLanes(this.lanes);
+        else this.lanes = newHashLanes();
+        this.hashed = 0;
+      } else {
+        this.payload = Buffer.allocUnsafeSlow(len);
+        this.inSlot = false;
+      }
+      this.payloadFill = 0;
+      this.runningCrc = 0;
+      return;
+    }
+    const payload = this.payload!;
+    // checksum the new bytes while they are in cache
+    if (this.inSlot) {
+      const upto = (this.payloadFill + take) & ~63;
+      if (upto > this.hashed) {
+        this.kernel!.hashSlot(this.lanes!, payload, this.hashed, upto);
+        this.hashed = upto;
+      }
+    } else if (!this.isData) {
+      this.runningCrc = crc32(payload.subarray(this.payloadFill, this.payloadFill + take), this.runningCrc);
+    }
+    this.payloadFill += take;
+    if (this.payloadFill === payload.length) {
+      const len = payload.length;
+      const check = this.inSlot ? this.kernel!.finish(this.lanes!, payload, this.hashed)
+        : this.isData ? hashPayloadJs(payload) : this.runningCrc >>> 0;
+      if (check !== this.expectedCrc) {
+        if (this.inSlot) this.kernel!.putSlot(payload);
+        throw this.mismatch(len, check);
+      }
+      this.payload = undefined;
+      this.emit(payload, check, this.inSlot);
     }
   }
 

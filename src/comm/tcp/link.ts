@@ -18,6 +18,43 @@ export function hostPort(host: string, port: number): string {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
+/**
+ * Reads of a socket we dial go where its Link's decoder says (`onread` with a buffer function):
+ * headers into the header buffer, data payloads straight into kernel slots — no 64 KiB read
+ * buffer per read, no copy. Create it before `net.connect({ onread: reader.onread })`; bytes
+ * read before a Link attaches are replayed to it.
+ */
+export class PullReader {
+  private decoder: FrameDecoder | undefined;
+  private onError: ((err: Error) => void) | undefined;
+  private readonly early: Buffer[] = [];
+  private readonly scratch = Buffer.allocUnsafe(4096);
+  readonly onread = {
+    buffer: (): Uint8Array => (this.decoder ? this.decoder.readTarget() : this.scratch),
+    callback: (n: number, buf: Uint8Array): void => {
+      try {
+        if (buf === this.scratch) {
+          const copy = Buffer.from(this.scratch.subarray(0, n));
+          if (this.decoder) this.decoder.push(copy);
+          else this.early.push(copy);
+        } else this.decoder?.didRead(n);
+      } catch (err) {
+        this.onError?.(err instanceof Error ? err : new FrameError(String(err)));
+      }
+    },
+  };
+
+  attach(decoder: FrameDecoder, onError: (err: Error) => void): void {
+    this.decoder = decoder;
+    this.onError = onError;
+    try {
+      for (const b of this.early.splice(0)) decoder.push(b);
+    } catch (err) {
+      onError(err as Error);
+    }
+  }
+}
+
 export class Link {
   readonly socket: Socket;
   /** "host:port" of the other end, for messages */
@@ -38,18 +75,22 @@ export class Link {
   private ended = false;
   private endListeners: ((err: Error | undefined) => void)[] = [];
 
-  constructor(socket: Socket, maxFrameBytes: number, allowedTypes?: ReadonlySet<number>) {
+  /** `pull`: the socket was created with `pull.onread` (dialled sockets); else it is read by 'data' events. */
+  constructor(socket: Socket, maxFrameBytes: number, allowedTypes?: ReadonlySet<number>, pull?: PullReader) {
     this.socket = socket;
     this.remote = hostPort(socket.remoteAddress ?? '?', socket.remotePort ?? 0);
     socket.setNoDelay(true);
     this.decoder = new FrameDecoder(maxFrameBytes, (f) => this.deliver(f), allowedTypes);
-    socket.on('data', (chunk: Buffer) => {
-      try {
-        this.decoder.push(chunk);
-      } catch (err) {
-        this.end(err instanceof Error ? err : new FrameError(String(err)), true);
-      }
-    });
+    if (pull) pull.attach(this.decoder, (err) => this.end(err, true));
+    else {
+      socket.on('data', (chunk: Buffer) => {
+        try {
+          this.decoder.push(chunk);
+        } catch (err) {
+          this.end(err instanceof Error ? err : new FrameError(String(err)), true);
+        }
+      });
+    }
     socket.on('error', (err) => this.end(err, true));
     socket.on('close', () => this.end(undefined, false));
   }

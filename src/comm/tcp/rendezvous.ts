@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import { AuthenticationError, CommTimeoutError, ConfigMismatchError, RendezvousError } from '../errors.ts';
 import { authenticateAsAcceptor, authenticateAsDialer } from './auth.ts';
 import { FrameError, FrameType, PRE_AUTH_MAX_FRAME, parseJson, type Frame } from './frame.ts';
-import { hostPort, Link } from './link.ts';
+import { hostPort, Link, PullReader } from './link.ts';
 import type { TcpLog } from './log.ts';
 
 export interface RankAddress {
@@ -304,7 +304,7 @@ const RETRYABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNRE
  * Connects to `host:port` within `deadline`, retrying refused/unreachable attempts with backoff
  * (the peer may not be listening yet). Throws CommTimeoutError naming `who` and the address.
  */
-export async function dialWithRetry(host: string, port: number, deadline: number, timeoutMs: number, who: string, me: string, rank: number): Promise<net.Socket> {
+export async function dialWithRetry(host: string, port: number, deadline: number, timeoutMs: number, who: string, me: string, rank: number): Promise<{ socket: net.Socket; reader: PullReader }> {
   let delay = 50;
   let lastError = 'no attempt';
   for (;;) {
@@ -314,8 +314,9 @@ export async function dialWithRetry(host: string, port: number, deadline: number
         (rank === 0 ? ': is rank 0 running, and do MASTER_ADDR/MASTER_PORT point at it?' : ': is that process still running, and is the address reachable from here?'), [rank]);
     }
     try {
-      return await new Promise<net.Socket>((resolve, reject) => {
-        const socket = net.connect({ host, port });
+      return await new Promise<{ socket: net.Socket; reader: PullReader }>((resolve, reject) => {
+        const reader = new PullReader();
+        const socket = net.connect({ host, port, onread: reader.onread });
         const t = setTimeout(() => {
           socket.destroy();
           reject(Object.assign(new Error('connect timed out'), { code: 'ETIMEDOUT' }));
@@ -323,7 +324,7 @@ export async function dialWithRetry(host: string, port: number, deadline: number
         socket.once('connect', () => {
           clearTimeout(t);
           socket.removeAllListeners('error');
-          resolve(socket);
+          resolve({ socket, reader });
         });
         socket.once('error', (err) => {
           clearTimeout(t);
@@ -348,8 +349,8 @@ export async function registerWithMaster(o: RegisterOptions): Promise<WorldTable
   const masterDesc = `the master (rank 0) at ${hostPort(o.masterAddr, o.masterPort)}`;
   const me = `rank ${o.rank}`;
   for (;;) {
-    const socket = await dialWithRetry(o.masterAddr, o.masterPort, o.deadline, o.timeoutMs, 'the master (rank 0)', me, 0);
-    const link = new Link(socket, PRE_AUTH_MAX_FRAME, HANDSHAKE_TYPES);
+    const { socket, reader } = await dialWithRetry(o.masterAddr, o.masterPort, o.deadline, o.timeoutMs, 'the master (rank 0)', me, 0);
+    const link = new Link(socket, PRE_AUTH_MAX_FRAME, HANDSHAKE_TYPES, reader);
     try {
       await authenticateAsDialer(link, {
         key: o.key, purpose: 'rendezvous', myRank: o.rank, peerRank: 0, job: '', peerDesc: masterDesc,
