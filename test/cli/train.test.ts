@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runCli, stderrLines, tmpDir, writeTinyConfig, type CliResult } from './helpers.ts';
+import { gzipSync, gunzipSync } from 'node:zlib';
+import { runCli, stderrLines, tmpDir, writeTinyConfig, SUBSET, type CliResult } from './helpers.ts';
 
 test('paratrain train runs end to end: exit 0, metrics.jsonl and model.safetensors', { timeout: 60_000 }, async () => {
   const dir = tmpDir('paratrain-cli-');
@@ -24,6 +25,29 @@ test('paratrain train runs end to end: exit 0, metrics.jsonl and model.safetenso
     assert.equal(count('epoch'), 1);
     assert.equal(count('eval'), 1);
     assert.ok(existsSync(join(out, 'model.safetensors')));
+    // the checkpoint holds the evaluated model: `eval` reproduces the run's final test accuracy exactly
+    const e = await runCli(['eval', config, '--checkpoint', join(out, 'model.safetensors')]);
+    assert.equal(e.code, 0, e.stderr);
+    assert.equal((JSON.parse(e.stdout.trim()) as { testAccuracy: number }).testAccuracy, summary.testAccuracy);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a truncated or corrupt IDX file is one clear line naming the file', { timeout: 60_000 }, async () => {
+  const dir = tmpDir('paratrain-cli-');
+  try {
+    const good = writeTinyConfig(dir);
+    const data = join(dir, 'data');
+    mkdirSync(data);
+    for (const f of ['train-images-idx3-ubyte.gz', 'train-labels-idx1-ubyte.gz', 't10k-images-idx3-ubyte.gz', 't10k-labels-idx1-ubyte.gz']) {
+      writeFileSync(join(data, f), readFileSync(join(SUBSET, f)));
+    }
+    const labels = join(data, 't10k-labels-idx1-ubyte.gz');
+    writeFileSync(labels, gzipSync(gunzipSync(readFileSync(labels)).subarray(0, 500)));
+    assertOneLineError(await runCli(['train', good, '--data', data, '--quiet']), /t10k-labels-idx1-ubyte\.gz.*truncated/i, 'truncated IDX');
+    writeFileSync(labels, Buffer.from('not gzip and not idx'));
+    assertOneLineError(await runCli(['train', good, '--data', data, '--quiet']), /t10k-labels-idx1-ubyte\.gz/, 'corrupt IDX');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
