@@ -89,20 +89,25 @@ async function runWorld(worldSize: number, sizesMb: number[], reps: number, chun
 }
 
 const GLOO_SCRIPT = `
-import os, sys, time, json, statistics
+import os, sys, time, json, statistics, datetime
 import torch, torch.distributed as dist, torch.multiprocessing as mp
 
 def run(rank, world, port, sizes, reps, q):
     os.environ['MASTER_ADDR'] = '127.0.0.1'
     os.environ['MASTER_PORT'] = str(port)
     torch.set_num_threads(1)
-    dist.init_process_group('gloo', rank=rank, world_size=world)
+    dist.init_process_group('gloo', rank=rank, world_size=world, timeout=datetime.timedelta(seconds=120))
     out = {}
+    flag = torch.zeros(1)
     for mb in sizes:
         t = torch.ones(mb * (1 << 20) // 4)
+        # warm up for at least 3 calls and 300 ms; rank 0 decides, so every rank makes the same calls
         t0 = time.perf_counter(); i = 0
-        while i < 3 or time.perf_counter() - t0 < 0.3:
+        while True:
             dist.all_reduce(t); i += 1
+            flag[0] = 1.0 if rank == 0 and i >= 3 and time.perf_counter() - t0 > 0.3 else 0.0
+            dist.broadcast(flag, 0)
+            if flag[0] == 1.0: break
         ts = []
         for _ in range(reps):
             dist.barrier()
@@ -160,13 +165,16 @@ export async function main(args: string[]): Promise<void> {
   const rows: string[][] = [];
   const head = ['size'];
   const cols: Record<number, { pt: Record<number, number>; gl?: Record<number, number> }> = {};
+  const fmt = (r: Record<number, number>) => sizesMb.map((mb) => `${mb} MB ${r[mb]!.toFixed(2)}`).join(', ');
   for (const n of procs) {
     cols[n] = { pt: await runWorld(n, sizesMb, reps, chunkBytes) };
+    console.log(`  paratrain, ${n} processes: ${fmt(cols[n]!.pt)} GB/s`);
     if (gloo) {
       try {
         cols[n]!.gl = await runGloo(n, sizesMb, reps);
+        console.log(`  Gloo, ${n} processes: ${fmt(cols[n]!.gl!)} GB/s`);
       } catch (err) {
-        console.log(`Gloo with ${n} processes failed: ${(err as Error).message}`);
+        console.log(`  Gloo with ${n} processes failed: ${(err as Error).message}`);
       }
     }
     head.push(`paratrain ${n}p`, ...(cols[n]!.gl ? [`Gloo ${n}p`, 'ratio'] : []));
@@ -182,6 +190,7 @@ export async function main(args: string[]): Promise<void> {
   }
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (c: string[]) => c.map((x, i) => (i === 0 ? x.padStart(widths[i]!) : x.padEnd(widths[i]!))).join('   ');
+  console.log('');
   console.log(line(head));
   for (const r of rows) console.log(line(r));
 }

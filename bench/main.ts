@@ -6,6 +6,7 @@ const benches: Record<string, { what: string; load: () => Promise<{ main(args: s
   kernels: { what: 'GFLOPS per kernel and shape, per backend', load: () => import('./kernels.ts') },
   train: { what: 'samples/s of the mnist-small training step per backend and batch size', load: () => import('./train.ts') },
   allreduce: { what: 'shared-memory allreduce bandwidth, 2 ranks, 1–64 MB', load: () => import('./allreduce.ts') },
+  'allreduce-tcp': { what: 'TCP allreduce bandwidth, 2 and 4 processes, 1–64 MB (and Gloo when python3-torch is installed)', load: () => import('./allreduceTcp.ts') },
   throughput: { what: 'data-parallel samples/s with 1 and 2 devices (and PyTorch DDP when installed)', load: () => import('./throughput.ts') },
   strategies: { what: 'convergence of every strategy on Fashion-MNIST (long)', load: () => import('./strategies.ts') },
 };

@@ -2,12 +2,13 @@
  * Mutual authentication of one connection by HMAC-SHA256 challenge–response over a shared secret.
  * Both sides prove knowledge of the secret; neither ever sends it.
  *
- *   dialer → acceptor   Hello     { v, purpose, rank, to, job, nonce: Nd }
+ *   dialer → acceptor   Hello     { v, purpose, dir, rank, to, job, nonce: Nd }
  *   acceptor → dialer   Challenge { nonce: Na, proof: HMAC(K, "acceptor" | ctx | Nd | Na) }
  *   dialer → acceptor   Proof     { proof: HMAC(K, "dialer" | ctx | Nd | Na) }
  *   acceptor → dialer   Welcome   {}
  *
- * ctx binds the purpose (rendezvous or data), both ranks and the job id, so a proof cannot be
+ * ctx binds the purpose (rendezvous or data), the direction data will flow (dir: the dialer
+ * sends, or receives), both ranks and the job id, so a proof cannot be
  * replayed on another connection, role or job; nonces are 32 random bytes per side per
  * connection; proofs are compared in constant time. Either side may answer Refuse { message }
  * instead and close. The acceptor proves first, on the dialer's fresh nonce, so a dialer with
@@ -25,8 +26,12 @@ import type { Link } from './link.ts';
 export const PROTOCOL_VERSION = 1;
 export type Purpose = 'rendezvous' | 'data';
 
+/** Which way data flows on a data connection, seen from the dialer. */
+export type Direction = 'send' | 'recv';
+
 interface Ctx {
   purpose: Purpose;
+  dir: Direction;
   dialer: number;
   acceptor: number;
   job: string;
@@ -34,7 +39,7 @@ interface Ctx {
 
 function mac(key: Buffer, role: 'acceptor' | 'dialer', ctx: Ctx, nd: string, na: string): Buffer {
   return createHmac('sha256', key)
-    .update(`paratrain/${PROTOCOL_VERSION}|${role}|${ctx.purpose}|${ctx.dialer}>${ctx.acceptor}|${ctx.job}|${nd}|${na}`)
+    .update(`paratrain/${PROTOCOL_VERSION}|${role}|${ctx.purpose}|${ctx.dir}|${ctx.dialer}>${ctx.acceptor}|${ctx.job}|${nd}|${na}`)
     .digest();
 }
 
@@ -72,6 +77,8 @@ async function expect(link: Link, types: number[], what: string): Promise<Frame>
 export interface DialAuth {
   key: Buffer;
   purpose: Purpose;
+  /** data connections: whether the dialer will send or receive data on it (default send) */
+  dir?: Direction;
   myRank: number;
   peerRank: number;
   job: string;
@@ -86,9 +93,10 @@ export interface DialAuth {
  */
 export async function authenticateAsDialer(link: Link, a: DialAuth): Promise<void> {
   const nd = randomBytes(32).toString('hex');
-  const ctx: Ctx = { purpose: a.purpose, dialer: a.myRank, acceptor: a.peerRank, job: a.job };
+  const dir = a.dir ?? 'send';
+  const ctx: Ctx = { purpose: a.purpose, dir, dialer: a.myRank, acceptor: a.peerRank, job: a.job };
   await withDeadline(link, (async () => {
-    void link.sendJson(FrameType.Hello, { v: PROTOCOL_VERSION, purpose: a.purpose, rank: a.myRank, to: a.peerRank, job: a.job, nonce: nd });
+    void link.sendJson(FrameType.Hello, { v: PROTOCOL_VERSION, purpose: a.purpose, dir, rank: a.myRank, to: a.peerRank, job: a.job, nonce: nd });
     const ch = await expect(link, [FrameType.Challenge, FrameType.Refuse], 'a challenge');
     const chBody = parseJson(ch);
     if (ch.type === FrameType.Refuse) throw refusal(a.peerDesc, chBody);
@@ -119,7 +127,7 @@ export interface AcceptAuth {
   job: string;
   deadlineMs: number;
   /** a reason to refuse the claimed rank (out of range, duplicate …), or undefined to go on */
-  check(claimedRank: number): string | undefined;
+  check(claimedRank: number, dir: Direction): string | undefined;
 }
 
 /**
@@ -127,24 +135,26 @@ export interface AcceptAuth {
  * traffic, AuthenticationError for a wrong proof, RendezvousError for a refused claim); the
  * caller logs it and drops the connection — it never concerns the job.
  */
-export async function authenticateAsAcceptor(link: Link, a: AcceptAuth): Promise<number> {
-  const rank = await withDeadline(link, (async () => {
+export async function authenticateAsAcceptor(link: Link, a: AcceptAuth): Promise<{ rank: number; dir: Direction }> {
+  const peer = await withDeadline(link, (async () => {
     const hello = await expect(link, [FrameType.Hello], 'a hello');
     const h = parseJson(hello);
     if (h.v !== PROTOCOL_VERSION) {
       link.refuse(`protocol version ${String(h.v)} is not supported (this rank speaks ${PROTOCOL_VERSION})`);
       throw new FrameError(`protocol version ${String(h.v)} from a paratrain of another version`);
     }
-    if (!isRank(h.rank) || !isRank(h.to) || !isNonce(h.nonce) || typeof h.purpose !== 'string' || typeof h.job !== 'string') {
+    if (!isRank(h.rank) || !isRank(h.to) || !isNonce(h.nonce) || typeof h.purpose !== 'string' || typeof h.job !== 'string' ||
+        (h.dir !== 'send' && h.dir !== 'recv')) {
       throw new FrameError('malformed hello');
     }
+    const dir: Direction = h.dir;
     if (h.purpose !== a.purpose) {
       link.refuse(`this is the ${a.purpose} port of rank ${a.myRank}, not a ${h.purpose} port`);
       throw new RendezvousError(`a peer claiming rank ${h.rank} dialled this ${a.purpose} port for ${h.purpose}`);
     }
     // the peer's own view of `to` and `job` enters the proofs, so a peer with the right secret that
     // reached the wrong rank or job is told exactly that, after authentication, below
-    const ctx: Ctx = { purpose: a.purpose, dialer: h.rank, acceptor: h.to, job: h.job };
+    const ctx: Ctx = { purpose: a.purpose, dir, dialer: h.rank, acceptor: h.to, job: h.job };
     const na = randomBytes(32).toString('hex');
     void link.sendJson(FrameType.Challenge, { nonce: na, proof: mac(a.key, 'acceptor', ctx, h.nonce, na).toString('hex') });
     const pf = await expect(link, [FrameType.Proof, FrameType.Refuse], 'a proof');
@@ -162,14 +172,14 @@ export async function authenticateAsAcceptor(link: Link, a: AcceptAuth): Promise
       link.refuse(why);
       throw new RendezvousError(`rank ${h.rank} reached the wrong process: ${why}`);
     }
-    const problem = a.check(h.rank);
+    const problem = a.check(h.rank, dir);
     if (problem) {
       link.refuse(problem);
       throw new RendezvousError(`refused rank ${h.rank}: ${problem}`);
     }
     void link.sendJson(FrameType.Welcome, {});
-    return h.rank;
+    return { rank: h.rank, dir };
   })(), a.deadlineMs, 'the handshake');
-  link.peerRank = rank;
-  return rank;
+  link.peerRank = peer.rank;
+  return peer;
 }

@@ -20,7 +20,8 @@
  * refused at connect). Control frames (handshake, rendezvous, abort) carry UTF-8 JSON payloads;
  * data frames carry raw float32 bytes.
  *
- * FrameDecoder turns a byte stream into frames and throws FrameError on anything malformed:
+ * FrameDecoder turns a byte stream into frames — pushed to it in chunks, or pulled (the socket
+ * reads where readTarget() says, see PullReader) — and throws FrameError on anything malformed:
  * wrong magic, header checksum, unknown type, oversized length, sequence gap, payload checksum.
  * The connection is then dropped by its owner: a stream cannot be resynchronised.
  */

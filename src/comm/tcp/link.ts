@@ -31,7 +31,7 @@ export class PullReader {
   private readonly scratch = Buffer.allocUnsafe(4096);
   readonly onread = {
     buffer: (): Uint8Array => (this.decoder ? this.decoder.readTarget() : this.scratch),
-    callback: (n: number, buf: Uint8Array): void => {
+    callback: (n: number, buf: Uint8Array): boolean => {
       try {
         if (buf === this.scratch) {
           const copy = Buffer.from(this.scratch.subarray(0, n));
@@ -41,6 +41,7 @@ export class PullReader {
       } catch (err) {
         this.onError?.(err instanceof Error ? err : new FrameError(String(err)));
       }
+      return true;
     },
   };
 

@@ -2,10 +2,12 @@
  * The Communicator of one process over TCP (node:net). See index.ts for the API and the design;
  * this file holds the connection management and the collective algorithms.
  *
- * Connections are one-way for data: rank a sends to rank b on the connection a dialled to b
- * (opened on first use; the ring neighbour's at connect time), and receives from b on the one b
- * dialled to it. So no two ranks ever race to open one connection, and each socket's bytes flow
- * one way (aborts and byes go both ways).
+ * Connections are one-way for data (aborts and byes go both ways), so no two ranks ever race to
+ * open one connection and each direction of a pair has exactly one ordered stream:
+ *   - ring neighbours: each rank dials its LEFT neighbour to receive from it (dir 'recv'); a
+ *     socket we dial can be read with `onread`, so the ring's bulk data is read by the kernel
+ *     straight into wasm payload slots (PullReader, kernel.ts) — no read buffers, no copy;
+ *   - any other pair: the sender dials on first use (dir 'send'), e.g. barrier rounds, send/recv.
  *
  * Algorithms (N ranks, n floats, segment k = ownedSlice(n, N, k), right = rank+1, left = rank−1):
  *
@@ -18,7 +20,10 @@
  *     it goes round): 2(N−1)/N · n floats sent per rank, bandwidth-optimal.
  *   Pipelining: segments travel as frames of at most `chunkBytes`; each frame received is reduced
  *     and forwarded at once, so sending, receiving and reducing overlap (sends are written from
- *     the caller's buffer without copying and flushed before a call returns).
+ *     the caller's buffer without copying and flushed before a call returns). The reduction is
+ *     the kernel's f32x4 add on the received slot; the forwarded frame's checksum is computed in
+ *     the same pass (allgather/broadcast forwards reuse the received one).
+ *   After a failed call the buffer's contents are unspecified.
  *   broadcast: a pipelined chain root → root+1 → … → root−1.
  *   barrier: dissemination, ⌈log2 N⌉ rounds (rank+2^k).
  *
@@ -33,7 +38,7 @@ import os from 'node:os';
 import { ownedSlice, type CollectiveStats, type Communicator, type ReduceOp } from '../communicator.ts';
 import { CollectiveMismatchError, CommTimeoutError, PeerFailedError, RendezvousError } from '../errors.ts';
 import { rendezvousFromEnv } from '../rendezvous.ts';
-import { authenticateAsAcceptor, authenticateAsDialer } from './auth.ts';
+import { authenticateAsAcceptor, authenticateAsDialer, type Direction } from './auth.ts';
 import { FrameType, frameTypeName, PRE_AUTH_MAX_FRAME, type Frame } from './frame.ts';
 import { TcpKernel } from './kernel.ts';
 import { hostPort, Link } from './link.ts';
@@ -187,13 +192,18 @@ export class TcpCommunicator implements Communicator {
   private readonly outDialing: (Promise<Link> | undefined)[];
   private readonly inLinks: (Link | undefined)[];
   private readonly inWaiters: ((() => void) | undefined)[];
+  private readonly outWaiters: ((() => void) | undefined)[];
   private readonly links = new Set<Link>();
   private readonly pending = new Set<Link>();
   private readonly byeFrom: boolean[];
   private readonly collQueues: Map<number, FrameQueue>[];
   private readonly p2pQueues: Map<number, FrameQueue>[];
   private readonly recvLocks = new Map<string, Promise<void>>();
-  private readonly kernel = new TcpKernel();
+  private kernelInstance: TcpKernel | undefined;
+  /** the wasm data path, made on first use (a world of one never needs it) */
+  private get kernel(): TcpKernel {
+    return (this.kernelInstance ??= new TcpKernel());
+  }
 
   private opSeq = 0;
   private failure: Error | undefined;
@@ -213,6 +223,7 @@ export class TcpCommunicator implements Communicator {
     this.outDialing = new Array(N).fill(undefined);
     this.inLinks = new Array(N).fill(undefined);
     this.inWaiters = new Array(N).fill(undefined);
+    this.outWaiters = new Array(N).fill(undefined);
     this.byeFrom = new Array(N).fill(false);
     this.collQueues = Array.from({ length: N }, () => new Map());
     this.p2pQueues = Array.from({ length: N }, () => new Map());
@@ -319,10 +330,15 @@ export class TcpCommunicator implements Communicator {
     this.tableReady();
   }
 
+  /**
+   * The ring's connections: each rank dials its left neighbour to RECEIVE from it, so that the
+   * socket carrying the bulk of its incoming data is one it created — with `onread`, whose reads
+   * land straight in kernel slots (see PullReader) — and waits for its right neighbour to dial it.
+   */
   private async connectRing(deadline: number): Promise<void> {
     const N = this.size;
     const left = (this.rank - 1 + N) % N, right = (this.rank + 1) % N;
-    await Promise.all([this.outLink(right, deadline), this.inbound(left, deadline)]);
+    await Promise.all([this.dial(left, 'recv', deadline), this.accepted(right, 'out', deadline)]);
   }
 
   private peerDesc(p: number): string {
@@ -331,38 +347,43 @@ export class TcpCommunicator implements Communicator {
     return `rank ${p} at ${hostPort(a.host, a.port)} (${a.hostname}, pid ${a.pid})`;
   }
 
-  /** Resolves once rank p's connection to us is authenticated. */
-  private inbound(p: number, deadline: number): Promise<void> {
-    if (this.inLinks[p]) return Promise.resolve();
+  /** Resolves once rank p has dialled us for `kind` ('in': p sends to us; 'out': p receives from us). */
+  private accepted(p: number, kind: 'in' | 'out', deadline: number): Promise<void> {
+    if ((kind === 'in' ? this.inLinks : this.outLinks)[p]) return Promise.resolve();
+    const waiters = kind === 'in' ? this.inWaiters : this.outWaiters;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
-        this.inWaiters[p] = undefined;
+        waiters[p] = undefined;
         reject(new CommTimeoutError(`rank ${this.rank}: ${this.peerDesc(p)} did not connect within ${this.o.timeoutMs} ms after the rendezvous — ` +
           `did it fail, or can it not reach ${this.listenAddr ? hostPort(this.listenAddr.host, this.listenAddr.port) : 'this rank'} (firewall, wrong interface: see listenHost)?`, [p]));
       }, Math.max(0, deadline - Date.now()));
-      this.inWaiters[p] = () => {
+      waiters[p] = () => {
         clearTimeout(timer);
         resolve();
       };
     });
   }
 
-  /** The authenticated connection this rank sends to `p` on, dialled on first use. */
+  /**
+   * The authenticated connection this rank sends to `p` on: the one p dialled to receive from
+   * us (ring neighbours), else one we dial on first use.
+   */
   private outLink(p: number, deadline = Date.now() + this.o.timeoutMs): Promise<Link> {
     const l = this.outLinks[p];
     if (l) return Promise.resolve(l);
     if (this.failure) return Promise.reject(this.failure);
-    this.outDialing[p] ??= this.dial(p, deadline).finally(() => { this.outDialing[p] = undefined; });
+    this.outDialing[p] ??= this.dial(p, 'send', deadline).finally(() => { this.outDialing[p] = undefined; });
     return this.outDialing[p]!;
   }
 
-  private async dial(p: number, deadline: number): Promise<Link> {
+  /** Dials rank p to send to it ('send') or to receive from it ('recv'). */
+  private async dial(p: number, dir: Direction, deadline: number): Promise<Link> {
     const a = this.peersTable[p]!;
-    const socket = await dialWithRetry(a.host, a.port, deadline, this.o.timeoutMs, `rank ${p} (${a.hostname})`, `rank ${this.rank}`, p);
-    const link = new Link(socket, PRE_AUTH_MAX_FRAME, HANDSHAKE_TYPES);
+    const { socket, reader } = await dialWithRetry(a.host, a.port, deadline, this.o.timeoutMs, `rank ${p} (${a.hostname})`, `rank ${this.rank}`, p);
+    const link = new Link(socket, PRE_AUTH_MAX_FRAME, HANDSHAKE_TYPES, reader);
     try {
       await authenticateAsDialer(link, {
-        key: this.key, purpose: 'data', myRank: this.rank, peerRank: p, job: this.job, peerDesc: this.peerDesc(p),
+        key: this.key, purpose: 'data', dir, myRank: this.rank, peerRank: p, job: this.job, peerDesc: this.peerDesc(p),
         deadlineMs: Math.max(1000, Math.min(deadline - Date.now(), 10_000)),
       });
     } catch (err) {
@@ -373,9 +394,14 @@ export class TcpCommunicator implements Communicator {
       link.close();
       throw this.failure ?? new Error('communicator closed');
     }
-    link.raiseLimits(64 * 1024, BACK_TYPES, this.kernel);
+    if (dir === 'send') {
+      link.raiseLimits(64 * 1024, BACK_TYPES, this.kernel);
+      this.outLinks[p] = link;
+    } else {
+      link.raiseLimits(this.o.maxFrameBytes, DATA_TYPES, this.kernel);
+      this.inLinks[p] = link;
+    }
     this.adopt(link, p);
-    this.outLinks[p] = link;
     return link;
   }
 
@@ -400,22 +426,29 @@ export class TcpCommunicator implements Communicator {
         if (link.isEnded) throw new Error('closed before the handshake');
         return authenticateAsAcceptor(link, {
           key: this.key, purpose: 'data', myRank: this.rank, job: this.job, deadlineMs: handshakeMs,
-          check: (r) => (r >= this.size ? `rank ${r} is out of range (world of ${this.size})`
+          check: (r, dir) => (r >= this.size ? `rank ${r} is out of range (world of ${this.size})`
             : r === this.rank ? 'a rank cannot connect to itself'
-            : this.inLinks[r] ? `rank ${r} is already connected` : undefined),
+            : (dir === 'send' ? this.inLinks[r] : this.outLinks[r] ?? this.outDialing[r]) ? `rank ${r} is already connected that way` : undefined),
         });
       })
-      .then((p) => {
+      .then(({ rank: p, dir }) => {
         this.pending.delete(link);
         if (this.closed || this.failure) {
           link.close();
           return;
         }
-        link.raiseLimits(this.o.maxFrameBytes, DATA_TYPES, this.kernel);
+        // the dialer's 'send' is our receiving side, and the other way round
+        const waiters = dir === 'send' ? this.inWaiters : this.outWaiters;
+        if (dir === 'send') {
+          link.raiseLimits(this.o.maxFrameBytes, DATA_TYPES, this.kernel);
+          this.inLinks[p] = link;
+        } else {
+          link.raiseLimits(64 * 1024, BACK_TYPES, this.kernel);
+          this.outLinks[p] = link;
+        }
         this.adopt(link, p);
-        this.inLinks[p] = link;
-        const w = this.inWaiters[p];
-        this.inWaiters[p] = undefined;
+        const w = waiters[p];
+        waiters[p] = undefined;
         w?.();
       })
       .catch((err: Error) => {
@@ -606,11 +639,14 @@ export class TcpCommunicator implements Communicator {
   /** Sends floats [a, b) of `bytes` (the buffer's bytes) to `out` in frames of at most chunkFloats. */
   private sendRange(out: Link, sends: Promise<void>[], bytes: Buffer, a: number, b: number, type: number, tag: number, aux: number, flags: number, arg: number): void {
     const c = this.chunkFloats;
+    // one writev for the whole range: the kernel moves big writes far more cheaply
+    out.socket.cork();
     for (let s = a; s < b; s += c) {
       const e = Math.min(b, s + c);
       sends.push(out.send(type, tag, aux, bytes.subarray(s * 4, e * 4), flags, arg));
       this.bytes += (e - s) * 4;
     }
+    out.socket.uncork();
   }
 
   /** Sends floats [a, b) as one frame (forwarding what one frame brought), with a known checksum if given. */

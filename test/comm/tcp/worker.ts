@@ -105,6 +105,23 @@ async function collectives(comm: TcpCommunicator): Promise<void> {
     }
     await comm.barrier();
   }
+  // two collectives in flight at once (e.g. gradient buckets), and send/recv beyond the ring
+  {
+    const n = 50_001;
+    const a = Float32Array.from({ length: n }, (_, i) => inputValue(r, i, 11));
+    const b = Float32Array.from({ length: n }, (_, i) => inputValue(r, i, 12));
+    await Promise.all([comm.allreduce(a), comm.allreduce(b, 'mean')]);
+    const ra = serialSum(N, n, 11), rb = serialSum(N, n, 12);
+    let bad = 0;
+    for (let i = 0; i < n; i++) if (!(Math.abs(a[i]! - ra[i]!) <= 4e-6 * N && Math.abs(b[i]! - rb[i]! / N) <= 4e-6)) bad++;
+    check(bad === 0, `concurrent allreduces: ${bad} elements wrong`);
+    data['allreduce-concurrent'] = hash(a) + hash(b);
+    const to = (r + 2) % N, from = (r - 2 + N) % N;
+    const got = new Float32Array(1000);
+    await Promise.all([comm.send(a.subarray(0, 1000), to, 3), comm.recv(got, from, 3)]);
+    const want = serialSum(N, 1000, 11);
+    check(got.every((x, i) => x === want[i] || Math.abs(x - want[i]!) <= 4e-6 * N), 'send/recv to rank+2 wrong');
+  }
   const stats = comm.takeStats();
   check(stats.bytes > 0 && stats.commMs > 0 && stats.waitMs >= 0 && stats.waitMs <= stats.commMs + 1, `implausible stats ${JSON.stringify(stats)}`);
   data.stats = stats;
