@@ -51,6 +51,10 @@ export async function loadData(config: RunConfig, log?: (m: string) => void): Pr
 
 /** Checks what can be checked before any device starts, so bad input fails fast and names the field. */
 function checkRun(config: RunConfig, data: LoadedData): number {
+  const split = config.model.layers.findIndex((l) => l.type === 'dense' && l.parallel === 'model');
+  if (split >= 0) {
+    throw new Error(`model.layers[${split}].dense.parallel: model parallelism is not implemented yet; remove 'parallel: model' (the layer then trains data-parallel)`);
+  }
   const model = buildModel(jsBackend, config.model);
   const classes = model.outputShape[0]!;
   if (model.outputShape.length !== 1 || classes !== data.train.classes) {
