@@ -24,7 +24,7 @@ function strategyFor(name: string, devices: number): StrategySpec {
     case 'async': return { type: 'async', fetchEvery: 1, pushEvery: 1 };
     case 'bsp': return { type: 'bsp', period: 2 };
     case 'easgd': return { type: 'easgd', alpha: 0.9 / devices, period: 2, mode: 'sync' };
-    case 'bmuf': return { type: 'bmuf', period: 2, blockLr: 1, nesterov: true };
+    case 'bmuf': return { type: 'bmuf', period: 2, blockLr: 1, nesterov: false };
     default: throw new Error(`unknown strategy '${name}'`);
   }
 }
@@ -46,11 +46,16 @@ export async function main(args: string[]): Promise<void> {
       const config = applyOverrides(base, { devices, epochs, backend, ...(dataDir ? { dataDir } : {}) });
       config.train.strategy = strategyFor(name, devices);
       config.train.evalEvery = 1;
-      if (name === 'hybrid') {
-        // hybrid takes G× fewer (G× larger) steps per epoch: scale lr linearly, with warmup (Goyal et al. 2017)
+      if (name === 'hybrid' || name === 'bsp' || name === 'easgd') {
+        // One step of the job model is the average of G replicas' steps (hybrid: one step on a G× batch), so
+        // the model moves G× less per epoch than one device: scale lr linearly, with warmup (Goyal et al.
+        // 2017). BMUF's default block momentum η = 1 − 1/G makes this compensation itself; sync and async
+        // apply every device's step to the shared weights.
         config.train.lrScaling = 'linear';
-        config.schedule = { ...config.schedule, warmupSteps: 200 };
       }
+      // a short warmup for every strategy that combines several devices' steps into one larger move
+      // (block momentum compounds BMUF's early updates just as lr scaling enlarges the others')
+      if (name !== 'sync' && name !== 'async') config.schedule = { ...config.schedule, warmupSteps: 200 };
       const out = mkdtempSync(join(tmpdir(), 'paratrain-strategies-'));
       const accuracy: number[] = [];
       let staleSum = 0, staleCount = 0;

@@ -287,7 +287,7 @@ const STRATEGIES = {
   bsp: strict({ period: posInt().default(1) }).transform((o): StrategySpec => ({ type: 'bsp', period: o.period })),
   easgd: strict({ alpha: openUnit().default(0.1), period: posInt().default(1), mode: oneOf(['sync', 'async'] as const).default('sync') })
     .transform((o): StrategySpec => ({ type: 'easgd', alpha: o.alpha, period: o.period, mode: o.mode })),
-  bmuf: strict({ period: posInt().default(1), blockMomentum: unitRange().optional(), blockLr: posNum().default(1), nesterov: bool().default(true) })
+  bmuf: strict({ period: posInt().default(1), blockMomentum: unitRange().optional(), blockLr: posNum().default(1), nesterov: bool().default(false) })
     .transform((o): StrategySpec => {
       const s: StrategySpec = { type: 'bmuf', period: o.period, blockLr: o.blockLr, nesterov: o.nesterov };
       if (o.blockMomentum !== undefined) s.blockMomentum = o.blockMomentum;

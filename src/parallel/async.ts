@@ -1,5 +1,5 @@
 import type { Communicator } from '../comm/communicator.ts';
-import type { ParameterServer } from './parameterServer.ts';
+import { serverWeights, type ParameterServer } from './parameterServer.ts';
 import type { Strategy } from './strategy.ts';
 
 export interface AsyncOptions {
@@ -20,7 +20,7 @@ export interface AsyncOptions {
  */
 export function asyncStrategy(ps: ParameterServer, comm: Communicator, o: AsyncOptions): Strategy {
   let version = 0, steps = 0, pending = 0, lastLr = 0;
-  let accumulated: Float32Array, snapshot: Float32Array;
+  let accumulated: Float32Array;
   const push = async () => {
     if (pending > 1) for (let i = 0; i < accumulated.length; i++) accumulated[i] = accumulated[i]! / pending;
     const r = await ps.push(accumulated, version, lastLr, o.maxStaleness);
@@ -54,10 +54,6 @@ export function asyncStrategy(ps: ParameterServer, comm: Communicator, o: AsyncO
       await comm.barrier();
       await ps.pull(replica.params);
     },
-    async modelParams(replica) {
-      if (!snapshot || snapshot.length !== replica.params.length) snapshot = new Float32Array(replica.params.length);
-      await ps.pull(snapshot);
-      return snapshot;
-    },
+    modelParams: serverWeights(ps),
   };
 }

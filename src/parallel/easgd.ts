@@ -1,5 +1,5 @@
 import type { Communicator } from '../comm/communicator.ts';
-import type { ParameterServer } from './parameterServer.ts';
+import { serverWeights, type ParameterServer } from './parameterServer.ts';
 import type { Strategy } from './strategy.ts';
 import { registerAndBroadcast } from './replicaSync.ts';
 
@@ -44,7 +44,6 @@ export function easgdSyncStrategy(comm: Communicator, alpha: number, period: num
  */
 export function easgdAsyncStrategy(ps: ParameterServer, comm: Communicator, alpha: number, period: number): Strategy {
   let steps = 0;
-  const centre = { data: new Float32Array(0) };
   return {
     name: 'easgd',
     async onStart(replica) {
@@ -60,10 +59,6 @@ export function easgdAsyncStrategy(ps: ParameterServer, comm: Communicator, alph
       // the centre is final once every device has made its last exchange
       await comm.barrier();
     },
-    async modelParams(replica) {
-      if (centre.data.length !== replica.params.length) centre.data = new Float32Array(replica.params.length);
-      await ps.pull(centre.data);
-      return centre.data;
-    },
+    modelParams: serverWeights(ps),
   };
 }

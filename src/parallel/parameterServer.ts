@@ -19,3 +19,16 @@ export interface ParameterServer {
   /** Hands the turn to the next rank. */
   passTurn(): Promise<void>;
 }
+
+/**
+ * A `modelParams` hook for parameter-server strategies: the server's current weights, pulled into
+ * a buffer kept across calls (the replica's own weights are left alone).
+ */
+export function serverWeights(ps: ParameterServer): (replica: { params: Float32Array }) => Promise<Float32Array> {
+  let snapshot = new Float32Array(0);
+  return async (replica) => {
+    if (snapshot.length !== replica.params.length) snapshot = new Float32Array(replica.params.length);
+    await ps.pull(snapshot);
+    return snapshot;
+  };
+}

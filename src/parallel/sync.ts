@@ -1,5 +1,5 @@
 import type { Communicator } from '../comm/communicator.ts';
-import type { ParameterServer } from './parameterServer.ts';
+import { serverWeights, type ParameterServer } from './parameterServer.ts';
 import type { Strategy } from './strategy.ts';
 
 /**
@@ -10,7 +10,6 @@ import type { Strategy } from './strategy.ts';
 export function syncStrategy(ps: ParameterServer, comm: Communicator): Strategy {
   const { rank, size } = comm;
   let version = 0;
-  let snapshot: Float32Array;
   return {
     name: 'sync',
     async beforeStep(replica) {
@@ -28,10 +27,6 @@ export function syncStrategy(ps: ParameterServer, comm: Communicator): Strategy 
       await comm.barrier();
       await ps.pull(replica.params);
     },
-    async modelParams(replica) {
-      if (!snapshot || snapshot.length !== replica.params.length) snapshot = new Float32Array(replica.params.length);
-      await ps.pull(snapshot);
-      return snapshot;
-    },
+    modelParams: serverWeights(ps),
   };
 }

@@ -41,7 +41,7 @@ const SECTIONS: Record<(typeof CHART_IDS)[number], { title: string; note: string
   'device-share': { title: 'Where each device\'s time went', note: 'Compute, communication (collectives, pushes, pulls, optimizer) and idle time waiting for peers. ⚠ marks a straggler: compute time per sample ≥ 1.5× the devices\' median.' },
   timeline: { title: 'Device timeline', note: 'Each device\'s steps over wall time: compute, communication, idle. A straggler shows as longer compute bars while its peers sit idle.', wide: true },
   staleness: { title: 'Staleness of applied gradients', note: 'How many updates the shared weights took between a device fetching them and its gradient being applied (recorded by the parameter-server strategies: async, and sync, where it is 0).' },
-  bytes: { title: 'Bytes communicated', note: 'Bytes the devices moved in collectives (all-reduce, broadcast, …) over the whole run; hover for each device. The shared-memory parameter server of sync and async is not counted.' },
+  bytes: { title: 'Bytes communicated', note: 'Bytes the devices moved over the whole run: collectives (all-reduce, broadcast, …) and parameter-server pulls and pushes; hover for each device.' },
   memory: { title: 'Peak memory', note: 'Peak resident memory of the training process (all devices\' threads).' },
 };
 

@@ -81,7 +81,7 @@ train: { devices: 4, strategy: { bmuf: { period: 8, blockMomentum: 0.9 } }, seed
   assert.deepStrictEqual(c.schedule, { warmupSteps: 100, decay: { type: 'step', every: 1000, gamma: 0.1 } });
   assert.deepStrictEqual(c.data, { dataset: 'fashion-mnist', dir: '/data/fm', batchSize: 256, batchSizeScope: 'global', shuffle: false, trainLimit: 1000, testLimit: 500 });
   assert.deepStrictEqual(c.train, {
-    epochs: 1, devices: 4, strategy: { type: 'bmuf', period: 8, blockMomentum: 0.9, blockLr: 1, nesterov: true },
+    epochs: 1, devices: 4, strategy: { type: 'bmuf', period: 8, blockMomentum: 0.9, blockLr: 1, nesterov: false },
     seed: 42, backend: 'js', lrScaling: 'linear', evalEvery: 0, checkpointEvery: 2,
   });
 });
@@ -96,7 +96,7 @@ test('strategy and optimizer defaults, bare names and maps', () => {
   assert.deepStrictEqual(strat({ bsp: { period: 5 } }), { type: 'bsp', period: 5 });
   assert.deepStrictEqual(strat('easgd'), { type: 'easgd', alpha: 0.1, period: 1, mode: 'sync' });
   assert.deepStrictEqual(strat({ easgd: { mode: 'async', alpha: 0.5 } }), { type: 'easgd', alpha: 0.5, period: 1, mode: 'async' });
-  assert.deepStrictEqual(strat('bmuf'), { type: 'bmuf', period: 1, blockLr: 1, nesterov: true });
+  assert.deepStrictEqual(strat('bmuf'), { type: 'bmuf', period: 1, blockLr: 1, nesterov: false });
   const opt = (o: unknown) => parseConfig({ ...base, optimizer: o }).optimizer;
   assert.deepStrictEqual(opt('adamw'), { type: 'adamw', lr: 0.001, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.01 });
   assert.deepStrictEqual(opt({ adam: { lr: 0.01, weightDecay: 0.001 } }), { type: 'adam', lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.001 });

@@ -34,7 +34,7 @@ test('--lr sets the lr of whichever optimizer is configured', () => {
 test('--strategy takes a bare name with defaults, keeping options when it names the configured strategy', () => {
   const c = parseConfig({ model: { input: [4], layers: [{ dense: { units: 2 } }] }, train: { strategy: { bmuf: { period: 8 } } } });
   assert.deepStrictEqual(applyOverrides(c, { strategy: 'bsp' }).train.strategy, { type: 'bsp', period: 1 });
-  assert.deepStrictEqual(applyOverrides(c, { strategy: 'bmuf' }).train.strategy, { type: 'bmuf', period: 8, blockLr: 1, nesterov: true });
+  assert.deepStrictEqual(applyOverrides(c, { strategy: 'bmuf' }).train.strategy, { type: 'bmuf', period: 8, blockLr: 1, nesterov: false });
 });
 
 test('bad overrides are reported against the flag', () => {
