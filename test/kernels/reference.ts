@@ -334,3 +334,22 @@ export function absDot64(a: ArrayLike<number>, b: ArrayLike<number>): number {
   for (let i = 0; i < a.length; i++) s += Math.abs(a[i] * b[i]);
   return s;
 }
+
+/**
+ * The convolution's backward passes are the adjoints of its forward: ⟨dy, conv(x, w)⟩ must equal
+ * ⟨dx, x⟩ and ⟨dw, w⟩ (float64 sums, relative tolerance 1e-5). Checks `backend` on every case.
+ */
+export function assertConvAdjoint(backend: Pick<Backend, 'conv2dForward' | 'conv2dBackwardData' | 'conv2dBackwardFilter'>,
+                                  cases: readonly Conv2DGeometry[], randomArray: (n: number, seed: number) => Float32Array): void {
+  cases.forEach((g, i) => {
+    const s = convSizes(g);
+    const x = randomArray(s.x, 110 + i), w = randomArray(s.w, 120 + i), dy = randomArray(s.y, 130 + i);
+    const y = new Float32Array(s.y), dx = new Float32Array(s.x), dw = new Float32Array(s.w);
+    backend.conv2dForward(x, w, null, y, g);
+    backend.conv2dBackwardData(dy, w, dx, g);
+    backend.conv2dBackwardFilter(x, dy, dw, null, g);
+    const lhs = dot64(dy, y), eps = 1e-5 * absDot64(dy, y) + 1e-6;
+    if (Math.abs(dot64(dx, x) - lhs) > eps) throw new Error(`${describeConv(g)}: ⟨dx,x⟩ ${dot64(dx, x)} vs ⟨dy,y⟩ ${lhs}`);
+    if (Math.abs(dot64(dw, w) - lhs) > eps) throw new Error(`${describeConv(g)}: ⟨dw,w⟩ ${dot64(dw, w)} vs ⟨dy,y⟩ ${lhs}`);
+  });
+}

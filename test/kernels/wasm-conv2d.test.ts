@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { assertClose, randomArray } from '../util/close.ts';
-import { referenceBackend as ref, CONV_CASES, convGeometry, convSizes, describeConv, dot64, absDot64 } from './reference.ts';
+import { referenceBackend as ref, CONV_CASES, convGeometry, convSizes, describeConv, assertConvAdjoint } from './reference.ts';
 import { wasmBackend, Placer, PLACEMENTS } from './wasmHelpers.ts';
 import type { Conv2DGeometry } from '../../src/kernels/backend.ts';
 
@@ -102,15 +102,5 @@ test('wasm conv2d at the network shapes (batch 64) matches the reference', () =>
 });
 
 test('wasm conv2d backward passes satisfy the adjoint identity of the forward', () => {
-  CASES.forEach((g, i) => {
-    const s = convSizes(g);
-    const x = randomArray(s.x, 110 + i), w = randomArray(s.w, 120 + i), dy = randomArray(s.y, 130 + i);
-    const y = new Float32Array(s.y), dx = new Float32Array(s.x), dw = new Float32Array(s.w);
-    b.conv2dForward(x, w, null, y, g);
-    b.conv2dBackwardData(dy, w, dx, g);
-    b.conv2dBackwardFilter(x, dy, dw, null, g);
-    const lhs = dot64(dy, y), eps = 1e-5 * absDot64(dy, y) + 1e-6;
-    assert.ok(Math.abs(dot64(dx, x) - lhs) <= eps, `${describeConv(g)}: ⟨dx,x⟩ ${dot64(dx, x)} vs ⟨dy,y⟩ ${lhs}`);
-    assert.ok(Math.abs(dot64(dw, w) - lhs) <= eps, `${describeConv(g)}: ⟨dw,w⟩ ${dot64(dw, w)} vs ⟨dy,y⟩ ${lhs}`);
-  });
+  assertConvAdjoint(b, CASES, randomArray);
 });
