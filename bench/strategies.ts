@@ -17,14 +17,18 @@ function option(args: string[], name: string, fallback: string): string {
 }
 
 /** The options each strategy runs with (period 2 where there is one; EASGD's α·G = 0.9 as in the paper). */
-function strategyFor(name: string, devices: number): StrategySpec {
+function strategyFor(name: string, devices: number, args: string[]): StrategySpec {
   switch (name) {
     case 'sync': return { type: 'sync' };
     case 'hybrid': return { type: 'hybrid', bucketBytes: 4 << 20 };
     case 'async': return { type: 'async', fetchEvery: 1, pushEvery: 1 };
     case 'bsp': return { type: 'bsp', period: 2 };
     case 'easgd': return { type: 'easgd', alpha: 0.9 / devices, period: 2, mode: 'sync' };
-    case 'bmuf': return { type: 'bmuf', period: 2, blockLr: 1, nesterov: false };
+    case 'bmuf': {
+      const eta = option(args, 'block-momentum', '');
+      return { type: 'bmuf', period: Number(option(args, 'bmuf-period', '2')), blockLr: 1, nesterov: false,
+        ...(eta ? { blockMomentum: Number(eta) } : {}) };
+    }
     default: throw new Error(`unknown strategy '${name}'`);
   }
 }
@@ -44,7 +48,7 @@ export async function main(args: string[]): Promise<void> {
   for (const devices of devicesList) {
     for (const name of names) {
       const config = applyOverrides(base, { devices, epochs, backend, ...(dataDir ? { dataDir } : {}) });
-      config.train.strategy = strategyFor(name, devices);
+      config.train.strategy = strategyFor(name, devices, args);
       config.train.evalEvery = 1;
       if (name === 'hybrid' || name === 'bsp' || name === 'easgd') {
         // One step of the job model is the average of G replicas' steps (hybrid: one step on a G× batch), so
