@@ -1,20 +1,35 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { getBackend } from '../kernels/index.ts';
 import type { Dataset } from '../data/dataset.ts';
+import type { Communicator } from '../comm/communicator.ts';
 import { ShmCommunicator, waitUntil, type ShmRankInit } from '../comm/shm/index.ts';
+import { TcpCommunicator } from '../comm/tcp/index.ts';
+import { HierarchicalCommunicator } from '../comm/hierarchical.ts';
+import { PeerFailedError } from '../comm/errors.ts';
 import { createStrategy } from '../parallel/createStrategy.ts';
+import type { ParameterServer } from '../parallel/parameterServer.ts';
 import { SharedParameterServer, type SharedParameterServerMemory } from '../parallel/sharedParameterServer.ts';
+import { RemoteParameterServer } from '../parallel/remoteParameterServer.ts';
 import { runDevice } from './device.ts';
 import type { TrainEvent } from './events.ts';
+import type { TcpWorldSpec } from './processWorld.ts';
 import type { RunConfig } from './runConfig.ts';
 
 /** What the main thread gives each device thread. */
 export interface DeviceWorkerInit {
+  /** the job's configuration (train.devices: devices in the whole job) */
   config: RunConfig;
+  /** global rank and the job's device count */
   rank: number;
   size: number;
+  /** this process's shared-memory world of device threads */
   comm: ShmRankInit;
+  /** shared-memory parameter server (one process) */
   ps: SharedParameterServerMemory | null;
+  /** the cross-process world of this thread index (several processes) */
+  cross: TcpWorldSpec | null;
+  /** the parameter server in process 0 (several processes) */
+  remotePs: TcpWorldSpec | null;
   train: Dataset;
   test: Dataset | null;
   checkpointPath: string | null;
@@ -28,15 +43,27 @@ export type DeviceWorkerMessage =
 
 const init = workerData as DeviceWorkerInit;
 const post = (m: DeviceWorkerMessage) => parentPort!.postMessage(m);
+const tcp: TcpCommunicator[] = [];
 
 try {
   const { config, rank, size } = init;
   const backend = await getBackend(config.train.backend);
-  const comm = await ShmCommunicator.connect(init.comm);
-  const ps = init.ps
-    ? new SharedParameterServer(init.ps, backend, config.optimizer, comm.mutex(0),
-        (control, word, ready) => waitUntil(control, word, ready, comm.abortSignal()))
-    : null;
+  const local = await ShmCommunicator.connect(init.comm);
+  let comm: Communicator = local;
+  if (init.cross) {
+    const cross = await TcpCommunicator.connect(init.cross);
+    tcp.push(cross);
+    comm = local.size > 1 ? new HierarchicalCommunicator(local, cross) : cross;
+  }
+  let ps: ParameterServer | null = null;
+  if (init.remotePs) {
+    const link = await TcpCommunicator.connect(init.remotePs);
+    tcp.push(link);
+    ps = new RemoteParameterServer(link);
+  } else if (init.ps) {
+    ps = new SharedParameterServer(init.ps, backend, config.optimizer, local.mutex(0),
+      (control, word, ready) => waitUntil(control, word, ready, local.abortSignal()));
+  }
   const strategy = createStrategy(config.train.strategy, { comm, ps });
   await runDevice({
     config, rank, worldSize: size, backend, strategy, train: init.train, test: init.test,
@@ -48,7 +75,14 @@ try {
       return { commMs: s.commMs + p.commMs, idleMs: s.waitMs + p.waitMs, bytes: s.bytes + p.bytes };
     },
   });
+  await ps?.close?.();
+  for (const c of tcp) await c.close();
 } catch (err) {
   const e = err instanceof Error ? err : new Error(String(err));
-  post({ kind: 'error', message: e.message, stack: e.stack });
+  // a device that stopped because another failed passes on that device's reason, so every process
+  // reports the root cause ("device 3 failed: …"), not the chain of devices that noticed it
+  const cause = e instanceof PeerFailedError && e.reason.startsWith('device ') ? e.reason : `device ${init.rank} failed: ${e.message}`;
+  // tell the other processes at once rather than leaving them to time out
+  for (const c of tcp) c.abort(cause);
+  post({ kind: 'error', message: cause, stack: e.stack });
 }

@@ -1,6 +1,8 @@
 /** Everything a run reports, as it happens; the CLI renders them, the metrics file stores them. */
 export type TrainEvent =
-  | { type: 'start'; runDir: string; dataSource: string; backend: string; devices: number; strategy: string;
+  | { type: 'start'; runDir: string; dataSource: string; backend: string;
+      /** devices in the whole job, over `processes` processes */
+      devices: number; processes: number; strategy: string;
       parameters: number; trainSamples: number; testSamples: number; epochs: number; stepsPerEpoch: number; globalBatch: number }
   | { type: 'step'; rank: number; epoch: number; step: number; stepInEpoch: number; stepsPerEpoch: number;
       loss: number; accuracy: number; lr: number; samples: number;
