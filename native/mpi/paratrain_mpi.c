@@ -30,6 +30,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,7 +41,10 @@
 
 /* ------------------------------------------------------------------ process-wide MPI state */
 
-static int g_state = 0;            /* 0: never initialised, 1: initialised, 2: finalised */
+/* 0: never initialised, 1: initialised, 2: finalised. Atomic: any thread may read it (to be told
+ * it is not the owner); g_owner is written before the state becomes 1. Transitions hold g_lock. */
+static _Atomic int g_state = 0;
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t g_owner;          /* the thread that called MPI_Init_thread */
 static MPI_Comm g_comm = MPI_COMM_NULL;
 static int g_rank = -1, g_size = 0, g_provided = -1;
@@ -191,8 +195,17 @@ static const char *promoteLibmpi(void) {
 /* ------------------------------------------------------------------ calls */
 
 /* init() → { rank, size, provided, library }; idempotent on the initialising thread. */
+static napi_value InitLocked(napi_env env);
+
 static napi_value Init(napi_env env, napi_callback_info info) {
   (void)info;
+  pthread_mutex_lock(&g_lock);  /* two threads racing to initialise: one wins, the other is told */
+  napi_value out = InitLocked(env);
+  pthread_mutex_unlock(&g_lock);
+  return out;
+}
+
+static napi_value InitLocked(napi_env env) {
   if (g_state == 2) { throwMsg(env, "ERR_MPI_STATE", "init", "MPI was already finalised in this process; it cannot be initialised again"); return NULL; }
   if (g_state == 0) {
     int already = 0;
@@ -204,8 +217,8 @@ static napi_value Init(napi_env env, napi_callback_info info) {
     int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
     if (rc != MPI_SUCCESS) { mpiFailed(env, rc, "MPI_Init_thread"); return NULL; }
     g_owner = pthread_self();
-    g_state = 1;
     g_provided = provided;
+    g_state = 1;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (mpiFailed(env, MPI_Comm_dup(MPI_COMM_WORLD, &g_comm), "MPI_Comm_dup")) return NULL;
     MPI_Comm_set_errhandler(g_comm, MPI_ERRORS_RETURN);
@@ -390,7 +403,7 @@ static napi_value Finalize(napi_env env, napi_callback_info info) {
     g_pending[i].used = false;
   }
   MPI_Comm_free(&g_comm);
-  g_state = 2;
+  g_state = 2;  /* only the owner thread gets here, so no other transition can race */
   free(g_counts);
   free(g_displs);
   g_counts = g_displs = NULL;
