@@ -11,6 +11,7 @@ export interface TrainFlags {
   backend?: string; data?: string; out?: string; force?: boolean; quiet?: boolean; slowDevice?: Map<number, number>;
   /** seconds: rendezvous and communication deadline between processes */
   timeout?: number;
+  transport?: 'tcp' | 'mpi';
 }
 
 export async function runTrain(configPath: string, flags: TrainFlags): Promise<void> {
@@ -31,7 +32,7 @@ export async function runTrain(configPath: string, flags: TrainFlags): Promise<v
   }
   try {
     const result = await train(config, { out: flags.out, force: flags.force, onEvent: view.handle, log, slowDevices: flags.slowDevice,
-      processes, failAt: failAtFromEnv(process.env.PARATRAIN_FAIL_AT), timeoutMs: flags.timeout === undefined ? undefined : flags.timeout * 1000 });
+      processes, transport: flags.transport, failAt: failAtFromEnv(process.env.PARATRAIN_FAIL_AT), timeoutMs: flags.timeout === undefined ? undefined : flags.timeout * 1000 });
     const summary = processes && world.rank !== 0
       ? { rank: world.rank, samplesPerSecond: Math.round(result.samplesPerSecond), seconds: Number(result.seconds.toFixed(1)) }
       : { runDir: result.runDir, testAccuracy: result.testAccuracy, samplesPerSecond: Math.round(result.samplesPerSecond), seconds: Number(result.seconds.toFixed(1)) };

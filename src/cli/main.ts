@@ -46,6 +46,7 @@ program.command('train')
   .option('--out <dir>', 'run directory (default runs/<timestamp>, linked as runs/latest)')
   .option('--force', 'write into a non-empty --out directory')
   .option('--slow-device <rank:factor>', 'make a device a straggler, e.g. 1:3 (repeatable)', collectSlowDevice, new Map<number, number>())
+  .addOption(new Option('--transport <name>', 'several processes: what carries the collectives (mpi: under mpirun, one device per process)').choices(['tcp', 'mpi']))
   .option('--timeout <seconds>', 'several processes: deadline for the rendezvous and for any wait on another process (default 300)', positiveNumber('timeout'))
   .option('--quiet', 'no progress output')
   .action(async (config: string, opts) => runTrain(config, opts));

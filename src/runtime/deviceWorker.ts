@@ -12,7 +12,9 @@ import { SharedParameterServer, type SharedParameterServerMemory } from '../para
 import { RemoteParameterServer } from '../parallel/remoteParameterServer.ts';
 import { runDevice } from './device.ts';
 import type { TrainEvent } from './events.ts';
-import type { TcpWorldSpec } from './processWorld.ts';
+import type { CrossWorldSpec, TcpWorldSpec } from './processWorld.ts';
+import { joinMpiWorld } from './mpiWorld.ts';
+import type { MpiCommunicator } from '../comm/mpi/index.ts';
 import type { RunConfig } from './runConfig.ts';
 
 /** What the main thread gives each device thread. */
@@ -27,7 +29,7 @@ export interface DeviceWorkerInit {
   /** shared-memory parameter server (one process) */
   ps: SharedParameterServerMemory | null;
   /** the cross-process world of this thread index (several processes) */
-  cross: TcpWorldSpec | null;
+  cross: CrossWorldSpec | null;
   /** the parameter server in process 0 (several processes) */
   remotePs: TcpWorldSpec | null;
   train: Dataset;
@@ -44,6 +46,7 @@ export type DeviceWorkerMessage =
 const init = workerData as DeviceWorkerInit;
 const post = (m: DeviceWorkerMessage) => parentPort!.postMessage(m);
 const tcp: TcpCommunicator[] = [];
+let mpi: MpiCommunicator | null = null;
 
 try {
   const { config, rank, size } = init;
@@ -51,8 +54,14 @@ try {
   const local = await ShmCommunicator.connect(init.comm);
   let comm: Communicator = local;
   if (init.cross) {
-    const cross = await TcpCommunicator.connect(init.cross);
-    tcp.push(cross);
+    let cross: Communicator;
+    if (init.cross.transport === 'mpi') {
+      cross = mpi = await joinMpiWorld(init.cross);
+    } else {
+      const t = await TcpCommunicator.connect(init.cross);
+      tcp.push(t);
+      cross = t;
+    }
     comm = local.size > 1 ? new HierarchicalCommunicator(local, cross) : cross;
   }
   let ps: ParameterServer | null = null;
@@ -77,6 +86,7 @@ try {
   });
   await ps?.close?.();
   for (const c of tcp) await c.close();
+  await mpi?.close();
 } catch (err) {
   const e = err instanceof Error ? err : new Error(String(err));
   // a device that stopped because another failed passes on that device's reason, so every process
@@ -85,4 +95,6 @@ try {
   // tell the other processes at once rather than leaving them to time out
   for (const c of tcp) c.abort(cause);
   post({ kind: 'error', message: cause, stack: e.stack });
+  // MPI has no gentler way to stop the other processes: mpirun ends the job, printing the cause
+  if (mpi) setTimeout(() => mpi!.abort(`paratrain: ${cause}`), 200);
 }

@@ -16,7 +16,12 @@ export interface ProcessPlacement {
   configHash: string;
   /** rendezvous and per-wait deadline, ms */
   timeoutMs: number;
+  /** what carries the collectives between processes (the parameter server always uses TCP) */
+  transport: 'tcp' | 'mpi';
 }
+
+/** The cross-process world of a thread: TCP, or MPI (one device thread per process). */
+export type CrossWorldSpec = ({ transport: 'tcp' } & TcpWorldSpec) | { transport: 'mpi'; rank: number; worldSize: number; configHash: string };
 
 /** What a thread needs to join one TCP world. */
 export interface TcpWorldSpec {
@@ -30,8 +35,9 @@ export interface TcpWorldSpec {
   recvTimeoutMs?: number;
 }
 
-export function crossWorldOf(p: ProcessPlacement, thread: number): TcpWorldSpec {
-  return { rank: p.process, worldSize: p.processes, masterAddr: p.masterAddr, masterPort: p.masterPort + thread,
+export function crossWorldOf(p: ProcessPlacement, thread: number): CrossWorldSpec {
+  if (p.transport === 'mpi') return { transport: 'mpi', rank: p.process, worldSize: p.processes, configHash: p.configHash };
+  return { transport: 'tcp', rank: p.process, worldSize: p.processes, masterAddr: p.masterAddr, masterPort: p.masterPort + thread,
     configHash: p.configHash, timeoutMs: p.timeoutMs };
 }
 

@@ -36,6 +36,8 @@ export interface TrainOptions {
   processes?: { rank: number; worldSize: number; masterAddr: string; masterPort: number };
   /** rendezvous and communication deadline across processes, ms (default 300 000) */
   timeoutMs?: number;
+  /** what carries collectives between processes: tcp (default) or mpi (under mpirun, one device per process) */
+  transport?: 'tcp' | 'mpi';
 }
 
 export interface TrainResult {
@@ -91,9 +93,14 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
   const parameters = checkRun(config, data);
   const devices = config.train.devices;
   const leader = !world || world.rank === 0;
+  const transport = options.transport ?? 'tcp';
+  if (transport === 'mpi' && world && threads > 1) {
+    throw new Error(`--transport mpi: each process runs one device (MPI is driven by one thread per process), but train.devices is ${threads}; ` +
+      `use --devices 1 and start more processes (mpirun -np ${threads * world.worldSize}), or --transport tcp`);
+  }
   const placement: ProcessPlacement | undefined = world && {
     process: world.rank, processes: world.worldSize, masterAddr: world.masterAddr, masterPort: world.masterPort,
-    configHash: configHash(userConfig), timeoutMs: options.timeoutMs ?? 300_000,
+    configHash: configHash(userConfig), timeoutMs: options.timeoutMs ?? 300_000, transport,
   };
   const runDir = leader ? createRunDir({ out: options.out, force: options.force }) : '';
   const metrics = leader ? new MetricsWriter(runDir, { truncate: options.force }) : null;

@@ -8,47 +8,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runCli, stderrLines, tmpDir, SUBSET } from '../cli/helpers.ts';
-import { readCheckpoint } from '../../src/runtime/checkpoint.ts';
+import { runCli, stderrLines, tmpDir } from '../cli/helpers.ts';
+import { assertClose, randomPort, SECRET, tinyJobConfig, weights } from './jobHelpers.ts';
 
-function weights(file: string): Float32Array {
-  const { tensors } = readCheckpoint(file);
-  const parts = [...tensors.keys()].filter((n) => n.startsWith('layers.')).sort().map((n) => tensors.get(n)!.data);
-  const all = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) { all.set(p, at); at += p.length; }
-  return all;
-}
-
-function assertClose(a: Float32Array, b: Float32Array, what: string): void {
-  assert.equal(a.length, b.length);
-  const scale = b.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
-  let worst = 0;
-  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i]! - b[i]!));
-  assert.ok(worst <= 1e-4 * scale, `${what}: largest difference ${worst} (scale ${scale})`);
-}
-
-function config(dir: string, extra = ''): string {
-  const file = join(dir, 'tiny.yaml');
-  writeFileSync(file, `model:
-  input: [28, 28, 1]
-  layers:
-    - conv2d: { filters: 4, kernelSize: 3, strides: 2, activation: relu }
-    - maxPool2d: { poolSize: 2 }
-    - flatten: {}
-    - dense: { units: 16, activation: relu }
-    - dropout: { rate: 0.3 }
-    - dense: { units: 10 }
-optimizer: { sgd: { lr: 0.05, momentum: 0.9 } }
-data: { dir: ${SUBSET}, batchSize: 8, trainLimit: 96, testLimit: 100 }
-train: { epochs: 1, seed: 3, evalEvery: 0, backend: js${extra} }
-`);
-  return file;
-}
-
-const port = () => 20000 + Math.floor(Math.random() * 20000);
+const config = tinyJobConfig, port = randomPort;
 
 async function compare(strategy: string, processes: number, threads: number): Promise<void> {
   const dir = tmpDir();
@@ -89,7 +53,7 @@ test('a device failing in process 1 stops the whole job, naming the device', { t
   const dir = tmpDir();
   const cfg = config(dir);
   const env = (rank: number, p: number) => ({ RANK: String(rank), WORLD_SIZE: '2', MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(p),
-    PARATRAIN_SECRET: 'multiprocess-test-secret-0123456789', ...(rank === 1 ? { PARATRAIN_FAIL_AT: '3:2' } : {}) });
+    PARATRAIN_SECRET: SECRET, ...(rank === 1 ? { PARATRAIN_FAIL_AT: '3:2' } : {}) });
   const p = port();
   const [r0, r1] = await Promise.all([0, 1].map((rank) =>
     runCli(['train', cfg, '--devices', '2', '--out', join(dir, 'run'), '--quiet'], { env: env(rank, p), timeoutMs: 60_000 })));
@@ -103,7 +67,7 @@ test('processes whose configurations differ are refused at rendezvous, naming th
   const dir = tmpDir();
   const cfg = config(dir);
   const p = port();
-  const env = (rank: number) => ({ RANK: String(rank), WORLD_SIZE: '2', MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(p), PARATRAIN_SECRET: 'multiprocess-test-secret-0123456789' });
+  const env = (rank: number) => ({ RANK: String(rank), WORLD_SIZE: '2', MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(p), PARATRAIN_SECRET: SECRET });
   const [r0, r1] = await Promise.all([
     runCli(['train', cfg, '--out', join(dir, 'run'), '--quiet'], { env: env(0), timeoutMs: 60_000 }),
     runCli(['train', cfg, '--lr', '0.5', '--quiet'], { env: env(1), timeoutMs: 60_000 }),

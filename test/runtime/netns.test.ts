@@ -8,11 +8,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { runCli, tmpDir, SUBSET, MAIN, REPO } from '../cli/helpers.ts';
 import { spawn } from 'node:child_process';
-import { readCheckpoint } from '../../src/runtime/checkpoint.ts';
+import { join } from 'node:path';
+import { runCli, tmpDir, MAIN, REPO } from '../cli/helpers.ts';
+import { assertClose, randomPort, SECRET, tinyJobConfig, weights } from './jobHelpers.ts';
 
 const id = `${process.pid % 100000}`;
 const A = `pt-a-${id}`, B = `pt-b-${id}`;
@@ -53,7 +52,7 @@ function launchIn(ns: string, nodeRank: number, port: number, args: string[]): P
   return new Promise((resolve, reject) => {
     const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '--import', 'tsx', MAIN, 'launch', '--nnodes', '2', '--node-rank', String(nodeRank),
       '--nproc-per-node', '2', '--master-addr', ADDR_A, '--master-port', String(port), '--', ...args], {
-      cwd: REPO, env: { ...process.env, PARATRAIN_SECRET: 'netns-test-secret-0123456789abcdef', PARATRAIN_OFFLINE: '1' }, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: REPO, env: { ...process.env, PARATRAIN_SECRET: SECRET, PARATRAIN_OFFLINE: '1' }, stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
@@ -64,33 +63,15 @@ function launchIn(ns: string, nodeRank: number, port: number, args: string[]): P
   });
 }
 
-function weights(file: string): Float32Array {
-  const { tensors } = readCheckpoint(file);
-  const parts = [...tensors.keys()].filter((n) => n.startsWith('layers.')).sort().map((n) => tensors.get(n)!.data);
-  return Float32Array.from(parts.flatMap((p) => [...p]));
-}
-
 const why = createHosts();
 if (why) removeHosts();
 
 test('2 hosts × 2 processes in network namespaces train hybrid (= 4 threads) and async', { skip: why ?? false, timeout: 400_000 }, async (t) => {
   t.after(removeHosts);
   const dir = tmpDir();
-  const cfg = join(dir, 'tiny.yaml');
-  writeFileSync(cfg, `model:
-  input: [28, 28, 1]
-  layers:
-    - conv2d: { filters: 4, kernelSize: 3, strides: 2, activation: relu }
-    - maxPool2d: { poolSize: 2 }
-    - flatten: {}
-    - dense: { units: 16, activation: relu }
-    - dense: { units: 10 }
-optimizer: { sgd: { lr: 0.05, momentum: 0.9 } }
-data: { dir: ${SUBSET}, batchSize: 8, trainLimit: 96, testLimit: 100 }
-train: { epochs: 1, seed: 3, evalEvery: 0, backend: js, devices: 1 }
-`);
+  const cfg = tinyJobConfig(dir, ', devices: 1');
   for (const strategy of ['hybrid', 'async']) {
-    const port = 20000 + Math.floor(Math.random() * 20000);
+    const port = randomPort();
     const args = ['train', cfg, '--strategy', strategy, '--out', join(dir, strategy), '--quiet'];
     const [a, b] = await Promise.all([launchIn(A, 0, port, args), launchIn(B, 1, port, args)]);
     assert.equal(a.code, 0, `${strategy}, host A:\n${a.out}`);
@@ -99,9 +80,5 @@ train: { epochs: 1, seed: 3, evalEvery: 0, backend: js, devices: 1 }
   }
   const single = await runCli(['train', cfg, '--devices', '4', '--strategy', 'hybrid', '--out', join(dir, 'single'), '--quiet'], { timeoutMs: 120_000 });
   assert.equal(single.code, 0, single.stderr);
-  const multi = weights(join(dir, 'hybrid', 'model.safetensors')), ref = weights(join(dir, 'single', 'model.safetensors'));
-  const scale = ref.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
-  let worst = 0;
-  for (let i = 0; i < ref.length; i++) worst = Math.max(worst, Math.abs(multi[i]! - ref[i]!));
-  assert.ok(worst <= 1e-4 * scale, `hybrid across hosts differs from 4 threads by ${worst} (scale ${scale})`);
+  assertClose(weights(join(dir, 'hybrid', 'model.safetensors')), weights(join(dir, 'single', 'model.safetensors')), 'hybrid across hosts vs 4 threads');
 });
