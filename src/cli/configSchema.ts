@@ -187,8 +187,8 @@ const LAYERS = {
   sigmoid: noOptions<ActivationSpec>('sigmoid'),
   clippedRelu: strict({ cap: posNum().default(20) })
     .transform((o): ClippedReluSpec => ({ type: 'clippedRelu', cap: o.cap })),
-  dropout: strict({ rate: unitRange() })
-    .transform((o): DropoutSpec => ({ type: 'dropout', rate: o.rate })),
+  dropout: strict({ rate: unitRange(), masks: oneOf(['per-replica', 'per-sample'] as const).default('per-replica') })
+    .transform((o): DropoutSpec => ({ type: 'dropout', rate: o.rate, masks: o.masks })),
   batchNorm: strict({ momentum: unitRange().default(0.9), epsilon: posNum().default(1e-5) })
     .transform((o): BatchNormSpec => ({ type: 'batchNorm', momentum: o.momentum, epsilon: o.epsilon })),
 } satisfies Record<LayerSpec['type'], z.ZodType<LayerSpec>>;

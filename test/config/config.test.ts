@@ -25,7 +25,7 @@ test('examples/mnist-small.yaml parses to the DESIGN.md network', () => {
     ...structuredClone(defaults),
     model: {
       input: [28, 28, 1],
-      layers: [conv(32), maxPool, conv(64), maxPool, { type: 'flatten' }, dense(128, 'relu'), { type: 'dropout', rate: 0.25 }, dense(10, 'linear')],
+      layers: [conv(32), maxPool, conv(64), maxPool, { type: 'flatten' }, dense(128, 'relu'), { type: 'dropout', rate: 0.25, masks: 'per-replica' }, dense(10, 'linear')],
     },
     schedule: { warmupSteps: 0, decay: { type: 'cosine', minLr: 0 } },
     train: { ...structuredClone(train), epochs: 10 },
@@ -36,7 +36,7 @@ test('examples/mnist-small.yaml parses to the DESIGN.md network', () => {
 test('examples/mlp.yaml parses to flatten-dense-dropout-dense', () => {
   const expected = {
     ...structuredClone(defaults),
-    model: { input: [28, 28, 1], layers: [{ type: 'flatten' }, dense(256, 'relu'), { type: 'dropout', rate: 0.2 }, dense(10, 'linear')] },
+    model: { input: [28, 28, 1], layers: [{ type: 'flatten' }, dense(256, 'relu'), { type: 'dropout', rate: 0.2, masks: 'per-replica' }, dense(10, 'linear')] },
     train: structuredClone(train),
   } as RunConfig;
   assert.deepStrictEqual(loadConfig(example('mlp.yaml')), expected);
