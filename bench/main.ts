@@ -9,6 +9,7 @@ const benches: Record<string, { what: string; load: () => Promise<{ main(args: s
   'allreduce-tcp': { what: 'TCP allreduce bandwidth, 2 and 4 processes, 1–64 MB (and Gloo when python3-torch is installed)', load: () => import('./allreduceTcp.ts') },
   throughput: { what: 'data-parallel samples/s with 1 and 2 devices (and PyTorch DDP when installed)', load: () => import('./throughput.ts') },
   strategies: { what: 'convergence of every strategy on Fashion-MNIST (long)', load: () => import('./strategies.ts') },
+  microbatch: { what: 'peak activation bytes and samples/s with train.microBatches = 1, 2, 4, 8', load: () => import('./microbatch.ts') },
 };
 
 const [name, ...args] = process.argv.slice(2);
