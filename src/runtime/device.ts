@@ -1,6 +1,8 @@
 import type { Backend } from '../kernels/backend.ts';
 import type { Dataset } from '../data/dataset.ts';
 import type { Strategy } from '../parallel/strategy.ts';
+import type { Communicator } from '../comm/communicator.ts';
+import { synchroniseBatchNorm } from '../parallel/syncBatchNorm.ts';
 import { Replica } from './replica.ts';
 import { runTrainLoop, viewOf, type CommStats } from './trainLoop.ts';
 import { saveModelCheckpoint } from './modelCheckpoint.ts';
@@ -23,6 +25,8 @@ export interface DeviceOptions {
   failAtStep?: number;
   /** put the replica's flat buffers in shared memory (several devices) */
   shared: boolean;
+  /** the devices' communicator (several devices): synchronised BatchNorm reduces over it */
+  comm?: Communicator;
 }
 
 /** Runs `fn` with the replica temporarily holding `params` (the strategy's model), then restores. */
@@ -42,6 +46,7 @@ function withParams<T>(replica: Replica, params: Float32Array, fn: () => T): T {
 export async function runDevice(o: DeviceOptions): Promise<void> {
   const { config, rank } = o;
   const replica = new Replica(o.backend, config, { shared: o.shared });
+  if (config.train.syncBatchNorm && o.comm) synchroniseBatchNorm(replica.model, o.comm);
   const view = viewOf(replica);
   await runTrainLoop({
     replica, strategy: o.strategy, config, train: o.train, rank, worldSize: o.worldSize, emit: o.emit,

@@ -14,9 +14,13 @@ export type TrainEvent =
       idleMs: number;
       /** bytes this device moved in collectives during the step */
       bytes: number;
+      /** activation bytes the model held for backward at the step's peak (one micro-batch's worth) */
+      activationBytes?: number;
       staleness?: number; dropped?: number }
   | { type: 'rankEpoch'; rank: number; epoch: number; lossSum: number; correct: number; samples: number;
-      seconds: number; computeMs: number; syncMs: number; idleMs: number; bytes: number }
+      seconds: number; computeMs: number; syncMs: number; idleMs: number; bytes: number;
+      /** the most activation bytes held in any step of the epoch */
+      peakActivationBytes?: number }
   | { type: 'epoch'; epoch: number; loss: number; accuracy: number; samples: number; seconds: number; samplesPerSecond: number }
   | { type: 'eval'; epoch: number; step: number; testLoss: number; testAccuracy: number }
   | { type: 'checkpoint'; epoch: number; path: string }

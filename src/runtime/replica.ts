@@ -6,6 +6,7 @@ import type { ForwardContext } from '../nn/layer.ts';
 import { createOptimizer, type Optimizer } from '../optim/optimizer.ts';
 import type { Dataset } from '../data/dataset.ts';
 import type { RunConfig } from './runConfig.ts';
+import { accumulateMicroBatches } from '../parallel/microbatch.ts';
 
 export interface StepResult {
   lossSum: number;
@@ -37,9 +38,11 @@ export class Replica {
 
   /** Copies a batch into a backend-owned buffer (so the wasm backend computes without copies). */
   private batchTensor(images: Float32Array, n: number): Tensor {
-    if (this.input.length !== images.length) this.input = this.backend.alloc(images.length);
-    this.input.set(images);
-    return new Tensor([n, ...this.model.inputShape], this.input);
+    // grow-only: a short last batch or the evaluation batch must not allocate again and again
+    if (this.input.length < images.length) this.input = this.backend.alloc(images.length);
+    const input = this.input.length === images.length ? this.input : this.input.subarray(0, images.length);
+    input.set(images);
+    return new Tensor([n, ...this.model.inputShape], input);
   }
 
   /**
@@ -54,6 +57,19 @@ export class Replica {
     const { lossSum, correct, dlogits } = this.loss.compute(logits, labels, gradScale);
     this.model.backward(dlogits, onGradientsReady);
     return { lossSum, correct, samples: n };
+  }
+
+  /**
+   * What the training loop runs: computeGradients in `config.train.microBatches` sequential slices
+   * (gradients accumulate; see accumulateMicroBatches), through the model's async passes so layers
+   * that communicate (synchronised BatchNorm) can. An empty batch still runs when layers communicate,
+   * so every device takes part in their collectives.
+   */
+  async computeGradientsAsync(images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number,
+                              onGradientsReady?: (offset: number) => void): Promise<StepResult> {
+    const x = this.batchTensor(images, labels.length);
+    return accumulateMicroBatches(this.model, this.loss, x, labels, { ...ctx, training: true }, gradScale,
+      this.config.train.microBatches, onGradientsReady);
   }
 
   /** Mean loss and accuracy over a dataset, in evaluation mode (no dropout, running BatchNorm stats). */
