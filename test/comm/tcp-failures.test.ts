@@ -63,6 +63,12 @@ test('a different config hash is refused at rendezvous with a message naming the
     options: (rank) => ({ timeoutMs: 15_000, configHash: rank === 2 ? 'sha256:bbbb' : 'sha256:aaaa' }),
   });
   for (const r of results) {
+    // rank 1 may start so late (a loaded machine) that rank 0 has already refused the job and exited:
+    // then it can only fail to reach the master, naming it
+    if (r.rank === 1 && r.error?.name === 'CommTimeoutError') {
+      assert.match(r.error.message, /could not connect to the master \(rank 0\)/, summary(results));
+      continue;
+    }
     assert.equal(r.error?.name, 'ConfigMismatchError', summary(results));
     assert.match(r.error!.message, /rank 2\b.*different model configuration/);
     assert.equal(r.error!.rank, 2);
