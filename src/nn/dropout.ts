@@ -12,14 +12,26 @@ import { BaseLayer, type ForwardContext } from './layer.ts';
 export class Dropout extends BaseLayer {
   readonly outputShape: readonly number[];
   private readonly perSample: number;
+  /** where this layer's values sit within a sample's full feature vector (a model-parallel shard) */
+  private readonly featureOffset: number;
+  private readonly featuresPerSample: number;
   private mask: Float32Array | null = null;
 
+  /**
+   * `features` says that the input holds only the features [offset, offset + width) of samples with
+   * `total` features (a tensor-parallel shard), so each feature keeps the mask it has unsplit.
+   */
   constructor(backend: Backend, name: string, inputShape: readonly number[],
-              readonly rate: number, private readonly layerKey: number) {
+              readonly rate: number, private readonly layerKey: number, features?: { offset: number; total: number }) {
     super(backend, name, inputShape);
     if (!(rate >= 0 && rate < 1)) throw this.error(`rate must be in [0, 1), got ${rate}`);
     this.outputShape = inputShape;
     this.perSample = shapeSize(inputShape);
+    this.featureOffset = features?.offset ?? 0;
+    this.featuresPerSample = features?.total ?? this.perSample;
+    if (this.featureOffset + this.perSample > this.featuresPerSample) {
+      throw this.error(`features [${this.featureOffset}, ${this.featureOffset + this.perSample}) lie outside a sample of ${this.featuresPerSample}`);
+    }
   }
 
   forward(x: Tensor, ctx: ForwardContext): Tensor {
@@ -30,7 +42,7 @@ export class Dropout extends BaseLayer {
     const rng = new CounterRng(ctx.seed, ctx.step, this.layerKey, 0xd209);
     const per = this.perSample;
     for (let n = 0, i = 0; n < x.batch; n++) {
-      const base = (ctx.sampleOffset + n) * per;
+      const base = (ctx.sampleOffset + n) * this.featuresPerSample + this.featureOffset;
       for (let j = 0; j < per; j++, i++) {
         const m = rng.at(base + j) < keep ? scale : 0;
         mask[i] = m;
