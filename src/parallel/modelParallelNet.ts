@@ -1,7 +1,7 @@
 import type { Communicator } from '../comm/communicator.ts';
 import type { Backend } from '../kernels/backend.ts';
 import { Tensor } from '../tensor/tensor.ts';
-import { shapeSize, formatShape } from '../tensor/shape.ts';
+import { shapeSize } from '../tensor/shape.ts';
 import type { ModelSpec } from '../nn/spec.ts';
 import type { ForwardContext, Layer } from '../nn/layer.ts';
 import type { FlatEntry } from '../nn/model.ts';
@@ -10,7 +10,7 @@ import { buildLayer } from '../nn/buildLayer.ts';
 import { Dropout } from '../nn/dropout.ts';
 import { initParam } from '../nn/init.ts';
 import { allgatherRows, ExchangeScratch, rowSplit, type RowSplit } from './activationExchange.ts';
-import { planModelParallel, type ModelParallelPlan, type PlannedLayer } from './modelParallelPlan.ts';
+import { modelParallelLayers, planModelParallelFrom, type ModelParallelPlan, type PlannedLayer } from './modelParallelPlan.ts';
 import { ColumnParallelDense, RowParallelDense, columnShardCopy, rowShardCopy, unitShards } from './tensorParallel.ts';
 
 /**
@@ -126,14 +126,10 @@ export class ModelParallelNet {
     let shape: readonly number[] = spec.input;
     spec.layers.forEach((l, i) => { const layer = buildLayer(backend, l, i, shape); this.allLayers.push(layer); shape = layer.outputShape; });
     this.outputShape = shape;
-    const modelIndices = spec.layers.map((l) => l.type === 'dense' && l.parallel === 'model');
-    const begin = modelIndices.indexOf(true);
+    const begin = modelParallelLayers(spec)[0] ?? 0;
     const entryShape = begin > 0 ? this.allLayers[begin - 1]!.outputShape : spec.input;
-    if (entryShape.length !== 1) {
-      throw new Error(`model.layers[${begin}] dense: expects a flat input but receives shape ${formatShape(entryShape)}; add a flatten layer before it`);
-    }
+    this.plan = planModelParallelFrom(spec, comm.size, entryShape);
     this.boundaryFeatures = entryShape[0]!;
-    this.plan = planModelParallel(spec, comm.size, this.boundaryFeatures);
     const { end } = this.plan;
     this.prefix = this.allLayers.slice(0, begin);
     this.tail = this.allLayers.slice(end);

@@ -43,6 +43,26 @@ export function modelParallelLayers(spec: ModelSpec): number[] {
   return spec.layers.flatMap((l, i) => (l.type === 'dense' && l.parallel === 'model' ? [i] : []));
 }
 
+/** Why a strategy other than hybrid cannot run model-parallel layers, and the fix. */
+export function modelParallelStrategyMessage(spec: ModelSpec, strategy: string): string {
+  const first = modelParallelLayers(spec)[0];
+  return `'parallel: model' (model.layers[${first}]) needs the synchronous hybrid strategy: the model-parallel layers exchange ` +
+    `activations every step while the other layers all-reduce gradients; got ${strategy} — use strategy hybrid (--strategy hybrid) ` +
+    `or remove 'parallel: model'`;
+}
+
+/**
+ * The split of `spec` over `devices` devices, given the shape the layers before the first
+ * model-parallel one produce (`entryShape`, per sample): it must be flat.
+ */
+export function planModelParallelFrom(spec: ModelSpec, devices: number, entryShape: readonly number[]): ModelParallelPlan {
+  const begin = modelParallelLayers(spec)[0] ?? 0;
+  if (entryShape.length !== 1) {
+    throw new Error(`model.layers[${begin}] dense: expects a flat input but receives shape [${entryShape.join(', ')}]; add a flatten layer before it`);
+  }
+  return planModelParallel(spec, devices, entryShape[0]!);
+}
+
 /**
  * The split of `spec` over `devices` devices. `inFeatures` is the flat input width of layer `begin`
  * (what the data-parallel layers before it produce). Errors name the layer and the fix.

@@ -40,7 +40,7 @@ try {
   const strategy = createStrategy(config.train.strategy, { comm, ps });
   await runDevice({
     config, rank, worldSize: size, backend, strategy, train: init.train, test: init.test,
-    checkpointPath: init.checkpointPath, shared: true, slowdown: init.slowdown, failAtStep: init.failAtStep,
+    checkpointPath: init.checkpointPath, shared: true, slowdown: init.slowdown, failAtStep: init.failAtStep, comm,
     emit: (event) => post({ kind: 'event', event }),
     takeCommStats: () => {
       // collectives and the parameter server both count as communication

@@ -6,6 +6,7 @@ import type { ForwardContext } from '../nn/layer.ts';
 import { createOptimizer, type Optimizer } from '../optim/optimizer.ts';
 import type { Dataset } from '../data/dataset.ts';
 import type { RunConfig } from './runConfig.ts';
+import type { ReplicaView } from '../parallel/strategy.ts';
 
 export interface StepResult {
   lossSum: number;
@@ -28,6 +29,16 @@ export class Replica {
     if (this.model.outputShape.length !== 1) {
       throw new Error(`model: the last layer must produce one score per class, but its output shape is [${this.model.outputShape.join(', ')}]; end with flatten and dense`);
     }
+  }
+
+  /** The model's flat buffers and a local optimizer step, as strategies see them. */
+  view(): ReplicaView {
+    const { params, grads, state } = this.model;
+    return { params, grads, state, localStep: (lr) => this.optimizer.step(params, grads, lr) };
+  }
+
+  zeroGrads(): void {
+    this.model.zeroGrads();
   }
 
   /** Scores the model produces per sample (must equal the dataset's classes). */

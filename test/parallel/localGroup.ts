@@ -3,7 +3,7 @@ import { ownedSlice, type Communicator, type ReduceOp } from '../../src/comm/com
 /**
  * G communicators in ONE thread for testing strategies: a collective resolves when every rank has
  * called it (in the same order), like the real transports, but with plain promises. Reductions sum
- * in rank order.
+ * in rank order. Point-to-point sends are buffered.
  */
 export function localGroup(size: number): Communicator[] {
   let pending: { buf: Float32Array; resolve: () => void }[] = [];
@@ -25,6 +25,16 @@ export function localGroup(size: number): Communicator[] {
     if (op === 'mean') for (let i = 0; i < out.length; i++) out[i] = out[i]! / size;
     for (const b of bufs) b.set(out);
   };
+  // point to point: a send is buffered (a copy), a recv waits for the matching (source, dest, tag)
+  const mail = new Map<string, Float32Array[]>(), waiting = new Map<string, ((data: Float32Array) => void)[]>();
+  const post = (key: string, data: Float32Array) => {
+    const w = waiting.get(key)?.shift();
+    if (w) w(data); else mail.set(key, [...(mail.get(key) ?? []), data]);
+  };
+  const take = (key: string, deliver: (data: Float32Array) => void) => {
+    const d = mail.get(key)?.shift();
+    if (d) deliver(d); else waiting.set(key, [...(waiting.get(key) ?? []), deliver]);
+  };
   return Array.from({ length: size }, (_, rank): Communicator => ({
     rank, size,
     allreduce: (buf, op = 'sum') => arrive(rank, 'allreduce', buf, (bufs) => reduce(bufs, op)),
@@ -34,8 +44,12 @@ export function localGroup(size: number): Communicator[] {
     }),
     broadcast: (buf, root) => arrive(rank, `broadcast${root}`, buf, (bufs) => { for (const b of bufs) b.set(bufs[root]!); }),
     barrier: () => arrive(rank, 'barrier', new Float32Array(0), () => {}),
-    send: async () => { throw new Error('send is not simulated'); },
-    recv: async () => { throw new Error('recv is not simulated'); },
+    send: async (buf, dest, tag = 0) => post(`${rank}>${dest}#${tag}`, buf.slice()),
+    recv: (buf, source, tag = 0) => new Promise<void>((resolve) => take(`${source}>${rank}#${tag}`, (data) => {
+      if (data.length !== buf.length) throw new Error(`rank ${rank} receives ${buf.length} floats from ${source} (tag ${tag}) but ${data.length} were sent`);
+      buf.set(data);
+      resolve();
+    })),
     takeStats: () => ({ commMs: 0, waitMs: 0, bytes: 0 }),
   }));
 }

@@ -21,7 +21,7 @@ function reference(x: Float32Array, w: Float32Array, b: Float32Array, dy: Float3
                    activation: ActivationKind): Reference {
   const layer = new Dense(jsBackend, 'ref', [inF], units, activation, true);
   const dw = new Float32Array(w.length), db = new Float32Array(b.length);
-  layer.bind([w, b], [dw, db], []);
+  layer.bind([w, b], [dw, db]);
   const y = layer.forward(new Tensor([n, inF], x), CTX).data.slice();
   const dx = layer.backward(new Tensor([n, units], dy), true)!.data.slice();
   return { y, dx, dw, db };
@@ -99,7 +99,7 @@ test('column-parallel then row-parallel (Megatron pair, no communication in betw
   const w2 = randomArray(hidden * out, 14), b2 = randomArray(out, 15), dy = randomArray(n * out, 16);
   const l1 = new Dense(jsBackend, 'a', [inF], hidden, 'relu', true), l2 = new Dense(jsBackend, 'b', [hidden], out, 'linear', true);
   const g = { w1: new Float32Array(w1.length), b1: new Float32Array(hidden), w2: new Float32Array(w2.length), b2: new Float32Array(out) };
-  l1.bind([w1, b1], [g.w1, g.b1], []); l2.bind([w2, b2], [g.w2, g.b2], []);
+  l1.bind([w1, b1], [g.w1, g.b1]); l2.bind([w2, b2], [g.w2, g.b2]);
   const yRef = l2.forward(l1.forward(new Tensor([n, inF], x), CTX), CTX).data.slice();
   const dxRef = l1.backward(l2.backward(new Tensor([n, out], dy), true)!, true)!.data.slice();
   const split = rowSplit(n, devices);
