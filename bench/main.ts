@@ -9,12 +9,13 @@ const benches: Record<string, { what: string; load: () => Promise<{ main(args: s
   'allreduce-tcp': { what: 'TCP allreduce bandwidth, 2 and 4 processes, 1–64 MB (and Gloo when python3-torch is installed)', load: () => import('./allreduceTcp.ts') },
   throughput: { what: 'data-parallel samples/s with 1 and 2 devices (and PyTorch DDP when installed)', load: () => import('./throughput.ts') },
   strategies: { what: 'convergence of every strategy on Fashion-MNIST (long)', load: () => import('./strategies.ts') },
+  'model-parallel': { what: 'alexnet-small: bytes/step and samples/s, data parallel vs "one weird trick", 2 and 4 devices', load: () => import('./modelParallel.ts') },
 };
 
 const [name, ...args] = process.argv.slice(2);
 const bench = name ? benches[name] : undefined;
 if (!bench) {
-  console.error(`usage: npm run bench -- NAME [options]\n${Object.entries(benches).map(([n, b]) => `  ${n.padEnd(11)} ${b.what}`).join('\n')}`);
+  console.error(`usage: npm run bench -- NAME [options]\n${Object.entries(benches).map(([n, b]) => `  ${n.padEnd(14)} ${b.what}`).join('\n')}`);
   process.exit(name ? 1 : 0);
 }
 await (await bench.load()).main(args);

@@ -1,4 +1,5 @@
 import { ownedSlice, type Communicator } from '../comm/communicator.ts';
+import type { Backend } from '../kernels/backend.ts';
 
 /**
  * Moving activations between devices when each holds a different number of rows (samples) or
@@ -31,6 +32,27 @@ export class ExchangeScratch {
     let b = this.buffers.get(key);
     if (!b || b.length !== length) { b = new Float32Array(length); this.buffers.set(key, b); }
     return b;
+  }
+}
+
+/**
+ * Backend-owned activation buffers that collectives run on: in shared memory and registered with
+ * the transport (collectively, on first use of each size — sizes follow the global batch, so every
+ * device allocates the same ones in the same order), so the shared-memory transport reads peers'
+ * copies directly instead of copying through its staging area.
+ */
+export class CollectiveBuffers {
+  private buffers = new Map<string, Float32Array>();
+  constructor(private readonly backend: Backend, private readonly comm: Communicator) {}
+  async get(key: string, length: number): Promise<Float32Array> {
+    const id = `${key}:${length}`;
+    let b = this.buffers.get(id);
+    if (!b) {
+      b = this.backend.alloc(Math.max(length, 1), true);
+      this.buffers.set(id, b);
+      await this.comm.register?.(b);
+    }
+    return length === b.length ? b : b.subarray(0, length);
   }
 }
 

@@ -9,7 +9,7 @@ import { alignFloats } from '../nn/model.ts';
 import { buildLayer } from '../nn/buildLayer.ts';
 import { Dropout } from '../nn/dropout.ts';
 import { initParam } from '../nn/init.ts';
-import { allgatherRows, ExchangeScratch, rowSplit, type RowSplit } from './activationExchange.ts';
+import { allgatherRows, CollectiveBuffers, ExchangeScratch, rowSplit, type RowSplit } from './activationExchange.ts';
 import { modelParallelLayers, planModelParallelFrom, type ModelParallelPlan, type PlannedLayer } from './modelParallelPlan.ts';
 import { ColumnParallelDense, RowParallelDense, columnShardCopy, rowShardCopy, unitShards } from './tensorParallel.ts';
 
@@ -70,9 +70,11 @@ export function shardLayout(plan: ModelParallelPlan, rank: number): { entries: S
 /** Keeps this device's own rows of a 'full' activation; backward all-gathers the rows' gradients. */
 class SliceRows implements Stage {
   private readonly scratch = new ExchangeScratch();
+  private readonly shared: CollectiveBuffers;
   private rows: RowSplit | null = null;
-  private grad: Float32Array = new Float32Array(0);
-  constructor(private readonly comm: Communicator, private readonly backend: Backend) {}
+  constructor(private readonly comm: Communicator, backend: Backend) {
+    this.shared = new CollectiveBuffers(backend, comm);
+  }
 
   async forward(x: Tensor, rows: RowSplit): Promise<Tensor> {
     const width = x.size / x.batch, r = this.comm.rank, start = rows.starts[r]! * width;
@@ -82,9 +84,9 @@ class SliceRows implements Stage {
 
   async backward(dy: Tensor): Promise<Tensor> {
     const rows = this.rows!, width = dy.shape[1]!;
-    if (this.grad.length !== rows.total * width) this.grad = this.backend.alloc(rows.total * width);
-    await allgatherRows(this.comm, dy.data, rows, width, this.grad, this.scratch);
-    return new Tensor([rows.total, width], this.grad);
+    const grad = await this.shared.get('grad', rows.total * width);
+    await allgatherRows(this.comm, dy.data, rows, width, grad, this.scratch);
+    return new Tensor([rows.total, width], grad);
   }
 }
 

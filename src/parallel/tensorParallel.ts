@@ -2,7 +2,7 @@ import { ownedSlice, type Communicator } from '../comm/communicator.ts';
 import type { ActivationKind, Backend } from '../kernels/backend.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import {
-  allgatherColumns, allgatherRows, reduceScatterRows, takeColumns, ExchangeScratch, type ColumnSplit, type RowSplit,
+  allgatherColumns, allgatherRows, reduceScatterRows, takeColumns, CollectiveBuffers, ExchangeScratch, type ColumnSplit, type RowSplit,
 } from './activationExchange.ts';
 
 /**
@@ -47,11 +47,15 @@ abstract class TensorParallelDense {
   protected w!: Float32Array; protected b: Float32Array | null = null;
   protected dw!: Float32Array; protected db: Float32Array | null = null;
   protected readonly scratch = new ExchangeScratch();
+  /** activation buffers that collectives run on (the global batch's rows) */
+  protected readonly shared: CollectiveBuffers;
   private buffers = new Map<string, Float32Array>();
 
   constructor(protected readonly backend: Backend, protected readonly comm: Communicator, readonly name: string,
               readonly inFeatures: number, readonly units: number, readonly activation: ActivationKind,
-              readonly useBias: boolean, protected readonly weightGradScale: number) {}
+              readonly useBias: boolean, protected readonly weightGradScale: number) {
+    this.shared = new CollectiveBuffers(backend, comm);
+  }
 
   /** Shapes of this rank's kernel and bias shard (the order of bind). */
   abstract shardShapes(): number[][];
@@ -115,7 +119,7 @@ export class ColumnParallelDense extends TensorParallelDense {
     const n = rows.total, w = this.width;
     let input = x;
     if (this.inputRows) {
-      input = new Tensor([n, this.inFeatures], this.buffer('x', n * this.inFeatures));
+      input = new Tensor([n, this.inFeatures], await this.shared.get('x', n * this.inFeatures));
       await allgatherRows(this.comm, x.data, rows, this.inFeatures, input.data, this.scratch);
     }
     const y = this.buffer('y', n * w);
@@ -148,7 +152,7 @@ export class ColumnParallelDense extends TensorParallelDense {
     this.backend.gemm(true, false, this.inFeatures, w, n, this.weightGradScale, this.x!.data, dz, 1, this.dw);
     this.biasGrad(dz, n, w);
     if (!needInputGrad) return null;
-    const partial = this.buffer('dxPartial', n * this.inFeatures);
+    const partial = await this.shared.get('dxPartial', n * this.inFeatures);
     this.backend.gemm(false, true, n, this.inFeatures, w, 1, dz, this.w, 0, partial);
     if (!this.inputRows) {
       await this.comm.allreduce(partial, 'sum');
@@ -190,7 +194,7 @@ export class RowParallelDense extends TensorParallelDense {
   /** x: [total × width], this rank's input features. Returns [total × units], or this device's rows (scatterRows). */
   async forward(x: Tensor, rows: RowSplit): Promise<Tensor> {
     const n = rows.total, u = this.units;
-    const partial = this.buffer('partial', n * u);
+    const partial = await this.shared.get('partial', n * u);
     this.backend.gemm(false, false, n, u, this.width, 1, x.data, this.w, 0, partial);
     let y: Tensor;
     if (this.scatterRows) {
@@ -216,7 +220,7 @@ export class RowParallelDense extends TensorParallelDense {
       this.backend.activationBackward(this.activation, this.y!.data, dy.data, dz);
     }
     if (this.scatterRows) {
-      const full = this.buffer('dzFull', n * u);
+      const full = await this.shared.get('dzFull', n * u);
       await allgatherRows(this.comm, dz, rows, u, full, this.scratch);
       dz = full;
     }

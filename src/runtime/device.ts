@@ -60,19 +60,19 @@ export async function runDevice(o: DeviceOptions): Promise<void> {
       // decided from the config alone, so every device agrees on when to gather a split model
       const evalDue = last || (evalEvery > 0 && (epoch + 1) % evalEvery === 0);
       const checkpointDue = last || (checkpointEvery > 0 && (epoch + 1) % checkpointEvery === 0);
+      const doEval = o.test && evalDue, doCheckpoint = o.checkpointPath && checkpointDue;
       let full: Replica, params: Float32Array;
       if (replica instanceof ModelParallelReplica) {
+        // collective: every device sends its shards, rank 0 assembles the unsplit model
         if (!evalDue && !checkpointDue) return;
         const gathered = await replica.gather(checkpointDue);
-        if (!gathered) return;
+        if (!gathered || (!doEval && !doCheckpoint)) return;
         full = gathered; params = gathered.model.params;
       } else {
-        if (rank !== 0) return;
+        if (rank !== 0 || (!doEval && !doCheckpoint)) return;
         full = replica;
         params = o.strategy.modelParams ? await o.strategy.modelParams(view) : view.params;
       }
-      const doEval = o.test && evalDue, doCheckpoint = o.checkpointPath && checkpointDue;
-      if (!doEval && !doCheckpoint) return;
       withParams(full, params, () => {
         if (doEval) {
           const r = full.evaluate(o.test!);
