@@ -25,10 +25,10 @@ test('examples/alexnet-small.yaml trains with its FC layers model-parallel on 2 
     const e = await runCli(['eval', config, '--checkpoint', join(out, 'model.safetensors')]);
     assert.equal(e.code, 0, e.stderr);
     assert.equal((JSON.parse(e.stdout.trim()) as { testAccuracy: number }).testAccuracy, summary.testAccuracy);
-    // a strategy other than hybrid is a config error naming the field
+    // a strategy other than hybrid is a config error naming the flag that set it
     const bad = await runCli(['train', config, '--devices', '2', '--strategy', 'bsp', '--out', join(dir, 'bad')]);
     assert.equal(bad.code, 1);
-    assert.match(bad.stderr, /train\.strategy: 'parallel: model' \(model\.layers\[7\]\) needs the synchronous hybrid strategy/);
+    assert.match(bad.stderr, /--strategy: 'parallel: model' \(model\.layers\[7\]\) needs the synchronous hybrid strategy: .* got bsp — use strategy hybrid/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -122,5 +122,6 @@ test('errors: more devices than units, layers that cannot sit between model-para
     return true;
   });
   // one device: parallel: model is simply the unsplit layer, whatever the strategy
-  assert.doesNotThrow(() => parseConfig({ model: { input: [4], layers: [{ dense: { units: 2, parallel: 'model' } }] }, train: { strategy: 'bsp' } }, 'c'));
+  const one = parseConfig({ model: { input: [4], layers: [{ dense: { units: 2, parallel: 'model' } }] }, train: { strategy: 'bsp' } }, 'c');
+  assert.deepStrictEqual(one.model.layers[0], { type: 'dense', units: 2, activation: 'linear', useBias: true, parallel: 'model' });
 });
