@@ -55,7 +55,7 @@ function checkRun(config: RunConfig, data: LoadedData): number {
   const model = buildModel(jsBackend, config.model);
   const split = modelParallelLayers(config.model);
   if (split.length && config.train.devices > 1) {
-    if (config.train.strategy.type !== 'hybrid') throw new Error(modelParallelStrategyMessage(config.model, config.train.strategy.type));
+    if (config.train.strategy.type !== 'hybrid') throw new Error(`train.strategy: ${modelParallelStrategyMessage(config.model, config.train.strategy.type)}`);
     const begin = split[0]!;
     planModelParallelFrom(config.model, config.train.devices, begin > 0 ? model.layers[begin - 1]!.outputShape : config.model.input);
   }
