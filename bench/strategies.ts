@@ -3,6 +3,7 @@
  * after each epoch and wall time, for each strategy on 2 and 4 devices. Long (tens of minutes on
  * the full dataset); run alone.
  *   npm run bench -- strategies [--devices 2,4] [--epochs 8] [--strategies sync,async,...] [--data DIR] [--backend NAME] [--json FILE]
+ *     [--lr X (base lr of every run)] [--bmuf-period K] [--block-momentum η]
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -49,6 +50,8 @@ export async function main(args: string[]): Promise<void> {
     for (const name of names) {
       const config = applyOverrides(base, { devices, epochs, backend, ...(dataDir ? { dataDir } : {}) });
       config.train.strategy = strategyFor(name, devices, args);
+      const lr = option(args, 'lr', '');
+      if (lr) config.optimizer = { ...config.optimizer, lr: Number(lr) };
       config.train.evalEvery = 1;
       if (name === 'hybrid' || name === 'bsp' || name === 'easgd') {
         // One step of the job model is the average of G replicas' steps (hybrid: one step on a G× batch), so

@@ -17,6 +17,7 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, realpathSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { findNodeGyp, nodedirArgs } from './gyp.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = dirname(here);
@@ -63,25 +64,6 @@ function findOpenBlas() {
   return { include, lib, libdir: lib && dirname(lib) };
 }
 
-function findNodeGyp() {
-  const npmDir = (() => {
-    try { return dirname(dirname(realpathSync(join(dirname(process.execPath), 'npm')))); } catch { return null; }
-  })();
-  const candidates = [
-    process.env.npm_config_node_gyp,
-    join(dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'),
-    npmDir && join(npmDir, 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'),
-    join(root, 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'),
-  ];
-  return candidates.find((c) => c && existsSync(c));
-}
-
-function nodedirArgs() {
-  if (process.env.npm_config_nodedir) return [];
-  const prefix = join(dirname(process.execPath), '..');
-  return existsSync(join(prefix, 'include', 'node', 'node_api.h')) ? [`--nodedir=${prefix}`] : [];
-}
-
 try {
   if (process.env.PARATRAIN_NATIVE === '0') finish(true, 'skipped (PARATRAIN_NATIVE=0); the native backend stays unavailable');
   const blas = findOpenBlas();
@@ -89,7 +71,7 @@ try {
     const missing = [!blas.include && 'cblas.h', !blas.lib && 'libopenblas'].filter(Boolean).join(' and ');
     finish(true, `OpenBLAS not found (no ${missing}); skipping the optional native backend (apt-get install libopenblas-dev to enable it)`);
   }
-  const gyp = findNodeGyp();
+  const gyp = findNodeGyp(root);
   if (!gyp) finish(false, 'node-gyp not found (it ships with npm; run this through `npm run build:native`)');
 
   const run = spawnSync(process.execPath, [gyp, 'rebuild', `--directory=${here}`, ...nodedirArgs(),

@@ -14,9 +14,13 @@ export type { TrainEvent } from './runtime/events.ts';
 export { readMetrics } from './runtime/metrics.ts';
 export { readCheckpoint, writeCheckpoint } from './runtime/checkpoint.ts';
 export { getBackend, registeredBackends } from './kernels/index.ts';
+export { rendezvousFromEnv, type RendezvousInfo } from './comm/rendezvous.ts';
 
-/** Trains `config`; `options` may override config fields (devices, strategy, epochs, …) like the CLI flags. */
+/**
+ * Trains `config`; `options` may override config fields (devices, strategy, epochs, …) like the CLI
+ * flags. For one process of a multi-process job pass `processes: rendezvousFromEnv(process.env)`.
+ */
 export async function train(config: RunConfig, options: TrainOptions & ConfigOverrides = {}): Promise<TrainResult> {
-  const { out, force, onEvent, log, slowDevices, ...overrides } = options;
-  return trainRun(applyOverrides(config, overrides), { out, force, onEvent, log, slowDevices });
+  const { out, force, onEvent, log, slowDevices, processes, timeoutMs, ...overrides } = options;
+  return trainRun(applyOverrides(config, overrides), { out, force, onEvent, log, slowDevices, processes, timeoutMs });
 }

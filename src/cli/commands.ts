@@ -4,10 +4,14 @@ import { train, loadData } from '../runtime/train.ts';
 import { Replica } from '../runtime/replica.ts';
 import { loadModelCheckpoint } from '../runtime/modelCheckpoint.ts';
 import { getBackend, registeredBackends, tryBackend } from '../kernels/index.ts';
+import { rendezvousFromEnv } from '../comm/rendezvous.ts';
 
 export interface TrainFlags {
   epochs?: number; batchSize?: number; lr?: number; seed?: number; devices?: number; strategy?: string;
   backend?: string; data?: string; out?: string; force?: boolean; quiet?: boolean; slowDevice?: Map<number, number>;
+  /** seconds: rendezvous and communication deadline between processes */
+  timeout?: number;
+  transport?: 'tcp' | 'mpi';
 }
 
 export async function runTrain(configPath: string, flags: TrainFlags): Promise<void> {
@@ -15,17 +19,35 @@ export async function runTrain(configPath: string, flags: TrainFlags): Promise<v
     epochs: flags.epochs, batchSize: flags.batchSize, lr: flags.lr, seed: flags.seed, devices: flags.devices,
     strategy: flags.strategy, backend: flags.backend, dataDir: flags.data,
   });
-  const view = new ProgressView(process.stderr, flags.quiet);
-  const log = flags.quiet ? () => {} : (m: string) => process.stderr.write(`${m}\n`);
+  // started by paratrain launch, torchrun, mpirun or srun: one process of a larger job
+  const world = rendezvousFromEnv(process.env);
+  const processes = world.worldSize > 1 ? world : undefined;
+  // processes other than 0 train quietly: process 0 reports for the job
+  const quiet = flags.quiet || (processes !== undefined && world.rank !== 0);
+  const view = new ProgressView(process.stderr, quiet);
+  const log = quiet ? () => {} : (m: string) => process.stderr.write(`${m}\n`);
+  const devices = config.train.devices * world.worldSize;
   for (const rank of flags.slowDevice?.keys() ?? []) {
-    if (rank >= config.train.devices) throw new Error(`--slow-device: there is no device ${rank} among ${config.train.devices} (ranks 0..${config.train.devices - 1})`);
+    if (rank >= devices) throw new Error(`--slow-device: there is no device ${rank} among ${devices} (ranks 0..${devices - 1})`);
   }
   try {
-    const result = await train(config, { out: flags.out, force: flags.force, onEvent: view.handle, log, slowDevices: flags.slowDevice });
-    process.stdout.write(`${JSON.stringify({ runDir: result.runDir, testAccuracy: result.testAccuracy, samplesPerSecond: Math.round(result.samplesPerSecond), seconds: Number(result.seconds.toFixed(1)) })}\n`);
+    const result = await train(config, { out: flags.out, force: flags.force, onEvent: view.handle, log, slowDevices: flags.slowDevice,
+      processes, transport: flags.transport, failAt: failAtFromEnv(process.env.PARATRAIN_FAIL_AT), timeoutMs: flags.timeout === undefined ? undefined : flags.timeout * 1000 });
+    const summary = processes && world.rank !== 0
+      ? { rank: world.rank, samplesPerSecond: Math.round(result.samplesPerSecond), seconds: Number(result.seconds.toFixed(1)) }
+      : { runDir: result.runDir, testAccuracy: result.testAccuracy, samplesPerSecond: Math.round(result.samplesPerSecond), seconds: Number(result.seconds.toFixed(1)) };
+    process.stdout.write(`${JSON.stringify(summary)}\n`);
   } finally {
     view.stopBar();
   }
+}
+
+/** Fault injection for testing a job's failure handling: PARATRAIN_FAIL_AT=RANK:STEP makes that device throw at that step. */
+function failAtFromEnv(value: string | undefined): { rank: number; step: number } | undefined {
+  if (!value) return undefined;
+  const m = /^(\d+):(\d+)$/.exec(value);
+  if (!m) throw new Error(`PARATRAIN_FAIL_AT: expected RANK:STEP (e.g. 1:5), got '${value}'`);
+  return { rank: Number(m[1]), step: Number(m[2]) };
 }
 
 export async function runEval(configPath: string, flags: { checkpoint: string; data?: string; backend?: string }): Promise<void> {

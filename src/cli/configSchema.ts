@@ -188,8 +188,8 @@ const LAYERS = {
   sigmoid: noOptions<ActivationSpec>('sigmoid'),
   clippedRelu: strict({ cap: posNum().default(20) })
     .transform((o): ClippedReluSpec => ({ type: 'clippedRelu', cap: o.cap })),
-  dropout: strict({ rate: unitRange() })
-    .transform((o): DropoutSpec => ({ type: 'dropout', rate: o.rate })),
+  dropout: strict({ rate: unitRange(), masks: oneOf(['per-replica', 'per-sample'] as const).default('per-replica') })
+    .transform((o): DropoutSpec => ({ type: 'dropout', rate: o.rate, masks: o.masks })),
   batchNorm: strict({ momentum: unitRange().default(0.9), epsilon: posNum().default(1e-5) })
     .transform((o): BatchNormSpec => ({ type: 'batchNorm', momentum: o.momentum, epsilon: o.epsilon })),
 } satisfies Record<LayerSpec['type'], z.ZodType<LayerSpec>>;
@@ -312,9 +312,12 @@ const train = section({
   lrScaling: oneOf(['none', 'linear'] as const).default('none'),
   evalEvery: nonNegInt().default(1),
   checkpointEvery: nonNegInt().default(0),
+  microBatches: posInt().default(1),
+  syncBatchNorm: bool().default(false),
 }).transform((o): TrainSpec => ({
   epochs: o.epochs, devices: o.devices, strategy: o.strategy, seed: o.seed, backend: o.backend,
   lrScaling: o.lrScaling, evalEvery: o.evalEvery, checkpointEvery: o.checkpointEvery,
+  microBatches: o.microBatches, syncBatchNorm: o.syncBatchNorm,
 }));
 
 // ---------------------------------------------------------------------------------------------
@@ -341,6 +344,27 @@ export const configSchema = strict({
     ctx.addIssue({
       code: 'custom', path: ['train', 'strategy'], params: { noGot: true } satisfies IssueParams,
       message: modelParallelStrategyMessage(o.model, o.train.strategy.type),
+    });
+  }
+  if (o.train.devices > 1 && o.train.microBatches > 1 && modelParallelLayers(o.model).length) {
+    ctx.addIssue({
+      code: 'custom', path: ['train', 'microBatches'],
+      message: `micro-batching is not supported together with model-parallel dense layers ('parallel: model') on several devices; use microBatches: 1 or make the layers data-parallel`,
+    });
+  }
+  const perDevice = o.data.batchSizeScope === 'global' ? Math.floor(o.data.batchSize / o.train.devices) : o.data.batchSize;
+  if (o.train.microBatches > perDevice) {
+    ctx.addIssue({
+      code: 'custom', path: ['train', 'microBatches'],
+      message: `${o.train.microBatches} micro-batches of a per-device batch of ${perDevice} samples leaves some empty; use at most ${perDevice} (or a larger data.batchSize)`,
+    });
+  }
+  // synchronised statistics need every device in the same forward pass at the same time
+  const lockstep = ['hybrid', 'bsp', 'bmuf'].includes(o.train.strategy.type) || (o.train.strategy.type === 'easgd' && o.train.strategy.mode === 'sync');
+  if (o.train.syncBatchNorm && o.train.devices > 1 && !lockstep) {
+    ctx.addIssue({
+      code: 'custom', path: ['train', 'syncBatchNorm'],
+      message: `syncBatchNorm needs devices that step together (hybrid, bsp, bmuf, easgd with mode: sync); strategy ${o.train.strategy.type} runs them at their own pace; use one of those or syncBatchNorm: false`,
     });
   }
   return { model: o.model, loss: o.loss, optimizer: o.optimizer, schedule: o.schedule, data: o.data, train: o.train };

@@ -2,6 +2,7 @@ import { Command, Option } from 'commander';
 import { runTrain, runEval, runInfo } from './commands.ts';
 import { runReport } from './reportCommand.ts';
 import { runCompare } from './compareCommand.ts';
+import { runLaunch } from './launchCommand.ts';
 
 /**
  * The `paratrain` command. Every failure ends as one line on stderr and exit code 1; the stack
@@ -38,15 +39,27 @@ program.command('train')
   .option('--batch-size <n>', 'batch size (per device unless data.batchSizeScope is global)', positiveInt('batch-size'))
   .option('--lr <x>', 'base learning rate', positiveNumber('lr'))
   .option('--seed <n>', 'random seed', (v) => { const n = Number(v); if (!Number.isInteger(n)) throw new Error(`--seed: expected an integer, got '${v}'`); return n; })
-  .option('--devices <n>', 'number of devices (worker threads)', positiveInt('devices'))
+  .option('--devices <n>', 'number of devices (worker threads; per process when started as several processes)', positiveInt('devices'))
   .option('--strategy <name>', 'sync | async | hybrid | bsp | easgd | bmuf')
   .addOption(new Option('--backend <name>', 'kernel backend').choices(['auto', 'js', 'wasm', 'native']))
   .option('--data <dir>', 'directory holding the Fashion-MNIST IDX files')
   .option('--out <dir>', 'run directory (default runs/<timestamp>, linked as runs/latest)')
   .option('--force', 'write into a non-empty --out directory')
   .option('--slow-device <rank:factor>', 'make a device a straggler, e.g. 1:3 (repeatable)', collectSlowDevice, new Map<number, number>())
+  .addOption(new Option('--transport <name>', 'several processes: what carries the collectives (mpi: under mpirun, one device per process)').choices(['tcp', 'mpi']))
+  .option('--timeout <seconds>', 'several processes: deadline for the rendezvous and for any wait on another process (default 300)', positiveNumber('timeout'))
   .option('--quiet', 'no progress output')
   .action(async (config: string, opts) => runTrain(config, opts));
+
+program.command('launch')
+  .description('start several paratrain processes on this host as one job (torchrun-style), e.g. launch --nproc-per-node 2 -- train examples/mnist-small.yaml')
+  .argument('<args...>', 'the paratrain command every process runs, after --')
+  .option('--nproc-per-node <n>', 'processes on this host', positiveInt('nproc-per-node'), 1)
+  .option('--nnodes <n>', 'hosts in the job (run launch once on each)', positiveInt('nnodes'), 1)
+  .option('--node-rank <n>', 'this host\'s index, 0 … nnodes − 1 (0 holds rank 0)', (v) => { const n = Number(v); if (!Number.isInteger(n) || n < 0) throw new Error(`--node-rank: expected a non-negative integer, got '${v}'`); return n; }, 0)
+  .option('--master-addr <host>', 'address of node 0, reachable from every host', '127.0.0.1')
+  .option('--master-port <port>', 'first of the TCP ports node 0 listens on (port … port + devices per process)', (v) => { const n = Number(v); if (!Number.isInteger(n) || n < 1 || n > 65535) throw new Error(`--master-port: expected a TCP port 1–65535, got '${v}'`); return n; }, 29500)
+  .action(async (args: string[], opts) => runLaunch(args, opts));
 
 program.command('eval')
   .description('evaluate a checkpoint on the test set')
@@ -91,4 +104,6 @@ try {
   process.stderr.write(`paratrain: ${message}\n`);
   if (verbose && err instanceof Error && err.stack) process.stderr.write(err.stack + '\n');
   process.exitCode = 1;
+  // a failed job may leave sockets open (peers, a rendezvous still listening): do not wait on them
+  setTimeout(() => process.exit(1), 2000).unref();
 }

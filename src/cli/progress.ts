@@ -70,6 +70,7 @@ export class ProgressView {
   private loss = 0;
   private accuracy = 0;
   private devices = 1;
+  private processSuffix = '';
   private epochs = 1;
   private stepsPerEpoch = 1;
   private windows: DeviceWindow[] = [];
@@ -83,12 +84,14 @@ export class ProgressView {
   handle = (e: TrainEvent): void => {
     switch (e.type) {
       case 'start':
-        this.devices = e.devices;
+        // with several processes this one shows (and its epoch lines summarise) its own devices
+        this.devices = e.devices / e.processes;
+        this.processSuffix = e.processes > 1 ? ' (this process)' : '';
         this.epochs = e.epochs;
         this.stepsPerEpoch = e.stepsPerEpoch;
-        this.windows = Array.from({ length: e.devices }, () => ({ steps: [], stepInEpoch: -1 }));
+        this.windows = Array.from({ length: this.devices }, () => ({ steps: [], stepInEpoch: -1 }));
         this.line(`run ${e.runDir}: ${e.parameters.toLocaleString('en-US')} parameters, backend ${e.backend}, ` +
-          `${e.devices} device(s), strategy ${e.strategy}, global batch ${e.globalBatch}`);
+          `${e.devices} device(s)${e.processes > 1 ? ` in ${e.processes} processes` : ''}, strategy ${e.strategy}, global batch ${e.globalBatch}`);
         this.line(`data: ${e.dataSource}`);
         this.started = performance.now();
         this.lastLine = this.started;  // the first progress line 10 s into the run
@@ -104,7 +107,7 @@ export class ProgressView {
       }
       case 'epoch': {
         this.line(`epoch ${e.epoch + 1}/${this.epochs}: loss ${e.loss.toFixed(4)}, train accuracy ${pct(e.accuracy)}, ` +
-          `${e.samplesPerSecond.toFixed(0)} samples/s, ${e.seconds.toFixed(1)} s`);
+          `${e.samplesPerSecond.toFixed(0)} samples/s${this.processSuffix}, ${e.seconds.toFixed(1)} s`);
         const ranks = (this.rankEpochs.get(e.epoch) ?? []).sort((a, b) => a.rank - b.rank);
         this.rankEpochs.delete(e.epoch);
         // on a terminal the device lines are live; elsewhere each epoch ends with them

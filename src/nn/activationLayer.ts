@@ -1,6 +1,6 @@
 import { Tensor } from '../tensor/tensor.ts';
 import type { ActivationKind, Backend } from '../kernels/backend.ts';
-import { BaseLayer, type ForwardContext } from './layer.ts';
+import { BaseLayer, BufferPool, type ForwardContext } from './layer.ts';
 
 /** A standalone elementwise activation (relu, clipped relu, tanh, sigmoid). */
 export class ActivationLayer extends BaseLayer {
@@ -8,8 +8,8 @@ export class ActivationLayer extends BaseLayer {
   private y: Tensor | null = null;
 
   constructor(backend: Backend, name: string, inputShape: readonly number[],
-              readonly kind: ActivationKind, readonly cap = 20) {
-    super(backend, name, inputShape);
+              readonly kind: ActivationKind, readonly cap = 20, pool?: BufferPool) {
+    super(backend, name, inputShape, pool);
     this.outputShape = inputShape;
   }
 
@@ -18,6 +18,10 @@ export class ActivationLayer extends BaseLayer {
     this.backend.activationForward(this.kind, x.data, y.data, this.cap);
     this.y = y;
     return y;
+  }
+
+  savedForBackward(): readonly ArrayBufferView[] {
+    return this.y ? [this.y.data] : [];
   }
 
   backward(dy: Tensor): Tensor {

@@ -3,9 +3,23 @@ import type { Backend } from '../kernels/backend.ts';
 import { BaseLayer, type ForwardContext, type ParamSpec, type StateSpec } from './layer.ts';
 
 /**
+ * Sums small vectors of batch statistics over every replica that shares one batch (synchronised
+ * BatchNorm). src/nn knows nothing of devices: src/parallel supplies it (over a Communicator).
+ * Every replica calls `sum` in the same order with vectors of the same length.
+ */
+export interface StatsReducer {
+  sum(values: Float32Array): Promise<void>;
+}
+
+/**
  * Batch normalisation over the last axis (channels of NHWC images, features of flat inputs).
  * Training normalises with the batch's biased variance and updates running statistics with the
  * unbiased one (PyTorch's convention): running = momentum·running + (1 − momentum)·batch.
+ *
+ * Statistics are per replica by default. With a `StatsReducer` (syncBatchNorm) the batch mean and
+ * variance, and the two sums backward needs, are summed over all replicas, so G replicas with
+ * batch b compute exactly what one replica computes on the G·b samples; the layer must then run
+ * through forwardAsync/backwardAsync in training.
  */
 export class BatchNorm extends BaseLayer {
   readonly outputShape: readonly number[];
@@ -17,6 +31,9 @@ export class BatchNorm extends BaseLayer {
   private readonly invStd: Float32Array;
   private readonly mean: Float32Array;
   private trainingPass = false;
+  /** rows normalised together in the last training pass (over all replicas when synchronised) */
+  private totalRows = 0;
+  private reducer: StatsReducer | null = null;
 
   constructor(backend: Backend, name: string, inputShape: readonly number[],
               readonly momentum: number, readonly epsilon: number) {
@@ -25,6 +42,15 @@ export class BatchNorm extends BaseLayer {
     this.channels = inputShape[inputShape.length - 1]!;
     this.invStd = new Float32Array(this.channels);
     this.mean = new Float32Array(this.channels);
+  }
+
+  /** Synchronise batch statistics through `reducer` (null: per-replica statistics again). */
+  setReducer(reducer: StatsReducer | null): void {
+    this.reducer = reducer;
+  }
+
+  get needsAsync(): boolean {
+    return this.reducer !== null;
   }
 
   override params(): ParamSpec[] {
@@ -49,30 +75,81 @@ export class BatchNorm extends BaseLayer {
   }
 
   forward(x: Tensor, ctx: ForwardContext): Tensor {
+    if (ctx.training && this.reducer) throw this.error('synchronised batch statistics need the asynchronous pass (Sequential.forwardAsync)');
+    if (ctx.training) {
+      // the same two passes as the synchronised path, with local sums
+      const s = this.sums(x);
+      this.setMean(s);
+      this.setVariance(this.centredSquares(x), s[this.channels]!);
+    } else {
+      this.useRunningStats();
+    }
+    this.trainingPass = ctx.training;
+    return this.normalise(x);
+  }
+
+  async forwardAsync(x: Tensor, ctx: ForwardContext): Promise<Tensor> {
+    const reducer = this.reducer;
+    if (!ctx.training || !reducer) return this.forward(x, ctx);
+    // two passes (mean, then centred squares) keep the variance accurate after float32 transport
+    const s = this.sums(x);
+    await reducer.sum(s);
+    this.setMean(s);
+    const sq = this.centredSquares(x);
+    await reducer.sum(sq);
+    this.setVariance(sq, s[this.channels]!);
+    this.trainingPass = true;
+    return this.normalise(x);
+  }
+
+  /** [Σx per channel…, rows] of this replica's batch. */
+  private sums(x: Tensor): Float32Array {
+    const C = this.channels, rows = x.size / C, xd = x.data;
+    const sum = new Float64Array(C);
+    for (let r = 0, i = 0; r < rows; r++) for (let c = 0; c < C; c++, i++) sum[c] += xd[i]!;
+    const out = new Float32Array(C + 1);
+    out.set(sum);
+    out[C] = rows;
+    return out;
+  }
+
+  private setMean(s: Float32Array): void {
+    const C = this.channels, rows = s[C]!;
+    for (let c = 0; c < C; c++) this.mean[c] = rows > 0 ? s[c]! / rows : 0;
+  }
+
+  /** Σ(x − mean)² per channel of this replica's batch. */
+  private centredSquares(x: Tensor): Float32Array {
+    const C = this.channels, rows = x.size / C, xd = x.data, mean = this.mean;
+    const sq = new Float64Array(C);
+    for (let r = 0, i = 0; r < rows; r++) for (let c = 0; c < C; c++, i++) { const d = xd[i]! - mean[c]!; sq[c] += d * d; }
+    return Float32Array.from(sq);
+  }
+
+  /** Batch variance from Σ(x − mean)² over `rows` rows; updates the running statistics. */
+  private setVariance(sq: Float32Array, rows: number): void {
+    this.totalRows = rows;
+    for (let c = 0; c < this.channels; c++) {
+      const mean = this.mean[c]!;
+      const variance = rows > 0 ? sq[c]! / rows : 0;
+      this.invStd[c] = 1 / Math.sqrt(variance + this.epsilon);
+      const unbiased = rows > 1 ? variance * rows / (rows - 1) : variance;
+      this.runningMean[c] = this.momentum * this.runningMean[c]! + (1 - this.momentum) * mean;
+      this.runningVar[c] = this.momentum * this.runningVar[c]! + (1 - this.momentum) * unbiased;
+    }
+  }
+
+  private useRunningStats(): void {
+    for (let c = 0; c < this.channels; c++) {
+      this.mean[c] = this.runningMean[c]!;
+      this.invStd[c] = 1 / Math.sqrt(this.runningVar[c]! + this.epsilon);
+    }
+  }
+
+  private normalise(x: Tensor): Tensor {
     const C = this.channels, rows = x.size / C;
     const y = new Tensor(x.shape, this.buffer('y', x.size));
     const xd = x.data, yd = y.data;
-    this.trainingPass = ctx.training;
-    if (!ctx.training) {
-      for (let c = 0; c < C; c++) {
-        this.mean[c] = this.runningMean[c]!;
-        this.invStd[c] = 1 / Math.sqrt(this.runningVar[c]! + this.epsilon);
-      }
-    } else {
-      const sum = new Float64Array(C), sumSq = new Float64Array(C);
-      for (let r = 0, i = 0; r < rows; r++) {
-        for (let c = 0; c < C; c++, i++) { const v = xd[i]!; sum[c] += v; sumSq[c] += v * v; }
-      }
-      for (let c = 0; c < C; c++) {
-        const mean = sum[c]! / rows;
-        const variance = Math.max(sumSq[c]! / rows - mean * mean, 0);
-        this.mean[c] = mean;
-        this.invStd[c] = 1 / Math.sqrt(variance + this.epsilon);
-        const unbiased = rows > 1 ? variance * rows / (rows - 1) : variance;
-        this.runningMean[c] = this.momentum * this.runningMean[c]! + (1 - this.momentum) * mean;
-        this.runningVar[c] = this.momentum * this.runningVar[c]! + (1 - this.momentum) * unbiased;
-      }
-    }
     const xhat = this.buffer('xhat', x.size);
     for (let r = 0, i = 0; r < rows; r++) {
       for (let c = 0; c < C; c++, i++) {
@@ -85,14 +162,50 @@ export class BatchNorm extends BaseLayer {
     return y;
   }
 
+  savedForBackward(): readonly ArrayBufferView[] {
+    return this.xhat ? [this.xhat] : [];
+  }
+
   backward(dy: Tensor): Tensor {
+    if (this.trainingPass && this.reducer) throw this.error('synchronised batch statistics need the asynchronous pass (Sequential.backwardAsync)');
+    const sums = this.gradSums(dy);
+    this.accumulateParamGrads(sums);
+    return this.inputGrad(dy, sums);
+  }
+
+  async backwardAsync(dy: Tensor): Promise<Tensor> {
+    const reducer = this.reducer;
+    if (!this.trainingPass || !reducer) return this.backward(dy);
+    const sums = this.gradSums(dy);
+    // γ and β gradients are this replica's share (the strategy combines parameter gradients)…
+    this.accumulateParamGrads(sums);
+    // …the input gradient needs the sums over the whole synchronised batch
+    await reducer.sum(sums);
+    return this.inputGrad(dy, sums);
+  }
+
+  /** [Σdy per channel…, Σdy·x̂ per channel…] of this replica's batch. */
+  private gradSums(dy: Tensor): Float32Array {
     const C = this.channels, rows = dy.size / C;
     const dyd = dy.data, xhat = this.xhat!;
     const sumDy = new Float64Array(C), sumDyXhat = new Float64Array(C);
     for (let r = 0, i = 0; r < rows; r++) {
       for (let c = 0; c < C; c++, i++) { const g = dyd[i]!; sumDy[c] += g; sumDyXhat[c] += g * xhat[i]!; }
     }
-    for (let c = 0; c < C; c++) { this.dbeta[c] += sumDy[c]!; this.dgamma[c] += sumDyXhat[c]!; }
+    const out = new Float32Array(2 * C);
+    out.set(sumDy);
+    out.set(sumDyXhat, C);
+    return out;
+  }
+
+  private accumulateParamGrads(sums: Float32Array): void {
+    const C = this.channels;
+    for (let c = 0; c < C; c++) { this.dbeta[c] += sums[c]!; this.dgamma[c] += sums[C + c]!; }
+  }
+
+  private inputGrad(dy: Tensor, sums: Float32Array): Tensor {
+    const C = this.channels, rows = dy.size / C;
+    const dyd = dy.data, xhat = this.xhat!;
     const dx = new Tensor(dy.shape, this.buffer('dx', dy.size));
     const dxd = dx.data;
     if (!this.trainingPass) {
@@ -102,11 +215,12 @@ export class BatchNorm extends BaseLayer {
       }
       return dx;
     }
-    // dx = γ·invStd/M · (M·dy − Σdy − x̂·Σ(dy·x̂))
+    // dx = γ·invStd/M · (M·dy − Σdy − x̂·Σ(dy·x̂)), M the rows normalised together
+    const M = this.totalRows;
     for (let r = 0, i = 0; r < rows; r++) {
       for (let c = 0; c < C; c++, i++) {
-        const k = this.gamma[c]! * this.invStd[c]! / rows;
-        dxd[i] = k * (rows * dyd[i]! - sumDy[c]! - xhat[i]! * sumDyXhat[c]!);
+        const k = this.gamma[c]! * this.invStd[c]! / M;
+        dxd[i] = k * (M * dyd[i]! - sums[c]! - xhat[i]! * sums[C + c]!);
       }
     }
     return dx;

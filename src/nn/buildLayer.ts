@@ -29,7 +29,7 @@ export function buildLayer(backend: Backend, spec: LayerSpec, index: number, inp
     case 'clippedRelu':
       return new ActivationLayer(backend, name, inputShape, 'clippedRelu', spec.cap);
     case 'dropout':
-      return new Dropout(backend, name, inputShape, spec.rate, index);
+      return new Dropout(backend, name, inputShape, spec.rate, index, spec.masks);
     case 'batchNorm':
       return new BatchNorm(backend, name, inputShape, spec.momentum, spec.epsilon);
   }

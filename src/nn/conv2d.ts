@@ -1,13 +1,16 @@
 import { Tensor } from '../tensor/tensor.ts';
 import type { ActivationKind, Backend, Conv2DGeometry } from '../kernels/backend.ts';
-import { BaseLayer, type ForwardContext, type ParamSpec } from './layer.ts';
+import { BaseLayer, BufferPool, type ForwardContext, type ParamSpec } from './layer.ts';
 import type { Padding } from './spec.ts';
 import { windowGeometry } from './windowGeometry.ts';
+
+/** A window geometry without the batch: what a spatial tile changes (H, W, padding, output size). */
+export type ConvGeometry = Omit<Conv2DGeometry, 'N'>;
 
 /** 2-D convolution over NHWC images with weights [KH, KW, C, F], optional bias, fused activation. */
 export class Conv2D extends BaseLayer {
   readonly outputShape: readonly number[];
-  private readonly geometry: Omit<Conv2DGeometry, 'N'>;
+  readonly geometry: ConvGeometry;
   private w!: Float32Array; private b: Float32Array | null = null;
   private dw!: Float32Array; private db: Float32Array | null = null;
   private x: Tensor | null = null;
@@ -15,11 +18,25 @@ export class Conv2D extends BaseLayer {
 
   constructor(backend: Backend, name: string, inputShape: readonly number[], readonly filters: number,
               kernelSize: [number, number], strides: [number, number], padding: Padding,
-              readonly activation: ActivationKind, readonly useBias: boolean) {
-    super(backend, name, inputShape);
-    const g = windowGeometry(inputShape, kernelSize, strides, padding, 'kernel', (m) => this.error(m));
+              readonly activation: ActivationKind, readonly useBias: boolean,
+              tile?: { geometry: ConvGeometry; pool: BufferPool }) {
+    super(backend, name, inputShape, tile?.pool);
+    const g = tile?.geometry ?? windowGeometry(inputShape, kernelSize, strides, padding, 'kernel', (m) => this.error(m));
     this.geometry = { ...g, F: filters };
     this.outputShape = [g.OH, g.OW, filters];
+  }
+
+  /**
+   * The same convolution on a spatial tile: `geometry` gives the tile's input size, its own leading
+   * padding and output size; weights and gradients are this layer's (gradients accumulate), and
+   * scratch arrays come from `pool` (tiles run one after another may share one).
+   */
+  tile(geometry: ConvGeometry, pool: BufferPool): Conv2D {
+    const { KH, KW, strideH, strideW, H, W, C } = geometry;
+    const t = new Conv2D(this.backend, this.name, [H, W, C], this.filters, [KH, KW], [strideH, strideW], 'valid',
+      this.activation, this.useBias, { geometry, pool });
+    t.w = this.w; t.b = this.b; t.dw = this.dw; t.db = this.db;
+    return t;
   }
 
   override params(): ParamSpec[] {
@@ -45,6 +62,12 @@ export class Conv2D extends BaseLayer {
     if (this.activation !== 'linear') this.backend.activationForward(this.activation, y.data, y.data);
     this.x = x; this.y = y;
     return y;
+  }
+
+  savedForBackward(): readonly ArrayBufferView[] {
+    const saved: ArrayBufferView[] = this.x ? [this.x.data] : [];
+    if (this.y && this.activation !== 'linear') saved.push(this.y.data);
+    return saved;
   }
 
   backward(dy: Tensor, needInputGrad = true): Tensor | null {

@@ -47,6 +47,12 @@ export class Dense extends BaseLayer {
     return y;
   }
 
+  savedForBackward(): readonly ArrayBufferView[] {
+    const saved: ArrayBufferView[] = this.x ? [this.x.data] : [];
+    if (this.y && this.activation !== 'linear') saved.push(this.y.data);
+    return saved;
+  }
+
   backward(dy: Tensor, needInputGrad = true): Tensor | null {
     const n = dy.batch;
     let dz = dy.data;

@@ -3,26 +3,28 @@ import { shapeSize } from '../tensor/shape.ts';
 import { CounterRng } from '../tensor/rng.ts';
 import type { Backend } from '../kernels/backend.ts';
 import { BaseLayer, type ForwardContext } from './layer.ts';
+import type { DropoutMasks } from './spec.ts';
 
 /**
- * Inverted dropout. The keep/drop draw for element j of a sample is keyed by
- * (seed, step, layer, global sample index), so the mask a sample gets does not depend on how the
- * batch was split across devices or micro-batches.
+ * Inverted dropout. Where the keep/drop draw for element j of a sample comes from:
+ * - `per-replica` (the default, as neon does): keyed by (seed, step, layer, rank, index of the
+ *   sample in this replica's batch): each replica draws its own masks, independent of micro-batching;
+ * - `per-sample`: keyed by (seed, step, layer, GLOBAL sample index), so the mask a sample gets does
+ *   not depend on how the batch was split across devices or micro-batches (a split run equals the
+ *   serial one exactly).
+ * A tensor-parallel shard (`features`) holds the features [offset, offset + width) of samples with
+ * `total` features, so each feature keeps the draw it has in the unsplit layer.
  */
 export class Dropout extends BaseLayer {
   readonly outputShape: readonly number[];
   private readonly perSample: number;
-  /** where this layer's values sit within a sample's full feature vector (a model-parallel shard) */
   private readonly featureOffset: number;
   private readonly featuresPerSample: number;
   private mask: Float32Array | null = null;
 
-  /**
-   * `features` says that the input holds only the features [offset, offset + width) of samples with
-   * `total` features (a tensor-parallel shard), so each feature keeps the mask it has unsplit.
-   */
   constructor(backend: Backend, name: string, inputShape: readonly number[],
-              readonly rate: number, private readonly layerKey: number, features?: { offset: number; total: number }) {
+              readonly rate: number, private readonly layerKey: number, readonly masks: DropoutMasks = 'per-replica',
+              features?: { offset: number; total: number }) {
     super(backend, name, inputShape);
     if (!(rate >= 0 && rate < 1)) throw this.error(`rate must be in [0, 1), got ${rate}`);
     this.outputShape = inputShape;
@@ -39,10 +41,15 @@ export class Dropout extends BaseLayer {
     const mask = this.buffer('mask', x.size);
     const y = new Tensor(x.shape, this.buffer('y', x.size));
     const keep = 1 - this.rate, scale = 1 / keep;
-    const rng = new CounterRng(ctx.seed, ctx.step, this.layerKey, 0xd209);
+    const perSample = this.masks === 'per-sample';
+    // distinct stream constants keep the two schemes' draws unrelated
+    const rng = perSample
+      ? new CounterRng(ctx.seed, ctx.step, this.layerKey, 0xd209)
+      : new CounterRng(ctx.seed, ctx.step, this.layerKey, 0x7e91, ctx.rank ?? 0);
+    const first = perSample ? ctx.sampleOffset : (ctx.localOffset ?? 0);
     const per = this.perSample;
     for (let n = 0, i = 0; n < x.batch; n++) {
-      const base = (ctx.sampleOffset + n) * this.featuresPerSample + this.featureOffset;
+      const base = (first + n) * this.featuresPerSample + this.featureOffset;
       for (let j = 0; j < per; j++, i++) {
         const m = rng.at(base + j) < keep ? scale : 0;
         mask[i] = m;
@@ -51,6 +58,10 @@ export class Dropout extends BaseLayer {
     }
     this.mask = mask;
     return y;
+  }
+
+  savedForBackward(): readonly ArrayBufferView[] {
+    return this.mask ? [this.mask] : [];
   }
 
   backward(dy: Tensor): Tensor {

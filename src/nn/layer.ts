@@ -29,6 +29,13 @@ export interface ForwardContext {
   step: number;
   /** global index of the batch's first sample, so a sample's mask does not depend on batch splits */
   sampleOffset: number;
+  /** this replica's rank (per-replica dropout masks); default 0 */
+  rank?: number;
+  /**
+   * index of the batch's first sample within this replica's step batch (a micro-batch starts
+   * past 0), so per-replica masks do not depend on micro-batching; default 0
+   */
+  localOffset?: number;
 }
 
 /**
@@ -48,6 +55,45 @@ export interface Layer {
   bind(params: Float32Array[], grads: Float32Array[], state: Float32Array[]): void;
   forward(x: Tensor, ctx: ForwardContext): Tensor;
   backward(dy: Tensor, needInputGrad?: boolean): Tensor | null;
+  /**
+   * Layers that communicate (synchronised BatchNorm) implement these; the model's async passes
+   * prefer them. Their sync forward/backward then refuse to run where communication is needed.
+   */
+  forwardAsync?(x: Tensor, ctx: ForwardContext): Promise<Tensor>;
+  backwardAsync?(dy: Tensor, needInputGrad?: boolean): Promise<Tensor | null>;
+  /** True when the sync passes cannot be used (the layer must communicate in training). */
+  readonly needsAsync?: boolean;
+  /** The batch-sized arrays the last forward keeps for backward (activation memory accounting). */
+  savedForBackward?(): readonly ArrayBufferView[];
+}
+
+/**
+ * Batch-sized scratch arrays kept across steps, by key. Grow-only: a smaller batch (a micro-batch,
+ * a short last batch) gets a view of the existing array instead of a new allocation, so alternating
+ * sizes never allocate again (the wasm heap does not reclaim). Spatial tiles of one layer share a pool.
+ */
+export class BufferPool {
+  private readonly floats = new Map<string, Float32Array>();
+  private readonly ints = new Map<string, Int32Array>();
+  constructor(private readonly backend: Backend) {}
+
+  f32(key: string, length: number): Float32Array {
+    let b = this.floats.get(key);
+    if (!b || b.length < length) {
+      b = this.backend.alloc(length);
+      this.floats.set(key, b);
+    }
+    return b.length === length ? b : b.subarray(0, length);
+  }
+
+  i32(key: string, length: number): Int32Array {
+    let b = this.ints.get(key);
+    if (!b || b.length < length) {
+      b = new Int32Array(length);
+      this.ints.set(key, b);
+    }
+    return b.length === length ? b : b.subarray(0, length);
+  }
 }
 
 /** Shared plumbing for layers: the backend, the name, and reusable batch-sized output buffers. */
@@ -56,12 +102,13 @@ export abstract class BaseLayer implements Layer {
   readonly inputShape: readonly number[];
   abstract readonly outputShape: readonly number[];
   protected readonly backend: Backend;
-  private buffers = new Map<string, Float32Array>();
+  protected readonly pool: BufferPool;
 
-  constructor(backend: Backend, name: string, inputShape: readonly number[]) {
+  constructor(backend: Backend, name: string, inputShape: readonly number[], pool?: BufferPool) {
     this.backend = backend;
     this.name = name;
     this.inputShape = inputShape;
+    this.pool = pool ?? new BufferPool(backend);
   }
 
   params(): ParamSpec[] { return []; }
@@ -70,14 +117,9 @@ export abstract class BaseLayer implements Layer {
   abstract forward(x: Tensor, ctx: ForwardContext): Tensor;
   abstract backward(dy: Tensor, needInputGrad?: boolean): Tensor | null;
 
-  /** A scratch array of `length` floats kept across steps under `key` (reallocated when the batch changes). */
+  /** A scratch array of `length` floats kept across steps under `key` (grown when the batch grows). */
   protected buffer(key: string, length: number): Float32Array {
-    let b = this.buffers.get(key);
-    if (!b || b.length !== length) {
-      b = this.backend.alloc(length);
-      this.buffers.set(key, b);
-    }
-    return b;
+    return this.pool.f32(key, length);
   }
 
   /** Error naming this layer, for shape and configuration problems. */

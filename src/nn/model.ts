@@ -99,13 +99,66 @@ export class Sequential {
   }
 
   forward(x: Tensor, ctx: ForwardContext): Tensor {
+    this.checkInput(x);
+    let h = x;
+    for (const layer of this.layers) h = layer.forward(h, ctx);
+    if (ctx.training) this.countActivations();
+    return h;
+  }
+
+  /** True when some layer communicates in training (synchronised BatchNorm): use the async passes. */
+  get needsAsync(): boolean {
+    return this.layers.some((l) => l.needsAsync === true);
+  }
+
+  /** forward, awaiting layers that communicate (every replica runs the same layers in the same order). */
+  async forwardAsync(x: Tensor, ctx: ForwardContext): Promise<Tensor> {
+    this.checkInput(x);
+    let h = x;
+    for (const layer of this.layers) h = layer.forwardAsync ? await layer.forwardAsync(h, ctx) : layer.forward(h, ctx);
+    if (ctx.training) this.countActivations();
+    return h;
+  }
+
+  private checkInput(x: Tensor): void {
     const expected = [x.batch, ...this.inputShape];
     if (!shapesEqual(x.shape, expected)) {
       throw new Error(`model input: expected shape ${formatShape(expected)}, got ${formatShape(x.shape)}`);
     }
-    let h = x;
-    for (const layer of this.layers) h = layer.forward(h, ctx);
-    return h;
+  }
+
+  /**
+   * Activation memory: after a training forward, the bytes of the distinct batch-sized arrays the
+   * layers keep for backward (their inputs and outputs where backward reads them, dropout masks,
+   * BatchNorm's x̂, max-pool argmax). Backward's gradient scratch is not counted. This is what
+   * micro-batching divides.
+   */
+  private countActivations(): void {
+    const seen = new Map<ArrayBufferLike, Set<string>>();
+    let bytes = 0;
+    for (const layer of this.layers) {
+      for (const a of layer.savedForBackward?.() ?? []) {
+        let set = seen.get(a.buffer);
+        if (!set) { set = new Set(); seen.set(a.buffer, set); }
+        const key = `${a.byteOffset}:${a.byteLength}`;
+        if (set.has(key)) continue;
+        set.add(key);
+        bytes += a.byteLength;
+      }
+    }
+    this.lastActivationBytes = bytes;
+    this.peakActivationBytes = Math.max(this.peakActivationBytes, bytes);
+  }
+  /** activation bytes held after the last training forward */
+  lastActivationBytes = 0;
+  /** the most activation bytes held after any training forward since the last takePeakActivationBytes() */
+  peakActivationBytes = 0;
+
+  /** The peak since the last call (then reset). */
+  takePeakActivationBytes(): number {
+    const peak = this.peakActivationBytes;
+    this.peakActivationBytes = 0;
+    return peak;
   }
 
   /**
@@ -117,6 +170,17 @@ export class Sequential {
     let g: Tensor | null = dy;
     for (let i = this.layers.length - 1; i >= 0 && g; i--) {
       g = this.layers[i]!.backward(g, i > 0);
+      const first = this.firstParamOffset[i]!;
+      if (onReady && first >= 0) onReady(first);
+    }
+  }
+
+  /** backward, awaiting layers that communicate; see backward. */
+  async backwardAsync(dy: Tensor, onReady?: (offset: number) => void): Promise<void> {
+    let g: Tensor | null = dy;
+    for (let i = this.layers.length - 1; i >= 0 && g; i--) {
+      const layer = this.layers[i]!;
+      g = layer.backwardAsync ? await layer.backwardAsync(g, i > 0) : layer.backward(g, i > 0);
       const first = this.firstParamOffset[i]!;
       if (onReady && first >= 0) onReady(first);
     }

@@ -1,20 +1,27 @@
 import { Tensor } from '../tensor/tensor.ts';
 import type { Backend, Pool2DGeometry } from '../kernels/backend.ts';
-import { BaseLayer, type ForwardContext } from './layer.ts';
+import { BaseLayer, BufferPool, type ForwardContext } from './layer.ts';
 import type { Padding } from './spec.ts';
 import { windowGeometry } from './windowGeometry.ts';
 
 /** Max or average pooling over NHWC images. */
 export class Pool2D extends BaseLayer {
   readonly outputShape: readonly number[];
-  private readonly geometry: Omit<Pool2DGeometry, 'N'>;
+  readonly geometry: Omit<Pool2DGeometry, 'N'>;
   private argmax: Int32Array = new Int32Array(0);
 
   constructor(backend: Backend, name: string, inputShape: readonly number[], readonly mode: 'max' | 'avg',
-              poolSize: [number, number], strides: [number, number], padding: Padding) {
-    super(backend, name, inputShape);
-    this.geometry = windowGeometry(inputShape, poolSize, strides, padding, 'pool window', (m) => this.error(m));
+              poolSize: [number, number], strides: [number, number], padding: Padding,
+              tile?: { geometry: Omit<Pool2DGeometry, 'N'>; pool: BufferPool }) {
+    super(backend, name, inputShape, tile?.pool);
+    this.geometry = tile?.geometry ?? windowGeometry(inputShape, poolSize, strides, padding, 'pool window', (m) => this.error(m));
     this.outputShape = [this.geometry.OH, this.geometry.OW, this.geometry.C];
+  }
+
+  /** The same pooling on a spatial tile (its own input size, leading padding and output size), see Conv2D.tile. */
+  tile(geometry: Omit<Pool2DGeometry, 'N'>, pool: BufferPool): Pool2D {
+    const { KH, KW, strideH, strideW, H, W, C } = geometry;
+    return new Pool2D(this.backend, this.name, [H, W, C], this.mode, [KH, KW], [strideH, strideW], 'valid', { geometry, pool });
   }
 
   forward(x: Tensor, _ctx: ForwardContext): Tensor {
@@ -22,12 +29,16 @@ export class Pool2D extends BaseLayer {
     const size = g.N * g.OH * g.OW * g.C;
     const y = new Tensor([g.N, g.OH, g.OW, g.C], this.buffer('y', size));
     if (this.mode === 'max') {
-      if (this.argmax.length !== size) this.argmax = new Int32Array(size);
+      this.argmax = this.pool.i32('argmax', size);
       this.backend.maxPoolForward(x.data, y.data, this.argmax, g);
     } else {
       this.backend.avgPoolForward(x.data, y.data, g);
     }
     return y;
+  }
+
+  savedForBackward(): readonly ArrayBufferView[] {
+    return this.mode === 'max' ? [this.argmax] : [];
   }
 
   backward(dy: Tensor, needInputGrad = true): Tensor | null {

@@ -20,9 +20,11 @@ export class SoftmaxCrossEntropy {
   compute(logits: Tensor, labels: Int32Array, gradScale: number): LossResult {
     const [n, classes] = logits.shape as [number, number];
     const correct = countCorrect(logits.data, labels, n, classes);
-    if (this.grad.length !== logits.size) this.grad = this.backend.alloc(logits.size);
-    const lossSum = this.backend.softmaxCrossEntropy(logits.data, labels, n, classes, this.grad, gradScale);
-    return { lossSum, correct, dlogits: new Tensor(logits.shape, this.grad) };
+    // grow-only, like layer buffers: alternating micro-batch sizes must not allocate every time
+    if (this.grad.length < logits.size) this.grad = this.backend.alloc(logits.size);
+    const grad = this.grad.length === logits.size ? this.grad : this.grad.subarray(0, logits.size);
+    const lossSum = this.backend.softmaxCrossEntropy(logits.data, labels, n, classes, grad, gradScale);
+    return { lossSum, correct, dlogits: new Tensor(logits.shape, grad) };
   }
 }
 

@@ -29,7 +29,9 @@ export interface DenseSpec {
 export interface FlattenSpec { type: 'flatten' }
 export interface ActivationSpec { type: 'relu' | 'tanh' | 'sigmoid' }
 export interface ClippedReluSpec { type: 'clippedRelu'; cap: number }
-export interface DropoutSpec { type: 'dropout'; rate: number }
+/** How dropout masks are keyed: per replica (default) or per global sample (split-invariant). */
+export type DropoutMasks = 'per-replica' | 'per-sample';
+export interface DropoutSpec { type: 'dropout'; rate: number; masks: DropoutMasks }
 export interface BatchNormSpec { type: 'batchNorm'; momentum: number; epsilon: number }
 
 export type LayerSpec =

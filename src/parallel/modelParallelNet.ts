@@ -198,12 +198,16 @@ export class ModelParallelNet {
 
   /** The nn layer for an elementwise stage, built for the width it sees (a shard's, when split). */
   private elementwiseLayer(p: Extract<PlannedLayer, { kind: 'elementwise' }>, ranges: Map<number, { start: number; end: number }>): Layer {
-    if (p.form !== 'shard') return buildLayer(this.backend, p.spec, p.index, [p.features]);
-    const range = ranges.get(p.shardOf!)!, width = range.end - range.start;
+    // the section computes on the job's whole batch, not a replica's: dropout there is keyed by
+    // global sample index (and, on a shard, by the feature's index in the unsplit layer)
     if (p.spec.type === 'dropout') {
-      return new Dropout(this.backend, `model.layers[${p.index}] dropout`, [width], p.spec.rate, p.index, { offset: range.start, total: p.features });
+      const range = p.form === 'shard' ? ranges.get(p.shardOf!)! : { start: 0, end: p.features };
+      return new Dropout(this.backend, `model.layers[${p.index}] dropout`, [range.end - range.start], p.spec.rate, p.index, 'per-sample',
+        { offset: range.start, total: p.features });
     }
-    return buildLayer(this.backend, p.spec, p.index, [width]);
+    if (p.form !== 'shard') return buildLayer(this.backend, p.spec, p.index, [p.features]);
+    const range = ranges.get(p.shardOf!)!;
+    return buildLayer(this.backend, p.spec, p.index, [range.end - range.start]);
   }
 
   /**

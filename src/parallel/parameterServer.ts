@@ -1,7 +1,9 @@
 /**
  * The parameter server that the sync, async (Downpour) and asynchronous EASGD strategies share:
  * one authoritative copy of the weights with a version number, updated by whichever device gets
- * there first. Implementations: shared memory between threads (here), rank 0 over TCP (later).
+ * there first. Implementations: shared memory between threads (sharedParameterServer.ts) and a
+ * server in rank 0's process that devices reach through a Communicator (remoteParameterServer.ts,
+ * parameterServerHost.ts).
  */
 export interface ParameterServer {
   /** Copies the server's weights into `into`; returns their version (updates applied so far). */
@@ -18,6 +20,10 @@ export interface ParameterServer {
   waitTurn(rank: number, size: number): Promise<void>;
   /** Hands the turn to the next rank. */
   passTurn(): Promise<void>;
+  /** Time in server calls, of it waiting (lock, turn), and bytes moved since the last call (then reset). */
+  takeStats(): { commMs: number; waitMs: number; bytes: number };
+  /** This device is done with the server (a remote server stops serving it). */
+  close?(): Promise<void>;
 }
 
 /**

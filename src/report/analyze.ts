@@ -46,7 +46,7 @@ export interface RunSummary {
 }
 
 export function summarize(run: RunData): RunSummary {
-  const perDevice = deviceSummaries(run.steps, run.start.devices);
+  const perDevice = deviceSummaries(run.steps, run.start.devices / run.start.processes);
   const total = (f: (d: DeviceSummary) => number) => perDevice.reduce((n, d) => n + f(d), 0);
   const busy = total((d) => d.computeMs + d.commMs + d.idleMs);
   const stale = run.steps.filter((s) => s.staleness !== undefined);
@@ -122,7 +122,7 @@ export function series(run: RunData): RunSeries {
     steps: stepSeries(run.steps, t0, MAX_SERIES_POINTS),
     evals: run.evals.map((e) => ({ step: e.step, time: (e.time - t0) / 1000, accuracy: e.testAccuracy, loss: e.testLoss })),
     throughput: throughput(run.steps, t0, THROUGHPUT_POINTS),
-    timeline: timeline(run.steps, t0, maxOf([run.start.devices], run.steps.map((s) => s.rank + 1)), MAX_TIMELINE_SEGMENTS),
+    timeline: timeline(run.steps, t0, maxOf([run.start.devices / run.start.processes], run.steps.map((s) => s.rank + 1)), MAX_TIMELINE_SEGMENTS),
     staleness: stalenessHistogram(run.steps),
   };
 }

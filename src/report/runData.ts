@@ -10,7 +10,9 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { METRICS_FILE, readMetrics, type MetricEvent } from '../runtime/metrics.ts';
 
 export interface StartInfo {
-  time: number; dataSource: string; backend: string; devices: number; strategy: string; parameters: number;
+  time: number; dataSource: string; backend: string; devices: number;
+  /** processes of the job; the metrics hold process 0's devices (devices / processes of them) */
+  processes: number; strategy: string; parameters: number;
   trainSamples: number; testSamples: number; epochs: number; stepsPerEpoch: number; globalBatch: number;
 }
 export interface StepInfo {
@@ -80,7 +82,7 @@ export function parseRun(all: MetricEvent[], where: { dir: string; metricsPath: 
   const s = events[0]!;
   const start: StartInfo = {
     time: num(s, 'time'), dataSource: str(s, 'dataSource', '?'), backend: str(s, 'backend', '?'),
-    devices: num(s, 'devices', 1), strategy: str(s, 'strategy', '?'), parameters: num(s, 'parameters', NaN),
+    devices: num(s, 'devices', 1), processes: num(s, 'processes', 1), strategy: str(s, 'strategy', '?'), parameters: num(s, 'parameters', NaN),
     trainSamples: num(s, 'trainSamples', NaN), testSamples: num(s, 'testSamples', NaN), epochs: num(s, 'epochs', NaN),
     stepsPerEpoch: num(s, 'stepsPerEpoch', NaN), globalBatch: num(s, 'globalBatch', NaN),
   };

@@ -2,6 +2,7 @@ import type { Backend } from '../kernels/backend.ts';
 import type { Dataset } from '../data/dataset.ts';
 import type { Strategy } from '../parallel/strategy.ts';
 import type { Communicator } from '../comm/communicator.ts';
+import { synchroniseBatchNorm } from '../parallel/syncBatchNorm.ts';
 import { Replica } from './replica.ts';
 import { ModelParallelReplica, isModelParallel } from './modelParallelReplica.ts';
 import { runTrainLoop, viewOf, type CommStats } from './trainLoop.ts';
@@ -25,7 +26,7 @@ export interface DeviceOptions {
   failAtStep?: number;
   /** put the replica's flat buffers in shared memory (several devices) */
   shared: boolean;
-  /** the devices' communicator: model-parallel layers ("one weird trick") exchange activations over it */
+  /** the devices' communicator: model-parallel layers ("one weird trick") exchange activations over it, synchronised BatchNorm reduces over it */
   comm?: Communicator;
 }
 
@@ -50,6 +51,7 @@ export async function runDevice(o: DeviceOptions): Promise<void> {
   const replica = modelParallel
     ? new ModelParallelReplica(o.backend, config, o.comm!, { shared: o.shared })
     : new Replica(o.backend, config, { shared: o.shared });
+  if (config.train.syncBatchNorm && o.comm && replica instanceof Replica) synchroniseBatchNorm(replica.model, o.comm);
   const view = viewOf(replica);
   await runTrainLoop({
     replica, strategy: o.strategy, config, train: o.train, rank, worldSize: o.worldSize, emit: o.emit,

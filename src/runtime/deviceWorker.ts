@@ -1,20 +1,37 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { getBackend } from '../kernels/index.ts';
 import type { Dataset } from '../data/dataset.ts';
+import type { Communicator } from '../comm/communicator.ts';
 import { ShmCommunicator, waitUntil, type ShmRankInit } from '../comm/shm/index.ts';
+import { TcpCommunicator } from '../comm/tcp/index.ts';
+import { HierarchicalCommunicator } from '../comm/hierarchical.ts';
+import { PeerFailedError } from '../comm/errors.ts';
 import { createStrategy } from '../parallel/createStrategy.ts';
+import type { ParameterServer } from '../parallel/parameterServer.ts';
 import { SharedParameterServer, type SharedParameterServerMemory } from '../parallel/sharedParameterServer.ts';
+import { RemoteParameterServer } from '../parallel/remoteParameterServer.ts';
 import { runDevice } from './device.ts';
 import type { TrainEvent } from './events.ts';
+import type { CrossWorldSpec, TcpWorldSpec } from './processWorld.ts';
+import { joinMpiWorld } from './mpiWorld.ts';
+import type { MpiCommunicator } from '../comm/mpi/index.ts';
 import type { RunConfig } from './runConfig.ts';
 
 /** What the main thread gives each device thread. */
 export interface DeviceWorkerInit {
+  /** the job's configuration (train.devices: devices in the whole job) */
   config: RunConfig;
+  /** global rank and the job's device count */
   rank: number;
   size: number;
+  /** this process's shared-memory world of device threads */
   comm: ShmRankInit;
+  /** shared-memory parameter server (one process) */
   ps: SharedParameterServerMemory | null;
+  /** the cross-process world of this thread index (several processes) */
+  cross: CrossWorldSpec | null;
+  /** the parameter server in process 0 (several processes) */
+  remotePs: TcpWorldSpec | null;
   train: Dataset;
   test: Dataset | null;
   checkpointPath: string | null;
@@ -28,19 +45,38 @@ export type DeviceWorkerMessage =
 
 const init = workerData as DeviceWorkerInit;
 const post = (m: DeviceWorkerMessage) => parentPort!.postMessage(m);
+const tcp: TcpCommunicator[] = [];
+let mpi: MpiCommunicator | null = null;
 
 try {
   const { config, rank, size } = init;
   const backend = await getBackend(config.train.backend);
-  const comm = await ShmCommunicator.connect(init.comm);
-  const ps = init.ps
-    ? new SharedParameterServer(init.ps, backend, config.optimizer, comm.mutex(0),
-        (control, word, ready) => waitUntil(control, word, ready, comm.abortSignal()))
-    : null;
+  const local = await ShmCommunicator.connect(init.comm);
+  let comm: Communicator = local;
+  if (init.cross) {
+    let cross: Communicator;
+    if (init.cross.transport === 'mpi') {
+      cross = mpi = await joinMpiWorld(init.cross);
+    } else {
+      const t = await TcpCommunicator.connect(init.cross);
+      tcp.push(t);
+      cross = t;
+    }
+    comm = local.size > 1 ? new HierarchicalCommunicator(local, cross) : cross;
+  }
+  let ps: ParameterServer | null = null;
+  if (init.remotePs) {
+    const link = await TcpCommunicator.connect(init.remotePs);
+    tcp.push(link);
+    ps = new RemoteParameterServer(link);
+  } else if (init.ps) {
+    ps = new SharedParameterServer(init.ps, backend, config.optimizer, local.mutex(0),
+      (control, word, ready) => waitUntil(control, word, ready, local.abortSignal()));
+  }
   const strategy = createStrategy(config.train.strategy, { comm, ps });
   await runDevice({
     config, rank, worldSize: size, backend, strategy, train: init.train, test: init.test,
-    checkpointPath: init.checkpointPath, shared: true, slowdown: init.slowdown, failAtStep: init.failAtStep, comm,
+    checkpointPath: init.checkpointPath, shared: true, comm, slowdown: init.slowdown, failAtStep: init.failAtStep,
     emit: (event) => post({ kind: 'event', event }),
     takeCommStats: () => {
       // collectives and the parameter server both count as communication
@@ -48,7 +84,17 @@ try {
       return { commMs: s.commMs + p.commMs, idleMs: s.waitMs + p.waitMs, bytes: s.bytes + p.bytes };
     },
   });
+  await ps?.close?.();
+  for (const c of tcp) await c.close();
+  await mpi?.close();
 } catch (err) {
   const e = err instanceof Error ? err : new Error(String(err));
-  post({ kind: 'error', message: e.message, stack: e.stack });
+  // a device that stopped because another failed passes on that device's reason, so every process
+  // reports the root cause ("device 3 failed: …"), not the chain of devices that noticed it
+  const cause = e instanceof PeerFailedError && e.reason.startsWith('device ') ? e.reason : `device ${init.rank} failed: ${e.message}`;
+  // tell the other processes at once rather than leaving them to time out
+  for (const c of tcp) c.abort(cause);
+  post({ kind: 'error', message: cause, stack: e.stack });
+  // MPI has no gentler way to stop the other processes: mpirun ends the job, printing the cause
+  if (mpi) setTimeout(() => mpi!.abort(`paratrain: ${cause}`), 200);
 }

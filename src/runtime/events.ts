@@ -1,6 +1,8 @@
 /** Everything a run reports, as it happens; the CLI renders them, the metrics file stores them. */
 export type TrainEvent =
-  | { type: 'start'; runDir: string; dataSource: string; backend: string; devices: number; strategy: string;
+  | { type: 'start'; runDir: string; dataSource: string; backend: string;
+      /** devices in the whole job, over `processes` processes */
+      devices: number; processes: number; strategy: string;
       parameters: number; trainSamples: number; testSamples: number; epochs: number; stepsPerEpoch: number; globalBatch: number }
   | { type: 'step'; rank: number; epoch: number; step: number; stepInEpoch: number; stepsPerEpoch: number;
       loss: number; accuracy: number; lr: number; samples: number;
@@ -12,9 +14,13 @@ export type TrainEvent =
       idleMs: number;
       /** bytes this device moved in collectives during the step */
       bytes: number;
+      /** activation bytes the model held for backward at the step's peak (one micro-batch's worth) */
+      activationBytes?: number;
       staleness?: number; dropped?: number }
   | { type: 'rankEpoch'; rank: number; epoch: number; lossSum: number; correct: number; samples: number;
-      seconds: number; computeMs: number; syncMs: number; idleMs: number; bytes: number }
+      seconds: number; computeMs: number; syncMs: number; idleMs: number; bytes: number;
+      /** the most activation bytes held in any step of the epoch */
+      peakActivationBytes?: number }
   | { type: 'epoch'; epoch: number; loss: number; accuracy: number; samples: number; seconds: number; samplesPerSecond: number }
   | { type: 'eval'; epoch: number; step: number; testLoss: number; testAccuracy: number }
   | { type: 'checkpoint'; epoch: number; path: string }

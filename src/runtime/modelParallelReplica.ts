@@ -52,12 +52,17 @@ export class ModelParallelReplica {
     this.net.zeroGrads();
   }
 
+  /** Not instrumented for the split model (its layers' buffers are per stage): reported as 0. */
+  takePeakActivationBytes(): number {
+    return 0;
+  }
+
   /**
    * Forward and backward of this device's samples, which are rows [starts[rank], …) of a global batch
    * of `globalBatchSize`. `gradScale` is the data-parallel one (devices / global batch); the net
    * rescales the shards' gradients itself.
    */
-  async computeGradients(images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number,
+  async computeGradientsAsync(images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number,
                          onGradientsReady: ((offset: number) => void) | undefined, globalBatchSize: number): Promise<StepResult> {
     const n = labels.length, rows = this.net.rowsFor(globalBatchSize);
     if (rows.counts[this.comm.rank] !== n) {

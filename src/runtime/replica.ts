@@ -7,6 +7,7 @@ import { createOptimizer, type Optimizer } from '../optim/optimizer.ts';
 import type { Dataset } from '../data/dataset.ts';
 import type { RunConfig } from './runConfig.ts';
 import type { ReplicaView } from '../parallel/strategy.ts';
+import { accumulateMicroBatches } from '../parallel/microbatch.ts';
 
 export interface StepResult {
   lossSum: number;
@@ -41,6 +42,15 @@ export class Replica {
     this.model.zeroGrads();
   }
 
+  /** Layers that communicate (synchronised BatchNorm) need every device in every step. */
+  get stepsWithoutSamples(): boolean {
+    return this.model.needsAsync;
+  }
+
+  takePeakActivationBytes(): number {
+    return this.model.takePeakActivationBytes();
+  }
+
   /** Scores the model produces per sample (must equal the dataset's classes). */
   get classes(): number {
     return this.model.outputShape[0]!;
@@ -48,9 +58,11 @@ export class Replica {
 
   /** Copies a batch into a backend-owned buffer (so the wasm backend computes without copies). */
   private batchTensor(images: Float32Array, n: number): Tensor {
-    if (this.input.length !== images.length) this.input = this.backend.alloc(images.length);
-    this.input.set(images);
-    return new Tensor([n, ...this.model.inputShape], this.input);
+    // grow-only: a short last batch or the evaluation batch must not allocate again and again
+    if (this.input.length < images.length) this.input = this.backend.alloc(images.length);
+    const input = this.input.length === images.length ? this.input : this.input.subarray(0, images.length);
+    input.set(images);
+    return new Tensor([n, ...this.model.inputShape], input);
   }
 
   /**
@@ -65,6 +77,19 @@ export class Replica {
     const { lossSum, correct, dlogits } = this.loss.compute(logits, labels, gradScale);
     this.model.backward(dlogits, onGradientsReady);
     return { lossSum, correct, samples: n };
+  }
+
+  /**
+   * What the training loop runs: computeGradients in `config.train.microBatches` sequential slices
+   * (gradients accumulate; see accumulateMicroBatches), through the model's async passes so layers
+   * that communicate (synchronised BatchNorm) can. An empty batch still runs when layers communicate,
+   * so every device takes part in their collectives.
+   */
+  async computeGradientsAsync(images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number,
+                              onGradientsReady?: (offset: number) => void, _globalBatchSize?: number): Promise<StepResult> {
+    const x = this.batchTensor(images, labels.length);
+    return accumulateMicroBatches(this.model, this.loss, x, labels, { ...ctx, training: true }, gradScale,
+      this.config.train.microBatches, onGradientsReady);
   }
 
   /** Mean loss and accuracy over a dataset, in evaluation mode (no dropout, running BatchNorm stats). */

@@ -16,6 +16,10 @@ export interface TrainSpec {
   evalEvery: number;
   /** write a checkpoint every N epochs (0: only at the end) */
   checkpointEvery: number;
+  /** each device's batch runs in this many sequential slices with gradient accumulation (1: whole) */
+  microBatches: number;
+  /** BatchNorm statistics all-reduced over the devices (false: per-device statistics) */
+  syncBatchNorm: boolean;
 }
 
 /** A validated run configuration: what `paratrain train` and the `train()` API consume. */

@@ -9,6 +9,7 @@ import { modelParallelLayers, modelParallelStrategyMessage, planModelParallelFro
 import { jsBackend } from '../kernels/js/index.ts';
 import { runDevice } from './device.ts';
 import { runWorkerDevices } from './workerDevices.ts';
+import { configHash, type ProcessPlacement } from './processWorld.ts';
 import { globalBatchSize } from './trainLoop.ts';
 import { createRunDir } from './runDir.ts';
 import { MetricsWriter } from './metrics.ts';
@@ -28,9 +29,20 @@ export interface TrainOptions {
   slowDevices?: Map<number, number>;
   /** failure injection for tests: device `rank` throws at global step `step` */
   failAt?: { rank: number; step: number };
+  /**
+   * The job spans several processes (rendezvousFromEnv gives these); each runs train.devices
+   * device threads, so the job has processes × train.devices devices. Process 0 writes the run
+   * directory, evaluates and checkpoints; the others only train.
+   */
+  processes?: { rank: number; worldSize: number; masterAddr: string; masterPort: number };
+  /** rendezvous and communication deadline across processes, ms (default 300 000) */
+  timeoutMs?: number;
+  /** what carries collectives between processes: tcp (default) or mpi (under mpirun, one device per process) */
+  transport?: 'tcp' | 'mpi';
 }
 
 export interface TrainResult {
+  /** '' in processes other than 0 of a multi-process job */
   runDir: string;
   testAccuracy: number;
   testLoss: number;
@@ -74,28 +86,41 @@ function checkRun(config: RunConfig, data: LoadedData): number {
 }
 
 /** Trains one model as configured, writing metrics.jsonl and checkpoints into the run directory. */
-export async function train(config: RunConfig, options: TrainOptions = {}): Promise<TrainResult> {
+export async function train(userConfig: RunConfig, options: TrainOptions = {}): Promise<TrainResult> {
+  const world = options.processes && options.processes.worldSize > 1 ? options.processes : undefined;
+  const threads = userConfig.train.devices;
+  // the job's maths (global batch, sharding, lr scaling, strategy checks) count every device of every process
+  const config: RunConfig = world ? { ...userConfig, train: { ...userConfig.train, devices: threads * world.worldSize } } : userConfig;
   const backend = await getBackend(config.train.backend);
   const data = await loadData(config, options.log);
   const parameters = checkRun(config, data);
   const devices = config.train.devices;
-  const runDir = createRunDir({ out: options.out, force: options.force });
-  const metrics = new MetricsWriter(runDir, { truncate: options.force });
-  const checkpoint = join(runDir, 'model.safetensors');
+  const leader = !world || world.rank === 0;
+  const transport = options.transport ?? 'tcp';
+  if (transport === 'mpi' && world && threads > 1) {
+    throw new Error(`--transport mpi: each process runs one device (MPI is driven by one thread per process), but train.devices is ${threads}; ` +
+      `use --devices 1 and start more processes (mpirun -np ${threads * world.worldSize}), or --transport tcp`);
+  }
+  const placement: ProcessPlacement | undefined = world && {
+    process: world.rank, processes: world.worldSize, masterAddr: world.masterAddr, masterPort: world.masterPort,
+    configHash: configHash(userConfig), timeoutMs: options.timeoutMs ?? 300_000, transport,
+  };
+  const runDir = leader ? createRunDir({ out: options.out, force: options.force }) : '';
+  const metrics = leader ? new MetricsWriter(runDir, { truncate: options.force }) : null;
+  const checkpoint = leader ? join(runDir, 'model.safetensors') : '';
   const globalBatch = globalBatchSize(config);
   const stepsPerEpoch = Math.ceil(data.train.count / globalBatch);
-  let samples = 0;
   let last = { testLoss: NaN, testAccuracy: NaN };
-  const emit = epochAggregator(devices, (event: TrainEvent) => {
-    if (event.type === 'step') samples += event.samples;
+  // epochs are summarised over this process's devices (all of them unless the job spans processes)
+  const emit = epochAggregator(threads, (event: TrainEvent) => {
     if (event.type === 'eval') last = event;
-    metrics.write(event);
+    metrics?.write(event);
     options.onEvent?.(event);
   });
   const started = performance.now();
   try {
     emit({
-      type: 'start', runDir, dataSource: data.source, backend: backend.name, devices,
+      type: 'start', runDir, dataSource: data.source, backend: backend.name, devices, processes: world?.worldSize ?? 1,
       strategy: devices > 1 ? config.train.strategy.type : 'single device', parameters,
       trainSamples: data.train.count, testSamples: data.test.count, epochs: config.train.epochs, stepsPerEpoch, globalBatch,
     });
@@ -106,17 +131,20 @@ export async function train(config: RunConfig, options: TrainOptions = {}): Prom
         failAtStep: options.failAt?.rank === 0 ? options.failAt.step : undefined,
       });
     } else {
-      await runWorkerDevices({ config, train: data.train, test: data.test, checkpointPath: checkpoint, emit, slowDevices: options.slowDevices, failAt: options.failAt, log: options.log });
+      await runWorkerDevices({ config, threads, placement, train: data.train, test: data.test, checkpointPath: leader ? checkpoint : null,
+        emit, slowDevices: options.slowDevices, failAt: options.failAt, log: options.log });
     }
     const seconds = (performance.now() - started) / 1000;
+    // every device sees every one of its samples once per epoch (no sample is dropped)
+    const samplesPerSecond = data.train.count * config.train.epochs / seconds;
     const result: TrainResult = {
-      runDir, testAccuracy: last.testAccuracy, testLoss: last.testLoss, samplesPerSecond: samples / seconds, seconds,
+      runDir, testAccuracy: last.testAccuracy, testLoss: last.testLoss, samplesPerSecond, seconds,
       steps: stepsPerEpoch * config.train.epochs, checkpoint,
     };
-    emit({ type: 'end', seconds, samplesPerSecond: result.samplesPerSecond, testAccuracy: last.testAccuracy, testLoss: last.testLoss,
+    emit({ type: 'end', seconds, samplesPerSecond, testAccuracy: last.testAccuracy, testLoss: last.testLoss,
       maxRssBytes: process.resourceUsage().maxRSS * 1024 });
     return result;
   } finally {
-    metrics.close();
+    metrics?.close();
   }
 }

@@ -13,11 +13,13 @@ export interface TrainableReplica {
   /** the buffers and local optimizer step the strategy acts on */
   view(): ReplicaView;
   zeroGrads(): void;
-  /** forward and backward of this device's samples, accumulating gradients */
-  computeGradients(images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number,
-                   onGradientsReady: ((offset: number) => void) | undefined, globalBatchSize: number): StepResult | Promise<StepResult>;
+  /** forward and backward of this device's samples (in train.microBatches slices), accumulating gradients */
+  computeGradientsAsync(images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number,
+                        onGradientsReady: ((offset: number) => void) | undefined, globalBatchSize: number): Promise<StepResult>;
   /** true when forward/backward contain collectives, so a device runs the step even without samples */
-  readonly stepsWithoutSamples?: boolean;
+  readonly stepsWithoutSamples: boolean;
+  /** the most bytes of activations held for backward since the last call */
+  takePeakActivationBytes(): number;
 }
 
 export interface LoopOptions {
@@ -85,7 +87,7 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
   let step = 0;
   for (let epoch = 0; epoch < config.train.epochs; epoch++) {
     const epochStart = performance.now();
-    const sum = { lossSum: 0, correct: 0, samples: 0, computeMs: 0, syncMs: 0, idleMs: 0, bytes: 0 };
+    const sum = { lossSum: 0, correct: 0, samples: 0, computeMs: 0, syncMs: 0, idleMs: 0, bytes: 0, peakActivationBytes: 0 };
     for (const batch of sampler.epoch(epoch)) {
       const n = batch.indices.length;
       const lr = learningRateAt(step, baseLr, config.schedule, totalSteps);
@@ -97,13 +99,15 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
       const before = takeCommStats();
       replica.zeroGrads();
       let r = { lossSum: 0, correct: 0, samples: 0 };
+      // a device without samples this step still joins the collectives of layers that communicate
       if (n > 0 || replica.stepsWithoutSamples) {
         const { images, labels } = batcher.gather(batch.indices);
         // Scale by the GLOBAL batch: the mean over devices of these gradients is the global mean.
-        r = await replica.computeGradients(images, labels,
-          { training: true, seed: config.train.seed, step, sampleOffset: batch.globalOffset }, worldSize / batch.globalBatchSize,
-          onGradientsReady, batch.globalBatchSize);
+        r = await replica.computeGradientsAsync(images, labels,
+          { training: true, seed: config.train.seed, step, sampleOffset: batch.globalOffset, rank, localOffset: 0 },
+          worldSize / batch.globalBatchSize, onGradientsReady, batch.globalBatchSize);
       }
+      const activationBytes = replica.takePeakActivationBytes();
       if (!Number.isFinite(r.lossSum)) {
         throw new Error(`training diverged: the loss is ${r.lossSum} at step ${step + 1} (epoch ${epoch + 1}) on device ${rank}; ` +
           `lower optimizer.lr (now ${config.optimizer.lr}) or add schedule.warmupSteps`);
@@ -120,10 +124,11 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
       const computeMs = t2 - t1 - during.commMs, syncMs = (t1 - t0) + during.commMs + (t3 - t2);
       sum.lossSum += r.lossSum; sum.correct += r.correct; sum.samples += r.samples;
       sum.computeMs += computeMs; sum.syncMs += syncMs; sum.idleMs += idleMs; sum.bytes += bytes;
+      sum.peakActivationBytes = Math.max(sum.peakActivationBytes, activationBytes);
       emit({
         type: 'step', rank, epoch, step, stepInEpoch: batch.step, stepsPerEpoch,
         loss: r.samples ? r.lossSum / r.samples : 0, accuracy: r.samples ? r.correct / r.samples : 0,
-        lr, samples: r.samples, computeMs, syncMs, idleMs, bytes, ...(stats ?? {}),
+        lr, samples: r.samples, computeMs, syncMs, idleMs, bytes, activationBytes, ...(stats ?? {}),
       });
       step++;
     }

@@ -7,14 +7,21 @@ import { needsParameterServer } from '../parallel/createStrategy.ts';
 import { allocateParameterServer } from '../parallel/sharedParameterServer.ts';
 import type { DeviceWorkerInit, DeviceWorkerMessage } from './deviceWorker.ts';
 import { spawnModuleWorker } from './spawnWorker.ts';
+import { hostParameterServer } from './parameterServerProcess.ts';
+import { crossWorldOf, parameterServerWorldOf, type ProcessPlacement } from './processWorld.ts';
 import type { EventSink } from './events.ts';
 import type { RunConfig } from './runConfig.ts';
 
 export interface WorkerDevicesOptions {
+  /** the job's configuration: train.devices is the number of devices in the whole job */
   config: RunConfig;
+  /** device threads in this process (config.train.devices unless the job spans processes) */
+  threads: number;
+  /** where this process sits in a multi-process job; absent: the job is this process */
+  placement?: ProcessPlacement;
   train: Dataset;
   test: Dataset;
-  checkpointPath: string;
+  checkpointPath: string | null;
   emit: EventSink;
   slowDevices?: Map<number, number>;
   failAt?: { rank: number; step: number };
@@ -22,34 +29,46 @@ export interface WorkerDevicesOptions {
 }
 
 /**
- * Runs one device per worker thread over a shared-memory world and relays their events. The first
- * device that fails aborts every other (no hang) and the run rejects naming its rank.
+ * Runs this process's devices, one per worker thread over a shared-memory world, and relays their
+ * events. Devices of other processes are reached through each thread's cross-process
+ * communicator (hierarchical collectives); parameter-server strategies then use a server in
+ * process 0. The first device that fails aborts every other (no hang) and the run rejects naming
+ * its global rank.
  */
 export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
-  const { config } = o;
-  const size = config.train.devices;
-  const world = createShmWorld(size);
+  const { config, threads, placement } = o;
+  const firstRank = placement ? placement.process * threads : 0;
+  const world = createShmWorld(threads);
+  const spec = config.train.strategy;
+  const remotePs = placement !== undefined && needsParameterServer(spec);
   // every device starts identical (seeded init); the parameter server starts from the same weights
   let ps: DeviceWorkerInit['ps'] = null;
-  if (needsParameterServer(config.train.strategy)) {
+  let serving: Promise<void> | null = null;
+  if (needsParameterServer(spec)) {
     const model = buildModel(jsBackend, config.model);
     model.initialize(config.train.seed);
-    ps = allocateParameterServer(model.params.length, config.optimizer, model.params);
+    if (!remotePs) ps = allocateParameterServer(model.params.length, config.optimizer, model.params);
+    else if (placement.process === 0) serving = hostParameterServer(config, model.params, parameterServerWorldOf(placement, threads, 0, config.train.devices));
   }
   const train = shareDataset(o.train);
   const test = shareDataset(o.test);
-  if (size > availableParallelism()) {
-    o.log?.(`note: ${size} devices on ${availableParallelism()} cores share the cores; expect no speed-up beyond ${availableParallelism()}`);
+  if (threads > availableParallelism()) {
+    o.log?.(`note: ${threads} devices on ${availableParallelism()} cores share the cores; expect no speed-up beyond ${availableParallelism()}`);
   }
   let failure: Error | null = null;
   const fail = (rank: number, message: string) => {
     if (failure) return;
-    failure = new Error(`device ${rank} failed: ${message}`);
-    world.abort(`device ${rank} failed`);
+    failure = new Error(message.startsWith('device ') ? message : `device ${rank} failed: ${message}`);
+    world.abort(failure.message);
   };
-  const finished = Array.from({ length: size }, (_, rank) => new Promise<void>((resolve) => {
+  const serverDone = serving?.catch((err: Error) => fail(0, `the parameter server failed: ${err.message}`));
+  const finished = Array.from({ length: threads }, (_, local) => new Promise<void>((resolve) => {
+    const rank = firstRank + local;
     const init: DeviceWorkerInit = {
-      config, rank, size, comm: world.rankInit(rank), ps, train, test: rank === 0 ? test : null,
+      config, rank, size: config.train.devices, comm: world.rankInit(local), ps,
+      cross: placement && placement.processes > 1 ? crossWorldOf(placement, local) : null,
+      remotePs: remotePs ? parameterServerWorldOf(placement!, threads, rank + 1, config.train.devices) : null,
+      train, test: rank === 0 ? test : null,
       checkpointPath: rank === 0 ? o.checkpointPath : null, slowdown: o.slowDevices?.get(rank) ?? 1,
       failAtStep: o.failAt?.rank === rank ? o.failAt.step : undefined,
     };
@@ -65,5 +84,6 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
     });
   }));
   await Promise.all(finished);
+  await serverDone;
   if (failure) throw failure;
 }

@@ -6,10 +6,10 @@ export { REPO, MAIN, SUBSET, tmpDir, writeTinyConfig, writeSyntheticRun } from '
 export interface CliResult { code: number | null; stdout: string; stderr: string }
 
 /** Runs `node --import tsx src/cli/main.ts ...args` from the repository root (no TTY). */
-export function runCli(args: string[], opts: { cwd?: string; timeoutMs?: number } = {}): Promise<CliResult> {
+export function runCli(args: string[], opts: { cwd?: string; timeoutMs?: number; env?: Record<string, string> } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
-      cwd: opts.cwd ?? REPO, env: { ...process.env, PARATRAIN_OFFLINE: '1', FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: opts.cwd ?? REPO, env: { ...process.env, PARATRAIN_OFFLINE: '1', FORCE_COLOR: '0', ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '', stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d; });

@@ -12,7 +12,7 @@ class Capture extends Writable {
 
 /** Two epochs of a 3-device run in which device 2 computes 3× slower. */
 function events(): TrainEvent[] {
-  const out: TrainEvent[] = [{ type: 'start', runDir: 'runs/x', dataSource: 'subset', backend: 'wasm', devices: 3, strategy: 'hybrid',
+  const out: TrainEvent[] = [{ type: 'start', runDir: 'runs/x', dataSource: 'subset', backend: 'wasm', devices: 3, processes: 1, strategy: 'hybrid',
     parameters: 1000, trainSamples: 960, testSamples: 100, epochs: 2, stepsPerEpoch: 5, globalBatch: 96 }];
   for (let epoch = 0; epoch < 2; epoch++) {
     for (let s = 0; s < 5; s++) {

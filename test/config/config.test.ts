@@ -18,14 +18,14 @@ const conv = (filters: number) => ({
 }) as const;
 const maxPool = { type: 'maxPool2d', poolSize: [2, 2], strides: [2, 2], padding: 'valid' } as const;
 const dense = (units: number, activation: 'relu' | 'linear') => ({ type: 'dense', units, activation, useBias: true, parallel: 'data' }) as const;
-const train = { epochs: 2, devices: 1, strategy: { type: 'hybrid', bucketBytes: 4194304 }, seed: 1, backend: 'auto', lrScaling: 'none', evalEvery: 1, checkpointEvery: 0 } as const;
+const train = { epochs: 2, devices: 1, strategy: { type: 'hybrid', bucketBytes: 4194304 }, seed: 1, backend: 'auto', lrScaling: 'none', evalEvery: 1, checkpointEvery: 0, microBatches: 1, syncBatchNorm: false } as const;
 
 test('examples/mnist-small.yaml parses to the DESIGN.md network', () => {
   const expected: RunConfig = {
     ...structuredClone(defaults),
     model: {
       input: [28, 28, 1],
-      layers: [conv(32), maxPool, conv(64), maxPool, { type: 'flatten' }, dense(128, 'relu'), { type: 'dropout', rate: 0.25 }, dense(10, 'linear')],
+      layers: [conv(32), maxPool, conv(64), maxPool, { type: 'flatten' }, dense(128, 'relu'), { type: 'dropout', rate: 0.25, masks: 'per-replica' }, dense(10, 'linear')],
     },
     schedule: { warmupSteps: 0, decay: { type: 'cosine', minLr: 0 } },
     train: { ...structuredClone(train), epochs: 10 },
@@ -36,7 +36,7 @@ test('examples/mnist-small.yaml parses to the DESIGN.md network', () => {
 test('examples/mlp.yaml parses to flatten-dense-dropout-dense', () => {
   const expected = {
     ...structuredClone(defaults),
-    model: { input: [28, 28, 1], layers: [{ type: 'flatten' }, dense(256, 'relu'), { type: 'dropout', rate: 0.2 }, dense(10, 'linear')] },
+    model: { input: [28, 28, 1], layers: [{ type: 'flatten' }, dense(256, 'relu'), { type: 'dropout', rate: 0.2, masks: 'per-replica' }, dense(10, 'linear')] },
     train: structuredClone(train),
   } as RunConfig;
   assert.deepStrictEqual(loadConfig(example('mlp.yaml')), expected);
@@ -82,7 +82,7 @@ train: { devices: 4, strategy: { bmuf: { period: 8, blockMomentum: 0.9 } }, seed
   assert.deepStrictEqual(c.data, { dataset: 'fashion-mnist', dir: '/data/fm', batchSize: 256, batchSizeScope: 'global', shuffle: false, trainLimit: 1000, testLimit: 500 });
   assert.deepStrictEqual(c.train, {
     epochs: 1, devices: 4, strategy: { type: 'bmuf', period: 8, blockMomentum: 0.9, blockLr: 1, nesterov: false },
-    seed: 42, backend: 'js', lrScaling: 'linear', evalEvery: 0, checkpointEvery: 2,
+    seed: 42, backend: 'js', lrScaling: 'linear', evalEvery: 0, checkpointEvery: 2, microBatches: 1, syncBatchNorm: false,
   });
 });
 

@@ -53,7 +53,7 @@ test('unknown option names the key, suggests a close match and lists the allowed
   ]);
   assert.deepStrictEqual(issuesOf(`${model('    - flatten: { axis: 1 }\n')}shedule: {}\ntrain: { epoch: 3 }\n`), [
     "f.yaml: model.layers[0].flatten: unknown option 'axis'; flatten takes no options",
-    "f.yaml: train: unknown option 'epoch' (did you mean 'epochs'?); allowed: epochs, devices, strategy, seed, backend, lrScaling, evalEvery, checkpointEvery",
+    "f.yaml: train: unknown option 'epoch' (did you mean 'epochs'?); allowed: epochs, devices, strategy, seed, backend, lrScaling, evalEvery, checkpointEvery, microBatches, syncBatchNorm",
     "f.yaml: unknown section 'shedule' (did you mean 'schedule'?); allowed: model, loss, optimizer, schedule, data, train",
   ]);
 });
@@ -111,6 +111,14 @@ test('structural mistakes: options not indented under the layer, empty layers, w
     ['f.yaml: optimizer.sgd.nesterov: nesterov: true needs momentum > 0; set momentum (e.g. 0.9) or nesterov: false']);
   assert.deepStrictEqual(issuesOf(`${model('    - dense: { units: 10 }\n')}data: { batchSize: 100, batchSizeScope: global }\ntrain: { devices: 3 }\n`),
     ['f.yaml: data.batchSize: with batchSizeScope: global the batch is split across train.devices (3), so it must be a multiple of 3, got 100']);
+  assert.deepStrictEqual(issuesOf(`${model('    - dense: { units: 10 }\n')}data: { batchSize: 6 }\ntrain: { microBatches: 8 }\n`),
+    ['f.yaml: train.microBatches: 8 micro-batches of a per-device batch of 6 samples leaves some empty; use at most 6 (or a larger data.batchSize), got 8']);
+  assert.deepStrictEqual(issuesOf(`${model('    - dense: { units: 10 }\n')}train: { microBatches: 0 }\n`),
+    ['f.yaml: train.microBatches: expected a positive integer, got 0']);
+  assert.deepStrictEqual(issuesOf(`${model('    - dense: { units: 10 }\n')}train: { devices: 2, strategy: async, syncBatchNorm: true }\n`),
+    ['f.yaml: train.syncBatchNorm: syncBatchNorm needs devices that step together (hybrid, bsp, bmuf, easgd with mode: sync); strategy async runs them at their own pace; use one of those or syncBatchNorm: false, got true']);
+  assert.deepStrictEqual(issuesOf(`${model('    - dropout: { rate: 0.5, masks: per-batch }\n    - dense: { units: 10 }\n')}`),
+    ["f.yaml: model.layers[0].dropout.masks: expected one of per-replica, per-sample, got 'per-batch'"]);
 });
 
 test('YAML syntax errors give file:line:col', () => {

@@ -44,7 +44,7 @@ const small: ModelSpec = {
     { type: 'batchNorm', momentum: 0.9, epsilon: 1e-5 },
     { type: 'flatten' },
     { type: 'dense', units: 8, activation: 'sigmoid', useBias: true, parallel: 'data' },
-    { type: 'dropout', rate: 0.3 },
+    { type: 'dropout', rate: 0.3, masks: 'per-sample' },
     { type: 'dense', units: 4, activation: 'linear', useBias: true, parallel: 'data' },
   ],
 };

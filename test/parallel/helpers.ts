@@ -18,7 +18,7 @@ export function tinyConfig(overrides: { optimizer?: unknown; train?: Record<stri
         { maxPool2d: { poolSize: 2 } },
         { flatten: {} },
         { dense: { units: 16, activation: 'relu' } },
-        { dropout: { rate: 0.3 } },
+        { dropout: { rate: 0.3, masks: 'per-sample' } },
         { dense: { units: 10 } },
       ],
     },

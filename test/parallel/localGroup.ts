@@ -3,9 +3,26 @@ import { ownedSlice, type Communicator, type ReduceOp } from '../../src/comm/com
 /**
  * G communicators in ONE thread for testing strategies: a collective resolves when every rank has
  * called it (in the same order), like the real transports, but with plain promises. Reductions sum
- * in rank order. Point-to-point sends are buffered.
+ * in rank order. Point-to-point messages are copied into per-(source, destination, tag) queues.
  */
 export function localGroup(size: number): Communicator[] {
+  const queues = new Map<string, Float32Array[]>();
+  const waiting = new Map<string, ((data: Float32Array) => void)[]>();
+  const send = async (buf: Float32Array, from: number, to: number, tag: number) => {
+    const key = `${from}>${to}#${tag}`, copy = buf.slice(), w = waiting.get(key);
+    if (w?.length) w.shift()!(copy);
+    else queues.set(key, [...(queues.get(key) ?? []), copy]);
+  };
+  const recv = (buf: Float32Array, from: number, to: number, tag: number) => new Promise<void>((resolve, reject) => {
+    const key = `${from}>${to}#${tag}`;
+    const take = (data: Float32Array) => {
+      if (data.length !== buf.length) reject(new Error(`rank ${to} expected ${buf.length} values from rank ${from}, got ${data.length}`));
+      else { buf.set(data); resolve(); }
+    };
+    const q = queues.get(key);
+    if (q?.length) take(q.shift()!);
+    else waiting.set(key, [...(waiting.get(key) ?? []), take]);
+  });
   let pending: { buf: Float32Array; resolve: () => void }[] = [];
   let kind = '', length = 0;
   const arrive = (rank: number, what: string, buf: Float32Array, complete: (bufs: Float32Array[]) => void) =>
@@ -25,16 +42,6 @@ export function localGroup(size: number): Communicator[] {
     if (op === 'mean') for (let i = 0; i < out.length; i++) out[i] = out[i]! / size;
     for (const b of bufs) b.set(out);
   };
-  // point to point: a send is buffered (a copy), a recv waits for the matching (source, dest, tag)
-  const mail = new Map<string, Float32Array[]>(), waiting = new Map<string, ((data: Float32Array) => void)[]>();
-  const post = (key: string, data: Float32Array) => {
-    const w = waiting.get(key)?.shift();
-    if (w) w(data); else mail.set(key, [...(mail.get(key) ?? []), data]);
-  };
-  const take = (key: string, deliver: (data: Float32Array) => void) => {
-    const d = mail.get(key)?.shift();
-    if (d) deliver(d); else waiting.set(key, [...(waiting.get(key) ?? []), deliver]);
-  };
   return Array.from({ length: size }, (_, rank): Communicator => ({
     rank, size,
     allreduce: (buf, op = 'sum') => arrive(rank, 'allreduce', buf, (bufs) => reduce(bufs, op)),
@@ -44,12 +51,8 @@ export function localGroup(size: number): Communicator[] {
     }),
     broadcast: (buf, root) => arrive(rank, `broadcast${root}`, buf, (bufs) => { for (const b of bufs) b.set(bufs[root]!); }),
     barrier: () => arrive(rank, 'barrier', new Float32Array(0), () => {}),
-    send: async (buf, dest, tag = 0) => post(`${rank}>${dest}#${tag}`, buf.slice()),
-    recv: (buf, source, tag = 0) => new Promise<void>((resolve) => take(`${source}>${rank}#${tag}`, (data) => {
-      if (data.length !== buf.length) throw new Error(`rank ${rank} receives ${buf.length} floats from ${source} (tag ${tag}) but ${data.length} were sent`);
-      buf.set(data);
-      resolve();
-    })),
+    send: (buf, dest, tag = 0) => send(buf, rank, dest, tag),
+    recv: (buf, source, tag = 0) => recv(buf, source, rank, tag),
     takeStats: () => ({ commMs: 0, waitMs: 0, bytes: 0 }),
   }));
 }

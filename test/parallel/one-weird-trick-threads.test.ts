@@ -20,7 +20,7 @@ test('trick on 2 worker threads equals one device on the global batch (uneven la
     { conv2d: { filters: 4, kernelSize: 3, strides: 2, activation: 'relu' } },
     { flatten: {} },
     { dense: { units: 13, activation: 'relu', parallel: 'model' } },
-    { dropout: { rate: 0.3 } },
+    { dropout: { rate: 0.3, masks: 'per-sample' } },
     { dense: { units: 10, parallel: 'model' } },
   ];
   const data = { trainLimit: 91 };

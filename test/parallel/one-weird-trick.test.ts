@@ -75,7 +75,7 @@ async function compare(layers: unknown[], devices: number, optimizer: unknown, d
 // 13 hidden units split 7,6 / 5,4,4 / 4,3,3,3.
 const pair = [...conv,
   { dense: { units: 13, activation: 'relu', parallel: 'model' } },
-  { dropout: { rate: 0.3 } },
+  { dropout: { rate: 0.3, masks: 'per-sample' } },
   { dense: { units: 10, parallel: 'model' } },
 ];
 
@@ -89,11 +89,11 @@ for (const devices of [2, 3, 4]) {
 test('trick with three model-parallel layers (column, row, column + gather) and a data-parallel tail equals one device', async () => {
   const layers = [...conv,
     { dense: { units: 12, activation: 'relu', parallel: 'model' } },
-    { dropout: { rate: 0.2 } },
+    { dropout: { rate: 0.2, masks: 'per-sample' } },
     { dense: { units: 9, activation: 'tanh', parallel: 'model' } },
-    { dropout: { rate: 0.2 } },
+    { dropout: { rate: 0.2, masks: 'per-sample' } },
     { dense: { units: 7, activation: 'relu', parallel: 'model' } },
-    { dropout: { rate: 0.2 } },
+    { dropout: { rate: 0.2, masks: 'per-sample' } },
     { dense: { units: 10 } },
   ];
   await compare(layers, 3, { adam: { lr: 0.01 } }, { trainLimit: 91 }, 'G=3 three layers');

@@ -1,0 +1,135 @@
+/**
+ * MPI's allreduce against paratrain's TCP ring, in the same processes of one `mpirun` job: each
+ * rank initialises MPI (MpiCommunicator) and also joins a TCP world (TcpCommunicator.fromEnv reads
+ * Open MPI's OMPI_COMM_WORLD_* variables; MASTER_PORT is a free port chosen here). For every size
+ * the two transports take turns on the same plain Float32Array buffers of 1–64 MB,
+ * allreduce(sum). Each cell is the median over timed repetitions (after a warm-up of at least 3
+ * calls and 300 ms) of the slowest rank's time for one call, all ranks entering together after a
+ * barrier. Algorithm bandwidth = buffer bytes / time; ratio = paratrain TCP / MPI (≥ 1: TCP is at
+ * least as fast).
+ *
+ *   npm run bench -- allreduce-mpi [--sizes 1,4,16,64] [--np 2] [--reps 9] [--chunk-kb 1024] [--mca btl=self,vader]
+ *
+ * MPI picks its own transport between the ranks (on one host: shared memory, Open MPI's vader
+ * BTL); `--mca btl=self,tcp` forces its TCP path for a like-for-like comparison of the algorithms
+ * over loopback. Ranks are not bound to cores (--bind-to none). Needs mpirun and the MPI addon
+ * (npm run build:mpi). The machine has 2 cores: run it once, on a quiet machine, under the lock.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Communicator } from '../src/comm/communicator.ts';
+import { MpiCommunicator, mpiAddonPath } from '../src/comm/mpi/index.ts';
+import { TcpCommunicator } from '../src/comm/tcp/index.ts';
+
+const MB = 1 << 20;
+const ENV_FLAG = 'PARATRAIN_MPI_BENCH';
+
+interface RankJob {
+  outDir: string;
+  sizesMb: number[];
+  reps: number;
+  chunkBytes: number;
+}
+
+type Times = Record<'mpi' | 'tcp', Record<number, number[]>>;
+
+function flag(args: string[], name: string): string | undefined {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : undefined;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export async function main(args: string[]): Promise<void> {
+  const sizesMb = (flag(args, 'sizes') ?? '1,4,16,64').split(',').map(Number);
+  const np = Number(flag(args, 'np') ?? 2);
+  const reps = Number(flag(args, 'reps') ?? 9);
+  const chunkBytes = Number(flag(args, 'chunk-kb') ?? 1024) * 1024;
+  const mca = args.flatMap((a, i) => (args[i - 1] === '--mca' ? ['--mca', ...a.split('=')] : []));
+  if (spawnSync('mpirun', ['--version']).status !== 0) throw new Error('mpirun not found: apt-get install openmpi-bin libopenmpi-dev, then npm run build:mpi');
+  if (!mpiAddonPath()) throw new Error('the MPI addon is not built: apt-get install libopenmpi-dev, then npm run build:mpi');
+
+  const outDir = mkdtempSync(join(tmpdir(), 'paratrain-mpi-bench-'));
+  try {
+    const job: RankJob = { outDir, sizesMb, reps, chunkBytes };
+    const env = { ...process.env, [ENV_FLAG]: JSON.stringify(job), MASTER_PORT: String(await freePort()),
+      PARATRAIN_SECRET: `bench-${process.pid}-${Date.now()}-0123456789abcdef` };
+    const asRoot = process.getuid?.() === 0 ? ['--allow-run-as-root'] : [];
+    const mpirunArgs = [...asRoot, '--oversubscribe', '--bind-to', 'none', ...mca, '-x', ENV_FLAG, '-x', 'MASTER_PORT', '-x', 'PARATRAIN_SECRET',
+      '-np', String(np), process.execPath, '--import', 'tsx', fileURLToPath(import.meta.url)];
+    console.log(`MPI_Allreduce vs paratrain's TCP ring, allreduce(sum), ${np} processes of one mpirun job${mca.length ? ` (${mca.join(' ')})` : ''}`);
+    console.log(`median of ${reps} after warm-up (slowest rank per call); algorithm bandwidth = buffer bytes / time; TCP chunk ${chunkBytes / 1024} KiB\n`);
+    const child = spawn('mpirun', mpirunArgs, { env, stdio: 'inherit' });
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    if (code !== 0) throw new Error(`mpirun exited with code ${code}`);
+
+    const ranks = Array.from({ length: np }, (_, r) => JSON.parse(readFileSync(join(outDir, `rank-${r}.json`), 'utf8')) as Times);
+    const gbs = (kind: 'mpi' | 'tcp', mb: number) => {
+      const slowest = Array.from({ length: reps }, (_, i) => Math.max(...ranks.map((t) => t[kind][mb]![i]!)));
+      return (mb * MB) / (median(slowest) / 1000) / 1e9;
+    };
+    const head = ['size', 'MPI_Allreduce', 'paratrain TCP', 'TCP / MPI'];
+    const rows = sizesMb.map((mb) => {
+      const m = gbs('mpi', mb), t = gbs('tcp', mb);
+      return [`${mb} MB`, `${m.toFixed(2)} GB/s`, `${t.toFixed(2)} GB/s`, `${(t / m).toFixed(2)}×`];
+    });
+    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+    const line = (c: string[]) => c.map((x, i) => (i === 0 ? x.padStart(widths[i]!) : x.padEnd(widths[i]!))).join('   ');
+    console.log(line(head));
+    for (const r of rows) console.log(line(r));
+  } finally {
+    rmSync(outDir, { recursive: true, force: true });
+  }
+}
+
+/** Times `reps` allreduce calls of `comm` on `buf` after a warm-up; rank 0 decides when it ends. */
+async function measure(comm: Communicator, buf: Float32Array, reps: number): Promise<number[]> {
+  const stop = new Float32Array(1);
+  for (let i = 0, t0 = performance.now(); ; i++) {
+    await comm.allreduce(buf);
+    stop[0] = comm.rank === 0 && i >= 2 && performance.now() - t0 > 300 ? 1 : 0;
+    await comm.broadcast(stop, 0);
+    if (stop[0] === 1) break;
+  }
+  const ts: number[] = [];
+  for (let i = 0; i < reps; i++) {
+    buf.fill(1);
+    await comm.barrier();
+    const t0 = performance.now();
+    await comm.allreduce(buf);
+    ts.push(performance.now() - t0);
+  }
+  if (buf[0] !== comm.size || buf[buf.length - 1] !== comm.size) throw new Error(`rank ${comm.rank}: wrong result ${buf[0]} (expected ${comm.size})`);
+  return ts;
+}
+
+async function rankMain(job: RankJob): Promise<void> {
+  const mpi = await MpiCommunicator.init();
+  const tcp = await TcpCommunicator.fromEnv({ chunkBytes: job.chunkBytes, timeoutMs: 60_000 });
+  const times: Times = { mpi: {}, tcp: {} };
+  for (const mb of job.sizesMb) {
+    const buf = new Float32Array((mb * MB) / 4).fill(1);
+    times.mpi[mb] = await measure(mpi, buf, job.reps);
+    times.tcp[mb] = await measure(tcp, buf, job.reps);
+  }
+  writeFileSync(join(job.outDir, `rank-${mpi.rank}.json`), JSON.stringify(times));
+  await tcp.close();
+  await mpi.close();
+}
+
+if (process.env[ENV_FLAG]) await rankMain(JSON.parse(process.env[ENV_FLAG]!) as RankJob);

@@ -1,0 +1,81 @@
+/**
+ * Micro-batching trades time for memory: peak activation bytes (what the model keeps for backward,
+ * counted by the model, not RSS) and samples/s of the training step (forward, backward, Adam) on one
+ * thread with train.microBatches = 1, 2, 4, 8, on mnist-small and on a conv-heavier network of four
+ * 'same' 3×3 convolutions. Synthetic data (the data path is not what is measured).
+ *   npm run bench -- microbatch [--batch 64] [--k 1,2,4,8] [--seconds 3] [--backend wasm]
+ */
+import { getBackend } from '../src/kernels/index.ts';
+import { Replica } from '../src/runtime/replica.ts';
+import { loadConfig, parseConfig } from '../src/cli/config.ts';
+import type { RunConfig } from '../src/runtime/runConfig.ts';
+
+function option(args: string[], name: string, fallback: string): string {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
+}
+
+const CONV_HEAVY = parseConfig({
+  model: {
+    input: [28, 28, 1],
+    layers: [
+      { conv2d: { filters: 32, kernelSize: 3, padding: 'same', activation: 'relu' } },
+      { conv2d: { filters: 32, kernelSize: 3, padding: 'same', activation: 'relu' } },
+      { maxPool2d: { poolSize: 2 } },
+      { conv2d: { filters: 64, kernelSize: 3, padding: 'same', activation: 'relu' } },
+      { conv2d: { filters: 64, kernelSize: 3, padding: 'same', activation: 'relu' } },
+      { maxPool2d: { poolSize: 2 } },
+      { flatten: {} },
+      { dense: { units: 128, activation: 'relu' } },
+      { dropout: { rate: 0.25 } },
+      { dense: { units: 10 } },
+    ],
+  },
+}, 'conv-heavy');
+
+/** Peak activation bytes and samples/s of `config` with k micro-batches, measured for about `seconds`. */
+async function measure(config: RunConfig, backendName: string, batch: number, k: number, seconds: number) {
+  const c: RunConfig = { ...config, train: { ...config.train, microBatches: k } };
+  const replica = new Replica(await getBackend(backendName), c);
+  const per = 28 * 28;
+  const images = new Float32Array(batch * per).map((_, i) => ((i * 2654435761) % 1000) / 1000);
+  const labels = Int32Array.from({ length: batch }, (_, i) => i % 10);
+  const step = async (s: number) => {
+    replica.model.zeroGrads();
+    await replica.computeGradientsAsync(images, labels, { training: true, seed: 1, step: s, sampleOffset: 0 }, 1 / batch);
+    replica.optimizer.step(replica.model.params, replica.model.grads, 0.001);
+  };
+  // a second of warm-up: the first rows must not pay for JIT compilation and heap growth
+  const w0 = performance.now();
+  for (let s = 0; performance.now() - w0 < 1000; s++) await step(s);
+  replica.model.takePeakActivationBytes();
+  const t0 = performance.now();
+  let n = 0;
+  while (performance.now() - t0 < seconds * 1000) await step(n++);
+  const samplesPerSecond = (n * batch) / ((performance.now() - t0) / 1000);
+  return { peak: replica.model.takePeakActivationBytes(), samplesPerSecond };
+}
+
+const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(2)} MiB`;
+
+export async function main(args: string[]): Promise<void> {
+  const batch = Number(option(args, 'batch', '64'));
+  const ks = option(args, 'k', '1,2,4,8').split(',').map(Number);
+  const seconds = Number(option(args, 'seconds', '3'));
+  const backend = option(args, 'backend', 'wasm');
+  const nets: [string, RunConfig][] = [
+    ['mnist-small', loadConfig(new URL('../examples/mnist-small.yaml', import.meta.url).pathname)],
+    ['conv-heavy (4 same convs)', CONV_HEAVY],
+  ];
+  console.log(`micro-batching, per-device batch ${batch}, ${backend} backend, one thread, ${seconds} s per row\n`);
+  console.log('| network | microBatches | peak activation bytes | vs k=1 | samples/s | vs k=1 |');
+  console.log('| --- | --- | --- | --- | --- | --- |');
+  for (const [name, config] of nets) {
+    let base: { peak: number; samplesPerSecond: number } | null = null;
+    for (const k of ks) {
+      const r = await measure(config, backend, batch, k, seconds);
+      base ??= r;
+      console.log(`| ${name} | ${k} | ${mb(r.peak)} | ${(r.peak / base.peak).toFixed(3)}× | ${r.samplesPerSecond.toFixed(0)} | ${(r.samplesPerSecond / base.samplesPerSecond).toFixed(2)}× |`);
+    }
+  }
+}

@@ -1,0 +1,85 @@
+// Builds the optional Open MPI transport: native/mpi/paratrain_mpi.c → build/native/paratrain_mpi.node,
+// an N-API addon over MPI. `npm run build:mpi` runs it; `npm ci` runs it through `postprepare` with
+// --optional.
+//
+// - Open MPI missing (no `mpicc` on PATH, or no mpi.h where it says): prints one line and exits 0.
+//   Install Debian's libopenmpi-dev (and openmpi-bin for mpirun) to enable it; PARATRAIN_MPICC
+//   names another MPI compiler wrapper (Open MPI's: it must understand --showme:incdirs/libdirs/libs).
+// - PARATRAIN_MPI=0: skips the build (one line, exit 0).
+// - --optional: any failure (compiler, node-gyp, headers, a library that does not load) is reported
+//   in one line and the script still exits 0; without it a failed build exits 1 with its log.
+// - --verbose: shows node-gyp's output as it runs.
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { findNodeGyp, nodedirArgs } from '../gyp.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = dirname(dirname(here));
+const artifact = join(root, 'build', 'native', 'paratrain_mpi.node');
+const args = process.argv.slice(2);
+const optional = args.includes('--optional');
+const verbose = args.includes('--verbose');
+const tag = 'build:mpi:';
+
+/** Ends the script: `ok` exits 0; a failure exits 0 under --optional (the transport is optional), else 1. */
+function finish(ok, line, log = '') {
+  if (ok) {
+    console.log(`${tag} ${line}`);
+    process.exit(0);
+  }
+  if (!optional && log) process.stderr.write(log.endsWith('\n') ? log : `${log}\n`);
+  const out = optional ? console.log : console.error;
+  out(`${tag} ${line}${optional ? ' — continuing without the optional MPI transport' : ''}`);
+  process.exit(optional ? 0 : 1);
+}
+
+/** `mpicc --showme:<what>` split into words, or null when mpicc is absent or does not answer. */
+function showme(mpicc, what) {
+  const r = spawnSync(mpicc, [`--showme:${what}`], { encoding: 'utf8' });
+  if (r.error || r.status !== 0) return null;
+  return r.stdout.trim().split(/\s+/).filter(Boolean);
+}
+
+try {
+  if (process.env.PARATRAIN_MPI === '0') finish(true, 'skipped (PARATRAIN_MPI=0); the MPI transport stays unavailable');
+  const mpicc = process.env.PARATRAIN_MPICC || 'mpicc';
+  const incdirs = showme(mpicc, 'incdirs');
+  if (!incdirs) finish(true, `Open MPI not found (no working \`${mpicc} --showme\`); skipping the optional MPI transport (apt-get install libopenmpi-dev openmpi-bin to enable it)`);
+  if (!incdirs.some((d) => existsSync(join(d, 'mpi.h')))) {
+    finish(true, `${mpicc} names no directory with mpi.h (${incdirs.join(' ') || 'none'}); skipping the optional MPI transport (apt-get install libopenmpi-dev)`);
+  }
+  const libdirs = showme(mpicc, 'libdirs') ?? [];
+  const libs = showme(mpicc, 'libs') ?? ['mpi'];
+  const ldflags = [...libdirs.flatMap((d) => [`-L${d}`, `-Wl,-rpath,${d}`]), ...libs.map((l) => `-l${l}`)];
+
+  const gyp = findNodeGyp(root);
+  if (!gyp) finish(false, 'node-gyp not found (it ships with npm; run this through `npm run build:mpi`)');
+  const run = spawnSync(process.execPath, [gyp, 'rebuild', `--directory=${here}`, ...nodedirArgs(),
+    `--mpi-include=${incdirs.join(' ')}`, `--mpi-ldflags=${ldflags.join(' ')}`],
+  { cwd: here, stdio: verbose ? 'inherit' : 'pipe', encoding: 'utf8' });
+  if (run.error || run.status !== 0) {
+    const log = `${run.stdout ?? ''}${run.stderr ?? ''}`.split('\n').slice(-40).join('\n');
+    finish(false, `compiling the addon failed (${run.error?.message ?? `node-gyp exited with ${run.status}`})`, log);
+  }
+  mkdirSync(dirname(artifact), { recursive: true });
+  copyFileSync(join(here, 'build', 'Release', 'paratrain_mpi.node'), artifact);
+
+  // Load it once, in a fresh process and the way src/comm/mpi/addon.ts does (RTLD_GLOBAL), so a
+  // library that links but does not load is caught here. MPI itself is not initialised.
+  const probe = spawnSync(process.execPath, ['-e', `
+    const os = require('node:os'); const m = { exports: {} };
+    process.dlopen(m, ${JSON.stringify(artifact)}, os.constants.dlopen.RTLD_NOW | os.constants.dlopen.RTLD_GLOBAL);
+    if (typeof m.exports.allreduce !== 'function') throw new Error('allreduce is missing');
+    console.log(m.exports.state());`], { encoding: 'utf8' });
+  if (probe.status !== 0) {
+    rmSync(artifact, { force: true });
+    finish(false, `the addon was built but does not load: ${(probe.stderr || '').trim().split('\n')[0]}`, probe.stderr);
+  }
+  const version = spawnSync(join(dirname(mpicc === 'mpicc' ? '' : mpicc), 'ompi_info'), ['--version'], { encoding: 'utf8' });
+  const name = version.status === 0 ? version.stdout.split('\n')[0].trim() : 'MPI';
+  finish(true, `built build/native/paratrain_mpi.node against ${name} (${libdirs.join(' ') || 'default library path'})`);
+} catch (err) {
+  finish(false, `unexpected error: ${err?.message ?? err}`);
+}

@@ -1,0 +1,14 @@
+import { launch } from '../runtime/launcher.ts';
+
+export interface LaunchFlags { nprocPerNode: number; nnodes: number; nodeRank: number; masterAddr: string; masterPort: number }
+
+/** `paratrain launch [options] -- train CONFIG …`: exits with the job's exit code. */
+export async function runLaunch(args: string[], flags: LaunchFlags): Promise<void> {
+  if (flags.nodeRank >= flags.nnodes) {
+    throw new Error(`--node-rank: ${flags.nodeRank} is out of range for --nnodes ${flags.nnodes} (0 … ${flags.nnodes - 1})`);
+  }
+  if (args[0] !== 'train') {
+    throw new Error(`launch: expected the command to run after --, e.g. paratrain launch --nproc-per-node 2 -- train examples/mnist-small.yaml (got '${args.join(' ')}')`);
+  }
+  process.exitCode = await launch({ ...flags, args });
+}

@@ -1,0 +1,99 @@
+/**
+ * Two levels of ranks: L threads inside each of P processes. `local` connects the threads of this
+ * process (shared memory); `cross` connects the thread with the same local index in every process
+ * (TCP or MPI) — L independent cross worlds, one per local index, so every thread carries an equal
+ * share of the inter-host traffic (as NCCL's hierarchical rings do).
+ *
+ * Global rank = process · L + local index; size = P · L.
+ *
+ * allreduce: reduce-scatter inside the process (thread ℓ now holds its slice summed over the
+ * process), allreduce of that slice across processes (ℓ's cross world), allgather inside the
+ * process. Each host sends 2(P−1)/P of the buffer in total, split over its L threads, instead of
+ * every thread sending it all. Every element is summed in one fixed order, so all ranks hold
+ * bit-identical results.
+ */
+import { ownedSlice, type CollectiveStats, type Communicator, type ReduceOp } from './communicator.ts';
+
+export class HierarchicalCommunicator implements Communicator {
+  readonly rank: number;
+  readonly size: number;
+
+  constructor(private readonly local: Communicator, private readonly cross: Communicator) {
+    this.rank = cross.rank * local.size + local.rank;
+    this.size = cross.size * local.size;
+  }
+
+  /** Which process and which thread of it hold global rank `r`. */
+  private place(r: number): { process: number; thread: number } {
+    return { process: Math.floor(r / this.local.size), thread: r % this.local.size };
+  }
+
+  async allreduce(buf: Float32Array, op: ReduceOp = 'sum'): Promise<void> {
+    const { start, end } = await this.local.reduceScatter(buf, 'sum');
+    const mine = buf.subarray(start, end);
+    await this.cross.allreduce(mine, 'sum');
+    if (op === 'mean') for (let i = 0; i < mine.length; i++) mine[i] = mine[i]! / this.size;
+    await this.local.allgather(buf);
+  }
+
+  /**
+   * Global owned slices do not line up with the two levels' slices, so this is a full allreduce
+   * (every rank ends with the whole result, which the contract allows); returns this rank's slice.
+   */
+  async reduceScatter(buf: Float32Array, op: ReduceOp = 'sum'): Promise<{ start: number; end: number }> {
+    await this.allreduce(buf, op);
+    return ownedSlice(buf.length, this.size, this.rank);
+  }
+
+  /** As a sum of buffers that are zero outside each rank's own slice. */
+  async allgather(buf: Float32Array): Promise<void> {
+    const { start, end } = ownedSlice(buf.length, this.size, this.rank);
+    buf.fill(0, 0, start);
+    buf.fill(0, end);
+    await this.allreduce(buf, 'sum');
+  }
+
+  async broadcast(buf: Float32Array, root: number): Promise<void> {
+    const from = this.place(root);
+    // the root's thread index carries it across processes, then every process spreads it locally
+    if (this.local.rank === from.thread) await this.cross.broadcast(buf, from.process);
+    await this.local.broadcast(buf, from.thread);
+  }
+
+  async barrier(): Promise<void> {
+    await this.local.barrier();
+    await this.cross.barrier();
+    await this.local.barrier();
+  }
+
+  private route(peer: number, what: string): Communicator {
+    const p = this.place(peer), me = this.place(this.rank);
+    if (p.process === me.process) return this.local;
+    if (p.thread === me.thread) return this.cross;
+    throw new Error(`${what}: rank ${this.rank} (process ${me.process}, thread ${me.thread}) has no direct link to rank ${peer} ` +
+      `(process ${p.process}, thread ${p.thread}); point-to-point works within a process or between threads of the same index`);
+  }
+
+  private peerIndex(c: Communicator, peer: number): number {
+    return c === this.local ? this.place(peer).thread : this.place(peer).process;
+  }
+
+  async send(buf: Float32Array, dest: number, tag = 0): Promise<void> {
+    const c = this.route(dest, 'send');
+    await c.send(buf, this.peerIndex(c, dest), tag);
+  }
+
+  async recv(buf: Float32Array, source: number, tag = 0): Promise<void> {
+    const c = this.route(source, 'recv');
+    await c.recv(buf, this.peerIndex(c, source), tag);
+  }
+
+  async register(buf: Float32Array): Promise<void> {
+    await this.local.register?.(buf);
+  }
+
+  takeStats(): CollectiveStats {
+    const a = this.local.takeStats(), b = this.cross.takeStats();
+    return { commMs: a.commMs + b.commMs, waitMs: a.waitMs + b.waitMs, bytes: a.bytes + b.bytes };
+  }
+}

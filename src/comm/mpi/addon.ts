@@ -1,0 +1,91 @@
+/**
+ * Finds and loads the optional MPI addon (native/mpi/paratrain_mpi.c, built by `npm run build:mpi`
+ * into build/native/paratrain_mpi.node). Both src/comm/mpi/ and dist/comm/mpi/ sit three levels
+ * below the repository root, so the file is found relative to this module's URL; a hand-run
+ * `node-gyp rebuild` in native/mpi/ (native/mpi/build/Release/) is accepted too.
+ *
+ * The addon is loaded with RTLD_GLOBAL: some Open MPI builds dlopen components that expect
+ * libmpi's symbols in the global namespace, and Node's default (RTLD_LOCAL) hides them. (Debian's
+ * Open MPI 4.1 links its components against libmpi and works either way; the addon also promotes
+ * libmpi to global itself before MPI_Init.)
+ *
+ * Loading never throws: a missing file, a missing libmpi.so, an ABI mismatch or PARATRAIN_MPI=0
+ * give null, and `mpiUnavailableReason()` says which and how to fix it.
+ */
+import { existsSync } from 'node:fs';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+
+/** init()'s answer. `provided` is MPI's thread level (MPI_THREAD_FUNNELED = 1 or more is needed). */
+export interface MpiInitInfo {
+  rank: number;
+  size: number;
+  provided: number;
+  /** MPI_Get_library_version, e.g. 'Open MPI v4.1.4, package: Debian OpenMPI, …' */
+  library: string;
+}
+
+/** The addon's exports (see native/mpi/paratrain_mpi.c). Every call blocks the calling thread. */
+export interface MpiAddon {
+  /** MPI_Init_thread(FUNNELED) on the first call; the calling thread is the only one allowed to use MPI. */
+  init(): MpiInitInfo;
+  state(): 'uninitialized' | 'initialized' | 'finalized';
+  /** op: 0 = sum, 1 = mean (sum / size) */
+  allreduce(buf: Float32Array, op: 0 | 1): void;
+  /** afterwards ownedSlice(buf.length, size, rank) of buf holds the reduction */
+  reduceScatter(buf: Float32Array, op: 0 | 1): void;
+  allgather(buf: Float32Array): void;
+  broadcast(buf: Float32Array, root: number): void;
+  barrier(): void;
+  /** Non-blocking point to point: returns a request number for test(). */
+  isend(buf: Float32Array, dest: number, tag: number): number;
+  irecv(buf: Float32Array, source: number, tag: number): number;
+  /** false while pending; then the number of floats received (receives) or a number/true (sends). */
+  test(request: number): boolean | number;
+  /** Prints the message and ends every process of the job (MPI_Abort); does not return. */
+  abort(message: string, code: number): void;
+  finalize(): void;
+}
+
+const CANDIDATES = ['../../../build/native/paratrain_mpi.node', '../../../native/mpi/build/Release/paratrain_mpi.node'];
+
+const HOW_TO_BUILD = 'install Open MPI (apt-get install libopenmpi-dev openmpi-bin), then run `npm run build:mpi` (or `npm rebuild`)';
+
+let loaded: { addon: MpiAddon | null; reason?: string } | undefined;
+
+/** Absolute path of the addon file that would be loaded, or null when none is built. */
+export function mpiAddonPath(): string | null {
+  for (const rel of CANDIDATES) {
+    const path = fileURLToPath(new URL(rel, import.meta.url));
+    if (existsSync(path)) return path;
+  }
+  return null;
+}
+
+/** The addon, or null when it is not built, does not load here, or PARATRAIN_MPI=0. Loaded once per thread. */
+export function loadMpiAddon(): MpiAddon | null {
+  if (loaded) return loaded.addon;
+  if (process.env.PARATRAIN_MPI === '0') {
+    loaded = { addon: null, reason: 'disabled by PARATRAIN_MPI=0' };
+    return null;
+  }
+  const path = mpiAddonPath();
+  if (!path) {
+    loaded = { addon: null, reason: `the MPI addon build/native/paratrain_mpi.node is not built: ${HOW_TO_BUILD}` };
+    return null;
+  }
+  try {
+    const module = { exports: {} as MpiAddon };
+    process.dlopen(module, path, os.constants.dlopen.RTLD_NOW | os.constants.dlopen.RTLD_GLOBAL);
+    if (typeof module.exports.allreduce !== 'function') throw new Error('it does not export allreduce (stale build? run npm run build:mpi)');
+    loaded = { addon: module.exports };
+  } catch (err) {
+    loaded = { addon: null, reason: `${path} does not load (${(err as Error).message.split('\n')[0]}): ${HOW_TO_BUILD}` };
+  }
+  return loaded.addon;
+}
+
+/** Why `loadMpiAddon()` returned null (undefined when it loaded or was not tried). */
+export function mpiUnavailableReason(): string | undefined {
+  return loaded?.reason;
+}

@@ -1,0 +1,66 @@
+import type { Communicator } from '../comm/communicator.ts';
+import type { Optimizer } from '../optim/optimizer.ts';
+import { PsHeader, PsOp, PsTag } from './parameterServerProtocol.ts';
+
+/**
+ * Serves the parameter server to every other rank of `comm` (rank 0 is the server; see
+ * parameterServerProtocol.ts) until each has said BYE. One loop per device; JavaScript runs one
+ * request's update at a time, so every update is atomic without a lock, and a gradient is applied
+ * the moment it has arrived (Downpour). Resolves when all devices are done; rejects on the first
+ * transport failure (the communicator then aborts the job on every rank).
+ */
+export async function serveParameterServer(comm: Communicator, params: Float32Array, optimizer: Optimizer): Promise<void> {
+  let version = 0, turn = 0;
+  const turnWaiters: (() => void)[] = [];
+  const wakeTurnWaiters = () => { for (const w of turnWaiters.splice(0)) w(); };
+  const serve = async (device: number) => {
+    const req = new PsHeader(), reply = new PsHeader();
+    const buf = new Float32Array(params.length);
+    for (;;) {
+      await comm.recv(req.wire, device, PsTag.Request);
+      const [op, a, b, c] = req.values as unknown as [number, number, number, number];
+      switch (op) {
+        case PsOp.Pull:
+          await comm.send(reply.set(version).wire, device, PsTag.Reply);
+          await comm.send(params, device, PsTag.Data);
+          break;
+        case PsOp.Push: {
+          await comm.recv(buf, device, PsTag.Data);
+          const staleness = version - a;
+          const applied = !(c >= 0 && staleness > c);
+          if (applied) {
+            optimizer.stepCount = version;
+            optimizer.step(params, buf, b);
+            version++;
+          }
+          await comm.send(reply.set(staleness, applied ? 1 : 0).wire, device, PsTag.Reply);
+          break;
+        }
+        case PsOp.Elastic: {
+          await comm.recv(buf, device, PsTag.Data);
+          for (let i = 0; i < params.length; i++) {
+            const d = a * (buf[i]! - params[i]!);
+            params[i] = params[i]! + d;
+            buf[i] = buf[i]! - d;
+          }
+          version++;
+          await comm.send(buf, device, PsTag.Data);
+          break;
+        }
+        case PsOp.WaitTurn:
+          while (turn % b !== a) await new Promise<void>((resolve) => turnWaiters.push(resolve));
+          await comm.send(reply.set(0).wire, device, PsTag.Reply);
+          break;
+        case PsOp.PassTurn:
+          turn++;
+          wakeTurnWaiters();
+          break;
+        case PsOp.Bye:
+          return;
+        default:
+          throw new Error(`parameter server: device ${device - 1} sent an unknown request ${op}`);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: comm.size - 1 }, (_, i) => serve(i + 1)));
+}

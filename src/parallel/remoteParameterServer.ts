@@ -1,0 +1,85 @@
+import type { CollectiveStats, Communicator } from '../comm/communicator.ts';
+import type { ParameterServer } from './parameterServer.ts';
+import { PsHeader, PsOp, PsTag } from './parameterServerProtocol.ts';
+
+/**
+ * A device's handle on a parameter server in another process (see parameterServerProtocol.ts):
+ * the same calls as the shared-memory server, each a request to rank 0 of `comm`. Calls from one
+ * device are sequential, so requests and replies pair up in order.
+ */
+export class RemoteParameterServer implements ParameterServer {
+  private readonly request = new PsHeader();
+  private readonly reply = new PsHeader();
+  private stats = { commMs: 0, waitMs: 0, bytes: 0 };
+
+  constructor(private readonly comm: Communicator) {}
+
+  takeStats(): CollectiveStats {
+    const s = this.stats;
+    this.stats = { commMs: 0, waitMs: 0, bytes: 0 };
+    return s;
+  }
+
+  private async timed<T>(bytes: number, fn: () => Promise<T>, waiting = false): Promise<T> {
+    const t0 = performance.now();
+    try {
+      return await fn();
+    } finally {
+      const ms = performance.now() - t0;
+      this.stats.commMs += ms;
+      if (waiting) this.stats.waitMs += ms;
+      this.stats.bytes += bytes;
+    }
+  }
+
+  private send(op: PsOp, a = 0, b = 0, c = 0): Promise<void> {
+    return this.comm.send(this.request.set(op, a, b, c).wire, 0, PsTag.Request);
+  }
+
+  private async answer(): Promise<Float64Array> {
+    await this.comm.recv(this.reply.wire, 0, PsTag.Reply);
+    return this.reply.values;
+  }
+
+  pull(into: Float32Array): Promise<number> {
+    return this.timed(into.byteLength, async () => {
+      await this.send(PsOp.Pull);
+      const version = (await this.answer())[0]!;
+      await this.comm.recv(into, 0, PsTag.Data);
+      return version;
+    });
+  }
+
+  push(grads: Float32Array, computedAt: number, lr: number, maxStaleness?: number): Promise<{ staleness: number; applied: boolean }> {
+    return this.timed(grads.byteLength, async () => {
+      await this.send(PsOp.Push, computedAt, lr, maxStaleness ?? -1);
+      await this.comm.send(grads, 0, PsTag.Data);
+      const r = await this.answer();
+      return { staleness: r[0]!, applied: r[1] === 1 };
+    });
+  }
+
+  elasticExchange(x: Float32Array, alpha: number): Promise<void> {
+    return this.timed(2 * x.byteLength, async () => {
+      await this.send(PsOp.Elastic, alpha);
+      await this.comm.send(x, 0, PsTag.Data);
+      await this.comm.recv(x, 0, PsTag.Data);
+    });
+  }
+
+  waitTurn(rank: number, size: number): Promise<void> {
+    return this.timed(0, async () => {
+      await this.send(PsOp.WaitTurn, rank, size);
+      await this.answer();
+    }, true);
+  }
+
+  passTurn(): Promise<void> {
+    return this.timed(0, () => this.send(PsOp.PassTurn));
+  }
+
+  /** Tells the server this device is done (it stops serving it). */
+  async close(): Promise<void> {
+    await this.send(PsOp.Bye);
+  }
+}

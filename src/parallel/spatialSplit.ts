@@ -1,0 +1,277 @@
+import { Tensor } from '../tensor/tensor.ts';
+import type { Backend } from '../kernels/backend.ts';
+import type { Communicator } from '../comm/communicator.ts';
+import { BufferPool, type ForwardContext, type Layer, type ParamSpec, type StateSpec } from '../nn/layer.ts';
+import { planTiles, layerPools, TileStack, type TilePlan } from './spatialTiles.ts';
+import { copyBlock, type Block } from './nhwcBlock.ts';
+import { ownedSlice } from '../comm/communicator.ts';
+import type { AxisRange } from '../nn/windowGeometry.ts';
+
+const blockOf = (t: Tensor): Block => ({ data: t.data, h: t.shape[1]!, w: t.shape[2]!, c: t.shape[3]! });
+const len = (r: AxisRange) => r.end - r.start;
+
+/**
+ * Spatial split, SERIAL mode: one device runs the stack tile after tile, so only one tile's
+ * intermediate activations exist at a time. Forward keeps nothing of the tiles; backward
+ * recomputes each tile's forward, then back-propagates it (a second forward is the price of the
+ * memory). Equal to the unsplit stack: tiles read their halo, and overlapping input gradients add.
+ *
+ * It is a Layer wrapping the stack's layers (their parameters, in order, under `<k>.<name>`).
+ */
+export class SerialSpatialStack implements Layer {
+  readonly name: string;
+  readonly inputShape: readonly number[];
+  readonly outputShape: readonly number[];
+  readonly plans: TilePlan[];
+  private tiles: TileStack[] | null = null;
+  private readonly pools: BufferPool[];
+  private readonly io: BufferPool;
+  private x: Tensor | null = null;
+  private ctx: ForwardContext | null = null;
+  /** the most bytes one tile's forward kept for backward (the stack's peak activation memory) */
+  peakTileBytes = 0;
+
+  constructor(private readonly backend: Backend, readonly stack: readonly Layer[], tilesH: number, tilesW: number) {
+    this.plans = planTiles(stack, tilesH, tilesW);
+    this.name = `${stack[0]!.name}…${stack[stack.length - 1]!.name.replace(/^model\./, '')} (spatial ${tilesH}×${tilesW}, serial)`;
+    this.inputShape = stack[0]!.inputShape;
+    this.outputShape = stack[stack.length - 1]!.outputShape;
+    this.pools = layerPools(backend, stack.length);
+    this.io = new BufferPool(backend);
+  }
+
+  params(): ParamSpec[] {
+    return this.stack.flatMap((l, k) => l.params().map((p) => ({ ...p, name: `${k}.${p.name}` })));
+  }
+  state(): StateSpec[] { return []; }
+
+  bind(params: Float32Array[], grads: Float32Array[], state: Float32Array[]): void {
+    let at = 0;
+    for (const l of this.stack) {
+      const n = l.params().length;
+      l.bind(params.slice(at, at + n), grads.slice(at, at + n), state);
+      at += n;
+    }
+    this.tiles = null;
+  }
+
+  /** Tile layers share each stack layer's views, so they are made after bind. */
+  private tileStacks(): TileStack[] {
+    this.tiles ??= this.plans.map((p) => new TileStack(this.backend, this.stack, p, this.pools));
+    return this.tiles;
+  }
+
+  private tileInput(t: TileStack, x: Tensor): Tensor {
+    const p = t.plan, [h, w, c] = t.inputShape as [number, number, number];
+    const xt = new Tensor([x.batch, h, w, c], this.io.f32('x', x.batch * h * w * c));
+    copyBlock(blockOf(x), p.inRows.start, p.inCols.start, blockOf(xt), 0, 0, h, w);
+    return xt;
+  }
+
+  forward(x: Tensor, ctx: ForwardContext): Tensor {
+    const [OH, OW, F] = this.outputShape as [number, number, number];
+    const y = new Tensor([x.batch, OH, OW, F], this.io.f32('y', x.batch * OH * OW * F));
+    for (const t of this.tileStacks()) {
+      const yt = t.forward(this.tileInput(t, x), ctx);
+      if (ctx.training) this.peakTileBytes = Math.max(this.peakTileBytes, t.savedBytes());
+      copyBlock(blockOf(yt), 0, 0, blockOf(y), t.plan.outRows.start, t.plan.outCols.start, len(t.plan.outRows), len(t.plan.outCols));
+    }
+    this.x = x; this.ctx = ctx;
+    return y;
+  }
+
+  savedForBackward(): readonly ArrayBufferView[] {
+    return this.x ? [this.x.data] : [];
+  }
+
+  backward(dy: Tensor, needInputGrad = true): Tensor | null {
+    const x = this.x!, ctx = this.ctx!;
+    const [H, W, C] = this.inputShape as [number, number, number];
+    const dx = needInputGrad ? new Tensor([x.batch, H, W, C], this.io.f32('dx', x.size).fill(0)) : null;
+    for (const t of this.tileStacks()) {
+      const p = t.plan, [oh, ow, f] = t.outputShape as [number, number, number];
+      t.forward(this.tileInput(t, x), ctx);
+      const dyt = new Tensor([x.batch, oh, ow, f], this.io.f32('dy', x.batch * oh * ow * f));
+      copyBlock(blockOf(dy), p.outRows.start, p.outCols.start, blockOf(dyt), 0, 0, oh, ow);
+      const dxt = t.backward(dyt);
+      if (dx) copyBlock(blockOf(dxt), 0, 0, blockOf(dx), p.inRows.start, p.inCols.start, len(p.inRows), len(p.inCols), true);
+    }
+    return dx;
+  }
+}
+
+/** [start, end) rows × columns: a rectangle of the image. */
+interface Rect { rows: AxisRange; cols: AxisRange }
+function intersect(a: Rect, b: Rect): Rect | null {
+  const rows = { start: Math.max(a.rows.start, b.rows.start), end: Math.min(a.rows.end, b.rows.end) };
+  const cols = { start: Math.max(a.cols.start, b.cols.start), end: Math.min(a.cols.end, b.cols.end) };
+  return rows.start < rows.end && cols.start < cols.end ? { rows, cols } : null;
+}
+
+const TAG_HALO = 0x5a10, TAG_GRAD = 0x5a11;
+
+/**
+ * Spatial split, PARALLEL mode: rank r of a tilesH × tilesW grid of ranks computes tile r of the
+ * stack's output for the whole batch and keeps its activations. Input arrives either
+ * - replicated (every rank has the whole image: it cuts its tile with halo), or
+ * - owned: rank r holds only its block of the input (an even grid split of rows × columns) and
+ *   receives the halo rows/columns it needs from the ranks that own them (point to point).
+ * Backward returns the input gradient in the same form (replicated: summed over ranks; owned: the
+ * parts of the halo gradients that belong to other ranks are sent to them and added), and
+ * `reduceGradients` sums the stack's parameter gradients over ranks.
+ */
+export class ParallelSpatialStack {
+  readonly plan: TilePlan;
+  readonly plans: TilePlan[];
+  readonly tile: TileStack;
+  private readonly io: BufferPool;
+  private batch = 0;
+
+  constructor(backend: Backend, private readonly comm: Communicator, readonly stack: readonly Layer[],
+              readonly tilesH: number, readonly tilesW: number) {
+    if (tilesH * tilesW !== comm.size) {
+      throw new Error(`${stack[0]?.name ?? 'spatial split'}: a ${tilesH}×${tilesW} tile grid needs ${tilesH * tilesW} devices, the group has ${comm.size}`);
+    }
+    this.plans = planTiles(stack, tilesH, tilesW);
+    this.plan = this.plans[comm.rank]!;
+    this.tile = new TileStack(backend, stack, this.plan, layerPools(backend, stack.length));
+    this.io = new BufferPool(backend);
+  }
+
+  /** The input block rank `rank` owns: an even split of the rows and columns over the grid. */
+  ownedRect(rank: number): Rect {
+    const [H, W] = this.stack[0]!.inputShape as [number, number, number];
+    const i = Math.floor(rank / this.tilesW), j = rank % this.tilesW;
+    return { rows: ownedSlice(H, this.tilesH, i), cols: ownedSlice(W, this.tilesW, j) };
+  }
+
+  private neededRect(rank: number): Rect {
+    return { rows: this.plans[rank]!.inRows, cols: this.plans[rank]!.inCols };
+  }
+
+  private tileInputTensor(n: number): Tensor {
+    const [h, w, c] = this.tile.inputShape as [number, number, number];
+    return new Tensor([n, h, w, c], this.io.f32('x', n * h * w * c));
+  }
+
+  /** Forward from the whole input (every rank has it); returns this rank's output tile. */
+  forwardReplicated(x: Tensor, ctx: ForwardContext): Tensor {
+    const xt = this.tileInputTensor(x.batch);
+    copyBlock(blockOf(x), this.plan.inRows.start, this.plan.inCols.start, blockOf(xt), 0, 0, xt.shape[1]!, xt.shape[2]!);
+    this.batch = x.batch;
+    return this.tile.forward(xt, ctx);
+  }
+
+  /** Forward from this rank's owned input block, exchanging halos; returns this rank's output tile. */
+  async forwardOwned(xOwned: Tensor, ctx: ForwardContext): Promise<Tensor> {
+    const { rank, size } = this.comm;
+    const n = xOwned.batch, C = xOwned.shape[3]!;
+    const own = this.ownedRect(rank), need = this.neededRect(rank);
+    const xt = this.tileInputTensor(n);
+    const io: Promise<void>[] = [];
+    const received: [Rect, Float32Array][] = [];
+    for (let u = 0; u < size; u++) {
+      if (u === rank) continue;
+      const out = intersect(own, this.neededRect(u));
+      if (out) {
+        const b: Block = { data: new Float32Array(n * len(out.rows) * len(out.cols) * C), h: len(out.rows), w: len(out.cols), c: C };
+        copyBlock(blockOf(xOwned), out.rows.start - own.rows.start, out.cols.start - own.cols.start, b, 0, 0, b.h, b.w);
+        io.push(this.comm.send(b.data, u, TAG_HALO));
+      }
+      const inc = intersect(this.ownedRect(u), need);
+      if (inc) {
+        const buf = new Float32Array(n * len(inc.rows) * len(inc.cols) * C);
+        received.push([inc, buf]);
+        io.push(this.comm.recv(buf, u, TAG_HALO));
+      }
+    }
+    const mine = intersect(own, need);
+    if (mine) {
+      copyBlock(blockOf(xOwned), mine.rows.start - own.rows.start, mine.cols.start - own.cols.start,
+        blockOf(xt), mine.rows.start - need.rows.start, mine.cols.start - need.cols.start, len(mine.rows), len(mine.cols));
+    }
+    await Promise.all(io);
+    for (const [r, data] of received) {
+      copyBlock({ data, h: len(r.rows), w: len(r.cols), c: C }, 0, 0, blockOf(xt),
+        r.rows.start - need.rows.start, r.cols.start - need.cols.start, len(r.rows), len(r.cols));
+    }
+    this.batch = n;
+    return this.tile.forward(xt, ctx);
+  }
+
+  /** Every rank's output tile assembled into the whole output, on every rank. */
+  async gatherOutput(yTile: Tensor): Promise<Tensor> {
+    const n = yTile.batch, [OH, OW, F] = this.stack[this.stack.length - 1]!.outputShape as [number, number, number];
+    // allgather moves equal slices: pad every tile to the largest
+    const chunk = n * Math.max(...this.plans.map((p) => len(p.outRows) * len(p.outCols))) * F;
+    const all = this.io.f32('gather', chunk * this.comm.size);
+    all.set(yTile.data, this.comm.rank * chunk);
+    await this.comm.allgather(all);
+    const y = new Tensor([n, OH, OW, F], this.io.f32('y', n * OH * OW * F));
+    for (const p of this.plans) {
+      const h = len(p.outRows), w = len(p.outCols);
+      copyBlock({ data: all.subarray(p.index * chunk, p.index * chunk + n * h * w * F), h, w, c: F }, 0, 0, blockOf(y), p.outRows.start, p.outCols.start, h, w);
+    }
+    return y;
+  }
+
+  /** This rank's tile of a whole-output gradient. */
+  sliceOutput(dy: Tensor): Tensor {
+    const [oh, ow, f] = this.tile.outputShape as [number, number, number];
+    const dyt = new Tensor([dy.batch, oh, ow, f], this.io.f32('dy', dy.batch * oh * ow * f));
+    copyBlock(blockOf(dy), this.plan.outRows.start, this.plan.outCols.start, blockOf(dyt), 0, 0, oh, ow);
+    return dyt;
+  }
+
+  /** Backward of this rank's tile; returns the whole input's gradient, summed over ranks (replicated input). */
+  async backwardReplicated(dyTile: Tensor): Promise<Tensor> {
+    const dxt = this.tile.backward(dyTile);
+    const [H, W, C] = this.stack[0]!.inputShape as [number, number, number];
+    const dx = new Tensor([this.batch, H, W, C], this.io.f32('dx', this.batch * H * W * C).fill(0));
+    copyBlock(blockOf(dxt), 0, 0, blockOf(dx), this.plan.inRows.start, this.plan.inCols.start, len(this.plan.inRows), len(this.plan.inCols));
+    await this.comm.allreduce(dx.data, 'sum');
+    return dx;
+  }
+
+  /** Backward of this rank's tile; returns the gradient of this rank's owned input block (halo gradients exchanged and added). */
+  async backwardOwned(dyTile: Tensor): Promise<Tensor> {
+    const { rank, size } = this.comm;
+    const dxt = this.tile.backward(dyTile);
+    const n = this.batch, C = dxt.shape[3]!;
+    const own = this.ownedRect(rank), need = this.neededRect(rank);
+    const dx = new Tensor([n, len(own.rows), len(own.cols), C], this.io.f32('dxOwned', n * len(own.rows) * len(own.cols) * C).fill(0));
+    const io: Promise<void>[] = [];
+    const received: [Rect, Float32Array][] = [];
+    for (let u = 0; u < size; u++) {
+      if (u === rank) continue;
+      const out = intersect(this.ownedRect(u), need);
+      if (out) {
+        const b: Block = { data: new Float32Array(n * len(out.rows) * len(out.cols) * C), h: len(out.rows), w: len(out.cols), c: C };
+        copyBlock(blockOf(dxt), out.rows.start - need.rows.start, out.cols.start - need.cols.start, b, 0, 0, b.h, b.w);
+        io.push(this.comm.send(b.data, u, TAG_GRAD));
+      }
+      const inc = intersect(own, this.neededRect(u));
+      if (inc) {
+        const buf = new Float32Array(n * len(inc.rows) * len(inc.cols) * C);
+        received.push([inc, buf]);
+        io.push(this.comm.recv(buf, u, TAG_GRAD));
+      }
+    }
+    const mine = intersect(own, need);
+    if (mine) {
+      copyBlock(blockOf(dxt), mine.rows.start - need.rows.start, mine.cols.start - need.cols.start,
+        blockOf(dx), mine.rows.start - own.rows.start, mine.cols.start - own.cols.start, len(mine.rows), len(mine.cols), true);
+    }
+    await Promise.all(io);
+    for (const [r, data] of received) {
+      copyBlock({ data, h: len(r.rows), w: len(r.cols), c: C }, 0, 0, blockOf(dx),
+        r.rows.start - own.rows.start, r.cols.start - own.cols.start, len(r.rows), len(r.cols), true);
+    }
+    return dx;
+  }
+
+  /** Sums the stack's parameter gradients (a flat buffer holding them) over the ranks. */
+  reduceGradients(grads: Float32Array): Promise<void> {
+    return this.comm.allreduce(grads, 'sum');
+  }
+}

@@ -1,0 +1,58 @@
+import { createHash } from 'node:crypto';
+import type { RunConfig } from './runConfig.ts';
+
+/**
+ * Where this process sits in a job of several processes (from rendezvousFromEnv), and the TCP
+ * worlds its threads join. Ports, counted from the master port P on the master host:
+ *   P + ℓ   the cross-process world of thread index ℓ (one per thread index: hierarchical collectives)
+ *   P + L   the parameter server's world (server in process 0, every device a client), when used
+ */
+export interface ProcessPlacement {
+  process: number;
+  processes: number;
+  masterAddr: string;
+  masterPort: number;
+  /** hash of the model configuration; processes whose hash differs are refused at rendezvous */
+  configHash: string;
+  /** rendezvous and per-wait deadline, ms */
+  timeoutMs: number;
+  /** what carries the collectives between processes (the parameter server always uses TCP) */
+  transport: 'tcp' | 'mpi';
+}
+
+/** The cross-process world of a thread: TCP, or MPI (one device thread per process). */
+export type CrossWorldSpec = ({ transport: 'tcp' } & TcpWorldSpec) | { transport: 'mpi'; rank: number; worldSize: number; configHash: string };
+
+/** What a thread needs to join one TCP world. */
+export interface TcpWorldSpec {
+  rank: number;
+  worldSize: number;
+  masterAddr: string;
+  masterPort: number;
+  configHash: string;
+  timeoutMs: number;
+  /** how long the parameter server waits for a device's next request (a step, an evaluation) */
+  recvTimeoutMs?: number;
+}
+
+export function crossWorldOf(p: ProcessPlacement, thread: number): CrossWorldSpec {
+  if (p.transport === 'mpi') return { transport: 'mpi', rank: p.process, worldSize: p.processes, configHash: p.configHash };
+  return { transport: 'tcp', rank: p.process, worldSize: p.processes, masterAddr: p.masterAddr, masterPort: p.masterPort + thread,
+    configHash: p.configHash, timeoutMs: p.timeoutMs };
+}
+
+/** Rank 0 is the server (process 0's main thread); device g is rank g + 1. */
+export function parameterServerWorldOf(p: ProcessPlacement, threads: number, rank: number, devices: number): TcpWorldSpec {
+  return { rank, worldSize: devices + 1, masterAddr: p.masterAddr, masterPort: p.masterPort + threads,
+    configHash: p.configHash, timeoutMs: p.timeoutMs, ...(rank === 0 ? { recvTimeoutMs: 7 * 24 * 3600_000 } : {}) };
+}
+
+/**
+ * A hash of everything that must agree between processes: the model, loss, optimizer, schedule,
+ * batching and training options. Paths and the kernel backend may differ from host to host.
+ */
+export function configHash(config: RunConfig): string {
+  const { dir: _dir, ...data } = config.data;
+  const { backend: _backend, ...train } = config.train;
+  return createHash('sha256').update(JSON.stringify({ ...config, data, train })).digest('hex').slice(0, 16);
+}

@@ -1,0 +1,49 @@
+/** Shared by the multi-process tests: a tiny config, reading a checkpoint's weights, comparing them. */
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SUBSET } from '../cli/helpers.ts';
+import { readCheckpoint } from '../../src/runtime/checkpoint.ts';
+
+/** All layer tensors of a checkpoint, in name order, as one array. */
+export function weights(file: string): Float32Array {
+  const { tensors } = readCheckpoint(file);
+  const parts = [...tensors.keys()].filter((n) => n.startsWith('layers.')).sort().map((n) => tensors.get(n)!.data);
+  const all = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) { all.set(p, at); at += p.length; }
+  return all;
+}
+
+/** Within 1e-4 of the largest reference weight: float32 sums in a different order. */
+export function assertClose(a: Float32Array, b: Float32Array, what: string): void {
+  assert.equal(a.length, b.length);
+  const scale = b.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+  let worst = 0;
+  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i]! - b[i]!));
+  assert.ok(worst <= 1e-4 * scale, `${what}: largest difference ${worst} (scale ${scale})`);
+}
+
+/** A small convnet with dropout on 96 samples of the shipped subset, js backend; `extra` adds train fields. */
+export function tinyJobConfig(dir: string, extra = ''): string {
+  const file = join(dir, 'tiny.yaml');
+  writeFileSync(file, `model:
+  input: [28, 28, 1]
+  layers:
+    - conv2d: { filters: 4, kernelSize: 3, strides: 2, activation: relu }
+    - maxPool2d: { poolSize: 2 }
+    - flatten: {}
+    - dense: { units: 16, activation: relu }
+    - dropout: { rate: 0.3 }
+    - dense: { units: 10 }
+optimizer: { sgd: { lr: 0.05, momentum: 0.9 } }
+data: { dir: ${SUBSET}, batchSize: 8, trainLimit: 96, testLimit: 100 }
+train: { epochs: 1, seed: 3, evalEvery: 0, backend: js${extra} }
+`);
+  return file;
+}
+
+/** A random base port: the job uses base … base + devices. */
+export const randomPort = () => 20000 + Math.floor(Math.random() * 20000);
+
+export const SECRET = 'paratrain-test-secret-0123456789abcdef';

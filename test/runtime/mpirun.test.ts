@@ -1,0 +1,58 @@
+/**
+ * `mpirun -np 2 paratrain train …` with both transports: the TCP one (rendezvous from Open MPI's
+ * environment) and MPI's own collectives (--transport mpi). Each must equal hybrid on 2 threads; a
+ * failing device ends the MPI job with the cause. Skipped, with the reason, where mpirun or the
+ * MPI addon is absent (.ci/run installs Open MPI).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { runCli, tmpDir, MAIN, REPO } from '../cli/helpers.ts';
+import { mpiAddonPath } from '../../src/comm/mpi/index.ts';
+import { assertClose, randomPort, SECRET, tinyJobConfig, weights } from './jobHelpers.ts';
+
+const skip = spawnSync('mpirun', ['--version']).status !== 0 ? 'mpirun not found (apt-get install openmpi-bin libopenmpi-dev)'
+  : !mpiAddonPath() ? 'the MPI addon is not built (apt-get install libopenmpi-dev, then npm run build:mpi)' : false;
+
+function mpirun(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve, reject) => {
+    const asRoot = process.getuid?.() === 0 ? ['--allow-run-as-root'] : [];
+    const vars = Object.keys(env).flatMap((k) => ['-x', k]);
+    const child = spawn('mpirun', [...asRoot, '--oversubscribe', '--bind-to', 'none', '-np', '2', '-x', 'PARATRAIN_SECRET', '-x', 'MASTER_PORT', ...vars,
+      process.execPath, '--import', 'tsx', MAIN, ...args], {
+      cwd: REPO, env: { ...process.env, PARATRAIN_SECRET: SECRET, MASTER_PORT: String(randomPort()), PARATRAIN_OFFLINE: '1', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => { out += d; });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+    child.on('error', reject);
+    child.on('close', (code) => { clearTimeout(timer); resolve({ code, out }); });
+  });
+}
+
+test('mpirun -np 2 paratrain train, over tcp and over mpi, equals hybrid on 2 threads', { skip, timeout: 300_000 }, async () => {
+  const dir = tmpDir();
+  const cfg = tinyJobConfig(dir, ', devices: 1, strategy: hybrid');
+  const single = await runCli(['train', cfg, '--devices', '2', '--out', join(dir, 'single'), '--quiet'], { timeoutMs: 120_000 });
+  assert.equal(single.code, 0, single.stderr);
+  const reference = weights(join(dir, 'single', 'model.safetensors'));
+  for (const transport of ['tcp', 'mpi']) {
+    const r = await mpirun(['train', cfg, '--transport', transport, '--out', join(dir, transport), '--quiet']);
+    assert.equal(r.code, 0, `${transport}:\n${r.out}`);
+    assertClose(weights(join(dir, transport, 'model.safetensors')), reference, `mpirun with --transport ${transport}`);
+  }
+});
+
+test('--transport mpi: a failing device ends the job with its cause; several devices per process are refused', { skip, timeout: 120_000 }, async () => {
+  const dir = tmpDir();
+  const cfg = tinyJobConfig(dir, ', devices: 1, strategy: hybrid');
+  const failed = await mpirun(['train', cfg, '--transport', 'mpi', '--out', join(dir, 'fail'), '--quiet'], { PARATRAIN_FAIL_AT: '1:2' });
+  assert.notEqual(failed.code, 0);
+  assert.match(failed.out, /device 1 failed: injected failure at step 2/);
+  const refused = await mpirun(['train', cfg, '--transport', 'mpi', '--devices', '2', '--out', join(dir, 'two'), '--quiet']);
+  assert.notEqual(refused.code, 0);
+  assert.match(refused.out, /paratrain: --transport mpi: each process runs one device .* but train\.devices is 2; use --devices 1/);
+});
