@@ -14,6 +14,7 @@ import type {
 import type { OptimizerSpec, ScheduleSpec, DecaySpec } from '../optim/spec.ts';
 import type { DataSpec } from '../data/spec.ts';
 import { STRATEGY_NAMES, type StrategySpec, type StrategyName } from '../parallel/spec.ts';
+import { modelParallelLayers, modelParallelStrategyMessage } from '../parallel/modelParallelPlan.ts';
 import type { ActivationKind } from '../kernels/backend.ts';
 import { unknownKeyMessage, didYouMean, formatValue, type IssueParams } from './configErrors.ts';
 
@@ -337,6 +338,18 @@ export const configSchema = strict({
     ctx.addIssue({
       code: 'custom', path: ['data', 'batchSize'],
       message: `with batchSizeScope: global the batch is split across train.devices (${o.train.devices}), so it must be a multiple of ${o.train.devices}`,
+    });
+  }
+  if (o.train.devices > 1 && o.train.strategy.type !== 'hybrid' && modelParallelLayers(o.model).length) {
+    ctx.addIssue({
+      code: 'custom', path: ['train', 'strategy'], params: { noGot: true } satisfies IssueParams,
+      message: modelParallelStrategyMessage(o.model, o.train.strategy.type),
+    });
+  }
+  if (o.train.devices > 1 && o.train.microBatches > 1 && modelParallelLayers(o.model).length) {
+    ctx.addIssue({
+      code: 'custom', path: ['train', 'microBatches'],
+      message: `micro-batching is not supported together with model-parallel dense layers ('parallel: model') on several devices; use microBatches: 1 or make the layers data-parallel`,
     });
   }
   const perDevice = o.data.batchSizeScope === 'global' ? Math.floor(o.data.batchSize / o.train.devices) : o.data.batchSize;

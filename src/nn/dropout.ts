@@ -12,18 +12,28 @@ import type { DropoutMasks } from './spec.ts';
  * - `per-sample`: keyed by (seed, step, layer, GLOBAL sample index), so the mask a sample gets does
  *   not depend on how the batch was split across devices or micro-batches (a split run equals the
  *   serial one exactly).
+ * A tensor-parallel shard (`features`) holds the features [offset, offset + width) of samples with
+ * `total` features, so each feature keeps the draw it has in the unsplit layer.
  */
 export class Dropout extends BaseLayer {
   readonly outputShape: readonly number[];
   private readonly perSample: number;
+  private readonly featureOffset: number;
+  private readonly featuresPerSample: number;
   private mask: Float32Array | null = null;
 
   constructor(backend: Backend, name: string, inputShape: readonly number[],
-              readonly rate: number, private readonly layerKey: number, readonly masks: DropoutMasks = 'per-replica') {
+              readonly rate: number, private readonly layerKey: number, readonly masks: DropoutMasks = 'per-replica',
+              features?: { offset: number; total: number }) {
     super(backend, name, inputShape);
     if (!(rate >= 0 && rate < 1)) throw this.error(`rate must be in [0, 1), got ${rate}`);
     this.outputShape = inputShape;
     this.perSample = shapeSize(inputShape);
+    this.featureOffset = features?.offset ?? 0;
+    this.featuresPerSample = features?.total ?? this.perSample;
+    if (this.featureOffset + this.perSample > this.featuresPerSample) {
+      throw this.error(`features [${this.featureOffset}, ${this.featureOffset + this.perSample}) lie outside a sample of ${this.featuresPerSample}`);
+    }
   }
 
   forward(x: Tensor, ctx: ForwardContext): Tensor {
@@ -39,7 +49,7 @@ export class Dropout extends BaseLayer {
     const first = perSample ? ctx.sampleOffset : (ctx.localOffset ?? 0);
     const per = this.perSample;
     for (let n = 0, i = 0; n < x.batch; n++) {
-      const base = (first + n) * per;
+      const base = (first + n) * this.featuresPerSample + this.featureOffset;
       for (let j = 0; j < per; j++, i++) {
         const m = rng.at(base + j) < keep ? scale : 0;
         mask[i] = m;

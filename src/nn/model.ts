@@ -18,6 +18,8 @@ export interface FlatEntry {
 /** Offsets are aligned to 16 floats (64 bytes) so SIMD kernels and cache lines see aligned views. */
 const ALIGN = 16;
 const align = (n: number) => Math.ceil(n / ALIGN) * ALIGN;
+/** `n` rounded up to the alignment of flat-buffer entries (for layouts built outside Sequential). */
+export const alignFloats = align;
 
 export interface ModelOptions {
   /** put the flat parameter/gradient buffers in SharedArrayBuffer memory (for other threads) */

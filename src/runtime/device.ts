@@ -4,6 +4,7 @@ import type { Strategy } from '../parallel/strategy.ts';
 import type { Communicator } from '../comm/communicator.ts';
 import { synchroniseBatchNorm } from '../parallel/syncBatchNorm.ts';
 import { Replica } from './replica.ts';
+import { ModelParallelReplica, isModelParallel } from './modelParallelReplica.ts';
 import { runTrainLoop, viewOf, type CommStats } from './trainLoop.ts';
 import { saveModelCheckpoint } from './modelCheckpoint.ts';
 import type { RunConfig } from './runConfig.ts';
@@ -25,7 +26,7 @@ export interface DeviceOptions {
   failAtStep?: number;
   /** put the replica's flat buffers in shared memory (several devices) */
   shared: boolean;
-  /** the devices' communicator (several devices): synchronised BatchNorm reduces over it */
+  /** the devices' communicator: model-parallel layers ("one weird trick") exchange activations over it, synchronised BatchNorm reduces over it */
   comm?: Communicator;
 }
 
@@ -45,27 +46,42 @@ function withParams<T>(replica: Replica, params: Float32Array, fn: () => T): T {
 /** Everything one device does in a run: build its replica, train, and (rank 0) evaluate and checkpoint. */
 export async function runDevice(o: DeviceOptions): Promise<void> {
   const { config, rank } = o;
-  const replica = new Replica(o.backend, config, { shared: o.shared });
-  if (config.train.syncBatchNorm && o.comm) synchroniseBatchNorm(replica.model, o.comm);
+  const modelParallel = o.worldSize > 1 && isModelParallel(config);
+  if (modelParallel && !o.comm) throw new Error('runDevice: model-parallel layers need the devices\' communicator');
+  const replica = modelParallel
+    ? new ModelParallelReplica(o.backend, config, o.comm!, { shared: o.shared })
+    : new Replica(o.backend, config, { shared: o.shared });
+  if (config.train.syncBatchNorm && o.comm && replica instanceof Replica) synchroniseBatchNorm(replica.model, o.comm);
   const view = viewOf(replica);
   await runTrainLoop({
     replica, strategy: o.strategy, config, train: o.train, rank, worldSize: o.worldSize, emit: o.emit,
     takeCommStats: o.takeCommStats, slowdown: o.slowdown, failAtStep: o.failAtStep,
     onEpochEnd: async (epoch, step) => {
-      if (rank !== 0) return;
       const last = epoch === config.train.epochs - 1;
       const { evalEvery, checkpointEvery } = config.train;
-      const doEval = o.test && (last || (evalEvery > 0 && (epoch + 1) % evalEvery === 0));
-      const doCheckpoint = o.checkpointPath && (last || (checkpointEvery > 0 && (epoch + 1) % checkpointEvery === 0));
-      if (!doEval && !doCheckpoint) return;
-      const params = o.strategy.modelParams ? await o.strategy.modelParams(view) : view.params;
-      withParams(replica, params, () => {
+      // decided from the config alone, so every device agrees on when to gather a split model
+      const evalDue = last || (evalEvery > 0 && (epoch + 1) % evalEvery === 0);
+      const checkpointDue = last || (checkpointEvery > 0 && (epoch + 1) % checkpointEvery === 0);
+      const doEval = o.test && evalDue, doCheckpoint = o.checkpointPath && checkpointDue;
+      let full: Replica, params: Float32Array;
+      if (replica instanceof ModelParallelReplica) {
+        // collective: every device sends its shards, rank 0 assembles the unsplit model
+        if (!evalDue && !checkpointDue) return;
+        const gathered = await replica.gather(checkpointDue);
+        if (!gathered || (!doEval && !doCheckpoint)) return;
+        full = gathered; params = gathered.model.params;
+      } else {
+        if (rank !== 0 || (!doEval && !doCheckpoint)) return;
+        full = replica;
+        params = o.strategy.modelParams ? await o.strategy.modelParams(view) : view.params;
+      }
+      withParams(full, params, () => {
         if (doEval) {
-          const r = replica.evaluate(o.test!);
+          const r = full.evaluate(o.test!);
           o.emit({ type: 'eval', epoch, step, testLoss: r.loss, testAccuracy: r.accuracy });
         }
         if (doCheckpoint) {
-          saveModelCheckpoint(o.checkpointPath!, replica.model, replica.optimizer,
+          saveModelCheckpoint(o.checkpointPath!, full.model, full.optimizer,
             { config: JSON.stringify(config), epoch: String(epoch + 1), step: String(step), strategy: o.strategy.name });
           o.emit({ type: 'checkpoint', epoch, path: o.checkpointPath! });
         }

@@ -6,6 +6,7 @@ import type { ForwardContext } from '../nn/layer.ts';
 import { createOptimizer, type Optimizer } from '../optim/optimizer.ts';
 import type { Dataset } from '../data/dataset.ts';
 import type { RunConfig } from './runConfig.ts';
+import type { ReplicaView } from '../parallel/strategy.ts';
 import { accumulateMicroBatches } from '../parallel/microbatch.ts';
 
 export interface StepResult {
@@ -29,6 +30,25 @@ export class Replica {
     if (this.model.outputShape.length !== 1) {
       throw new Error(`model: the last layer must produce one score per class, but its output shape is [${this.model.outputShape.join(', ')}]; end with flatten and dense`);
     }
+  }
+
+  /** The model's flat buffers and a local optimizer step, as strategies see them. */
+  view(): ReplicaView {
+    const { params, grads, state } = this.model;
+    return { params, grads, state, localStep: (lr) => this.optimizer.step(params, grads, lr) };
+  }
+
+  zeroGrads(): void {
+    this.model.zeroGrads();
+  }
+
+  /** Layers that communicate (synchronised BatchNorm) need every device in every step. */
+  get stepsWithoutSamples(): boolean {
+    return this.model.needsAsync;
+  }
+
+  takePeakActivationBytes(): number {
+    return this.model.takePeakActivationBytes();
   }
 
   /** Scores the model produces per sample (must equal the dataset's classes). */
@@ -66,7 +86,7 @@ export class Replica {
    * so every device takes part in their collectives.
    */
   async computeGradientsAsync(images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number,
-                              onGradientsReady?: (offset: number) => void): Promise<StepResult> {
+                              onGradientsReady?: (offset: number) => void, _globalBatchSize?: number): Promise<StepResult> {
     const x = this.batchTensor(images, labels.length);
     return accumulateMicroBatches(this.model, this.loss, x, labels, { ...ctx, training: true }, gradScale,
       this.config.train.microBatches, onGradientsReady);

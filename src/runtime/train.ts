@@ -5,6 +5,7 @@ import { limitDataset, type Dataset } from '../data/dataset.ts';
 import { localStrategy } from '../parallel/strategy.ts';
 import { checkStrategy } from '../parallel/createStrategy.ts';
 import { buildModel } from '../nn/model.ts';
+import { modelParallelLayers, modelParallelStrategyMessage, planModelParallelFrom } from '../parallel/modelParallelPlan.ts';
 import { jsBackend } from '../kernels/js/index.ts';
 import { runDevice } from './device.ts';
 import { runWorkerDevices } from './workerDevices.ts';
@@ -63,11 +64,13 @@ export async function loadData(config: RunConfig, log?: (m: string) => void): Pr
 
 /** Checks what can be checked before any device starts, so bad input fails fast and names the field. */
 function checkRun(config: RunConfig, data: LoadedData): number {
-  const split = config.model.layers.findIndex((l) => l.type === 'dense' && l.parallel === 'model');
-  if (split >= 0) {
-    throw new Error(`model.layers[${split}].dense.parallel: model parallelism is not implemented yet; remove 'parallel: model' (the layer then trains data-parallel)`);
-  }
   const model = buildModel(jsBackend, config.model);
+  const split = modelParallelLayers(config.model);
+  if (split.length && config.train.devices > 1) {
+    if (config.train.strategy.type !== 'hybrid') throw new Error(`train.strategy: ${modelParallelStrategyMessage(config.model, config.train.strategy.type)}`);
+    const begin = split[0]!;
+    planModelParallelFrom(config.model, config.train.devices, begin > 0 ? model.layers[begin - 1]!.outputShape : config.model.input);
+  }
   const classes = model.outputShape[0]!;
   if (model.outputShape.length !== 1 || classes !== data.train.classes) {
     const last = config.model.layers.length - 1;

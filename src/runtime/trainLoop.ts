@@ -3,12 +3,27 @@ import { Batcher } from '../data/batcher.ts';
 import type { Dataset } from '../data/dataset.ts';
 import { learningRateAt } from '../optim/schedule.ts';
 import type { Strategy, ReplicaView } from '../parallel/strategy.ts';
-import type { Replica } from './replica.ts';
+import type { StepResult } from './replica.ts';
+import type { ForwardContext } from '../nn/layer.ts';
 import type { RunConfig } from './runConfig.ts';
 import type { EventSink } from './events.ts';
 
+/** What the loop trains: a whole-model Replica, or one device's part of a model-parallel model. */
+export interface TrainableReplica {
+  /** the buffers and local optimizer step the strategy acts on */
+  view(): ReplicaView;
+  zeroGrads(): void;
+  /** forward and backward of this device's samples (in train.microBatches slices), accumulating gradients */
+  computeGradientsAsync(images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number,
+                        onGradientsReady: ((offset: number) => void) | undefined, globalBatchSize: number): Promise<StepResult>;
+  /** true when forward/backward contain collectives, so a device runs the step even without samples */
+  readonly stepsWithoutSamples: boolean;
+  /** the most bytes of activations held for backward since the last call */
+  takePeakActivationBytes(): number;
+}
+
 export interface LoopOptions {
-  replica: Replica;
+  replica: TrainableReplica;
   strategy: Strategy;
   config: RunConfig;
   train: Dataset;
@@ -36,13 +51,8 @@ export function baseLearningRate(config: RunConfig): number {
   return config.optimizer.lr * (config.train.lrScaling === 'linear' ? config.train.devices : 1);
 }
 
-export function viewOf(replica: Replica): ReplicaView {
-  return {
-    params: replica.model.params,
-    grads: replica.model.grads,
-    state: replica.model.state,
-    localStep: (lr) => replica.optimizer.step(replica.model.params, replica.model.grads, lr),
-  };
+export function viewOf(replica: TrainableReplica): ReplicaView {
+  return replica.view();
 }
 
 export interface CommStats { commMs: number; idleMs: number; bytes: number }
@@ -87,17 +97,17 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
       if (step === o.failAtStep) throw new Error(`injected failure at step ${step}`);
       const t1 = performance.now();
       const before = takeCommStats();
-      replica.model.zeroGrads();
+      replica.zeroGrads();
       let r = { lossSum: 0, correct: 0, samples: 0 };
       // a device without samples this step still joins the collectives of layers that communicate
-      if (n > 0 || replica.model.needsAsync) {
+      if (n > 0 || replica.stepsWithoutSamples) {
         const { images, labels } = batcher.gather(batch.indices);
         // Scale by the GLOBAL batch: the mean over devices of these gradients is the global mean.
         r = await replica.computeGradientsAsync(images, labels,
           { training: true, seed: config.train.seed, step, sampleOffset: batch.globalOffset, rank, localOffset: 0 },
-          worldSize / batch.globalBatchSize, onGradientsReady);
+          worldSize / batch.globalBatchSize, onGradientsReady, batch.globalBatchSize);
       }
-      const activationBytes = replica.model.takePeakActivationBytes();
+      const activationBytes = replica.takePeakActivationBytes();
       if (!Number.isFinite(r.lossSum)) {
         throw new Error(`training diverged: the loss is ${r.lossSum} at step ${step + 1} (epoch ${epoch + 1}) on device ${rank}; ` +
           `lower optimizer.lr (now ${config.optimizer.lr}) or add schedule.warmupSteps`);

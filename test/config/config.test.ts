@@ -56,7 +56,7 @@ model:
     - sigmoid:
     - relu
     - flatten: {}
-    - dense: { units: 10, parallel: model, activation: clippedRelu }
+    - dense: { units: 10, parallel: data, activation: clippedRelu }
 optimizer: { sgd: { lr: 0.1, momentum: 0.9, nesterov: true } }
 schedule: { warmupSteps: 100, decay: { step: { every: 1000 } } }
 data: { dir: /data/fm, batchSize: 256, batchSizeScope: global, shuffle: false, trainLimit: 1000, testLimit: 500 }
@@ -74,7 +74,7 @@ train: { devices: 4, strategy: { bmuf: { period: 8, blockMomentum: 0.9 } }, seed
       { type: 'sigmoid' },
       { type: 'relu' },
       { type: 'flatten' },
-      { type: 'dense', units: 10, activation: 'clippedRelu', useBias: true, parallel: 'model' },
+      { type: 'dense', units: 10, activation: 'clippedRelu', useBias: true, parallel: 'data' },
     ],
   });
   assert.deepStrictEqual(c.optimizer, { type: 'sgd', lr: 0.1, momentum: 0.9, nesterov: true, weightDecay: 0 });

@@ -27,8 +27,3 @@ test('a diverging run stops with a clear error naming the step and the fix', asy
     /training diverged: the loss is (NaN|Infinity) at step \d+ \(epoch 1\) on device 0; lower optimizer\.lr \(now 1e\+30\)/,
   );
 });
-
-test('parallel: model is refused clearly until model parallelism exists', async () => {
-  const layers = [{ flatten: {} }, { dense: { units: 16, activation: 'relu', parallel: 'model' } }, { dense: { units: 10 } }];
-  await assert.rejects(trainAndReadWeights(tinyConfig({ layers })), /model\.layers\[1\]\.dense\.parallel: model parallelism is not implemented yet/);
-});

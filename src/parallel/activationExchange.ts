@@ -1,0 +1,126 @@
+import { ownedSlice, type Communicator } from '../comm/communicator.ts';
+import type { Backend } from '../kernels/backend.ts';
+
+/**
+ * Moving activations between devices when each holds a different number of rows (samples) or
+ * columns (units). The transports' allgather/reduceScatter split a flat buffer evenly by
+ * ownedSlice, so uneven parts travel in G equal, zero-padded blocks: block r is exactly rank r's
+ * owned slice. When the parts are even the buffer itself is used, without padding or copies.
+ */
+
+/** Rows each rank holds this step and where they start in the concatenated batch (rank order). */
+export interface RowSplit {
+  counts: readonly number[];
+  starts: readonly number[];
+  total: number;
+}
+
+/** The split of a global batch of n samples over `size` ranks: the same rule as the data sampler. */
+export function rowSplit(n: number, size: number): RowSplit {
+  const counts: number[] = [], starts: number[] = [];
+  for (let r = 0; r < size; r++) {
+    const { start, end } = ownedSlice(n, size, r);
+    counts.push(end - start); starts.push(start);
+  }
+  return { counts, starts, total: n };
+}
+
+/** Reusable padded buffers, one per purpose, grown on demand. */
+export class ExchangeScratch {
+  private buffers = new Map<string, Float32Array>();
+  get(key: string, length: number): Float32Array {
+    let b = this.buffers.get(key);
+    if (!b || b.length !== length) { b = new Float32Array(length); this.buffers.set(key, b); }
+    return b;
+  }
+}
+
+/**
+ * Backend-owned activation buffers that collectives run on: in shared memory and registered with
+ * the transport (collectively, on first use of each size — sizes follow the global batch, so every
+ * device allocates the same ones in the same order), so the shared-memory transport reads peers'
+ * copies directly instead of copying through its staging area.
+ */
+export class CollectiveBuffers {
+  private buffers = new Map<string, Float32Array>();
+  constructor(private readonly backend: Backend, private readonly comm: Communicator) {}
+  async get(key: string, length: number): Promise<Float32Array> {
+    const id = `${key}:${length}`;
+    let b = this.buffers.get(id);
+    if (!b) {
+      b = this.backend.alloc(Math.max(length, 1), true);
+      this.buffers.set(id, b);
+      await this.comm.register?.(b);
+    }
+    return length === b.length ? b : b.subarray(0, length);
+  }
+}
+
+const isEven = (counts: readonly number[]) => counts.every((c) => c === counts[0]);
+
+/** out[total × width] = every rank's `local` rows [counts[rank] × width], concatenated in rank order. */
+export async function allgatherRows(comm: Communicator, local: Float32Array, split: RowSplit, width: number,
+                                    out: Float32Array, scratch: ExchangeScratch): Promise<void> {
+  const { counts, starts } = split, r = comm.rank;
+  if (isEven(counts)) {
+    out.set(local.subarray(0, counts[r]! * width), starts[r]! * width);
+    await comm.allgather(out.subarray(0, split.total * width));
+    return;
+  }
+  const block = Math.max(...counts) * width;
+  const padded = scratch.get('rows', block * comm.size);
+  padded.set(local.subarray(0, counts[r]! * width), r * block);
+  await comm.allgather(padded);
+  for (let q = 0; q < comm.size; q++) out.set(padded.subarray(q * block, q * block + counts[q]! * width), starts[q]! * width);
+}
+
+/**
+ * The adjoint of allgatherRows: `full` [total × width] holds this rank's partial sums for every row;
+ * `local` [counts[rank] × width] receives the sum over ranks of this rank's rows. `full` is clobbered.
+ */
+export async function reduceScatterRows(comm: Communicator, full: Float32Array, split: RowSplit, width: number,
+                                        local: Float32Array, scratch: ExchangeScratch): Promise<void> {
+  const { counts, starts } = split, r = comm.rank;
+  const mine = counts[r]! * width;
+  if (isEven(counts)) {
+    const { start } = await comm.reduceScatter(full.subarray(0, split.total * width), 'sum');
+    local.set(full.subarray(start, start + mine));
+    return;
+  }
+  const block = Math.max(...counts) * width;
+  const padded = scratch.get('rows', block * comm.size);
+  for (let q = 0; q < comm.size; q++) {
+    const n = counts[q]! * width;
+    padded.set(full.subarray(starts[q]! * width, starts[q]! * width + n), q * block);
+    padded.fill(0, q * block + n, (q + 1) * block);
+  }
+  const { start } = await comm.reduceScatter(padded, 'sum');
+  local.set(padded.subarray(start, start + mine));
+}
+
+/** Units [start, end) each rank holds of a layer with `total` units. */
+export interface ColumnSplit {
+  ranges: readonly { start: number; end: number }[];
+  total: number;
+}
+
+/** out[rows × total] = every rank's column block `shard` [rows × (end − start)], side by side. */
+export async function allgatherColumns(comm: Communicator, shard: Float32Array, rows: number, split: ColumnSplit,
+                                       out: Float32Array, scratch: ExchangeScratch): Promise<void> {
+  const widths = split.ranges.map((c) => c.end - c.start);
+  const block = rows * Math.max(...widths);
+  const padded = scratch.get('columns', block * comm.size);
+  padded.set(shard.subarray(0, rows * widths[comm.rank]!), comm.rank * block);
+  await comm.allgather(padded);
+  const total = split.total;
+  for (let q = 0; q < comm.size; q++) {
+    const w = widths[q]!, from = split.ranges[q]!.start, base = q * block;
+    for (let n = 0; n < rows; n++) out.set(padded.subarray(base + n * w, base + (n + 1) * w), n * total + from);
+  }
+}
+
+/** shard[rows × (end − start)] = columns [start, end) of full [rows × total]. */
+export function takeColumns(full: Float32Array, rows: number, total: number, start: number, end: number, shard: Float32Array): void {
+  const w = end - start;
+  for (let n = 0; n < rows; n++) shard.set(full.subarray(n * total + start, n * total + end), n * w);
+}
