@@ -88,32 +88,29 @@ export class ModelParallelReplica {
   async gather(withOptimizer: boolean): Promise<Replica | null> {
     const { net, comm } = this;
     const sources = [net.params, ...(withOptimizer ? this.optimizer.state().buffers.map((b) => b.data) : [])];
-    if (comm.rank !== 0) {
-      const length = net.shardLength(comm.rank);
-      for (const [tag, buf] of sources.entries()) {
-        await comm.send(buf.subarray(net.replicatedLength, net.replicatedLength + length), 0, tag);
-      }
-      return null;
-    }
-    this.full ??= new Replica(this.backend, this.config);
-    const model = this.full.model;
-    const targets = [model.params, ...(withOptimizer ? sources.slice(1).map(() => new Float32Array(model.params.length)) : [])];
-    for (const [k, src] of sources.entries()) net.placeIntoFull(src, 0, targets[k]!, model.paramEntries, true);
+    const full = comm.rank === 0 ? (this.full ??= new Replica(this.backend, this.config)) : null;
+    const model = full?.model;
+    const targets = model ? [model.params, ...(withOptimizer ? sources.slice(1).map(() => new Float32Array(model.params.length)) : [])] : [];
+    if (model) for (const [k, src] of sources.entries()) net.placeIntoFull(src, 0, targets[k]!, model.paramEntries, true);
+    // each device's shards reach rank 0 by broadcasts (collectives work between any two ranks on every
+    // transport, point to point not always: hierarchical worlds link only some pairs)
     for (let r = 1; r < comm.size; r++) {
-      const shard = new Float32Array(net.shardLength(r));
-      for (const [tag, target] of targets.entries()) {
-        await comm.recv(shard, r, tag);
-        net.placeIntoFull(shard, r, target, model.paramEntries, false);
+      const length = net.shardLength(r);
+      for (const [k, src] of sources.entries()) {
+        const shard = comm.rank === r ? src.subarray(net.replicatedLength, net.replicatedLength + length) : new Float32Array(length);
+        await comm.broadcast(shard, r);
+        if (model) net.placeIntoFull(shard, r, targets[k]!, model.paramEntries, false);
       }
     }
+    if (!full || !model) return null;
     for (const e of net.stateEntries) {
       const to = model.stateEntries.find((s) => s.name === e.name)!;
       model.state.set(net.state.subarray(e.offset, e.offset + e.size), to.offset);
     }
     if (withOptimizer) {
       const names = this.optimizer.state().buffers.map((b) => b.name);
-      this.full.optimizer.loadState({ step: this.optimizer.stepCount, buffers: names.map((name, k) => ({ name, data: targets[k + 1]! })) });
+      full.optimizer.loadState({ step: this.optimizer.stepCount, buffers: names.map((name, k) => ({ name, data: targets[k + 1]! })) });
     }
-    return this.full;
+    return full;
   }
 }

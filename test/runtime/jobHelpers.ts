@@ -24,18 +24,29 @@ export function assertClose(a: Float32Array, b: Float32Array, what: string): voi
   assert.ok(worst <= 1e-4 * scale, `${what}: largest difference ${worst} (scale ${scale})`);
 }
 
-/** A small convnet with dropout on 96 samples of the shipped subset, js backend; `extra` adds train fields. */
-export function tinyJobConfig(dir: string, extra = ''): string {
-  const file = join(dir, 'tiny.yaml');
-  writeFileSync(file, `model:
-  input: [28, 28, 1]
-  layers:
+const CONVNET = `
     - conv2d: { filters: 4, kernelSize: 3, strides: 2, activation: relu }
     - maxPool2d: { poolSize: 2 }
     - flatten: {}
     - dense: { units: 16, activation: relu }
     - dropout: { rate: 0.3 }
-    - dense: { units: 10 }
+    - dense: { units: 10 }`;
+
+/** The same with its dense layers model-parallel ("one weird trick"; uneven shards on 4 devices). */
+export const TRICK_LAYERS = `
+    - conv2d: { filters: 4, kernelSize: 3, strides: 2, activation: relu }
+    - maxPool2d: { poolSize: 2 }
+    - flatten: {}
+    - dense: { units: 18, activation: relu, parallel: model }
+    - dropout: { rate: 0.3, masks: per-sample }
+    - dense: { units: 10, parallel: model }`;
+
+/** A small convnet with dropout on 96 samples of the shipped subset, js backend; `extra` adds train fields. */
+export function tinyJobConfig(dir: string, extra = '', layers = CONVNET): string {
+  const file = join(dir, 'tiny.yaml');
+  writeFileSync(file, `model:
+  input: [28, 28, 1]
+  layers:${layers}
 optimizer: { sgd: { lr: 0.05, momentum: 0.9 } }
 data: { dir: ${SUBSET}, batchSize: 8, trainLimit: 96, testLimit: 100 }
 train: { epochs: 1, seed: 3, evalEvery: 0, backend: js${extra} }

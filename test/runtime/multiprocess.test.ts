@@ -4,19 +4,20 @@
  *   - hybrid, 2 processes × 1 device  = hybrid on 2 threads
  *   - hybrid, 2 processes × 2 devices = hybrid on 4 threads (hierarchical allreduce)
  *   - sync,   2 processes × 1 device  = sync on 2 threads (the parameter server in process 0)
+ *   - model-parallel dense layers ("one weird trick"), 2 processes × 2 devices = the trick on 4 threads
  * Tolerance: 1e-4 relative to the largest weight (float32 sums in a different order).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { runCli, stderrLines, tmpDir } from '../cli/helpers.ts';
-import { assertClose, randomPort, SECRET, tinyJobConfig, weights } from './jobHelpers.ts';
+import { assertClose, randomPort, SECRET, tinyJobConfig, TRICK_LAYERS, weights } from './jobHelpers.ts';
 
 const config = tinyJobConfig, port = randomPort;
 
-async function compare(strategy: string, processes: number, threads: number): Promise<void> {
+async function compare(strategy: string, processes: number, threads: number, layers?: string): Promise<void> {
   const dir = tmpDir();
-  const cfg = config(dir);
+  const cfg = config(dir, '', layers);
   const [multi, single] = await Promise.all([
     runCli(['launch', '--nproc-per-node', String(processes), '--master-port', String(port()), '--',
       'train', cfg, '--devices', String(threads), '--strategy', strategy, '--out', join(dir, 'multi'), '--quiet'], { timeoutMs: 120_000 }),
@@ -31,6 +32,7 @@ async function compare(strategy: string, processes: number, threads: number): Pr
 
 test('hybrid on 2 processes × 1 device equals hybrid on 2 threads', { timeout: 180_000 }, () => compare('hybrid', 2, 1));
 test('hybrid on 2 processes × 2 devices (hierarchical) equals hybrid on 4 threads', { timeout: 180_000 }, () => compare('hybrid', 2, 2));
+test('"one weird trick" on 2 processes × 2 devices equals the trick on 4 threads', { timeout: 180_000 }, () => compare('hybrid', 2, 2, TRICK_LAYERS));
 test('sync on 2 processes × 1 device (parameter server in process 0) equals sync on 2 threads', { timeout: 180_000 }, () => compare('sync', 2, 1));
 
 test('async, easgd (async), bsp and bmuf train across 2 processes × 2 devices', { timeout: 300_000 }, async () => {
