@@ -167,11 +167,13 @@ function pool(type: Pool2DSpec['type']) {
   }));
 }
 
+const PARALLEL_MODES = ['data', 'model'] as const;
+
 const dense = strict({
   units: posInt(),
   activation: oneOf(ACTIVATIONS).default('linear'),
   useBias: bool().default(true),
-  parallel: oneOf(['data', 'model'] as const).default('data'),
+  parallel: oneOf(PARALLEL_MODES).default('data'),
 }).transform((o): DenseSpec => ({ type: 'dense', units: o.units, activation: o.activation, useBias: o.useBias, parallel: o.parallel }));
 
 const noOptions = <T extends FlattenSpec | ActivationSpec>(type: T['type']) =>
@@ -203,12 +205,30 @@ const inputShape = field<number[]>(
   'expected [height, width, channels] or [features] of positive integers',
 );
 
-const model = strict({
+/**
+ * `model.parallel: model` marks the whole model for the "one weird trick": every dense layer that
+ * does not say otherwise gets `parallel: model` (a layer's own `parallel` wins).
+ */
+function withModelParallelDefault(raw: unknown): unknown {
+  if (!raw || typeof raw !== 'object' || !('layers' in raw) || !Array.isArray(raw.layers)) return raw;
+  const mode = (raw as { parallel?: unknown }).parallel;
+  if (!PARALLEL_MODES.includes(mode as 'data')) return raw;
+  const layers = raw.layers.map((l: unknown) => {
+    if (!l || typeof l !== 'object' || !('dense' in l) || Object.keys(l).length !== 1) return l;
+    const dense = (l as { dense: unknown }).dense;
+    if (!dense || typeof dense !== 'object' || 'parallel' in dense) return l;
+    return { dense: { ...dense, parallel: mode } };
+  });
+  return { ...raw, layers };
+}
+
+const model = z.preprocess(withModelParallelDefault, strict({
   input: inputShape,
+  parallel: oneOf(PARALLEL_MODES).default('data'),
   layers: z.array(layer, { error: 'expected a list of layers, each a one-key map such as `- dense: { units: 10 }`' })
     .min(1, { error: 'expected at least one layer' }),
 }, 'option', undefined, '{ input: [28, 28, 1], layers: [...] }')
-  .transform((o): ModelSpec => ({ input: [...o.input], layers: o.layers }));
+  .transform((o): ModelSpec => ({ input: [...o.input], layers: o.layers })));
 
 // ---------------------------------------------------------------------------------------------
 // Optimizer and schedule

@@ -123,3 +123,13 @@ test('the input object is not modified', () => {
   parseConfig(raw);
   assert.deepStrictEqual(raw, copy);
 });
+
+test('model.parallel: model marks every dense layer that does not say otherwise (the "one weird trick" per model)', () => {
+  const layers = [{ flatten: {} }, { dense: { units: 32 } }, { dropout: { rate: 0.5 } }, { dense: { units: 10, parallel: 'data' } }];
+  const c = parseConfig({ model: { input: [28, 28, 1], parallel: 'model', layers } }, 'test');
+  assert.deepEqual(c.model.layers.filter((l) => l.type === 'dense').map((l) => l.type === 'dense' && l.parallel), ['model', 'data']);
+  const plain = parseConfig({ model: { input: [28, 28, 1], layers } }, 'test');
+  assert.ok(plain.model.layers.every((l) => l.type !== 'dense' || l.parallel === 'data'));
+  assert.throws(() => parseConfig({ model: { input: [28, 28, 1], parallel: 'tensor', layers } }, 'test'),
+    /^ConfigError: test: model\.parallel: expected one of data, model, got 'tensor'$/);
+});
