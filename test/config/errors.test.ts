@@ -39,10 +39,10 @@ test('a bad positive-integer field says so with the value', () => {
 
 test('unknown layer type lists the allowed ones', () => {
   assert.deepStrictEqual(issuesOf(model('    - flatten: {}\n    - dense: { units: 10 }\n    - conv3d: { filters: 3 }\n')), [
-    "f.yaml: model.layers[2]: unknown layer type 'conv3d' (did you mean 'conv2d'?); expected one of conv2d, maxPool2d, avgPool2d, dense, flatten, relu, tanh, sigmoid, clippedRelu, dropout, batchNorm",
+    "f.yaml: model.layers[2]: unknown layer type 'conv3d' (did you mean 'conv2d'?); expected one of conv2d, maxPool2d, avgPool2d, dense, flatten, relu, tanh, sigmoid, clippedRelu, dropout, batchNorm, spatialSplit",
   ]);
   assert.deepStrictEqual(issuesOf(model('    - lstm: { units: 3 }\n')), [
-    "f.yaml: model.layers[0]: unknown layer type 'lstm'; expected one of conv2d, maxPool2d, avgPool2d, dense, flatten, relu, tanh, sigmoid, clippedRelu, dropout, batchNorm",
+    "f.yaml: model.layers[0]: unknown layer type 'lstm'; expected one of conv2d, maxPool2d, avgPool2d, dense, flatten, relu, tanh, sigmoid, clippedRelu, dropout, batchNorm, spatialSplit",
   ]);
 });
 
