@@ -159,9 +159,12 @@ const conv2d = strict({
   padding: oneOf(PADDINGS).default('valid'),
   activation: oneOf(ACTIVATIONS).default('linear'),
   useBias: bool().default(true),
+  parallel: oneOf(['data', 'model'] as const).default('data'),
 }).transform((o): Conv2DSpec => ({
   type: 'conv2d', filters: o.filters, kernelSize: toPair(o.kernelSize), strides: toPair(o.strides),
   padding: o.padding, activation: o.activation, useBias: o.useBias,
+  // data-parallel is the absence of the field, so plain convolutions' specs stay as they were
+  ...(o.parallel === 'model' ? { parallel: 'model' as const } : {}),
 }));
 
 function pool(type: Pool2DSpec['type']) {
@@ -226,7 +229,16 @@ const spatialSplit = strict({
   layers: z.array(oneKeyMap({ noun: 'layer type', choices: SPATIAL_CHOICES, example: '`conv2d: { filters: 8, kernelSize: 3 }`', refuse: notSpatial }),
     { error: 'expected a list of layers, each a one-key map such as `- conv2d: { filters: 8, kernelSize: 3 }`' })
     .min(1, { error: 'expected at least one layer (the convolutions and pooling to split)' }),
-}).transform((o): SpatialSplitSpec => ({ type: 'spatialSplit', tiles: [o.tiles[0], o.tiles[1]], layers: o.layers }));
+}).transform((o, ctx): SpatialSplitSpec => {
+  o.layers.forEach((l, k) => {
+    if (l.type !== 'conv2d' || l.parallel !== 'model') return;
+    ctx.addIssue({
+      code: 'custom', path: ['layers', k, 'conv2d', 'parallel'], params: { noGot: true } satisfies IssueParams,
+      message: "'parallel: model' cannot be used inside a spatialSplit (the split runs its tiles on one device); remove it, or move the convolution out of the spatialSplit",
+    });
+  });
+  return { type: 'spatialSplit', tiles: [o.tiles[0], o.tiles[1]], layers: o.layers };
+});
 
 const LAYERS = { ...BASE_LAYERS, spatialSplit } satisfies Record<LayerSpec['type'], z.ZodType<LayerSpec>>;
 

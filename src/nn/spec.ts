@@ -11,6 +11,11 @@ export interface Conv2DSpec {
   padding: Padding;
   activation: ActivationKind;
   useBias: boolean;
+  /**
+   * 'model' splits the layer's filters (output channels) across devices inside the model-parallel
+   * section ("one weird trick", channel split); absent means data-parallel
+   */
+  parallel?: 'model';
 }
 export interface Pool2DSpec {
   type: 'maxPool2d' | 'avgPool2d';

@@ -49,7 +49,7 @@ test('unknown layer type lists the allowed ones', () => {
 test('unknown option names the key, suggests a close match and lists the allowed ones', () => {
   assert.deepStrictEqual(issuesOf(model('    - conv2d: { filter: 32, kernelSize: 3 }\n')), [
     'f.yaml: model.layers[0].conv2d.filters: missing; expected a positive integer',
-    "f.yaml: model.layers[0].conv2d: unknown option 'filter' (did you mean 'filters'?); allowed: filters, kernelSize, strides, padding, activation, useBias",
+    "f.yaml: model.layers[0].conv2d: unknown option 'filter' (did you mean 'filters'?); allowed: filters, kernelSize, strides, padding, activation, useBias, parallel",
   ]);
   assert.deepStrictEqual(issuesOf(`${model('    - flatten: { axis: 1 }\n')}shedule: {}\ntrain: { epoch: 3 }\n`), [
     "f.yaml: model.layers[0].flatten: unknown option 'axis'; flatten takes no options",
