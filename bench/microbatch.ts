@@ -83,6 +83,7 @@ export async function main(args: string[]): Promise<void> {
   }
   // the spatial split, against the unsplit conv-heavy network at k = 1 (measured again in this run)
   const base = await measure(convHeavy(), backend, batch, 1, seconds);
+  console.log(`| conv-heavy, unsplit (measured again) | 1 | ${mb(base.peak)} | 1.000× | ${base.samplesPerSecond.toFixed(0)} | 1.00× |`);
   for (const t of tiles) {
     const r = await measure(convHeavy(t), backend, batch, 1, seconds);
     console.log(`| conv-heavy, spatialSplit tiles [${t}, 1] | 1 | ${mb(r.peak)} | ${(r.peak / base.peak).toFixed(3)}× | ${r.samplesPerSecond.toFixed(0)} | ${(r.samplesPerSecond / base.samplesPerSecond).toFixed(2)}× |`);

@@ -434,7 +434,7 @@ export const configSchema = strict({
   if (o.train.devices > 1 && o.train.microBatches > 1 && modelParallelLayers(o.model).length) {
     ctx.addIssue({
       code: 'custom', path: ['train', 'microBatches'],
-      message: `micro-batching is not supported together with model-parallel dense layers ('parallel: model') on several devices; use microBatches: 1 or make the layers data-parallel`,
+      message: `micro-batching is not supported together with model-parallel layers ('parallel: model') on several devices; use microBatches: 1 or make the layers data-parallel`,
     });
   }
   const perDevice = o.data.batchSizeScope === 'global' ? Math.floor(o.data.batchSize / o.train.devices) : o.data.batchSize;
