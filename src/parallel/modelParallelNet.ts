@@ -17,8 +17,9 @@ import { ChannelParallelConv } from './channelParallelConv.ts';
 /**
  * One device's part of a model run with "one weird trick": the data-parallel layers (replicated,
  * each device on its own samples) and this device's shards of the model-parallel dense layers and
- * channel-split convolutions, which compute on every device's samples at once. At the boundary the activations are
- * all-gathered (forward) and their gradients reduce-scattered back (backward); the shards' weight
+ * channel-split convolutions, which compute on every device's samples at once. At the boundary the
+ * activations are all-gathered (forward) and their gradients reduce-scattered back (backward; a
+ * channel-split conv all-reduces them and keeps its rows); the shards' weight
  * gradients are complete on their own device, so only the replicated part needs an all-reduce.
  *
  * Flat buffers: params = [replicated | shard], grads alike. `replicatedLength` floats at the front

@@ -37,9 +37,9 @@ async function trainInProcess(config: RunConfig): Promise<Map<string, Float32Arr
 }
 
 /** The trick on `devices` devices against one device with the whole batch; `watch` must move in training. */
-async function compare(layers: unknown[], devices: number, optimizer: unknown, watch: string, what: string): Promise<void> {
+async function compare(layers: unknown[], devices: number, optimizer: unknown, watch: string, what: string, trainLimit = 91): Promise<void> {
   const common = { layers, optimizer, train: { epochs: 2, backend: 'js' } };
-  const data = { trainLimit: 91 }; // the last global batch is short and splits unevenly over the devices
+  const data = { trainLimit }; // 91: the last global batch is short and splits unevenly over the devices
   const single = await trainInProcess(tinyConfig({ ...common, data: { ...data, batchSize: 8 * devices } }));
   const trick = await trainInProcess(tinyConfig({ ...common, data, train: { ...common.train, devices, strategy: 'hybrid' } }));
   assert.deepStrictEqual([...trick.keys()].sort(), [...single.keys()].sort(), `${what}: the same tensors`);
@@ -78,6 +78,13 @@ test('a data-parallel conv, then a channel-split conv, pooling, flatten and a co
     { dense: { units: 10, parallel: 'model' } },
   ];
   await compare(layers, 3, { adam: { lr: 0.01 } }, 'layers.1.kernel', 'G=3 conv + dense section');
+  // 73 = 3·24 + 1: devices 1 and 2 enter the section with no rows of their own (empty images)
+  await compare(layers, 3, { sgd: { lr: 0.05 } }, 'layers.4.kernel', 'G=3 conv + dense section, empty devices', 73);
+});
+
+test('channel-split convs where some devices get no samples of the last batch', async () => {
+  // 97 = 3·32 + 1: the last step's single sample is device 0's; devices 1–3 still take part
+  await compare(convs, 4, { sgd: { lr: 0.05, momentum: 0.9 } }, 'layers.0.kernel', 'G=4 empty devices', 97);
 });
 
 test('errors: more devices than filters names the conv; an unmarked conv inside the section', async () => {
