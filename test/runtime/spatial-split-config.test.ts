@@ -56,11 +56,13 @@ function assertSameWeights(a: Map<string, Float32Array>, b: Map<string, Float32A
   for (const [name, data] of b) assertClose(a.get(name)!, data, { ...TOL, what: `${what} ${name}` });
 }
 
-test('spatialSplit from the config: training equals the unsplit model (1 device SGD; hybrid on 2 devices Adam)', { timeout: 120_000 }, async () => {
+test('spatialSplit from the config: training equals the unsplit model (1 device SGD, with micro-batches too; hybrid on 2 devices Adam)', { timeout: 120_000 }, async () => {
   const plain = await weights(config(null));
   for (const tiles of [[2, 1], [3, 2]] as [number, number][]) {
     assertSameWeights((await weights(config(tiles))).byName, plain.byName, `tiles ${tiles.join('×')} SGD`);
   }
+  // the split is a layer like any other: micro-batches of it too
+  assertSameWeights((await weights(config([2, 1], { train: { microBatches: 3 } }))).byName, plain.byName, 'tiles 2×1 with microBatches 3');
   const hybrid = { optimizer: { adam: { lr: 0.01 } }, train: { devices: 2, strategy: 'hybrid' } };
   const plainHybrid = await weights(config(null, hybrid));
   assertSameWeights((await weights(config([2, 2], hybrid))).byName, plainHybrid.byName, 'tiles 2×2 hybrid G=2 Adam');
