@@ -268,6 +268,7 @@ const model = strict({
  * model builder, whose errors name the layer.
  */
 function checkSpatialTiles(spec: ModelSpec, ctx: z.core.$RefinementCtx): void {
+  if (!spec.layers.some((l) => l.type === 'spatialSplit')) return;
   let shape: readonly number[] = spec.input;
   for (const [i, l] of spec.layers.entries()) {
     try {
