@@ -10,8 +10,8 @@ const benches: Record<string, { what: string; load: () => Promise<{ main(args: s
   'allreduce-mpi': { what: 'MPI_Allreduce vs the TCP ring in one mpirun job, 2 processes, 1–64 MB (needs Open MPI and npm run build:mpi)', load: () => import('./allreduceMpi.ts') },
   throughput: { what: 'data-parallel samples/s with 1 and 2 devices (and PyTorch DDP when installed)', load: () => import('./throughput.ts') },
   strategies: { what: 'convergence of every strategy on Fashion-MNIST (long)', load: () => import('./strategies.ts') },
-  'model-parallel': { what: 'alexnet-small: bytes/step and samples/s, data parallel vs "one weird trick", 2 and 4 devices', load: () => import('./modelParallel.ts') },
-  microbatch: { what: 'peak activation bytes and samples/s with train.microBatches = 1, 2, 4, 8', load: () => import('./microbatch.ts') },
+  'model-parallel': { what: 'alexnet-small: bytes/step and samples/s, data parallel vs "one weird trick" (FC, and FC + a channel-split conv), 2 and 4 devices', load: () => import('./modelParallel.ts') },
+  microbatch: { what: 'peak activation bytes and samples/s with train.microBatches = 1, 2, 4, 8 and spatialSplit tiles 2, 4', load: () => import('./microbatch.ts') },
 };
 
 const [name, ...args] = process.argv.slice(2);

@@ -2,8 +2,10 @@
  * Micro-batching trades time for memory: peak activation bytes (what the model keeps for backward,
  * counted by the model, not RSS) and samples/s of the training step (forward, backward, Adam) on one
  * thread with train.microBatches = 1, 2, 4, 8, on mnist-small and on a conv-heavier network of four
- * 'same' 3×3 convolutions. Synthetic data (the data path is not what is measured).
- *   npm run bench -- microbatch [--batch 64] [--k 1,2,4,8] [--seconds 3] [--backend wasm]
+ * 'same' 3×3 convolutions; then the conv-heavy network with its convolutions and pools inside a
+ * serial `spatialSplit` of t × 1 tiles (k = 1), the other way to trade time for activation memory.
+ * Synthetic data (the data path is not what is measured).
+ *   npm run bench -- microbatch [--batch 64] [--k 1,2,4,8] [--tiles 2,4] [--seconds 3] [--backend wasm]
  */
 import { getBackend } from '../src/kernels/index.ts';
 import { Replica } from '../src/runtime/replica.ts';
@@ -15,21 +17,21 @@ function option(args: string[], name: string, fallback: string): string {
   return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
 }
 
-const CONV_HEAVY = parseConfig({
+const CONV_STACK = [
+  { conv2d: { filters: 32, kernelSize: 3, padding: 'same', activation: 'relu' } },
+  { conv2d: { filters: 32, kernelSize: 3, padding: 'same', activation: 'relu' } },
+  { maxPool2d: { poolSize: 2 } },
+  { conv2d: { filters: 64, kernelSize: 3, padding: 'same', activation: 'relu' } },
+  { conv2d: { filters: 64, kernelSize: 3, padding: 'same', activation: 'relu' } },
+  { maxPool2d: { poolSize: 2 } },
+];
+const CONV_HEAD = [{ flatten: {} }, { dense: { units: 128, activation: 'relu' } }, { dropout: { rate: 0.25 } }, { dense: { units: 10 } }];
+
+/** The conv-heavy network; with `tiles`, its convolutions and pools inside a spatialSplit of tiles × 1. */
+const convHeavy = (tiles?: number) => parseConfig({
   model: {
     input: [28, 28, 1],
-    layers: [
-      { conv2d: { filters: 32, kernelSize: 3, padding: 'same', activation: 'relu' } },
-      { conv2d: { filters: 32, kernelSize: 3, padding: 'same', activation: 'relu' } },
-      { maxPool2d: { poolSize: 2 } },
-      { conv2d: { filters: 64, kernelSize: 3, padding: 'same', activation: 'relu' } },
-      { conv2d: { filters: 64, kernelSize: 3, padding: 'same', activation: 'relu' } },
-      { maxPool2d: { poolSize: 2 } },
-      { flatten: {} },
-      { dense: { units: 128, activation: 'relu' } },
-      { dropout: { rate: 0.25 } },
-      { dense: { units: 10 } },
-    ],
+    layers: tiles ? [{ spatialSplit: { tiles: [tiles, 1], layers: CONV_STACK } }, ...CONV_HEAD] : [...CONV_STACK, ...CONV_HEAD],
   },
 }, 'conv-heavy');
 
@@ -61,11 +63,12 @@ const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(2)} MiB`;
 export async function main(args: string[]): Promise<void> {
   const batch = Number(option(args, 'batch', '64'));
   const ks = option(args, 'k', '1,2,4,8').split(',').map(Number);
+  const tiles = option(args, 'tiles', '2,4').split(',').map(Number);
   const seconds = Number(option(args, 'seconds', '3'));
   const backend = option(args, 'backend', 'wasm');
   const nets: [string, RunConfig][] = [
     ['mnist-small', loadConfig(new URL('../examples/mnist-small.yaml', import.meta.url).pathname)],
-    ['conv-heavy (4 same convs)', CONV_HEAVY],
+    ['conv-heavy (4 same convs)', convHeavy()],
   ];
   console.log(`micro-batching, per-device batch ${batch}, ${backend} backend, one thread, ${seconds} s per row\n`);
   console.log('| network | microBatches | peak activation bytes | vs k=1 | samples/s | vs k=1 |');
@@ -77,5 +80,12 @@ export async function main(args: string[]): Promise<void> {
       base ??= r;
       console.log(`| ${name} | ${k} | ${mb(r.peak)} | ${(r.peak / base.peak).toFixed(3)}× | ${r.samplesPerSecond.toFixed(0)} | ${(r.samplesPerSecond / base.samplesPerSecond).toFixed(2)}× |`);
     }
+  }
+  // the spatial split, against the unsplit conv-heavy network at k = 1 (measured again in this run)
+  const base = await measure(convHeavy(), backend, batch, 1, seconds);
+  console.log(`| conv-heavy, unsplit (measured again) | 1 | ${mb(base.peak)} | 1.000× | ${base.samplesPerSecond.toFixed(0)} | 1.00× |`);
+  for (const t of tiles) {
+    const r = await measure(convHeavy(t), backend, batch, 1, seconds);
+    console.log(`| conv-heavy, spatialSplit tiles [${t}, 1] | 1 | ${mb(r.peak)} | ${(r.peak / base.peak).toFixed(3)}× | ${r.samplesPerSecond.toFixed(0)} | ${(r.samplesPerSecond / base.samplesPerSecond).toFixed(2)}× |`);
   }
 }

@@ -113,7 +113,8 @@ function oneKey<T extends { type: string }>(spec: T): Record<string, Record<stri
   for (const [k, v] of Object.entries(rest)) if (v !== undefined) opts[k] = Array.isArray(v) ? [...v] : v;
   return { [type]: opts };
 }
-const layerToYaml = (l: LayerSpec) => oneKey(l);
+const layerToYaml = (l: LayerSpec): Record<string, Record<string, unknown>> =>
+  l.type === 'spatialSplit' ? { spatialSplit: { tiles: [...l.tiles], layers: l.layers.map(layerToYaml) } } : oneKey(l);
 const optimizerToYaml = (o: OptimizerSpec) => oneKey(o);
 const decayToYaml = (d: DecaySpec) => oneKey(d);
 const strategyToYaml = (s: StrategySpec) => oneKey(s);

@@ -9,8 +9,11 @@ import { z } from 'zod';
 import type { RunConfig, TrainSpec } from '../runtime/runConfig.ts';
 import type {
   LayerSpec, Conv2DSpec, Pool2DSpec, DenseSpec, FlattenSpec, ActivationSpec, ClippedReluSpec, DropoutSpec,
-  BatchNormSpec, ModelSpec, LossSpec, Padding,
+  BatchNormSpec, ModelSpec, LossSpec, Padding, SpatialLayerSpec, SpatialSplitSpec,
 } from '../nn/spec.ts';
+import { SPATIAL_LAYER_TYPES } from '../nn/spec.ts';
+import { jsBackend } from '../kernels/js/index.ts';
+import { buildLayer, buildSpatialLayers } from '../nn/buildLayer.ts';
 import type { OptimizerSpec, ScheduleSpec, DecaySpec } from '../optim/spec.ts';
 import type { DataSpec } from '../data/spec.ts';
 import { STRATEGY_NAMES, type StrategySpec, type StrategyName } from '../parallel/spec.ts';
@@ -100,6 +103,8 @@ interface OneKeyMapConfig<C extends Record<string, z.ZodType>> {
   choices: C;
   /** a sample of the map form, for messages */
   example: string;
+  /** why a name that is not a choice is refused here (a known layer in the wrong place), or undefined */
+  refuse?: (name: string) => string | undefined;
 }
 
 function oneKeyMap<C extends Record<string, z.ZodType>>(cfg: OneKeyMapConfig<C>): z.ZodType<z.output<C[keyof C]>> {
@@ -130,6 +135,8 @@ function oneKeyMap<C extends Record<string, z.ZodType>>(cfg: OneKeyMapConfig<C>)
     } else {
       return fail(ctx, `expected a ${cfg.noun} name or a one-key map such as ${cfg.example}, got ${formatValue(v)}`);
     }
+    const refused = Object.hasOwn(cfg.choices, name) ? undefined : cfg.refuse?.(name);
+    if (refused) return fail(ctx, refused);
     if (!Object.hasOwn(cfg.choices, name)) {
       return fail(ctx, `unknown ${cfg.noun} ${formatValue(name)}${didYouMean(name, names)}; expected one of ${list}`);
     }
@@ -152,9 +159,12 @@ const conv2d = strict({
   padding: oneOf(PADDINGS).default('valid'),
   activation: oneOf(ACTIVATIONS).default('linear'),
   useBias: bool().default(true),
+  parallel: oneOf(['data', 'model'] as const).default('data'),
 }).transform((o): Conv2DSpec => ({
   type: 'conv2d', filters: o.filters, kernelSize: toPair(o.kernelSize), strides: toPair(o.strides),
   padding: o.padding, activation: o.activation, useBias: o.useBias,
+  // data-parallel is the absence of the field, so plain convolutions' specs stay as they were
+  ...(o.parallel === 'model' ? { parallel: 'model' as const } : {}),
 }));
 
 function pool(type: Pool2DSpec['type']) {
@@ -179,7 +189,7 @@ const dense = strict({
 const noOptions = <T extends FlattenSpec | ActivationSpec>(type: T['type']) =>
   strict({}, 'option', type).transform((): T => ({ type }) as T);
 
-const LAYERS = {
+const BASE_LAYERS = {
   conv2d,
   maxPool2d: pool('maxPool2d'),
   avgPool2d: pool('avgPool2d'),
@@ -194,7 +204,45 @@ const LAYERS = {
     .transform((o): DropoutSpec => ({ type: 'dropout', rate: o.rate, masks: o.masks })),
   batchNorm: strict({ momentum: unitRange().default(0.9), epsilon: posNum().default(1e-5) })
     .transform((o): BatchNormSpec => ({ type: 'batchNorm', momentum: o.momentum, epsilon: o.epsilon })),
-} satisfies Record<LayerSpec['type'], z.ZodType<LayerSpec>>;
+};
+
+/** Why a layer type cannot be inside a spatialSplit, and the fix. */
+function notSpatial(name: string): string | undefined {
+  if (name === 'spatialSplit') return 'a spatialSplit cannot hold another spatialSplit; list all the layers to split in one spatialSplit';
+  if (!Object.hasOwn(BASE_LAYERS, name)) return undefined;
+  const why = name === 'batchNorm' ? 'its statistics span the whole image'
+    : name === 'dropout' ? 'its masks are drawn per whole sample'
+    : 'its outputs depend on the whole input, not on a window of pixels';
+  return `${name} cannot be inside a spatialSplit (${why}); only ${SPATIAL_LAYER_TYPES.join(', ')} can — end the spatialSplit before this layer`;
+}
+
+const SPATIAL_CHOICES = {
+  conv2d, maxPool2d: BASE_LAYERS.maxPool2d, avgPool2d: BASE_LAYERS.avgPool2d, relu: BASE_LAYERS.relu, tanh: BASE_LAYERS.tanh,
+  sigmoid: BASE_LAYERS.sigmoid, clippedRelu: BASE_LAYERS.clippedRelu,
+} satisfies Record<SpatialLayerSpec['type'], z.ZodType<SpatialLayerSpec>>;
+
+const tilePair = field<[number, number]>(
+  (v) => Array.isArray(v) && v.length === 2 && v.every((x) => isInt(x) && x > 0),
+  'expected [rows, columns] of positive integers, such as [2, 1] for 2 tiles along the height',
+);
+
+const spatialSplit = strict({
+  tiles: tilePair,
+  layers: z.array(oneKeyMap({ noun: 'layer type', choices: SPATIAL_CHOICES, example: '`conv2d: { filters: 8, kernelSize: 3 }`', refuse: notSpatial }),
+    { error: 'expected a list of layers, each a one-key map such as `- conv2d: { filters: 8, kernelSize: 3 }`' })
+    .min(1, { error: 'expected at least one layer (the convolutions and pooling to split)' }),
+}).transform((o, ctx): SpatialSplitSpec => {
+  o.layers.forEach((l, k) => {
+    if (l.type !== 'conv2d' || l.parallel !== 'model') return;
+    ctx.addIssue({
+      code: 'custom', path: ['layers', k, 'conv2d', 'parallel'], params: { noGot: true } satisfies IssueParams,
+      message: "'parallel: model' cannot be used inside a spatialSplit (the split runs its tiles on one device); remove it, or move the convolution out of the spatialSplit",
+    });
+  });
+  return { type: 'spatialSplit', tiles: [o.tiles[0], o.tiles[1]], layers: o.layers };
+});
+
+const LAYERS = { ...BASE_LAYERS, spatialSplit } satisfies Record<LayerSpec['type'], z.ZodType<LayerSpec>>;
 
 export const LAYER_TYPES = Object.keys(LAYERS) as LayerSpec['type'][];
 
@@ -228,7 +276,45 @@ const model = z.preprocess(withModelParallelDefault, strict({
   layers: z.array(layer, { error: 'expected a list of layers, each a one-key map such as `- dense: { units: 10 }`' })
     .min(1, { error: 'expected at least one layer' }),
 }, 'option', undefined, '{ input: [28, 28, 1], layers: [...] }')
-  .transform((o): ModelSpec => ({ input: [...o.input], layers: o.layers })));
+  .transform((o, ctx): ModelSpec => {
+    const spec: ModelSpec = { input: [...o.input], layers: o.layers };
+    checkSpatialTiles(spec, ctx);
+    return spec;
+  }));
+
+/**
+ * A spatialSplit grid must not have more tiles than its output has rows (columns). Shapes come from
+ * building the layers (no weights are allocated); a model whose shapes do not fit is left to the
+ * model builder, whose errors name the layer.
+ */
+function checkSpatialTiles(spec: ModelSpec, ctx: z.core.$RefinementCtx): void {
+  if (!spec.layers.some((l) => l.type === 'spatialSplit')) return;
+  let shape: readonly number[] = spec.input;
+  for (const [i, l] of spec.layers.entries()) {
+    try {
+      if (l.type === 'spatialSplit') {
+        const inner = buildSpatialLayers(jsBackend, l, i, shape);
+        const last = inner[inner.length - 1]!;
+        if (last.outputShape.length !== 3) return; // not an image: buildModel says so, naming the layer
+        const [OH, OW] = last.outputShape as [number, number, number];
+        for (const [tiles, size, what] of [[l.tiles[0], OH, 'rows'], [l.tiles[1], OW, 'columns']] as const) {
+          if (tiles <= size) continue;
+          ctx.addIssue({
+            code: 'custom', path: ['layers', i, 'spatialSplit', 'tiles'], params: { noGot: true } satisfies IssueParams,
+            message: `[${l.tiles.join(', ')}] asks for ${tiles} tiles along the ${what} but the split's output (${last.name}) ` +
+              `has only ${size} ${what} (output ${last.outputShape.join('×')}); use at most ${size} tiles along the ${what}`,
+          });
+        }
+        shape = last.outputShape;
+      } else {
+        shape = buildLayer(jsBackend, l, i, shape).outputShape;
+      }
+    } catch {
+      return; // a shape error: buildModel reports it, naming the layer
+    }
+    if (shape.some((d) => d < 1)) return;
+  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Optimizer and schedule
@@ -369,7 +455,7 @@ export const configSchema = strict({
   if (o.train.devices > 1 && o.train.microBatches > 1 && modelParallelLayers(o.model).length) {
     ctx.addIssue({
       code: 'custom', path: ['train', 'microBatches'],
-      message: `micro-batching is not supported together with model-parallel dense layers ('parallel: model') on several devices; use microBatches: 1 or make the layers data-parallel`,
+      message: `micro-batching is not supported together with model-parallel layers ('parallel: model') on several devices; use microBatches: 1 or make the layers data-parallel`,
     });
   }
   const perDevice = o.data.batchSizeScope === 'global' ? Math.floor(o.data.batchSize / o.train.devices) : o.data.batchSize;

@@ -7,13 +7,13 @@
  * by every rank of the communicator in the same order with buffers of the same length.
  */
 
+import { evenSlice } from '../tensor/shape.ts';
+
 export type ReduceOp = 'sum' | 'mean';
 
 /** The part [start, end) of a buffer of length n that a rank owns in reduceScatter/allgather. */
 export function ownedSlice(n: number, size: number, rank: number): { start: number; end: number } {
-  const base = Math.floor(n / size), extra = n % size;
-  const start = rank * base + Math.min(rank, extra);
-  return { start, end: start + base + (rank < extra ? 1 : 0) };
+  return evenSlice(n, size, rank);
 }
 
 export interface CollectiveStats {

@@ -1,6 +1,7 @@
 import type { Backend } from '../kernels/backend.ts';
+import { formatShape, shapeSize } from '../tensor/shape.ts';
 import type { Layer } from './layer.ts';
-import type { LayerSpec } from './spec.ts';
+import type { LayerSpec, SpatialSplitSpec } from './spec.ts';
 import { Conv2D } from './conv2d.ts';
 import { Pool2D } from './pool2d.ts';
 import { Dense } from './dense.ts';
@@ -8,10 +9,14 @@ import { Flatten } from './flatten.ts';
 import { ActivationLayer } from './activationLayer.ts';
 import { Dropout } from './dropout.ts';
 import { BatchNorm } from './batchNorm.ts';
+import { SerialSpatialStack } from './spatialStack.ts';
 
-/** One layer from its normalised spec; `index` is its position, used in names and dropout keys. */
-export function buildLayer(backend: Backend, spec: LayerSpec, index: number, inputShape: readonly number[]): Layer {
-  const name = `model.layers[${index}] ${spec.type}`;
+/**
+ * One layer from its normalised spec; `index` is its position, used in names and dropout keys.
+ * `name` defaults to 'model.layers[<index>] <type>'.
+ */
+export function buildLayer(backend: Backend, spec: LayerSpec, index: number, inputShape: readonly number[],
+                           name = `model.layers[${index}] ${spec.type}`): Layer {
   switch (spec.type) {
     case 'conv2d':
       return new Conv2D(backend, name, inputShape, spec.filters, spec.kernelSize, spec.strides, spec.padding, spec.activation, spec.useBias);
@@ -32,5 +37,30 @@ export function buildLayer(backend: Backend, spec: LayerSpec, index: number, inp
       return new Dropout(backend, name, inputShape, spec.rate, index, spec.masks);
     case 'batchNorm':
       return new BatchNorm(backend, name, inputShape, spec.momentum, spec.epsilon);
+    case 'spatialSplit':
+      return new SerialSpatialStack(backend, buildSpatialLayers(backend, spec, index, inputShape, name), spec.tiles[0], spec.tiles[1], name);
   }
+}
+
+/** A built layer whose output is empty means its input was too small: say so, naming it. */
+export function checkOutputShape(layer: Layer, inputShape: readonly number[]): void {
+  if (shapeSize(layer.outputShape) < 1 || layer.outputShape.some((d) => d < 1)) {
+    throw new Error(`${layer.name}: output shape ${formatShape(layer.outputShape)} is empty for input ${formatShape(inputShape)}; the input is too small for this layer`);
+  }
+}
+
+/**
+ * The layers inside `model.layers[index]` (a spatialSplit), named 'model.layers[3].spatialSplit.layers[0] conv2d'
+ * like their config path. `name` is the container's, for the error when it is empty.
+ */
+export function buildSpatialLayers(backend: Backend, spec: SpatialSplitSpec, index: number, inputShape: readonly number[],
+                                   name = `model.layers[${index}] spatialSplit`): Layer[] {
+  if (!spec.layers.length) throw new Error(`${name}: has no layers; list the convolution and pooling layers to split under layers:`);
+  let shape = inputShape;
+  return spec.layers.map((inner, k) => {
+    const layer = buildLayer(backend, inner, index, shape, `model.layers[${index}].spatialSplit.layers[${k}] ${inner.type}`);
+    checkOutputShape(layer, shape);
+    shape = layer.outputShape;
+    return layer;
+  });
 }

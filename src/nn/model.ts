@@ -3,7 +3,7 @@ import { shapeSize, formatShape, shapesEqual } from '../tensor/shape.ts';
 import type { Backend } from '../kernels/backend.ts';
 import type { ForwardContext, Layer } from './layer.ts';
 import type { ModelSpec } from './spec.ts';
-import { buildLayer } from './buildLayer.ts';
+import { buildLayer, checkOutputShape } from './buildLayer.ts';
 import { initParam } from './init.ts';
 
 /** Where one named tensor lives inside a flat buffer. */
@@ -215,9 +215,7 @@ export function buildModel(backend: Backend, spec: ModelSpec, options: ModelOpti
   let shape: readonly number[] = spec.input;
   spec.layers.forEach((layerSpec, i) => {
     const layer = buildLayer(backend, layerSpec, i, shape);
-    if (shapeSize(layer.outputShape) < 1 || layer.outputShape.some((d) => d < 1)) {
-      throw new Error(`${layer.name}: output shape ${formatShape(layer.outputShape)} is empty for input ${formatShape(shape)}; the input is too small for this layer`);
-    }
+    checkOutputShape(layer, shape);
     layers.push(layer);
     shape = layer.outputShape;
   });

@@ -11,6 +11,11 @@ export interface Conv2DSpec {
   padding: Padding;
   activation: ActivationKind;
   useBias: boolean;
+  /**
+   * 'model' splits the layer's filters (output channels) across devices inside the model-parallel
+   * section ("one weird trick", channel split); absent means data-parallel
+   */
+  parallel?: 'model';
 }
 export interface Pool2DSpec {
   type: 'maxPool2d' | 'avgPool2d';
@@ -34,8 +39,24 @@ export type DropoutMasks = 'per-replica' | 'per-sample';
 export interface DropoutSpec { type: 'dropout'; rate: number; masks: DropoutMasks }
 export interface BatchNormSpec { type: 'batchNorm'; momentum: number; epsilon: number }
 
+/** What a spatial split may hold: each output pixel reads a bounded window of input pixels. */
+export type SpatialLayerSpec = Conv2DSpec | Pool2DSpec | ActivationSpec | ClippedReluSpec;
+export const SPATIAL_LAYER_TYPES = ['conv2d', 'maxPool2d', 'avgPool2d', 'relu', 'tanh', 'sigmoid', 'clippedRelu'] as const satisfies readonly SpatialLayerSpec['type'][];
+
+/**
+ * A stack of convolution/pooling/activation layers run tile after tile on one device (less
+ * activation memory, a second forward in backward); equal to the layers unsplit.
+ */
+export interface SpatialSplitSpec {
+  type: 'spatialSplit';
+  /** [rows, columns] of the tile grid over the stack's output */
+  tiles: [number, number];
+  layers: SpatialLayerSpec[];
+}
+
 export type LayerSpec =
-  | Conv2DSpec | Pool2DSpec | DenseSpec | FlattenSpec | ActivationSpec | ClippedReluSpec | DropoutSpec | BatchNormSpec;
+  | Conv2DSpec | Pool2DSpec | DenseSpec | FlattenSpec | ActivationSpec | ClippedReluSpec | DropoutSpec | BatchNormSpec
+  | SpatialSplitSpec;
 
 export type LayerType = LayerSpec['type'];
 

@@ -12,12 +12,14 @@ import { initParam } from '../nn/init.ts';
 import { allgatherRows, CollectiveBuffers, ExchangeScratch, rowSplit, type RowSplit } from './activationExchange.ts';
 import { modelParallelLayers, planModelParallelFrom, type ModelParallelPlan, type PlannedLayer } from './modelParallelPlan.ts';
 import { ColumnParallelDense, RowParallelDense, columnShardCopy, rowShardCopy, unitShards } from './tensorParallel.ts';
+import { ChannelParallelConv } from './channelParallelConv.ts';
 
 /**
  * One device's part of a model run with "one weird trick": the data-parallel layers (replicated,
- * each device on its own samples) and this device's shards of the model-parallel dense layers,
- * which compute on every device's samples at once. At the boundary the activations are
- * all-gathered (forward) and their gradients reduce-scattered back (backward); the shards' weight
+ * each device on its own samples) and this device's shards of the model-parallel dense layers and
+ * channel-split convolutions, which compute on every device's samples at once. At the boundary the
+ * activations are all-gathered (forward) and their gradients reduce-scattered back (backward; a
+ * channel-split conv all-reduces them and keeps its rows); the shards' weight
  * gradients are complete on their own device, so only the replicated part needs an all-reduce.
  *
  * Flat buffers: params = [replicated | shard], grads alike. `replicatedLength` floats at the front
@@ -31,7 +33,11 @@ interface Stage {
   backward(dy: Tensor, needInputGrad: boolean): Promise<Tensor | null>;
 }
 
-/** Where one shard tensor of a model-parallel dense layer lives in a device's shard part. */
+/**
+ * Where one shard tensor of a model-parallel dense layer lives in a device's shard part. A
+ * channel-split conv2d's slice is a 'column' shard too: its kernel [KH, KW, C, F] is a matrix
+ * [KH·KW·C, F] whose columns are the filters.
+ */
 export interface ShardEntry {
   /** checkpoint name of the unsplit tensor ('layers.7.kernel') */
   name: string;
@@ -53,6 +59,16 @@ export function shardLayout(plan: ModelParallelPlan, rank: number): { entries: S
   let at = 0;
   for (const p of plan.layers) {
     if (p.kind === 'elementwise') continue;
+    if (p.kind === 'channel') {
+      const { filters: units, kernelSize: [KH, KW], useBias } = p.spec, inFeatures = KH * KW * p.inputShape[2]!;
+      const range = unitShards(units, plan.devices, `model.layers[${p.index}] conv2d`, 'filters').ranges[rank]!;
+      const w = range.end - range.start;
+      for (const [param, size] of (useBias ? [['kernel', inFeatures * w], ['bias', w]] : [['kernel', inFeatures * w]]) as ['kernel' | 'bias', number][]) {
+        entries.push({ name: `layers.${p.index}.${param}`, layer: p.index, param, kind: 'column', offset: at, size, range, inFeatures, units });
+        at = alignFloats(at + size);
+      }
+      continue;
+    }
     const name = `model.layers[${p.index}] dense`;
     const { units, useBias } = p.spec;
     const range = p.kind === 'column' ? unitShards(units, plan.devices, name).ranges[rank]! : unitShards(p.inFeatures, plan.devices, name, 'input features').ranges[rank]!;
@@ -79,14 +95,14 @@ class SliceRows implements Stage {
   async forward(x: Tensor, rows: RowSplit): Promise<Tensor> {
     const width = x.size / x.batch, r = this.comm.rank, start = rows.starts[r]! * width;
     this.rows = rows;
-    return new Tensor([rows.counts[r]!, width], x.data.subarray(start, start + rows.counts[r]! * width));
+    return new Tensor([rows.counts[r]!, ...x.shape.slice(1)], x.data.subarray(start, start + rows.counts[r]! * width));
   }
 
   async backward(dy: Tensor): Promise<Tensor> {
-    const rows = this.rows!, width = dy.shape[1]!;
+    const rows = this.rows!, sample = dy.shape.slice(1), width = shapeSize(sample);
     const grad = await this.shared.get('grad', rows.total * width);
     await allgatherRows(this.comm, dy.data, rows, width, grad, this.scratch);
-    return new Tensor([rows.total, width], grad);
+    return new Tensor([rows.total, ...sample], grad);
   }
 }
 
@@ -118,7 +134,8 @@ export class ModelParallelNet {
   readonly outputShape: readonly number[];
   private readonly allLayers: Layer[];
   private readonly stages: Stage[] = [];
-  private readonly boundaryFeatures: number;
+  /** per-sample shape of the section's input */
+  private readonly entryShape: readonly number[];
   /** offset of each replicated layer's first parameter (−1: none), by layer index */
   private readonly firstOffset = new Map<number, number>();
 
@@ -130,8 +147,8 @@ export class ModelParallelNet {
     this.outputShape = shape;
     const begin = modelParallelLayers(spec)[0] ?? 0;
     const entryShape = begin > 0 ? this.allLayers[begin - 1]!.outputShape : spec.input;
-    this.plan = planModelParallelFrom(spec, comm.size, entryShape);
-    this.boundaryFeatures = entryShape[0]!;
+    this.plan = planModelParallelFrom(spec, comm.size, this.allLayers.map((l) => l.inputShape));
+    this.entryShape = entryShape;
     const { end } = this.plan;
     this.prefix = this.allLayers.slice(0, begin);
     this.tail = this.allLayers.slice(end);
@@ -171,7 +188,7 @@ export class ModelParallelNet {
   private buildStages(shardsOf: (layer: number) => ShardEntry[]): void {
     const { backend, comm } = this;
     const weightGradScale = 1 / comm.size;
-    const bind = (layer: ColumnParallelDense | RowParallelDense, i: number) => {
+    const bind = <L extends { bind(params: Float32Array[], grads: Float32Array[]): void }>(layer: L, i: number): L => {
       const entries = shardsOf(i);
       layer.bind(entries.map((e) => this.params.subarray(e.offset, e.offset + e.size)), entries.map((e) => this.grads.subarray(e.offset, e.offset + e.size)));
       return layer;
@@ -185,6 +202,8 @@ export class ModelParallelNet {
           { inputRows: p.inputRows, gatherOutput: p.gatherOutput, weightGradScale });
         ranges.set(p.index, { start: layer.start, end: layer.end });
         this.stages.push(bind(layer, p.index));
+      } else if (p.kind === 'channel') {
+        this.stages.push(bind(new ChannelParallelConv(backend, comm, name, p.spec, p.inputShape, { inputRows: p.inputRows, weightGradScale }), p.index));
       } else if (p.kind === 'row') {
         const { units, activation, useBias } = p.spec;
         this.stages.push(bind(new RowParallelDense(backend, comm, name, p.inFeatures, units, activation, useBias,
@@ -202,10 +221,10 @@ export class ModelParallelNet {
     // global sample index (and, on a shard, by the feature's index in the unsplit layer)
     if (p.spec.type === 'dropout') {
       const range = p.form === 'shard' ? ranges.get(p.shardOf!)! : { start: 0, end: p.features };
-      return new Dropout(this.backend, `model.layers[${p.index}] dropout`, [range.end - range.start], p.spec.rate, p.index, 'per-sample',
-        { offset: range.start, total: p.features });
+      return new Dropout(this.backend, `model.layers[${p.index}] dropout`, p.form === 'shard' ? [range.end - range.start] : p.inputShape,
+        p.spec.rate, p.index, 'per-sample', { offset: range.start, total: p.features });
     }
-    if (p.form !== 'shard') return buildLayer(this.backend, p.spec, p.index, [p.features]);
+    if (p.form !== 'shard') return buildLayer(this.backend, p.spec, p.index, p.inputShape);
     const range = ranges.get(p.shardOf!)!;
     return buildLayer(this.backend, p.spec, p.index, [range.end - range.start]);
   }
@@ -260,7 +279,7 @@ export class ModelParallelNet {
     const mine = rows.counts[this.comm.rank]!;
     let h = x;
     if (mine > 0) for (const layer of this.prefix) h = layer.forward(h, ctx);
-    else h = new Tensor([0, this.boundaryFeatures], new Float32Array(0));
+    else h = new Tensor([0, ...this.entryShape], new Float32Array(0));
     for (const stage of this.stages) h = await stage.forward(h, rows, ctx);
     if (mine > 0) for (const layer of this.tail) h = layer.forward(h, ctx);
     else h = new Tensor([0, ...this.outputShape], new Float32Array(0));
@@ -279,7 +298,7 @@ export class ModelParallelNet {
       if (mine > 0) g = this.allLayers[i]!.backward(g!, true);
       this.ready(i, onReady);
     }
-    if (mine === 0) g = new Tensor([0, this.stageOutputWidth()], new Float32Array(0));
+    if (mine === 0) g = new Tensor([0, ...this.allLayers[end - 1]!.outputShape], new Float32Array(0));
     for (let s = this.stages.length - 1; s >= 0; s--) g = await this.stages[s]!.backward(g!, s > 0 || begin > 0);
     for (let i = begin - 1; i >= 0; i--) {
       if (mine > 0) g = this.allLayers[i]!.backward(g!, i > 0);
@@ -290,12 +309,6 @@ export class ModelParallelNet {
   private ready(layer: number, onReady?: (offset: number) => void): void {
     const offset = this.firstOffset.get(layer);
     if (onReady && offset !== undefined) onReady(offset);
-  }
-
-  /** Width of the middle section's output (the tail's input). */
-  private stageOutputWidth(): number {
-    const last = this.plan.end - 1;
-    return this.allLayers[last]!.outputShape[0]!;
   }
 
   /** The split of a global batch of n samples over the devices (the data sampler's rule). */

@@ -1,11 +1,12 @@
-import type { DenseSpec, LayerSpec, ModelSpec } from '../nn/spec.ts';
+import type { Conv2DSpec, DenseSpec, LayerSpec, ModelSpec } from '../nn/spec.ts';
+import { shapeSize } from '../tensor/shape.ts';
 import { unitShards } from './tensorParallel.ts';
 
 /**
  * Where "one weird trick" (Krizhevsky 2014) splits a model: layers [0, begin) run data-parallel (each
  * device its own samples, gradients all-reduced), layers [begin, end) tensor-parallel on every
  * device's samples at once, layers [end, n) data-parallel again. `begin` is the first and `end − 1`
- * the last dense layer marked `parallel: model`.
+ * the last layer (dense or conv2d) marked `parallel: model`.
  *
  * Inside, the activation between layers is one of
  *   'rows'  — this device's samples, all features (data-parallel; only where the section starts)
@@ -13,8 +14,10 @@ import { unitShards } from './tensorParallel.ts';
  *   'shard' — every device's samples, this device's block of features
  * A model-parallel dense layer whose input is 'rows' or 'full' is column-parallel (output units
  * split → 'shard'); one whose input is 'shard' is row-parallel (input features split → 'full'),
- * so a column/row pair needs no communication in between (Megatron-LM). Activations, dropout and
- * flatten act on any form. The section ends in 'rows' for the data-parallel tail and the loss.
+ * so a column/row pair needs no communication in between (Megatron-LM). A model-parallel conv2d
+ * is channel-split: its input is 'rows' or 'full' (images), each device computes its slice of the
+ * filters, the slices are gathered → 'full'. Activations, dropout and flatten act on any form,
+ * pooling on 'full' images. The section ends in 'rows' for the data-parallel tail and the loss.
  */
 
 export type ActivationForm = 'rows' | 'full' | 'shard';
@@ -22,25 +25,33 @@ export type ActivationForm = 'rows' | 'full' | 'shard';
 export type PlannedLayer =
   | { index: number; kind: 'column'; spec: DenseSpec; inFeatures: number; inputRows: boolean; gatherOutput: boolean }
   | { index: number; kind: 'row'; spec: DenseSpec; inFeatures: number; scatterRows: boolean }
-  /** an activation, dropout or flatten applied to `form`; `features` is the unsplit width */
-  | { index: number; kind: 'elementwise'; spec: LayerSpec; form: ActivationForm; features: number; shardOf: number | null };
+  /** a channel-split conv2d on images [H, W, C] (`inputShape`), output channels gathered */
+  | { index: number; kind: 'channel'; spec: Conv2DSpec; inputShape: readonly number[]; inputRows: boolean }
+  /**
+   * an activation, dropout, flatten or pooling applied to `form`; `features` is the unsplit width,
+   * `inputShape` the unsplit per-sample shape
+   */
+  | { index: number; kind: 'elementwise'; spec: LayerSpec; form: ActivationForm; features: number; shardOf: number | null;
+      inputShape: readonly number[] };
 
 export interface ModelParallelPlan {
   begin: number;
   end: number;
   devices: number;
   layers: PlannedLayer[];
-  /** the middle ends 'full' after a column layer: every device then keeps only its own rows */
+  /** the middle ends 'full' after a column or channel layer: every device then keeps only its own rows */
   sliceRowsAtEnd: boolean;
 }
 
 const ELEMENTWISE = new Set<LayerSpec['type']>(['relu', 'tanh', 'sigmoid', 'clippedRelu', 'dropout', 'flatten']);
+const POOLING = new Set<LayerSpec['type']>(['maxPool2d', 'avgPool2d']);
 
 const layerName = (spec: LayerSpec, i: number) => `model.layers[${i}] ${spec.type}`;
+const isMarked = (l: LayerSpec) => (l.type === 'dense' || l.type === 'conv2d') && l.parallel === 'model';
 
-/** Indices of the dense layers marked `parallel: model`. */
+/** Indices of the layers (dense, conv2d) marked `parallel: model`. */
 export function modelParallelLayers(spec: ModelSpec): number[] {
-  return spec.layers.flatMap((l, i) => (l.type === 'dense' && l.parallel === 'model' ? [i] : []));
+  return spec.layers.flatMap((l, i) => (isMarked(l) ? [i] : []));
 }
 
 /** Why a strategy other than hybrid cannot run model-parallel layers, and the fix. */
@@ -52,29 +63,24 @@ export function modelParallelStrategyMessage(spec: ModelSpec, strategy: string):
 }
 
 /**
- * The split of `spec` over `devices` devices, given the shape the layers before the first
- * model-parallel one produce (`entryShape`, per sample): it must be flat.
+ * The split of `spec` over `devices` devices. `inputShapes[i]` is layer i's per-sample input shape
+ * in the unsplit model (the built layers give them). Errors name the layer and the fix.
  */
-export function planModelParallelFrom(spec: ModelSpec, devices: number, entryShape: readonly number[]): ModelParallelPlan {
-  const begin = modelParallelLayers(spec)[0] ?? 0;
-  if (entryShape.length !== 1) {
-    throw new Error(`model.layers[${begin}] dense: expects a flat input but receives shape [${entryShape.join(', ')}]; add a flatten layer before it`);
-  }
-  return planModelParallel(spec, devices, entryShape[0]!);
-}
-
-/**
- * The split of `spec` over `devices` devices. `inFeatures` is the flat input width of layer `begin`
- * (what the data-parallel layers before it produce). Errors name the layer and the fix.
- */
-export function planModelParallel(spec: ModelSpec, devices: number, inFeatures: number): ModelParallelPlan {
+export function planModelParallelFrom(spec: ModelSpec, devices: number, inputShapes: readonly (readonly number[])[]): ModelParallelPlan {
   const marked = modelParallelLayers(spec);
-  if (!marked.length) throw new Error('planModelParallel: no dense layer is marked parallel: model');
+  if (!marked.length) throw new Error('planModelParallel: no layer is marked parallel: model');
   const begin = marked[0]!, end = marked[marked.length - 1]! + 1;
+  const first = spec.layers[begin]!;
+  if (first.type === 'dense' && inputShapes[begin]!.length !== 1) {
+    throw new Error(`model.layers[${begin}] dense: expects a flat input but receives shape [${inputShapes[begin]!.join(', ')}]; add a flatten layer before it`);
+  }
+  // messages keep the dense-only wording where the section has no convolution
+  const convs = marked.some((i) => spec.layers[i]!.type === 'conv2d');
+  const between = `between the model-parallel ${convs ? '' : 'dense '}layers model.layers[${begin}] and model.layers[${end - 1}]`;
   const layers: PlannedLayer[] = [];
-  let form: ActivationForm = 'rows', features = inFeatures, shardOf: number | null = null;
+  let form: ActivationForm = 'rows', shardOf: number | null = null;
   for (let i = begin; i < end; i++) {
-    const l = spec.layers[i]!;
+    const l = spec.layers[i]!, inputShape = inputShapes[i]!, features = shapeSize(inputShape);
     if (l.type === 'dense' && l.parallel === 'model') {
       if (form === 'shard') {
         layers.push({ index: i, kind: 'row', spec: l, inFeatures: features, scatterRows: i === end - 1 });
@@ -86,14 +92,20 @@ export function planModelParallel(spec: ModelSpec, devices: number, inFeatures: 
         form = i === end - 1 ? 'full' : 'shard';
         shardOf = i === end - 1 ? null : i;
       }
-      features = l.units;
-    } else if (ELEMENTWISE.has(l.type)) {
-      layers.push({ index: i, kind: 'elementwise', spec: l, form, features, shardOf });
+    } else if (l.type === 'conv2d' && l.parallel === 'model') {
+      if (form === 'shard') {
+        throw new Error(`${layerName(l, i)}: cannot follow a column-parallel dense layer inside the model-parallel section; ` +
+          `put the model-parallel convolutions before the model-parallel dense layers`);
+      }
+      unitShards(l.filters, devices, layerName(l, i), 'filters');
+      layers.push({ index: i, kind: 'channel', spec: l, inputShape, inputRows: form === 'rows' });
+      form = 'full';
+    } else if (ELEMENTWISE.has(l.type) || (POOLING.has(l.type) && form === 'full')) {
+      layers.push({ index: i, kind: 'elementwise', spec: l, form, features, shardOf, inputShape });
     } else {
-      const between = `between the model-parallel dense layers model.layers[${begin}] and model.layers[${end - 1}]`;
-      throw new Error(l.type === 'dense'
+      throw new Error(l.type === 'dense' || l.type === 'conv2d'
         ? `${layerName(l, i)}: lies ${between} but is not marked; add 'parallel: model' to it too, or move it after model.layers[${end - 1}]`
-        : `${layerName(l, i)}: cannot lie ${between}; only activations, dropout and flatten can — move it before model.layers[${begin}] or after model.layers[${end - 1}]`);
+        : `${layerName(l, i)}: cannot lie ${between}; only activations, dropout${convs ? ', flatten and pooling' : ' and flatten'} can — move it before model.layers[${begin}] or after model.layers[${end - 1}]`);
     }
   }
   return { begin, end, devices, layers, sliceRowsAtEnd: form === 'full' };

@@ -68,8 +68,7 @@ function checkRun(config: RunConfig, data: LoadedData): number {
   const split = modelParallelLayers(config.model);
   if (split.length && config.train.devices > 1) {
     if (config.train.strategy.type !== 'hybrid') throw new Error(`train.strategy: ${modelParallelStrategyMessage(config.model, config.train.strategy.type)}`);
-    const begin = split[0]!;
-    planModelParallelFrom(config.model, config.train.devices, begin > 0 ? model.layers[begin - 1]!.outputShape : config.model.input);
+    planModelParallelFrom(config.model, config.train.devices, model.layers.map((l) => l.inputShape));
   }
   const classes = model.outputShape[0]!;
   if (model.outputShape.length !== 1 || classes !== data.train.classes) {

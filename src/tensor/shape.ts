@@ -25,3 +25,13 @@ export function samePaddingBefore(input: number, kernel: number, stride: number)
   const total = Math.max((out - 1) * stride + kernel - input, 0);
   return Math.floor(total / 2);
 }
+
+/**
+ * The part [start, end) of `n` items that part `index` of `parts` gets: as even as possible, the
+ * first parts take the extra item (collectives' owned slices, spatial tiles, micro-batches).
+ */
+export function evenSlice(n: number, parts: number, index: number): { start: number; end: number } {
+  const base = Math.floor(n / parts), extra = n % parts;
+  const start = index * base + Math.min(index, extra);
+  return { start, end: start + base + (index < extra ? 1 : 0) };
+}

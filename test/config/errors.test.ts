@@ -39,17 +39,17 @@ test('a bad positive-integer field says so with the value', () => {
 
 test('unknown layer type lists the allowed ones', () => {
   assert.deepStrictEqual(issuesOf(model('    - flatten: {}\n    - dense: { units: 10 }\n    - conv3d: { filters: 3 }\n')), [
-    "f.yaml: model.layers[2]: unknown layer type 'conv3d' (did you mean 'conv2d'?); expected one of conv2d, maxPool2d, avgPool2d, dense, flatten, relu, tanh, sigmoid, clippedRelu, dropout, batchNorm",
+    "f.yaml: model.layers[2]: unknown layer type 'conv3d' (did you mean 'conv2d'?); expected one of conv2d, maxPool2d, avgPool2d, dense, flatten, relu, tanh, sigmoid, clippedRelu, dropout, batchNorm, spatialSplit",
   ]);
   assert.deepStrictEqual(issuesOf(model('    - lstm: { units: 3 }\n')), [
-    "f.yaml: model.layers[0]: unknown layer type 'lstm'; expected one of conv2d, maxPool2d, avgPool2d, dense, flatten, relu, tanh, sigmoid, clippedRelu, dropout, batchNorm",
+    "f.yaml: model.layers[0]: unknown layer type 'lstm'; expected one of conv2d, maxPool2d, avgPool2d, dense, flatten, relu, tanh, sigmoid, clippedRelu, dropout, batchNorm, spatialSplit",
   ]);
 });
 
 test('unknown option names the key, suggests a close match and lists the allowed ones', () => {
   assert.deepStrictEqual(issuesOf(model('    - conv2d: { filter: 32, kernelSize: 3 }\n')), [
     'f.yaml: model.layers[0].conv2d.filters: missing; expected a positive integer',
-    "f.yaml: model.layers[0].conv2d: unknown option 'filter' (did you mean 'filters'?); allowed: filters, kernelSize, strides, padding, activation, useBias",
+    "f.yaml: model.layers[0].conv2d: unknown option 'filter' (did you mean 'filters'?); allowed: filters, kernelSize, strides, padding, activation, useBias, parallel",
   ]);
   assert.deepStrictEqual(issuesOf(`${model('    - flatten: { axis: 1 }\n')}shedule: {}\ntrain: { epoch: 3 }\n`), [
     "f.yaml: model.layers[0].flatten: unknown option 'axis'; flatten takes no options",

@@ -5,6 +5,7 @@
  *   - hybrid, 2 processes × 2 devices = hybrid on 4 threads (hierarchical allreduce)
  *   - sync,   2 processes × 1 device  = sync on 2 threads (the parameter server in process 0)
  *   - model-parallel dense layers ("one weird trick"), 2 processes × 2 devices = the trick on 4 threads
+ *   - channel-split convolutions in the model-parallel section, 2 processes × 2 devices = 4 threads
  * Tolerance: 1e-4 relative to the largest weight (float32 sums in a different order).
  */
 import { test } from 'node:test';
@@ -33,6 +34,14 @@ async function compare(strategy: string, processes: number, threads: number, lay
 test('hybrid on 2 processes × 1 device equals hybrid on 2 threads', { timeout: 180_000 }, () => compare('hybrid', 2, 1));
 test('hybrid on 2 processes × 2 devices (hierarchical) equals hybrid on 4 threads', { timeout: 180_000 }, () => compare('hybrid', 2, 2));
 test('"one weird trick" on 2 processes × 2 devices equals the trick on 4 threads', { timeout: 180_000 }, () => compare('hybrid', 2, 2, TRICK_LAYERS));
+
+const CONV_TRICK_LAYERS = `
+    - conv2d: { filters: 5, kernelSize: 3, strides: 2, activation: relu, parallel: model }
+    - maxPool2d: { poolSize: 2 }
+    - conv2d: { filters: 6, kernelSize: 3, padding: same, parallel: model }
+    - flatten: {}
+    - dense: { units: 10 }`;
+test('channel-split convs (conv2d parallel: model) on 2 processes × 2 devices equal 4 threads', { timeout: 180_000 }, () => compare('hybrid', 2, 2, CONV_TRICK_LAYERS));
 test('sync on 2 processes × 1 device (parameter server in process 0) equals sync on 2 threads', { timeout: 180_000 }, () => compare('sync', 2, 1));
 
 test('async, easgd (async), bsp and bmuf train across 2 processes × 2 devices', { timeout: 300_000 }, async () => {

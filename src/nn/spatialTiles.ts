@@ -1,11 +1,11 @@
 import { Tensor } from '../tensor/tensor.ts';
 import type { Backend } from '../kernels/backend.ts';
-import { BufferPool, type ForwardContext, type Layer } from '../nn/layer.ts';
-import { Conv2D, type ConvGeometry } from '../nn/conv2d.ts';
-import { Pool2D } from '../nn/pool2d.ts';
-import { ActivationLayer } from '../nn/activationLayer.ts';
-import { tileWindowGeometry, type AxisRange } from '../nn/windowGeometry.ts';
-import { ownedSlice } from '../comm/communicator.ts';
+import { evenSlice } from '../tensor/shape.ts';
+import { BufferPool, type ForwardContext, type Layer } from './layer.ts';
+import { Conv2D, type ConvGeometry } from './conv2d.ts';
+import { Pool2D } from './pool2d.ts';
+import { ActivationLayer } from './activationLayer.ts';
+import { tileWindowGeometry, type AxisRange } from './windowGeometry.ts';
 
 /**
  * Planning spatial tiles through a stack of convolution, pooling and activation layers: for the
@@ -54,7 +54,7 @@ export function planTiles(layers: readonly Layer[], tilesH: number, tilesW: numb
   const plans: TilePlan[] = [];
   for (let i = 0; i < tilesH; i++) {
     for (let j = 0; j < tilesW; j++) {
-      const outRows = ownedSlice(OH, tilesH, i), outCols = ownedSlice(OW, tilesW, j);
+      const outRows = evenSlice(OH, tilesH, i), outCols = evenSlice(OW, tilesW, j);
       let rows = outRows, cols = outCols;
       const tileLayers: TilePlan['layers'] = [];
       for (let k = layers.length - 1; k >= 0; k--) {
@@ -106,12 +106,16 @@ export class TileStack {
     return g;
   }
 
+  /** The distinct arrays this tile's forward keeps for backward. */
+  savedArrays(): ArrayBufferView[] {
+    const seen = new Set<ArrayBufferView>();
+    for (const l of this.layers) for (const a of l.savedForBackward?.() ?? []) seen.add(a);
+    return [...seen];
+  }
+
   /** Bytes of the arrays this tile's forward keeps for backward (distinct arrays). */
   savedBytes(): number {
-    const seen = new Set<ArrayBufferView>();
-    let bytes = 0;
-    for (const l of this.layers) for (const a of l.savedForBackward?.() ?? []) if (!seen.has(a)) { seen.add(a); bytes += a.byteLength; }
-    return bytes;
+    return this.savedArrays().reduce((n, a) => n + a.byteLength, 0);
   }
 }
 

@@ -1,3 +1,5 @@
+import type { Tensor } from '../tensor/tensor.ts';
+
 /** An NHWC array with its height, width and channels (batch = length / (h·w·c)). */
 export interface Block {
   data: Float32Array;
@@ -30,3 +32,6 @@ export function copyBlock(src: Block, srcRow: number, srcCol: number, dst: Block
     }
   }
 }
+
+/** An NHWC tensor as a Block. */
+export const blockOf = (t: Tensor): Block => ({ data: t.data, h: t.shape[1]!, w: t.shape[2]!, c: t.shape[3]! });

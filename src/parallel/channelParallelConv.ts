@@ -1,0 +1,73 @@
+import { Tensor } from '../tensor/tensor.ts';
+import { shapeSize } from '../tensor/shape.ts';
+import type { Backend } from '../kernels/backend.ts';
+import type { Communicator } from '../comm/communicator.ts';
+import type { ForwardContext } from '../nn/layer.ts';
+import type { Conv2DSpec } from '../nn/spec.ts';
+import { ChannelSplitConv2D } from './channelSplit.ts';
+import { allgatherRows, CollectiveBuffers, ExchangeScratch, type RowSplit } from './activationExchange.ts';
+
+/**
+ * A conv2d marked `parallel: model`, as a stage of the model-parallel section: a channel split
+ * (ChannelSplitConv2D) on the job's whole batch. At the section's entry (`inputRows`) it first
+ * all-gathers every device's rows; its output has all channels on every device ('full'). Backward
+ * sums the partial input gradients over devices (and keeps this device's rows at the entry).
+ *
+ * Its weights are this device's filter slice in the model's flat buffer (bound like a dense
+ * shard: kernel [KH, KW, C, mine], bias [mine]); the split layer computes on its own copy and
+ * the weight gradients are added back × weightGradScale (1/G: the whole batch's rows each carry
+ * the data-parallel G/(G·b) scale). They are complete here and are not all-reduced.
+ */
+export class ChannelParallelConv {
+  readonly conv: ChannelSplitConv2D;
+  readonly outputShape: readonly number[];
+  private kernel!: Float32Array; private bias: Float32Array | null = null;
+  private dKernel!: Float32Array; private dBias: Float32Array | null = null;
+  private readonly shared: CollectiveBuffers;
+  private readonly scratch = new ExchangeScratch();
+  private rows: RowSplit | null = null;
+
+  constructor(private readonly backend: Backend, private readonly comm: Communicator, name: string, spec: Conv2DSpec,
+              readonly inputShape: readonly number[], private readonly o: { inputRows: boolean; weightGradScale: number }) {
+    this.conv = new ChannelSplitConv2D(backend, comm, {
+      name, inputShape, filters: spec.filters, kernelSize: spec.kernelSize, strides: spec.strides, padding: spec.padding,
+      activation: spec.activation, useBias: spec.useBias,
+    });
+    this.outputShape = this.conv.outputShape;
+    this.shared = new CollectiveBuffers(backend, comm);
+  }
+
+  /** This device's kernel and bias slices (and their gradients) in the model's flat buffers. */
+  bind(params: Float32Array[], grads: Float32Array[]): void {
+    this.kernel = params[0]!; this.dKernel = grads[0]!;
+    this.bias = params[1] ?? null; this.dBias = grads[1] ?? null;
+  }
+
+  async forward(x: Tensor, rows: RowSplit, ctx: ForwardContext): Promise<Tensor> {
+    let input = x;
+    if (this.o.inputRows) {
+      const width = shapeSize(this.inputShape);
+      const all = await this.shared.get('input', rows.total * width);
+      await allgatherRows(this.comm, x.data, rows, width, all, this.scratch);
+      input = new Tensor([rows.total, ...this.inputShape], all);
+    }
+    this.rows = rows;
+    // the optimizer updates the flat buffer: the split layer computes on a copy taken each step
+    this.conv.params.set(this.kernel);
+    if (this.bias) this.conv.params.set(this.bias, this.kernel.length);
+    return this.conv.forward(input, ctx);
+  }
+
+  async backward(dy: Tensor, needInputGrad: boolean): Promise<Tensor | null> {
+    const g = this.conv.grads, k = this.kernel.length;
+    g.fill(0);
+    const dx = await this.conv.backward(dy, needInputGrad);
+    this.backend.axpy(this.o.weightGradScale, g.subarray(0, k), this.dKernel);
+    if (this.dBias) this.backend.axpy(this.o.weightGradScale, g.subarray(k, k + this.dBias.length), this.dBias);
+    if (!dx || !this.o.inputRows) return dx;
+    // dx is the whole batch's, summed over devices: this device's rows go back to its layers
+    const rows = this.rows!, r = this.comm.rank, width = shapeSize(this.inputShape);
+    const start = rows.starts[r]! * width;
+    return new Tensor([rows.counts[r]!, ...this.inputShape], dx.data.subarray(start, start + rows.counts[r]! * width));
+  }
+}
