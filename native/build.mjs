@@ -17,7 +17,7 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, realpathSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { findNodeGyp, nodedirArgs } from './gyp.mjs';
+import { findNodeGyp, finisher, nodedirArgs } from './gyp.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = dirname(here);
@@ -27,17 +27,7 @@ const optional = args.includes('--optional');
 const verbose = args.includes('--verbose');
 const tag = 'build:native:';
 
-/** Ends the script: `ok` exits 0; a failure exits 0 under --optional (the backend is optional), else 1. */
-function finish(ok, line, log = '') {
-  if (ok) {
-    console.log(`${tag} ${line}`);
-    process.exit(0);
-  }
-  if (!optional && log) process.stderr.write(log.endsWith('\n') ? log : `${log}\n`);
-  const out = optional ? console.log : console.error;
-  out(`${tag} ${line}${optional ? ' — continuing without the optional native backend (wasm stays the default)' : ''}`);
-  process.exit(optional ? 0 : 1);
-}
+const finish = finisher(tag, optional, 'continuing without the optional native backend (wasm stays the default)');
 
 const TRIPLETS = {
   x64: 'x86_64-linux-gnu', arm64: 'aarch64-linux-gnu', arm: 'arm-linux-gnueabihf',

@@ -23,3 +23,20 @@ export function nodedirArgs() {
   const prefix = join(dirname(process.execPath), '..');
   return existsSync(join(prefix, 'include', 'node', 'node_api.h')) ? [`--nodedir=${prefix}`] : [];
 }
+
+/**
+ * The way a build script ends: `ok` exits 0; a failure exits 0 under --optional (the addon is
+ * optional: `continuing` says what the install does without it), else 1 with the build log.
+ */
+export function finisher(tag, optional, continuing) {
+  return function finish(ok, line, log = '') {
+    if (ok) {
+      console.log(`${tag} ${line}`);
+      process.exit(0);
+    }
+    if (!optional && log) process.stderr.write(log.endsWith('\n') ? log : `${log}\n`);
+    const out = optional ? console.log : console.error;
+    out(`${tag} ${line}${optional ? ` — ${continuing}` : ''}`);
+    process.exit(optional ? 0 : 1);
+  };
+}

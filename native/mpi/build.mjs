@@ -13,7 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { findNodeGyp, nodedirArgs } from '../gyp.mjs';
+import { findNodeGyp, finisher, nodedirArgs } from '../gyp.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = dirname(dirname(here));
@@ -23,17 +23,7 @@ const optional = args.includes('--optional');
 const verbose = args.includes('--verbose');
 const tag = 'build:mpi:';
 
-/** Ends the script: `ok` exits 0; a failure exits 0 under --optional (the transport is optional), else 1. */
-function finish(ok, line, log = '') {
-  if (ok) {
-    console.log(`${tag} ${line}`);
-    process.exit(0);
-  }
-  if (!optional && log) process.stderr.write(log.endsWith('\n') ? log : `${log}\n`);
-  const out = optional ? console.log : console.error;
-  out(`${tag} ${line}${optional ? ' — continuing without the optional MPI transport' : ''}`);
-  process.exit(optional ? 0 : 1);
-}
+const finish = finisher(tag, optional, 'continuing without the optional MPI transport');
 
 /** `mpicc --showme:<what>` split into words, or null when mpicc is absent or does not answer. */
 function showme(mpicc, what) {

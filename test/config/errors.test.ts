@@ -100,7 +100,7 @@ test('structural mistakes: options not indented under the layer, empty layers, w
     'f.yaml: model.input: expected [height, width, channels] or [features] of positive integers, got [28, 28]',
     'f.yaml: model.layers: expected at least one layer, got []',
   ]);
-  assert.deepStrictEqual(issuesOf('train: { epochs: 2 }\n'), ['f.yaml: model: missing; expected a map of options (input, layers) such as { input: [28, 28, 1], layers: [...] }']);
+  assert.deepStrictEqual(issuesOf('train: { epochs: 2 }\n'), ['f.yaml: model: missing; expected a map of options (input, parallel, layers) such as { input: [28, 28, 1], layers: [...] }']);
   assert.deepStrictEqual(issuesOf('- a\n'), [
     'f.yaml: expected a map of sections (model, loss, optimizer, schedule, data, train) such as `model: { input: [28, 28, 1], layers: [...] }`, got [\'a\']',
   ]);

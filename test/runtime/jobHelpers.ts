@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SUBSET } from '../cli/helpers.ts';
+import { spawn } from 'node:child_process';
+import { REPO, SUBSET } from '../cli/helpers.ts';
 import { readCheckpoint } from '../../src/runtime/checkpoint.ts';
 
 /** All layer tensors of a checkpoint, in name order, as one array. */
@@ -58,3 +59,16 @@ train: { epochs: 1, seed: 3, evalEvery: 0, backend: js${extra} }
 export const randomPort = () => 20000 + Math.floor(Math.random() * 20000);
 
 export const SECRET = 'paratrain-test-secret-0123456789abcdef';
+
+/** Runs a command from the repository root; resolves with its exit code and stdout + stderr interleaved. */
+export function runCommand(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs: number }): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd: REPO, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => { out += d; });
+    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs);
+    child.on('error', reject);
+    child.on('close', (code) => { clearTimeout(timer); resolve({ code, out }); });
+  });
+}

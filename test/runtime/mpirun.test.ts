@@ -6,30 +6,21 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { runCli, tmpDir, MAIN, REPO } from '../cli/helpers.ts';
+import { runCli, tmpDir, MAIN } from '../cli/helpers.ts';
 import { mpiAddonPath } from '../../src/comm/mpi/index.ts';
-import { assertClose, randomPort, SECRET, tinyJobConfig, weights } from './jobHelpers.ts';
+import { assertClose, randomPort, runCommand, SECRET, tinyJobConfig, weights } from './jobHelpers.ts';
 
 const skip = spawnSync('mpirun', ['--version']).status !== 0 ? 'mpirun not found (apt-get install openmpi-bin libopenmpi-dev)'
   : !mpiAddonPath() ? 'the MPI addon is not built (apt-get install libopenmpi-dev, then npm run build:mpi)' : false;
 
 function mpirun(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const asRoot = process.getuid?.() === 0 ? ['--allow-run-as-root'] : [];
-    const vars = Object.keys(env).flatMap((k) => ['-x', k]);
-    const child = spawn('mpirun', [...asRoot, '--oversubscribe', '--bind-to', 'none', '-np', '2', '-x', 'PARATRAIN_SECRET', '-x', 'MASTER_PORT', ...vars,
-      process.execPath, '--import', 'tsx', MAIN, ...args], {
-      cwd: REPO, env: { ...process.env, PARATRAIN_SECRET: SECRET, MASTER_PORT: String(randomPort()), PARATRAIN_OFFLINE: '1', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => { out += d; });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
-    child.on('error', reject);
-    child.on('close', (code) => { clearTimeout(timer); resolve({ code, out }); });
+  const asRoot = process.getuid?.() === 0 ? ['--allow-run-as-root'] : [];
+  const vars = Object.keys(env).flatMap((k) => ['-x', k]);
+  return runCommand('mpirun', [...asRoot, '--oversubscribe', '--bind-to', 'none', '-np', '2', '-x', 'PARATRAIN_SECRET', '-x', 'MASTER_PORT', ...vars,
+    process.execPath, '--import', 'tsx', MAIN, ...args], {
+    env: { ...process.env, PARATRAIN_SECRET: SECRET, MASTER_PORT: String(randomPort()), PARATRAIN_OFFLINE: '1', ...env }, timeoutMs: 120_000,
   });
 }
 

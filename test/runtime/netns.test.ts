@@ -8,10 +8,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { runCli, tmpDir, MAIN, REPO } from '../cli/helpers.ts';
-import { assertClose, randomPort, SECRET, tinyJobConfig, weights } from './jobHelpers.ts';
+import { runCli, tmpDir, MAIN } from '../cli/helpers.ts';
+import { assertClose, randomPort, runCommand, SECRET, tinyJobConfig, weights } from './jobHelpers.ts';
 
 const id = `${process.pid % 100000}`;
 const A = `pt-a-${id}`, B = `pt-b-${id}`;
@@ -49,18 +48,9 @@ function removeHosts(): void {
 
 /** `paratrain launch` inside namespace `ns` as node `nodeRank`. */
 function launchIn(ns: string, nodeRank: number, port: number, args: string[]): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '--import', 'tsx', MAIN, 'launch', '--nnodes', '2', '--node-rank', String(nodeRank),
-      '--nproc-per-node', '2', '--master-addr', ADDR_A, '--master-port', String(port), '--', ...args], {
-      cwd: REPO, env: { ...process.env, PARATRAIN_SECRET: SECRET, PARATRAIN_OFFLINE: '1' }, stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => { out += d; });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 150_000);
-    child.on('error', reject);
-    child.on('close', (code) => { clearTimeout(timer); resolve({ code, out }); });
-  });
+  return runCommand('ip', ['netns', 'exec', ns, process.execPath, '--import', 'tsx', MAIN, 'launch', '--nnodes', '2', '--node-rank', String(nodeRank),
+    '--nproc-per-node', '2', '--master-addr', ADDR_A, '--master-port', String(port), '--', ...args],
+  { env: { ...process.env, PARATRAIN_SECRET: SECRET, PARATRAIN_OFFLINE: '1' }, timeoutMs: 150_000 });
 }
 
 const why = createHosts();
