@@ -68,6 +68,10 @@ function checkRun(config: RunConfig, data: LoadedData): number {
   const split = modelParallelLayers(config.model);
   if (split.length && config.train.devices > 1) {
     if (config.train.strategy.type !== 'hybrid') throw new Error(`train.strategy: ${modelParallelStrategyMessage(config.model, config.train.strategy.type)}`);
+    // (the schema checks these per process; a job of several processes has more devices than its config says)
+    if (config.train.microBatches > 1) {
+      throw new Error(`train.microBatches: micro-batching is not supported together with model-parallel layers ('parallel: model') on several devices; use microBatches: 1 or make the layers data-parallel`);
+    }
     planModelParallelFrom(config.model, config.train.devices, model.layers.map((l) => l.inputShape));
   }
   const classes = model.outputShape[0]!;
