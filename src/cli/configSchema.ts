@@ -17,6 +17,7 @@ import { buildLayer, buildSpatialLayers } from '../nn/buildLayer.ts';
 import type { OptimizerSpec, ScheduleSpec, DecaySpec } from '../optim/spec.ts';
 import type { DataSpec } from '../data/spec.ts';
 import { STRATEGY_NAMES, type StrategySpec, type StrategyName } from '../parallel/spec.ts';
+import { stepsInLockstep, syncBatchNormStrategyMessage } from '../parallel/createStrategy.ts';
 import { modelParallelLayers, modelParallelStrategyMessage } from '../parallel/modelParallelPlan.ts';
 import type { ActivationKind } from '../kernels/backend.ts';
 import { unknownKeyMessage, didYouMean, formatValue, type IssueParams } from './configErrors.ts';
@@ -466,12 +467,8 @@ export const configSchema = strict({
     });
   }
   // synchronised statistics need every device in the same forward pass at the same time
-  const lockstep = ['hybrid', 'bsp', 'bmuf'].includes(o.train.strategy.type) || (o.train.strategy.type === 'easgd' && o.train.strategy.mode === 'sync');
-  if (o.train.syncBatchNorm && o.train.devices > 1 && !lockstep) {
-    ctx.addIssue({
-      code: 'custom', path: ['train', 'syncBatchNorm'],
-      message: `syncBatchNorm needs devices that step together (hybrid, bsp, bmuf, easgd with mode: sync); strategy ${o.train.strategy.type} runs them at their own pace; use one of those or syncBatchNorm: false`,
-    });
+  if (o.train.syncBatchNorm && o.train.devices > 1 && !stepsInLockstep(o.train.strategy)) {
+    ctx.addIssue({ code: 'custom', path: ['train', 'syncBatchNorm'], message: syncBatchNormStrategyMessage(o.train.strategy) });
   }
   return { model: o.model, loss: o.loss, optimizer: o.optimizer, schedule: o.schedule, data: o.data, train: o.train };
 });

@@ -14,6 +14,16 @@ export function needsParameterServer(spec: StrategySpec): boolean {
   return spec.type === 'sync' || spec.type === 'async' || (spec.type === 'easgd' && spec.mode === 'async');
 }
 
+/** Strategies whose devices run every step together (collectives inside a step, e.g. synchronised BatchNorm, need it). */
+export function stepsInLockstep(spec: StrategySpec): boolean {
+  return spec.type === 'hybrid' || spec.type === 'bsp' || spec.type === 'bmuf' || (spec.type === 'easgd' && spec.mode === 'sync');
+}
+
+/** The error for synchronised BatchNorm with a strategy whose devices run at their own pace. */
+export function syncBatchNormStrategyMessage(spec: StrategySpec): string {
+  return `syncBatchNorm needs devices that step together (hybrid, bsp, bmuf, easgd with mode: sync); strategy ${spec.type} runs them at their own pace; use one of those or syncBatchNorm: false`;
+}
+
 /** BMUF's block momentum when the config leaves it out: η = 1 − 1/G (Chen & Huo). */
 export function defaultBlockMomentum(devices: number): number {
   return 1 - 1 / devices;

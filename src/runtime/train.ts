@@ -3,7 +3,7 @@ import { getBackend } from '../kernels/index.ts';
 import { loadFashionMnist } from '../data/fashionMnist.ts';
 import { limitDataset, type Dataset } from '../data/dataset.ts';
 import { localStrategy } from '../parallel/strategy.ts';
-import { checkStrategy } from '../parallel/createStrategy.ts';
+import { checkStrategy, stepsInLockstep, syncBatchNormStrategyMessage } from '../parallel/createStrategy.ts';
 import { buildModel } from '../nn/model.ts';
 import { modelParallelLayers, modelParallelStrategyMessage, planModelParallelFrom } from '../parallel/modelParallelPlan.ts';
 import { jsBackend } from '../kernels/js/index.ts';
@@ -81,6 +81,9 @@ function checkRun(config: RunConfig, data: LoadedData): number {
   }
   const { devices } = config.train;
   if (devices > 1) checkStrategy(config.train.strategy, devices);
+  if (devices > 1 && config.train.syncBatchNorm && !stepsInLockstep(config.train.strategy)) {
+    throw new Error(`train.syncBatchNorm: ${syncBatchNormStrategyMessage(config.train.strategy)}`);
+  }
   const globalBatch = globalBatchSize(config);
   if (globalBatch < devices) {
     throw new Error(`data.batchSize: a global batch of ${globalBatch} cannot be split over ${devices} devices; use at least ${devices}`);
