@@ -50,7 +50,7 @@ test('layers that cannot be split spatially are refused, naming the layer and th
     "f.yaml: model.layers[0].spatialSplit.layers[6]: unknown layer type 'conv3d' (did you mean 'conv2d'?); expected one of conv2d, maxPool2d, avgPool2d, relu, tanh, sigmoid, clippedRelu",
   ]);
   assert.deepStrictEqual(issuesOf(model('    - spatialSplit: { tiles: [2, 1], layers: [{ conv2d: { filters: 4, kernelSize: 3, parallel: model } }] }\n')), [
-    "f.yaml: model.layers[0].spatialSplit.layers[0].conv2d.parallel: 'parallel: model' cannot be used inside a spatialSplit (the split runs its tiles on one device); remove it, or move the convolution out of the spatialSplit",
+    "f.yaml: model.layers[0].spatialSplit.layers[0].conv2d.parallel: 'parallel: model' cannot be used on a layer inside a spatialSplit; to run the tiles on different devices put it on the spatialSplit itself (`spatialSplit: { tiles: [2, 1], parallel: model, layers: [...] }`), or move the convolution out of the spatialSplit",
   ]);
 });
 
