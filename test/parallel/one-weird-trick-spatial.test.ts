@@ -24,6 +24,10 @@ import { assertClose } from '../util/close.ts';
 // (the hybrid all-reduce and the section both summing it) would be off by a factor G, far outside.
 const TOL = { rtol: 1e-4, atol: 1e-5 };
 
+// small gradient buckets: the hybrid all-reduce starts while the section still runs, so the order in
+// which the stack's (replicated) gradients are declared ready is exercised
+const BUCKET_BYTES = 256;
+
 /** Trains with the devices in this thread (in-process collectives, js backend); rank 0's checkpoint, gathered. */
 async function trainInProcess(config: RunConfig): Promise<Map<string, Float32Array>> {
   const data = await loadData(config);
@@ -33,7 +37,7 @@ async function trainInProcess(config: RunConfig): Promise<Map<string, Float32Arr
   if (G === 1) await runDevice({ ...base, rank: 0, strategy: localStrategy, checkpointPath: checkpoint });
   else {
     await Promise.all(localGroup(G).map((comm) => runDevice({
-      ...base, rank: comm.rank, comm, strategy: hybridStrategy(comm, 1 << 30), checkpointPath: comm.rank === 0 ? checkpoint : null,
+      ...base, rank: comm.rank, comm, strategy: hybridStrategy(comm, BUCKET_BYTES), checkpointPath: comm.rank === 0 ? checkpoint : null,
     })));
   }
   return new Map([...readCheckpoint(checkpoint).tensors].map(([name, t]) => [name, t.data]));
