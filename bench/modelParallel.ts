@@ -4,7 +4,9 @@
  * with every layer data-parallel (all gradients all-reduced every step) and once as the example is
  * written (FC layers model-parallel: activations exchanged, FC weights never leave their device),
  * and once with the last convolution channel-split in the same section (`conv2d … parallel: model`:
- * its input images and output channels exchanged, its kernel never all-reduced).
+ * its input images and output channels exchanged, its kernel never all-reduced), and once with that
+ * convolution in a spatialSplit whose G×1 tiles run on the G devices (`spatialSplit … parallel: model`:
+ * input images and output tiles exchanged, its kernel still all-reduced: the split divides work).
  * Prints, per run: bytes a device communicated per step (median; as the transport counts them) and
  * steady-state samples/s after warm-up, plus one device as the baseline.
  *   npm run bench -- model-parallel [--steps 40] [--devices 2,4] [--batch 64]
@@ -24,15 +26,19 @@ function option(args: string[], name: string, fallback: string): string {
 const WARMUP_STEPS = 5;
 const SUBSET = new URL('../data/fashion-mnist-subset/', import.meta.url).pathname;
 
-type Mode = 'one device' | 'data parallel' | 'trick' | 'trick + conv';
+type Mode = 'one device' | 'data parallel' | 'trick' | 'trick + conv' | 'trick + spatial';
+const MODES = ['data parallel', 'trick', 'trick + conv', 'trick + spatial'] as const;
 
 function configFor(mode: Mode, devices: number, batch: number, steps: number): RunConfig {
   const base = loadConfig(new URL('../examples/alexnet-small.yaml', import.meta.url).pathname);
-  const trick = mode === 'trick' || mode === 'trick + conv';
+  const trick = mode !== 'one device' && mode !== 'data parallel';
   const lastConv = base.model.layers.map((l) => l.type).lastIndexOf('conv2d');
   const layers = base.model.layers.map((l, i) => {
     if (l.type === 'dense' && !trick) return { ...l, parallel: 'data' as const };
     if (l.type === 'conv2d' && i === lastConv && mode === 'trick + conv') return { ...l, parallel: 'model' as const };
+    if (l.type === 'conv2d' && i === lastConv && mode === 'trick + spatial') {
+      return { type: 'spatialSplit' as const, tiles: [devices, 1] as [number, number], parallel: 'model' as const, layers: [l] };
+    }
     return l;
   });
   return {
@@ -75,7 +81,7 @@ export async function main(args: string[]): Promise<void> {
   const one = await run(configFor('one device', 1, batch, steps));
   const rows: { mode: Mode; g: number; f: Figures }[] = [];
   for (const g of devices) {
-    for (const mode of ['data parallel', 'trick', 'trick + conv'] as const) rows.push({ mode, g, f: await run(configFor(mode, g, batch, steps)) });
+    for (const mode of MODES) rows.push({ mode, g, f: await run(configFor(mode, g, batch, steps)) });
   }
   console.log(`alexnet-small, hybrid, per-device batch ${batch}, ${steps} steps after ${WARMUP_STEPS} warm-up steps`);
   console.log('| devices | mode | bytes / step / device | trick vs data parallel (bytes) | samples/s | vs 1 device | trick vs data parallel (samples/s) |');

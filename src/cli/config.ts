@@ -114,7 +114,7 @@ function oneKey<T extends { type: string }>(spec: T): Record<string, Record<stri
   return { [type]: opts };
 }
 const layerToYaml = (l: LayerSpec): Record<string, Record<string, unknown>> =>
-  l.type === 'spatialSplit' ? { spatialSplit: { tiles: [...l.tiles], layers: l.layers.map(layerToYaml) } } : oneKey(l);
+  l.type === 'spatialSplit' ? { spatialSplit: { tiles: [...l.tiles], ...(l.parallel ? { parallel: l.parallel } : {}), layers: l.layers.map(layerToYaml) } } : oneKey(l);
 const optimizerToYaml = (o: OptimizerSpec) => oneKey(o);
 const decayToYaml = (d: DecaySpec) => oneKey(d);
 const strategyToYaml = (s: StrategySpec) => oneKey(s);

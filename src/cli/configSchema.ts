@@ -229,6 +229,7 @@ const tilePair = field<[number, number]>(
 
 const spatialSplit = strict({
   tiles: tilePair,
+  parallel: oneOf(PARALLEL_MODES).default('data'),
   layers: z.array(oneKeyMap({ noun: 'layer type', choices: SPATIAL_CHOICES, example: '`conv2d: { filters: 8, kernelSize: 3 }`', refuse: notSpatial }),
     { error: 'expected a list of layers, each a one-key map such as `- conv2d: { filters: 8, kernelSize: 3 }`' })
     .min(1, { error: 'expected at least one layer (the convolutions and pooling to split)' }),
@@ -237,10 +238,14 @@ const spatialSplit = strict({
     if (l.type !== 'conv2d' || l.parallel !== 'model') return;
     ctx.addIssue({
       code: 'custom', path: ['layers', k, 'conv2d', 'parallel'], params: { noGot: true } satisfies IssueParams,
-      message: "'parallel: model' cannot be used inside a spatialSplit (the split runs its tiles on one device); remove it, or move the convolution out of the spatialSplit",
+      message: "'parallel: model' cannot be used on a layer inside a spatialSplit; to run the tiles on different devices put it on the spatialSplit itself (`spatialSplit: { tiles: [2, 1], parallel: model, layers: [...] }`), or move the convolution out of the spatialSplit",
     });
   });
-  return { type: 'spatialSplit', tiles: [o.tiles[0], o.tiles[1]], layers: o.layers };
+  return {
+    type: 'spatialSplit', tiles: [o.tiles[0], o.tiles[1]], layers: o.layers,
+    // serial is the absence of the field, so serial splits' specs stay as they were
+    ...(o.parallel === 'model' ? { parallel: 'model' as const } : {}),
+  };
 });
 
 const LAYERS = { ...BASE_LAYERS, spatialSplit } satisfies Record<LayerSpec['type'], z.ZodType<LayerSpec>>;

@@ -45,13 +45,19 @@ export const SPATIAL_LAYER_TYPES = ['conv2d', 'maxPool2d', 'avgPool2d', 'relu', 
 
 /**
  * A stack of convolution/pooling/activation layers run tile after tile on one device (less
- * activation memory, a second forward in backward); equal to the layers unsplit.
+ * activation memory, a second forward in backward), or tiles across devices (`parallel: model`);
+ * equal to the layers unsplit.
  */
 export interface SpatialSplitSpec {
   type: 'spatialSplit';
   /** [rows, columns] of the tile grid over the stack's output */
   tiles: [number, number];
   layers: SpatialLayerSpec[];
+  /**
+   * 'model' runs the tiles on different devices inside the model-parallel section ("one weird
+   * trick"): each device computes its tiles for the job's whole batch; absent means serial
+   */
+  parallel?: 'model';
 }
 
 export type LayerSpec =

@@ -13,6 +13,8 @@ import { allgatherRows, CollectiveBuffers, ExchangeScratch, rowSplit, type RowSp
 import { modelParallelLayers, planModelParallelFrom, type ModelParallelPlan, type PlannedLayer } from './modelParallelPlan.ts';
 import { ColumnParallelDense, RowParallelDense, columnShardCopy, rowShardCopy, unitShards } from './tensorParallel.ts';
 import { ChannelParallelConv } from './channelParallelConv.ts';
+import { SpatialParallelStage } from './spatialParallelStage.ts';
+import type { SerialSpatialStack } from '../nn/spatialStack.ts';
 
 /**
  * One device's part of a model run with "one weird trick": the data-parallel layers (replicated,
@@ -21,6 +23,8 @@ import { ChannelParallelConv } from './channelParallelConv.ts';
  * activations are all-gathered (forward) and their gradients reduce-scattered back (backward; a
  * channel-split conv all-reduces them and keeps its rows); the shards' weight
  * gradients are complete on their own device, so only the replicated part needs an all-reduce.
+ * A spatialSplit marked `parallel: model` splits work, not weights: its weights are replicated
+ * (data-parallel part) and each device's gradient is its tiles' share, which that all-reduce sums.
  *
  * Flat buffers: params = [replicated | shard], grads alike. `replicatedLength` floats at the front
  * are the same on every device (a data-parallel strategy reduces their gradients); the rest is this
@@ -58,7 +62,7 @@ export function shardLayout(plan: ModelParallelPlan, rank: number): { entries: S
   const entries: ShardEntry[] = [];
   let at = 0;
   for (const p of plan.layers) {
-    if (p.kind === 'elementwise') continue;
+    if (p.kind === 'elementwise' || p.kind === 'spatial') continue;
     if (p.kind === 'channel') {
       const { filters: units, kernelSize: [KH, KW], useBias } = p.spec, inFeatures = KH * KW * p.inputShape[2]!;
       const range = unitShards(units, plan.devices, `model.layers[${p.index}] conv2d`, 'filters').ranges[rank]!;
@@ -138,6 +142,10 @@ export class ModelParallelNet {
   private readonly entryShape: readonly number[];
   /** offset of each replicated layer's first parameter (−1: none), by layer index */
   private readonly firstOffset = new Map<number, number>();
+  /** per stage, the layer whose replicated gradients are final after its backward (a parallel spatialSplit) */
+  private readonly stageReady: (number | null)[] = [];
+  /** layers whose weights are in the replicated part: outside the section, or a parallel spatialSplit in it */
+  private readonly replicated: (i: number) => boolean;
 
   constructor(readonly backend: Backend, readonly spec: ModelSpec, readonly comm: Communicator, options: { shared?: boolean } = {}) {
     // the unsplit layers: the data-parallel ones are used as they are, the others give shapes and init specs
@@ -152,11 +160,13 @@ export class ModelParallelNet {
     const { end } = this.plan;
     this.prefix = this.allLayers.slice(0, begin);
     this.tail = this.allLayers.slice(end);
+    const spatial = new Set(this.plan.layers.filter((p) => p.kind === 'spatial').map((p) => p.index));
+    this.replicated = (i) => i < begin || i >= end || spatial.has(i);
 
-    // layout: replicated layers (prefix, then tail), then this device's shards
+    // layout: replicated layers (prefix, parallel spatialSplits, tail: layer order), then this device's shards
     let at = 0, stateAt = 0;
     for (const [i, layer] of this.allLayers.entries()) {
-      if (i >= begin && i < end) continue;
+      if (!this.replicated(i)) continue;
       for (const p of layer.params()) {
         const size = shapeSize(p.shape);
         if (!this.firstOffset.has(i)) this.firstOffset.set(i, at);
@@ -177,7 +187,7 @@ export class ModelParallelNet {
     this.state = backend.alloc(Math.max(stateAt, 1), options.shared);
     const view = (buf: Float32Array, e: { offset: number; size: number }) => buf.subarray(e.offset, e.offset + e.size);
     for (const [i, layer] of this.allLayers.entries()) {
-      if (i >= begin && i < end) continue;
+      if (!this.replicated(i)) continue;
       const own = (e: FlatEntry) => e.name.startsWith(`layers.${i}.`);
       const p = this.replicatedEntries.filter(own), s = this.stateEntries.filter(own);
       layer.bind(p.map((e) => view(this.params, e)), p.map((e) => view(this.grads, e)), s.map((e) => view(this.state, e)));
@@ -204,6 +214,10 @@ export class ModelParallelNet {
         this.stages.push(bind(layer, p.index));
       } else if (p.kind === 'channel') {
         this.stages.push(bind(new ChannelParallelConv(backend, comm, name, p.spec, p.inputShape, { inputRows: p.inputRows, weightGradScale }), p.index));
+      } else if (p.kind === 'spatial') {
+        // the unsplit layer is bound to the replicated part: its inner layers carry the weight views
+        const stack = (this.allLayers[p.index] as SerialSpatialStack).stack;
+        this.stages.push(new SpatialParallelStage(backend, comm, stack, p.spec.tiles, p.inputShape, { inputRows: p.inputRows }));
       } else if (p.kind === 'row') {
         const { units, activation, useBias } = p.spec;
         this.stages.push(bind(new RowParallelDense(backend, comm, name, p.inFeatures, units, activation, useBias,
@@ -211,6 +225,7 @@ export class ModelParallelNet {
       } else {
         this.stages.push(new Elementwise(this.elementwiseLayer(p, ranges), comm));
       }
+      this.stageReady.push(p.kind === 'spatial' ? p.index : null);
     }
     if (this.plan.sliceRowsAtEnd) this.stages.push(new SliceRows(comm, backend));
   }
@@ -234,10 +249,9 @@ export class ModelParallelNet {
    * keeps the replicated layers and its shards: so a run starts where one device would.
    */
   initialize(seed: number): void {
-    const { begin, end } = this.plan;
     let index = 0;
     for (const [i, layer] of this.allLayers.entries()) {
-      const inMiddle = i >= begin && i < end;
+      const inMiddle = !this.replicated(i);
       const full: { kernel?: Float32Array; bias?: Float32Array } = {};
       for (const spec of layer.params()) {
         if (!inMiddle) {
@@ -299,7 +313,11 @@ export class ModelParallelNet {
       this.ready(i, onReady);
     }
     if (mine === 0) g = new Tensor([0, ...this.allLayers[end - 1]!.outputShape], new Float32Array(0));
-    for (let s = this.stages.length - 1; s >= 0; s--) g = await this.stages[s]!.backward(g!, s > 0 || begin > 0);
+    for (let s = this.stages.length - 1; s >= 0; s--) {
+      g = await this.stages[s]!.backward(g!, s > 0 || begin > 0);
+      const layer = this.stageReady[s];
+      if (layer != null) this.ready(layer, onReady);
+    }
     for (let i = begin - 1; i >= 0; i--) {
       if (mine > 0) g = this.allLayers[i]!.backward(g!, i > 0);
       this.ready(i, onReady);
@@ -332,7 +350,7 @@ export class ModelParallelNet {
     const layout = shardLayout(this.plan, rank);
     const base = rank === this.comm.rank ? this.replicatedLength : 0;
     for (const p of this.plan.layers) {
-      if (p.kind === 'elementwise') continue;
+      if (p.kind === 'elementwise' || p.kind === 'spatial') continue;
       const kernel = at(`layers.${p.index}.kernel`), bias = p.spec.useBias ? at(`layers.${p.index}.bias`) : undefined;
       this.copyShard(p.index, { kernel, bias }, layout.entries, src, base, false);
     }

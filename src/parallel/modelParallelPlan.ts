@@ -1,4 +1,4 @@
-import type { Conv2DSpec, DenseSpec, LayerSpec, ModelSpec } from '../nn/spec.ts';
+import type { Conv2DSpec, DenseSpec, LayerSpec, ModelSpec, SpatialSplitSpec } from '../nn/spec.ts';
 import { shapeSize } from '../tensor/shape.ts';
 import { unitShards } from './tensorParallel.ts';
 
@@ -16,7 +16,9 @@ import { unitShards } from './tensorParallel.ts';
  * split → 'shard'); one whose input is 'shard' is row-parallel (input features split → 'full'),
  * so a column/row pair needs no communication in between (Megatron-LM). A model-parallel conv2d
  * is channel-split: its input is 'rows' or 'full' (images), each device computes its slice of the
- * filters, the slices are gathered → 'full'. Activations, dropout and flatten act on any form,
+ * filters, the slices are gathered → 'full'. A spatialSplit marked `parallel: model` takes 'rows' or
+ * 'full' images too: each device computes its tiles of the stack, the tiles are gathered → 'full'
+ * (its weights are replicated, so they stay in the data-parallel part). Activations, dropout and flatten act on any form,
  * pooling on 'full' images. The section ends in 'rows' for the data-parallel tail and the loss.
  */
 
@@ -27,6 +29,8 @@ export type PlannedLayer =
   | { index: number; kind: 'row'; spec: DenseSpec; inFeatures: number; scatterRows: boolean }
   /** a channel-split conv2d on images [H, W, C] (`inputShape`), output channels gathered */
   | { index: number; kind: 'channel'; spec: Conv2DSpec; inputShape: readonly number[]; inputRows: boolean }
+  /** a spatialSplit whose tiles run on different devices, output tiles gathered */
+  | { index: number; kind: 'spatial'; spec: SpatialSplitSpec; inputShape: readonly number[]; inputRows: boolean }
   /**
    * an activation, dropout, flatten or pooling applied to `form`; `features` is the unsplit width,
    * `inputShape` the unsplit per-sample shape
@@ -47,9 +51,9 @@ const ELEMENTWISE = new Set<LayerSpec['type']>(['relu', 'tanh', 'sigmoid', 'clip
 const POOLING = new Set<LayerSpec['type']>(['maxPool2d', 'avgPool2d']);
 
 const layerName = (spec: LayerSpec, i: number) => `model.layers[${i}] ${spec.type}`;
-const isMarked = (l: LayerSpec) => (l.type === 'dense' || l.type === 'conv2d') && l.parallel === 'model';
+const isMarked = (l: LayerSpec) => (l.type === 'dense' || l.type === 'conv2d' || l.type === 'spatialSplit') && l.parallel === 'model';
 
-/** Indices of the layers (dense, conv2d) marked `parallel: model`. */
+/** Indices of the layers (dense, conv2d, spatialSplit) marked `parallel: model`. */
 export function modelParallelLayers(spec: ModelSpec): number[] {
   return spec.layers.flatMap((l, i) => (isMarked(l) ? [i] : []));
 }
@@ -75,7 +79,7 @@ export function planModelParallelFrom(spec: ModelSpec, devices: number, inputSha
     throw new Error(`model.layers[${begin}] dense: expects a flat input but receives shape [${inputShapes[begin]!.join(', ')}]; add a flatten layer before it`);
   }
   // messages keep the dense-only wording where the section has no convolution
-  const convs = marked.some((i) => spec.layers[i]!.type === 'conv2d');
+  const convs = marked.some((i) => spec.layers[i]!.type !== 'dense');
   const between = `between the model-parallel ${convs ? '' : 'dense '}layers model.layers[${begin}] and model.layers[${end - 1}]`;
   const layers: PlannedLayer[] = [];
   let form: ActivationForm = 'rows', shardOf: number | null = null;
@@ -100,10 +104,17 @@ export function planModelParallelFrom(spec: ModelSpec, devices: number, inputSha
       unitShards(l.filters, devices, layerName(l, i), 'filters');
       layers.push({ index: i, kind: 'channel', spec: l, inputShape, inputRows: form === 'rows' });
       form = 'full';
+    } else if (l.type === 'spatialSplit' && l.parallel === 'model') {
+      if (form === 'shard') {
+        throw new Error(`${layerName(l, i)}: cannot follow a column-parallel dense layer inside the model-parallel section; ` +
+          `put the model-parallel spatialSplit before the model-parallel dense layers`);
+      }
+      layers.push({ index: i, kind: 'spatial', spec: l, inputShape, inputRows: form === 'rows' });
+      form = 'full';
     } else if (ELEMENTWISE.has(l.type) || (POOLING.has(l.type) && form === 'full')) {
       layers.push({ index: i, kind: 'elementwise', spec: l, form, features, shardOf, inputShape });
     } else {
-      throw new Error(l.type === 'dense' || l.type === 'conv2d'
+      throw new Error(l.type === 'dense' || l.type === 'conv2d' || l.type === 'spatialSplit'
         ? `${layerName(l, i)}: lies ${between} but is not marked; add 'parallel: model' to it too, or move it after model.layers[${end - 1}]`
         : `${layerName(l, i)}: cannot lie ${between}; only activations, dropout${convs ? ', flatten and pooling' : ' and flatten'} can — move it before model.layers[${begin}] or after model.layers[${end - 1}]`);
     }

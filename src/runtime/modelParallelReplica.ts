@@ -96,6 +96,7 @@ export class ModelParallelReplica {
     // transport, point to point not always: hierarchical worlds link only some pairs)
     for (let r = 1; r < comm.size; r++) {
       const length = net.shardLength(r);
+      if (length === 0) continue; // a section of parallel spatialSplits only: every weight is replicated
       for (const [k, src] of sources.entries()) {
         const shard = comm.rank === r ? src.subarray(net.replicatedLength, net.replicatedLength + length) : new Float32Array(length);
         await comm.broadcast(shard, r);

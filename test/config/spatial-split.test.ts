@@ -50,7 +50,7 @@ test('layers that cannot be split spatially are refused, naming the layer and th
     "f.yaml: model.layers[0].spatialSplit.layers[6]: unknown layer type 'conv3d' (did you mean 'conv2d'?); expected one of conv2d, maxPool2d, avgPool2d, relu, tanh, sigmoid, clippedRelu",
   ]);
   assert.deepStrictEqual(issuesOf(model('    - spatialSplit: { tiles: [2, 1], layers: [{ conv2d: { filters: 4, kernelSize: 3, parallel: model } }] }\n')), [
-    "f.yaml: model.layers[0].spatialSplit.layers[0].conv2d.parallel: 'parallel: model' cannot be used inside a spatialSplit (the split runs its tiles on one device); remove it, or move the convolution out of the spatialSplit",
+    "f.yaml: model.layers[0].spatialSplit.layers[0].conv2d.parallel: 'parallel: model' cannot be used on a layer inside a spatialSplit; to run the tiles on different devices put it on the spatialSplit itself (`spatialSplit: { tiles: [2, 1], parallel: model, layers: [...] }`), or move the convolution out of the spatialSplit",
   ]);
 });
 
@@ -75,4 +75,20 @@ test('shape errors inside a spatialSplit name the inner layer when the model is 
     { message: 'model.layers[0].spatialSplit.layers[2] conv2d: kernel 3×3 is larger than its 1×1 input; use padding: same or a smaller window' });
   const flat = parseConfig(parseYaml(`model:\n  input: [10]\n  layers:\n    - spatialSplit: { tiles: [1, 1], layers: [relu] }\n`, 'f.yaml'), 'f.yaml');
   assert.throws(() => buildModel(jsBackend, flat.model), /model\.layers\[0\]\.spatialSplit\.layers\[0\] relu: cannot be part of a spatially split stack/);
+});
+
+test('spatialSplit parallel: model parses, round-trips through YAML, needs the hybrid strategy; a bad value is named', () => {
+  const yaml = model(`    - spatialSplit: { tiles: [2, 1], parallel: model, layers: [${CONV}] }\n`);
+  const c = parseConfig(parseYaml(yaml, 'f.yaml'), 'f.yaml');
+  assert.equal((c.model.layers[0] as { parallel?: string }).parallel, 'model');
+  assert.deepStrictEqual(parseConfig(parseYaml(configToYaml(c), 'round-trip'), 'round-trip'), c);
+  // parallel: data is the serial split: the spec has no field, as before
+  const serial = parseConfig(parseYaml(model(`    - spatialSplit: { tiles: [2, 1], parallel: data, layers: [${CONV}] }\n`), 'f.yaml'), 'f.yaml');
+  assert.equal('parallel' in serial.model.layers[0]!, false);
+  assert.deepStrictEqual(issuesOf(`${yaml}train: { devices: 2, strategy: bsp }\n`), [
+    "f.yaml: train.strategy: 'parallel: model' (model.layers[0]) needs the synchronous hybrid strategy: the model-parallel layers exchange activations every step while the other layers all-reduce gradients; got bsp — use strategy hybrid (--strategy hybrid) or remove 'parallel: model'",
+  ]);
+  assert.deepStrictEqual(issuesOf(model(`    - spatialSplit: { tiles: [2, 1], parallel: tiles, layers: [${CONV}] }\n`)), [
+    "f.yaml: model.layers[0].spatialSplit.parallel: expected one of data, model, got 'tiles'",
+  ]);
 });

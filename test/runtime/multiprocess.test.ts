@@ -6,6 +6,7 @@
  *   - sync,   2 processes × 1 device  = sync on 2 threads (the parameter server in process 0)
  *   - model-parallel dense layers ("one weird trick"), 2 processes × 2 devices = the trick on 4 threads
  *   - channel-split convolutions in the model-parallel section, 2 processes × 2 devices = 4 threads
+ *   - a parallel spatialSplit (tiles on different devices) in the section, 2 processes × 2 devices = 4 threads
  * Tolerance: 1e-4 relative to the largest weight (float32 sums in a different order).
  */
 import { test } from 'node:test';
@@ -42,6 +43,17 @@ const CONV_TRICK_LAYERS = `
     - flatten: {}
     - dense: { units: 10 }`;
 test('channel-split convs (conv2d parallel: model) on 2 processes × 2 devices equal 4 threads', { timeout: 180_000 }, () => compare('hybrid', 2, 2, CONV_TRICK_LAYERS));
+const SPATIAL_TRICK_LAYERS = `
+    - spatialSplit:
+        tiles: [2, 2]
+        parallel: model
+        layers:
+          - conv2d: { filters: 4, kernelSize: 3, strides: 2, padding: same, activation: relu }
+          - maxPool2d: { poolSize: 2 }
+    - conv2d: { filters: 6, kernelSize: 3, parallel: model }
+    - flatten: {}
+    - dense: { units: 10 }`;
+test('a parallel spatialSplit (spatialSplit parallel: model) on 2 processes × 2 devices equals 4 threads', { timeout: 180_000 }, () => compare('hybrid', 2, 2, SPATIAL_TRICK_LAYERS));
 test('sync on 2 processes × 1 device (parameter server in process 0) equals sync on 2 threads', { timeout: 180_000 }, () => compare('sync', 2, 1));
 
 test('async, easgd (async), bsp and bmuf train across 2 processes × 2 devices', { timeout: 300_000 }, async () => {
