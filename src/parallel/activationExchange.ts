@@ -1,5 +1,7 @@
 import { ownedSlice, type Communicator } from '../comm/communicator.ts';
 import type { Backend } from '../kernels/backend.ts';
+import { Tensor } from '../tensor/tensor.ts';
+import { shapeSize } from '../tensor/shape.ts';
 
 /**
  * Moving activations between devices when each holds a different number of rows (samples) or
@@ -123,4 +125,16 @@ export async function allgatherColumns(comm: Communicator, shard: Float32Array, 
 export function takeColumns(full: Float32Array, rows: number, total: number, start: number, end: number, shard: Float32Array): void {
   const w = end - start;
   for (let n = 0; n < rows; n++) shard.set(full.subarray(n * total + start, n * total + end), n * w);
+}
+
+/**
+ * The entry of a model-parallel section whose first stage works on whole samples: every device's
+ * rows of `x` (samples of `shape`) gathered, so each device holds the job's whole batch.
+ */
+export async function gatherSectionInput(comm: Communicator, x: Tensor, rows: RowSplit, shape: readonly number[],
+                                         buffers: CollectiveBuffers, scratch: ExchangeScratch): Promise<Tensor> {
+  const width = shapeSize(shape);
+  const all = await buffers.get('input', rows.total * width);
+  await allgatherRows(comm, x.data, rows, width, all, scratch);
+  return new Tensor([rows.total, ...shape], all);
 }

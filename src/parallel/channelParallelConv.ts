@@ -5,7 +5,7 @@ import type { Communicator } from '../comm/communicator.ts';
 import type { ForwardContext } from '../nn/layer.ts';
 import type { Conv2DSpec } from '../nn/spec.ts';
 import { ChannelSplitConv2D } from './channelSplit.ts';
-import { allgatherRows, CollectiveBuffers, ExchangeScratch, type RowSplit } from './activationExchange.ts';
+import { gatherSectionInput, CollectiveBuffers, ExchangeScratch, type RowSplit } from './activationExchange.ts';
 
 /**
  * A conv2d marked `parallel: model`, as a stage of the model-parallel section: a channel split
@@ -44,13 +44,7 @@ export class ChannelParallelConv {
   }
 
   async forward(x: Tensor, rows: RowSplit, ctx: ForwardContext): Promise<Tensor> {
-    let input = x;
-    if (this.o.inputRows) {
-      const width = shapeSize(this.inputShape);
-      const all = await this.shared.get('input', rows.total * width);
-      await allgatherRows(this.comm, x.data, rows, width, all, this.scratch);
-      input = new Tensor([rows.total, ...this.inputShape], all);
-    }
+    const input = this.o.inputRows ? await gatherSectionInput(this.comm, x, rows, this.inputShape, this.shared, this.scratch) : x;
     this.rows = rows;
     // the optimizer updates the flat buffer: the split layer computes on a copy taken each step
     this.conv.params.set(this.kernel);

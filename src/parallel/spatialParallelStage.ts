@@ -6,7 +6,7 @@ import { BufferPool, type ForwardContext, type Layer } from '../nn/layer.ts';
 import { layerPools, planTiles, TileStack, type TilePlan } from '../nn/spatialTiles.ts';
 import { blockOf, copyBlock } from '../nn/nhwcBlock.ts';
 import type { AxisRange } from '../nn/windowGeometry.ts';
-import { allgatherRows, CollectiveBuffers, ExchangeScratch, type RowSplit } from './activationExchange.ts';
+import { gatherSectionInput, CollectiveBuffers, ExchangeScratch, type RowSplit } from './activationExchange.ts';
 
 const len = (r: AxisRange) => r.end - r.start;
 
@@ -54,13 +54,7 @@ export class SpatialParallelStage {
   }
 
   async forward(x: Tensor, rows: RowSplit, ctx: ForwardContext): Promise<Tensor> {
-    let input = x;
-    if (this.o.inputRows) {
-      const width = shapeSize(this.inputShape);
-      const all = await this.shared.get('input', rows.total * width);
-      await allgatherRows(this.comm, x.data, rows, width, all, this.scratch);
-      input = new Tensor([rows.total, ...this.inputShape], all);
-    }
+    const input = this.o.inputRows ? await gatherSectionInput(this.comm, x, rows, this.inputShape, this.shared, this.scratch) : x;
     this.rows = rows;
     const n = input.batch, [OH, OW, F] = this.outputShape as [number, number, number];
     const chunk = this.chunk(n);

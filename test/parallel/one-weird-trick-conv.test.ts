@@ -3,50 +3,18 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { jsBackend } from '../../src/kernels/js/index.ts';
-import { runDevice } from '../../src/runtime/device.ts';
-import { loadData, train } from '../../src/runtime/train.ts';
-import { readCheckpoint } from '../../src/runtime/checkpoint.ts';
-import { hybridStrategy } from '../../src/parallel/hybrid.ts';
-import { localStrategy } from '../../src/parallel/strategy.ts';
-import type { RunConfig } from '../../src/runtime/runConfig.ts';
+import { train } from '../../src/runtime/train.ts';
 import { tinyConfig } from './helpers.ts';
-import { localGroup } from './localGroup.ts';
-import { assertClose } from '../util/close.ts';
+import { compareWithOneDevice } from './trickHelpers.ts';
 
 // Channel-split convolutions in the model-parallel section: G devices must equal ONE device training
 // on the G·b batch (as in one-weird-trick.test.ts). The runs differ only in float32 summation order
 // (input gradients summed over filter slices, weight gradients over the whole batch at once), so after
 // ~24 steps of SGD with momentum or Adam the weights and optimizer state agree to ~1e-6 relative; we
 // allow rtol 1e-4 with atol 1e-5, as that test does (Adam amplifies rounding slightly).
-const TOL = { rtol: 1e-4, atol: 1e-5 };
 
-/** Trains with the devices in this thread (in-process collectives, js backend); rank 0's checkpoint, gathered. */
-async function trainInProcess(config: RunConfig): Promise<Map<string, Float32Array>> {
-  const data = await loadData(config);
-  const checkpoint = join(mkdtempSync(join(tmpdir(), 'paratrain-trick-conv-')), 'model.safetensors');
-  const G = config.train.devices;
-  const base = { config, worldSize: G, backend: jsBackend, train: data.train, test: null, emit: () => {}, shared: false };
-  if (G === 1) await runDevice({ ...base, rank: 0, strategy: localStrategy, checkpointPath: checkpoint });
-  else {
-    await Promise.all(localGroup(G).map((comm) => runDevice({
-      ...base, rank: comm.rank, comm, strategy: hybridStrategy(comm, 1 << 30), checkpointPath: comm.rank === 0 ? checkpoint : null,
-    })));
-  }
-  return new Map([...readCheckpoint(checkpoint).tensors].map(([name, t]) => [name, t.data]));
-}
-
-/** The trick on `devices` devices against one device with the whole batch; `watch` must move in training. */
-async function compare(layers: unknown[], devices: number, optimizer: unknown, watch: string, what: string, trainLimit = 91): Promise<void> {
-  const common = { layers, optimizer, train: { epochs: 2, backend: 'js' } };
-  const data = { trainLimit }; // 91: the last global batch is short and splits unevenly over the devices
-  const single = await trainInProcess(tinyConfig({ ...common, data: { ...data, batchSize: 8 * devices } }));
-  const trick = await trainInProcess(tinyConfig({ ...common, data, train: { ...common.train, devices, strategy: 'hybrid' } }));
-  assert.deepStrictEqual([...trick.keys()].sort(), [...single.keys()].sort(), `${what}: the same tensors`);
-  for (const [name, d] of single) assertClose(trick.get(name)!, d, { ...TOL, what: `${what} ${name}` });
-  const fresh = await trainInProcess(tinyConfig({ ...common, data: { ...data, batchSize: 8 * devices, trainLimit: 1 }, train: { ...common.train, epochs: 1 } }));
-  assert.ok(single.get(watch)!.some((v, i) => Math.abs(v - fresh.get(watch)![i]!) > 1e-3), `${what}: ${watch} changed in training`);
-}
+const compare = (layers: unknown[], devices: number, optimizer: unknown, watch: string, what: string, trainLimit?: number) =>
+  compareWithOneDevice(layers, devices, optimizer, watch, what, { trainLimit });
 
 // The section is layers 0–2: a channel-split conv as the very first layer (its input rows are the
 // batch itself), pooling between, a second channel-split conv with 'same' padding; the data-parallel

@@ -3,16 +3,11 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { jsBackend } from '../../src/kernels/js/index.ts';
-import { runDevice } from '../../src/runtime/device.ts';
-import { loadData, train } from '../../src/runtime/train.ts';
+import { train } from '../../src/runtime/train.ts';
 import { readCheckpoint } from '../../src/runtime/checkpoint.ts';
-import { hybridStrategy } from '../../src/parallel/hybrid.ts';
-import { localStrategy } from '../../src/parallel/strategy.ts';
-import type { RunConfig } from '../../src/runtime/runConfig.ts';
 import { tinyConfig } from './helpers.ts';
-import { localGroup } from './localGroup.ts';
 import { assertClose } from '../util/close.ts';
+import { compareWithOneDevice, TOL } from './trickHelpers.ts';
 
 // A spatialSplit marked `parallel: model` in the model-parallel section: its tiles run on different
 // devices on the job's whole batch. G devices must equal ONE device training on the G·b batch (which
@@ -22,38 +17,13 @@ import { assertClose } from '../util/close.ts';
 // weights and optimizer state agree to ~1e-6 relative; we allow rtol 1e-4 with atol 1e-5 like the
 // other trick tests (Adam amplifies rounding slightly). A double-counted or unscaled weight gradient
 // (the hybrid all-reduce and the section both summing it) would be off by a factor G, far outside.
-const TOL = { rtol: 1e-4, atol: 1e-5 };
 
 // small gradient buckets: the hybrid all-reduce starts while the section still runs, so the order in
 // which the stack's (replicated) gradients are declared ready is exercised
 const BUCKET_BYTES = 256;
 
-/** Trains with the devices in this thread (in-process collectives, js backend); rank 0's checkpoint, gathered. */
-async function trainInProcess(config: RunConfig): Promise<Map<string, Float32Array>> {
-  const data = await loadData(config);
-  const checkpoint = join(mkdtempSync(join(tmpdir(), 'paratrain-trick-spatial-')), 'model.safetensors');
-  const G = config.train.devices;
-  const base = { config, worldSize: G, backend: jsBackend, train: data.train, test: null, emit: () => {}, shared: false };
-  if (G === 1) await runDevice({ ...base, rank: 0, strategy: localStrategy, checkpointPath: checkpoint });
-  else {
-    await Promise.all(localGroup(G).map((comm) => runDevice({
-      ...base, rank: comm.rank, comm, strategy: hybridStrategy(comm, BUCKET_BYTES), checkpointPath: comm.rank === 0 ? checkpoint : null,
-    })));
-  }
-  return new Map([...readCheckpoint(checkpoint).tensors].map(([name, t]) => [name, t.data]));
-}
-
-/** The split on `devices` devices against one device with the whole batch; `watch` must move in training. */
-async function compare(layers: unknown[], devices: number, optimizer: unknown, watch: string, what: string, trainLimit = 91): Promise<void> {
-  const common = { layers, optimizer, train: { epochs: 2, backend: 'js' } };
-  const data = { trainLimit }; // 91: the last global batch is short and splits unevenly over the devices
-  const single = await trainInProcess(tinyConfig({ ...common, data: { ...data, batchSize: 8 * devices } }));
-  const trick = await trainInProcess(tinyConfig({ ...common, data, train: { ...common.train, devices, strategy: 'hybrid' } }));
-  assert.deepStrictEqual([...trick.keys()].sort(), [...single.keys()].sort(), `${what}: the same tensors`);
-  for (const [name, d] of single) assertClose(trick.get(name)!, d, { ...TOL, what: `${what} ${name}` });
-  const fresh = await trainInProcess(tinyConfig({ ...common, data: { ...data, batchSize: 8 * devices, trainLimit: 1 }, train: { ...common.train, epochs: 1 } }));
-  assert.ok(single.get(watch)!.some((v, i) => Math.abs(v - fresh.get(watch)![i]!) > 1e-3), `${what}: ${watch} changed in training`);
-}
+const compare = (layers: unknown[], devices: number, optimizer: unknown, watch: string, what: string, trainLimit?: number) =>
+  compareWithOneDevice(layers, devices, optimizer, watch, what, { trainLimit, bucketBytes: BUCKET_BYTES });
 
 /** The section is the spatialSplit alone, the model's first layer (its input rows are the batch itself). */
 const stack = (tiles: [number, number]) => [
