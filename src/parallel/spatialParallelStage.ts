@@ -1,5 +1,5 @@
 import { Tensor } from '../tensor/tensor.ts';
-import { evenSlice, shapeSize } from '../tensor/shape.ts';
+import { evenSlice } from '../tensor/shape.ts';
 import type { Backend } from '../kernels/backend.ts';
 import type { Communicator } from '../comm/communicator.ts';
 import { BufferPool, type ForwardContext, type Layer } from '../nn/layer.ts';
