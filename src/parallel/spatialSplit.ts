@@ -73,39 +73,51 @@ export class ParallelSpatialStack {
 
   /** Forward from this rank's owned input block, exchanging halos; returns this rank's output tile. */
   async forwardOwned(xOwned: Tensor, ctx: ForwardContext): Promise<Tensor> {
+    const { rank } = this.comm;
+    const xt = this.tileInputTensor(xOwned.batch);
+    // my owned block goes where peers need it; what I need comes from peers' owned blocks
+    await this.exchangeBlocks(xOwned, this.ownedRect(rank), (u) => this.neededRect(u), xt, this.neededRect(rank), (u) => this.ownedRect(u), TAG_HALO, false);
+    this.batch = xOwned.batch;
+    return this.tile.forward(xt, ctx);
+  }
+
+  /**
+   * Point-to-point block exchange between ranks: `src` covers `srcRect` of the whole image, `dst`
+   * covers `dstRect`. To every peer u goes the part of src inside `peerDst(u)`; from every peer comes
+   * the part of `peerSrc(u)` inside dstRect; this rank's own overlap is copied. `add` sums into dst
+   * (overlapping halo gradients) instead of overwriting.
+   */
+  private async exchangeBlocks(src: Tensor, srcRect: Rect, peerDst: (u: number) => Rect,
+                               dst: Tensor, dstRect: Rect, peerSrc: (u: number) => Rect, tag: number, add: boolean): Promise<void> {
     const { rank, size } = this.comm;
-    const n = xOwned.batch, C = xOwned.shape[3]!;
-    const own = this.ownedRect(rank), need = this.neededRect(rank);
-    const xt = this.tileInputTensor(n);
+    const n = src.batch, C = src.shape[3]!;
     const io: Promise<void>[] = [];
     const received: [Rect, Float32Array][] = [];
     for (let u = 0; u < size; u++) {
       if (u === rank) continue;
-      const out = intersect(own, this.neededRect(u));
+      const out = intersect(srcRect, peerDst(u));
       if (out) {
         const b: Block = { data: new Float32Array(n * len(out.rows) * len(out.cols) * C), h: len(out.rows), w: len(out.cols), c: C };
-        copyBlock(blockOf(xOwned), out.rows.start - own.rows.start, out.cols.start - own.cols.start, b, 0, 0, b.h, b.w);
-        io.push(this.comm.send(b.data, u, TAG_HALO));
+        copyBlock(blockOf(src), out.rows.start - srcRect.rows.start, out.cols.start - srcRect.cols.start, b, 0, 0, b.h, b.w);
+        io.push(this.comm.send(b.data, u, tag));
       }
-      const inc = intersect(this.ownedRect(u), need);
+      const inc = intersect(peerSrc(u), dstRect);
       if (inc) {
         const buf = new Float32Array(n * len(inc.rows) * len(inc.cols) * C);
         received.push([inc, buf]);
-        io.push(this.comm.recv(buf, u, TAG_HALO));
+        io.push(this.comm.recv(buf, u, tag));
       }
     }
-    const mine = intersect(own, need);
+    const mine = intersect(srcRect, dstRect);
     if (mine) {
-      copyBlock(blockOf(xOwned), mine.rows.start - own.rows.start, mine.cols.start - own.cols.start,
-        blockOf(xt), mine.rows.start - need.rows.start, mine.cols.start - need.cols.start, len(mine.rows), len(mine.cols));
+      copyBlock(blockOf(src), mine.rows.start - srcRect.rows.start, mine.cols.start - srcRect.cols.start,
+        blockOf(dst), mine.rows.start - dstRect.rows.start, mine.cols.start - dstRect.cols.start, len(mine.rows), len(mine.cols), add);
     }
     await Promise.all(io);
     for (const [r, data] of received) {
-      copyBlock({ data, h: len(r.rows), w: len(r.cols), c: C }, 0, 0, blockOf(xt),
-        r.rows.start - need.rows.start, r.cols.start - need.cols.start, len(r.rows), len(r.cols));
+      copyBlock({ data, h: len(r.rows), w: len(r.cols), c: C }, 0, 0, blockOf(dst),
+        r.rows.start - dstRect.rows.start, r.cols.start - dstRect.cols.start, len(r.rows), len(r.cols), add);
     }
-    this.batch = n;
-    return this.tile.forward(xt, ctx);
   }
 
   /** Every rank's output tile assembled into the whole output, on every rank. */
@@ -144,38 +156,13 @@ export class ParallelSpatialStack {
 
   /** Backward of this rank's tile; returns the gradient of this rank's owned input block (halo gradients exchanged and added). */
   async backwardOwned(dyTile: Tensor): Promise<Tensor> {
-    const { rank, size } = this.comm;
+    const { rank } = this.comm;
     const dxt = this.tile.backward(dyTile);
     const n = this.batch, C = dxt.shape[3]!;
-    const own = this.ownedRect(rank), need = this.neededRect(rank);
+    const own = this.ownedRect(rank);
     const dx = new Tensor([n, len(own.rows), len(own.cols), C], this.io.f32('dxOwned', n * len(own.rows) * len(own.cols) * C).fill(0));
-    const io: Promise<void>[] = [];
-    const received: [Rect, Float32Array][] = [];
-    for (let u = 0; u < size; u++) {
-      if (u === rank) continue;
-      const out = intersect(this.ownedRect(u), need);
-      if (out) {
-        const b: Block = { data: new Float32Array(n * len(out.rows) * len(out.cols) * C), h: len(out.rows), w: len(out.cols), c: C };
-        copyBlock(blockOf(dxt), out.rows.start - need.rows.start, out.cols.start - need.cols.start, b, 0, 0, b.h, b.w);
-        io.push(this.comm.send(b.data, u, TAG_GRAD));
-      }
-      const inc = intersect(own, this.neededRect(u));
-      if (inc) {
-        const buf = new Float32Array(n * len(inc.rows) * len(inc.cols) * C);
-        received.push([inc, buf]);
-        io.push(this.comm.recv(buf, u, TAG_GRAD));
-      }
-    }
-    const mine = intersect(own, need);
-    if (mine) {
-      copyBlock(blockOf(dxt), mine.rows.start - need.rows.start, mine.cols.start - need.cols.start,
-        blockOf(dx), mine.rows.start - own.rows.start, mine.cols.start - own.cols.start, len(mine.rows), len(mine.cols), true);
-    }
-    await Promise.all(io);
-    for (const [r, data] of received) {
-      copyBlock({ data, h: len(r.rows), w: len(r.cols), c: C }, 0, 0, blockOf(dx),
-        r.rows.start - own.rows.start, r.cols.start - own.cols.start, len(r.rows), len(r.cols), true);
-    }
+    // the reverse of forwardOwned: gradients of what I needed go back to the owners and add up there
+    await this.exchangeBlocks(dxt, this.neededRect(rank), (u) => this.ownedRect(u), dx, own, (u) => this.neededRect(u), TAG_GRAD, true);
     return dx;
   }
 
