@@ -9,10 +9,14 @@
  * torch.distributed (same process counts, sizes, repetitions, one thread per process), and the
  * table shows paratrain / Gloo ratios (≥ 1: paratrain is at least as fast).
  *
- *   npm run bench -- allreduce-tcp [--sizes 1,4,16,64] [--procs 2,4] [--reps 9] [--chunk-kb 1024] [--no-gloo]
+ * A shared machine drifts by tens of percent from one minute to the next, so the two alternate:
+ * each of `--rounds` rounds runs a paratrain world and then a Gloo world for every process count;
+ * a cell shows the median over rounds of each, and the median of the per-round ratios.
+ *
+ *   npm run bench -- allreduce-tcp [--sizes 1,4,16,64] [--procs 2,4] [--reps 9] [--rounds 3] [--chunk-kb 1024] [--no-gloo]
  *
  * The machine may have few cores: with 4 processes on 2 cores both implementations share them
- * alike. Run it once, on a quiet machine.
+ * alike. Close other work while it runs.
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -155,39 +159,63 @@ export async function main(args: string[]): Promise<void> {
   const sizesMb = (flag(args, 'sizes') ?? '1,4,16,64').split(',').map(Number);
   const procs = (flag(args, 'procs') ?? '2,4').split(',').map(Number);
   const reps = Number(flag(args, 'reps') ?? 9);
+  const rounds = Number(flag(args, 'rounds') ?? 3);
   const chunkBytes = Number(flag(args, 'chunk-kb') ?? 1024) * 1024;
   const gloo = !args.includes('--no-gloo') && torchPython() !== null;
 
   console.log(`tcp allreduce(sum) over loopback, one rank per process, median of ${reps} after warm-up (slowest rank per call)`);
-  console.log(`algorithm bandwidth = buffer bytes / time; chunk ${chunkBytes / 1024} KiB` +
-    (gloo ? '; Gloo = torch.distributed gloo all_reduce, same sizes; ratio = paratrain / Gloo' : '; Gloo: python3-torch not found (or --no-gloo)') + '\n');
+  console.log(`algorithm bandwidth = buffer bytes / time; chunk ${chunkBytes / 1024} KiB; ${rounds} round(s), medians over rounds` +
+    (gloo ? '; Gloo = torch.distributed gloo all_reduce, same sizes, alternating with paratrain; ratio = median of per-round paratrain / Gloo'
+      : '; Gloo: python3-torch not found (or --no-gloo)') + '\n');
 
-  const rows: string[][] = [];
-  const head = ['size'];
-  const cols: Record<number, { pt: Record<number, number>; gl?: Record<number, number> }> = {};
+  type Cell = { pt: number[]; gl: number[]; ratio: number[] };
+  const cells = new Map<string, Cell>();
+  const cell = (n: number, mb: number) => {
+    const k = `${n}/${mb}`;
+    if (!cells.has(k)) cells.set(k, { pt: [], gl: [], ratio: [] });
+    return cells.get(k)!;
+  };
   const fmt = (r: Record<number, number>) => sizesMb.map((mb) => `${mb} MB ${r[mb]!.toFixed(2)}`).join(', ');
-  for (const n of procs) {
-    cols[n] = { pt: await runWorld(n, sizesMb, reps, chunkBytes) };
-    console.log(`  paratrain, ${n} processes: ${fmt(cols[n]!.pt)} GB/s`);
-    if (gloo) {
-      try {
-        cols[n]!.gl = await runGloo(n, sizesMb, reps);
-        console.log(`  Gloo, ${n} processes: ${fmt(cols[n]!.gl!)} GB/s`);
-      } catch (err) {
-        console.log(`  Gloo with ${n} processes failed: ${(err as Error).message}`);
+  const glooFailed = new Set<number>();
+  for (let round = 1; round <= rounds; round++) {
+    for (const n of procs) {
+      const pt = await runWorld(n, sizesMb, reps, chunkBytes);
+      console.log(`  round ${round}, paratrain, ${n} processes: ${fmt(pt)} GB/s`);
+      let gl: Record<number, number> | undefined;
+      if (gloo && !glooFailed.has(n)) {
+        try {
+          gl = await runGloo(n, sizesMb, reps);
+          console.log(`  round ${round}, Gloo, ${n} processes: ${fmt(gl)} GB/s`);
+        } catch (err) {
+          glooFailed.add(n);
+          console.log(`  Gloo with ${n} processes failed: ${(err as Error).message}`);
+        }
+      }
+      for (const mb of sizesMb) {
+        const c = cell(n, mb);
+        c.pt.push(pt[mb]!);
+        if (gl) {
+          c.gl.push(gl[mb]!);
+          c.ratio.push(pt[mb]! / gl[mb]!);
+        }
       }
     }
-    head.push(`paratrain ${n}p`, ...(cols[n]!.gl ? [`Gloo ${n}p`, 'ratio'] : []));
   }
-  for (const mb of sizesMb) {
+
+  const head = ['size'];
+  for (const n of procs) head.push(`paratrain ${n}p`, ...(cell(n, sizesMb[0]!).gl.length ? [`Gloo ${n}p`, 'ratio', 'ratio range'] : []));
+  const rows = sizesMb.map((mb) => {
     const row = [`${mb} MB`];
     for (const n of procs) {
-      const { pt, gl } = cols[n]!;
-      row.push(`${pt[mb]!.toFixed(2)} GB/s`);
-      if (gl) row.push(`${gl[mb]!.toFixed(2)} GB/s`, `${(pt[mb]! / gl[mb]!).toFixed(2)}×`);
+      const c = cell(n, mb);
+      row.push(`${median(c.pt).toFixed(2)} GB/s`);
+      if (c.gl.length) {
+        row.push(`${median(c.gl).toFixed(2)} GB/s`, `${median(c.ratio).toFixed(2)}×`,
+          `${Math.min(...c.ratio).toFixed(2)}–${Math.max(...c.ratio).toFixed(2)}`);
+      }
     }
-    rows.push(row);
-  }
+    return row;
+  });
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (c: string[]) => c.map((x, i) => (i === 0 ? x.padStart(widths[i]!) : x.padEnd(widths[i]!))).join('   ');
   console.log('');

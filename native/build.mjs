@@ -14,10 +14,10 @@
 // Node's headers come from npm's `nodedir` when set, else from this Node's own prefix when it ships
 // include/node (Debian's nodejs does), so no headers are downloaded.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, realpathSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { findNodeGyp, finisher, nodedirArgs } from './gyp.mjs';
+import { finisher, gypBuild } from './gyp.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = dirname(here);
@@ -61,18 +61,8 @@ try {
     const missing = [!blas.include && 'cblas.h', !blas.lib && 'libopenblas'].filter(Boolean).join(' and ');
     finish(true, `OpenBLAS not found (no ${missing}); skipping the optional native backend (apt-get install libopenblas-dev to enable it)`);
   }
-  const gyp = findNodeGyp(root);
-  if (!gyp) finish(false, 'node-gyp not found (it ships with npm; run this through `npm run build:native`)');
-
-  const run = spawnSync(process.execPath, [gyp, 'rebuild', `--directory=${here}`, ...nodedirArgs(),
-    `--openblas-include=${blas.include}`, `--openblas-libdir=${blas.libdir}`],
-  { cwd: here, stdio: verbose ? 'inherit' : 'pipe', encoding: 'utf8' });
-  if (run.error || run.status !== 0) {
-    const log = `${run.stdout ?? ''}${run.stderr ?? ''}`.split('\n').slice(-40).join('\n');
-    finish(false, `compiling the addon failed (${run.error?.message ?? `node-gyp exited with ${run.status}`})`, log);
-  }
-  mkdirSync(dirname(artifact), { recursive: true });
-  copyFileSync(join(here, 'build', 'Release', 'paratrain_native.node'), artifact);
+  gypBuild({ root, dir: here, name: 'paratrain_native', artifact, verbose, finish, script: 'build:native',
+    extra: [`--openblas-include=${blas.include}`, `--openblas-libdir=${blas.libdir}`] });
 
   // Load it once, in a fresh process, so a library that links but does not load is caught here.
   const probe = spawnSync(process.execPath, ['-e',

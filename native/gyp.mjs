@@ -1,6 +1,7 @@
 // Shared by the optional addons' build scripts (native/build.mjs, native/mpi/build.mjs): finding
 // npm's bundled node-gyp and Node's headers without downloading anything.
-import { existsSync, realpathSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /** node-gyp's bin script: the copy bundled with npm (npm exports its path to scripts), else a local one. */
@@ -39,4 +40,21 @@ export function finisher(tag, optional, continuing) {
     out(`${tag} ${line}${optional ? ` — ${continuing}` : ''}`);
     process.exit(optional ? 0 : 1);
   };
+}
+
+/**
+ * `node-gyp rebuild` in `dir` (with `extra` gyp arguments), then copies build/Release/`name`.node
+ * to `artifact`. A failure ends the script through `finish` with the log's last 40 lines.
+ */
+export function gypBuild({ root, dir, name, artifact, extra = [], verbose, finish, script }) {
+  const gyp = findNodeGyp(root);
+  if (!gyp) finish(false, `node-gyp not found (it ships with npm; run this through \`npm run ${script}\`)`);
+  const run = spawnSync(process.execPath, [gyp, 'rebuild', `--directory=${dir}`, ...nodedirArgs(), ...extra],
+    { cwd: dir, stdio: verbose ? 'inherit' : 'pipe', encoding: 'utf8' });
+  if (run.error || run.status !== 0) {
+    const log = `${run.stdout ?? ''}${run.stderr ?? ''}`.split('\n').slice(-40).join('\n');
+    finish(false, `compiling the addon failed (${run.error?.message ?? `node-gyp exited with ${run.status}`})`, log);
+  }
+  mkdirSync(dirname(artifact), { recursive: true });
+  copyFileSync(join(dir, 'build', 'Release', `${name}.node`), artifact);
 }

@@ -10,10 +10,10 @@
 //   in one line and the script still exits 0; without it a failed build exits 1 with its log.
 // - --verbose: shows node-gyp's output as it runs.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { findNodeGyp, finisher, nodedirArgs } from '../gyp.mjs';
+import { finisher, gypBuild } from '../gyp.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = dirname(dirname(here));
@@ -44,17 +44,8 @@ try {
   const libs = showme(mpicc, 'libs') ?? ['mpi'];
   const ldflags = [...libdirs.flatMap((d) => [`-L${d}`, `-Wl,-rpath,${d}`]), ...libs.map((l) => `-l${l}`)];
 
-  const gyp = findNodeGyp(root);
-  if (!gyp) finish(false, 'node-gyp not found (it ships with npm; run this through `npm run build:mpi`)');
-  const run = spawnSync(process.execPath, [gyp, 'rebuild', `--directory=${here}`, ...nodedirArgs(),
-    `--mpi-include=${incdirs.join(' ')}`, `--mpi-ldflags=${ldflags.join(' ')}`],
-  { cwd: here, stdio: verbose ? 'inherit' : 'pipe', encoding: 'utf8' });
-  if (run.error || run.status !== 0) {
-    const log = `${run.stdout ?? ''}${run.stderr ?? ''}`.split('\n').slice(-40).join('\n');
-    finish(false, `compiling the addon failed (${run.error?.message ?? `node-gyp exited with ${run.status}`})`, log);
-  }
-  mkdirSync(dirname(artifact), { recursive: true });
-  copyFileSync(join(here, 'build', 'Release', 'paratrain_mpi.node'), artifact);
+  gypBuild({ root, dir: here, name: 'paratrain_mpi', artifact, verbose, finish, script: 'build:mpi',
+    extra: [`--mpi-include=${incdirs.join(' ')}`, `--mpi-ldflags=${ldflags.join(' ')}`] });
 
   // Load it once, in a fresh process and the way src/comm/mpi/addon.ts does (RTLD_GLOBAL), so a
   // library that links but does not load is caught here. MPI itself is not initialised.

@@ -4,6 +4,13 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { encodeFrame, encodeHeader, FrameDecoder, FrameError, FrameType, HEADER_BYTES, MAGIC, type Frame } from '../../src/comm/tcp/frame.ts';
 import { hashPayloadJs, KERNEL_WASM_BASE64, TcpKernel } from '../../src/comm/tcp/kernel.ts';
+import { loadTcpNative } from '../../src/comm/tcp/nativeDataPath.ts';
+
+/** The two data paths: the wasm kernel, and the native addon where it is built (npm run build:tcp). */
+const DATA_PATHS = [
+  { name: 'wasm', native: false, skip: false as string | false },
+  { name: 'native', native: true, skip: loadTcpNative() ? false : 'the native tcp data path is not built (npm run build:tcp)' },
+];
 
 const frame = (seq: number, payload: Buffer, type: number = FrameType.Allreduce) =>
   encodeFrame({ type, flags: 1, arg: 2, seq, tag: 40 + seq, aux: 1000 }, payload);
@@ -67,8 +74,9 @@ test('a replayed frame is rejected', () => {
   assert.equal(got.length, 1);
 });
 
-test('data payloads land in kernel slots, hashed on arrival, and the slots are reused', () => {
-  const kernel = new TcpKernel(2 << 20); // small arenas: more get added on the way
+for (const dp of DATA_PATHS) test(`data payloads land in kernel slots, hashed on arrival, and the slots are reused (${dp.name})`, { skip: dp.skip }, () => {
+  const kernel = new TcpKernel(2 << 20, dp.native); // small arenas: more get added on the way
+  assert.equal(!!kernel.native, dp.native);
   const got: Frame[] = [];
   const d = new FrameDecoder(1 << 22, (f) => got.push(f));
   d.kernel = kernel;
@@ -93,13 +101,19 @@ test('data payloads land in kernel slots, hashed on arrival, and the slots are r
   assert.throws(() => d.push(bad), /payload checksum mismatch in allreduce frame #4/);
 });
 
-test('the SIMD hash equals the JS reference for every length; the embedded wasm is kernel.wat', async () => {
-  const kernel = new TcpKernel(1 << 20);
-  const bytes = Buffer.from(Array.from({ length: 70_000 * 4 }, (_, i) => (i * 131 + (i >> 7)) & 0xff));
-  for (const len of [0, 4, 60, 64, 68, 128, 4092, 65536, 65540, 70_000 * 4]) {
-    const b = bytes.subarray(0, len);
-    assert.equal(kernel.hashBytes(b), hashPayloadJs(b), `length ${len}`);
+for (const dp of DATA_PATHS) test(`the SIMD hash equals the JS reference for every length and offset (${dp.name})`, { skip: dp.skip }, () => {
+  const kernel = new TcpKernel(1 << 20, dp.native);
+  const bytes = Buffer.from(Array.from({ length: 70_001 * 4 }, (_, i) => (i * 131 + (i >> 7)) & 0xff));
+  for (const at of [0, 4, 36]) {
+    for (const len of [0, 4, 60, 64, 68, 128, 4092, 65536, 65540, 70_000 * 4]) {
+      const b = bytes.subarray(at, at + len);
+      assert.equal(kernel.hashBytes(b), hashPayloadJs(b), `length ${len} at byte ${at}`);
+    }
   }
+});
+
+test('a changed bit or two swapped words change the hash; the embedded wasm is kernel.wat', async () => {
+  const bytes = Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 131 + (i >> 7)) & 0xff));
   // one flipped bit, or two words swapped, change it
   const a = Buffer.from(bytes.subarray(0, 4096));
   const h = hashPayloadJs(a);
@@ -117,9 +131,9 @@ test('the SIMD hash equals the JS reference for every length; the embedded wasm 
   assert.equal(Buffer.from(mod.emitBinary()).toString('base64'), KERNEL_WASM_BASE64, 'rebuild the base64 from kernel.wat');
 });
 
-test('the SIMD reduce step is float32 addition (and division), element by element', () => {
-  const kernel = new TcpKernel(1 << 20);
-  for (const n of [1, 5, 16, 16_387, 40_000]) {
+for (const dp of DATA_PATHS) test(`the SIMD reduce step is float32 addition (and division), element by element (${dp.name})`, { skip: dp.skip }, () => {
+  const kernel = new TcpKernel(1 << 20, dp.native);
+  for (const n of [1, 5, 16, 17, 16_387, 40_000]) {
     for (const div of [0, 3]) {
       const incoming = Float32Array.from({ length: n }, (_, i) => Math.fround(Math.cos(i) * 1e3));
       const own = Float32Array.from({ length: n }, (_, i) => Math.fround(Math.sin(i * 0.7) / 7));
@@ -130,7 +144,12 @@ test('the SIMD reduce step is float32 addition (and division), element by elemen
       const want = own.map((x, i) => (div ? Math.fround(Math.fround(incoming[i]! + x) / div) : Math.fround(incoming[i]! + x)));
       assert.deepEqual(dst, want, `n=${n} div=${div}`);
       assert.equal(check, hashPayloadJs(new Uint8Array(want.buffer)));
-      assert.deepEqual(new Float32Array(slot.buffer, slot.byteOffset, n), want);
+      // without the hash, and into a view at an odd float offset
+      const big = new Float32Array(n + 3);
+      big.set(own, 3);
+      slot.set(new Uint8Array(incoming.buffer));
+      assert.equal(kernel.reduceInto(big.subarray(3), slot, div, false), 0);
+      assert.deepEqual(big.subarray(3), want, `n=${n} div=${div} at an offset`);
       kernel.putSlot(slot);
     }
   }

@@ -88,6 +88,8 @@ export interface Frame extends FrameHeader {
   check: number;
   /** the payload is a kernel slot (data frames decoded with a kernel): reduce it there, then putSlot */
   slot?: boolean;
+  /** the payload was read straight into the place the decoder's `landing` gave (see landing.ts) */
+  landed?: boolean;
 }
 
 /** Frames carrying float32 data (checked with the ptr32 hash; payloads in kernel slots). */
@@ -145,12 +147,19 @@ export class FrameDecoder {
   private runningCrc = 0;
   private isData = false;
   private inSlot = false;
+  private landed = false;
   private hashed = 0;
   private lanes: Uint32Array | undefined;
   private nextSeq = 0;
   private failed = false;
   /** after authentication: data payloads go to slots of this kernel, hashed as they arrive */
   kernel: TcpKernel | undefined;
+  /**
+   * Asked for each data frame once its header is in (only with the kernel's native data path,
+   * which hashes any memory): bytes of exactly the payload's length to read it into, or undefined
+   * for a slot.
+   */
+  landing: ((h: FrameHeader) => Buffer | undefined) | undefined;
 
   constructor(
     /** the largest payload accepted; may be raised later (after authentication) */
@@ -224,14 +233,17 @@ export class FrameDecoder {
       }
       if (this.isData && len % 4 !== 0) throw new FrameError(`${frameTypeName(this.header.type)} frame of ${len} bytes: not whole float32s`);
       if (this.isData && this.kernel) {
-        this.payload = this.kernel.getSlot(len);
-        this.inSlot = true;
+        const land = this.kernel.native && this.landing ? this.landing(this.header) : undefined;
+        this.landed = land !== undefined && land.length === len;
+        this.payload = this.landed ? land! : this.kernel.getSlot(len);
+        this.inSlot = !this.landed;
         if (this.lanes) resetHashLanes(this.lanes);
         else this.lanes = newHashLanes();
         this.hashed = 0;
       } else {
         this.payload = Buffer.allocUnsafeSlow(len);
         this.inSlot = false;
+        this.landed = false;
       }
       this.payloadFill = 0;
       this.runningCrc = 0;
@@ -239,7 +251,8 @@ export class FrameDecoder {
     }
     const payload = this.payload!;
     // checksum the new bytes while they are in cache
-    if (this.inSlot) {
+    const hashing = this.inSlot || this.landed;
+    if (hashing) {
       const upto = (this.payloadFill + take) & ~63;
       if (upto > this.hashed) {
         this.kernel!.hashSlot(this.lanes!, payload, this.hashed, upto);
@@ -251,14 +264,14 @@ export class FrameDecoder {
     this.payloadFill += take;
     if (this.payloadFill === payload.length) {
       const len = payload.length;
-      const check = this.inSlot ? this.kernel!.finish(this.lanes!, payload, this.hashed)
+      const check = hashing ? this.kernel!.finish(this.lanes!, payload, this.hashed)
         : this.isData ? hashPayloadJs(payload) : this.runningCrc >>> 0;
       if (check !== this.expectedCrc) {
         if (this.inSlot) this.kernel!.putSlot(payload);
         throw this.mismatch(len, check);
       }
       this.payload = undefined;
-      this.emit(payload, check, this.inSlot);
+      this.emit(payload, check, this.inSlot, this.landed);
     }
   }
 
@@ -290,10 +303,10 @@ export class FrameDecoder {
       `(${len} bytes: got ${got.toString(16)}, the header says ${this.expectedCrc.toString(16)})`);
   }
 
-  private emit(payload: Buffer, check: number, slot: boolean): void {
+  private emit(payload: Buffer, check: number, slot: boolean, landed = false): void {
     const h = this.header!;
     this.header = undefined;
-    this.onFrame({ ...h, payload, check, slot });
+    this.onFrame({ ...h, payload, check, slot, landed });
   }
 }
 

@@ -25,8 +25,10 @@
  *
  * Collectives (tcpCommunicator.ts): chunked, pipelined ring reduce-scatter + allgather
  * (2(N−1)/N of the buffer sent per rank); each element is summed once, in ring order, by one
- * rank, so every rank gets bit-identical results. Reduction and checksums run in wasm SIMD
- * (kernel.ts). Any failure inside a call aborts the job on every rank (PeerFailedError naming
+ * rank, so every rank gets bit-identical results. Reduction and checksums run in place in the
+ * optional native addon (nativeDataPath.ts, built by `npm ci` where a C compiler is), else in wasm
+ * SIMD (kernel.ts); with the addon, frames that are only stored (allgather, broadcast) are read
+ * straight into the caller's buffer (landing.ts). Any failure inside a call aborts the job on every rank (PeerFailedError naming
  * the origin) instead of leaving peers to time out. takeStats(): commMs (time in calls), waitMs
  * (time blocked before the first data of each call arrived: the skew to the slowest upstream
  * rank, plus one chunk's latency), bytes (payload sent + received).

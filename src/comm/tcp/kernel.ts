@@ -4,9 +4,11 @@
  * would detach every view of them; not shared: copies into shared memory run at half speed).
  *
  * Received data-frame payloads are written straight into slots of an arena by the decoder,
- * which hashes them as they arrive; a reduce-scatter step then copies the caller's chunk in,
- * adds with f32x4 and copies the sum back (two memcpys and one SIMD pass, ~5× faster than a JS
- * loop); sends of caller data are hashed by copying 64 KiB pieces through a scratch area.
+ * which hashes them as they arrive. With the optional native addon (nativeDataPath.ts) the reduce
+ * step and the hashing of the caller's floats run in place, in one pass. Without it, a
+ * reduce-scatter step copies the caller's chunk in, adds with f32x4 and copies the sum back (two
+ * memcpys and one SIMD pass, ~5× faster than a JS loop), and sends of caller data are hashed by
+ * copying 64 KiB pieces through a scratch area.
  *
  * The hash ("ptr32"): 16 u32 lanes (4 v128 accumulators) seeded like xxh32's v1–v4 with seeds
  * 0–3; each lane consumes every 16th little-endian word of the 64-byte stripes with the xxh32
@@ -17,6 +19,7 @@
  * The bytes below are binaryen's binary of the WAT text kept beside this file in kernel.wat
  * (a test rebuilds it and compares).
  */
+import { loadTcpNative, type TcpNativeAddon } from './nativeDataPath.ts';
 
 export const KERNEL_WASM_BASE64 =
   'AGFzbQEAAAABDgJgA39/fwBgBH9/f30AAg8BA2VudgZtZW1vcnkCAAEDAwIAAQcOAgRoYXNoAAADYWRkAAEKzgMCnQICAX8He0Gx893xef0RIQhB95Svr3j9ESEJIAD9AAQAIQQgAP0ABBAhBSAA/QAEICEGIAD9AAQwIQcgASACaiEDAkADQCABIANPDQEgBCAB/QAEACAJ/bUB/a4BIQogCkEN/asBIApBE/2tAf1QIAj9tQEhBCAFIAH9AAQQIAn9tQH9rgEhCiAKQQ39qwEgCkET/a0B/VAgCP21ASEFIAYgAf0ABCAgCf21Af2uASEKIApBDf2rASAKQRP9rQH9UCAI/bUBIQYgByAB/QAEMCAJ/bUB/a4BIQogCkEN/asBIApBE/2tAf1QIAj9tQEhByABQcAAaiEBDAALAAsgACAE/QsEACAAIAX9CwQQIAAgBv0LBCAgACAH/QsEMAusAQMDfwJ7AX0gA/0TIQcgA0MAAAAAXCEGIAAgAkECdGohBCAEQRBrIQUCQANAIAAgBUoNASAA/QAEACAB/QAEAP3kASEIIAYEQCAIIAf95wEhCAsgACAI/QsEACAAQRBqIQAgAUEQaiEBDAALAAsCQANAIAAgBE8NASAAKgIAIAEqAgCSIQkgBgRAIAkgA5UhCQsgACAJOAIAIABBBGohACABQQRqIQEMAAsACws=';
@@ -117,6 +120,14 @@ class Arena {
   }
 }
 
+/** The words of `bytes` from byte `from` on (a multiple of 4 bytes), as numbers. */
+function tailWords(bytes: Uint8Array, from: number): Uint32Array {
+  const tail = bytes.subarray(from);
+  const words = new Uint32Array(tail.length >> 2);
+  new Uint8Array(words.buffer).set(tail);
+  return words;
+}
+
 /** A running hash: 16 lanes, kept in JS between pieces (a payload's pieces may sit in any arena). */
 export function newHashLanes(): Uint32Array {
   return INITIAL.slice();
@@ -132,6 +143,8 @@ export function resetHashLanes(lanes: Uint32Array): void {
  * handled by copying.
  */
 export class TcpKernel {
+  /** the native addon doing hashing and reduction in place, or null (the wasm arenas do it) */
+  readonly native: TcpNativeAddon | null;
   private readonly arenas: Arena[] = [];
   private readonly arenaOf = new Map<ArrayBufferLike, Arena>();
   private readonly free = new Map<number, Buffer[]>();
@@ -139,7 +152,9 @@ export class TcpKernel {
   private readonly live = new Map<Arena, Map<number, number>>();
   private readonly lanes = newHashLanes();
 
-  constructor(private readonly arenaBytes = ARENA_BYTES) {
+  /** `native`: use the addon when it is built (default), or never */
+  constructor(private readonly arenaBytes = ARENA_BYTES, native = true) {
+    this.native = native ? loadTcpNative() : null;
     this.addArena(arenaBytes);
   }
 
@@ -187,9 +202,13 @@ export class TcpKernel {
     return !!arena && this.live.get(arena)!.has(b.byteOffset);
   }
 
-  /** Feeds bytes [from, to) of slot `b` (to − from a multiple of 64) into `lanes`. */
+  /** Feeds bytes [from, to) of slot `b` (to − from a multiple of 64) into `lanes`; with the native path `b` may be any memory. */
   hashSlot(lanes: Uint32Array, b: Uint8Array, from: number, to: number): void {
     if (to <= from) return;
+    if (this.native) {
+      this.native.hash(lanes, b.subarray(from, to));
+      return;
+    }
     const arena = this.arenaOf.get(b.buffer)!;
     arena.loadState(lanes);
     arena.fn.hash(arena.state, b.byteOffset + from, to - from);
@@ -198,7 +217,8 @@ export class TcpKernel {
 
   /** The final hash of a `b.length`-byte payload whose first `hashed` bytes are in `lanes`. */
   finish(lanes: Uint32Array, b: Uint8Array, hashed: number): number {
-    const arena = this.arenaOf.get(b.buffer)!;
+    const arena = this.arenaOf.get(b.buffer);
+    if (!arena) return finalize(lanes, tailWords(b, hashed), b.length);
     const at = (b.byteOffset + hashed) >> 2;
     return finalize(lanes, arena.u32.subarray(at, at + ((b.length - hashed) >> 2)), b.length);
   }
@@ -206,28 +226,38 @@ export class TcpKernel {
   /** Hash of any bytes, copied through the scratch area in 64 KiB pieces. */
   hashBytes(bytes: Uint8Array): number {
     if (bytes.length % 4 !== 0) throw new RangeError('data payloads are whole float32s');
+    const full = bytes.length & ~63;
+    if (this.native) {
+      this.lanes.set(INITIAL);
+      this.native.hash(this.lanes, bytes);
+      return finalize(this.lanes, tailWords(bytes, full), bytes.length);
+    }
     const a = this.arenas[0]!;
     a.loadState(INITIAL);
     let off = 0;
-    const full = bytes.length & ~63;
     for (; off < full; off += PIECE) {
       const m = Math.min(PIECE, full - off);
       a.u8.set(bytes.subarray(off, off + m), a.scratch);
       a.fn.hash(a.state, a.scratch, m);
     }
     a.saveState(this.lanes);
-    const tail = bytes.subarray(full);
-    const words = new Uint32Array(tail.length >> 2);
-    new Uint8Array(words.buffer).set(tail);
-    return finalize(this.lanes, words, bytes.length);
+    return finalize(this.lanes, tailWords(bytes, full), bytes.length);
   }
 
   /**
-   * The reduce step: slot `b` holds dst.length incoming floats; afterwards both the slot and
-   * `dst` hold f32(incoming + dst) (then divided by `div` when non-zero). Returns the hash of the
-   * result when `wantHash` (to forward it without hashing again), else 0.
+   * The reduce step: slot `b` holds dst.length incoming floats; afterwards `dst` holds
+   * f32(incoming + dst) (then divided by `div` when non-zero) and the slot's contents are
+   * unspecified. Returns the hash of the result when `wantHash` (to forward it without hashing
+   * again), else 0.
    */
   reduceInto(dst: Float32Array, b: Uint8Array, div: number, wantHash: boolean): number {
+    if (this.native) {
+      this.lanes.set(INITIAL);
+      this.native.addHash(dst, b, div, wantHash ? this.lanes : null);
+      if (!wantHash) return 0;
+      const full = (dst.length * 4) & ~63;
+      return finalize(this.lanes, new Uint32Array(dst.buffer, dst.byteOffset + full, dst.length - (full >> 2)), dst.length * 4);
+    }
     const a = this.arenaOf.get(b.buffer)!;
     const n = dst.length, pf = PIECE / 4, base = b.byteOffset >> 2;
     if (wantHash) a.loadState(INITIAL);

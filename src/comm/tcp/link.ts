@@ -8,7 +8,7 @@
  */
 import type { Socket } from 'node:net';
 import { PeerFailedError } from '../errors.ts';
-import { encodeHeader, FrameDecoder, FrameError, FrameType, isDataType, payloadCheck, type Frame } from './frame.ts';
+import { encodeHeader, FrameDecoder, FrameError, FrameType, isDataType, payloadCheck, type Frame, type FrameHeader } from './frame.ts';
 import type { TcpKernel } from './kernel.ts';
 
 const noop = () => {};
@@ -102,6 +102,11 @@ export class Link {
     this.decoder.allowedTypes = allowedTypes;
     this.decoder.kernel = kernel;
     this.kernel = kernel;
+  }
+
+  /** Where inbound data frames may be read to instead of slots (FrameDecoder.landing). */
+  setLanding(fn: ((h: FrameHeader) => Buffer | undefined) | undefined): void {
+    this.decoder.landing = fn;
   }
 
   get isEnded(): boolean {

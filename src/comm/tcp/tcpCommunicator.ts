@@ -6,7 +6,9 @@
  * open one connection and each direction of a pair has exactly one ordered stream:
  *   - ring neighbours: each rank dials its LEFT neighbour to receive from it (dir 'recv'); a
  *     socket we dial can be read with `onread`, so the ring's bulk data is read by the kernel
- *     straight into wasm payload slots (PullReader, kernel.ts) — no read buffers, no copy;
+ *     straight into payload slots (PullReader, kernel.ts) — no read buffers, no copy — or, for
+ *     frames that are only stored (allgather, broadcast; native data path), straight into the
+ *     caller's buffer (landing.ts);
  *   - any other pair: the sender dials on first use (dir 'send'), e.g. barrier rounds, send/recv.
  *
  * Algorithms (N ranks, n floats, segment k = ownedSlice(n, N, k), right = rank+1, left = rank−1):
@@ -20,9 +22,11 @@
  *     it goes round): 2(N−1)/N · n floats sent per rank, bandwidth-optimal.
  *   Pipelining: segments travel as frames of at most `chunkBytes`; each frame received is reduced
  *     and forwarded at once, so sending, receiving and reducing overlap (sends are written from
- *     the caller's buffer without copying and flushed before a call returns). The reduction is
- *     the kernel's f32x4 add on the received slot; the forwarded frame's checksum is computed in
- *     the same pass (allgather/broadcast forwards reuse the received one).
+ *     the caller's buffer without copying and flushed before a call returns). The reduction adds
+ *     the received slot into the caller's buffer (kernel.ts); the forwarded frame's checksum is
+ *     computed in the same pass (allgather/broadcast forwards reuse the received one). A landed
+ *     frame can only overwrite floats this rank has already sent: the value it carries was
+ *     computed downstream from them.
  *   After a failed call the buffer's contents are unspecified.
  *   broadcast: a pipelined chain root → root+1 → … → root−1.
  *   barrier: dissemination, ⌈log2 N⌉ rounds (rank+2^k).
@@ -39,8 +43,9 @@ import { ownedSlice, type CollectiveStats, type Communicator, type ReduceOp } fr
 import { CollectiveMismatchError, CommTimeoutError, PeerFailedError, RendezvousError } from '../errors.ts';
 import { rendezvousFromEnv } from '../rendezvous.ts';
 import { authenticateAsAcceptor, authenticateAsDialer, type Direction } from './auth.ts';
-import { FrameType, frameTypeName, PRE_AUTH_MAX_FRAME, type Frame } from './frame.ts';
+import { FrameType, frameTypeName, PRE_AUTH_MAX_FRAME, type Frame, type FrameHeader } from './frame.ts';
 import { TcpKernel } from './kernel.ts';
+import { LandingPlan, type LandingRange } from './landing.ts';
 import { hostPort, Link } from './link.ts';
 import { cappedWarnings, stderrLog, type TcpLog } from './log.ts';
 import { FrameQueue } from './queue.ts';
@@ -80,6 +85,11 @@ export interface TcpConnectOptions {
   maxFrameBytes?: number;
   /** pipelining granularity of the collectives, bytes (default 1 MiB; capped by every rank's maxFrameBytes) */
   chunkBytes?: number;
+  /**
+   * Hash and reduce in place with the optional native addon when it is built (default true);
+   * false keeps to the wasm kernel. Either gives the same bits, so ranks may differ in this.
+   */
+  nativeDataPath?: boolean;
   /** expected host of each rank, only for error messages (e.g. from the launcher) */
   hosts?: readonly string[];
   log?: TcpLog;
@@ -105,6 +115,7 @@ interface Resolved {
   maxFrameBytes: number;
   chunkBytes: number;
   hosts: readonly string[] | undefined;
+  nativeDataPath: boolean;
   onMasterListening: ((a: { host: string; port: number }) => void) | undefined;
   onFailure: ((err: Error) => void) | undefined;
 }
@@ -141,6 +152,7 @@ function resolveOptions(o: TcpConnectOptions): Resolved {
     recvTimeoutMs: int('recvTimeoutMs', o.recvTimeoutMs ?? timeoutMs, 1, 2 ** 31 - 1),
     chunkBytes: int('chunkBytes', o.chunkBytes ?? MiB, 4, 1024 * MiB),
     hosts: o.hosts,
+    nativeDataPath: o.nativeDataPath ?? true,
     onMasterListening: o.onMasterListening,
     onFailure: o.onFailure,
   };
@@ -199,10 +211,14 @@ export class TcpCommunicator implements Communicator {
   private readonly collQueues: Map<number, FrameQueue>[];
   private readonly p2pQueues: Map<number, FrameQueue>[];
   private readonly recvLocks = new Map<string, Promise<void>>();
+  /** by peer: where its frames of a collective land (by sequence number), see landing.ts */
+  private readonly plans: Map<number, LandingPlan>[];
+  /** by peer: floats of each collective announced before its plan existed (they went to slots) */
+  private readonly announced: Map<number, number>[];
   private kernelInstance: TcpKernel | undefined;
-  /** the wasm data path, made on first use (a world of one never needs it) */
+  /** the data path (payload slots, hashing, reduction), made on first use (a world of one never needs it) */
   private get kernel(): TcpKernel {
-    return (this.kernelInstance ??= new TcpKernel());
+    return (this.kernelInstance ??= new TcpKernel(undefined, this.o.nativeDataPath));
   }
 
   private opSeq = 0;
@@ -227,6 +243,8 @@ export class TcpCommunicator implements Communicator {
     this.byeFrom = new Array(N).fill(false);
     this.collQueues = Array.from({ length: N }, () => new Map());
     this.p2pQueues = Array.from({ length: N }, () => new Map());
+    this.plans = Array.from({ length: N }, () => new Map());
+    this.announced = Array.from({ length: N }, () => new Map());
     this.tableKnown = new Promise((resolve) => { this.tableReady = resolve; });
   }
 
@@ -462,6 +480,7 @@ export class TcpCommunicator implements Communicator {
   /** An authenticated link to/from rank p: route its frames, watch its end. */
   private adopt(link: Link, p: number): void {
     this.links.add(link);
+    if (this.inLinks[p] === link && this.kernel.native) link.setLanding((h) => this.landing(p, h));
     let bye = false;
     link.setHandler((f) => {
       try {
@@ -517,6 +536,39 @@ export class TcpCommunicator implements Communicator {
         }
         q.push(f);
       }
+    }
+  }
+
+  /** Where a data frame from p whose header just arrived should be read to (undefined: a slot). */
+  private landing(p: number, h: FrameHeader): Buffer | undefined {
+    if (h.type !== FrameType.Allreduce && h.type !== FrameType.Allgather && h.type !== FrameType.Broadcast) return undefined;
+    const plan = this.plans[p]!.get(h.tag);
+    if (plan) return plan.take(h);
+    if (h.tag >= this.opSeq) this.announced[p]!.set(h.tag, (this.announced[p]!.get(h.tag) ?? 0) + h.length / 4);
+    return undefined;
+  }
+
+  /**
+   * Lands the frames of collective `seq` from p per `ranges` (native data path only: the wasm one
+   * cannot hash the caller's memory in place). Returns a function that removes the plan.
+   */
+  private planLanding(p: number, seq: number, bytes: Buffer, expect: Pick<FrameHeader, 'type' | 'aux' | 'flags' | 'arg'>, ranges: LandingRange[]): () => void {
+    const early = this.announced[p]!.get(seq) ?? 0;
+    this.announced[p]!.delete(seq);
+    if (!this.kernel.native) return () => {};
+    const plan = new LandingPlan(bytes, expect, ranges);
+    plan.skip(early);
+    this.plans[p]!.set(seq, plan);
+    return () => this.plans[p]!.delete(seq);
+  }
+
+  /** Stores a received data frame's floats at `cur` of `buf` (a landed one is there already), and frees its slot. */
+  private store(f: Frame, src: Float32Array, buf: Float32Array, cur: number, seq: number): void {
+    if (!f.landed) {
+      buf.set(src, cur);
+      this.kernel.putSlot(f.payload);
+    } else if (f.payload.buffer !== buf.buffer || f.payload.byteOffset !== buf.byteOffset + cur * 4) {
+      throw new CollectiveMismatchError(`collective #${seq}: a frame landed at the wrong place (rank ${this.rank}, float ${cur})`);
     }
   }
 
@@ -639,14 +691,15 @@ export class TcpCommunicator implements Communicator {
   /** Sends floats [a, b) of `bytes` (the buffer's bytes) to `out` in frames of at most chunkFloats. */
   private sendRange(out: Link, sends: Promise<void>[], bytes: Buffer, a: number, b: number, type: number, tag: number, aux: number, flags: number, arg: number): void {
     const c = this.chunkFloats;
-    // one writev for the whole range: the kernel moves big writes far more cheaply
-    out.socket.cork();
+    // the first frame goes at once (its checksum is all it waits for), so the next rank starts;
+    // the rest as one writev: the kernel moves big writes far more cheaply
     for (let s = a; s < b; s += c) {
       const e = Math.min(b, s + c);
+      if (s === a + c) out.socket.cork();
       sends.push(out.send(type, tag, aux, bytes.subarray(s * 4, e * 4), flags, arg));
       this.bytes += (e - s) * 4;
     }
-    out.socket.uncork();
+    if (b - a > c) out.socket.uncork();
   }
 
   /** Sends floats [a, b) as one frame (forwarding what one frame brought), with a known checksum if given. */
@@ -698,12 +751,19 @@ export class TcpCommunicator implements Communicator {
     if (N === 1) return;
     const left = (r - 1 + N) % N, right = (r + 1) % N;
     const q = this.collQueue(left, seq);
+    let unplan = () => {};
     try {
       const flags = rs ? OP_FLAGS[op] : 0;
       const mean = rs && op === 'mean';
       const bytes = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
       const seg = (k: number) => ownedSlice(n, N, ((k % N) + N) % N);
       const what = `${describeCall(type, n, flags, 0)} (collective #${seq})`;
+      if (ag) {
+        const ranges: LandingRange[] = [];
+        for (let s = 0; rs && s < N - 1; s++) ranges.push({ ...seg(r - 2 - s), land: false });
+        for (let s = 0; s < N - 1; s++) ranges.push({ ...seg(r - 1 - s), land: true });
+        unplan = this.planLanding(left, seq, bytes, { type, aux: n, flags, arg: 0 }, ranges);
+      }
       const out = await this.outLink(right);
       const sends: Promise<void>[] = [];
       let first = true;
@@ -757,8 +817,7 @@ export class TcpCommunicator implements Communicator {
             const src = this.dataOf(f, left, seq, type, n, flags, 0, end - cur);
             const m = src.length;
             if (m === 0) throw new CollectiveMismatchError(`collective #${seq}: rank ${left} sent an empty data frame`);
-            buf.set(src, cur);
-            this.kernel.putSlot(f.payload);
+            this.store(f, src, buf, cur, seq);
             // the same bytes go on: their checksum is known
             if (forward) this.sendFrame(out, sends, bytes, cur, cur + m, type, seq, n, flags, 0, f.check);
             cur += m;
@@ -767,6 +826,7 @@ export class TcpCommunicator implements Communicator {
       }
       await Promise.all(sends);
     } finally {
+      unplan();
       this.collQueues[left]!.delete(seq);
     }
   }
@@ -784,6 +844,7 @@ export class TcpCommunicator implements Communicator {
       const bytes = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
       const sends: Promise<void>[] = [];
       const q = pos > 0 ? this.collQueue(left, seq) : undefined;
+      const unplan = pos > 0 ? this.planLanding(left, seq, bytes, { type, aux: n, flags: 0, arg: root }, [{ start: 0, end: n, land: true }]) : () => {};
       try {
         const out = pos < N - 1 ? await this.outLink(right) : undefined;
         if (pos === 0) {
@@ -798,14 +859,14 @@ export class TcpCommunicator implements Communicator {
             first = false;
             const src = this.dataOf(f, left, seq, type, n, 0, root, n - cur);
             if (src.length === 0) throw new CollectiveMismatchError(`collective #${seq}: rank ${left} sent an empty data frame`);
-            buf.set(src, cur);
-            this.kernel.putSlot(f.payload);
+            this.store(f, src, buf, cur, seq);
             if (out) this.sendFrame(out, sends, bytes, cur, cur + src.length, type, seq, n, 0, root, f.check);
             cur += src.length;
           }
         }
         await Promise.all(sends);
       } finally {
+        unplan();
         if (q) this.collQueues[left]!.delete(seq);
       }
     });

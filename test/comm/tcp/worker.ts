@@ -43,6 +43,8 @@ async function collectives(comm: TcpCommunicator): Promise<void> {
     // allreduce(sum) and (mean) against the serial float32 reference
     for (const op of ['sum', 'mean'] as const) {
       const buf = mine(n + 1);
+      // rank 1 comes late to 'mean': its left neighbour's frames arrive before the call
+      if (op === 'mean' && r === 1) await new Promise((resolve) => setTimeout(resolve, 30));
       await comm.allreduce(buf, op);
       const ref = serialSum(N, n, n + 1);
       let bad = 0;
@@ -84,6 +86,7 @@ async function collectives(comm: TcpCommunicator): Promise<void> {
     {
       const root = n % N;
       const buf = mine(4);
+      if (r === (root + 1) % N) await new Promise((resolve) => setTimeout(resolve, 30));
       await comm.broadcast(buf, root);
       let bad = 0;
       for (let i = 0; i < n; i++) if (buf[i] !== Math.fround(inputValue(root, i, 4))) bad++;
