@@ -16,18 +16,9 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, realpathSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { finisher, gypBuild } from './gyp.mjs';
+import { addonScript } from './gyp.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const root = dirname(here);
-const artifact = join(root, 'build', 'native', 'paratrain_native.node');
-const args = process.argv.slice(2);
-const optional = args.includes('--optional');
-const verbose = args.includes('--verbose');
-const tag = 'build:native:';
-
-const finish = finisher(tag, optional, 'continuing without the optional native backend (wasm stays the default)');
+const { artifact, finish, build } = addonScript(import.meta.url, { name: 'paratrain_native', script: 'build:native', continuing: 'continuing without the optional native backend (wasm stays the default)' });
 
 const TRIPLETS = {
   x64: 'x86_64-linux-gnu', arm64: 'aarch64-linux-gnu', arm: 'arm-linux-gnueabihf',
@@ -61,8 +52,7 @@ try {
     const missing = [!blas.include && 'cblas.h', !blas.lib && 'libopenblas'].filter(Boolean).join(' and ');
     finish(true, `OpenBLAS not found (no ${missing}); skipping the optional native backend (apt-get install libopenblas-dev to enable it)`);
   }
-  gypBuild({ root, dir: here, name: 'paratrain_native', artifact, verbose, finish, script: 'build:native',
-    extra: [`--openblas-include=${blas.include}`, `--openblas-libdir=${blas.libdir}`] });
+  build([`--openblas-include=${blas.include}`, `--openblas-libdir=${blas.libdir}`]);
 
   // Load it once, in a fresh process, so a library that links but does not load is caught here.
   const probe = spawnSync(process.execPath, ['-e',

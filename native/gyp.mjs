@@ -3,6 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /** node-gyp's bin script: the copy bundled with npm (npm exports its path to scripts), else a local one. */
 export function findNodeGyp(root) {
@@ -57,4 +58,21 @@ export function gypBuild({ root, dir, name, artifact, extra = [], verbose, finis
   }
   mkdirSync(dirname(artifact), { recursive: true });
   copyFileSync(join(dir, 'build', 'Release', `${name}.node`), artifact);
+}
+
+/**
+ * The common start of an addon build script at `moduleUrl` building `name`.node (npm script
+ * `script`): its folder, the repository root, the artifact build/native/`name`.node, the flags
+ * (--optional, --verbose), `finish` (see finisher; `continuing` says what happens without the
+ * addon) and `build(extra)`, which runs gypBuild with extra gyp arguments.
+ */
+export function addonScript(moduleUrl, { name, script, continuing }) {
+  const here = dirname(fileURLToPath(moduleUrl));
+  const root = dirname(dirname(fileURLToPath(import.meta.url)));
+  const artifact = join(root, 'build', 'native', `${name}.node`);
+  const args = process.argv.slice(2);
+  const verbose = args.includes('--verbose');
+  const finish = finisher(`${script}:`, args.includes('--optional'), continuing);
+  const build = (extra = []) => gypBuild({ root, dir: here, name, artifact, extra, verbose, finish, script });
+  return { here, root, artifact, finish, build };
 }

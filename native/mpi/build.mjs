@@ -12,18 +12,9 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { finisher, gypBuild } from '../gyp.mjs';
+import { addonScript } from '../gyp.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const root = dirname(dirname(here));
-const artifact = join(root, 'build', 'native', 'paratrain_mpi.node');
-const args = process.argv.slice(2);
-const optional = args.includes('--optional');
-const verbose = args.includes('--verbose');
-const tag = 'build:mpi:';
-
-const finish = finisher(tag, optional, 'continuing without the optional MPI transport');
+const { artifact, finish, build } = addonScript(import.meta.url, { name: 'paratrain_mpi', script: 'build:mpi', continuing: 'continuing without the optional MPI transport' });
 
 /** `mpicc --showme:<what>` split into words, or null when mpicc is absent or does not answer. */
 function showme(mpicc, what) {
@@ -44,8 +35,7 @@ try {
   const libs = showme(mpicc, 'libs') ?? ['mpi'];
   const ldflags = [...libdirs.flatMap((d) => [`-L${d}`, `-Wl,-rpath,${d}`]), ...libs.map((l) => `-l${l}`)];
 
-  gypBuild({ root, dir: here, name: 'paratrain_mpi', artifact, verbose, finish, script: 'build:mpi',
-    extra: [`--mpi-include=${incdirs.join(' ')}`, `--mpi-ldflags=${ldflags.join(' ')}`] });
+  build([`--mpi-include=${incdirs.join(' ')}`, `--mpi-ldflags=${ldflags.join(' ')}`]);
 
   // Load it once, in a fresh process and the way src/comm/mpi/addon.ts does (RTLD_GLOBAL), so a
   // library that links but does not load is caught here. MPI itself is not initialised.

@@ -9,23 +9,13 @@
 // - --verbose: shows node-gyp's output as it runs.
 import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { finisher, gypBuild } from '../gyp.mjs';
+import { addonScript } from '../gyp.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const root = dirname(dirname(here));
-const artifact = join(root, 'build', 'native', 'paratrain_tcp.node');
-const args = process.argv.slice(2);
-const optional = args.includes('--optional');
-const verbose = args.includes('--verbose');
-const tag = 'build:tcp:';
-
-const finish = finisher(tag, optional, 'continuing without it (the tcp transport uses its wasm kernel)');
+const { artifact, finish, build } = addonScript(import.meta.url, { name: 'paratrain_tcp', script: 'build:tcp', continuing: 'continuing without it (the tcp transport uses its wasm kernel)' });
 
 try {
   if (process.env.PARATRAIN_TCP_NATIVE === '0') finish(true, 'skipped (PARATRAIN_TCP_NATIVE=0); the tcp transport uses its wasm kernel');
-  gypBuild({ root, dir: here, name: 'paratrain_tcp', artifact, verbose, finish, script: 'build:tcp' });
+  build();
   // load it once in a fresh process, so an addon that builds but does not load is caught here
   const probe = spawnSync(process.execPath, ['-e', `const m = require(${JSON.stringify(artifact)});
     if (typeof m.addHash !== 'function' || typeof m.hash !== 'function') throw new Error('exports are missing');`], { encoding: 'utf8' });

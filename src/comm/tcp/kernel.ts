@@ -252,7 +252,7 @@ export class TcpKernel {
    */
   reduceInto(dst: Float32Array, b: Uint8Array, div: number, wantHash: boolean): number {
     if (this.native) {
-      this.lanes.set(INITIAL);
+      if (wantHash) this.lanes.set(INITIAL);
       this.native.addHash(dst, b, div, wantHash ? this.lanes : null);
       if (!wantHash) return 0;
       const full = (dst.length * 4) & ~63;
