@@ -4,7 +4,7 @@
   'targets': [
     {
       'target_name': 'paratrain_tcp',
-      'sources': ['paratrain_tcp.c'],
+      'sources': ['paratrain_tcp.c', 'kernels.c', 'ring.c'],
       'cflags': ['-std=gnu11', '-O3', '-Wall', '-Wextra', '-Wno-unused-parameter', '-Wno-psabi'],
       'defines': ['NAPI_VERSION=8'],
     },

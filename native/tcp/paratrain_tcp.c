@@ -1,101 +1,29 @@
 /*
  * paratrain_tcp: the optional native data path of the tcp transport (Node-API, plain C, no library).
  *
- * The same two operations as src/comm/tcp/kernel.wat, but on any memory: wasm can only touch its
- * own linear memory, so the wasm path copies the caller's floats in and out (three extra passes
- * over every reduced byte); here they are read and written where they are.
+ * The same operations as src/comm/tcp/kernel.wat, but on any memory (kernels.c): wasm can only
+ * touch its own linear memory, so the wasm path copies the caller's floats in and out; here they
+ * are read and written where they are. And the native ring (ring.c), which runs a ring
+ * collective's frames on the sockets themselves.
  *
  *   hash(lanes, data)          feeds the whole 64-byte stripes of `data` into the 16 u32 lanes of
- *                              the "ptr32" payload hash (lane j takes word j of every stripe:
- *                              acc = rotl(acc + w·P2, 13)·P1); the tail and the final mix stay in JS
+ *                              the "ptr32" payload hash; the tail and the final mix stay in JS
  *   addHash(dst, src, div, lanes|null)
  *                              dst[i] = f32(dst[i] + src[i]), then f32(· / div) when div != 0, and
  *                              (lanes given) the result's whole stripes fed into lanes: the reduce
  *                              step and the checksum of the frame it forwards, in one pass
+ *   ring(...)                  see js_ring below and ring.h
  *
- * Results are bit-identical to the wasm kernel: float32 add and divide are exact IEEE operations
- * and nothing is reassociated (no -ffast-math), so ranks with and without this addon interoperate.
- * x86-64 gets an AVX2 clone chosen at load time (target_clones); elsewhere GCC's generic vectors.
  * Every array may be a view at any byteOffset; lengths are checked before memory is touched.
  */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <node_api.h>
-
-#define P1 2654435761u
-#define P2 2246822519u
-
-typedef uint32_t u32x8 __attribute__((vector_size(32)));
-typedef float f32x8 __attribute__((vector_size(32)));
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define CLONES
-#endif
-
-static inline __attribute__((always_inline)) u32x8 round8(u32x8 acc, u32x8 w) {
-  u32x8 t = acc + w * P2;
-  return ((t << 13) | (t >> 19)) * P1;
-}
-
-/* n bytes (a multiple of 64) at p into lanes[16]. */
-CLONES static void hash_stripes(uint32_t *lanes, const uint8_t *p, size_t n) {
-  u32x8 a, b, w0, w1;
-  memcpy(&a, lanes, 32);
-  memcpy(&b, lanes + 8, 32);
-  for (const uint8_t *end = p + n; p < end; p += 64) {
-    memcpy(&w0, p, 32);
-    memcpy(&w1, p + 32, 32);
-    a = round8(a, w0);
-    b = round8(b, w1);
-  }
-  memcpy(lanes, &a, 32);
-  memcpy(lanes + 8, &b, 32);
-}
-
-/* dst[i] = f32(dst[i] + src[i]) (/ div when div != 0) for n floats; the whole stripes of the result into lanes when given. */
-CLONES static void add_hash(float *dst, const float *src, size_t n, float div, uint32_t *lanes) {
-  u32x8 a = {0}, b = {0};
-  if (lanes) {
-    memcpy(&a, lanes, 32);
-    memcpy(&b, lanes + 8, 32);
-  }
-  f32x8 dv = {div, div, div, div, div, div, div, div};
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    f32x8 x0, x1, y0, y1;
-    memcpy(&x0, dst + i, 32);
-    memcpy(&x1, dst + i + 8, 32);
-    memcpy(&y0, src + i, 32);
-    memcpy(&y1, src + i + 8, 32);
-    x0 += y0;
-    x1 += y1;
-    if (div != 0.0f) {
-      x0 /= dv;
-      x1 /= dv;
-    }
-    memcpy(dst + i, &x0, 32);
-    memcpy(dst + i + 8, &x1, 32);
-    if (lanes) {
-      u32x8 w0, w1;
-      memcpy(&w0, &x0, 32);
-      memcpy(&w1, &x1, 32);
-      a = round8(a, w0);
-      b = round8(b, w1);
-    }
-  }
-  for (; i < n; i++) {
-    float s = dst[i] + src[i];
-    dst[i] = div != 0.0f ? s / div : s;
-  }
-  if (lanes) {
-    memcpy(lanes, &a, 32);
-    memcpy(lanes + 8, &b, 32);
-  }
-}
+#include "kernels.h"
+#include "ring.h"
 
 /* ------------------------------------------------------------------ Node-API glue */
 
@@ -192,10 +120,83 @@ static napi_value js_add_hash(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/*
+ * ring(inFd, outFd, buf: Float32Array, slot: Uint8Array, steps: Float64Array, io: Float64Array,
+ *      head: Uint8Array(32)): string | undefined — runs ring_run (ring.h) synchronously.
+ * steps: 5 numbers a step (start, end, reduce, forward, div). io in: [0] sendStart, [1] sendEnd,
+ * [2] type, [3] flags, [4] arg, [5] tag, [6] aux, [7] chunkFloats, [8] maxFrame, [9] sliceMs,
+ * [10] timeoutMs, [11] inSeq, [12] outSeq, [13] step, [14] cur; out: [11]–[14] updated, [15] status,
+ * [16] error kind, [17] errno, [18] header bytes in `head`, [19] ms until the first frame,
+ * [20] bytes in, [21] bytes out. Returns the error message when status is RING_ERROR.
+ */
+static napi_value js_ring(napi_env env, napi_callback_info info) {
+  napi_value argv[7];
+  if (!get_args(env, info, 7, argv, "paratrain_tcp: ring(inFd, outFd, buf, slot, steps, io, head)")) return NULL;
+  int32_t in_fd, out_fd;
+  if (napi_get_value_int32(env, argv[0], &in_fd) != napi_ok || napi_get_value_int32(env, argv[1], &out_fd) != napi_ok || in_fd < 0 || out_fd < 0) {
+    return throw_range(env, "paratrain_tcp: ring needs two socket descriptors");
+  }
+  size_t buf_bytes, slot_bytes, step_bytes, io_bytes, head_bytes;
+  float *buf = bytes_of(env, argv[2], &buf_bytes, "buf");
+  if (!buf) return NULL;
+  uint8_t *slot = bytes_of(env, argv[3], &slot_bytes, "slot");
+  if (!slot) return NULL;
+  double *st = bytes_of(env, argv[4], &step_bytes, "steps");
+  if (!st) return NULL;
+  double *io = bytes_of(env, argv[5], &io_bytes, "io");
+  if (!io) return NULL;
+  uint8_t *head = bytes_of(env, argv[6], &head_bytes, "head");
+  if (!head) return NULL;
+  if (io_bytes < 22 * 8 || head_bytes < 32 || step_bytes % 40 != 0 || ((uintptr_t)buf | (uintptr_t)slot) % 4 != 0) {
+    return throw_range(env, "paratrain_tcp: ring: io needs 22 numbers, head 32 bytes, steps 5 numbers each, buf and slot 4-byte alignment");
+  }
+  size_t nsteps = step_bytes / 40, floats = buf_bytes / 4;
+  ring_step *steps = malloc((nsteps ? nsteps : 1) * sizeof *steps);
+  if (!steps) return throw_range(env, "paratrain_tcp: out of memory");
+  for (size_t i = 0; i < nsteps; i++) {
+    const double *d = st + i * 5;
+    steps[i] = (ring_step){(uint64_t)d[0], (uint64_t)d[1], d[2] != 0, d[3] != 0, (float)d[4]};
+    if (!(d[0] >= 0 && d[0] <= d[1] && d[1] <= (double)floats)) {
+      free(steps);
+      return throw_range(env, "paratrain_tcp: ring: a step lies outside the buffer");
+    }
+  }
+  ring_args a = {
+    .in_fd = in_fd, .out_fd = out_fd, .buf = buf, .slot = slot, .slot_bytes = slot_bytes, .steps = steps, .nsteps = nsteps,
+    .send_start = (uint64_t)io[0], .send_end = (uint64_t)io[1], .type = (uint32_t)io[2], .flags = (uint32_t)io[3],
+    .arg = (uint32_t)io[4], .tag = (uint32_t)io[5], .aux = (uint32_t)io[6], .chunk_floats = (uint32_t)io[7],
+    .max_frame = (uint32_t)io[8], .slice_ms = (int)io[9], .timeout_ms = (int)io[10], .in_seq = (uint32_t)io[11],
+    .out_seq = (uint32_t)io[12], .step = (size_t)io[13], .cur = (uint64_t)io[14],
+  };
+  if (a.send_start > a.send_end || a.send_end > floats || a.chunk_floats == 0 || a.step > nsteps) {
+    free(steps);
+    return throw_range(env, "paratrain_tcp: ring: bad send range, chunk or step");
+  }
+  ring_run(&a);
+  free(steps);
+  io[11] = a.in_seq;
+  io[12] = a.out_seq;
+  io[13] = (double)a.step;
+  io[14] = (double)a.cur;
+  io[15] = a.status;
+  io[16] = a.err_kind;
+  io[17] = a.err_no;
+  io[18] = a.head_fill;
+  io[19] = a.wait_ms;
+  io[20] = (double)a.bytes_in;
+  io[21] = (double)a.bytes_out;
+  memcpy(head, a.head, 32);
+  if (a.status != RING_ERROR) return NULL;
+  napi_value msg;
+  napi_create_string_utf8(env, a.msg, NAPI_AUTO_LENGTH, &msg);
+  return msg;
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
     { "hash", NULL, js_hash, NULL, NULL, NULL, napi_default, NULL },
     { "addHash", NULL, js_add_hash, NULL, NULL, NULL, napi_default, NULL },
+    { "ring", NULL, js_ring, NULL, NULL, NULL, napi_default, NULL },
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

@@ -169,6 +169,25 @@ export class FrameDecoder {
     public allowedTypes?: ReadonlySet<number>,
   ) {}
 
+  /** Between frames (nothing of the next one read yet) and usable. */
+  get idle(): boolean {
+    return !this.failed && !this.header && this.headFill === 0;
+  }
+
+  /** In the middle of a payload (readTarget() is part of it). */
+  get inPayload(): boolean {
+    return !this.failed && this.header !== undefined;
+  }
+
+  /** The sequence number the next frame must carry (the native ring reads frames past this decoder). */
+  get expectedSeq(): number {
+    return this.nextSeq;
+  }
+
+  set expectedSeq(seq: number) {
+    this.nextSeq = seq >>> 0;
+  }
+
   /** Throws FrameError; after one, the decoder refuses further input. */
   push(chunk: Buffer): void {
     if (this.failed) return;

@@ -20,9 +20,13 @@ export function hostPort(host: string, port: number): string {
 
 /**
  * Reads of a socket we dial go where its Link's decoder says (`onread` with a buffer function):
- * headers into the header buffer, data payloads straight into kernel slots — no 64 KiB read
- * buffer per read, no copy. Create it before `net.connect({ onread: reader.onread })`; bytes
- * read before a Link attaches are replayed to it.
+ * data payloads straight into kernel slots (or their landing place) — no 64 KiB read buffer per
+ * read, no copy — and everything else (headers, bytes before a Link attaches) through a small
+ * scratch buffer that is pushed to the decoder. Node asks for the next buffer right after each
+ * read, so a buffer handed out may be used only later (after a pause, or after the native ring
+ * read past the decoder): a payload target is therefore handed out only while the decoder is in a
+ * payload, and the scratch buffer is always safe. Create it before
+ * `net.connect({ onread: reader.onread })`; bytes read before a Link attaches are replayed to it.
  */
 export class PullReader {
   private decoder: FrameDecoder | undefined;
@@ -30,13 +34,12 @@ export class PullReader {
   private readonly early: Buffer[] = [];
   private readonly scratch = Buffer.allocUnsafe(4096);
   readonly onread = {
-    buffer: (): Uint8Array => (this.decoder ? this.decoder.readTarget() : this.scratch),
+    buffer: (): Uint8Array => (this.decoder?.inPayload ? this.decoder.readTarget() : this.scratch),
     callback: (n: number, buf: Uint8Array): boolean => {
       try {
         if (buf === this.scratch) {
-          const copy = Buffer.from(this.scratch.subarray(0, n));
-          if (this.decoder) this.decoder.push(copy);
-          else this.early.push(copy);
+          if (this.decoder) this.decoder.push(this.scratch.subarray(0, n));
+          else this.early.push(Buffer.from(this.scratch.subarray(0, n)));
         } else this.decoder?.didRead(n);
       } catch (err) {
         this.onError?.(err instanceof Error ? err : new FrameError(String(err)));
@@ -66,7 +69,8 @@ export class Link {
   bytesOut = 0;
   bytesIn = 0;
 
-  private sendSeq = 0;
+  /** the sequence number of the next frame this side sends */
+  sendSeq = 0;
   private kernel: TcpKernel | undefined;
   private readonly decoder: FrameDecoder;
   private handler: ((frame: Frame) => void) | undefined;
@@ -107,6 +111,23 @@ export class Link {
   /** Where inbound data frames may be read to instead of slots (FrameDecoder.landing). */
   setLanding(fn: ((h: FrameHeader) => Buffer | undefined) | undefined): void {
     this.decoder.landing = fn;
+  }
+
+  /** The socket's file descriptor, where the platform has one (the native ring uses it). */
+  get fd(): number | undefined {
+    const fd = (this.socket as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
+    return typeof fd === 'number' && fd >= 0 ? fd : undefined;
+  }
+
+  /** Nothing of this side's writes is left in Node's or libuv's queues. */
+  get flushed(): boolean {
+    const queued = (this.socket as unknown as { _handle?: { writeQueueSize?: unknown } })._handle?.writeQueueSize;
+    return this.socket.writableLength === 0 && queued === 0 && !this.ended;
+  }
+
+  /** The decoder, for the native ring's hand-over (between frames only). */
+  get frames(): FrameDecoder {
+    return this.decoder;
   }
 
   get isEnded(): boolean {

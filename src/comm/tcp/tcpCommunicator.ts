@@ -43,10 +43,11 @@ import { ownedSlice, type CollectiveStats, type Communicator, type ReduceOp } fr
 import { CollectiveMismatchError, CommTimeoutError, PeerFailedError, RendezvousError } from '../errors.ts';
 import { rendezvousFromEnv } from '../rendezvous.ts';
 import { authenticateAsAcceptor, authenticateAsDialer, type Direction } from './auth.ts';
-import { FrameType, frameTypeName, PRE_AUTH_MAX_FRAME, type Frame, type FrameHeader } from './frame.ts';
+import { FrameError, FrameType, frameTypeName, PRE_AUTH_MAX_FRAME, type Frame, type FrameHeader } from './frame.ts';
 import { TcpKernel } from './kernel.ts';
 import { LandingPlan, type LandingRange } from './landing.ts';
 import { hostPort, Link } from './link.ts';
+import { NativeRing, type NativeRingOutcome, type RingStep } from './nativeRing.ts';
 import { cappedWarnings, stderrLog, type TcpLog } from './log.ts';
 import { FrameQueue } from './queue.ts';
 import { dialWithRetry, registerWithMaster, RendezvousMaster, type RankAddress, type Registration, type WorldTable } from './rendezvous.ts';
@@ -128,6 +129,8 @@ const DATA_TYPES = new Set<number>([FrameType.Allreduce, FrameType.ReduceScatter
 const BACK_TYPES = new Set<number>([FrameType.Abort, FrameType.Bye]);
 const MAX_PENDING_HANDSHAKES = 64;
 const OP_FLAGS: Record<ReduceOp, number> = { sum: 0, mean: 1 };
+/** longest the native ring waits for data before handing the wait back to the event loop, ms */
+const NATIVE_SLICE_MS = 100;
 
 function int(name: string, v: unknown, lo: number, hi: number): number {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < lo || v > hi) {
@@ -220,6 +223,17 @@ export class TcpCommunicator implements Communicator {
   private get kernel(): TcpKernel {
     return (this.kernelInstance ??= new TcpKernel(undefined, this.o.nativeDataPath));
   }
+
+  private nativeRingInstance: NativeRing | null | undefined;
+  /** the native ring (native/tcp/ring.c), or null where the addon lacks it or nativeDataPath is off */
+  private get nativeRing(): NativeRing | null {
+    if (this.nativeRingInstance === undefined) {
+      this.nativeRingInstance = process.env.PARATRAIN_TCP_NATIVE_RING === '0' ? null : NativeRing.of(this.kernel.native, this.o.maxFrameBytes);
+    }
+    return this.nativeRingInstance;
+  }
+  /** calls in progress (the native ring runs only when its call is alone) */
+  private active = 0;
 
   private opSeq = 0;
   private failure: Error | undefined;
@@ -669,6 +683,7 @@ export class TcpCommunicator implements Communicator {
     const bad = this.usable;
     if (bad) throw bad;
     const t0 = performance.now();
+    this.active++;
     try {
       return await body();
     } catch (err) {
@@ -676,6 +691,7 @@ export class TcpCommunicator implements Communicator {
       // the root cause (e.g. the peer that died), not a secondary symptom (a failed write to it)
       throw this.failure ?? err;
     } finally {
+      this.active--;
       this.commMs += performance.now() - t0;
     }
   }
@@ -754,81 +770,99 @@ export class TcpCommunicator implements Communicator {
     let unplan = () => {};
     try {
       const flags = rs ? OP_FLAGS[op] : 0;
-      const mean = rs && op === 'mean';
       const bytes = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
       const seg = (k: number) => ownedSlice(n, N, ((k % N) + N) % N);
       const what = `${describeCall(type, n, flags, 0)} (collective #${seq})`;
-      if (ag) {
-        const ranges: LandingRange[] = [];
-        for (let s = 0; rs && s < N - 1; s++) ranges.push({ ...seg(r - 2 - s), land: false });
-        for (let s = 0; s < N - 1; s++) ranges.push({ ...seg(r - 1 - s), land: true });
-        unplan = this.planLanding(left, seq, bytes, { type, aux: n, flags, arg: 0 }, ranges);
-      }
+      // what arrives, step by step: reduce-scatter, then allgather (see the top of this file)
+      const steps: RingStep[] = [];
+      for (let s = 0; rs && s < N - 1; s++) steps.push({ ...seg(r - 2 - s), reduce: true, forward: s < N - 2 || ag, div: s === N - 2 && op === 'mean' ? N : 0 });
+      for (let s = 0; ag && s < N - 1; s++) steps.push({ ...seg(r - 1 - s), reduce: false, forward: s < N - 2, div: 0 });
+      const first = rs ? seg(r - 1) : seg(r);
+      const fields = { type, flags, arg: 0, tag: seq, aux: n };
       const out = await this.outLink(right);
       const sends: Promise<void>[] = [];
-      let first = true;
-      const next = async () => {
-        if (!first) return this.take(q, left, what);
-        first = false;
-        const t = performance.now();
-        const f = await this.take(q, left, what);
-        this.waitMs += performance.now() - t;
-        return f;
+      let step = 0, cur = steps[0]!.start, sent = false, waited = false;
+
+      /** Lets the native ring run from (step, cur) if it can now; false when it did not run. */
+      const native = (): boolean => {
+        const ring = this.nativeRing;
+        const inLink = this.inLinks[left];
+        if (!ring || this.active !== 1 || !q.isEmpty || !NativeRing.ready(inLink, out)) return false;
+        unplan();
+        unplan = () => {};
+        const res = ring.run(inLink, out, buf, steps, step, cur, sent ? { start: 0, end: 0 } : first, fields, {
+          chunkFloats: this.chunkFloats, maxFrameBytes: this.o.maxFrameBytes, sliceMs: NATIVE_SLICE_MS, timeoutMs: this.o.recvTimeoutMs,
+        });
+        this.bytes += res.bytes;
+        sent = true;
+        if (res.kind === 'error') throw this.nativeRingError(res, left, right, what);
+        if (!waited) this.waitMs += res.waitMs;
+        waited = true;
+        step = res.step;
+        cur = res.cur;
+        return true;
       };
 
-      if (rs) {
-        const s0 = seg(r - 1);
-        this.sendRange(out, sends, bytes, s0.start, s0.end, type, seq, n, flags, 0);
-        for (let s = 0; s < N - 1; s++) {
-          const { start, end } = seg(r - 2 - s);
-          const last = s === N - 2;
-          for (let cur = start; cur < end;) {
-            const f = await next();
-            const src = this.dataOf(f, left, seq, type, n, flags, 0, end - cur);
-            const m = src.length;
-            if (m === 0) throw new CollectiveMismatchError(`collective #${seq}: rank ${left} sent an empty data frame`);
-            const dst = buf.subarray(cur, cur + m);
-            // forward: the next reduce-scatter step, or (allreduce) the first allgather step
-            const forward = !last || ag;
-            const div = last && mean ? N : 0;
-            let check = 0;
-            if (f.slot) {
-              check = this.kernel.reduceInto(dst, f.payload, div, forward);
-              this.kernel.putSlot(f.payload);
-            } else {
-              addInto(dst, src);
-              if (div) divideBy(dst, div);
-            }
-            if (forward) this.sendFrame(out, sends, bytes, cur, cur + m, type, seq, n, flags, 0, f.slot ? check : undefined);
-            cur += m;
-          }
+      if (!native()) {
+        if (ag) {
+          const ranges: LandingRange[] = steps.map((s) => ({ start: s.start, end: s.end, land: !s.reduce }));
+          unplan = this.planLanding(left, seq, bytes, { type, aux: n, flags, arg: 0 }, ranges);
         }
-      } else if (ag) {
-        const own = seg(r);
-        this.sendRange(out, sends, bytes, own.start, own.end, type, seq, n, flags, 0);
+        this.sendRange(out, sends, bytes, first.start, first.end, type, seq, n, flags, 0);
+        sent = true;
       }
-
-      if (ag) {
-        for (let s = 0; s < N - 1; s++) {
-          const { start, end } = seg(r - 1 - s);
-          const forward = s < N - 2;
-          for (let cur = start; cur < end;) {
-            const f = await next();
-            const src = this.dataOf(f, left, seq, type, n, flags, 0, end - cur);
-            const m = src.length;
-            if (m === 0) throw new CollectiveMismatchError(`collective #${seq}: rank ${left} sent an empty data frame`);
-            this.store(f, src, buf, cur, seq);
-            // the same bytes go on: their checksum is known
-            if (forward) this.sendFrame(out, sends, bytes, cur, cur + m, type, seq, n, flags, 0, f.check);
-            cur += m;
-          }
+      while (step < steps.length) {
+        const s = steps[step]!;
+        if (cur >= s.end) {
+          if (++step < steps.length) cur = steps[step]!.start;
+          continue;
         }
+        // a clean moment (our sends written, nothing of this call pending): the native ring takes the rest
+        if (native()) continue;
+        const t = performance.now();
+        const f = await this.take(q, left, what);
+        if (!waited) this.waitMs += performance.now() - t;
+        waited = true;
+        const src = this.dataOf(f, left, seq, type, n, flags, 0, s.end - cur);
+        const m = src.length;
+        if (m === 0) throw new CollectiveMismatchError(`collective #${seq}: rank ${left} sent an empty data frame`);
+        if (s.reduce) {
+          const dst = buf.subarray(cur, cur + m);
+          let check = 0;
+          if (f.slot) {
+            check = this.kernel.reduceInto(dst, f.payload, s.div, s.forward);
+            this.kernel.putSlot(f.payload);
+          } else {
+            addInto(dst, src);
+            if (s.div) divideBy(dst, s.div);
+          }
+          if (s.forward) this.sendFrame(out, sends, bytes, cur, cur + m, type, seq, n, flags, 0, f.slot ? check : undefined);
+        } else {
+          this.store(f, src, buf, cur, seq);
+          // the same bytes go on: their checksum is known
+          if (s.forward) this.sendFrame(out, sends, bytes, cur, cur + m, type, seq, n, flags, 0, f.check);
+        }
+        cur += m;
       }
       await Promise.all(sends);
     } finally {
       unplan();
       this.collQueues[left]!.delete(seq);
     }
+  }
+
+  /** The error of a failed native ring run, as the JavaScript ring would report it; ends the link concerned. */
+  private nativeRingError(res: Extract<NativeRingOutcome, { kind: 'error' }>, left: number, right: number, what: string): Error {
+    const p = res.side === 'in' ? left : right;
+    if (res.timeout) {
+      return new CommTimeoutError(`rank ${this.rank}: ${what} timed out after ${this.o.recvTimeoutMs} ms ` +
+        `${res.side === 'in' ? 'waiting for data from' : 'sending to'} ${this.peerDesc(p)} (${res.message})`, [p]);
+    }
+    const link = res.side === 'in' ? this.inLinks[left] : this.outLinks[right];
+    const err = res.malformed ? new FrameError(res.message) : new Error(res.message);
+    link?.destroy(err);
+    const what2 = res.malformed ? `sent a malformed frame (${res.message})` : `connection failed (${res.message})`;
+    return this.failure ?? new PeerFailedError(p, `${this.peerDesc(p)}: ${what2} — did that process die?`, `rank ${this.rank}`);
   }
 
   async broadcast(buf: Float32Array, root: number): Promise<void> {

@@ -1,0 +1,23 @@
+/*
+ * The tcp transport's data kernels in C, shared by the Node-API glue (paratrain_tcp.c) and the
+ * native ring (ring.c). Bit-identical to src/comm/tcp/kernel.ts (wasm) and its JS reference.
+ */
+#ifndef PARATRAIN_TCP_KERNELS_H
+#define PARATRAIN_TCP_KERNELS_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* the 16 lanes of the "ptr32" hash before any stripe (xxh32's v1–v4 with seeds 0–3) */
+void hash_init(uint32_t lanes[16]);
+/* n bytes (a multiple of 64) at p into lanes */
+void hash_stripes(uint32_t *lanes, const uint8_t *p, size_t n);
+/* the final hash of a len-byte payload whose first (len & ~63) bytes are in lanes; p = the payload */
+uint32_t hash_finish(const uint32_t lanes[16], const uint8_t *p, size_t len);
+/* the whole hash of len bytes (a multiple of 4) */
+uint32_t hash_payload(const uint8_t *p, size_t len);
+/* dst[i] = f32(dst[i] + src[i]) (then / div when div != 0); the result's whole stripes into lanes when given */
+void add_hash(float *dst, const float *src, size_t n, float div, uint32_t *lanes);
+/* zlib's CRC32 of n bytes */
+uint32_t crc32_bytes(const uint8_t *p, size_t n);
+
+#endif

@@ -1,0 +1,101 @@
+/**
+ * The native ring (native/tcp/ring.c): runs the frames of a ring collective on the two ring
+ * sockets in C, with the JavaScript event loop out of the way — the data path of Gloo or MPI.
+ *
+ * The collective is a list of steps (RingStep), the same list the JavaScript ring walks; either
+ * side can advance it. The native side takes over only at a clean moment — nothing of this call
+ * queued or half-read on the left link, nothing of ours unwritten on the right one — with the left
+ * socket's reading paused, and gives back at a frame boundary on anything unexpected (another
+ * call's frame, an Abort, a malformed header, the end of the stream) or after `sliceMs` without
+ * data; JavaScript then continues the same steps and reports any error as it always does.
+ */
+import type { TcpNativeAddon } from './nativeDataPath.ts';
+import type { Link } from './link.ts';
+
+export interface RingStep {
+  /** floats of the buffer this step receives, in order */
+  start: number;
+  end: number;
+  /** add into the buffer (reduce-scatter) or store (allgather) */
+  reduce: boolean;
+  /** send the result on to the right */
+  forward: boolean;
+  /** divide the sum by this when non-zero (mean, the last reduce step) */
+  div: number;
+}
+
+export interface RingFrameFields {
+  type: number;
+  flags: number;
+  arg: number;
+  tag: number;
+  aux: number;
+}
+
+export type NativeRingOutcome =
+  | { kind: 'done' | 'handover'; step: number; cur: number; waitMs: number; bytes: number }
+  | { kind: 'error'; side: 'in' | 'out'; timeout: boolean; malformed: boolean; message: string; bytes: number };
+
+const STATUS_HANDOVER = 1, STATUS_ERROR = 2;
+const ERR_FRAME = 1, ERR_IO_OUT = 4, ERR_TIMEOUT_IN = 5, ERR_TIMEOUT_OUT = 6;
+
+export class NativeRing {
+  private readonly io = new Float64Array(22);
+  private readonly head = Buffer.alloc(32);
+  private slot: Uint8Array | undefined;
+
+  private constructor(private readonly ring: NonNullable<TcpNativeAddon['ring']>, private readonly slotBytes: number) {}
+
+  /** The native ring of `addon` (slots of `maxFrameBytes`), or null where the addon has none. */
+  static of(addon: TcpNativeAddon | null, maxFrameBytes: number): NativeRing | null {
+    return addon?.ring ? new NativeRing(addon.ring.bind(addon), maxFrameBytes) : null;
+  }
+
+  /** Whether the native ring may take over the ring between `inLink` and `out` now. */
+  static ready(inLink: Link | undefined, out: Link): inLink is Link {
+    return !!inLink && !inLink.isEnded && inLink.frames.idle && inLink.fd !== undefined && out.fd !== undefined && out.flushed;
+  }
+
+  /**
+   * Runs steps[step…] from float `cur`, after sending floats [sendStart, sendEnd) in frames of
+   * chunkFloats (none when equal). Blocks this thread until done, handed over or failed.
+   */
+  run(inLink: Link, out: Link, buf: Float32Array, steps: readonly RingStep[], step: number, cur: number,
+    send: { start: number; end: number }, fields: RingFrameFields, o: { chunkFloats: number; maxFrameBytes: number; sliceMs: number; timeoutMs: number }): NativeRingOutcome {
+    this.slot ??= new Uint8Array(this.slotBytes);
+    const st = new Float64Array(steps.length * 5);
+    steps.forEach((s, i) => st.set([s.start, s.end, s.reduce ? 1 : 0, s.forward ? 1 : 0, s.div], i * 5));
+    const io = this.io;
+    io.fill(0);
+    io.set([send.start, send.end, fields.type, fields.flags, fields.arg, fields.tag >>> 0, fields.aux >>> 0, o.chunkFloats,
+      o.maxFrameBytes, o.sliceMs, o.timeoutMs, inLink.frames.expectedSeq, out.sendSeq, step, cur]);
+    inLink.socket.pause();
+    let message: string | undefined;
+    try {
+      message = this.ring(inLink.fd!, out.fd!, buf, this.slot, st, io, this.head);
+    } finally {
+      inLink.frames.expectedSeq = io[11]!;
+      out.sendSeq = io[12]!;
+      inLink.bytesIn += io[20]!;
+      out.bytesOut += io[21]!;
+      inLink.socket.resume();
+    }
+    const bytes = io[20]! + io[21]!;
+    const status = io[15]!;
+    if (status === STATUS_ERROR) {
+      const kind = io[16]!;
+      const side = kind === ERR_IO_OUT || kind === ERR_TIMEOUT_OUT ? 'out' : 'in';
+      return { kind: 'error', side, timeout: kind === ERR_TIMEOUT_IN || kind === ERR_TIMEOUT_OUT, malformed: kind === ERR_FRAME, message: message ?? 'native ring failed', bytes };
+    }
+    // the header bytes already read belong to the decoder; a malformed one ends the link there
+    const fill = io[18]!;
+    if (status === STATUS_HANDOVER && fill > 0) {
+      try {
+        inLink.frames.push(Buffer.from(this.head.subarray(0, fill)));
+      } catch (err) {
+        inLink.destroy(err as Error);
+      }
+    }
+    return { kind: status === STATUS_HANDOVER ? 'handover' : 'done', step: io[13]!, cur: io[14]!, waitMs: io[19]!, bytes };
+  }
+}
