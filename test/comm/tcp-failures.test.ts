@@ -179,3 +179,23 @@ test('a world of more than one rank without a secret refuses to start, naming th
   assert.equal(solo.address, undefined);
   await solo.close();
 });
+
+test('a peer that dies in the middle of a large allreduce fails the others with PeerFailedError naming it', { timeout: 30_000 }, async () => {
+  const results = await runJob({ worldSize: 3, scenario: 'die-mid-call', params: { victim: 2 }, options: () => ({ timeoutMs: 20_000 }) });
+  assert.equal(results[2]!.exitCode, 3, summary(results));
+  for (const r of results.slice(0, 2)) {
+    assert.equal(r.error?.name, 'PeerFailedError', summary(results));
+    assert.match(r.error!.message, /rank 2\b/);
+    assert.ok(r.elapsedMs < 15_000, `rank ${r.rank} took ${r.elapsedMs} ms`);
+  }
+});
+
+test('a peer that stalls in the middle of a large allreduce times the others out, naming it', { timeout: 30_000 }, async () => {
+  const results = await runJob({ worldSize: 3, scenario: 'stall-mid-call', params: { victim: 2 }, killAfterMs: 12_000, options: () => ({ timeoutMs: 20_000, recvTimeoutMs: 1500 }) });
+  for (const r of results.slice(0, 2)) {
+    // the stalled rank's neighbours time out on it; anyone else hears of it in their Abort
+    assert.ok(r.error?.name === 'CommTimeoutError' || r.error?.name === 'PeerFailedError', summary(results));
+    assert.match(r.error!.message, /timed out after 1500 ms .*rank 2 at/, summary(results));
+    assert.ok(r.elapsedMs < 10_000, `rank ${r.rank} took ${r.elapsedMs} ms`);
+  }
+});

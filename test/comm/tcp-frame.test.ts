@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { encodeFrame, encodeHeader, FrameDecoder, FrameError, FrameType, HEADER_BYTES, MAGIC, type Frame } from '../../src/comm/tcp/frame.ts';
 import { hashPayloadJs, KERNEL_WASM_BASE64, TcpKernel } from '../../src/comm/tcp/kernel.ts';
+import { PullReader } from '../../src/comm/tcp/link.ts';
 import { loadTcpNative } from '../../src/comm/tcp/nativeDataPath.ts';
 
 /** The two data paths: the wasm kernel, and the native addon where it is built (npm run build:tcp). */
@@ -153,4 +154,26 @@ for (const dp of DATA_PATHS) test(`the SIMD reduce step is float32 addition (and
       kernel.putSlot(slot);
     }
   }
+});
+
+test('a pull reader completes at most one frame per read, so a handshake can raise limits between frames', () => {
+  const frames: Frame[] = [];
+  const reads: number[] = [];
+  const d = new FrameDecoder(1 << 16, (f) => frames.push(f));
+  const reader = new PullReader();
+  reader.attach(d, (err) => assert.fail(err));
+  // what the peer wrote: a Welcome right followed by data; the socket offers it all at once
+  const wire = Buffer.concat([encodeFrame({ type: FrameType.Welcome, flags: 0, arg: 0, seq: 0, tag: 0, aux: 0 }, Buffer.from('{}')),
+    encodeFrame({ type: FrameType.Barrier, flags: 0, arg: 0, seq: 1, tag: 0, aux: 0 }), encodeFrame({ type: FrameType.Barrier, flags: 0, arg: 1, seq: 2, tag: 0, aux: 0 })]);
+  for (let off = 0; off < wire.length;) {
+    const target = reader.onread.buffer();
+    const n = Math.min(target.length, wire.length - off);
+    wire.copy(target, 0, off, off + n);
+    off += n;
+    const before = frames.length;
+    reader.onread.callback(n, target);
+    reads.push(frames.length - before);
+  }
+  assert.deepEqual(frames.map((f) => f.type), [FrameType.Welcome, FrameType.Barrier, FrameType.Barrier]);
+  assert.ok(reads.every((k) => k <= 1), `frames completed per read: ${reads}`);
 });

@@ -25,20 +25,27 @@ export function hostPort(host: string, port: number): string {
  * scratch buffer that is pushed to the decoder. Node asks for the next buffer right after each
  * read, so a buffer handed out may be used only later (after a pause, or after the native ring
  * read past the decoder): a payload target is therefore handed out only while the decoder is in a
- * payload, and the scratch buffer is always safe. Create it before
+ * payload, and the scratch buffer is always safe. Header reads stop at the header's end, so no
+ * read completes more than one frame: the handshake raises a link's limits in a promise
+ * continuation, which must run before the first data frame (possibly sent right behind the
+ * Welcome) is parsed. Create it before
  * `net.connect({ onread: reader.onread })`; bytes read before a Link attaches are replayed to it.
  */
 export class PullReader {
   private decoder: FrameDecoder | undefined;
   private onError: ((err: Error) => void) | undefined;
   private readonly early: Buffer[] = [];
-  private readonly scratch = Buffer.allocUnsafe(4096);
+  private readonly scratch = Buffer.alloc(4096); // never pooled: its ArrayBuffer identifies scratch reads
   readonly onread = {
-    buffer: (): Uint8Array => (this.decoder?.inPayload ? this.decoder.readTarget() : this.scratch),
+    buffer: (): Uint8Array => {
+      if (!this.decoder) return this.scratch;
+      const target = this.decoder.readTarget();
+      return this.decoder.inPayload ? target : this.scratch.subarray(0, target.length);
+    },
     callback: (n: number, buf: Uint8Array): boolean => {
       try {
-        if (buf === this.scratch) {
-          if (this.decoder) this.decoder.push(this.scratch.subarray(0, n));
+        if (buf.buffer === this.scratch.buffer) {
+          if (this.decoder) this.decoder.push(buf.subarray(0, n));
           else this.early.push(Buffer.from(this.scratch.subarray(0, n)));
         } else this.decoder?.didRead(n);
       } catch (err) {

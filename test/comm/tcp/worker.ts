@@ -139,6 +139,8 @@ async function main(): Promise<void> {
     onMasterListening: ({ port }) => void send({ type: 'listening', port }),
   };
   let comm: TcpCommunicator | undefined;
+  // see the scenarios 'die-mid-call' and 'stall-mid-call'
+  if (spec.rank === spec.params.victim) process.env.PARATRAIN_TCP_NATIVE_RING = '0';
   try {
     comm = await TcpCommunicator.connect(opts);
     await send({ type: 'ready', address: comm.address!, rank: comm.rank });
@@ -155,6 +157,18 @@ async function main(): Promise<void> {
         await comm.barrier();
         await comm.allreduce(new Float32Array(1000).fill(1));
         break;
+      case 'die-mid-call':
+      case 'stall-mid-call': {
+        // everyone is inside one large allreduce when the victim goes; the others run the native
+        // ring where built, the victim the JS one so that its event loop can pull the plug mid-call
+        const victim = comm.rank === spec.params.victim;
+        await comm.barrier();
+        if (victim) {
+          setTimeout(() => (spec.scenario === 'die-mid-call' ? process.exit(3) : process.kill(process.pid, 'SIGSTOP')), 5);
+        }
+        await comm.allreduce(new Float32Array(8 << 20).fill(1));
+        break;
+      }
       case 'mismatch':
         await comm.allreduce(new Float32Array(comm.rank === 0 ? 10 : 12).fill(1));
         break;
