@@ -17,6 +17,7 @@
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
 import { createShmWorld, ShmCommunicator, type ShmInit } from '../src/comm/shm/index.ts';
+import { flag, median } from './args.ts';
 
 /** Open MPI MPI_Allreduce algorithm bandwidth on this machine, GB/s, by MB. */
 const OPEN_MPI: Record<number, number> = { 1: 3.9, 16: 2.7, 64: 1.9 };
@@ -37,11 +38,6 @@ interface Cell {
   times: number[];
 }
 
-function flag(args: string[], name: string): string | undefined {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1] : undefined;
-}
-
 function spawnSelf(data: RankJob): Worker {
   const self = new URL(import.meta.url);
   if (!self.pathname.endsWith('.ts')) return new Worker(self, { workerData: data });
@@ -50,8 +46,6 @@ function spawnSelf(data: RankJob): Worker {
   const code = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(self.href)}); })`;
   return new Worker(code, { eval: true, workerData: data });
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 export async function main(args: string[]): Promise<void> {
   const sizesMb = (flag(args, 'sizes') ?? '1,2,4,8,16,32,64').split(',').map(Number);

@@ -17,13 +17,13 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Communicator } from '../src/comm/communicator.ts';
 import { MpiCommunicator, mpiAddonPath } from '../src/comm/mpi/index.ts';
 import { TcpCommunicator } from '../src/comm/tcp/index.ts';
+import { flag, freePort, median } from './args.ts';
 
 const MB = 1 << 20;
 const ENV_FLAG = 'PARATRAIN_MPI_BENCH';
@@ -36,24 +36,6 @@ interface RankJob {
 }
 
 type Times = Record<'mpi' | 'tcp', Record<number, number[]>>;
-
-function flag(args: string[], name: string): string | undefined {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1] : undefined;
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 export async function main(args: string[]): Promise<void> {
   const sizesMb = (flag(args, 'sizes') ?? '1,4,16,64').split(',').map(Number);

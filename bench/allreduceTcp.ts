@@ -22,6 +22,7 @@ import { fork } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { TcpCommunicator } from '../src/comm/tcp/index.ts';
 import { runPython, torchPython } from './torch.ts';
+import { flag, freePort, median } from './args.ts';
 
 const MB = 1 << 20;
 const ENV_FLAG = 'PARATRAIN_TCP_BENCH_RANK';
@@ -38,13 +39,6 @@ interface RankJob {
 
 /** rank → parent messages */
 type RankMsg = { kind: 'master'; port: number } | { kind: 'times'; rank: number; times: Record<number, number[]> } | { kind: 'error'; message: string };
-
-function flag(args: string[], name: string): string | undefined {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1] : undefined;
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** Runs one world of `worldSize` processes; returns GB/s per size (median of the slowest rank's times). */
 async function runWorld(worldSize: number, sizesMb: number[], reps: number, chunkBytes: number): Promise<Record<number, number>> {
@@ -135,18 +129,6 @@ if __name__ == '__main__':
         gbs[mb] = mb * (1 << 20) / statistics.median(slow) / 1e9
     print(json.dumps(gbs))
 `;
-
-async function freePort(): Promise<number> {
-  const net = await import('node:net');
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as import('node:net').AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function runGloo(worldSize: number, sizesMb: number[], reps: number): Promise<Record<number, number>> {
   const port = await freePort();

@@ -1,20 +1,15 @@
 import { Tensor } from '../tensor/tensor.ts';
-import type { ActivationKind, Backend } from '../kernels/backend.ts';
+import type { Backend } from '../kernels/backend.ts';
 import { ownedSlice, type Communicator } from '../comm/communicator.ts';
 import { BufferPool, type ForwardContext } from '../nn/layer.ts';
 import { Conv2D } from '../nn/conv2d.ts';
-import type { Padding } from '../nn/spec.ts';
+import type { Conv2DSpec } from '../nn/spec.ts';
 
-export interface ChannelSplitOptions {
+/** The convolution's fields of its spec, plus where it sits. */
+export interface ChannelSplitOptions extends Pick<Conv2DSpec, 'filters' | 'kernelSize' | 'strides' | 'padding' | 'activation' | 'useBias'> {
   /** e.g. 'model.layers[0] conv2d', for errors */
   name: string;
   inputShape: readonly number[];
-  filters: number;
-  kernelSize: [number, number];
-  strides: [number, number];
-  padding: Padding;
-  activation: ActivationKind;
-  useBias: boolean;
 }
 
 /**

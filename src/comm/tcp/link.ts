@@ -27,9 +27,9 @@ export function hostPort(host: string, port: number): string {
  * read past the decoder): a payload target is therefore handed out only while the decoder is in a
  * payload, and the scratch buffer is always safe. Header reads stop at the header's end, so no
  * read completes more than one frame: the handshake raises a link's limits in a promise
- * continuation, which must run before the first data frame (possibly sent right behind the
- * Welcome) is parsed. Create it before
- * `net.connect({ onread: reader.onread })`; bytes read before a Link attaches are replayed to it.
+ * continuation, which must run before the first data frame (possibly right behind the Welcome)
+ * is parsed. Create it before `net.connect({ onread: reader.onread })`; bytes read before a Link
+ * attaches are replayed to it.
  */
 export class PullReader {
   private decoder: FrameDecoder | undefined;
@@ -45,7 +45,7 @@ export class PullReader {
     callback: (n: number, buf: Uint8Array): boolean => {
       try {
         if (buf.buffer === this.scratch.buffer) {
-          if (this.decoder) this.decoder.push(buf.subarray(0, n));
+          if (this.decoder) this.decoder.push(this.scratch.subarray(0, n)); // buf is a view at its start
           else this.early.push(Buffer.from(this.scratch.subarray(0, n)));
         } else this.decoder?.didRead(n);
       } catch (err) {

@@ -2,8 +2,10 @@
  * Finds and loads the tcp transport's optional native data path (native/tcp/paratrain_tcp.c,
  * built by `npm run build:tcp` into build/native/paratrain_tcp.node; `npm ci` builds it wherever
  * a C compiler is present). With it, hashing and the reduce step run in place on the caller's
- * floats; without it, the wasm kernel copies them through its own memory (kernel.ts). Both give
- * bit-identical results, so ranks with and without it interoperate.
+ * floats, and ring collectives can run on the sockets in C (the native ring, nativeRing.ts);
+ * without it, the wasm kernel copies them through its own memory (kernel.ts) and the JavaScript
+ * ring does the rest. Both give bit-identical results and frames, so ranks with and without it
+ * interoperate.
  *
  * src/comm/tcp/ and dist/comm/tcp/ sit three levels below the repository root, so the file is
  * found relative to this module's URL. Loading never throws: a missing file, an ABI mismatch or

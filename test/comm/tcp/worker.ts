@@ -157,6 +157,12 @@ async function main(): Promise<void> {
         await comm.barrier();
         await comm.allreduce(new Float32Array(1000).fill(1));
         break;
+      case 'stall-before-call':
+        // the others wait for the victim's first frame at a frame boundary, not in the middle of one
+        await comm.barrier();
+        if (comm.rank === spec.params.victim) process.kill(process.pid, 'SIGSTOP');
+        await comm.allreduce(new Float32Array(1 << 20).fill(1));
+        break;
       case 'die-mid-call':
       case 'stall-mid-call': {
         // everyone is inside one large allreduce when the victim goes; the others run the native
