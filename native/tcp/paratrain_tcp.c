@@ -168,9 +168,10 @@ static napi_value js_ring(napi_env env, napi_callback_info info) {
     .max_frame = (uint32_t)io[8], .slice_ms = (int)io[9], .timeout_ms = (int)io[10], .in_seq = (uint32_t)io[11],
     .out_seq = (uint32_t)io[12], .step = (size_t)io[13], .cur = (uint64_t)io[14],
   };
-  if (a.send_start > a.send_end || a.send_end > floats || a.chunk_floats == 0 || a.step > nsteps) {
+  if (a.send_start > a.send_end || a.send_end > floats || a.chunk_floats == 0 || a.step > nsteps ||
+      (a.step < nsteps && (a.cur < steps[a.step].start || a.cur > steps[a.step].end))) {
     free(steps);
-    return throw_range(env, "paratrain_tcp: ring: bad send range, chunk or step");
+    return throw_range(env, "paratrain_tcp: ring: bad send range, chunk, step or position in it");
   }
   ring_run(&a);
   free(steps);
