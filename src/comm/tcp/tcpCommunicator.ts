@@ -144,8 +144,8 @@ const NATIVE_SLICE_MS = 100;
 /**
  * Frame size of the native ring: at most chunkFloats, but a segment goes as ≥ 8 frames (of ≥ 64
  * KiB), so the next rank starts reducing and forwarding after an eighth of it — with no event
- * loop per frame, small frames cost little (measured on 4 processes: 4 MB calls ~20% faster than
- * with one 1 MiB frame per segment; 64 MB calls slower with 256 KiB frames than with 1 MiB).
+ * loop per frame, small frames cost little (4 processes, alternating runs: 4 MB calls faster than
+ * with one 1 MiB frame per segment; at 64 MB, 256 KiB frames were slower than 1 MiB ones).
  */
 function nativeChunkFloats(segmentFloats: number, chunkFloats: number): number {
   return Math.min(chunkFloats, Math.max(16384, Math.ceil(segmentFloats / 8)));
