@@ -125,7 +125,8 @@ static napi_value js_add_hash(napi_env env, napi_callback_info info) {
  *      head: Uint8Array(32)): string | undefined — runs ring_run (ring.h) synchronously.
  * steps: 5 numbers a step (start, end, reduce, forward, div). io in: [0] sendStart, [1] sendEnd,
  * [2] type, [3] flags, [4] arg, [5] tag, [6] aux, [7] chunkFloats, [8] maxFrame, [9] sliceMs,
- * [10] timeoutMs, [11] inSeq, [12] outSeq, [13] step, [14] cur; out: [11]–[14] updated, [15] status,
+ * [10] timeoutMs, [11] inSeq, [12] outSeq, [13] step, [14] cur, [18] header bytes already read into
+ * `head` (0 or 32: the next frame's, sequence inSeq); out: [11]–[14] updated, [15] status,
  * [16] error kind, [17] errno, [18] header bytes in `head`, [19] ms until the first frame,
  * [20] bytes in, [21] bytes out. Returns the error message when status is RING_ERROR.
  */
@@ -166,12 +167,13 @@ static napi_value js_ring(napi_env env, napi_callback_info info) {
     .send_start = (uint64_t)io[0], .send_end = (uint64_t)io[1], .type = (uint32_t)io[2], .flags = (uint32_t)io[3],
     .arg = (uint32_t)io[4], .tag = (uint32_t)io[5], .aux = (uint32_t)io[6], .chunk_floats = (uint32_t)io[7],
     .max_frame = (uint32_t)io[8], .slice_ms = (int)io[9], .timeout_ms = (int)io[10], .in_seq = (uint32_t)io[11],
-    .out_seq = (uint32_t)io[12], .step = (size_t)io[13], .cur = (uint64_t)io[14],
+    .out_seq = (uint32_t)io[12], .step = (size_t)io[13], .cur = (uint64_t)io[14], .head_fill = (int)io[18],
   };
-  if (a.send_start > a.send_end || a.send_end > floats || a.chunk_floats == 0 || a.step > nsteps ||
+  memcpy(a.head, head, 32);
+  if (a.send_start > a.send_end || a.send_end > floats || a.chunk_floats == 0 || a.step > nsteps || (a.head_fill != 0 && a.head_fill != 32) ||
       (a.step < nsteps && (a.cur < steps[a.step].start || a.cur > steps[a.step].end))) {
     free(steps);
-    return throw_range(env, "paratrain_tcp: ring: bad send range, chunk, step or position in it");
+    return throw_range(env, "paratrain_tcp: ring: bad send range, chunk, step, position in it or header fill");
   }
   ring_run(&a);
   free(steps);

@@ -136,10 +136,15 @@ static int expected(ring_args *a, const ring_step *s) {
          (!s->reduce || len <= a->slot_bytes);
 }
 
+/* Moves past steps with nothing (more) to receive: with fewer floats than ranks, some segments are empty. */
+static void skip_done_steps(ring_args *a) {
+  while (a->step < a->nsteps && a->cur >= a->steps[a->step].end)
+    if (++a->step < a->nsteps) a->cur = a->steps[a->step].start;
+}
+
 void ring_run(ring_args *a) {
   send_queue q = {0};
   a->status = RING_DONE;
-  a->head_fill = 0;
   a->wait_ms = 0;
   const double t0 = now_ms();
   int got_first = 0;
@@ -152,6 +157,7 @@ void ring_run(ring_args *a) {
     }
   }
 
+  skip_done_steps(a);
   uint32_t lanes[16], out_lanes[16];
   uint8_t *target = NULL; /* while a payload is being read: where it goes */
   size_t len = 0, fill = 0, hashed = 0;
@@ -174,11 +180,13 @@ void ring_run(ring_args *a) {
       fail(a, RING_ERR_TIMEOUT_IN, 0, "no data for %d ms in the middle of a frame", a->timeout_ms);
       goto out;
     }
-    struct pollfd pf[2] = {{a->in_fd, want_in ? POLLIN : 0, 0}, {a->out_fd, want_out ? POLLOUT : 0, 0}};
+    /* a header read before we started needs no poll for input */
+    int head_ready = want_in && !target && a->head_fill == HEADER;
+    struct pollfd pf[2] = {{a->in_fd, want_in && !head_ready ? POLLIN : 0, 0}, {a->out_fd, want_out ? POLLOUT : 0, 0}};
     double until = want_in && !want_out && !target ? last_in + a->slice_ms : (want_out ? last_out : last_in) + a->timeout_ms;
     if (want_in && want_out && !target && last_in + a->slice_ms < until) until = last_in + a->slice_ms;
     int wait = (int)(until - t) + 1;
-    if (poll(pf, 2, wait < 1 ? 1 : wait) < 0) {
+    if (poll(pf, 2, head_ready ? 0 : wait < 1 ? 1 : wait) < 0) {
       if (errno == EINTR) continue;
       fail(a, RING_ERR_IO_IN, errno, "poll: %s", strerror(errno));
       goto out;
@@ -191,20 +199,22 @@ void ring_run(ring_args *a) {
       }
       if (r > 0) last_out = now_ms();
     }
-    if (!want_in || !(pf[0].revents & (POLLIN | POLLERR | POLLHUP))) continue;
+    if (!want_in || !(head_ready || (pf[0].revents & (POLLIN | POLLERR | POLLHUP)))) continue;
     /* read until the socket is empty, a frame boundary needs JavaScript, or the call's frames are in */
     while (a->step < a->nsteps) {
       const ring_step *s = &a->steps[a->step];
       if (!target) {
-        ssize_t r = read(a->in_fd, a->head + a->head_fill, HEADER - a->head_fill);
-        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
-        if (r <= 0) { /* the end of the stream or an error at a boundary: JavaScript reports it */
-          a->status = RING_HANDOVER;
-          goto flush;
+        if (a->head_fill < HEADER) {
+          ssize_t r = read(a->in_fd, a->head + a->head_fill, HEADER - a->head_fill);
+          if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
+          if (r <= 0) { /* the end of the stream or an error at a boundary: JavaScript reports it */
+            a->status = RING_HANDOVER;
+            goto flush;
+          }
+          last_in = now_ms();
+          a->head_fill += (int)r;
+          if (a->head_fill < HEADER) continue;
         }
-        last_in = now_ms();
-        a->head_fill += (int)r;
-        if (a->head_fill < HEADER) continue;
         if (!expected(a, s)) {
           a->status = RING_HANDOVER;
           goto flush;
@@ -257,7 +267,7 @@ void ring_run(ring_args *a) {
       target = NULL;
       a->head_fill = 0;
       a->cur += len / 4;
-      if (a->cur == s->end && ++a->step < a->nsteps) a->cur = a->steps[a->step].start;
+      skip_done_steps(a);
       /* send what this frame produced before reading more */
       if (s->forward) break;
     }

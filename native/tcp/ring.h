@@ -7,7 +7,8 @@
  * It only runs the expected: anything else — a frame of another call, an Abort, a malformed
  * header, the end of the stream, no data for `slice_ms` — is handed back to JavaScript at a frame
  * boundary (status RING_HANDOVER: the header bytes already read are in `head`), which continues
- * the same steps from (step, cur) and reports errors as it always does.
+ * the same steps from (step, cur) and reports errors as it always does. It can start with the next
+ * frame's header already read (head_fill 32 on the way in).
  */
 #ifndef PARATRAIN_TCP_RING_H
 #define PARATRAIN_TCP_RING_H
@@ -39,11 +40,11 @@ typedef struct {
   uint32_t in_seq, out_seq;
   size_t step;
   uint64_t cur;
+  uint8_t head[32];
+  int head_fill;
   /* out */
   int status, err_kind, err_no;
   char msg[256];
-  uint8_t head[32];
-  int head_fill;
   double wait_ms;
   uint64_t bytes_in, bytes_out;
 } ring_args;

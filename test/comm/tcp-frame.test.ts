@@ -177,3 +177,35 @@ test('a pull reader completes at most one frame per read, so a handshake can rai
   assert.deepEqual(frames.map((f) => f.type), [FrameType.Welcome, FrameType.Barrier, FrameType.Barrier]);
   assert.ok(reads.every((k) => k <= 1), `frames completed per read: ${reads}`);
 });
+
+test('a held data frame waits at its header until released, or is given away with its header bytes', () => {
+  const kernel = new TcpKernel(1 << 20, false);
+  const got: Frame[] = [];
+  const d = new FrameDecoder(1 << 20, (f) => got.push(f));
+  d.kernel = kernel;
+  d.hold = (h) => h.tag >= 41; // frames 1 and up
+  const payload = Buffer.from(Float32Array.from({ length: 64 }, (_, i) => i).buffer);
+  const [f0, f1, f2] = [frame(0, payload), frame(1, payload), frame(2, payload)];
+  d.push(f0);
+  d.push(f1.subarray(0, HEADER_BYTES)); // the header alone, as a pull read ends there
+  assert.equal(got.length, 1);
+  assert.equal(d.heldHeader?.seq, 1);
+  assert.ok(!d.idle && !d.inPayload, 'held: neither between frames nor in a payload');
+  assert.equal(d.readTarget().length, HEADER_BYTES, 'reads go to scratch-sized targets while held');
+  d.release();
+  assert.equal(d.heldHeader, undefined);
+  d.push(f1.subarray(HEADER_BYTES));
+  assert.equal(got.length, 2);
+  assert.ok(got[1]!.payload.equals(payload));
+  // given away: its header bytes come back and the decoder expects that frame again
+  d.push(f2.subarray(0, HEADER_BYTES));
+  const head = d.takeHeld();
+  assert.ok(head?.equals(f2.subarray(0, HEADER_BYTES)));
+  assert.ok(d.idle);
+  assert.equal(d.expectedSeq, 2);
+  d.push(f2); // whoever took it hands the frame back whole
+  d.push(frame(3, payload)); // header and payload in one chunk: bytes past the header are in, so it cannot be held
+  assert.equal(got.length, 4);
+  assert.equal(d.heldHeader, undefined);
+  assert.ok(got[3]!.payload.equals(payload));
+});

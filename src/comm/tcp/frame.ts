@@ -152,6 +152,8 @@ export class FrameDecoder {
   private lanes: Uint32Array | undefined;
   private nextSeq = 0;
   private failed = false;
+  /** a data frame's header is in and its payload waits: see `hold` */
+  private held = false;
   /** after authentication: data payloads go to slots of this kernel, hashed as they arrive */
   kernel: TcpKernel | undefined;
   /**
@@ -160,6 +162,12 @@ export class FrameDecoder {
    * for a slot.
    */
   landing: ((h: FrameHeader) => Buffer | undefined) | undefined;
+  /**
+   * Asked for each data frame once its header is in (pull mode, only where the header ended the
+   * bytes given): true holds the frame there, before its payload — heldHeader — until release()
+   * reads it on, or takeHeld() gives it to whoever reads the socket past this decoder.
+   */
+  hold: ((h: FrameHeader) => boolean) | undefined;
 
   constructor(
     /** the largest payload accepted; may be raised later (after authentication) */
@@ -176,7 +184,32 @@ export class FrameDecoder {
 
   /** In the middle of a payload (readTarget() is part of it). */
   get inPayload(): boolean {
-    return !this.failed && this.header !== undefined;
+    return !this.failed && this.header !== undefined && !this.held;
+  }
+
+  /** The header of the frame held before its payload, if any (see `hold`). */
+  get heldHeader(): FrameHeader | undefined {
+    return this.held && !this.failed ? this.header : undefined;
+  }
+
+  /** Reads the held frame on: its payload is the next input. */
+  release(): void {
+    if (!this.heldHeader) return;
+    this.held = false;
+    this.startPayload(this.header!);
+  }
+
+  /**
+   * Gives the held frame away: returns its 32 header bytes and forgets it, as if it had never been
+   * read (expectedSeq is its sequence number again). Undefined when nothing is held.
+   */
+  takeHeld(): Buffer | undefined {
+    const h = this.heldHeader;
+    if (!h) return undefined;
+    this.held = false;
+    this.header = undefined;
+    this.nextSeq = h.seq;
+    return Buffer.from(this.head);
   }
 
   /** The sequence number the next frame must carry (the native ring reads frames past this decoder). */
@@ -202,6 +235,7 @@ export class FrameDecoder {
   private consume(chunk: Buffer): void {
     let off = 0;
     while (off < chunk.length) {
+      if (this.held) this.release(); // bytes past a header are in: it cannot be held
       const target = this.readTarget();
       const take = Math.min(target.length, chunk.length - off);
       chunk.copy(target, 0, off, off + take);
@@ -216,7 +250,7 @@ export class FrameDecoder {
    * kernel slot: the kernel writes the payload straight where it will be reduced.
    */
   readTarget(): Buffer {
-    if (this.failed) return this.head;
+    if (this.failed || this.held) return this.head;
     if (!this.header) return this.head.subarray(this.headFill);
     return this.payload!.subarray(this.payloadFill);
   }
@@ -251,23 +285,34 @@ export class FrameDecoder {
         return;
       }
       if (this.isData && len % 4 !== 0) throw new FrameError(`${frameTypeName(this.header.type)} frame of ${len} bytes: not whole float32s`);
-      if (this.isData && this.kernel) {
-        const land = this.kernel.native && this.landing ? this.landing(this.header) : undefined;
-        this.landed = land !== undefined && land.length === len;
-        this.payload = this.landed ? land! : this.kernel.getSlot(len);
-        this.inSlot = !this.landed;
-        if (this.lanes) resetHashLanes(this.lanes);
-        else this.lanes = newHashLanes();
-        this.hashed = 0;
-      } else {
-        this.payload = Buffer.allocUnsafeSlow(len);
-        this.inSlot = false;
-        this.landed = false;
-      }
-      this.payloadFill = 0;
-      this.runningCrc = 0;
+      if (this.isData && this.kernel && this.hold?.(this.header)) this.held = true;
+      else this.startPayload(this.header);
       return;
     }
+    this.payloadBytes(take);
+  }
+
+  /** The header `h` is in: where its payload goes (landing, slot or a buffer of its own). */
+  private startPayload(h: FrameHeader): void {
+    const len = h.length;
+    if (this.isData && this.kernel) {
+      const land = this.kernel.native && this.landing ? this.landing(h) : undefined;
+      this.landed = land !== undefined && land.length === len;
+      this.payload = this.landed ? land! : this.kernel.getSlot(len);
+      this.inSlot = !this.landed;
+      if (this.lanes) resetHashLanes(this.lanes);
+      else this.lanes = newHashLanes();
+      this.hashed = 0;
+    } else {
+      this.payload = Buffer.allocUnsafeSlow(len);
+      this.inSlot = false;
+      this.landed = false;
+    }
+    this.payloadFill = 0;
+    this.runningCrc = 0;
+  }
+
+  private payloadBytes(take: number): void {
     const payload = this.payload!;
     // checksum the new bytes while they are in cache
     const hashing = this.inSlot || this.landed;

@@ -120,6 +120,25 @@ export class Link {
     this.decoder.landing = fn;
   }
 
+  /**
+   * Holds each inbound data frame for which `pred` is true at its header, before its payload, with
+   * the socket's reading paused (see FrameDecoder.hold), until releaseHeld() or frames.takeHeld().
+   */
+  holdData(pred: (h: FrameHeader) => boolean): void {
+    this.decoder.hold = (h) => {
+      if (!pred(h)) return false;
+      this.socket.pause();
+      return true;
+    };
+  }
+
+  /** Reads a held frame on, and the socket with it. */
+  releaseHeld(): void {
+    if (!this.decoder.heldHeader) return;
+    this.decoder.release();
+    this.socket.resume();
+  }
+
   /** The socket's file descriptor, where the platform has one (the native ring uses it). */
   get fd(): number | undefined {
     const fd = (this.socket as unknown as { _handle?: { fd?: unknown } })._handle?.fd;

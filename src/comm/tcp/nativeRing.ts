@@ -4,8 +4,9 @@
  *
  * The collective is a list of steps (RingStep), the same list the JavaScript ring walks; either
  * side can advance it. The native side takes over only at a clean moment — nothing of this call
- * queued or half-read on the left link, nothing of ours unwritten on the right one — with the left
- * socket's reading paused, and gives back at a frame boundary on anything unexpected (another
+ * queued or half-read on the left link (a header held before its payload, FrameDecoder.hold, is
+ * taken over), nothing of ours unwritten on the right one — with the left socket's reading
+ * paused, and gives back at a frame boundary on anything unexpected (another
  * call's frame, an Abort, a malformed header, the end of the stream) or after `sliceMs` without
  * data; JavaScript then continues the same steps and reports any error as it always does.
  */
@@ -51,9 +52,14 @@ export class NativeRing {
     return addon?.ring ? new NativeRing(addon.ring.bind(addon), maxFrameBytes) : null;
   }
 
-  /** Whether the native ring may take over the ring between `inLink` and `out` now. */
-  static ready(inLink: Link | undefined, out: Link): inLink is Link {
-    return !!inLink && !inLink.isEnded && inLink.frames.idle && inLink.fd !== undefined && out.fd !== undefined && out.flushed;
+  /**
+   * Whether the native ring may take over the ring between `inLink` and `out` now, for the call
+   * whose frames carry `tag`: the left link is between frames, or holds a header of that call.
+   */
+  static ready(inLink: Link | undefined, out: Link, tag: number): inLink is Link {
+    if (!inLink || inLink.isEnded || inLink.fd === undefined || out.fd === undefined || !out.flushed) return false;
+    const held = inLink.frames.heldHeader;
+    return held ? held.tag === tag >>> 0 : inLink.frames.idle;
   }
 
   /**
@@ -67,8 +73,12 @@ export class NativeRing {
     steps.forEach((s, i) => st.set([s.start, s.end, s.reduce ? 1 : 0, s.forward ? 1 : 0, s.div], i * 5));
     const io = this.io;
     io.fill(0);
+    // a held header is read already: the native side starts with it
+    const held = inLink.frames.takeHeld();
+    if (held) held.copy(this.head);
     io.set([send.start, send.end, fields.type, fields.flags, fields.arg, fields.tag >>> 0, fields.aux >>> 0, o.chunkFloats,
       o.maxFrameBytes, o.sliceMs, o.timeoutMs, inLink.frames.expectedSeq, out.sendSeq, step, cur]);
+    io[18] = held ? held.length : 0;
     inLink.socket.pause();
     let message: string | undefined;
     try {
@@ -89,7 +99,7 @@ export class NativeRing {
     }
     // the header bytes already read belong to the decoder; a malformed one ends the link there
     const fill = io[18]!;
-    if (status === STATUS_HANDOVER && fill > 0) {
+    if (fill > 0) {
       try {
         inLink.frames.push(Buffer.from(this.head.subarray(0, fill)));
       } catch (err) {

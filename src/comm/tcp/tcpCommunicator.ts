@@ -31,7 +31,8 @@
  *   Native ring (nativeRing.ts, native/tcp/ring.c; where the addon is built): the ring's steps
  *     are a list that the C loop or this file's loop can advance. Whenever this call is alone and
  *     at a clean moment (our writes flushed, nothing of it queued or half-read) the C loop takes
- *     over the two ring sockets — reading, hashing, reducing and forwarding frames with no event
+ *     over the two ring sockets (frames the left neighbour sends before this rank enters the
+ *     call wait unread at their first header for it, see holdsFrame) — reading, hashing, reducing and forwarding frames with no event
  *     loop in between, which is what keeps up with Gloo when processes outnumber cores — and hands
  *     back at a frame boundary on anything else (another call's frame, an Abort, the end of a
  *     stream) or after NATIVE_SLICE_MS without data, so control frames, timers and other links
@@ -134,6 +135,8 @@ const MiB = 1024 * 1024;
 const HANDSHAKE_TYPES = new Set<number>([FrameType.Hello, FrameType.Challenge, FrameType.Proof, FrameType.Welcome, FrameType.Refuse]);
 const DATA_TYPES = new Set<number>([FrameType.Allreduce, FrameType.ReduceScatter, FrameType.Allgather, FrameType.Broadcast,
   FrameType.Barrier, FrameType.P2P, FrameType.Abort, FrameType.Bye]);
+/** the collectives the native ring runs */
+const RING_TYPES = new Set<number>([FrameType.Allreduce, FrameType.ReduceScatter, FrameType.Allgather]);
 /** what a dialer accepts back on its (outbound) connection */
 const BACK_TYPES = new Set<number>([FrameType.Abort, FrameType.Bye]);
 const MAX_PENDING_HANDSHAKES = 64;
@@ -514,6 +517,9 @@ export class TcpCommunicator implements Communicator {
   private adopt(link: Link, p: number): void {
     this.links.add(link);
     if (this.inLinks[p] === link && this.kernel.native) link.setLanding((h) => this.landing(p, h));
+    if (this.inLinks[p] === link && p === (this.rank - 1 + this.size) % this.size && this.nativeRing) {
+      link.holdData((h) => this.holdsFrame(p, h));
+    }
     let bye = false;
     link.setHandler((f) => {
       try {
@@ -536,6 +542,19 @@ export class TcpCommunicator implements Communicator {
       const what = err?.name === 'FrameError' ? `sent a malformed frame (${err.message})` : err ? `connection failed (${err.message})` : 'connection closed unexpectedly';
       this.fail(new PeerFailedError(p, `${this.peerDesc(p)}: ${what} — did that process die?`, `rank ${this.rank}`));
     });
+  }
+
+  /**
+   * Whether a data frame from the left neighbour, its header just in, waits there (unread, the
+   * socket paused) for the native ring: the first frame of a ring collective this rank has not
+   * called yet. Left neighbours enter a call first; reading its frames in the event loop would
+   * take CPU from the calls still in flight here (a barrier, on few cores) and keep the native
+   * ring out of the call. Nothing is held while a call waits for anything from the left, and
+   * such a wait (take), a failure or a close reads a held frame on: only data nobody waits for is
+   * held.
+   */
+  private holdsFrame(p: number, h: FrameHeader): boolean {
+    return RING_TYPES.has(h.type) && ((h.tag - this.opSeq) | 0) >= 0 && !this.failure && !this.closed && !this.waitsFor(p);
   }
 
   private onFrame(p: number, f: Frame): void {
@@ -609,14 +628,15 @@ export class TcpCommunicator implements Communicator {
   private onBye(p: number): void {
     this.byeFrom[p] = true;
     if (this.closed || this.failure) return;
-    for (const qs of [this.collQueues[p]!, this.p2pQueues[p]!]) {
-      for (const q of qs.values()) {
-        if (q.waiting) {
-          this.fail(new PeerFailedError(p, `${this.peerDesc(p)} closed its communicator while rank ${this.rank} still waited for its data (did the ranks call different collectives?)`, `rank ${this.rank}`));
-          return;
-        }
-      }
+    if (this.waitsFor(p)) {
+      this.fail(new PeerFailedError(p, `${this.peerDesc(p)} closed its communicator while rank ${this.rank} still waited for its data (did the ranks call different collectives?)`, `rank ${this.rank}`));
     }
+  }
+
+  /** Whether a call of this rank waits for a frame from rank p. */
+  private waitsFor(p: number): boolean {
+    for (const qs of [this.collQueues[p]!, this.p2pQueues[p]!]) for (const q of qs.values()) if (q.waiting) return true;
+    return false;
   }
 
   private p2pQueue(p: number, tag: number): FrameQueue {
@@ -653,7 +673,10 @@ export class TcpCommunicator implements Communicator {
     const origin = err instanceof PeerFailedError ? err.failedRank : this.rank;
     const reason = err instanceof PeerFailedError ? err.reason : `${err.name}: ${err.message}`;
     for (const qs of [...this.collQueues, ...this.p2pQueues]) for (const q of qs.values()) q.fail(err);
-    for (const link of this.links) link.sendJsonAndClose(FrameType.Abort, { origin, reason });
+    for (const link of this.links) {
+      link.releaseHeld();
+      link.sendJsonAndClose(FrameType.Abort, { origin, reason });
+    }
     for (const l of this.pending) l.destroy();
     this.server?.close();
     try {
@@ -683,7 +706,10 @@ export class TcpCommunicator implements Communicator {
     this.closed = true;
     const err = this.failure ?? new Error(`rank ${this.rank}: the communicator is closed`);
     for (const qs of [...this.collQueues, ...this.p2pQueues]) for (const q of qs.values()) q.fail(err);
-    for (const link of this.links) link.close();
+    for (const link of this.links) {
+      link.releaseHeld(); // read on to the peer's Bye or end
+      link.close();
+    }
     for (const l of this.pending) l.destroy();
     this.server?.close();
   }
@@ -716,6 +742,7 @@ export class TcpCommunicator implements Communicator {
   }
 
   private take(q: FrameQueue, p: number, what: string): Promise<Frame> {
+    this.inLinks[p]?.releaseHeld();
     if (q.isEmpty && this.byeFrom[p]) {
       return Promise.reject(new PeerFailedError(p, `${this.peerDesc(p)} closed its communicator before sending the data of ${what} (did the ranks call different collectives?)`, `rank ${this.rank}`));
     }
@@ -808,7 +835,7 @@ export class TcpCommunicator implements Communicator {
       const native = (): boolean => {
         const ring = this.nativeRing;
         const inLink = this.inLinks[left];
-        if (!mayNative || !ring || this.active !== 1 || !q.isEmpty || !NativeRing.ready(inLink, out)) return false;
+        if (!mayNative || !ring || this.active !== 1 || !q.isEmpty || !NativeRing.ready(inLink, out, seq)) return false;
         unplan();
         unplan = () => {};
         const res = ring.run(inLink, out, buf, steps, step, cur, sent ? { start: 0, end: 0 } : first, fields, {

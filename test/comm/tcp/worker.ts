@@ -125,6 +125,23 @@ async function collectives(comm: TcpCommunicator): Promise<void> {
     const want = serialSum(N, 1000, 11);
     check(got.every((x, i) => x === want[i] || Math.abs(x - want[i]!) <= 4e-6 * N), 'send/recv to rank+2 wrong');
   }
+  // a message behind a collective its receiver has not called yet: rank 1 waits for rank 0's
+  // message first, which rank 0 sent after its first frames of the allreduce (they are held
+  // unread on rank 1 for the native ring, and must be read on for the message)
+  {
+    const c = new Float32Array(40_000).fill(r + 1);
+    if (r === 0) {
+      const done = comm.allreduce(c);
+      await comm.send(new Float32Array(10).fill(100), 1, 21);
+      await done;
+    } else if (r === 1) {
+      const got = new Float32Array(10);
+      await comm.recv(got, 0, 21);
+      check(got.every((v) => v === 100), 'the message sent behind an allreduce is wrong');
+      await comm.allreduce(c);
+    } else await comm.allreduce(c);
+    check(c.every((v) => v === (N * (N + 1)) / 2), 'the allreduce with a message behind it is wrong');
+  }
   const stats = comm.takeStats();
   check(stats.bytes > 0 && stats.commMs > 0 && stats.waitMs >= 0 && stats.waitMs <= stats.commMs + 1, `implausible stats ${JSON.stringify(stats)}`);
   data.stats = stats;
