@@ -1,6 +1,7 @@
 /*
  * The data kernels of the tcp transport's native path (see kernels.h): the "ptr32" payload hash
- * (lane j takes word j of every 64-byte stripe: acc = rotl(acc + w·P2, 13)·P1; then the lanes
+ * (lane j of 32 takes word j of every 128-byte stripe: acc = rotl(acc + w·P2, 13)·P1, four
+ * independent 8-lane chains so that the multiplies overlap; then the lanes
  * and tail words are folded and avalanched as in src/comm/tcp/kernel.ts), the fused reduce step
  * and zlib's CRC32 for frame headers.
  *
@@ -28,59 +29,68 @@ static inline __attribute__((always_inline)) u32x8 round8(u32x8 acc, u32x8 w) {
   return ((t << 13) | (t >> 19)) * P1;
 }
 
-/* n bytes (a multiple of 64) at p into lanes[16]. */
+/* n bytes (a multiple of HASH_STRIPE) at p into lanes[HASH_LANES]. */
 CLONES void hash_stripes(uint32_t *lanes, const uint8_t *p, size_t n) {
-  u32x8 a, b, w0, w1;
+  u32x8 a, b, c, d, w;
   memcpy(&a, lanes, 32);
   memcpy(&b, lanes + 8, 32);
-  for (const uint8_t *end = p + n; p < end; p += 64) {
-    memcpy(&w0, p, 32);
-    memcpy(&w1, p + 32, 32);
-    a = round8(a, w0);
-    b = round8(b, w1);
+  memcpy(&c, lanes + 16, 32);
+  memcpy(&d, lanes + 24, 32);
+  for (const uint8_t *end = p + n; p < end; p += HASH_STRIPE) {
+    memcpy(&w, p, 32);
+    a = round8(a, w);
+    memcpy(&w, p + 32, 32);
+    b = round8(b, w);
+    memcpy(&w, p + 64, 32);
+    c = round8(c, w);
+    memcpy(&w, p + 96, 32);
+    d = round8(d, w);
   }
   memcpy(lanes, &a, 32);
   memcpy(lanes + 8, &b, 32);
+  memcpy(lanes + 16, &c, 32);
+  memcpy(lanes + 24, &d, 32);
+}
+
+/* 8 floats: dst = dst + src (/ div when div != 0); returns the result's bits for the hash */
+static inline __attribute__((always_inline)) u32x8 add8(float *dst, const float *src, float div, f32x8 dv) {
+  f32x8 x, y;
+  memcpy(&x, dst, 32);
+  memcpy(&y, src, 32);
+  x += y;
+  if (div != 0.0f) x /= dv;
+  memcpy(dst, &x, 32);
+  u32x8 w;
+  memcpy(&w, &x, 32);
+  return w;
 }
 
 /* dst[i] = f32(dst[i] + src[i]) (/ div when div != 0) for n floats; the whole stripes of the result into lanes when given. */
 CLONES void add_hash(float *dst, const float *src, size_t n, float div, uint32_t *lanes) {
-  u32x8 a = {0}, b = {0};
+  const f32x8 dv = {div, div, div, div, div, div, div, div};
+  size_t i = 0;
   if (lanes) {
+    u32x8 a, b, c, d;
     memcpy(&a, lanes, 32);
     memcpy(&b, lanes + 8, 32);
-  }
-  f32x8 dv = {div, div, div, div, div, div, div, div};
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    f32x8 x0, x1, y0, y1;
-    memcpy(&x0, dst + i, 32);
-    memcpy(&x1, dst + i + 8, 32);
-    memcpy(&y0, src + i, 32);
-    memcpy(&y1, src + i + 8, 32);
-    x0 += y0;
-    x1 += y1;
-    if (div != 0.0f) {
-      x0 /= dv;
-      x1 /= dv;
+    memcpy(&c, lanes + 16, 32);
+    memcpy(&d, lanes + 24, 32);
+    for (; i + HASH_LANES <= n; i += HASH_LANES) {
+      a = round8(a, add8(dst + i, src + i, div, dv));
+      b = round8(b, add8(dst + i + 8, src + i + 8, div, dv));
+      c = round8(c, add8(dst + i + 16, src + i + 16, div, dv));
+      d = round8(d, add8(dst + i + 24, src + i + 24, div, dv));
     }
-    memcpy(dst + i, &x0, 32);
-    memcpy(dst + i + 8, &x1, 32);
-    if (lanes) {
-      u32x8 w0, w1;
-      memcpy(&w0, &x0, 32);
-      memcpy(&w1, &x1, 32);
-      a = round8(a, w0);
-      b = round8(b, w1);
-    }
+    memcpy(lanes, &a, 32);
+    memcpy(lanes + 8, &b, 32);
+    memcpy(lanes + 16, &c, 32);
+    memcpy(lanes + 24, &d, 32);
+  } else {
+    for (; i + 8 <= n; i += 8) add8(dst + i, src + i, div, dv);
   }
   for (; i < n; i++) {
     float s = dst[i] + src[i];
     dst[i] = div != 0.0f ? s / div : s;
-  }
-  if (lanes) {
-    memcpy(lanes, &a, 32);
-    memcpy(lanes + 8, &b, 32);
   }
 }
 
@@ -90,8 +100,8 @@ CLONES void add_hash(float *dst, const float *src, size_t n, float div, uint32_t
 
 static inline uint32_t rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
 
-void hash_init(uint32_t lanes[16]) {
-  for (uint32_t a = 0; a < 4; a++) {
+void hash_init(uint32_t lanes[HASH_LANES]) {
+  for (uint32_t a = 0; a < HASH_LANES / 4; a++) {
     lanes[a * 4] = P1 + P2 + a;
     lanes[a * 4 + 1] = P2 + a;
     lanes[a * 4 + 2] = a;
@@ -101,10 +111,10 @@ void hash_init(uint32_t lanes[16]) {
 
 static inline uint32_t fold(uint32_t h, uint32_t x) { return rotl32(h + x * P3, 17) * P4; }
 
-uint32_t hash_finish(const uint32_t lanes[16], const uint8_t *p, size_t len) {
+uint32_t hash_finish(const uint32_t lanes[HASH_LANES], const uint8_t *p, size_t len) {
   uint32_t h = (uint32_t)len + P5;
-  for (int i = 0; i < 16; i++) h = fold(h, lanes[i]);
-  for (size_t at = len & ~(size_t)63; at + 4 <= len; at += 4) {
+  for (int i = 0; i < HASH_LANES; i++) h = fold(h, lanes[i]);
+  for (size_t at = len - len % HASH_STRIPE; at + 4 <= len; at += 4) {
     uint32_t w;
     memcpy(&w, p + at, 4);
     h = fold(h, w);
@@ -118,9 +128,9 @@ uint32_t hash_finish(const uint32_t lanes[16], const uint8_t *p, size_t len) {
 }
 
 uint32_t hash_payload(const uint8_t *p, size_t len) {
-  uint32_t lanes[16];
+  uint32_t lanes[HASH_LANES];
   hash_init(lanes);
-  hash_stripes(lanes, p, len & ~(size_t)63);
+  hash_stripes(lanes, p, len - len % HASH_STRIPE);
   return hash_finish(lanes, p, len);
 }
 

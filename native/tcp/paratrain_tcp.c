@@ -6,7 +6,7 @@
  * are read and written where they are. And the native ring (ring.c), which runs a ring
  * collective's frames on the sockets themselves.
  *
- *   hash(lanes, data)          feeds the whole 64-byte stripes of `data` into the 16 u32 lanes of
+ *   hash(lanes, data)          feeds the whole 128-byte stripes of `data` into the 32 u32 lanes of
  *                              the "ptr32" payload hash; the tail and the final mix stay in JS
  *   addHash(dst, src, div, lanes|null)
  *                              dst[i] = f32(dst[i] + src[i]), then f32(· / div) when div != 0, and
@@ -67,8 +67,8 @@ static uint32_t *lanes_of(napi_env env, napi_value v) {
   size_t bytes;
   uint32_t *lanes = bytes_of(env, v, &bytes, "lanes");
   if (!lanes) return NULL;
-  if (bytes != 64) {
-    throw_range(env, "paratrain_tcp: lanes must be 16 uint32 (64 bytes)");
+  if (bytes != HASH_LANES * 4) {
+    throw_range(env, "paratrain_tcp: lanes must be 32 uint32 (128 bytes)");
     return NULL;
   }
   return lanes;
@@ -83,7 +83,7 @@ static bool get_args(napi_env env, napi_callback_info info, size_t n, napi_value
   return false;
 }
 
-/* hash(lanes: Uint32Array(16), data: TypedArray): void */
+/* hash(lanes: Uint32Array(32), data: TypedArray): void */
 static napi_value js_hash(napi_env env, napi_callback_info info) {
   napi_value argv[2];
   if (!get_args(env, info, 2, argv, "paratrain_tcp: hash(lanes, data)")) return NULL;
@@ -92,7 +92,7 @@ static napi_value js_hash(napi_env env, napi_callback_info info) {
   size_t n;
   const uint8_t *p = bytes_of(env, argv[1], &n, "data");
   if (!p) return NULL;
-  hash_stripes(lanes, p, n & ~(size_t)63);
+  hash_stripes(lanes, p, n - n % HASH_STRIPE);
   return NULL;
 }
 

@@ -158,7 +158,7 @@ void ring_run(ring_args *a) {
   }
 
   skip_done_steps(a);
-  uint32_t lanes[16], out_lanes[16];
+  uint32_t lanes[HASH_LANES], out_lanes[HASH_LANES];
   uint8_t *target = NULL; /* while a payload is being read: where it goes */
   size_t len = 0, fill = 0, hashed = 0;
   double last_in = now_ms(), last_out = last_in;
@@ -241,7 +241,7 @@ void ring_run(ring_args *a) {
       }
       last_in = now_ms();
       fill += (size_t)r;
-      size_t upto = fill & ~(size_t)63;
+      size_t upto = fill - fill % HASH_STRIPE;
       if (upto > hashed) { /* while the new bytes are in cache */
         hash_stripes(lanes, target + hashed, upto - hashed);
         hashed = upto;

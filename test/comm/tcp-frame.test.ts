@@ -106,7 +106,7 @@ for (const dp of DATA_PATHS) test(`the SIMD hash equals the JS reference for eve
   const kernel = new TcpKernel(1 << 20, dp.native);
   const bytes = Buffer.from(Array.from({ length: 70_001 * 4 }, (_, i) => (i * 131 + (i >> 7)) & 0xff));
   for (const at of [0, 4, 36]) {
-    for (const len of [0, 4, 60, 64, 68, 128, 4092, 65536, 65540, 70_000 * 4]) {
+    for (const len of [0, 4, 60, 64, 68, 124, 128, 132, 256, 4092, 65536, 65540, 70_000 * 4]) {
       const b = bytes.subarray(at, at + len);
       assert.equal(kernel.hashBytes(b), hashPayloadJs(b), `length ${len} at byte ${at}`);
     }

@@ -23,7 +23,8 @@ import { AuthenticationError, RendezvousError } from '../errors.ts';
 import { FrameError, FrameType, frameTypeName, parseJson, type Frame } from './frame.ts';
 import type { Link } from './link.ts';
 
-export const PROTOCOL_VERSION = 1;
+/** checked in every Hello; 2: the data-frame checksum runs over 32 lanes (kernel.ts) */
+export const PROTOCOL_VERSION = 2;
 export type Purpose = 'rendezvous' | 'data';
 
 /** Which way data flows on a data connection, seen from the dialer. */

@@ -2,7 +2,7 @@
  * The wire format of the tcp transport: every byte on a paratrain connection is part of a frame.
  *
  *   offset  size  field
- *        0     4  magic        0x31525450, the bytes "PTR1" (the 1 is the protocol version)
+ *        0     4  magic        0x31525450, the bytes "PTR1" (the protocol's version is in the Hello)
  *        4     1  type         FrameType
  *        5     1  flags        reduce op of a collective (0 sum, 1 mean)
  *        6     2  arg          broadcast root; 0 otherwise
@@ -26,7 +26,7 @@
  * The connection is then dropped by its owner: a stream cannot be resynchronised.
  */
 import { crc32 } from 'node:zlib';
-import { hashPayloadJs, newHashLanes, resetHashLanes, type TcpKernel } from './kernel.ts';
+import { HASH_STRIPE, hashPayloadJs, newHashLanes, resetHashLanes, type TcpKernel } from './kernel.ts';
 
 export const MAGIC = 0x31525450;
 export const HEADER_BYTES = 32;
@@ -317,7 +317,7 @@ export class FrameDecoder {
     // checksum the new bytes while they are in cache
     const hashing = this.inSlot || this.landed;
     if (hashing) {
-      const upto = (this.payloadFill + take) & ~63;
+      const upto = (this.payloadFill + take) & ~(HASH_STRIPE - 1);
       if (upto > this.hashed) {
         this.kernel!.hashSlot(this.lanes!, payload, this.hashed, upto);
         this.hashed = upto;

@@ -1,16 +1,21 @@
 ;; The tcp transport's data kernel (see kernel.ts): payload hashing and float32 addition, SIMD.
 (module
  (import "env" "memory" (memory $m 1))
- ;; hash(st, p, n): n bytes at p (n % 64 == 0) into the state at st: 4 v128 accumulators = 16
- ;; u32 lanes, each consuming every 16th word with the xxh32 round acc = rotl(acc + w·P2, 13)·P1.
+ ;; hash(st, p, n): n bytes at p (n % 128 == 0) into the state at st: 8 v128 accumulators = 32
+ ;; u32 lanes, each consuming every 32nd word with the xxh32 round acc = rotl(acc + w·P2, 13)·P1.
  (func $hash (export "hash") (param $st i32) (param $p i32) (param $n i32)
-  (local $end i32) (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128) (local $p1 v128) (local $p2 v128) (local $t v128)
+  (local $end i32) (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128)
+  (local $a4 v128) (local $a5 v128) (local $a6 v128) (local $a7 v128) (local $p1 v128) (local $p2 v128) (local $t v128)
   (local.set $p1 (i32x4.splat (i32.const -1640531535)))
   (local.set $p2 (i32x4.splat (i32.const -2048144777)))
   (local.set $a0 (v128.load (local.get $st)))
   (local.set $a1 (v128.load offset=16 (local.get $st)))
   (local.set $a2 (v128.load offset=32 (local.get $st)))
   (local.set $a3 (v128.load offset=48 (local.get $st)))
+  (local.set $a4 (v128.load offset=64 (local.get $st)))
+  (local.set $a5 (v128.load offset=80 (local.get $st)))
+  (local.set $a6 (v128.load offset=96 (local.get $st)))
+  (local.set $a7 (v128.load offset=112 (local.get $st)))
   (local.set $end (i32.add (local.get $p) (local.get $n)))
   (block $d (loop $l
    (br_if $d (i32.ge_u (local.get $p) (local.get $end)))
@@ -22,12 +27,24 @@
    (local.set $a2 (i32x4.mul (v128.or (i32x4.shl (local.get $t) (i32.const 13)) (i32x4.shr_u (local.get $t) (i32.const 19))) (local.get $p1)))
    (local.set $t (i32x4.add (local.get $a3) (i32x4.mul (v128.load offset=48 (local.get $p)) (local.get $p2))))
    (local.set $a3 (i32x4.mul (v128.or (i32x4.shl (local.get $t) (i32.const 13)) (i32x4.shr_u (local.get $t) (i32.const 19))) (local.get $p1)))
-   (local.set $p (i32.add (local.get $p) (i32.const 64)))
+   (local.set $t (i32x4.add (local.get $a4) (i32x4.mul (v128.load offset=64 (local.get $p)) (local.get $p2))))
+   (local.set $a4 (i32x4.mul (v128.or (i32x4.shl (local.get $t) (i32.const 13)) (i32x4.shr_u (local.get $t) (i32.const 19))) (local.get $p1)))
+   (local.set $t (i32x4.add (local.get $a5) (i32x4.mul (v128.load offset=80 (local.get $p)) (local.get $p2))))
+   (local.set $a5 (i32x4.mul (v128.or (i32x4.shl (local.get $t) (i32.const 13)) (i32x4.shr_u (local.get $t) (i32.const 19))) (local.get $p1)))
+   (local.set $t (i32x4.add (local.get $a6) (i32x4.mul (v128.load offset=96 (local.get $p)) (local.get $p2))))
+   (local.set $a6 (i32x4.mul (v128.or (i32x4.shl (local.get $t) (i32.const 13)) (i32x4.shr_u (local.get $t) (i32.const 19))) (local.get $p1)))
+   (local.set $t (i32x4.add (local.get $a7) (i32x4.mul (v128.load offset=112 (local.get $p)) (local.get $p2))))
+   (local.set $a7 (i32x4.mul (v128.or (i32x4.shl (local.get $t) (i32.const 13)) (i32x4.shr_u (local.get $t) (i32.const 19))) (local.get $p1)))
+   (local.set $p (i32.add (local.get $p) (i32.const 128)))
    (br $l)))
   (v128.store (local.get $st) (local.get $a0))
   (v128.store offset=16 (local.get $st) (local.get $a1))
   (v128.store offset=32 (local.get $st) (local.get $a2))
-  (v128.store offset=48 (local.get $st) (local.get $a3)))
+  (v128.store offset=48 (local.get $st) (local.get $a3))
+  (v128.store offset=64 (local.get $st) (local.get $a4))
+  (v128.store offset=80 (local.get $st) (local.get $a5))
+  (v128.store offset=96 (local.get $st) (local.get $a6))
+  (v128.store offset=112 (local.get $st) (local.get $a7)))
  ;; add(dst, src, n, div): dst[i] = f32(dst[i] + src[i]), then f32(· / div) when div != 0; n floats
  (func $add (export "add") (param $dst i32) (param $src i32) (param $n i32) (param $div f32)
   (local $end i32) (local $e16 i32) (local $dv v128) (local $v v128) (local $s f32) (local $hasdiv i32)

@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 
 /** The addon's exports. Arrays may be views at any (4-byte aligned) offset. */
 export interface TcpNativeAddon {
-  /** Feeds the whole 64-byte stripes of `data` into the 16 hash lanes (kernel.ts's "ptr32"). */
+  /** Feeds the whole 128-byte stripes of `data` into the 32 hash lanes (kernel.ts's "ptr32"). */
   hash(lanes: Uint32Array, data: ArrayBufferView): void;
   /** dst = f32(dst + src) (then / div when div ≠ 0); the result's whole stripes into `lanes` when given. */
   addHash(dst: Float32Array, src: ArrayBufferView, div: number, lanes: Uint32Array | null): void;
