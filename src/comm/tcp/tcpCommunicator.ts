@@ -228,8 +228,9 @@ export class TcpCommunicator implements Communicator {
   private readonly outLinks: (Link | undefined)[];
   private readonly outDialing: (Promise<Link> | undefined)[];
   private readonly inLinks: (Link | undefined)[];
-  private readonly inWaiters: ((() => void) | undefined)[];
-  private readonly outWaiters: ((() => void) | undefined)[];
+  /** connect() waiting for rank p to dial us: called with nothing once it has, or with the job's failure */
+  private readonly inWaiters: (((err?: Error) => void) | undefined)[];
+  private readonly outWaiters: (((err?: Error) => void) | undefined)[];
   private readonly links = new Set<Link>();
   private readonly pending = new Set<Link>();
   private readonly byeFrom: boolean[];
@@ -404,6 +405,7 @@ export class TcpCommunicator implements Communicator {
   /** Resolves once rank p has dialled us for `kind` ('in': p sends to us; 'out': p receives from us). */
   private accepted(p: number, kind: 'in' | 'out', deadline: number): Promise<void> {
     if ((kind === 'in' ? this.inLinks : this.outLinks)[p]) return Promise.resolve();
+    if (this.failure) return Promise.reject(this.failure);
     const waiters = kind === 'in' ? this.inWaiters : this.outWaiters;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -411,9 +413,10 @@ export class TcpCommunicator implements Communicator {
         reject(new CommTimeoutError(`rank ${this.rank}: ${this.peerDesc(p)} did not connect within ${this.o.timeoutMs} ms after the rendezvous — ` +
           `did it fail, or can it not reach ${this.listenAddr ? hostPort(this.listenAddr.host, this.listenAddr.port) : 'this rank'} (firewall, wrong interface: see listenHost)?`, [p]));
       }, Math.max(0, deadline - Date.now()));
-      waiters[p] = () => {
+      waiters[p] = (err) => {
         clearTimeout(timer);
-        resolve();
+        if (err) reject(err);
+        else resolve();
       };
     });
   }
@@ -673,6 +676,13 @@ export class TcpCommunicator implements Communicator {
     const origin = err instanceof PeerFailedError ? err.failedRank : this.rank;
     const reason = err instanceof PeerFailedError ? err.reason : `${err.name}: ${err.message}`;
     for (const qs of [...this.collQueues, ...this.p2pQueues]) for (const q of qs.values()) q.fail(err);
+    // a world still forming fails now, not when its connection deadline passes
+    for (const waiters of [this.inWaiters, this.outWaiters]) {
+      waiters.forEach((w, p) => {
+        waiters[p] = undefined;
+        w?.(err);
+      });
+    }
     for (const link of this.links) {
       link.releaseHeld();
       link.sendJsonAndClose(FrameType.Abort, { origin, reason });
