@@ -6,9 +6,9 @@
  * side can advance it. The native side takes over only at a clean moment — nothing of this call
  * queued or half-read on the left link (a header held before its payload, FrameDecoder.hold, is
  * taken over), nothing of ours unwritten on the right one — with the left socket's reading
- * paused, and gives back at a frame boundary on anything unexpected (another
- * call's frame, an Abort, a malformed header, the end of the stream) or after `sliceMs` without
- * data; JavaScript then continues the same steps and reports any error as it always does.
+ * paused, and gives back at a frame boundary on anything unexpected (another call's frame, an
+ * Abort, a malformed header, the end of the stream) or after `sliceMs` without data; JavaScript
+ * then continues the same steps and reports any error as it always does.
  */
 import type { TcpNativeAddon } from './nativeDataPath.ts';
 import type { Link } from './link.ts';

@@ -31,9 +31,10 @@
  *   Native ring (nativeRing.ts, native/tcp/ring.c; where the addon is built): the ring's steps
  *     are a list that the C loop or this file's loop can advance. Whenever this call is alone and
  *     at a clean moment (our writes flushed, nothing of it queued or half-read) the C loop takes
- *     over the two ring sockets (frames the left neighbour sends before this rank enters the
- *     call wait unread at their first header for it, see holdsFrame) — reading, hashing, reducing and forwarding frames with no event
- *     loop in between, which is what keeps up with Gloo when processes outnumber cores — and hands
+ *     over the two ring sockets (what the left neighbour sends before this rank enters the call
+ *     waits unread at its first header for it, see holdsFrame) — reading, hashing, reducing and
+ *     forwarding frames with no event loop in between, which is what keeps up with Gloo when
+ *     processes outnumber cores — and hands
  *     back at a frame boundary on anything else (another call's frame, an Abort, the end of a
  *     stream) or after NATIVE_SLICE_MS without data, so control frames, timers and other links
  *     are never starved for longer. The frames on the wire are the same either way.
