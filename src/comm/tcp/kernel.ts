@@ -30,7 +30,8 @@ const P1 = 2654435761, P2 = 2246822519, P3 = 3266489917, P4 = 668265263, P5 = 37
 /** hash lanes, and the bytes of a stripe (one word per lane): the hash runs over whole stripes */
 const LANES = 32;
 export const HASH_STRIPE = LANES * 4;
-const STRIPE = HASH_STRIPE;
+/** the bytes of the whole stripes in `bytes` bytes: what the lanes take, the rest is the tail */
+const wholeStripes = (bytes: number) => bytes - (bytes % HASH_STRIPE);
 export const HASH_STATE_BYTES = LANES * 4;
 /** the piece size of copy-through operations */
 const PIECE = 64 * 1024;
@@ -208,7 +209,7 @@ export class TcpKernel {
     return !!arena && this.live.get(arena)!.has(b.byteOffset);
   }
 
-  /** Feeds bytes [from, to) of slot `b` (to − from a multiple of STRIPE) into `lanes`; with the native path `b` may be any memory. */
+  /** Feeds bytes [from, to) of slot `b` (to − from a multiple of HASH_STRIPE) into `lanes`; with the native path `b` may be any memory. */
   hashSlot(lanes: Uint32Array, b: Uint8Array, from: number, to: number): void {
     if (to <= from) return;
     if (this.native) {
@@ -232,7 +233,7 @@ export class TcpKernel {
   /** Hash of any bytes, copied through the scratch area in 64 KiB pieces. */
   hashBytes(bytes: Uint8Array): number {
     if (bytes.length % 4 !== 0) throw new RangeError('data payloads are whole float32s');
-    const full = bytes.length - (bytes.length % STRIPE);
+    const full = wholeStripes(bytes.length);
     if (this.native) {
       this.lanes.set(INITIAL);
       this.native.hash(this.lanes, bytes);
@@ -261,7 +262,7 @@ export class TcpKernel {
       if (wantHash) this.lanes.set(INITIAL);
       this.native.addHash(dst, b, div, wantHash ? this.lanes : null);
       if (!wantHash) return 0;
-      const full = dst.length * 4 - ((dst.length * 4) % STRIPE);
+      const full = wholeStripes(dst.length * 4);
       return finalize(this.lanes, new Uint32Array(dst.buffer, dst.byteOffset + full, dst.length - (full >> 2)), dst.length * 4);
     }
     const a = this.arenaOf.get(b.buffer)!;
@@ -272,12 +273,12 @@ export class TcpKernel {
       a.f32.set(dst.subarray(o, o + m), a.scratch >> 2);
       const at = b.byteOffset + o * 4;
       a.fn.add(at, a.scratch, m, div);
-      if (wantHash) a.fn.hash(a.state, at, m * 4 - ((m * 4) % STRIPE));
+      if (wantHash) a.fn.hash(a.state, at, wholeStripes(m * 4));
       dst.set(a.f32.subarray(base + o, base + o + m), o);
     }
     if (!wantHash) return 0;
     a.saveState(this.lanes);
-    const full = n * 4 - ((n * 4) % STRIPE);
+    const full = wholeStripes(n * 4);
     return finalize(this.lanes, a.u32.subarray(base + full / 4, base + n), n * 4);
   }
 }
