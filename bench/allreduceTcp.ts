@@ -3,8 +3,11 @@
  * buffers of 1–64 MB, allreduce(sum) with the chunked, pipelined ring of src/comm/tcp. Each cell
  * is the median over timed repetitions (after a warm-up of at least 3 calls and 300 ms) of the
  * slowest rank's time for one call, all ranks entering together after a barrier. Algorithm
- * bandwidth = buffer bytes / time. Both sides check one call on a buffer of ones, then run the
- * same loops on it without resetting it between calls.
+ * bandwidth = buffer bytes / time. A second table times the same number of calls back to back
+ * (one barrier, then one call after another, as a training loop makes them): the slowest rank's
+ * total / calls. Ranks out of step cost the first measure the most; CPU per call, on few cores,
+ * the second. Both sides check one call on a buffer of ones, then run the same loops on it
+ * without resetting it between calls.
  *
  * Where Debian's python3-torch is installed, the same measurement runs for Gloo's allreduce via
  * torch.distributed (same process counts, sizes, repetitions, one thread per process), and the
@@ -39,14 +42,18 @@ interface RankJob {
 }
 
 /** rank → parent messages */
-type RankMsg = { kind: 'master'; port: number } | { kind: 'times'; rank: number; times: Record<number, number[]> } | { kind: 'error'; message: string };
+type RankMsg = { kind: 'master'; port: number } | { kind: 'times'; rank: number; times: Record<number, number[]>; streamMs: Record<number, number> } | { kind: 'error'; message: string };
 
-/** Runs one world of `worldSize` processes; returns GB/s per size (median of the slowest rank's times). */
-async function runWorld(worldSize: number, sizesMb: number[], reps: number, chunkBytes: number): Promise<Record<number, number>> {
+/** GB/s per size: one call at a time (`call`) and back to back (`stream`). */
+interface WorldResult { call: Record<number, number>; stream: Record<number, number> }
+
+/** Runs one world of `worldSize` processes: GB/s of the slowest rank, per call (median) and back to back. */
+async function runWorld(worldSize: number, sizesMb: number[], reps: number, chunkBytes: number): Promise<WorldResult> {
   const secret = `bench-${process.pid}-${Date.now()}-0123456789abcdef`;
   const self = fileURLToPath(import.meta.url);
   const children: ReturnType<typeof fork>[] = [];
   const results: Record<number, Record<number, number[]>> = {};
+  const streams: Record<number, Record<number, number>> = {};
   let masterPort = 0;
   let onListening: (port: number) => void = () => {};
   const listening = new Promise<number>((resolve) => { onListening = resolve; });
@@ -61,7 +68,10 @@ async function runWorld(worldSize: number, sizesMb: number[], reps: number, chun
     let error: string | undefined;
     child.on('message', (m: RankMsg) => {
       if (m.kind === 'master') onListening(m.port);
-      else if (m.kind === 'times') results[rank] = m.times;
+      else if (m.kind === 'times') {
+        results[rank] = m.times;
+        streams[rank] = m.streamMs;
+      }
       else error = m.message;
     });
     child.on('exit', (code) => {
@@ -79,10 +89,11 @@ async function runWorld(worldSize: number, sizesMb: number[], reps: number, chun
   } finally {
     for (const c of children) if (c.exitCode === null) c.kill();
   }
-  const out: Record<number, number> = {};
+  const out: WorldResult = { call: {}, stream: {} };
   for (const mb of sizesMb) {
     const slowest = Array.from({ length: reps }, (_, i) => Math.max(...Object.values(results).map((t) => t[mb]![i]!)));
-    out[mb] = (mb * MB) / (median(slowest) / 1000) / 1e9;
+    out.call[mb] = (mb * MB) / (median(slowest) / 1000) / 1e9;
+    out.stream[mb] = (mb * MB) / (Math.max(...Object.values(streams).map((t) => t[mb]!)) / reps / 1000) / 1e9;
   }
   return out;
 }
@@ -113,7 +124,11 @@ def run(rank, world, port, sizes, reps, q):
         for _ in range(reps):
             dist.barrier()
             s = time.perf_counter(); dist.all_reduce(t); ts.append(time.perf_counter() - s)
-        out[mb] = ts
+        dist.barrier()
+        s = time.perf_counter()
+        for _ in range(reps):
+            dist.all_reduce(t)
+        out[mb] = (ts, time.perf_counter() - s)
     q.put((rank, out))
     dist.destroy_process_group()
 
@@ -126,18 +141,20 @@ if __name__ == '__main__':
     for p in ps: p.start()
     res = dict(q.get() for _ in ps)
     for p in ps: p.join()
-    gbs = {}
+    call, stream = {}, {}
     for mb in sizes:
-        slow = [max(res[r][mb][i] for r in res) for i in range(reps)]
-        gbs[mb] = mb * (1 << 20) / statistics.median(slow) / 1e9
-    print(json.dumps(gbs))
+        slow = [max(res[r][mb][0][i] for r in res) for i in range(reps)]
+        call[mb] = mb * (1 << 20) / statistics.median(slow) / 1e9
+        stream[mb] = mb * (1 << 20) / (max(res[r][mb][1] for r in res) / reps) / 1e9
+    print(json.dumps({'call': call, 'stream': stream}))
 `;
 
-async function runGloo(worldSize: number, sizesMb: number[], reps: number): Promise<Record<number, number>> {
+async function runGloo(worldSize: number, sizesMb: number[], reps: number): Promise<WorldResult> {
   const port = await freePort();
   const out = runPython(GLOO_SCRIPT, [String(worldSize), String(port), sizesMb.join(','), String(reps)]);
-  const parsed = JSON.parse(out.split('\n').pop()!) as Record<string, number>;
-  return Object.fromEntries(Object.entries(parsed).map(([k, v]) => [Number(k), v]));
+  const parsed = JSON.parse(out.split('\n').pop()!) as Record<keyof WorldResult, Record<string, number>>;
+  const sizes = (r: Record<string, number>) => Object.fromEntries(Object.entries(r).map(([k, v]) => [Number(k), v]));
+  return { call: sizes(parsed.call), stream: sizes(parsed.stream) };
 }
 
 export async function main(args: string[]): Promise<void> {
@@ -148,25 +165,26 @@ export async function main(args: string[]): Promise<void> {
   const chunkBytes = Number(flag(args, 'chunk-kb') ?? 1024) * 1024;
   const gloo = !args.includes('--no-gloo') && torchPython() !== null;
 
-  console.log(`tcp allreduce(sum) over loopback, one rank per process, median of ${reps} after warm-up (slowest rank per call)`);
+  console.log(`tcp allreduce(sum) over loopback, one rank per process, slowest rank, after warm-up; per round: GB/s one call at a time (back to back)`);
   console.log(`algorithm bandwidth = buffer bytes / time; chunk ${chunkBytes / 1024} KiB; ${rounds} round(s), medians over rounds` +
     (gloo ? '; Gloo = torch.distributed gloo all_reduce, same sizes, alternating with paratrain; ratio = median of per-round paratrain / Gloo'
       : '; Gloo: python3-torch not found (or --no-gloo)') + '\n');
 
+  type Measure = keyof WorldResult;
   type Cell = { pt: number[]; gl: number[]; ratio: number[] };
   const cells = new Map<string, Cell>();
-  const cell = (n: number, mb: number) => {
-    const k = `${n}/${mb}`;
+  const cell = (m: Measure, n: number, mb: number) => {
+    const k = `${m}/${n}/${mb}`;
     if (!cells.has(k)) cells.set(k, { pt: [], gl: [], ratio: [] });
     return cells.get(k)!;
   };
-  const fmt = (r: Record<number, number>) => sizesMb.map((mb) => `${mb} MB ${r[mb]!.toFixed(2)}`).join(', ');
+  const fmt = (r: WorldResult) => sizesMb.map((mb) => `${mb} MB ${r.call[mb]!.toFixed(2)} (${r.stream[mb]!.toFixed(2)})`).join(', ');
   const glooFailed = new Set<number>();
   for (let round = 1; round <= rounds; round++) {
     for (const n of procs) {
       const pt = await runWorld(n, sizesMb, reps, chunkBytes);
       console.log(`  round ${round}, paratrain, ${n} processes: ${fmt(pt)} GB/s`);
-      let gl: Record<number, number> | undefined;
+      let gl: WorldResult | undefined;
       if (gloo && !glooFailed.has(n)) {
         try {
           gl = await runGloo(n, sizesMb, reps);
@@ -176,36 +194,42 @@ export async function main(args: string[]): Promise<void> {
           console.log(`  Gloo with ${n} processes failed: ${(err as Error).message}`);
         }
       }
-      for (const mb of sizesMb) {
-        const c = cell(n, mb);
-        c.pt.push(pt[mb]!);
-        if (gl) {
-          c.gl.push(gl[mb]!);
-          c.ratio.push(pt[mb]! / gl[mb]!);
+      for (const m of ['call', 'stream'] as const) {
+        for (const mb of sizesMb) {
+          const c = cell(m, n, mb);
+          c.pt.push(pt[m][mb]!);
+          if (gl) {
+            c.gl.push(gl[m][mb]!);
+            c.ratio.push(pt[m][mb]! / gl[m][mb]!);
+          }
         }
       }
     }
   }
 
-  const head = ['size'];
-  for (const n of procs) head.push(`paratrain ${n}p`, ...(cell(n, sizesMb[0]!).gl.length ? [`Gloo ${n}p`, 'ratio', 'ratio range'] : []));
-  const rows = sizesMb.map((mb) => {
-    const row = [`${mb} MB`];
-    for (const n of procs) {
-      const c = cell(n, mb);
-      row.push(`${median(c.pt).toFixed(2)} GB/s`);
-      if (c.gl.length) {
-        row.push(`${median(c.gl).toFixed(2)} GB/s`, `${median(c.ratio).toFixed(2)}×`,
-          `${Math.min(...c.ratio).toFixed(2)}–${Math.max(...c.ratio).toFixed(2)}`);
+  const table = (m: Measure, title: string) => {
+    const head = ['size'];
+    for (const n of procs) head.push(`paratrain ${n}p`, ...(cell(m, n, sizesMb[0]!).gl.length ? [`Gloo ${n}p`, 'ratio', 'ratio range'] : []));
+    const rows = sizesMb.map((mb) => {
+      const row = [`${mb} MB`];
+      for (const n of procs) {
+        const c = cell(m, n, mb);
+        row.push(`${median(c.pt).toFixed(2)} GB/s`);
+        if (c.gl.length) {
+          row.push(`${median(c.gl).toFixed(2)} GB/s`, `${median(c.ratio).toFixed(2)}×`,
+            `${Math.min(...c.ratio).toFixed(2)}–${Math.max(...c.ratio).toFixed(2)}`);
+        }
       }
-    }
-    return row;
-  });
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (c: string[]) => c.map((x, i) => (i === 0 ? x.padStart(widths[i]!) : x.padEnd(widths[i]!))).join('   ');
-  console.log('');
-  console.log(line(head));
-  for (const r of rows) console.log(line(r));
+      return row;
+    });
+    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+    const line = (c: string[]) => c.map((x, i) => (i === 0 ? x.padStart(widths[i]!) : x.padEnd(widths[i]!))).join('   ');
+    console.log(`\n${title}`);
+    console.log(line(head));
+    for (const r of rows) console.log(line(r));
+  };
+  table('call', `one call at a time (after a barrier), median of ${reps}:`);
+  table('stream', `back to back (${reps} calls after one barrier), total / calls:`);
 }
 
 async function rankMain(job: RankJob): Promise<void> {
@@ -216,6 +240,7 @@ async function rankMain(job: RankJob): Promise<void> {
       timeoutMs: 60_000, onMasterListening: ({ port }) => void send({ kind: 'master', port }),
     });
     const times: Record<number, number[]> = {};
+    const streamMs: Record<number, number> = {};
     const flagBuf = new Float32Array(1);
     for (const mb of job.sizesMb) {
       const buf = new Float32Array((mb * MB) / 4).fill(1);
@@ -238,8 +263,12 @@ async function rankMain(job: RankJob): Promise<void> {
         ts.push(performance.now() - t0);
       }
       times[mb] = ts;
+      await comm.barrier();
+      const t0 = performance.now();
+      for (let i = 0; i < job.reps; i++) await comm.allreduce(buf);
+      streamMs[mb] = performance.now() - t0;
     }
-    await send({ kind: 'times', rank: job.rank, times });
+    await send({ kind: 'times', rank: job.rank, times, streamMs });
     await comm.close();
   } catch (err) {
     await send({ kind: 'error', message: (err as Error).message });
