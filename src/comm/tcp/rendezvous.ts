@@ -302,12 +302,16 @@ const RETRYABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNRE
 
 /**
  * Connects to `host:port` within `deadline`, retrying refused/unreachable attempts with backoff
- * (the peer may not be listening yet). Throws CommTimeoutError naming `who` and the address.
+ * (the peer may not be listening yet). Throws CommTimeoutError naming `who` and the address, or
+ * what `stop` returns as soon as it returns something (the job failed meanwhile: stop retrying).
  */
-export async function dialWithRetry(host: string, port: number, deadline: number, timeoutMs: number, who: string, me: string, rank: number): Promise<{ socket: net.Socket; reader: PullReader }> {
+export async function dialWithRetry(host: string, port: number, deadline: number, timeoutMs: number, who: string, me: string, rank: number,
+  stop: () => Error | undefined = () => undefined): Promise<{ socket: net.Socket; reader: PullReader }> {
   let delay = 50;
   let lastError = 'no attempt';
   for (;;) {
+    const stopped = stop();
+    if (stopped) throw stopped;
     const remaining = deadline - Date.now();
     if (remaining <= 0) {
       throw new CommTimeoutError(`${me} could not connect to ${who} at ${hostPort(host, port)} within ${timeoutMs} ms (last error: ${lastError})` +

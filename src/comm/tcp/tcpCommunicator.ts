@@ -141,6 +141,8 @@ const RING_TYPES = new Set<number>([FrameType.Allreduce, FrameType.ReduceScatter
 /** what a dialer accepts back on its (outbound) connection */
 const BACK_TYPES = new Set<number>([FrameType.Abort, FrameType.Bye]);
 const MAX_PENDING_HANDSHAKES = 64;
+/** how long a dial whose handshake broke waits for the job's own failure before blaming the peer it dialled */
+const HANDSHAKE_FAILURE_GRACE_MS = 1000;
 const OP_FLAGS: Record<ReduceOp, number> = { sum: 0, mean: 1 };
 /** longest the native ring waits for data before handing the wait back to the event loop, ms */
 const NATIVE_SLICE_MS = 100;
@@ -261,6 +263,8 @@ export class TcpCommunicator implements Communicator {
 
   private opSeq = 0;
   private failure: Error | undefined;
+  /** called once by fail(), for waits that are not in a queue */
+  private readonly failureListeners = new Set<(err: Error) => void>();
   private closed = false;
   private commMs = 0;
   private waitMs = 0;
@@ -437,7 +441,8 @@ export class TcpCommunicator implements Communicator {
   /** Dials rank p to send to it ('send') or to receive from it ('recv'). */
   private async dial(p: number, dir: Direction, deadline: number): Promise<Link> {
     const a = this.peersTable[p]!;
-    const { socket, reader } = await dialWithRetry(a.host, a.port, deadline, this.o.timeoutMs, `rank ${p} (${a.hostname})`, `rank ${this.rank}`, p);
+    const { socket, reader } = await dialWithRetry(a.host, a.port, deadline, this.o.timeoutMs, `rank ${p} (${a.hostname})`, `rank ${this.rank}`, p,
+      () => this.failure ?? (this.closed ? new Error('communicator closed') : undefined));
     const link = new Link(socket, PRE_AUTH_MAX_FRAME, HANDSHAKE_TYPES, reader);
     try {
       await authenticateAsDialer(link, {
@@ -446,7 +451,16 @@ export class TcpCommunicator implements Communicator {
       });
     } catch (err) {
       link.destroy();
-      throw err;
+      // a socket error here (a plain Error: ECONNRESET, EPIPE, closed) means p went away before
+      // the handshake ended, or that p's job failed (it drops new connections then) and its Abort
+      // is still on its way on another link: blame p only if no failure arrives meanwhile.
+      // Typed errors (a refusal, a wrong secret, a malformed frame) stay as they are.
+      if (err instanceof Error && err.constructor === Error) {
+        const failure = this.failure ?? (await this.failureWithin(HANDSHAKE_FAILURE_GRACE_MS));
+        if (failure) throw failure;
+        throw new PeerFailedError(p, `${this.peerDesc(p)}: the connection failed during the handshake (${err.message}) — did that process die?`, `rank ${this.rank}`);
+      }
+      throw this.failure ?? err;
     }
     if (this.closed || this.failure) {
       link.close();
@@ -670,9 +684,24 @@ export class TcpCommunicator implements Communicator {
     this.fail(new PeerFailedError(this.rank, reason, `rank ${this.rank}`));
   }
 
+  /** The job's failure if one arrives within `ms` (undefined if none). */
+  private failureWithin(ms: number): Promise<Error | undefined> {
+    if (this.failure) return Promise.resolve(this.failure);
+    return new Promise((resolve) => {
+      const done = (err?: Error) => {
+        clearTimeout(timer);
+        this.failureListeners.delete(done);
+        resolve(err);
+      };
+      const timer = setTimeout(done, ms);
+      this.failureListeners.add(done);
+    });
+  }
+
   private fail(err: Error): void {
     if (this.failure || this.closed) return;
     this.failure = err;
+    for (const l of [...this.failureListeners]) l(err);
     this.log('error', err.message);
     const origin = err instanceof PeerFailedError ? err.failedRank : this.rank;
     const reason = err instanceof PeerFailedError ? err.reason : `${err.name}: ${err.message}`;
