@@ -42,7 +42,9 @@ interface RankJob {
 }
 
 /** rank → parent messages */
-type RankMsg = { kind: 'master'; port: number } | { kind: 'times'; rank: number; times: Record<number, number[]>; streamMs: Record<number, number> } | { kind: 'error'; message: string };
+/** one rank's times per size: each call after a barrier, and the total of the back-to-back calls */
+interface RankTimes { times: Record<number, number[]>; streamMs: Record<number, number> }
+type RankMsg = { kind: 'master'; port: number } | ({ kind: 'times'; rank: number } & RankTimes) | { kind: 'error'; message: string };
 
 /** GB/s per size: one call at a time (`call`) and back to back (`stream`). */
 interface WorldResult { call: Record<number, number>; stream: Record<number, number> }
@@ -52,8 +54,7 @@ async function runWorld(worldSize: number, sizesMb: number[], reps: number, chun
   const secret = `bench-${process.pid}-${Date.now()}-0123456789abcdef`;
   const self = fileURLToPath(import.meta.url);
   const children: ReturnType<typeof fork>[] = [];
-  const results: Record<number, Record<number, number[]>> = {};
-  const streams: Record<number, Record<number, number>> = {};
+  const results: Record<number, RankTimes> = {};
   let masterPort = 0;
   let onListening: (port: number) => void = () => {};
   const listening = new Promise<number>((resolve) => { onListening = resolve; });
@@ -68,10 +69,7 @@ async function runWorld(worldSize: number, sizesMb: number[], reps: number, chun
     let error: string | undefined;
     child.on('message', (m: RankMsg) => {
       if (m.kind === 'master') onListening(m.port);
-      else if (m.kind === 'times') {
-        results[rank] = m.times;
-        streams[rank] = m.streamMs;
-      }
+      else if (m.kind === 'times') results[rank] = m;
       else error = m.message;
     });
     child.on('exit', (code) => {
@@ -91,9 +89,10 @@ async function runWorld(worldSize: number, sizesMb: number[], reps: number, chun
   }
   const out: WorldResult = { call: {}, stream: {} };
   for (const mb of sizesMb) {
-    const slowest = Array.from({ length: reps }, (_, i) => Math.max(...Object.values(results).map((t) => t[mb]![i]!)));
+    const ranks = Object.values(results);
+    const slowest = Array.from({ length: reps }, (_, i) => Math.max(...ranks.map((r) => r.times[mb]![i]!)));
     out.call[mb] = (mb * MB) / (median(slowest) / 1000) / 1e9;
-    out.stream[mb] = (mb * MB) / (Math.max(...Object.values(streams).map((t) => t[mb]!)) / reps / 1000) / 1e9;
+    out.stream[mb] = (mb * MB) / (Math.max(...ranks.map((r) => r.streamMs[mb]!)) / reps / 1000) / 1e9;
   }
   return out;
 }
