@@ -38,9 +38,12 @@ export class PeerFailedError extends Error {
 export class CommTimeoutError extends Error {
   override readonly name = 'CommTimeoutError';
   readonly missing: number[];
-  constructor(message: string, missing: number[] = []) {
+  /** how long the wait lasted, where one wait for `missing` timed out */
+  readonly waitedMs: number | undefined;
+  constructor(message: string, missing: number[] = [], waitedMs?: number) {
     super(message);
     this.missing = missing;
+    this.waitedMs = waitedMs;
   }
 }
 

@@ -197,7 +197,19 @@ for (const scenario of ['stall-mid-call', 'stall-before-call']) test(`a peer tha
     assert.ok(r.elapsedMs < 10_000, `rank ${r.rank} took ${r.elapsedMs} ms`);
   }
   // rank 0 receives from the stalled rank; rank 1 sends to it and receives from rank 0, which it
-  // may time out on first (the same timeout), or hears of rank 2 in rank 0's Abort
-  assert.match(results[0]!.error!.message, /timed out after 1500 ms .*rank 2 at/, summary(results));
+  // may time out on first (the same timeout): then rank 0 answers the blame naming rank 2; or
+  // rank 1's sends to rank 2 time out first, and its Abort names rank 2
+  assert.match(results[0]!.error!.message, /(timed out after 1500 ms (waiting for data from|sending to)|itself had been waiting \d+ ms for data from) rank 2 at/, summary(results));
   assert.match(results[1]!.error!.message, /timed out after 1500 ms .*rank [02] at/, summary(results));
+});
+
+test('a rank blamed by a timeout while itself stuck on a stalled rank names the stalled rank', { timeout: 30_000 }, async () => {
+  // rank 1's timer is the shorter, so it always fires first and blames rank 0, which waits on rank 2
+  const results = await runJob({
+    worldSize: 3, scenario: 'stall-before-call', params: { victim: 2 }, killAfterMs: 12_000,
+    options: (rank) => ({ timeoutMs: 20_000, recvTimeoutMs: rank === 1 ? 1000 : 4000 }),
+  });
+  assert.match(results[1]!.error!.message, /timed out after 1000 ms waiting for data from rank 0 at/, summary(results));
+  assert.equal(results[0]!.error?.name, 'PeerFailedError', summary(results));
+  assert.match(results[0]!.error!.message, /^job aborted by rank 1 .*rank 0 itself had been waiting \d+ ms for data from rank 2 at .*the likelier cause/, summary(results));
 });

@@ -56,7 +56,7 @@ export const FrameType = {
   Barrier: 20,
   /** point-to-point data; tag = user tag */
   P2P: 24,
-  /** the job is aborted: JSON { origin, reason } */
+  /** the job is aborted: JSON { origin, reason, blames?, waitedMs? } (a timeout: whom it waited for, how long) */
   Abort: 30,
   /** clean close of the sender's communicator */
   Bye: 31,

@@ -4,11 +4,16 @@ import type { Frame } from './frame.ts';
 export class FrameQueue {
   private frames: (Frame | undefined)[] = [];
   private head = 0;
-  private waiter: { resolve: (f: Frame) => void; reject: (e: Error) => void; timer: NodeJS.Timeout } | undefined;
+  private waiter: { resolve: (f: Frame) => void; reject: (e: Error) => void; timer: NodeJS.Timeout; since: number } | undefined;
   private error: Error | undefined;
 
   get waiting(): boolean {
     return this.waiter !== undefined;
+  }
+
+  /** performance.now() when the reader began its current wait; undefined while it does not wait */
+  get waitingSince(): number | undefined {
+    return this.waiter?.since;
   }
 
   get isEmpty(): boolean {
@@ -43,7 +48,7 @@ export class FrameQueue {
         this.waiter = undefined;
         reject(onTimeout());
       }, ms);
-      this.waiter = { resolve, reject, timer };
+      this.waiter = { resolve, reject, timer, since: performance.now() };
     });
   }
 

@@ -46,7 +46,9 @@
  * a rank called differently from its neighbour fails with CollectiveMismatchError naming both
  * calls. Any error inside a call (mismatch, timeout, lost peer) aborts the job: Abort frames go
  * to every connected peer, which forward them, so every rank's pending and later calls throw
- * PeerFailedError naming the origin instead of waiting for their timeouts.
+ * PeerFailedError naming the origin instead of waiting for their timeouts. A timeout's Abort says
+ * whom it blames; a blamed rank that was itself stuck waiting on another rank adds that rank to
+ * the reason, so a stall is traced to the stalled rank, whichever neighbour's timer fired first.
  */
 import net from 'node:net';
 import os from 'node:os';
@@ -582,14 +584,16 @@ export class TcpCommunicator implements Communicator {
         this.p2pQueue(p, f.tag).push(f);
         return;
       case FrameType.Abort: {
-        let origin = p, reason = 'no reason given';
+        let origin = p, reason = 'no reason given', blamedWaitMs = 0;
         try {
-          const b = JSON.parse(f.payload.toString('utf8')) as { origin?: unknown; reason?: unknown };
+          const b = JSON.parse(f.payload.toString('utf8')) as { origin?: unknown; reason?: unknown; blames?: unknown; waitedMs?: unknown };
           if (typeof b.origin === 'number' && Number.isInteger(b.origin)) origin = b.origin;
           if (typeof b.reason === 'string') reason = b.reason.slice(0, 2000);
+          if (Array.isArray(b.blames) && b.blames.includes(this.rank) && typeof b.waitedMs === 'number') blamedWaitMs = b.waitedMs;
         } catch {
           // keep the defaults
         }
+        if (blamedWaitMs > 0) reason += this.ownLongWait(origin, blamedWaitMs);
         this.fail(new PeerFailedError(origin, reason, `rank ${this.rank}`));
         return;
       }
@@ -657,6 +661,24 @@ export class TcpCommunicator implements Communicator {
     return false;
   }
 
+  /**
+   * Blamed by a peer's timeout after it waited `theirMs` for us: if this rank has itself waited at
+   * least half that long for another rank (not `origin`), that rank is the likelier cause — the
+   * race between timers decides only which of its victims speaks first. '' when there is no such wait.
+   */
+  private ownLongWait(origin: number, theirMs: number): string {
+    let worst: { p: number; since: number } | undefined;
+    this.collQueues.forEach((qs, p) => {
+      for (const q of [...qs.values(), ...this.p2pQueues[p]!.values()]) {
+        const since = q.waitingSince;
+        if (p !== origin && since !== undefined && (!worst || since < worst.since)) worst = { p, since };
+      }
+    });
+    const ms = worst ? performance.now() - worst.since : 0;
+    if (!worst || ms < theirMs / 2) return '';
+    return `; rank ${this.rank} itself had been waiting ${Math.round(ms)} ms for data from ${this.peerDesc(worst.p)}, the likelier cause`;
+  }
+
   private p2pQueue(p: number, tag: number): FrameQueue {
     const qs = this.p2pQueues[p]!;
     let q = qs.get(tag);
@@ -705,6 +727,8 @@ export class TcpCommunicator implements Communicator {
     this.log('error', err.message);
     const origin = err instanceof PeerFailedError ? err.failedRank : this.rank;
     const reason = err instanceof PeerFailedError ? err.reason : `${err.name}: ${err.message}`;
+    // whom this rank's own timed-out wait blames, and for how long it waited (see ownLongWait)
+    const blame = err instanceof CommTimeoutError && err.waitedMs !== undefined ? { blames: err.missing, waitedMs: err.waitedMs } : {};
     for (const qs of [...this.collQueues, ...this.p2pQueues]) for (const q of qs.values()) q.fail(err);
     // a world still forming fails now, not when its connection deadline passes
     for (const waiters of [this.inWaiters, this.outWaiters]) {
@@ -715,7 +739,7 @@ export class TcpCommunicator implements Communicator {
     }
     for (const link of this.links) {
       link.releaseHeld();
-      link.sendJsonAndClose(FrameType.Abort, { origin, reason });
+      link.sendJsonAndClose(FrameType.Abort, { origin, reason, ...blame });
     }
     for (const l of this.pending) l.destroy();
     this.server?.close();
@@ -787,7 +811,7 @@ export class TcpCommunicator implements Communicator {
       return Promise.reject(new PeerFailedError(p, `${this.peerDesc(p)} closed its communicator before sending the data of ${what} (did the ranks call different collectives?)`, `rank ${this.rank}`));
     }
     return q.take(this.o.recvTimeoutMs, () => new CommTimeoutError(
-      `rank ${this.rank}: ${what} timed out after ${this.o.recvTimeoutMs} ms waiting for data from ${this.peerDesc(p)}`, [p]));
+      `rank ${this.rank}: ${what} timed out after ${this.o.recvTimeoutMs} ms waiting for data from ${this.peerDesc(p)}`, [p], this.o.recvTimeoutMs));
   }
 
   /** Sends floats [a, b) of `bytes` (the buffer's bytes) to `out` in frames of at most chunkFloats. */
@@ -950,7 +974,7 @@ export class TcpCommunicator implements Communicator {
     const p = res.side === 'in' ? left : right;
     if (res.timeout) {
       return new CommTimeoutError(`rank ${this.rank}: ${what} timed out after ${this.o.recvTimeoutMs} ms ` +
-        `${res.side === 'in' ? 'waiting for data from' : 'sending to'} ${this.peerDesc(p)} (${res.message})`, [p]);
+        `${res.side === 'in' ? 'waiting for data from' : 'sending to'} ${this.peerDesc(p)} (${res.message})`, [p], this.o.recvTimeoutMs);
     }
     const link = res.side === 'in' ? this.inLinks[left] : this.outLinks[right];
     const err = res.malformed ? new FrameError(res.message) : new Error(res.message);
