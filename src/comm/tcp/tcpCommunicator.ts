@@ -657,8 +657,14 @@ export class TcpCommunicator implements Communicator {
 
   /** Whether a call of this rank waits for a frame from rank p. */
   private waitsFor(p: number): boolean {
-    for (const qs of [this.collQueues[p]!, this.p2pQueues[p]!]) for (const q of qs.values()) if (q.waiting) return true;
+    for (const q of this.queuesOf(p)) if (q.waiting) return true;
     return false;
+  }
+
+  /** Every queue of frames from rank p: its collectives' and its sends'. */
+  private *queuesOf(p: number): Generator<FrameQueue> {
+    yield* this.collQueues[p]!.values();
+    yield* this.p2pQueues[p]!.values();
   }
 
   /**
@@ -668,12 +674,12 @@ export class TcpCommunicator implements Communicator {
    */
   private ownLongWait(origin: number, theirMs: number): string {
     let worst: { p: number; since: number } | undefined;
-    this.collQueues.forEach((qs, p) => {
-      for (const q of [...qs.values(), ...this.p2pQueues[p]!.values()]) {
+    for (let p = 0; p < this.size; p++) {
+      for (const q of this.queuesOf(p)) {
         const since = q.waitingSince;
         if (p !== origin && since !== undefined && (!worst || since < worst.since)) worst = { p, since };
       }
-    });
+    }
     const ms = worst ? performance.now() - worst.since : 0;
     if (!worst || ms < theirMs / 2) return '';
     return `; rank ${this.rank} itself had been waiting ${Math.round(ms)} ms for data from ${this.peerDesc(worst.p)}, the likelier cause`;
