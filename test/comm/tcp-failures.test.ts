@@ -190,8 +190,8 @@ test('a peer that dies in the middle of a large allreduce fails the others with 
   }
 });
 
-for (const scenario of ['stall-mid-call', 'stall-before-call']) test(`a peer that stalls (${scenario}) times the others out; the rank it sends to names it`, { timeout: 30_000 }, async () => {
-  const results = await runJob({ worldSize: 3, scenario, params: { victim: 2 }, killAfterMs: 12_000, options: () => ({ timeoutMs: 20_000, recvTimeoutMs: 1500 }) });
+for (const scenario of ['stall-mid-call', 'stall-before-call']) test(`a peer that stalls (${scenario}) times the others out; the rank it sends to names it`, { timeout: 60_000 }, async () => {
+  const results = await runJob({ worldSize: 3, scenario, params: { victim: 2 }, stalledRank: 2, killAfterMs: 40_000, options: () => ({ timeoutMs: 20_000, recvTimeoutMs: 1500 }) });
   for (const r of results.slice(0, 2)) {
     assert.ok(r.error?.name === 'CommTimeoutError' || r.error?.name === 'PeerFailedError', summary(results));
     assert.ok(r.elapsedMs < 10_000, `rank ${r.rank} took ${r.elapsedMs} ms`);
@@ -203,10 +203,10 @@ for (const scenario of ['stall-mid-call', 'stall-before-call']) test(`a peer tha
   assert.match(results[1]!.error!.message, /timed out after 1500 ms .*rank [02] at/, summary(results));
 });
 
-test('a rank blamed by a timeout while itself stuck on a stalled rank names the stalled rank', { timeout: 30_000 }, async () => {
+test('a rank blamed by a timeout while itself stuck on a stalled rank names the stalled rank', { timeout: 60_000 }, async () => {
   // rank 1's timer is the shorter, so it always fires first and blames rank 0, which waits on rank 2
   const results = await runJob({
-    worldSize: 3, scenario: 'stall-before-call', params: { victim: 2 }, killAfterMs: 12_000,
+    worldSize: 3, scenario: 'stall-before-call', params: { victim: 2 }, stalledRank: 2, killAfterMs: 40_000,
     options: (rank) => ({ timeoutMs: 20_000, recvTimeoutMs: rank === 1 ? 1000 : 4000 }),
   });
   assert.match(results[1]!.error!.message, /timed out after 1000 ms waiting for data from rank 0 at/, summary(results));

@@ -55,6 +55,11 @@ export interface JobOptions {
   onReady?: (addresses: Map<number, { host: string; port: number }>) => Promise<void> | void;
   /** kill any process still running after this long */
   killAfterMs?: number;
+  /**
+   * A rank that stops itself (SIGSTOP) and so never exits: it is killed as soon as every other rank
+   * has exited, so a loaded machine's slow starts can have a long killAfterMs without every run waiting it out.
+   */
+  stalledRank?: number;
 }
 
 /** A TCP port that was free a moment ago. */
@@ -75,6 +80,8 @@ export async function runJob(o: JobOptions): Promise<RankResult[]> {
   const addresses = new Map<number, { host: string; port: number }>();
   let readyHook: Promise<void> | undefined;
   let listeningPort: ((port: number) => void) | undefined;
+  const exited = new Set<number>();
+  let stalledChild: ChildProcess | undefined;
 
   const start = (rank: number, masterPort: number): Promise<RankResult> => new Promise((resolve) => {
     const spec: WorkerSpec = {
@@ -83,6 +90,7 @@ export async function runJob(o: JobOptions): Promise<RankResult[]> {
     };
     const child = fork(workerPath, [JSON.stringify(spec)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     children.push(child);
+    if (rank === o.stalledRank) stalledChild = child;
     let result: RankResult | undefined;
     const kill = setTimeout(() => child.kill('SIGKILL'), o.killAfterMs ?? 45_000);
     child.on('message', (m: WorkerMessage) => {
@@ -98,6 +106,10 @@ export async function runJob(o: JobOptions): Promise<RankResult[]> {
     });
     child.on('exit', (code, signal) => {
       clearTimeout(kill);
+      exited.add(rank);
+      if (o.stalledRank !== undefined && exited.size === ranks.length - 1 && !exited.has(o.stalledRank)) {
+        stalledChild?.kill('SIGKILL');
+      }
       listeningPort?.(-1);
       resolve(result ? { ...result, exitCode: code } : {
         rank, ok: false, failures: [], data: {}, logs: [], elapsedMs: -1, exitCode: code,
