@@ -7,9 +7,9 @@ import { TcpCommunicator } from '../comm/tcp/index.ts';
 import { HierarchicalCommunicator } from '../comm/hierarchical.ts';
 import { PeerFailedError } from '../comm/errors.ts';
 import { createStrategy } from '../parallel/createStrategy.ts';
-import type { ParameterServer } from '../parallel/parameterServer.ts';
-import { SharedParameterServer, type SharedParameterServerMemory } from '../parallel/sharedParameterServer.ts';
-import { RemoteParameterServer } from '../parallel/remoteParameterServer.ts';
+import type { ParameterServer } from '../parallel/parameterServer/index.ts';
+import { SharedParameterServer, type SharedParameterServerMemory } from '../parallel/parameterServer/shared.ts';
+import { RemoteParameterServer } from '../parallel/parameterServer/remoteClient.ts';
 import { runDevice } from './device.ts';
 import type { TrainEvent } from './events.ts';
 import type { CrossWorldSpec, TcpWorldSpec } from './processWorld.ts';
@@ -80,8 +80,8 @@ try {
     emit: (event) => post({ kind: 'event', event }),
     takeCommStats: () => {
       // collectives and the parameter server both count as communication
-      const s = comm.takeStats(), p = ps?.takeStats() ?? { commMs: 0, waitMs: 0, bytes: 0 };
-      return { commMs: s.commMs + p.commMs, idleMs: s.waitMs + p.waitMs, bytes: s.bytes + p.bytes };
+      const s = comm.takeStats(), p = ps?.takeStats() ?? { commMs: 0, idleMs: 0, bytes: 0 };
+      return { commMs: s.commMs + p.commMs, idleMs: s.waitMs + p.idleMs, bytes: s.bytes + p.bytes };
     },
   });
   await ps?.close?.();

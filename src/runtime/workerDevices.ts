@@ -4,7 +4,7 @@ import { buildModel } from '../nn/model.ts';
 import { jsBackend } from '../kernels/js/index.ts';
 import { createShmWorld } from '../comm/shm/index.ts';
 import { needsParameterServer } from '../parallel/createStrategy.ts';
-import { allocateParameterServer } from '../parallel/sharedParameterServer.ts';
+import { allocateParameterServer } from '../parallel/parameterServer/shared.ts';
 import type { DeviceWorkerInit, DeviceWorkerMessage } from './deviceWorker.ts';
 import { spawnModuleWorker } from './spawnWorker.ts';
 import { hostParameterServer } from './parameterServerProcess.ts';
