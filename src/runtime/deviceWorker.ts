@@ -16,6 +16,7 @@ import type { CrossWorldSpec, TcpWorldSpec } from './processWorld.ts';
 import { joinMpiWorld } from './mpiWorld.ts';
 import type { MpiCommunicator } from '../comm/mpi/index.ts';
 import type { RunConfig } from './runConfig.ts';
+import { FaultPlan, type FaultPlanData } from './faultPlan.ts';
 
 /** What the main thread gives each device thread. */
 export interface DeviceWorkerInit {
@@ -35,8 +36,8 @@ export interface DeviceWorkerInit {
   train: Dataset;
   test: Dataset | null;
   checkpointPath: string | null;
-  slowdown: number;
-  failAtStep?: number;
+  /** the job's injected faults (every device gets the whole plan and asks it with its rank) */
+  faults: FaultPlanData;
 }
 
 export type DeviceWorkerMessage =
@@ -76,7 +77,7 @@ try {
   const strategy = createStrategy(config.train.strategy, { comm, ps });
   await runDevice({
     config, rank, worldSize: size, backend, strategy, train: init.train, test: init.test,
-    checkpointPath: init.checkpointPath, shared: true, comm, slowdown: init.slowdown, failAtStep: init.failAtStep,
+    checkpointPath: init.checkpointPath, shared: true, comm, faults: FaultPlan.fromData(init.faults),
     emit: (event) => post({ kind: 'event', event }),
     takeCommStats: () => {
       // collectives and the parameter server both count as communication
