@@ -11,6 +11,7 @@ export type { ConfigOverrides } from './cli/config.ts';
 export type { RunConfig, TrainSpec } from './runtime/runConfig.ts';
 export type { TrainOptions, TrainResult } from './runtime/train.ts';
 export type { TrainEvent } from './runtime/events.ts';
+export { FaultPlan, type FaultPlanData } from './runtime/faultPlan.ts';
 export { readMetrics } from './runtime/metrics.ts';
 export { readCheckpoint, writeCheckpoint } from './runtime/checkpoint.ts';
 export { getBackend, registeredBackends } from './kernels/index.ts';
@@ -21,6 +22,6 @@ export { rendezvousFromEnv, type RendezvousInfo } from './comm/rendezvous.ts';
  * flags. For one process of a multi-process job pass `processes: rendezvousFromEnv(process.env)`.
  */
 export async function train(config: RunConfig, options: TrainOptions & ConfigOverrides = {}): Promise<TrainResult> {
-  const { out, force, onEvent, log, slowDevices, processes, timeoutMs, ...overrides } = options;
-  return trainRun(applyOverrides(config, overrides), { out, force, onEvent, log, slowDevices, processes, timeoutMs });
+  const { out, force, onEvent, log, faults, slowDevices, failAt, processes, timeoutMs, ...overrides } = options;
+  return trainRun(applyOverrides(config, overrides), { out, force, onEvent, log, faults, slowDevices, failAt, processes, timeoutMs });
 }

@@ -1,6 +1,7 @@
 import { loadConfig, applyOverrides } from './config.ts';
 import { ProgressView } from './progress.ts';
 import { train, loadData } from '../runtime/train.ts';
+import { FaultPlan } from '../runtime/faultPlan.ts';
 import { Replica } from '../runtime/replica.ts';
 import { loadModelCheckpoint } from '../runtime/modelCheckpoint.ts';
 import { getBackend, registeredBackends, tryBackend } from '../kernels/index.ts';
@@ -26,13 +27,12 @@ export async function runTrain(configPath: string, flags: TrainFlags): Promise<v
   const quiet = flags.quiet || (processes !== undefined && world.rank !== 0);
   const view = new ProgressView(process.stderr, quiet);
   const log = quiet ? () => {} : (m: string) => process.stderr.write(`${m}\n`);
-  const devices = config.train.devices * world.worldSize;
-  for (const rank of flags.slowDevice?.keys() ?? []) {
-    if (rank >= devices) throw new Error(`--slow-device: there is no device ${rank} among ${devices} (ranks 0..${devices - 1})`);
-  }
+  // fault injection for testing: stragglers from --slow-device, a failing device from PARATRAIN_FAIL_AT=RANK:STEP
+  const faults = FaultPlan.fromCli({ slowDevice: flags.slowDevice, failAtEnv: process.env.PARATRAIN_FAIL_AT });
+  faults.checkDevices(config.train.devices * world.worldSize);
   try {
-    const result = await train(config, { out: flags.out, force: flags.force, onEvent: view.handle, log, slowDevices: flags.slowDevice,
-      processes, transport: flags.transport, failAt: failAtFromEnv(process.env.PARATRAIN_FAIL_AT), timeoutMs: flags.timeout === undefined ? undefined : flags.timeout * 1000 });
+    const result = await train(config, { out: flags.out, force: flags.force, onEvent: view.handle, log, faults,
+      processes, transport: flags.transport, timeoutMs: flags.timeout === undefined ? undefined : flags.timeout * 1000 });
     const summary = processes && world.rank !== 0
       ? { rank: world.rank, samplesPerSecond: Math.round(result.samplesPerSecond), seconds: Number(result.seconds.toFixed(1)) }
       : { runDir: result.runDir, testAccuracy: result.testAccuracy, samplesPerSecond: Math.round(result.samplesPerSecond), seconds: Number(result.seconds.toFixed(1)) };
@@ -40,14 +40,6 @@ export async function runTrain(configPath: string, flags: TrainFlags): Promise<v
   } finally {
     view.stopBar();
   }
-}
-
-/** Fault injection for testing a job's failure handling: PARATRAIN_FAIL_AT=RANK:STEP makes that device throw at that step. */
-function failAtFromEnv(value: string | undefined): { rank: number; step: number } | undefined {
-  if (!value) return undefined;
-  const m = /^(\d+):(\d+)$/.exec(value);
-  if (!m) throw new Error(`PARATRAIN_FAIL_AT: expected RANK:STEP (e.g. 1:5), got '${value}'`);
-  return { rank: Number(m[1]), step: Number(m[2]) };
 }
 
 export async function runEval(configPath: string, flags: { checkpoint: string; data?: string; backend?: string }): Promise<void> {

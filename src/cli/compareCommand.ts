@@ -14,6 +14,7 @@ import { checkStrategy } from '../parallel/createStrategy.ts';
 import { timestampName } from '../runtime/runDir.ts';
 import type { RunConfig } from '../runtime/runConfig.ts';
 import type { TrainResult } from '../runtime/train.ts';
+import { FaultPlan } from '../runtime/faultPlan.ts';
 import type { EventSink } from '../runtime/events.ts';
 import { loadReportRuns, summaryTable, writeReport, REPORT_FILE } from '../report/index.ts';
 import type { RunnerMessage, RunnerRequest } from './compareRunner.ts';
@@ -59,9 +60,8 @@ export async function runCompare(configPath: string, flags: CompareFlags): Promi
       throw new Error(`compare: strategy ${strategies[i]}: ${(e as Error).message}`);
     }
   });
-  for (const rank of flags.slowDevice?.keys() ?? []) {
-    if (rank >= devices) throw new Error(`--slow-device: there is no device ${rank} among ${devices} (ranks 0..${devices - 1})`);
-  }
+  const faults = FaultPlan.fromCli({ slowDevice: flags.slowDevice });
+  faults.checkDevices(devices);
   const outDir = flags.out ?? join('runs', `compare-${timestampName()}`);
   prepareOutDir(outDir, Boolean(flags.force));
 
@@ -72,7 +72,7 @@ export async function runCompare(configPath: string, flags: CompareFlags): Promi
     log(`[${i + 1}/${strategies.length}] ${strategy} on ${devices} devices → ${dir}`);
     const view = new ProgressView(process.stderr, flags.quiet, `${strategy}: `);
     try {
-      const result = await trainInChild({ config: configs[i]!, out: dir, force: Boolean(flags.force), slowDevices: flags.slowDevice }, view.handle, log, strategy);
+      const result = await trainInChild({ config: configs[i]!, out: dir, force: Boolean(flags.force), faults: faults.toData() }, view.handle, log, strategy);
       results.push({ strategy, result });
     } finally {
       view.stopBar();

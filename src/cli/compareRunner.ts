@@ -1,14 +1,15 @@
 /**
  * One training run of `paratrain compare`, in a process of its own (so each strategy's peak memory
  * and timings are its own, not inherited from the runs before it). The parent sends
- * `{ config, out, force, slowDevices }`; this process answers with its events, log lines, and the
+ * `{ config, out, force, faults }`; this process answers with its events, log lines, and the
  * result or the error.
  */
 import { train, type TrainResult } from '../runtime/train.ts';
+import { FaultPlan, type FaultPlanData } from '../runtime/faultPlan.ts';
 import type { RunConfig } from '../runtime/runConfig.ts';
 import type { TrainEvent } from '../runtime/events.ts';
 
-export interface RunnerRequest { config: RunConfig; out: string; force: boolean; slowDevices?: Map<number, number> }
+export interface RunnerRequest { config: RunConfig; out: string; force: boolean; faults: FaultPlanData }
 export type RunnerMessage =
   | { type: 'event'; event: TrainEvent }
   | { type: 'log'; message: string }
@@ -23,7 +24,7 @@ if (process.send) {
   process.once('message', async (request: RunnerRequest) => {
     try {
       const result = await train(request.config, {
-        out: request.out, force: request.force, slowDevices: request.slowDevices,
+        out: request.out, force: request.force, faults: FaultPlan.fromData(request.faults),
         onEvent: (event) => { process.send!({ type: 'event', event } satisfies RunnerMessage); },
         log: (message) => { process.send!({ type: 'log', message } satisfies RunnerMessage); },
       });

@@ -3,6 +3,7 @@ import { runTrain, runEval, runInfo } from './commands.ts';
 import { runReport } from './reportCommand.ts';
 import { runCompare } from './compareCommand.ts';
 import { runLaunch } from './launchCommand.ts';
+import { FaultPlan } from '../runtime/faultPlan.ts';
 
 /**
  * The `paratrain` command. Every failure ends as one line on stderr and exit code 1; the stack
@@ -27,9 +28,8 @@ const positiveNumber = (name: string) => (value: string) => {
 
 /** `--slow-device 1:2.5` → rank 1 computes 2.5× slower. */
 function collectSlowDevice(value: string, into: Map<number, number>): Map<number, number> {
-  const m = /^(\d+):(\d+(?:\.\d+)?)$/.exec(value);
-  if (!m || Number(m[2]) < 1) throw new Error(`--slow-device: expected RANK:FACTOR with FACTOR ≥ 1 (e.g. 1:3), got '${value}'`);
-  return into.set(Number(m[1]), Number(m[2]));
+  const [rank, factor] = FaultPlan.parseSlowDevice(value);
+  return into.set(rank, factor);
 }
 
 program.command('train')

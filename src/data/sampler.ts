@@ -1,4 +1,5 @@
 import { CounterRng } from '../tensor/rng.ts';
+import { evenSlice } from '../tensor/shape.ts';
 
 /**
  * The sampler that makes data parallelism exact. Every rank computes the same per-epoch permutation
@@ -34,14 +35,6 @@ export interface RankBatch {
 
 /** Salt that separates the data-order stream from the other streams keyed by the same seed. */
 const SHUFFLE_STREAM = 0xda7a;
-
-/** Where rank `rank` of `worldSize` starts and ends in a batch of n: as even as possible, lower ranks get the extra. */
-export function rankSlice(n: number, worldSize: number, rank: number): { start: number; end: number } {
-  const base = Math.floor(n / worldSize);
-  const extra = n % worldSize;
-  const start = rank * base + Math.min(rank, extra);
-  return { start, end: start + base + (rank < extra ? 1 : 0) };
-}
 
 function checkWhole(what: string, value: number, min: number): void {
   if (!Number.isInteger(value) || value < min) throw new Error(`GlobalBatchSampler: ${what} must be a whole number ≥ ${min}, got ${value}`);
@@ -93,7 +86,8 @@ export class GlobalBatchSampler {
     for (let step = 0; step < steps; step++) {
       const batchStart = step * batchSize;
       const globalBatchSize = Math.min(batchSize, count - batchStart);
-      const { start, end } = rankSlice(globalBatchSize, worldSize, rank);
+      // as even as possible, lower ranks get the extra sample
+      const { start, end } = evenSlice(globalBatchSize, worldSize, rank);
       yield {
         step,
         indices: order.subarray(batchStart + start, batchStart + end),

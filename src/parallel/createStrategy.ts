@@ -1,5 +1,5 @@
 import type { Communicator } from '../comm/communicator.ts';
-import type { ParameterServer } from './parameterServer.ts';
+import type { ParameterServer } from './parameterServer/index.ts';
 import type { StrategySpec } from './spec.ts';
 import type { Strategy } from './strategy.ts';
 import { hybridStrategy } from './hybrid.ts';

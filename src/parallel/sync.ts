@@ -1,5 +1,5 @@
 import type { Communicator } from '../comm/communicator.ts';
-import { serverWeights, type ParameterServer } from './parameterServer.ts';
+import { serverWeights, type ParameterServer } from './parameterServer/index.ts';
 import type { Strategy } from './strategy.ts';
 
 /**

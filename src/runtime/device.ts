@@ -9,6 +9,7 @@ import { runTrainLoop, viewOf, type CommStats } from './trainLoop.ts';
 import { saveModelCheckpoint } from './modelCheckpoint.ts';
 import type { RunConfig } from './runConfig.ts';
 import type { EventSink } from './events.ts';
+import type { FaultPlan } from './faultPlan.ts';
 
 export interface DeviceOptions {
   config: RunConfig;
@@ -22,8 +23,7 @@ export interface DeviceOptions {
   checkpointPath: string | null;
   emit: EventSink;
   takeCommStats?: () => CommStats;
-  slowdown?: number;
-  failAtStep?: number;
+  faults?: FaultPlan;
   /** put the replica's flat buffers in shared memory (several devices) */
   shared: boolean;
   /** the devices' communicator: model-parallel layers ("one weird trick") exchange activations over it, synchronised BatchNorm reduces over it */
@@ -55,7 +55,7 @@ export async function runDevice(o: DeviceOptions): Promise<void> {
   const view = viewOf(replica);
   await runTrainLoop({
     replica, strategy: o.strategy, config, train: o.train, rank, worldSize: o.worldSize, emit: o.emit,
-    takeCommStats: o.takeCommStats, slowdown: o.slowdown, failAtStep: o.failAtStep,
+    takeCommStats: o.takeCommStats, faults: o.faults,
     onEpochEnd: async (epoch, step) => {
       const last = epoch === config.train.epochs - 1;
       const { evalEvery, checkpointEvery } = config.train;

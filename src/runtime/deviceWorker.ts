@@ -7,15 +7,16 @@ import { TcpCommunicator } from '../comm/tcp/index.ts';
 import { HierarchicalCommunicator } from '../comm/hierarchical.ts';
 import { PeerFailedError } from '../comm/errors.ts';
 import { createStrategy } from '../parallel/createStrategy.ts';
-import type { ParameterServer } from '../parallel/parameterServer.ts';
-import { SharedParameterServer, type SharedParameterServerMemory } from '../parallel/sharedParameterServer.ts';
-import { RemoteParameterServer } from '../parallel/remoteParameterServer.ts';
+import type { ParameterServer } from '../parallel/parameterServer/index.ts';
+import { SharedParameterServer, type SharedParameterServerMemory } from '../parallel/parameterServer/shared.ts';
+import { RemoteParameterServer } from '../parallel/parameterServer/remoteClient.ts';
 import { runDevice } from './device.ts';
 import type { TrainEvent } from './events.ts';
 import type { CrossWorldSpec, TcpWorldSpec } from './processWorld.ts';
 import { joinMpiWorld } from './mpiWorld.ts';
 import type { MpiCommunicator } from '../comm/mpi/index.ts';
 import type { RunConfig } from './runConfig.ts';
+import { FaultPlan, type FaultPlanData } from './faultPlan.ts';
 
 /** What the main thread gives each device thread. */
 export interface DeviceWorkerInit {
@@ -35,8 +36,8 @@ export interface DeviceWorkerInit {
   train: Dataset;
   test: Dataset | null;
   checkpointPath: string | null;
-  slowdown: number;
-  failAtStep?: number;
+  /** the job's injected faults (every device gets the whole plan and asks it with its rank) */
+  faults: FaultPlanData;
 }
 
 export type DeviceWorkerMessage =
@@ -76,12 +77,12 @@ try {
   const strategy = createStrategy(config.train.strategy, { comm, ps });
   await runDevice({
     config, rank, worldSize: size, backend, strategy, train: init.train, test: init.test,
-    checkpointPath: init.checkpointPath, shared: true, comm, slowdown: init.slowdown, failAtStep: init.failAtStep,
+    checkpointPath: init.checkpointPath, shared: true, comm, faults: FaultPlan.fromData(init.faults),
     emit: (event) => post({ kind: 'event', event }),
     takeCommStats: () => {
       // collectives and the parameter server both count as communication
-      const s = comm.takeStats(), p = ps?.takeStats() ?? { commMs: 0, waitMs: 0, bytes: 0 };
-      return { commMs: s.commMs + p.commMs, idleMs: s.waitMs + p.waitMs, bytes: s.bytes + p.bytes };
+      const s = comm.takeStats(), p = ps?.takeStats() ?? { commMs: 0, idleMs: 0, bytes: 0 };
+      return { commMs: s.commMs + p.commMs, idleMs: s.waitMs + p.idleMs, bytes: s.bytes + p.bytes };
     },
   });
   await ps?.close?.();

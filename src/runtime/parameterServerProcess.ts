@@ -1,7 +1,7 @@
 import { TcpCommunicator } from '../comm/tcp/index.ts';
 import { getBackend } from '../kernels/index.ts';
 import { createOptimizer } from '../optim/optimizer.ts';
-import { serveParameterServer } from '../parallel/parameterServerHost.ts';
+import { serveParameterServer } from '../parallel/parameterServer/host.ts';
 import type { TcpWorldSpec } from './processWorld.ts';
 import type { RunConfig } from './runConfig.ts';
 

@@ -14,6 +14,7 @@ import { globalBatchSize } from './trainLoop.ts';
 import { createRunDir } from './runDir.ts';
 import { MetricsWriter } from './metrics.ts';
 import { epochAggregator, type EventSink, type TrainEvent } from './events.ts';
+import { FaultPlan } from './faultPlan.ts';
 import type { RunConfig } from './runConfig.ts';
 
 export interface TrainOptions {
@@ -25,7 +26,9 @@ export interface TrainOptions {
   onEvent?: EventSink;
   /** notes for people (data source, fall-backs) */
   log?: (message: string) => void;
-  /** straggler injection: device rank → slowdown factor (> 1) */
+  /** injected faults (stragglers, a failing device), for testing; or give them as slowDevices/failAt */
+  faults?: FaultPlan;
+  /** straggler injection: device rank → slowdown factor (≥ 1) */
   slowDevices?: Map<number, number>;
   /** failure injection for tests: device `rank` throws at global step `step` */
   failAt?: { rank: number; step: number };
@@ -91,12 +94,21 @@ function checkRun(config: RunConfig, data: LoadedData): number {
   return model.parameterCount;
 }
 
+/** The run's injected faults, from `faults` or from the slowDevices/failAt shorthands. */
+function faultPlanOf(options: TrainOptions): FaultPlan {
+  const shorthand = options.slowDevices !== undefined || options.failAt !== undefined;
+  if (options.faults && shorthand) throw new Error('TrainOptions: give the injected faults either as faults or as slowDevices/failAt, not both');
+  return options.faults ?? (shorthand ? FaultPlan.fromOptions(options) : FaultPlan.none);
+}
+
 /** Trains one model as configured, writing metrics.jsonl and checkpoints into the run directory. */
 export async function train(userConfig: RunConfig, options: TrainOptions = {}): Promise<TrainResult> {
   const world = options.processes && options.processes.worldSize > 1 ? options.processes : undefined;
   const threads = userConfig.train.devices;
   // the job's maths (global batch, sharding, lr scaling, strategy checks) count every device of every process
   const config: RunConfig = world ? { ...userConfig, train: { ...userConfig.train, devices: threads * world.worldSize } } : userConfig;
+  const faults = faultPlanOf(options);
+  faults.checkDevices(config.train.devices);
   const backend = await getBackend(config.train.backend);
   const data = await loadData(config, options.log);
   const parameters = checkRun(config, data);
@@ -133,12 +145,11 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
     if (devices === 1) {
       await runDevice({
         config, rank: 0, worldSize: 1, backend, strategy: localStrategy, train: data.train, test: data.test,
-        checkpointPath: checkpoint, emit, shared: false, slowdown: options.slowDevices?.get(0),
-        failAtStep: options.failAt?.rank === 0 ? options.failAt.step : undefined,
+        checkpointPath: checkpoint, emit, shared: false, faults,
       });
     } else {
       await runWorkerDevices({ config, threads, placement, train: data.train, test: data.test, checkpointPath: leader ? checkpoint : null,
-        emit, slowDevices: options.slowDevices, failAt: options.failAt, log: options.log });
+        emit, faults, log: options.log });
     }
     const seconds = (performance.now() - started) / 1000;
     // every device sees every one of its samples once per epoch (no sample is dropped)

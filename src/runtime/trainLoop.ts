@@ -7,6 +7,7 @@ import type { StepResult } from './replica.ts';
 import type { ForwardContext } from '../nn/layer.ts';
 import type { RunConfig } from './runConfig.ts';
 import type { EventSink } from './events.ts';
+import { FaultPlan } from './faultPlan.ts';
 
 /** What the loop trains: a whole-model Replica, or one device's part of a model-parallel model. */
 export interface TrainableReplica {
@@ -32,10 +33,8 @@ export interface LoopOptions {
   emit: EventSink;
   /** time in collectives, of it blocked on other devices, and bytes moved since the last call */
   takeCommStats?: () => CommStats;
-  /** straggler injection: compute takes `slowdown` times as long (1 = normal) */
-  slowdown?: number;
-  /** failure injection (tests): throw at this global step */
-  failAtStep?: number;
+  /** injected faults: this device's compute slowdown, the step it throws at (none when absent) */
+  faults?: FaultPlan;
   /** called after each epoch (evaluation, checkpoints), after the strategy's onFinish for the last; awaited */
   onEpochEnd?: (epoch: number, step: number) => Promise<void> | void;
 }
@@ -71,7 +70,8 @@ function sleepSync(ms: number): void {
 export async function runTrainLoop(o: LoopOptions): Promise<void> {
   const { replica, strategy, config, rank, worldSize, emit } = o;
   const takeCommStats = o.takeCommStats ?? (() => NO_COMM);
-  const slowdown = o.slowdown ?? 1;
+  const faults = o.faults ?? FaultPlan.none;
+  const slowdown = faults.slowdownFor(rank);
   const sampler = new GlobalBatchSampler({
     count: o.train.count, batchSize: globalBatchSize(config), worldSize, rank,
     seed: config.train.seed, shuffle: config.data.shuffle, dropLast: false,
@@ -94,7 +94,7 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
       const info = { step, epoch, lr, samples: n };
       const t0 = performance.now();
       await strategy.beforeStep?.(view, info);
-      if (step === o.failAtStep) throw new Error(`injected failure at step ${step}`);
+      if (faults.failsAt(rank, step)) throw new Error(`injected failure at step ${step}`);
       const t1 = performance.now();
       const before = takeCommStats();
       replica.zeroGrads();

@@ -4,12 +4,13 @@ import { buildModel } from '../nn/model.ts';
 import { jsBackend } from '../kernels/js/index.ts';
 import { createShmWorld } from '../comm/shm/index.ts';
 import { needsParameterServer } from '../parallel/createStrategy.ts';
-import { allocateParameterServer } from '../parallel/sharedParameterServer.ts';
+import { allocateParameterServer } from '../parallel/parameterServer/shared.ts';
 import type { DeviceWorkerInit, DeviceWorkerMessage } from './deviceWorker.ts';
 import { spawnModuleWorker } from './spawnWorker.ts';
 import { hostParameterServer } from './parameterServerProcess.ts';
 import { crossWorldOf, parameterServerWorldOf, type ProcessPlacement } from './processWorld.ts';
 import type { EventSink } from './events.ts';
+import type { FaultPlan } from './faultPlan.ts';
 import type { RunConfig } from './runConfig.ts';
 
 export interface WorkerDevicesOptions {
@@ -23,8 +24,7 @@ export interface WorkerDevicesOptions {
   test: Dataset;
   checkpointPath: string | null;
   emit: EventSink;
-  slowDevices?: Map<number, number>;
-  failAt?: { rank: number; step: number };
+  faults: FaultPlan;
   log?: (message: string) => void;
 }
 
@@ -69,8 +69,7 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
       cross: placement && placement.processes > 1 ? crossWorldOf(placement, local) : null,
       remotePs: remotePs ? parameterServerWorldOf(placement!, threads, rank + 1, config.train.devices) : null,
       train, test: rank === 0 ? test : null,
-      checkpointPath: rank === 0 ? o.checkpointPath : null, slowdown: o.slowDevices?.get(rank) ?? 1,
-      failAtStep: o.failAt?.rank === rank ? o.failAt.step : undefined,
+      checkpointPath: rank === 0 ? o.checkpointPath : null, faults: o.faults.toData(),
     };
     const worker = spawnModuleWorker(import.meta.url, './deviceWorker', init);
     worker.on('message', (m: DeviceWorkerMessage) => {

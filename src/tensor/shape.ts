@@ -28,7 +28,8 @@ export function samePaddingBefore(input: number, kernel: number, stride: number)
 
 /**
  * The part [start, end) of `n` items that part `index` of `parts` gets: as even as possible, the
- * first parts take the extra item (collectives' owned slices, spatial tiles, micro-batches).
+ * first parts take the extra item (collectives' owned slices, a rank's slice of a global batch,
+ * spatial tiles, micro-batches).
  */
 export function evenSlice(n: number, parts: number, index: number): { start: number; end: number } {
   const base = Math.floor(n / parts), extra = n % parts;

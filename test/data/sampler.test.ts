@@ -1,17 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { GlobalBatchSampler, rankSlice, type GlobalBatchSamplerOptions } from '../../src/data/sampler.ts';
+import { GlobalBatchSampler, type GlobalBatchSamplerOptions } from '../../src/data/sampler.ts';
+import { evenSlice } from '../../src/tensor/shape.ts';
 
 const base = { seed: 42, shuffle: true, dropLast: false };
 
 function ranks(opts: Omit<GlobalBatchSamplerOptions, 'rank'>): GlobalBatchSampler[] {
   return Array.from({ length: opts.worldSize }, (_, rank) => new GlobalBatchSampler({ ...opts, rank }));
 }
-
-test('rankSlice splits as evenly as possible, lower ranks get the extra', () => {
-  assert.deepEqual([0, 1, 2].map((r) => rankSlice(8, 3, r)), [{ start: 0, end: 3 }, { start: 3, end: 6 }, { start: 6, end: 8 }]);
-  assert.deepEqual([0, 1, 2, 3].map((r) => rankSlice(2, 4, r).end - rankSlice(2, 4, r).start), [1, 1, 0, 0]);
-});
 
 test('per epoch the ranks together see a permutation, disjointly', () => {
   for (const [count, batchSize, worldSize] of [[103, 16, 4], [100, 10, 3], [7, 7, 7], [50, 3, 2]] as const) {
@@ -37,7 +33,7 @@ test('G ranks with global batch B see exactly what 1 rank with batch B sees', ()
         const b = steps[step]!;
         assert.equal(b.step, step);
         assert.equal(b.globalBatchSize, one.globalBatchSize);
-        assert.equal(b.globalOffset, step * batchSize + rankSlice(one.globalBatchSize, worldSize, rank).start);
+        assert.equal(b.globalOffset, step * batchSize + evenSlice(one.globalBatchSize, worldSize, rank).start);
       });
       const sizes = per.map((steps) => steps[step]!.indices.length);
       assert.ok(Math.max(...sizes) - Math.min(...sizes) <= 1);

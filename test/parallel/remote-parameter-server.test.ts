@@ -6,8 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { TcpCommunicator } from '../../src/comm/tcp/index.ts';
-import { RemoteParameterServer } from '../../src/parallel/remoteParameterServer.ts';
-import { serveParameterServer } from '../../src/parallel/parameterServerHost.ts';
+import { RemoteParameterServer } from '../../src/parallel/parameterServer/remoteClient.ts';
+import { serveParameterServer } from '../../src/parallel/parameterServer/host.ts';
 import { createOptimizer } from '../../src/optim/optimizer.ts';
 import { jsBackend } from '../../src/kernels/js/index.ts';
 

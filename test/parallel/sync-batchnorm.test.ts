@@ -5,7 +5,7 @@ import { jsBackend } from '../../src/kernels/js/index.ts';
 import type { LayerSpec } from '../../src/nn/spec.ts';
 import { SoftmaxCrossEntropy } from '../../src/nn/softmaxCrossEntropy.ts';
 import { synchroniseBatchNorm } from '../../src/parallel/syncBatchNorm.ts';
-import { rankSlice } from '../../src/data/sampler.ts';
+import { evenSlice } from '../../src/tensor/shape.ts';
 import { localGroup } from './localGroup.ts';
 import { seededModel, conv } from './splitHelpers.ts';
 import { assertClose, randomArray } from '../util/close.ts';
@@ -45,7 +45,7 @@ async function devices(G: number, x: Float32Array, labels: Int32Array, sync: boo
     const model = seededModel(jsBackend, SPECS, INPUT);
     if (sync) assert.equal(synchroniseBatchNorm(model, comm), 2);
     const loss = new SoftmaxCrossEntropy(jsBackend);
-    const { start, end } = rankSlice(N, G, comm.rank);
+    const { start, end } = evenSlice(N, G, comm.rank);
     let logits = new Float32Array(0);
     for (let step = 0; step < 2; step++) {
       model.zeroGrads();

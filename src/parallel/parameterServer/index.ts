@@ -1,10 +1,19 @@
 /**
  * The parameter server that the sync, async (Downpour) and asynchronous EASGD strategies share:
  * one authoritative copy of the weights with a version number, updated by whichever device gets
- * there first. Implementations: shared memory between threads (sharedParameterServer.ts) and a
- * server in rank 0's process that devices reach through a Communicator (remoteParameterServer.ts,
- * parameterServerHost.ts).
+ * there first. This file is the interface; the implementations sit beside it:
+ *   shared.ts        shared memory between the threads of one process
+ *   remoteClient.ts  a device's handle on a server in another process, over a Communicator
+ *   host.ts          that server's loop (rank 0 of its own world)
+ *   protocol.ts      the wire protocol between the two
  */
+/** What a device spent on the server since the last takeStats(); idleMs is part of commMs. */
+export interface ParameterServerStats {
+  commMs: number;
+  idleMs: number;
+  bytes: number;
+}
+
 export interface ParameterServer {
   /** Copies the server's weights into `into`; returns their version (updates applied so far). */
   pull(into: Float32Array): Promise<number>;
@@ -20,8 +29,8 @@ export interface ParameterServer {
   waitTurn(rank: number, size: number): Promise<void>;
   /** Hands the turn to the next rank. */
   passTurn(): Promise<void>;
-  /** Time in server calls, of it waiting (lock, turn), and bytes moved since the last call (then reset). */
-  takeStats(): { commMs: number; waitMs: number; bytes: number };
+  /** Time in server calls, of it idle (waiting for the lock or its turn), and bytes moved since the last call (then reset). */
+  takeStats(): ParameterServerStats;
   /** This device is done with the server (a remote server stops serving it). */
   close?(): Promise<void>;
 }

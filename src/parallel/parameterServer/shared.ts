@@ -1,7 +1,7 @@
-import type { Backend } from '../kernels/backend.ts';
-import { createOptimizer, optimizerStateSize, type Optimizer } from '../optim/optimizer.ts';
-import type { OptimizerSpec } from '../optim/spec.ts';
-import type { ParameterServer } from './parameterServer.ts';
+import type { Backend } from '../../kernels/backend.ts';
+import { createOptimizer, optimizerStateSize, type Optimizer } from '../../optim/optimizer.ts';
+import type { OptimizerSpec } from '../../optim/spec.ts';
+import type { ParameterServer, ParameterServerStats } from './index.ts';
 
 /** A lock every thread can take (Atomics-based); waits throw when the job aborts. Returns ms waited. */
 export interface SharedLock {
@@ -42,8 +42,8 @@ export class SharedParameterServer implements ParameterServer {
   private readonly control: Int32Array;
   private readonly params: Float32Array;
   private readonly optimizer: Optimizer;
-  /** time in server calls, of it waiting (lock, turn), and bytes moved, since the last takeStats() */
-  private stats = { commMs: 0, waitMs: 0, bytes: 0 };
+  /** time in server calls, of it idle (lock, turn), and bytes moved, since the last takeStats() */
+  private stats: ParameterServerStats = { commMs: 0, idleMs: 0, bytes: 0 };
 
   constructor(memory: SharedParameterServerMemory, backend: Backend, spec: OptimizerSpec,
               private readonly mutex: SharedLock, private readonly waitUntil: WaitUntil) {
@@ -58,16 +58,16 @@ export class SharedParameterServer implements ParameterServer {
     });
   }
 
-  takeStats(): { commMs: number; waitMs: number; bytes: number } {
+  takeStats(): ParameterServerStats {
     const s = this.stats;
-    this.stats = { commMs: 0, waitMs: 0, bytes: 0 };
+    this.stats = { commMs: 0, idleMs: 0, bytes: 0 };
     return s;
   }
 
   /** Runs `fn` under the lock, accounting time, lock wait and bytes moved. */
   private locked<T>(bytes: number, fn: () => T): T {
     const t0 = performance.now();
-    this.stats.waitMs += this.mutex.lock();
+    this.stats.idleMs += this.mutex.lock();
     try {
       return fn();
     } finally {
@@ -111,7 +111,7 @@ export class SharedParameterServer implements ParameterServer {
 
   async waitTurn(rank: number, size: number): Promise<void> {
     const t0 = performance.now();
-    this.stats.waitMs += this.waitUntil(this.control, TURN, (turn) => turn % size === rank);
+    this.stats.idleMs += this.waitUntil(this.control, TURN, (turn) => turn % size === rank);
     this.stats.commMs += performance.now() - t0;
   }
 

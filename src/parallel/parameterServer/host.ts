@@ -1,10 +1,10 @@
-import type { Communicator } from '../comm/communicator.ts';
-import type { Optimizer } from '../optim/optimizer.ts';
-import { PsHeader, PsOp, PsTag } from './parameterServerProtocol.ts';
+import type { Communicator } from '../../comm/communicator.ts';
+import type { Optimizer } from '../../optim/optimizer.ts';
+import { PsHeader, PsOp, PsTag } from './protocol.ts';
 
 /**
  * Serves the parameter server to every other rank of `comm` (rank 0 is the server; see
- * parameterServerProtocol.ts) until each has said BYE. One loop per device; JavaScript runs one
+ * protocol.ts) until each has said BYE. One loop per device; JavaScript runs one
  * request's update at a time, so every update is atomic without a lock, and a gradient is applied
  * the moment it has arrived (Downpour). Resolves when all devices are done; rejects on the first
  * transport failure (the communicator then aborts the job on every rank).

@@ -1,33 +1,33 @@
-import type { CollectiveStats, Communicator } from '../comm/communicator.ts';
-import type { ParameterServer } from './parameterServer.ts';
-import { PsHeader, PsOp, PsTag } from './parameterServerProtocol.ts';
+import type { Communicator } from '../../comm/communicator.ts';
+import type { ParameterServer, ParameterServerStats } from './index.ts';
+import { PsHeader, PsOp, PsTag } from './protocol.ts';
 
 /**
- * A device's handle on a parameter server in another process (see parameterServerProtocol.ts):
+ * A device's handle on a parameter server in another process (see protocol.ts):
  * the same calls as the shared-memory server, each a request to rank 0 of `comm`. Calls from one
  * device are sequential, so requests and replies pair up in order.
  */
 export class RemoteParameterServer implements ParameterServer {
   private readonly request = new PsHeader();
   private readonly reply = new PsHeader();
-  private stats = { commMs: 0, waitMs: 0, bytes: 0 };
+  private stats: ParameterServerStats = { commMs: 0, idleMs: 0, bytes: 0 };
 
   constructor(private readonly comm: Communicator) {}
 
-  takeStats(): CollectiveStats {
+  takeStats(): ParameterServerStats {
     const s = this.stats;
-    this.stats = { commMs: 0, waitMs: 0, bytes: 0 };
+    this.stats = { commMs: 0, idleMs: 0, bytes: 0 };
     return s;
   }
 
-  private async timed<T>(bytes: number, fn: () => Promise<T>, waiting = false): Promise<T> {
+  private async timed<T>(bytes: number, fn: () => Promise<T>, idle = false): Promise<T> {
     const t0 = performance.now();
     try {
       return await fn();
     } finally {
       const ms = performance.now() - t0;
       this.stats.commMs += ms;
-      if (waiting) this.stats.waitMs += ms;
+      if (idle) this.stats.idleMs += ms;
       this.stats.bytes += bytes;
     }
   }

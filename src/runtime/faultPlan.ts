@@ -1,0 +1,104 @@
+/**
+ * Injected faults, for testing a job's straggler and failure handling: which devices compute slower
+ * and by what factor, and which device throws at which global step. One object built where the
+ * faults are given (the `--slow-device` flag, the PARATRAIN_FAIL_AT variable, or TrainOptions'
+ * slowDevices/failAt), checked there, and asked by every device's training loop.
+ */
+
+/** A plan as plain data: what crosses to worker threads and child processes (structured clone drops classes). */
+export interface FaultPlanData {
+  /** [device rank, compute slowdown factor ≥ 1 (1: normal speed)] */
+  slow: [number, number][];
+  /** [device rank, global step at which that device throws] */
+  fail: [number, number][];
+  /** where each kind of fault was given, so errors name the flag or option the user wrote */
+  slowSource: string;
+  failSource: string;
+}
+
+function wholeAtLeastZero(n: number): boolean {
+  return Number.isInteger(n) && n >= 0;
+}
+
+export class FaultPlan {
+  /** No faults: every device at normal speed, none fails. */
+  static readonly none = new FaultPlan({});
+
+  private readonly slow: ReadonlyMap<number, number>;
+  private readonly fail: ReadonlyMap<number, number>;
+  private readonly slowSource: string;
+  private readonly failSource: string;
+
+  constructor(data: Partial<FaultPlanData>) {
+    this.slowSource = data.slowSource ?? 'slowDevices';
+    this.failSource = data.failSource ?? 'failAt';
+    for (const [rank, factor] of data.slow ?? []) {
+      if (!wholeAtLeastZero(rank)) throw new Error(`${this.slowSource}: a device rank is a whole number ≥ 0, got ${rank}`);
+      if (!(Number.isFinite(factor) && factor >= 1)) throw new Error(`${this.slowSource}: device ${rank}'s slowdown factor must be a number ≥ 1 (1: normal speed), got ${factor}`);
+    }
+    for (const [rank, step] of data.fail ?? []) {
+      if (!wholeAtLeastZero(rank)) throw new Error(`${this.failSource}: a device rank is a whole number ≥ 0, got ${rank}`);
+      if (!wholeAtLeastZero(step)) throw new Error(`${this.failSource}: device ${rank}'s failing step must be a whole number ≥ 0, got ${step}`);
+    }
+    this.slow = new Map(data.slow);
+    this.fail = new Map(data.fail);
+  }
+
+  /** From TrainOptions' fields: `slowDevices` (rank → factor) and `failAt`. */
+  static fromOptions(o: { slowDevices?: ReadonlyMap<number, number>; failAt?: { rank: number; step: number } }): FaultPlan {
+    return new FaultPlan({ slow: [...o.slowDevices ?? []], fail: o.failAt ? [[o.failAt.rank, o.failAt.step]] : [] });
+  }
+
+  /** From the command line: the `--slow-device` flags (collected by parseSlowDevice) and PARATRAIN_FAIL_AT. */
+  static fromCli(o: { slowDevice?: ReadonlyMap<number, number>; failAtEnv?: string }): FaultPlan {
+    const failAt = FaultPlan.parseFailAt(o.failAtEnv);
+    return new FaultPlan({
+      slow: [...o.slowDevice ?? []], fail: failAt ? [[failAt.rank, failAt.step]] : [],
+      slowSource: '--slow-device', failSource: 'PARATRAIN_FAIL_AT',
+    });
+  }
+
+  /** `--slow-device 1:2.5` → [1, 2.5]: rank 1 computes 2.5× slower. */
+  static parseSlowDevice(value: string): [number, number] {
+    const m = /^(\d+):(\d+(?:\.\d+)?)$/.exec(value);
+    if (!m || Number(m[2]) < 1) throw new Error(`--slow-device: expected RANK:FACTOR with FACTOR ≥ 1 (e.g. 1:3), got '${value}'`);
+    return [Number(m[1]), Number(m[2])];
+  }
+
+  /** PARATRAIN_FAIL_AT=RANK:STEP makes that device throw at that step; unset or empty: no failure. */
+  static parseFailAt(value: string | undefined): { rank: number; step: number } | undefined {
+    if (!value) return undefined;
+    const m = /^(\d+):(\d+)$/.exec(value);
+    if (!m) throw new Error(`PARATRAIN_FAIL_AT: expected RANK:STEP (e.g. 1:5), got '${value}'`);
+    return { rank: Number(m[1]), step: Number(m[2]) };
+  }
+
+  static fromData(data: FaultPlanData): FaultPlan {
+    return new FaultPlan(data);
+  }
+
+  toData(): FaultPlanData {
+    return { slow: [...this.slow], fail: [...this.fail], slowSource: this.slowSource, failSource: this.failSource };
+  }
+
+  /** Refuses a fault on a device the job does not have (it would silently never happen). */
+  checkDevices(devices: number): void {
+    const check = (source: string, ranks: Iterable<number>) => {
+      for (const rank of ranks) {
+        if (rank >= devices) throw new Error(`${source}: there is no device ${rank} among ${devices} (ranks 0..${devices - 1})`);
+      }
+    };
+    check(this.slowSource, this.slow.keys());
+    check(this.failSource, this.fail.keys());
+  }
+
+  /** How many times as long device `rank`'s compute takes (1: normal speed). */
+  slowdownFor(rank: number): number {
+    return this.slow.get(rank) ?? 1;
+  }
+
+  /** Whether device `rank` is to throw at global step `step`. */
+  failsAt(rank: number, step: number): boolean {
+    return this.fail.get(rank) === step;
+  }
+}
