@@ -5,7 +5,7 @@
  * result or the error.
  */
 import { train, type TrainResult } from '../runtime/train.ts';
-import type { RunConfig } from '../runtime/runConfig.ts';
+import type { RunConfig } from '../config/runConfig.ts';
 import type { TrainEvent } from '../runtime/events.ts';
 
 export interface RunnerRequest { config: RunConfig; out: string; force: boolean; slowDevices?: Map<number, number> }

@@ -15,7 +15,7 @@ import type { TrainEvent } from './events.ts';
 import type { CrossWorldSpec, TcpWorldSpec } from './processWorld.ts';
 import { joinMpiWorld } from './mpiWorld.ts';
 import type { MpiCommunicator } from '../comm/mpi/index.ts';
-import type { RunConfig } from './runConfig.ts';
+import type { RunConfig } from '../config/runConfig.ts';
 
 /** What the main thread gives each device thread. */
 export interface DeviceWorkerInit {

@@ -14,7 +14,7 @@ import { globalBatchSize } from './trainLoop.ts';
 import { createRunDir } from './runDir.ts';
 import { MetricsWriter } from './metrics.ts';
 import { epochAggregator, type EventSink, type TrainEvent } from './events.ts';
-import type { RunConfig } from './runConfig.ts';
+import type { RunConfig } from '../config/runConfig.ts';
 
 export interface TrainOptions {
   /** run directory; default runs/<timestamp> with runs/latest pointing at it */

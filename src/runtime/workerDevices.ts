@@ -10,7 +10,7 @@ import { spawnModuleWorker } from './spawnWorker.ts';
 import { hostParameterServer } from './parameterServerProcess.ts';
 import { crossWorldOf, parameterServerWorldOf, type ProcessPlacement } from './processWorld.ts';
 import type { EventSink } from './events.ts';
-import type { RunConfig } from './runConfig.ts';
+import type { RunConfig } from '../config/runConfig.ts';
 
 export interface WorkerDevicesOptions {
   /** the job's configuration: train.devices is the number of devices in the whole job */

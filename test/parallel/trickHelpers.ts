@@ -9,7 +9,7 @@ import { loadData } from '../../src/runtime/train.ts';
 import { readCheckpoint } from '../../src/runtime/checkpoint.ts';
 import { hybridStrategy } from '../../src/parallel/hybrid.ts';
 import { localStrategy } from '../../src/parallel/strategy.ts';
-import type { RunConfig } from '../../src/runtime/runConfig.ts';
+import type { RunConfig } from '../../src/config/runConfig.ts';
 import { tinyConfig } from './helpers.ts';
 import { localGroup } from './localGroup.ts';
 import { assertClose } from '../util/close.ts';
