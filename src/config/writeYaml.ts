@@ -6,7 +6,7 @@ import { Document, isScalar, visit } from 'yaml';
 import type { RunConfig } from './runConfig.ts';
 import type { LayerSpec } from '../nn/spec.ts';
 import type { OptimizerSpec, DecaySpec } from '../optim/spec.ts';
-import type { StrategySpec } from '../parallel/spec.ts';
+import type { StrategySpec } from '../parallel/strategies/index.ts';
 
 /** The YAML form of a normalised config: `parseConfig(toYamlForm(c))` deep-equals `c`. */
 export function toYamlForm(config: RunConfig): Record<string, unknown> {

@@ -6,7 +6,7 @@ import { ShmCommunicator, waitUntil, type ShmRankInit } from '../comm/shm/index.
 import { TcpCommunicator } from '../comm/tcp/index.ts';
 import { HierarchicalCommunicator } from '../comm/hierarchical.ts';
 import { PeerFailedError } from '../comm/errors.ts';
-import { createStrategy } from '../parallel/createStrategy.ts';
+import { createStrategy } from '../parallel/strategies/index.ts';
 import type { ParameterServer } from '../parallel/parameterServer.ts';
 import { SharedParameterServer, type SharedParameterServerMemory } from '../parallel/sharedParameterServer.ts';
 import { RemoteParameterServer } from '../parallel/remoteParameterServer.ts';

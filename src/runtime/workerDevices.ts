@@ -3,7 +3,7 @@ import { shareDataset, type Dataset } from '../data/dataset.ts';
 import { buildModel } from '../nn/model.ts';
 import { jsBackend } from '../kernels/js/index.ts';
 import { createShmWorld } from '../comm/shm/index.ts';
-import { needsParameterServer } from '../parallel/createStrategy.ts';
+import { needsParameterServer } from '../parallel/strategies/index.ts';
 import { allocateParameterServer } from '../parallel/sharedParameterServer.ts';
 import type { DeviceWorkerInit, DeviceWorkerMessage } from './deviceWorker.ts';
 import { spawnModuleWorker } from './spawnWorker.ts';

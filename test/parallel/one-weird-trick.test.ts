@@ -7,7 +7,7 @@ import { jsBackend } from '../../src/kernels/js/index.ts';
 import { runDevice } from '../../src/runtime/device.ts';
 import { loadData, train } from '../../src/runtime/train.ts';
 import { readCheckpoint } from '../../src/runtime/checkpoint.ts';
-import { hybridStrategy } from '../../src/parallel/hybrid.ts';
+import { hybridStrategy } from '../../src/parallel/strategies/hybrid.ts';
 import { localStrategy } from '../../src/parallel/strategy.ts';
 import { parseConfig, ConfigError } from '../../src/config/index.ts';
 import type { RunConfig } from '../../src/config/runConfig.ts';

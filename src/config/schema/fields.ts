@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { unknownKeyMessage, didYouMean, formatValue, type IssueParams } from '../errors.ts';
+import type { OptionFields } from '../../parallel/strategies/index.ts';
 
 // Fields: one check, one message.
 
@@ -130,3 +131,9 @@ export function oneKeyMap<C extends Record<string, z.ZodType>>(cfg: OneKeyMapCon
     return r.data as z.output<C[keyof C]>;
   });
 }
+
+/** The fields a strategy's file builds its options schema from (parallel/strategies/entry.ts). */
+export const optionFields: OptionFields = {
+  options: (shape, owner) => strict(shape, 'option', owner),
+  posInt, nonNegInt, posNum, unitRange, openUnit, bool, oneOf,
+};

@@ -8,7 +8,7 @@
 import type { z } from 'zod';
 import type { RunConfig } from '../runConfig.ts';
 import type { LossSpec } from '../../nn/spec.ts';
-import { stepsInLockstep, syncBatchNormStrategyMessage } from '../../parallel/createStrategy.ts';
+import { runsModelParallel, stepsInLockstep, syncBatchNormStrategyMessage } from '../../parallel/strategies/index.ts';
 import { modelParallelLayers, modelParallelStrategyMessage } from '../../parallel/modelParallelPlan.ts';
 import type { IssueParams } from '../errors.ts';
 import { oneOf, strict } from './fields.ts';
@@ -41,7 +41,7 @@ export const configSchema = strict({
       message: `with batchSizeScope: global the batch is split across train.devices (${o.train.devices}), so it must be a multiple of ${o.train.devices}`,
     });
   }
-  if (o.train.devices > 1 && o.train.strategy.type !== 'hybrid' && modelParallelLayers(o.model).length) {
+  if (o.train.devices > 1 && !runsModelParallel(o.train.strategy) && modelParallelLayers(o.model).length) {
     ctx.addIssue({
       code: 'custom', path: ['train', 'strategy'], params: { noGot: true } satisfies IssueParams,
       message: modelParallelStrategyMessage(o.model, o.train.strategy.type),
