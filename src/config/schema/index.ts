@@ -21,9 +21,6 @@ export { LAYER_TYPES } from './model.ts';
 export { OPTIMIZER_TYPES } from './optimizer.ts';
 export { BACKENDS } from './train.ts';
 
-// ---------------------------------------------------------------------------------------------
-// The whole file
-
 export const SECTIONS = ['model', 'loss', 'optimizer', 'schedule', 'data', 'train'] as const;
 
 export const configSchema = strict({
