@@ -9,8 +9,8 @@
  */
 import { getBackend } from '../src/kernels/index.ts';
 import { Replica } from '../src/runtime/replica.ts';
-import { loadConfig, parseConfig } from '../src/cli/config.ts';
-import type { RunConfig } from '../src/runtime/runConfig.ts';
+import { loadConfig, parseConfig } from '../src/config/index.ts';
+import type { RunConfig } from '../src/config/runConfig.ts';
 
 function option(args: string[], name: string, fallback: string): string {
   const i = args.indexOf(`--${name}`);

@@ -14,9 +14,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../src/cli/config.ts';
+import { loadConfig } from '../src/config/index.ts';
 import { train } from '../src/runtime/train.ts';
-import type { RunConfig } from '../src/runtime/runConfig.ts';
+import type { RunConfig } from '../src/config/runConfig.ts';
 
 function option(args: string[], name: string, fallback: string): string {
   const i = args.indexOf(`--${name}`);

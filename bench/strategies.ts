@@ -8,9 +8,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig, applyOverrides } from '../src/cli/config.ts';
+import { loadConfig, applyOverrides } from '../src/config/index.ts';
 import { train } from '../src/runtime/train.ts';
-import type { StrategySpec } from '../src/parallel/spec.ts';
+import type { StrategySpec } from '../src/parallel/strategies/index.ts';
 
 function option(args: string[], name: string, fallback: string): string {
   const i = args.indexOf(`--${name}`);

@@ -8,7 +8,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig, applyOverrides } from '../src/cli/config.ts';
+import { loadConfig, applyOverrides } from '../src/config/index.ts';
 import { train } from '../src/runtime/train.ts';
 import { torchPython, runPython, TORCH_NET } from './torch.ts';
 

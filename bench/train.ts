@@ -8,8 +8,8 @@
 import { torchPython, runPython, TORCH_NET } from './torch.ts';
 import { tryBackend } from '../src/kernels/index.ts';
 import { Replica } from '../src/runtime/replica.ts';
-import { loadConfig } from '../src/cli/config.ts';
-import type { RunConfig } from '../src/runtime/runConfig.ts';
+import { loadConfig } from '../src/config/index.ts';
+import type { RunConfig } from '../src/config/runConfig.ts';
 
 function option(args: string[], name: string, fallback: string): string {
   const i = args.indexOf(`--${name}`);

@@ -2,13 +2,11 @@
  * The paratrain library: load a YAML config, train it (optionally overriding fields, as the CLI
  * flags do), evaluate checkpoints.
  */
-import { applyOverrides, type ConfigOverrides } from './cli/config.ts';
+import { applyOverrides, type ConfigOverrides, type RunConfig } from './config/index.ts';
 import { train as trainRun, type TrainOptions, type TrainResult } from './runtime/train.ts';
-import type { RunConfig } from './runtime/runConfig.ts';
 
-export { loadConfig, parseConfig, applyOverrides, ConfigError } from './cli/config.ts';
-export type { ConfigOverrides } from './cli/config.ts';
-export type { RunConfig, TrainSpec } from './runtime/runConfig.ts';
+export { loadConfig, parseConfig, applyOverrides, ConfigError } from './config/index.ts';
+export type { ConfigOverrides, RunConfig, TrainSpec } from './config/index.ts';
 export type { TrainOptions, TrainResult } from './runtime/train.ts';
 export type { TrainEvent } from './runtime/events.ts';
 export { FaultPlan, type FaultPlanData } from './runtime/faultPlan.ts';

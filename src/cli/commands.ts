@@ -1,4 +1,4 @@
-import { loadConfig, applyOverrides } from './config.ts';
+import { loadConfig, applyOverrides } from '../config/index.ts';
 import { ProgressView } from './progress.ts';
 import { train, loadData } from '../runtime/train.ts';
 import { FaultPlan } from '../runtime/faultPlan.ts';

@@ -6,7 +6,7 @@
  */
 import { train, type TrainResult } from '../runtime/train.ts';
 import { FaultPlan, type FaultPlanData } from '../runtime/faultPlan.ts';
-import type { RunConfig } from '../runtime/runConfig.ts';
+import type { RunConfig } from '../config/runConfig.ts';
 import type { TrainEvent } from '../runtime/events.ts';
 
 export interface RunnerRequest { config: RunConfig; out: string; force: boolean; faults: FaultPlanData }

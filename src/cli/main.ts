@@ -1,9 +1,10 @@
 import { Command, Option } from 'commander';
 import { runTrain, runEval, runInfo } from './commands.ts';
 import { runReport } from './reportCommand.ts';
-import { runCompare } from './compareCommand.ts';
+import { runCompare, DEFAULT_COMPARE_STRATEGIES } from './compareCommand.ts';
 import { runLaunch } from './launchCommand.ts';
 import { FaultPlan } from '../runtime/faultPlan.ts';
+import { STRATEGY_NAMES } from '../parallel/strategies/index.ts';
 
 /**
  * The `paratrain` command. Every failure ends as one line on stderr and exit code 1; the stack
@@ -40,7 +41,7 @@ program.command('train')
   .option('--lr <x>', 'base learning rate', positiveNumber('lr'))
   .option('--seed <n>', 'random seed', (v) => { const n = Number(v); if (!Number.isInteger(n)) throw new Error(`--seed: expected an integer, got '${v}'`); return n; })
   .option('--devices <n>', 'number of devices (worker threads; per process when started as several processes)', positiveInt('devices'))
-  .option('--strategy <name>', 'sync | async | hybrid | bsp | easgd | bmuf')
+  .option('--strategy <name>', STRATEGY_NAMES.join(' | '))
   .addOption(new Option('--backend <name>', 'kernel backend').choices(['auto', 'js', 'wasm', 'native']))
   .option('--data <dir>', 'directory holding the Fashion-MNIST IDX files')
   .option('--out <dir>', 'run directory (default runs/<timestamp>, linked as runs/latest)')
@@ -80,7 +81,7 @@ program.command('report')
 program.command('compare')
   .description('train one config with several strategies (same data, seed and devices) and write one report comparing them')
   .argument('<config>', 'YAML run configuration, e.g. examples/mnist-small.yaml')
-  .option('--strategies <list>', 'comma-separated strategies (default: sync,async,hybrid,bsp,easgd,bmuf)')
+  .option('--strategies <list>', `comma-separated strategies (default: ${DEFAULT_COMPARE_STRATEGIES.join(',')})`)
   .option('--devices <n>', 'number of devices for every run (at least 2)', positiveInt('devices'))
   .option('--epochs <n>', 'number of epochs', positiveInt('epochs'))
   .option('--batch-size <n>', 'batch size (per device unless data.batchSizeScope is global)', positiveInt('batch-size'))

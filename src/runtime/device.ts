@@ -7,7 +7,7 @@ import { Replica } from './replica.ts';
 import { ModelParallelReplica, isModelParallel } from './modelParallelReplica.ts';
 import { runTrainLoop, viewOf, type CommStats } from './trainLoop.ts';
 import { saveModelCheckpoint } from './modelCheckpoint.ts';
-import type { RunConfig } from './runConfig.ts';
+import type { RunConfig } from '../config/runConfig.ts';
 import type { EventSink } from './events.ts';
 import type { FaultPlan } from './faultPlan.ts';
 

@@ -6,7 +6,7 @@ import { ShmCommunicator, waitUntil, type ShmRankInit } from '../comm/shm/index.
 import { TcpCommunicator } from '../comm/tcp/index.ts';
 import { HierarchicalCommunicator } from '../comm/hierarchical.ts';
 import { PeerFailedError } from '../comm/errors.ts';
-import { createStrategy } from '../parallel/createStrategy.ts';
+import { createStrategy } from '../parallel/strategies/index.ts';
 import type { ParameterServer } from '../parallel/parameterServer/index.ts';
 import { SharedParameterServer, type SharedParameterServerMemory } from '../parallel/parameterServer/shared.ts';
 import { RemoteParameterServer } from '../parallel/parameterServer/remoteClient.ts';
@@ -15,7 +15,7 @@ import type { TrainEvent } from './events.ts';
 import type { CrossWorldSpec, TcpWorldSpec } from './processWorld.ts';
 import { joinMpiWorld } from './mpiWorld.ts';
 import type { MpiCommunicator } from '../comm/mpi/index.ts';
-import type { RunConfig } from './runConfig.ts';
+import type { RunConfig } from '../config/runConfig.ts';
 import { FaultPlan, type FaultPlanData } from './faultPlan.ts';
 
 /** What the main thread gives each device thread. */

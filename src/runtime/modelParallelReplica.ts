@@ -8,7 +8,7 @@ import { ModelParallelNet } from '../parallel/modelParallelNet.ts';
 import { modelParallelLayers } from '../parallel/modelParallelPlan.ts';
 import type { ReplicaView } from '../parallel/strategy.ts';
 import { Replica, type StepResult } from './replica.ts';
-import type { RunConfig } from './runConfig.ts';
+import type { RunConfig } from '../config/runConfig.ts';
 
 /** True when the config asks for "one weird trick" (some dense layer has `parallel: model`). */
 export function isModelParallel(config: RunConfig): boolean {

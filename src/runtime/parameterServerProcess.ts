@@ -3,7 +3,7 @@ import { getBackend } from '../kernels/index.ts';
 import { createOptimizer } from '../optim/optimizer.ts';
 import { serveParameterServer } from '../parallel/parameterServer/host.ts';
 import type { TcpWorldSpec } from './processWorld.ts';
-import type { RunConfig } from './runConfig.ts';
+import type { RunConfig } from '../config/runConfig.ts';
 
 /**
  * The parameter server of a multi-process job, in process 0's main thread: the weights and the

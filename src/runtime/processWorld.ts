@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { RunConfig } from './runConfig.ts';
+import type { RunConfig } from '../config/runConfig.ts';
 
 /**
  * Where this process sits in a job of several processes (from rendezvousFromEnv), and the TCP

@@ -5,7 +5,7 @@ import { SoftmaxCrossEntropy } from '../nn/softmaxCrossEntropy.ts';
 import type { ForwardContext } from '../nn/layer.ts';
 import { createOptimizer, type Optimizer } from '../optim/optimizer.ts';
 import type { Dataset } from '../data/dataset.ts';
-import type { RunConfig } from './runConfig.ts';
+import type { RunConfig } from '../config/runConfig.ts';
 import type { ReplicaView } from '../parallel/strategy.ts';
 import { accumulateMicroBatches } from '../parallel/microbatch.ts';
 

@@ -3,7 +3,7 @@ import { getBackend } from '../kernels/index.ts';
 import { loadFashionMnist } from '../data/fashionMnist.ts';
 import { limitDataset, type Dataset } from '../data/dataset.ts';
 import { localStrategy } from '../parallel/strategy.ts';
-import { checkStrategy, stepsInLockstep, syncBatchNormStrategyMessage } from '../parallel/createStrategy.ts';
+import { checkRunStrategy, runsModelParallel } from '../parallel/strategies/index.ts';
 import { buildModel } from '../nn/model.ts';
 import { modelParallelLayers, modelParallelStrategyMessage, planModelParallelFrom } from '../parallel/modelParallelPlan.ts';
 import { jsBackend } from '../kernels/js/index.ts';
@@ -15,7 +15,7 @@ import { createRunDir } from './runDir.ts';
 import { MetricsWriter } from './metrics.ts';
 import { epochAggregator, type EventSink, type TrainEvent } from './events.ts';
 import { FaultPlan } from './faultPlan.ts';
-import type { RunConfig } from './runConfig.ts';
+import type { RunConfig } from '../config/runConfig.ts';
 
 export interface TrainOptions {
   /** run directory; default runs/<timestamp> with runs/latest pointing at it */
@@ -70,7 +70,7 @@ function checkRun(config: RunConfig, data: LoadedData): number {
   const model = buildModel(jsBackend, config.model);
   const split = modelParallelLayers(config.model);
   if (split.length && config.train.devices > 1) {
-    if (config.train.strategy.type !== 'hybrid') throw new Error(`train.strategy: ${modelParallelStrategyMessage(config.model, config.train.strategy.type)}`);
+    if (!runsModelParallel(config.train.strategy)) throw new Error(`train.strategy: ${modelParallelStrategyMessage(config.model, config.train.strategy.type)}`);
     // (the schema checks these per process; a job of several processes has more devices than its config says)
     if (config.train.microBatches > 1) {
       throw new Error(`train.microBatches: micro-batching is not supported together with model-parallel layers ('parallel: model') on several devices; use microBatches: 1 or make the layers data-parallel`);
@@ -83,10 +83,7 @@ function checkRun(config: RunConfig, data: LoadedData): number {
     throw new Error(`model.layers[${last}]: the model produces ${model.outputShape.join('×')} scores per sample but ${data.train.name} has ${data.train.classes} classes; end with a dense layer of ${data.train.classes} units`);
   }
   const { devices } = config.train;
-  if (devices > 1) checkStrategy(config.train.strategy, devices);
-  if (devices > 1 && config.train.syncBatchNorm && !stepsInLockstep(config.train.strategy)) {
-    throw new Error(`train.syncBatchNorm: ${syncBatchNormStrategyMessage(config.train.strategy)}`);
-  }
+  if (devices > 1) checkRunStrategy(config.train);
   const globalBatch = globalBatchSize(config);
   if (globalBatch < devices) {
     throw new Error(`data.batchSize: a global batch of ${globalBatch} cannot be split over ${devices} devices; use at least ${devices}`);

@@ -5,7 +5,7 @@ import { learningRateAt } from '../optim/schedule.ts';
 import type { Strategy, ReplicaView } from '../parallel/strategy.ts';
 import type { StepResult } from './replica.ts';
 import type { ForwardContext } from '../nn/layer.ts';
-import type { RunConfig } from './runConfig.ts';
+import type { RunConfig } from '../config/runConfig.ts';
 import type { EventSink } from './events.ts';
 import { FaultPlan } from './faultPlan.ts';
 

@@ -3,7 +3,7 @@ import { shareDataset, type Dataset } from '../data/dataset.ts';
 import { buildModel } from '../nn/model.ts';
 import { jsBackend } from '../kernels/js/index.ts';
 import { createShmWorld } from '../comm/shm/index.ts';
-import { needsParameterServer } from '../parallel/createStrategy.ts';
+import { needsParameterServer } from '../parallel/strategies/index.ts';
 import { allocateParameterServer } from '../parallel/parameterServer/shared.ts';
 import type { DeviceWorkerInit, DeviceWorkerMessage } from './deviceWorker.ts';
 import { spawnModuleWorker } from './spawnWorker.ts';
@@ -11,7 +11,7 @@ import { hostParameterServer } from './parameterServerProcess.ts';
 import { crossWorldOf, parameterServerWorldOf, type ProcessPlacement } from './processWorld.ts';
 import type { EventSink } from './events.ts';
 import type { FaultPlan } from './faultPlan.ts';
-import type { RunConfig } from './runConfig.ts';
+import type { RunConfig } from '../config/runConfig.ts';
 
 export interface WorkerDevicesOptions {
   /** the job's configuration: train.devices is the number of devices in the whole job */

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadConfig, parseConfig, parseYaml, configToYaml, toYamlForm } from '../../src/cli/config.ts';
-import type { RunConfig } from '../../src/runtime/runConfig.ts';
+import { loadConfig, parseConfig, parseYaml, configToYaml, toYamlForm } from '../../src/config/index.ts';
+import type { RunConfig } from '../../src/config/runConfig.ts';
 import { fileURLToPath } from 'node:url';
 
 const example = (name: string) => fileURLToPath(new URL(`../../examples/${name}`, import.meta.url));

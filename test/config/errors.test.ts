@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig, parseConfig, parseYaml, ConfigError } from '../../src/cli/config.ts';
+import { loadConfig, parseConfig, parseYaml, ConfigError } from '../../src/config/index.ts';
 
 /** The issue lines of the ConfigError thrown by parsing `yaml` as file `f.yaml`. */
 function issuesOf(yaml: string): string[] {

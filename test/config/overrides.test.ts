@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
-import { loadConfig, parseConfig, applyOverrides, ConfigError } from '../../src/cli/config.ts';
+import { loadConfig, parseConfig, applyOverrides, ConfigError } from '../../src/config/index.ts';
 
 const mnist = () => loadConfig(fileURLToPath(new URL('../../examples/mnist-small.yaml', import.meta.url)));
 

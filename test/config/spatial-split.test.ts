@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseConfig, parseYaml, configToYaml, toYamlForm, ConfigError } from '../../src/cli/config.ts';
+import { parseConfig, parseYaml, configToYaml, toYamlForm, ConfigError } from '../../src/config/index.ts';
 import { buildModel } from '../../src/nn/model.ts';
 import { jsBackend } from '../../src/kernels/js/index.ts';
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { bspStrategy } from '../../src/parallel/bsp.ts';
+import { bspStrategy } from '../../src/parallel/strategies/bsp.ts';
 import type { ReplicaView } from '../../src/parallel/strategy.ts';
 import { localGroup } from './localGroup.ts';
 import { assertClose } from '../util/close.ts';

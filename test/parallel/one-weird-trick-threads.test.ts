@@ -4,9 +4,9 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { train } from '../../src/runtime/train.ts';
-import { loadConfig } from '../../src/cli/config.ts';
+import { loadConfig } from '../../src/config/index.ts';
 import type { TrainEvent } from '../../src/runtime/events.ts';
-import type { RunConfig } from '../../src/runtime/runConfig.ts';
+import type { RunConfig } from '../../src/config/runConfig.ts';
 import { tinyConfig, trainAndReadWeights, SUBSET } from './helpers.ts';
 import { assertClose } from '../util/close.ts';
 

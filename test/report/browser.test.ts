@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { CHART_IDS, loadReportRuns, writeReport } from '../../src/report/index.ts';
-import { loadConfig } from '../../src/cli/config.ts';
+import { loadConfig } from '../../src/config/index.ts';
 import { train } from '../../src/runtime/train.ts';
 import { chromiumMissing, inspectReport } from './browser.ts';
 import { tmpDir, writeSyntheticRun, writeTinyConfig } from './helpers.ts';

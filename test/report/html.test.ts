@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } 
 import { join } from 'node:path';
 import { CHART_IDS, GENERATOR_MARK, MAX_SERIES_POINTS, loadReportRuns, writeReport } from '../../src/report/index.ts';
 import { sanitize } from '../../src/report/chartLibrary.ts';
-import { loadConfig } from '../../src/cli/config.ts';
+import { loadConfig } from '../../src/config/index.ts';
 import { train } from '../../src/runtime/train.ts';
 import { tmpDir, writeSyntheticRun, writeTinyConfig } from './helpers.ts';
 

@@ -8,8 +8,8 @@ import { runCli } from '../cli/helpers.ts';
 import { assertClose } from '../util/close.ts';
 import { train, type TrainOptions } from '../../src/runtime/train.ts';
 import { readCheckpoint } from '../../src/runtime/checkpoint.ts';
-import { configToYaml } from '../../src/cli/config.ts';
-import type { RunConfig } from '../../src/runtime/runConfig.ts';
+import { configToYaml } from '../../src/config/index.ts';
+import type { RunConfig } from '../../src/config/runConfig.ts';
 import type { TrainEvent } from '../../src/runtime/events.ts';
 
 // Tolerance (float32): tiles compute the same sums as the whole image, but weight gradients add the

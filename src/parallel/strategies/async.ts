@@ -1,6 +1,7 @@
-import type { Communicator } from '../comm/communicator.ts';
-import { serverWeights, type ParameterServer } from './parameterServer/index.ts';
-import type { Strategy } from './strategy.ts';
+import type { Communicator } from '../../comm/communicator.ts';
+import { serverWeights, type ParameterServer } from '../parameterServer/index.ts';
+import type { Strategy } from '../strategy.ts';
+import { requireParameterServer, type StrategyEntry } from './entry.ts';
 
 export interface AsyncOptions {
   /** pull the server's weights every n_fetch steps */
@@ -57,3 +58,18 @@ export function asyncStrategy(ps: ParameterServer, comm: Communicator, o: AsyncO
     modelParams: serverWeights(ps),
   };
 }
+
+export interface AsyncSpec extends AsyncOptions { type: 'async' }
+
+export const asyncEntry: StrategyEntry<AsyncSpec> = {
+  name: 'async',
+  schema: (f) => f.options({ fetchEvery: f.posInt().default(1), pushEvery: f.posInt().default(1), maxStaleness: f.nonNegInt().optional() })
+    .transform((o): AsyncSpec => {
+      const s: AsyncSpec = { type: 'async', fetchEvery: o.fetchEvery, pushEvery: o.pushEvery };
+      if (o.maxStaleness !== undefined) s.maxStaleness = o.maxStaleness;
+      return s;
+    }),
+  needsParameterServer: () => true,
+  lockstep: false,
+  create: (spec, ctx) => asyncStrategy(requireParameterServer(ctx, 'async'), ctx.comm, spec),
+};

@@ -1,7 +1,8 @@
-import type { Communicator } from '../comm/communicator.ts';
-import { serverWeights, type ParameterServer } from './parameterServer/index.ts';
-import type { Strategy } from './strategy.ts';
-import { registerAndBroadcast } from './replicaSync.ts';
+import type { Communicator } from '../../comm/communicator.ts';
+import { serverWeights, type ParameterServer } from '../parameterServer/index.ts';
+import type { Strategy } from '../strategy.ts';
+import { registerAndBroadcast } from '../replicaSync.ts';
+import { requireParameterServer, type StrategyEntry } from './entry.ts';
 
 /**
  * Elastic averaging SGD (Zhang, Choromanska & LeCun 2015): replicas train locally and every
@@ -62,3 +63,23 @@ export function easgdAsyncStrategy(ps: ParameterServer, comm: Communicator, alph
     modelParams: serverWeights(ps),
   };
 }
+
+export interface EasgdSpec { type: 'easgd'; alpha: number; period: number; mode: 'sync' | 'async' }
+
+export const easgdEntry: StrategyEntry<EasgdSpec> = {
+  name: 'easgd',
+  schema: (f) => f.options({ alpha: f.openUnit().default(0.1), period: f.posInt().default(1), mode: f.oneOf(['sync', 'async'] as const).default('sync') })
+    .transform((o): EasgdSpec => ({ type: 'easgd', alpha: o.alpha, period: o.period, mode: o.mode })),
+  // asynchronous: the centre lives on the server
+  needsParameterServer: (spec) => spec.mode === 'async',
+  lockstep: { when: 'mode: sync', test: (spec) => spec.mode === 'sync' },
+  check(spec, devices) {
+    if (spec.mode === 'sync' && spec.alpha * devices >= 1) {
+      throw new Error(`train.strategy.easgd.alpha: synchronous EASGD needs alpha·devices < 1 (the centre's moving rate), ` +
+        `got ${spec.alpha}·${devices} = ${+(spec.alpha * devices).toFixed(4)}; use alpha < ${+(1 / devices).toFixed(4)}`);
+    }
+  },
+  create: (spec, ctx) => spec.mode === 'sync'
+    ? easgdSyncStrategy(ctx.comm, spec.alpha, spec.period)
+    : easgdAsyncStrategy(requireParameterServer(ctx, 'easgd'), ctx.comm, spec.alpha, spec.period),
+};

@@ -1,6 +1,7 @@
-import type { Communicator } from '../comm/communicator.ts';
-import type { Strategy } from './strategy.ts';
-import { registerAndBroadcast, weightedAverageRound } from './replicaSync.ts';
+import type { Communicator } from '../../comm/communicator.ts';
+import type { Strategy } from '../strategy.ts';
+import { registerAndBroadcast, weightedAverageRound } from '../replicaSync.ts';
+import type { StrategyEntry } from './entry.ts';
 
 /**
  * BSP model averaging (Kaldi's recipe): devices train locally; every `period` steps their weights
@@ -27,3 +28,13 @@ export function bspStrategy(comm: Communicator, period: number): Strategy {
     },
   };
 }
+
+export interface BspSpec { type: 'bsp'; period: number }
+
+export const bspEntry: StrategyEntry<BspSpec> = {
+  name: 'bsp',
+  schema: (f) => f.options({ period: f.posInt().default(1) }).transform((o): BspSpec => ({ type: 'bsp', period: o.period })),
+  needsParameterServer: () => false,
+  lockstep: true,
+  create: (spec, { comm }) => bspStrategy(comm, spec.period),
+};

@@ -1,7 +1,7 @@
 import type { ModelSpec, LossSpec } from '../nn/spec.ts';
 import type { OptimizerSpec, ScheduleSpec } from '../optim/spec.ts';
 import type { DataSpec } from '../data/spec.ts';
-import type { StrategySpec } from '../parallel/spec.ts';
+import type { StrategySpec } from '../parallel/strategies/index.ts';
 
 export interface TrainSpec {
   epochs: number;

@@ -1,6 +1,7 @@
-import type { Communicator } from '../comm/communicator.ts';
-import type { Strategy } from './strategy.ts';
-import { registerAndBroadcast } from './replicaSync.ts';
+import type { Communicator } from '../../comm/communicator.ts';
+import type { Strategy } from '../strategy.ts';
+import { registerAndBroadcast } from '../replicaSync.ts';
+import type { StrategyEntry } from './entry.ts';
 
 export interface BmufOptions {
   period: number;
@@ -55,3 +56,26 @@ export function bmufStrategy(comm: Communicator, o: BmufOptions): Strategy {
     modelParams: async () => theta,
   };
 }
+
+/** blockMomentum left out: `defaultBlockMomentum(devices)` */
+export interface BmufSpec { type: 'bmuf'; period: number; blockMomentum?: number; blockLr: number; nesterov: boolean }
+
+/** BMUF's block momentum when the config leaves it out: η = 1 − 1/G (Chen & Huo). */
+export function defaultBlockMomentum(devices: number): number {
+  return 1 - 1 / devices;
+}
+
+export const bmufEntry: StrategyEntry<BmufSpec> = {
+  name: 'bmuf',
+  schema: (f) => f.options({ period: f.posInt().default(1), blockMomentum: f.unitRange().optional(), blockLr: f.posNum().default(1), nesterov: f.bool().default(false) })
+    .transform((o): BmufSpec => {
+      const s: BmufSpec = { type: 'bmuf', period: o.period, blockLr: o.blockLr, nesterov: o.nesterov };
+      if (o.blockMomentum !== undefined) s.blockMomentum = o.blockMomentum;
+      return s;
+    }),
+  needsParameterServer: () => false,
+  lockstep: true,
+  create: (spec, { comm }) => bmufStrategy(comm, {
+    period: spec.period, blockMomentum: spec.blockMomentum ?? defaultBlockMomentum(comm.size), blockLr: spec.blockLr, nesterov: spec.nesterov,
+  }),
+};

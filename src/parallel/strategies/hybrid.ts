@@ -1,6 +1,7 @@
-import type { Communicator } from '../comm/communicator.ts';
-import type { Strategy } from './strategy.ts';
-import { registerAndBroadcast } from './replicaSync.ts';
+import type { Communicator } from '../../comm/communicator.ts';
+import type { Strategy } from '../strategy.ts';
+import { registerAndBroadcast } from '../replicaSync.ts';
+import type { StrategyEntry } from './entry.ts';
 
 /**
  * Hybrid (synchronous data parallelism): every device computes a gradient on its own slice of the
@@ -35,3 +36,19 @@ export function hybridStrategy(comm: Communicator, bucketBytes: number): Strateg
     },
   };
 }
+
+export interface HybridSpec {
+  type: 'hybrid';
+  /** gradients are all-reduced in buckets of about this size as backward produces them */
+  bucketBytes: number;
+}
+
+export const hybridEntry: StrategyEntry<HybridSpec> = {
+  name: 'hybrid',
+  schema: (f) => f.options({ bucketBytes: f.posInt().default(4 * 1024 * 1024) })
+    .transform((o): HybridSpec => ({ type: 'hybrid', bucketBytes: o.bucketBytes })),
+  needsParameterServer: () => false,
+  lockstep: true,
+  modelParallel: true,
+  create: (spec, { comm }) => hybridStrategy(comm, spec.bucketBytes),
+};

@@ -1,6 +1,7 @@
-import type { Communicator } from '../comm/communicator.ts';
-import { serverWeights, type ParameterServer } from './parameterServer/index.ts';
-import type { Strategy } from './strategy.ts';
+import type { Communicator } from '../../comm/communicator.ts';
+import { serverWeights, type ParameterServer } from '../parameterServer/index.ts';
+import type { Strategy } from '../strategy.ts';
+import { requireParameterServer, type StrategyEntry } from './entry.ts';
 
 /**
  * Synchronous baseline: one device at a time takes the shared weights, processes its batch and
@@ -30,3 +31,14 @@ export function syncStrategy(ps: ParameterServer, comm: Communicator): Strategy 
     modelParams: serverWeights(ps),
   };
 }
+
+export interface SyncSpec { type: 'sync' }
+
+export const syncEntry: StrategyEntry<SyncSpec> = {
+  name: 'sync',
+  schema: (f) => f.options({}, 'sync').transform((): SyncSpec => ({ type: 'sync' })),
+  needsParameterServer: () => true,
+  // one device at a time, in turn
+  lockstep: false,
+  create: (_spec, ctx) => syncStrategy(requireParameterServer(ctx, 'sync'), ctx.comm),
+};

@@ -1,0 +1,30 @@
+/** The `train:` section: epochs, devices, the strategy and its options, …, normalised into `TrainSpec`. */
+import type { z } from 'zod';
+import type { TrainSpec } from '../runConfig.ts';
+import { STRATEGIES, DEFAULT_STRATEGY, type StrategySpec, type StrategyName } from '../../parallel/strategies/index.ts';
+import { bool, nonNegInt, oneKeyMap, oneOf, optionFields, posInt, section, seedField } from './fields.ts';
+
+// every strategy's options, in the registry's order (the order messages list them)
+const strategyChoices = Object.fromEntries(STRATEGIES.map((e) => [e.name, e.schema(optionFields)])) as
+  Record<StrategyName, z.ZodType<StrategySpec>>;
+
+export const strategySchema = oneKeyMap({ noun: 'strategy', choices: strategyChoices, example: '`bmuf: { period: 4 }`' });
+
+export const BACKENDS = ['js', 'wasm', 'native', 'auto'] as const;
+
+export const trainSchema = section({
+  epochs: posInt().default(1),
+  devices: posInt().default(1),
+  strategy: strategySchema.prefault(DEFAULT_STRATEGY),
+  seed: seedField().default(1),
+  backend: oneOf(BACKENDS).default('auto'),
+  lrScaling: oneOf(['none', 'linear'] as const).default('none'),
+  evalEvery: nonNegInt().default(1),
+  checkpointEvery: nonNegInt().default(0),
+  microBatches: posInt().default(1),
+  syncBatchNorm: bool().default(false),
+}).transform((o): TrainSpec => ({
+  epochs: o.epochs, devices: o.devices, strategy: o.strategy, seed: o.seed, backend: o.backend,
+  lrScaling: o.lrScaling, evalEvery: o.evalEvery, checkpointEvery: o.checkpointEvery,
+  microBatches: o.microBatches, syncBatchNorm: o.syncBatchNorm,
+}));
