@@ -18,7 +18,7 @@ import type { OptimizerSpec, ScheduleSpec, DecaySpec } from '../optim/spec.ts';
 import type { DataSpec } from '../data/spec.ts';
 import { STRATEGY_NAMES, type StrategySpec, type StrategyName } from '../parallel/spec.ts';
 import { stepsInLockstep, syncBatchNormStrategyMessage } from '../parallel/createStrategy.ts';
-import { modelParallelLayers, modelParallelStrategyMessage } from '../parallel/modelParallelPlan.ts';
+import { modelParallelLayers, modelParallelStrategyMessage } from '../parallel/modelParallel/plan.ts';
 import type { ActivationKind } from '../kernels/backend.ts';
 import { unknownKeyMessage, didYouMean, formatValue, type IssueParams } from './configErrors.ts';
 

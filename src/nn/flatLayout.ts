@@ -88,14 +88,26 @@ export function bindFlat(slots: readonly LayerSlot[], layout: FlatLayout, buffer
 }
 
 /**
- * Deterministic initialisation from the seed: parameter k of the model (counting over the slots
- * in order) is drawn from (seed, k), so every replica starts identical, however the model is later
- * split; state starts at its spec's value.
+ * Deterministic initialisation of one layer: its parameters (into `views`, in params() order) are
+ * draws (seed, index) from `firstIndex` on — the index of its first parameter in the unsplit model —
+ * so every replica starts identical, however the model is later split. Returns the next index.
  */
+export function initializeLayer(layer: Layer, views: readonly Float32Array[], seed: number, firstIndex: number): number {
+  let index = firstIndex;
+  layer.params().forEach((spec, j) => initParam(spec, views[j]!, seed, index++));
+  return index;
+}
+
+/** A layer's state at its spec's starting value (views in state() order). */
+export function initializeState(layer: Layer, views: readonly Float32Array[]): void {
+  layer.state().forEach((spec, j) => views[j]!.fill(spec.init === 'ones' ? 1 : 0));
+}
+
+/** Deterministic initialisation of every slot (the whole model, its layers in order) from the seed. */
 export function initializeFlat(slots: readonly LayerSlot[], layout: FlatLayout, params: Float32Array, state: Float32Array, seed: number): void {
   let index = 0;
   slots.forEach(({ layer }, k) => {
-    layer.params().forEach((spec, j) => initParam(spec, view(params, layout.params[k]![j]!), seed, index++));
-    layer.state().forEach((spec, j) => view(state, layout.state[k]![j]!).fill(spec.init === 'ones' ? 1 : 0));
+    index = initializeLayer(layer, layout.params[k]!.map((e) => view(params, e)), seed, index);
+    initializeState(layer, layout.state[k]!.map((e) => view(state, e)));
   });
 }

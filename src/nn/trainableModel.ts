@@ -1,5 +1,15 @@
 import type { Tensor } from '../tensor/tensor.ts';
 import type { ForwardContext } from './layer.ts';
+import type { FlatEntry } from './flatLayout.ts';
+
+/** Where a split model assembles the unsplit one (on rank 0): buffers laid out like the unsplit params, and its state. */
+export interface WholeModelTarget {
+  /** one per source buffer (params, optimizer buffers), in the unsplit layout `paramEntries` */
+  buffers: Float32Array[];
+  paramEntries: readonly FlatEntry[];
+  state: Float32Array;
+  stateEntries: readonly FlatEntry[];
+}
 
 /**
  * What a replica trains: the whole model (`Sequential`) or one device's part of a model split
@@ -27,4 +37,10 @@ export interface TrainableModel {
   backwardAsync(dy: Tensor, onReady?: (offset: number) => void): Promise<void>;
   /** the most bytes of activations held for backward since the last call (then reset) */
   takePeakActivationBytes(): number;
+  /**
+   * Only a model split over devices has it. Collective (every device calls it): assembles the
+   * unsplit model on rank 0 — each of `sources` (laid out like params: the params, optimizer
+   * buffers) into the matching `into.buffers`, and the state; `into` is null on other ranks.
+   */
+  gatherWhole?(sources: Float32Array[], into: WholeModelTarget | null): Promise<void>;
 }
