@@ -36,6 +36,11 @@ export interface ForwardContext {
    * past 0), so per-replica masks do not depend on micro-batching; default 0
    */
   localOffset?: number;
+  /**
+   * samples of the step's batch over all devices; a model-parallel section splits it over the
+   * devices (each holds its rows, by the data sampler's rule) and computes on all of it
+   */
+  globalBatch?: number;
 }
 
 /**

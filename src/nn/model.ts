@@ -1,25 +1,14 @@
 import { Tensor } from '../tensor/tensor.ts';
-import { shapeSize, formatShape, shapesEqual } from '../tensor/shape.ts';
+import { formatShape, shapesEqual } from '../tensor/shape.ts';
 import type { Backend } from '../kernels/backend.ts';
 import type { ForwardContext, Layer } from './layer.ts';
 import type { ModelSpec } from './spec.ts';
 import { buildLayer, checkOutputShape } from './buildLayer.ts';
-import { initParam } from './init.ts';
+import { allocFlat, bindFlat, initializeFlat, planFlatLayout, type FlatEntry, type FlatLayout, type LayerSlot } from './flatLayout.ts';
+import { savedActivationBytes } from './activationMemory.ts';
+import type { TrainableModel } from './trainableModel.ts';
 
-/** Where one named tensor lives inside a flat buffer. */
-export interface FlatEntry {
-  /** 'layers.3.kernel' — stable across runs, used as the checkpoint tensor name */
-  name: string;
-  shape: number[];
-  offset: number;
-  size: number;
-}
-
-/** Offsets are aligned to 16 floats (64 bytes) so SIMD kernels and cache lines see aligned views. */
-const ALIGN = 16;
-const align = (n: number) => Math.ceil(n / ALIGN) * ALIGN;
-/** `n` rounded up to the alignment of flat-buffer entries (for layouts built outside Sequential). */
-export const alignFloats = align;
+export type { FlatEntry } from './flatLayout.ts';
 
 export interface ModelOptions {
   /** put the flat parameter/gradient buffers in SharedArrayBuffer memory (for other threads) */
@@ -30,13 +19,13 @@ export interface ModelOptions {
  * A stack of layers whose parameters and gradients are views into ONE flat Float32Array each
  * (the invariant collectives rely on); non-trained state (BatchNorm statistics) in a third.
  */
-export class Sequential {
+export class Sequential implements TrainableModel {
   readonly layers: Layer[];
   readonly params: Float32Array;
   readonly grads: Float32Array;
   readonly state: Float32Array;
-  readonly paramEntries: FlatEntry[] = [];
-  readonly stateEntries: FlatEntry[] = [];
+  readonly paramEntries: FlatEntry[];
+  readonly stateEntries: FlatEntry[];
   readonly inputShape: readonly number[];
   readonly outputShape: readonly number[];
 
@@ -44,34 +33,20 @@ export class Sequential {
     this.layers = layers;
     this.inputShape = inputShape;
     this.outputShape = layers.length ? layers[layers.length - 1]!.outputShape : inputShape;
-    let paramSize = 0, stateSize = 0;
-    layers.forEach((layer, i) => {
-      for (const p of layer.params()) {
-        const size = shapeSize(p.shape);
-        this.paramEntries.push({ name: `layers.${i}.${p.name}`, shape: p.shape, offset: paramSize, size });
-        paramSize = align(paramSize + size);
-      }
-      for (const s of layer.state()) {
-        const size = shapeSize(s.shape);
-        this.stateEntries.push({ name: `layers.${i}.${s.name}`, shape: s.shape, offset: stateSize, size });
-        stateSize = align(stateSize + size);
-      }
-    });
-    this.params = backend.alloc(Math.max(paramSize, 1), options.shared);
-    this.grads = backend.alloc(Math.max(paramSize, 1), options.shared);
-    this.state = backend.alloc(Math.max(stateSize, 1), options.shared);
-    let p = 0, s = 0;
-    for (const layer of layers) {
-      const nParams = layer.params().length, nState = layer.state().length;
-      const entries = this.paramEntries.slice(p, p + nParams);
-      const states = this.stateEntries.slice(s, s + nState);
-      layer.bind(
-        entries.map((e) => this.params.subarray(e.offset, e.offset + e.size)),
-        entries.map((e) => this.grads.subarray(e.offset, e.offset + e.size)),
-        states.map((e) => this.state.subarray(e.offset, e.offset + e.size)),
-      );
-      p += nParams; s += nState;
-    }
+    this.slots = layers.map((layer, index) => ({ index, layer }));
+    this.layout = planFlatLayout(this.slots);
+    this.paramEntries = this.layout.params.flat();
+    this.stateEntries = this.layout.state.flat();
+    const buffers = allocFlat(backend, this.layout.paramLength, this.layout.stateLength, options.shared);
+    this.params = buffers.params; this.grads = buffers.grads; this.state = buffers.state;
+    bindFlat(this.slots, this.layout, buffers);
+  }
+  private readonly slots: LayerSlot[];
+  private readonly layout: FlatLayout;
+
+  /** All of it is the same on every replica (a data-parallel strategy averages every gradient). */
+  get replicatedLength(): number {
+    return this.params.length;
   }
 
   /** Number of trainable values (without alignment padding). */
@@ -81,21 +56,7 @@ export class Sequential {
 
   /** Deterministic initialisation from the seed (identical on every replica). */
   initialize(seed: number): void {
-    let index = 0;
-    this.layers.forEach((layer) => {
-      for (const spec of layer.params()) {
-        const e = this.paramEntries[index]!;
-        initParam(spec, this.params.subarray(e.offset, e.offset + e.size), seed, index);
-        index++;
-      }
-    });
-    let s = 0;
-    for (const layer of this.layers) {
-      for (const spec of layer.state()) {
-        const e = this.stateEntries[s++]!;
-        this.state.subarray(e.offset, e.offset + e.size).fill(spec.init === 'ones' ? 1 : 0);
-      }
-    }
+    initializeFlat(this.slots, this.layout, this.params, this.state, seed);
   }
 
   forward(x: Tensor, ctx: ForwardContext): Tensor {
@@ -127,25 +88,9 @@ export class Sequential {
     }
   }
 
-  /**
-   * Activation memory: after a training forward, the bytes of the distinct batch-sized arrays the
-   * layers keep for backward (their inputs and outputs where backward reads them, dropout masks,
-   * BatchNorm's x̂, max-pool argmax). Backward's gradient scratch is not counted. This is what
-   * micro-batching divides.
-   */
+  /** Activation memory after a training forward (see savedActivationBytes). */
   private countActivations(): void {
-    const seen = new Map<ArrayBufferLike, Set<string>>();
-    let bytes = 0;
-    for (const layer of this.layers) {
-      for (const a of layer.savedForBackward?.() ?? []) {
-        let set = seen.get(a.buffer);
-        if (!set) { set = new Set(); seen.set(a.buffer, set); }
-        const key = `${a.byteOffset}:${a.byteLength}`;
-        if (set.has(key)) continue;
-        set.add(key);
-        bytes += a.byteLength;
-      }
-    }
+    const bytes = savedActivationBytes(this.layers);
     this.lastActivationBytes = bytes;
     this.peakActivationBytes = Math.max(this.peakActivationBytes, bytes);
   }
@@ -188,15 +133,7 @@ export class Sequential {
 
   /** Offset of each layer's first parameter in the flat buffer (−1 for layers without parameters). */
   private get firstParamOffset(): number[] {
-    if (!this.firstOffsets) {
-      let p = 0;
-      this.firstOffsets = this.layers.map((layer) => {
-        const n = layer.params().length;
-        const offset = n ? this.paramEntries[p]!.offset : -1;
-        p += n;
-        return offset;
-      });
-    }
+    this.firstOffsets ??= this.layout.params.map((entries) => entries[0]?.offset ?? -1);
     return this.firstOffsets;
   }
   private firstOffsets: number[] | null = null;

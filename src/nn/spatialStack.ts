@@ -15,7 +15,7 @@ const len = (r: AxisRange) => r.end - r.start;
  *
  * It is a Layer wrapping the stack's layers (their parameters, in order, under `<k>.<name>`, so a
  * model checkpoints them as `layers.<i>.<k>.kernel`). It needs no communication, so it lives
- * here; the parallel mode (src/parallel/spatialSplit.ts) builds on the same tiles.
+ * here; the parallel mode (parallel/modelParallel/spatialParallelStage.ts) builds on the same tiles.
  */
 export class SerialSpatialStack implements Layer {
   readonly name: string;

@@ -1,6 +1,6 @@
 import { Tensor } from '../tensor/tensor.ts';
 import { ownedSlice } from '../comm/communicator.ts';
-import type { Sequential } from '../nn/model.ts';
+import type { TrainableModel } from '../nn/trainableModel.ts';
 import type { SoftmaxCrossEntropy } from '../nn/softmaxCrossEntropy.ts';
 import type { ForwardContext } from '../nn/layer.ts';
 
@@ -30,7 +30,7 @@ export interface MicroBatchResult { lossSum: number; correct: number; samples: n
  * `onReady` (gradient buckets ready for reduction) is passed only to the last slice's backward:
  * before that, the gradients are not final.
  */
-export async function accumulateMicroBatches(model: Sequential, loss: SoftmaxCrossEntropy, x: Tensor, labels: Int32Array,
+export async function accumulateMicroBatches(model: TrainableModel, loss: SoftmaxCrossEntropy, x: Tensor, labels: Int32Array,
                                              ctx: ForwardContext, gradScale: number, k: number,
                                              onReady?: (offset: number) => void): Promise<MicroBatchResult> {
   const n = labels.length, per = x.size / Math.max(x.batch, 1);
@@ -40,7 +40,8 @@ export async function accumulateMicroBatches(model: Sequential, loss: SoftmaxCro
     const xs = new Tensor([end - start, ...model.inputShape], x.data.subarray(start * per, end * per));
     const sub: ForwardContext = { ...ctx, sampleOffset: ctx.sampleOffset + start, localOffset: (ctx.localOffset ?? 0) + start };
     const logits = await model.forwardAsync(xs, sub);
-    const r = loss.compute(logits, labels.subarray(start, end), gradScale);
+    // an empty slice (a device without samples in a step that communicates) has no loss
+    const r = end > start ? loss.compute(logits, labels.subarray(start, end), gradScale) : { lossSum: 0, correct: 0, dlogits: logits };
     total.lossSum += r.lossSum; total.correct += r.correct;
     await model.backwardAsync(r.dlogits, i === ranges.length - 1 ? onReady : undefined);
   }

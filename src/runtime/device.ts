@@ -2,9 +2,7 @@ import type { Backend } from '../kernels/backend.ts';
 import type { Dataset } from '../data/dataset.ts';
 import type { Strategy } from '../parallel/strategy.ts';
 import type { Communicator } from '../comm/communicator.ts';
-import { synchroniseBatchNorm } from '../parallel/syncBatchNorm.ts';
-import { Replica } from './replica.ts';
-import { ModelParallelReplica, isModelParallel } from './modelParallelReplica.ts';
+import { Replica, isModelParallel } from './replica.ts';
 import { runTrainLoop, viewOf, type CommStats } from './trainLoop.ts';
 import { saveModelCheckpoint } from './modelCheckpoint.ts';
 import type { RunConfig } from '../config/runConfig.ts';
@@ -46,12 +44,8 @@ function withParams<T>(replica: Replica, params: Float32Array, fn: () => T): T {
 /** Everything one device does in a run: build its replica, train, and (rank 0) evaluate and checkpoint. */
 export async function runDevice(o: DeviceOptions): Promise<void> {
   const { config, rank } = o;
-  const modelParallel = o.worldSize > 1 && isModelParallel(config);
-  if (modelParallel && !o.comm) throw new Error('runDevice: model-parallel layers need the devices\' communicator');
-  const replica = modelParallel
-    ? new ModelParallelReplica(o.backend, config, o.comm!, { shared: o.shared })
-    : new Replica(o.backend, config, { shared: o.shared });
-  if (config.train.syncBatchNorm && o.comm && replica instanceof Replica) synchroniseBatchNorm(replica.model, o.comm);
+  if (o.worldSize > 1 && isModelParallel(config) && !o.comm) throw new Error('runDevice: model-parallel layers need the devices\' communicator');
+  const replica = Replica.create(o.backend, config, { shared: o.shared, comm: o.comm });
   const view = viewOf(replica);
   await runTrainLoop({
     replica, strategy: o.strategy, config, train: o.train, rank, worldSize: o.worldSize, emit: o.emit,
@@ -63,18 +57,12 @@ export async function runDevice(o: DeviceOptions): Promise<void> {
       const evalDue = last || (evalEvery > 0 && (epoch + 1) % evalEvery === 0);
       const checkpointDue = last || (checkpointEvery > 0 && (epoch + 1) % checkpointEvery === 0);
       const doEval = o.test && evalDue, doCheckpoint = o.checkpointPath && checkpointDue;
-      let full: Replica, params: Float32Array;
-      if (replica instanceof ModelParallelReplica) {
-        // collective: every device sends its shards, rank 0 assembles the unsplit model
-        if (!evalDue && !checkpointDue) return;
-        const gathered = await replica.gather(checkpointDue);
-        if (!gathered || (!doEval && !doCheckpoint)) return;
-        full = gathered; params = gathered.model.params;
-      } else {
-        if (rank !== 0 || (!doEval && !doCheckpoint)) return;
-        full = replica;
-        params = o.strategy.modelParams ? await o.strategy.modelParams(view) : view.params;
-      }
+      // a split model's gather is collective: every device takes part
+      if (!evalDue && !checkpointDue) return;
+      const full = await replica.gather(rank, checkpointDue);
+      if (!full || (!doEval && !doCheckpoint)) return;
+      // a gathered model holds the job's weights; a whole one may stand for the strategy's (server, centre, block model)
+      const params = full !== replica ? full.model.params : o.strategy.modelParams ? await o.strategy.modelParams(view) : view.params;
       withParams(full, params, () => {
         if (doEval) {
           const r = full.evaluate(o.test!);

@@ -3,6 +3,11 @@ import type { Backend } from '../kernels/backend.ts';
 import { buildModel, type Sequential } from '../nn/model.ts';
 import { SoftmaxCrossEntropy } from '../nn/softmaxCrossEntropy.ts';
 import type { ForwardContext } from '../nn/layer.ts';
+import type { TrainableModel } from '../nn/trainableModel.ts';
+import type { Communicator } from '../comm/communicator.ts';
+import { ModelParallelNet } from '../parallel/modelParallel/net.ts';
+import { modelParallelLayers } from '../parallel/modelParallel/plan.ts';
+import { synchroniseBatchNorm } from '../parallel/syncBatchNorm.ts';
 import { createOptimizer, type Optimizer } from '../optim/optimizer.ts';
 import type { Dataset } from '../data/dataset.ts';
 import type { RunConfig } from '../config/runConfig.ts';
@@ -15,16 +20,34 @@ export interface StepResult {
   samples: number;
 }
 
-/** One device's copy of the model with its optimizer and loss: what every strategy acts on. */
-export class Replica {
-  readonly model: Sequential;
+/** True when the config asks for "one weird trick" (some layer has `parallel: model`). */
+export function isModelParallel(config: RunConfig): boolean {
+  return modelParallelLayers(config.model).length > 0;
+}
+
+/**
+ * One device's model with its optimizer and loss: what every strategy acts on. The model is the
+ * whole one (`Sequential`, the default) or, in a model-parallel run, this device's part of it
+ * (`ModelParallelNet`: its replicated layers and its shards). One optimizer steps all of params
+ * (optimizers are elementwise, so stepping the concatenation equals stepping each part); the
+ * strategy sees only the replicated part, as the shards' gradients are already complete.
+ */
+export class Replica<M extends TrainableModel = Sequential> {
+  readonly model: M;
   readonly optimizer: Optimizer;
   private readonly loss: SoftmaxCrossEntropy;
   private input: Float32Array = new Float32Array(0);
+  /** rank 0 of a split model: the unsplit replica gather() fills, for evaluation and checkpoints */
+  private whole: Replica | null = null;
 
-  constructor(readonly backend: Backend, readonly config: RunConfig, options: { shared?: boolean } = {}) {
-    this.model = buildModel(backend, config.model, options);
-    this.model.initialize(config.train.seed);
+  /** `model` defaults to the config's whole model, built and initialised here. */
+  constructor(readonly backend: Backend, readonly config: RunConfig, options: { shared?: boolean } = {}, model?: M) {
+    if (model) this.model = model;
+    else {
+      const built = buildModel(backend, config.model, options);
+      built.initialize(config.train.seed);
+      this.model = built as TrainableModel as M;
+    }
     this.optimizer = createOptimizer(backend, config.optimizer, this.model.params.length);
     this.loss = new SoftmaxCrossEntropy(backend);
     if (this.model.outputShape.length !== 1) {
@@ -32,23 +55,65 @@ export class Replica {
     }
   }
 
-  /** The model's flat buffers and a local optimizer step, as strategies see them. */
+  /** The model's flat buffers (the replicated part) and a local optimizer step over all of them, as strategies see them. */
   view(): ReplicaView {
-    const { params, grads, state } = this.model;
-    return { params, grads, state, localStep: (lr) => this.optimizer.step(params, grads, lr) };
+    const { params, grads, state, replicatedLength: r } = this.model;
+    const replicated = (a: Float32Array) => (r === a.length ? a : a.subarray(0, r));
+    return { params: replicated(params), grads: replicated(grads), state, localStep: (lr) => this.optimizer.step(params, grads, lr) };
   }
 
   zeroGrads(): void {
     this.model.zeroGrads();
   }
 
-  /** Layers that communicate (synchronised BatchNorm) need every device in every step. */
+  /**
+   * A replica of `config` on one of the devices of `comm`: split when the config marks layers
+   * `parallel: model` and there are several devices ("one weird trick"), else the whole model,
+   * whose BatchNorm layers synchronise over `comm` with train.syncBatchNorm. (A split model's
+   * data-parallel layers skip steps where the device has no rows, so they cannot take part in
+   * collectives: its BatchNorm stays per device.)
+   */
+  static create(backend: Backend, config: RunConfig, options: { shared?: boolean; comm?: Communicator } = {}): Replica<TrainableModel> {
+    const { comm } = options;
+    if (!comm || comm.size < 2 || !isModelParallel(config)) {
+      const replica = new Replica(backend, config, options);
+      if (config.train.syncBatchNorm && comm) synchroniseBatchNorm(replica.model, comm);
+      return replica;
+    }
+    const net = new ModelParallelNet(backend, config.model, comm, options);
+    net.initialize(config.train.seed);
+    return new Replica(backend, config, options, net);
+  }
+
+  /** Layers that communicate (synchronised BatchNorm, a model-parallel section) need every device in every step. */
   get stepsWithoutSamples(): boolean {
     return this.model.needsAsync;
   }
 
   takePeakActivationBytes(): number {
     return this.model.takePeakActivationBytes();
+  }
+
+  /**
+   * The whole model for evaluation and checkpoints, on rank 0 (null elsewhere). A split model is
+   * assembled from every device's part — collective, so every device calls this at the same
+   * points — with the optimizer state when `withOptimizer`; a whole model is this replica.
+   */
+  async gather(rank: number, withOptimizer: boolean): Promise<Replica | null> {
+    const { model } = this;
+    // a model that cannot gather is whole: this replica is a Replica<Sequential>
+    if (!model.gatherWhole) return rank === 0 ? (this as unknown as Replica) : null;
+    const sources = [model.params, ...(withOptimizer ? this.optimizer.state().buffers.map((b) => b.data) : [])];
+    const whole = rank === 0 ? (this.whole ??= new Replica(this.backend, this.config)) : null;
+    const full = whole?.model;
+    const buffers = full ? [full.params, ...sources.slice(1).map(() => new Float32Array(full.params.length))] : [];
+    await model.gatherWhole(sources, full ? { buffers, paramEntries: full.paramEntries, state: full.state, stateEntries: full.stateEntries } : null);
+    if (!whole) return null;
+    if (withOptimizer) {
+      const names = this.optimizer.state().buffers.map((b) => b.name);
+      whole.optimizer.loadState({ step: this.optimizer.stepCount, buffers: names.map((name, k) => ({ name, data: buffers[k + 1]! })) });
+    }
+    return whole;
   }
 
   /** Scores the model produces per sample (must equal the dataset's classes). */
@@ -70,7 +135,7 @@ export class Replica {
    * `gradScale` multiplies dLoss/dlogits: 1/n for a mean over this batch, 1/globalBatch when
    * several devices' or micro-batches' gradients are summed.
    */
-  computeGradients(images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number,
+  computeGradients(this: Replica<Sequential>, images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number,
                    onGradientsReady?: (offset: number) => void): StepResult {
     const n = labels.length;
     const logits = this.model.forward(this.batchTensor(images, n), { ...ctx, training: true });
@@ -82,18 +147,20 @@ export class Replica {
   /**
    * What the training loop runs: computeGradients in `config.train.microBatches` sequential slices
    * (gradients accumulate; see accumulateMicroBatches), through the model's async passes so layers
-   * that communicate (synchronised BatchNorm) can. An empty batch still runs when layers communicate,
-   * so every device takes part in their collectives.
+   * that communicate (synchronised BatchNorm, a model-parallel section) can. An empty batch still
+   * runs when layers communicate, so every device takes part in their collectives. `images` are
+   * this device's rows of a step of `globalBatchSize` samples (a model-parallel section computes on
+   * all of them); `gradScale` is the data-parallel one, a split model rescales its shards' itself.
    */
   async computeGradientsAsync(images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number,
-                              onGradientsReady?: (offset: number) => void, _globalBatchSize?: number): Promise<StepResult> {
+                              onGradientsReady?: (offset: number) => void, globalBatchSize?: number): Promise<StepResult> {
     const x = this.batchTensor(images, labels.length);
-    return accumulateMicroBatches(this.model, this.loss, x, labels, { ...ctx, training: true }, gradScale,
+    return accumulateMicroBatches(this.model, this.loss, x, labels, { ...ctx, training: true, globalBatch: globalBatchSize }, gradScale,
       this.config.train.microBatches, onGradientsReady);
   }
 
   /** Mean loss and accuracy over a dataset, in evaluation mode (no dropout, running BatchNorm stats). */
-  evaluate(ds: Dataset, batchSize = 500): { loss: number; accuracy: number } {
+  evaluate(this: Replica<Sequential>, ds: Dataset, batchSize = 500): { loss: number; accuracy: number } {
     const per = ds.images.length / ds.count;
     let lossSum = 0, correct = 0;
     const ctx: ForwardContext = { training: false, seed: 0, step: 0, sampleOffset: 0 };

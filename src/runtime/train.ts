@@ -5,7 +5,7 @@ import { limitDataset, type Dataset } from '../data/dataset.ts';
 import { localStrategy } from '../parallel/strategy.ts';
 import { checkRunStrategy, runsModelParallel } from '../parallel/strategies/index.ts';
 import { buildModel } from '../nn/model.ts';
-import { modelParallelLayers, modelParallelStrategyMessage, planModelParallelFrom } from '../parallel/modelParallelPlan.ts';
+import { modelParallelLayers, modelParallelStrategyMessage, planModelParallelFrom } from '../parallel/modelParallel/plan.ts';
 import { jsBackend } from '../kernels/js/index.ts';
 import { runDevice } from './device.ts';
 import { runWorkerDevices } from './workerDevices.ts';

@@ -5,7 +5,7 @@ import { jsBackend } from '../../src/kernels/js/index.ts';
 import { getBackend } from '../../src/kernels/index.ts';
 import type { Backend } from '../../src/kernels/backend.ts';
 import type { Conv2DSpec } from '../../src/nn/spec.ts';
-import { ChannelSplitConv2D } from '../../src/parallel/channelSplit.ts';
+import { ChannelSplitConv2D } from '../../src/parallel/modelParallel/channelSplit.ts';
 import { localGroup } from './localGroup.ts';
 import { seededModel, reference, conv, TRAIN } from './splitHelpers.ts';
 import { assertClose, randomArray } from '../util/close.ts';

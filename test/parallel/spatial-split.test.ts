@@ -6,11 +6,11 @@ import { getBackend } from '../../src/kernels/index.ts';
 import type { Backend } from '../../src/kernels/backend.ts';
 import type { LayerSpec } from '../../src/nn/spec.ts';
 import { Sequential } from '../../src/nn/model.ts';
-import { ParallelSpatialStack } from '../../src/parallel/spatialSplit.ts';
+import { SpatialParallelStage } from '../../src/parallel/modelParallel/spatialParallelStage.ts';
 import { SerialSpatialStack } from '../../src/nn/spatialStack.ts';
 import { planTiles } from '../../src/nn/spatialTiles.ts';
 import { localGroup } from './localGroup.ts';
-import { buildLayers, seededModel, reference, conv, pool, cutBlock, TRAIN } from './splitHelpers.ts';
+import { buildLayers, seededModel, reference, conv, pool, TRAIN } from './splitHelpers.ts';
 import { assertClose, randomArray } from '../util/close.ts';
 
 // Tolerance (float32): a tile computes the same sums as the whole image, but weight gradients add
@@ -57,7 +57,7 @@ test('spatial split, serial: tile grids (uneven included) equal the unsplit stac
   }
 });
 
-test('spatial split, parallel: G devices with replicated input and with halo exchange equal the unsplit stack', async () => {
+test('spatial split, parallel: G devices (the model-parallel stage, replicated input) equal the unsplit stack', async () => {
   const backend = jsBackend;
   for (const s of STACKS) {
     const ref = seededModel(backend, s.layers, s.input);
@@ -68,39 +68,23 @@ test('spatial split, parallel: G devices with replicated input and with halo exc
       const what = `${s.name} grid ${th}×${tw}`;
       const comms = localGroup(th * tw);
       const ranks = comms.map((comm) => {
-        const model = new Sequential(backend, buildLayers(backend, s.layers, s.input), s.input);
+        const serial = new SerialSpatialStack(backend, buildLayers(backend, s.layers, s.input), th, tw);
+        const model = new Sequential(backend, [serial], s.input);
         model.params.set(ref.params);
-        return { comm, model, split: new ParallelSpatialStack(backend, comm, model.layers, th, tw) };
+        return { comm, model, split: new SpatialParallelStage(backend, comm, 'stage', serial, [th, tw], s.input, { inputRows: false }) };
       });
-      // replicated input: every rank cuts its tile; gradients summed over ranks
-      const outs = await Promise.all(ranks.map(async ({ model, split }) => {
+      // replicated input: every rank cuts its tiles; input gradients summed over ranks, weight gradients summed here
+      const outs = await Promise.all(ranks.map(async ({ comm, model, split }) => {
         model.zeroGrads();
-        const y = await split.gatherOutput(split.forwardReplicated(x, TRAIN));
-        const dx = await split.backwardReplicated(split.sliceOutput(new Tensor(y.shape, r.slice())));
-        await split.reduceGradients(model.grads);
+        const y = await split.forwardAsync(x, { ...TRAIN, globalBatch: N });
+        const dx = (await split.backwardAsync(new Tensor(y.shape, r.slice())))!;
+        await comm.allreduce(model.grads, 'sum');
         return { y: y.data.slice(), dx: dx.data.slice(), grads: model.grads.slice() };
       }));
       for (const [k, o] of outs.entries()) {
         assertClose(o.y, want.y, { ...TOL, what: `${what} rank ${k} output` });
         assertClose(o.dx, want.dx, { ...TOL, what: `${what} rank ${k} input gradient` });
         assertClose(o.grads, want.grads, { ...TOL, what: `${what} rank ${k} weight gradients` });
-      }
-      // owned input blocks: halos arrive point to point, halo gradients go back to their owners
-      const owned = await Promise.all(ranks.map(async ({ model, split }, k) => {
-        model.zeroGrads();
-        const own = split.ownedRect(k);
-        const yTile = await split.forwardOwned(cutBlock(x, own.rows.start, own.rows.end, own.cols.start, own.cols.end), TRAIN);
-        const y = await split.gatherOutput(yTile);
-        const dxOwn = await split.backwardOwned(split.sliceOutput(new Tensor(y.shape, r.slice())));
-        await split.reduceGradients(model.grads);
-        return { own, y: y.data.slice(), dx: dxOwn, grads: model.grads.slice() };
-      }));
-      const wantDx = new Tensor(x.shape, want.dx);
-      for (const [k, o] of owned.entries()) {
-        assertClose(o.y, want.y, { ...TOL, what: `${what} rank ${k} output (halo exchange)` });
-        const wantOwn = cutBlock(wantDx, o.own.rows.start, o.own.rows.end, o.own.cols.start, o.own.cols.end);
-        assertClose(o.dx.data, wantOwn.data, { ...TOL, what: `${what} rank ${k} owned input gradient (halo exchange)` });
-        assertClose(o.grads, want.grads, { ...TOL, what: `${what} rank ${k} weight gradients (halo exchange)` });
       }
     }
   }
@@ -122,5 +106,4 @@ test('spatial split: impossible splits are refused naming the layer', () => {
   assert.throws(() => planTiles(layers, 5, 1), /model\.layers\[1\] maxPool2d: cannot split 3 output rows into 5 tiles along height; use at most 3/);
   const withBn = buildLayers(jsBackend, [conv(2, 3), { type: 'batchNorm', momentum: 0.9, epsilon: 1e-5 }], [9, 9, 1]);
   assert.throws(() => planTiles(withBn, 2, 1), /model\.layers\[1\] batchNorm: cannot be part of a spatially split stack/);
-  assert.throws(() => new ParallelSpatialStack(jsBackend, localGroup(3)[0]!, layers, 2, 1), /a 2×1 tile grid needs 2 devices, the group has 3/);
 });

@@ -44,13 +44,3 @@ export const conv = (filters: number, k: number | [number, number], o: Partial<{
 export const pool = (type: 'maxPool2d' | 'avgPool2d', k: number, s = k, padding: 'valid' | 'same' = 'valid'): LayerSpec => ({
   type, poolSize: [k, k], strides: [s, s], padding,
 });
-
-/** Cuts rows × cols of an NHWC tensor into a new tensor. */
-export function cutBlock(x: Tensor, r0: number, r1: number, c0: number, c1: number): Tensor {
-  const [n, h, w, c] = x.shape as [number, number, number, number];
-  const out = new Tensor([n, r1 - r0, c1 - c0, c]);
-  let k = 0;
-  for (let s = 0; s < n; s++) for (let r = r0; r < r1; r++) for (let q = c0; q < c1; q++) for (let ch = 0; ch < c; ch++) out.data[k++] = x.data[((s * h + r) * w + q) * c + ch]!;
-  void w;
-  return out;
-}

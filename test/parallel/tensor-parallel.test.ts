@@ -4,8 +4,8 @@ import { jsBackend } from '../../src/kernels/js/index.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { Dense } from '../../src/nn/dense.ts';
 import type { ActivationKind } from '../../src/kernels/backend.ts';
-import { rowSplit, takeColumns, type RowSplit } from '../../src/parallel/activationExchange.ts';
-import { ColumnParallelDense, RowParallelDense, columnShardCopy, rowShardCopy, unitShards } from '../../src/parallel/tensorParallel.ts';
+import { rowSplit, takeColumns, type RowSplit } from '../../src/parallel/modelParallel/activationExchange.ts';
+import { ColumnParallelDense, RowParallelDense, columnShardCopy, rowShardCopy, unitShards } from '../../src/parallel/modelParallel/tensorParallel.ts';
 import { localGroup } from './localGroup.ts';
 import { assertClose, randomArray } from '../util/close.ts';
 
@@ -14,6 +14,8 @@ import { assertClose, randomArray } from '../util/close.ts';
 // rtol 1e-5 with atol 1e-6 for values near zero.
 const TOL = { rtol: 1e-5, atol: 1e-6 };
 const CTX = { training: true, seed: 1, step: 0, sampleOffset: 0 };
+/** the context a section layer gets: the step's global batch, which each device's rows follow from */
+const stepOf = (split: RowSplit) => ({ ...CTX, globalBatch: split.total });
 
 interface Reference { y: Float32Array; dx: Float32Array; dw: Float32Array; db: Float32Array }
 
@@ -60,9 +62,9 @@ for (const { devices, n, activation } of [
         columnShardCopy({ kernel: w, bias: b }, { kernel: sw, bias: sb }, inF, units, range, true);
         layer.bind([sw, sb], [dw, db]);
         const input = mode.inputRows ? rowsOf(x, split, r, inF) : x;
-        const y = await layer.forward(new Tensor([input.length / inF, inF], input), split);
+        const y = await layer.forwardAsync(new Tensor([input.length / inF, inF], input), stepOf(split));
         assertClose(y.data, mode.gatherOutput ? ref.y : columnsOf(ref.y, n, units, range), { ...TOL, what: `${what} y` });
-        const dx = await layer.backward(new Tensor(y.shape, mode.gatherOutput ? dy : columnsOf(dy, n, units, range)));
+        const dx = await layer.backwardAsync(new Tensor(y.shape, mode.gatherOutput ? dy : columnsOf(dy, n, units, range)));
         assertClose(dx!.data, mode.inputRows ? rowsOf(ref.dx, split, r, inF) : ref.dx, { ...TOL, what: `${what} dx` });
         assertClose(dw, columnsOf(ref.dw, inF, units, range), { ...TOL, what: `${what} dW` });
         assertClose(db, ref.db.slice(range.start, range.end), { ...TOL, what: `${what} db` });
@@ -82,9 +84,9 @@ for (const { devices, n, activation } of [
         const sw = new Float32Array(width * units), sb = new Float32Array(units), dw = new Float32Array(sw.length), db = new Float32Array(units);
         rowShardCopy({ kernel: w, bias: b }, { kernel: sw, bias: sb }, units, range, true);
         layer.bind([sw, sb], [dw, db]);
-        const y = await layer.forward(new Tensor([n, width], columnsOf(x, n, inF, range)), split);
+        const y = await layer.forwardAsync(new Tensor([n, width], columnsOf(x, n, inF, range)), stepOf(split));
         assertClose(y.data, scatterRows ? rowsOf(ref.y, split, r, units) : ref.y, { ...TOL, what: `${what} y` });
-        const dx = await layer.backward(new Tensor(y.shape, scatterRows ? rowsOf(dy, split, r, units) : dy));
+        const dx = await layer.backwardAsync(new Tensor(y.shape, scatterRows ? rowsOf(dy, split, r, units) : dy));
         assertClose(dx!.data, columnsOf(ref.dx, n, inF, range), { ...TOL, what: `${what} dx` });
         assertClose(dw, ref.dw.slice(range.start * units, range.end * units), { ...TOL, what: `${what} dW` });
         assertClose(db, ref.db, { ...TOL, what: `${what} db` });
@@ -122,9 +124,9 @@ test('column-parallel then row-parallel (Megatron pair, no communication in betw
     rowShardCopy({ kernel: w2, bias: b2 }, { kernel: p.w2, bias: p.b2 }, out, range, true);
     col.bind([p.w1, p.b1], [d.w1, d.b1]); row.bind([p.w2, p.b2], [d.w2, d.b2]);
     const mine = rowsOf(x, split, comm.rank, inF);
-    const y = await row.forward(await col.forward(new Tensor([mine.length / inF, inF], mine), split), split);
+    const y = await row.forwardAsync(await col.forwardAsync(new Tensor([mine.length / inF, inF], mine), stepOf(split)), stepOf(split));
     assertClose(y.data, rowsOf(yRef, split, comm.rank, out), { ...TOL, what: `rank ${comm.rank} y` });
-    const dx = await col.backward((await row.backward(new Tensor(y.shape, rowsOf(dy, split, comm.rank, out))))!);
+    const dx = await col.backwardAsync((await row.backwardAsync(new Tensor(y.shape, rowsOf(dy, split, comm.rank, out))))!);
     assertClose(dx!.data, rowsOf(dxRef, split, comm.rank, inF), { ...TOL, what: `rank ${comm.rank} dx` });
     assertClose(d.w1, columnsOf(g.w1, inF, hidden, range), { ...TOL, what: `rank ${comm.rank} dW1` });
     assertClose(d.w2, g.w2.slice(range.start * out, range.end * out), { ...TOL, what: `rank ${comm.rank} dW2` });

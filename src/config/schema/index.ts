@@ -9,7 +9,7 @@ import type { z } from 'zod';
 import type { RunConfig } from '../runConfig.ts';
 import type { LossSpec } from '../../nn/spec.ts';
 import { runsModelParallel, stepsInLockstep, syncBatchNormStrategyMessage } from '../../parallel/strategies/index.ts';
-import { modelParallelLayers, modelParallelStrategyMessage } from '../../parallel/modelParallelPlan.ts';
+import { modelParallelLayers, modelParallelStrategyMessage } from '../../parallel/modelParallel/plan.ts';
 import type { IssueParams } from '../errors.ts';
 import { oneOf, strict } from './fields.ts';
 import { modelSchema } from './model.ts';

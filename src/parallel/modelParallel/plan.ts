@@ -1,5 +1,5 @@
-import type { Conv2DSpec, DenseSpec, LayerSpec, ModelSpec, SpatialSplitSpec } from '../nn/spec.ts';
-import { shapeSize } from '../tensor/shape.ts';
+import type { Conv2DSpec, DenseSpec, LayerSpec, ModelSpec, SpatialSplitSpec } from '../../nn/spec.ts';
+import { shapeSize } from '../../tensor/shape.ts';
 import { unitShards } from './tensorParallel.ts';
 
 /**

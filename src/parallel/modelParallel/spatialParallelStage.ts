@@ -1,12 +1,14 @@
-import { Tensor } from '../tensor/tensor.ts';
-import { evenSlice } from '../tensor/shape.ts';
-import type { Backend } from '../kernels/backend.ts';
-import type { Communicator } from '../comm/communicator.ts';
-import { BufferPool, type ForwardContext, type Layer } from '../nn/layer.ts';
-import { layerPools, planTiles, TileStack, type TilePlan } from '../nn/spatialTiles.ts';
-import { blockOf, copyBlock } from '../nn/nhwcBlock.ts';
-import type { AxisRange } from '../nn/windowGeometry.ts';
-import { gatherSectionInput, CollectiveBuffers, ExchangeScratch, type RowSplit } from './activationExchange.ts';
+import { Tensor } from '../../tensor/tensor.ts';
+import { evenSlice } from '../../tensor/shape.ts';
+import type { Backend } from '../../kernels/backend.ts';
+import type { Communicator } from '../../comm/communicator.ts';
+import { BufferPool, type ForwardContext, type Layer, type ParamSpec } from '../../nn/layer.ts';
+import type { SerialSpatialStack } from '../../nn/spatialStack.ts';
+import { layerPools, planTiles, TileStack, type TilePlan } from '../../nn/spatialTiles.ts';
+import { blockOf, copyBlock } from '../../nn/nhwcBlock.ts';
+import type { AxisRange } from '../../nn/windowGeometry.ts';
+import { gatherSectionInput, sectionRows, CollectiveBuffers, ExchangeScratch, type RowSplit } from './activationExchange.ts';
+import { SectionLayer } from './sectionLayer.ts';
 
 const len = (r: AxisRange) => r.end - r.start;
 
@@ -24,11 +26,11 @@ const len = (r: AxisRange) => r.end - r.start;
  * data-parallel gradient (G/(G·b) per sample): the strategy's mean over devices is then exactly the
  * whole batch's gradient (Σ over devices of the tile shares / G), with no extra scale here.
  */
-export class SpatialParallelStage {
+export class SpatialParallelStage extends SectionLayer {
   readonly outputShape: readonly number[];
   readonly plans: TilePlan[];
-  /** the tiles this device computes, each with its own scratch (its activations live until backward) */
-  readonly mine: TileStack[];
+  private readonly stack: readonly Layer[];
+  private tiles: TileStack[] | null = null;
   private readonly io: BufferPool;
   private readonly shared: CollectiveBuffers;
   private readonly scratch = new ExchangeScratch();
@@ -36,15 +38,38 @@ export class SpatialParallelStage {
   private readonly assignment: AxisRange[];
   private rows: RowSplit | null = null;
 
-  constructor(private readonly backend: Backend, private readonly comm: Communicator, readonly stack: readonly Layer[],
+  /** `unsplit` is the model's serial layer for the same stack: it holds the weights' views (bound through this stage). */
+  constructor(private readonly backend: Backend, private readonly comm: Communicator, readonly name: string, private readonly unsplit: SerialSpatialStack,
               tiles: readonly [number, number], readonly inputShape: readonly number[], private readonly o: { inputRows: boolean }) {
-    this.plans = planTiles(stack, tiles[0], tiles[1]);
-    this.outputShape = stack[stack.length - 1]!.outputShape;
+    super();
+    this.stack = unsplit.stack;
+    this.plans = planTiles(this.stack, tiles[0], tiles[1]);
+    this.outputShape = this.stack[this.stack.length - 1]!.outputShape;
     this.assignment = Array.from({ length: comm.size }, (_, r) => evenSlice(this.plans.length, comm.size, r));
-    const own = this.assignment[comm.rank]!;
-    this.mine = this.plans.slice(own.start, own.end).map((p) => new TileStack(backend, stack, p, layerPools(backend, stack.length)));
     this.shared = new CollectiveBuffers(backend, comm);
     this.io = new BufferPool(backend);
+  }
+
+  /** The stack's weights, replicated: the same tensors (and names) as the serial layer's. */
+  override params(): ParamSpec[] {
+    return this.unsplit.params();
+  }
+
+  override bind(params: Float32Array[], grads: Float32Array[], state: Float32Array[] = []): void {
+    this.unsplit.bind(params, grads, state);
+    this.tiles = null;
+  }
+
+  /** The tiles this device computes, each with its own scratch (its activations live until backward); made after bind, as tiles share the stack's views. */
+  get mine(): TileStack[] {
+    const own = this.assignment[this.comm.rank]!;
+    this.tiles ??= this.plans.slice(own.start, own.end).map((p) => new TileStack(this.backend, this.stack, p, layerPools(this.backend, this.stack.length)));
+    return this.tiles;
+  }
+
+  /** every own tile's arrays: they are all held until backward */
+  savedForBackward(): readonly ArrayBufferView[] {
+    return this.tiles?.flatMap((t) => t.savedArrays()) ?? [];
   }
 
   /** Floats of one device's packed output tiles for n samples: the largest over devices (allgather moves equal blocks). */
@@ -53,7 +78,8 @@ export class SpatialParallelStage {
     return n * F * Math.max(...this.assignment.map((a) => this.plans.slice(a.start, a.end).reduce((s, p) => s + len(p.outRows) * len(p.outCols), 0)));
   }
 
-  async forward(x: Tensor, rows: RowSplit, ctx: ForwardContext): Promise<Tensor> {
+  async forwardAsync(x: Tensor, ctx: ForwardContext): Promise<Tensor> {
+    const rows = sectionRows(ctx, this.comm.size);
     const input = this.o.inputRows ? await gatherSectionInput(this.comm, x, rows, this.inputShape, this.shared, this.scratch) : x;
     this.rows = rows;
     const n = input.batch, [OH, OW, F] = this.outputShape as [number, number, number];
@@ -82,7 +108,7 @@ export class SpatialParallelStage {
   }
 
   /** dy is the whole output's gradient (the same on every device). */
-  async backward(dy: Tensor, needInputGrad: boolean): Promise<Tensor | null> {
+  async backwardAsync(dy: Tensor, needInputGrad = true): Promise<Tensor | null> {
     const n = dy.batch, [H, W, C] = this.inputShape as [number, number, number];
     const dx = needInputGrad ? new Tensor([n, H, W, C], (await this.shared.get('dx', n * H * W * C)).fill(0)) : null;
     for (const t of this.mine) {

@@ -1,7 +1,8 @@
-import { ownedSlice, type Communicator } from '../comm/communicator.ts';
-import type { Backend } from '../kernels/backend.ts';
-import { Tensor } from '../tensor/tensor.ts';
-import { shapeSize } from '../tensor/shape.ts';
+import { ownedSlice, type Communicator } from '../../comm/communicator.ts';
+import type { Backend } from '../../kernels/backend.ts';
+import { Tensor } from '../../tensor/tensor.ts';
+import { shapeSize } from '../../tensor/shape.ts';
+import type { ForwardContext } from '../../nn/layer.ts';
 
 /**
  * Moving activations between devices when each holds a different number of rows (samples) or
@@ -25,6 +26,12 @@ export function rowSplit(n: number, size: number): RowSplit {
     counts.push(end - start); starts.push(start);
   }
   return { counts, starts, total: n };
+}
+
+/** The rows of this step's global batch (ctx.globalBatch) each of `size` devices holds. */
+export function sectionRows(ctx: ForwardContext, size: number): RowSplit {
+  if (ctx.globalBatch === undefined) throw new Error('a model-parallel layer needs ctx.globalBatch (the samples of the step over all devices)');
+  return rowSplit(ctx.globalBatch, size);
 }
 
 /** Reusable padded buffers, one per purpose, grown on demand. */

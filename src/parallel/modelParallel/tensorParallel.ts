@@ -1,9 +1,11 @@
-import { ownedSlice, type Communicator } from '../comm/communicator.ts';
-import type { ActivationKind, Backend } from '../kernels/backend.ts';
-import { Tensor } from '../tensor/tensor.ts';
+import { ownedSlice, type Communicator } from '../../comm/communicator.ts';
+import type { ActivationKind, Backend } from '../../kernels/backend.ts';
+import { Tensor } from '../../tensor/tensor.ts';
 import {
-  allgatherColumns, allgatherRows, reduceScatterRows, takeColumns, CollectiveBuffers, ExchangeScratch, type ColumnSplit, type RowSplit,
+  allgatherColumns, allgatherRows, reduceScatterRows, sectionRows, takeColumns, CollectiveBuffers, ExchangeScratch, type ColumnSplit, type RowSplit,
 } from './activationExchange.ts';
+import type { ForwardContext, ParamSpec } from '../../nn/layer.ts';
+import { SectionLayer, shardParamSpecs } from './sectionLayer.ts';
 
 /**
  * Tensor-parallel dense layers (Megatron-LM's column and row splits) over a Communicator. A dense
@@ -43,7 +45,7 @@ export interface RowOptions {
   weightGradScale?: number;
 }
 
-abstract class TensorParallelDense {
+abstract class TensorParallelDense extends SectionLayer {
   protected w!: Float32Array; protected b: Float32Array | null = null;
   protected dw!: Float32Array; protected db: Float32Array | null = null;
   protected readonly scratch = new ExchangeScratch();
@@ -54,13 +56,19 @@ abstract class TensorParallelDense {
   constructor(protected readonly backend: Backend, protected readonly comm: Communicator, readonly name: string,
               readonly inFeatures: number, readonly units: number, readonly activation: ActivationKind,
               readonly useBias: boolean, protected readonly weightGradScale: number) {
+    super();
     this.shared = new CollectiveBuffers(backend, comm);
   }
 
   /** Shapes of this rank's kernel and bias shard (the order of bind). */
   abstract shardShapes(): number[][];
 
-  bind(params: Float32Array[], grads: Float32Array[]): void {
+  /** This device's kernel (and bias) shard, drawn like the unsplit layer's. */
+  override params(): ParamSpec[] {
+    return shardParamSpecs(this.shardShapes(), this.activation, this.inFeatures, this.units);
+  }
+
+  override bind(params: Float32Array[], grads: Float32Array[]): void {
     this.w = params[0]!; this.dw = grads[0]!;
     if (this.useBias) { this.b = params[1]!; this.db = grads[1]!; }
   }
@@ -109,14 +117,23 @@ export class ColumnParallelDense extends TensorParallelDense {
   }
 
   get width(): number { return this.end - this.start; }
+  get inputShape(): readonly number[] { return [this.inFeatures]; }
+  get outputShape(): readonly number[] { return [this.gatherOutput ? this.units : this.width]; }
   shardShapes(): number[][] { return this.useBias ? [[this.inFeatures, this.width], [this.width]] : [[this.inFeatures, this.width]]; }
 
+  /** the whole batch's input (gathered at the section's entry), and the output shard backward's activation reads */
+  savedForBackward(): readonly ArrayBufferView[] {
+    if (!this.x) return [];
+    return this.activation !== 'linear' && this.yShard ? [this.x.data, this.yShard] : [this.x.data];
+  }
+
   /**
-   * x: this device's rows [counts[rank] × in] (inputRows) or every row [total × in]. Returns
+   * x: this device's rows [counts[rank] × in] (inputRows) or every row [total × in] of the step's
+   * global batch (ctx.globalBatch). Returns
    * [total × width] (this rank's units) or [total × units] (gatherOutput).
    */
-  async forward(x: Tensor, rows: RowSplit): Promise<Tensor> {
-    const n = rows.total, w = this.width;
+  async forwardAsync(x: Tensor, ctx: ForwardContext): Promise<Tensor> {
+    const rows = sectionRows(ctx, this.comm.size), n = rows.total, w = this.width;
     let input = x;
     if (this.inputRows) {
       input = new Tensor([n, this.inFeatures], await this.shared.get('x', n * this.inFeatures));
@@ -137,7 +154,7 @@ export class ColumnParallelDense extends TensorParallelDense {
    * dy: gradient of the output, the same on every device. Returns the input gradient: this
    * device's rows (inputRows; reduce-scatter) or every row (all-reduce); null without needInputGrad.
    */
-  async backward(dy: Tensor, needInputGrad = true): Promise<Tensor | null> {
+  async backwardAsync(dy: Tensor, needInputGrad = true): Promise<Tensor | null> {
     const rows = this.rows!, n = rows.total, w = this.width;
     let dz = dy.data;
     if (this.gatherOutput) {
@@ -189,11 +206,19 @@ export class RowParallelDense extends TensorParallelDense {
   }
 
   get width(): number { return this.end - this.start; }
+  get inputShape(): readonly number[] { return [this.width]; }
+  get outputShape(): readonly number[] { return [this.units]; }
   shardShapes(): number[][] { return this.useBias ? [[this.width, this.units], [this.units]] : [[this.width, this.units]]; }
 
+  /** the input shard, and the output backward's activation reads */
+  savedForBackward(): readonly ArrayBufferView[] {
+    if (!this.x) return [];
+    return this.activation !== 'linear' && this.y ? [this.x.data, this.y.data] : [this.x.data];
+  }
+
   /** x: [total × width], this rank's input features. Returns [total × units], or this device's rows (scatterRows). */
-  async forward(x: Tensor, rows: RowSplit): Promise<Tensor> {
-    const n = rows.total, u = this.units;
+  async forwardAsync(x: Tensor, ctx: ForwardContext): Promise<Tensor> {
+    const rows = sectionRows(ctx, this.comm.size), n = rows.total, u = this.units;
     const partial = await this.shared.get('partial', n * u);
     this.backend.gemm(false, false, n, u, this.width, 1, x.data, this.w, 0, partial);
     let y: Tensor;
@@ -212,7 +237,7 @@ export class RowParallelDense extends TensorParallelDense {
   }
 
   /** dy: like forward's output (every row, the same on every device, or this device's rows). Returns [total × width]. */
-  async backward(dy: Tensor, needInputGrad = true): Promise<Tensor | null> {
+  async backwardAsync(dy: Tensor, needInputGrad = true): Promise<Tensor | null> {
     const rows = this.rows!, n = rows.total, u = this.units;
     let dz = dy.data;
     if (this.activation !== 'linear') {

@@ -1,11 +1,12 @@
-import { Tensor } from '../tensor/tensor.ts';
-import { shapeSize } from '../tensor/shape.ts';
-import type { Backend } from '../kernels/backend.ts';
-import type { Communicator } from '../comm/communicator.ts';
-import type { ForwardContext } from '../nn/layer.ts';
-import type { Conv2DSpec } from '../nn/spec.ts';
+import { Tensor } from '../../tensor/tensor.ts';
+import { shapeSize } from '../../tensor/shape.ts';
+import type { Backend } from '../../kernels/backend.ts';
+import type { Communicator } from '../../comm/communicator.ts';
+import type { ForwardContext, ParamSpec } from '../../nn/layer.ts';
+import type { Conv2DSpec } from '../../nn/spec.ts';
 import { ChannelSplitConv2D } from './channelSplit.ts';
-import { gatherSectionInput, CollectiveBuffers, ExchangeScratch, type RowSplit } from './activationExchange.ts';
+import { gatherSectionInput, sectionRows, CollectiveBuffers, ExchangeScratch, type RowSplit } from './activationExchange.ts';
+import { SectionLayer, shardParamSpecs } from './sectionLayer.ts';
 
 /**
  * A conv2d marked `parallel: model`, as a stage of the model-parallel section: a channel split
@@ -18,7 +19,7 @@ import { gatherSectionInput, CollectiveBuffers, ExchangeScratch, type RowSplit }
  * the weight gradients are added back × weightGradScale (1/G: the whole batch's rows each carry
  * the data-parallel G/(G·b) scale). They are complete here and are not all-reduced.
  */
-export class ChannelParallelConv {
+export class ChannelParallelConv extends SectionLayer {
   readonly conv: ChannelSplitConv2D;
   readonly outputShape: readonly number[];
   private kernel!: Float32Array; private bias: Float32Array | null = null;
@@ -27,8 +28,9 @@ export class ChannelParallelConv {
   private readonly scratch = new ExchangeScratch();
   private rows: RowSplit | null = null;
 
-  constructor(private readonly backend: Backend, private readonly comm: Communicator, name: string, spec: Conv2DSpec,
+  constructor(private readonly backend: Backend, private readonly comm: Communicator, readonly name: string, private readonly spec: Conv2DSpec,
               readonly inputShape: readonly number[], private readonly o: { inputRows: boolean; weightGradScale: number }) {
+    super();
     this.conv = new ChannelSplitConv2D(backend, comm, {
       name, inputShape, filters: spec.filters, kernelSize: spec.kernelSize, strides: spec.strides, padding: spec.padding,
       activation: spec.activation, useBias: spec.useBias,
@@ -37,13 +39,25 @@ export class ChannelParallelConv {
     this.shared = new CollectiveBuffers(backend, comm);
   }
 
+  /** This device's kernel [KH, KW, C, mine] and bias [mine] slices, drawn like the unsplit layer's. */
+  override params(): ParamSpec[] {
+    const { kernelSize: [KH, KW], filters, activation } = this.spec, C = this.inputShape[2]!;
+    return shardParamSpecs(this.conv.local.params().map((p) => p.shape), activation, KH * KW * C, KH * KW * filters);
+  }
+
+  /** the whole batch's input and this device's channels of the output (the split conv's own arrays) */
+  savedForBackward(): readonly ArrayBufferView[] {
+    return this.conv.local.savedForBackward();
+  }
+
   /** This device's kernel and bias slices (and their gradients) in the model's flat buffers. */
-  bind(params: Float32Array[], grads: Float32Array[]): void {
+  override bind(params: Float32Array[], grads: Float32Array[]): void {
     this.kernel = params[0]!; this.dKernel = grads[0]!;
     this.bias = params[1] ?? null; this.dBias = grads[1] ?? null;
   }
 
-  async forward(x: Tensor, rows: RowSplit, ctx: ForwardContext): Promise<Tensor> {
+  async forwardAsync(x: Tensor, ctx: ForwardContext): Promise<Tensor> {
+    const rows = sectionRows(ctx, this.comm.size);
     const input = this.o.inputRows ? await gatherSectionInput(this.comm, x, rows, this.inputShape, this.shared, this.scratch) : x;
     this.rows = rows;
     // the optimizer updates the flat buffer: the split layer computes on a copy taken each step
@@ -52,7 +66,7 @@ export class ChannelParallelConv {
     return this.conv.forward(input, ctx);
   }
 
-  async backward(dy: Tensor, needInputGrad: boolean): Promise<Tensor | null> {
+  async backwardAsync(dy: Tensor, needInputGrad = true): Promise<Tensor | null> {
     const g = this.conv.grads, k = this.kernel.length;
     g.fill(0);
     const dx = await this.conv.backward(dy, needInputGrad);

@@ -1,9 +1,9 @@
-import { Tensor } from '../tensor/tensor.ts';
-import type { Backend } from '../kernels/backend.ts';
-import { ownedSlice, type Communicator } from '../comm/communicator.ts';
-import { BufferPool, type ForwardContext } from '../nn/layer.ts';
-import { Conv2D } from '../nn/conv2d.ts';
-import type { Conv2DSpec } from '../nn/spec.ts';
+import { Tensor } from '../../tensor/tensor.ts';
+import type { Backend } from '../../kernels/backend.ts';
+import { ownedSlice, type Communicator } from '../../comm/communicator.ts';
+import { BufferPool, type ForwardContext } from '../../nn/layer.ts';
+import { Conv2D } from '../../nn/conv2d.ts';
+import type { Conv2DSpec } from '../../nn/spec.ts';
 
 /** The convolution's fields of its spec, plus where it sits. */
 export interface ChannelSplitOptions extends Pick<Conv2DSpec, 'filters' | 'kernelSize' | 'strides' | 'padding' | 'activation' | 'useBias'> {

@@ -1,0 +1,46 @@
+import type { Tensor } from '../tensor/tensor.ts';
+import type { ForwardContext } from './layer.ts';
+import type { FlatEntry } from './flatLayout.ts';
+
+/** Where a split model assembles the unsplit one (on rank 0): buffers laid out like the unsplit params, and its state. */
+export interface WholeModelTarget {
+  /** one per source buffer (params, optimizer buffers), in the unsplit layout `paramEntries` */
+  buffers: Float32Array[];
+  paramEntries: readonly FlatEntry[];
+  state: Float32Array;
+  stateEntries: readonly FlatEntry[];
+}
+
+/**
+ * What a replica trains: the whole model (`Sequential`) or one device's part of a model split
+ * over devices (the model-parallel net). Parameters, gradients and state are flat buffers; the
+ * first `replicatedLength` floats of params and grads are the same on every device (what a
+ * data-parallel strategy averages), the rest — only in a split model — is this device's shard,
+ * whose gradient is already the whole batch's.
+ */
+export interface TrainableModel {
+  readonly params: Float32Array;
+  readonly grads: Float32Array;
+  readonly state: Float32Array;
+  readonly replicatedLength: number;
+  /** per-sample input and output shapes (without the batch dimension) */
+  readonly inputShape: readonly number[];
+  readonly outputShape: readonly number[];
+  /** true when some layer communicates in training: every device runs every step, even without samples */
+  readonly needsAsync: boolean;
+  zeroGrads(): void;
+  forwardAsync(x: Tensor, ctx: ForwardContext): Promise<Tensor>;
+  /**
+   * Back-propagates dL/doutput, accumulating into grads; `onReady(offset)` says replicated
+   * grads[offset:] are final, in the same order on every device.
+   */
+  backwardAsync(dy: Tensor, onReady?: (offset: number) => void): Promise<void>;
+  /** the most bytes of activations held for backward since the last call (then reset) */
+  takePeakActivationBytes(): number;
+  /**
+   * Only a model split over devices has it. Collective (every device calls it): assembles the
+   * unsplit model on rank 0 — each of `sources` (laid out like params: the params, optimizer
+   * buffers) into the matching `into.buffers`, and the state; `into` is null on other ranks.
+   */
+  gatherWhole?(sources: Float32Array[], into: WholeModelTarget | null): Promise<void>;
+}

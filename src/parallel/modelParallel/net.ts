@@ -1,0 +1,220 @@
+import type { Communicator } from '../../comm/communicator.ts';
+import type { Backend } from '../../kernels/backend.ts';
+import { Tensor } from '../../tensor/tensor.ts';
+import { shapeSize } from '../../tensor/shape.ts';
+import type { ModelSpec } from '../../nn/spec.ts';
+import type { ForwardContext, Layer } from '../../nn/layer.ts';
+import {
+  allocFlat, bindFlat, initializeLayer, initializeState, planFlatLayout, type FlatEntry, type LayerSlot,
+} from '../../nn/flatLayout.ts';
+import { buildLayer } from '../../nn/buildLayer.ts';
+import { savedActivationBytes } from '../../nn/activationMemory.ts';
+import type { TrainableModel, WholeModelTarget } from '../../nn/trainableModel.ts';
+import { sectionRows } from './activationExchange.ts';
+import { modelParallelLayers, planModelParallelFrom, type ModelParallelPlan } from './plan.ts';
+import { copyShard, shardLayout, type ShardEntry } from './shards.ts';
+import { buildSectionLayers } from './sectionLayers.ts';
+
+/**
+ * One device's part of a model run with "one weird trick": the data-parallel layers (replicated,
+ * each device on its own samples) and this device's shards of the model-parallel dense layers and
+ * channel-split convolutions, which compute on every device's samples at once. At the boundary the
+ * activations are all-gathered (forward) and their gradients reduce-scattered back (backward; a
+ * channel-split conv all-reduces them and keeps its rows); the shards' weight
+ * gradients are complete on their own device, so only the replicated part needs an all-reduce.
+ * A spatialSplit marked `parallel: model` splits work, not weights: its weights are replicated
+ * (data-parallel part) and each device's gradient is its tiles' share, which that all-reduce sums.
+ *
+ * Flat buffers: params = [replicated | shard], grads alike. `replicatedLength` floats at the front
+ * are the same on every device (a data-parallel strategy reduces their gradients); the rest is this
+ * device's shard (its gradient is already the whole batch's and must not be reduced).
+ *
+ * Like Sequential, it is a sequence of layers over flat buffers (nn/flatLayout.ts): the section's
+ * layers (sectionLayers.ts) are nn Layers that communicate (forwardAsync/backwardAsync), and its
+ * activation memory is counted the same way.
+ */
+export class ModelParallelNet implements TrainableModel {
+  readonly plan: ModelParallelPlan;
+  /** this device's layers in order: the data-parallel prefix, the section's layers, the data-parallel tail */
+  readonly layers: Layer[];
+  readonly params: Float32Array;
+  readonly grads: Float32Array;
+  readonly state: Float32Array;
+  /** the replicated (data-parallel) part: the first replicatedLength floats of params and grads */
+  readonly replicatedLength: number;
+  readonly replicatedEntries: FlatEntry[];
+  readonly stateEntries: FlatEntry[];
+  /** this device's shards, offsets into params (after the replicated part) */
+  readonly shardEntries: ShardEntry[];
+  readonly inputShape: readonly number[];
+  readonly outputShape: readonly number[];
+  /** the section exchanges activations: every device runs every step, even without samples */
+  readonly needsAsync = true;
+  /** the unsplit model's layers: the data-parallel ones are used as they are, the others give shapes and init specs */
+  private readonly unsplit: Layer[];
+  /** [start, end) of the section in `layers`: outside it a device computes only its own rows */
+  private readonly section: { start: number; end: number };
+  /** per layer of `layers`, the offset of its first replicated parameter (−1: none, or a shard) */
+  private readonly firstReplicated: number[];
+  /** the most activation bytes held after a training forward since the last takePeakActivationBytes() */
+  private peakActivationBytes = 0;
+
+  constructor(readonly backend: Backend, readonly spec: ModelSpec, readonly comm: Communicator, options: { shared?: boolean } = {}) {
+    this.unsplit = [];
+    let shape: readonly number[] = spec.input;
+    spec.layers.forEach((l, i) => { const layer = buildLayer(backend, l, i, shape); this.unsplit.push(layer); shape = layer.outputShape; });
+    this.inputShape = spec.input;
+    this.outputShape = shape;
+    const begin = modelParallelLayers(spec)[0] ?? 0;
+    this.plan = planModelParallelFrom(spec, comm.size, this.unsplit.map((l) => l.inputShape));
+    const { end } = this.plan;
+    const local = (from: number, to: number) => this.unsplit.slice(from, to).map((layer, k) => ({ index: from + k, layer, shard: false }));
+    const inSection = buildSectionLayers(backend, comm, this.plan, this.unsplit);
+    const all = [...local(0, begin), ...inSection, ...local(end, this.unsplit.length)];
+    this.layers = all.map((s) => s.layer);
+    this.section = { start: begin, end: begin + inSection.length };
+
+    // layout: replicated layers (prefix, parallel spatialSplits, tail: layer order), then this device's shards
+    const replicated: LayerSlot[] = all.filter((s) => !s.shard), shards: LayerSlot[] = all.filter((s) => s.shard);
+    const head = planFlatLayout(replicated), rest = planFlatLayout(shards, head.paramLength, head.stateLength);
+    this.replicatedLength = head.paramLength;
+    this.replicatedEntries = head.params.flat();
+    this.stateEntries = head.state.flat();
+    const own = shardLayout(this.plan, comm.rank);
+    this.shardEntries = own.entries.map((e) => ({ ...e, offset: e.offset + head.paramLength }));
+    if (rest.paramLength !== head.paramLength + own.length) throw new Error('ModelParallelNet: the shard layout disagrees with the section\'s layers');
+    const buffers = allocFlat(backend, rest.paramLength, rest.stateLength, options.shared);
+    this.params = buffers.params; this.grads = buffers.grads; this.state = buffers.state;
+    bindFlat(replicated, head, buffers);
+    bindFlat(shards, rest, buffers);
+    const first = new Map(replicated.map((s, k) => [s.layer, head.params[k]![0]?.offset ?? -1]));
+    this.firstReplicated = this.layers.map((l) => first.get(l) ?? -1);
+  }
+
+  /**
+   * The unsplit model's initialisation (same seed, same parameter indices), of which this device
+   * keeps the replicated layers and its shards: so a run starts where one device would.
+   */
+  initialize(seed: number): void {
+    let index = 0;
+    for (const [i, layer] of this.unsplit.entries()) {
+      const views = (entries: FlatEntry[], buf: Float32Array) => entries.filter((e) => e.name.startsWith(`layers.${i}.`)).map((e) => buf.subarray(e.offset, e.offset + e.size));
+      const replicated = views(this.replicatedEntries, this.params);
+      if (replicated.length || !this.shardEntries.some((e) => e.layer === i)) {
+        index = initializeLayer(layer, replicated, seed, index);
+      } else {
+        // a split layer: drawn whole, then cut to this device's shard
+        const [kernel, bias] = layer.params().map((p) => new Float32Array(shapeSize(p.shape)));
+        index = initializeLayer(layer, bias ? [kernel!, bias] : [kernel!], seed, index);
+        copyShard(i, { kernel: kernel!, bias }, this.shardEntries, this.params, 0, true);
+      }
+      initializeState(layer, views(this.stateEntries, this.state));
+    }
+  }
+
+  zeroGrads(): void {
+    this.grads.fill(0);
+  }
+
+  private isLocal(k: number): boolean {
+    return k < this.section.start || k >= this.section.end;
+  }
+
+  /**
+   * Forward on this device's `x`: its rows of the step's global batch (ctx.globalBatch samples;
+   * ctx.sampleOffset is the global index of its first sample). Collective: every device calls it
+   * every step, even with no rows. Returns this device's rows of the output.
+   */
+  async forwardAsync(x: Tensor, ctx: ForwardContext): Promise<Tensor> {
+    const rows = sectionRows(ctx, this.comm.size), mine = rows.counts[this.comm.rank]!;
+    if (x.batch !== mine) {
+      throw new Error(`device ${this.comm.rank}: got ${x.batch} samples but the global batch of ${rows.total} gives it ${mine}`);
+    }
+    let h = x;
+    for (const [k, layer] of this.layers.entries()) {
+      if (mine === 0 && this.isLocal(k)) h = new Tensor([0, ...layer.outputShape], new Float32Array(0));
+      else h = layer.forwardAsync ? await layer.forwardAsync(h, ctx) : layer.forward(h, ctx);
+    }
+    if (ctx.training) {
+      // without rows the data-parallel layers did not run: what they hold is an earlier step's
+      const held = mine > 0 ? this.layers : this.layers.slice(this.section.start, this.section.end);
+      this.peakActivationBytes = Math.max(this.peakActivationBytes, savedActivationBytes(held));
+    }
+    return h;
+  }
+
+  /**
+   * Backward from dL/d(output) of this device's rows, accumulating into grads. `onReady(offset)`
+   * says replicated grads[offset:] are final, in the same order on every device (with or without rows).
+   */
+  async backwardAsync(dy: Tensor, onReady?: (offset: number) => void): Promise<void> {
+    const mine = dy.batch;
+    let g: Tensor | null = dy;
+    for (let k = this.layers.length - 1; k >= 0 && g; k--) {
+      const layer = this.layers[k]!;
+      if (mine === 0 && this.isLocal(k)) g = new Tensor([0, ...layer.inputShape], new Float32Array(0));
+      else g = layer.backwardAsync ? await layer.backwardAsync(g, k > 0) : layer.backward(g, k > 0);
+      const offset = this.firstReplicated[k]!;
+      if (onReady && offset >= 0) onReady(offset);
+    }
+  }
+
+  takePeakActivationBytes(): number {
+    const peak = this.peakActivationBytes;
+    this.peakActivationBytes = 0;
+    return peak;
+  }
+
+  /**
+   * Collective: assembles the unsplit model on rank 0 (`into`, null elsewhere) from every device's
+   * part. `sources` are laid out like params (params, optimizer buffers); each lands in the
+   * matching `into.buffers` laid out like the unsplit model; the state comes along.
+   */
+  async gatherWhole(sources: Float32Array[], into: WholeModelTarget | null): Promise<void> {
+    const { comm } = this;
+    if (into) for (const [k, src] of sources.entries()) this.placeIntoFull(src, 0, into.buffers[k]!, into.paramEntries, true);
+    // each device's shards reach rank 0 by broadcasts (collectives work between any two ranks on every
+    // transport, point to point not always: hierarchical worlds link only some pairs)
+    for (let r = 1; r < comm.size; r++) {
+      const length = this.shardLength(r);
+      if (length === 0) continue; // a section of parallel spatialSplits only: every weight is replicated
+      for (const [k, src] of sources.entries()) {
+        const shard = comm.rank === r ? src.subarray(this.replicatedLength, this.replicatedLength + length) : new Float32Array(length);
+        await comm.broadcast(shard, r);
+        if (into) this.placeIntoFull(shard, r, into.buffers[k]!, into.paramEntries, false);
+      }
+    }
+    if (!into) return;
+    for (const e of this.stateEntries) {
+      const to = into.stateEntries.find((s) => s.name === e.name)!;
+      into.state.set(this.state.subarray(e.offset, e.offset + e.size), to.offset);
+    }
+  }
+
+  /**
+   * Copies `src` (laid out like this device's params: replicated then shard) into `dst`, laid out
+   * like the unsplit model (`entries`, e.g. Sequential.paramEntries): this device's shards, and the
+   * replicated part when `withReplicated`. Optimizer buffers share the params' layout, so they
+   * travel the same way.
+   */
+  placeIntoFull(src: Float32Array, rank: number, dst: Float32Array, entries: readonly FlatEntry[], withReplicated: boolean): void {
+    const at = (name: string) => {
+      const e = entries.find((x) => x.name === name);
+      if (!e) throw new Error(`placeIntoFull: the unsplit model has no tensor '${name}'`);
+      return dst.subarray(e.offset, e.offset + e.size);
+    };
+    if (withReplicated) for (const e of this.replicatedEntries) at(e.name).set(src.subarray(e.offset, e.offset + e.size));
+    const layout = shardLayout(this.plan, rank);
+    const base = rank === this.comm.rank ? this.replicatedLength : 0;
+    for (const p of this.plan.layers) {
+      if (p.kind === 'elementwise' || p.kind === 'spatial') continue;
+      const kernel = at(`layers.${p.index}.kernel`), bias = p.spec.useBias ? at(`layers.${p.index}.bias`) : undefined;
+      copyShard(p.index, { kernel, bias }, layout.entries, src, base, false);
+    }
+  }
+
+  /** Floats of device `rank`'s shard part. */
+  shardLength(rank: number): number {
+    return shardLayout(this.plan, rank).length;
+  }
+}
