@@ -131,6 +131,10 @@ export class Sequential implements TrainableModel {
     }
   }
 
+  get gradientReadyOffsets(): readonly number[] {
+    return this.firstParamOffset.filter((o) => o >= 0).reverse();
+  }
+
   /** Offset of each layer's first parameter in the flat buffer (−1 for layers without parameters). */
   private get firstParamOffset(): number[] {
     this.firstOffsets ??= this.layout.params.map((entries) => entries[0]?.offset ?? -1);

@@ -35,6 +35,11 @@ export interface TrainableModel {
    * grads[offset:] are final, in the same order on every device.
    */
   backwardAsync(dy: Tensor, onReady?: (offset: number) => void): Promise<void>;
+  /**
+   * The offsets backwardAsync passes to `onReady`, in that order. A device that skips a step (no
+   * samples) announces them too, so bucketed reductions make the same calls on every device.
+   */
+  readonly gradientReadyOffsets: readonly number[];
   /** the most bytes of activations held for backward since the last call (then reset) */
   takePeakActivationBytes(): number;
   /**

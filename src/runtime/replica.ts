@@ -94,6 +94,10 @@ export class Replica<M extends TrainableModel = Sequential> {
     return this.model.takePeakActivationBytes();
   }
 
+  get gradientReadyOffsets(): readonly number[] {
+    return this.model.gradientReadyOffsets;
+  }
+
   /**
    * The whole model for evaluation and checkpoints, on rank 0 (null elsewhere). A split model is
    * assembled from every device's part — collective, so every device calls this at the same

@@ -19,6 +19,8 @@ export interface TrainableReplica {
                         onGradientsReady: ((offset: number) => void) | undefined, globalBatchSize: number): Promise<StepResult>;
   /** true when forward/backward contain collectives, so a device runs the step even without samples */
   readonly stepsWithoutSamples: boolean;
+  /** the offsets backward passes to onGradientsReady, in order (announced by a device that skips a step) */
+  readonly gradientReadyOffsets: readonly number[];
   /** the most bytes of activations held for backward since the last call */
   takePeakActivationBytes(): number;
 }
@@ -106,6 +108,9 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
         r = await replica.computeGradientsAsync(images, labels,
           { training: true, seed: config.train.seed, step, sampleOffset: batch.globalOffset, rank, localOffset: 0 },
           worldSize / batch.globalBatchSize, onGradientsReady, batch.globalBatchSize);
+      } else if (onGradientsReady) {
+        // its zero gradients are final at once; the same announcements keep bucketed reductions in step
+        for (const offset of replica.gradientReadyOffsets) onGradientsReady(offset);
       }
       const activationBytes = replica.takePeakActivationBytes();
       if (!Number.isFinite(r.lossSum)) {

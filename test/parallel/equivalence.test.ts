@@ -22,6 +22,15 @@ test('hybrid with small gradient buckets (reduced during backward) equals one de
   assertClose(hybrid, single, { ...TOL, what: 'bucketed hybrid weights' });
 });
 
+test('bucketed hybrid with a last step that leaves a device without samples equals one device', async () => {
+  // 97 samples in global batches of 16: the last step has 1 sample, so device 1 has none and must
+  // still make the same bucket calls as device 0 (it once reduced everything in one call and failed)
+  const data = { trainLimit: 97 };
+  const single = await trainAndReadWeights(tinyConfig({ data: { ...data, batchSize: 16 } }));
+  const hybrid = await trainAndReadWeights(tinyConfig({ data, train: { devices: 2, strategy: { hybrid: { bucketBytes: 600 } } } }));
+  assertClose(hybrid, single, { ...TOL, what: 'bucketed hybrid weights with an empty device' });
+});
+
 test('bsp with period 1 and plain SGD equals hybrid', async () => {
   const sgd = { sgd: { lr: 0.1 } };
   const hybrid = await trainAndReadWeights(tinyConfig({ optimizer: sgd, train: { devices: 2, strategy: 'hybrid' } }));

@@ -159,6 +159,10 @@ export class ModelParallelNet implements TrainableModel {
     }
   }
 
+  get gradientReadyOffsets(): readonly number[] {
+    return this.firstReplicated.filter((o) => o >= 0).reverse();
+  }
+
   takePeakActivationBytes(): number {
     const peak = this.peakActivationBytes;
     this.peakActivationBytes = 0;
