@@ -3,7 +3,7 @@
  * built by `npm run build:tcp` into build/native/paratrain_tcp.node; `npm ci` builds it wherever
  * a C compiler is present). With it, hashing and the reduce step run in place on the caller's
  * floats, and ring collectives can run on the sockets in C (the native ring, nativeRing.ts);
- * without it, the wasm kernel copies them through its own memory (kernel.ts) and the JavaScript
+ * without it, the wasm data path copies them through its own memory (dataPath.ts) and the JavaScript
  * ring does the rest. Both give bit-identical results and frames, so ranks with and without it
  * interoperate.
  *
@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 
 /** The addon's exports. Arrays may be views at any (4-byte aligned) offset. */
 export interface TcpNativeAddon {
-  /** Feeds the whole 128-byte stripes of `data` into the 32 hash lanes (kernel.ts's "ptr32"). */
+  /** Feeds the whole 128-byte stripes of `data` into the 32 hash lanes (dataPath.ts's "ptr32"). */
   hash(lanes: Uint32Array, data: ArrayBufferView): void;
   /** dst = f32(dst + src) (then / div when div ≠ 0); the result's whole stripes into `lanes` when given. */
   addHash(dst: Float32Array, src: ArrayBufferView, div: number, lanes: Uint32Array | null): void;
@@ -41,7 +41,7 @@ export function loadTcpNative(): TcpNativeAddon | null {
       const addon = createRequire(import.meta.url)(path) as TcpNativeAddon;
       if (typeof addon.addHash === 'function' && typeof addon.hash === 'function') loaded = addon;
     } catch {
-      // a stale or foreign build: the wasm kernel does the work
+      // a stale or foreign build: the wasm data path does the work
     }
     break;
   }

@@ -57,7 +57,7 @@ import { CollectiveMismatchError, CommTimeoutError, PeerFailedError, RendezvousE
 import { rendezvousFromEnv } from '../rendezvous.ts';
 import { authenticateAsAcceptor, authenticateAsDialer, type Direction } from './auth.ts';
 import { FrameError, FrameType, frameTypeName, PRE_AUTH_MAX_FRAME, type Frame, type FrameHeader } from './frame.ts';
-import { TcpKernel } from './kernel.ts';
+import { TcpDataPath } from './dataPath.ts';
 import { LandingPlan, type LandingRange } from './landing.ts';
 import { hostPort, Link } from './link.ts';
 import { NativeRing, type NativeRingOutcome, type RingStep } from './nativeRing.ts';
@@ -246,10 +246,10 @@ export class TcpCommunicator implements Communicator {
   private readonly plans: Map<number, LandingPlan>[];
   /** by peer: floats of each collective announced before its plan existed (they went to slots) */
   private readonly announced: Map<number, number>[];
-  private kernelInstance: TcpKernel | undefined;
+  private kernelInstance: TcpDataPath | undefined;
   /** the data path (payload slots, hashing, reduction), made on first use (a world of one never needs it) */
-  private get kernel(): TcpKernel {
-    return (this.kernelInstance ??= new TcpKernel(undefined, this.o.nativeDataPath));
+  private get kernel(): TcpDataPath {
+    return (this.kernelInstance ??= new TcpDataPath(undefined, this.o.nativeDataPath));
   }
 
   private nativeRingInstance: NativeRing | null | undefined;
