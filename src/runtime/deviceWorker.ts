@@ -80,8 +80,8 @@ try {
     emit: (event) => post({ kind: 'event', event }),
     takeCommStats: () => {
       // collectives and the parameter server both count as communication
-      const s = comm.takeStats(), p = ps?.takeStats() ?? { commMs: 0, waitMs: 0, bytes: 0 };
-      return { commMs: s.commMs + p.commMs, idleMs: s.waitMs + p.waitMs, bytes: s.bytes + p.bytes };
+      const s = comm.takeStats(), p = ps?.takeStats() ?? { commMs: 0, idleMs: 0, bytes: 0 };
+      return { commMs: s.commMs + p.commMs, idleMs: s.idleMs + p.idleMs, bytes: s.bytes + p.bytes };
     },
   });
   await ps?.close?.();

@@ -75,7 +75,7 @@ export class ShmCommunicator implements Communicator {
   private stageSeq = 0;
   private regSeq = 0;
   private commMs = 0;
-  private waitMs = 0;
+  private idleMs = 0;
   private bytes = 0;
 
   /** Connect worker `init.rank` to its world (call once per rank, in that rank's thread). */
@@ -156,8 +156,8 @@ export class ShmCommunicator implements Communicator {
   }
 
   takeStats(): CollectiveStats {
-    const s = { commMs: this.commMs, waitMs: this.waitMs, bytes: this.bytes };
-    this.commMs = this.waitMs = this.bytes = 0;
+    const s = { commMs: this.commMs, idleMs: this.idleMs, bytes: this.bytes };
+    this.commMs = this.idleMs = this.bytes = 0;
     return s;
   }
 
@@ -211,7 +211,7 @@ export class ShmCommunicator implements Communicator {
       this.checkBuf(buf, 'send');
       this.checkRank(dest, 'send destination');
       this.checkTag(tag);
-      this.waitMs += this.mailboxes.send(buf, dest, tag | 0, this.waitOpts);
+      this.idleMs += this.mailboxes.send(buf, dest, tag | 0, this.waitOpts);
       this.bytes += buf.length * 4;
     });
   }
@@ -221,7 +221,7 @@ export class ShmCommunicator implements Communicator {
       this.checkBuf(buf, 'recv');
       this.checkRank(source, 'recv source');
       this.checkTag(tag);
-      this.waitMs += this.mailboxes.recv(buf, source, tag | 0, this.waitOpts);
+      this.idleMs += this.mailboxes.recv(buf, source, tag | 0, this.waitOpts);
       this.bytes += buf.length * 4;
     });
   }
@@ -377,7 +377,7 @@ export class ShmCommunicator implements Communicator {
 
   /** Meet every rank; on the first barrier of a call, check all ranks made the same call. */
   private arrive(validate: boolean): void {
-    this.waitMs += this.worldBarrier.wait(this.rank, this.waitOpts);
+    this.idleMs += this.worldBarrier.wait(this.rank, this.waitOpts);
     if (validate) this.validate();
   }
 

@@ -157,7 +157,7 @@ export class TcpCommunicator implements Communicator {
 
   takeStats(): CollectiveStats {
     const stats = this.ctx.stats;
-    const s = { commMs: stats.commMs, waitMs: stats.idleMs, bytes: stats.bytes };
+    const s = { commMs: stats.commMs, idleMs: stats.idleMs, bytes: stats.bytes };
     stats.commMs = 0;
     stats.idleMs = 0;
     stats.bytes = 0;
