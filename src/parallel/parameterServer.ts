@@ -21,7 +21,7 @@ export interface ParameterServer {
   /** Hands the turn to the next rank. */
   passTurn(): Promise<void>;
   /** Time in server calls, of it waiting (lock, turn), and bytes moved since the last call (then reset). */
-  takeStats(): { commMs: number; waitMs: number; bytes: number };
+  takeStats(): { commMs: number; idleMs: number; bytes: number };
   /** This device is done with the server (a remote server stops serving it). */
   close?(): Promise<void>;
 }

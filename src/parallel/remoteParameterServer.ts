@@ -10,13 +10,13 @@ import { PsHeader, PsOp, PsTag } from './parameterServerProtocol.ts';
 export class RemoteParameterServer implements ParameterServer {
   private readonly request = new PsHeader();
   private readonly reply = new PsHeader();
-  private stats = { commMs: 0, waitMs: 0, bytes: 0 };
+  private stats = { commMs: 0, idleMs: 0, bytes: 0 };
 
   constructor(private readonly comm: Communicator) {}
 
   takeStats(): CollectiveStats {
     const s = this.stats;
-    this.stats = { commMs: 0, waitMs: 0, bytes: 0 };
+    this.stats = { commMs: 0, idleMs: 0, bytes: 0 };
     return s;
   }
 
@@ -27,7 +27,7 @@ export class RemoteParameterServer implements ParameterServer {
     } finally {
       const ms = performance.now() - t0;
       this.stats.commMs += ms;
-      if (waiting) this.stats.waitMs += ms;
+      if (waiting) this.stats.idleMs += ms;
       this.stats.bytes += bytes;
     }
   }

@@ -43,7 +43,7 @@ export class SharedParameterServer implements ParameterServer {
   private readonly params: Float32Array;
   private readonly optimizer: Optimizer;
   /** time in server calls, of it waiting (lock, turn), and bytes moved, since the last takeStats() */
-  private stats = { commMs: 0, waitMs: 0, bytes: 0 };
+  private stats = { commMs: 0, idleMs: 0, bytes: 0 };
 
   constructor(memory: SharedParameterServerMemory, backend: Backend, spec: OptimizerSpec,
               private readonly mutex: SharedLock, private readonly waitUntil: WaitUntil) {
@@ -58,16 +58,16 @@ export class SharedParameterServer implements ParameterServer {
     });
   }
 
-  takeStats(): { commMs: number; waitMs: number; bytes: number } {
+  takeStats(): { commMs: number; idleMs: number; bytes: number } {
     const s = this.stats;
-    this.stats = { commMs: 0, waitMs: 0, bytes: 0 };
+    this.stats = { commMs: 0, idleMs: 0, bytes: 0 };
     return s;
   }
 
   /** Runs `fn` under the lock, accounting time, lock wait and bytes moved. */
   private locked<T>(bytes: number, fn: () => T): T {
     const t0 = performance.now();
-    this.stats.waitMs += this.mutex.lock();
+    this.stats.idleMs += this.mutex.lock();
     try {
       return fn();
     } finally {
@@ -111,7 +111,7 @@ export class SharedParameterServer implements ParameterServer {
 
   async waitTurn(rank: number, size: number): Promise<void> {
     const t0 = performance.now();
-    this.stats.waitMs += this.waitUntil(this.control, TURN, (turn) => turn % size === rank);
+    this.stats.idleMs += this.waitUntil(this.control, TURN, (turn) => turn % size === rank);
     this.stats.commMs += performance.now() - t0;
   }
 
