@@ -89,7 +89,7 @@ export async function ring(ctx: CallContext, buf: Float32Array, op: ReduceOp, ca
       sent = true;
       if (res.kind === 'error') throw nativeRingError(ctx, res, left, right, what);
       if (!waited && (res.step !== step || res.cur !== cur)) {
-        ctx.stats.idleMs += res.waitMs;
+        ctx.stats.idleMs += res.idleMs;
         waited = true;
       }
       step = res.step;
