@@ -16,7 +16,8 @@ import { FrameType, PRE_AUTH_MAX_FRAME } from './frame.ts';
 import { hostPort, Link } from './link.ts';
 import type { TcpLog } from './log.ts';
 import type { ResolvedOptions } from './options.ts';
-import { dialWithRetry, registerWithMaster, RendezvousMaster, type RankAddress, type Registration, type WorldTable } from './rendezvous.ts';
+import { dialWithRetry } from './dial.ts';
+import { registerWithMaster, RendezvousMaster, type RankAddress, type Registration, type WorldTable } from './rendezvous.ts';
 
 const HANDSHAKE_TYPES = new Set<number>([FrameType.Hello, FrameType.Challenge, FrameType.Proof, FrameType.Welcome, FrameType.Refuse]);
 const DATA_TYPES = new Set<number>([FrameType.Allreduce, FrameType.ReduceScatter, FrameType.Allgather, FrameType.Broadcast,
