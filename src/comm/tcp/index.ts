@@ -13,12 +13,13 @@
  *   const { commMs, idleMs, bytes } = comm.takeStats();
  *   await comm.close();                          // tells peers this rank finished (not died)
  *
- * The pieces: tcpCommunicator.ts (the facade: argument checks, one call at a time into the job's
- * failure), options.ts, peerLinks.ts (world formation), routing.ts (which queue a frame lands
+ * The pieces: tcpCommunicator.ts (the facade: argument checks; an error inside a call fails the
+ * job), options.ts, peerLinks.ts (world formation), routing.ts (which queue a frame lands
  * in), failure.ts (aborts, timeouts, blame), ring.ts (reduce-scatter, allgather, allreduce),
  * chain.ts (broadcast, barrier), pointToPoint.ts (send/recv), callFrames.ts (what the calls
- * share); below them link.ts and frame.ts (the wire), auth.ts and secret.ts, rendezvous.ts,
- * dataPath.ts / nativeDataPath.ts / nativeRing.ts (hashing and reducing payloads), landing.ts.
+ * share); below them link.ts and frame.ts (the wire), auth.ts and secret.ts, rendezvous.ts and
+ * dial.ts, dataEngines.ts over dataPath.ts / nativeDataPath.ts / nativeRing.ts (hashing and
+ * reducing payloads), landing.ts.
  *
  * World formation (rendezvous.ts, peerLinks.ts): rank 0 listens on masterAddr:masterPort and
  * every rank on a data port (listenPort, default any free port) on loopback, or — when the
