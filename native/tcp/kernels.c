@@ -2,7 +2,7 @@
  * The data kernels of the tcp transport's native path (see kernels.h): the "ptr32" payload hash
  * (lane j of 32 takes word j of every 128-byte stripe: acc = rotl(acc + w·P2, 13)·P1, four
  * independent 8-lane chains so that the multiplies overlap; then the lanes
- * and tail words are folded and avalanched as in src/comm/tcp/kernel.ts), the fused reduce step
+ * and tail words are folded and avalanched as in src/comm/tcp/dataPath.ts), the fused reduce step
  * and zlib's CRC32 for frame headers.
  *
  * Results are bit-identical to the wasm kernel: float32 add and divide are exact IEEE operations

@@ -1,6 +1,6 @@
 /*
  * The tcp transport's data kernels in C, shared by the Node-API glue (paratrain_tcp.c) and the
- * native ring (ring.c). Bit-identical to src/comm/tcp/kernel.ts (wasm) and its JS reference.
+ * native ring (ring.c). Bit-identical to src/comm/tcp/dataPath.ts (wasm) and its JS reference.
  */
 #ifndef PARATRAIN_TCP_KERNELS_H
 #define PARATRAIN_TCP_KERNELS_H

@@ -1,7 +1,7 @@
 /*
  * paratrain_tcp: the optional native data path of the tcp transport (Node-API, plain C, no library).
  *
- * The same operations as src/comm/tcp/kernel.wat, but on any memory (kernels.c): wasm can only
+ * The same operations as src/comm/tcp/dataPath.wat, but on any memory (kernels.c): wasm can only
  * touch its own linear memory, so the wasm path copies the caller's floats in and out; here they
  * are read and written where they are. And the native ring (ring.c), which runs a ring
  * collective's frames on the sockets themselves.

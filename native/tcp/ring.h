@@ -1,6 +1,6 @@
 /*
  * The native ring: runs the frame-by-frame part of a ring collective (reduce-scatter and/or
- * allgather steps) of src/comm/tcp/tcpCommunicator.ts straight on the two ring sockets, with
+ * allgather steps) of src/comm/tcp/ring.ts straight on the two ring sockets, with
  * poll(2), instead of through the JavaScript event loop. Same frames on the wire (header, chunking,
  * checksums), so a rank running it and a rank running the JavaScript ring interoperate.
  *

@@ -19,8 +19,8 @@ export function ownedSlice(n: number, size: number, rank: number): { start: numb
 export interface CollectiveStats {
   /** milliseconds spent inside collectives, waiting for peers included */
   commMs: number;
-  /** of which waiting for the slowest peer to arrive */
-  waitMs: number;
+  /** of which idle, waiting for the slowest peer to arrive */
+  idleMs: number;
   /** payload bytes this rank moved (read from peers + written) */
   bytes: number;
 }

@@ -94,6 +94,6 @@ export class HierarchicalCommunicator implements Communicator {
 
   takeStats(): CollectiveStats {
     const a = this.local.takeStats(), b = this.cross.takeStats();
-    return { commMs: a.commMs + b.commMs, waitMs: a.waitMs + b.waitMs, bytes: a.bytes + b.bytes };
+    return { commMs: a.commMs + b.commMs, idleMs: a.idleMs + b.idleMs, bytes: a.bytes + b.bytes };
   }
 }

@@ -82,7 +82,7 @@ try {
     takeCommStats: () => {
       // collectives and the parameter server both count as communication
       const s = comm.takeStats(), p = ps?.takeStats() ?? { commMs: 0, idleMs: 0, bytes: 0 };
-      return { commMs: s.commMs + p.commMs, idleMs: s.waitMs + p.idleMs, bytes: s.bytes + p.bytes };
+      return { commMs: s.commMs + p.commMs, idleMs: s.idleMs + p.idleMs, bytes: s.bytes + p.bytes };
     },
   });
   await ps?.close?.();

@@ -112,12 +112,12 @@ test('takeStats reports time, waiting for peers, and bytes, then resets', { time
   const { results } = await runWorld(2, 'stats');
   for (const r of results) {
     assert.deepEqual(r.failures, []);
-    const s = r.data.stats as { commMs: number; waitMs: number; bytes: number };
+    const s = r.data.stats as { commMs: number; idleMs: number; bytes: number };
     assert.ok(s.bytes >= (1 << 16) * 4, `bytes ${s.bytes}`);
-    assert.ok(s.commMs >= s.waitMs && s.waitMs >= 0);
-    assert.deepEqual(r.data.after, { commMs: 0, waitMs: 0, bytes: 0 });
+    assert.ok(s.commMs >= s.idleMs && s.idleMs >= 0);
+    assert.deepEqual(r.data.after, { commMs: 0, idleMs: 0, bytes: 0 });
   }
   // rank 1 waited for the late rank 0
-  const s1 = results[1]!.data.stats as { waitMs: number };
-  assert.ok(s1.waitMs > 50, `rank 1 waitMs ${s1.waitMs}`);
+  const s1 = results[1]!.data.stats as { idleMs: number };
+  assert.ok(s1.idleMs > 50, `rank 1 idleMs ${s1.idleMs}`);
 });

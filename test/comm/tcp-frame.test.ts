@@ -3,11 +3,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { encodeFrame, encodeHeader, FrameDecoder, FrameError, FrameType, HEADER_BYTES, MAGIC, type Frame } from '../../src/comm/tcp/frame.ts';
-import { hashPayloadJs, KERNEL_WASM_BASE64, TcpKernel } from '../../src/comm/tcp/kernel.ts';
+import { hashPayloadJs, DATA_PATH_WASM_BASE64, TcpDataPath } from '../../src/comm/tcp/dataPath.ts';
 import { PullReader } from '../../src/comm/tcp/link.ts';
 import { loadTcpNative } from '../../src/comm/tcp/nativeDataPath.ts';
 
-/** The two data paths: the wasm kernel, and the native addon where it is built (npm run build:tcp). */
+/** The two data paths: the wasm data path, and the native addon where it is built (npm run build:tcp). */
 const DATA_PATHS = [
   { name: 'wasm', native: false, skip: false as string | false },
   { name: 'native', native: true, skip: loadTcpNative() ? false : 'the native tcp data path is not built (npm run build:tcp)' },
@@ -76,11 +76,11 @@ test('a replayed frame is rejected', () => {
 });
 
 for (const dp of DATA_PATHS) test(`data payloads land in kernel slots, hashed on arrival, and the slots are reused (${dp.name})`, { skip: dp.skip }, () => {
-  const kernel = new TcpKernel(2 << 20, dp.native); // small arenas: more get added on the way
+  const kernel = new TcpDataPath(2 << 20, dp.native); // small arenas: more get added on the way
   assert.equal(!!kernel.native, dp.native);
   const got: Frame[] = [];
   const d = new FrameDecoder(1 << 22, (f) => got.push(f));
-  d.kernel = kernel;
+  d.dataPath = kernel;
   const floats = Float32Array.from({ length: 300_001 }, (_, i) => Math.sin(i));
   const payload = Buffer.from(floats.buffer);
   const stream = Buffer.concat([frame(0, payload), frame(1, payload.subarray(0, 44))]);
@@ -103,7 +103,7 @@ for (const dp of DATA_PATHS) test(`data payloads land in kernel slots, hashed on
 });
 
 for (const dp of DATA_PATHS) test(`the SIMD hash equals the JS reference for every length and offset (${dp.name})`, { skip: dp.skip }, () => {
-  const kernel = new TcpKernel(1 << 20, dp.native);
+  const kernel = new TcpDataPath(1 << 20, dp.native);
   const bytes = Buffer.from(Array.from({ length: 70_001 * 4 }, (_, i) => (i * 131 + (i >> 7)) & 0xff));
   for (const at of [0, 4, 36]) {
     for (const len of [0, 4, 60, 64, 68, 124, 128, 132, 256, 4092, 65536, 65540, 70_000 * 4]) {
@@ -113,7 +113,7 @@ for (const dp of DATA_PATHS) test(`the SIMD hash equals the JS reference for eve
   }
 });
 
-test('a changed bit or two swapped words change the hash; the embedded wasm is kernel.wat', async () => {
+test('a changed bit or two swapped words change the hash; the embedded wasm is dataPath.wat', async () => {
   const bytes = Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 131 + (i >> 7)) & 0xff));
   // one flipped bit, or two words swapped, change it
   const a = Buffer.from(bytes.subarray(0, 4096));
@@ -126,14 +126,14 @@ test('a changed bit or two swapped words change the hash; the embedded wasm is k
   a.writeUInt32LE(w0, 4);
   assert.notEqual(hashPayloadJs(a), h);
   const binaryen = (await import('binaryen')).default;
-  const mod = binaryen.parseText(readFileSync(new URL('../../src/comm/tcp/kernel.wat', import.meta.url), 'utf8'));
+  const mod = binaryen.parseText(readFileSync(new URL('../../src/comm/tcp/dataPath.wat', import.meta.url), 'utf8'));
   mod.setFeatures(binaryen.Features.SIMD128);
   assert.ok(mod.validate());
-  assert.equal(Buffer.from(mod.emitBinary()).toString('base64'), KERNEL_WASM_BASE64, 'rebuild the base64 from kernel.wat');
+  assert.equal(Buffer.from(mod.emitBinary()).toString('base64'), DATA_PATH_WASM_BASE64, 'rebuild the base64 from dataPath.wat');
 });
 
 for (const dp of DATA_PATHS) test(`the SIMD reduce step is float32 addition (and division), element by element (${dp.name})`, { skip: dp.skip }, () => {
-  const kernel = new TcpKernel(1 << 20, dp.native);
+  const kernel = new TcpDataPath(1 << 20, dp.native);
   for (const n of [1, 5, 16, 17, 16_387, 40_000]) {
     for (const div of [0, 3]) {
       const incoming = Float32Array.from({ length: n }, (_, i) => Math.fround(Math.cos(i) * 1e3));
@@ -179,10 +179,10 @@ test('a pull reader completes at most one frame per read, so a handshake can rai
 });
 
 test('a held data frame waits at its header until released, or is given away with its header bytes', () => {
-  const kernel = new TcpKernel(1 << 20, false);
+  const kernel = new TcpDataPath(1 << 20, false);
   const got: Frame[] = [];
   const d = new FrameDecoder(1 << 20, (f) => got.push(f));
-  d.kernel = kernel;
+  d.dataPath = kernel;
   d.hold = (h) => h.tag >= 41; // frames 1 and up
   const payload = Buffer.from(Float32Array.from({ length: 64 }, (_, i) => i).buffer);
   const [f0, f1, f2] = [frame(0, payload), frame(1, payload), frame(2, payload)];

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { encodeFrame, FrameDecoder, FrameType, type Frame, type FrameHeader } from '../../src/comm/tcp/frame.ts';
-import { hashPayloadJs, TcpKernel } from '../../src/comm/tcp/kernel.ts';
+import { hashPayloadJs, TcpDataPath } from '../../src/comm/tcp/dataPath.ts';
 import { LandingPlan } from '../../src/comm/tcp/landing.ts';
 import { loadTcpNative } from '../../src/comm/tcp/nativeDataPath.ts';
 
@@ -52,10 +52,10 @@ test('a frame that does not fit breaks the plan for good', () => {
 });
 
 test('the decoder reads a landed payload into the given bytes and checks its hash', { skip: loadTcpNative() ? false : 'the native tcp data path is not built (npm run build:tcp)' }, () => {
-  const kernel = new TcpKernel(1 << 20, true);
+  const kernel = new TcpDataPath(1 << 20, true);
   const got: Frame[] = [];
   const d = new FrameDecoder(1 << 22, (f) => got.push(f));
-  d.kernel = kernel;
+  d.dataPath = kernel;
   const dst = new Float32Array(1000);
   const target = Buffer.from(dst.buffer, 4 * 100, 4 * 777);
   d.landing = (h) => (h.tag === 1 ? target : undefined);

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { once } from 'node:events';
 import { encodeFrame, FrameDecoder, FrameType, type Frame } from '../../src/comm/tcp/frame.ts';
-import { TcpKernel } from '../../src/comm/tcp/kernel.ts';
+import { TcpDataPath } from '../../src/comm/tcp/dataPath.ts';
 import { Link, PullReader } from '../../src/comm/tcp/link.ts';
 import { loadTcpNative } from '../../src/comm/tcp/nativeDataPath.ts';
 import { NativeRing, type NativeRingOutcome, type RingStep } from '../../src/comm/tcp/nativeRing.ts';
@@ -152,7 +152,7 @@ test('steps with nothing to receive (fewer floats than ranks) are passed over, a
 test('a header the decoder holds (its call had not started) is taken over: the ring starts with it', { skip }, async () => {
   const x = await rig();
   try {
-    x.inLink.raiseLimits(MAX_FRAME, undefined, new TcpKernel(1 << 20, false));
+    x.inLink.raiseLimits(MAX_FRAME, undefined, new TcpDataPath(1 << 20, false));
     x.inLink.holdData((h) => h.tag === FIELDS.tag);
     const write = (b: Buffer) => new Promise<void>((res, rej) => x.left.write(b, (e) => (e ? rej(e) : res())));
     const until = async (cond: () => boolean) => {

@@ -53,6 +53,6 @@ export function localGroup(size: number): Communicator[] {
     barrier: () => arrive(rank, 'barrier', new Float32Array(0), () => {}),
     send: (buf, dest, tag = 0) => send(buf, rank, dest, tag),
     recv: (buf, source, tag = 0) => recv(buf, source, rank, tag),
-    takeStats: () => ({ commMs: 0, waitMs: 0, bytes: 0 }),
+    takeStats: () => ({ commMs: 0, idleMs: 0, bytes: 0 }),
   }));
 }

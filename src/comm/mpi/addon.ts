@@ -1,8 +1,7 @@
 /**
- * Finds and loads the optional MPI addon (native/mpi/paratrain_mpi.c, built by `npm run build:mpi`
- * into build/native/paratrain_mpi.node). Both src/comm/mpi/ and dist/comm/mpi/ sit three levels
- * below the repository root, so the file is found relative to this module's URL; a hand-run
- * `node-gyp rebuild` in native/mpi/ (native/mpi/build/Release/) is accepted too.
+ * The optional MPI addon (native/mpi/paratrain_mpi.c, built by `npm run build:mpi` into
+ * build/native/paratrain_mpi.node, or by a hand-run `node-gyp rebuild` in native/mpi/), found and
+ * loaded by the platform loader (src/platform/addon.ts).
  *
  * The addon is loaded with RTLD_GLOBAL: some Open MPI builds dlopen components that expect
  * libmpi's symbols in the global namespace, and Node's default (RTLD_LOCAL) hides them. (Debian's
@@ -12,9 +11,8 @@
  * Loading never throws: a missing file, a missing libmpi.so, an ABI mismatch or PARATRAIN_MPI=0
  * give null, and `mpiUnavailableReason()` says which and how to fix it.
  */
-import { existsSync } from 'node:fs';
 import os from 'node:os';
-import { fileURLToPath } from 'node:url';
+import { addonPath, addonUnavailableReason, loadAddon, type AddonSpec } from '../../platform/addon.ts';
 
 /** init()'s answer. `provided` is MPI's thread level (MPI_THREAD_FUNNELED = 1 or more is needed). */
 export interface MpiInitInfo {
@@ -47,45 +45,30 @@ export interface MpiAddon {
   finalize(): void;
 }
 
-const CANDIDATES = ['../../../build/native/paratrain_mpi.node', '../../../native/mpi/build/Release/paratrain_mpi.node'];
-
 const HOW_TO_BUILD = 'install Open MPI (apt-get install libopenmpi-dev openmpi-bin), then run `npm run build:mpi` (or `npm rebuild`)';
 
-let loaded: { addon: MpiAddon | null; reason?: string } | undefined;
+const SPEC: AddonSpec = {
+  file: 'paratrain_mpi.node',
+  sourceDir: 'native/mpi',
+  disableEnv: 'PARATRAIN_MPI',
+  requiredExports: ['allreduce'],
+  buildCommand: 'npm run build:mpi',
+  notBuiltReason: `the MPI addon build/native/paratrain_mpi.node is not built: ${HOW_TO_BUILD}`,
+  loadFailureReason: (path, message) => `${path} does not load (${message}): ${HOW_TO_BUILD}`,
+  dlopenFlags: os.constants.dlopen.RTLD_NOW | os.constants.dlopen.RTLD_GLOBAL,
+};
 
 /** Absolute path of the addon file that would be loaded, or null when none is built. */
 export function mpiAddonPath(): string | null {
-  for (const rel of CANDIDATES) {
-    const path = fileURLToPath(new URL(rel, import.meta.url));
-    if (existsSync(path)) return path;
-  }
-  return null;
+  return addonPath(SPEC);
 }
 
 /** The addon, or null when it is not built, does not load here, or PARATRAIN_MPI=0. Loaded once per thread. */
 export function loadMpiAddon(): MpiAddon | null {
-  if (loaded) return loaded.addon;
-  if (process.env.PARATRAIN_MPI === '0') {
-    loaded = { addon: null, reason: 'disabled by PARATRAIN_MPI=0' };
-    return null;
-  }
-  const path = mpiAddonPath();
-  if (!path) {
-    loaded = { addon: null, reason: `the MPI addon build/native/paratrain_mpi.node is not built: ${HOW_TO_BUILD}` };
-    return null;
-  }
-  try {
-    const module = { exports: {} as MpiAddon };
-    process.dlopen(module, path, os.constants.dlopen.RTLD_NOW | os.constants.dlopen.RTLD_GLOBAL);
-    if (typeof module.exports.allreduce !== 'function') throw new Error('it does not export allreduce (stale build? run npm run build:mpi)');
-    loaded = { addon: module.exports };
-  } catch (err) {
-    loaded = { addon: null, reason: `${path} does not load (${(err as Error).message.split('\n')[0]}): ${HOW_TO_BUILD}` };
-  }
-  return loaded.addon;
+  return loadAddon<MpiAddon>(SPEC);
 }
 
 /** Why `loadMpiAddon()` returned null (undefined when it loaded or was not tried). */
 export function mpiUnavailableReason(): string | undefined {
-  return loaded?.reason;
+  return addonUnavailableReason(SPEC);
 }

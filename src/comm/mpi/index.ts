@@ -7,7 +7,7 @@
  *   // every process, started by `mpirun -np N node …`
  *   const comm = await MpiCommunicator.init();   // in the main thread or ONE worker thread
  *   await comm.allreduce(grads, 'mean');          // MPI_Allreduce in place, then ÷ size
- *   const { commMs, bytes } = comm.takeStats();   // waitMs is 0: not measurable from outside MPI
+ *   const { commMs, bytes } = comm.takeStats();   // idleMs is 0: not measurable from outside MPI
  *   await comm.close();                           // MPI_Finalize (every rank; once per process)
  *
  * Calls: allreduce = MPI_Allreduce(MPI_IN_PLACE); reduceScatter = MPI_Reduce_scatter with the

@@ -32,7 +32,7 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
- * Stats: commMs is the wall time inside calls. waitMs is always 0: MPI waits for late peers inside
+ * Stats: commMs is the wall time inside calls. idleMs is always 0: MPI waits for late peers inside
  * its own blocking calls, which cannot be told apart from transfer time from outside. bytes is the
  * payload a bandwidth-optimal algorithm moves per rank (sent + received: 2·2(N−1)/N·n·4 for
  * allreduce, half that for reduceScatter/allgather, n·4 for a broadcast, a send or a recv); MPI
@@ -183,7 +183,7 @@ export class MpiCommunicator implements Communicator {
   }
 
   takeStats(): CollectiveStats {
-    const s = { commMs: this.commMs, waitMs: 0, bytes: this.bytes };
+    const s = { commMs: this.commMs, idleMs: 0, bytes: this.bytes };
     this.commMs = 0;
     this.bytes = 0;
     return s;

@@ -1,21 +1,12 @@
 /**
  * The shared-memory Communicator of one rank (a worker thread).
  *
- * Data path: shared memory + Atomics only. Every collective starts by writing a call descriptor
- * and meeting the others at a barrier, where each rank checks that all called the same thing
- * (operation, length, root, buffer kind) — a mismatch is an error naming every rank's call, not
- * a silent corruption. Then:
- *
- * - Registered buffers (`await comm.register(buf)` on every rank, same order, same length): zero
- *   copy. allreduce: each rank reduces its owned 1/G slice reading every rank's buffer directly
- *   and writes the result into every rank's slice; a second barrier ends the call. Buffers from
- *   the arena (`comm.alloc`) are reduced in place by the SIMD kernel; other SharedArrayBuffers
- *   go through this rank's arena scratch in ≤ 64 KiB chunks (copy in, SIMD reduce, copy out).
- * - Other buffers: through per-rank staging halves in the arena, used alternately so one
- *   barrier per round keeps a rank from overwriting what a peer still reads.
- *
- * Reductions add in rank order in float32 (then divide by G for 'mean'), so every rank gets
- * bit-identical results, equal to a serial float32 sum over ranks 0..G-1.
+ * Data path: shared memory + Atomics only. Every collective writes a call descriptor and meets
+ * the others at a barrier, where each rank checks that all called the same thing
+ * (callDescriptor.ts); then the data moves zero-copy on registered buffers (`await
+ * comm.register(buf)` on every rank, same order, same length) or through staging halves in the
+ * arena otherwise (collectives.ts). Every rank gets bit-identical results, equal to a serial
+ * float32 sum over ranks 0..G-1.
  *
  * Calls are synchronous under the hood (Atomics.wait) and return resolved promises; the `*Sync`
  * variants skip the promise. Any error inside a call aborts the job so no peer waits forever.
@@ -24,23 +15,17 @@ import { ownedSlice, type CollectiveStats, type Communicator, type ReduceOp } fr
 import { AbortFlag } from './abort.ts';
 import { Arena } from './arena.ts';
 import { Barrier } from './barrier.ts';
-import { CollectiveMismatchError, PeerFailedError, ShmUsageError } from './errors.ts';
+import { CallDescriptors, OP_BARRIER, REDOPS } from './callDescriptor.ts';
+import { ShmCollectives } from './collectives.ts';
+import { PeerFailedError, ShmUsageError } from './errors.ts';
 import { HandleExchange } from './exchange.ts';
-import { computeLayout, DESC_WORDS, LAYOUT_VERSION, MAGIC, REASON_BYTES, SCRATCH_BYTES, TABLE_BYTES, type Layout } from './layout.ts';
+import { computeLayout, LAYOUT_VERSION, MAGIC, REASON_BYTES, TABLE_BYTES, type Layout } from './layout.ts';
 import { Mailboxes } from './mailbox.ts';
 import { Mutex } from './mutex.ts';
 import { ReduceKernel } from './reduceKernel.ts';
-import { Registry, type BufferHandle, type Match } from './registry.ts';
+import { Registry, type BufferHandle } from './registry.ts';
 import type { WaitOptions } from './wait.ts';
 import type { ShmInit } from './world.ts';
-
-const OP_BARRIER = 1, OP_ALLREDUCE = 2, OP_REDUCE_SCATTER = 3, OP_ALLGATHER = 4, OP_BROADCAST = 5;
-const OP_NAMES = ['?', 'barrier', 'allreduce', 'reduceScatter', 'allgather', 'broadcast'];
-const REDOPS: ReduceOp[] = ['sum', 'mean'];
-/** unregistered allreduce up to this many floats: every rank reduces the whole buffer (one barrier) */
-const SMALL_FLOATS = 4096;
-/** copy-through chunk for registered buffers outside the arena */
-const MAX_CHUNK_FLOATS = 16384;
 
 export class ShmCommunicator implements Communicator {
   readonly rank: number;
@@ -53,30 +38,14 @@ export class ShmCommunicator implements Communicator {
   private readonly waitOpts: WaitOptions;
   private readonly worldBarrier: Barrier;
   private readonly arena: Arena;
-  private readonly kernel: ReduceKernel;
   private readonly registry: Registry;
   private readonly exchange: HandleExchange<BufferHandle>;
   private readonly mailboxes: Mailboxes;
+  private readonly descriptors: CallDescriptors;
+  private readonly collectives: ShmCollectives;
 
-  /** staging: [half][rank] views and addresses, halfFloats each */
-  private readonly halfFloats: number;
-  private readonly stageViews: Float32Array[][];
-  private readonly stageAddrs: number[][];
-  /** this rank's scratch: G copy-through slots of chunkFloats, slot 0 doubling as result buffer */
-  private readonly chunkFloats: number;
-  private readonly scratchAddr: number;
-  private readonly scratchFloats: number;
-  private readonly scratchView: Float32Array;
-  private readonly slotViews: Float32Array[];
-  private readonly slotAddrs: number[];
-  private readonly addrTmp: number[];
-
-  private opSeq = 0;
-  private stageSeq = 0;
   private regSeq = 0;
-  private commMs = 0;
-  private waitMs = 0;
-  private bytes = 0;
+  private readonly stats = { commMs: 0, idleMs: 0, bytes: 0 };
 
   /** Connect worker `init.rank` to its world (call once per rank, in that rank's thread). */
   static async connect(init: ShmInit): Promise<ShmCommunicator> {
@@ -103,26 +72,15 @@ export class ShmCommunicator implements Communicator {
     };
     this.worldBarrier = new Barrier(this.control, L.barrier, G, this.waitOpts, 'rank');
     this.arena = new Arena(init.memory, this.control, L, init.arenaMaxBytes, this.waitOpts);
-    this.kernel = new ReduceKernel(init.memory, L.tableBase + this.rank * TABLE_BYTES);
     this.registry = new Registry(this.arena);
     this.mailboxes = new Mailboxes(this.control, L, this.arena, this.rank);
-
-    this.halfFloats = L.stagingBytes / 2 / 4;
-    this.stageViews = [0, 1].map((h) => Array.from({ length: G }, (_, q) => this.arena.f32(this.stageAddr(q, h), this.halfFloats)));
-    this.stageAddrs = [0, 1].map((h) => Array.from({ length: G }, (_, q) => this.stageAddr(q, h)));
-    this.scratchAddr = L.scratchBase + this.rank * SCRATCH_BYTES;
-    this.scratchFloats = SCRATCH_BYTES / 4;
-    this.scratchView = this.arena.f32(this.scratchAddr, this.scratchFloats);
-    this.chunkFloats = Math.min(MAX_CHUNK_FLOATS, Math.floor(this.scratchFloats / G / 16) * 16);
-    this.slotAddrs = Array.from({ length: G }, (_, q) => this.scratchAddr + q * this.chunkFloats * 4);
-    this.slotViews = this.slotAddrs.map((a) => this.arena.f32(a, this.chunkFloats));
-    this.addrTmp = new Array<number>(G).fill(0);
-
+    this.descriptors = new CallDescriptors(this.control, L, this.rank, G);
+    const kernel = new ReduceKernel(init.memory, L.tableBase + this.rank * TABLE_BYTES);
+    this.collectives = new ShmCollectives(this.rank, G, L, this.arena, kernel, this.registry, this.stats, {
+      begin: (op, n, m, root, redop) => this.descriptors.write(op, n, m, root, redop),
+      arrive: (validate) => this.arrive(validate),
+    });
     this.exchange = new HandleExchange<BufferHandle>(init.worldId, this.rank, G, this.control, L.connected, this.abortFlag, this.waitOpts);
-  }
-
-  private stageAddr(q: number, h: number): number {
-    return this.layout.stagingBase + q * this.layout.stagingBytes + h * (this.layout.stagingBytes / 2);
   }
 
   // ---------------------------------------------------------------- Communicator
@@ -156,8 +114,8 @@ export class ShmCommunicator implements Communicator {
   }
 
   takeStats(): CollectiveStats {
-    const s = { commMs: this.commMs, waitMs: this.waitMs, bytes: this.bytes };
-    this.commMs = this.waitMs = this.bytes = 0;
+    const s = { ...this.stats };
+    this.stats.commMs = this.stats.idleMs = this.stats.bytes = 0;
     return s;
   }
 
@@ -167,7 +125,7 @@ export class ShmCommunicator implements Communicator {
     this.guard('allreduce', () => {
       const redop = this.checkOp(op);
       this.checkBuf(buf, 'allreduce');
-      this.reduce(buf, redop, true);
+      this.collectives.reduce(buf, redop, true);
     });
   }
 
@@ -175,7 +133,7 @@ export class ShmCommunicator implements Communicator {
     return this.guard('reduceScatter', () => {
       const redop = this.checkOp(op);
       this.checkBuf(buf, 'reduceScatter');
-      this.reduce(buf, redop, false);
+      this.collectives.reduce(buf, redop, false);
       return ownedSlice(buf.length, this.size, this.rank);
     });
   }
@@ -184,8 +142,8 @@ export class ShmCommunicator implements Communicator {
     this.guard('allgather', () => {
       this.checkBuf(buf, 'allgather');
       const m = this.registry.match(buf);
-      if (m) this.allgatherRegistered(buf, m);
-      else this.allgatherStaged(buf);
+      if (m) this.collectives.allgatherRegistered(buf, m);
+      else this.collectives.allgatherStaged(buf);
     });
   }
 
@@ -194,14 +152,14 @@ export class ShmCommunicator implements Communicator {
       this.checkBuf(buf, 'broadcast');
       this.checkRank(root, 'broadcast root');
       const m = this.registry.match(buf);
-      if (m) this.broadcastRegistered(buf, m, root);
-      else this.broadcastStaged(buf, root);
+      if (m) this.collectives.broadcastRegistered(buf, m, root);
+      else this.collectives.broadcastStaged(buf, root);
     });
   }
 
   barrierSync(): void {
     this.guard('barrier', () => {
-      this.begin(OP_BARRIER, 0, null, -1, 0);
+      this.descriptors.write(OP_BARRIER, 0, null, -1, 0);
       this.arrive(true);
     });
   }
@@ -211,8 +169,8 @@ export class ShmCommunicator implements Communicator {
       this.checkBuf(buf, 'send');
       this.checkRank(dest, 'send destination');
       this.checkTag(tag);
-      this.waitMs += this.mailboxes.send(buf, dest, tag | 0, this.waitOpts);
-      this.bytes += buf.length * 4;
+      this.stats.idleMs += this.mailboxes.send(buf, dest, tag | 0, this.waitOpts);
+      this.stats.bytes += buf.length * 4;
     });
   }
 
@@ -221,8 +179,8 @@ export class ShmCommunicator implements Communicator {
       this.checkBuf(buf, 'recv');
       this.checkRank(source, 'recv source');
       this.checkTag(tag);
-      this.waitMs += this.mailboxes.recv(buf, source, tag | 0, this.waitOpts);
-      this.bytes += buf.length * 4;
+      this.stats.idleMs += this.mailboxes.recv(buf, source, tag | 0, this.waitOpts);
+      this.stats.bytes += buf.length * 4;
     });
   }
 
@@ -334,7 +292,7 @@ export class ShmCommunicator implements Communicator {
       if (!(err instanceof PeerFailedError)) this.abortFlag.raise(this.rank, `${what} failed on rank ${this.rank}: ${errorText(err)}`);
       throw err;
     } finally {
-      this.commMs += performance.now() - t0;
+      this.stats.commMs += performance.now() - t0;
     }
   }
 
@@ -356,204 +314,10 @@ export class ShmCommunicator implements Communicator {
     if (!Number.isInteger(tag) || tag < -(2 ** 31) || tag >= 2 ** 31) throw new ShmUsageError(`tag must be a 32-bit integer, got ${tag}`);
   }
 
-  private nextHalf(): number {
-    return this.stageSeq++ & 1;
-  }
-
-  /** Write this rank's descriptor of the call about to happen (checked at the first barrier). */
-  private begin(op: number, n: number, m: Match | null, root: number, redop: number): void {
-    const seq = this.opSeq++;
-    const base = this.layout.descBase + ((seq & 1) * this.size + this.rank) * DESC_WORDS;
-    const c = this.control;
-    Atomics.store(c, base, seq | 0);
-    Atomics.store(c, base + 1, op);
-    Atomics.store(c, base + 2, n);
-    Atomics.store(c, base + 3, m ? 1 : 0);
-    Atomics.store(c, base + 4, m ? m.reg.id : -1);
-    Atomics.store(c, base + 5, m ? m.offset : -1);
-    Atomics.store(c, base + 6, root);
-    Atomics.store(c, base + 7, redop);
-  }
-
   /** Meet every rank; on the first barrier of a call, check all ranks made the same call. */
   private arrive(validate: boolean): void {
-    this.waitMs += this.worldBarrier.wait(this.rank, this.waitOpts);
-    if (validate) this.validate();
-  }
-
-  private validate(): void {
-    const seq = this.opSeq - 1;
-    const c = this.control, G = this.size;
-    const at = (q: number) => this.layout.descBase + ((seq & 1) * G + q) * DESC_WORDS;
-    const mine = at(this.rank);
-    let ok = true;
-    for (let q = 0; q < G && ok; q++) {
-      const b = at(q);
-      for (let k = 0; k < DESC_WORDS; k++) {
-        if (Atomics.load(c, b + k) !== Atomics.load(c, mine + k)) {
-          ok = false;
-          break;
-        }
-      }
-    }
-    if (ok) return;
-    const calls = Array.from({ length: G }, (_, q) => {
-      const b = at(q);
-      const w = (k: number) => Atomics.load(c, b + k);
-      const op = OP_NAMES[w(1)] ?? `op ${w(1)}`;
-      const args: string[] = [];
-      if (w(1) !== OP_BARRIER) args.push(`length ${w(2)}`, w(3) ? `registered buffer #${w(4)}${w(5) ? ` at +${w(5)}` : ''}` : 'unregistered buffer');
-      if (w(1) === OP_BROADCAST) args.push(`root ${w(6)}`);
-      if (w(1) === OP_ALLREDUCE || w(1) === OP_REDUCE_SCATTER) args.push(REDOPS[w(7)] ?? `op ${w(7)}`);
-      return `rank ${q}: call #${w(0)} ${op}(${args.join(', ')})`;
-    });
-    throw new CollectiveMismatchError(
-      `ranks made different collective calls: ${calls.join('; ')}. Every rank must call the same collectives in the same order with the same lengths (and register the same buffers)`,
-    );
-  }
-
-  /** allreduce (all = true) or reduceScatter (all = false). */
-  private reduce(buf: Float32Array, redop: number, all: boolean): void {
-    const div = redop === 1 ? this.size : 0;
-    const op = all ? OP_ALLREDUCE : OP_REDUCE_SCATTER;
-    const m = this.registry.match(buf);
-    if (!m) {
-      this.reduceStaged(buf, div, all, op, redop);
-      return;
-    }
-    const n = buf.length;
-    this.begin(op, n, m, -1, redop);
-    this.arrive(true);
-    const { start, end } = ownedSlice(n, this.size, this.rank);
-    this.reduceRegistered(m, start, end, div, all);
-    this.arrive(false);
-  }
-
-  /** Reduce elements [start, end) of a registration match into all ranks' buffers (or only this one's). */
-  private reduceRegistered(m: Match, start: number, end: number, div: number, all: boolean): void {
-    const len = end - start;
-    if (len <= 0) return;
-    const G = this.size, { reg, offset } = m;
-    if (reg.addrs) {
-      const srcs = this.addrTmp;
-      for (let q = 0; q < G; q++) srcs[q] = reg.addrs[q]! + (offset + start) * 4;
-      this.kernel.reduce(srcs, all ? srcs : [srcs[this.rank]!], len, div);
-      this.bytes += len * 4 * (G - 1 + (all ? G : 1));
-      return;
-    }
-    const CH = this.chunkFloats, views = reg.views, slots = this.slotViews, out = [this.slotAddrs[0]!];
-    for (let c0 = start; c0 < end; c0 += CH) {
-      const c1 = Math.min(end, c0 + CH), w = c1 - c0;
-      for (let q = 0; q < G; q++) slots[q]!.set(views[q]!.subarray(offset + c0, offset + c1));
-      this.kernel.reduce(this.slotAddrs, out, w, div);
-      const res = w === CH ? slots[0]! : slots[0]!.subarray(0, w);
-      if (all) for (let q = 0; q < G; q++) views[q]!.set(res, offset + c0);
-      else views[this.rank]!.set(res, offset + c0);
-    }
-    this.bytes += len * 4 * (G - 1 + (all ? G : 1));
-  }
-
-  private reduceStaged(buf: Float32Array, div: number, all: boolean, op: number, redop: number): void {
-    const n = buf.length, G = this.size, H = this.halfFloats, me = this.rank;
-    this.begin(op, n, null, -1, redop);
-    if (all && n <= SMALL_FLOATS && n <= H && n <= this.scratchFloats) {
-      // small: everyone reduces everything, one barrier
-      const h = this.nextHalf();
-      if (n > 0) this.stageViews[h]![me]!.set(buf);
-      this.arrive(true);
-      if (n > 0) {
-        this.kernel.reduce(this.stageAddrs[h]!, [this.scratchAddr], n, div);
-        buf.set(this.scratchView.subarray(0, n));
-        this.bytes += n * 4 * (G + 2);
-      }
-      return;
-    }
-    // rounds: in round t, owner q's piece [s_q + tP, …) sits at q·P in every rank's staging half
-    const P = Math.floor(H / G);
-    const slices = Array.from({ length: G }, (_, q) => ownedSlice(n, G, q));
-    const rounds = Math.max(1, Math.ceil(Math.ceil(n / G) / P));
-    const srcs = this.addrTmp;
-    for (let t = 0; t < rounds; t++) {
-      const h = this.nextHalf(), mine = this.stageViews[h]![me]!;
-      for (let q = 0; q < G; q++) {
-        const a = slices[q]!.start + t * P, b = Math.min(slices[q]!.end, a + P);
-        if (b > a) mine.set(buf.subarray(a, b), q * P);
-      }
-      this.arrive(t === 0);
-      const a = slices[me]!.start + t * P, L = Math.min(slices[me]!.end, a + P) - a;
-      if (L > 0) {
-        for (let q = 0; q < G; q++) srcs[q] = this.stageAddrs[h]![q]! + me * P * 4;
-        this.kernel.reduce(srcs, [srcs[me]!], L, div);
-      }
-      if (all) {
-        this.arrive(false);
-        for (let q = 0; q < G; q++) {
-          const aq = slices[q]!.start + t * P, Lq = Math.min(slices[q]!.end, aq + P) - aq;
-          if (Lq > 0) buf.set(this.stageViews[h]![q]!.subarray(q * P, q * P + Lq), aq);
-        }
-      } else if (L > 0) {
-        buf.set(mine.subarray(me * P, me * P + L), a);
-      }
-    }
-    const mineLen = slices[me]!.end - slices[me]!.start;
-    this.bytes += n * 4 + mineLen * 4 * (G + 1) + (all ? n * 4 : mineLen * 4);
-  }
-
-  private allgatherRegistered(buf: Float32Array, m: Match): void {
-    const n = buf.length, G = this.size;
-    this.begin(OP_ALLGATHER, n, m, -1, 0);
-    this.arrive(true);
-    for (let q = 0; q < G; q++) {
-      if (q === this.rank) continue;
-      const { start, end } = ownedSlice(n, G, q);
-      if (end > start) buf.set(m.reg.views[q]!.subarray(m.offset + start, m.offset + end), start);
-      this.bytes += (end - start) * 8;
-    }
-    this.arrive(false);
-  }
-
-  private allgatherStaged(buf: Float32Array): void {
-    const n = buf.length, G = this.size, H = this.halfFloats, me = this.rank;
-    this.begin(OP_ALLGATHER, n, null, -1, 0);
-    const slices = Array.from({ length: G }, (_, q) => ownedSlice(n, G, q));
-    const rounds = Math.max(1, Math.ceil(Math.ceil(n / G) / H));
-    for (let t = 0; t < rounds; t++) {
-      const h = this.nextHalf();
-      const a = slices[me]!.start + t * H, b = Math.min(slices[me]!.end, a + H);
-      if (b > a) this.stageViews[h]![me]!.set(buf.subarray(a, b));
-      this.arrive(t === 0);
-      for (let q = 0; q < G; q++) {
-        if (q === me) continue;
-        const aq = slices[q]!.start + t * H, Lq = Math.min(slices[q]!.end, aq + H) - aq;
-        if (Lq > 0) buf.set(this.stageViews[h]![q]!.subarray(0, Lq), aq);
-      }
-    }
-    this.bytes += n * 8;
-  }
-
-  private broadcastRegistered(buf: Float32Array, m: Match, root: number): void {
-    const n = buf.length;
-    this.begin(OP_BROADCAST, n, m, root, 0);
-    this.arrive(true);
-    if (this.rank !== root && n > 0) {
-      buf.set(m.reg.views[root]!.subarray(m.offset, m.offset + n));
-      this.bytes += n * 8;
-    }
-    this.arrive(false);
-  }
-
-  private broadcastStaged(buf: Float32Array, root: number): void {
-    const n = buf.length, H = this.halfFloats;
-    this.begin(OP_BROADCAST, n, null, root, 0);
-    const rounds = Math.max(1, Math.ceil(n / H));
-    for (let t = 0; t < rounds; t++) {
-      const h = this.nextHalf();
-      const a = t * H, b = Math.min(n, a + H);
-      if (this.rank === root && b > a) this.stageViews[h]![root]!.set(buf.subarray(a, b));
-      this.arrive(t === 0);
-      if (this.rank !== root && b > a) buf.set(this.stageViews[h]![root]!.subarray(0, b - a), a);
-    }
-    this.bytes += n * 8;
+    this.stats.idleMs += this.worldBarrier.wait(this.rank, this.waitOpts);
+    if (validate) this.descriptors.check();
   }
 }
 

@@ -23,7 +23,7 @@ import { AuthenticationError, RendezvousError } from '../errors.ts';
 import { FrameError, FrameType, frameTypeName, parseJson, type Frame } from './frame.ts';
 import type { Link } from './link.ts';
 
-/** checked in every Hello; 2: the data-frame checksum runs over 32 lanes (kernel.ts) */
+/** checked in every Hello; 2: the data-frame checksum runs over 32 lanes (dataPath.ts) */
 export const PROTOCOL_VERSION = 2;
 export type Purpose = 'rendezvous' | 'data';
 

@@ -13,7 +13,7 @@
  *                              a point-to-point message's element count
  *       20     4  length       payload bytes; at most the receiver's maximum frame size
  *       24     4  check        checksum of the payload: for data frames (collectives, send/recv) the
- *                              SIMD hash "ptr32" of kernel.ts (~20 GB/s); for control frames CRC32
+ *                              SIMD hash "ptr32" of dataPath.ts; for control frames CRC32
  *       28     4  headerCrc    CRC32 (zlib's) of bytes 0–27, so a corrupt length is caught before use
  *
  * All fields little-endian; payload floats are IEEE float32 little-endian (big-endian hosts are
@@ -26,7 +26,7 @@
  * The connection is then dropped by its owner: a stream cannot be resynchronised.
  */
 import { crc32 } from 'node:zlib';
-import { HASH_STRIPE, hashPayloadJs, newHashLanes, resetHashLanes, type TcpKernel } from './kernel.ts';
+import { HASH_STRIPE, hashPayloadJs, newHashLanes, resetHashLanes, type TcpDataPath } from './dataPath.ts';
 
 export const MAGIC = 0x31525450;
 export const HEADER_BYTES = 32;
@@ -86,13 +86,13 @@ export interface Frame extends FrameHeader {
   payload: Buffer;
   /** the payload's verified checksum (reusable when forwarding the same bytes) */
   check: number;
-  /** the payload is a kernel slot (data frames decoded with a kernel): reduce it there, then putSlot */
+  /** the payload is a payload slot (data frames decoded with a data path): reduce it there, then putSlot */
   slot?: boolean;
   /** the payload was read straight into the place the decoder's `landing` gave (see landing.ts) */
   landed?: boolean;
 }
 
-/** Frames carrying float32 data (checked with the ptr32 hash; payloads in kernel slots). */
+/** Frames carrying float32 data (checked with the ptr32 hash; payloads in payload slots). */
 export function isDataType(type: number): boolean {
   return type >= FrameType.Allreduce && type <= FrameType.P2P;
 }
@@ -120,7 +120,7 @@ export function encodeHeader(h: FrameHeader, payloadCrc: number): Buffer {
   return b;
 }
 
-/** The checksum a frame of `type` carries for `payload` (without a kernel: the JS reference hash). */
+/** The checksum a frame of `type` carries for `payload` (without a data path: the JS reference hash). */
 export function payloadCheck(type: number, payload: Uint8Array): number {
   if (isDataType(type)) return payload.length === 0 ? EMPTY_DATA_CHECK : hashPayloadJs(payload);
   return payload.length === 0 ? 0 : crc32(payload) >>> 0;
@@ -154,10 +154,10 @@ export class FrameDecoder {
   private failed = false;
   /** a data frame's header is in and its payload waits: see `hold` */
   private held = false;
-  /** after authentication: data payloads go to slots of this kernel, hashed as they arrive */
-  kernel: TcpKernel | undefined;
+  /** after authentication: data payloads go to slots of this data path, hashed as they arrive */
+  dataPath: TcpDataPath | undefined;
   /**
-   * Asked for each data frame once its header is in (only with the kernel's native data path,
+   * Asked for each data frame once its header is in (only with the native data path,
    * which hashes any memory): bytes of exactly the payload's length to read it into, or undefined
    * for a slot.
    */
@@ -247,7 +247,7 @@ export class FrameDecoder {
   /**
    * Pull mode (a socket created with `onread`, see PullReader): where the next bytes should be
    * read to — the rest of the header, or the rest of the payload, which for data frames is a
-   * kernel slot: the kernel writes the payload straight where it will be reduced.
+   * payload slot: the OS kernel writes the payload straight where it will be reduced.
    */
   readTarget(): Buffer {
     if (this.failed || this.held) return this.head;
@@ -285,7 +285,7 @@ export class FrameDecoder {
         return;
       }
       if (this.isData && len % 4 !== 0) throw new FrameError(`${frameTypeName(this.header.type)} frame of ${len} bytes: not whole float32s`);
-      if (this.isData && this.kernel && this.hold?.(this.header)) this.held = true;
+      if (this.isData && this.dataPath && this.hold?.(this.header)) this.held = true;
       else this.startPayload(this.header);
       return;
     }
@@ -295,10 +295,10 @@ export class FrameDecoder {
   /** The header `h` is in: where its payload goes (landing, slot or a buffer of its own). */
   private startPayload(h: FrameHeader): void {
     const len = h.length;
-    if (this.isData && this.kernel) {
-      const land = this.kernel.native && this.landing ? this.landing(h) : undefined;
+    if (this.isData && this.dataPath) {
+      const land = this.dataPath.native && this.landing ? this.landing(h) : undefined;
       this.landed = land !== undefined && land.length === len;
-      this.payload = this.landed ? land! : this.kernel.getSlot(len);
+      this.payload = this.landed ? land! : this.dataPath.getSlot(len);
       this.inSlot = !this.landed;
       if (this.lanes) resetHashLanes(this.lanes);
       else this.lanes = newHashLanes();
@@ -319,7 +319,7 @@ export class FrameDecoder {
     if (hashing) {
       const upto = (this.payloadFill + take) & ~(HASH_STRIPE - 1);
       if (upto > this.hashed) {
-        this.kernel!.hashSlot(this.lanes!, payload, this.hashed, upto);
+        this.dataPath!.hashSlot(this.lanes!, payload, this.hashed, upto);
         this.hashed = upto;
       }
     } else if (!this.isData) {
@@ -328,10 +328,10 @@ export class FrameDecoder {
     this.payloadFill += take;
     if (this.payloadFill === payload.length) {
       const len = payload.length;
-      const check = hashing ? this.kernel!.finish(this.lanes!, payload, this.hashed)
+      const check = hashing ? this.dataPath!.finish(this.lanes!, payload, this.hashed)
         : this.isData ? hashPayloadJs(payload) : this.runningCrc >>> 0;
       if (check !== this.expectedCrc) {
-        if (this.inSlot) this.kernel!.putSlot(payload);
+        if (this.inSlot) this.dataPath!.putSlot(payload);
         throw this.mismatch(len, check);
       }
       this.payload = undefined;

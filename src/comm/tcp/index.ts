@@ -10,28 +10,73 @@
  *     log: (level, msg) => …,                   // dropped connections, failures
  *   });
  *   await comm.allreduce(grads, 'mean');        // any Float32Array, in place
- *   const { commMs, waitMs, bytes } = comm.takeStats();
+ *   const { commMs, idleMs, bytes } = comm.takeStats();
  *   await comm.close();                          // tells peers this rank finished (not died)
  *
- * World formation (rendezvous.ts): rank 0 listens on masterAddr:masterPort and every rank on a
- * data port (listenPort, default any free port) on loopback, or — when the master is on another
- * host — on the interface that reaches the master (listenHost overrides; see TcpConnectOptions).
- * Each rank connects to the master, authenticates, registers its data address, config hash and
- * frame limit; the master checks them (same world size and config hash, no duplicate rank) and
- * sends everyone the table, or refuses everyone with the reason (ConfigMismatchError names the
- * differing rank). Then each rank dials its left ring neighbour (other peers on first use).
- * Every wait has a deadline (timeoutMs for forming, recvTimeoutMs per wait in a call) whose
- * CommTimeoutError names the rank it waited for and its host:port.
+ * The pieces: tcpCommunicator.ts (the facade: argument checks; an error inside a call fails the
+ * job), options.ts, peerLinks.ts (world formation), routing.ts (which queue a frame lands
+ * in), failure.ts (aborts, timeouts, blame), ring.ts (reduce-scatter, allgather, allreduce),
+ * chain.ts (broadcast, barrier), pointToPoint.ts (send/recv), callFrames.ts (what the calls
+ * share); below them link.ts and frame.ts (the wire), auth.ts and secret.ts, rendezvous.ts and
+ * dial.ts, dataEngines.ts over dataPath.ts / nativeDataPath.ts / nativeRing.ts (hashing and
+ * reducing payloads), landing.ts.
  *
- * Collectives (tcpCommunicator.ts): chunked, pipelined ring reduce-scatter + allgather
- * (2(N−1)/N of the buffer sent per rank); each element is summed once, in ring order, by one
- * rank, so every rank gets bit-identical results. Reduction and checksums run in place in the
- * optional native addon (nativeDataPath.ts, built by `npm ci` where a C compiler is), else in wasm
- * SIMD (kernel.ts); with the addon, frames that are only stored (allgather, broadcast) are read
- * straight into the caller's buffer (landing.ts). Any failure inside a call aborts the job on every rank (PeerFailedError naming
- * the origin) instead of leaving peers to time out. takeStats(): commMs (time in calls), waitMs
- * (time blocked before the first data of each call arrived: the skew to the slowest upstream
- * rank, plus one chunk's latency), bytes (payload sent + received).
+ * World formation (rendezvous.ts, peerLinks.ts): rank 0 listens on masterAddr:masterPort and
+ * every rank on a data port (listenPort, default any free port) on loopback, or — when the
+ * master is on another host — on the interface that reaches the master (listenHost overrides;
+ * see TcpConnectOptions). Each rank connects to the master, authenticates, registers its data
+ * address, config hash and frame limit; the master checks them (same world size and config
+ * hash, no duplicate rank) and sends everyone the table, or refuses everyone with the reason
+ * (ConfigMismatchError names the differing rank). Then each rank dials its left ring neighbour
+ * to receive from it (other pairs: the sender dials on first use), so each direction of a pair
+ * has exactly one ordered stream and no two ranks race to open one. Every wait has a deadline
+ * (timeoutMs for forming, recvTimeoutMs per wait in a call) whose CommTimeoutError names the
+ * rank it waited for and its host:port.
+ *
+ * Collectives (N ranks, n floats, segment k = ownedSlice(n, N, k), right = rank+1, left = rank−1):
+ *   reduce-scatter ring: step s = 0…N−2 sends segment rank−1−s to the right and adds the segment
+ *     rank−2−s coming from the left into the buffer; after the last step this rank holds the
+ *     reduced segment `rank`, summed along the ring (k+1, k+2, …, k for segment k) — one order
+ *     per element, computed once, so every rank ends with bit-identical values.
+ *   allgather ring: step s sends segment rank−s, stores segment rank−1−s from the left.
+ *   allreduce = reduce-scatter then allgather ('mean' divides a segment once, by its owner, before
+ *     it goes round): 2(N−1)/N · n floats sent per rank, bandwidth-optimal.
+ *   broadcast: a pipelined chain root → root+1 → … → root−1. barrier: dissemination, ⌈log2 N⌉
+ *     rounds (rank+2^k).
+ *   Pipelining: segments travel as frames of at most `chunkBytes` (the native ring: an eighth of
+ *     a segment where that is smaller); each frame received is reduced and forwarded at once, so
+ *     sending, receiving and reducing overlap (sends are written from the caller's buffer without
+ *     copying and flushed before a call returns). The reduction adds the received slot into the
+ *     caller's buffer; the forwarded frame's checksum is computed in the same pass
+ *     (allgather/broadcast forwards reuse the received one). Reduction and checksums run in place
+ *     in the optional native addon (nativeDataPath.ts, built by `npm ci` where a C compiler is),
+ *     else in wasm SIMD (dataPath.ts); with the addon, frames that are only stored (allgather,
+ *     broadcast) are read straight into the caller's buffer (landing.ts). A landed frame can only
+ *     overwrite floats this rank has already sent: the value it carries was computed downstream
+ *     from them. After a failed call the buffer's contents are unspecified.
+ *   Native ring (nativeRing.ts, native/tcp/ring.c; where the addon is built): the ring's steps
+ *     are a list that the C loop or ring.ts's loop can advance. Whenever a call is alone and at a
+ *     clean moment (our writes flushed, nothing of it queued or half-read) the C loop takes over
+ *     the two ring sockets (what the left neighbour sends before this rank enters the call waits
+ *     unread at its first header for it, see FrameRouter.holdsFrame) — reading, hashing, reducing
+ *     and forwarding frames with no event loop in between, which keeps up when processes
+ *     outnumber cores — and hands back at a frame boundary on anything else (another call's
+ *     frame, an Abort, the end of a stream) or after a slice without data, so control frames,
+ *     timers and other links are never starved for longer. The frames on the wire are the same
+ *     either way.
+ *
+ * Failure (failure.ts): each data frame carries the collective's sequence number, kind, reduce
+ * op, root and length, so a rank called differently from its neighbour fails with
+ * CollectiveMismatchError naming both calls. Any error inside a call (mismatch, timeout, lost
+ * peer) aborts the job: Abort frames go to every connected peer, which forward them, so every
+ * rank's pending and later calls throw PeerFailedError naming the origin instead of waiting for
+ * their timeouts. A timeout's Abort says whom it blames; a blamed rank that was itself stuck
+ * waiting on another rank adds that rank to the reason, so a stall is traced to the stalled rank,
+ * whichever neighbour's timer fired first.
+ *
+ * takeStats(): commMs (time in calls), idleMs (time blocked before the first data of each call
+ * arrived: the skew to the slowest upstream rank, plus one chunk's latency), bytes (payload sent
+ * + received).
  *
  * Security: every connection (rendezvous and data) is authenticated both ways by HMAC-SHA256
  * challenge–response on the shared secret (auth.ts). A world of more than one rank refuses to

@@ -9,7 +9,7 @@
 import type { Socket } from 'node:net';
 import { PeerFailedError } from '../errors.ts';
 import { encodeHeader, FrameDecoder, FrameError, FrameType, isDataType, payloadCheck, type Frame, type FrameHeader } from './frame.ts';
-import type { TcpKernel } from './kernel.ts';
+import type { TcpDataPath } from './dataPath.ts';
 
 const noop = () => {};
 const EMPTY = new Uint8Array(0);
@@ -20,7 +20,7 @@ export function hostPort(host: string, port: number): string {
 
 /**
  * Reads of a socket we dial go where its Link's decoder says (`onread` with a buffer function):
- * data payloads straight into kernel slots (or their landing place) — no 64 KiB read buffer per
+ * data payloads straight into payload slots (or their landing place) — no 64 KiB read buffer per
  * read, no copy — and everything else (headers, bytes before a Link attaches) through a small
  * scratch buffer that is pushed to the decoder. Node asks for the next buffer right after each
  * read, so a buffer handed out may be used only later (after a pause, or after the native ring
@@ -78,7 +78,7 @@ export class Link {
 
   /** the sequence number of the next frame this side sends */
   sendSeq = 0;
-  private kernel: TcpKernel | undefined;
+  private dataPath: TcpDataPath | undefined;
   private readonly decoder: FrameDecoder;
   private handler: ((frame: Frame) => void) | undefined;
   private readonly inbox: Frame[] = [];
@@ -107,12 +107,12 @@ export class Link {
     socket.on('close', () => this.end(undefined, false));
   }
 
-  /** After authentication: larger frames, other types, data payloads in (and hashed by) `kernel`. */
-  raiseLimits(maxFrameBytes: number, allowedTypes?: ReadonlySet<number>, kernel?: TcpKernel): void {
+  /** After authentication: larger frames, other types, data payloads in (and hashed by) `dataPath`. */
+  raiseLimits(maxFrameBytes: number, allowedTypes?: ReadonlySet<number>, dataPath?: TcpDataPath): void {
     this.decoder.maxFrameBytes = maxFrameBytes;
     this.decoder.allowedTypes = allowedTypes;
-    this.decoder.kernel = kernel;
-    this.kernel = kernel;
+    this.decoder.dataPath = dataPath;
+    this.dataPath = dataPath;
   }
 
   /** Where inbound data frames may be read to instead of slots (FrameDecoder.landing). */
@@ -196,7 +196,7 @@ export class Link {
    */
   send(type: number, tag: number, aux: number, payload?: Uint8Array, flags = 0, arg = 0, check?: number): Promise<void> {
     const len = payload ? payload.length : 0;
-    const crc = check ?? (len && this.kernel && isDataType(type) ? this.kernel.hashBytes(payload!) : payloadCheck(type, payload ?? EMPTY));
+    const crc = check ?? (len && this.dataPath && isDataType(type) ? this.dataPath.hashBytes(payload!) : payloadCheck(type, payload ?? EMPTY));
     const header = encodeHeader({ type, flags, arg, seq: this.sendSeq, tag, aux, length: len }, crc);
     this.sendSeq = (this.sendSeq + 1) >>> 0;
     this.bytesOut += len;

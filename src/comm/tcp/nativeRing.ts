@@ -34,7 +34,7 @@ export interface RingFrameFields {
 }
 
 export type NativeRingOutcome =
-  | { kind: 'done' | 'handover'; step: number; cur: number; waitMs: number; bytes: number }
+  | { kind: 'done' | 'handover'; step: number; cur: number; idleMs: number; bytes: number }
   | { kind: 'error'; side: 'in' | 'out'; timeout: boolean; malformed: boolean; message: string; bytes: number };
 
 const STATUS_HANDOVER = 1, STATUS_ERROR = 2;
@@ -106,6 +106,6 @@ export class NativeRing {
         inLink.destroy(err as Error);
       }
     }
-    return { kind: status === STATUS_HANDOVER ? 'handover' : 'done', step: io[13]!, cur: io[14]!, waitMs: io[19]!, bytes };
+    return { kind: status === STATUS_HANDOVER ? 'handover' : 'done', step: io[13]!, cur: io[14]!, idleMs: io[19]!, bytes };
   }
 }

@@ -19,7 +19,8 @@ import { randomBytes } from 'node:crypto';
 import { AuthenticationError, CommTimeoutError, ConfigMismatchError, RendezvousError } from '../errors.ts';
 import { authenticateAsAcceptor, authenticateAsDialer } from './auth.ts';
 import { FrameError, FrameType, PRE_AUTH_MAX_FRAME, parseJson, type Frame } from './frame.ts';
-import { hostPort, Link, PullReader } from './link.ts';
+import { dialWithRetry } from './dial.ts';
+import { hostPort, Link } from './link.ts';
 import type { TcpLog } from './log.ts';
 
 export interface RankAddress {
@@ -296,56 +297,6 @@ export interface RegisterOptions {
   log: TcpLog;
   /** called once connected to the master, with the local address of that connection: start the data listener, return the registration */
   listen(localAddress: string): Promise<Registration>;
-}
-
-const RETRYABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'EPIPE', 'ECONNABORTED']);
-
-/**
- * Connects to `host:port` within `deadline`, retrying refused/unreachable attempts with backoff
- * (the peer may not be listening yet). Throws CommTimeoutError naming `who` and the address, or
- * what `stop` returns as soon as it returns something (the job failed meanwhile: stop retrying).
- */
-export async function dialWithRetry(host: string, port: number, deadline: number, timeoutMs: number, who: string, me: string, rank: number,
-  stop: () => Error | undefined = () => undefined): Promise<{ socket: net.Socket; reader: PullReader }> {
-  let delay = 50;
-  let lastError = 'no attempt';
-  for (;;) {
-    const stopped = stop();
-    if (stopped) throw stopped;
-    const remaining = deadline - Date.now();
-    if (remaining <= 0) {
-      throw new CommTimeoutError(`${me} could not connect to ${who} at ${hostPort(host, port)} within ${timeoutMs} ms (last error: ${lastError})` +
-        (rank === 0 ? ': is rank 0 running, and do MASTER_ADDR/MASTER_PORT point at it?' : ': is that process still running, and is the address reachable from here?'), [rank]);
-    }
-    try {
-      return await new Promise<{ socket: net.Socket; reader: PullReader }>((resolve, reject) => {
-        const reader = new PullReader();
-        const socket = net.connect({ host, port, onread: reader.onread });
-        const t = setTimeout(() => {
-          socket.destroy();
-          reject(Object.assign(new Error('connect timed out'), { code: 'ETIMEDOUT' }));
-        }, Math.min(remaining, 5000));
-        socket.once('connect', () => {
-          clearTimeout(t);
-          socket.removeAllListeners('error');
-          resolve({ socket, reader });
-        });
-        socket.once('error', (err) => {
-          clearTimeout(t);
-          socket.destroy();
-          reject(err);
-        });
-      });
-    } catch (err) {
-      const e = err as NodeJS.ErrnoException;
-      lastError = e.code ?? e.message;
-      if (e.code && !RETRYABLE.has(e.code)) {
-        throw new RendezvousError(`${me} cannot connect to ${who} at ${hostPort(host, port)}: ${lastError}`);
-      }
-      await new Promise((r) => setTimeout(r, Math.min(delay, Math.max(0, deadline - Date.now()))));
-      delay = Math.min(delay * 2, 500);
-    }
-  }
 }
 
 /** A non-master rank's side of the rendezvous: resolves with the world table. */

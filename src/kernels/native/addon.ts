@@ -1,8 +1,7 @@
 /**
- * Finds and loads the optional N-API addon (native/paratrain_native.c, built by `npm run build:native`
- * into build/native/paratrain_native.node). Both src/kernels/native/ and dist/kernels/native/ sit
- * three levels below the repository root, so the file is found relative to this module's URL; a
- * hand-run `node-gyp rebuild` in native/ (native/build/Release/) is accepted too.
+ * The optional N-API addon (native/paratrain_native.c, built by `npm run build:native` into
+ * build/native/paratrain_native.node, or by a hand-run `node-gyp rebuild` in native/), found and
+ * loaded by the platform loader (src/platform/addon.ts).
  *
  * Loading never throws: a missing file, a missing libopenblas.so.0, an ABI mismatch or
  * PARATRAIN_NATIVE=0 all give null, and `nativeUnavailableReason()` says which.
@@ -15,9 +14,7 @@
  * by then, and child processes are not affected). From a worker thread `process.env` is a private
  * copy, so this only helps when the main thread loads first — as `train` and `info` do.
  */
-import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { addonPath, addonUnavailableReason, loadAddon, type AddonSpec } from '../../platform/addon.ts';
 
 export interface BlasInfo {
   /** openblas_get_config(), e.g. 'OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY Zen MAX_THREADS=64' */
@@ -50,46 +47,27 @@ export interface NativeAddon {
   info(): BlasInfo;
 }
 
-const CANDIDATES = ['../../../build/native/paratrain_native.node', '../../../native/build/Release/paratrain_native.node'];
-
-let loaded: { addon: NativeAddon | null; reason?: string } | undefined;
+const SPEC: AddonSpec = {
+  file: 'paratrain_native.node',
+  sourceDir: 'native',
+  disableEnv: 'PARATRAIN_NATIVE',
+  requiredExports: ['sgemm'],
+  buildCommand: 'npm run build:native',
+  notBuiltReason: 'the addon is not built (needs OpenBLAS: apt-get install libopenblas-dev, then npm run build:native)',
+  loadEnv: { OPENBLAS_NUM_THREADS: '1' },
+};
 
 /** Absolute path of the addon file that would be loaded, or null when none is built. */
 export function nativeAddonPath(): string | null {
-  for (const rel of CANDIDATES) {
-    const path = fileURLToPath(new URL(rel, import.meta.url));
-    if (existsSync(path)) return path;
-  }
-  return null;
+  return addonPath(SPEC);
 }
 
 /** The addon, or null when it is not built, does not load here, or PARATRAIN_NATIVE=0. Loaded once per thread. */
 export function loadNativeAddon(): NativeAddon | null {
-  if (loaded) return loaded.addon;
-  if (process.env.PARATRAIN_NATIVE === '0') {
-    loaded = { addon: null, reason: 'disabled by PARATRAIN_NATIVE=0' };
-    return null;
-  }
-  const path = nativeAddonPath();
-  if (!path) {
-    loaded = { addon: null, reason: 'the addon is not built (needs OpenBLAS: apt-get install libopenblas-dev, then npm run build:native)' };
-    return null;
-  }
-  const setEnv = process.env.OPENBLAS_NUM_THREADS === undefined;
-  if (setEnv) process.env.OPENBLAS_NUM_THREADS = '1';
-  try {
-    const addon = createRequire(import.meta.url)(path) as NativeAddon;
-    if (typeof addon.sgemm !== 'function') throw new Error('it does not export sgemm (stale build? run npm run build:native)');
-    loaded = { addon };
-  } catch (err) {
-    loaded = { addon: null, reason: `${path} does not load: ${(err as Error).message.split('\n')[0]}` };
-  } finally {
-    if (setEnv) delete process.env.OPENBLAS_NUM_THREADS;
-  }
-  return loaded.addon;
+  return loadAddon<NativeAddon>(SPEC);
 }
 
 /** Why `loadNativeAddon()` returned null (undefined when it loaded or was not tried). */
 export function nativeUnavailableReason(): string | undefined {
-  return loaded?.reason;
+  return addonUnavailableReason(SPEC);
 }

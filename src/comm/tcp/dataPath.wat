@@ -1,4 +1,4 @@
-;; The tcp transport's data kernel (see kernel.ts): payload hashing and float32 addition, SIMD.
+;; The tcp transport's data path (see dataPath.ts): payload hashing and float32 addition, SIMD.
 (module
  (import "env" "memory" (memory $m 1))
  ;; hash(st, p, n): n bytes at p (n % 128 == 0) into the state at st: 8 v128 accumulators = 32

@@ -1,13 +1,13 @@
 /**
  * The data path of the tcp transport in WebAssembly SIMD: hashing payloads (the data-frame
  * checksum) and float32 addition, in fixed-size wasm memories ("arenas", never grown: growing
- * would detach every view of them; not shared: copies into shared memory run at half speed).
+ * would detach every view of them; not shared: copies into shared memory are slower).
  *
  * Received data-frame payloads are written straight into slots of an arena by the decoder,
  * which hashes them as they arrive. With the optional native addon (nativeDataPath.ts) the reduce
  * step and the hashing of the caller's floats run in place, in one pass. Without it, a
  * reduce-scatter step copies the caller's chunk in, adds with f32x4 and copies the sum back (two
- * memcpys and one SIMD pass, ~5× faster than a JS loop), and sends of caller data are hashed by
+ * memcpys and one SIMD pass, still well ahead of a JS loop), and sends of caller data are hashed by
  * copying 64 KiB pieces through a scratch area.
  *
  * The hash ("ptr32", 32 lanes): 32 u32 lanes (8 v128 accumulators) seeded like xxh32's v1–v4
@@ -15,15 +15,15 @@
  * the xxh32 round acc = rotl(acc + w·P2, 13)·P1; then h = len + P5, folded with every lane and
  * every tail word (h = rotl(h + x·P3, 17)·P4), and xxh32's avalanche. Payloads are multiples of
  * 4 bytes. Each lane's rounds form a chain of dependent multiplies, so the lanes are many: 32
- * keep a core's multipliers busy (natively ~30 GB/s on this machine, against ~23 with 16 lanes
- * and ~4 for zlib's CRC32). hashPayloadJs is the reference.
+ * keep a core's multipliers busy (fewer lanes, or zlib's CRC32, leave them waiting).
+ * hashPayloadJs is the reference.
  *
- * The bytes below are binaryen's binary of the WAT text kept beside this file in kernel.wat
+ * The bytes below are binaryen's binary of the WAT text kept beside this file in dataPath.wat
  * (a test rebuilds it and compares).
  */
 import { loadTcpNative, type TcpNativeAddon } from './nativeDataPath.ts';
 
-export const KERNEL_WASM_BASE64 =
+export const DATA_PATH_WASM_BASE64 =
   'AGFzbQEAAAABDgJgA39/fwBgBH9/f30AAg8BA2VudgZtZW1vcnkCAAEDAwIAAQcOAgRoYXNoAAADYWRkAAEKsgUCgQQCAX8Le0Gx893xef0RIQxB95Svr3j9ESENIAD9AAQAIQQgAP0ABBAhBSAA/QAEICEGIAD9AAQwIQcgAP0ABEAhCCAA/QAEUCEJIAD9AARgIQogAP0ABHAhCyABIAJqIQMCQANAIAEgA08NASAEIAH9AAQAIA39tQH9rgEhDiAOQQ39qwEgDkET/a0B/VAgDP21ASEEIAUgAf0ABBAgDf21Af2uASEOIA5BDf2rASAOQRP9rQH9UCAM/bUBIQUgBiAB/QAEICAN/bUB/a4BIQ4gDkEN/asBIA5BE/2tAf1QIAz9tQEhBiAHIAH9AAQwIA39tQH9rgEhDiAOQQ39qwEgDkET/a0B/VAgDP21ASEHIAggAf0ABEAgDf21Af2uASEOIA5BDf2rASAOQRP9rQH9UCAM/bUBIQggCSAB/QAEUCAN/bUB/a4BIQ4gDkEN/asBIA5BE/2tAf1QIAz9tQEhCSAKIAH9AARgIA39tQH9rgEhDiAOQQ39qwEgDkET/a0B/VAgDP21ASEKIAsgAf0ABHAgDf21Af2uASEOIA5BDf2rASAOQRP9rQH9UCAM/bUBIQsgAUGAAWohAQwACwALIAAgBP0LBAAgACAF/QsEECAAIAb9CwQgIAAgB/0LBDAgACAI/QsEQCAAIAn9CwRQIAAgCv0LBGAgACAL/QsEcAusAQMDfwJ7AX0gA/0TIQcgA0MAAAAAXCEGIAAgAkECdGohBCAEQRBrIQUCQANAIAAgBUoNASAA/QAEACAB/QAEAP3kASEIIAYEQCAIIAf95wEhCAsgACAI/QsEACAAQRBqIQAgAUEQaiEBDAALAAsCQANAIAAgBE8NASAAKgIAIAEqAgCSIQkgBgRAIAkgA5UhCQsgACAJOAIAIABBBGohACABQQRqIQEMAAsACws=';
 
 const P1 = 2654435761, P2 = 2246822519, P3 = 3266489917, P4 = 668265263, P5 = 374761393;
@@ -62,7 +62,7 @@ function finalize(lanes: Uint32Array, tail: ArrayLike<number>, len: number): num
   return h >>> 0;
 }
 
-/** The data-frame hash in plain JS (reference; used where no kernel is at hand). */
+/** The data-frame hash in plain JS (reference; used where no data path is at hand). */
 export function hashPayloadJs(bytes: Uint8Array): number {
   if (bytes.length % 4 !== 0) throw new RangeError('data payloads are whole float32s');
   const words = bytes.length / 4;
@@ -101,7 +101,7 @@ class Arena {
 
   constructor(bytes: number) {
     const pages = Math.ceil(bytes / 65536);
-    cachedModule ??= new WebAssembly.Module(Buffer.from(KERNEL_WASM_BASE64, 'base64'));
+    cachedModule ??= new WebAssembly.Module(Buffer.from(DATA_PATH_WASM_BASE64, 'base64'));
     this.memory = new WebAssembly.Memory({ initial: pages, maximum: pages });
     this.fn = new WebAssembly.Instance(cachedModule, { env: { memory: this.memory } }).exports as unknown as Exports;
     this.ab = this.memory.buffer;
@@ -149,7 +149,7 @@ export function resetHashLanes(lanes: Uint32Array): void {
  * the SIMD reduce step. Slots are Buffers over an arena; anything else passed in is ignored or
  * handled by copying.
  */
-export class TcpKernel {
+export class TcpDataPath {
   /** the native addon doing hashing and reduction in place, or null (the wasm arenas do it) */
   readonly native: TcpNativeAddon | null;
   private readonly arenas: Arena[] = [];
