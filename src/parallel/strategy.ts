@@ -1,5 +1,5 @@
 /**
- * A strategy is a small object with the hooks the training loop calls (DESIGN.md). The loop is the
+ * A strategy is a small object with the hooks the training loop calls (docs/architecture.md). The loop is the
  * same for every strategy; what differs is what happens around the optimizer step.
  */
 

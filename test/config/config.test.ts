@@ -20,7 +20,7 @@ const maxPool = { type: 'maxPool2d', poolSize: [2, 2], strides: [2, 2], padding:
 const dense = (units: number, activation: 'relu' | 'linear') => ({ type: 'dense', units, activation, useBias: true, parallel: 'data' }) as const;
 const train = { epochs: 2, devices: 1, strategy: { type: 'hybrid', bucketBytes: 4194304 }, seed: 1, backend: 'auto', lrScaling: 'none', evalEvery: 1, checkpointEvery: 0, microBatches: 1, syncBatchNorm: false } as const;
 
-test('examples/mnist-small.yaml parses to the DESIGN.md network', () => {
+test('examples/mnist-small.yaml parses to the network of docs/architecture.md', () => {
   const expected: RunConfig = {
     ...structuredClone(defaults),
     model: {
