@@ -9,6 +9,7 @@
 import { mkdirSync, readdirSync, renameSync, statSync, symlinkSync, unlinkSync, writeFileSync, lstatSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { makeWritableDir, runDirError } from './writableDir.ts';
 
 export interface RunDirOptions {
   /** an explicit run directory (created if missing) */
@@ -33,10 +34,14 @@ function listDir(dir: string): string[] | null {
     st = statSync(dir);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw e;
+    throw runDirError(dir, e);
   }
   if (!st.isDirectory()) throw new Error(`run directory ${dir} exists and is not a directory; choose another --out`);
-  return readdirSync(dir).sort();
+  try {
+    return readdirSync(dir).sort();
+  } catch (e) {
+    throw runDirError(dir, e);
+  }
 }
 
 function describeFiles(names: string[], max = 5): string {
@@ -49,15 +54,14 @@ export function createRunDir(opts: RunDirOptions = {}): string {
   const { out, root = 'runs', force = false } = opts;
   if (out !== undefined) {
     const existing = listDir(out);
-    if (existing === null) {
-      mkdirSync(out, { recursive: true });
-    } else if (existing.length > 0 && !force) {
+    if (existing !== null && existing.length > 0 && !force) {
       throw new Error(`run directory ${out} already holds files (${describeFiles(existing)}); choose another --out or pass --force to overwrite`);
     }
+    makeWritableDir(out);
     return out;
   }
 
-  mkdirSync(root, { recursive: true });
+  makeWritableDir(root);
   const stamp = timestampName();
   for (let attempt = 0; ; attempt++) {
     const name = `${stamp}-${randomBytes(2).toString('hex')}`;
@@ -66,7 +70,7 @@ export function createRunDir(opts: RunDirOptions = {}): string {
       mkdirSync(dir); // not recursive: fails if another run took the same name
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'EEXIST' && attempt < 20) continue;
-      throw e;
+      throw runDirError(dir, e);
     }
     pointLatestAt(root, name);
     return dir;

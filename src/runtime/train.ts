@@ -12,6 +12,7 @@ import { runWorkerDevices } from './workerDevices.ts';
 import { configHash, type ProcessPlacement } from './processWorld.ts';
 import { globalBatchSize } from './trainLoop.ts';
 import { createRunDir } from './runDir.ts';
+import { checkDataShape, checkDeviceThreads, checkModelFits, checkNotEmpty } from './inputChecks.ts';
 import { MetricsWriter } from './metrics.ts';
 import { epochAggregator, type EventSink, type TrainEvent } from './events.ts';
 import { FaultPlan } from './faultPlan.ts';
@@ -66,7 +67,11 @@ export async function loadData(config: RunConfig, log?: (m: string) => void): Pr
 }
 
 /** Checks what can be checked before any device starts, so bad input fails fast and names the field. */
-function checkRun(config: RunConfig, data: LoadedData): number {
+function checkRun(config: RunConfig, data: LoadedData, threads: number): number {
+  checkDeviceThreads(threads);
+  checkNotEmpty(data.train);
+  checkDataShape(config, data);
+  checkModelFits(config, threads);
   const model = buildModel(jsBackend, config.model);
   const split = modelParallelLayers(config.model);
   if (split.length && config.train.devices > 1) {
@@ -108,7 +113,7 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
   faults.checkDevices(config.train.devices);
   const backend = await getBackend(config.train.backend);
   const data = await loadData(config, options.log);
-  const parameters = checkRun(config, data);
+  const parameters = checkRun(config, data, threads);
   const devices = config.train.devices;
   const leader = !world || world.rank === 0;
   const transport = options.transport ?? 'tcp';
