@@ -115,6 +115,9 @@ export function checkImagesAndLabels(images: IdxArray, labels: IdxArray, imagesP
   if (labels.dims.length !== 1) {
     throw new Error(`${labelsPath}: a labels file has 1 dimension (count), this one has ${labels.dims.length} (${labels.dims.join('×')}); check that the images and labels files are not swapped`);
   }
+  if (images.dims[1] === 0 || images.dims[2] === 0) {
+    throw new Error(`${imagesPath}: images of ${images.dims[1]}×${images.dims[2]} pixels hold nothing; the header is damaged, replace it with a fresh copy of the file`);
+  }
   if (images.dims[0] !== labels.dims[0]) {
     throw new Error(`${imagesPath} has ${images.dims[0]} images but ${labelsPath} has ${labels.dims[0]} labels: the counts must match; use the images and labels files of the same split (train-… with train-…, t10k-… with t10k-…)`);
   }

@@ -127,6 +127,14 @@ export function readCheckpoint(path: string): Checkpoint {
     if (code === 'ENOENT') throw new Error(`checkpoint ${path} not found`);
     throw new Error(`cannot read checkpoint ${path}: ${(e as Error).message}`, { cause: e });
   }
+  return parseCheckpoint(bytes, path);
+}
+
+/**
+ * Parses the bytes of a safetensors file of F32 tensors (`path` names it in errors). Every size in
+ * the header is checked against the bytes given before anything is allocated.
+ */
+export function parseCheckpoint(bytes: Uint8Array, path: string): Checkpoint {
   const corrupt = (what: string) => new Error(`checkpoint ${path} is corrupt or truncated: ${what}`);
 
   if (bytes.length < 8) throw corrupt(`the file is ${bytes.length} bytes, too short to hold the 8-byte header length`);

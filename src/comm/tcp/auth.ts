@@ -49,6 +49,16 @@ function proofMatches(expected: Buffer, hex: unknown): boolean {
   return timingSafeEqual(expected, Buffer.from(hex, 'hex'));
 }
 
+/** A peer's value for a message: JSON, shortened (String() throws on objects such as {"toString":1}). */
+function show(v: unknown, max = 200): string {
+  if (typeof v === 'string') return v.slice(0, max);
+  try {
+    return (JSON.stringify(v) ?? typeof v).slice(0, max);
+  } catch {
+    return typeof v;
+  }
+}
+
 const isNonce = (v: unknown): v is string => typeof v === 'string' && /^[0-9a-f]{64}$/.test(v);
 const isRank = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v < 65536;
 
@@ -141,8 +151,8 @@ export async function authenticateAsAcceptor(link: Link, a: AcceptAuth): Promise
     const hello = await expect(link, [FrameType.Hello], 'a hello');
     const h = parseJson(hello);
     if (h.v !== PROTOCOL_VERSION) {
-      link.refuse(`protocol version ${String(h.v)} is not supported (this rank speaks ${PROTOCOL_VERSION})`);
-      throw new FrameError(`protocol version ${String(h.v)} from a paratrain of another version`);
+      link.refuse(`protocol version ${show(h.v, 40)} is not supported (this rank speaks ${PROTOCOL_VERSION})`);
+      throw new FrameError(`protocol version ${show(h.v, 40)} from a paratrain of another version`);
     }
     if (!isRank(h.rank) || !isRank(h.to) || !isNonce(h.nonce) || typeof h.purpose !== 'string' || typeof h.job !== 'string' ||
         (h.dir !== 'send' && h.dir !== 'recv')) {
@@ -161,7 +171,7 @@ export async function authenticateAsAcceptor(link: Link, a: AcceptAuth): Promise
     const pf = await expect(link, [FrameType.Proof, FrameType.Refuse], 'a proof');
     const body = parseJson(pf);
     if (pf.type === FrameType.Refuse) {
-      throw new AuthenticationError(`peer claiming rank ${h.rank} refused our proof (${String(body.message).slice(0, 200)}): the secrets differ`, h.rank);
+      throw new AuthenticationError(`peer claiming rank ${h.rank} refused our proof (${show(body.message)}): the secrets differ`, h.rank);
     }
     // checked after the proof so that only authenticated peers learn why they are refused
     if (!proofMatches(mac(a.key, 'dialer', ctx, h.nonce, na), body.proof)) {

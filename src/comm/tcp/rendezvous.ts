@@ -52,7 +52,7 @@ const MAX_PENDING_HANDSHAKES = 64;
 const isStr = (v: unknown, max = 1024): v is string => typeof v === 'string' && v.length <= max;
 const isInt = (v: unknown, lo: number, hi: number): v is number => typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi;
 
-function parseRegistration(f: Frame): Registration {
+export function parseRegistration(f: Frame): Registration {
   const b = parseJson(f);
   if (!isInt(b.rank, 0, 65535) || !isInt(b.worldSize, 1, 65536) || !isStr(b.host, 255) || !isInt(b.port, 1, 65535) ||
       !isStr(b.hostname, 255) || !isInt(b.pid, 0, 2 ** 31) || !isStr(b.configHash) || !isInt(b.maxFrameBytes, 1, 2 ** 31)) {
@@ -69,7 +69,7 @@ function shortHash(h: string): string {
   return h === '' ? '(none)' : h.length > 24 ? `${h.slice(0, 24)}…` : h;
 }
 
-function errorFromRefusal(body: Record<string, unknown>, masterDesc: string): Error {
+export function errorFromRefusal(body: Record<string, unknown>, masterDesc: string): Error {
   const message = isStr(body.message, 4000) ? body.message : `${masterDesc} refused this rank without a reason`;
   if (body.kind === 'config' && isInt(body.rank, 0, 65535)) return new ConfigMismatchError(message, body.rank);
   if (body.kind === 'timeout') {
@@ -347,7 +347,7 @@ export async function registerWithMaster(o: RegisterOptions): Promise<WorldTable
   }
 }
 
-function parseTable(b: Record<string, unknown>, masterDesc: string): WorldTable {
+export function parseTable(b: Record<string, unknown>, masterDesc: string): WorldTable {
   const bad = () => new RendezvousError(`${masterDesc} sent a malformed world table`);
   if (!isStr(b.job, 64) || !isInt(b.maxFrameBytes, 1, 2 ** 31) || !Array.isArray(b.peers)) throw bad();
   const peers = b.peers.map((p: unknown, i: number) => {
