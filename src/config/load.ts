@@ -10,6 +10,7 @@ import { LineCounter, parseDocument } from 'yaml';
 import type { RunConfig } from './runConfig.ts';
 import { configSchema } from './schema/index.ts';
 import { ConfigError, formatIssues, type FormatOptions } from './errors.ts';
+import { checkYamlDepth } from './yamlDepth.ts';
 
 /** Reads, parses and validates a YAML config file. Throws `ConfigError`. */
 export function loadConfig(path: string): RunConfig {
@@ -27,6 +28,7 @@ export function loadConfig(path: string): RunConfig {
 
 /** Parses YAML text into plain data; syntax errors become `file:line:col: ...` lines. */
 export function parseYaml(text: string, sourceName: string): unknown {
+  checkYamlDepth(text, sourceName);
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
   if (doc.errors.length > 0) {
@@ -35,15 +37,25 @@ export function parseYaml(text: string, sourceName: string): unknown {
     const details: string[] = [];
     for (const err of doc.errors) {
       const { line, col } = lineCounter.linePos(err.pos[0]);
-      const msg = err.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
+      let msg = err.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
+      // the parser recurses per level: a stack overflow means nesting no config needs
+      if (/call stack/i.test(msg)) msg = 'nested too deeply (the parser ran out of stack); a config needs a few levels of nesting';
+      if (issues.some((i) => i.endsWith(msg))) continue;
       issues.push(`${sourceName}:${line}:${col}: YAML syntax error: ${msg}`);
       if (details.length === 0 && lines[line - 1] !== undefined) {
-        details.push(`    ${lines[line - 1]}`, `    ${' '.repeat(Math.max(0, col - 1))}^`);
+        // a long line is shown around the error only
+        const from = Math.max(0, col - 61);
+        details.push(`    ${lines[line - 1]!.slice(from, from + 120)}`, `    ${' '.repeat(Math.max(0, col - 1 - from))}^`);
       }
     }
     throw new ConfigError(issues, details.join('\n'));
   }
-  return doc.toJS({ maxAliasCount: 100 });
+  try {
+    return doc.toJS({ maxAliasCount: 100 });
+  } catch (e) {
+    // the yaml library refuses alias bombs (a few lines that expand to millions of nodes) here
+    throw new ConfigError([`${sourceName}: YAML aliases (*name) expand too much (${(e as Error).message.split('\n')[0]}); a config needs few or none`]);
+  }
 }
 
 /**

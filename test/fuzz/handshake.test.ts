@@ -83,9 +83,9 @@ const TABLE = { job: 'j', maxFrameBytes: 1 << 20, peers: [{ rank: 0, host: 'a', 
 
 test('fuzz rendezvous: forged registrations, world tables and refusals end in the documented errors', { timeout: 60_000 }, () => {
   fc.assert(fc.property(forge(REGISTRATION), forge(TABLE), forge({ kind: 'config', message: 'm', rank: 1, missing: [1] }), (reg, table, refusal) => {
-    expectOnly(() => parseRegistration(frame(FrameType.Register, reg)), { expected: (e) => e instanceof FrameError, maxMs: 100 });
+    expectOnly(() => parseRegistration(frame(FrameType.Register, reg)), { expected: (e) => e instanceof FrameError, maxMs: 1000 });
     const body = (typeof table === 'object' && table !== null && !Array.isArray(table) ? table : {}) as Record<string, unknown>;
-    expectOnly(() => parseTable(body, 'the master'), { expected: (e) => e instanceof RendezvousError, maxMs: 100 });
+    expectOnly(() => parseTable(body, 'the master'), { expected: (e) => e instanceof RendezvousError, maxMs: 1000 });
     const r = (typeof refusal === 'object' && refusal !== null && !Array.isArray(refusal) ? refusal : {}) as Record<string, unknown>;
     const err = errorFromRefusal(r, 'the master');
     if (!(err instanceof RendezvousError || err instanceof ConfigMismatchError || err instanceof CommTimeoutError)) throw new Error(`refusal became ${err.constructor.name}`);
