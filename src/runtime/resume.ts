@@ -70,3 +70,11 @@ export function fitToSavedJob(config: RunConfig, savedDevices: number, savedGlob
   const optimizer = config.train.lrScaling === 'linear' ? { ...config.optimizer, lr: config.optimizer.lr * savedDevices / devices } : config.optimizer;
   return { ...config, data, optimizer };
 }
+
+/** The config `paratrain train` reads: the one given, or with --resume the run's own config.yaml. */
+export function trainConfigPath(given: string | undefined, resume: string | undefined): string {
+  if (given !== undefined) return given;
+  if (resume === undefined) throw new Error('train: give a YAML run configuration (e.g. paratrain train examples/mnist-small.yaml), or --resume RUN_DIR');
+  checkResumeDir(resume);
+  return join(resume, CONFIG_FILE);
+}
