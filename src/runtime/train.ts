@@ -158,7 +158,8 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
     }
     const seconds = (performance.now() - started) / 1000;
     // every device sees every one of its samples once per epoch (no sample is dropped)
-    const samplesPerSecond = data.train.count * config.train.epochs / seconds;
+    const resumedAt = resume ? resume.point.state.step / (stepsPerEpoch * config.train.epochs) : 0;
+    const samplesPerSecond = data.train.count * config.train.epochs * (1 - resumedAt) / seconds;
     const result: TrainResult = {
       runDir, testAccuracy: last.testAccuracy, testLoss: last.testLoss, samplesPerSecond, seconds,
       steps: stepsPerEpoch * config.train.epochs, checkpoint,

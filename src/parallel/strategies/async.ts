@@ -59,7 +59,8 @@ export function asyncStrategy(ps: ParameterServer, comm: Communicator, o: AsyncO
     saveState: () => ({ tensors: { accumulated }, counters: { version, steps, pending, lastLr } }),
     restoreState(state) {
       restoreTensor(state, 'accumulated', accumulated);
-      version = counter(state, 'version'); steps = counter(state, 'steps');
+      // the version stays the one onStart pulled: the resumed server counts its updates afresh
+      steps = counter(state, 'steps');
       pending = counter(state, 'pending'); lastLr = counter(state, 'lastLr');
     },
   };
