@@ -20,6 +20,6 @@ export { rendezvousFromEnv, type RendezvousInfo } from './comm/rendezvous.ts';
  * flags. For one process of a multi-process job pass `processes: rendezvousFromEnv(process.env)`.
  */
 export async function train(config: RunConfig, options: TrainOptions & ConfigOverrides = {}): Promise<TrainResult> {
-  const { out, force, onEvent, log, faults, slowDevices, failAt, processes, timeoutMs, transport, ...overrides } = options;
-  return trainRun(applyOverrides(config, overrides), { out, force, onEvent, log, faults, slowDevices, failAt, processes, timeoutMs, transport });
+  const { out, force, onEvent, log, faults, slowDevices, failAt, processes, timeoutMs, transport, resume, initFrom, ...overrides } = options;
+  return trainRun(applyOverrides(config, overrides), { out, force, onEvent, log, faults, slowDevices, failAt, processes, timeoutMs, transport, resume, initFrom });
 }

@@ -6,6 +6,7 @@ import { Replica } from '../runtime/replica.ts';
 import { loadModelCheckpoint } from '../runtime/modelCheckpoint.ts';
 import { getBackend, registeredBackends, tryBackend } from '../kernels/index.ts';
 import { rendezvousFromEnv } from '../comm/rendezvous.ts';
+import { trainConfigPath } from '../runtime/resume.ts';
 
 export interface TrainFlags {
   epochs?: number; batchSize?: number; lr?: number; seed?: number; devices?: number; strategy?: string;
@@ -13,10 +14,12 @@ export interface TrainFlags {
   /** seconds: rendezvous and communication deadline between processes */
   timeout?: number;
   transport?: 'tcp' | 'mpi';
+  resume?: string;
+  initFrom?: string;
 }
 
-export async function runTrain(configPath: string, flags: TrainFlags): Promise<void> {
-  const config = applyOverrides(loadConfig(configPath), {
+export async function runTrain(configPath: string | undefined, flags: TrainFlags): Promise<void> {
+  const config = applyOverrides(loadConfig(trainConfigPath(configPath, flags.resume)), {
     epochs: flags.epochs, batchSize: flags.batchSize, lr: flags.lr, seed: flags.seed, devices: flags.devices,
     strategy: flags.strategy, backend: flags.backend, dataDir: flags.data,
   });
@@ -31,7 +34,7 @@ export async function runTrain(configPath: string, flags: TrainFlags): Promise<v
   const faults = FaultPlan.fromCli({ slowDevice: flags.slowDevice, failAtEnv: process.env.PARATRAIN_FAIL_AT });
   faults.checkDevices(config.train.devices * world.worldSize);
   try {
-    const result = await train(config, { out: flags.out, force: flags.force, onEvent: view.handle, log, faults,
+    const result = await train(config, { out: flags.out, force: flags.force, onEvent: view.handle, log, faults, resume: flags.resume, initFrom: flags.initFrom,
       processes, transport: flags.transport, timeoutMs: flags.timeout === undefined ? undefined : flags.timeout * 1000 });
     const summary = processes && world.rank !== 0
       ? { rank: world.rank, samplesPerSecond: Math.round(result.samplesPerSecond), seconds: Number(result.seconds.toFixed(1)) }

@@ -35,7 +35,9 @@ function collectSlowDevice(value: string, into: Map<number, number>): Map<number
 
 program.command('train')
   .description('train the model a YAML config describes')
-  .argument('<config>', 'YAML run configuration, e.g. examples/mnist-small.yaml')
+  .argument('[config]', 'YAML run configuration, e.g. examples/mnist-small.yaml (with --resume: default RUN_DIR/config.yaml)')
+  .option('--resume <runDir>', 'continue the run in RUN_DIR from its newest complete checkpoint set (--epochs, --devices may change)')
+  .option('--init-from <checkpoint>', 'start a new run from a checkpoint\'s weights (fresh optimizer, step 0)')
   .option('--epochs <n>', 'number of epochs', positiveInt('epochs'))
   .option('--batch-size <n>', 'batch size (per device unless data.batchSizeScope is global)', positiveInt('batch-size'))
   .option('--lr <x>', 'base learning rate', positiveNumber('lr'))
@@ -50,7 +52,7 @@ program.command('train')
   .addOption(new Option('--transport <name>', 'several processes: what carries the collectives (mpi: under mpirun, one device per process)').choices(['tcp', 'mpi']))
   .option('--timeout <seconds>', 'several processes: deadline for the rendezvous and for any wait on another process (default 300)', positiveNumber('timeout'))
   .option('--quiet', 'no progress output')
-  .action(async (config: string, opts) => runTrain(config, opts));
+  .action(async (config: string | undefined, opts) => runTrain(config, opts));
 
 program.command('launch')
   .description('start several paratrain processes on this host as one job (torchrun-style), e.g. launch --nproc-per-node 2 -- train examples/mnist-small.yaml')

@@ -14,8 +14,13 @@ export interface TrainSpec {
   lrScaling: 'none' | 'linear';
   /** evaluate on the test set every N epochs (0: only at the end) */
   evalEvery: number;
-  /** write a checkpoint every N epochs (0: only at the end) */
-  checkpointEvery: number;
+  /**
+   * write a checkpoint set every N epochs (a number; 0: only at the end) or every N steps
+   * (`{ steps: N }`); `{ epochs: N }` is normalised to N
+   */
+  checkpointEvery: number | { steps: number };
+  /** complete checkpoint sets kept in RUN_DIR/checkpoints (older ones are deleted) */
+  keepLast: number;
   /** each device's batch runs in this many sequential slices with gradient accumulation (1: whole) */
   microBatches: number;
   /** BatchNorm statistics all-reduced over the devices (false: per-device statistics) */

@@ -29,6 +29,15 @@ export interface StrategyStepStats {
   dropped?: number;
 }
 
+/**
+ * What a strategy keeps from step to step, for checkpoint sets: buffers (BMUF's block momentum,
+ * EASGD's centre, …) under names, and counters (steps since the last average, …).
+ */
+export interface StrategyState {
+  tensors: Record<string, Float32Array>;
+  counters: Record<string, number>;
+}
+
 export interface Strategy {
   readonly name: string;
   /** Before the first step: register buffers, broadcast rank 0's initial weights. */
@@ -55,6 +64,27 @@ export interface Strategy {
    * parameter-server strategies, the centre for EASGD, the block model for BMUF; default the replica's.
    */
   modelParams?(replica: ReplicaView): Promise<Float32Array>;
+  /** At a step boundary: the state to save in a checkpoint set (none: the strategy keeps nothing between steps). */
+  saveState?(): StrategyState;
+  /**
+   * On resume, after onStart (whose broadcast made every replica rank 0's): this device's saved
+   * state back. Called with what saveState returned, from this device or (resized) the device the
+   * resize rule maps it to.
+   */
+  restoreState?(state: StrategyState): void;
+}
+
+/** A saved tensor of a strategy's state copied into `into`; a missing or wrong-sized one is an error naming it. */
+export function restoreTensor(state: StrategyState, name: string, into: Float32Array): void {
+  const t = state.tensors[name];
+  if (!t) throw new Error(`checkpoint: the strategy state has no '${name}'; the checkpoint was written by another strategy`);
+  if (t.length !== into.length) throw new Error(`checkpoint: the strategy state '${name}' holds ${t.length} values, this model needs ${into.length}`);
+  into.set(t);
+}
+
+/** A saved counter of a strategy's state (0 when absent). */
+export function counter(state: StrategyState, name: string): number {
+  return state.counters[name] ?? 0;
 }
 
 /** One device on its own: the plain optimizer step, nothing else. */

@@ -61,13 +61,32 @@ function safeRealpath(dir: string): string {
   try { return realpathSync(dir); } catch { return resolve(dir); }
 }
 
+/**
+ * The events of the run that starts at `all[first]`. A resumed run (a 'resume' event after its
+ * start) continues an earlier attempt in the same file: that attempt's steps, evaluations and
+ * epochs before the resume point come first (the steps it ran past the checkpoint were redone).
+ */
+function withResumedHistory(all: MetricEvent[], first: number): MetricEvent[] {
+  const events = all.slice(first);
+  const resume = events.find((e) => e.type === 'resume');
+  if (!resume || typeof resume.step !== 'number' || first === 0) return events;
+  let before = first - 1;
+  while (before > 0 && all[before]!.type !== 'start') before--;
+  const earlier = withResumedHistory(all, before).slice(1);
+  const at = resume.step, epoch = typeof resume.epoch === 'number' ? resume.epoch : 0;
+  const kept = earlier.filter((e) => (e.type === 'step' ? (e.step as number) < at
+    : e.type === 'eval' ? (e.step as number) <= at
+    : e.type === 'epoch' || e.type === 'rankEpoch' ? (e.epoch as number) < epoch : false));
+  return [events[0]!, ...kept, ...events.slice(1)];
+}
+
 /** Typed view of already-read events (exported for tests). */
 export function parseRun(all: MetricEvent[], where: { dir: string; metricsPath: string; name: string }): RunData {
   const file = where.metricsPath;
   let first = -1;
   for (let i = all.length - 1; i >= 0; i--) if (all[i]!.type === 'start') { first = i; break; }
   if (first < 0) throw new Error(`metrics file ${file} has no 'start' event; it is empty or not written by paratrain train`);
-  const events = all.slice(first);
+  const events = withResumedHistory(all, first);
 
   const count: Record<string, number> = {};
   const num = (e: MetricEvent, field: string, fallback?: number): number => {

@@ -5,6 +5,8 @@ import type { Communicator } from '../comm/communicator.ts';
 import { Replica, isModelParallel } from './replica.ts';
 import { runTrainLoop, viewOf, type CommStats } from './trainLoop.ts';
 import { saveModelCheckpoint } from './modelCheckpoint.ts';
+import { modelFileDue } from './checkpointPolicy.ts';
+import { deviceCheckpointHooks, withParams, type CheckpointSetup } from './deviceCheckpoints.ts';
 import type { RunConfig } from '../config/runConfig.ts';
 import type { EventSink } from './events.ts';
 import type { FaultPlan } from './faultPlan.ts';
@@ -26,20 +28,10 @@ export interface DeviceOptions {
   shared: boolean;
   /** the devices' communicator: model-parallel layers ("one weird trick") exchange activations over it, synchronised BatchNorm reduces over it */
   comm?: Communicator;
+  /** checkpoint sets and resume (absent: none) */
+  checkpoints?: CheckpointSetup;
 }
 
-/** Runs `fn` with the replica temporarily holding `params` (the strategy's model), then restores. */
-function withParams<T>(replica: Replica, params: Float32Array, fn: () => T): T {
-  const own = replica.model.params;
-  if (params === own) return fn();
-  const saved = own.slice();
-  own.set(params);
-  try {
-    return fn();
-  } finally {
-    own.set(saved);
-  }
-}
 
 /** Everything one device does in a run: build its replica, train, and (rank 0) evaluate and checkpoint. */
 export async function runDevice(o: DeviceOptions): Promise<void> {
@@ -50,12 +42,13 @@ export async function runDevice(o: DeviceOptions): Promise<void> {
   await runTrainLoop({
     replica, strategy: o.strategy, config, train: o.train, rank, worldSize: o.worldSize, emit: o.emit,
     takeCommStats: o.takeCommStats, faults: o.faults,
+    ...deviceCheckpointHooks({ setup: o.checkpoints, config, rank, worldSize: o.worldSize, replica, strategy: o.strategy, view, comm: o.comm, emit: o.emit }),
     onEpochEnd: async (epoch, step) => {
       const last = epoch === config.train.epochs - 1;
-      const { evalEvery, checkpointEvery } = config.train;
+      const { evalEvery } = config.train;
       // decided from the config alone, so every device agrees on when to gather a split model
       const evalDue = last || (evalEvery > 0 && (epoch + 1) % evalEvery === 0);
-      const checkpointDue = last || (checkpointEvery > 0 && (epoch + 1) % checkpointEvery === 0);
+      const checkpointDue = modelFileDue(config, epoch);
       const doEval = o.test && evalDue, doCheckpoint = o.checkpointPath && checkpointDue;
       // a split model's gather is collective: every device takes part
       if (!evalDue && !checkpointDue) return;

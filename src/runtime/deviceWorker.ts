@@ -17,6 +17,7 @@ import { joinMpiWorld } from './mpiWorld.ts';
 import type { MpiCommunicator } from '../comm/mpi/index.ts';
 import type { RunConfig } from '../config/runConfig.ts';
 import { FaultPlan, type FaultPlanData } from './faultPlan.ts';
+import type { CheckpointSetup } from './deviceCheckpoints.ts';
 
 /** What the main thread gives each device thread. */
 export interface DeviceWorkerInit {
@@ -36,6 +37,7 @@ export interface DeviceWorkerInit {
   train: Dataset;
   test: Dataset | null;
   checkpointPath: string | null;
+  checkpoints: CheckpointSetup;
   /** the job's injected faults (every device gets the whole plan and asks it with its rank) */
   faults: FaultPlanData;
 }
@@ -77,7 +79,7 @@ try {
   const strategy = createStrategy(config.train.strategy, { comm, ps });
   await runDevice({
     config, rank, worldSize: size, backend, strategy, train: init.train, test: init.test,
-    checkpointPath: init.checkpointPath, shared: true, comm, faults: FaultPlan.fromData(init.faults),
+    checkpointPath: init.checkpointPath, checkpoints: init.checkpoints, shared: true, comm, faults: FaultPlan.fromData(init.faults),
     emit: (event) => post({ kind: 'event', event }),
     takeCommStats: () => {
       // collectives and the parameter server both count as communication

@@ -23,7 +23,10 @@ export type TrainEvent =
       peakActivationBytes?: number }
   | { type: 'epoch'; epoch: number; loss: number; accuracy: number; samples: number; seconds: number; samplesPerSecond: number }
   | { type: 'eval'; epoch: number; step: number; testLoss: number; testAccuracy: number }
-  | { type: 'checkpoint'; epoch: number; path: string }
+  /** a model file (RUN_DIR/model.safetensors) or, with `step`, a complete checkpoint set */
+  | { type: 'checkpoint'; epoch: number; path: string; step?: number }
+  /** the run continues from checkpoint set `checkpoint` at global step `step`, saved on `fromDevices` devices */
+  | { type: 'resume'; step: number; epoch: number; fromDevices: number; devices: number; checkpoint: string }
   | { type: 'end'; seconds: number; samplesPerSecond: number; testAccuracy: number; testLoss: number;
       /** peak resident memory of the whole process (all devices' threads) */
       maxRssBytes: number };

@@ -11,8 +11,8 @@ import { runDevice } from './device.ts';
 import { runWorkerDevices } from './workerDevices.ts';
 import { configHash, type ProcessPlacement } from './processWorld.ts';
 import { globalBatchSize } from './trainLoop.ts';
-import { createRunDir } from './runDir.ts';
 import { checkDataShape, checkDeviceThreads, checkModelFits, checkNotEmpty } from './inputChecks.ts';
+import { planRunStart, openRunDir } from './openRun.ts';
 import { MetricsWriter } from './metrics.ts';
 import { epochAggregator, type EventSink, type TrainEvent } from './events.ts';
 import { FaultPlan } from './faultPlan.ts';
@@ -43,6 +43,10 @@ export interface TrainOptions {
   timeoutMs?: number;
   /** what carries collectives between processes: tcp (default) or mpi (under mpirun, one device per process) */
   transport?: 'tcp' | 'mpi';
+  /** continue the run in this directory from its newest complete checkpoint set (docs/architecture.md, checkpoint sets) */
+  resume?: string;
+  /** start a new run from this checkpoint's weights and state (fresh optimizer, step 0) */
+  initFrom?: string;
 }
 
 export interface TrainResult {
@@ -108,14 +112,16 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
   const world = options.processes && options.processes.worldSize > 1 ? options.processes : undefined;
   const threads = userConfig.train.devices;
   // the job's maths (global batch, sharding, lr scaling, strategy checks) count every device of every process
-  const config: RunConfig = world ? { ...userConfig, train: { ...userConfig.train, devices: threads * world.worldSize } } : userConfig;
+  const jobConfig: RunConfig = world ? { ...userConfig, train: { ...userConfig.train, devices: threads * world.worldSize } } : userConfig;
+  const leader = !world || world.rank === 0;
+  // resuming keeps the saved job's global batch and learning rate (fitted when the device count changed)
+  const { config, resume } = planRunStart(options, jobConfig, leader);
   const faults = faultPlanOf(options);
   faults.checkDevices(config.train.devices);
   const backend = await getBackend(config.train.backend);
   const data = await loadData(config, options.log);
   const parameters = checkRun(config, data, threads);
   const devices = config.train.devices;
-  const leader = !world || world.rank === 0;
   const transport = options.transport ?? 'tcp';
   if (transport === 'mpi' && world && threads > 1) {
     throw new Error(`--transport mpi: each process runs one device (MPI is driven by one thread per process), but train.devices is ${threads}; ` +
@@ -125,7 +131,8 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
     process: world.rank, processes: world.worldSize, masterAddr: world.masterAddr, masterPort: world.masterPort,
     configHash: configHash(userConfig), timeoutMs: options.timeoutMs ?? 300_000, transport,
   };
-  const runDir = leader ? createRunDir({ out: options.out, force: options.force }) : '';
+  const { runDir, checkpoints } = openRunDir(options, { ...config, train: { ...config.train, devices: threads } }, resume, leader,
+    world?.worldSize ?? 1, configHash(config));
   const metrics = leader ? new MetricsWriter(runDir, { truncate: options.force }) : null;
   const checkpoint = leader ? join(runDir, 'model.safetensors') : '';
   const globalBatch = globalBatchSize(config);
@@ -144,18 +151,20 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
       strategy: devices > 1 ? config.train.strategy.type : 'single device', parameters,
       trainSamples: data.train.count, testSamples: data.test.count, epochs: config.train.epochs, stepsPerEpoch, globalBatch,
     });
+    if (resume) emit(resume.event);
     if (devices === 1) {
       await runDevice({
         config, rank: 0, worldSize: 1, backend, strategy: localStrategy, train: data.train, test: data.test,
-        checkpointPath: checkpoint, emit, shared: false, faults,
+        checkpointPath: checkpoint, emit, shared: false, faults, checkpoints,
       });
     } else {
       await runWorkerDevices({ config, threads, placement, train: data.train, test: data.test, checkpointPath: leader ? checkpoint : null,
-        emit, faults, log: options.log });
+        checkpoints, emit, faults, log: options.log });
     }
     const seconds = (performance.now() - started) / 1000;
     // every device sees every one of its samples once per epoch (no sample is dropped)
-    const samplesPerSecond = data.train.count * config.train.epochs / seconds;
+    const resumedAt = resume ? resume.point.state.step / (stepsPerEpoch * config.train.epochs) : 0;
+    const samplesPerSecond = data.train.count * config.train.epochs * (1 - resumedAt) / seconds;
     const result: TrainResult = {
       runDir, testAccuracy: last.testAccuracy, testLoss: last.testLoss, samplesPerSecond, seconds,
       steps: stepsPerEpoch * config.train.epochs, checkpoint,

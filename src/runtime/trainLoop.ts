@@ -39,6 +39,12 @@ export interface LoopOptions {
   faults?: FaultPlan;
   /** called after each epoch (evaluation, checkpoints), after the strategy's onFinish for the last; awaited */
   onEpochEnd?: (epoch: number, step: number) => Promise<void> | void;
+  /** resuming: the global step to start at (the steps before it are skipped, the data order kept) */
+  firstStep?: number;
+  /** after the strategy's onStart (whose broadcast made every replica rank 0's): put a resumed device's own state back */
+  afterStart?: () => Promise<void> | void;
+  /** after every step, `stepsDone` steps into the run (checkpoint sets); awaited */
+  onStepEnd?: (stepsDone: number, stepsPerEpoch: number, totalSteps: number) => Promise<void>;
 }
 
 /** Samples one step processes over all devices. */
@@ -85,12 +91,15 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
   const view = viewOf(replica);
   const onGradientsReady = strategy.onGradientsReady ? (offset: number) => strategy.onGradientsReady!(view, offset) : undefined;
   await strategy.onStart?.(view);
+  await o.afterStart?.();
   takeCommStats();
-  let step = 0;
-  for (let epoch = 0; epoch < config.train.epochs; epoch++) {
+  const firstStep = o.firstStep ?? 0;
+  let step = Math.floor(firstStep / stepsPerEpoch) * stepsPerEpoch;
+  for (let epoch = step / stepsPerEpoch; epoch < config.train.epochs; epoch++) {
     const epochStart = performance.now();
     const sum = { lossSum: 0, correct: 0, samples: 0, computeMs: 0, syncMs: 0, idleMs: 0, bytes: 0, peakActivationBytes: 0 };
     for (const batch of sampler.epoch(epoch)) {
+      if (step < firstStep) { step++; continue; }
       const n = batch.indices.length;
       const lr = learningRateAt(step, baseLr, config.schedule, totalSteps);
       const info = { step, epoch, lr, samples: n };
@@ -136,6 +145,7 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
         lr, samples: r.samples, computeMs, syncMs, idleMs, bytes, activationBytes, ...(stats ?? {}),
       });
       step++;
+      await o.onStepEnd?.(step, stepsPerEpoch, totalSteps);
     }
     emit({ type: 'rankEpoch', rank, epoch, ...sum, seconds: (performance.now() - epochStart) / 1000 });
     // the final consolidation (last average, last push) comes before the last evaluation

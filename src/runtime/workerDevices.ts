@@ -11,6 +11,7 @@ import { hostParameterServer } from './parameterServerProcess.ts';
 import { crossWorldOf, parameterServerWorldOf, type ProcessPlacement } from './processWorld.ts';
 import type { EventSink } from './events.ts';
 import type { FaultPlan } from './faultPlan.ts';
+import { serverStartWeights, type CheckpointSetup } from './deviceCheckpoints.ts';
 import type { RunConfig } from '../config/runConfig.ts';
 
 export interface WorkerDevicesOptions {
@@ -23,6 +24,7 @@ export interface WorkerDevicesOptions {
   train: Dataset;
   test: Dataset;
   checkpointPath: string | null;
+  checkpoints: CheckpointSetup;
   emit: EventSink;
   faults: FaultPlan;
   log?: (message: string) => void;
@@ -47,8 +49,9 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
   if (needsParameterServer(spec)) {
     const model = buildModel(jsBackend, config.model);
     model.initialize(config.train.seed);
-    if (!remotePs) ps = allocateParameterServer(model.params.length, config.optimizer, model.params);
-    else if (placement.process === 0) serving = hostParameterServer(config, model.params, parameterServerWorldOf(placement, threads, 0, config.train.devices));
+    const weights = serverStartWeights(o.checkpoints, model);
+    if (!remotePs) ps = allocateParameterServer(model.params.length, config.optimizer, weights);
+    else if (placement.process === 0) serving = hostParameterServer(config, weights, parameterServerWorldOf(placement, threads, 0, config.train.devices));
   }
   const train = shareDataset(o.train);
   const test = shareDataset(o.test);
@@ -69,7 +72,7 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
       cross: placement && placement.processes > 1 ? crossWorldOf(placement, local) : null,
       remotePs: remotePs ? parameterServerWorldOf(placement!, threads, rank + 1, config.train.devices) : null,
       train, test: rank === 0 ? test : null,
-      checkpointPath: rank === 0 ? o.checkpointPath : null, faults: o.faults.toData(),
+      checkpointPath: rank === 0 ? o.checkpointPath : null, checkpoints: o.checkpoints, faults: o.faults.toData(),
     };
     const worker = spawnModuleWorker(import.meta.url, './deviceWorker', init);
     worker.on('message', (m: DeviceWorkerMessage) => {

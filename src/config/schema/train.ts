@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { TrainSpec } from '../runConfig.ts';
 import { STRATEGIES, DEFAULT_STRATEGY, type StrategySpec, type StrategyName } from '../../parallel/strategies/index.ts';
 import { bool, nonNegInt, oneKeyMap, oneOf, optionFields, posInt, section, seedField } from './fields.ts';
+import { checkpointEveryField } from './checkpointEvery.ts';
 
 // every strategy's options, in the registry's order (the order messages list them)
 const strategyChoices = Object.fromEntries(STRATEGIES.map((e) => [e.name, e.schema(optionFields)])) as
@@ -20,11 +21,12 @@ export const trainSchema = section({
   backend: oneOf(BACKENDS).default('auto'),
   lrScaling: oneOf(['none', 'linear'] as const).default('none'),
   evalEvery: nonNegInt().default(1),
-  checkpointEvery: nonNegInt().default(0),
+  checkpointEvery: checkpointEveryField().default(1),
+  keepLast: posInt().default(3),
   microBatches: posInt().default(1),
   syncBatchNorm: bool().default(false),
 }).transform((o): TrainSpec => ({
   epochs: o.epochs, devices: o.devices, strategy: o.strategy, seed: o.seed, backend: o.backend,
-  lrScaling: o.lrScaling, evalEvery: o.evalEvery, checkpointEvery: o.checkpointEvery,
+  lrScaling: o.lrScaling, evalEvery: o.evalEvery, checkpointEvery: o.checkpointEvery, keepLast: o.keepLast,
   microBatches: o.microBatches, syncBatchNorm: o.syncBatchNorm,
 }));

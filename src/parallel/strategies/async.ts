@@ -1,6 +1,6 @@
 import type { Communicator } from '../../comm/communicator.ts';
 import { serverWeights, type ParameterServer } from '../parameterServer/index.ts';
-import type { Strategy } from '../strategy.ts';
+import { counter, restoreTensor, type Strategy } from '../strategy.ts';
 import { requireParameterServer, type StrategyEntry } from './entry.ts';
 
 export interface AsyncOptions {
@@ -56,6 +56,13 @@ export function asyncStrategy(ps: ParameterServer, comm: Communicator, o: AsyncO
       await ps.pull(replica.params);
     },
     modelParams: serverWeights(ps),
+    saveState: () => ({ tensors: { accumulated }, counters: { version, steps, pending, lastLr } }),
+    restoreState(state) {
+      restoreTensor(state, 'accumulated', accumulated);
+      // the version stays the one onStart pulled: the resumed server counts its updates afresh
+      steps = counter(state, 'steps');
+      pending = counter(state, 'pending'); lastLr = counter(state, 'lastLr');
+    },
   };
 }
 

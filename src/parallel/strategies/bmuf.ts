@@ -1,5 +1,5 @@
 import type { Communicator } from '../../comm/communicator.ts';
-import type { Strategy } from '../strategy.ts';
+import { counter, restoreTensor, type Strategy } from '../strategy.ts';
 import { registerAndBroadcast } from '../replicaSync.ts';
 import type { StrategyEntry } from './entry.ts';
 
@@ -54,6 +54,13 @@ export function bmufStrategy(comm: Communicator, o: BmufOptions): Strategy {
       replica.params.set(theta);
     },
     modelParams: async () => theta,
+    saveState: () => ({ tensors: { start, theta, delta }, counters: { steps } }),
+    restoreState(state) {
+      restoreTensor(state, 'start', start);
+      restoreTensor(state, 'theta', theta);
+      restoreTensor(state, 'delta', delta);
+      steps = counter(state, 'steps');
+    },
   };
 }
 

@@ -1,5 +1,5 @@
 import type { Communicator } from '../../comm/communicator.ts';
-import type { Strategy } from '../strategy.ts';
+import { counter, type Strategy } from '../strategy.ts';
 import { registerAndBroadcast, weightedAverageRound } from '../replicaSync.ts';
 import type { StrategyEntry } from './entry.ts';
 
@@ -25,6 +25,11 @@ export function bspStrategy(comm: Communicator, period: number): Strategy {
       let round = await weightedAverageRound(comm, [replica.params, replica.state], samples, false, scratch);
       samples = 0; steps = 0;
       while (round.active > 0) round = await weightedAverageRound(comm, [replica.params, replica.state], 0, false, scratch);
+    },
+    saveState: () => ({ tensors: {}, counters: { samples, steps } }),
+    restoreState(state) {
+      samples = counter(state, 'samples');
+      steps = counter(state, 'steps');
     },
   };
 }

@@ -1,6 +1,6 @@
 import type { Communicator } from '../../comm/communicator.ts';
 import { serverWeights, type ParameterServer } from '../parameterServer/index.ts';
-import type { Strategy } from '../strategy.ts';
+import { counter, restoreTensor, type Strategy } from '../strategy.ts';
 import { registerAndBroadcast } from '../replicaSync.ts';
 import { requireParameterServer, type StrategyEntry } from './entry.ts';
 
@@ -36,6 +36,11 @@ export function easgdSyncStrategy(comm: Communicator, alpha: number, period: num
       await comm.allreduce(replica.state, 'mean');
     },
     modelParams: async () => centre,
+    saveState: () => ({ tensors: { centre }, counters: { steps } }),
+    restoreState(state) {
+      restoreTensor(state, 'centre', centre);
+      steps = counter(state, 'steps');
+    },
   };
 }
 
@@ -61,6 +66,8 @@ export function easgdAsyncStrategy(ps: ParameterServer, comm: Communicator, alph
       await comm.barrier();
     },
     modelParams: serverWeights(ps),
+    saveState: () => ({ tensors: {}, counters: { steps } }),
+    restoreState(state) { steps = counter(state, 'steps'); },
   };
 }
 

@@ -1,0 +1,104 @@
+/**
+ * What a device does for checkpoint sets and resume, as hooks the training loop calls: after each
+ * step, when a set is due (checkpointPolicy.ts: every device agrees), every device writes its own
+ * file, rank 0 the job's model, and after a barrier rank 0 completes the set (checkpointSet.ts);
+ * on resume, after the strategy's onStart, each device takes its saved state back (deviceState.ts).
+ */
+import { join } from 'node:path';
+import type { Communicator } from '../comm/communicator.ts';
+import type { Strategy, ReplicaView } from '../parallel/strategy.ts';
+import type { TrainableModel } from '../nn/trainableModel.ts';
+import type { RunConfig } from '../config/runConfig.ts';
+import type { Replica } from './replica.ts';
+import type { EventSink } from './events.ts';
+import { setDue } from './checkpointPolicy.ts';
+import { globalBatchSize } from './trainLoop.ts';
+import { completeSet, partialSetDir, SET_MODEL_FILE, type SetState } from './checkpointSet.ts';
+import { restoreDeviceState, writeDeviceState, type ResumePoint } from './deviceState.ts';
+import { loadModelCheckpoint, saveModelCheckpoint } from './modelCheckpoint.ts';
+import type { Sequential } from '../nn/model.ts';
+import { modelHash } from './runConfigFiles.ts';
+import { loadInitialWeights } from './initFrom.ts';
+
+/** What the devices of a run need to know about its checkpoint sets (plain data: it crosses to worker threads). */
+export interface CheckpointSetup {
+  /** the run directory this device writes its set files into; null: none (a process without it) */
+  runDir: string | null;
+  /** processes in the job, and the job config's hash (for state.json) */
+  processes: number;
+  configHash: string;
+  /** the set to resume from, or null for a fresh run */
+  resume: ResumePoint | null;
+  /** a fresh run starting from this checkpoint's weights (--init-from), or null */
+  initFrom: string | null;
+}
+
+/** Runs `fn` with the replica temporarily holding `params` (the strategy's model), then restores. */
+export function withParams<T>(replica: Replica, params: Float32Array, fn: () => T): T {
+  const own = replica.model.params;
+  if (params === own) return fn();
+  const saved = own.slice();
+  own.set(params);
+  try {
+    return fn();
+  } finally {
+    own.set(saved);
+  }
+}
+
+export interface DeviceCheckpointOptions {
+  setup: CheckpointSetup | undefined;
+  config: RunConfig;
+  rank: number;
+  worldSize: number;
+  replica: Replica<TrainableModel>;
+  strategy: Strategy;
+  view: ReplicaView;
+  comm?: Communicator;
+  emit: EventSink;
+}
+
+/**
+ * The loop hooks (firstStep, afterStart, onStepEnd) for this device's checkpoint sets and resume.
+ * Called before the loop starts: a fine-tuned run's weights are loaded here, before the strategy's
+ * onStart (which takes them as its start point).
+ */
+export function deviceCheckpointHooks(o: DeviceCheckpointOptions) {
+  const { setup, config, rank, worldSize, replica, strategy } = o;
+  if (!setup) return {};
+  if (setup.initFrom) loadInitialWeights(setup.initFrom, replica.model);
+  const resume = setup.resume;
+  return {
+    firstStep: resume?.state.step ?? 0,
+    afterStart: resume ? () => restoreDeviceState(resume, rank, worldSize, replica, strategy) : undefined,
+    async onStepEnd(stepsDone: number, stepsPerEpoch: number, totalSteps: number): Promise<void> {
+      if (!setDue(config, stepsDone, stepsPerEpoch, totalSteps)) return;
+      const dir = setup.runDir ? partialSetDir(setup.runDir, stepsDone) : null;
+      if (dir) writeDeviceState(dir, rank, replica, strategy, stepsDone);
+      // a split model's gather is collective: every device takes part
+      const full = await replica.gather(rank, true);
+      if (full && dir) {
+        const params = full !== (replica as unknown) ? full.model.params : strategy.modelParams ? await strategy.modelParams(o.view) : o.view.params;
+        withParams(full, params, () => saveModelCheckpoint(join(dir, SET_MODEL_FILE), full.model, full.optimizer,
+          { config: JSON.stringify(config), step: String(stepsDone), epoch: String(Math.floor(stepsDone / stepsPerEpoch)), strategy: strategy.name }));
+      }
+      // every device's files are on disk before the set is declared complete
+      if (worldSize > 1) await o.comm!.barrier();
+      if (rank !== 0 || !setup.runDir) return;
+      const state: SetState = {
+        format: 'paratrain-set-1', step: stepsDone, epoch: Math.floor(stepsDone / stepsPerEpoch), stepInEpoch: stepsDone % stepsPerEpoch,
+        devices: worldSize, processes: setup.processes, globalBatch: globalBatchSize(config), stepsPerEpoch, strategy: worldSize > 1 ? config.train.strategy.type : 'single device',
+        configHash: setup.configHash, modelHash: modelHash(config), time: Date.now(),
+      };
+      const path = completeSet(setup.runDir, state, config.train.keepLast);
+      o.emit({ type: 'checkpoint', epoch: Math.floor((stepsDone - 1) / stepsPerEpoch), step: stepsDone, path });
+    },
+  };
+}
+
+/** The parameter server's first weights: the resumed set's job model, else the freshly initialised model's. */
+export function serverStartWeights(setup: CheckpointSetup, model: Sequential): Float32Array {
+  if (setup.resume) loadModelCheckpoint(join(setup.resume.dir, SET_MODEL_FILE), model);
+  else if (setup.initFrom) loadModelCheckpoint(setup.initFrom, model);
+  return model.params;
+}
