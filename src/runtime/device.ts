@@ -26,6 +26,8 @@ export interface DeviceOptions {
   shared: boolean;
   /** the devices' communicator: model-parallel layers ("one weird trick") exchange activations over it, synchronised BatchNorm reduces over it */
   comm?: Communicator;
+  /** the stop gate's check before each step (a graceful stop; absent: the run cannot be stopped) */
+  mayStart?: (step: number) => boolean | Promise<boolean>;
 }
 
 /** Runs `fn` with the replica temporarily holding `params` (the strategy's model), then restores. */
@@ -49,13 +51,14 @@ export async function runDevice(o: DeviceOptions): Promise<void> {
   const view = viewOf(replica);
   await runTrainLoop({
     replica, strategy: o.strategy, config, train: o.train, rank, worldSize: o.worldSize, emit: o.emit,
-    takeCommStats: o.takeCommStats, faults: o.faults,
-    onEpochEnd: async (epoch, step) => {
+    takeCommStats: o.takeCommStats, faults: o.faults, mayStart: o.mayStart,
+    onEpochEnd: async (epoch, step, stopped) => {
       const last = epoch === config.train.epochs - 1;
       const { evalEvery, checkpointEvery } = config.train;
-      // decided from the config alone, so every device agrees on when to gather a split model
-      const evalDue = last || (evalEvery > 0 && (epoch + 1) % evalEvery === 0);
-      const checkpointDue = last || (checkpointEvery > 0 && (epoch + 1) % checkpointEvery === 0);
+      // decided from the config (and the agreed stop) alone, so every device agrees on when to gather a split model;
+      // a stopped run writes its checkpoint and evaluates nothing extra
+      const evalDue = !stopped && (last || (evalEvery > 0 && (epoch + 1) % evalEvery === 0));
+      const checkpointDue = stopped || last || (checkpointEvery > 0 && (epoch + 1) % checkpointEvery === 0);
       const doEval = o.test && evalDue, doCheckpoint = o.checkpointPath && checkpointDue;
       // a split model's gather is collective: every device takes part
       if (!evalDue && !checkpointDue) return;

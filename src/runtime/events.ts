@@ -24,6 +24,8 @@ export type TrainEvent =
   | { type: 'epoch'; epoch: number; loss: number; accuracy: number; samples: number; seconds: number; samplesPerSecond: number }
   | { type: 'eval'; epoch: number; step: number; testLoss: number; testAccuracy: number }
   | { type: 'checkpoint'; epoch: number; path: string }
+  /** the run was stopped gracefully (a signal; TrainOptions.signal) after `step` steps, in epoch `epoch` (1-based) */
+  | { type: 'stopped'; step: number; epoch: number; signal: string }
   | { type: 'end'; seconds: number; samplesPerSecond: number; testAccuracy: number; testLoss: number;
       /** peak resident memory of the whole process (all devices' threads) */
       maxRssBytes: number };

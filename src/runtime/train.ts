@@ -15,6 +15,8 @@ import { createRunDir } from './runDir.ts';
 import { MetricsWriter } from './metrics.ts';
 import { epochAggregator, type EventSink, type TrainEvent } from './events.ts';
 import { FaultPlan } from './faultPlan.ts';
+import { allocateStopGate, StopGateDevice } from './stopGate.ts';
+import { StopControl, stoppedAt } from './stopControl.ts';
 import type { RunConfig } from '../config/runConfig.ts';
 
 export interface TrainOptions {
@@ -42,6 +44,12 @@ export interface TrainOptions {
   timeoutMs?: number;
   /** what carries collectives between processes: tcp (default) or mpi (under mpirun, one device per process) */
   transport?: 'tcp' | 'mpi';
+  /**
+   * Aborting it stops the run gracefully: every device (of every process) finishes the step in
+   * flight, all agree on one last step, and the run ends as if it were the last (the final
+   * checkpoint is written; result.stopped says so). Its reason names the cause ('SIGINT', 'SIGTERM').
+   */
+  signal?: AbortSignal;
 }
 
 export interface TrainResult {
@@ -53,6 +61,8 @@ export interface TrainResult {
   seconds: number;
   steps: number;
   checkpoint: string;
+  /** the run was stopped (TrainOptions.signal) after `step` steps, in epoch `epoch` (1-based) */
+  stopped?: { step: number; epoch: number; signal: string };
 }
 
 export interface LoadedData { train: Dataset; test: Dataset; source: string }
@@ -133,6 +143,8 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
     options.onEvent?.(event);
   });
   const started = performance.now();
+  const stopGate = options.signal && allocateStopGate(threads);
+  const stopControl = stopGate && new StopControl({ gate: stopGate, signal: options.signal!, placement, threads, log: options.log });
   try {
     emit({
       type: 'start', runDir, dataSource: data.source, backend: backend.name, devices, processes: world?.worldSize ?? 1,
@@ -142,23 +154,27 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
     if (devices === 1) {
       await runDevice({
         config, rank: 0, worldSize: 1, backend, strategy: localStrategy, train: data.train, test: data.test,
-        checkpointPath: checkpoint, emit, shared: false, faults,
+        checkpointPath: checkpoint, emit, shared: false, faults, mayStart: stopGate && StopGateDevice.check(stopGate, 0, true),
       });
     } else {
       await runWorkerDevices({ config, threads, placement, train: data.train, test: data.test, checkpointPath: leader ? checkpoint : null,
-        emit, faults, log: options.log });
+        emit, faults, log: options.log, stopGate });
     }
+    await stopControl?.close();
+    const stopped = stoppedAt(stopControl?.decision, stepsPerEpoch, config.train.epochs);
+    if (stopped) emit({ type: 'stopped', ...stopped });
     const seconds = (performance.now() - started) / 1000;
     // every device sees every one of its samples once per epoch (no sample is dropped)
-    const samplesPerSecond = data.train.count * config.train.epochs / seconds;
+    const samplesPerSecond = (stopped ? Math.min(stopped.step * globalBatch, data.train.count * config.train.epochs) : data.train.count * config.train.epochs) / seconds;
     const result: TrainResult = {
       runDir, testAccuracy: last.testAccuracy, testLoss: last.testLoss, samplesPerSecond, seconds,
-      steps: stepsPerEpoch * config.train.epochs, checkpoint,
+      steps: stopped?.step ?? stepsPerEpoch * config.train.epochs, checkpoint, ...(stopped ? { stopped } : {}),
     };
     emit({ type: 'end', seconds, samplesPerSecond, testAccuracy: last.testAccuracy, testLoss: last.testLoss,
       maxRssBytes: process.resourceUsage().maxRSS * 1024 });
     return result;
   } finally {
+    await stopControl?.close();
     metrics?.close();
   }
 }

@@ -37,8 +37,10 @@ export interface LoopOptions {
   takeCommStats?: () => CommStats;
   /** injected faults: this device's compute slowdown, the step it throws at (none when absent) */
   faults?: FaultPlan;
-  /** called after each epoch (evaluation, checkpoints), after the strategy's onFinish for the last; awaited */
-  onEpochEnd?: (epoch: number, step: number) => Promise<void> | void;
+  /** called after each epoch (evaluation, checkpoints), after the strategy's onFinish for the last; awaited; `stopped`: the run stops here (a graceful stop) */
+  onEpochEnd?: (epoch: number, step: number, stopped: boolean) => Promise<void> | void;
+  /** before each step: false when the job agreed to stop before it (stopGate.ts); the run then ends as if the last step were its last */
+  mayStart?: (step: number) => boolean | Promise<boolean>;
 }
 
 /** Samples one step processes over all devices. */
@@ -86,11 +88,13 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
   const onGradientsReady = strategy.onGradientsReady ? (offset: number) => strategy.onGradientsReady!(view, offset) : undefined;
   await strategy.onStart?.(view);
   takeCommStats();
-  let step = 0;
-  for (let epoch = 0; epoch < config.train.epochs; epoch++) {
+  let step = 0, stopped = false;
+  for (let epoch = 0; epoch < config.train.epochs && !stopped; epoch++) {
     const epochStart = performance.now();
     const sum = { lossSum: 0, correct: 0, samples: 0, computeMs: 0, syncMs: 0, idleMs: 0, bytes: 0, peakActivationBytes: 0 };
+    const firstStep = step;
     for (const batch of sampler.epoch(epoch)) {
+      if (o.mayStart && !(await o.mayStart(step))) { stopped = true; break; }
       const n = batch.indices.length;
       const lr = learningRateAt(step, baseLr, config.schedule, totalSteps);
       const info = { step, epoch, lr, samples: n };
@@ -137,9 +141,11 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
       });
       step++;
     }
-    emit({ type: 'rankEpoch', rank, epoch, ...sum, seconds: (performance.now() - epochStart) / 1000 });
+    // an epoch the stop left without steps is not reported, and the stop is that of the epoch before
+    const ran = step > firstStep;
+    if (ran) emit({ type: 'rankEpoch', rank, epoch, ...sum, seconds: (performance.now() - epochStart) / 1000 });
     // the final consolidation (last average, last push) comes before the last evaluation
-    if (epoch === config.train.epochs - 1) await strategy.onFinish?.(view);
-    await o.onEpochEnd?.(epoch, step);
+    if (stopped || epoch === config.train.epochs - 1) await strategy.onFinish?.(view);
+    await o.onEpochEnd?.(ran || epoch === 0 ? epoch : epoch - 1, step, stopped);
   }
 }

@@ -11,6 +11,7 @@ import { hostParameterServer } from './parameterServerProcess.ts';
 import { crossWorldOf, parameterServerWorldOf, type ProcessPlacement } from './processWorld.ts';
 import type { EventSink } from './events.ts';
 import type { FaultPlan } from './faultPlan.ts';
+import type { StopGateMemory } from './stopGate.ts';
 import type { RunConfig } from '../config/runConfig.ts';
 
 export interface WorkerDevicesOptions {
@@ -25,6 +26,8 @@ export interface WorkerDevicesOptions {
   checkpointPath: string | null;
   emit: EventSink;
   faults: FaultPlan;
+  /** this process's stop gate (stopGate.ts); absent: the run cannot be stopped */
+  stopGate?: StopGateMemory;
   log?: (message: string) => void;
 }
 
@@ -70,6 +73,7 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
       remotePs: remotePs ? parameterServerWorldOf(placement!, threads, rank + 1, config.train.devices) : null,
       train, test: rank === 0 ? test : null,
       checkpointPath: rank === 0 ? o.checkpointPath : null, faults: o.faults.toData(),
+      stop: o.stopGate ? { gate: o.stopGate, local } : null,
     };
     const worker = spawnModuleWorker(import.meta.url, './deviceWorker', init);
     worker.on('message', (m: DeviceWorkerMessage) => {
