@@ -48,6 +48,7 @@ export interface TrainOptions {
    * Aborting it stops the run gracefully: every device (of every process) finishes the step in
    * flight, all agree on one last step, and the run ends as if it were the last (the final
    * checkpoint is written; result.stopped says so). Its reason names the cause ('SIGINT', 'SIGTERM').
+   * In a job of several processes give it to every process or to none (they form a control world for it).
    */
   signal?: AbortSignal;
 }
