@@ -7,6 +7,8 @@ import { loadModelCheckpoint } from '../runtime/modelCheckpoint.ts';
 import { getBackend, registeredBackends, tryBackend } from '../kernels/index.ts';
 import { rendezvousFromEnv } from '../comm/rendezvous.ts';
 import { trainConfigPath } from '../runtime/resume.ts';
+import { watchParent } from '../runtime/parentWatch.ts';
+import { installStopSignals, STOP_EXIT_CODES } from './signals.ts';
 
 export interface TrainFlags {
   epochs?: number; batchSize?: number; lr?: number; seed?: number; devices?: number; strategy?: string;
@@ -33,14 +35,31 @@ export async function runTrain(configPath: string | undefined, flags: TrainFlags
   // fault injection for testing: stragglers from --slow-device, a failing device from PARATRAIN_FAIL_AT=RANK:STEP
   const faults = FaultPlan.fromCli({ slowDevice: flags.slowDevice, failAtEnv: process.env.PARATRAIN_FAIL_AT });
   faults.checkDevices(config.train.devices * world.worldSize);
+  // Ctrl-C / SIGTERM stop at an agreed step with a checkpoint; a child of paratrain launch stops when the launcher is gone
+  const stop = installStopSignals(process.stderr, quiet);
+  const unwatch = watchParent(process.env, () => {
+    stop.request('SIGTERM', 'the launcher is gone');
+    setTimeout(() => process.exit(STOP_EXIT_CODES.SIGTERM), 10_000).unref();
+  });
   try {
-    const result = await train(config, { out: flags.out, force: flags.force, onEvent: view.handle, log, faults, resume: flags.resume, initFrom: flags.initFrom,
+    const result = await train(config, { out: flags.out, force: flags.force, onEvent: view.handle, log, faults, resume: flags.resume, initFrom: flags.initFrom, signal: stop.signal,
       processes, transport: flags.transport, timeoutMs: flags.timeout === undefined ? undefined : flags.timeout * 1000 });
     const summary = processes && world.rank !== 0
       ? { rank: world.rank, samplesPerSecond: Math.round(result.samplesPerSecond), seconds: Number(result.seconds.toFixed(1)) }
       : { runDir: result.runDir, testAccuracy: result.testAccuracy, samplesPerSecond: Math.round(result.samplesPerSecond), seconds: Number(result.seconds.toFixed(1)) };
-    process.stdout.write(`${JSON.stringify(summary)}\n`);
+    process.stdout.write(`${JSON.stringify(result.stopped ? { ...summary, stopped: result.stopped } : summary)}\n`);
+    if (result.stopped) {
+      const { step, epoch, signal } = result.stopped;
+      view.stopBar();
+      if (result.runDir) {
+        process.stderr.write(`paratrain: stopped by ${signal} at step ${step} (epoch ${epoch}); the checkpoint is in ${result.runDir}; ` +
+          `resume with: paratrain train --resume ${result.runDir}\n`);
+      }
+      process.exitCode = STOP_EXIT_CODES[signal] ?? 143;
+    }
   } finally {
+    unwatch();
+    stop.dispose();
     view.stopBar();
   }
 }

@@ -1,6 +1,6 @@
-import { launch } from '../runtime/launcher.ts';
+import { launchWithRestarts } from '../runtime/launchRestarts.ts';
 
-export interface LaunchFlags { nprocPerNode: number; nnodes: number; nodeRank: number; masterAddr: string; masterPort: number }
+export interface LaunchFlags { nprocPerNode: number; nnodes: number; nodeRank: number; masterAddr: string; masterPort: number; maxRestarts: number }
 
 /** `paratrain launch [options] -- train CONFIG …`: exits with the job's exit code. */
 export async function runLaunch(args: string[], flags: LaunchFlags): Promise<void> {
@@ -10,5 +10,5 @@ export async function runLaunch(args: string[], flags: LaunchFlags): Promise<voi
   if (args[0] !== 'train') {
     throw new Error(`launch: expected the command to run after --, e.g. paratrain launch --nproc-per-node 2 -- train examples/mnist-small.yaml (got '${args.join(' ')}')`);
   }
-  process.exitCode = await launch({ ...flags, args });
+  process.exitCode = await launchWithRestarts({ ...flags, args });
 }

@@ -61,7 +61,8 @@ program.command('launch')
   .option('--nnodes <n>', 'hosts in the job (run launch once on each)', positiveInt('nnodes'), 1)
   .option('--node-rank <n>', 'this host\'s index, 0 … nnodes − 1 (0 holds rank 0)', (v) => { const n = Number(v); if (!Number.isInteger(n) || n < 0) throw new Error(`--node-rank: expected a non-negative integer, got '${v}'`); return n; }, 0)
   .option('--master-addr <host>', 'address of node 0, reachable from every host', '127.0.0.1')
-  .option('--master-port <port>', 'first of the TCP ports node 0 listens on (port … port + devices per process)', (v) => { const n = Number(v); if (!Number.isInteger(n) || n < 1 || n > 65535) throw new Error(`--master-port: expected a TCP port 1–65535, got '${v}'`); return n; }, 29500)
+  .option('--max-restarts <n>', 'when a process dies, restart the whole job from its last checkpoint (--resume), at most n times (one host)', (v) => { const n = Number(v); if (!Number.isInteger(n) || n < 0) throw new Error(`--max-restarts: expected a non-negative integer, got '${v}'`); return n; }, 0)
+  .option('--master-port <port>', 'first of the TCP ports node 0 listens on (port … port + devices per process + 1; a restart moves up 64)', (v) => { const n = Number(v); if (!Number.isInteger(n) || n < 1 || n > 65535) throw new Error(`--master-port: expected a TCP port 1–65535, got '${v}'`); return n; }, 29500)
   .action(async (args: string[], opts) => runLaunch(args, opts));
 
 program.command('eval')

@@ -30,6 +30,8 @@ export interface DeviceOptions {
   comm?: Communicator;
   /** checkpoint sets and resume (absent: none) */
   checkpoints?: CheckpointSetup;
+  /** the stop gate's check before each step (a graceful stop; absent: the run cannot be stopped) */
+  mayStart?: (step: number) => boolean | Promise<boolean>;
 }
 
 
@@ -41,14 +43,15 @@ export async function runDevice(o: DeviceOptions): Promise<void> {
   const view = viewOf(replica);
   await runTrainLoop({
     replica, strategy: o.strategy, config, train: o.train, rank, worldSize: o.worldSize, emit: o.emit,
-    takeCommStats: o.takeCommStats, faults: o.faults,
+    takeCommStats: o.takeCommStats, faults: o.faults, mayStart: o.mayStart,
     ...deviceCheckpointHooks({ setup: o.checkpoints, config, rank, worldSize: o.worldSize, replica, strategy: o.strategy, view, comm: o.comm, emit: o.emit }),
-    onEpochEnd: async (epoch, step) => {
+    onEpochEnd: async (epoch, step, stopped) => {
       const last = epoch === config.train.epochs - 1;
       const { evalEvery } = config.train;
-      // decided from the config alone, so every device agrees on when to gather a split model
-      const evalDue = last || (evalEvery > 0 && (epoch + 1) % evalEvery === 0);
-      const checkpointDue = modelFileDue(config, epoch);
+      // decided from the config (and the agreed stop) alone, so every device agrees on when to gather a split model;
+      // a stopped run writes its checkpoint and evaluates nothing extra
+      const evalDue = !stopped && (last || (evalEvery > 0 && (epoch + 1) % evalEvery === 0));
+      const checkpointDue = stopped || modelFileDue(config, epoch);
       const doEval = o.test && evalDue, doCheckpoint = o.checkpointPath && checkpointDue;
       // a split model's gather is collective: every device takes part
       if (!evalDue && !checkpointDue) return;

@@ -59,7 +59,7 @@ export interface DeviceCheckpointOptions {
 }
 
 /**
- * The loop hooks (firstStep, afterStart, onStepEnd) for this device's checkpoint sets and resume.
+ * The loop hooks (firstStep, afterStart, onStepEnd, onStop) for this device's checkpoint sets and resume.
  * Called before the loop starts: a fine-tuned run's weights are loaded here, before the strategy's
  * onStart (which takes them as its start point).
  */
@@ -68,30 +68,36 @@ export function deviceCheckpointHooks(o: DeviceCheckpointOptions) {
   if (!setup) return {};
   if (setup.initFrom) loadInitialWeights(setup.initFrom, replica.model);
   const resume = setup.resume;
+  const writeSet = async (stepsDone: number, stepsPerEpoch: number): Promise<void> => {
+    const dir = setup.runDir ? partialSetDir(setup.runDir, stepsDone) : null;
+    if (dir) writeDeviceState(dir, rank, replica, strategy, stepsDone);
+    // a split model's gather is collective: every device takes part
+    const full = await replica.gather(rank, true);
+    if (full && dir) {
+      const params = full !== (replica as unknown) ? full.model.params : strategy.modelParams ? await strategy.modelParams(o.view) : o.view.params;
+      withParams(full, params, () => saveModelCheckpoint(join(dir, SET_MODEL_FILE), full.model, full.optimizer,
+        { config: JSON.stringify(config), step: String(stepsDone), epoch: String(Math.floor(stepsDone / stepsPerEpoch)), strategy: strategy.name }));
+    }
+    // every device's files are on disk before the set is declared complete
+    if (worldSize > 1) await o.comm!.barrier();
+    if (rank !== 0 || !setup.runDir) return;
+    const state: SetState = {
+      format: 'paratrain-set-1', step: stepsDone, epoch: Math.floor(stepsDone / stepsPerEpoch), stepInEpoch: stepsDone % stepsPerEpoch,
+      devices: worldSize, processes: setup.processes, globalBatch: globalBatchSize(config), stepsPerEpoch, strategy: worldSize > 1 ? config.train.strategy.type : 'single device',
+      configHash: setup.configHash, modelHash: modelHash(config), time: Date.now(),
+    };
+    const path = completeSet(setup.runDir, state, config.train.keepLast);
+    o.emit({ type: 'checkpoint', epoch: Math.floor((stepsDone - 1) / stepsPerEpoch), step: stepsDone, path });
+  };
   return {
     firstStep: resume?.state.step ?? 0,
     afterStart: resume ? () => restoreDeviceState(resume, rank, worldSize, replica, strategy) : undefined,
     async onStepEnd(stepsDone: number, stepsPerEpoch: number, totalSteps: number): Promise<void> {
-      if (!setDue(config, stepsDone, stepsPerEpoch, totalSteps)) return;
-      const dir = setup.runDir ? partialSetDir(setup.runDir, stepsDone) : null;
-      if (dir) writeDeviceState(dir, rank, replica, strategy, stepsDone);
-      // a split model's gather is collective: every device takes part
-      const full = await replica.gather(rank, true);
-      if (full && dir) {
-        const params = full !== (replica as unknown) ? full.model.params : strategy.modelParams ? await strategy.modelParams(o.view) : o.view.params;
-        withParams(full, params, () => saveModelCheckpoint(join(dir, SET_MODEL_FILE), full.model, full.optimizer,
-          { config: JSON.stringify(config), step: String(stepsDone), epoch: String(Math.floor(stepsDone / stepsPerEpoch)), strategy: strategy.name }));
-      }
-      // every device's files are on disk before the set is declared complete
-      if (worldSize > 1) await o.comm!.barrier();
-      if (rank !== 0 || !setup.runDir) return;
-      const state: SetState = {
-        format: 'paratrain-set-1', step: stepsDone, epoch: Math.floor(stepsDone / stepsPerEpoch), stepInEpoch: stepsDone % stepsPerEpoch,
-        devices: worldSize, processes: setup.processes, globalBatch: globalBatchSize(config), stepsPerEpoch, strategy: worldSize > 1 ? config.train.strategy.type : 'single device',
-        configHash: setup.configHash, modelHash: modelHash(config), time: Date.now(),
-      };
-      const path = completeSet(setup.runDir, state, config.train.keepLast);
-      o.emit({ type: 'checkpoint', epoch: Math.floor((stepsDone - 1) / stepsPerEpoch), step: stepsDone, path });
+      if (setDue(config, stepsDone, stepsPerEpoch, totalSteps)) await writeSet(stepsDone, stepsPerEpoch);
+    },
+    /** a graceful stop: a set at the stop step (unless the step's own set was just written), to resume from */
+    async onStop(stepsDone: number, stepsPerEpoch: number, totalSteps: number): Promise<void> {
+      if (stepsDone > 0 && !setDue(config, stepsDone, stepsPerEpoch, totalSteps)) await writeSet(stepsDone, stepsPerEpoch);
     },
   };
 }

@@ -18,6 +18,7 @@ import type { MpiCommunicator } from '../comm/mpi/index.ts';
 import type { RunConfig } from '../config/runConfig.ts';
 import { FaultPlan, type FaultPlanData } from './faultPlan.ts';
 import type { CheckpointSetup } from './deviceCheckpoints.ts';
+import { StopGateDevice, type StopGateMemory } from './stopGate.ts';
 
 /** What the main thread gives each device thread. */
 export interface DeviceWorkerInit {
@@ -40,6 +41,8 @@ export interface DeviceWorkerInit {
   checkpoints: CheckpointSetup;
   /** the job's injected faults (every device gets the whole plan and asks it with its rank) */
   faults: FaultPlanData;
+  /** this process's stop gate and this thread's index in it (null: the run cannot be stopped) */
+  stop: { gate: StopGateMemory; local: number } | null;
 }
 
 export type DeviceWorkerMessage =
@@ -81,6 +84,7 @@ try {
     config, rank, worldSize: size, backend, strategy, train: init.train, test: init.test,
     checkpointPath: init.checkpointPath, checkpoints: init.checkpoints, shared: true, comm, faults: FaultPlan.fromData(init.faults),
     emit: (event) => post({ kind: 'event', event }),
+    mayStart: init.stop ? StopGateDevice.check(init.stop.gate, init.stop.local) : undefined,
     takeCommStats: () => {
       // collectives and the parameter server both count as communication
       const s = comm.takeStats(), p = ps?.takeStats() ?? { commMs: 0, idleMs: 0, bytes: 0 };

@@ -27,6 +27,8 @@ export type TrainEvent =
   | { type: 'checkpoint'; epoch: number; path: string; step?: number }
   /** the run continues from checkpoint set `checkpoint` at global step `step`, saved on `fromDevices` devices */
   | { type: 'resume'; step: number; epoch: number; fromDevices: number; devices: number; checkpoint: string }
+  /** the run was stopped gracefully (a signal; TrainOptions.signal) after `step` steps, in epoch `epoch` (1-based) */
+  | { type: 'stopped'; step: number; epoch: number; signal: string }
   | { type: 'end'; seconds: number; samplesPerSecond: number; testAccuracy: number; testLoss: number;
       /** peak resident memory of the whole process (all devices' threads) */
       maxRssBytes: number };

@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { constants as osConstants } from 'node:os';
 import { createInterface } from 'node:readline';
+import { LAUNCHER_PID_VAR } from './parentWatch.ts';
 
 export interface LaunchOptions {
   /** processes to start on this host */
@@ -17,9 +19,28 @@ export interface LaunchOptions {
   env?: NodeJS.ProcessEnv;
   /** after the first process fails, how long the others get to stop by themselves, ms */
   graceMs?: number;
+  /** how long a process the launcher sent SIGTERM (or a second signal) has before SIGKILL, ms (default 10 000) */
+  killGraceMs?: number;
+  /** the program and leading arguments each process runs (default: this node and paratrain's entry); tests use a stub */
+  command?: string[];
   /** where prefixed output of ranks other than 0 goes */
   out?: NodeJS.WritableStream;
   err?: NodeJS.WritableStream;
+}
+
+/** How one attempt of a job ended. */
+export interface JobOutcome {
+  /** 0, or the first failing process's exit code (128 + n when killed by signal n) */
+  code: number;
+  /** the first process that failed, with its exit code or the signal that killed it */
+  failure: { rank: number; code: number | null; signal: NodeJS.Signals | null } | null;
+  /** the launcher itself was sent SIGINT/SIGTERM (forwarded to every process) */
+  interrupted: NodeJS.Signals | null;
+}
+
+/** `paratrain launch` (one attempt, see launchJob): the job's exit code. */
+export async function launch(o: LaunchOptions): Promise<number> {
+  return (await launchJob(o)).code;
 }
 
 /**
@@ -27,10 +48,14 @@ export interface LaunchOptions {
  * environment (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and a
  * shared secret, and waits for them. Rank 0 keeps the terminal (its progress bar); the others'
  * lines are prefixed with their rank. When a process fails, the others are given graceMs to stop
- * by themselves (they are told through the job's abort) and are then terminated. Resolves to the
- * exit code: 0, or the first failing process's code.
+ * by themselves (they are told through the job's abort) and are then terminated (SIGTERM, then
+ * SIGKILL after killGraceMs: a stopped or deaf process does not hold the launcher). A SIGINT or
+ * SIGTERM to the launcher is forwarded once to every process (each in its own process group, so a
+ * terminal's Ctrl-C reaches them only through the launcher); a second one is forwarded too and
+ * followed by SIGKILL after killGraceMs. The processes watch the launcher (PARATRAIN_LAUNCHER_PID,
+ * parentWatch.ts) and stop when it is gone, even SIGKILLed.
  */
-export async function launch(o: LaunchOptions): Promise<number> {
+export async function launchJob(o: LaunchOptions): Promise<JobOutcome> {
   const base = o.env ?? process.env;
   const env: NodeJS.ProcessEnv = { ...base };
   if (!base.PARATRAIN_SECRET && !base.PARATRAIN_SECRET_FILE) {
@@ -43,22 +68,33 @@ export async function launch(o: LaunchOptions): Promise<number> {
   }
   const worldSize = o.nprocPerNode * o.nnodes;
   const children: ChildProcess[] = [];
-  let firstFailure: { rank: number; code: number } | null = null;
+  let firstFailure: JobOutcome['failure'] = null;
+  let interrupted: NodeJS.Signals | null = null;
   let killTimer: NodeJS.Timeout | undefined;
+  const timers: NodeJS.Timeout[] = [];
+  const alive = () => children.filter((c) => c.exitCode === null && c.signalCode === null);
+  const killLater = () => timers.push(setTimeout(() => { for (const c of alive()) c.kill('SIGKILL'); }, o.killGraceMs ?? 10_000));
   const stopOthers = () => {
     if (killTimer) return;
-    killTimer = setTimeout(() => { for (const c of children) if (c.exitCode === null) c.kill('SIGTERM'); }, o.graceMs ?? 10_000);
+    killTimer = setTimeout(() => { for (const c of alive()) c.kill('SIGTERM'); killLater(); }, o.graceMs ?? 10_000);
   };
-  const forward = (signal: NodeJS.Signals) => () => { for (const c of children) if (c.exitCode === null) c.kill(signal); };
+  const forward = (signal: NodeJS.Signals) => () => {
+    if (interrupted) killLater();
+    interrupted ??= signal;
+    for (const c of alive()) c.kill(signal);
+  };
   const onInt = forward('SIGINT'), onTerm = forward('SIGTERM');
   process.on('SIGINT', onInt);
   process.on('SIGTERM', onTerm);
   try {
     const exits = Array.from({ length: o.nprocPerNode }, (_, local) => {
       const rank = o.nodeRank * o.nprocPerNode + local;
-      const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, ...o.args], {
+      const [program, ...lead] = o.command ?? [process.execPath, ...process.execArgv, process.argv[1]!];
+      const child = spawn(program!, [...lead, ...o.args], {
+        // its own process group: a terminal's Ctrl-C reaches it once, forwarded by the launcher
+        detached: true,
         env: {
-          ...env, RANK: String(rank), WORLD_SIZE: String(worldSize), LOCAL_RANK: String(local),
+          ...env, [LAUNCHER_PID_VAR]: String(process.pid), RANK: String(rank), WORLD_SIZE: String(worldSize), LOCAL_RANK: String(local),
           LOCAL_WORLD_SIZE: String(o.nprocPerNode), MASTER_ADDR: o.masterAddr, MASTER_PORT: String(o.masterPort),
         },
         stdio: rank === 0 ? 'inherit' : ['ignore', 'pipe', 'pipe'],
@@ -71,14 +107,14 @@ export async function launch(o: LaunchOptions): Promise<number> {
       return new Promise<void>((resolve) => {
         child.on('error', (err) => {
           (o.err ?? process.stderr).write(`paratrain launch: rank ${rank} could not start: ${err.message}\n`);
-          firstFailure ??= { rank, code: 1 };
+          firstFailure ??= { rank, code: 1, signal: null };
           stopOthers();
           resolve();
         });
         child.on('exit', (code, signal) => {
           const failed = code !== 0;
           if (failed && !firstFailure) {
-            firstFailure = { rank, code: code ?? 1 };
+            firstFailure = { rank, code, signal };
             if (signal) (o.err ?? process.stderr).write(`paratrain launch: rank ${rank} was killed by ${signal}\n`);
           }
           if (failed) stopOthers();
@@ -89,11 +125,17 @@ export async function launch(o: LaunchOptions): Promise<number> {
     await Promise.all(exits);
   } finally {
     clearTimeout(killTimer);
+    for (const t of timers) clearTimeout(t);
     process.off('SIGINT', onInt);
     process.off('SIGTERM', onTerm);
   }
-  const failure = firstFailure as { rank: number; code: number } | null;
-  return failure ? failure.code : 0;
+  const failure = firstFailure as JobOutcome['failure'];
+  const code = !failure ? 0 : failure.code ?? 128 + (signalNumber(failure.signal) ?? 1);
+  return { code, failure, interrupted };
+}
+
+function signalNumber(signal: NodeJS.Signals | null): number | undefined {
+  return signal ? osConstants.signals[signal] : undefined;
 }
 
 function prefixLines(from: NodeJS.ReadableStream, to: NodeJS.WritableStream, prefix: string): void {

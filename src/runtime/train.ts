@@ -16,6 +16,8 @@ import { planRunStart, openRunDir } from './openRun.ts';
 import { MetricsWriter } from './metrics.ts';
 import { epochAggregator, type EventSink, type TrainEvent } from './events.ts';
 import { FaultPlan } from './faultPlan.ts';
+import { allocateStopGate, StopGateDevice } from './stopGate.ts';
+import { StopControl, stoppedAt } from './stopControl.ts';
 import type { RunConfig } from '../config/runConfig.ts';
 
 export interface TrainOptions {
@@ -47,6 +49,13 @@ export interface TrainOptions {
   resume?: string;
   /** start a new run from this checkpoint's weights and state (fresh optimizer, step 0) */
   initFrom?: string;
+  /**
+   * Aborting it stops the run gracefully: every device (of every process) finishes the step in
+   * flight, all agree on one last step, and the run ends as if it were the last (the final
+   * checkpoint is written; result.stopped says so). Its reason names the cause ('SIGINT', 'SIGTERM').
+   * In a job of several processes give it to every process or to none (they form a control world for it).
+   */
+  signal?: AbortSignal;
 }
 
 export interface TrainResult {
@@ -58,6 +67,8 @@ export interface TrainResult {
   seconds: number;
   steps: number;
   checkpoint: string;
+  /** the run was stopped (TrainOptions.signal) after `step` steps, in epoch `epoch` (1-based) */
+  stopped?: { step: number; epoch: number; signal: string };
 }
 
 export interface LoadedData { train: Dataset; test: Dataset; source: string }
@@ -145,6 +156,8 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
     options.onEvent?.(event);
   });
   const started = performance.now();
+  const stopGate = options.signal && allocateStopGate(threads);
+  const stopControl = stopGate && new StopControl({ gate: stopGate, signal: options.signal!, placement, threads, log: options.log });
   try {
     emit({
       type: 'start', runDir, dataSource: data.source, backend: backend.name, devices, processes: world?.worldSize ?? 1,
@@ -155,24 +168,30 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
     if (devices === 1) {
       await runDevice({
         config, rank: 0, worldSize: 1, backend, strategy: localStrategy, train: data.train, test: data.test,
-        checkpointPath: checkpoint, emit, shared: false, faults, checkpoints,
+        checkpointPath: checkpoint, emit, shared: false, faults, checkpoints, mayStart: stopGate && StopGateDevice.check(stopGate, 0, true),
       });
     } else {
       await runWorkerDevices({ config, threads, placement, train: data.train, test: data.test, checkpointPath: leader ? checkpoint : null,
-        checkpoints, emit, faults, log: options.log });
+        checkpoints, emit, faults, log: options.log, stopGate });
     }
+    await stopControl?.close();
+    const stopped = stoppedAt(stopControl?.decision, stepsPerEpoch, config.train.epochs);
+    if (stopped) emit({ type: 'stopped', ...stopped });
     const seconds = (performance.now() - started) / 1000;
     // every device sees every one of its samples once per epoch (no sample is dropped)
-    const resumedAt = resume ? resume.point.state.step / (stepsPerEpoch * config.train.epochs) : 0;
-    const samplesPerSecond = data.train.count * config.train.epochs * (1 - resumedAt) / seconds;
+    // a resumed run counts the steps it ran; a stopped one those before the stop
+    const startStep = resume ? resume.point.state.step : 0;
+    const endStep = stopped ? stopped.step : stepsPerEpoch * config.train.epochs;
+    const samplesPerSecond = Math.max(0, Math.min(endStep * globalBatch, data.train.count * config.train.epochs) - startStep * globalBatch) / seconds;
     const result: TrainResult = {
       runDir, testAccuracy: last.testAccuracy, testLoss: last.testLoss, samplesPerSecond, seconds,
-      steps: stepsPerEpoch * config.train.epochs, checkpoint,
+      steps: stopped?.step ?? stepsPerEpoch * config.train.epochs, checkpoint, ...(stopped ? { stopped } : {}),
     };
     emit({ type: 'end', seconds, samplesPerSecond, testAccuracy: last.testAccuracy, testLoss: last.testLoss,
       maxRssBytes: process.resourceUsage().maxRSS * 1024 });
     return result;
   } finally {
+    await stopControl?.close();
     metrics?.close();
   }
 }

@@ -37,14 +37,18 @@ export interface LoopOptions {
   takeCommStats?: () => CommStats;
   /** injected faults: this device's compute slowdown, the step it throws at (none when absent) */
   faults?: FaultPlan;
-  /** called after each epoch (evaluation, checkpoints), after the strategy's onFinish for the last; awaited */
-  onEpochEnd?: (epoch: number, step: number) => Promise<void> | void;
+  /** called after each epoch (evaluation, checkpoints), after the strategy's onFinish for the last; awaited; `stopped`: the run stops here (a graceful stop) */
+  onEpochEnd?: (epoch: number, step: number, stopped: boolean) => Promise<void> | void;
+  /** before each step: false when the job agreed to stop before it (stopGate.ts); the run then ends as if the last step were its last */
+  mayStart?: (step: number) => boolean | Promise<boolean>;
   /** resuming: the global step to start at (the steps before it are skipped, the data order kept) */
   firstStep?: number;
   /** after the strategy's onStart (whose broadcast made every replica rank 0's): put a resumed device's own state back */
   afterStart?: () => Promise<void> | void;
   /** after every step, `stepsDone` steps into the run (checkpoint sets); awaited */
   onStepEnd?: (stepsDone: number, stepsPerEpoch: number, totalSteps: number) => Promise<void>;
+  /** an agreed stop after `stepsDone` steps, before the strategy's final consolidation (a checkpoint set to resume from); awaited */
+  onStop?: (stepsDone: number, stepsPerEpoch: number, totalSteps: number) => Promise<void>;
 }
 
 /** Samples one step processes over all devices. */
@@ -94,12 +98,14 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
   await o.afterStart?.();
   takeCommStats();
   const firstStep = o.firstStep ?? 0;
-  let step = Math.floor(firstStep / stepsPerEpoch) * stepsPerEpoch;
-  for (let epoch = step / stepsPerEpoch; epoch < config.train.epochs; epoch++) {
+  let step = Math.floor(firstStep / stepsPerEpoch) * stepsPerEpoch, stopped = false;
+  for (let epoch = step / stepsPerEpoch; epoch < config.train.epochs && !stopped; epoch++) {
     const epochStart = performance.now();
     const sum = { lossSum: 0, correct: 0, samples: 0, computeMs: 0, syncMs: 0, idleMs: 0, bytes: 0, peakActivationBytes: 0 };
+    const epochFirstStep = Math.max(step, firstStep);
     for (const batch of sampler.epoch(epoch)) {
       if (step < firstStep) { step++; continue; }
+      if (o.mayStart && !(await o.mayStart(step))) { stopped = true; break; }
       const n = batch.indices.length;
       const lr = learningRateAt(step, baseLr, config.schedule, totalSteps);
       const info = { step, epoch, lr, samples: n };
@@ -147,9 +153,13 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
       step++;
       await o.onStepEnd?.(step, stepsPerEpoch, totalSteps);
     }
-    emit({ type: 'rankEpoch', rank, epoch, ...sum, seconds: (performance.now() - epochStart) / 1000 });
+    // an epoch the stop left without steps is not reported, and the stop is that of the epoch before
+    const ran = step > epochFirstStep;
+    if (ran) emit({ type: 'rankEpoch', rank, epoch, ...sum, seconds: (performance.now() - epochStart) / 1000 });
     // the final consolidation (last average, last push) comes before the last evaluation
-    if (epoch === config.train.epochs - 1) await strategy.onFinish?.(view);
-    await o.onEpochEnd?.(epoch, step);
+    // a stop's checkpoint set holds the state before the final consolidation, as a resume needs it
+    if (stopped) await o.onStop?.(step, stepsPerEpoch, totalSteps);
+    if (stopped || epoch === config.train.epochs - 1) await strategy.onFinish?.(view);
+    await o.onEpochEnd?.(ran || epoch === 0 ? epoch : epoch - 1, step, stopped);
   }
 }

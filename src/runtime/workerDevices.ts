@@ -12,6 +12,7 @@ import { crossWorldOf, parameterServerWorldOf, type ProcessPlacement } from './p
 import type { EventSink } from './events.ts';
 import type { FaultPlan } from './faultPlan.ts';
 import { serverStartWeights, type CheckpointSetup } from './deviceCheckpoints.ts';
+import type { StopGateMemory } from './stopGate.ts';
 import type { RunConfig } from '../config/runConfig.ts';
 
 export interface WorkerDevicesOptions {
@@ -27,6 +28,8 @@ export interface WorkerDevicesOptions {
   checkpoints: CheckpointSetup;
   emit: EventSink;
   faults: FaultPlan;
+  /** this process's stop gate (stopGate.ts); absent: the run cannot be stopped */
+  stopGate?: StopGateMemory;
   log?: (message: string) => void;
 }
 
@@ -73,6 +76,7 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
       remotePs: remotePs ? parameterServerWorldOf(placement!, threads, rank + 1, config.train.devices) : null,
       train, test: rank === 0 ? test : null,
       checkpointPath: rank === 0 ? o.checkpointPath : null, checkpoints: o.checkpoints, faults: o.faults.toData(),
+      stop: o.stopGate ? { gate: o.stopGate, local } : null,
     };
     const worker = spawnModuleWorker(import.meta.url, './deviceWorker', init);
     worker.on('message', (m: DeviceWorkerMessage) => {

@@ -1,0 +1,136 @@
+/**
+ * Graceful stops: the first SIGINT/SIGTERM makes every device finish the step in flight and stop at
+ * one agreed step; the checkpoint is written, a 'stopped' event recorded, the CLI says how to resume
+ * and exits 130 (SIGINT) / 143 (SIGTERM); a second signal exits at once. The same through
+ * `paratrain launch` with 2 processes (every process stops at the same step).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { MAIN, REPO, runCli, tmpDir } from '../cli/helpers.ts';
+import { randomPort, tinyJobConfig } from './jobHelpers.ts';
+import { readCheckpoint } from '../../src/runtime/checkpoint.ts';
+import { train } from '../../src/runtime/train.ts';
+import { loadConfig } from '../../src/config/index.ts';
+
+interface Run { code: number | null; signal: NodeJS.Signals | null; stderr: string; stdout: string }
+
+/** Starts the CLI; once metrics.jsonl in `runDir` holds a step event, sends `signals` (spaced by `gapMs`). */
+function runAndSignal(args: string[], runDir: string, signals: NodeJS.Signals[], gapMs = 0): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+      cwd: REPO, env: { ...process.env, PARATRAIN_OFFLINE: '1' }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '', stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d; });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
+    const metrics = join(runDir, 'metrics.jsonl');
+    const poll = setInterval(() => {
+      if (!existsSync(metrics) || !readFileSync(metrics, 'utf8').includes('"type":"step"')) return;
+      clearInterval(poll);
+      signals.forEach((s, i) => setTimeout(() => child.kill(s), i * gapMs));
+    }, 20);
+    const killer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+    child.on('error', reject);
+    child.on('close', (code, signal) => { clearInterval(poll); clearTimeout(killer); resolve({ code, signal, stderr, stdout }); });
+  });
+}
+
+function events(runDir: string): Record<string, unknown>[] {
+  return readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+}
+
+/** Each device's last step index. */
+function lastSteps(runDir: string): Map<number, number> {
+  const last = new Map<number, number>();
+  for (const e of events(runDir)) if (e.type === 'step') last.set(e.rank as number, Math.max(last.get(e.rank as number) ?? -1, e.step as number));
+  return last;
+}
+
+function checkStopped(r: Run, runDir: string, signal: string, code: number, devices: number): void {
+  assert.equal(r.code, code, r.stderr);
+  const stopped = events(runDir).find((e) => e.type === 'stopped');
+  assert.ok(stopped, `a 'stopped' event in metrics.jsonl\n${r.stderr}`);
+  assert.equal(stopped.signal, signal);
+  const steps = stopped.step as number;
+  assert.ok(steps > 0 && steps < 6 * 400, `stopped mid-run (${steps})`);
+  const last = lastSteps(runDir);
+  assert.equal(last.size, devices);
+  for (const [rank, s] of last) assert.equal(s, steps - 1, `device ${rank} ran steps 0 … ${steps - 1}`);
+  const line = `paratrain: stopped by ${signal} at step ${steps} (epoch ${stopped.epoch}); the checkpoint is in ${runDir}; resume with: paratrain train --resume ${runDir}`;
+  assert.ok(r.stderr.includes(line), `expected the line\n${line}\nin\n${r.stderr}`);
+  const ckpt = readCheckpoint(join(runDir, 'model.safetensors'));
+  assert.equal(ckpt.metadata.step, String(steps), 'the checkpoint is of the step the run stopped at');
+}
+
+/** The tiny job of the multi-process tests, for 400 epochs of 6 steps: far longer than a test waits. */
+function longJob(dir: string): string {
+  const file = tinyJobConfig(dir);
+  writeFileSync(file, readFileSync(file, 'utf8').replace('epochs: 1,', 'epochs: 400,'));
+  return file;
+}
+
+test('SIGINT stops a 2-device hybrid run at one step on both devices, with a checkpoint, and exits 130', { timeout: 180_000 }, async () => {
+  const dir = tmpDir('paratrain-signal-'), out = join(dir, 'run');
+  const r = await runAndSignal(['train', longJob(dir), '--devices', '2', '--strategy', 'hybrid', '--out', out], out, ['SIGINT']);
+  checkStopped(r, out, 'SIGINT', 130, 2);
+  // the report reads a stopped run
+  const report = await runCli(['report', out]);
+  assert.equal(report.code, 0, report.stderr);
+});
+
+test('SIGTERM stops the run the same way and exits 143', { timeout: 180_000 }, async () => {
+  const dir = tmpDir('paratrain-signal-'), out = join(dir, 'run');
+  const r = await runAndSignal(['train', longJob(dir), '--devices', '2', '--strategy', 'hybrid', '--out', out, '--quiet'], out, ['SIGTERM']);
+  checkStopped(r, out, 'SIGTERM', 143, 2);
+});
+
+test('a second SIGINT exits at once (130) with one line', { timeout: 180_000 }, async () => {
+  const dir = tmpDir('paratrain-signal-'), out = join(dir, 'run');
+  // a straggler makes the step in flight long, so the second signal lands before the stop completes
+  const r = await runAndSignal(['train', longJob(dir), '--devices', '2', '--strategy', 'hybrid', '--out', out, '--slow-device', '1:400'],
+    out, ['SIGINT', 'SIGINT'], 100);
+  assert.equal(r.code, 130, r.stderr);
+  assert.match(r.stderr, /paratrain: second SIGINT: exiting at once/);
+  assert.ok(!events(out).some((e) => e.type === 'stopped'), 'no graceful stop was recorded');
+});
+
+test('a 2-process launch job sent SIGINT stops both processes at the same step and exits 130', { timeout: 240_000 }, async () => {
+  const dir = tmpDir('paratrain-signal-'), out = join(dir, 'run');
+  const r = await runAndSignal(['launch', '--nproc-per-node', '2', '--master-port', String(randomPort()), '--',
+    'train', longJob(dir), '--devices', '1', '--strategy', 'hybrid', '--out', out], out, ['SIGINT']);
+  // rank 0 records its device and process 1's device reports through the same step counts
+  assert.equal(r.code, 130, r.stderr);
+  const stopped = events(out).find((e) => e.type === 'stopped');
+  assert.ok(stopped, r.stderr);
+  const last = lastSteps(out);
+  assert.equal(last.get(0), (stopped.step as number) - 1);
+  // process 1 prints its own summary; both processes' devices stopped after the same number of steps
+  const rank1 = r.stdout.split('\n').find((l) => l.startsWith('[rank 1] {'));
+  assert.ok(rank1, r.stdout);
+  assert.match(r.stderr, /stopped by SIGINT at step \d+/);
+  assert.equal(JSON.parse(rank1.slice('[rank 1] '.length)).stopped?.step, stopped.step, 'process 1 stopped after the same steps');
+});
+
+test('the library: aborting TrainOptions.signal stops the run; the result says stopped', { timeout: 120_000 }, async () => {
+  const dir = tmpDir('paratrain-signal-');
+  const config = loadConfig(longJob(dir));
+  const controller = new AbortController();
+  const stepsSeen = new Map<number, number>();
+  const result = await train({ ...config, train: { ...config.train, devices: 2 } }, {
+    out: join(dir, 'run'), signal: controller.signal,
+    onEvent: (e) => {
+      if (e.type !== 'step') return;
+      stepsSeen.set(e.rank, e.step);
+      if (e.step === 7 && e.rank === 0) controller.abort('SIGINT');
+    },
+  });
+  assert.ok(result.stopped, 'result.stopped');
+  assert.equal(result.stopped.signal, 'SIGINT');
+  assert.ok(result.stopped.step >= 8 && result.stopped.step <= 10, `stopped just after the abort (${result.stopped.step})`);
+  assert.equal(result.steps, result.stopped.step);
+  for (const [rank, s] of stepsSeen) assert.equal(s, result.stopped.step - 1, `device ${rank}`);
+  assert.ok(existsSync(result.checkpoint));
+});
