@@ -1,3 +1,5 @@
+import type { StallReport } from '../comm/stallInspector.ts';
+
 /** Everything a run reports, as it happens; the CLI renders them, the metrics file stores them. */
 export type TrainEvent =
   | { type: 'start'; runDir: string; dataSource: string; backend: string;
@@ -32,6 +34,7 @@ export type TrainEvent =
       badSteps?: number }
   | { type: 'eval'; epoch: number; step: number; testLoss: number; testAccuracy: number }
   | { type: 'checkpoint'; epoch: number; path: string }
+  | ({ type: 'stall' } & StallReport)
   | { type: 'end'; seconds: number; samplesPerSecond: number; testAccuracy: number; testLoss: number;
       /** peak resident memory of the whole process (all devices' threads) */
       maxRssBytes: number };

@@ -9,6 +9,7 @@ import type { RunConfig } from '../config/runConfig.ts';
 import type { EventSink } from './events.ts';
 import { FaultPlan } from './faultPlan.ts';
 import { BadStepGuard } from './badSteps.ts';
+import { noteStep } from '../comm/stallInspector.ts';
 import type { ProbeBatch } from './nonFiniteProbe.ts';
 
 /** What the loop trains: a whole-model Replica, or one device's part of a model-parallel model. */
@@ -101,6 +102,7 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
       const lr = learningRateAt(step, baseLr, config.schedule, totalSteps);
       const info: StepInfo = { step, epoch, lr, samples: n };
       let probe: ProbeBatch | null = null;
+      noteStep(step);
       const t0 = performance.now();
       await strategy.beforeStep?.(view, info);
       if (faults.failsAt(rank, step)) throw new Error(`injected failure at step ${step}`);
