@@ -143,7 +143,7 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
         loss: r.samples ? r.lossSum / r.samples : 0, accuracy: r.samples ? r.correct / r.samples : 0,
         lr, samples: r.samples, computeMs, syncMs, idleMs, bytes, activationBytes, ...(stats ?? {}), ...(skipped || guard.total > 0 ? { badSteps: guard.total + (skipped ? 1 : 0) } : {}),
       });
-      await guard.record(skipped, step, async () => (probe && replica.locateNonFinite ? replica.locateNonFinite(probe) : null));
+      await guard.record(skipped, { step, epoch, lossSum: r.lossSum }, async () => (probe && replica.locateNonFinite ? replica.locateNonFinite(probe) : null));
       step++;
     }
     emit({ type: 'rankEpoch', rank, epoch, ...sum, ...(guard.inEpoch > 0 ? { badSteps: guard.inEpoch } : {}), seconds: (performance.now() - epochStart) / 1000 });
