@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { train, loadConfig, readMetrics, readCheckpoint } from '../../src/index.ts';
 import { FaultPlan } from '../../src/runtime/faultPlan.ts';
+import { loadReportRuns, summaryTable } from '../../src/report/index.ts';
 import type { RunConfig } from '../../src/config/runConfig.ts';
 
 const SUBSET = new URL('../../data/fashion-mnist-subset/', import.meta.url).pathname;
@@ -60,5 +61,9 @@ for (const strategy of ['hybrid', 'bsp', 'async'] as const) {
     assert.equal(epoch['badSteps'], 1);
     assert.ok(finiteWeights(result.checkpoint), 'no NaN reached the weights');
     assert.ok(result.testAccuracy > 0.4, `the run trained on: accuracy ${result.testAccuracy}`);
+    // `paratrain report` shows the count in its summary table
+    const [header, , row] = summaryTable(loadReportRuns([out])).split('\n');
+    assert.match(header!, /bad steps +run$/);
+    assert.match(row!, / 1  \S+ ×2 \(run\)$/);
   });
 }
