@@ -25,6 +25,10 @@ export interface TrainSpec {
   microBatches: number;
   /** BatchNorm statistics all-reduced over the devices (false: per-device statistics) */
   syncBatchNorm: boolean;
+  /** a step with a NaN/Inf loss or gradient is skipped on every device; this many in a row stop the run */
+  maxBadSteps: number;
+  /** a collective or parameter-server wait longer than this logs who has not arrived (stall inspector) */
+  stallWarningSeconds: number;
 }
 
 /** A validated run configuration: what `paratrain train` and the `train()` API consume. */

@@ -20,6 +20,8 @@ export interface StepInfo {
   lr: number;
   /** samples this replica processes in this step */
   samples: number;
+  /** this device's loss is NaN/Inf: the step is to be skipped (see nonFinite.ts) */
+  lossNonFinite?: boolean;
 }
 
 /** Counters a strategy reports with each step (staleness of async gradients, …). */
@@ -27,6 +29,8 @@ export interface StrategyStepStats {
   staleness?: number;
   /** gradients dropped for exceeding the staleness bound */
   dropped?: number;
+  /** the update was skipped because of a NaN/Inf loss or gradient (on every device alike, in lockstep strategies) */
+  skipped?: boolean;
 }
 
 /**
@@ -72,6 +76,12 @@ export interface Strategy {
    * resize rule maps it to.
    */
   restoreState?(state: StrategyState): void;
+  /**
+   * Lockstep strategies only: sums a small vector over every device (a collective every device
+   * calls at the same point). The loop uses it to agree on skipping a step with a non-finite
+   * gradient, and on the message when too many in a row stop the run.
+   */
+  agree?(values: Float32Array): Promise<void>;
 }
 
 /** A saved tensor of a strategy's state copied into `into`; a missing or wrong-sized one is an error naming it. */

@@ -40,6 +40,8 @@ export interface RunSummary {
   /** mean staleness of applied gradients (asynchronous runs), or null */
   meanStaleness: number | null;
   dropped: number;
+  /** steps skipped for NaN/Inf: the most any one device skipped (lockstep devices skip the same ones) */
+  badSteps: number;
   bytes: number;
   maxRssBytes: number | null;
   perDevice: DeviceSummary[];
@@ -64,6 +66,7 @@ export function summarize(run: RunData): RunSummary {
     idleShare: busy > 0 ? total((d) => d.idleMs) / busy : 0,
     meanStaleness: stale.length > 0 ? stale.reduce((n, s) => n + s.staleness!, 0) / stale.length : null,
     dropped: run.steps.reduce((n, s) => n + (s.dropped ?? 0), 0),
+    badSteps: mostSkipped(run.steps),
     bytes: total((d) => d.bytes),
     maxRssBytes: run.end?.maxRssBytes ?? null,
     perDevice,
@@ -261,4 +264,10 @@ function maxOf(...arrays: readonly (readonly number[])[]): number {
   let m = -Infinity;
   for (const a of arrays) for (const x of a) if (x > m) m = x;
   return m;
+}
+
+function mostSkipped(steps: readonly StepInfo[]): number {
+  const perRank = new Map<number, number>();
+  for (const s of steps) if (s.skipped) perRank.set(s.rank, (perRank.get(s.rank) ?? 0) + 1);
+  return Math.max(0, ...perRank.values());
 }

@@ -101,7 +101,7 @@ ${sections}
 }
 
 function summaryTable(runs: readonly ReportRun[]): string {
-  const columns = ['run', 'devices', 'test accuracy', 'wall time', 'samples/s', 'mean idle', 'mean staleness', 'stragglers', 'bytes sent', 'peak memory'];
+  const columns = ['run', 'devices', 'test accuracy', 'wall time', 'samples/s', 'mean idle', 'mean staleness', 'stragglers', 'bytes sent', 'peak memory', 'bad steps'];
   const head = columns.map((c) => `<th>${esc(c)}</th>`).join('');
   const body = runs.map((r, i) => {
     const row = summaryRow(r.label, r.summary);

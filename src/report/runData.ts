@@ -18,6 +18,8 @@ export interface StartInfo {
 export interface StepInfo {
   time: number; rank: number; epoch: number; step: number; loss: number; accuracy: number; samples: number;
   computeMs: number; syncMs: number; idleMs: number; bytes: number; staleness?: number; dropped?: number;
+  /** the update was skipped (NaN/Inf) */
+  skipped?: boolean;
 }
 export interface EvalInfo { time: number; epoch: number; step: number; testLoss: number; testAccuracy: number }
 export interface EpochInfo { time: number; epoch: number; loss: number; accuracy: number; samples: number; seconds: number; samplesPerSecond: number }
@@ -116,6 +118,7 @@ export function parseRun(all: MetricEvent[], where: { dir: string; metricsPath: 
         };
         if (typeof e.staleness === 'number') step.staleness = e.staleness;
         if (typeof e.dropped === 'number') step.dropped = e.dropped;
+        if (e.skipped === true) step.skipped = true;
         run.steps.push(step);
         break;
       }

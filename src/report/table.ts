@@ -32,13 +32,14 @@ export function summaryRow(label: string, s: RunSummary): Record<string, string>
     stragglers: s.perDevice.filter((d) => d.straggler).map((d) => `device ${d.rank}`).join(', ') || '—',
     'bytes sent': formatBytes(s.bytes),
     'peak memory': formatBytes(s.maxRssBytes),
+    'bad steps': String(s.badSteps),
   };
 }
 
-const NUMERIC = new Set(['devices', 'test accuracy', 'wall time', 'samples/s', 'mean idle', 'mean staleness', 'bytes sent', 'peak memory']);
+const NUMERIC = new Set(['devices', 'test accuracy', 'wall time', 'samples/s', 'mean idle', 'mean staleness', 'bytes sent', 'peak memory', 'bad steps']);
 
 /** A plain-text table; `columns` picks and orders the columns of `summaryRow`. */
-export function formatTable(rows: { label: string; summary: RunSummary }[], columns: readonly string[] = TERMINAL_COLUMNS): string {
+export function formatTable(rows: { label: string; summary: RunSummary }[], columns: readonly string[] = withBadSteps(rows)): string {
   const cells = rows.map((r) => summaryRow(r.label, r.summary));
   const width = columns.map((c) => Math.max(c.length, ...cells.map((row) => (row[c] ?? '').length)));
   const line = (values: string[]) => values.map((v, i) => (NUMERIC.has(columns[i]!) ? v.padStart(width[i]!) : v.padEnd(width[i]!))).join('  ').trimEnd();
@@ -46,3 +47,8 @@ export function formatTable(rows: { label: string; summary: RunSummary }[], colu
 }
 
 export const TERMINAL_COLUMNS = ['strategy', 'devices', 'test accuracy', 'wall time', 'samples/s', 'mean idle', 'mean staleness', 'stragglers', 'run'] as const;
+
+/** The terminal columns, with 'bad steps' (steps skipped for NaN/Inf) before 'run' when some run has any. */
+function withBadSteps(rows: { summary: RunSummary }[]): readonly string[] {
+  return rows.some((r) => r.summary.badSteps > 0) ? [...TERMINAL_COLUMNS.slice(0, -1), 'bad steps', 'run'] : TERMINAL_COLUMNS;
+}

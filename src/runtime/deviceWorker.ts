@@ -1,4 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads';
+import { setStallSink } from '../comm/stallInspector.ts';
 import { getBackend } from '../kernels/index.ts';
 import type { Dataset } from '../data/dataset.ts';
 import type { Communicator } from '../comm/communicator.ts';
@@ -80,6 +81,7 @@ try {
       (control, word, ready) => waitUntil(control, word, ready, local.abortSignal()));
   }
   const strategy = createStrategy(config.train.strategy, { comm, ps });
+  setStallSink((report) => post({ kind: 'event', event: { type: 'stall', ...report } }));
   await runDevice({
     config, rank, worldSize: size, backend, strategy, train: init.train, test: init.test,
     checkpointPath: init.checkpointPath, checkpoints: init.checkpoints, shared: true, comm, faults: FaultPlan.fromData(init.faults),

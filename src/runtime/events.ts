@@ -1,3 +1,5 @@
+import type { StallReport } from '../comm/stallInspector.ts';
+
 /** Everything a run reports, as it happens; the CLI renders them, the metrics file stores them. */
 export type TrainEvent =
   | { type: 'start'; runDir: string; dataSource: string; backend: string;
@@ -16,12 +18,20 @@ export type TrainEvent =
       bytes: number;
       /** activation bytes the model held for backward at the step's peak (one micro-batch's worth) */
       activationBytes?: number;
-      staleness?: number; dropped?: number }
+      staleness?: number; dropped?: number;
+      /** the update was skipped: a NaN/Inf loss or gradient (on every device alike in lockstep strategies) */
+      skipped?: boolean;
+      /** steps this device skipped so far in the run (present once there is one) */
+      badSteps?: number }
   | { type: 'rankEpoch'; rank: number; epoch: number; lossSum: number; correct: number; samples: number;
       seconds: number; computeMs: number; syncMs: number; idleMs: number; bytes: number;
       /** the most activation bytes held in any step of the epoch */
-      peakActivationBytes?: number }
-  | { type: 'epoch'; epoch: number; loss: number; accuracy: number; samples: number; seconds: number; samplesPerSecond: number }
+      peakActivationBytes?: number;
+      /** steps skipped in the epoch (NaN/Inf) */
+      badSteps?: number }
+  | { type: 'epoch'; epoch: number; loss: number; accuracy: number; samples: number; seconds: number; samplesPerSecond: number;
+      /** the most steps any one device skipped in the epoch (NaN/Inf; lockstep devices skip the same steps) */
+      badSteps?: number }
   | { type: 'eval'; epoch: number; step: number; testLoss: number; testAccuracy: number }
   /** a model file (RUN_DIR/model.safetensors) or, with `step`, a complete checkpoint set */
   | { type: 'checkpoint'; epoch: number; path: string; step?: number }
@@ -29,6 +39,7 @@ export type TrainEvent =
   | { type: 'resume'; step: number; epoch: number; fromDevices: number; devices: number; checkpoint: string }
   /** the run was stopped gracefully (a signal; TrainOptions.signal) after `step` steps, in epoch `epoch` (1-based) */
   | { type: 'stopped'; step: number; epoch: number; signal: string }
+  | ({ type: 'stall' } & StallReport)
   | { type: 'end'; seconds: number; samplesPerSecond: number; testAccuracy: number; testLoss: number;
       /** peak resident memory of the whole process (all devices' threads) */
       maxRssBytes: number };
@@ -55,6 +66,12 @@ export function epochAggregator(devices: number, emit: EventSink): EventSink {
       type: 'epoch', epoch: event.epoch, samples, seconds, samplesPerSecond: samples / seconds,
       loss: list.reduce((n, e) => n + e.lossSum, 0) / Math.max(samples, 1),
       accuracy: list.reduce((n, e) => n + e.correct, 0) / Math.max(samples, 1),
+      ...badStepsOf(list),
     });
   };
+}
+
+function badStepsOf(list: { badSteps?: number }[]): { badSteps?: number } {
+  const most = Math.max(0, ...list.map((e) => e.badSteps ?? 0));
+  return most > 0 ? { badSteps: most } : {};
 }

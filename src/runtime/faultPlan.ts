@@ -1,6 +1,7 @@
 /**
  * Injected faults, for testing a job's straggler and failure handling: which devices compute slower
- * and by what factor, and which device throws at which global step. One object built where the
+ * and by what factor, which device throws at which global step, and which device's gradient
+ * turns NaN at which step (`nan`, to test that a non-finite step is skipped everywhere). One object built where the
  * faults are given (the `--slow-device` flag, the PARATRAIN_FAIL_AT variable, or TrainOptions'
  * slowDevices/failAt), checked there, and asked by every device's training loop.
  */
@@ -11,6 +12,8 @@ export interface FaultPlanData {
   slow: [number, number][];
   /** [device rank, global step at which that device throws] */
   fail: [number, number][];
+  /** [device rank, global step at which that device's first gradient becomes NaN] */
+  nan?: [number, number][];
   /** where each kind of fault was given, so errors name the flag or option the user wrote */
   slowSource: string;
   failSource: string;
@@ -26,6 +29,7 @@ export class FaultPlan {
 
   private readonly slow: ReadonlyMap<number, number>;
   private readonly fail: ReadonlyMap<number, number>;
+  private readonly nan: readonly [number, number][];
   private readonly slowSource: string;
   private readonly failSource: string;
 
@@ -40,6 +44,10 @@ export class FaultPlan {
       if (!wholeAtLeastZero(rank)) throw new Error(`${this.failSource}: a device rank is a whole number ≥ 0, got ${rank}`);
       if (!wholeAtLeastZero(step)) throw new Error(`${this.failSource}: device ${rank}'s failing step must be a whole number ≥ 0, got ${step}`);
     }
+    for (const [rank, step] of data.nan ?? []) {
+      if (!wholeAtLeastZero(rank) || !wholeAtLeastZero(step)) throw new Error(`nanAt: expected a device rank and a step, whole numbers ≥ 0, got ${rank}:${step}`);
+    }
+    this.nan = [...data.nan ?? []];
     this.slow = new Map(data.slow);
     this.fail = new Map(data.fail);
   }
@@ -78,7 +86,7 @@ export class FaultPlan {
   }
 
   toData(): FaultPlanData {
-    return { slow: [...this.slow], fail: [...this.fail], slowSource: this.slowSource, failSource: this.failSource };
+    return { slow: [...this.slow], fail: [...this.fail], nan: [...this.nan], slowSource: this.slowSource, failSource: this.failSource };
   }
 
   /** Refuses a fault on a device the job does not have (it would silently never happen). */
@@ -90,6 +98,7 @@ export class FaultPlan {
     };
     check(this.slowSource, this.slow.keys());
     check(this.failSource, this.fail.keys());
+    check('nanAt', this.nan.map(([rank]) => rank));
   }
 
   /** How many times as long device `rank`'s compute takes (1: normal speed). */
@@ -100,5 +109,10 @@ export class FaultPlan {
   /** Whether device `rank` is to throw at global step `step`. */
   failsAt(rank: number, step: number): boolean {
     return this.fail.get(rank) === step;
+  }
+
+  /** Whether device `rank`'s gradient is to become NaN at global step `step`. */
+  poisonsAt(rank: number, step: number): boolean {
+    return this.nan.some(([r, s]) => r === rank && s === step);
   }
 }

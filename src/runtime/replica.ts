@@ -13,6 +13,7 @@ import type { Dataset } from '../data/dataset.ts';
 import type { RunConfig } from '../config/runConfig.ts';
 import type { ReplicaView } from '../parallel/strategy.ts';
 import { accumulateMicroBatches } from '../parallel/microbatch.ts';
+import { locateNonFinite, type ProbeBatch } from './nonFiniteProbe.ts';
 
 export interface StepResult {
   lossSum: number;
@@ -161,6 +162,11 @@ export class Replica<M extends TrainableModel = Sequential> {
     const x = this.batchTensor(images, labels.length);
     return accumulateMicroBatches(this.model, this.loss, x, labels, { ...ctx, training: true, globalBatch: globalBatchSize }, gradScale,
       this.config.train.microBatches, onGradientsReady);
+  }
+
+  /** Where this device's step on `batch` first holds a NaN/Inf (see nonFiniteProbe.ts). */
+  locateNonFinite(batch: ProbeBatch): Promise<string | null> {
+    return locateNonFinite(this as Replica<TrainableModel>, batch);
   }
 
   /** Mean loss and accuracy over a dataset, in evaluation mode (no dropout, running BatchNorm stats). */

@@ -2,12 +2,15 @@ import { GlobalBatchSampler } from '../data/sampler.ts';
 import { Batcher } from '../data/batcher.ts';
 import type { Dataset } from '../data/dataset.ts';
 import { learningRateAt } from '../optim/schedule.ts';
-import type { Strategy, ReplicaView } from '../parallel/strategy.ts';
+import type { Strategy, ReplicaView, StepInfo } from '../parallel/strategy.ts';
 import type { StepResult } from './replica.ts';
 import type { ForwardContext } from '../nn/layer.ts';
 import type { RunConfig } from '../config/runConfig.ts';
 import type { EventSink } from './events.ts';
 import { FaultPlan } from './faultPlan.ts';
+import { BadStepGuard } from './badSteps.ts';
+import { noteStep } from '../comm/stallInspector.ts';
+import type { ProbeBatch } from './nonFiniteProbe.ts';
 
 /** What the loop trains: a whole-model Replica, or one device's part of a model-parallel model. */
 export interface TrainableReplica {
@@ -23,6 +26,8 @@ export interface TrainableReplica {
   readonly gradientReadyOffsets: readonly number[];
   /** the most bytes of activations held for backward since the last call */
   takePeakActivationBytes(): number;
+  /** where this device's step first holds a NaN/Inf, run again on its batch (nonFiniteProbe.ts) */
+  locateNonFinite?(batch: ProbeBatch): Promise<string | null>;
 }
 
 export interface LoopOptions {
@@ -94,6 +99,7 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
   const batcher = new Batcher(o.train);
   const view = viewOf(replica);
   const onGradientsReady = strategy.onGradientsReady ? (offset: number) => strategy.onGradientsReady!(view, offset) : undefined;
+  const guard = new BadStepGuard(config.train.maxBadSteps, rank, worldSize, strategy, faults, config.optimizer.lr);
   await strategy.onStart?.(view);
   await o.afterStart?.();
   takeCommStats();
@@ -101,6 +107,7 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
   let step = Math.floor(firstStep / stepsPerEpoch) * stepsPerEpoch, stopped = false;
   for (let epoch = step / stepsPerEpoch; epoch < config.train.epochs && !stopped; epoch++) {
     const epochStart = performance.now();
+    guard.inEpoch = 0;
     const sum = { lossSum: 0, correct: 0, samples: 0, computeMs: 0, syncMs: 0, idleMs: 0, bytes: 0, peakActivationBytes: 0 };
     const epochFirstStep = Math.max(step, firstStep);
     for (const batch of sampler.epoch(epoch)) {
@@ -108,7 +115,9 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
       if (o.mayStart && !(await o.mayStart(step))) { stopped = true; break; }
       const n = batch.indices.length;
       const lr = learningRateAt(step, baseLr, config.schedule, totalSteps);
-      const info = { step, epoch, lr, samples: n };
+      const info: StepInfo = { step, epoch, lr, samples: n };
+      let probe: ProbeBatch | null = null;
+      noteStep(step);
       const t0 = performance.now();
       await strategy.beforeStep?.(view, info);
       if (faults.failsAt(rank, step)) throw new Error(`injected failure at step ${step}`);
@@ -120,45 +129,47 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
       if (n > 0 || replica.stepsWithoutSamples) {
         const { images, labels } = batcher.gather(batch.indices);
         // Scale by the GLOBAL batch: the mean over devices of these gradients is the global mean.
-        r = await replica.computeGradientsAsync(images, labels,
-          { training: true, seed: config.train.seed, step, sampleOffset: batch.globalOffset, rank, localOffset: 0 },
-          worldSize / batch.globalBatchSize, onGradientsReady, batch.globalBatchSize);
+        probe = { images, labels, ctx: { training: true, seed: config.train.seed, step, sampleOffset: batch.globalOffset, rank, localOffset: 0 },
+          gradScale: worldSize / batch.globalBatchSize, globalBatchSize: batch.globalBatchSize, poison: guard.poisonAt(step) };
+        r = await replica.computeGradientsAsync(images, labels, probe.ctx, probe.gradScale, onGradientsReady, batch.globalBatchSize);
+        probe.poison?.(view.grads);
       } else if (onGradientsReady) {
         // its zero gradients are final at once; the same announcements keep bucketed reductions in step
         for (const offset of replica.gradientReadyOffsets) onGradientsReady(offset);
       }
       const activationBytes = replica.takePeakActivationBytes();
-      if (!Number.isFinite(r.lossSum)) {
-        throw new Error(`training diverged: the loss is ${r.lossSum} at step ${step + 1} (epoch ${epoch + 1}) on device ${rank}; ` +
-          `lower optimizer.lr (now ${config.optimizer.lr}) or add schedule.warmupSteps`);
-      }
+      info.lossNonFinite = !Number.isFinite(r.lossSum);
       if (slowdown > 1) sleepSync((performance.now() - t1) * (slowdown - 1));
       const t2 = performance.now();
       // gradient buckets reduced during backward are communication, not compute
       const during = takeCommStats();
-      const stats = strategy.applyUpdate ? await strategy.applyUpdate(view, info) : view.localStep(lr);
+      const stats = await guard.update(view, info);
       await strategy.afterStep?.(view, info);
       const t3 = performance.now();
       const after = takeCommStats();
       const idleMs = before.idleMs + during.idleMs + after.idleMs, bytes = before.bytes + during.bytes + after.bytes;
       const computeMs = t2 - t1 - during.commMs, syncMs = (t1 - t0) + during.commMs + (t3 - t2);
-      sum.lossSum += r.lossSum; sum.correct += r.correct; sum.samples += r.samples;
+      const skipped = stats?.skipped === true;
+      // a skipped step's non-finite loss stays out of the epoch's loss
+      if (!skipped) sum.lossSum += r.lossSum;
+      sum.correct += r.correct; sum.samples += r.samples;
       sum.computeMs += computeMs; sum.syncMs += syncMs; sum.idleMs += idleMs; sum.bytes += bytes;
       sum.peakActivationBytes = Math.max(sum.peakActivationBytes, activationBytes);
       emit({
         type: 'step', rank, epoch, step, stepInEpoch: batch.step, stepsPerEpoch,
         loss: r.samples ? r.lossSum / r.samples : 0, accuracy: r.samples ? r.correct / r.samples : 0,
-        lr, samples: r.samples, computeMs, syncMs, idleMs, bytes, activationBytes, ...(stats ?? {}),
+        lr, samples: r.samples, computeMs, syncMs, idleMs, bytes, activationBytes, ...(stats ?? {}), ...(skipped || guard.total > 0 ? { badSteps: guard.total + (skipped ? 1 : 0) } : {}),
       });
+      await guard.record(skipped, { step, epoch, lossSum: r.lossSum }, async () => (probe && replica.locateNonFinite ? replica.locateNonFinite(probe) : null));
       step++;
       await o.onStepEnd?.(step, stepsPerEpoch, totalSteps);
     }
     // an epoch the stop left without steps is not reported, and the stop is that of the epoch before
     const ran = step > epochFirstStep;
-    if (ran) emit({ type: 'rankEpoch', rank, epoch, ...sum, seconds: (performance.now() - epochStart) / 1000 });
-    // the final consolidation (last average, last push) comes before the last evaluation
+    if (ran) emit({ type: 'rankEpoch', rank, epoch, ...sum, ...(guard.inEpoch > 0 ? { badSteps: guard.inEpoch } : {}), seconds: (performance.now() - epochStart) / 1000 });
     // a stop's checkpoint set holds the state before the final consolidation, as a resume needs it
     if (stopped) await o.onStop?.(step, stepsPerEpoch, totalSteps);
+    // the final consolidation (last average, last push) comes before the last evaluation
     if (stopped || epoch === config.train.epochs - 1) await strategy.onFinish?.(view);
     await o.onEpochEnd?.(ran || epoch === 0 ? epoch : epoch - 1, step, stopped);
   }

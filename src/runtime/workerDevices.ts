@@ -43,7 +43,7 @@ export interface WorkerDevicesOptions {
 export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
   const { config, threads, placement } = o;
   const firstRank = placement ? placement.process * threads : 0;
-  const world = createShmWorld(threads);
+  const world = createShmWorld(threads, { stallMs: config.train.stallWarningSeconds * 1000 });
   const spec = config.train.strategy;
   const remotePs = placement !== undefined && needsParameterServer(spec);
   // every device starts identical (seeded init); the parameter server starts from the same weights

@@ -8,6 +8,7 @@ import type { ReduceOp } from '../communicator.ts';
 import { CollectiveMismatchError } from './errors.ts';
 import { DESC_WORDS, type Layout } from './layout.ts';
 import type { Match } from './registry.ts';
+import { currentTrainingStep } from '../stallInspector.ts';
 
 export const OP_BARRIER = 1, OP_ALLREDUCE = 2, OP_REDUCE_SCATTER = 3, OP_ALLGATHER = 4, OP_BROADCAST = 5;
 const OP_NAMES = ['?', 'barrier', 'allreduce', 'reduceScatter', 'allgather', 'broadcast'];
@@ -32,6 +33,20 @@ export class CallDescriptors {
     Atomics.store(c, base + 5, m ? m.offset : -1);
     Atomics.store(c, base + 6, root);
     Atomics.store(c, base + 7, redop);
+    // where this rank is, for a peer's stall report
+    Atomics.store(c, this.layout.stepBase + this.rank, currentTrainingStep());
+  }
+
+  /** Rank q's latest call as words ('allreduce #57 of 11072 floats') and its training step, for the stall inspector. */
+  position(q: number): { step: number; call: string } {
+    const c = this.control, G = this.size;
+    const slot = (k: number) => this.layout.descBase + (k * G + q) * DESC_WORDS;
+    const a = slot(0), b = slot(1);
+    const base = Atomics.load(c, b) > Atomics.load(c, a) ? b : a;
+    const op = Atomics.load(c, base + 1), n = Atomics.load(c, base + 2);
+    const call = op === 0 ? 'no collective yet' : op === OP_BARRIER ? `barrier #${Atomics.load(c, base)}`
+      : `${OP_NAMES[op] ?? `op ${op}`} #${Atomics.load(c, base)} of ${n} floats`;
+    return { step: Atomics.load(c, this.layout.stepBase + q), call };
   }
 
   /** Throws CollectiveMismatchError unless every rank wrote the same descriptor for the current call. */

@@ -45,6 +45,8 @@ export interface Layout extends LayoutParams {
   allocLock: number;
   mutexBase: number;
   descBase: number;
+  /** each rank's training step (the stall inspector reads peers') */
+  stepBase: number;
   mailboxBase: number;
   /** byte offset of the abort reason text */
   reasonByte: number;
@@ -64,6 +66,7 @@ export function computeLayout(p: LayoutParams): Layout {
   const allocLock = w; w += 1;
   const mutexBase = w; w += mutexes;
   const descBase = w; w += 2 * size * DESC_WORDS;
+  const stepBase = w; w += size;
   const mailboxBase = w; w += size * size * MAILBOX_WORDS;
   const reasonByte = alignUp(w * 4, 16);
   const controlBytes = alignUp(reasonByte + REASON_BYTES, 64);
@@ -77,7 +80,7 @@ export function computeLayout(p: LayoutParams): Layout {
   return {
     ...p, stagingBytes, mailboxBytes,
     magic: 0, sizeWord: 1, abortFlag: 2, abortRank: 3, reasonLen: 4, connected: 5, heapTop: 6,
-    barrier, allocLock, mutexBase, descBase, mailboxBase, reasonByte, controlBytes,
+    barrier, allocLock, mutexBase, descBase, stepBase, mailboxBase, reasonByte, controlBytes,
     tableBase, scratchBase, mailboxData, stagingBase, heapBase,
   };
 }

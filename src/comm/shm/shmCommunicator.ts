@@ -25,6 +25,7 @@ import { Mutex } from './mutex.ts';
 import { ReduceKernel } from './reduceKernel.ts';
 import { Registry, type BufferHandle } from './registry.ts';
 import type { WaitOptions } from './wait.ts';
+import { reportStall } from '../stallInspector.ts';
 import type { ShmInit } from './world.ts';
 
 export class ShmCommunicator implements Communicator {
@@ -70,6 +71,7 @@ export class ShmCommunicator implements Communicator {
     this.waitOpts = {
       abort: this.abortFlag, timeoutMs: init.timeoutMs, spinMicros: init.spinMicros, sliceMs: init.sliceMs, observer: `rank ${this.rank}`,
     };
+    if (init.stallMs > 0) this.waitOpts.stall = { afterMs: init.stallMs, warn: (ms) => this.reportStall(ms) };
     this.worldBarrier = new Barrier(this.control, L.barrier, G, this.waitOpts, 'rank');
     this.arena = new Arena(init.memory, this.control, L, init.arenaMaxBytes, this.waitOpts);
     this.registry = new Registry(this.arena);
@@ -312,6 +314,13 @@ export class ShmCommunicator implements Communicator {
 
   private checkTag(tag: number): void {
     if (!Number.isInteger(tag) || tag < -(2 ** 31) || tag >= 2 ** 31) throw new ShmUsageError(`tag must be a 32-bit integer, got ${tag}`);
+  }
+
+  /** The stall inspector's report of a long wait: who has not reached the barrier, where everyone is. */
+  private reportStall(waitedMs: number): void {
+    const others = Array.from({ length: this.size }, (_, q) => ({ rank: q, ...this.descriptors.position(q) })).filter((p) => p.rank !== this.rank);
+    reportStall({ rank: this.rank, waitingIn: this.descriptors.position(this.rank).call, seconds: waitedMs / 1000,
+      missing: this.worldBarrier.missing().filter((q) => q !== this.rank), others });
   }
 
   /** Meet every rank; on the first barrier of a call, check all ranks made the same call. */

@@ -20,6 +20,8 @@ export interface WaitOptions {
   sliceMs?: number;
   /** who is waiting, for error messages ('rank 3') */
   observer?: string;
+  /** the stall inspector: once a wait has lasted `afterMs`, `warn` is called once (the wait goes on) */
+  stall?: { afterMs: number; warn: (waitedMs: number) => void };
 }
 
 /**
@@ -43,6 +45,7 @@ export function waitWhileEqual(
   const slice = opts.sliceMs ?? 100;
   const timeout = opts.timeoutMs ?? 0;
   const deadline = timeout > 0 ? t0 + timeout : Infinity;
+  let warned = !opts.stall;
   for (;;) {
     abort?.check(opts.observer);
     const now = performance.now();
@@ -52,6 +55,10 @@ export function waitWhileEqual(
     Atomics.wait(i32, index, value, Math.min(slice, deadline - now));
     // the word moved: the wait succeeded (even if an abort came right after; the next wait sees it)
     if (Atomics.load(i32, index) !== value) return performance.now() - t0;
+    if (!warned && performance.now() - t0 >= opts.stall!.afterMs) {
+      warned = true;
+      opts.stall!.warn(performance.now() - t0);
+    }
   }
 }
 

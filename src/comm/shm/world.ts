@@ -32,6 +32,8 @@ export interface ShmWorldOptions {
   spinMicros?: number;
   /** sleep slices between abort checks (ms); default 100 */
   sliceMs?: number;
+  /** the stall inspector reports a wait longer than this (ms); default 0 = off */
+  stallMs?: number;
 }
 
 /** What worker `rank` needs to connect; structured-clonable (post it as workerData). */
@@ -48,6 +50,7 @@ export interface ShmInit {
   timeoutMs: number;
   spinMicros: number;
   sliceMs: number;
+  stallMs: number;
 }
 
 const PAGE = 65536;
@@ -97,6 +100,7 @@ export class ShmWorld {
       timeoutMs: options.timeoutMs ?? 0,
       spinMicros: options.spinMicros ?? (size <= availableParallelism() ? 50 : 0),
       sliceMs: options.sliceMs ?? 100,
+      stallMs: options.stallMs ?? 0,
     };
   }
 

@@ -2,7 +2,7 @@
 import type { z } from 'zod';
 import type { TrainSpec } from '../runConfig.ts';
 import { STRATEGIES, DEFAULT_STRATEGY, type StrategySpec, type StrategyName } from '../../parallel/strategies/index.ts';
-import { bool, nonNegInt, oneKeyMap, oneOf, optionFields, posInt, section, seedField } from './fields.ts';
+import { bool, nonNegInt, oneKeyMap, oneOf, optionFields, posInt, posNum, section, seedField } from './fields.ts';
 import { checkpointEveryField } from './checkpointEvery.ts';
 
 // every strategy's options, in the registry's order (the order messages list them)
@@ -25,8 +25,11 @@ export const trainSchema = section({
   keepLast: posInt().default(3),
   microBatches: posInt().default(1),
   syncBatchNorm: bool().default(false),
+  maxBadSteps: posInt().default(10),
+  stallWarningSeconds: posNum().default(60),
 }).transform((o): TrainSpec => ({
   epochs: o.epochs, devices: o.devices, strategy: o.strategy, seed: o.seed, backend: o.backend,
   lrScaling: o.lrScaling, evalEvery: o.evalEvery, checkpointEvery: o.checkpointEvery, keepLast: o.keepLast,
   microBatches: o.microBatches, syncBatchNorm: o.syncBatchNorm,
+  maxBadSteps: o.maxBadSteps, stallWarningSeconds: o.stallWarningSeconds,
 }));

@@ -1,6 +1,7 @@
 import type { Communicator } from '../../comm/communicator.ts';
 import type { Optimizer } from '../../optim/optimizer.ts';
 import { PsHeader, PsOp, PsTag } from './protocol.ts';
+import { allFinite } from '../nonFinite.ts';
 
 /**
  * Serves the parameter server to every other rank of `comm` (rank 0 is the server; see
@@ -27,7 +28,8 @@ export async function serveParameterServer(comm: Communicator, params: Float32Ar
         case PsOp.Push: {
           await comm.recv(buf, device, PsTag.Data);
           const staleness = version - a;
-          const applied = !(c >= 0 && staleness > c);
+          // devices do not push NaN/Inf; the server never applies one either
+          const applied = !(c >= 0 && staleness > c) && allFinite(buf);
           if (applied) {
             optimizer.stepCount = version;
             optimizer.step(params, buf, b);
@@ -38,7 +40,8 @@ export async function serveParameterServer(comm: Communicator, params: Float32Ar
         }
         case PsOp.Elastic: {
           await comm.recv(buf, device, PsTag.Data);
-          for (let i = 0; i < params.length; i++) {
+          // a replica holding NaN/Inf must not poison the centre: no exchange
+          if (allFinite(buf)) for (let i = 0; i < params.length; i++) {
             const d = a * (buf[i]! - params[i]!);
             params[i] = params[i]! + d;
             buf[i] = buf[i]! - d;

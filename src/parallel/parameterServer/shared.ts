@@ -2,6 +2,7 @@ import type { Backend } from '../../kernels/backend.ts';
 import { createOptimizer, optimizerStateSize, type Optimizer } from '../../optim/optimizer.ts';
 import type { OptimizerSpec } from '../../optim/spec.ts';
 import type { ParameterServer, ParameterServerStats } from './index.ts';
+import { allFinite } from '../nonFinite.ts';
 
 /** A lock every thread can take (Atomics-based); waits throw when the job aborts. Returns ms waited. */
 export interface SharedLock {
@@ -89,6 +90,8 @@ export class SharedParameterServer implements ParameterServer {
       const version = Atomics.load(this.control, VERSION);
       const staleness = version - computedAt;
       if (maxStaleness !== undefined && staleness > maxStaleness) return { staleness, applied: false };
+      // devices do not push NaN/Inf; the server never applies one either
+      if (!allFinite(grads)) return { staleness, applied: false };
       this.optimizer.stepCount = version;
       this.optimizer.step(this.params, grads, lr);
       Atomics.store(this.control, VERSION, version + 1);
@@ -99,6 +102,8 @@ export class SharedParameterServer implements ParameterServer {
   async elasticExchange(x: Float32Array, alpha: number): Promise<void> {
     // reads the centre and writes it back: twice the weights' bytes
     this.locked(2 * x.byteLength, () => {
+      // a replica holding NaN/Inf must not poison the centre: no exchange
+      if (!allFinite(x)) return;
       const c = this.params;
       for (let i = 0; i < c.length; i++) {
         const d = alpha * (x[i]! - c[i]!);

@@ -2,6 +2,7 @@ import type { Communicator } from '../../comm/communicator.ts';
 import { serverWeights, type ParameterServer } from '../parameterServer/index.ts';
 import { counter, restoreTensor, type Strategy } from '../strategy.ts';
 import { requireParameterServer, type StrategyEntry } from './entry.ts';
+import { allFinite } from '../nonFinite.ts';
 
 export interface AsyncOptions {
   /** pull the server's weights every n_fetch steps */
@@ -41,8 +42,10 @@ export function asyncStrategy(ps: ParameterServer, comm: Communicator, o: AsyncO
     async applyUpdate(replica, info) {
       steps++;
       if (info.samples === 0) return {};
-      lastLr = info.lr;
       const g = replica.grads;
+      // a NaN/Inf loss or gradient is neither accumulated nor pushed (the step is skipped)
+      if (info.lossNonFinite || !allFinite(g)) return { skipped: true };
+      lastLr = info.lr;
       for (let i = 0; i < g.length; i++) accumulated[i] = accumulated[i]! + g[i]!;
       if (++pending < o.pushEvery) return {};
       const r = await push();

@@ -1,6 +1,7 @@
 import type { Communicator } from '../../comm/communicator.ts';
 import type { Strategy } from '../strategy.ts';
 import { registerAndBroadcast } from '../replicaSync.ts';
+import { allFinite } from '../nonFinite.ts';
 import type { StrategyEntry } from './entry.ts';
 
 /**
@@ -10,6 +11,11 @@ import type { StrategyEntry } from './entry.ts';
  *
  * Gradients are reduced in buckets of about `bucketBytes`, from the last layers backwards, each
  * as soon as backward has finished it; what remains is reduced after backward.
+ *
+ * Non-finite numbers travel with the gradients: the bucket that reaches offset 0 is always reduced
+ * in applyUpdate, where a device whose loss is NaN/Inf sets grads[0] to NaN first; a NaN or Inf
+ * anywhere makes the sum non-finite on every device alike, so one pass over the reduced gradient
+ * decides, identically everywhere, to skip the step (no optimizer update).
  */
 export function hybridStrategy(comm: Communicator, bucketBytes: number): Strategy {
   const bucketFloats = Math.max(1, Math.floor(bucketBytes / 4));
@@ -21,6 +27,8 @@ export function hybridStrategy(comm: Communicator, bucketBytes: number): Strateg
     onStart: (replica) => registerAndBroadcast(comm, replica),
     onGradientsReady(replica, offset) {
       if (reducedFrom < 0) reducedFrom = replica.grads.length;
+      // the first bucket waits for applyUpdate, which may mark it (see above)
+      if (offset === 0) return;
       if (reducedFrom - offset < bucketFloats) return;
       // each rank's gradient is already scaled by worldSize/globalBatch, so the mean is the global mean
       inFlight.push(comm.allreduce(replica.grads.subarray(offset, reducedFrom), 'mean'));
@@ -28,12 +36,15 @@ export function hybridStrategy(comm: Communicator, bucketBytes: number): Strateg
     },
     async applyUpdate(replica, info) {
       const rest = reducedFrom < 0 ? replica.grads.length : reducedFrom;
+      if (info.lossNonFinite && rest > 0) replica.grads[0] = NaN;
       if (rest > 0) inFlight.push(comm.allreduce(replica.grads.subarray(0, rest), 'mean'));
       await Promise.all(inFlight);
       inFlight = [];
       reducedFrom = -1;
+      if (!allFinite(replica.grads)) return { skipped: true };
       replica.localStep(info.lr);
     },
+    agree: (values) => comm.allreduce(values, 'sum'),
   };
 }
 

@@ -2,6 +2,7 @@ import type { Communicator } from '../../comm/communicator.ts';
 import { serverWeights, type ParameterServer } from '../parameterServer/index.ts';
 import type { Strategy } from '../strategy.ts';
 import { requireParameterServer, type StrategyEntry } from './entry.ts';
+import { allFinite } from '../nonFinite.ts';
 
 /**
  * Synchronous baseline: one device at a time takes the shared weights, processes its batch and
@@ -18,10 +19,12 @@ export function syncStrategy(ps: ParameterServer, comm: Communicator): Strategy 
       version = await ps.pull(replica.params);
     },
     async applyUpdate(replica, info) {
-      // an empty slice (short last batch) has nothing to apply: Adam would still move the weights
-      const r = info.samples > 0 ? await ps.push(replica.grads, version, info.lr) : { staleness: 0 };
+      // an empty slice (short last batch) has nothing to apply: Adam would still move the weights;
+      // a NaN/Inf loss or gradient is never pushed (the step is skipped)
+      const skipped = info.samples > 0 && (info.lossNonFinite === true || !allFinite(replica.grads));
+      const r = info.samples > 0 && !skipped ? await ps.push(replica.grads, version, info.lr) : { staleness: 0 };
       await ps.passTurn();
-      return { staleness: r.staleness };
+      return skipped ? { staleness: r.staleness, skipped } : { staleness: r.staleness };
     },
     async onFinish(replica) {
       // every device's last update must be on the server before anyone reads the final weights

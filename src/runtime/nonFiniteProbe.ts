@@ -1,0 +1,48 @@
+import { Tensor } from '../tensor/tensor.ts';
+import { Sequential } from '../nn/model.ts';
+import type { FlatEntry } from '../nn/flatLayout.ts';
+import type { ForwardContext } from '../nn/layer.ts';
+import type { TrainableModel } from '../nn/trainableModel.ts';
+import { allFinite } from '../parallel/nonFinite.ts';
+import type { Replica } from './replica.ts';
+
+/** One step's inputs, to run it again for the diagnosis. */
+export interface ProbeBatch {
+  images: Float32Array;
+  labels: Int32Array;
+  ctx: ForwardContext;
+  gradScale: number;
+  globalBatchSize: number;
+  /** the injected fault, if this step had one (applied to the recomputed gradients too) */
+  poison?: (grads: Float32Array) => void;
+}
+
+/**
+ * Where a non-finite value first appears in this device's step, run again on its batch with the
+ * weights the skipped step had (they are unchanged, the step was skipped): the first layer whose
+ * output holds a NaN/Inf (a whole model without communicating layers: layer by layer), else the
+ * loss, else the first tensor whose gradient does. Null when this device's step is finite (the
+ * value came from another device, or from summing finite gradients). Runs forward and backward
+ * once more, so every device of a lockstep job calls it at the same step (layers may communicate).
+ */
+export async function locateNonFinite(replica: Replica<TrainableModel>, b: ProbeBatch): Promise<string | null> {
+  const model = replica.model;
+  let where: string | null = null;
+  if (model instanceof Sequential && !model.needsAsync && b.labels.length > 0) {
+    let h = new Tensor([b.labels.length, ...model.inputShape], b.images.slice());
+    for (const layer of model.layers) {
+      h = layer.forward(h, { ...b.ctx, training: true });
+      if (!allFinite(h.data)) { where = `the output of ${layer.name}`; break; }
+    }
+  }
+  replica.zeroGrads();
+  const r = await replica.computeGradientsAsync(b.images, b.labels, b.ctx, b.gradScale, undefined, b.globalBatchSize);
+  b.poison?.(model.grads);
+  if (where) return where;
+  if (!Number.isFinite(r.lossSum)) return 'the loss';
+  const entries = (model as { paramEntries?: readonly FlatEntry[] }).paramEntries ?? [];
+  for (const e of entries) {
+    if (!allFinite(model.grads.subarray(e.offset, e.offset + e.size))) return `the gradient of ${e.name}`;
+  }
+  return allFinite(model.grads) ? null : 'the gradients';
+}
