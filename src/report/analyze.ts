@@ -42,6 +42,8 @@ export interface RunSummary {
   dropped: number;
   bytes: number;
   maxRssBytes: number | null;
+  /** devices that died while the run went on */
+  devicesLost: number;
   perDevice: DeviceSummary[];
 }
 
@@ -66,6 +68,7 @@ export function summarize(run: RunData): RunSummary {
     dropped: run.steps.reduce((n, s) => n + (s.dropped ?? 0), 0),
     bytes: total((d) => d.bytes),
     maxRssBytes: run.end?.maxRssBytes ?? null,
+    devicesLost: run.lost?.length ?? 0,
     perDevice,
   };
 }

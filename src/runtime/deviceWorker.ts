@@ -12,7 +12,7 @@ import { SharedParameterServer, type SharedParameterServerMemory } from '../para
 import { RemoteParameterServer } from '../parallel/parameterServer/remoteClient.ts';
 import { runDevice } from './device.ts';
 import type { TrainEvent } from './events.ts';
-import type { CrossWorldSpec, TcpWorldSpec } from './processWorld.ts';
+import { tcpOptionsOf, type CrossWorldSpec, type TcpWorldSpec } from './processWorld.ts';
 import { joinMpiWorld } from './mpiWorld.ts';
 import type { MpiCommunicator } from '../comm/mpi/index.ts';
 import type { RunConfig } from '../config/runConfig.ts';
@@ -67,11 +67,11 @@ try {
   }
   let ps: ParameterServer | null = null;
   if (init.remotePs) {
-    const link = await TcpCommunicator.connect(init.remotePs);
+    const link = await TcpCommunicator.connect(tcpOptionsOf(init.remotePs));
     tcp.push(link);
     ps = new RemoteParameterServer(link);
   } else if (init.ps) {
-    ps = new SharedParameterServer(init.ps, backend, config.optimizer, local.mutex(0),
+    ps = new SharedParameterServer(init.ps, rank, backend, config.optimizer, local.mutex(0),
       (control, word, ready) => waitUntil(control, word, ready, local.abortSignal()));
   }
   const strategy = createStrategy(config.train.strategy, { comm, ps });

@@ -33,6 +33,8 @@ export interface TcpWorldSpec {
   timeoutMs: number;
   /** how long the parameter server waits for a device's next request (a step, an evaluation) */
   recvTimeoutMs?: number;
+  /** the parameter server's world of a strategy that goes on without a dead device: a lost device fails only its own calls */
+  dropsLostDevices?: boolean;
 }
 
 export function crossWorldOf(p: ProcessPlacement, thread: number): CrossWorldSpec {
@@ -42,9 +44,15 @@ export function crossWorldOf(p: ProcessPlacement, thread: number): CrossWorldSpe
 }
 
 /** Rank 0 is the server (process 0's main thread); device g is rank g + 1. */
-export function parameterServerWorldOf(p: ProcessPlacement, threads: number, rank: number, devices: number): TcpWorldSpec {
+export function parameterServerWorldOf(p: ProcessPlacement, threads: number, rank: number, devices: number, dropsLostDevices = false): TcpWorldSpec {
   return { rank, worldSize: devices + 1, masterAddr: p.masterAddr, masterPort: p.masterPort + threads,
-    configHash: p.configHash, timeoutMs: p.timeoutMs, ...(rank === 0 ? { recvTimeoutMs: 7 * 24 * 3600_000 } : {}) };
+    configHash: p.configHash, timeoutMs: p.timeoutMs, ...(rank === 0 ? { recvTimeoutMs: 7 * 24 * 3600_000 } : {}),
+    ...(dropsLostDevices ? { dropsLostDevices } : {}) };
+}
+
+/** connect() options of a TCP world: a parameter-server world that drops lost devices isolates them (TcpConnectOptions.onPeerLost). */
+export function tcpOptionsOf(spec: TcpWorldSpec, onPeerLost: (rank: number, err: Error) => void = () => {}): TcpWorldSpec & { onPeerLost?: (rank: number, err: Error) => void } {
+  return spec.dropsLostDevices ? { ...spec, onPeerLost } : spec;
 }
 
 /**

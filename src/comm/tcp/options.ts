@@ -49,6 +49,12 @@ export interface TcpConnectOptions {
   onMasterListening?: (address: { host: string; port: number }) => void;
   /** called once when the communicator fails (peer lost, abort, timeout, mismatch) */
   onFailure?: (err: Error) => void;
+  /**
+   * A star world (the parameter server's, rank 0 the hub): a rank other than 0 that is lost (its
+   * connection ends, or it sends an Abort) fails only the calls that wait for it or send to it, and
+   * is reported here, rather than failing the job; losing rank 0 still fails the job. See lostPeers.ts.
+   */
+  onPeerLost?: (rank: number, err: Error) => void;
   /** where to read PARATRAIN_SECRET / PARATRAIN_SECRET_FILE (default process.env) */
   env?: Record<string, string | undefined>;
 }
@@ -70,6 +76,7 @@ export interface ResolvedOptions {
   nativeDataPath: boolean;
   onMasterListening: ((a: { host: string; port: number }) => void) | undefined;
   onFailure: ((err: Error) => void) | undefined;
+  onPeerLost: ((rank: number, err: Error) => void) | undefined;
 }
 
 const MiB = 1024 * 1024;
@@ -101,5 +108,6 @@ export function resolveOptions(o: TcpConnectOptions): ResolvedOptions {
     nativeDataPath: o.nativeDataPath ?? true,
     onMasterListening: o.onMasterListening,
     onFailure: o.onFailure,
+    onPeerLost: o.onPeerLost,
   };
 }
