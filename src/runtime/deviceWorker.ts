@@ -17,6 +17,7 @@ import { joinMpiWorld } from './mpiWorld.ts';
 import type { MpiCommunicator } from '../comm/mpi/index.ts';
 import type { RunConfig } from '../config/runConfig.ts';
 import { FaultPlan, type FaultPlanData } from './faultPlan.ts';
+import { deviceName } from './deviceNames.ts';
 
 /** What the main thread gives each device thread. */
 export interface DeviceWorkerInit {
@@ -92,7 +93,8 @@ try {
   const e = err instanceof Error ? err : new Error(String(err));
   // a device that stopped because another failed passes on that device's reason, so every process
   // reports the root cause ("device 3 failed: …"), not the chain of devices that noticed it
-  const cause = e instanceof PeerFailedError && e.reason.startsWith('device ') ? e.reason : `device ${init.rank} failed: ${e.message}`;
+  const name = deviceName(init.rank, { threads: init.comm.size, processes: init.size / init.comm.size });
+  const cause = e instanceof PeerFailedError && e.reason.startsWith('device ') ? e.reason : `${name} failed: ${e.message}`;
   // tell the other processes at once rather than leaving them to time out
   for (const c of tcp) c.abort(cause);
   post({ kind: 'error', message: cause, stack: e.stack });

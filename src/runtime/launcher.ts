@@ -26,7 +26,7 @@ export interface LaunchOptions {
  * `paratrain launch`: starts nprocPerNode paratrain processes on this host with the torchrun-style
  * environment (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and a
  * shared secret, and waits for them. Rank 0 keeps the terminal (its progress bar); the others'
- * lines are prefixed with their rank. When a process fails, the others are given graceMs to stop
+ * lines are prefixed with their process index (`[process 1]`, the RANK it was given; see deviceNames.ts). When a process fails, the others are given graceMs to stop
  * by themselves (they are told through the job's abort) and are then terminated. Resolves to the
  * exit code: 0, or the first failing process's code.
  */
@@ -65,12 +65,12 @@ export async function launch(o: LaunchOptions): Promise<number> {
       });
       children.push(child);
       if (rank !== 0) {
-        prefixLines(child.stdout!, o.out ?? process.stdout, `[rank ${rank}] `);
-        prefixLines(child.stderr!, o.err ?? process.stderr, `[rank ${rank}] `);
+        prefixLines(child.stdout!, o.out ?? process.stdout, `[process ${rank}] `);
+        prefixLines(child.stderr!, o.err ?? process.stderr, `[process ${rank}] `);
       }
       return new Promise<void>((resolve) => {
         child.on('error', (err) => {
-          (o.err ?? process.stderr).write(`paratrain launch: rank ${rank} could not start: ${err.message}\n`);
+          (o.err ?? process.stderr).write(`paratrain launch: process ${rank} could not start: ${err.message}\n`);
           firstFailure ??= { rank, code: 1 };
           stopOthers();
           resolve();
@@ -79,7 +79,7 @@ export async function launch(o: LaunchOptions): Promise<number> {
           const failed = code !== 0;
           if (failed && !firstFailure) {
             firstFailure = { rank, code: code ?? 1 };
-            if (signal) (o.err ?? process.stderr).write(`paratrain launch: rank ${rank} was killed by ${signal}\n`);
+            if (signal) (o.err ?? process.stderr).write(`paratrain launch: process ${rank} was killed by ${signal}\n`);
           }
           if (failed) stopOthers();
           resolve();

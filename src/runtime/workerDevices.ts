@@ -6,6 +6,7 @@ import { createShmWorld } from '../comm/shm/index.ts';
 import { needsParameterServer, survivesLostDevices } from '../parallel/strategies/index.ts';
 import { allocateParameterServer, markDeviceDone } from '../parallel/parameterServer/shared.ts';
 import { LostDevices, lostLinkReason, threadLosses } from './lostDevices.ts';
+import { deviceName } from './deviceNames.ts';
 import type { DeviceWorkerInit, DeviceWorkerMessage } from './deviceWorker.ts';
 import { spawnModuleWorker } from './spawnWorker.ts';
 import { hostParameterServer } from './parameterServerProcess.ts';
@@ -70,7 +71,7 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
   let failure: Error | null = null;
   const fail = (rank: number, message: string) => {
     if (failure || (survives && losses.absorb(rank, message))) return;
-    failure = new Error(message.startsWith('device ') ? message : `device ${rank} failed: ${message}`);
+    failure = new Error(message.startsWith('device ') ? message : `${deviceName(rank, job)} failed: ${message}`);
     world.abort(failure.message);
   };
   const serverDone = serving?.catch((err: Error) => fail(0, `the parameter server failed: ${err.message}`));

@@ -44,6 +44,8 @@ export interface TcpConnectOptions {
   nativeDataPath?: boolean;
   /** expected host of each rank, only for error messages (e.g. from the launcher) */
   hosts?: readonly string[];
+  /** what messages call each rank (default `rank r`), e.g. `process 1` in a world of processes */
+  rankNames?: readonly string[];
   log?: TcpLog;
   /** rank 0: called once the rendezvous server listens (useful with masterPort 0) */
   onMasterListening?: (address: { host: string; port: number }) => void;
@@ -73,6 +75,7 @@ export interface ResolvedOptions {
   maxFrameBytes: number;
   chunkBytes: number;
   hosts: readonly string[] | undefined;
+  rankNames: readonly string[] | undefined;
   nativeDataPath: boolean;
   onMasterListening: ((a: { host: string; port: number }) => void) | undefined;
   onFailure: ((err: Error) => void) | undefined;
@@ -105,6 +108,7 @@ export function resolveOptions(o: TcpConnectOptions): ResolvedOptions {
     recvTimeoutMs: checkInt('recvTimeoutMs', o.recvTimeoutMs ?? timeoutMs, 1, 2 ** 31 - 1),
     chunkBytes: checkInt('chunkBytes', o.chunkBytes ?? MiB, 4, 1024 * MiB),
     hosts: o.hosts,
+    rankNames: o.rankNames,
     nativeDataPath: o.nativeDataPath ?? true,
     onMasterListening: o.onMasterListening,
     onFailure: o.onFailure,

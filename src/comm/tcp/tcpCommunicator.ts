@@ -43,9 +43,9 @@ export class TcpCommunicator implements Communicator {
   static async connect(options: TcpConnectOptions): Promise<TcpCommunicator> {
     const o = resolveOptions(options);
     if (os.endianness() !== 'LE') throw new RendezvousError('the tcp transport sends little-endian float32 and refuses big-endian hosts');
-    const log = cappedWarnings(options.log ?? stderrLog(o.rank));
+    const log = cappedWarnings(options.log ?? stderrLog(o.rankNames?.[o.rank] ?? o.rank));
     const key = resolveSecret({ secret: options.secret, secretFile: options.secretFile, allowInsecure: options.allowInsecure, worldSize: o.worldSize, env: options.env ?? process.env }, log);
-    const failures = new FailureState(o.rank, log, o.onFailure);
+    const failures = new FailureState(o.rank, log, o.onFailure, o.rankNames);
     const engines = new DataEngines(o.nativeDataPath, o.maxFrameBytes);
     let router: FrameRouter | undefined;
     const links = new PeerLinks(o, key, log, failures, engines, (link, p, forget) => router!.route(link, p, forget));
