@@ -44,6 +44,8 @@ export interface RunSummary {
   badSteps: number;
   bytes: number;
   maxRssBytes: number | null;
+  /** devices that died while the run went on */
+  devicesLost: number;
   perDevice: DeviceSummary[];
 }
 
@@ -69,6 +71,7 @@ export function summarize(run: RunData): RunSummary {
     badSteps: mostSkipped(run.steps),
     bytes: total((d) => d.bytes),
     maxRssBytes: run.end?.maxRssBytes ?? null,
+    devicesLost: run.lost?.length ?? 0,
     perDevice,
   };
 }

@@ -37,6 +37,8 @@ export interface RunData {
   evals: EvalInfo[];
   epochs: EpochInfo[];
   end: EndInfo | null;
+  /** devices that died while the run went on (async, asynchronous EASGD) */
+  lost?: { rank: number; step: number; reason: string }[];
 }
 
 /** Reads `<dir>/metrics.jsonl`. Throws one-line errors naming the directory or file. */
@@ -128,6 +130,9 @@ export function parseRun(all: MetricEvent[], where: { dir: string; metricsPath: 
       case 'epoch':
         run.epochs.push({ time: num(e, 'time'), epoch: num(e, 'epoch', 0), loss: num(e, 'loss', NaN), accuracy: num(e, 'accuracy', NaN),
           samples: num(e, 'samples', 0), seconds: num(e, 'seconds', NaN), samplesPerSecond: num(e, 'samplesPerSecond', NaN) });
+        break;
+      case 'deviceLost':
+        (run.lost ??= []).push({ rank: num(e, 'rank'), step: num(e, 'step', NaN), reason: typeof e.reason === 'string' ? e.reason : '' });
         break;
       case 'end':
         run.end = { time: num(e, 'time'), seconds: num(e, 'seconds', NaN), samplesPerSecond: num(e, 'samplesPerSecond', NaN),

@@ -23,7 +23,7 @@ export function summaryRow(label: string, s: RunSummary): Record<string, string>
   return {
     run: label,
     strategy: s.strategy,
-    devices: String(s.devices),
+    devices: String(s.devices) + (s.devicesLost ? ` (${s.devicesLost} lost)` : ''),
     'test accuracy': pct(s.testAccuracy, 2) + (s.finished ? '' : ' (unfinished)'),
     'wall time': formatSeconds(s.wallSeconds),
     'samples/s': Number.isFinite(s.samplesPerSecond) ? s.samplesPerSecond.toFixed(0) : '—',

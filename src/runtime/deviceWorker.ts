@@ -13,13 +13,14 @@ import { SharedParameterServer, type SharedParameterServerMemory } from '../para
 import { RemoteParameterServer } from '../parallel/parameterServer/remoteClient.ts';
 import { runDevice } from './device.ts';
 import type { TrainEvent } from './events.ts';
-import type { CrossWorldSpec, TcpWorldSpec } from './processWorld.ts';
+import { tcpOptionsOf, type CrossWorldSpec, type TcpWorldSpec } from './processWorld.ts';
 import { joinMpiWorld } from './mpiWorld.ts';
 import type { MpiCommunicator } from '../comm/mpi/index.ts';
 import type { RunConfig } from '../config/runConfig.ts';
 import { FaultPlan, type FaultPlanData } from './faultPlan.ts';
 import type { CheckpointSetup } from './deviceCheckpoints.ts';
 import { StopGateDevice, type StopGateMemory } from './stopGate.ts';
+import { deviceName } from './deviceNames.ts';
 
 /** What the main thread gives each device thread. */
 export interface DeviceWorkerInit {
@@ -73,11 +74,11 @@ try {
   }
   let ps: ParameterServer | null = null;
   if (init.remotePs) {
-    const link = await TcpCommunicator.connect(init.remotePs);
+    const link = await TcpCommunicator.connect(tcpOptionsOf(init.remotePs));
     tcp.push(link);
     ps = new RemoteParameterServer(link);
   } else if (init.ps) {
-    ps = new SharedParameterServer(init.ps, backend, config.optimizer, local.mutex(0),
+    ps = new SharedParameterServer(init.ps, rank, backend, config.optimizer, local.mutex(0),
       (control, word, ready) => waitUntil(control, word, ready, local.abortSignal()));
   }
   const strategy = createStrategy(config.train.strategy, { comm, ps });
@@ -100,7 +101,8 @@ try {
   const e = err instanceof Error ? err : new Error(String(err));
   // a device that stopped because another failed passes on that device's reason, so every process
   // reports the root cause ("device 3 failed: …"), not the chain of devices that noticed it
-  const cause = e instanceof PeerFailedError && e.reason.startsWith('device ') ? e.reason : `device ${init.rank} failed: ${e.message}`;
+  const name = deviceName(init.rank, { threads: init.comm.size, processes: init.size / init.comm.size });
+  const cause = e instanceof PeerFailedError && e.reason.startsWith('device ') ? e.reason : `${name} failed: ${e.message}`;
   // tell the other processes at once rather than leaving them to time out
   for (const c of tcp) c.abort(cause);
   post({ kind: 'error', message: cause, stack: e.stack });

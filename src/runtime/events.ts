@@ -40,34 +40,49 @@ export type TrainEvent =
   /** the run was stopped gracefully (a signal; TrainOptions.signal) after `step` steps, in epoch `epoch` (1-based) */
   | { type: 'stopped'; step: number; epoch: number; signal: string }
   | ({ type: 'stall' } & StallReport)
+  /** a device died and the strategy went on without it (async, asynchronous EASGD); rank: its device index */
+  | { type: 'deviceLost'; rank: number; step: number; reason: string }
   | { type: 'end'; seconds: number; samplesPerSecond: number; testAccuracy: number; testLoss: number;
       /** peak resident memory of the whole process (all devices' threads) */
-      maxRssBytes: number };
+      maxRssBytes: number;
+      /** devices that died while the run went on (absent: none) */
+      devicesLost?: number };
 
 export type EventSink = (event: TrainEvent) => void;
 
 /**
  * Combines the devices' per-epoch summaries into one 'epoch' event once every device has reported
- * that epoch; passes every other event through.
+ * that epoch (devices firstRank … firstRank + devices − 1; one lost since, see 'deviceLost', is
+ * not waited for); passes every other event through.
  */
-export function epochAggregator(devices: number, emit: EventSink): EventSink {
+export function epochAggregator(devices: number, emit: EventSink, firstRank = 0): EventSink {
   const pending = new Map<number, Extract<TrainEvent, { type: 'rankEpoch' }>[]>();
-  return (event) => {
-    emit(event);
-    if (event.type !== 'rankEpoch') return;
-    const list = pending.get(event.epoch) ?? [];
-    list.push(event);
-    pending.set(event.epoch, list);
-    if (list.length < devices) return;
-    pending.delete(event.epoch);
+  const lost = new Set<number>();
+  const complete = (list: Extract<TrainEvent, { type: 'rankEpoch' }>[]) =>
+    list.length + [...lost].filter((r) => !list.some((e) => e.rank === r)).length >= devices;
+  const summarise = (epoch: number, list: Extract<TrainEvent, { type: 'rankEpoch' }>[]) => {
+    pending.delete(epoch);
     const samples = list.reduce((n, e) => n + e.samples, 0);
     const seconds = Math.max(...list.map((e) => e.seconds));
     emit({
-      type: 'epoch', epoch: event.epoch, samples, seconds, samplesPerSecond: samples / seconds,
+      type: 'epoch', epoch, samples, seconds, samplesPerSecond: samples / seconds,
       loss: list.reduce((n, e) => n + e.lossSum, 0) / Math.max(samples, 1),
       accuracy: list.reduce((n, e) => n + e.correct, 0) / Math.max(samples, 1),
       ...badStepsOf(list),
     });
+  };
+  return (event) => {
+    emit(event);
+    if (event.type === 'deviceLost' && event.rank >= firstRank && event.rank < firstRank + devices) {
+      lost.add(event.rank);
+      for (const [epoch, list] of [...pending]) if (complete(list)) summarise(epoch, list);
+      return;
+    }
+    if (event.type !== 'rankEpoch') return;
+    const list = pending.get(event.epoch) ?? [];
+    list.push(event);
+    pending.set(event.epoch, list);
+    if (complete(list)) summarise(event.epoch, list);
   };
 }
 

@@ -35,7 +35,7 @@ export async function launchWithRestarts(o: RestartOptions): Promise<number> {
     const { failure } = attempt;
     if (!failure || attempt.interrupted || (failure.code !== null && STOP_CODES.has(failure.code)) || restart >= o.maxRestarts) return attempt.code;
     const why = failure.signal ? `signal ${failure.signal}` : `exit code ${failure.code}`;
-    err.write(`paratrain launch: rank ${failure.rank} died (${why}); restarting the job from its last checkpoint (restart ${restart + 1} of ${o.maxRestarts})\n`);
+    err.write(`paratrain launch: process ${failure.rank} died (${why}); restarting the job from its last checkpoint (restart ${restart + 1} of ${o.maxRestarts})\n`);
   }
 }
 

@@ -47,7 +47,7 @@ export async function launch(o: LaunchOptions): Promise<number> {
  * `paratrain launch`: starts nprocPerNode paratrain processes on this host with the torchrun-style
  * environment (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and a
  * shared secret, and waits for them. Rank 0 keeps the terminal (its progress bar); the others'
- * lines are prefixed with their rank. When a process fails, the others are given graceMs to stop
+ * lines are prefixed with their process index (`[process 1]`, the RANK it was given; see deviceNames.ts). When a process fails, the others are given graceMs to stop
  * by themselves (they are told through the job's abort) and are then terminated (SIGTERM, then
  * SIGKILL after killGraceMs: a stopped or deaf process does not hold the launcher). A SIGINT or
  * SIGTERM to the launcher is forwarded once to every process (each in its own process group, so a
@@ -101,12 +101,12 @@ export async function launchJob(o: LaunchOptions): Promise<JobOutcome> {
       });
       children.push(child);
       if (rank !== 0) {
-        prefixLines(child.stdout!, o.out ?? process.stdout, `[rank ${rank}] `);
-        prefixLines(child.stderr!, o.err ?? process.stderr, `[rank ${rank}] `);
+        prefixLines(child.stdout!, o.out ?? process.stdout, `[process ${rank}] `);
+        prefixLines(child.stderr!, o.err ?? process.stderr, `[process ${rank}] `);
       }
       return new Promise<void>((resolve) => {
         child.on('error', (err) => {
-          (o.err ?? process.stderr).write(`paratrain launch: rank ${rank} could not start: ${err.message}\n`);
+          (o.err ?? process.stderr).write(`paratrain launch: process ${rank} could not start: ${err.message}\n`);
           firstFailure ??= { rank, code: 1, signal: null };
           stopOthers();
           resolve();
@@ -115,7 +115,7 @@ export async function launchJob(o: LaunchOptions): Promise<JobOutcome> {
           const failed = code !== 0;
           if (failed && !firstFailure) {
             firstFailure = { rank, code, signal };
-            if (signal) (o.err ?? process.stderr).write(`paratrain launch: rank ${rank} was killed by ${signal}\n`);
+            if (signal) (o.err ?? process.stderr).write(`paratrain launch: process ${rank} was killed by ${signal}\n`);
           }
           if (failed) stopOthers();
           resolve();

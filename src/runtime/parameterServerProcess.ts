@@ -1,23 +1,24 @@
 import { TcpCommunicator } from '../comm/tcp/index.ts';
 import { getBackend } from '../kernels/index.ts';
 import { createOptimizer } from '../optim/optimizer.ts';
-import { serveParameterServer } from '../parallel/parameterServer/host.ts';
-import type { TcpWorldSpec } from './processWorld.ts';
+import { serveParameterServer, type ServeOptions } from '../parallel/parameterServer/host.ts';
+import { tcpOptionsOf, type TcpWorldSpec } from './processWorld.ts';
 import type { RunConfig } from '../config/runConfig.ts';
 
 /**
  * The parameter server of a multi-process job, in process 0's main thread: the weights and the
  * optimizer live here and every device, in whatever process, pushes and pulls over TCP. Resolves
- * once every device has said goodbye.
+ * once every device has said goodbye (or, with world.dropsLostDevices, was lost: see ServeOptions).
  */
-export async function hostParameterServer(config: RunConfig, initial: Float32Array, world: TcpWorldSpec): Promise<void> {
+export async function hostParameterServer(config: RunConfig, initial: Float32Array, world: TcpWorldSpec,
+                                          onDeviceLost?: ServeOptions['onDeviceLost']): Promise<void> {
   const backend = await getBackend(config.train.backend);
-  const comm = await TcpCommunicator.connect(world);
+  const comm = await TcpCommunicator.connect(tcpOptionsOf(world));
   try {
     const params = backend.alloc(initial.length);
     params.set(initial);
     const optimizer = createOptimizer(backend, config.optimizer, params.length);
-    await serveParameterServer(comm, params, optimizer);
+    await serveParameterServer(comm, params, optimizer, { survivesLostDevices: world.dropsLostDevices === true, onDeviceLost });
   } catch (err) {
     comm.abort(`the parameter server failed: ${(err as Error).message}`);
     throw err;

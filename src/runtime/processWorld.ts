@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { RunConfig } from '../config/runConfig.ts';
+import { deviceName } from './deviceNames.ts';
 
 /**
  * Where this process sits in a job of several processes (from rendezvousFromEnv), and the TCP
@@ -33,18 +34,31 @@ export interface TcpWorldSpec {
   timeoutMs: number;
   /** how long the parameter server waits for a device's next request (a step, an evaluation) */
   recvTimeoutMs?: number;
+  /** what messages call each rank of this world (the one numbering: deviceNames.ts) */
+  rankNames?: readonly string[];
+  /** the parameter server's world of a strategy that goes on without a dead device: a lost device fails only its own calls */
+  dropsLostDevices?: boolean;
 }
 
 export function crossWorldOf(p: ProcessPlacement, thread: number): CrossWorldSpec {
   if (p.transport === 'mpi') return { transport: 'mpi', rank: p.process, worldSize: p.processes, configHash: p.configHash };
+  // a cross world's ranks are the processes: messages say `process p`, as the launcher does
   return { transport: 'tcp', rank: p.process, worldSize: p.processes, masterAddr: p.masterAddr, masterPort: p.masterPort + thread,
-    configHash: p.configHash, timeoutMs: p.timeoutMs };
+    configHash: p.configHash, timeoutMs: p.timeoutMs, rankNames: Array.from({ length: p.processes }, (_, q) => `process ${q}`) };
 }
 
 /** Rank 0 is the server (process 0's main thread); device g is rank g + 1. */
-export function parameterServerWorldOf(p: ProcessPlacement, threads: number, rank: number, devices: number): TcpWorldSpec {
+export function parameterServerWorldOf(p: ProcessPlacement, threads: number, rank: number, devices: number, dropsLostDevices = false): TcpWorldSpec {
+  const job = { threads, processes: p.processes };
   return { rank, worldSize: devices + 1, masterAddr: p.masterAddr, masterPort: p.masterPort + threads,
-    configHash: p.configHash, timeoutMs: p.timeoutMs, ...(rank === 0 ? { recvTimeoutMs: 7 * 24 * 3600_000 } : {}) };
+    configHash: p.configHash, timeoutMs: p.timeoutMs,
+    rankNames: ['the parameter server (process 0)', ...Array.from({ length: devices }, (_, d) => deviceName(d, job))], ...(rank === 0 ? { recvTimeoutMs: 7 * 24 * 3600_000 } : {}),
+    ...(dropsLostDevices ? { dropsLostDevices } : {}) };
+}
+
+/** connect() options of a TCP world: a parameter-server world that drops lost devices isolates them (TcpConnectOptions.onPeerLost). */
+export function tcpOptionsOf(spec: TcpWorldSpec, onPeerLost: (rank: number, err: Error) => void = () => {}): TcpWorldSpec & { onPeerLost?: (rank: number, err: Error) => void } {
+  return spec.dropsLostDevices ? { ...spec, onPeerLost } : spec;
 }
 
 /**

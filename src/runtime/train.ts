@@ -148,13 +148,14 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
   const checkpoint = leader ? join(runDir, 'model.safetensors') : '';
   const globalBatch = globalBatchSize(config);
   const stepsPerEpoch = Math.ceil(data.train.count / globalBatch);
-  let last = { testLoss: NaN, testAccuracy: NaN };
+  let last = { testLoss: NaN, testAccuracy: NaN }, devicesLost = 0;
   // epochs are summarised over this process's devices (all of them unless the job spans processes)
   const emit = epochAggregator(threads, (event: TrainEvent) => {
     if (event.type === 'eval') last = event;
+    if (event.type === 'deviceLost') devicesLost++;
     metrics?.write(event);
     options.onEvent?.(event);
-  });
+  }, world ? world.rank * threads : 0);
   const started = performance.now();
   const stopGate = options.signal && allocateStopGate(threads);
   const stopControl = stopGate && new StopControl({ gate: stopGate, signal: options.signal!, placement, threads, log: options.log });
@@ -188,7 +189,7 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
       steps: stopped?.step ?? stepsPerEpoch * config.train.epochs, checkpoint, ...(stopped ? { stopped } : {}),
     };
     emit({ type: 'end', seconds, samplesPerSecond, testAccuracy: last.testAccuracy, testLoss: last.testLoss,
-      maxRssBytes: process.resourceUsage().maxRSS * 1024 });
+      maxRssBytes: process.resourceUsage().maxRSS * 1024, ...(devicesLost ? { devicesLost } : {}) });
     return result;
   } finally {
     await stopControl?.close();

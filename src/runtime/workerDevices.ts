@@ -3,8 +3,10 @@ import { shareDataset, type Dataset } from '../data/dataset.ts';
 import { buildModel } from '../nn/model.ts';
 import { jsBackend } from '../kernels/js/index.ts';
 import { createShmWorld } from '../comm/shm/index.ts';
-import { needsParameterServer } from '../parallel/strategies/index.ts';
-import { allocateParameterServer } from '../parallel/parameterServer/shared.ts';
+import { needsParameterServer, survivesLostDevices } from '../parallel/strategies/index.ts';
+import { allocateParameterServer, markDeviceDone } from '../parallel/parameterServer/shared.ts';
+import { LostDevices, lostLinkReason, threadLosses } from './lostDevices.ts';
+import { deviceName } from './deviceNames.ts';
 import type { DeviceWorkerInit, DeviceWorkerMessage } from './deviceWorker.ts';
 import { spawnModuleWorker } from './spawnWorker.ts';
 import { hostParameterServer } from './parameterServerProcess.ts';
@@ -38,7 +40,8 @@ export interface WorkerDevicesOptions {
  * events. Devices of other processes are reached through each thread's cross-process
  * communicator (hierarchical collectives); parameter-server strategies then use a server in
  * process 0. The first device that fails aborts every other (no hang) and the run rejects naming
- * its global rank.
+ * its global rank — except under a strategy that survives lost devices (async, asynchronous EASGD),
+ * which goes on without it (lostDevices.ts).
  */
 export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
   const { config, threads, placement } = o;
@@ -46,6 +49,11 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
   const world = createShmWorld(threads, { stallMs: config.train.stallWarningSeconds * 1000 });
   const spec = config.train.strategy;
   const remotePs = placement !== undefined && needsParameterServer(spec);
+  // async and asynchronous EASGD go on without a dead device; their devices need no world across processes
+  const survives = survivesLostDevices(spec);
+  const job = { threads, processes: placement?.processes ?? 1, devices: config.train.devices,
+    strategy: spec.type === 'easgd' ? 'asynchronous EASGD' : spec.type };
+  const lost = new LostDevices(job, o.emit, o.log);
   // every device starts identical (seeded init); the parameter server starts from the same weights
   let ps: DeviceWorkerInit['ps'] = null;
   let serving: Promise<void> | null = null;
@@ -53,18 +61,23 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
     const model = buildModel(jsBackend, config.model);
     model.initialize(config.train.seed);
     const weights = serverStartWeights(o.checkpoints, model);
-    if (!remotePs) ps = allocateParameterServer(model.params.length, config.optimizer, weights);
-    else if (placement.process === 0) serving = hostParameterServer(config, weights, parameterServerWorldOf(placement, threads, 0, config.train.devices));
+    if (!remotePs) ps = allocateParameterServer(model.params.length, config.optimizer, weights, config.train.devices);
+    else if (placement.process === 0) {
+      serving = hostParameterServer(config, weights, parameterServerWorldOf(placement, threads, 0, config.train.devices, survives),
+        (device, step, reason) => lost.report(device, step, lostLinkReason(device, job, reason)));
+    }
   }
   const train = shareDataset(o.train);
   const test = shareDataset(o.test);
   if (threads > availableParallelism()) {
     o.log?.(`note: ${threads} devices on ${availableParallelism()} cores share the cores; expect no speed-up beyond ${availableParallelism()}`);
   }
+  const losses = threadLosses({ lost, job, log: o.log, serverReports: remotePs && placement.process === 0,
+    release: (device) => { if (ps) markDeviceDone(ps, device); } });
   let failure: Error | null = null;
   const fail = (rank: number, message: string) => {
-    if (failure) return;
-    failure = new Error(message.startsWith('device ') ? message : `device ${rank} failed: ${message}`);
+    if (failure || (survives && losses.absorb(rank, message))) return;
+    failure = new Error(message.startsWith('device ') ? message : `${deviceName(rank, job)} failed: ${message}`);
     world.abort(failure.message);
   };
   const serverDone = serving?.catch((err: Error) => fail(0, `the parameter server failed: ${err.message}`));
@@ -72,15 +85,18 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
     const rank = firstRank + local;
     const init: DeviceWorkerInit = {
       config, rank, size: config.train.devices, comm: world.rankInit(local), ps,
-      cross: placement && placement.processes > 1 ? crossWorldOf(placement, local) : null,
-      remotePs: remotePs ? parameterServerWorldOf(placement!, threads, rank + 1, config.train.devices) : null,
+      cross: placement && placement.processes > 1 && !(survives && placement.transport === 'tcp') ? crossWorldOf(placement, local) : null,
+      remotePs: remotePs ? parameterServerWorldOf(placement!, threads, rank + 1, config.train.devices, survives) : null,
       train, test: rank === 0 ? test : null,
       checkpointPath: rank === 0 ? o.checkpointPath : null, checkpoints: o.checkpoints, faults: o.faults.toData(),
       stop: o.stopGate ? { gate: o.stopGate, local } : null,
     };
     const worker = spawnModuleWorker(import.meta.url, './deviceWorker', init);
     worker.on('message', (m: DeviceWorkerMessage) => {
-      if (m.kind === 'event') o.emit(m.event);
+      if (m.kind === 'event') {
+        if (m.event.type === 'step') losses.sawStep(rank, m.event.step);
+        o.emit(m.event);
+      }
       else if (m.kind === 'error') fail(rank, m.message);
     });
     worker.on('error', (err) => fail(rank, err.message));

@@ -8,7 +8,7 @@ import { sgdReplica, localParameterServer, stepInfo, type TestReplica } from './
 /** Async devices need no collective until onFinish: the test drives them one at a time, in a chosen order. */
 function devices(count: number, initial: number[], o: AsyncOptions) {
   const comms = localGroup(count);
-  const ps = localParameterServer(initial);
+  const ps = localParameterServer(initial, undefined, count);
   const replicas = comms.map(() => sgdReplica(initial.map(() => 99)));
   const strategies = comms.map((c) => asyncStrategy(ps, c, o));
   const steps = comms.map(() => 0);

@@ -47,13 +47,14 @@ export interface PushRecord { grads: number[]; computedAt: number; lr: number; s
  * ONE thread: the lock is free, and turns are handed over with promises instead of Atomics.wait.
  * Records every push and the order of turns.
  */
-export function localParameterServer(initial: number[], spec: OptimizerSpec = SGD): ParameterServer & {
+export function localParameterServer(initial: number[], spec: OptimizerSpec = SGD, devices = 2): ParameterServer & {
   weights: Float32Array; pushes: PushRecord[]; turns: number[]; exchanges: number;
 } {
-  const memory = allocateParameterServer(initial.length, spec, Float32Array.from(initial));
+  const memory = allocateParameterServer(initial.length, spec, Float32Array.from(initial), devices);
   const noLock = { lock: () => 0, unlock: () => {} };
-  const inner = new SharedParameterServer(memory, jsBackend, spec, noLock, () => { throw new Error('turns are taken with promises here'); });
-  let turn = 0;
+  const inner = new SharedParameterServer(memory, 0, jsBackend, spec, noLock, () => { throw new Error('turns are taken with promises here'); });
+  let turn = 0, finished = 0;
+  const finishWaiters: (() => void)[] = [];
   let waiting: { rank: number; size: number; resolve: () => void }[] = [];
   const wake = () => {
     const ready = waiting.filter((w) => turn % w.size === w.rank);
@@ -77,6 +78,11 @@ export function localParameterServer(initial: number[], spec: OptimizerSpec = SG
       wake();
     }),
     async passTurn() { turn++; wake(); },
+    // every device's finish() resolves once all `devices` have called it (a barrier, with promises)
+    finish: () => new Promise<void>((resolve) => {
+      finishWaiters.push(resolve);
+      if (++finished >= devices) for (const w of finishWaiters.splice(0)) w();
+    }),
     takeStats: () => inner.takeStats(),
   };
   return ps;

@@ -78,7 +78,7 @@ test('--max-restarts restarts the whole job with --resume RUN_DIR, on fresh port
   const code = await launchWithRestarts({ nprocPerNode: 2, nnodes: 1, nodeRank: 0, masterAddr: '127.0.0.1', masterPort: port,
     args: ['train', 'x.yaml', '--out', 'runs/a'], command: once, graceMs: 100, killGraceMs: 500, maxRestarts: 2, out: new PassThrough().resume(), err });
   assert.equal(code, 0, said);
-  assert.match(said, /paratrain launch: rank 1 died \(signal SIGKILL\); restarting the job from its last checkpoint \(restart 1 of 2\)/);
+  assert.match(said, /paratrain launch: process 1 died \(signal SIGKILL\); restarting the job from its last checkpoint \(restart 1 of 2\)/);
   const runs = readFileSync(log, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
   assert.equal(runs.length, 4, 'two attempts of two processes');
   const second = runs.filter((r) => r.args.includes('--resume'));

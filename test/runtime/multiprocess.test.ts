@@ -27,7 +27,7 @@ async function compare(strategy: string, processes: number, threads: number, lay
   ]);
   assert.equal(multi.code, 0, multi.stderr);
   assert.equal(single.code, 0, single.stderr);
-  assert.match(multi.stdout, /\[rank 1\] \{"rank":1/, 'rank 1 reports with its prefix');
+  assert.match(multi.stdout, /\[process 1\] \{"rank":1/, 'process 1 reports with its prefix (one numbering: deviceNames.ts)');
   assertClose(weights(join(dir, 'multi', 'model.safetensors')), weights(join(dir, 'single', 'model.safetensors')),
     `${strategy} on ${processes}×${threads}`);
 }
@@ -81,9 +81,9 @@ test('a device failing in process 1 stops the whole job, naming the device', { t
   const [r0, r1] = await Promise.all([0, 1].map((rank) =>
     runCli(['train', cfg, '--devices', '2', '--out', join(dir, 'run'), '--quiet'], { env: env(rank, p), timeoutMs: 60_000 })));
   assert.equal(r1!.code, 1);
-  assert.match(stderrLines(r1!).join('\n'), /^paratrain: device 3 failed: injected failure at step 2/m);
+  assert.match(stderrLines(r1!).join('\n'), /^paratrain: device 3 \(process 1\) failed: injected failure at step 2/m);
   assert.equal(r0!.code, 1);
-  assert.match(stderrLines(r0!).join('\n'), /^paratrain: device 3 failed: injected failure at step 2/m, 'process 0 reports the root cause');
+  assert.match(stderrLines(r0!).join('\n'), /^paratrain: device 3 \(process 1\) failed: injected failure at step 2/m, 'process 0 reports the root cause');
 });
 
 test('processes whose configurations differ are refused at rendezvous, naming the rank', { timeout: 120_000 }, async () => {

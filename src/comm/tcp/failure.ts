@@ -37,7 +37,8 @@ export class FailureState {
   /** the pieces that stop their waits and connections on a failure, in registration order */
   private readonly cleanups: ((err: Error, abort: AbortBody) => void)[] = [];
 
-  constructor(private readonly rank: number, private readonly log: TcpLog, private readonly onFailure: ((err: Error) => void) | undefined) {}
+  constructor(private readonly rank: number, private readonly log: TcpLog, private readonly onFailure: ((err: Error) => void) | undefined,
+              private readonly rankNames?: readonly string[]) {}
 
   /** Why the communicator failed, if it did. */
   get failure(): Error | undefined {
@@ -73,7 +74,10 @@ export class FailureState {
     if (this.error || this.closed) return;
     this.error = err;
     for (const l of [...this.listeners]) l(err);
-    this.log('error', err.message);
+    // logged with the world's names for its ranks (`process 1`), when it has them
+    const name = (r: number) => this.rankNames?.[r];
+    this.log('error', err instanceof PeerFailedError && name(err.failedRank) && name(this.rank)
+      ? `job aborted by ${name(err.failedRank)} (noticed by ${name(this.rank)}): ${err.reason}` : err.message);
     const origin = err instanceof PeerFailedError ? err.failedRank : this.rank;
     const reason = err instanceof PeerFailedError ? err.reason : `${err.name}: ${err.message}`;
     // whom this rank's own timed-out wait blames, and for how long it waited (see likelierCause)

@@ -70,7 +70,10 @@
  * CollectiveMismatchError naming both calls. Any error inside a call (mismatch, timeout, lost
  * peer) aborts the job: Abort frames go to every connected peer, which forward them, so every
  * rank's pending and later calls throw PeerFailedError naming the origin instead of waiting for
- * their timeouts. A timeout's Abort says whom it blames; a blamed rank that was itself stuck
+ * their timeouts.
+ * Except in a star world (onPeerLost given: the parameter server's, rank 0 the hub): there a lost
+ * rank other than 0 fails only the calls that wait for it or send to it (lostPeers.ts), so the
+ * server serves the devices that remain. A timeout's Abort says whom it blames; a blamed rank that was itself stuck
  * waiting on another rank adds that rank to the reason, so a stall is traced to the stalled rank,
  * whichever neighbour's timer fired first.
  *

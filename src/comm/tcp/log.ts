@@ -2,10 +2,11 @@
 export type TcpLogLevel = 'debug' | 'info' | 'warn' | 'error';
 export type TcpLog = (level: TcpLogLevel, message: string) => void;
 
-/** The default: warnings and errors to stderr, one line each, prefixed with the rank. */
-export function stderrLog(rank: number): TcpLog {
+/** The default: warnings and errors to stderr, one line each, prefixed with the rank (or its name: `process 1`). */
+export function stderrLog(rank: number | string): TcpLog {
+  const who = typeof rank === 'number' ? `rank ${rank}` : rank;
   return (level, message) => {
-    if (level === 'warn' || level === 'error') process.stderr.write(`[paratrain tcp rank ${rank}] ${level}: ${message}\n`);
+    if (level === 'warn' || level === 'error') process.stderr.write(`[paratrain tcp ${who}] ${level}: ${message}\n`);
   };
 }
 

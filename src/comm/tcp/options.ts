@@ -44,11 +44,19 @@ export interface TcpConnectOptions {
   nativeDataPath?: boolean;
   /** expected host of each rank, only for error messages (e.g. from the launcher) */
   hosts?: readonly string[];
+  /** what messages call each rank (default `rank r`), e.g. `process 1` in a world of processes */
+  rankNames?: readonly string[];
   log?: TcpLog;
   /** rank 0: called once the rendezvous server listens (useful with masterPort 0) */
   onMasterListening?: (address: { host: string; port: number }) => void;
   /** called once when the communicator fails (peer lost, abort, timeout, mismatch) */
   onFailure?: (err: Error) => void;
+  /**
+   * A star world (the parameter server's, rank 0 the hub): a rank other than 0 that is lost (its
+   * connection ends, or it sends an Abort) fails only the calls that wait for it or send to it, and
+   * is reported here, rather than failing the job; losing rank 0 still fails the job. See lostPeers.ts.
+   */
+  onPeerLost?: (rank: number, err: Error) => void;
   /** where to read PARATRAIN_SECRET / PARATRAIN_SECRET_FILE (default process.env) */
   env?: Record<string, string | undefined>;
 }
@@ -67,9 +75,11 @@ export interface ResolvedOptions {
   maxFrameBytes: number;
   chunkBytes: number;
   hosts: readonly string[] | undefined;
+  rankNames: readonly string[] | undefined;
   nativeDataPath: boolean;
   onMasterListening: ((a: { host: string; port: number }) => void) | undefined;
   onFailure: ((err: Error) => void) | undefined;
+  onPeerLost: ((rank: number, err: Error) => void) | undefined;
 }
 
 const MiB = 1024 * 1024;
@@ -98,8 +108,10 @@ export function resolveOptions(o: TcpConnectOptions): ResolvedOptions {
     recvTimeoutMs: checkInt('recvTimeoutMs', o.recvTimeoutMs ?? timeoutMs, 1, 2 ** 31 - 1),
     chunkBytes: checkInt('chunkBytes', o.chunkBytes ?? MiB, 4, 1024 * MiB),
     hosts: o.hosts,
+    rankNames: o.rankNames,
     nativeDataPath: o.nativeDataPath ?? true,
     onMasterListening: o.onMasterListening,
     onFailure: o.onFailure,
+    onPeerLost: o.onPeerLost,
   };
 }

@@ -167,8 +167,9 @@ export class PeerLinks {
   /** Rank p with its address, host name and pid (or its expected host before the rendezvous), for messages. */
   peerDesc(p: number): string {
     const a = this.peersTable[p];
-    if (!a) return `rank ${p}${this.o.hosts?.[p] ? ` (expected on ${this.o.hosts[p]})` : ''}`;
-    return `rank ${p} at ${hostPort(a.host, a.port)} (${a.hostname}, pid ${a.pid})`;
+    const name = this.o.rankNames?.[p] ?? `rank ${p}`;
+    if (!a) return `${name}${this.o.hosts?.[p] ? ` (expected on ${this.o.hosts[p]})` : ''}`;
+    return `${name} at ${hostPort(a.host, a.port)} (${a.hostname}, pid ${a.pid})`;
   }
 
   /** Resolves once rank p has dialled us for `kind` ('in': p sends to us; 'out': p receives from us). */

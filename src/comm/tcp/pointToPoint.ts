@@ -14,11 +14,20 @@ export async function send(ctx: CallContext, buf: Float32Array, dest: number, ta
     ctx.stats.bytes += payload.length;
     return;
   }
-  const out = await ctx.links.outLink(dest);
-  const sends: Promise<void>[] = [];
-  if (n === 0) sends.push(out.send(FrameType.P2P, tag, 0));
-  else sendRange(ctx, out, sends, Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength), 0, n, FrameType.P2P, tag, n, 0, 0);
-  await Promise.all(sends);
+  // a lost peer of a star world (lostPeers.ts): this send fails with why, the world goes on
+  const lost = () => ctx.router.lost.of(dest);
+  if (lost()) throw lost();
+  try {
+    const out = await ctx.links.outLink(dest);
+    const sends: Promise<void>[] = [];
+    if (n === 0) sends.push(out.send(FrameType.P2P, tag, 0));
+    else sendRange(ctx, out, sends, Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength), 0, n, FrameType.P2P, tag, n, 0, 0);
+    await Promise.all(sends);
+  } catch (err) {
+    // a failed write to a star world's spoke is its loss, whichever of the write and the link's end is noticed first
+    if (ctx.router.lost.tolerates(dest)) ctx.router.failOrLose(dest, err as Error);
+    throw lost() ?? err;
+  }
 }
 
 /**

@@ -16,6 +16,7 @@ import { LandingPlan, type LandingRange } from './landing.ts';
 import type { Link } from './link.ts';
 import type { PeerLinks } from './peerLinks.ts';
 import { FrameQueue } from './queue.ts';
+import type { LostPeers } from './lostPeers.ts';
 
 /** the collectives the native ring runs */
 const RING_TYPES = new Set<number>([FrameType.Allreduce, FrameType.ReduceScatter, FrameType.Allgather]);
@@ -39,6 +40,7 @@ export class FrameRouter {
     private readonly failures: FailureState,
     private readonly engines: DataEngines,
     private readonly recvTimeoutMs: number,
+    readonly lost: LostPeers,
   ) {
     this.rank = links.rank;
     this.size = links.size;
@@ -81,8 +83,14 @@ export class FrameRouter {
       forget();
       if (this.failures.usable || bye) return;
       const what = err?.name === 'FrameError' ? `sent a malformed frame (${err.message})` : err ? `connection failed (${err.message})` : 'connection closed unexpectedly';
-      this.failures.fail(peerDied(this.rank, p, this.links.peerDesc(p), what));
+      this.failOrLose(p, peerDied(this.rank, p, this.links.peerDesc(p), what));
     });
+  }
+
+  /** Fails the job on rank p's loss, or (a star world, lostPeers.ts) only the calls that need p. */
+  failOrLose(p: number, err: Error): void {
+    if (!this.lost.tolerates(p)) return this.failures.fail(err);
+    this.lost.lose(p, err, (e) => { for (const q of this.queuesOf(p)) q.fail(e); });
   }
 
   /**
@@ -105,7 +113,7 @@ export class FrameRouter {
         this.p2pQueue(p, f.tag).push(f);
         return;
       case FrameType.Abort:
-        this.failures.fail(abortError(this.rank, p, f.payload,
+        this.failOrLose(p, abortError(this.rank, p, f.payload,
           (origin, theirMs) => likelierCause(this.rank, this.waits(), origin, theirMs, (q) => this.links.peerDesc(q))));
         return;
       default: {
@@ -216,6 +224,8 @@ export class FrameRouter {
 
   /** The next frame from p in `q` (what: the call, for messages), within recvTimeoutMs. */
   take(q: FrameQueue, p: number, what: string): Promise<Frame> {
+    const gone = this.lost.of(p);
+    if (gone) return Promise.reject(gone);
     this.links.inLinks[p]?.releaseHeld();
     if (q.isEmpty && this.byeFrom[p]) {
       return Promise.reject(new PeerFailedError(p, `${this.links.peerDesc(p)} closed its communicator before sending the data of ${what} (did the ranks call different collectives?)`, `rank ${this.rank}`));

@@ -18,6 +18,7 @@ import { oneReaderAtATime, recv, send } from './pointToPoint.ts';
 import type { RankAddress } from './rendezvous.ts';
 import { ring, RING_CALLS } from './ring.ts';
 import { FrameRouter } from './routing.ts';
+import { LostPeers } from './lostPeers.ts';
 import { resolveSecret } from './secret.ts';
 
 export type { TcpConnectOptions } from './options.ts';
@@ -42,13 +43,13 @@ export class TcpCommunicator implements Communicator {
   static async connect(options: TcpConnectOptions): Promise<TcpCommunicator> {
     const o = resolveOptions(options);
     if (os.endianness() !== 'LE') throw new RendezvousError('the tcp transport sends little-endian float32 and refuses big-endian hosts');
-    const log = cappedWarnings(options.log ?? stderrLog(o.rank));
+    const log = cappedWarnings(options.log ?? stderrLog(o.rankNames?.[o.rank] ?? o.rank));
     const key = resolveSecret({ secret: options.secret, secretFile: options.secretFile, allowInsecure: options.allowInsecure, worldSize: o.worldSize, env: options.env ?? process.env }, log);
-    const failures = new FailureState(o.rank, log, o.onFailure);
+    const failures = new FailureState(o.rank, log, o.onFailure, o.rankNames);
     const engines = new DataEngines(o.nativeDataPath, o.maxFrameBytes);
     let router: FrameRouter | undefined;
     const links = new PeerLinks(o, key, log, failures, engines, (link, p, forget) => router!.route(link, p, forget));
-    router = new FrameRouter(links, failures, engines, o.recvTimeoutMs);
+    router = new FrameRouter(links, failures, engines, o.recvTimeoutMs, new LostPeers(o.onPeerLost));
     // on failure: the queues' readers first, then the world still forming and the links
     failures.onFail((err) => router!.failQueues(err));
     failures.onFail((err, abort) => links.abortAll(err, abort));
@@ -174,6 +175,8 @@ export class TcpCommunicator implements Communicator {
     try {
       return await body();
     } catch (err) {
+      // a star world's lost peer fails only the calls that needed it (lostPeers.ts)
+      if (this.ctx.router.lost.isLoss(err)) throw err;
       failures.fail(err as Error);
       // the root cause (e.g. the peer that died), not a secondary symptom (a failed write to it)
       throw failures.failure ?? err;

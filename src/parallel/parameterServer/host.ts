@@ -1,25 +1,47 @@
 import type { Communicator } from '../../comm/communicator.ts';
 import type { Optimizer } from '../../optim/optimizer.ts';
+import { PeerFailedError } from '../../comm/errors.ts';
 import { PsHeader, PsOp, PsTag } from './protocol.ts';
 import { allFinite } from '../nonFinite.ts';
+
+export interface ServeOptions {
+  /**
+   * A device whose link is lost (its process died, or its thread aborted) is dropped and the others
+   * are served on (async, asynchronous EASGD; `comm` must then isolate lost peers, TcpConnectOptions.onPeerLost);
+   * otherwise its loss fails the server.
+   */
+  survivesLostDevices?: boolean;
+  /** told of each device dropped: its index, the step it last named, why */
+  onDeviceLost?: (device: number, step: number, reason: string) => void;
+}
 
 /**
  * Serves the parameter server to every other rank of `comm` (rank 0 is the server; see
  * protocol.ts) until each has said BYE. One loop per device; JavaScript runs one
  * request's update at a time, so every update is atomic without a lock, and a gradient is applied
  * the moment it has arrived (Downpour). Resolves when all devices are done; rejects on the first
- * transport failure (the communicator then aborts the job on every rank).
+ * transport failure (the communicator then aborts the job on every rank), or drops the device (see
+ * ServeOptions.survivesLostDevices).
  */
-export async function serveParameterServer(comm: Communicator, params: Float32Array, optimizer: Optimizer): Promise<void> {
+export async function serveParameterServer(comm: Communicator, params: Float32Array, optimizer: Optimizer, o: ServeOptions = {}): Promise<void> {
   let version = 0, turn = 0;
   const turnWaiters: (() => void)[] = [];
   const wakeTurnWaiters = () => { for (const w of turnWaiters.splice(0)) w(); };
+  // devices done (finished or dropped), and the FINISH requests waiting for the rest
+  const done = new Set<number>();
+  const finishWaiters: (() => void)[] = [];
+  const markDone = (device: number) => {
+    done.add(device);
+    if (done.size >= comm.size - 1) for (const w of finishWaiters.splice(0)) w();
+  };
+  const lastStep = new Array<number>(comm.size).fill(0);
   const serve = async (device: number) => {
     const req = new PsHeader(), reply = new PsHeader();
     const buf = new Float32Array(params.length);
     for (;;) {
       await comm.recv(req.wire, device, PsTag.Request);
-      const [op, a, b, c] = req.values as unknown as [number, number, number, number];
+      const [op, a, b, c, step] = req.values as unknown as [number, number, number, number, number];
+      lastStep[device] = step;
       switch (op) {
         case PsOp.Pull:
           await comm.send(reply.set(version).wire, device, PsTag.Reply);
@@ -58,6 +80,11 @@ export async function serveParameterServer(comm: Communicator, params: Float32Ar
           turn++;
           wakeTurnWaiters();
           break;
+        case PsOp.Finish:
+          markDone(device);
+          if (done.size < comm.size - 1) await new Promise<void>((resolve) => finishWaiters.push(resolve));
+          await comm.send(reply.set(0).wire, device, PsTag.Reply);
+          break;
         case PsOp.Bye:
           return;
         default:
@@ -65,5 +92,15 @@ export async function serveParameterServer(comm: Communicator, params: Float32Ar
       }
     }
   };
-  await Promise.all(Array.from({ length: comm.size - 1 }, (_, i) => serve(i + 1)));
+  const serveOrDrop = async (device: number) => {
+    try {
+      await serve(device);
+    } catch (err) {
+      // only the device's own loss is survivable; anything else is the server's failure
+      if (!o.survivesLostDevices || !(err instanceof PeerFailedError) || err.failedRank !== device) throw err;
+      markDone(device);
+      o.onDeviceLost?.(device - 1, lastStep[device]!, err.reason);
+    }
+  };
+  await Promise.all(Array.from({ length: comm.size - 1 }, (_, i) => serveOrDrop(i + 1)));
 }

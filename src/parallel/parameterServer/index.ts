@@ -29,6 +29,14 @@ export interface ParameterServer {
   waitTurn(rank: number, size: number): Promise<void>;
   /** Hands the turn to the next rank. */
   passTurn(): Promise<void>;
+  /**
+   * This device has made its last update: resolves once every device still alive has too (a
+   * device that died is not waited for), so the server's weights are final. Replaces a barrier of
+   * the devices in the strategies that go on without a dead device (async, asynchronous EASGD).
+   */
+  finish(): Promise<void>;
+  /** Notes the step this device is at (a remote server names it if the device dies). */
+  atStep?(step: number): void;
   /** Time in server calls, of it idle (waiting for the lock or its turn), and bytes moved since the last call (then reset). */
   takeStats(): ParameterServerStats;
   /** This device is done with the server (a remote server stops serving it). */

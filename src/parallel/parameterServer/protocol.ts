@@ -2,25 +2,27 @@
  * The wire protocol between devices and a parameter server in another process, over any
  * Communicator's send/recv: the server is rank 0 of its own world, device g is rank g + 1.
  *
- * A request is a header of four float64 (sent as eight float32 words) on tag REQUEST:
- *   [op, a, b, c]; arrays follow on tag DATA, answers come back on tag REPLY (header) and DATA.
+ * A request is a header of five float64 (sent as ten float32 words) on tag REQUEST:
+ *   [op, a, b, c, step]; arrays follow on tag DATA, answers come back on tag REPLY (header) and DATA.
  *   PULL                      → reply [version], then DATA weights
  *   PUSH computedAt lr bound  DATA grads → reply [staleness, applied]   (bound < 0: none)
  *   ELASTIC alpha             DATA x → DATA x after the exchange
  *   WAIT_TURN rank size       → reply [] once turn % size = rank
  *   PASS_TURN                 (no reply)
  *   BYE                       (no reply; the device is done)
+ *   FINISH                    → reply [] once every device alive has sent FINISH (its last update is in)
+ * A request's last value is the step the device is at (named if it dies).
  */
-export const enum PsOp { Pull = 1, Push = 2, Elastic = 3, WaitTurn = 4, PassTurn = 5, Bye = 6 }
+export const enum PsOp { Pull = 1, Push = 2, Elastic = 3, WaitTurn = 4, PassTurn = 5, Bye = 6, Finish = 7 }
 export const enum PsTag { Request = 1, Reply = 2, Data = 3 }
 
-/** A header: four float64 values viewed as the Float32Array that send/recv move. */
+/** A header: five float64 values viewed as the Float32Array that send/recv move. */
 export class PsHeader {
-  readonly values = new Float64Array(4);
+  readonly values = new Float64Array(5);
   readonly wire = new Float32Array(this.values.buffer);
 
-  set(a: number, b = 0, c = 0, d = 0): this {
-    this.values[0] = a; this.values[1] = b; this.values[2] = c; this.values[3] = d;
+  set(a: number, b = 0, c = 0, d = 0, e = 0): this {
+    this.values[0] = a; this.values[1] = b; this.values[2] = c; this.values[3] = d; this.values[4] = e;
     return this;
   }
 }

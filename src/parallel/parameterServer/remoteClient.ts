@@ -11,6 +11,7 @@ export class RemoteParameterServer implements ParameterServer {
   private readonly request = new PsHeader();
   private readonly reply = new PsHeader();
   private stats: ParameterServerStats = { commMs: 0, idleMs: 0, bytes: 0 };
+  private step = 0;
 
   constructor(private readonly comm: Communicator) {}
 
@@ -33,7 +34,7 @@ export class RemoteParameterServer implements ParameterServer {
   }
 
   private send(op: PsOp, a = 0, b = 0, c = 0): Promise<void> {
-    return this.comm.send(this.request.set(op, a, b, c).wire, 0, PsTag.Request);
+    return this.comm.send(this.request.set(op, a, b, c, this.step).wire, 0, PsTag.Request);
   }
 
   private async answer(): Promise<Float64Array> {
@@ -76,6 +77,17 @@ export class RemoteParameterServer implements ParameterServer {
 
   passTurn(): Promise<void> {
     return this.timed(0, () => this.send(PsOp.PassTurn));
+  }
+
+  atStep(step: number): void {
+    this.step = step;
+  }
+
+  finish(): Promise<void> {
+    return this.timed(0, async () => {
+      await this.send(PsOp.Finish);
+      await this.answer();
+    }, true);
   }
 
   /** Tells the server this device is done (it stops serving it). */

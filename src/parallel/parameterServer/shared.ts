@@ -13,9 +13,11 @@ export interface SharedLock {
 /** Blocks until `word` of `control` satisfies `ready`, waking on notify; throws when the job aborts. Returns ms waited. */
 export type WaitUntil = (control: Int32Array, word: number, ready: (value: number) => boolean) => number;
 
-/** Slots of the control block. */
-const VERSION = 0, TURN = 1;
-export const PS_CONTROL_WORDS = 2;
+/**
+ * Slots of the control block: the version, the sync strategy's turn, the count of devices done
+ * (finished, or lost: see markDeviceDone), the device count, then one done flag per device.
+ */
+const VERSION = 0, TURN = 1, DONE = 2, DEVICES = 3, FLAGS = 4;
 
 /** Shared memory of a parameter server, created once by the main thread and handed to every device. */
 export interface SharedParameterServerMemory {
@@ -24,14 +26,26 @@ export interface SharedParameterServerMemory {
   optimizerState: SharedArrayBuffer;
 }
 
-export function allocateParameterServer(paramCount: number, spec: OptimizerSpec, initial: Float32Array): SharedParameterServerMemory {
+export function allocateParameterServer(paramCount: number, spec: OptimizerSpec, initial: Float32Array, devices: number): SharedParameterServerMemory {
   const memory = {
-    control: new SharedArrayBuffer(PS_CONTROL_WORDS * 4),
+    control: new SharedArrayBuffer((FLAGS + devices) * 4),
     params: new SharedArrayBuffer(paramCount * 4),
     optimizerState: new SharedArrayBuffer(Math.max(optimizerStateSize(spec, paramCount), 1) * 4),
   };
   new Float32Array(memory.params).set(initial.subarray(0, paramCount));
+  new Int32Array(memory.control)[DEVICES] = devices;
   return memory;
+}
+
+/**
+ * Counts device `rank` as done once: it finished, or (called by the main thread) it died, so the
+ * others' finish() does not wait for it.
+ */
+export function markDeviceDone(memory: SharedParameterServerMemory, rank: number): void {
+  const control = new Int32Array(memory.control);
+  if (Atomics.compareExchange(control, FLAGS + rank, 0, 1) !== 0) return;
+  Atomics.add(control, DONE, 1);
+  Atomics.notify(control, DONE);
 }
 
 /**
@@ -46,7 +60,7 @@ export class SharedParameterServer implements ParameterServer {
   /** time in server calls, of it idle (lock, turn), and bytes moved, since the last takeStats() */
   private stats: ParameterServerStats = { commMs: 0, idleMs: 0, bytes: 0 };
 
-  constructor(memory: SharedParameterServerMemory, backend: Backend, spec: OptimizerSpec,
+  constructor(private readonly memory: SharedParameterServerMemory, private readonly rank: number, backend: Backend, spec: OptimizerSpec,
               private readonly mutex: SharedLock, private readonly waitUntil: WaitUntil) {
     this.control = new Int32Array(memory.control);
     this.params = new Float32Array(memory.params);
@@ -117,6 +131,14 @@ export class SharedParameterServer implements ParameterServer {
   async waitTurn(rank: number, size: number): Promise<void> {
     const t0 = performance.now();
     this.stats.idleMs += this.waitUntil(this.control, TURN, (turn) => turn % size === rank);
+    this.stats.commMs += performance.now() - t0;
+  }
+
+  async finish(): Promise<void> {
+    const t0 = performance.now();
+    markDeviceDone(this.memory, this.rank);
+    const devices = Atomics.load(this.control, DEVICES);
+    this.stats.idleMs += this.waitUntil(this.control, DONE, (done) => done >= devices);
     this.stats.commMs += performance.now() - t0;
   }
 

@@ -36,7 +36,8 @@ export function asyncStrategy(ps: ParameterServer, comm: Communicator, o: AsyncO
       accumulated = new Float32Array(replica.grads.length);
       version = await ps.pull(replica.params);
     },
-    async beforeStep(replica) {
+    async beforeStep(replica, info) {
+      ps.atStep?.(info.step);
       if (steps > 0 && steps % o.fetchEvery === 0) version = await ps.pull(replica.params);
     },
     async applyUpdate(replica, info) {
@@ -55,7 +56,8 @@ export function asyncStrategy(ps: ParameterServer, comm: Communicator, o: AsyncO
     async onFinish(replica) {
       if (pending > 0) await push();
       // every device's last push must be applied before anyone reads the final weights
-      await comm.barrier();
+      // (the server's finish, not a barrier: a device that died is not waited for)
+      await ps.finish();
       await ps.pull(replica.params);
     },
     modelParams: serverWeights(ps),
@@ -81,5 +83,6 @@ export const asyncEntry: StrategyEntry<AsyncSpec> = {
     }),
   needsParameterServer: () => true,
   lockstep: false,
+  survivesLostDevices: () => true,
   create: (spec, ctx) => asyncStrategy(requireParameterServer(ctx, 'async'), ctx.comm, spec),
 };

@@ -58,14 +58,17 @@ export function easgdAsyncStrategy(ps: ParameterServer, comm: Communicator, alph
       // start from the server's centre so every replica begins at the same point
       await ps.pull(replica.params);
     },
+    async beforeStep(_replica, info) {
+      ps.atStep?.(info.step);
+    },
     async afterStep(replica) {
       if (++steps < period) return;
       steps = 0;
       await ps.elasticExchange(replica.params, alpha);
     },
     async onFinish() {
-      // the centre is final once every device has made its last exchange
-      await comm.barrier();
+      // the centre is final once every device alive has made its last exchange
+      await ps.finish();
     },
     modelParams: serverWeights(ps),
     saveState: () => ({ tensors: {}, counters: { steps } }),
@@ -82,6 +85,7 @@ export const easgdEntry: StrategyEntry<EasgdSpec> = {
   // asynchronous: the centre lives on the server
   needsParameterServer: (spec) => spec.mode === 'async',
   lockstep: { when: 'mode: sync', test: (spec) => spec.mode === 'sync' },
+  survivesLostDevices: (spec) => spec.mode === 'async',
   check(spec, devices) {
     if (spec.mode === 'sync' && spec.alpha * devices >= 1) {
       throw new Error(`train.strategy.easgd.alpha: synchronous EASGD needs alpha·devices < 1 (the centre's moving rate), ` +

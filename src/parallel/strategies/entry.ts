@@ -49,6 +49,11 @@ export interface StrategyEntry<S extends { type: string }> {
    * BatchNorm, need it): always, never, or only `when` an option says so (`mode: sync`).
    */
   readonly lockstep: boolean | { readonly when: string; test(spec: S): boolean };
+  /**
+   * A device that dies leaves the others going: the server drops it and the run ends normally
+   * (asynchronous parameter-server rules, whose devices never wait for each other). Absent: false.
+   */
+  survivesLostDevices?(spec: S): boolean;
   /** can run model-parallel layers, whose activations are exchanged every step in lockstep with the other layers' gradient all-reduce */
   readonly modelParallel?: boolean;
   /** checks the options that depend on the device count; errors name the config field and the fix */

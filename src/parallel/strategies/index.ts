@@ -37,6 +37,11 @@ export function needsParameterServer(spec: StrategySpec): boolean {
   return entryOf(spec).needsParameterServer(spec);
 }
 
+/** Strategies that go on with the devices that remain when one dies (the rest fail the job). */
+export function survivesLostDevices(spec: StrategySpec): boolean {
+  return entryOf(spec).survivesLostDevices?.(spec) ?? false;
+}
+
 /** Strategies whose devices run every step together (collectives inside a step, e.g. synchronised BatchNorm, need it). */
 export function stepsInLockstep(spec: StrategySpec): boolean {
   const { lockstep } = entryOf(spec);

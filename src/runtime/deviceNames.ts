@@ -1,0 +1,23 @@
+/**
+ * One numbering of devices and processes for every message (docs/architecture.md, glossary):
+ * a job has P processes (the launcher's RANK, 0 … P − 1) of L device threads each, and
+ *   device d = process p × L + local ℓ,   0 ≤ d < P·L,
+ * the device's rank in the job's collectives. Messages name a device as `device d`, adding
+ * `(process p)` when the job spans processes, and a process as `process p`.
+ */
+export interface JobShape {
+  /** device threads per process (L) */
+  threads: number;
+  /** processes in the job (P; 1: the job is this process) */
+  processes: number;
+}
+
+/** The process that holds device d. */
+export function processOf(device: number, job: JobShape): number {
+  return Math.floor(device / job.threads);
+}
+
+/** `device 3 (process 1)` in a job of processes, `device 3` in a job of one. */
+export function deviceName(device: number, job: JobShape): string {
+  return job.processes > 1 ? `device ${device} (process ${processOf(device, job)})` : `device ${device}`;
+}
