@@ -12,6 +12,7 @@ import type { RunConfig } from '../config/runConfig.ts';
 import type { Replica } from './replica.ts';
 import type { EventSink } from './events.ts';
 import { setDue } from './checkpointPolicy.ts';
+import { survivesLostDevices } from '../parallel/strategies/index.ts';
 import { globalBatchSize } from './trainLoop.ts';
 import { completeSet, partialSetDir, SET_MODEL_FILE, type SetState } from './checkpointSet.ts';
 import { restoreDeviceState, writeDeviceState, type ResumePoint } from './deviceState.ts';
@@ -68,7 +69,11 @@ export function deviceCheckpointHooks(o: DeviceCheckpointOptions) {
   if (!setup) return {};
   if (setup.initFrom) loadInitialWeights(setup.initFrom, replica.model);
   const resume = setup.resume;
+  // async devices go on without lost peers, so none may wait for all at a set: device 0 writes the
+  // set alone, and the others (whose state is only counters beside the server's) start afresh on resume
+  const alone = worldSize > 1 && survivesLostDevices(config.train.strategy);
   const writeSet = async (stepsDone: number, stepsPerEpoch: number): Promise<void> => {
+    if (alone && rank !== 0) return;
     const dir = setup.runDir ? partialSetDir(setup.runDir, stepsDone) : null;
     if (dir) writeDeviceState(dir, rank, replica, strategy, stepsDone);
     // a split model's gather is collective: every device takes part
@@ -79,7 +84,7 @@ export function deviceCheckpointHooks(o: DeviceCheckpointOptions) {
         { config: JSON.stringify(config), step: String(stepsDone), epoch: String(Math.floor(stepsDone / stepsPerEpoch)), strategy: strategy.name }));
     }
     // every device's files are on disk before the set is declared complete
-    if (worldSize > 1) await o.comm!.barrier();
+    if (worldSize > 1 && !alone) await o.comm!.barrier();
     if (rank !== 0 || !setup.runDir) return;
     const state: SetState = {
       format: 'paratrain-set-1', step: stepsDone, epoch: Math.floor(stepsDone / stepsPerEpoch), stepInEpoch: stepsDone % stepsPerEpoch,
@@ -91,7 +96,7 @@ export function deviceCheckpointHooks(o: DeviceCheckpointOptions) {
   };
   return {
     firstStep: resume?.state.step ?? 0,
-    afterStart: resume ? () => restoreDeviceState(resume, rank, worldSize, replica, strategy) : undefined,
+    afterStart: resume && !(alone && rank !== 0) ? () => restoreDeviceState(resume, rank, worldSize, replica, strategy) : undefined,
     async onStepEnd(stepsDone: number, stepsPerEpoch: number, totalSteps: number): Promise<void> {
       if (setDue(config, stepsDone, stepsPerEpoch, totalSteps)) await writeSet(stepsDone, stepsPerEpoch);
     },
