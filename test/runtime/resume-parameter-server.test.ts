@@ -52,7 +52,7 @@ test('async on 2 devices (Adam on the server): the resumed server counts on from
   const memory = allocateParameterServer(model.params.length, config.optimizer, start, 2);
   const n = model.params.length;
   const slots = new Float32Array(memory.optimizerState);
-  const restored = new Map([['params', new Float32Array(memory.params)], ['optimizer.m', slots.slice(0, n)], ['optimizer.v', slots.slice(n, 2 * n)]]);
+  const restored = new Map<string, Float32Array>([['params', new Float32Array(memory.params)], ['optimizer.m', slots.slice(0, n)], ['optimizer.v', slots.slice(n, 2 * n)]]);
   assertSameTensors(saved, restored);
   assert.ok(saved.get('optimizer.v')!.some((x) => x !== 0), 'the saved second moment is not all zero');
 });
