@@ -2,6 +2,7 @@
  * A strategy is a small object with the hooks the training loop calls (docs/architecture.md). The loop is the
  * same for every strategy; what differs is what happens around the optimizer step.
  */
+import type { ParameterServerSnapshot } from './parameterServer/index.ts';
 
 /** What a strategy may act on: the replica's flat buffers and its local optimizer step. */
 export interface ReplicaView {
@@ -76,6 +77,11 @@ export interface Strategy {
    * resize rule maps it to.
    */
   restoreState?(state: StrategyState): void;
+  /**
+   * Strategies with a parameter server: the server's whole state now (weights, optimizer slots,
+   * update count), which checkpoint sets save as the job's (set by createStrategy).
+   */
+  serverSnapshot?(): Promise<ParameterServerSnapshot>;
   /**
    * Lockstep strategies only: sums a small vector over every device (a collective every device
    * calls at the same point). The loop uses it to agree on skipping a step with a non-finite

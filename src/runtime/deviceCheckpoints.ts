@@ -16,8 +16,8 @@ import { survivesLostDevices } from '../parallel/strategies/index.ts';
 import { globalBatchSize } from './trainLoop.ts';
 import { completeSet, partialSetDir, SET_MODEL_FILE, type SetState } from './checkpointSet.ts';
 import { restoreDeviceState, writeDeviceState, type ResumePoint } from './deviceState.ts';
-import { loadModelCheckpoint, saveModelCheckpoint } from './modelCheckpoint.ts';
-import type { Sequential } from '../nn/model.ts';
+import { saveModelCheckpoint } from './modelCheckpoint.ts';
+import { writeServerState } from './serverState.ts';
 import { modelHash } from './runConfigFiles.ts';
 import { loadInitialWeights } from './initFrom.ts';
 
@@ -70,12 +70,17 @@ export function deviceCheckpointHooks(o: DeviceCheckpointOptions) {
   if (setup.initFrom) loadInitialWeights(setup.initFrom, replica.model);
   const resume = setup.resume;
   // async devices go on without lost peers, so none may wait for all at a set: device 0 writes the
-  // set alone, and the others (whose state is only counters beside the server's) start afresh on resume
+  // set alone (the server's state as it stands: async has no common step boundary), and the others,
+  // whose state is only counters beside the server's, start afresh on resume
   const alone = worldSize > 1 && survivesLostDevices(config.train.strategy);
   const writeSet = async (stepsDone: number, stepsPerEpoch: number): Promise<void> => {
     if (alone && rank !== 0) return;
     const dir = setup.runDir ? partialSetDir(setup.runDir, stepsDone) : null;
     if (dir) writeDeviceState(dir, rank, replica, strategy, stepsDone);
+    // a parameter server's state is the job's: every device's last update is in before device 0 reads it
+    const server = strategy.serverSnapshot;
+    if (server && worldSize > 1 && !alone) await o.comm!.barrier();
+    if (server && rank === 0 && dir) writeServerState(dir, await server(), config.optimizer);
     // a split model's gather is collective: every device takes part
     const full = await replica.gather(rank, true);
     if (full && dir) {
@@ -83,7 +88,7 @@ export function deviceCheckpointHooks(o: DeviceCheckpointOptions) {
       withParams(full, params, () => saveModelCheckpoint(join(dir, SET_MODEL_FILE), full.model, full.optimizer,
         { config: JSON.stringify(config), step: String(stepsDone), epoch: String(Math.floor(stepsDone / stepsPerEpoch)), strategy: strategy.name }));
     }
-    // every device's files are on disk before the set is declared complete
+    // every device's files are on disk before the set is declared complete (and the server's read)
     if (worldSize > 1 && !alone) await o.comm!.barrier();
     if (rank !== 0 || !setup.runDir) return;
     const state: SetState = {
@@ -105,11 +110,4 @@ export function deviceCheckpointHooks(o: DeviceCheckpointOptions) {
       if (stepsDone > 0 && !setDue(config, stepsDone, stepsPerEpoch, totalSteps)) await writeSet(stepsDone, stepsPerEpoch);
     },
   };
-}
-
-/** The parameter server's first weights: the resumed set's job model, else the freshly initialised model's. */
-export function serverStartWeights(setup: CheckpointSetup, model: Sequential): Float32Array {
-  if (setup.resume) loadModelCheckpoint(join(setup.resume.dir, SET_MODEL_FILE), model);
-  else if (setup.initFrom) loadModelCheckpoint(setup.initFrom, model);
-  return model.params;
 }

@@ -2,23 +2,26 @@ import { TcpCommunicator } from '../comm/tcp/index.ts';
 import { getBackend } from '../kernels/index.ts';
 import { createOptimizer } from '../optim/optimizer.ts';
 import { serveParameterServer, type ServeOptions } from '../parallel/parameterServer/host.ts';
+import type { ParameterServerStart } from '../parallel/parameterServer/index.ts';
 import { tcpOptionsOf, type TcpWorldSpec } from './processWorld.ts';
 import type { RunConfig } from '../config/runConfig.ts';
 
 /**
  * The parameter server of a multi-process job, in process 0's main thread: the weights and the
- * optimizer live here and every device, in whatever process, pushes and pulls over TCP. Resolves
+ * optimizer live here (a resumed job's as its checkpoint set saved them) and every device, in whatever process, pushes and pulls over TCP. Resolves
  * once every device has said goodbye (or, with world.dropsLostDevices, was lost: see ServeOptions).
  */
-export async function hostParameterServer(config: RunConfig, initial: Float32Array, world: TcpWorldSpec,
+export async function hostParameterServer(config: RunConfig, start: ParameterServerStart, world: TcpWorldSpec,
                                           onDeviceLost?: ServeOptions['onDeviceLost']): Promise<void> {
   const backend = await getBackend(config.train.backend);
   const comm = await TcpCommunicator.connect(tcpOptionsOf(world));
   try {
-    const params = backend.alloc(initial.length);
-    params.set(initial);
+    const params = backend.alloc(start.params.length);
+    params.set(start.params);
     const optimizer = createOptimizer(backend, config.optimizer, params.length);
-    await serveParameterServer(comm, params, optimizer, { survivesLostDevices: world.dropsLostDevices === true, onDeviceLost });
+    // a resumed server carries on: its optimizer slots and its update count (Adam's step) as saved
+    if (start.optimizer) optimizer.loadState(start.optimizer);
+    await serveParameterServer(comm, params, optimizer, { survivesLostDevices: world.dropsLostDevices === true, onDeviceLost, version: start.version });
   } catch (err) {
     comm.abort(`the parameter server failed: ${(err as Error).message}`);
     throw err;

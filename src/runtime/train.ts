@@ -144,7 +144,8 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
   };
   const { runDir, checkpoints } = openRunDir(options, { ...config, train: { ...config.train, devices: threads } }, resume, leader,
     world?.worldSize ?? 1, configHash(config));
-  const metrics = leader ? new MetricsWriter(runDir, { truncate: options.force }) : null;
+  // a resumed run appends, --force or not (a launcher's restart keeps the job's flags)
+  const metrics = leader ? new MetricsWriter(runDir, { truncate: options.force && !resume }) : null;
   const checkpoint = leader ? join(runDir, 'model.safetensors') : '';
   const globalBatch = globalBatchSize(config);
   const stepsPerEpoch = Math.ceil(data.train.count / globalBatch);

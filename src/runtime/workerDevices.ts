@@ -13,7 +13,8 @@ import { hostParameterServer } from './parameterServerProcess.ts';
 import { crossWorldOf, parameterServerWorldOf, type ProcessPlacement } from './processWorld.ts';
 import type { EventSink } from './events.ts';
 import type { FaultPlan } from './faultPlan.ts';
-import { serverStartWeights, type CheckpointSetup } from './deviceCheckpoints.ts';
+import type { CheckpointSetup } from './deviceCheckpoints.ts';
+import { serverStart } from './serverState.ts';
 import type { StopGateMemory } from './stopGate.ts';
 import type { RunConfig } from '../config/runConfig.ts';
 
@@ -60,10 +61,10 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
   if (needsParameterServer(spec)) {
     const model = buildModel(jsBackend, config.model);
     model.initialize(config.train.seed);
-    const weights = serverStartWeights(o.checkpoints, model);
-    if (!remotePs) ps = allocateParameterServer(model.params.length, config.optimizer, weights, config.train.devices);
+    const start = serverStart(o.checkpoints, model, config.optimizer);
+    if (!remotePs) ps = allocateParameterServer(model.params.length, config.optimizer, start, config.train.devices);
     else if (placement.process === 0) {
-      serving = hostParameterServer(config, weights, parameterServerWorldOf(placement, threads, 0, config.train.devices, survives),
+      serving = hostParameterServer(config, start, parameterServerWorldOf(placement, threads, 0, config.train.devices, survives),
         (device, step, reason) => lost.report(device, step, lostLinkReason(device, job, reason)));
     }
   }

@@ -84,6 +84,7 @@ export function localParameterServer(initial: number[], spec: OptimizerSpec = SG
       if (++finished >= devices) for (const w of finishWaiters.splice(0)) w();
     }),
     takeStats: () => inner.takeStats(),
+    snapshot: () => inner.snapshot(),
   };
   return ps;
 }

@@ -57,7 +57,8 @@ test('model-parallel dense layers (hybrid, 2 devices): stopped at step 7 and res
 
 test('async (parameter server) on 2 devices: a crashed run resumes from the saved server weights and completes', async () => {
   const config = tinyConfig({ train: { epochs: 2, devices: 2, strategy: 'async', checkpointEvery: every } });
-  const { resumed, result, runDir } = await crashAndResume(config, 7, { rank: 1 });
+  // device 0 fails: async goes on without any other device (a lost device, not a crash)
+  const { resumed, result, runDir } = await crashAndResume(config, 7, { rank: 0 });
   assert.ok(Number.isFinite(result.testLoss));
   assert.ok([...resumed.values()].every((t) => t.every(Number.isFinite)));
   assert.ok(readMetrics(join(runDir, 'metrics.jsonl')).some((e) => e.type === 'resume' && e.step === 4));

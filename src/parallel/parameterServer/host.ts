@@ -13,6 +13,8 @@ export interface ServeOptions {
   survivesLostDevices?: boolean;
   /** told of each device dropped: its index, the step it last named, why */
   onDeviceLost?: (device: number, step: number, reason: string) => void;
+  /** the version to count on from (a resumed server: the updates its checkpoint set had applied) */
+  version?: number;
 }
 
 /**
@@ -24,7 +26,7 @@ export interface ServeOptions {
  * ServeOptions.survivesLostDevices).
  */
 export async function serveParameterServer(comm: Communicator, params: Float32Array, optimizer: Optimizer, o: ServeOptions = {}): Promise<void> {
-  let version = 0, turn = 0;
+  let version = o.version ?? 0, turn = 0;
   const turnWaiters: (() => void)[] = [];
   const wakeTurnWaiters = () => { for (const w of turnWaiters.splice(0)) w(); };
   // devices done (finished or dropped), and the FINISH requests waiting for the rest
@@ -85,6 +87,13 @@ export async function serveParameterServer(comm: Communicator, params: Float32Ar
           if (done.size < comm.size - 1) await new Promise<void>((resolve) => finishWaiters.push(resolve));
           await comm.send(reply.set(0).wire, device, PsTag.Reply);
           break;
+        case PsOp.Snapshot: {
+          // copied before the first await: no other device's update can interleave
+          const copies = [params.slice(), ...optimizer.state().buffers.map((b) => b.data.slice())];
+          await comm.send(reply.set(version, copies.length - 1, params.length).wire, device, PsTag.Reply);
+          for (const c of copies) await comm.send(c, device, PsTag.Data);
+          break;
+        }
         case PsOp.Bye:
           return;
         default:

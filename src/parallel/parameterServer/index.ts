@@ -7,6 +7,26 @@
  *   host.ts          that server's loop (rank 0 of its own world)
  *   protocol.ts      the wire protocol between the two
  */
+import type { OptimizerState } from '../../optim/optimizer.ts';
+
+/**
+ * The server's whole state at one moment (for checkpoint sets): its weights, its version (updates
+ * applied so far, which is also its optimizer's step count) and its optimizer's buffers in the
+ * optimizer's own order (Adam: m, v; momentum SGD: velocity).
+ */
+export interface ParameterServerSnapshot {
+  params: Float32Array;
+  version: number;
+  optimizer: Float32Array[];
+}
+
+/** Where a server starts: its weights, and for a resumed one its version and optimizer state. */
+export interface ParameterServerStart {
+  params: Float32Array;
+  version: number;
+  optimizer: OptimizerState | null;
+}
+
 /** What a device spent on the server since the last takeStats(); idleMs is part of commMs. */
 export interface ParameterServerStats {
   commMs: number;
@@ -35,6 +55,8 @@ export interface ParameterServer {
    * the devices in the strategies that go on without a dead device (async, asynchronous EASGD).
    */
   finish(): Promise<void>;
+  /** A consistent copy of the server's state (taken atomically: no update half-applied). */
+  snapshot(): Promise<ParameterServerSnapshot>;
   /** Notes the step this device is at (a remote server names it if the device dies). */
   atStep?(step: number): void;
   /** Time in server calls, of it idle (waiting for the lock or its turn), and bytes moved since the last call (then reset). */

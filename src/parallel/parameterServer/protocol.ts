@@ -11,9 +11,11 @@
  *   PASS_TURN                 (no reply)
  *   BYE                       (no reply; the device is done)
  *   FINISH                    → reply [] once every device alive has sent FINISH (its last update is in)
+ *   SNAPSHOT                  → reply [version, buffers, length], then DATA weights, then DATA each
+ *                               optimizer buffer (a copy taken at once: checkpoint sets)
  * A request's last value is the step the device is at (named if it dies).
  */
-export const enum PsOp { Pull = 1, Push = 2, Elastic = 3, WaitTurn = 4, PassTurn = 5, Bye = 6, Finish = 7 }
+export const enum PsOp { Pull = 1, Push = 2, Elastic = 3, WaitTurn = 4, PassTurn = 5, Bye = 6, Finish = 7, Snapshot = 8 }
 export const enum PsTag { Request = 1, Reply = 2, Data = 3 }
 
 /** A header: five float64 values viewed as the Float32Array that send/recv move. */

@@ -1,5 +1,5 @@
 import type { Communicator } from '../../comm/communicator.ts';
-import type { ParameterServer, ParameterServerStats } from './index.ts';
+import type { ParameterServer, ParameterServerSnapshot, ParameterServerStats } from './index.ts';
 import { PsHeader, PsOp, PsTag } from './protocol.ts';
 
 /**
@@ -88,6 +88,22 @@ export class RemoteParameterServer implements ParameterServer {
       await this.send(PsOp.Finish);
       await this.answer();
     }, true);
+  }
+
+  snapshot(): Promise<ParameterServerSnapshot> {
+    return this.timed(0, async () => {
+      await this.send(PsOp.Snapshot);
+      const [version, buffers, length] = await this.answer();
+      const params = new Float32Array(length!);
+      await this.comm.recv(params, 0, PsTag.Data);
+      const optimizer: Float32Array[] = [];
+      for (let i = 0; i < buffers!; i++) {
+        const b = new Float32Array(length!);
+        await this.comm.recv(b, 0, PsTag.Data);
+        optimizer.push(b);
+      }
+      return { params, version: version!, optimizer };
+    });
   }
 
   /** Tells the server this device is done (it stops serving it). */

@@ -1,7 +1,8 @@
 import type { Backend } from '../../kernels/backend.ts';
 import { createOptimizer, optimizerStateSize, type Optimizer } from '../../optim/optimizer.ts';
 import type { OptimizerSpec } from '../../optim/spec.ts';
-import type { ParameterServer, ParameterServerStats } from './index.ts';
+import type { ParameterServer, ParameterServerSnapshot, ParameterServerStart, ParameterServerStats } from './index.ts';
+import { jsBackend } from '../../kernels/js/index.ts';
 import { allFinite } from '../nonFinite.ts';
 
 /** A lock every thread can take (Atomics-based); waits throw when the job aborts. Returns ms waited. */
@@ -26,7 +27,21 @@ export interface SharedParameterServerMemory {
   optimizerState: SharedArrayBuffer;
 }
 
-export function allocateParameterServer(paramCount: number, spec: OptimizerSpec, initial: Float32Array, devices: number): SharedParameterServerMemory {
+/** The server's optimizer over its state buffer in shared memory (the same views in every thread). */
+function sharedOptimizer(memory: SharedParameterServerMemory, backend: Backend, spec: OptimizerSpec, paramCount: number): Optimizer {
+  let offset = 0;
+  const state = new Float32Array(memory.optimizerState);
+  return createOptimizer(backend, spec, paramCount, (n) => {
+    const view = state.subarray(offset, offset + n);
+    offset += n;
+    return view;
+  });
+}
+
+/** The server's shared memory, starting from `start` (weights alone: a fresh server). */
+export function allocateParameterServer(paramCount: number, spec: OptimizerSpec, start: Float32Array | ParameterServerStart, devices: number): SharedParameterServerMemory {
+  if (start instanceof Float32Array) start = { params: start, version: 0, optimizer: null };
+  const initial = start.params;
   const memory = {
     control: new SharedArrayBuffer((FLAGS + devices) * 4),
     params: new SharedArrayBuffer(paramCount * 4),
@@ -34,6 +49,8 @@ export function allocateParameterServer(paramCount: number, spec: OptimizerSpec,
   };
   new Float32Array(memory.params).set(initial.subarray(0, paramCount));
   new Int32Array(memory.control)[DEVICES] = devices;
+  new Int32Array(memory.control)[VERSION] = start.version;
+  if (start.optimizer) sharedOptimizer(memory, jsBackend, spec, paramCount).loadState(start.optimizer);
   return memory;
 }
 
@@ -64,13 +81,7 @@ export class SharedParameterServer implements ParameterServer {
               private readonly mutex: SharedLock, private readonly waitUntil: WaitUntil) {
     this.control = new Int32Array(memory.control);
     this.params = new Float32Array(memory.params);
-    let offset = 0;
-    const state = new Float32Array(memory.optimizerState);
-    this.optimizer = createOptimizer(backend, spec, this.params.length, (n) => {
-      const view = state.subarray(offset, offset + n);
-      offset += n;
-      return view;
-    });
+    this.optimizer = sharedOptimizer(memory, backend, spec, this.params.length);
   }
 
   takeStats(): ParameterServerStats {
@@ -111,6 +122,13 @@ export class SharedParameterServer implements ParameterServer {
       Atomics.store(this.control, VERSION, version + 1);
       return { staleness, applied: true };
     });
+  }
+
+  async snapshot(): Promise<ParameterServerSnapshot> {
+    return this.locked(0, () => ({
+      params: this.params.slice(), version: Atomics.load(this.control, VERSION),
+      optimizer: this.optimizer.state().buffers.map((b) => b.data.slice()),
+    }));
   }
 
   async elasticExchange(x: Float32Array, alpha: number): Promise<void> {

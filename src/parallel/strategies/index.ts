@@ -80,5 +80,9 @@ export function checkRunStrategy(train: { strategy: StrategySpec; devices: numbe
 /** The hooks one device of `ctx.comm` runs for `spec`. */
 export function createStrategy(spec: StrategySpec, ctx: StrategyContext): Strategy {
   checkStrategy(spec, ctx.comm.size);
-  return entryOf(spec).create(spec, ctx);
+  const strategy = entryOf(spec).create(spec, ctx);
+  // the server's state belongs in checkpoint sets whichever strategy uses it
+  const ps = ctx.ps;
+  if (ps) strategy.serverSnapshot = () => ps.snapshot();
+  return strategy;
 }

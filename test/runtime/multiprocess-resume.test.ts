@@ -1,0 +1,107 @@
+/**
+ * Checkpoint sets and resume for jobs of several processes (`paratrain launch`, 2 processes × 1
+ * device, loopback TCP), and the launcher's restart:
+ *   - hybrid, and sync (the parameter server in process 0, its state saved through the remote
+ *     snapshot), stopped at step 13 by a failing device in process 1 and resumed with
+ *     `launch … -- train --resume DIR` end bit-identical to the uninterrupted job;
+ *   - `launch --max-restarts 1` with process 1 SIGKILLed once the first checkpoint set exists
+ *     restarts the job with --resume (--force kept: the first attempt's metrics are appended to,
+ *     not truncated), exits 0 and ends bit-identical to the unkilled job.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { MAIN, REPO, SUBSET, runCli, tmpDir } from '../cli/helpers.ts';
+import { randomPort } from './jobHelpers.ts';
+import { assertSameTensors, tensorsOf } from './resumeHelpers.ts';
+import { readMetrics } from '../../src/runtime/metrics.ts';
+
+/** A small convnet with dropout and Adam; sets every 5 steps; `trainLimit` samples, 2 epochs. */
+function writeConfig(dir: string, trainLimit: number): string {
+  const path = join(dir, 'job.yaml');
+  writeFileSync(path, `model:
+  input: [28, 28, 1]
+  layers:
+    - conv2d: { filters: 4, kernelSize: 3, strides: 2, activation: relu }
+    - flatten: {}
+    - dense: { units: 16, activation: relu }
+    - dropout: { rate: 0.3, masks: per-sample }
+    - dense: { units: 10 }
+optimizer: { adam: { lr: 0.002 } }
+data: { dir: ${JSON.stringify(SUBSET)}, batchSize: 8, trainLimit: ${trainLimit}, testLimit: 50 }
+train: { epochs: 2, devices: 1, seed: 5, evalEvery: 0, checkpointEvery: { steps: 5 }, backend: js }
+`);
+  return path;
+}
+
+const launch = (args: string[], env: Record<string, string> = {}) =>
+  runCli(['launch', '--nproc-per-node', '2', '--master-port', String(randomPort()), ...args], { timeoutMs: 150_000, env });
+
+for (const strategy of ['hybrid', 'sync']) {
+  test(`${strategy} on 2 processes × 1 device: stopped at step 13 and resumed with launch … --resume equals the uninterrupted job, bit for bit`, { timeout: 300_000 }, async () => {
+    const dir = tmpDir();
+    const cfg = writeConfig(dir, 160);
+    const whole = await launch(['--', 'train', cfg, '--strategy', strategy, '--out', join(dir, 'whole'), '--quiet']);
+    assert.equal(whole.code, 0, whole.stderr);
+    const run = join(dir, 'run');
+    const failed = await launch(['--', 'train', cfg, '--strategy', strategy, '--out', run, '--quiet'], { PARATRAIN_FAIL_AT: '1:13' });
+    assert.notEqual(failed.code, 0);
+    assert.match(failed.stderr, /device 1 \(process 1\) failed: injected failure at step 13/);
+    // process 1 wrote its device's file into the set: both devices' state is there
+    const set = join(run, 'checkpoints', 'step-00000010');
+    assert.deepEqual(readdirSync(set).filter((n) => n.startsWith('device-')).sort(), ['device-0.safetensors', 'device-1.safetensors']);
+    if (strategy === 'sync') assert.ok(existsSync(join(set, 'server.safetensors')), 'the server in process 0 is saved');
+    const resumed = await launch(['--', 'train', '--resume', run, '--quiet']);
+    assert.equal(resumed.code, 0, resumed.stderr);
+    assertSameTensors(tensorsOf(join(dir, 'whole', 'model.safetensors')), tensorsOf(join(run, 'model.safetensors')));
+    assert.ok(readMetrics(join(run, 'metrics.jsonl')).some((e) => e.type === 'resume' && e.step === 10));
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The pid of the launcher's child that is process `rank` (its RANK variable), or undefined. */
+function childOfRank(launcherPid: number, rank: number): number | undefined {
+  let listed = '';
+  try { listed = execFileSync('ps', ['-o', 'pid=', '--ppid', String(launcherPid)], { encoding: 'utf8' }); } catch { return undefined; }
+  for (const pid of listed.split('\n').map((l) => Number(l.trim())).filter((p) => p > 0)) {
+    try {
+      if (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`RANK=${rank}`)) return pid;
+    } catch { /* gone */ }
+  }
+  return undefined;
+}
+
+test('launch --max-restarts 1: process 1 SIGKILLed after the first checkpoint set; the job restarts, exits 0 and equals the unkilled job, bit for bit', { timeout: 300_000 }, async () => {
+  const dir = tmpDir();
+  // 480 samples: 30 steps an epoch, long enough to kill mid-run
+  const cfg = writeConfig(dir, 480);
+  const whole = await launch(['--', 'train', cfg, '--out', join(dir, 'whole'), '--quiet']);
+  assert.equal(whole.code, 0, whole.stderr);
+  const run = join(dir, 'run');
+  let stderr = '';
+  const launcher = spawn(process.execPath, ['--import', 'tsx', MAIN, 'launch', '--nproc-per-node', '2', '--master-port', String(randomPort()),
+    '--max-restarts', '1', '--', 'train', cfg, '--out', run, '--force', '--quiet'], { cwd: REPO, env: { ...process.env, PARATRAIN_OFFLINE: '1' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  launcher.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+  const exited = new Promise<number | null>((resolve) => launcher.on('exit', (code) => resolve(code)));
+  // the first complete set (step 5), then a real kill of process 1 while the job trains on
+  const sets = join(run, 'checkpoints');
+  const deadline = Date.now() + 120_000;
+  while (!(existsSync(sets) && readdirSync(sets).some((n) => /^step-\d+$/.test(n)))) {
+    assert.ok(Date.now() < deadline, 'the first checkpoint set appears');
+    await sleep(50);
+  }
+  const victim = childOfRank(launcher.pid!, 1);
+  assert.ok(victim, 'process 1 is a child of the launcher');
+  process.kill(victim, 'SIGKILL');
+  const code = await exited;
+  assert.equal(code, 0, stderr);
+  assert.match(stderr, /process 1 died \(signal SIGKILL\); restarting the job from its last checkpoint \(restart 1 of 1\)/);
+  assertSameTensors(tensorsOf(join(dir, 'whole', 'model.safetensors')), tensorsOf(join(run, 'model.safetensors')));
+  // --force on the restart did not truncate: both attempts' starts and the resume are in metrics.jsonl
+  const events = readMetrics(join(run, 'metrics.jsonl'));
+  assert.equal(events.filter((e) => e.type === 'start').length, 2);
+  assert.ok(events.some((e) => e.type === 'resume'));
+});
