@@ -97,6 +97,7 @@
  */
 export { TcpCommunicator, type TcpConnectOptions } from './tcpCommunicator.ts';
 export type { RankAddress, WorldTable } from './rendezvous.ts';
+export type { Agreement } from './agreement.ts';
 export type { TcpLog, TcpLogLevel } from './log.ts';
 export { FrameError, MAGIC, HEADER_BYTES, FrameType } from './frame.ts';
 export { PeerFailedError, CommTimeoutError, CollectiveMismatchError, AuthenticationError, ConfigMismatchError, RendezvousError } from '../errors.ts';
