@@ -1,6 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { RunConfig } from '../config/runConfig.ts';
 import { deviceName } from './deviceNames.ts';
+import type { Agreement } from '../comm/tcp/agreement.ts';
+import { datasetFingerprint } from '../data/fingerprint.ts';
+import type { Dataset } from '../data/dataset.ts';
 
 /**
  * Where this process sits in a job of several processes (from rendezvousFromEnv), and the TCP
@@ -15,6 +18,8 @@ export interface ProcessPlacement {
   masterPort: number;
   /** hash of the model configuration; processes whose hash differs are refused at rendezvous */
   configHash: string;
+  /** what else must agree with process 0 (the data's fingerprint: dataAgreements); refused at rendezvous when it differs */
+  agreements?: Agreement[];
   /** rendezvous and per-wait deadline, ms */
   timeoutMs: number;
   /** what carries the collectives between processes (the parameter server always uses TCP) */
@@ -31,6 +36,7 @@ export interface TcpWorldSpec {
   masterAddr: string;
   masterPort: number;
   configHash: string;
+  agreements?: Agreement[];
   timeoutMs: number;
   /** how long the parameter server waits for a device's next request (a step, an evaluation) */
   recvTimeoutMs?: number;
@@ -44,14 +50,14 @@ export function crossWorldOf(p: ProcessPlacement, thread: number): CrossWorldSpe
   if (p.transport === 'mpi') return { transport: 'mpi', rank: p.process, worldSize: p.processes, configHash: p.configHash };
   // a cross world's ranks are the processes: messages say `process p`, as the launcher does
   return { transport: 'tcp', rank: p.process, worldSize: p.processes, masterAddr: p.masterAddr, masterPort: p.masterPort + thread,
-    configHash: p.configHash, timeoutMs: p.timeoutMs, rankNames: Array.from({ length: p.processes }, (_, q) => `process ${q}`) };
+    configHash: p.configHash, agreements: p.agreements, timeoutMs: p.timeoutMs, rankNames: Array.from({ length: p.processes }, (_, q) => `process ${q}`) };
 }
 
 /** Rank 0 is the server (process 0's main thread); device g is rank g + 1. */
 export function parameterServerWorldOf(p: ProcessPlacement, threads: number, rank: number, devices: number, dropsLostDevices = false): TcpWorldSpec {
   const job = { threads, processes: p.processes };
   return { rank, worldSize: devices + 1, masterAddr: p.masterAddr, masterPort: p.masterPort + threads,
-    configHash: p.configHash, timeoutMs: p.timeoutMs,
+    configHash: p.configHash, agreements: p.agreements, timeoutMs: p.timeoutMs,
     rankNames: ['the parameter server (process 0)', ...Array.from({ length: devices }, (_, d) => deviceName(d, job))], ...(rank === 0 ? { recvTimeoutMs: 7 * 24 * 3600_000 } : {}),
     ...(dropsLostDevices ? { dropsLostDevices } : {}) };
 }
@@ -69,4 +75,16 @@ export function configHash(config: RunConfig): string {
   const { dir: _dir, ...data } = config.data;
   const { backend: _backend, ...train } = config.train;
   return createHash('sha256').update(JSON.stringify({ ...config, data, train })).digest('hex').slice(0, 16);
+}
+
+/**
+ * What every process's data must share with process 0's, checked at rendezvous next to the config
+ * hash: each set's fingerprint (data/fingerprint.ts); the source is shown, not compared.
+ */
+export function dataAgreements(source: string, train: Dataset, test: Dataset): Agreement[] {
+  const fix = 'every process must read the same dataset (check --data / data.dir and the files in it on every host)';
+  return [
+    { what: 'training data', fields: datasetFingerprint(train), source, fix },
+    { what: 'test data', fields: datasetFingerprint(test), source, fix },
+  ];
 }

@@ -9,7 +9,7 @@ import { modelParallelLayers, modelParallelStrategyMessage, planModelParallelFro
 import { jsBackend } from '../kernels/js/index.ts';
 import { runDevice } from './device.ts';
 import { runWorkerDevices } from './workerDevices.ts';
-import { configHash, type ProcessPlacement } from './processWorld.ts';
+import { configHash, dataAgreements, type ProcessPlacement } from './processWorld.ts';
 import { globalBatchSize } from './trainLoop.ts';
 import { checkDataShape, checkDeviceThreads, checkModelFits, checkNotEmpty } from './inputChecks.ts';
 import { planRunStart, openRunDir } from './openRun.ts';
@@ -141,6 +141,7 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
   const placement: ProcessPlacement | undefined = world && {
     process: world.rank, processes: world.worldSize, masterAddr: world.masterAddr, masterPort: world.masterPort,
     configHash: configHash(userConfig), timeoutMs: options.timeoutMs ?? 300_000, transport,
+    agreements: dataAgreements(data.source, data.train, data.test),
   };
   const { runDir, checkpoints } = openRunDir(options, { ...config, train: { ...config.train, devices: threads } }, resume, leader,
     world?.worldSize ?? 1, configHash(config));

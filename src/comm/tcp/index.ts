@@ -25,9 +25,11 @@
  * every rank on a data port (listenPort, default any free port) on loopback, or — when the
  * master is on another host — on the interface that reaches the master (listenHost overrides;
  * see TcpConnectOptions). Each rank connects to the master, authenticates, registers its data
- * address, config hash and frame limit; the master checks them (same world size and config
- * hash, no duplicate rank) and sends everyone the table, or refuses everyone with the reason
- * (ConfigMismatchError names the differing rank). Then each rank dials its left ring neighbour
+ * address, config hash, frame limit and `agreements` (e.g. its data's fingerprint); the master
+ * checks them (same world size, config hash and agreements, no duplicate rank) and sends everyone
+ * the table, or refuses everyone with the reason (ConfigMismatchError names the differing rank and
+ * field). Connections that have not proved the secret are admitted by strangers.ts (per-address
+ * limits, a 2 s deadline, the oldest dropped to make room), so a flood cannot shut a rank out. Then each rank dials its left ring neighbour
  * to receive from it (other pairs: the sender dials on first use), so each direction of a pair
  * has exactly one ordered stream and no two ranks race to open one. Every wait has a deadline
  * (timeoutMs for forming, recvTimeoutMs per wait in a call) whose CommTimeoutError names the
@@ -97,6 +99,7 @@
  */
 export { TcpCommunicator, type TcpConnectOptions } from './tcpCommunicator.ts';
 export type { RankAddress, WorldTable } from './rendezvous.ts';
+export type { Agreement } from './agreement.ts';
 export type { TcpLog, TcpLogLevel } from './log.ts';
 export { FrameError, MAGIC, HEADER_BYTES, FrameType } from './frame.ts';
 export { PeerFailedError, CommTimeoutError, CollectiveMismatchError, AuthenticationError, ConfigMismatchError, RendezvousError } from '../errors.ts';

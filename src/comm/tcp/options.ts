@@ -3,6 +3,7 @@
  * form every other piece reads (ResolvedOptions).
  */
 import type { TcpLog } from './log.ts';
+import type { Agreement } from './agreement.ts';
 
 export interface TcpConnectOptions {
   rank: number;
@@ -29,6 +30,8 @@ export interface TcpConnectOptions {
   allowInsecure?: boolean;
   /** a hash of the model configuration: ranks whose hash differs from rank 0's are refused */
   configHash?: string;
+  /** what else every rank must share with rank 0 (e.g. a fingerprint of its data): refused at rendezvous when it differs */
+  agreements?: readonly Agreement[];
   /** rendezvous and connection deadline, ms (default 300 000) */
   timeoutMs?: number;
   /** longest wait for a peer's data inside one call, ms (default: timeoutMs) */
@@ -70,6 +73,7 @@ export interface ResolvedOptions {
   listenPort: number;
   advertiseHost: string | undefined;
   configHash: string;
+  agreements: readonly Agreement[];
   timeoutMs: number;
   recvTimeoutMs: number;
   maxFrameBytes: number;
@@ -105,6 +109,7 @@ export function resolveOptions(o: TcpConnectOptions): ResolvedOptions {
     listenPort: checkInt('listenPort', o.listenPort ?? 0, 0, 65535),
     advertiseHost: o.advertiseHost,
     configHash: o.configHash ?? '',
+    agreements: o.agreements ?? [],
     recvTimeoutMs: checkInt('recvTimeoutMs', o.recvTimeoutMs ?? timeoutMs, 1, 2 ** 31 - 1),
     chunkBytes: checkInt('chunkBytes', o.chunkBytes ?? MiB, 4, 1024 * MiB),
     hosts: o.hosts,

@@ -101,7 +101,8 @@ export class PeerLinks {
       if (o.rank === 0) {
         const bind = o.listenHost ?? o.masterAddr;
         const self = await this.listen(bind, isWildcard(bind) ? o.masterAddr : bind);
-        master = new RendezvousMaster({ host: bind, port: o.masterPort, key: this.key, self, deadline, timeoutMs: o.timeoutMs, hosts: o.hosts, log: this.log });
+        master = new RendezvousMaster({ host: bind, port: o.masterPort, key: this.key, self, deadline, timeoutMs: o.timeoutMs, hosts: o.hosts,
+          rankNames: o.rankNames, log: this.log });
         const addr = await master.listen();
         o.onMasterListening?.(addr);
         table = await master.table;
@@ -142,7 +143,7 @@ export class PeerLinks {
     this.listenAddr = { host, port };
     return {
       rank: this.rank, worldSize: this.size, host, port, hostname: os.hostname(), pid: process.pid,
-      configHash: this.o.configHash, maxFrameBytes: this.o.maxFrameBytes,
+      configHash: this.o.configHash, maxFrameBytes: this.o.maxFrameBytes, ...(this.o.agreements.length ? { agreements: [...this.o.agreements] } : {}),
     };
   }
 

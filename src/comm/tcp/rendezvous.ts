@@ -3,7 +3,7 @@
  * consistent and answers with the table of every rank's data address.
  *
  *   rank k → master   (authenticated connection, purpose "rendezvous")
- *                     Register { rank, worldSize, host, port, hostname, pid, configHash, maxFrameBytes }
+ *                     Register { rank, worldSize, host, port, hostname, pid, configHash, maxFrameBytes, agreements? }
  *   master → rank k   Table { job, peers: [{ rank, host, port, hostname, pid }], maxFrameBytes }
  *                  or Refuse { kind: 'config' | 'timeout' | 'rendezvous', message, rank?, missing? }
  *
@@ -13,6 +13,10 @@
  * rank (RendezvousError); or when its deadline passes with ranks missing (CommTimeoutError naming
  * them, and their expected hosts when `hosts` was given). Every rank thus fails with the same
  * clear message instead of hanging. `job` is a fresh random id: data connections must present it.
+ * Registered `agreements` (agreement.ts: e.g. the data's fingerprint) that differ from rank 0's are
+ * refused like a different config hash. Strangers (connections that have not proved the secret) are
+ * admitted by a StrangerGate (strangers.ts): per-address limits, a 2 s deadline, the oldest dropped
+ * to make room, so they cannot shut out a real rank; a timeout names the flood it dropped meanwhile.
  */
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
@@ -22,6 +26,8 @@ import { FrameError, FrameType, PRE_AUTH_MAX_FRAME, parseJson, type Frame } from
 import { dialWithRetry } from './dial.ts';
 import { hostPort, Link } from './link.ts';
 import type { TcpLog } from './log.ts';
+import { disagreement, parseAgreements, type Agreement } from './agreement.ts';
+import { AUTH_DEADLINE_MS, remoteAddress, StrangerGate } from './strangers.ts';
 
 export interface RankAddress {
   rank: number;
@@ -35,6 +41,8 @@ export interface Registration extends RankAddress {
   worldSize: number;
   configHash: string;
   maxFrameBytes: number;
+  /** what else must agree with rank 0 (agreement.ts) */
+  agreements?: Agreement[];
 }
 
 export interface WorldTable {
@@ -47,7 +55,6 @@ export interface WorldTable {
 const HANDSHAKE_TYPES = new Set<number>([FrameType.Hello, FrameType.Challenge, FrameType.Proof, FrameType.Welcome, FrameType.Refuse]);
 const REGISTER_TYPES = new Set<number>([FrameType.Register, FrameType.Refuse]);
 const TABLE_TYPES = new Set<number>([FrameType.Table, FrameType.Refuse]);
-const MAX_PENDING_HANDSHAKES = 64;
 
 const isStr = (v: unknown, max = 1024): v is string => typeof v === 'string' && v.length <= max;
 const isInt = (v: unknown, lo: number, hi: number): v is number => typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi;
@@ -58,7 +65,8 @@ export function parseRegistration(f: Frame): Registration {
       !isStr(b.hostname, 255) || !isInt(b.pid, 0, 2 ** 31) || !isStr(b.configHash) || !isInt(b.maxFrameBytes, 1, 2 ** 31)) {
     throw new FrameError('malformed registration');
   }
-  return { rank: b.rank, worldSize: b.worldSize, host: b.host, port: b.port, hostname: b.hostname, pid: b.pid, configHash: b.configHash, maxFrameBytes: b.maxFrameBytes };
+  return { rank: b.rank, worldSize: b.worldSize, host: b.host, port: b.port, hostname: b.hostname, pid: b.pid, configHash: b.configHash,
+    maxFrameBytes: b.maxFrameBytes, agreements: parseAgreements(b.agreements) };
 }
 
 function describeReg(r: RankAddress): string {
@@ -96,6 +104,8 @@ export interface MasterOptions {
   deadline: number;
   timeoutMs: number;
   hosts?: readonly string[];
+  /** what messages call each rank (default `rank r`) */
+  rankNames?: readonly string[];
   log: TcpLog;
 }
 
@@ -106,7 +116,7 @@ export class RendezvousMaster {
   private rejectTable!: (e: Error) => void;
   private readonly server: net.Server;
   private readonly regs = new Map<number, { reg: Registration; link: Link }>();
-  private readonly unauthenticated = new Set<Link>();
+  private readonly strangers: StrangerGate;
   /** claimed rank → address of a connection that failed authentication (for the timeout message) */
   private readonly authFailures = new Map<number, string>();
   private failure: Error | undefined;
@@ -120,6 +130,7 @@ export class RendezvousMaster {
       this.rejectTable = reject;
     });
     this.table.catch(() => {});
+    this.strangers = new StrangerGate('the rendezvous port', o.log);
     this.server = net.createServer((socket) => this.onConnection(socket));
     this.server.on('error', (err) => this.o.log('warn', `rendezvous server: ${err.message}`));
   }
@@ -148,26 +159,25 @@ export class RendezvousMaster {
   private onConnection(socket: net.Socket): void {
     const link = new Link(socket, PRE_AUTH_MAX_FRAME, HANDSHAKE_TYPES);
     const from = link.remote;
-    if (this.unauthenticated.size >= MAX_PENDING_HANDSHAKES) {
-      this.o.log('warn', `dropped a connection from ${from} to the rendezvous port: too many unauthenticated connections`);
-      link.destroy();
-      return;
-    }
-    this.unauthenticated.add(link);
-    void this.handle(link)
-      .catch((err: Error) => {
-        if (err instanceof AuthenticationError && err.claimedRank !== undefined) this.authFailures.set(err.claimedRank, from);
-        this.o.log('warn', `dropped a connection from ${from} to the rendezvous port: ${err.message}`);
-        link.destroy();
-      })
-      .finally(() => this.unauthenticated.delete(link));
+    this.strangers.admit(link, remoteAddress(link));
+    void this.handle(link).catch((err: Error) => {
+      // a process with the wrong secret is named by the timeout message, not counted among strangers
+      const wrongSecret = err instanceof AuthenticationError && err.claimedRank !== undefined;
+      if (wrongSecret) this.authFailures.set(err.claimedRank!, from);
+      this.strangers.drop(link, err.message, !wrongSecret);
+    });
+  }
+
+  private name(r: number): string {
+    return this.o.rankNames?.[r] ?? `rank ${r}`;
   }
 
   private async handle(link: Link): Promise<void> {
     const handshakeMs = Math.min(this.o.timeoutMs, 10_000);
     await authenticateAsAcceptor(link, {
-      key: this.o.key, purpose: 'rendezvous', myRank: 0, job: '', deadlineMs: handshakeMs, check: () => undefined,
+      key: this.o.key, purpose: 'rendezvous', myRank: 0, job: '', deadlineMs: Math.min(this.o.timeoutMs, AUTH_DEADLINE_MS), check: () => undefined,
     });
+    this.strangers.settle(link);
     link.raiseLimits(64 * 1024, REGISTER_TYPES);
     const timer = setTimeout(() => link.destroy(new FrameError(`no registration within ${handshakeMs} ms`)), handshakeMs);
     let f: Frame;
@@ -177,9 +187,7 @@ export class RendezvousMaster {
       clearTimeout(timer);
     }
     if (f.type === FrameType.Refuse) throw new FrameError('peer refused to register');
-    const reg = parseRegistration(f);
-    this.unauthenticated.delete(link);
-    this.register(reg, link);
+    this.register(parseRegistration(f), link);
   }
 
   private register(reg: Registration, link: Link): void {
@@ -211,6 +219,11 @@ export class RendezvousMaster {
         `config hash ${shortHash(reg.configHash)} vs ${shortHash(me.configHash)} — start every process with the same configuration`, reg.rank), link);
       return;
     }
+    const differs = disagreement(me.agreements ?? [], reg.agreements ?? [], this.name(0), this.name(reg.rank));
+    if (differs) {
+      this.fail(new ConfigMismatchError(differs, reg.rank), link);
+      return;
+    }
     this.regs.set(reg.rank, { reg, link });
     link.onEnd(() => {
       // a registered rank that goes away before the table is sent cannot be part of the world
@@ -232,6 +245,7 @@ export class RendezvousMaster {
       maxFrameBytes: Math.min(...all.map((r) => r.maxFrameBytes)),
     };
     this.settled = true;
+    this.logFlood('formed');
     clearTimeout(this.timer);
     for (const { link } of this.regs.values()) link.sendJsonAndClose(FrameType.Table, table);
     this.regs.clear();
@@ -243,6 +257,7 @@ export class RendezvousMaster {
     if (this.failure || this.settled) return;
     this.failure = err;
     this.o.log('error', `rendezvous failed: ${err.message}`);
+    this.logFlood('failed');
     const body = refusalBody(err);
     const links = [...[...this.regs.values()].map((r) => r.link), ...(culprit ? [culprit] : [])];
     for (const link of links) link.sendJsonAndClose(FrameType.Refuse, body);
@@ -261,21 +276,29 @@ export class RendezvousMaster {
       return;
     }
     const W = this.o.self.worldSize;
+    const flood = this.strangers.summary();
     const missing = Array.from({ length: W }, (_, r) => r).filter((r) => r !== 0 && !this.regs.has(r));
     const expected = (r: number) => {
       const auth = this.authFailures.get(r);
       if (auth) return `a process claiming rank ${r} connected from ${auth} but failed authentication: its secret differs`;
       return this.o.hosts?.[r] ? `expected on host ${this.o.hosts[r]}` : 'host unknown: it never contacted the master';
     };
-    const names = missing.slice(0, 8).map((r) => `rank ${r} (${expected(r)})`).join(', ') + (missing.length > 8 ? `, and ${missing.length - 8} more` : '');
+    const names = missing.slice(0, 8).map((r) => `${this.name(r)} (${expected(r)})`).join(', ') + (missing.length > 8 ? `, and ${missing.length - 8} more` : '');
     this.fail(new CommTimeoutError(`rendezvous timed out after ${this.o.timeoutMs} ms: the master (rank 0 at ${this.address}) never heard from ${names}; ` +
-      `${this.regs.size + 1} of ${W} ranks arrived — is every rank started, with MASTER_ADDR/MASTER_PORT pointing at rank 0 and the same secret?`, missing));
+      `${this.regs.size + 1} of ${W} ranks arrived — ` + (flood ? `meanwhile ${flood} were dropped: something else floods MASTER_PORT (a port scan, ` +
+      'another job?): firewall the port or pick another; and ' : '') + 'is every rank started, with MASTER_ADDR/MASTER_PORT pointing at rank 0 and the same secret?', missing));
     this.closeServer();
   }
 
   private closeServer(): void {
     this.server.close();
-    for (const l of this.unauthenticated) l.destroy();
+    this.strangers.closeAll();
+  }
+
+  /** One line for the strangers dropped while the world formed (or failed to). */
+  private logFlood(outcome: 'formed' | 'failed'): void {
+    const flood = this.strangers.summary();
+    if (flood) this.o.log('warn', `rendezvous ${outcome} after dropping ${flood} that never proved the secret`);
   }
 
   /**
