@@ -18,7 +18,8 @@ export async function hostParameterServer(config: RunConfig, initial: Float32Arr
     const params = backend.alloc(initial.length);
     params.set(initial);
     const optimizer = createOptimizer(backend, config.optimizer, params.length);
-    await serveParameterServer(comm, params, optimizer, { survivesLostDevices: world.dropsLostDevices === true, onDeviceLost });
+    await serveParameterServer(comm, params, optimizer, { survivesLostDevices: world.dropsLostDevices === true, onDeviceLost,
+      describe: (words) => comm.describeWhereabouts(words) });
   } catch (err) {
     comm.abort(`the parameter server failed: ${(err as Error).message}`);
     throw err;

@@ -35,7 +35,7 @@ export class FrameRouter {
   /** by peer: floats of each collective announced before its plan existed (they went to slots) */
   private readonly announced: Map<number, number>[];
   private readonly byeFrom: boolean[];
-  /** the stall inspector (whereabouts.ts); undefined: stalls are not reported */
+  /** where this rank is, for peers' stall inspectors, and its own (whereabouts.ts; stallMs 0: it reports nothing) */
   whereabouts: Whereabouts | undefined;
 
   constructor(
@@ -245,7 +245,7 @@ export class FrameRouter {
     const w = this.whereabouts;
     return q.take(this.recvTimeoutMs, () => new CommTimeoutError(
       `rank ${this.rank}: ${what} timed out after ${this.recvTimeoutMs} ms waiting for data from ${this.links.peerDesc(p)}`, [p], this.recvTimeoutMs),
-    w && { afterMs: w.stallMs, warn: (since) => void w.inspect(p, what, since, [...this.p2pQueues[p]!.values()].includes(q)) });
+    w && w.stallMs > 0 ? { afterMs: w.stallMs, warn: (since) => void w.inspect(p, what, since, [...this.p2pQueues[p]!.values()].includes(q)) } : undefined);
   }
 
   /** Fails every queue's reader (the job failed, or the communicator closed). */

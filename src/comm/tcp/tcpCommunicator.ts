@@ -54,7 +54,7 @@ export class TcpCommunicator implements Communicator {
     // on failure: the queues' readers first, then the world still forming and the links
     failures.onFail((err) => router!.failQueues(err));
     failures.onFail((err, abort) => links.abortAll(err, abort));
-    if (o.stallMs > 0) router.whereabouts = new Whereabouts(links, failures, () => router!.entered, o.stallMs, o.rankNames);
+    router.whereabouts = new Whereabouts(links, failures, () => router!.entered, o.stallMs, o.rankNames);
     const comm = new TcpCommunicator({
       rank: o.rank, size: o.worldSize, o, links, router, failures, engines,
       stats: { commMs: 0, idleMs: 0, bytes: 0 }, active: 0, recvLocks: new Map(),
