@@ -23,6 +23,8 @@ export interface StallReport {
   missing: number[];
   /** where every other rank is, as far as this rank can tell */
   others: RankPosition[];
+  /** what messages call each rank of the world (tcp's rankNames: `process 1`, `the parameter server`); default `rank q` */
+  names?: readonly string[];
 }
 
 let currentStep = -1;
@@ -48,9 +50,10 @@ function at(p: { step: number; call: string }): string {
 
 /** The one-line warning: `paratrain: stall: rank 0 has waited 61 s in allreduce #57 of 11072 floats at step 12 for rank 1 (…); …`. */
 export function formatStall(r: StallReport): string {
-  const missing = r.missing.length ? r.missing.map((q) => `rank ${q}`).join(', ') : 'no rank it can name';
-  const others = r.others.map((p) => `rank ${p.rank}: ${at(p)}`).join('; ');
-  return `rank ${r.rank} has waited ${r.seconds < 10 ? r.seconds.toFixed(1) : Math.round(r.seconds)} s in ${at({ step: currentStep, call: r.waitingIn })} for ${missing}` +
+  const name = (q: number) => r.names?.[q] ?? `rank ${q}`;
+  const missing = r.missing.length ? r.missing.map(name).join(', ') : 'no rank it can name';
+  const others = r.others.map((p) => `${name(p.rank)}: ${at(p)}`).join('; ');
+  return `${name(r.rank)} has waited ${r.seconds < 10 ? r.seconds.toFixed(1) : Math.round(r.seconds)} s in ${at({ step: currentStep, call: r.waitingIn })} for ${missing}` +
     (others ? ` (where the others are — ${others})` : '');
 }
 

@@ -79,7 +79,8 @@ try {
     ps = new RemoteParameterServer(link);
   } else if (init.ps) {
     ps = new SharedParameterServer(init.ps, rank, backend, config.optimizer, local.mutex(0),
-      (control, word, ready) => waitUntil(control, word, ready, local.abortSignal()));
+      (control, word, ready, stall) => waitUntil(control, word, ready, { abort: local.abortSignal(),
+        ...(stall && config.train.stallWarningSeconds > 0 ? { stall: { afterMs: config.train.stallWarningSeconds * 1000, warn: stall } } : {}) }));
   }
   const strategy = createStrategy(config.train.strategy, { comm, ps });
   setStallSink((report) => post({ kind: 'event', event: { type: 'stall', ...report } }));

@@ -21,7 +21,8 @@ export async function hostParameterServer(config: RunConfig, start: ParameterSer
     const optimizer = createOptimizer(backend, config.optimizer, params.length);
     // a resumed server carries on: its optimizer slots and its update count (Adam's step) as saved
     if (start.optimizer) optimizer.loadState(start.optimizer);
-    await serveParameterServer(comm, params, optimizer, { survivesLostDevices: world.dropsLostDevices === true, onDeviceLost, version: start.version });
+    await serveParameterServer(comm, params, optimizer, { survivesLostDevices: world.dropsLostDevices === true, onDeviceLost, version: start.version,
+      describe: (words) => comm.describeWhereabouts(words) });
   } catch (err) {
     comm.abort(`the parameter server failed: ${(err as Error).message}`);
     throw err;

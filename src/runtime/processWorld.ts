@@ -24,6 +24,8 @@ export interface ProcessPlacement {
   timeoutMs: number;
   /** what carries the collectives between processes (the parameter server always uses TCP) */
   transport: 'tcp' | 'mpi';
+  /** the stall inspector's threshold, ms (train.stallWarningSeconds; 0 or absent: off) */
+  stallMs?: number;
 }
 
 /** The cross-process world of a thread: TCP, or MPI (one device thread per process). */
@@ -44,13 +46,15 @@ export interface TcpWorldSpec {
   rankNames?: readonly string[];
   /** the parameter server's world of a strategy that goes on without a dead device: a lost device fails only its own calls */
   dropsLostDevices?: boolean;
+  /** a wait for a peer longer than this (ms) is reported once (TcpConnectOptions.stallMs) */
+  stallMs?: number;
 }
 
 export function crossWorldOf(p: ProcessPlacement, thread: number): CrossWorldSpec {
   if (p.transport === 'mpi') return { transport: 'mpi', rank: p.process, worldSize: p.processes, configHash: p.configHash };
   // a cross world's ranks are the processes: messages say `process p`, as the launcher does
   return { transport: 'tcp', rank: p.process, worldSize: p.processes, masterAddr: p.masterAddr, masterPort: p.masterPort + thread,
-    configHash: p.configHash, agreements: p.agreements, timeoutMs: p.timeoutMs, rankNames: Array.from({ length: p.processes }, (_, q) => `process ${q}`) };
+    configHash: p.configHash, agreements: p.agreements, timeoutMs: p.timeoutMs, rankNames: Array.from({ length: p.processes }, (_, q) => `process ${q}`), stallMs: p.stallMs ?? 0 };
 }
 
 /** Rank 0 is the server (process 0's main thread); device g is rank g + 1. */
@@ -59,7 +63,9 @@ export function parameterServerWorldOf(p: ProcessPlacement, threads: number, ran
   return { rank, worldSize: devices + 1, masterAddr: p.masterAddr, masterPort: p.masterPort + threads,
     configHash: p.configHash, agreements: p.agreements, timeoutMs: p.timeoutMs,
     rankNames: ['the parameter server (process 0)', ...Array.from({ length: devices }, (_, d) => deviceName(d, job))], ...(rank === 0 ? { recvTimeoutMs: 7 * 24 * 3600_000 } : {}),
-    ...(dropsLostDevices ? { dropsLostDevices } : {}) };
+    ...(dropsLostDevices ? { dropsLostDevices } : {}),
+    // devices report a server that does not answer; the server waiting for requests is no stall
+    stallMs: rank === 0 ? 0 : p.stallMs ?? 0 };
 }
 
 /** connect() options of a TCP world: a parameter-server world that drops lost devices isolates them (TcpConnectOptions.onPeerLost). */

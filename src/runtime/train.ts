@@ -140,7 +140,7 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
   }
   const placement: ProcessPlacement | undefined = world && {
     process: world.rank, processes: world.worldSize, masterAddr: world.masterAddr, masterPort: world.masterPort,
-    configHash: configHash(userConfig), timeoutMs: options.timeoutMs ?? 300_000, transport,
+    configHash: configHash(userConfig), timeoutMs: options.timeoutMs ?? 300_000, transport, stallMs: config.train.stallWarningSeconds * 1000,
     agreements: dataAgreements(data.source, data.train, data.test),
   };
   const { runDir, checkpoints } = openRunDir(options, { ...config, train: { ...config.train, devices: threads } }, resume, leader,

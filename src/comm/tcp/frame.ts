@@ -56,6 +56,10 @@ export const FrameType = {
   Barrier: 20,
   /** point-to-point data; tag = user tag */
   P2P: 24,
+  /** the stall inspector's probe, "where are you?" (tag: probe id; no payload), sent only when a wait passes the threshold */
+  Where: 26,
+  /** the answer to a Where: JSON { entered, calls, last, step } (whereabouts.ts) */
+  Here: 27,
   /** the job is aborted: JSON { origin, reason, blames?, waitedMs? } (a timeout: whom it waited for, how long) */
   Abort: 30,
   /** clean close of the sender's communicator */
@@ -65,7 +69,7 @@ export type FrameType = (typeof FrameType)[keyof typeof FrameType];
 
 const TYPE_NAMES: Record<number, string> = {
   1: 'hello', 2: 'challenge', 3: 'proof', 4: 'welcome', 5: 'refuse', 6: 'register', 7: 'table',
-  16: 'allreduce', 17: 'reduceScatter', 18: 'allgather', 19: 'broadcast', 20: 'barrier', 24: 'send/recv', 30: 'abort', 31: 'bye',
+  16: 'allreduce', 17: 'reduceScatter', 18: 'allgather', 19: 'broadcast', 20: 'barrier', 24: 'send/recv', 26: 'where', 27: 'here', 30: 'abort', 31: 'bye',
 };
 
 export function frameTypeName(type: number): string {

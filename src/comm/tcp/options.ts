@@ -36,6 +36,11 @@ export interface TcpConnectOptions {
   timeoutMs?: number;
   /** longest wait for a peer's data inside one call, ms (default: timeoutMs) */
   recvTimeoutMs?: number;
+  /**
+   * The stall inspector (whereabouts.ts): a wait for a peer's data longer than this (ms) logs once
+   * which ranks have not arrived and where the others are; 0 or undefined: off
+   */
+  stallMs?: number;
   /** largest frame payload this rank accepts, bytes (default 8 MiB; 64 KiB … 1 GiB) */
   maxFrameBytes?: number;
   /** pipelining granularity of the collectives, bytes (default 1 MiB; capped by every rank's maxFrameBytes) */
@@ -76,6 +81,7 @@ export interface ResolvedOptions {
   agreements: readonly Agreement[];
   timeoutMs: number;
   recvTimeoutMs: number;
+  stallMs: number;
   maxFrameBytes: number;
   chunkBytes: number;
   hosts: readonly string[] | undefined;
@@ -111,6 +117,7 @@ export function resolveOptions(o: TcpConnectOptions): ResolvedOptions {
     configHash: o.configHash ?? '',
     agreements: o.agreements ?? [],
     recvTimeoutMs: checkInt('recvTimeoutMs', o.recvTimeoutMs ?? timeoutMs, 1, 2 ** 31 - 1),
+    stallMs: checkInt('stallMs', Math.round(o.stallMs ?? 0), 0, 2 ** 31 - 1),
     chunkBytes: checkInt('chunkBytes', o.chunkBytes ?? MiB, 4, 1024 * MiB),
     hosts: o.hosts,
     rankNames: o.rankNames,

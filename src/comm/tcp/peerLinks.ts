@@ -21,7 +21,7 @@ import { registerWithMaster, RendezvousMaster, type RankAddress, type Registrati
 
 const HANDSHAKE_TYPES = new Set<number>([FrameType.Hello, FrameType.Challenge, FrameType.Proof, FrameType.Welcome, FrameType.Refuse]);
 const DATA_TYPES = new Set<number>([FrameType.Allreduce, FrameType.ReduceScatter, FrameType.Allgather, FrameType.Broadcast,
-  FrameType.Barrier, FrameType.P2P, FrameType.Abort, FrameType.Bye]);
+  FrameType.Barrier, FrameType.P2P, FrameType.Where, FrameType.Here, FrameType.Abort, FrameType.Bye]);
 /** what a dialer accepts back on its (outbound) connection */
 const BACK_TYPES = new Set<number>([FrameType.Abort, FrameType.Bye]);
 const MAX_PENDING_HANDSHAKES = 64;

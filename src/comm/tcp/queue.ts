@@ -30,8 +30,12 @@ export class FrameQueue {
     } else this.frames.push(f);
   }
 
-  /** The next frame; rejects with `onTimeout()` after `ms` without one, or with the queue's failure. */
-  take(ms: number, onTimeout: () => Error): Promise<Frame> {
+  /**
+   * The next frame; rejects with `onTimeout()` after `ms` without one, or with the queue's failure.
+   * `stall` (the stall inspector): once the wait has lasted `afterMs`, `warn` is called once and the
+   * wait goes on — on the same timer, so a wait that ends in time costs nothing more.
+   */
+  take(ms: number, onTimeout: () => Error, stall?: { afterMs: number; warn: (since: number) => void }): Promise<Frame> {
     if (this.head < this.frames.length) {
       const f = this.frames[this.head]!;
       this.frames[this.head++] = undefined;
@@ -44,11 +48,18 @@ export class FrameQueue {
     if (this.error) return Promise.reject(this.error);
     if (this.waiter) return Promise.reject(new Error('internal: two readers on one frame queue'));
     return new Promise<Frame>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const expire = () => {
         this.waiter = undefined;
         reject(onTimeout());
-      }, ms);
-      this.waiter = { resolve, reject, timer, since: performance.now() };
+      };
+      const since = performance.now();
+      const warnFirst = stall !== undefined && stall.afterMs < ms;
+      const timer = setTimeout(warnFirst ? () => {
+        const w = this.waiter!;
+        w.timer = setTimeout(expire, ms - stall.afterMs);
+        stall.warn(since);
+      } : expire, warnFirst ? stall.afterMs : ms);
+      this.waiter = { resolve, reject, timer, since };
     });
   }
 

@@ -17,6 +17,7 @@ import type { Link } from './link.ts';
 import type { PeerLinks } from './peerLinks.ts';
 import { FrameQueue } from './queue.ts';
 import type { LostPeers } from './lostPeers.ts';
+import type { Whereabouts } from './whereabouts.ts';
 
 /** the collectives the native ring runs */
 const RING_TYPES = new Set<number>([FrameType.Allreduce, FrameType.ReduceScatter, FrameType.Allgather]);
@@ -34,6 +35,8 @@ export class FrameRouter {
   /** by peer: floats of each collective announced before its plan existed (they went to slots) */
   private readonly announced: Map<number, number>[];
   private readonly byeFrom: boolean[];
+  /** where this rank is, for peers' stall inspectors, and its own (whereabouts.ts; stallMs 0: it reports nothing) */
+  whereabouts: Whereabouts | undefined;
 
   constructor(
     private readonly links: PeerLinks,
@@ -55,6 +58,11 @@ export class FrameRouter {
   /** The sequence number of a collective this rank enters now. */
   nextSeq(): number {
     return this.seq++;
+  }
+
+  /** Collectives this rank has entered (the next one's sequence number). */
+  get entered(): number {
+    return this.seq;
   }
 
   /** Routes the frames of an authenticated link to/from rank p and watches its end (`forget`: the link registry's part). */
@@ -111,6 +119,10 @@ export class FrameRouter {
     switch (f.type) {
       case FrameType.P2P:
         this.p2pQueue(p, f.tag).push(f);
+        return;
+      case FrameType.Where:
+      case FrameType.Here:
+        this.whereabouts?.onFrame(p, f);
         return;
       case FrameType.Abort:
         this.failOrLose(p, abortError(this.rank, p, f.payload,
@@ -230,8 +242,10 @@ export class FrameRouter {
     if (q.isEmpty && this.byeFrom[p]) {
       return Promise.reject(new PeerFailedError(p, `${this.links.peerDesc(p)} closed its communicator before sending the data of ${what} (did the ranks call different collectives?)`, `rank ${this.rank}`));
     }
+    const w = this.whereabouts;
     return q.take(this.recvTimeoutMs, () => new CommTimeoutError(
-      `rank ${this.rank}: ${what} timed out after ${this.recvTimeoutMs} ms waiting for data from ${this.links.peerDesc(p)}`, [p], this.recvTimeoutMs));
+      `rank ${this.rank}: ${what} timed out after ${this.recvTimeoutMs} ms waiting for data from ${this.links.peerDesc(p)}`, [p], this.recvTimeoutMs),
+    w && w.stallMs > 0 ? { afterMs: w.stallMs, warn: (since) => void w.inspect(p, what, since, [...this.p2pQueues[p]!.values()].includes(q)) } : undefined);
   }
 
   /** Fails every queue's reader (the job failed, or the communicator closed). */

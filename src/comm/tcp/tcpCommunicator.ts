@@ -20,6 +20,7 @@ import { ring, RING_CALLS } from './ring.ts';
 import { FrameRouter } from './routing.ts';
 import { LostPeers } from './lostPeers.ts';
 import { resolveSecret } from './secret.ts';
+import { Whereabouts } from './whereabouts.ts';
 
 export type { TcpConnectOptions } from './options.ts';
 
@@ -53,6 +54,7 @@ export class TcpCommunicator implements Communicator {
     // on failure: the queues' readers first, then the world still forming and the links
     failures.onFail((err) => router!.failQueues(err));
     failures.onFail((err, abort) => links.abortAll(err, abort));
+    router.whereabouts = new Whereabouts(links, failures, () => router!.entered, o.stallMs, o.rankNames);
     const comm = new TcpCommunicator({
       rank: o.rank, size: o.worldSize, o, links, router, failures, engines,
       stats: { commMs: 0, idleMs: 0, bytes: 0 }, active: 0, recvLocks: new Map(),
@@ -91,28 +93,28 @@ export class TcpCommunicator implements Communicator {
 
   async allreduce(buf: Float32Array, op: ReduceOp = 'sum'): Promise<void> {
     checkLength(buf);
-    await this.call(() => ring(this.ctx, buf, op, RING_CALLS.allreduce));
+    await this.call(() => ring(this.ctx, buf, op, RING_CALLS.allreduce), 'allreduce', buf.length);
   }
 
   async reduceScatter(buf: Float32Array, op: ReduceOp = 'sum'): Promise<{ start: number; end: number }> {
     checkLength(buf);
-    await this.call(() => ring(this.ctx, buf, op, RING_CALLS.reduceScatter));
+    await this.call(() => ring(this.ctx, buf, op, RING_CALLS.reduceScatter), 'reduceScatter', buf.length);
     return ownedSlice(buf.length, this.size, this.rank);
   }
 
   async allgather(buf: Float32Array): Promise<void> {
     checkLength(buf);
-    await this.call(() => ring(this.ctx, buf, 'sum', RING_CALLS.allgather));
+    await this.call(() => ring(this.ctx, buf, 'sum', RING_CALLS.allgather), 'allgather', buf.length);
   }
 
   async broadcast(buf: Float32Array, root: number): Promise<void> {
     checkLength(buf);
     checkInt('root', root, 0, this.size - 1);
-    await this.call(() => broadcast(this.ctx, buf, root));
+    await this.call(() => broadcast(this.ctx, buf, root), 'broadcast', buf.length);
   }
 
   async barrier(): Promise<void> {
-    await this.call(() => barrier(this.ctx));
+    await this.call(() => barrier(this.ctx), 'barrier', -1);
   }
 
   // ---------------------------------------------------------------- point to point
@@ -121,14 +123,14 @@ export class TcpCommunicator implements Communicator {
     checkLength(buf);
     checkInt('dest', dest, 0, this.size - 1);
     checkInt('tag', tag, 0, 0xffffffff);
-    await this.call(() => send(this.ctx, buf, dest, tag));
+    await this.call(() => send(this.ctx, buf, dest, tag), `send to rank ${dest} with tag ${tag}`, buf.length, false);
   }
 
   async recv(buf: Float32Array, source: number, tag = 0): Promise<void> {
     checkLength(buf);
     checkInt('source', source, 0, this.size - 1);
     checkInt('tag', tag, 0, 0xffffffff);
-    await oneReaderAtATime(this.ctx, source, tag, () => this.call(() => recv(this.ctx, buf, source, tag)));
+    await oneReaderAtATime(this.ctx, source, tag, () => this.call(() => recv(this.ctx, buf, source, tag), `recv from rank ${source} with tag ${tag}`, buf.length, false));
   }
 
   // ---------------------------------------------------------------- failure, close, stats
@@ -156,6 +158,11 @@ export class TcpCommunicator implements Communicator {
     links.closeAll();
   }
 
+  /** What this rank answers the stall inspector of a peer besides its calls (the parameter server: its devices' steps). */
+  describeWhereabouts(note: () => string): void {
+    if (this.ctx.router.whereabouts) this.ctx.router.whereabouts.note = note;
+  }
+
   takeStats(): CollectiveStats {
     const stats = this.ctx.stats;
     const s = { commMs: stats.commMs, idleMs: stats.idleMs, bytes: stats.bytes };
@@ -165,13 +172,19 @@ export class TcpCommunicator implements Communicator {
     return s;
   }
 
-  /** Runs one call: refused once failed or closed; any error inside it fails the job. */
-  private async call<T>(body: () => Promise<T>): Promise<T> {
-    const { failures } = this.ctx;
+  /**
+   * Runs one call: refused once failed or closed; any error inside it fails the job. `name` and
+   * `n` (floats; < 0: none) describe it to the stall inspector: a collective's words are
+   * `allreduce #57 of 11072 floats` (its sequence number is the router's next one).
+   */
+  private async call<T>(body: () => Promise<T>, name: string, n: number, collective = true): Promise<T> {
+    const { failures, router } = this.ctx;
     const bad = failures.usable;
     if (bad) throw bad;
     const t0 = performance.now();
     this.ctx.active++;
+    const seq = collective ? router.entered : undefined;
+    const where = router.whereabouts?.enter(seq, () => `${name}${seq !== undefined ? ` #${seq}` : ''}${n >= 0 ? ` of ${n} floats` : ''}`);
     try {
       return await body();
     } catch (err) {
@@ -181,6 +194,7 @@ export class TcpCommunicator implements Communicator {
       // the root cause (e.g. the peer that died), not a secondary symptom (a failed write to it)
       throw failures.failure ?? err;
     } finally {
+      if (where) router.whereabouts!.leave(where);
       this.ctx.active--;
       this.ctx.stats.commMs += performance.now() - t0;
     }

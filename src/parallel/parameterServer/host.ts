@@ -15,6 +15,8 @@ export interface ServeOptions {
   onDeviceLost?: (device: number, step: number, reason: string) => void;
   /** the version to count on from (a resumed server: the updates its checkpoint set had applied) */
   version?: number;
+  /** hands over the server's own words for a device's stall report: each device's last step, whose turn it is */
+  describe?: (words: () => string) => void;
 }
 
 /**
@@ -37,6 +39,9 @@ export async function serveParameterServer(comm: Communicator, params: Float32Ar
     if (done.size >= comm.size - 1) for (const w of finishWaiters.splice(0)) w();
   };
   const lastStep = new Array<number>(comm.size).fill(0);
+  let turnOf = 0;
+  o.describe?.(() => `serving${turnOf ? `, the turn is device ${turn % turnOf}'s` : ''}; devices last asked at steps ` +
+    lastStep.slice(1).map((s, d) => `${d}: ${done.has(d + 1) ? 'done' : s}`).join(', '));
   const serve = async (device: number) => {
     const req = new PsHeader(), reply = new PsHeader();
     const buf = new Float32Array(params.length);
@@ -75,6 +80,7 @@ export async function serveParameterServer(comm: Communicator, params: Float32Ar
           break;
         }
         case PsOp.WaitTurn:
+          turnOf = b;
           while (turn % b !== a) await new Promise<void>((resolve) => turnWaiters.push(resolve));
           await comm.send(reply.set(0).wire, device, PsTag.Reply);
           break;

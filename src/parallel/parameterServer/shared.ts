@@ -4,6 +4,7 @@ import type { OptimizerSpec } from '../../optim/spec.ts';
 import type { ParameterServer, ParameterServerSnapshot, ParameterServerStart, ParameterServerStats } from './index.ts';
 import { jsBackend } from '../../kernels/js/index.ts';
 import { allFinite } from '../nonFinite.ts';
+import { currentTrainingStep, reportStall } from '../../comm/stallInspector.ts';
 
 /** A lock every thread can take (Atomics-based); waits throw when the job aborts. Returns ms waited. */
 export interface SharedLock {
@@ -11,12 +12,16 @@ export interface SharedLock {
   unlock(): void;
 }
 
-/** Blocks until `word` of `control` satisfies `ready`, waking on notify; throws when the job aborts. Returns ms waited. */
-export type WaitUntil = (control: Int32Array, word: number, ready: (value: number) => boolean) => number;
+/**
+ * Blocks until `word` of `control` satisfies `ready`, waking on notify; throws when the job aborts.
+ * `stall`: called once if the wait passes the stall inspector's threshold. Returns ms waited.
+ */
+export type WaitUntil = (control: Int32Array, word: number, ready: (value: number) => boolean, stall?: (waitedMs: number) => void) => number;
 
 /**
  * Slots of the control block: the version, the sync strategy's turn, the count of devices done
- * (finished, or lost: see markDeviceDone), the device count, then one done flag per device.
+ * (finished, or lost: see markDeviceDone), the device count, then one done flag per device, then
+ * each device's training step when it last asked for its turn (for stall reports).
  */
 const VERSION = 0, TURN = 1, DONE = 2, DEVICES = 3, FLAGS = 4;
 
@@ -43,7 +48,7 @@ export function allocateParameterServer(paramCount: number, spec: OptimizerSpec,
   if (start instanceof Float32Array) start = { params: start, version: 0, optimizer: null };
   const initial = start.params;
   const memory = {
-    control: new SharedArrayBuffer((FLAGS + devices) * 4),
+    control: new SharedArrayBuffer((FLAGS + 2 * devices) * 4),
     params: new SharedArrayBuffer(paramCount * 4),
     optimizerState: new SharedArrayBuffer(Math.max(optimizerStateSize(spec, paramCount), 1) * 4),
   };
@@ -51,6 +56,7 @@ export function allocateParameterServer(paramCount: number, spec: OptimizerSpec,
   new Int32Array(memory.control)[DEVICES] = devices;
   new Int32Array(memory.control)[VERSION] = start.version;
   if (start.optimizer) sharedOptimizer(memory, jsBackend, spec, paramCount).loadState(start.optimizer);
+  new Int32Array(memory.control).fill(-1, FLAGS + devices);
   return memory;
 }
 
@@ -148,8 +154,20 @@ export class SharedParameterServer implements ParameterServer {
 
   async waitTurn(rank: number, size: number): Promise<void> {
     const t0 = performance.now();
-    this.stats.idleMs += this.waitUntil(this.control, TURN, (turn) => turn % size === rank);
+    Atomics.store(this.control, FLAGS + Atomics.load(this.control, DEVICES) + rank, currentTrainingStep());
+    this.stats.idleMs += this.waitUntil(this.control, TURN, (turn) => turn % size === rank, (ms) => this.reportTurnStall(size, ms));
     this.stats.commMs += performance.now() - t0;
+  }
+
+  /** The stall inspector: this device waited too long for its turn; the device holding it is named. */
+  private reportTurnStall(size: number, waitedMs: number): void {
+    const c = this.control, holder = Atomics.load(c, TURN) % size, steps = FLAGS + Atomics.load(c, DEVICES);
+    const others = Array.from({ length: size }, (_, q) => q).filter((q) => q !== this.rank).map((q) => ({
+      rank: q, step: Atomics.load(c, steps + q),
+      call: Atomics.load(c, FLAGS + q) ? 'done' : q === holder ? 'holding the turn (its batch on the server)' : 'waiting for its turn',
+    }));
+    reportStall({ rank: this.rank, waitingIn: 'sync, waiting for its turn on the parameter server', seconds: waitedMs / 1000, missing: [holder], others,
+      names: Array.from({ length: size }, (_, q) => `device ${q}`) });
   }
 
   async finish(): Promise<void> {

@@ -6,6 +6,7 @@
 import { crc32 } from 'node:zlib';
 import { ownedSlice } from '../../../src/comm/communicator.ts';
 import { TcpCommunicator, type TcpConnectOptions } from '../../../src/comm/tcp/index.ts';
+import { formatStall, noteStep, setStallSink } from '../../../src/comm/stallInspector.ts';
 import type { RankResult, WorkerMessage, WorkerSpec } from './harness.ts';
 import { inputValue, serialSum } from './inputs.ts';
 
@@ -190,6 +191,32 @@ async function main(): Promise<void> {
           setTimeout(() => (spec.scenario === 'die-mid-call' ? process.exit(3) : process.kill(process.pid, 'SIGSTOP')), 5);
         }
         await comm.allreduce(new Float32Array(8 << 20).fill(1));
+        break;
+      }
+      case 'stall-late-rank': {
+        // the stall inspector (whereabouts.ts): rank `late` comes late to allreduce #2 and to a send
+        const stalls: string[] = [];
+        setStallSink((report) => stalls.push(formatStall(report)));
+        const late = comm.rank === spec.params.late;
+        const sleep = async () => {
+          const ms = spec.params.sleepMs as number;
+          // busy: the event loop cannot answer (a rank computing); otherwise it answers from its event loop
+          if (spec.params.busy) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+          else await new Promise((resolve) => setTimeout(resolve, ms));
+        };
+        for (let step = 0; step < 3; step++) {
+          noteStep(step);
+          if (step === 2 && late) await sleep();
+          await comm.allreduce(new Float32Array(11072).fill(1));
+        }
+        noteStep(3);
+        const msg = new Float32Array(10);
+        if (late) {
+          await sleep();
+          await comm.send(msg, 0, 7);
+        } else if (comm.rank === 0) await comm.recv(msg, spec.params.late as number, 7);
+        await comm.barrier();
+        data.stalls = stalls;
         break;
       }
       case 'mismatch':
