@@ -29,7 +29,8 @@ export class LostDevices {
 /** Why a device's link to the parameter server ended: its own last words, or its process's silence. */
 export function lostLinkReason(device: number, job: JobShape, reason: string): string {
   // a device thread that failed aborts its links with "device d failed: …" (deviceWorker.ts)
-  if (/^device \d+/.test(reason)) return reason.replace(/^device \d+( \(process \d+\))? failed: /, '');
+  const failed = /^device \d+( \(process \d+\))? failed: /;
+  if (failed.test(reason)) return reason.replace(failed, '');
   return `process ${Math.floor(device / job.threads)} stopped: its connection to the parameter server closed`;
 }
 

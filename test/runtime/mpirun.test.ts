@@ -42,7 +42,7 @@ test('--transport mpi: a failing device ends the job with its cause; several dev
   const cfg = tinyJobConfig(dir, ', devices: 1, strategy: hybrid');
   const failed = await mpirun(['train', cfg, '--transport', 'mpi', '--out', join(dir, 'fail'), '--quiet'], { PARATRAIN_FAIL_AT: '1:2' });
   assert.notEqual(failed.code, 0);
-  assert.match(failed.out, /device 1 failed: injected failure at step 2/);
+  assert.match(failed.out, /device 1 \(process 1\) failed: injected failure at step 2/);
   const refused = await mpirun(['train', cfg, '--transport', 'mpi', '--devices', '2', '--out', join(dir, 'two'), '--quiet']);
   assert.notEqual(refused.code, 0);
   assert.match(refused.out, /paratrain: --transport mpi: each process runs one device .* but train\.devices is 2; use --devices 1/);
