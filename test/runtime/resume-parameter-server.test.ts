@@ -39,16 +39,19 @@ test('async on 2 devices (Adam on the server): the resumed server counts on from
   const sets = completeSets(runDir);
   // sets at 4 (the one resumed from), 8 and 12 (keepLast 3)
   assert.deepEqual(sets.map((s) => s.state.step), [4, 8, 12]);
-  // pushEvery 1, no staleness bound: every device-step is one update; the set at 4 holds 2 × 4
-  // (taken after every device's step 4 is in), the end 2 × 12: the 8 before the crash counted on
-  assert.equal(serverVersion(sets[0]!.dir), 8);
-  assert.equal(serverVersion(sets[2]!.dir), 24);
+  // pushEvery 1, no staleness bound: every device-step is one update. Device 0 writes an async set
+  // alone (no device waits for all: one may be lost), so the set at 4 holds device 0's 4 updates and
+  // as many of device 1's as had arrived; the resumed run counts on from it with at least device 0's
+  // 8 more updates
+  const atFour = serverVersion(sets[0]!.dir), atEnd = serverVersion(sets[2]!.dir);
+  assert.ok(atFour >= 4 && atFour <= 8, `version at step 4: ${atFour}`);
+  assert.ok(atEnd >= atFour + 8 && atEnd <= atFour + 16, `version at the end ${atEnd} counts on from ${atFour}`);
   // a server started from the set holds exactly the saved weights, Adam moments and step
   const saved = tensorsOf(join(sets[2]!.dir, SET_SERVER_FILE));
   const model = buildModel(jsBackend, config.model);
   const start = serverStart({ runDir, processes: 1, configHash: '', resume: sets[2]!, initFrom: null }, model, config.optimizer);
-  assert.equal(start.version, 24);
-  assert.equal(start.optimizer!.step, 24);
+  assert.equal(start.version, atEnd);
+  assert.equal(start.optimizer!.step, atEnd);
   const memory = allocateParameterServer(model.params.length, config.optimizer, start, 2);
   const n = model.params.length;
   const slots = new Float32Array(memory.optimizerState);
