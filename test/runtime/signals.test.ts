@@ -89,9 +89,10 @@ test('SIGTERM stops the run the same way and exits 143', { timeout: 180_000 }, a
 
 test('a second SIGINT exits at once (130) with one line', { timeout: 180_000 }, async () => {
   const dir = tmpDir('paratrain-signal-'), out = join(dir, 'run');
-  // a straggler makes the step in flight long, so the second signal lands before the stop completes
-  const r = await runAndSignal(['train', longJob(dir), '--devices', '2', '--strategy', 'hybrid', '--out', out, '--slow-device', '1:400'],
-    out, ['SIGINT', 'SIGINT'], 100);
+  // a straggler makes the step in flight long (~1 s), so the second signal, 20 ms later, lands before
+  // the stop completes (a slower one made the first step, which must finish before the signals, take minutes on a loaded machine)
+  const r = await runAndSignal(['train', longJob(dir), '--devices', '2', '--strategy', 'hybrid', '--out', out, '--slow-device', '1:100'],
+    out, ['SIGINT', 'SIGINT'], 20);
   assert.equal(r.code, 130, r.stderr);
   assert.match(r.stderr, /paratrain: second SIGINT: exiting at once/);
   assert.ok(!events(out).some((e) => e.type === 'stopped'), 'no graceful stop was recorded');
@@ -108,10 +109,10 @@ test('a 2-process launch job sent SIGINT stops both processes at the same step a
   const last = lastSteps(out);
   assert.equal(last.get(0), (stopped.step as number) - 1);
   // process 1 prints its own summary; both processes' devices stopped after the same number of steps
-  const rank1 = r.stdout.split('\n').find((l) => l.startsWith('[rank 1] {'));
+  const rank1 = r.stdout.split('\n').find((l) => l.startsWith('[process 1] {'));
   assert.ok(rank1, r.stdout);
   assert.match(r.stderr, /stopped by SIGINT at step \d+/);
-  assert.equal(JSON.parse(rank1.slice('[rank 1] '.length)).stopped?.step, stopped.step, 'process 1 stopped after the same steps');
+  assert.equal(JSON.parse(rank1.slice('[process 1] '.length)).stopped?.step, stopped.step, 'process 1 stopped after the same steps');
 });
 
 test('the library: aborting TrainOptions.signal stops the run; the result says stopped', { timeout: 120_000 }, async () => {
