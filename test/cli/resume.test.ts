@@ -9,26 +9,10 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { MAIN, REPO, SUBSET, runCli, stderrLines, tmpDir } from './helpers.ts';
-import { assertSameTensors, tensorsOf } from '../runtime/resumeHelpers.ts';
+import { MAIN, REPO, runCli, stderrLines, tmpDir } from './helpers.ts';
+import { assertSameTensors, tensorsOf, writeResumeConfig } from '../runtime/resumeHelpers.ts';
 import { latestCompleteSet } from '../../src/runtime/checkpointSet.ts';
 
-function writeConfig(dir: string, devices = 1): string {
-  const path = join(dir, 'resume.yaml');
-  writeFileSync(path, `model:
-  input: [28, 28, 1]
-  layers:
-    - conv2d: { filters: 4, kernelSize: 3, strides: 2, activation: relu }
-    - flatten: {}
-    - dense: { units: 16, activation: relu }
-    - dropout: { rate: 0.3, masks: per-sample }
-    - dense: { units: 10 }
-optimizer: { adam: { lr: 0.002 } }
-data: { dir: ${JSON.stringify(SUBSET)}, batchSize: 8, trainLimit: 480, testLimit: 50 }
-train: { epochs: 2, devices: ${devices}, seed: 5, evalEvery: 0, checkpointEvery: { steps: 5 }, backend: js }
-`);
-  return path;
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A dead pid: a process that has exited. */
@@ -38,7 +22,7 @@ function deadPid(): number {
 
 test('kill -9 mid-epoch, then --resume: ends bit-identical to the uninterrupted run', async () => {
   const dir = tmpDir();
-  const config = writeConfig(dir);
+  const config = writeResumeConfig(dir);
   const whole = await runCli(['train', config, '--out', join(dir, 'whole'), '--quiet'], { timeoutMs: 240_000 });
   assert.equal(whole.code, 0, whole.stderr);
 
@@ -63,7 +47,7 @@ test('kill -9 mid-epoch, then --resume: ends bit-identical to the uninterrupted 
 
 test('a kill during a checkpoint write: the previous set is used and the leftovers are gone after the next start', async () => {
   const dir = tmpDir();
-  const config = writeConfig(dir);
+  const config = writeResumeConfig(dir);
   const runDir = join(dir, 'run');
   const failed = await runCli(['train', config, '--out', runDir, '--quiet'], { env: { PARATRAIN_FAIL_AT: '0:12' }, timeoutMs: 240_000 });
   assert.equal(failed.code, 1);
@@ -86,7 +70,7 @@ test('a kill during a checkpoint write: the previous set is used and the leftove
 
 test('--resume errors: a missing run directory, no complete set, a changed model: one line naming the fix', async () => {
   const dir = tmpDir();
-  const config = writeConfig(dir);
+  const config = writeResumeConfig(dir);
   const missing = await runCli(['train', '--resume', join(dir, 'nope')]);
   assert.equal(missing.code, 1);
   assert.deepEqual(stderrLines(missing), [`paratrain: --resume ${join(dir, 'nope')}: no such run directory; give the directory of the run to continue (e.g. runs/latest)`]);

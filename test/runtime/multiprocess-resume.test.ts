@@ -11,30 +11,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { MAIN, REPO, SUBSET, runCli, tmpDir } from '../cli/helpers.ts';
+import { MAIN, REPO, runCli, tmpDir } from '../cli/helpers.ts';
 import { randomPort } from './jobHelpers.ts';
-import { assertSameTensors, tensorsOf } from './resumeHelpers.ts';
+import { assertSameTensors, tensorsOf, writeResumeConfig } from './resumeHelpers.ts';
 import { readMetrics } from '../../src/runtime/metrics.ts';
 
-/** A small convnet with dropout and Adam; sets every 5 steps; `trainLimit` samples, 2 epochs. */
-function writeConfig(dir: string, trainLimit: number): string {
-  const path = join(dir, 'job.yaml');
-  writeFileSync(path, `model:
-  input: [28, 28, 1]
-  layers:
-    - conv2d: { filters: 4, kernelSize: 3, strides: 2, activation: relu }
-    - flatten: {}
-    - dense: { units: 16, activation: relu }
-    - dropout: { rate: 0.3, masks: per-sample }
-    - dense: { units: 10 }
-optimizer: { adam: { lr: 0.002 } }
-data: { dir: ${JSON.stringify(SUBSET)}, batchSize: 8, trainLimit: ${trainLimit}, testLimit: 50 }
-train: { epochs: 2, devices: 1, seed: 5, evalEvery: 0, checkpointEvery: { steps: 5 }, backend: js }
-`);
-  return path;
-}
 
 const launch = (args: string[], env: Record<string, string> = {}) =>
   runCli(['launch', '--nproc-per-node', '2', '--master-port', String(randomPort()), ...args], { timeoutMs: 150_000, env });
@@ -42,7 +25,7 @@ const launch = (args: string[], env: Record<string, string> = {}) =>
 for (const strategy of ['hybrid', 'sync']) {
   test(`${strategy} on 2 processes × 1 device: stopped at step 13 and resumed with launch … --resume equals the uninterrupted job, bit for bit`, { timeout: 300_000 }, async () => {
     const dir = tmpDir();
-    const cfg = writeConfig(dir, 160);
+    const cfg = writeResumeConfig(dir, { trainLimit: 160 });
     const whole = await launch(['--', 'train', cfg, '--strategy', strategy, '--out', join(dir, 'whole'), '--quiet']);
     assert.equal(whole.code, 0, whole.stderr);
     const run = join(dir, 'run');
@@ -77,7 +60,7 @@ function childOfRank(launcherPid: number, rank: number): number | undefined {
 test('launch --max-restarts 1: process 1 SIGKILLed after the first checkpoint set; the job restarts, exits 0 and equals the unkilled job, bit for bit', { timeout: 300_000 }, async () => {
   const dir = tmpDir();
   // 480 samples: 30 steps an epoch, long enough to kill mid-run
-  const cfg = writeConfig(dir, 480);
+  const cfg = writeResumeConfig(dir, { trainLimit: 480 });
   const whole = await launch(['--', 'train', cfg, '--out', join(dir, 'whole'), '--quiet']);
   assert.equal(whole.code, 0, whole.stderr);
   const run = join(dir, 'run');

@@ -1,10 +1,29 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { train, type TrainOptions } from '../../src/runtime/train.ts';
 import { readCheckpoint } from '../../src/runtime/checkpoint.ts';
 import type { RunConfig } from '../../src/config/runConfig.ts';
+import { SUBSET } from '../cli/helpers.ts';
+
+/** A small convnet with dropout and Adam on the shipped subset, sets every 5 steps, 2 epochs; written into `dir`. */
+export function writeResumeConfig(dir: string, o: { devices?: number; trainLimit?: number } = {}): string {
+  const path = join(dir, 'resume.yaml');
+  writeFileSync(path, `model:
+  input: [28, 28, 1]
+  layers:
+    - conv2d: { filters: 4, kernelSize: 3, strides: 2, activation: relu }
+    - flatten: {}
+    - dense: { units: 16, activation: relu }
+    - dropout: { rate: 0.3, masks: per-sample }
+    - dense: { units: 10 }
+optimizer: { adam: { lr: 0.002 } }
+data: { dir: ${JSON.stringify(SUBSET)}, batchSize: 8, trainLimit: ${o.trainLimit ?? 480}, testLimit: 50 }
+train: { epochs: 2, devices: ${o.devices ?? 1}, seed: 5, evalEvery: 0, checkpointEvery: { steps: 5 }, backend: js }
+`);
+  return path;
+}
 
 export const freshDir = () => join(mkdtempSync(join(tmpdir(), 'paratrain-resume-')), 'run');
 
