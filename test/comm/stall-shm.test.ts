@@ -23,7 +23,8 @@ test('stall inspector on shm: a device slowed beyond train.stallWarningSeconds i
     const others = s['others'] as { rank: number; step: number; call: string }[];
     assert.equal(others.length, 1);
     assert.equal(others[0]!.rank, 1);
-    assert.match(others[0]!.call, /^(allreduce #\d+ of \d+ floats|broadcast #\d+ of \d+ floats|barrier #\d+)$/);
+    // the slowed device may not have entered any collective yet (it is slow from its first step)
+    assert.match(others[0]!.call, /^(allreduce #\d+ of \d+ floats|broadcast #\d+ of \d+ floats|barrier #\d+|no collective yet)$/);
     assert.ok(Number.isInteger(others[0]!.step));
     assert.match(s['waitingIn'] as string, /^allreduce #\d+ of \d+ floats$/);
   }
