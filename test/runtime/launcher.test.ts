@@ -80,7 +80,10 @@ test('--max-restarts restarts the whole job with --resume RUN_DIR, on fresh port
   assert.equal(code, 0, said);
   assert.match(said, /paratrain launch: process 1 died \(signal SIGKILL\); restarting the job from its last checkpoint \(restart 1 of 2\)/);
   const runs = readFileSync(log, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
-  assert.equal(runs.length, 4, 'two attempts of two processes');
+  // the first attempt's rank 0 may be stopped (graceMs) before it logs; rank 1 logged before it died
+  const first = runs.filter((r) => !r.args.includes('--resume'));
+  assert.ok(first.some((r) => r.rank === 1), 'the first attempt ran rank 1');
+  assert.ok(first.length <= 2, 'one first attempt');
   const second = runs.filter((r) => r.args.includes('--resume'));
   assert.equal(second.length, 2);
   for (const r of second) {
