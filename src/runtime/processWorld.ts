@@ -29,7 +29,7 @@ export interface ProcessPlacement {
 }
 
 /** The cross-process world of a thread: TCP, or MPI (one device thread per process). */
-export type CrossWorldSpec = ({ transport: 'tcp' } & TcpWorldSpec) | { transport: 'mpi'; rank: number; worldSize: number; configHash: string };
+export type CrossWorldSpec = ({ transport: 'tcp' } & TcpWorldSpec) | { transport: 'mpi'; rank: number; worldSize: number; configHash: string; agreements?: Agreement[] };
 
 /** What a thread needs to join one TCP world. */
 export interface TcpWorldSpec {
@@ -51,7 +51,7 @@ export interface TcpWorldSpec {
 }
 
 export function crossWorldOf(p: ProcessPlacement, thread: number): CrossWorldSpec {
-  if (p.transport === 'mpi') return { transport: 'mpi', rank: p.process, worldSize: p.processes, configHash: p.configHash };
+  if (p.transport === 'mpi') return { transport: 'mpi', rank: p.process, worldSize: p.processes, configHash: p.configHash, agreements: p.agreements };
   // a cross world's ranks are the processes: messages say `process p`, as the launcher does
   return { transport: 'tcp', rank: p.process, worldSize: p.processes, masterAddr: p.masterAddr, masterPort: p.masterPort + thread,
     configHash: p.configHash, agreements: p.agreements, timeoutMs: p.timeoutMs, rankNames: Array.from({ length: p.processes }, (_, q) => `process ${q}`), stallMs: p.stallMs ?? 0 };

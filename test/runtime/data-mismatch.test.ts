@@ -5,23 +5,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { encodeIdx, readIdxFile } from '../../src/data/idx.ts';
-import { runCli, stderrLines, SUBSET, tmpDir } from '../cli/helpers.ts';
-import { randomPort, SECRET, tinyJobConfig } from './jobHelpers.ts';
-
-/** The shipped subset cut to its first `train` training images (the test set unchanged), written raw into dir. */
-function cutSubset(dir: string, train: number): void {
-  for (const [prefix, keep] of [['train', train], ['t10k', Infinity]] as const) {
-    const images = readIdxFile(join(SUBSET, `${prefix}-images-idx3-ubyte.gz`));
-    const labels = readIdxFile(join(SUBSET, `${prefix}-labels-idx1-ubyte.gz`));
-    const [count, rows, cols] = images.dims as [number, number, number];
-    const n = Math.min(keep, count);
-    writeFileSync(join(dir, `${prefix}-images-idx3-ubyte`), encodeIdx([n, rows, cols], images.data.subarray(0, n * rows * cols)));
-    writeFileSync(join(dir, `${prefix}-labels-idx1-ubyte`), encodeIdx([n], labels.data.subarray(0, n)));
-  }
-}
+import { runCli, stderrLines, tmpDir } from '../cli/helpers.ts';
+import { cutSubset, randomPort, SECRET, tinyJobConfig } from './jobHelpers.ts';
 
 test('processes reading different datasets are refused at rendezvous, naming the processes and what differs', { timeout: 120_000 }, async () => {
   const dir = tmpDir();

@@ -5,6 +5,19 @@ import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { REPO, SUBSET } from '../cli/helpers.ts';
 import { readCheckpoint } from '../../src/runtime/checkpoint.ts';
+import { encodeIdx, readIdxFile } from '../../src/data/idx.ts';
+
+/** The shipped subset cut to its first `train` training images (the test set unchanged), written raw into dir. */
+export function cutSubset(dir: string, train: number): void {
+  for (const [prefix, keep] of [['train', train], ['t10k', Infinity]] as const) {
+    const images = readIdxFile(join(SUBSET, `${prefix}-images-idx3-ubyte.gz`));
+    const labels = readIdxFile(join(SUBSET, `${prefix}-labels-idx1-ubyte.gz`));
+    const [count, rows, cols] = images.dims as [number, number, number];
+    const n = Math.min(keep, count);
+    writeFileSync(join(dir, `${prefix}-images-idx3-ubyte`), encodeIdx([n, rows, cols], images.data.subarray(0, n * rows * cols)));
+    writeFileSync(join(dir, `${prefix}-labels-idx1-ubyte`), encodeIdx([n], labels.data.subarray(0, n)));
+  }
+}
 
 /** All layer tensors of a checkpoint, in name order, as one array. */
 export function weights(file: string): Float32Array {
