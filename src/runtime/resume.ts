@@ -12,6 +12,7 @@ import { modelHash, CONFIG_FILE } from './runConfigFiles.ts';
 import type { ResumePoint } from './deviceState.ts';
 import type { TrainEvent } from './events.ts';
 import { globalBatchSize } from './trainLoop.ts';
+import { modelParallelLayers } from '../parallel/modelParallel/plan.ts';
 
 export interface ResumePlan {
   point: ResumePoint;
@@ -46,6 +47,7 @@ export function planResume(runDir: string, config: RunConfig, clean: boolean, lo
     throw new Error(`--resume ${runDir}: the config's model differs from the one the run trained (checkpoint ${latest.dir}); ` +
       `resume with the run's own config (${join(runDir, CONFIG_FILE)}), or start a new run from its weights with --init-from ${join(latest.dir, 'model.safetensors')}`);
   }
+  checkModelParallelSize(runDir, latest.dir, config, state.devices);
   const fitted = fitToSavedJob(config, state.devices, state.globalBatch);
   const { stepsPerEpoch } = state;
   if (state.step >= stepsPerEpoch * fitted.train.epochs) {
@@ -56,6 +58,21 @@ export function planResume(runDir: string, config: RunConfig, clean: boolean, lo
     point: latest, config: fitted,
     event: { type: 'resume', step: state.step, epoch: state.epoch, fromDevices: state.devices, devices: config.train.devices, checkpoint: latest.dir },
   };
+}
+
+/**
+ * A model-parallel run's device files hold shards cut for its device count (docs/architecture.md,
+ * resizing): on another count they cannot be put back, so the run resumes on its own count, or a new
+ * run starts from the gathered model.
+ */
+function checkModelParallelSize(runDir: string, setDir: string, config: RunConfig, savedDevices: number): void {
+  const devices = config.train.devices;
+  if (devices === savedDevices) return;
+  const split = modelParallelLayers(config.model);
+  if (split.length === 0) return;
+  throw new Error(`--resume ${runDir}: the run trained its model-parallel layers (${split.map((i) => `model.layers[${i}]`).join(', ')}) split over ${savedDevices} device${savedDevices === 1 ? '' : 's'}, ` +
+    `and a model-parallel run resumes on the same device count only; resume with --devices ${savedDevices} (for a job of several processes: processes × devices = ${savedDevices}), ` +
+    `or start a new run on ${devices} devices from its weights with --init-from ${join(setDir, 'model.safetensors')}`);
 }
 
 /**
