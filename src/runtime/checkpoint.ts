@@ -13,6 +13,7 @@
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { endianness } from 'node:os';
+import { crashPoint } from './crashPoints.ts';
 
 export interface CheckpointTensor {
   name: string;
@@ -101,6 +102,7 @@ export function writeCheckpoint(path: string, tensors: readonly CheckpointTensor
     fd = openSync(tmp, 'w');
     writeAll(fd, header);
     for (const t of tensors) writeAll(fd, leBytes(t.data));
+    crashPoint('checkpoint-tmp');
     fsyncSync(fd);
     closeSync(fd);
     fd = undefined;

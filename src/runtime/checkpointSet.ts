@@ -14,6 +14,7 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fsyncDir, removeStaleTemps, writeFileDurable } from './durableFile.ts';
+import { crashPoint } from './crashPoints.ts';
 
 export const CHECKPOINTS_DIR = 'checkpoints';
 export const SET_STATE_FILE = 'state.json';
@@ -59,12 +60,15 @@ export function partialSetDir(runDir: string, step: number): string {
 export function completeSet(runDir: string, state: SetState, keepLast: number): string {
   const root = join(runDir, CHECKPOINTS_DIR);
   const partial = partialSetDir(runDir, state.step);
+  crashPoint('set-files');
   writeFileDurable(join(partial, SET_STATE_FILE), `${JSON.stringify(state, null, 2)}\n`);
+  crashPoint('set-state');
   const dir = join(root, setName(state.step));
   // a set of the same step from an earlier attempt (resumed before it) is replaced
   if (existsSync(dir)) rmSync(dir, { recursive: true, force: true });
   renameSync(partial, dir);
   fsyncDir(root);
+  crashPoint('set-renamed');
   for (const old of completeSets(runDir).slice(0, -keepLast)) rmSync(old.dir, { recursive: true, force: true });
   return dir;
 }
