@@ -84,3 +84,25 @@ test('a rendezvous that times out during a flood names the flood, not only the m
     strangers?.stop();
   }
 });
+
+test('a flood of strangers on every data port does not keep ranks from dialing each other later (send/recv beyond the ring)', { timeout: 60_000 }, async () => {
+  const floods: Flood[] = [];
+  try {
+    const results = await runJob({
+      // 4 ranks: send/recv to rank ± 2 dials links that the ring did not make, after the flood arrived
+      worldSize: 4, scenario: 'collectives', params: { lengths: [7, 10_001] },
+      onReady: async (addresses) => {
+        for (const { port } of addresses.values()) floods.push(await flood(port, 100, 5));
+      },
+    });
+    for (const r of results) assert.ok(r.ok, summary(results));
+    for (const r of results) {
+      const logs = r.logs.join('\n');
+      // one line per address, then counted
+      assert.ok(r.logs.filter((l) => /dropped .*unauthenticated connection/.test(l)).length <= 2, logs);
+      assert.match(logs, new RegExp(`warn: dropped the oldest unauthenticated connection from 127\\.0\\.0\\.1:\\d+ to rank ${r.rank}'s data port to make room`), logs);
+    }
+  } finally {
+    for (const f of floods) f.stop();
+  }
+});

@@ -8,7 +8,7 @@
  */
 import net from 'node:net';
 import os from 'node:os';
-import { CommTimeoutError, RendezvousError } from '../errors.ts';
+import { AuthenticationError, CommTimeoutError, RendezvousError } from '../errors.ts';
 import { authenticateAsAcceptor, authenticateAsDialer, type Direction } from './auth.ts';
 import type { DataEngines } from './dataEngines.ts';
 import { peerDied, type AbortBody, type FailureState } from './failure.ts';
@@ -17,6 +17,7 @@ import { hostPort, Link } from './link.ts';
 import type { TcpLog } from './log.ts';
 import type { ResolvedOptions } from './options.ts';
 import { dialWithRetry } from './dial.ts';
+import { AUTH_DEADLINE_MS, remoteAddress, StrangerGate, STRANGERS_PER_ADDRESS, STRANGERS_TOTAL } from './strangers.ts';
 import { registerWithMaster, RendezvousMaster, type RankAddress, type Registration, type WorldTable } from './rendezvous.ts';
 
 const HANDSHAKE_TYPES = new Set<number>([FrameType.Hello, FrameType.Challenge, FrameType.Proof, FrameType.Welcome, FrameType.Refuse]);
@@ -24,7 +25,6 @@ const DATA_TYPES = new Set<number>([FrameType.Allreduce, FrameType.ReduceScatter
   FrameType.Barrier, FrameType.P2P, FrameType.Where, FrameType.Here, FrameType.Abort, FrameType.Bye]);
 /** what a dialer accepts back on its (outbound) connection */
 const BACK_TYPES = new Set<number>([FrameType.Abort, FrameType.Bye]);
-const MAX_PENDING_HANDSHAKES = 64;
 /** how long a dial whose handshake broke waits for the job's own failure before blaming the peer it dialled */
 const HANDSHAKE_FAILURE_GRACE_MS = 1000;
 
@@ -53,7 +53,8 @@ export class PeerLinks {
   private readonly inWaiters: (((err?: Error) => void) | undefined)[];
   private readonly outWaiters: (((err?: Error) => void) | undefined)[];
   private readonly links = new Set<Link>();
-  private readonly pending = new Set<Link>();
+  /** connections to the data port that have not proved the secret (the same admission as the rendezvous port) */
+  private readonly strangers: StrangerGate;
 
   constructor(
     private readonly o: ResolvedOptions,
@@ -72,6 +73,8 @@ export class PeerLinks {
     this.inWaiters = new Array(N).fill(undefined);
     this.outWaiters = new Array(N).fill(undefined);
     this.tableKnown = new Promise((resolve) => { this.tableReady = resolve; });
+    // every other rank may dial twice (send and receive) at once, possibly all from one host: never evict them for each other
+    this.strangers = new StrangerGate(`rank ${o.rank}'s data port`, log, Math.max(STRANGERS_PER_ADDRESS, 2 * N), Math.max(STRANGERS_TOTAL, 4 * N));
   }
 
   /** Every rank's data address, host name and pid, by rank. */
@@ -249,28 +252,24 @@ export class PeerLinks {
       link.destroy();
       return;
     }
-    if (this.pending.size >= MAX_PENDING_HANDSHAKES) {
-      this.log('warn', `dropped a connection from ${link.remote} to the data port: too many unauthenticated connections`);
-      link.destroy();
-      return;
-    }
-    this.pending.add(link);
-    const from = link.remote;
-    const handshakeMs = Math.min(this.o.timeoutMs, 10_000);
-    const tableTimer = setTimeout(() => link.destroy(), handshakeMs);
+    // a flood cannot take every slot: the oldest stranger makes room (strangers.ts)
+    this.strangers.admit(link, remoteAddress(link));
+    // a real rank dials once it knows the table, which this rank learns at the same moment
+    const tableMs = Math.min(this.o.timeoutMs, 10_000);
+    const tableTimer = setTimeout(() => link.destroy(), tableMs);
     void this.tableKnown
       .then(() => {
         clearTimeout(tableTimer);
         if (link.isEnded) throw new Error('closed before the handshake');
         return authenticateAsAcceptor(link, {
-          key: this.key, purpose: 'data', myRank: this.rank, job: this.job, deadlineMs: handshakeMs,
+          key: this.key, purpose: 'data', myRank: this.rank, job: this.job, deadlineMs: Math.min(this.o.timeoutMs, AUTH_DEADLINE_MS),
           check: (r, dir) => (r >= this.size ? `rank ${r} is out of range (world of ${this.size})`
             : r === this.rank ? 'a rank cannot connect to itself'
             : (dir === 'send' ? this.inLinks[r] : this.outLinks[r] ?? this.outDialing[r]) ? `rank ${r} is already connected that way` : undefined),
         });
       })
       .then(({ rank: p, dir }) => {
-        this.pending.delete(link);
+        this.strangers.settle(link);
         if (this.failures.usable) {
           link.close();
           return;
@@ -291,9 +290,9 @@ export class PeerLinks {
       })
       .catch((err: Error) => {
         clearTimeout(tableTimer);
-        this.pending.delete(link);
-        this.log('warn', `rank ${this.rank} dropped a connection from ${from} to its data port: ${err.message}`);
-        link.destroy();
+        // a process with the wrong secret is a misconfigured rank, logged each time; strangers are counted per address
+        const wrongSecret = err instanceof AuthenticationError && err.claimedRank !== undefined;
+        this.strangers.drop(link, err.message, !wrongSecret);
       });
   }
 
@@ -318,7 +317,7 @@ export class PeerLinks {
       link.releaseHeld();
       link.sendJsonAndClose(FrameType.Abort, abort);
     }
-    for (const l of this.pending) l.destroy();
+    this.strangers.closeAll();
     this.server?.close();
   }
 
@@ -335,7 +334,7 @@ export class PeerLinks {
       link.releaseHeld(); // read on to the peer's Bye or end
       link.close();
     }
-    for (const l of this.pending) l.destroy();
+    this.strangers.closeAll();
     this.server?.close();
   }
 }

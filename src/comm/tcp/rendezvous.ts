@@ -27,7 +27,7 @@ import { dialWithRetry } from './dial.ts';
 import { hostPort, Link } from './link.ts';
 import type { TcpLog } from './log.ts';
 import { disagreement, parseAgreements, type Agreement } from './agreement.ts';
-import { AUTH_DEADLINE_MS, remoteAddress, StrangerGate } from './strangers.ts';
+import { AUTH_DEADLINE_MS, remoteAddress, StrangerGate, STRANGERS_PER_ADDRESS, STRANGERS_TOTAL } from './strangers.ts';
 
 export interface RankAddress {
   rank: number;
@@ -130,7 +130,9 @@ export class RendezvousMaster {
       this.rejectTable = reject;
     });
     this.table.catch(() => {});
-    this.strangers = new StrangerGate('the rendezvous port', o.log);
+    // a world's ranks may all register at once from one host: never evict them for each other
+    const n = o.self.worldSize;
+    this.strangers = new StrangerGate('the rendezvous port', o.log, Math.max(STRANGERS_PER_ADDRESS, n), Math.max(STRANGERS_TOTAL, 2 * n));
     this.server = net.createServer((socket) => this.onConnection(socket));
     this.server.on('error', (err) => this.o.log('warn', `rendezvous server: ${err.message}`));
   }
