@@ -39,10 +39,19 @@ export function resolveNormalization(spec: NormalizeSpec, train: Dataset): Norma
   return { mean: expand(spec.mean, 'mean'), std: expand(spec.std, 'std') };
 }
 
+/**
+ * Normalises samples in place: `values` holds whole samples whose last axis has `norm.mean.length`
+ * channels (what predict does to new samples with a checkpoint's `paratrain.data` normalisation).
+ */
+export function normalizeValues(values: Float32Array, norm: Normalization): void {
+  const C = norm.mean.length;
+  if (values.length % C !== 0) throw new Error(`normalizeValues: ${values.length} values are not whole samples of ${C} channels`);
+  const scale = norm.std.map((s) => 1 / s);
+  for (let i = 0; i < values.length; i++) { const c = i % C; values[i] = (values[i]! - norm.mean[c]!) * scale[c]!; }
+}
+
 /** Normalises `ds`'s samples in place and records the values in it. */
 export function applyNormalization(ds: Dataset, norm: Normalization): void {
-  const C = norm.mean.length, n = ds.count * sampleSize(ds);
-  const scale = norm.std.map((s) => 1 / s);
-  for (let i = 0; i < n; i++) { const c = i % C; ds.images[i] = (ds.images[i]! - norm.mean[c]!) * scale[c]!; }
+  normalizeValues(ds.images.subarray(0, ds.count * sampleSize(ds)), norm);
   ds.normalization = { mean: [...norm.mean], std: [...norm.std] };
 }
