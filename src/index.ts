@@ -14,6 +14,7 @@ export { readMetrics } from './runtime/metrics.ts';
 export { readCheckpoint, writeCheckpoint } from './runtime/checkpoint.ts';
 export { getBackend, registeredBackends } from './kernels/index.ts';
 export { rendezvousFromEnv, type RendezvousInfo } from './comm/rendezvous.ts';
+export { memoryDataset, removeMemoryDataset, type MemoryArrays, type MemorySamples } from './data/memory.ts';
 
 /**
  * Trains `config`; `options` may override config fields (devices, strategy, epochs, …) like the CLI

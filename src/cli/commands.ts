@@ -70,6 +70,7 @@ export async function runEval(configPath: string, flags: { checkpoint: string; d
   const replica = new Replica(backend, config);
   loadModelCheckpoint(flags.checkpoint, replica.model);
   const data = await loadData(config, (m) => process.stderr.write(`${m}\n`));
+  if (!data.test) throw new Error(`eval: ${data.source} has no test set; name one in the config (data.test)`);
   const r = replica.evaluate(data.test);
   process.stdout.write(`${JSON.stringify({ checkpoint: flags.checkpoint, testSamples: data.test.count, testLoss: r.loss, testAccuracy: r.accuracy })}\n`);
 }

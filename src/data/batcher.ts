@@ -1,4 +1,5 @@
 import { sampleSize, type Dataset } from './dataset.ts';
+import type { Augmenter } from './augment.ts';
 
 export interface Batch {
   /** count × H × W × C, NHWC */
@@ -38,23 +39,26 @@ export function gather(ds: Dataset, indices: ArrayLike<number>, intoImages?: Flo
 
 /**
  * Reusable batch buffers for one dataset: sized for the largest batch on first use (or up front),
- * so steady-state steps allocate no sample memory.
+ * so steady-state steps allocate no sample memory. With an augmenter (training batches), each
+ * gathered sample is augmented by its (seed, epoch, index) transform.
  */
 export class Batcher {
   private images: Float32Array;
   private labels: Int32Array;
 
-  constructor(readonly dataset: Dataset, capacity = 0) {
+  constructor(readonly dataset: Dataset, capacity = 0, readonly augmenter: Augmenter | null = null) {
     this.images = new Float32Array(capacity * sampleSize(dataset));
     this.labels = new Int32Array(capacity);
   }
 
-  /** The batch at `indices`; its arrays are overwritten by the next call. */
-  gather(indices: ArrayLike<number>): Batch {
+  /** The batch at `indices` (augmented as of `epoch`); its arrays are overwritten by the next call. */
+  gather(indices: ArrayLike<number>, epoch = 0): Batch {
     if (indices.length > this.labels.length) {
       this.images = new Float32Array(indices.length * sampleSize(this.dataset));
       this.labels = new Int32Array(indices.length);
     }
-    return gather(this.dataset, indices, this.images, this.labels);
+    const batch = gather(this.dataset, indices, this.images, this.labels);
+    this.augmenter?.apply(batch.images, indices, epoch);
+    return batch;
   }
 }

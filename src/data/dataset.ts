@@ -1,19 +1,56 @@
 import type { IdxImagesAndLabels } from './idx.ts';
+import type { DataTask } from './spec.ts';
 
 /**
- * An in-memory labelled image set. Images are NHWC (N×H×W×1 for greyscale) scaled to [0, 1],
- * in one Float32Array so batches are gathered by plain copies.
+ * An in-memory labelled set. Samples are in one Float32Array (images NHWC, N×H×W×1 for greyscale,
+ * pixels scaled to [0, 1]; tabular rows [N, F]) so batches are gathered by plain copies.
  */
 export interface Dataset {
+  /** names the source in messages (a file, a folder, a split of one) */
   name: string;
-  /** count × H × W × C values in [0, 1], NHWC */
+  /** count × (product of sampleShape) values, NHWC for images */
   images: Float32Array;
+  /** class indices (classification); zeros when `targets` holds the labels */
   labels: Int32Array;
   count: number;
-  /** [H, W, C], e.g. [28, 28, 1] */
+  /** per-sample shape: [H, W, C] for images (e.g. [28, 28, 1]), [F] for rows of features */
   sampleShape: number[];
-  /** number of classes; every label is in [0, classes) */
+  /** number of classes; every label is in [0, classes). 0 for regression */
   classes: number;
+  /** classification (default), regression (targets are values) or multiLabel (targets are 0/1) */
+  task?: DataTask;
+  /** count × targetSize values: regression targets or multi-hot labels */
+  targets?: Float32Array;
+  /** values per sample in `targets` */
+  targetSize?: number;
+  /** the name of each class (classification) or target (multiLabel, regression), in index order */
+  classNames?: string[];
+  /** the normalisation already applied to `images` (predict applies it to new samples) */
+  normalization?: { mean: number[]; std: number[] };
+}
+
+/** The task of a dataset (classification when not said). */
+export function taskOf(ds: Dataset): DataTask {
+  return ds.task ?? 'classification';
+}
+
+/** What the model's last layer must produce per sample: a score per class, or a value per target. */
+export function outputUnits(ds: Dataset): number {
+  return taskOf(ds) === 'classification' ? ds.classes : ds.targetSize ?? 0;
+}
+
+/** A dataset's samples at `indices` (in that order), copied: the split of a set into training and validation. */
+export function subsetDataset(ds: Dataset, indices: ArrayLike<number>, name: string): Dataset {
+  const size = sampleSize(ds), t = ds.targetSize ?? 0, n = indices.length;
+  const images = new Float32Array(n * size), labels = new Int32Array(n);
+  const targets = ds.targets ? new Float32Array(n * t) : undefined;
+  for (let k = 0; k < n; k++) {
+    const i = indices[k]!;
+    images.set(ds.images.subarray(i * size, (i + 1) * size), k * size);
+    labels[k] = ds.labels[i]!;
+    if (targets) targets.set(ds.targets!.subarray(i * t, (i + 1) * t), k * t);
+  }
+  return { ...ds, name, images, labels, count: n, sampleShape: [...ds.sampleShape], ...(targets ? { targets } : {}) };
 }
 
 /** Values per sample (H·W·C). */
@@ -30,6 +67,7 @@ export function limitDataset(ds: Dataset, n: number): Dataset {
     sampleShape: [...ds.sampleShape],
     images: ds.images.subarray(0, count * sampleSize(ds)),
     labels: ds.labels.subarray(0, count),
+    ...(ds.targets ? { targets: ds.targets.subarray(0, count * (ds.targetSize ?? 0)) } : {}),
     count,
   };
 }
@@ -64,5 +102,10 @@ export function shareDataset(ds: Dataset): Dataset {
   images.set(ds.images);
   const labels = new Int32Array(new SharedArrayBuffer(ds.labels.byteLength));
   labels.set(ds.labels);
-  return { ...ds, sampleShape: [...ds.sampleShape], images, labels };
+  let targets: Float32Array | undefined;
+  if (ds.targets) {
+    targets = new Float32Array(new SharedArrayBuffer(ds.targets.byteLength));
+    targets.set(ds.targets);
+  }
+  return { ...ds, sampleShape: [...ds.sampleShape], images, labels, ...(targets ? { targets } : {}) };
 }

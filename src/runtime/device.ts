@@ -5,6 +5,7 @@ import type { Communicator } from '../comm/communicator.ts';
 import { Replica, isModelParallel } from './replica.ts';
 import { runTrainLoop, viewOf, type CommStats } from './trainLoop.ts';
 import { saveModelCheckpoint } from './modelCheckpoint.ts';
+import { dataMetadata } from '../data/metadata.ts';
 import { modelFileDue } from './checkpointPolicy.ts';
 import { deviceCheckpointHooks, withParams, type CheckpointSetup } from './deviceCheckpoints.ts';
 import type { RunConfig } from '../config/runConfig.ts';
@@ -44,7 +45,7 @@ export async function runDevice(o: DeviceOptions): Promise<void> {
   await runTrainLoop({
     replica, strategy: o.strategy, config, train: o.train, rank, worldSize: o.worldSize, emit: o.emit,
     takeCommStats: o.takeCommStats, faults: o.faults, mayStart: o.mayStart,
-    ...deviceCheckpointHooks({ setup: o.checkpoints, config, rank, worldSize: o.worldSize, replica, strategy: o.strategy, view, comm: o.comm, emit: o.emit }),
+    ...deviceCheckpointHooks({ setup: o.checkpoints, config, rank, worldSize: o.worldSize, replica, strategy: o.strategy, view, comm: o.comm, emit: o.emit, train: o.train }),
     onEpochEnd: async (epoch, step, stopped) => {
       const last = epoch === config.train.epochs - 1;
       const { evalEvery } = config.train;
@@ -66,7 +67,7 @@ export async function runDevice(o: DeviceOptions): Promise<void> {
         }
         if (doCheckpoint) {
           saveModelCheckpoint(o.checkpointPath!, full.model, full.optimizer,
-            { config: JSON.stringify(config), epoch: String(epoch + 1), step: String(step), strategy: o.strategy.name });
+            { config: JSON.stringify(config), epoch: String(epoch + 1), step: String(step), strategy: o.strategy.name, ...dataMetadata({ train: o.train }) });
           o.emit({ type: 'checkpoint', epoch, path: o.checkpointPath! });
         }
       });

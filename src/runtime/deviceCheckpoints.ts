@@ -17,6 +17,8 @@ import { globalBatchSize } from './trainLoop.ts';
 import { completeSet, partialSetDir, SET_MODEL_FILE, type SetState } from './checkpointSet.ts';
 import { restoreDeviceState, writeDeviceState, type ResumePoint } from './deviceState.ts';
 import { saveModelCheckpoint } from './modelCheckpoint.ts';
+import { dataMetadata } from '../data/metadata.ts';
+import type { Dataset } from '../data/dataset.ts';
 import { writeServerState } from './serverState.ts';
 import { modelHash } from './runConfigFiles.ts';
 import { loadInitialWeights } from './initFrom.ts';
@@ -57,6 +59,8 @@ export interface DeviceCheckpointOptions {
   view: ReplicaView;
   comm?: Communicator;
   emit: EventSink;
+  /** the training data: its description (task, class names, normalisation) goes into the set's model file */
+  train?: Dataset;
 }
 
 /**
@@ -86,7 +90,8 @@ export function deviceCheckpointHooks(o: DeviceCheckpointOptions) {
     if (full && dir) {
       const params = full !== (replica as unknown) ? full.model.params : strategy.modelParams ? await strategy.modelParams(o.view) : o.view.params;
       withParams(full, params, () => saveModelCheckpoint(join(dir, SET_MODEL_FILE), full.model, full.optimizer,
-        { config: JSON.stringify(config), step: String(stepsDone), epoch: String(Math.floor(stepsDone / stepsPerEpoch)), strategy: strategy.name }));
+        { config: JSON.stringify(config), step: String(stepsDone), epoch: String(Math.floor(stepsDone / stepsPerEpoch)), strategy: strategy.name,
+          ...(o.train ? dataMetadata({ train: o.train }) : {}) }));
     }
     // every device's files are on disk before the set is declared complete (and the server's read)
     if (worldSize > 1 && !alone) await o.comm!.barrier();

@@ -12,17 +12,20 @@ import type { RunConfig } from '../config/runConfig.ts';
 
 /**
  * The model's input must be the data's per-sample shape [H, W, C], or its flattened form [H·W·C]
- * (same bytes). Comparing only the total size let a 56×14 set train as 28×28.
+ * (same bytes), or differ from it by a trailing axis of 1 ([28, 28] data for a [28, 28, 1] model).
+ * Comparing only the total size let a 56×14 set train as 28×28.
  */
-export function checkDataShape(config: RunConfig, data: { train: Dataset; test: Dataset }): void {
+export function checkDataShape(config: RunConfig, data: { train: Dataset; validation?: Dataset; test?: Dataset }): void {
   const input = config.model.input;
-  for (const ds of [data.train, data.test]) {
+  const squeeze = (s: readonly number[]) => (s.length > 1 && s[s.length - 1] === 1 ? s.slice(0, -1) : [...s]);
+  for (const ds of [data.train, data.validation, data.test]) {
+    if (!ds) continue;
     const sample = ds.sampleShape;
-    const same = input.length === sample.length && input.every((d, i) => d === sample[i]);
+    const same = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((d, i) => d === b[i]);
     const flat = input.length === 1 && input[0] === shapeSize(sample);
-    if (!same && !flat) {
+    if (!same(input, sample) && !flat && !same(squeeze(input), squeeze(sample))) {
       throw new Error(`model.input: the model takes ${formatShape(input)} per sample but ${ds.name} holds ${sample.join('×')} samples; ` +
-        `set model.input: [${sample.join(', ')}] (or [${shapeSize(sample)}] for a flat input), or point data.dir (--data) at the data the model was made for`);
+        `set model.input: [${sample.join(', ')}] (or [${shapeSize(sample)}] for a flat input), or point the data config (data.dir, --data) at the data the model was made for`);
     }
   }
 }
@@ -30,7 +33,7 @@ export function checkDataShape(config: RunConfig, data: { train: Dataset; test: 
 /** A run needs something to train on (0 samples used to end "successfully" with rc 0). */
 export function checkNotEmpty(train: Dataset): void {
   if (train.count === 0) {
-    throw new Error(`data: the training set ${train.name} holds 0 samples; point data.dir (--data) at a set with images, or raise data.trainLimit`);
+    throw new Error(`data: the training set ${train.name} holds 0 samples; point the data config (data.train, data.dir, --data) at a set with samples, or raise data.trainLimit`);
   }
 }
 

@@ -87,10 +87,12 @@ export function configHash(config: RunConfig): string {
  * What every process's data must share with process 0's, checked at rendezvous next to the config
  * hash: each set's fingerprint (data/fingerprint.ts); the source is shown, not compared.
  */
-export function dataAgreements(source: string, train: Dataset, test: Dataset): Agreement[] {
+export function dataAgreements(source: string, train: Dataset, test?: Dataset, validation?: Dataset): Agreement[] {
   const fix = 'every process must read the same dataset (check --data / data.dir and the files in it on every host)';
+  const none = { samples: '0' };
   return [
     { what: 'training data', fields: datasetFingerprint(train), source, fix },
-    { what: 'test data', fields: datasetFingerprint(test), source, fix },
+    { what: 'test data', fields: test ? datasetFingerprint(test) : none, source, fix },
+    ...(validation ? [{ what: 'validation data', fields: datasetFingerprint(validation), source, fix }] : []),
   ];
 }

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { getBackend } from '../kernels/index.ts';
-import { loadFashionMnist } from '../data/fashionMnist.ts';
-import { limitDataset, type Dataset } from '../data/dataset.ts';
+import { outputUnits, taskOf } from '../data/dataset.ts';
+import { loadData, type LoadedData } from './loadData.ts';
 import { localStrategy } from '../parallel/strategy.ts';
 import { checkRunStrategy, runsModelParallel } from '../parallel/strategies/index.ts';
 import { buildModel } from '../nn/model.ts';
@@ -71,15 +71,7 @@ export interface TrainResult {
   stopped?: { step: number; epoch: number; signal: string };
 }
 
-export interface LoadedData { train: Dataset; test: Dataset; source: string }
-
-/** The configured dataset, limited as the config asks. */
-export async function loadData(config: RunConfig, log?: (m: string) => void): Promise<LoadedData> {
-  const data = await loadFashionMnist({ dir: config.data.dir, log });
-  const train = config.data.trainLimit ? limitDataset(data.train, config.data.trainLimit) : data.train;
-  const test = config.data.testLimit ? limitDataset(data.test, config.data.testLimit) : data.test;
-  return { train, test, source: data.source };
-}
+export { loadData, type LoadedData };
 
 /** Checks what can be checked before any device starts, so bad input fails fast and names the field. */
 function checkRun(config: RunConfig, data: LoadedData, threads: number): number {
@@ -97,11 +89,7 @@ function checkRun(config: RunConfig, data: LoadedData, threads: number): number 
     }
     planModelParallelFrom(config.model, config.train.devices, model.layers.map((l) => l.inputShape));
   }
-  const classes = model.outputShape[0]!;
-  if (model.outputShape.length !== 1 || classes !== data.train.classes) {
-    const last = config.model.layers.length - 1;
-    throw new Error(`model.layers[${last}]: the model produces ${model.outputShape.join('×')} scores per sample but ${data.train.name} has ${data.train.classes} classes; end with a dense layer of ${data.train.classes} units`);
-  }
+  checkOutputUnits(config, model.outputShape, data);
   const { devices } = config.train;
   if (devices > 1) checkRunStrategy(config.train);
   const globalBatch = globalBatchSize(config);
@@ -109,6 +97,16 @@ function checkRun(config: RunConfig, data: LoadedData, threads: number): number 
     throw new Error(`data.batchSize: a global batch of ${globalBatch} cannot be split over ${devices} devices; use at least ${devices}`);
   }
   return model.parameterCount;
+}
+
+/** The last layer gives one score per class (classification) or one value per target: sizes from the data. */
+function checkOutputUnits(config: RunConfig, outputShape: readonly number[], data: LoadedData): void {
+  const units = outputUnits(data.train), task = taskOf(data.train);
+  if (outputShape.length === 1 && outputShape[0] === units) return;
+  const last = config.model.layers.length - 1;
+  const what = task === 'classification' ? `${units} classes` : task === 'regression' ? `${units} regression target${units === 1 ? '' : 's'}` : `${units} labels (multi-label)`;
+  const per = task === 'regression' ? 'values' : 'scores';
+  throw new Error(`model.layers[${last}]: the model produces ${outputShape.join('×')} ${per} per sample but ${data.train.name} has ${what}; end with a dense layer of ${units} units`);
 }
 
 /** The run's injected faults, from `faults` or from the slowDevices/failAt shorthands. */
@@ -141,7 +139,7 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
   const placement: ProcessPlacement | undefined = world && {
     process: world.rank, processes: world.worldSize, masterAddr: world.masterAddr, masterPort: world.masterPort,
     configHash: configHash(userConfig), timeoutMs: options.timeoutMs ?? 300_000, transport, stallMs: config.train.stallWarningSeconds * 1000,
-    agreements: dataAgreements(data.source, data.train, data.test),
+    agreements: dataAgreements(data.source, data.train, data.test, data.validation),
   };
   const { runDir, checkpoints } = openRunDir(options, { ...config, train: { ...config.train, devices: threads } }, resume, leader,
     world?.worldSize ?? 1, configHash(config));
@@ -150,6 +148,8 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
   const checkpoint = leader ? join(runDir, 'model.safetensors') : '';
   const globalBatch = globalBatchSize(config);
   const stepsPerEpoch = Math.ceil(data.train.count / globalBatch);
+  // evaluated after epochs: the test set as before, else the validation set (a CSV without a test file)
+  const evaluation = data.test ?? data.validation ?? null;
   let last = { testLoss: NaN, testAccuracy: NaN }, devicesLost = 0;
   // epochs are summarised over this process's devices (all of them unless the job spans processes)
   const emit = epochAggregator(threads, (event: TrainEvent) => {
@@ -165,16 +165,16 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
     emit({
       type: 'start', runDir, dataSource: data.source, backend: backend.name, devices, processes: world?.worldSize ?? 1,
       strategy: devices > 1 ? config.train.strategy.type : 'single device', parameters,
-      trainSamples: data.train.count, testSamples: data.test.count, epochs: config.train.epochs, stepsPerEpoch, globalBatch,
+      trainSamples: data.train.count, testSamples: evaluation?.count ?? 0, epochs: config.train.epochs, stepsPerEpoch, globalBatch,
     });
     if (resume) emit(resume.event);
     if (devices === 1) {
       await runDevice({
-        config, rank: 0, worldSize: 1, backend, strategy: localStrategy, train: data.train, test: data.test,
+        config, rank: 0, worldSize: 1, backend, strategy: localStrategy, train: data.train, test: evaluation,
         checkpointPath: checkpoint, emit, shared: false, faults, checkpoints, mayStart: stopGate && StopGateDevice.check(stopGate, 0, true),
       });
     } else {
-      await runWorkerDevices({ config, threads, placement, train: data.train, test: data.test, checkpointPath: leader ? checkpoint : null,
+      await runWorkerDevices({ config, threads, placement, train: data.train, test: evaluation, checkpointPath: leader ? checkpoint : null,
         checkpoints, emit, faults, log: options.log, stopGate });
     }
     await stopControl?.close();

@@ -1,5 +1,6 @@
 import { GlobalBatchSampler } from '../data/sampler.ts';
 import { Batcher } from '../data/batcher.ts';
+import { augmenterFor } from '../data/augment.ts';
 import type { Dataset } from '../data/dataset.ts';
 import { learningRateAt } from '../optim/schedule.ts';
 import type { Strategy, ReplicaView, StepInfo } from '../parallel/strategy.ts';
@@ -96,7 +97,7 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
   const stepsPerEpoch = sampler.stepsPerEpoch();
   const totalSteps = stepsPerEpoch * config.train.epochs;
   const baseLr = baseLearningRate(config);
-  const batcher = new Batcher(o.train);
+  const batcher = new Batcher(o.train, 0, augmenterFor(config.data.augment, o.train.sampleShape, config.train.seed));
   const view = viewOf(replica);
   const onGradientsReady = strategy.onGradientsReady ? (offset: number) => strategy.onGradientsReady!(view, offset) : undefined;
   const guard = new BadStepGuard(config.train.maxBadSteps, rank, worldSize, strategy, faults, config.optimizer.lr);
@@ -127,7 +128,7 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
       let r = { lossSum: 0, correct: 0, samples: 0 };
       // a device without samples this step still joins the collectives of layers that communicate
       if (n > 0 || replica.stepsWithoutSamples) {
-        const { images, labels } = batcher.gather(batch.indices);
+        const { images, labels } = batcher.gather(batch.indices, epoch);
         // Scale by the GLOBAL batch: the mean over devices of these gradients is the global mean.
         probe = { images, labels, ctx: { training: true, seed: config.train.seed, step, sampleOffset: batch.globalOffset, rank, localOffset: 0 },
           gradScale: worldSize / batch.globalBatchSize, globalBatchSize: batch.globalBatchSize, poison: guard.poisonAt(step) };

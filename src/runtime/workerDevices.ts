@@ -26,7 +26,8 @@ export interface WorkerDevicesOptions {
   /** where this process sits in a multi-process job; absent: the job is this process */
   placement?: ProcessPlacement;
   train: Dataset;
-  test: Dataset;
+  /** evaluated by device 0 after epochs (none: no evaluation) */
+  test: Dataset | null;
   checkpointPath: string | null;
   checkpoints: CheckpointSetup;
   emit: EventSink;
@@ -69,7 +70,7 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
     }
   }
   const train = shareDataset(o.train);
-  const test = shareDataset(o.test);
+  const test = o.test && shareDataset(o.test);
   if (threads > availableParallelism()) {
     o.log?.(`note: ${threads} devices on ${availableParallelism()} cores share the cores; expect no speed-up beyond ${availableParallelism()}`);
   }
