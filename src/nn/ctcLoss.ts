@@ -1,6 +1,6 @@
 import { Tensor } from '../tensor/tensor.ts';
 import type { Backend } from '../kernels/backend.ts';
-import { ctcMinFrames, ctcSample, CtcWorkspace, logSoftmaxRows } from './ctcForwardBackward.ts';
+import { ctcMinFrames, ctcSample, CtcWorkspace, logSoftmaxRows, type CtcOffsets } from './ctcForwardBackward.ts';
 
 export { ctcMinFrames } from './ctcForwardBackward.ts';
 
@@ -83,6 +83,7 @@ export class CtcLoss {
   private losses = new Float64Array(0);
   private logProbs = new Float64Array(0);
   private readonly ws = new CtcWorkspace();
+  private readonly offsets: Required<CtcOffsets> = { labels: 0, labelCount: 0, grad: 0 };
 
   constructor(private readonly backend: Backend, options: CtcLossOptions = {}) {
     this.blank = options.blank ?? 0;
@@ -99,6 +100,7 @@ export class CtcLoss {
   /**
    * Loss and gradient of a batch. Every check runs before any work: a bad shape or label, or a
    * sample too short for its labels (unless zeroInfinity), is an error naming the sample.
+   * `gradScale` 0 (evaluation) skips the backward pass: dlogits is then all zeros.
    */
   compute(logits: Tensor, targets: CtcTargets, gradScale: number): CtcLossResult {
     const { n, frames, classes, width } = this.check(logits, targets);
@@ -111,15 +113,15 @@ export class CtcLoss {
     if (this.logProbs.length < frames * classes) this.logProbs = new Float64Array(frames * classes);
 
     let lossSum = 0, impossible = 0;
+    const at = this.offsets, backward = gradScale !== 0;
     for (let i = 0; i < n; i++) {
       const base = i * frames * classes, valid = inputLengths[i]!;
-      const sampleLabels = labels.subarray(i * width, i * width + labelLengths[i]!);
+      at.labels = i * width; at.labelCount = labelLengths[i]!; at.grad = base;
       const weight = this.reduction === 'mean' ? 1 / Math.max(labelLengths[i]!, 1) : 1;
       logSoftmaxRows(logits.data, base, valid, classes, this.logProbs);
-      const rows = grad.subarray(base, base + valid * classes);
-      const loss = ctcSample(this.logProbs, valid, classes, sampleLabels, this.blank, this.ws, rows, gradScale * weight);
+      const loss = ctcSample(this.logProbs, valid, classes, labels, this.blank, this.ws, backward ? grad : null, gradScale * weight, at);
       // padding frames never get gradient; nor does a sample without alignments
-      grad.fill(0, base + (loss === Infinity ? 0 : valid * classes), base + frames * classes);
+      grad.fill(0, base + (loss === Infinity || !backward ? 0 : valid * classes), base + frames * classes);
       if (loss === Infinity && this.zeroInfinity) { impossible++; losses[i] = 0; continue; }
       losses[i] = loss;
       lossSum += weight * loss;
@@ -152,14 +154,13 @@ export class CtcLoss {
       if (!(len >= 0 && len <= width)) {
         throw new Error(`CTC loss: ${name(i)} has label length ${len}, outside 0 … ${width} (the padded label width)`);
       }
-      const row = t.labels.subarray(i * width, i * width + len);
       for (let j = 0; j < len; j++) {
-        const c = row[j]!;
+        const c = t.labels[i * width + j]!;
         if (c < 0 || c >= classes || c === this.blank) {
           throw new Error(`CTC loss: ${name(i)} has label ${c} at position ${j}: labels are classes 0 … ${classes - 1} other than the blank (${this.blank})`);
         }
       }
-      const need = ctcMinFrames(row);
+      const need = ctcMinFrames(t.labels, len, i * width);
       if (need > valid && !this.zeroInfinity) {
         const repeats = need - len;
         throw new Error(`CTC loss: ${name(i)} is too short for its transcript: ${valid} frames, but its ${len} labels` +

@@ -30,23 +30,13 @@ export interface BeamSearchOptions {
   blank?: number;
 }
 
-/** A prefix is a node of a trie (its labels are the path from the root), so extending it is a map lookup. */
+/** A prefix: its last label and the prefix before it (the labels are the path back to the root). */
 class Prefix {
-  children: Map<number, Prefix> | null = null;
-  pb = -Infinity;
-  pnb = -Infinity;
-  nextPb = -Infinity;
-  nextPnb = -Infinity;
-  /** the frame whose next* this prefix holds, so each frame resets them once */
-  stamp = -1;
-  constructor(readonly label: number, readonly parent: Prefix | null, readonly length: number) {}
-
-  child(label: number): Prefix {
-    this.children ??= new Map();
-    let c = this.children.get(label);
-    if (!c) { c = new Prefix(label, this, this.length + 1); this.children.set(label, c); }
-    return c;
-  }
+  /** index in the current beam, valid while `frame` is the frame being processed */
+  slot = -1;
+  frame = -1;
+  constructor(readonly label: number, readonly parent: Prefix | null, readonly length: number,
+              public pb: number, public pnb: number) {}
 
   labels(): Int32Array {
     const out = new Int32Array(this.length);
@@ -58,6 +48,10 @@ class Prefix {
 /**
  * Prefix beam search over one sample's `frames` rows of `classes` logits from `offset`
  * (log-softmax inside). Returns up to beamWidth hypotheses, most probable first.
+ *
+ * A prefix has one parent, so an extension p + k that is not already in the beam gets
+ * probability from p alone: its score is known without making it, and only the extensions that
+ * win a place in the beam become objects (at most beamWidth per frame).
  */
 export function prefixBeamSearch(logits: Float32Array, frames: number, classes: number,
                                  options: BeamSearchOptions = {}, offset = 0): BeamHypothesis[] {
@@ -66,35 +60,70 @@ export function prefixBeamSearch(logits: Float32Array, frames: number, classes: 
   if (!(Number.isInteger(blank) && blank >= 0 && blank < classes)) {
     throw new Error(`CTC beam search: blank ${blank} is not a class of the ${classes} logits per frame`);
   }
-  const root = new Prefix(-1, null, 0);
-  root.pb = 0;
-  let beam: Prefix[] = [root];
-  const lp = new Float64Array(classes);
+  const W = beamWidth, lp = new Float64Array(classes);
+  // per beam member j: its next pb, pnb and total; per (j, k): the score of the new prefix j + k,
+  // or the beam member that already is j + k (index + 1)
+  const nb = new Float64Array(W), nnb = new Float64Array(W), totals = new Float64Array(W);
+  const ext = new Float64Array(W * classes), member = new Int32Array(W * classes);
+  const ranked = new Float64Array(W + W * classes);
+  let beam: Prefix[] = [new Prefix(-1, null, 0, 0, -Infinity)];
   for (let t = 0; t < frames; t++) {
     logSoftmaxRows(logits, offset + t * classes, 1, classes, lp);
-    const touched: Prefix[] = [];
-    const at = (p: Prefix): Prefix => {
-      if (p.stamp !== t) { p.stamp = t; p.nextPb = -Infinity; p.nextPnb = -Infinity; touched.push(p); }
-      return p;
-    };
-    for (const p of beam) {
-      const total = logAdd(p.pb, p.pnb);
-      const self = at(p);
-      self.nextPb = logAdd(self.nextPb, total + lp[blank]!);
-      if (p.parent !== null) self.nextPnb = logAdd(self.nextPnb, p.pnb + lp[p.label]!);
+    const n = beam.length;
+    member.fill(0, 0, n * classes);
+    for (let j = 0; j < n; j++) { beam[j]!.slot = j; beam[j]!.frame = t; }
+    for (let j = 0; j < n; j++) {
+      const q = beam[j]!, parent = q.parent;
+      if (parent !== null && parent.frame === t) member[parent.slot * classes + q.label] = j + 1;
+    }
+    for (let j = 0; j < n; j++) {
+      const p = beam[j]!;
+      totals[j] = logAdd(p.pb, p.pnb);
+      nb[j] = totals[j]! + lp[blank]!;
+      // the last label again without a blank merges into p
+      nnb[j] = p.parent !== null ? p.pnb + lp[p.label]! : -Infinity;
+    }
+    for (let j = 0; j < n; j++) {
+      const p = beam[j]!, total = totals[j]!;
       for (let k = 0; k < classes; k++) {
+        const i = j * classes + k;
+        ext[i] = -Infinity;
         if (k === blank) continue;
-        const ext = at(p.child(k));
-        // a repeated label needs a blank in between, else it would merge into p itself
-        ext.nextPnb = logAdd(ext.nextPnb, (k === p.label ? p.pb : total) + lp[k]!);
+        // a repeated label needs a blank in between (only pb), any other label follows both
+        const score = (k === p.label ? p.pb : total) + lp[k]!;
+        const q = member[i]!;
+        if (q > 0) nnb[q - 1] = logAdd(nnb[q - 1]!, score);
+        else ext[i] = score;
       }
     }
-    for (const p of touched) { p.pb = p.nextPb; p.pnb = p.nextPnb; }
-    touched.sort((a, b) => logAdd(b.pb, b.pnb) - logAdd(a.pb, a.pnb));
-    beam = touched.length > beamWidth ? touched.slice(0, beamWidth) : touched;
+    // keep the W best of the beam's continuations and the new prefixes (ties: beam first, then in order)
+    for (let j = 0; j < n; j++) totals[j] = logAdd(nb[j]!, nnb[j]!);
+    const count = n + n * classes;
+    ranked.set(totals.subarray(0, n), 0);
+    ranked.set(ext.subarray(0, n * classes), n);
+    const sorted = ranked.subarray(0, count).sort();
+    const cut = count > W ? sorted[count - W]! : -Infinity;
+    let above = 0;
+    for (let i = count - 1; i >= 0 && sorted[i]! > cut; i--) above++;
+    let ties = W - above;
+    const next: Prefix[] = [];
+    const keep = (score: number): boolean => score > cut || (score === cut && score > -Infinity && ties-- > 0);
+    for (let j = 0; j < n; j++) {
+      if (!keep(totals[j]!)) continue;
+      const p = beam[j]!;
+      p.pb = nb[j]!; p.pnb = nnb[j]!;
+      next.push(p);
+    }
+    for (let i = 0; i < n * classes; i++) {
+      if (!keep(ext[i]!)) continue;
+      const p = beam[Math.floor(i / classes)]!;
+      next.push(new Prefix(i % classes, p, p.length + 1, -Infinity, ext[i]!));
+    }
+    beam = next;
   }
   return beam.map((p) => ({ labels: p.labels(), logProb: logAdd(p.pb, p.pnb) }))
-    .filter((h) => h.logProb > -Infinity);
+    .filter((h) => h.logProb > -Infinity)
+    .sort((a, b) => b.logProb - a.logProb);
 }
 
 /** The best hypothesis of prefix beam search for every sample of [N, T, C] logits. */

@@ -106,9 +106,10 @@ test('CTC loss: equals brute-force enumeration of every alignment (T â‰¤ 5, C â‰
 });
 
 test('CTC loss: gradient of each reduction against finite differences; padding frames get none', () => {
-  const N = 3, T = 6, C = 4;
+  // sample 3 has exactly the frames it needs (1 _ 1 2 _ 2: every frame on the band's edge)
+  const N = 4, T = 6, C = 4;
   const logits = new Tensor([N, T, C], randomArray(N * T * C, 5).map((v) => 1.5 * v));
-  const tg = targets([[1, 1, 2], [3], []], [6, 4, 5]);
+  const tg = targets([[1, 1, 2], [3], [], [1, 1, 2, 2]], [6, 4, 5, 6]);
   for (const reduction of ['sum', 'mean', 'batchMean'] as const) {
     const loss = new CtcLoss(B, { reduction });
     const scale = ctcGradScale(reduction, 1 / N, N);
@@ -147,6 +148,7 @@ test('CTC loss: reductions are sum, PyTorch mean (by label count, empty counts 1
 test('CTC loss: a sample too short for its transcript is named (index and describe hook), unless zeroInfinity', () => {
   assert.equal(ctcMinFrames([1, 1, 2, 2, 2]), 8);
   assert.equal(ctcMinFrames([]), 0);
+  assert.equal(ctcMinFrames([9, 1, 1, 2], 3, 1), 4);
   const logits = new Tensor([2, 4, 3], randomArray(24, 2));
   const tg = { ...targets([[1, 2], [1, 1, 2]], [4, 3]), describe: (i: number) => `train.csv line ${i + 2}` };
   assert.throws(() => new CtcLoss(B).compute(logits, tg, 1),
