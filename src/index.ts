@@ -15,6 +15,12 @@ export { readCheckpoint, writeCheckpoint } from './runtime/checkpoint.ts';
 export { getBackend, registeredBackends } from './kernels/index.ts';
 export { rendezvousFromEnv, type RendezvousInfo } from './comm/rendezvous.ts';
 export { memoryDataset, removeMemoryDataset, type MemoryArrays, type MemorySamples } from './data/memory.ts';
+// speech: CTC loss, decoding and error rates (pure functions; not yet in the training loop)
+export { CtcLoss, ctcGradScale, ctcReducedLoss, ctcMinFrames } from './nn/ctcLoss.ts';
+export type { CtcLossOptions, CtcLossResult, CtcReduction, CtcTargets } from './nn/ctcLoss.ts';
+export { greedyDecode, greedyDecodeBatch, labelsToText } from './speech/ctcDecode.ts';
+export { prefixBeamSearch, beamSearchBatch, type BeamHypothesis, type BeamSearchOptions } from './speech/prefixBeamSearch.ts';
+export { editDistance, splitWords, charErrors, wordErrors, errorRate, ErrorRates, type ErrorCount } from './speech/errorRates.ts';
 
 /**
  * Trains `config`; `options` may override config fields (devices, strategy, epochs, …) like the CLI
