@@ -48,8 +48,8 @@ export interface RecurrentSpec {
   /** true: every frame's output [T, units]; false: each sample's final state [units] */
   returnSequences: boolean;
   bidirectional?: BidirectionalMerge;
-  /** added at initialisation to the LSTM's forget-gate bias (bias_ih); 0 for a GRU */
-  forgetBias: number;
+  /** LSTM only (absent for a GRU): added at initialisation to the forget-gate part of bias_ih */
+  forgetBias?: number;
 }
 /** Convolution over time of a sequence [T, C] with weights [K, C, filters]. */
 export interface Conv1DSpec {

@@ -27,7 +27,7 @@ const gru = strict({
   returnSequences: bool().default(true),
   bidirectional: oneOf(MERGES).optional(),
 }).transform((o): RecurrentSpec => ({
-  type: 'gru', units: o.units, returnSequences: o.returnSequences, forgetBias: 0,
+  type: 'gru', units: o.units, returnSequences: o.returnSequences,
   ...(o.bidirectional ? { bidirectional: o.bidirectional } : {}),
 }));
 
