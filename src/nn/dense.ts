@@ -20,7 +20,8 @@ export class Dense extends BaseLayer {
               readonly units: number, readonly activation: ActivationKind, readonly useBias: boolean) {
     super(backend, name, inputShape);
     if (inputShape.length !== 1 && !isSequenceShape(inputShape)) {
-      throw this.error(`expects a flat input [features] or a sequence [frames, features] but receives shape [${inputShape.join(', ')}]; add a flatten layer before it`);
+      throw this.error(`expects a flat input but receives shape [${inputShape.join(', ')}]; add a flatten layer before it ` +
+        '(a sequence [frames, features] is accepted too: dense then applies per frame)');
     }
     this.inFeatures = inputShape[inputShape.length - 1]!;
     this.outputShape = inputShape.length === 1 ? [units] : [inputShape[0]!, units];

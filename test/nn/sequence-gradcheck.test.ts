@@ -36,6 +36,7 @@ for (const B of backends) {
     gradCheckLayer(B, new Conv1D(B, 'conv1d same', [5, 3], 4, 3, 1, 'same', 'linear', true), 4, { ctx });
     gradCheckLayer(B, new Conv1D(B, 'conv1d valid s2', [5, 2], 3, 2, 2, 'valid', 'tanh', true), 4, { ctx });
     gradCheckLayer(B, new Conv1D(B, 'conv1d same s2 k4', [5, 3], 2, 4, 2, 'same', 'sigmoid', false), 4, { ctx });
+    gradCheckLayer(B, new Conv1D(B, 'conv1d no lengths', [6, 2], 3, 3, 1, 'valid', 'linear', true), 2);
   });
 
   test(`dense per frame, layerNorm, dropout and sigmoid on sequences, on ${B.name}`, () => {

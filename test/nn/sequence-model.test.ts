@@ -136,3 +136,19 @@ test('config: variable frames round-trip through YAML; shape errors name the lay
     /model input: sample 1 has length 4 but the batch holds 3 frames/);
   assert.throws(() => m.forward(new Tensor([2, 3, 5]), TRAIN_CTX), /model input: expected shape \[2, null, 4\], got \[2, 3, 5\]/);
 });
+
+test('initialisation: PyTorch-style uniform weights, zero biases, forgetBias on the forget gate of bias_ih only', () => {
+  const m = buildModel(jsBackend, parseConfig({ model: { input: [null, 3], layers: [
+    { lstm: { units: 4, bidirectional: 'sum', forgetBias: 2.5 } }, { gru: { units: 4 } }] } }, 't').model);
+  m.initialize(9);
+  const get = (name: string) => { const e = m.paramEntries.find((p) => p.name === name)!; return m.params.subarray(e.offset, e.offset + e.size); };
+  for (const sfx of ['_l0', '_l0_reverse']) {
+    assert.deepStrictEqual([...get(`layers.0.bias_ih${sfx}`)], [0, 0, 0, 0, 2.5, 2.5, 2.5, 2.5, 0, 0, 0, 0, 0, 0, 0, 0]);
+    assert.ok(get(`layers.0.bias_hh${sfx}`).every((v) => v === 0));
+    const w = get(`layers.0.weight_hh${sfx}`);
+    assert.ok(w.every((v) => Math.abs(v) <= 0.5) && w.some((v) => Math.abs(v) > 0.25), 'U(-1/sqrt(4), 1/sqrt(4))');
+  }
+  assert.ok(get('layers.1.bias_ih_l0').every((v) => v === 0));
+  assert.deepStrictEqual(m.paramEntries.filter((e) => e.name.startsWith('layers.1.')).map((e) => [e.name, e.shape]),
+    [['layers.1.weight_ih_l0', [12, 4]], ['layers.1.weight_hh_l0', [12, 4]], ['layers.1.bias_ih_l0', [12]], ['layers.1.bias_hh_l0', [12]]]);
+});
