@@ -5,13 +5,15 @@
 import { Document, isScalar, visit } from 'yaml';
 import type { RunConfig } from './runConfig.ts';
 import type { LayerSpec } from '../nn/spec.ts';
+import { VARIABLE } from '../tensor/shape.ts';
 import type { OptimizerSpec, DecaySpec } from '../optim/spec.ts';
 import type { StrategySpec } from '../parallel/strategies/index.ts';
 
 /** The YAML form of a normalised config: `parseConfig(toYamlForm(c))` deep-equals `c`. */
 export function toYamlForm(config: RunConfig): Record<string, unknown> {
   return {
-    model: { input: [...config.model.input], layers: config.model.layers.map(layerToYaml) },
+    // a variable dimension (sequence frames) is written as the config writes it: null
+    model: { input: config.model.input.map((d) => (d === VARIABLE ? null : d)), layers: config.model.layers.map(layerToYaml) },
     loss: config.loss,
     optimizer: optimizerToYaml(config.optimizer),
     schedule: { warmupSteps: config.schedule.warmupSteps, decay: decayToYaml(config.schedule.decay) },

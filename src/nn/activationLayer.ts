@@ -1,11 +1,16 @@
 import { Tensor } from '../tensor/tensor.ts';
 import type { ActivationKind, Backend } from '../kernels/backend.ts';
 import { BaseLayer, BufferPool, type ForwardContext } from './layer.ts';
+import { keepLengths, zeroPadding } from './sequence.ts';
 
-/** A standalone elementwise activation (relu, clipped relu, tanh, sigmoid). */
+/**
+ * A standalone elementwise activation (relu, clipped relu, tanh, sigmoid). On a sequence batch
+ * with lengths, padded frames stay 0 (sigmoid(0) is not) and pass no gradient.
+ */
 export class ActivationLayer extends BaseLayer {
   readonly outputShape: readonly number[];
   private y: Tensor | null = null;
+  private lengths: Int32Array | undefined;
 
   constructor(backend: Backend, name: string, inputShape: readonly number[],
               readonly kind: ActivationKind, readonly cap = 20, pool?: BufferPool) {
@@ -13,9 +18,11 @@ export class ActivationLayer extends BaseLayer {
     this.outputShape = inputShape;
   }
 
-  forward(x: Tensor, _ctx: ForwardContext): Tensor {
+  forward(x: Tensor, ctx: ForwardContext): Tensor {
     const y = new Tensor(x.shape, this.buffer('y', x.size));
     this.backend.activationForward(this.kind, x.data, y.data, this.cap);
+    this.lengths = x.shape.length === 3 && this.inputShape.length === 2 ? keepLengths(this.pool, ctx.lengths) : undefined;
+    if (this.lengths) zeroPadding(y.data, x.shape[0]!, x.shape[1]!, x.shape[2]!, this.lengths);
     this.y = y;
     return y;
   }
@@ -27,6 +34,7 @@ export class ActivationLayer extends BaseLayer {
   backward(dy: Tensor): Tensor {
     const dx = new Tensor(dy.shape, this.buffer('dx', dy.size));
     this.backend.activationBackward(this.kind, this.y!.data, dy.data, dx.data, this.cap);
+    if (this.lengths) zeroPadding(dx.data, dy.shape[0]!, dy.shape[1]!, dy.shape[2]!, this.lengths);
     return dx;
   }
 }

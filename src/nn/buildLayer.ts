@@ -1,5 +1,6 @@
 import type { Backend } from '../kernels/backend.ts';
-import { formatShape, shapeSize } from '../tensor/shape.ts';
+import { formatShape, VARIABLE } from '../tensor/shape.ts';
+import { fixedSize, isSequenceShape } from './sequence.ts';
 import type { Layer } from './layer.ts';
 import type { LayerSpec, SpatialSplitSpec } from './spec.ts';
 import { Conv2D } from './conv2d.ts';
@@ -10,6 +11,9 @@ import { ActivationLayer } from './activationLayer.ts';
 import { Dropout } from './dropout.ts';
 import { BatchNorm } from './batchNorm.ts';
 import { SerialSpatialStack } from './spatialStack.ts';
+import { Recurrent } from './recurrent.ts';
+import { Conv1D } from './conv1d.ts';
+import { LayerNorm } from './layerNorm.ts';
 
 /**
  * One layer from its normalised spec; `index` is its position, used in names and dropout keys.
@@ -36,7 +40,16 @@ export function buildLayer(backend: Backend, spec: LayerSpec, index: number, inp
     case 'dropout':
       return new Dropout(backend, name, inputShape, spec.rate, index, spec.masks);
     case 'batchNorm':
+      if (isSequenceShape(inputShape)) throw new Error(`${name}: batch statistics over a sequence would count its padded frames; use layerNorm`);
       return new BatchNorm(backend, name, inputShape, spec.momentum, spec.epsilon);
+    case 'lstm':
+    case 'gru':
+      return new Recurrent(backend, name, inputShape, spec.type, spec.units,
+        { returnSequences: spec.returnSequences, bidirectional: spec.bidirectional, forgetBias: spec.forgetBias });
+    case 'conv1d':
+      return new Conv1D(backend, name, inputShape, spec.filters, spec.kernelSize, spec.strides, spec.padding, spec.activation, spec.useBias);
+    case 'layerNorm':
+      return new LayerNorm(backend, name, inputShape, spec.epsilon);
     case 'spatialSplit':
       return new SerialSpatialStack(backend, buildSpatialLayers(backend, spec, index, inputShape, name), spec.tiles[0], spec.tiles[1], name);
   }
@@ -44,7 +57,7 @@ export function buildLayer(backend: Backend, spec: LayerSpec, index: number, inp
 
 /** A built layer whose output is empty means its input was too small: say so, naming it. */
 export function checkOutputShape(layer: Layer, inputShape: readonly number[]): void {
-  if (shapeSize(layer.outputShape) < 1 || layer.outputShape.some((d) => d < 1)) {
+  if (fixedSize(layer.outputShape) < 1 || layer.outputShape.some((d) => d < 1 && d !== VARIABLE)) {
     throw new Error(`${layer.name}: output shape ${formatShape(layer.outputShape)} is empty for input ${formatShape(inputShape)}; the input is too small for this layer`);
   }
 }

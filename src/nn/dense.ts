@@ -1,8 +1,12 @@
 import { Tensor } from '../tensor/tensor.ts';
 import type { ActivationKind, Backend } from '../kernels/backend.ts';
 import { BaseLayer, type ForwardContext, type ParamSpec } from './layer.ts';
+import { isSequenceShape, keepLengths, zeroPadding } from './sequence.ts';
 
-/** y = act(x·W + b) with W stored [in, out]. */
+/**
+ * y = act(x·W + b) with W stored [in, out]. On a sequence [T, F] it applies per frame: the N·T
+ * frames are the rows of one gemm, and frames past a sample's length (ForwardContext.lengths) give 0.
+ */
 export class Dense extends BaseLayer {
   readonly outputShape: readonly number[];
   readonly inFeatures: number;
@@ -10,15 +14,17 @@ export class Dense extends BaseLayer {
   private dw!: Float32Array; private db: Float32Array | null = null;
   private x: Tensor | null = null;
   private y: Tensor | null = null;
+  private lengths: Int32Array | undefined;
 
   constructor(backend: Backend, name: string, inputShape: readonly number[],
               readonly units: number, readonly activation: ActivationKind, readonly useBias: boolean) {
     super(backend, name, inputShape);
-    if (inputShape.length !== 1) {
-      throw this.error(`expects a flat input but receives shape [${inputShape.join(', ')}]; add a flatten layer before it`);
+    if (inputShape.length !== 1 && !isSequenceShape(inputShape)) {
+      throw this.error(`expects a flat input but receives shape [${inputShape.join(', ')}]; add a flatten layer before it ` +
+        '(a sequence [frames, features] is accepted too: dense then applies per frame)');
     }
-    this.inFeatures = inputShape[0]!;
-    this.outputShape = [units];
+    this.inFeatures = inputShape[inputShape.length - 1]!;
+    this.outputShape = inputShape.length === 1 ? [units] : [inputShape[0]!, units];
   }
 
   override params(): ParamSpec[] {
@@ -37,12 +43,15 @@ export class Dense extends BaseLayer {
     if (this.useBias) { this.b = params[1]!; this.db = grads[1]!; }
   }
 
-  forward(x: Tensor, _ctx: ForwardContext): Tensor {
-    const n = x.batch;
-    const y = new Tensor([n, this.units], this.buffer('y', n * this.units));
+  forward(x: Tensor, ctx: ForwardContext): Tensor {
+    // rows: samples, or every frame of every sample of a sequence batch
+    const n = x.size / this.inFeatures;
+    const y = new Tensor([...x.shape.slice(0, -1), this.units], this.buffer('y', n * this.units));
     this.backend.gemm(false, false, n, this.units, this.inFeatures, 1, x.data, this.w, 0, y.data);
     if (this.b) this.backend.biasAdd(y.data, this.b, y.data, n, this.units);
     if (this.activation !== 'linear') this.backend.activationForward(this.activation, y.data, y.data);
+    this.lengths = x.shape.length === 3 ? keepLengths(this.pool, ctx.lengths) : undefined;
+    if (this.lengths) zeroPadding(y.data, x.shape[0]!, x.shape[1]!, this.units, this.lengths);
     this.x = x; this.y = y;
     return y;
   }
@@ -54,16 +63,18 @@ export class Dense extends BaseLayer {
   }
 
   backward(dy: Tensor, needInputGrad = true): Tensor | null {
-    const n = dy.batch;
+    const n = dy.size / this.units;
     let dz = dy.data;
-    if (this.activation !== 'linear') {
+    if (this.activation !== 'linear' || this.lengths) {
       dz = this.buffer('dz', dy.size);
       this.backend.activationBackward(this.activation, this.y!.data, dy.data, dz);
+      // padded frames' outputs are constant zeros: their gradient is dropped
+      zeroPadding(dz, dy.shape[0]!, dy.shape[1]!, this.units, this.lengths);
     }
     this.backend.gemm(true, false, this.inFeatures, this.units, n, 1, this.x!.data, dz, 1, this.dw);
     if (this.db) this.backend.biasGrad(dz, this.db, n, this.units);
     if (!needInputGrad) return null;
-    const dx = new Tensor([n, this.inFeatures], this.buffer('dx', n * this.inFeatures));
+    const dx = new Tensor([...dy.shape.slice(0, -1), this.inFeatures], this.buffer('dx', n * this.inFeatures));
     this.backend.gemm(false, true, n, this.inFeatures, this.units, 1, dz, this.w, 0, dx.data);
     return dx;
   }

@@ -4,6 +4,7 @@ import { CounterRng } from '../tensor/rng.ts';
 import type { Backend } from '../kernels/backend.ts';
 import { BaseLayer, type ForwardContext } from './layer.ts';
 import type { DropoutMasks } from './spec.ts';
+import { isSequenceShape, validFrames } from './sequence.ts';
 
 /**
  * Inverted dropout. Where the keep/drop draw for element j of a sample comes from:
@@ -14,6 +15,9 @@ import type { DropoutMasks } from './spec.ts';
  *   serial one exactly).
  * A tensor-parallel shard (`features`) holds the features [offset, offset + width) of samples with
  * `total` features, so each feature keeps the draw it has in the unsplit layer.
+ * On a sequence [T, F] each sample has its own stream (keyed as above, plus the sample), element
+ * (t, j) at position t·F + j, so a mask does not depend on the batch's padded T; frames past a
+ * sample's length (ForwardContext.lengths) are dropped (0).
  */
 export class Dropout extends BaseLayer {
   readonly outputShape: readonly number[];
@@ -47,6 +51,11 @@ export class Dropout extends BaseLayer {
       ? new CounterRng(ctx.seed, ctx.step, this.layerKey, 0xd209)
       : new CounterRng(ctx.seed, ctx.step, this.layerKey, 0x7e91, ctx.rank ?? 0);
     const first = perSample ? ctx.sampleOffset : (ctx.localOffset ?? 0);
+    if (isSequenceShape(this.inputShape) && x.shape.length === 3) {
+      this.maskSequence(x, ctx, first, mask, y.data);
+      this.mask = mask;
+      return y;
+    }
     const per = this.perSample;
     for (let n = 0, i = 0; n < x.batch; n++) {
       const base = (first + n) * this.featuresPerSample + this.featureOffset;
@@ -58,6 +67,23 @@ export class Dropout extends BaseLayer {
     }
     this.mask = mask;
     return y;
+  }
+
+  /** Sequence masks: one stream per sample, position t·F + j; 0 at padded frames. */
+  private maskSequence(x: Tensor, ctx: ForwardContext, first: number, mask: Float32Array, y: Float32Array): void {
+    const [N, T, F] = x.shape as [number, number, number];
+    const keep = 1 - this.rate, scale = 1 / keep;
+    for (let n = 0; n < N; n++) {
+      const rng = this.masks === 'per-sample'
+        ? new CounterRng(ctx.seed, ctx.step, this.layerKey, 0x5e91, first + n)
+        : new CounterRng(ctx.seed, ctx.step, this.layerKey, 0x5e92, ctx.rank ?? 0, first + n);
+      const len = validFrames(ctx.lengths, n, T), base = n * T * F;
+      for (let i = 0; i < T * F; i++) {
+        const m = i < len * F && rng.at(i) < keep ? scale : 0;
+        mask[base + i] = m;
+        y[base + i] = x.data[base + i]! * m;
+      }
+    }
   }
 
   savedForBackward(): readonly ArrayBufferView[] {

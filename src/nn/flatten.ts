@@ -1,5 +1,5 @@
 import type { Tensor } from '../tensor/tensor.ts';
-import { shapeSize } from '../tensor/shape.ts';
+import { formatShape, shapeSize, VARIABLE } from '../tensor/shape.ts';
 import type { Backend } from '../kernels/backend.ts';
 import { BaseLayer, type ForwardContext } from './layer.ts';
 
@@ -9,6 +9,9 @@ export class Flatten extends BaseLayer {
 
   constructor(backend: Backend, name: string, inputShape: readonly number[]) {
     super(backend, name, inputShape);
+    if (inputShape.includes(VARIABLE)) {
+      throw this.error(`cannot flatten a variable-length input ${formatShape(inputShape)}; end the sequence first (an lstm or gru with returnSequences: false)`);
+    }
     this.outputShape = [shapeSize(inputShape)];
   }
 

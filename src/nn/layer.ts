@@ -1,8 +1,11 @@
 import type { Tensor } from '../tensor/tensor.ts';
 import type { Backend } from '../kernels/backend.ts';
 
-/** How a parameter is initialised (fan-in/fan-out are per output unit, as Glorot and He define them). */
-export type InitKind = 'glorotUniform' | 'heNormal' | 'zeros' | 'ones';
+/**
+ * How a parameter is initialised (fan-in/fan-out are per output unit, as Glorot and He define them).
+ * `rnnUniform` is PyTorch's nn.LSTM/GRU default, U(−1/√units, 1/√units), units = fanOut.
+ */
+export type InitKind = 'glorotUniform' | 'heNormal' | 'zeros' | 'ones' | 'rnnUniform';
 
 export interface ParamSpec {
   /** short name within the layer: 'kernel', 'bias', 'gamma', … */
@@ -11,6 +14,8 @@ export interface ParamSpec {
   init: InitKind;
   fanIn: number;
   fanOut: number;
+  /** a constant added to elements [start, end) after initialisation (an LSTM's forget-gate bias) */
+  initAdd?: { start: number; end: number; value: number };
 }
 
 /** Non-trained state that still belongs in a checkpoint (BatchNorm running statistics). */
@@ -41,6 +46,13 @@ export interface ForwardContext {
    * devices (each holds its rows, by the data sampler's rule) and computes on all of it
    */
   globalBatch?: number;
+  /**
+   * Per-sample valid frames of a sequence batch [N, T, F] (padded to the batch's longest): frames
+   * t ≥ lengths[n] are padding. Sequence layers write zeros there and ignore what they read there,
+   * so padding never changes a result; absent means every frame is valid. Each layer sees the
+   * lengths of ITS input (Sequential maps them through layers that shorten time).
+   */
+  lengths?: Int32Array;
 }
 
 /**
@@ -70,6 +82,11 @@ export interface Layer {
   readonly needsAsync?: boolean;
   /** The batch-sized arrays the last forward keeps for backward (activation memory accounting). */
   savedForBackward?(): readonly ArrayBufferView[];
+  /**
+   * Layers that change the number of frames (conv1d with stride or valid padding): the output's
+   * valid frames per sample from the input's. Absent means the same lengths.
+   */
+  outputLengths?(lengths: Int32Array): Int32Array;
 }
 
 /**

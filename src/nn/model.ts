@@ -1,5 +1,5 @@
 import { Tensor } from '../tensor/tensor.ts';
-import { formatShape, shapesEqual } from '../tensor/shape.ts';
+import { formatShape } from '../tensor/shape.ts';
 import type { Backend } from '../kernels/backend.ts';
 import type { ForwardContext, Layer } from './layer.ts';
 import type { ModelSpec } from './spec.ts';
@@ -7,6 +7,7 @@ import { buildLayer, checkOutputShape } from './buildLayer.ts';
 import { allocFlat, bindFlat, initializeFlat, planFlatLayout, type FlatEntry, type FlatLayout, type LayerSlot } from './flatLayout.ts';
 import { savedActivationBytes } from './activationMemory.ts';
 import type { TrainableModel } from './trainableModel.ts';
+import { checkLengths, checkModelInput, isSequenceShape, outputLengths, shapeFits } from './sequence.ts';
 
 export type { FlatEntry } from './flatLayout.ts';
 
@@ -60,9 +61,9 @@ export class Sequential implements TrainableModel {
   }
 
   forward(x: Tensor, ctx: ForwardContext): Tensor {
-    this.checkInput(x);
+    this.checkInput(x, ctx);
     let h = x;
-    for (const layer of this.layers) h = layer.forward(h, ctx);
+    for (const layer of this.layers) { h = layer.forward(h, ctx); ctx = nextContext(layer, ctx); }
     if (ctx.training) this.countActivations();
     return h;
   }
@@ -74,18 +75,30 @@ export class Sequential implements TrainableModel {
 
   /** forward, awaiting layers that communicate (every replica runs the same layers in the same order). */
   async forwardAsync(x: Tensor, ctx: ForwardContext): Promise<Tensor> {
-    this.checkInput(x);
+    this.checkInput(x, ctx);
     let h = x;
-    for (const layer of this.layers) h = layer.forwardAsync ? await layer.forwardAsync(h, ctx) : layer.forward(h, ctx);
+    for (const layer of this.layers) {
+      h = layer.forwardAsync ? await layer.forwardAsync(h, ctx) : layer.forward(h, ctx);
+      ctx = nextContext(layer, ctx);
+    }
     if (ctx.training) this.countActivations();
     return h;
   }
 
-  private checkInput(x: Tensor): void {
+  private checkInput(x: Tensor, ctx: ForwardContext): void {
     const expected = [x.batch, ...this.inputShape];
-    if (!shapesEqual(x.shape, expected)) {
+    if (!shapeFits(x.shape, expected)) {
       throw new Error(`model input: expected shape ${formatShape(expected)}, got ${formatShape(x.shape)}`);
     }
+    if (ctx.lengths && isSequenceShape(this.inputShape)) checkLengths(ctx.lengths, x.batch, x.shape[1]!, 'model input');
+  }
+
+  /**
+   * Valid frames per sample of the model's output from the input's `lengths` (conv1d with stride
+   * or valid padding shortens time): the input lengths a sequence loss (CTC) needs.
+   */
+  outputLengths(lengths: Int32Array): Int32Array {
+    return outputLengths(this.layers, lengths);
   }
 
   /** Activation memory after a training forward (see savedActivationBytes). */
@@ -149,9 +162,7 @@ export class Sequential implements TrainableModel {
 
 /** Builds a model from its spec, checking every layer's shapes; errors name the layer. */
 export function buildModel(backend: Backend, spec: ModelSpec, options: ModelOptions = {}): Sequential {
-  if (!spec.input.length || spec.input.some((d) => !Number.isInteger(d) || d < 1)) {
-    throw new Error(`model.input: expected a list of positive integers, got ${formatShape(spec.input)}`);
-  }
+  checkModelInput(spec.input);
   const layers: Layer[] = [];
   let shape: readonly number[] = spec.input;
   spec.layers.forEach((layerSpec, i) => {
@@ -161,4 +172,9 @@ export function buildModel(backend: Backend, spec: ModelSpec, options: ModelOpti
     shape = layer.outputShape;
   });
   return new Sequential(backend, layers, spec.input, options);
+}
+
+/** The context the next layer sees: the sequence lengths of this layer's output. */
+function nextContext(layer: Layer, ctx: ForwardContext): ForwardContext {
+  return ctx.lengths && layer.outputLengths ? { ...ctx, lengths: layer.outputLengths(ctx.lengths) } : ctx;
 }

@@ -1,7 +1,8 @@
 import type { Backend } from '../kernels/backend.ts';
-import { formatShape, shapeSize } from '../tensor/shape.ts';
+import { shapeSize } from '../tensor/shape.ts';
 import { buildLayer, checkOutputShape } from './buildLayer.ts';
 import type { ModelSpec } from './spec.ts';
+import { checkModelInput } from './sequence.ts';
 
 /** One layer's share of a model's flat buffers, in floats (before alignment). */
 export interface LayerSize {
@@ -17,9 +18,7 @@ export interface LayerSize {
  * not fit in memory can be refused before `buildModel` tries to allocate it.
  */
 export function layerSizes(backend: Backend, spec: ModelSpec): LayerSize[] {
-  if (!spec.input.length || spec.input.some((d) => !Number.isInteger(d) || d < 1)) {
-    throw new Error(`model.input: expected a list of positive integers, got ${formatShape(spec.input)}`);
-  }
+  checkModelInput(spec.input);
   let shape: readonly number[] = spec.input;
   return spec.layers.map((layerSpec, i) => {
     const layer = buildLayer(backend, layerSpec, i, shape);

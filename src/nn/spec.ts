@@ -39,6 +39,31 @@ export type DropoutMasks = 'per-replica' | 'per-sample';
 export interface DropoutSpec { type: 'dropout'; rate: number; masks: DropoutMasks }
 export interface BatchNormSpec { type: 'batchNorm'; momentum: number; epsilon: number }
 
+/** How a bidirectional recurrent layer joins its two directions' outputs (absent: one direction). */
+export type BidirectionalMerge = 'concat' | 'sum';
+/** lstm / gru over a sequence [T, F]; weights in PyTorch's layout (docs/speech.md). */
+export interface RecurrentSpec {
+  type: 'lstm' | 'gru';
+  units: number;
+  /** true: every frame's output [T, units]; false: each sample's final state [units] */
+  returnSequences: boolean;
+  bidirectional?: BidirectionalMerge;
+  /** LSTM only (absent for a GRU): added at initialisation to the forget-gate part of bias_ih */
+  forgetBias?: number;
+}
+/** Convolution over time of a sequence [T, C] with weights [K, C, filters]. */
+export interface Conv1DSpec {
+  type: 'conv1d';
+  filters: number;
+  kernelSize: number;
+  strides: number;
+  padding: Padding;
+  activation: ActivationKind;
+  useBias: boolean;
+}
+/** Normalisation over the last axis with gamma/beta (per frame of a sequence). */
+export interface LayerNormSpec { type: 'layerNorm'; epsilon: number }
+
 /** What a spatial split may hold: each output pixel reads a bounded window of input pixels. */
 export type SpatialLayerSpec = Conv2DSpec | Pool2DSpec | ActivationSpec | ClippedReluSpec;
 export const SPATIAL_LAYER_TYPES = ['conv2d', 'maxPool2d', 'avgPool2d', 'relu', 'tanh', 'sigmoid', 'clippedRelu'] as const satisfies readonly SpatialLayerSpec['type'][];
@@ -62,12 +87,15 @@ export interface SpatialSplitSpec {
 
 export type LayerSpec =
   | Conv2DSpec | Pool2DSpec | DenseSpec | FlattenSpec | ActivationSpec | ClippedReluSpec | DropoutSpec | BatchNormSpec
-  | SpatialSplitSpec;
+  | SpatialSplitSpec | RecurrentSpec | Conv1DSpec | LayerNormSpec;
 
 export type LayerType = LayerSpec['type'];
 
 export interface ModelSpec {
-  /** per-sample input shape: [H, W, C] for images, [features] for vectors */
+  /**
+   * per-sample input shape: [H, W, C] for images, [features] for vectors, [frames, features] for
+   * sequences (frames VARIABLE, −1, when each batch decides: `null` in a config)
+   */
   input: number[];
   layers: LayerSpec[];
 }

@@ -6,8 +6,15 @@ export function shapeSize(shape: Shape): number {
   return n;
 }
 
+/**
+ * A dimension whose size each batch decides: the frames of a variable-length sequence input,
+ * written `null` in a config (`model.input: [null, 26]`). Never the size of a tensor.
+ */
+export const VARIABLE = -1;
+
+/** `[28, 28, 1]`; a variable dimension prints as `null`, as a config writes it. */
 export function formatShape(shape: Shape): string {
-  return `[${shape.join(', ')}]`;
+  return `[${shape.map((d) => (d === VARIABLE ? 'null' : d)).join(', ')}]`;
 }
 
 export function shapesEqual(a: Shape, b: Shape): boolean {

@@ -39,10 +39,10 @@ test('a bad positive-integer field says so with the value', () => {
 
 test('unknown layer type lists the allowed ones', () => {
   assert.deepStrictEqual(issuesOf(model('    - flatten: {}\n    - dense: { units: 10 }\n    - conv3d: { filters: 3 }\n')), [
-    "f.yaml: model.layers[2]: unknown layer type 'conv3d' (did you mean 'conv2d'?); expected one of conv2d, maxPool2d, avgPool2d, dense, flatten, relu, tanh, sigmoid, clippedRelu, dropout, batchNorm, spatialSplit",
+    "f.yaml: model.layers[2]: unknown layer type 'conv3d' (did you mean 'conv2d'?); expected one of conv2d, maxPool2d, avgPool2d, dense, flatten, relu, tanh, sigmoid, clippedRelu, dropout, batchNorm, lstm, gru, conv1d, layerNorm, spatialSplit",
   ]);
-  assert.deepStrictEqual(issuesOf(model('    - lstm: { units: 3 }\n')), [
-    "f.yaml: model.layers[0]: unknown layer type 'lstm'; expected one of conv2d, maxPool2d, avgPool2d, dense, flatten, relu, tanh, sigmoid, clippedRelu, dropout, batchNorm, spatialSplit",
+  assert.deepStrictEqual(issuesOf(model('    - transformer: { units: 3 }\n')), [
+    "f.yaml: model.layers[0]: unknown layer type 'transformer'; expected one of conv2d, maxPool2d, avgPool2d, dense, flatten, relu, tanh, sigmoid, clippedRelu, dropout, batchNorm, lstm, gru, conv1d, layerNorm, spatialSplit",
   ]);
 });
 
@@ -96,8 +96,8 @@ test('structural mistakes: options not indented under the layer, empty layers, w
   assert.deepStrictEqual(issuesOf(model('    - conv2d:\n      filters: 32\n')), [
     "f.yaml: model.layers[0]: expected a one-key map naming the layer type, such as `dense: { units: 10 }`, got 2 keys (conv2d, filters) (are the options of 'conv2d' indented under it?)",
   ]);
-  assert.deepStrictEqual(issuesOf('model: { input: [28, 28], layers: [] }\n'), [
-    'f.yaml: model.input: expected [height, width, channels] or [features] of positive integers, got [28, 28]',
+  assert.deepStrictEqual(issuesOf('model: { input: [28, 28, 1, 1], layers: [] }\n'), [
+    'f.yaml: model.input: expected [height, width, channels], [features] or a sequence [frames, features] (frames null when variable) of positive integers, got [28, 28, 1, 1]',
     'f.yaml: model.layers: expected at least one layer, got []',
   ]);
   assert.deepStrictEqual(issuesOf('train: { epochs: 2 }\n'), ['f.yaml: model: missing; expected a map of options (input, parallel, layers) such as { input: [28, 28, 1], layers: [...] }']);

@@ -13,6 +13,7 @@ import { buildLayer, buildSpatialLayers } from '../../nn/buildLayer.ts';
 import type { ActivationKind } from '../../kernels/backend.ts';
 import type { IssueParams } from '../errors.ts';
 import { bool, field, isInt, oneKeyMap, oneOf, posInt, posNum, size2, strict, toPair, unitRange } from './fields.ts';
+import { modelInput, SEQUENCE_LAYERS } from './sequenceLayers.ts';
 
 const ACTIVATIONS = ['relu', 'clippedRelu', 'tanh', 'sigmoid', 'linear'] as const satisfies readonly ActivationKind[];
 const PADDINGS = ['valid', 'same'] as const satisfies readonly Padding[];
@@ -74,7 +75,7 @@ const BASE_LAYERS = {
 /** Why a layer type cannot be inside a spatialSplit, and the fix. */
 function notSpatial(name: string): string | undefined {
   if (name === 'spatialSplit') return 'a spatialSplit cannot hold another spatialSplit; list all the layers to split in one spatialSplit';
-  if (!Object.hasOwn(BASE_LAYERS, name)) return undefined;
+  if (!Object.hasOwn(BASE_LAYERS, name) && !Object.hasOwn(SEQUENCE_LAYERS, name)) return undefined;
   const why = name === 'batchNorm' ? 'its statistics span the whole image'
     : name === 'dropout' ? 'its masks are drawn per whole sample'
     : 'its outputs depend on the whole input, not on a window of pixels';
@@ -112,16 +113,11 @@ const spatialSplit = strict({
   };
 });
 
-const LAYERS = { ...BASE_LAYERS, spatialSplit } satisfies Record<LayerSpec['type'], z.ZodType<LayerSpec>>;
+const LAYERS = { ...BASE_LAYERS, ...SEQUENCE_LAYERS, spatialSplit } satisfies Record<LayerSpec['type'], z.ZodType<LayerSpec>>;
 
 export const LAYER_TYPES = Object.keys(LAYERS) as LayerSpec['type'][];
 
 const layer = oneKeyMap({ noun: 'layer type', choices: LAYERS, example: '`dense: { units: 10 }`' });
-
-const inputShape = field<number[]>(
-  (v) => Array.isArray(v) && (v.length === 1 || v.length === 3) && v.every((x) => isInt(x) && x > 0),
-  'expected [height, width, channels] or [features] of positive integers',
-);
 
 /**
  * `model.parallel: model` marks the whole model for the "one weird trick": every dense layer that
@@ -141,7 +137,7 @@ function withModelParallelDefault(raw: unknown): unknown {
 }
 
 export const modelSchema = z.preprocess(withModelParallelDefault, strict({
-  input: inputShape,
+  input: modelInput,
   parallel: oneOf(PARALLEL_MODES).default('data'),
   layers: z.array(layer, { error: 'expected a list of layers, each a one-key map such as `- dense: { units: 10 }`' })
     .min(1, { error: 'expected at least one layer' }),

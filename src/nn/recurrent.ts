@@ -1,0 +1,196 @@
+import { Tensor } from '../tensor/tensor.ts';
+import { formatShape } from '../tensor/shape.ts';
+import type { Backend } from '../kernels/backend.ts';
+import { BaseLayer, type ForwardContext, type ParamSpec } from './layer.ts';
+import type { BidirectionalMerge } from './spec.ts';
+import { checkLengths, isSequenceShape, sequenceDims } from './sequence.ts';
+import type { Cell, CellRun, CellWeights } from './recurrentCell.ts';
+import { LstmCell } from './lstmCell.ts';
+import { GruCell } from './gruCell.ts';
+
+export type RecurrentKind = 'lstm' | 'gru';
+
+export interface RecurrentOptions {
+  /** true (default): the output at every frame [T, D]; false: each sample's final state [D] */
+  returnSequences?: boolean;
+  /** run a second direction from each sample's last valid frame back; join by concat (D = 2H) or sum */
+  bidirectional?: BidirectionalMerge;
+  /** LSTM only: added at initialisation to the forget-gate part of bias_ih (default 1) */
+  forgetBias?: number;
+}
+
+/**
+ * `lstm` / `gru` over a sequence batch [N, T, F] with per-sample lengths (ForwardContext.lengths).
+ *
+ * Parameters are PyTorch's, named and laid out as torch.nn.LSTM/GRU's state dict (docs/speech.md):
+ * `weight_ih_l0` [G·H, F], `weight_hh_l0` [G·H, H], `bias_ih_l0`, `bias_hh_l0` [G·H], and the same
+ * with `_reverse` for the backward direction; gates i, f, g, o (LSTM) and r, z, n (GRU).
+ * The backward direction starts at each sample's own last valid frame. With returnSequences false
+ * the output is each direction's final state, as torch's h_n: the forward one at frame len − 1, the
+ * backward one at frame 0. Frames past a sample's length are 0 in the output and ignored in the input.
+ */
+export class Recurrent extends BaseLayer {
+  readonly outputShape: readonly number[];
+  readonly inFeatures: number;
+  readonly returnSequences: boolean;
+  readonly bidirectional: BidirectionalMerge | undefined;
+  readonly forgetBias: number;
+  private readonly cells: Cell[];
+  private readonly weights: CellWeights[] = [];
+  private runs: CellRun[] = [];
+  private dims: [number, number, number] = [0, 0, 0];
+
+  constructor(backend: Backend, name: string, inputShape: readonly number[],
+              readonly kind: RecurrentKind, readonly units: number, o: RecurrentOptions = {}) {
+    super(backend, name, inputShape);
+    if (!isSequenceShape(inputShape)) {
+      throw this.error(`expects a sequence [frames, features] but receives ${formatShape(inputShape)}; ` +
+        'give the model a sequence input (model.input: [null, features]) or keep returnSequences: true on the layer before');
+    }
+    this.inFeatures = inputShape[1]!;
+    this.returnSequences = o.returnSequences ?? true;
+    this.bidirectional = o.bidirectional;
+    this.forgetBias = kind === 'lstm' ? o.forgetBias ?? 1 : 0;
+    const directions = this.bidirectional ? 2 : 1;
+    const width = this.bidirectional === 'concat' ? 2 * units : units;
+    this.outputShape = this.returnSequences ? [inputShape[0]!, width] : [width];
+    this.cells = [...Array(directions).keys()].map((d) =>
+      kind === 'lstm' ? new LstmCell(backend, this.pool, `d${d}`) : new GruCell(backend, this.pool, `d${d}`));
+  }
+
+  get gates(): number { return this.kind === 'lstm' ? 4 : 3; }
+
+  override params(): ParamSpec[] {
+    const GH = this.gates * this.units, H = this.units, F = this.inFeatures;
+    return this.cells.flatMap((_, d) => {
+      const sfx = d === 0 ? '_l0' : '_l0_reverse';
+      const bias = (name: string, forget: boolean): ParamSpec => ({
+        name, shape: [GH], init: 'zeros', fanIn: F, fanOut: H,
+        ...(forget && this.forgetBias !== 0 ? { initAdd: { start: H, end: 2 * H, value: this.forgetBias } } : {}),
+      });
+      return [
+        { name: `weight_ih${sfx}`, shape: [GH, F], init: 'rnnUniform', fanIn: F, fanOut: H },
+        { name: `weight_hh${sfx}`, shape: [GH, H], init: 'rnnUniform', fanIn: H, fanOut: H },
+        bias(`bias_ih${sfx}`, this.kind === 'lstm'),
+        bias(`bias_hh${sfx}`, false),
+      ];
+    });
+  }
+
+  override bind(params: Float32Array[], grads: Float32Array[]): void {
+    this.weights.length = 0;
+    for (let d = 0; d < this.cells.length; d++) {
+      const p = params.slice(4 * d, 4 * d + 4), g = grads.slice(4 * d, 4 * d + 4);
+      this.weights.push({ wih: p[0]!, whh: p[1]!, bih: p[2]!, bhh: p[3]!, dwih: g[0]!, dwhh: g[1]!, dbih: g[2]!, dbhh: g[3]! });
+    }
+  }
+
+  forward(x: Tensor, ctx: ForwardContext): Tensor {
+    if (x.shape.length !== 3 || x.shape[2] !== this.inFeatures) {
+      throw this.error(`expects input [batch, frames, ${this.inFeatures}], got ${formatShape(x.shape)}`);
+    }
+    const [N, T, F] = this.dims = sequenceDims(x);
+    const lengths = this.pool.i32('lengths', N);
+    if (ctx.lengths) { checkLengths(ctx.lengths, N, T, this.name); lengths.set(ctx.lengths); } else lengths.fill(T);
+    let steps = 0;
+    for (let n = 0; n < N; n++) steps = Math.max(steps, lengths[n]!);
+    const H = this.units;
+    this.runs = this.cells.map((cell, d) => {
+      const run: CellRun = {
+        N, T: steps, F, H, lengths,
+        x: this.pool.f32(`x${d}`, steps * N * F), h: this.pool.f32(`h${d}`, (steps + 1) * N * H),
+      };
+      toTimeMajor(x.data, run, T, d === 1);
+      cell.forward(this.weights[d]!, run);
+      return run;
+    });
+    return this.assemble(N, T);
+  }
+
+  /** The layer's output from the directions' hidden states. */
+  private assemble(N: number, T: number): Tensor {
+    const H = this.units, D = this.outputShape[this.outputShape.length - 1]!;
+    const y = this.returnSequences ? new Tensor([N, T, D], this.buffer('y', N * T * D)) : new Tensor([N, D], this.buffer('y', N * D));
+    const out = y.data;
+    out.fill(0);
+    this.runs.forEach((run, d) => {
+      const offset = this.bidirectional === 'concat' ? d * H : 0, h = run.h, NH = N * H;
+      for (let n = 0; n < N; n++) {
+        const len = run.lengths[n]!;
+        if (!this.returnSequences) {
+          // the final state: block len (block 0, zeros, for an empty sample)
+          addRow(out, n * D + offset, h, len * NH + n * H, H);
+          continue;
+        }
+        for (let s = 0; s < len; s++) {
+          const t = d === 1 ? len - 1 - s : s;
+          addRow(out, (n * T + t) * D + offset, h, (s + 1) * NH + n * H, H);
+        }
+      }
+    });
+    return y;
+  }
+
+  savedForBackward(): readonly ArrayBufferView[] {
+    return this.runs.flatMap((run, d) => [run.x, run.h, ...this.cells[d]!.saved()]);
+  }
+
+  backward(dy: Tensor, needInputGrad = true): Tensor | null {
+    const [N, T, F] = this.dims, H = this.units, D = this.outputShape[this.outputShape.length - 1]!;
+    const dx = needInputGrad ? new Tensor([N, T, F], this.buffer('dx', N * T * F)) : null;
+    dx?.data.fill(0);
+    this.runs.forEach((run, d) => {
+      const NH = N * H, steps = run.T, offset = this.bidirectional === 'concat' ? d * H : 0;
+      const dh = this.pool.f32(`dh${d}`, (steps + 1) * NH);
+      dh.fill(0);
+      for (let n = 0; n < N; n++) {
+        const len = run.lengths[n]!;
+        if (!this.returnSequences) {
+          if (len > 0) copyRow(dh, len * NH + n * H, dy.data, n * D + offset, H);
+          continue;
+        }
+        for (let s = 0; s < len; s++) {
+          const t = d === 1 ? len - 1 - s : s;
+          copyRow(dh, (s + 1) * NH + n * H, dy.data, (n * T + t) * D + offset, H);
+        }
+      }
+      const dxt = dx ? this.pool.f32(`dxt${d}`, steps * N * F) : null;
+      this.cells[d]!.backward(this.weights[d]!, run, dh, dxt);
+      if (dx && dxt) fromTimeMajor(dxt, dx.data, run, T, d === 1);
+    });
+    return dx;
+  }
+}
+
+/** run.x (time-major [steps·N, F], reversed per sample when `reverse`) from x [N, T, F]; zero at padding. */
+function toTimeMajor(x: Float32Array, run: CellRun, T: number, reverse: boolean): void {
+  const { N, F, lengths } = run, xt = run.x;
+  for (let s = 0; s < run.T; s++) {
+    for (let n = 0; n < N; n++) {
+      const len = lengths[n]!, at = (s * N + n) * F;
+      if (s >= len) { xt.fill(0, at, at + F); continue; }
+      const t = reverse ? len - 1 - s : s;
+      copyRow(xt, at, x, (n * T + t) * F, F);
+    }
+  }
+}
+
+/** dx [N, T, F] += the time-major input gradient `dxt` of one direction (valid frames only). */
+function fromTimeMajor(dxt: Float32Array, dx: Float32Array, run: CellRun, T: number, reverse: boolean): void {
+  const { N, F, lengths } = run;
+  for (let n = 0; n < N; n++) {
+    const len = lengths[n]!;
+    for (let s = 0; s < len; s++) {
+      const t = reverse ? len - 1 - s : s;
+      addRow(dx, (n * T + t) * F, dxt, (s * N + n) * F, F);
+    }
+  }
+}
+
+function addRow(to: Float32Array, at: number, from: Float32Array, start: number, width: number): void {
+  for (let j = 0; j < width; j++) to[at + j] += from[start + j]!;
+}
+
+function copyRow(to: Float32Array, at: number, from: Float32Array, start: number, width: number): void {
+  for (let j = 0; j < width; j++) to[at + j] = from[start + j]!;
+}
