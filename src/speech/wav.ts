@@ -48,11 +48,6 @@ export function decodeWav(bytes: Uint8Array, name: string, targetRate?: number):
   if (data.samples.length < declared) {
     throw new Error(`${name}: the WAV file is truncated: its data chunk declares ${declared} bytes, ${data.samples.length} are present`);
   }
-  // wavefile reads a 32-bit float WAVE_FORMAT_EXTENSIBLE file as 32-bit integers: tell it otherwise
-  if (fmt.audioFormat === 0xfffe && fmt.subformat?.[0] === SUBFORMAT_FLOAT && fmt.bitsPerSample === 32) {
-    wav.bitDepth = '32f';
-    (wav as unknown as { updateDataType_(): void }).updateDataType_();
-  }
   const bitDepth = wav.bitDepth;
   const channels = fmt.numChannels;
   const sourceRate = fmt.sampleRate;
@@ -65,11 +60,15 @@ export function decodeWav(bytes: Uint8Array, name: string, targetRate?: number):
   } catch (e) {
     throw new Error(`${name}: cannot expand the compressed (${bitDepth}) samples: ${(e as Error).message}`);
   }
-  const depth = wav.bitDepth;
+  // wavefile reads a 32-bit float WAVE_FORMAT_EXTENSIBLE file as 32-bit integers: decode those here
+  const extensibleFloat = fmt.audioFormat === 0xfffe && fmt.subformat?.[0] === SUBFORMAT_FLOAT && fmt.bitsPerSample === 32;
+  const depth = extensibleFloat ? '32f' : wav.bitDepth;
   const { offset, scale } = sampleScale(depth, name);
   let raw: Float64Array | Float64Array[];
   try {
-    raw = wav.getSamples(false, Float64Array) as unknown as Float64Array | Float64Array[];
+    raw = extensibleFloat
+      ? float32Lanes(data.samples, channels, (wav as unknown as { container: string }).container === 'RIFX')
+      : wav.getSamples(false, Float64Array) as unknown as Float64Array | Float64Array[];
   } catch (e) {
     throw new Error(`${name}: cannot read the ${depth}-bit samples: ${(e as Error).message}`);
   }
@@ -82,7 +81,16 @@ export function decodeWav(bytes: Uint8Array, name: string, targetRate?: number):
   for (const lane of lanes) for (let i = 0; i < n; i++) mono[i] = mono[i]! + (lane[i]! - offset) * k;
   const rate = targetRate ?? sourceRate;
   const out = resample(mono, sourceRate, rate);
-  return { samples: Float32Array.from(out), sampleRate: rate, sourceRate, channels, bitDepth };
+  return { samples: Float32Array.from(out), sampleRate: rate, sourceRate, channels, bitDepth: extensibleFloat ? '32f' : bitDepth };
+}
+
+/** Interleaved 32-bit floats to one array per channel. */
+function float32Lanes(bytes: Uint8Array, channels: number, bigEndian: boolean): Float64Array[] {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const n = Math.floor(bytes.byteLength / (4 * channels));
+  const lanes = Array.from({ length: channels }, () => new Float64Array(n));
+  for (let i = 0; i < n; i++) for (let c = 0; c < channels; c++) lanes[c]![i] = view.getFloat32((i * channels + c) * 4, !bigEndian);
+  return lanes;
 }
 
 /**
