@@ -29,6 +29,9 @@ interface Parsed {
   data: { chunkSize: number; samples: Uint8Array };
 }
 
+/** Data sizes from here up mean "until the end of the file" (what writers to a pipe put in the header). */
+const STREAMED_SIZE = 0x7ffff000;
+
 /** WAVE_FORMAT_EXTENSIBLE's sub-format code for IEEE float (the first field of its GUID). */
 const SUBFORMAT_FLOAT = 3;
 
@@ -45,7 +48,8 @@ export function decodeWav(bytes: Uint8Array, name: string, targetRate?: number):
   }
   const { fmt, data } = wav as unknown as Parsed;
   const declared = data.chunkSize;
-  if (data.samples.length < declared) {
+  // a size of 0x7ffff000 or more is the "unknown length" of a WAV streamed to a pipe (sox, espeak-ng, ffmpeg)
+  if (data.samples.length < declared && declared < STREAMED_SIZE) {
     throw new Error(`${name}: the WAV file is truncated: its data chunk declares ${declared} bytes, ${data.samples.length} are present`);
   }
   const bitDepth = wav.bitDepth;
@@ -122,4 +126,13 @@ export function readWav(path: string, targetRate?: number, name = path): Audio {
     throw e;
   }
   return decodeWav(bytes, name, targetRate);
+}
+
+/** A mono 16-bit PCM WAV file of samples in [−1, 1] (rounded, clipped) at `rate` Hz. */
+export function encodeWav16(samples: ArrayLike<number>, rate: number): Uint8Array {
+  const ints = new Int16Array(samples.length);
+  for (let i = 0; i < samples.length; i++) ints[i] = Math.max(-32768, Math.min(32767, Math.round(samples[i]! * 32768)));
+  const wav = new WaveFile();
+  wav.fromScratch(1, rate, '16', ints);
+  return wav.toBuffer();
 }
