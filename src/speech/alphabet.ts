@@ -97,16 +97,3 @@ export function encodeTranscript(transcript: string, index: Map<string, number>,
   }
   return labels;
 }
-
-/** The text of a label sequence (output indices 1 … K; the blank, 0, is skipped). */
-export function labelsToText(labels: ArrayLike<number>, alphabet: Alphabet): string {
-  let s = '';
-  for (let i = 0; i < labels.length; i++) {
-    const k = labels[i]!;
-    if (k === BLANK) continue;
-    const symbol = alphabet.symbols[k - 1];
-    if (symbol === undefined) throw new Error(`labelsToText: output ${k} is outside the alphabet's 1 … ${alphabet.symbols.length}`);
-    s += symbol;
-  }
-  return s;
-}

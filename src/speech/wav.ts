@@ -1,6 +1,7 @@
 /**
  * Reading WAV files into mono float samples: the parsing is wavefile's (RIFF/RIFX/RF64, PCM 8–32-bit,
- * IEEE float 32/64-bit, WAVE_FORMAT_EXTENSIBLE, A-law/µ-law and IMA ADPCM, which it expands to 16-bit);
+ * IEEE float 32/64-bit, WAVE_FORMAT_EXTENSIBLE, A-law/µ-law, which it expands to 16-bit exactly as sox
+ * does; IMA ADPCM is refused, wavefile's decoder disagrees with sox's);
  * what is added here is the scale (integers to [−1, 1)), the downmix (mean of the channels), the
  * resampling (resample.ts) and errors that name the file.
  */
@@ -19,7 +20,7 @@ export interface Audio {
   /** the file's own rate and layout, for messages */
   sourceRate: number;
   channels: number;
-  /** wavefile's code: '8', '16', '24', '32' (integer PCM), '32f', '64' (float), '8a', '8m', '4' (compressed) */
+  /** wavefile's code: '8', '16', '24', '32' (integer PCM), '32f', '64' (float), '8a' (A-law), '8m' (µ-law) */
   bitDepth: string;
 }
 
@@ -57,10 +58,11 @@ export function decodeWav(bytes: Uint8Array, name: string, targetRate?: number):
   const sourceRate = fmt.sampleRate;
   if (!(channels >= 1)) throw new Error(`${name}: the WAV header declares ${channels} channels`);
   if (!(sourceRate > 0)) throw new Error(`${name}: the WAV header declares a sample rate of ${sourceRate} Hz`);
+  // wavefile's IMA ADPCM decoder disagrees with sox's on sox-made files (its block layout differs): refuse it
+  if (bitDepth === '4') throw new Error(`${name}: IMA ADPCM WAV files are not supported; convert to 16-bit PCM, e.g. \`sox IN -e signed -b 16 OUT.wav\``);
   try {
     if (bitDepth === '8a') wav.fromALaw();
     else if (bitDepth === '8m') wav.fromMuLaw();
-    else if (bitDepth === '4') wav.fromIMAADPCM();
   } catch (e) {
     throw new Error(`${name}: cannot expand the compressed (${bitDepth}) samples: ${(e as Error).message}`);
   }

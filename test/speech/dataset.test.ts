@@ -51,7 +51,9 @@ test('a speech directory loads: labels are alphabet index + 1, features are the 
     assert.deepEqual(Array.from(batch.lengths), [data.train.frames[2], 14]);
     assert.equal(T, Math.max(data.train.frames[2]!, 14));
     assert.deepEqual(Array.from(batch.labelLengths), [2, 11]);
-    assert.deepEqual(Array.from(batch.labels.subarray(0, 2)), [8, 16]);
+    assert.equal(batch.maxLabels, 11);
+    assert.deepEqual(Array.from(batch.labels.subarray(0, 11)), [8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    assert.deepEqual(batch.labels.subarray(11), u0.labels);
     const pastEnd = batch.inputs.subarray(batch.lengths[0]! * 130, T * 130);
     assert.ok(pastEnd.every((v) => v === 0));
     // frame 0 of sample 1, centre block = its own features; the two blocks before it are padding zeros

@@ -45,15 +45,20 @@ test('PCM 8/16/24/32-bit and float 32/64-bit read back within quantisation, mono
   }
 });
 
-test('µ-law and A-law are expanded; a 32-bit float WAVE_FORMAT_EXTENSIBLE file is read as float', () => {
+test('µ-law and A-law are expanded, IMA ADPCM refused; a 32-bit float WAVE_FORMAT_EXTENSIBLE file is read as float', () => {
   const x = signal(400, 8000);
   for (const law of ['mu', 'a'] as const) {
     const wav = new WaveFile();
     wav.fromScratch(1, 8000, '16', encode(x, '16'));
     if (law === 'mu') wav.toMuLaw(); else wav.toALaw();
     const audio = decodeWav(wav.toBuffer(), law);
+    assert.equal(audio.samples.length, x.length);
     for (let i = 0; i < x.length; i++) assert.ok(Math.abs(audio.samples[i]! - x[i]!) < 0.04, `${law}-law sample ${i}`);
   }
+  const adpcm = new WaveFile();
+  adpcm.fromScratch(1, 8000, '16', encode(x, '16'));
+  adpcm.toIMAADPCM();
+  assert.throws(() => decodeWav(adpcm.toBuffer(), 'a.wav'), /a\.wav: IMA ADPCM WAV files are not supported; convert to 16-bit PCM/);
   // hand-made extensible header: fmt chunk of 40 bytes, sub-format GUID 00000003-0000-0010-8000-00aa00389b71
   const samples = new Float32Array([0.5, -0.25, 0.125, 1]);
   const fmt = Buffer.alloc(48);
