@@ -3,12 +3,14 @@
  *
  * Method: windowed-sinc interpolation with wavefile's anti-aliasing filter, a Butterworth IIR low-pass
  * at the lower of the two Nyquist frequencies run forwards and backwards (zero phase) — the `sinc`
- * method with `LPF: true, LPFType: 'IIR'`. Measured (test/speech/resample.test.ts and the notes in
- * docs/speech.md): a tone below 0.75 × the new Nyquist frequency keeps its amplitude within 0.2 dB
- * (44.1/48 kHz → 16 kHz; 1.4 dB at 7.2 kHz from 22.05 kHz), and one at 1.06 × is attenuated by > 40 dB,
- * at 1.125 × by > 80 dB; upsampling leaves no images above the old Nyquist frequency. It costs about
- * 0.1 s of CPU per second of audio: resample a large corpus once (e.g. with sox) rather than every run;
- * the feature cache keeps the features either way.
+ * method with `LPF: true, LPFType: 'IIR'`, the best of wavefile's four methods on these measurements
+ * (pure tones; test/speech/wav.test.ts checks level, pitch, length and the removal of a 9 kHz tone):
+ * downsampling to 16 kHz keeps a tone below 0.75 × the new Nyquist frequency within 0.2 dB from
+ * 44.1/48 kHz (1.4 dB at 7.2 kHz from 22.05 kHz), is −3 dB at the Nyquist frequency, −40 dB at 1.06 ×
+ * and below −80 dB from 1.125 × it; upsampling 8 → 16 kHz leaves the image of a 3 kHz tone 80 dB down
+ * (the tone itself −2.8 dB, near the old Nyquist frequency). It costs about 0.1 s of CPU per second of
+ * audio: resample a large corpus once (e.g. with sox) rather than every run; the feature cache keeps
+ * the features either way.
  */
 import wavefile from 'wavefile';
 
