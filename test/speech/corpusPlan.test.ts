@@ -1,6 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { alphabetIndex, DEFAULT_ALPHABET, encodeTranscript } from '../../src/speech/alphabet.ts';
+import { readManifest } from '../../src/speech/manifest.ts';
 import { planUtterance, renderUtterance, SPEAKERS, voicesOf } from '../../src/speech/corpusPlan.ts';
 
 test('the corpus plan is deterministic, spelled in the default alphabet, and its test speakers never train', () => {
@@ -38,4 +42,20 @@ test('rendering trims the synthesiser\'s silence, sets the peak and adds noise a
   const snr = 20 * Math.log10(speechRms / Math.sqrt(noise / 700));
   assert.ok(Math.abs(snr - 20) < 1, `SNR ${snr}`);
   assert.deepEqual(renderUtterance(speech, rate, plan, 1), out);
+});
+
+test('the shipped data/speech-mini: every manifest line checks out, and no test or dev speaker is in training', () => {
+  const dir = fileURLToPath(new URL('../../data/speech-mini/', import.meta.url));
+  const counts = Object.fromEntries((['train', 'dev', 'test'] as const).map((s) => [s, readManifest(join(dir, `${s}.csv`), DEFAULT_ALPHABET).length]));
+  assert.deepEqual(counts, { train: 224, dev: 34, test: 42 });
+  const rows = readFileSync(join(dir, 'utterances.csv'), 'utf8').trim().split('\n').slice(1).map((l) => l.split(','));
+  assert.equal(rows.length, 300);
+  const speakers = (split: string): Set<string> => new Set(rows.filter((r) => r[1] === split).map((r) => r[2]!.split('+')[1] ?? ''));
+  const train = speakers('train');
+  for (const s of [...speakers('dev'), ...speakers('test')]) assert.ok(!train.has(s), `speaker ${s} is also in training`);
+  // the plan reproduces the shipped corpus's choices
+  for (const r of rows.slice(0, 20)) {
+    const p = planUtterance(Number(r[0]!.slice(5, 11)), { seed: 1, minWords: 1, maxWords: 2 });
+    assert.deepEqual([p.split, p.voice, String(p.rate), String(p.pitch), p.words.join(' ')], [r[1], r[2], r[3], r[4], r[8]]);
+  }
 });
