@@ -60,6 +60,19 @@ export function speechInputSize(ds: SpeechDataset): number {
   return contextSize(ds.featureSize, ds.context);
 }
 
+/** The first n utterances (all if n ≥ count), as views into the same memory: `trainLimit`/`testLimit` for quick runs. */
+export function limitSpeechDataset(ds: SpeechDataset, n: number): SpeechDataset {
+  if (!Number.isInteger(n) || n < 0) throw new Error(`limitSpeechDataset(${ds.name}): the limit must be a whole number ≥ 0, got ${n}`);
+  const count = Math.min(n, ds.count);
+  return {
+    ...ds, count,
+    features: ds.features.subarray(0, ds.frameOffsets[count]! * ds.featureSize),
+    frameOffsets: ds.frameOffsets.subarray(0, count + 1), frames: ds.frames.subarray(0, count),
+    labels: ds.labels.subarray(0, ds.labelOffsets[count]!), labelOffsets: ds.labelOffsets.subarray(0, count + 1),
+    sources: ds.sources.slice(0, count), transcripts: ds.transcripts.slice(0, count),
+  };
+}
+
 /** Packs per-utterance features and labels into a SpeechDataset. */
 export function packSpeechDataset(
   name: string,

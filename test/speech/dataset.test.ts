@@ -8,7 +8,7 @@ import { resolveFeatureOptions } from '../../src/speech/featureOptions.ts';
 import { normalizeUtterance } from '../../src/speech/normalize.ts';
 import { gatherSpeechBatch } from '../../src/speech/speechBatch.ts';
 import { loadSpeechData } from '../../src/speech/speechData.ts';
-import { speechDatasetFingerprint, utterance } from '../../src/speech/speechDataset.ts';
+import { limitSpeechDataset, shareSpeechDataset, speechDatasetFingerprint, utterance } from '../../src/speech/speechDataset.ts';
 import { readWav } from '../../src/speech/wav.ts';
 import { csv, tmpDir, toneWav, writeTree } from './helpers.ts';
 
@@ -60,6 +60,14 @@ test('a speech directory loads: labels are alphabet index + 1, features are the 
     assert.deepEqual(Array.from(batch.inputs.subarray(T * 130 + 52, T * 130 + 78)), Array.from(u0.features.subarray(0, 26)));
     assert.ok(batch.inputs.subarray(T * 130, T * 130 + 52).every((v) => v === 0));
     assert.match(speechDatasetFingerprint(data.train)['first utterances']!, /^sha256:[0-9a-f]{12}$/);
+    // limits are views; shared copies are equal and live in SharedArrayBuffers
+    const two = limitSpeechDataset(data.train, 2);
+    assert.equal(two.count, 2);
+    assert.deepEqual(utterance(two, 1), utterance(data.train, 1));
+    assert.equal(two.features.length, (data.train.frames[0]! + data.train.frames[1]!) * 26);
+    const shared = shareSpeechDataset(data.train);
+    assert.ok(shared.features.buffer instanceof SharedArrayBuffer);
+    assert.deepEqual(speechDatasetFingerprint(shared), speechDatasetFingerprint(data.train));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
