@@ -129,14 +129,22 @@ static void workspaceToArgmax(const Geom *g, dnnl_memory_t wsMem, int32_t *argma
   dnnl_memory_get_data_handle(wsMem, &ws);
   const dnnl_dim_t *s = md->format_desc.blocking.strides; /* dims N, C, OH, OW */
   const bool u8 = md->data_type == dnnl_u8;
+  /* Window position k = kh·KW + kw → its offset from the window's first cell, (kh·W + kw)·C. */
+  int64_t table[256];
+  if (u8) for (int64_t k = 0; k < 256; k++) table[k] = ((k / g->KW) * g->W + k % g->KW) * g->C;
   for (int64_t n = 0; n < g->N; n++) for (int64_t oh = 0; oh < g->OH; oh++) for (int64_t ow = 0; ow < g->OW; ow++) {
     const int64_t ih0 = oh * g->sh - g->pt, iw0 = ow * g->sw - g->pl, o = ((n * g->OH + oh) * g->OW + ow) * g->C;
-    const int64_t base = n * s[0] + oh * s[2] + ow * s[3];
-    for (int64_t c = 0; c < g->C; c++) {
-      const int64_t off = base + c * s[1];
-      const int64_t k = u8 ? ((const uint8_t *)ws)[off] : ((const int32_t *)ws)[off];
-      const int64_t kh = k / g->KW, kw = k % g->KW;
-      argmax[o + c] = (int32_t)((((n * g->H) + ih0 + kh) * g->W + iw0 + kw) * g->C + c);
+    const int64_t first = ((n * g->H + ih0) * g->W + iw0) * g->C, base = n * s[0] + oh * s[2] + ow * s[3];
+    int32_t *am = argmax + o;
+    if (u8) {
+      const uint8_t *w = (const uint8_t *)ws + base;
+      for (int64_t c = 0; c < g->C; c++) am[c] = (int32_t)(first + c + table[w[c * s[1]]]);
+    } else {
+      const int32_t *w = (const int32_t *)ws + base;
+      for (int64_t c = 0; c < g->C; c++) {
+        const int64_t k = w[c * s[1]];
+        am[c] = (int32_t)(first + c + ((k / g->KW) * g->W + k % g->KW) * g->C);
+      }
     }
   }
 }
