@@ -2,8 +2,9 @@
  * The machine's measured single-core FMA peak (native/onednn/peak/fma_peak.c, built by
  * `npm run build:peak`; `npm ci` builds it where a C compiler is): the widest vectors the CPU has
  * (512-bit with AVX-512, 256-bit with AVX2) and 128-bit ones (what WebAssembly SIMD can use), each
- * an FMA chain with 16 independent accumulators run for about 0.2 s of CPU time. Benchmarks print
- * it first and give their figures as fractions of it.
+ * 12 independent FMA chains run for about 0.2 s, the fastest of its ~10 µs chunks counting (so
+ * other processes on a shared machine do not lower it). Benchmarks print it first and give their
+ * figures as fractions of it.
  */
 import { loadAddon, addonUnavailableReason, type AddonSpec } from '../src/platform/addon.ts';
 
