@@ -1,10 +1,13 @@
 /**
  * Kernel throughput: GFLOPS per kernel and shape for the js backend, the wasm backend (plain
- * SIMD128 and, when this Node can run it, relaxed SIMD with fused multiply-add) and, when its addon
- * is built, the native (OpenBLAS) backend. Each cell is the median of several timed repetitions
- * after a warm-up (which also lets V8 tier the wasm code up).
+ * SIMD128 and, when this Node can run it, relaxed SIMD with fused multiply-add) and, when their
+ * addons are built, the native (OpenBLAS) and onednn backends — onednn twice for the matrix
+ * products: its default matmul primitive and oneDNN's dnnl_sgemm entry point (`onednn sgemm`).
+ * Each cell is the median of several timed repetitions after a warm-up (which also lets V8 tier
+ * the wasm code up), and its fraction of the machine's measured FMA peak (bench/peak.ts, printed
+ * first).
  *
- *   node --import tsx bench/kernels.ts [--quick] [--backends js,wasm,wasm-simd,native] [--filter gemm]
+ *   node --import tsx bench/kernels.ts [--quick] [--backends js,wasm,wasm-simd,native,onednn,onednn-sgemm] [--filter gemm]
  *
  * Shapes: square sgemm n = 128…1024; the dense layer of the reference network (64×1600 · 1600×128)
  * and its two backward products; conv2d forward / backward-data / backward-filter of its two conv
@@ -15,6 +18,8 @@ import type { Backend, Conv2DGeometry } from '../src/kernels/backend.ts';
 import { jsBackend } from '../src/kernels/js/index.ts';
 import { createWasmBackend } from '../src/kernels/wasm/index.ts';
 import { createNativeBackend, nativeUnavailableReason } from '../src/kernels/native/index.ts';
+import { createOneDnnBackend, onednnUnavailableReason } from '../src/kernels/onednn/index.ts';
+import { ofPeak, peakLine } from './peak.ts';
 
 interface Case {
   name: string;
@@ -78,6 +83,9 @@ export const CASES: Case[] = [
   ...convCases('conv2', conv(64, 13, 13, 32, 3, 64)),
 ];
 
+/** Width of one result column. */
+const CELL = 15;
+
 /** Median seconds per call: warm up ≥ warmMs, then time ≥ minReps calls and ≥ minMs. */
 function measure(fn: () => void, warmMs: number, minMs: number, minReps: number): number {
   let t0 = performance.now();
@@ -97,10 +105,12 @@ function measure(fn: () => void, warmMs: number, minMs: number, minReps: number)
 export async function main(args: string[] = []): Promise<void> {
   const quick = args.includes('--quick');
   const pick = (flag: string) => { const i = args.indexOf(flag); return i >= 0 ? args[i + 1] : undefined; };
-  const wanted = (pick('--backends') ?? 'js,wasm-simd,wasm,native').split(',');
+  const wanted = (pick('--backends') ?? 'js,wasm-simd,wasm,native,onednn,onednn-sgemm').split(',');
   const filter = pick('--filter');
+  console.log(peakLine());
 
-  const columns: { label: string; backend: Backend }[] = [];
+  /** `gemmOnly`: the column measures the matrix products only (other rows print a dash). */
+  const columns: { label: string; backend: Backend; gemmOnly?: boolean; before?: () => void }[] = [];
   if (wanted.includes('js')) columns.push({ label: 'js', backend: jsBackend });
   if (wanted.includes('wasm-simd')) {
     const b = await createWasmBackend({ relaxed: false });
@@ -123,20 +133,33 @@ export async function main(args: string[] = []): Promise<void> {
     }
   }
 
+  // One onednn backend for both of its columns: the gemm entry point is a per-thread setting of the addon.
+  const onednn = wanted.some((w) => w.startsWith('onednn')) ? await createOneDnnBackend() : null;
+  if (onednn) {
+    console.log(`onednn: oneDNN ${onednn.onednn.version}, ISA ${onednn.onednn.isa} (${onednn.onednn.runtime} runtime, ${onednn.onednn.threads} thread), other kernels from ${onednn.base}`);
+    if (wanted.includes('onednn')) columns.push({ label: 'onednn', backend: onednn, before: () => onednn.setGemm('matmul') });
+    if (wanted.includes('onednn-sgemm')) columns.push({ label: 'onednn sgemm', backend: onednn, gemmOnly: true, before: () => onednn.setGemm('sgemm') });
+  } else if (wanted.some((w) => w.startsWith('onednn'))) {
+    console.log(`onednn backend unavailable: ${onednnUnavailableReason()}`);
+  }
+
   const cases = CASES.filter((c) => !filter || `${c.name} ${c.shape}`.includes(filter));
   const nameW = Math.max(...cases.map((c) => c.name.length)), shapeW = Math.max(...cases.map((c) => c.shape.length));
-  const header = `${'kernel'.padEnd(nameW)}  ${'shape'.padEnd(shapeW)}  ${columns.map((c) => c.label.padStart(13)).join('')}`;
-  console.log(`GFLOPS, median of repetitions, one thread (Node ${process.versions.node}, V8 ${process.versions.v8})`);
+  const header = `${'kernel'.padEnd(nameW)}  ${'shape'.padEnd(shapeW)}  ${columns.map((c) => c.label.padStart(CELL)).join('')}`;
+  console.log(`GFLOPS (% of the widest-vector FMA peak), median of repetitions, one thread (Node ${process.versions.node}, V8 ${process.versions.v8})`);
   console.log(header);
   console.log('-'.repeat(header.length));
   for (const c of cases) {
     const cells: string[] = [];
     for (const col of columns) {
+      if (col.gemmOnly && !c.name.includes('sgemm') && !c.name.startsWith('dense')) { cells.push('—'.padStart(CELL)); continue; }
+      col.before?.();
       const fn = c.setup(col.backend);
       // js at large sizes is slow: fewer repetitions keep the run short.
       const slow = col.label === 'js' && c.flops > 5e8;
       const sec = measure(fn, quick || slow ? 50 : 300, quick || slow ? 100 : 400, slow ? 3 : 5);
-      cells.push((c.flops / sec / 1e9).toFixed(1).padStart(13));
+      const gflops = c.flops / sec / 1e9;
+      cells.push(`${gflops.toFixed(1)}${ofPeak(gflops) ? ` ${ofPeak(gflops).padStart(4)}` : ''}`.padStart(CELL));
     }
     console.log(`${c.name.padEnd(nameW)}  ${c.shape.padEnd(shapeW)}  ${cells.join('')}`);
   }

@@ -3,13 +3,16 @@
  * (worker threads), steady-state samples/s from the step events (warm-up excluded). Where Debian's
  * python3-torch is installed, PyTorch on 1 process and DDP (gloo, 2 processes, 1 thread each, same
  * network and per-rank batch) run in the same benchmark and the ratios are printed.
- *   npm run bench -- throughput [--steps 150] [--devices 1,2]
+ * The kernel backend is `auto` (onednn, then native, then wasm: whichever is built) unless
+ * --backend names one.
+ *   npm run bench -- throughput [--steps 150] [--devices 1,2] [--backend auto|onednn|native|wasm]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, applyOverrides } from '../src/config/index.ts';
 import { train } from '../src/runtime/train.ts';
+import { getBackend } from '../src/kernels/index.ts';
 import { torchPython, runPython, TORCH_NET } from './torch.ts';
 
 function option(args: string[], name: string, fallback: string): string {
@@ -20,9 +23,9 @@ function option(args: string[], name: string, fallback: string): string {
 const WARMUP_STEPS = 10;
 
 /** Steady-state samples/s of a paratrain run of `steps` global steps on `devices` devices. */
-async function paratrainSamplesPerSecond(devices: number, steps: number, batch: number): Promise<number> {
+async function paratrainSamplesPerSecond(devices: number, steps: number, batch: number, backend: string): Promise<number> {
   const base = loadConfig(new URL('../examples/mnist-small.yaml', import.meta.url).pathname);
-  const config = applyOverrides(base, { devices, strategy: 'hybrid', epochs: 1 });
+  const config = applyOverrides(base, { devices, strategy: 'hybrid', epochs: 1, backend });
   config.data.trainLimit = (steps + WARMUP_STEPS) * batch * devices;
   config.data.testLimit = 500;
   config.data.batchSize = batch;
@@ -78,13 +81,14 @@ export async function main(args: string[]): Promise<void> {
   const steps = Number(option(args, 'steps', '150'));
   const devices = option(args, 'devices', '1,2').split(',').map(Number);
   const batch = 64;
+  const backend = (await getBackend(option(args, 'backend', 'auto'))).name;
   const ours = new Map<number, number>();
-  for (const g of devices) ours.set(g, await paratrainSamplesPerSecond(g, steps, batch));
+  for (const g of devices) ours.set(g, await paratrainSamplesPerSecond(g, steps, batch, backend));
   const torch = new Map<number, number>();
   if (torchPython()) {
     for (const g of devices) torch.set(g, Number(runPython(TORCH_DDP, [String(g), String(batch), String(steps), String(29500 + g)])));
   }
-  console.log(`mnist-small, hybrid, per-device batch ${batch}, ${steps} steps after ${WARMUP_STEPS} warm-up steps; samples/s`);
+  console.log(`mnist-small, hybrid, per-device batch ${batch}, ${steps} steps after ${WARMUP_STEPS} warm-up steps, ${backend} backend; samples/s`);
   console.log(`${'devices'.padEnd(10)}${'paratrain'.padStart(12)}${'vs 1 device'.padStart(13)}${torch.size ? `${'pytorch'.padStart(12)}${'paratrain/pytorch'.padStart(19)}` : ''}`);
   const one = ours.get(1);
   for (const g of devices) {

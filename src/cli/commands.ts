@@ -4,7 +4,7 @@ import { train, loadData } from '../runtime/train.ts';
 import { FaultPlan } from '../runtime/faultPlan.ts';
 import { Replica } from '../runtime/replica.ts';
 import { loadModelCheckpoint } from '../runtime/modelCheckpoint.ts';
-import { getBackend, registeredBackends, tryBackend } from '../kernels/index.ts';
+import { backendUnavailableReason, getBackend, registeredBackends, tryBackend } from '../kernels/index.ts';
 import { rendezvousFromEnv } from '../comm/rendezvous.ts';
 import { trainConfigPath } from '../runtime/resume.ts';
 import { watchParent } from '../runtime/parentWatch.ts';
@@ -75,11 +75,15 @@ export async function runEval(configPath: string, flags: { checkpoint: string; d
   process.stdout.write(`${JSON.stringify({ checkpoint: flags.checkpoint, testSamples: data.test.count, testLoss: r.loss, testAccuracy: r.accuracy })}\n`);
 }
 
-/** What a backend says about itself: the SIMD variant of wasm, the BLAS behind native. */
+/** What a backend says about itself: the SIMD variant of wasm, the BLAS behind native, the ISA oneDNN dispatched. */
 function backendDetail(backend: object | null): string {
   if (!backend) return '';
   const parts: string[] = [];
-  if ('relaxed' in backend) parts.push(backend.relaxed ? 'relaxed SIMD (fused multiply-add)' : 'SIMD128');
+  if ('onednn' in backend && backend.onednn && typeof backend.onednn === 'object' && 'isa' in backend.onednn) {
+    const o = backend.onednn as { version: string; isa: string; runtime: string; threads: number };
+    parts.push(`oneDNN ${o.version}, ISA ${o.isa} (${o.runtime} runtime, ${o.threads} thread per device)`);
+  }
+  if ('relaxed' in backend) parts.push(`${'onednn' in backend ? 'other kernels: wasm ' : ''}${backend.relaxed ? 'relaxed SIMD (fused multiply-add)' : 'SIMD128'}`);
   if ('blas' in backend && backend.blas && typeof backend.blas === 'object' && 'config' in backend.blas) parts.push(String(backend.blas.config));
   return parts.length ? ` — ${parts.join('; ')}` : '';
 }
@@ -88,7 +92,8 @@ export async function runInfo(): Promise<void> {
   const chosen = await getBackend('auto');
   for (const name of registeredBackends()) {
     const backend = await tryBackend(name);
-    process.stdout.write(`${name.padEnd(8)} ${backend ? 'available' : 'not available'}${backendDetail(backend)}${backend === chosen ? '  (chosen by --backend auto)' : ''}\n`);
+    const why = backend ? undefined : backendUnavailableReason(name);
+    process.stdout.write(`${name.padEnd(8)} ${backend ? 'available' : `not available${why ? `: ${why}` : ''}`}${backendDetail(backend)}${backend === chosen ? '  (chosen by --backend auto)' : ''}\n`);
   }
   process.stdout.write(`node ${process.version}, ${(await import('node:os')).cpus().length} cores\n`);
 }

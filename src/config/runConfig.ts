@@ -8,7 +8,7 @@ export interface TrainSpec {
   devices: number;
   strategy: StrategySpec;
   seed: number;
-  /** kernel backend: js | wasm | native | auto */
+  /** kernel backend: js | wasm | native | onednn | auto */
   backend: string;
   /** scale the learning rate by the number of devices (with the schedule's warmup) */
   lrScaling: 'none' | 'linear';

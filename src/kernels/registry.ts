@@ -7,13 +7,21 @@ import type { Backend } from './backend.ts';
 export type BackendFactory = () => Promise<Backend | null>;
 
 const factories = new Map<string, BackendFactory>();
+const reasons = new Map<string, () => string | undefined>();
 const instances = new Map<string, Promise<Backend | null>>();
 /** Preference order for `auto`: fastest first. */
 const preference: string[] = [];
 const priorities = new Map<string, number>();
 
-export function registerBackend(name: string, factory: BackendFactory, priority: number): void {
+/**
+ * Registers `name`; `auto` tries backends by descending `priority`. `unavailable` says why the
+ * factory gave null (read after it ran), for `paratrain info`.
+ */
+export function registerBackend(name: string, factory: BackendFactory, priority: number,
+                                unavailable?: () => string | undefined): void {
   factories.set(name, factory);
+  if (unavailable) reasons.set(name, unavailable);
+  else reasons.delete(name);
   instances.delete(name);
   const at = preference.indexOf(name);
   if (at >= 0) preference.splice(at, 1);
@@ -23,6 +31,11 @@ export function registerBackend(name: string, factory: BackendFactory, priority:
 }
 export function registeredBackends(): string[] {
   return [...preference];
+}
+
+/** Why backend `name` is unavailable on this machine (after `tryBackend(name)` gave null), when it says. */
+export function backendUnavailableReason(name: string): string | undefined {
+  return reasons.get(name)?.();
 }
 
 /** The backend called `name`, or null when it is registered but not usable on this machine. */

@@ -1,6 +1,6 @@
 /**
- * Finding and loading paratrain's optional native addons (the OpenBLAS kernels, the MPI
- * transport, the tcp data path): one loader for the three.
+ * Finding and loading paratrain's optional native addons (the OpenBLAS and oneDNN kernels, the
+ * MPI transport, the tcp data path, the benchmarks' FMA probe): one loader for all.
  *
  * An addon is found relative to the repository root — src/platform/ and dist/platform/ both sit
  * two levels below it — in build/native/ (where `npm run build:*` puts it) or in the hand-built

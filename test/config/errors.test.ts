@@ -88,7 +88,7 @@ test('every problem is listed, not just the first', () => {
     'f.yaml: model.layers[1].dropout.rate: expected a number ≥ 0 and < 1, got -1',
     "f.yaml: data.batchSize: expected a positive integer, got 'big'",
     'f.yaml: train.devices: expected a positive integer, got 0',
-    "f.yaml: train.backend: expected one of js, wasm, native, auto, got 'gpu'",
+    "f.yaml: train.backend: expected one of js, wasm, native, onednn, auto, got 'gpu'",
   ]);
 });
 

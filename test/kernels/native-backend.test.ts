@@ -20,11 +20,13 @@ const skip = native ? false : `native backend unavailable: ${nativeUnavailableRe
 const b = native as NativeBackend & WasmBackend;
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
-test('native is registered above wasm, and auto picks it exactly when it loads', async () => {
+test('native is registered above wasm, and auto picks it exactly when it loads (and onednn does not)', async () => {
   const order = registeredBackends();
   assert.ok(order.indexOf('native') >= 0 && order.indexOf('native') < order.indexOf('wasm'), `order: ${order.join(', ')}`);
   const loaded = await tryBackend('native');
-  assert.equal((await getBackend('auto')).name, loaded ? 'native' : 'wasm');
+  // onednn, when built, comes first (test/kernels/onednn-backend.test.ts)
+  const onednn = await tryBackend('onednn');
+  assert.equal((await getBackend('auto')).name, onednn ? 'onednn' : loaded ? 'native' : 'wasm');
   assert.equal(Boolean(loaded), Boolean(native));
 });
 
@@ -154,7 +156,7 @@ test('PARATRAIN_NATIVE=0 makes the backend unavailable and auto falls back to wa
     const { nativeUnavailableReason } = await import(${JSON.stringify(new URL('../../src/kernels/native/index.ts', import.meta.url).href)});
     console.log(JSON.stringify({ native: n === null, auto: a.name, reason: nativeUnavailableReason() }));`;
   const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script],
-    { cwd: root, env: { ...process.env, PARATRAIN_NATIVE: '0' }, encoding: 'utf8' });
+    { cwd: root, env: { ...process.env, PARATRAIN_NATIVE: '0', PARATRAIN_ONEDNN: '0' }, encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
   assert.deepEqual(JSON.parse(r.stdout), { native: true, auto: 'wasm', reason: 'disabled by PARATRAIN_NATIVE=0' });
 });

@@ -1,5 +1,5 @@
 /**
- * Naive direct-loop reference kernels, for testing every backend (js, wasm, native) against.
+ * Naive direct-loop reference kernels, for testing every backend (js, wasm, native, onednn) against.
  *
  * `referenceBackend` has exactly the signatures of the `Backend` methods it covers, and the same
  * conventions (overwrite y/dx, accumulate dw/db, argmax = flat index into x, padding never wins,

@@ -11,7 +11,7 @@ const strategyChoices = Object.fromEntries(STRATEGIES.map((e) => [e.name, e.sche
 
 export const strategySchema = oneKeyMap({ noun: 'strategy', choices: strategyChoices, example: '`bmuf: { period: 4 }`' });
 
-export const BACKENDS = ['js', 'wasm', 'native', 'auto'] as const;
+export const BACKENDS = ['js', 'wasm', 'native', 'onednn', 'auto'] as const;
 
 export const trainSchema = section({
   epochs: posInt().default(1),

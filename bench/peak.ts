@@ -1,0 +1,52 @@
+/**
+ * The machine's measured single-core FMA peak (native/onednn/peak/fma_peak.c, built by
+ * `npm run build:peak`; `npm ci` builds it where a C compiler is): the widest vectors the CPU has
+ * (512-bit with AVX-512, 256-bit with AVX2) and 128-bit ones (what WebAssembly SIMD can use), each
+ * 12 independent FMA chains run for about 0.2 s, the fastest of its ~10 µs chunks counting (so
+ * other processes on a shared machine do not lower it). Benchmarks print it first and give their
+ * figures as fractions of it.
+ */
+import { loadAddon, addonUnavailableReason, type AddonSpec } from '../src/platform/addon.ts';
+
+export interface FmaPeak { bits: number; gflops: number; fma: boolean }
+export interface MachinePeak { widest: FmaPeak; simd128: FmaPeak }
+
+const SPEC: AddonSpec = {
+  file: 'paratrain_peak.node',
+  sourceDir: 'native/onednn/peak',
+  disableEnv: 'PARATRAIN_PEAK',
+  requiredExports: ['fmaPeak'],
+  buildCommand: 'npm run build:peak',
+  notBuiltReason: 'the FMA probe is not built (npm run build:peak)',
+};
+
+let measured: MachinePeak | null | undefined;
+
+/** Measures the peak once per process (≈ 0.4 s), or null when the probe is not built (see peakUnavailableReason). */
+export function machinePeak(): MachinePeak | null {
+  if (measured !== undefined) return measured;
+  const addon = loadAddon<{ fmaPeak(bits: number, seconds: number): FmaPeak }>(SPEC);
+  if (!addon) return (measured = null);
+  addon.fmaPeak(0, 0.02); // warm-up: wide-vector clocks and the page of code
+  measured = { widest: addon.fmaPeak(0, 0.2), simd128: addon.fmaPeak(128, 0.2) };
+  return measured;
+}
+
+export function peakUnavailableReason(): string | undefined {
+  return addonUnavailableReason(SPEC);
+}
+
+/** One line for the top of a benchmark's output. */
+export function peakLine(): string {
+  const p = machinePeak();
+  if (!p) return `FMA peak: not measured (${peakUnavailableReason()})`;
+  const kind = (f: FmaPeak) => `${f.bits}-bit${f.fma ? ' FMA' : ' mul+add'}`;
+  return `FMA peak, one core (measured): ${p.widest.gflops.toFixed(0)} GFLOPS with ${kind(p.widest)}, ` +
+    `${p.simd128.gflops.toFixed(0)} with ${kind(p.simd128)} (WebAssembly SIMD's width)`;
+}
+
+/** `gflops` as a percentage of the widest-vector peak ('' when it was not measured). */
+export function ofPeak(gflops: number): string {
+  const p = machinePeak();
+  return p ? `${((100 * gflops) / p.widest.gflops).toFixed(0)}%` : '';
+}

@@ -1,0 +1,110 @@
+/*
+ * gemm as oneDNN's matmul primitive: C[M×N] = alpha·op(A)·op(B) + beta·C, row-major and packed.
+ * A transpose is a memory descriptor with swapped strides (no copy); alpha is the primitive's
+ * output scale and beta a sum post-op, both fixed when the plan is made (the key holds them:
+ * training uses alpha = 1 and beta ∈ {0, 1}). beta = 0 overwrites C (even NaN), like BLAS.
+ *
+ * setGemm('sgemm') switches this environment to oneDNN's BLAS-like dnnl_sgemm (row-major, its own
+ * JIT kernels, nothing cached) instead, so benchmarks can compare the two entry points.
+ */
+#include <string.h>
+#include "onednn.h"
+
+static Plan *matmulPlan(Instance *inst, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, float beta) {
+  Key key = { { PLAN_MATMUL, ta, tb, M, N, K } };
+  memcpy(&key.v[6], &alpha, sizeof alpha);
+  memcpy(&key.v[7], &beta, sizeof beta);
+  Plan *p = planFind(inst, &key);
+  if (p) return p;
+  p = planNew(inst, &key);
+
+  dnnl_memory_desc_t a, b, c;
+  const dnnl_dims_t ad = { M, K }, bd = { K, N }, cd = { M, N };
+  const dnnl_dims_t as = { ta ? 1 : K, ta ? M : 1 }, bs = { tb ? 1 : N, tb ? K : 1 };
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_post_ops_t ops = NULL;
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_matmul_desc_t desc;
+  bool ok = dnnl_memory_desc_init_by_strides(&a, 2, ad, dnnl_f32, as) == dnnl_success &&
+            dnnl_memory_desc_init_by_strides(&b, 2, bd, dnnl_f32, bs) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&c, 2, cd, dnnl_f32, dnnl_ab) == dnnl_success &&
+            dnnl_matmul_desc_init(&desc, &a, &b, NULL, &c) == dnnl_success &&
+            dnnl_primitive_attr_create(&attr) == dnnl_success;
+  if (ok && alpha != 1.0f) ok = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha) == dnnl_success;
+  if (ok && beta != 0.0f) {
+    ok = dnnl_post_ops_create(&ops) == dnnl_success && dnnl_post_ops_append_sum(ops, beta) == dnnl_success &&
+         dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success;
+  }
+  ok = ok && dnnl_primitive_desc_create(&pd, &desc, attr, inst->engine, NULL) == dnnl_success;
+  if (ok) {
+    const int ma = planMem(inst, p, &a, 0), mb = planMem(inst, p, &b, 1), mc = planMem(inst, p, &c, 2);
+    const ArgRef args[] = { { DNNL_ARG_SRC, ma }, { DNNL_ARG_WEIGHTS, mb }, { DNNL_ARG_DST, mc } };
+    ok = planStep(p, pd, 3, args);
+  }
+  if (ok) planCreated(inst, p, PLAN_MATMUL, pd);
+  else { planFree(p); p = NULL; }
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  if (ops) dnnl_post_ops_destroy(ops);
+  if (attr) dnnl_primitive_attr_destroy(attr);
+  return p;
+}
+
+/* sgemm(transA, transB, M, N, K, alpha, A, B, beta, C) → true, or false when oneDNN has no matmul for it (the caller falls back) */
+napi_value Sgemm(napi_env env, napi_callback_info info) {
+  const char *fn = "gemm";
+  napi_value argv[10];
+  if (!getArgs(env, info, 10, argv, "sgemm(transA, transB, M, N, K, alpha, A, B, beta, C)")) return NULL;
+  bool ta, tb;
+  if (napi_get_value_bool(env, argv[0], &ta) != napi_ok || napi_get_value_bool(env, argv[1], &tb) != napi_ok) {
+    napi_throw_type_error(env, NULL, "gemm: transA and transB must be booleans");
+    return NULL;
+  }
+  static const char *const names[] = { "size M", "size N", "size K" };
+  int64_t s[3];
+  if (!getInts(env, argv + 2, 3, fn, names, s)) return NULL;
+  const int64_t M = s[0], N = s[1], K = s[2];
+  double alpha, beta;
+  float *A, *B, *C;
+  size_t la, lb, lc;
+  if (!getNumber(env, argv[5], fn, "alpha", &alpha) || !getNumber(env, argv[8], fn, "beta", &beta)) return NULL;
+  if (!getF32(env, argv[6], fn, "A", false, &A, &la) || !getF32(env, argv[7], fn, "B", false, &B, &lb) ||
+      !getF32(env, argv[9], fn, "C", false, &C, &lc)) return NULL;
+  if (!need(env, fn, "A", la, M * K) || !need(env, fn, "B", lb, K * N) || !need(env, fn, "C", lc, M * N)) return NULL;
+  if (M == 0 || N == 0) return boolValue(env, true);
+  const float fa = (float)alpha, fb = (float)beta;
+  if (K == 0 || fa == 0.0f) {
+    /* No product: BLAS leaves C alone for beta = 1 and scales otherwise; beta = 0 overwrites (even NaN). */
+    if (fb == 0.0f) memset(C, 0, (size_t)(M * N) * sizeof(float));
+    else if (fb != 1.0f) for (int64_t i = 0; i < M * N; i++) C[i] *= fb;
+    return boolValue(env, true);
+  }
+  oneThread();
+  Instance *inst = instance(env);
+  if (inst->useSgemm) {
+    const dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, fa, A, ta ? M : K, B, tb ? K : N, fb, C, N);
+    if (st != dnnl_success) { throwStatus(env, fn, "sgemm", st); return NULL; }
+    return boolValue(env, true);
+  }
+  Plan *p = matmulPlan(inst, ta, tb, M, N, K, fa, fb);
+  if (!p) { inst->unsupported[PLAN_MATMUL]++; return boolValue(env, false); }
+  void *ptrs[] = { A, B, C };
+  return planRun(env, inst, p, ptrs, fn) ? boolValue(env, true) : NULL;
+}
+
+/* setGemm('matmul' | 'sgemm') → the previous mode: which oneDNN entry point gemm uses in this environment. */
+napi_value SetGemm(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  if (!getArgs(env, info, 1, argv, "setGemm('matmul' | 'sgemm')")) return NULL;
+  char mode[16] = "";
+  size_t len = 0;
+  napi_get_value_string_utf8(env, argv[0], mode, sizeof mode, &len);
+  if (strcmp(mode, "matmul") != 0 && strcmp(mode, "sgemm") != 0) {
+    napi_throw_range_error(env, NULL, "setGemm: mode must be 'matmul' or 'sgemm'");
+    return NULL;
+  }
+  Instance *inst = instance(env);
+  napi_value previous;
+  CHECK(napi_create_string_utf8(env, inst->useSgemm ? "sgemm" : "matmul", NAPI_AUTO_LENGTH, &previous));
+  inst->useSgemm = strcmp(mode, "sgemm") == 0;
+  return previous;
+}

@@ -1,0 +1,144 @@
+/*
+ * Shared declarations of the onednn addon (the .c files next to it): the per-environment instance (engine,
+ * stream, plan cache), cached plans of oneDNN primitives, and N-API argument helpers.
+ *
+ * A "plan" is what one Backend call runs: up to MAX_STEPS primitives (e.g. a weights reorder, then
+ * the convolution) and the memory objects they read and write. Memory objects either wrap one of
+ * the caller's arrays (a "slot": its data handle is set to the caller's pointer on every call, so
+ * nothing is copied) or own a buffer oneDNN allocated (blocked weights, a pooling workspace).
+ * Plans are created once per shape and kind and kept in a small per-environment hash table.
+ */
+#ifndef PARATRAIN_ONEDNN_H
+#define PARATRAIN_ONEDNN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <node_api.h>
+#include <oneapi/dnnl/dnnl.h>
+
+/* ------------------------------------------------------------------ plans */
+
+enum PlanKind {
+  PLAN_MATMUL = 1, PLAN_CONV_FWD, PLAN_CONV_BWD_DATA, PLAN_CONV_BWD_WEIGHTS,
+  PLAN_POOL_MAX_FWD, PLAN_POOL_AVG_FWD, PLAN_POOL_AVG_BWD,
+  PLAN_ELTWISE_FWD, PLAN_ELTWISE_BWD, PLAN_BIAS_ADD, PLAN_LOGSOFTMAX,
+  PLAN_KINDS
+};
+
+#define KEY_WORDS 16
+#define MAX_STEPS 3
+#define MAX_ARGS 6
+#define MAX_MEMS 10
+
+/** What a plan is for: its kind and shape (unused words zero). Compared bytewise. */
+typedef struct { int64_t v[KEY_WORDS]; } Key;
+
+typedef struct { int arg; int mem; } ArgRef;
+
+typedef struct {
+  dnnl_primitive_t prim;
+  int nargs;
+  ArgRef args[MAX_ARGS];
+} Step;
+
+typedef struct Plan {
+  Key key;
+  bool used;
+  int nsteps;
+  Step steps[MAX_STEPS];
+  int nmems;
+  dnnl_memory_t mems[MAX_MEMS];
+  /** slot[i] >= 0: mems[i] wraps the caller's pointer ptrs[slot[i]]; -1: it owns its buffer */
+  int slot[MAX_MEMS];
+  /** the main primitive's implementation, e.g. "brgconv:avx512_core" (static string from oneDNN) */
+  const char *impl;
+  /** kind-specific extra: the pooling workspace's memory index */
+  int aux;
+} Plan;
+
+#define CACHE_SLOTS 256
+#define CACHE_LIMIT 192
+
+typedef struct {
+  dnnl_engine_t engine;
+  dnnl_stream_t stream;
+  Plan table[CACHE_SLOTS];
+  int count;
+  /** per plan kind: plans created, and calls oneDNN had no primitive for (handed back to JS) */
+  int64_t created[PLAN_KINDS];
+  int64_t unsupported[PLAN_KINDS];
+  /** per plan kind: the implementation of the last plan created */
+  const char *lastImpl[PLAN_KINDS];
+  /** gemm through dnnl_sgemm instead of the matmul primitive (setGemm, for benchmarks) */
+  bool useSgemm;
+} Instance;
+
+Instance *instance(napi_env env);
+/** Makes this OS thread run oneDNN single-threaded (OpenMP ICVs are per thread); cheap after the first call. */
+void oneThread(void);
+/** The threads oneDNN would use on the calling thread (omp_get_max_threads(); 1 for a sequential build). */
+int threadsInUse(void);
+
+/** The cached plan for `key`, or NULL when there is none yet. */
+Plan *planFind(Instance *inst, const Key *key);
+/** A fresh plan slot for `key` (flushes the cache when it is full). */
+Plan *planNew(Instance *inst, const Key *key);
+/** Releases a plan's primitives and memory objects (its slot becomes free). */
+void planFree(Plan *p);
+/** Adds a memory object for `md`: wrapping caller pointer `slot`, or owning a buffer when slot < 0. -1 on failure. */
+int planMem(Instance *inst, Plan *p, const dnnl_memory_desc_t *md, int slot);
+/** Adds a step running the primitive of `pd` with `nargs` (arg, mem) pairs; false on failure. */
+bool planStep(Plan *p, const_dnnl_primitive_desc_t pd, int nargs, const ArgRef *args);
+/** Runs every step with the caller's pointers; false after throwing. */
+bool planRun(napi_env env, Instance *inst, Plan *p, void *const *ptrs, const char *fn);
+/** Records that `kind` got a new plan from `pd`. */
+void planCreated(Instance *inst, Plan *p, int kind, const_dnnl_primitive_desc_t pd);
+
+/** A reorder of `src` into `dst`, accumulating (dst = src + dst) when `accumulate`; NULL when oneDNN refuses. */
+dnnl_primitive_desc_t reorderPd(Instance *inst, const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst, bool accumulate);
+
+/* ------------------------------------------------------------------ N-API helpers */
+
+void throwLast(napi_env env, const char *what);
+void throwStatus(napi_env env, const char *fn, const char *what, dnnl_status_t s);
+bool getF32(napi_env env, napi_value v, const char *fn, const char *name, bool nullable, float **data, size_t *length);
+bool getI32(napi_env env, napi_value v, const char *fn, const char *name, int32_t **data, size_t *length);
+bool getInts(napi_env env, napi_value *argv, int n, const char *fn, const char *const *names, int64_t *out);
+bool getNumber(napi_env env, napi_value v, const char *fn, const char *name, double *out);
+bool need(napi_env env, const char *fn, const char *name, size_t have, int64_t want);
+bool getArgs(napi_env env, napi_callback_info info, size_t want, napi_value *argv, const char *usage);
+napi_value boolValue(napi_env env, bool b);
+napi_value numberValue(napi_env env, double d);
+
+#define CHECK(call)                                                            \
+  do {                                                                         \
+    if ((call) != napi_ok) { throwLast(env, #call); return NULL; }            \
+  } while (0)
+
+/** A conv or pool geometry (F = 1 for pooling); padR* is the implied padding after. */
+typedef struct {
+  int64_t N, H, W, C, KH, KW, F, sh, sw, pt, pl, OH, OW, pb, pr;
+} Geom;
+
+/** Reads 13 (conv) or 12 (pool: no F) geometry integers from argv and checks them; false after throwing. */
+bool getGeom(napi_env env, napi_value *argv, const char *fn, bool conv, Geom *g);
+
+/* ------------------------------------------------------------------ exports (one file each) */
+
+napi_value Sgemm(napi_env env, napi_callback_info info);
+napi_value Conv2dForward(napi_env env, napi_callback_info info);
+napi_value Conv2dBackwardData(napi_env env, napi_callback_info info);
+napi_value Conv2dBackwardFilter(napi_env env, napi_callback_info info);
+napi_value MaxPoolForward(napi_env env, napi_callback_info info);
+napi_value MaxPoolBackward(napi_env env, napi_callback_info info);
+napi_value AvgPoolForward(napi_env env, napi_callback_info info);
+napi_value AvgPoolBackward(napi_env env, napi_callback_info info);
+napi_value ActivationForward(napi_env env, napi_callback_info info);
+napi_value ActivationBackward(napi_env env, napi_callback_info info);
+napi_value BiasAdd(napi_env env, napi_callback_info info);
+napi_value BiasGrad(napi_env env, napi_callback_info info);
+napi_value SoftmaxCrossEntropy(napi_env env, napi_callback_info info);
+napi_value SetGemm(napi_env env, napi_callback_info info);
+
+#endif

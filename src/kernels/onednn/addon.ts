@@ -1,0 +1,93 @@
+/**
+ * The optional onednn addon (native/onednn/*.c, built by `npm run build:onednn` into
+ * build/native/paratrain_onednn.node), found and loaded by the platform loader
+ * (src/platform/addon.ts).
+ *
+ * Loading never throws: a missing file, a missing libdnnl.so.2, an ABI mismatch or
+ * PARATRAIN_ONEDNN=0 all give null, and `onednnUnavailableReason()` says which.
+ *
+ * Threads: Debian's libdnnl runs on OpenMP; the addon sets the calling thread's OpenMP thread count
+ * to 1 before its first oneDNN call on that thread (OpenMP keeps that setting per thread), so each
+ * device thread runs oneDNN alone on its core and no OpenMP pool is started. OMP_NUM_THREADS=1 is
+ * also set for the duration of the first load, so the library's own start-up sees one thread.
+ */
+import { addonPath, addonUnavailableReason, loadAddon, type AddonSpec } from '../../platform/addon.ts';
+
+export interface OneDnnInfo {
+  /** oneDNN's version, e.g. '2.6.3' */
+  version: string;
+  /** the instruction set oneDNN dispatches its kernels to on this CPU, e.g. 'avx512_core_bf16', 'avx2' */
+  isa: string;
+  /** oneDNN's CPU threading runtime: 'openmp' (Debian's) or 'sequential' */
+  runtime: string;
+  /** oneDNN threads per calling thread: 1 */
+  threads: number;
+}
+
+/** Per kind of cached plan: plans made in this thread, calls oneDNN had no primitive for, the last implementation chosen. */
+export interface OneDnnKindStats { plans: number; unsupported: number; impl: string }
+
+export type OneDnnStats = Record<'matmul' | 'convForward' | 'convBackwardData' | 'convBackwardWeights' | 'maxPoolForward'
+  | 'avgPoolForward' | 'avgPoolBackward' | 'eltwiseForward' | 'eltwiseBackward' | 'biasAdd' | 'logSoftmax', OneDnnKindStats>
+  & { cached: number };
+
+type Geometry13 = [N: number, H: number, W: number, C: number, KH: number, KW: number, F: number,
+  sh: number, sw: number, pt: number, pl: number, OH: number, OW: number];
+type Geometry12 = [N: number, H: number, W: number, C: number, KH: number, KW: number,
+  sh: number, sw: number, pt: number, pl: number, OH: number, OW: number];
+
+/**
+ * The addon's exports (see native/onednn/paratrain_onednn.c). Each kernel returns true when it ran
+ * and false when oneDNN has no primitive for the call (the backend then runs its base kernel).
+ */
+export interface OneDnnAddon {
+  sgemm(transA: boolean, transB: boolean, M: number, N: number, K: number,
+        alpha: number, A: Float32Array, B: Float32Array, beta: number, C: Float32Array): boolean;
+  conv2dForward(x: Float32Array, w: Float32Array, bias: Float32Array | null, y: Float32Array, ...g: Geometry13): boolean;
+  conv2dBackwardData(dy: Float32Array, w: Float32Array, dx: Float32Array, ...g: Geometry13): boolean;
+  conv2dBackwardFilter(x: Float32Array, dy: Float32Array, dw: Float32Array, db: Float32Array | null, ...g: Geometry13): boolean;
+  maxPoolForward(x: Float32Array, y: Float32Array, argmax: Int32Array, ...g: Geometry12): boolean;
+  maxPoolBackward(dy: Float32Array, argmax: Int32Array, dx: Float32Array, ...g: Geometry12): boolean;
+  avgPoolForward(x: Float32Array, y: Float32Array, ...g: Geometry12): boolean;
+  avgPoolBackward(dy: Float32Array, dx: Float32Array, ...g: Geometry12): boolean;
+  /** kind: 0 relu, 1 clippedRelu, 2 tanh, 3 sigmoid, 4 linear */
+  activationForward(kind: number, x: Float32Array, y: Float32Array, cap: number): boolean;
+  activationBackward(kind: number, y: Float32Array, dy: Float32Array, dx: Float32Array, cap: number): boolean;
+  biasAdd(x: Float32Array, bias: Float32Array, y: Float32Array, rows: number, cols: number): boolean;
+  biasGrad(dy: Float32Array, db: Float32Array, rows: number, cols: number): boolean;
+  /** The summed loss, or null when oneDNN has no softmax for the shape. */
+  softmaxCrossEntropy(logits: Float32Array, labels: Int32Array, rows: number, classes: number,
+                      dlogits: Float32Array, gradScale: number): number | null;
+  /** Which oneDNN entry point gemm uses in this thread (default the matmul primitive); returns the previous one. */
+  setGemm(mode: 'matmul' | 'sgemm'): 'matmul' | 'sgemm';
+  info(): OneDnnInfo;
+  stats(): OneDnnStats;
+}
+
+const SPEC: AddonSpec = {
+  file: 'paratrain_onednn.node',
+  sourceDir: 'native/onednn',
+  disableEnv: 'PARATRAIN_ONEDNN',
+  requiredExports: ['sgemm', 'conv2dForward', 'softmaxCrossEntropy', 'stats'],
+  buildCommand: 'npm run build:onednn',
+  notBuiltReason: 'the addon is not built (needs oneDNN 2.x: apt-get install libdnnl-dev, then npm run build:onednn)',
+  loadFailureReason: (path, message) => /libdnnl/.test(message)
+    ? `${path} does not load: ${message} (apt-get install libdnnl2, or rebuild with npm run build:onednn)`
+    : `${path} does not load: ${message}`,
+  loadEnv: { OMP_NUM_THREADS: '1' },
+};
+
+/** Absolute path of the addon file that would be loaded, or null when none is built. */
+export function onednnAddonPath(): string | null {
+  return addonPath(SPEC);
+}
+
+/** The addon, or null when it is not built, does not load here, or PARATRAIN_ONEDNN=0. Loaded once per thread. */
+export function loadOneDnnAddon(): OneDnnAddon | null {
+  return loadAddon<OneDnnAddon>(SPEC);
+}
+
+/** Why `loadOneDnnAddon()` returned null (undefined when it loaded or was not tried). */
+export function onednnUnavailableReason(): string | undefined {
+  return addonUnavailableReason(SPEC);
+}

@@ -1,0 +1,122 @@
+/**
+ * The optional `onednn` backend: oneDNN's primitives (the library behind PyTorch's CPU
+ * convolutions) through an N-API addon, dispatched by oneDNN for the CPU it finds (AVX-512, AVX2 …).
+ *
+ * Like `native`, it is composed, not copied: the object `createWasmBackend()` returns is the
+ * prototype (allocation in the wasm backend's shared memory, and the optimizer steps, axpy and
+ * scale, which are memory-bound loops over flat buffers where wasm SIMD is already at the memory's
+ * speed), and the kernels oneDNN has primitives for are overridden by addon calls:
+ *
+ * | kernel | in the addon |
+ * | --- | --- |
+ * | gemm | matmul primitive (transposes as strides, alpha as output scale, beta as a sum post-op) |
+ * | conv2d forward / backward-data / backward-filter | convolution primitives on NHWC memory, weights reordered to oneDNN's blocked format |
+ * | max/avg pool forward, avg pool backward | pooling primitives (max: workspace → flat argmax in C) |
+ * | max pool backward | a C scatter through argmax |
+ * | activations | eltwise primitives (backward from the forward output) |
+ * | biasAdd | binary add primitive (bias broadcast over rows) |
+ * | softmaxCrossEntropy | log-softmax primitive, loss and gradient in C |
+ * | biasGrad | C loop (column sums in double) |
+ *
+ * The addon reads and writes any Float32Array in place — wasm memory, a SharedArrayBuffer, a plain
+ * array, at any byteOffset — so nothing is copied. When oneDNN has no primitive for a call's shape
+ * the addon says so and the base kernel runs instead (counted in `stats()`).
+ *
+ * oneDNN runs on the calling thread only (see ./addon.ts); one backend per thread, like wasm.
+ */
+import type { ActivationKind, Backend, Conv2DGeometry, Pool2DGeometry } from '../backend.ts';
+import { jsBackend } from '../js/index.ts';
+import { createWasmBackend, type WasmBackend } from '../wasm/index.ts';
+import { loadOneDnnAddon, type OneDnnInfo, type OneDnnStats } from './addon.ts';
+
+export { loadOneDnnAddon, onednnAddonPath, onednnUnavailableReason, type OneDnnAddon, type OneDnnInfo, type OneDnnStats } from './addon.ts';
+
+export interface OneDnnBackend extends Backend {
+  /** What oneDNN reports about itself: version, the ISA it dispatched, its runtime, threads in use. */
+  readonly onednn: OneDnnInfo;
+  /** The backend the kernels oneDNN does not take come from. */
+  readonly base: 'wasm' | 'js';
+  /** This thread's plans per kind: how many, calls handed to the base backend, the implementation chosen. */
+  stats(): OneDnnStats;
+  /** gemm through the matmul primitive (default) or oneDNN's dnnl_sgemm (benchmarks compare them); returns the previous mode. */
+  setGemm(mode: 'matmul' | 'sgemm'): 'matmul' | 'sgemm';
+}
+
+const ACTIVATIONS: Record<ActivationKind, number> = { relu: 0, clippedRelu: 1, tanh: 2, sigmoid: 3, linear: 4 };
+const DEFAULT_RELU_CAP = 20;
+
+function activationCode(what: string, kind: ActivationKind): number {
+  const k = ACTIVATIONS[kind];
+  if (k === undefined) throw new Error(`${what}: unknown activation '${String(kind)}'`);
+  return k;
+}
+
+type Geometry13 = [number, number, number, number, number, number, number, number, number, number, number, number, number];
+type Geometry12 = [number, number, number, number, number, number, number, number, number, number, number, number];
+
+function conv(g: Conv2DGeometry): Geometry13 {
+  return [g.N, g.H, g.W, g.C, g.KH, g.KW, g.F, g.strideH, g.strideW, g.padTop, g.padLeft, g.OH, g.OW];
+}
+
+function pool(g: Pool2DGeometry): Geometry12 {
+  return [g.N, g.H, g.W, g.C, g.KH, g.KW, g.strideH, g.strideW, g.padTop, g.padLeft, g.OH, g.OW];
+}
+
+/**
+ * A new onednn backend over a new wasm backend (its own memory), or null when the addon is not
+ * built or does not load here (`onednnUnavailableReason()` says why).
+ */
+export async function createOneDnnBackend(): Promise<OneDnnBackend | null> {
+  const addon = loadOneDnnAddon();
+  if (!addon) return null;
+  const wasm: WasmBackend | null = await createWasmBackend();
+  const base: Backend = wasm ?? jsBackend;
+  const overrides: Partial<OneDnnBackend> & Pick<OneDnnBackend, 'name' | 'onednn' | 'base' | 'stats' | 'setGemm'> = {
+    name: 'onednn',
+    onednn: addon.info(),
+    base: wasm ? 'wasm' : 'js',
+    stats: () => addon.stats(),
+    setGemm: (mode) => addon.setGemm(mode),
+    gemm: (transA, transB, M, N, K, alpha, A, B, beta, C) => {
+      if (!addon.sgemm(transA, transB, M, N, K, alpha, A, B, beta, C)) base.gemm(transA, transB, M, N, K, alpha, A, B, beta, C);
+    },
+    conv2dForward: (x, w, bias, y, g) => {
+      if (!addon.conv2dForward(x, w, bias, y, ...conv(g))) base.conv2dForward(x, w, bias, y, g);
+    },
+    conv2dBackwardData: (dy, w, dx, g) => {
+      if (!addon.conv2dBackwardData(dy, w, dx, ...conv(g))) base.conv2dBackwardData(dy, w, dx, g);
+    },
+    conv2dBackwardFilter: (x, dy, dw, db, g) => {
+      if (!addon.conv2dBackwardFilter(x, dy, dw, db, ...conv(g))) base.conv2dBackwardFilter(x, dy, dw, db, g);
+    },
+    maxPoolForward: (x, y, argmax, g) => {
+      if (!addon.maxPoolForward(x, y, argmax, ...pool(g))) base.maxPoolForward(x, y, argmax, g);
+    },
+    maxPoolBackward: (dy, argmax, dx, g) => {
+      if (!addon.maxPoolBackward(dy, argmax, dx, ...pool(g))) base.maxPoolBackward(dy, argmax, dx, g);
+    },
+    avgPoolForward: (x, y, g) => {
+      if (!addon.avgPoolForward(x, y, ...pool(g))) base.avgPoolForward(x, y, g);
+    },
+    avgPoolBackward: (dy, dx, g) => {
+      if (!addon.avgPoolBackward(dy, dx, ...pool(g))) base.avgPoolBackward(dy, dx, g);
+    },
+    biasAdd: (x, bias, y, rows, cols) => {
+      if (!addon.biasAdd(x, bias, y, rows, cols)) base.biasAdd(x, bias, y, rows, cols);
+    },
+    biasGrad: (dy, db, rows, cols) => {
+      if (!addon.biasGrad(dy, db, rows, cols)) base.biasGrad(dy, db, rows, cols);
+    },
+    activationForward: (kind, x, y, cap = DEFAULT_RELU_CAP) => {
+      if (!addon.activationForward(activationCode('activationForward', kind), x, y, cap)) base.activationForward(kind, x, y, cap);
+    },
+    activationBackward: (kind, y, dy, dx, cap = DEFAULT_RELU_CAP) => {
+      if (!addon.activationBackward(activationCode('activationBackward', kind), y, dy, dx, cap)) base.activationBackward(kind, y, dy, dx, cap);
+    },
+    softmaxCrossEntropy: (logits, labels, rows, classes, dlogits, gradScale) =>
+      addon.softmaxCrossEntropy(logits, labels, rows, classes, dlogits, gradScale)
+        ?? base.softmaxCrossEntropy(logits, labels, rows, classes, dlogits, gradScale),
+  };
+  // Every other method (and wasm's memory, allocInt32, owns, free, relaxed, tune) comes from the base.
+  return Object.assign(Object.create(base) as Backend, overrides) as OneDnnBackend;
+}
