@@ -14,6 +14,14 @@ export interface Dataset {
   sampleShape: number[];
   /** number of classes; every label is in [0, classes) */
   classes: number;
+  /** count × targetSize values: regression values or multi-hot labels (`labels` then holds zeros) */
+  targets?: Float32Array;
+  /** values per sample in `targets` */
+  targetSize?: number;
+  /** class names, by label index */
+  classNames?: string[];
+  /** what the samples are labelled for (default classification) */
+  task?: 'classification' | 'regression' | 'multiLabel';
 }
 
 /** Values per sample (H·W·C). */
@@ -30,6 +38,7 @@ export function limitDataset(ds: Dataset, n: number): Dataset {
     sampleShape: [...ds.sampleShape],
     images: ds.images.subarray(0, count * sampleSize(ds)),
     labels: ds.labels.subarray(0, count),
+    ...(ds.targets ? { targets: ds.targets.subarray(0, count * (ds.targetSize ?? 0)) } : {}),
     count,
   };
 }
@@ -64,5 +73,7 @@ export function shareDataset(ds: Dataset): Dataset {
   images.set(ds.images);
   const labels = new Int32Array(new SharedArrayBuffer(ds.labels.byteLength));
   labels.set(ds.labels);
-  return { ...ds, sampleShape: [...ds.sampleShape], images, labels };
+  const targets = ds.targets && new Float32Array(new SharedArrayBuffer(ds.targets.byteLength));
+  targets?.set(ds.targets!);
+  return { ...ds, sampleShape: [...ds.sampleShape], images, labels, ...(targets ? { targets } : {}) };
 }

@@ -1,32 +1,36 @@
 import { Tensor } from '../tensor/tensor.ts';
-import type { ActivationKind, Backend } from '../kernels/backend.ts';
+import { activationParam, backwardReadsInput, type ActivationKind, type Backend } from '../kernels/backend.ts';
 import { BaseLayer, BufferPool, type ForwardContext } from './layer.ts';
 
-/** A standalone elementwise activation (relu, clipped relu, tanh, sigmoid). */
+/** A standalone elementwise activation (relu, clipped relu, leaky relu, tanh, sigmoid, gelu). */
 export class ActivationLayer extends BaseLayer {
   readonly outputShape: readonly number[];
-  private y: Tensor | null = null;
+  /** clippedRelu's ceiling or leakyRelu's slope (the kernels' `cap`) */
+  readonly cap: number;
+  /** what backward reads: the output, or for gelu the input */
+  private saved: Tensor | null = null;
 
   constructor(backend: Backend, name: string, inputShape: readonly number[],
-              readonly kind: ActivationKind, readonly cap = 20, pool?: BufferPool) {
+              readonly kind: ActivationKind, cap?: number, pool?: BufferPool) {
     super(backend, name, inputShape, pool);
     this.outputShape = inputShape;
+    this.cap = activationParam(kind, cap);
   }
 
   forward(x: Tensor, _ctx: ForwardContext): Tensor {
     const y = new Tensor(x.shape, this.buffer('y', x.size));
     this.backend.activationForward(this.kind, x.data, y.data, this.cap);
-    this.y = y;
+    this.saved = backwardReadsInput(this.kind) ? x : y;
     return y;
   }
 
   savedForBackward(): readonly ArrayBufferView[] {
-    return this.y ? [this.y.data] : [];
+    return this.saved ? [this.saved.data] : [];
   }
 
   backward(dy: Tensor): Tensor {
     const dx = new Tensor(dy.shape, this.buffer('dx', dy.size));
-    this.backend.activationBackward(this.kind, this.y!.data, dy.data, dx.data, this.cap);
+    this.backend.activationBackward(this.kind, this.saved!.data, dy.data, dx.data, this.cap);
     return dx;
   }
 }

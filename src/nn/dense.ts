@@ -1,5 +1,5 @@
 import { Tensor } from '../tensor/tensor.ts';
-import type { ActivationKind, Backend } from '../kernels/backend.ts';
+import { backwardReadsInput, type ActivationKind, type Backend } from '../kernels/backend.ts';
 import { BaseLayer, type ForwardContext, type ParamSpec } from './layer.ts';
 
 /** y = act(x·W + b) with W stored [in, out]. */
@@ -9,7 +9,9 @@ export class Dense extends BaseLayer {
   private w!: Float32Array; private b: Float32Array | null = null;
   private dw!: Float32Array; private db: Float32Array | null = null;
   private x: Tensor | null = null;
+  /** what the activation's backward reads: the output, or for gelu the pre-activation */
   private y: Tensor | null = null;
+  private get keepsZ(): boolean { return backwardReadsInput(this.activation); }
 
   constructor(backend: Backend, name: string, inputShape: readonly number[],
               readonly units: number, readonly activation: ActivationKind, readonly useBias: boolean) {
@@ -39,11 +41,13 @@ export class Dense extends BaseLayer {
 
   forward(x: Tensor, _ctx: ForwardContext): Tensor {
     const n = x.batch;
-    const y = new Tensor([n, this.units], this.buffer('y', n * this.units));
-    this.backend.gemm(false, false, n, this.units, this.inFeatures, 1, x.data, this.w, 0, y.data);
-    if (this.b) this.backend.biasAdd(y.data, this.b, y.data, n, this.units);
-    if (this.activation !== 'linear') this.backend.activationForward(this.activation, y.data, y.data);
-    this.x = x; this.y = y;
+    // gelu's backward reads the pre-activation z, so it gets its own array; otherwise y = act(z) in place
+    const z = new Tensor([n, this.units], this.buffer(this.keepsZ ? 'z' : 'y', n * this.units));
+    this.backend.gemm(false, false, n, this.units, this.inFeatures, 1, x.data, this.w, 0, z.data);
+    if (this.b) this.backend.biasAdd(z.data, this.b, z.data, n, this.units);
+    const y = this.keepsZ ? new Tensor(z.shape, this.buffer('y', z.size)) : z;
+    if (this.activation !== 'linear') this.backend.activationForward(this.activation, z.data, y.data);
+    this.x = x; this.y = this.keepsZ ? z : y;
     return y;
   }
 

@@ -70,6 +70,13 @@ export interface Layer {
   readonly needsAsync?: boolean;
   /** The batch-sized arrays the last forward keeps for backward (activation memory accounting). */
   savedForBackward?(): readonly ArrayBufferView[];
+  /** Layers nested inside this one (a residual block's), for code that looks for a kind of layer. */
+  sublayers?(): readonly Layer[];
+}
+
+/** `layers` and every layer nested in them, depth first. */
+export function allLayers(layers: readonly Layer[]): Layer[] {
+  return layers.flatMap((l) => [l, ...allLayers(l.sublayers?.() ?? [])]);
 }
 
 /**
