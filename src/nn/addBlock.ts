@@ -152,6 +152,8 @@ function mismatch(branches: readonly Branch[], ends: readonly (readonly number[]
       return `${head}; project the shortcut, e.g. shortcut: [ { conv2d: { filters: ${out[2]}, kernelSize: 1${s > 1 ? `, strides: ${s}` : ''} } } ]`;
     }
   }
-  if (out.length === 1) return `${head}; project the shortcut, e.g. shortcut: [ { dense: { units: ${out[0]} } } ]`;
+  if (out.length === 1) {
+    return `${head}; project the shortcut, e.g. shortcut: [ ${input.length === 1 ? '' : '{ flatten: {} }, '}{ dense: { units: ${out[0]} } } ]`;
+  }
   return `${head}; change the layers so that every branch ends in the same shape`;
 }

@@ -102,7 +102,7 @@ export class Replica<M extends TrainableModel = Sequential> {
     else {
       squares = sumOfSquares(r === all.length ? all : all.subarray(0, r));
       if (this.shardComm) {
-        this.normScratch[0] = sumOfSquares(all.subarray(r));
+        this.normScratch[0] = (this.model as unknown as ModelParallelNet).shardGradSquares();
         await this.shardComm.allreduce(this.normScratch, 'sum');
         squares += this.normScratch[0]!;
       }
