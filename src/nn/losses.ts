@@ -19,6 +19,7 @@ export function lossTask(spec: LossSpec): Task {
   return LOSS_TASKS[spec.type];
 }
 
+/** Each loss's task. */
 export const LOSS_TASKS = {
   softmaxCrossEntropy: 'classification',
   meanSquaredError: 'regression',

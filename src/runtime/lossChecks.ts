@@ -14,17 +14,12 @@ const WHAT: Record<Task, string> = {
   multiLabel: 'a multi-label dataset (several yes/no labels per sample)',
 };
 
-/** The dataset's task (classification when it does not say). */
-export function taskOf(ds: Dataset): Task {
-  return ds.task ?? 'classification';
-}
-
 /**
  * Throws when `config.loss` does not fit the dataset `ds`, or (targets) when the model's outputs
  * per sample differ from the dataset's targets per sample.
  */
 export function checkLossMatchesData(config: RunConfig, ds: Dataset, outputShape: readonly number[]): void {
-  const task = taskOf(ds), wants = lossTask(config.loss);
+  const task: Task = ds.task ?? 'classification', wants = lossTask(config.loss);
   if (task !== wants) {
     throw new Error(`loss: ${config.loss.type} trains on ${WHAT[wants]}, but ${ds.name} is ${WHAT[task]}; ` +
       `use loss: ${TASK_LOSSES[task]} for this data, or data that matches the loss`);

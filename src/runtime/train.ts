@@ -12,7 +12,7 @@ import { runWorkerDevices } from './workerDevices.ts';
 import { configHash, dataAgreements, type ProcessPlacement } from './processWorld.ts';
 import { globalBatchSize } from './trainLoop.ts';
 import { checkDataShape, checkDeviceThreads, checkModelFits, checkNotEmpty } from './inputChecks.ts';
-import { checkLossMatchesData, taskOf } from './lossChecks.ts';
+import { checkLossMatchesData } from './lossChecks.ts';
 import { planRunStart, openRunDir } from './openRun.ts';
 import { MetricsWriter } from './metrics.ts';
 import { epochAggregator, type EventSink, type TrainEvent } from './events.ts';
@@ -102,7 +102,7 @@ function checkRun(config: RunConfig, data: LoadedData, threads: number): number 
   if (data.test) checkLossMatchesData(config, data.test, model.outputShape);
   const classes = model.outputShape[0]!;
   // regression and multi-label data are checked against their targets above
-  if (taskOf(data.train) === 'classification' && (model.outputShape.length !== 1 || classes !== data.train.classes)) {
+  if ((data.train.task ?? 'classification') === 'classification' && (model.outputShape.length !== 1 || classes !== data.train.classes)) {
     const last = config.model.layers.length - 1;
     throw new Error(`model.layers[${last}]: the model produces ${model.outputShape.join('×')} scores per sample but ${data.train.name} has ${data.train.classes} classes; end with a dense layer of ${data.train.classes} units`);
   }

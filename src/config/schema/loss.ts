@@ -16,11 +16,13 @@ const LOSSES = {
   binaryCrossEntropy: strict({}, 'option', 'binaryCrossEntropy').transform((): LossSpec => ({ type: 'binaryCrossEntropy' })),
 } satisfies Record<LossSpec['type'], z.ZodType<LossSpec>>;
 
+/** The loss names `loss:` accepts. */
 export const LOSS_TYPES = Object.keys(LOSSES) as LossSpec['type'][];
 
 const EXAMPLE = '`{ type: softmaxCrossEntropy, labelSmoothing: 0.1 }`';
 const asOneKeyMap = oneKeyMap({ noun: 'loss', choices: LOSSES, example: EXAMPLE });
 
+/** `loss:` → LossSpec (default softmaxCrossEntropy without smoothing). */
 export const lossSchema = z.unknown().transform((v, ctx): LossSpec => {
   if (v !== null && typeof v === 'object' && !Array.isArray(v) && 'type' in v) {
     const { type, ...options } = v as Record<string, unknown>;

@@ -15,7 +15,7 @@ import type { IssueParams } from '../errors.ts';
 import { bool, field, isInt, nonNegNum, oneKeyMap, oneOf, posInt, posNum, size2, strict, toPair, unitRange } from './fields.ts';
 import { addBlockSchemas } from './addBlocks.ts';
 
-export const ACTIVATIONS = ['relu', 'clippedRelu', 'tanh', 'sigmoid', 'linear', 'gelu', 'leakyRelu'] as const satisfies readonly ActivationKind[];
+const ACTIVATIONS = ['relu', 'clippedRelu', 'tanh', 'sigmoid', 'linear', 'gelu', 'leakyRelu'] as const satisfies readonly ActivationKind[];
 const PADDINGS = ['valid', 'same'] as const satisfies readonly Padding[];
 
 const conv2d = strict({
