@@ -128,3 +128,26 @@ test('loss metrics: MAE for regression, per-label accuracy and exact match for m
   assert.throws(() => new MeanSquaredError(B).compute(y, new Int32Array(2), 1), /loss meanSquaredError: the batch has no targets/);
   assert.throws(() => new BinaryCrossEntropy(B).compute(y, new Int32Array(2), 1, new Float32Array(2)), /gives 2 outputs per sample but the batch's targets hold 1 per sample/);
 });
+
+test('a spatialSplit with gelu and leakyRelu (fused and as layers) equals the unsplit stack, forward and backward', async () => {
+  const { buildModel } = await import('../../src/nn/model.ts');
+  const stack: LayerSpec[] = [
+    { type: 'conv2d', filters: 3, kernelSize: [3, 3], strides: [1, 1], padding: 'same', activation: 'gelu', useBias: true },
+    { type: 'leakyRelu', slope: 0.1 },
+    { type: 'conv2d', filters: 2, kernelSize: [3, 3], strides: [2, 2], padding: 'same', activation: 'leakyRelu', useBias: true },
+    { type: 'gelu' },
+  ];
+  const plain = buildModel(B, { input: [7, 6, 2], layers: stack });
+  const split = buildModel(B, { input: [7, 6, 2], layers: [{ type: 'spatialSplit', tiles: [2, 2], layers: stack as never }] });
+  plain.initialize(4); split.initialize(4);
+  assert.deepEqual([...split.params], [...plain.params], 'the same initial weights');
+  const x = () => new Tensor([2, 7, 6, 2], randomArray(2 * 7 * 6 * 2, 12));
+  const ctx = { training: true, seed: 1, step: 0, sampleOffset: 0 };
+  const y = plain.forward(x(), ctx), ys = split.forward(x(), ctx);
+  assert.ok(y.data.every((v, i) => Math.abs(v - ys.data[i]!) < 1e-6), 'forward');
+  const dy = randomArray(y.size, 13);
+  plain.zeroGrads(); split.zeroGrads();
+  plain.backward(new Tensor(y.shape, dy.slice()));
+  split.backward(new Tensor(y.shape, dy.slice()));
+  assert.ok(plain.grads.every((v, i) => Math.abs(v - split.grads[i]!) < 1e-5), 'parameter gradients');
+});
