@@ -128,3 +128,8 @@ test('examples/resnet-small.yaml parses and builds: three residual blocks, a pro
   assert.equal(c.train.clipGradNorm, 5);
   assert.deepEqual(buildModel(jsBackend, c.model).outputShape, [10]);
 });
+
+test('a residual block inside a spatialSplit is refused with the fix', () => {
+  const yaml = 'model:\n  input: [8, 8, 1]\n  layers:\n    - spatialSplit: { tiles: [2, 1], layers: [ { residual: { layers: [ { relu: {} } ] } } ] }\n    - flatten: {}\n    - dense: { units: 2 }\n';
+  assert.deepEqual(issuesOf(yaml), ['f.yaml: model.layers[0].spatialSplit.layers[0]: a residual block cannot be inside a spatialSplit (nor a spatialSplit inside it); end the spatialSplit before the block']);
+});

@@ -86,6 +86,7 @@ const BASE_LAYERS = {
 /** Why a layer type cannot be inside a spatialSplit, and the fix. */
 function notSpatial(name: string): string | undefined {
   if (name === 'spatialSplit') return 'a spatialSplit cannot hold another spatialSplit; list all the layers to split in one spatialSplit';
+  if (name === 'residual' || name === 'add') return `a ${name} block cannot be inside a spatialSplit (nor a spatialSplit inside it); end the spatialSplit before the block`;
   if (!Object.hasOwn(BASE_LAYERS, name)) return undefined;
   const why = name === 'batchNorm' ? 'its statistics span the whole image'
     : name === 'dropout' ? 'its masks are drawn per whole sample'
