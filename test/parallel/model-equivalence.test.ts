@@ -88,9 +88,21 @@ test('residual blocks with batchNorm (syncBatchNorm, nested layers synchronised)
   assert.ok([...single.tensors.keys()].some((n) => n.includes('layers.2.layers.1.running')), 'nested running statistics are checkpointed');
 });
 
-test('clipGradNorm with model-parallel layers: the shards\' norm is summed over the devices (2 devices equal one)', async () => {
+test('model-parallel layers with clipGradNorm (the shards\' norm summed over the devices) and targets (each device its rows): 2 devices equal one', async () => {
   const layers = [dense(8, 'relu'), { dense: { units: 10, activation: 'tanh', parallel: 'model' } }, { dense: { units: 4, parallel: 'model' } }];
   await assertTwoEqualOne('model-parallel clipped', { input: [6], layers, train: { clipGradNorm: 0.1 } }, syntheticDataset('classification', 32, [6], 4, 11), 1 << 30);
+  await assertTwoEqualOne('model-parallel regression', { input: [6], layers, loss: 'meanSquaredError', train: { clipGradNorm: 0.1 } },
+    syntheticDataset('regression', 36, [6], 4, 12), 1 << 30);
+});
+
+test('micro-batches carry their slice of the targets: 3 micro-batches equal the whole batch (MSE, BCE)', async () => {
+  for (const [loss, task] of [['meanSquaredError', 'regression'], ['binaryCrossEntropy', 'multiLabel']] as const) {
+    const o = { input: [6], layers: [dense(8, 'tanh'), dense(3)], loss, devices: 1, batch: 16 };
+    const data = syntheticDataset(task, 40, [6], 3, 13);
+    const whole = await trainInMemory(config(o), data);
+    const sliced = await trainInMemory(config({ ...o, train: { microBatches: 3 } }), data);
+    for (const [name, t] of whole.tensors) assertClose(sliced.tensors.get(name)!, t, { ...TOL, what: `${loss} micro-batched: ${name}` });
+  }
 });
 
 test('a non-finite step is skipped, not clipped: no gradNorm for it, the same on every device', async () => {
