@@ -41,6 +41,19 @@ export const ACT_CLIPPED_RELU: i32 = 1;
 export const ACT_TANH: i32 = 2;
 export const ACT_SIGMOID: i32 = 3;
 export const ACT_LINEAR: i32 = 4;
+export const ACT_GELU: i32 = 5;
+export const ACT_LEAKY_RELU: i32 = 6;
+
+/** Φ(x) = ½·erfc(−x/√2), the same Chebyshev erfc fit as src/kernels/js/elementwise.ts normalCdf. */
+function normalCdf(x: f64): f64 {
+  const z = Math.abs(x) * Math.SQRT1_2;
+  const t = 1.0 / (1.0 + 0.5 * z);
+  const erfc = t * Math.exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +
+    t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))));
+  return x >= 0 ? 1.0 - 0.5 * erfc : 0.5 * erfc;
+}
+
+const INV_SQRT_2PI: f64 = 0.3989422804014327;
 
 export function activationForward(kind: i32, x: usize, y: usize, n: i32, cap: f32): void {
   const z = f32x4.splat(0);
@@ -64,6 +77,16 @@ export function activationForward(kind: i32, x: usize, y: usize, n: i32, cap: f3
     for (; i < n; i++) store<f32>(at(y, i), <f32>Math.tanh(<f64>load<f32>(at(x, i))));
   } else if (kind == ACT_SIGMOID) {
     for (; i < n; i++) store<f32>(at(y, i), <f32>(1.0 / (1.0 + Math.exp(-<f64>load<f32>(at(x, i))))));
+  } else if (kind == ACT_LEAKY_RELU) {
+    // v < 0 ? slope·v : v (NaN passes through)
+    const vs = f32x4.splat(cap);
+    for (; i + 4 <= n; i += 4) {
+      const v = v128.load(at(x, i));
+      v128.store(at(y, i), v128.bitselect(f32x4.mul(v, vs), v, f32x4.lt(v, z)));
+    }
+    for (; i < n; i++) { const v = load<f32>(at(x, i)); store<f32>(at(y, i), v < 0 ? cap * v : v); }
+  } else if (kind == ACT_GELU) {
+    for (; i < n; i++) { const v = <f64>load<f32>(at(x, i)); store<f32>(at(y, i), <f32>(v * normalCdf(v))); }
   } else {
     if (x != y) memory.copy(y, x, <usize>n << 2);
   }
@@ -97,6 +120,19 @@ export function activationBackward(kind: i32, y: usize, dy: usize, dx: usize, n:
       v128.store(at(dx, i), f32x4.mul(f32x4.mul(v128.load(at(dy, i)), v), f32x4.sub(one, v)));
     }
     for (; i < n; i++) { const v = load<f32>(at(y, i)); store<f32>(at(dx, i), load<f32>(at(dy, i)) * v * (1 - v)); }
+  } else if (kind == ACT_LEAKY_RELU) {
+    const vs = f32x4.splat(cap);
+    for (; i + 4 <= n; i += 4) {
+      const g = v128.load(at(dy, i));
+      v128.store(at(dx, i), v128.bitselect(g, f32x4.mul(g, vs), f32x4.gt(v128.load(at(y, i)), z)));
+    }
+    for (; i < n; i++) { const g = load<f32>(at(dy, i)); store<f32>(at(dx, i), load<f32>(at(y, i)) > 0 ? g : cap * g); }
+  } else if (kind == ACT_GELU) {
+    // from the forward INPUT (passed as y): Φ(x) + x·φ(x)
+    for (; i < n; i++) {
+      const v = <f64>load<f32>(at(y, i));
+      store<f32>(at(dx, i), <f32>(<f64>load<f32>(at(dy, i)) * (normalCdf(v) + v * INV_SQRT_2PI * Math.exp(-0.5 * v * v))));
+    }
   } else {
     if (dx != dy) memory.copy(dx, dy, <usize>n << 2);
   }

@@ -29,6 +29,11 @@ export interface TrainSpec {
   maxBadSteps: number;
   /** a collective or parameter-server wait longer than this logs who has not arrived (stall inspector) */
   stallWarningSeconds: number;
+  /**
+   * clip the applied gradient to this global L2 norm (absent: no clipping): in hybrid after the
+   * all-reduce, in bsp/easgd/bmuf each device's local gradient, with a parameter server the pushed one
+   */
+  clipGradNorm?: number;
 }
 
 /** A validated run configuration: what `paratrain train` and the `train()` API consume. */

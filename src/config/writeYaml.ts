@@ -4,7 +4,7 @@
  */
 import { Document, isScalar, visit } from 'yaml';
 import type { RunConfig } from './runConfig.ts';
-import type { LayerSpec } from '../nn/spec.ts';
+import type { LayerSpec, LossSpec } from '../nn/spec.ts';
 import { VARIABLE } from '../tensor/shape.ts';
 import type { OptimizerSpec, DecaySpec } from '../optim/spec.ts';
 import type { StrategySpec } from '../parallel/strategies/index.ts';
@@ -14,7 +14,7 @@ export function toYamlForm(config: RunConfig): Record<string, unknown> {
   return {
     // a variable dimension (sequence frames) is written as the config writes it: null
     model: { input: config.model.input.map((d) => (d === VARIABLE ? null : d)), layers: config.model.layers.map(layerToYaml) },
-    loss: config.loss,
+    loss: lossToYaml(config.loss),
     optimizer: optimizerToYaml(config.optimizer),
     schedule: { warmupSteps: config.schedule.warmupSteps, decay: decayToYaml(config.schedule.decay) },
     data: { ...config.data },
@@ -28,8 +28,17 @@ function oneKey<T extends { type: string }>(spec: T): Record<string, Record<stri
   for (const [k, v] of Object.entries(rest)) if (v !== undefined) opts[k] = Array.isArray(v) ? [...v] : v;
   return { [type]: opts };
 }
-const layerToYaml = (l: LayerSpec): Record<string, Record<string, unknown>> =>
-  l.type === 'spatialSplit' ? { spatialSplit: { tiles: [...l.tiles], ...(l.parallel ? { parallel: l.parallel } : {}), layers: l.layers.map(layerToYaml) } } : oneKey(l);
+const layerToYaml = (l: LayerSpec): Record<string, Record<string, unknown>> => {
+  switch (l.type) {
+    case 'spatialSplit': return { spatialSplit: { tiles: [...l.tiles], ...(l.parallel ? { parallel: l.parallel } : {}), layers: l.layers.map(layerToYaml) } };
+    case 'residual': return { residual: { layers: l.layers.map(layerToYaml), shortcut: l.shortcut.map(layerToYaml), activation: l.activation } };
+    case 'add': return { add: { branches: l.branches.map((b) => b.map(layerToYaml)), activation: l.activation } };
+    default: return oneKey(l);
+  }
+};
+/** A bare name when the loss has no options to say. */
+const lossToYaml = (l: LossSpec): string | Record<string, unknown> =>
+  l.type === 'softmaxCrossEntropy' && l.labelSmoothing > 0 ? { ...l } : l.type;
 const optimizerToYaml = (o: OptimizerSpec) => oneKey(o);
 const decayToYaml = (d: DecaySpec) => oneKey(d);
 const strategyToYaml = (s: StrategySpec) => oneKey(s);

@@ -5,25 +5,34 @@ export interface Batch {
   /** count × H × W × C, NHWC */
   images: Float32Array;
   labels: Int32Array;
+  /** count × targetSize values, when the dataset has targets (regression, multi-label) */
+  targets?: Float32Array;
   count: number;
 }
 
 /**
- * Copies the samples at `indices` into `intoImages` / `intoLabels` (when given; they must be large
- * enough) and returns views of exactly the batch's length. Without buffers it allocates.
+ * Copies the samples at `indices` into `intoImages` / `intoLabels` / `intoTargets` (when given;
+ * they must be large enough) and returns views of exactly the batch's length. Without buffers it
+ * allocates. Targets come along when the dataset has them.
  */
-export function gather(ds: Dataset, indices: ArrayLike<number>, intoImages?: Float32Array, intoLabels?: Int32Array): Batch {
+export function gather(ds: Dataset, indices: ArrayLike<number>, intoImages?: Float32Array, intoLabels?: Int32Array,
+                       intoTargets?: Float32Array): Batch {
   const n = indices.length;
   const size = sampleSize(ds);
+  const per = ds.targets ? ds.targetSize ?? 0 : 0;
   if (intoImages && intoImages.length < n * size) {
     throw new Error(`gather(${ds.name}): the image buffer holds ${intoImages.length} values, the batch of ${n} needs ${n * size}`);
   }
   if (intoLabels && intoLabels.length < n) {
     throw new Error(`gather(${ds.name}): the label buffer holds ${intoLabels.length} labels, the batch needs ${n}`);
   }
+  if (intoTargets && intoTargets.length < n * per) {
+    throw new Error(`gather(${ds.name}): the target buffer holds ${intoTargets.length} values, the batch needs ${n * per}`);
+  }
   const images = intoImages ? intoImages.subarray(0, n * size) : new Float32Array(n * size);
   const labels = intoLabels ? intoLabels.subarray(0, n) : new Int32Array(n);
-  const src = ds.images;
+  const targets = per > 0 ? (intoTargets ? intoTargets.subarray(0, n * per) : new Float32Array(n * per)) : undefined;
+  const src = ds.images, tsrc = ds.targets;
   for (let k = 0; k < n; k++) {
     const i = indices[k]!;
     if (!(i >= 0 && i < ds.count && Number.isInteger(i))) {
@@ -33,8 +42,9 @@ export function gather(ds: Dataset, indices: ArrayLike<number>, intoImages?: Flo
     const from = i * size, to = k * size;
     for (let j = 0; j < size; j++) images[to + j] = src[from + j]!;
     labels[k] = ds.labels[i]!;
+    if (targets) for (let j = 0; j < per; j++) targets[k * per + j] = tsrc![i * per + j]!;
   }
-  return { images, labels, count: n };
+  return targets ? { images, labels, targets, count: n } : { images, labels, count: n };
 }
 
 /**
@@ -45,10 +55,16 @@ export function gather(ds: Dataset, indices: ArrayLike<number>, intoImages?: Flo
 export class Batcher {
   private images: Float32Array;
   private labels: Int32Array;
+  private targets: Float32Array;
 
   constructor(readonly dataset: Dataset, capacity = 0, readonly augmenter: Augmenter | null = null) {
     this.images = new Float32Array(capacity * sampleSize(dataset));
     this.labels = new Int32Array(capacity);
+    this.targets = new Float32Array(capacity * this.perSample);
+  }
+
+  private get perSample(): number {
+    return this.dataset.targets ? this.dataset.targetSize ?? 0 : 0;
   }
 
   /** The batch at `indices` (augmented as of `epoch`); its arrays are overwritten by the next call. */
@@ -56,8 +72,9 @@ export class Batcher {
     if (indices.length > this.labels.length) {
       this.images = new Float32Array(indices.length * sampleSize(this.dataset));
       this.labels = new Int32Array(indices.length);
+      this.targets = new Float32Array(indices.length * this.perSample);
     }
-    const batch = gather(this.dataset, indices, this.images, this.labels);
+    const batch = gather(this.dataset, indices, this.images, this.labels, this.targets);
     this.augmenter?.apply(batch.images, indices, epoch);
     return batch;
   }

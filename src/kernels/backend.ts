@@ -29,7 +29,24 @@ export interface Pool2DGeometry {
   OH: number; OW: number;
 }
 
-export type ActivationKind = 'relu' | 'clippedRelu' | 'tanh' | 'sigmoid' | 'linear';
+export type ActivationKind = 'relu' | 'clippedRelu' | 'tanh' | 'sigmoid' | 'linear' | 'gelu' | 'leakyRelu';
+
+/** clippedRelu's ceiling and leakyRelu's negative slope when the caller gives none. */
+export const DEFAULT_RELU_CAP = 20;
+export const DEFAULT_LEAKY_SLOPE = 0.01;
+
+/** The activation's parameter (`cap` of the kernels): the given one, else the kind's default. */
+export function activationParam(kind: ActivationKind, param?: number): number {
+  return param ?? (kind === 'leakyRelu' ? DEFAULT_LEAKY_SLOPE : DEFAULT_RELU_CAP);
+}
+
+/**
+ * gelu's derivative is not a function of its output (it is not monotonic), so its backward reads
+ * the forward INPUT; every other kind's backward reads the forward output.
+ */
+export function backwardReadsInput(kind: ActivationKind): boolean {
+  return kind === 'gelu';
+}
 
 export interface AdamParams {
   lr: number; beta1: number; beta2: number; eps: number;
@@ -78,9 +95,16 @@ export interface Backend {
   /** db[c] += Σ_r dy[r, c]. */
   biasGrad(dy: Float32Array, db: Float32Array, rows: number, cols: number): void;
 
-  /** y = f(x) elementwise (y may be x). `cap` is the clippedRelu ceiling. */
+  /**
+   * y = f(x) elementwise (y may be x). `cap` is the kind's parameter: clippedRelu's ceiling (default
+   * 20), leakyRelu's slope for x < 0 (default 0.01, must be ≥ 0). `gelu` is the exact (erf) form,
+   * PyTorch's `approximate='none'`.
+   */
   activationForward(kind: ActivationKind, x: Float32Array, y: Float32Array, cap?: number): void;
-  /** dx = dy · f'(·), computed from the forward OUTPUT y (all supported activations allow it); dx may be dy. */
+  /**
+   * dx = dy · f'(·), computed from the forward OUTPUT y — except for gelu, where `y` must be the
+   * forward INPUT x (see backwardReadsInput); dx may be dy.
+   */
   activationBackward(kind: ActivationKind, y: Float32Array, dy: Float32Array, dx: Float32Array, cap?: number): void;
 
   /**

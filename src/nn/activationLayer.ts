@@ -1,21 +1,25 @@
 import { Tensor } from '../tensor/tensor.ts';
-import type { ActivationKind, Backend } from '../kernels/backend.ts';
+import { activationParam, backwardReadsInput, type ActivationKind, type Backend } from '../kernels/backend.ts';
 import { BaseLayer, BufferPool, type ForwardContext } from './layer.ts';
 import { keepLengths, zeroPadding } from './sequence.ts';
 
 /**
- * A standalone elementwise activation (relu, clipped relu, tanh, sigmoid). On a sequence batch
- * with lengths, padded frames stay 0 (sigmoid(0) is not) and pass no gradient.
+ * A standalone elementwise activation (relu, clipped relu, leaky relu, tanh, sigmoid, gelu). On a
+ * sequence batch with lengths, padded frames stay 0 (sigmoid(0) is not) and pass no gradient.
  */
 export class ActivationLayer extends BaseLayer {
   readonly outputShape: readonly number[];
-  private y: Tensor | null = null;
+  /** clippedRelu's ceiling or leakyRelu's slope (the kernels' `cap`) */
+  readonly cap: number;
+  /** what backward reads: the output, or for gelu the input */
+  private saved: Tensor | null = null;
   private lengths: Int32Array | undefined;
 
   constructor(backend: Backend, name: string, inputShape: readonly number[],
-              readonly kind: ActivationKind, readonly cap = 20, pool?: BufferPool) {
+              readonly kind: ActivationKind, cap?: number, pool?: BufferPool) {
     super(backend, name, inputShape, pool);
     this.outputShape = inputShape;
+    this.cap = activationParam(kind, cap);
   }
 
   forward(x: Tensor, ctx: ForwardContext): Tensor {
@@ -23,17 +27,17 @@ export class ActivationLayer extends BaseLayer {
     this.backend.activationForward(this.kind, x.data, y.data, this.cap);
     this.lengths = x.shape.length === 3 && this.inputShape.length === 2 ? keepLengths(this.pool, ctx.lengths) : undefined;
     if (this.lengths) zeroPadding(y.data, x.shape[0]!, x.shape[1]!, x.shape[2]!, this.lengths);
-    this.y = y;
+    this.saved = backwardReadsInput(this.kind) ? x : y;
     return y;
   }
 
   savedForBackward(): readonly ArrayBufferView[] {
-    return this.y ? [this.y.data] : [];
+    return this.saved ? [this.saved.data] : [];
   }
 
   backward(dy: Tensor): Tensor {
     const dx = new Tensor(dy.shape, this.buffer('dx', dy.size));
-    this.backend.activationBackward(this.kind, this.y!.data, dy.data, dx.data, this.cap);
+    this.backend.activationBackward(this.kind, this.saved!.data, dy.data, dx.data, this.cap);
     if (this.lengths) zeroPadding(dx.data, dy.shape[0]!, dy.shape[1]!, dy.shape[2]!, this.lengths);
     return dx;
   }

@@ -14,6 +14,8 @@ import { SerialSpatialStack } from './spatialStack.ts';
 import { Recurrent } from './recurrent.ts';
 import { Conv1D } from './conv1d.ts';
 import { LayerNorm } from './layerNorm.ts';
+import { SoftmaxLayer } from './softmaxLayer.ts';
+import { buildAddBlock } from './buildAddBlock.ts';
 
 /**
  * One layer from its normalised spec; `index` is its position, used in names and dropout keys.
@@ -34,7 +36,19 @@ export function buildLayer(backend: Backend, spec: LayerSpec, index: number, inp
     case 'relu':
     case 'tanh':
     case 'sigmoid':
+    case 'gelu':
       return new ActivationLayer(backend, name, inputShape, spec.type);
+    case 'leakyRelu':
+      return new ActivationLayer(backend, name, inputShape, 'leakyRelu', spec.slope);
+    case 'softmax':
+      return new SoftmaxLayer(backend, name, inputShape);
+    case 'residual':
+    case 'add':
+      return buildAddBlock(backend, spec, index, inputShape, name, (inner, key, shape, innerName) => {
+        const layer = buildLayer(backend, inner, key, shape, innerName);
+        checkOutputShape(layer, shape);
+        return layer;
+      });
     case 'clippedRelu':
       return new ActivationLayer(backend, name, inputShape, 'clippedRelu', spec.cap);
     case 'dropout':

@@ -1,5 +1,5 @@
 import { Tensor } from '../tensor/tensor.ts';
-import type { ActivationKind, Backend, Conv2DGeometry } from '../kernels/backend.ts';
+import { backwardReadsInput, type ActivationKind, type Backend, type Conv2DGeometry } from '../kernels/backend.ts';
 import { BaseLayer, BufferPool, type ForwardContext, type ParamSpec } from './layer.ts';
 import type { Padding } from './spec.ts';
 import { windowGeometry } from './windowGeometry.ts';
@@ -14,7 +14,9 @@ export class Conv2D extends BaseLayer {
   private w!: Float32Array; private b: Float32Array | null = null;
   private dw!: Float32Array; private db: Float32Array | null = null;
   private x: Tensor | null = null;
+  /** what the activation's backward reads: the output, or for gelu the pre-activation */
   private y: Tensor | null = null;
+  private get keepsZ(): boolean { return backwardReadsInput(this.activation); }
 
   constructor(backend: Backend, name: string, inputShape: readonly number[], readonly filters: number,
               kernelSize: [number, number], strides: [number, number], padding: Padding,
@@ -57,10 +59,13 @@ export class Conv2D extends BaseLayer {
 
   forward(x: Tensor, _ctx: ForwardContext): Tensor {
     const g = { ...this.geometry, N: x.batch };
-    const y = new Tensor([g.N, g.OH, g.OW, g.F], this.buffer('y', g.N * g.OH * g.OW * g.F));
-    this.backend.conv2dForward(x.data, this.w, this.b, y.data, g);
-    if (this.activation !== 'linear') this.backend.activationForward(this.activation, y.data, y.data);
-    this.x = x; this.y = y;
+    const size = g.N * g.OH * g.OW * g.F;
+    // gelu's backward reads the pre-activation z, so it gets its own array; otherwise y = act(z) in place
+    const z = new Tensor([g.N, g.OH, g.OW, g.F], this.buffer(this.keepsZ ? 'z' : 'y', size));
+    this.backend.conv2dForward(x.data, this.w, this.b, z.data, g);
+    const y = this.keepsZ ? new Tensor(z.shape, this.buffer('y', size)) : z;
+    if (this.activation !== 'linear') this.backend.activationForward(this.activation, z.data, y.data);
+    this.x = x; this.y = this.keepsZ ? z : y;
     return y;
   }
 

@@ -1,5 +1,5 @@
 import { Tensor } from '../tensor/tensor.ts';
-import type { ActivationKind, Backend } from '../kernels/backend.ts';
+import { backwardReadsInput, type ActivationKind, type Backend } from '../kernels/backend.ts';
 import { BaseLayer, type ForwardContext, type ParamSpec } from './layer.ts';
 import { isSequenceShape, keepLengths, zeroPadding } from './sequence.ts';
 
@@ -13,8 +13,10 @@ export class Dense extends BaseLayer {
   private w!: Float32Array; private b: Float32Array | null = null;
   private dw!: Float32Array; private db: Float32Array | null = null;
   private x: Tensor | null = null;
+  /** what the activation's backward reads: the output, or for gelu the pre-activation */
   private y: Tensor | null = null;
   private lengths: Int32Array | undefined;
+  private get keepsZ(): boolean { return backwardReadsInput(this.activation); }
 
   constructor(backend: Backend, name: string, inputShape: readonly number[],
               readonly units: number, readonly activation: ActivationKind, readonly useBias: boolean) {
@@ -46,13 +48,16 @@ export class Dense extends BaseLayer {
   forward(x: Tensor, ctx: ForwardContext): Tensor {
     // rows: samples, or every frame of every sample of a sequence batch
     const n = x.size / this.inFeatures;
-    const y = new Tensor([...x.shape.slice(0, -1), this.units], this.buffer('y', n * this.units));
-    this.backend.gemm(false, false, n, this.units, this.inFeatures, 1, x.data, this.w, 0, y.data);
-    if (this.b) this.backend.biasAdd(y.data, this.b, y.data, n, this.units);
-    if (this.activation !== 'linear') this.backend.activationForward(this.activation, y.data, y.data);
+    const shape = [...x.shape.slice(0, -1), this.units];
+    // gelu's backward reads the pre-activation z, so it gets its own array; otherwise y = act(z) in place
+    const z = new Tensor(shape, this.buffer(this.keepsZ ? 'z' : 'y', n * this.units));
+    this.backend.gemm(false, false, n, this.units, this.inFeatures, 1, x.data, this.w, 0, z.data);
+    if (this.b) this.backend.biasAdd(z.data, this.b, z.data, n, this.units);
+    const y = this.keepsZ ? new Tensor(shape, this.buffer('y', z.size)) : z;
+    if (this.activation !== 'linear') this.backend.activationForward(this.activation, z.data, y.data);
     this.lengths = x.shape.length === 3 ? keepLengths(this.pool, ctx.lengths) : undefined;
     if (this.lengths) zeroPadding(y.data, x.shape[0]!, x.shape[1]!, this.units, this.lengths);
-    this.x = x; this.y = y;
+    this.x = x; this.y = this.keepsZ ? z : y;
     return y;
   }
 

@@ -87,6 +87,13 @@ export interface Layer {
    * valid frames per sample from the input's. Absent means the same lengths.
    */
   outputLengths?(lengths: Int32Array): Int32Array;
+  /** Layers nested inside this one (a residual block's), for code that looks for a kind of layer. */
+  sublayers?(): readonly Layer[];
+}
+
+/** `layers` and every layer nested in them, depth first. */
+export function allLayers(layers: readonly Layer[]): Layer[] {
+  return layers.flatMap((l) => [l, ...allLayers(l.sublayers?.() ?? [])]);
 }
 
 /**

@@ -1,20 +1,22 @@
 import { Tensor } from '../tensor/tensor.ts';
 import type { Backend } from '../kernels/backend.ts';
+import type { Loss, LossResult } from './loss.ts';
 
-export interface LossResult {
-  /** sum of per-sample losses (divide by the batch for the mean) */
-  lossSum: number;
-  /** samples whose arg-max logit is the label */
-  correct: number;
-  /** gradient of (gradScale · Σ losses) w.r.t. the logits */
-  dlogits: Tensor;
-}
+export type { LossResult } from './loss.ts';
 
-/** Softmax cross-entropy over [N, classes] logits with integer labels. */
-export class SoftmaxCrossEntropy {
+/**
+ * Softmax cross-entropy over [N, classes] logits with integer labels (the backend's kernel), with
+ * optional label smoothing ε (PyTorch's `label_smoothing`): the target is (1 − ε)·onehot + ε/K,
+ * which adds ε·(z_label − mean z) to a sample's loss and ε·(onehot − 1/K) to its gradient — a
+ * pass over the logits only when ε > 0.
+ */
+export class SoftmaxCrossEntropy implements Loss {
+  readonly task = 'classification' as const;
   private grad: Float32Array = new Float32Array(0);
 
-  constructor(private readonly backend: Backend) {}
+  constructor(private readonly backend: Backend, readonly labelSmoothing = 0) {
+    if (!(labelSmoothing >= 0 && labelSmoothing < 1)) throw new Error(`loss.labelSmoothing: expected a number ≥ 0 and < 1, got ${labelSmoothing}`);
+  }
 
   /** `gradScale` is usually 1/N (mean loss); data-parallel and micro-batched runs pass 1/globalBatch. */
   compute(logits: Tensor, labels: Int32Array, gradScale: number): LossResult {
@@ -23,9 +25,25 @@ export class SoftmaxCrossEntropy {
     // grow-only, like layer buffers: alternating micro-batch sizes must not allocate every time
     if (this.grad.length < logits.size) this.grad = this.backend.alloc(logits.size);
     const grad = this.grad.length === logits.size ? this.grad : this.grad.subarray(0, logits.size);
-    const lossSum = this.backend.softmaxCrossEntropy(logits.data, labels, n, classes, grad, gradScale);
+    let lossSum = this.backend.softmaxCrossEntropy(logits.data, labels, n, classes, grad, gradScale);
+    if (this.labelSmoothing > 0) lossSum += smooth(logits.data, labels, n, classes, grad, gradScale, this.labelSmoothing);
     return { lossSum, correct, dlogits: new Tensor(logits.shape, grad) };
   }
+}
+
+/** Label smoothing's share of the loss sum, adding its share of the gradient to `grad`. */
+function smooth(z: Float32Array, labels: Int32Array, rows: number, classes: number, grad: Float32Array, gradScale: number, eps: number): number {
+  let extra = 0;
+  const spread = gradScale * eps / classes;
+  for (let r = 0; r < rows; r++) {
+    const base = r * classes;
+    let sum = 0;
+    for (let c = 0; c < classes; c++) { sum += z[base + c]!; grad[base + c] = grad[base + c]! - spread; }
+    const at = base + labels[r]!;
+    extra += eps * (z[at]! - sum / classes);
+    grad[at] = grad[at]! + gradScale * eps;
+  }
+  return extra;
 }
 
 /** Samples whose highest logit is at the label (first maximum wins ties). */

@@ -32,8 +32,16 @@ export interface DenseSpec {
   parallel: 'data' | 'model';
 }
 export interface FlattenSpec { type: 'flatten' }
-export interface ActivationSpec { type: 'relu' | 'tanh' | 'sigmoid' }
+export interface ActivationSpec { type: 'relu' | 'tanh' | 'sigmoid' | 'gelu' }
 export interface ClippedReluSpec { type: 'clippedRelu'; cap: number }
+/** max(x, 0) + slope·min(x, 0); slope ≥ 0 (backward reads the output's sign) */
+export interface LeakyReluSpec { type: 'leakyRelu'; slope: number }
+/** softmax over the last axis: an output layer for probabilities (not with softmaxCrossEntropy, which includes it) */
+export interface SoftmaxSpec { type: 'softmax' }
+/** y = activation(layers(x) + shortcut(x)); an empty shortcut is the identity (nn/addBlock.ts) */
+export interface ResidualSpec { type: 'residual'; layers: LayerSpec[]; shortcut: LayerSpec[]; activation: ActivationKind }
+/** y = activation(Σ branches(x)); an empty branch is the identity */
+export interface AddSpec { type: 'add'; branches: LayerSpec[][]; activation: ActivationKind }
 /** How dropout masks are keyed: per replica (default) or per global sample (split-invariant). */
 export type DropoutMasks = 'per-replica' | 'per-sample';
 export interface DropoutSpec { type: 'dropout'; rate: number; masks: DropoutMasks }
@@ -65,8 +73,8 @@ export interface Conv1DSpec {
 export interface LayerNormSpec { type: 'layerNorm'; epsilon: number }
 
 /** What a spatial split may hold: each output pixel reads a bounded window of input pixels. */
-export type SpatialLayerSpec = Conv2DSpec | Pool2DSpec | ActivationSpec | ClippedReluSpec;
-export const SPATIAL_LAYER_TYPES = ['conv2d', 'maxPool2d', 'avgPool2d', 'relu', 'tanh', 'sigmoid', 'clippedRelu'] as const satisfies readonly SpatialLayerSpec['type'][];
+export type SpatialLayerSpec = Conv2DSpec | Pool2DSpec | ActivationSpec | ClippedReluSpec | LeakyReluSpec;
+export const SPATIAL_LAYER_TYPES = ['conv2d', 'maxPool2d', 'avgPool2d', 'relu', 'tanh', 'sigmoid', 'clippedRelu', 'gelu', 'leakyRelu'] as const satisfies readonly SpatialLayerSpec['type'][];
 
 /**
  * A stack of convolution/pooling/activation layers run tile after tile on one device (less
@@ -87,7 +95,8 @@ export interface SpatialSplitSpec {
 
 export type LayerSpec =
   | Conv2DSpec | Pool2DSpec | DenseSpec | FlattenSpec | ActivationSpec | ClippedReluSpec | DropoutSpec | BatchNormSpec
-  | SpatialSplitSpec | RecurrentSpec | Conv1DSpec | LayerNormSpec;
+  | SpatialSplitSpec | RecurrentSpec | Conv1DSpec | LayerNormSpec
+  | LeakyReluSpec | SoftmaxSpec | ResidualSpec | AddSpec;
 
 export type LayerType = LayerSpec['type'];
 
@@ -100,4 +109,12 @@ export interface ModelSpec {
   layers: LayerSpec[];
 }
 
-export type LossSpec = 'softmaxCrossEntropy';
+/**
+ * The `loss:` field, normalised: softmax cross-entropy for classification (with label smoothing
+ * ε: targets (1 − ε)·onehot + ε/K), mean squared error for regression, binary cross-entropy from
+ * logits for multi-label data (nn/losses.ts).
+ */
+export type LossSpec =
+  | { type: 'softmaxCrossEntropy'; labelSmoothing: number }
+  | { type: 'meanSquaredError' }
+  | { type: 'binaryCrossEntropy' };

@@ -1,7 +1,7 @@
 import { Tensor } from '../tensor/tensor.ts';
 import { ownedSlice } from '../comm/communicator.ts';
 import type { TrainableModel } from '../nn/trainableModel.ts';
-import type { SoftmaxCrossEntropy } from '../nn/softmaxCrossEntropy.ts';
+import type { Loss } from '../nn/loss.ts';
 import type { ForwardContext } from '../nn/layer.ts';
 
 /**
@@ -15,7 +15,14 @@ export function microBatchRanges(n: number, k: number, keepEmpty = false): { sta
   return keepEmpty ? ranges : ranges.filter((r) => r.end > r.start);
 }
 
-export interface MicroBatchResult { lossSum: number; correct: number; samples: number }
+export interface MicroBatchResult {
+  lossSum: number;
+  correct: number;
+  samples: number;
+  /** the loss's extra metric sums (regression: Σ MAE per sample; multi-label: exact matches), when it has them */
+  absErrorSum?: number;
+  exactMatches?: number;
+}
 
 /**
  * Micro-batching: forward and backward on each of k slices of the batch in sequence, parameter
@@ -28,22 +35,29 @@ export interface MicroBatchResult { lossSum: number; correct: number; samples: n
  * running statistics move once per micro-batch.
  *
  * `onReady` (gradient buckets ready for reduction) is passed only to the last slice's backward:
- * before that, the gradients are not final.
+ * before that, the gradients are not final. `targets` (regression, multi-label: n × K values)
+ * are sliced like the labels.
  */
-export async function accumulateMicroBatches(model: TrainableModel, loss: SoftmaxCrossEntropy, x: Tensor, labels: Int32Array,
+export async function accumulateMicroBatches(model: TrainableModel, loss: Loss, x: Tensor, labels: Int32Array,
                                              ctx: ForwardContext, gradScale: number, k: number,
-                                             onReady?: (offset: number) => void): Promise<MicroBatchResult> {
-  const n = labels.length, per = x.size / Math.max(x.batch, 1);
+                                             onReady?: (offset: number) => void, targets?: Float32Array): Promise<MicroBatchResult> {
+  const n = labels.length, per = x.size / Math.max(x.batch, 1), perTarget = targets ? targets.length / Math.max(n, 1) : 0;
   const ranges = microBatchRanges(n, k, model.needsAsync);
-  const total = { lossSum: 0, correct: 0, samples: n };
+  const total: MicroBatchResult = { lossSum: 0, correct: 0, samples: n };
   for (const [i, { start, end }] of ranges.entries()) {
     const xs = new Tensor([end - start, ...model.inputShape], x.data.subarray(start * per, end * per));
     const sub: ForwardContext = { ...ctx, sampleOffset: ctx.sampleOffset + start, localOffset: (ctx.localOffset ?? 0) + start };
     const logits = await model.forwardAsync(xs, sub);
     // an empty slice (a device without samples in a step that communicates) has no loss
-    const r = end > start ? loss.compute(logits, labels.subarray(start, end), gradScale) : { lossSum: 0, correct: 0, dlogits: logits };
-    total.lossSum += r.lossSum; total.correct += r.correct;
-    await model.backwardAsync(r.dlogits, i === ranges.length - 1 ? onReady : undefined);
+    if (end > start) {
+      const r = loss.compute(logits, labels.subarray(start, end), gradScale, targets && (ranges.length === 1 ? targets : targets.subarray(start * perTarget, end * perTarget)));
+      total.lossSum += r.lossSum; total.correct += r.correct;
+      if (r.absErrorSum !== undefined) total.absErrorSum = (total.absErrorSum ?? 0) + r.absErrorSum;
+      if (r.exactMatches !== undefined) total.exactMatches = (total.exactMatches ?? 0) + r.exactMatches;
+      await model.backwardAsync(r.dlogits, i === ranges.length - 1 ? onReady : undefined);
+    } else {
+      await model.backwardAsync(logits, i === ranges.length - 1 ? onReady : undefined);
+    }
   }
   return total;
 }

@@ -12,6 +12,14 @@ export interface ReplicaView {
   readonly state: Float32Array;
   /** one local optimizer update with learning rate lr */
   localStep(lr: number): void;
+  /**
+   * train.clipGradNorm (absent when clipping is off): scales the gradient about to be applied so its
+   * global L2 norm is at most the bound, and records the norm before clipping for the step event.
+   * Without an argument: this replica's whole gradient (a split model's shards too, their norm
+   * summed over the devices: a collective then); with one: that buffer (a gradient to push).
+   * Call it only on finite gradients: a step with NaN/Inf is skipped, never clipped.
+   */
+  clipGradients?(grads?: Float32Array): Promise<void>;
 }
 
 export interface StepInfo {

@@ -1,6 +1,7 @@
 import type { Communicator } from '../comm/communicator.ts';
 import type { Sequential } from '../nn/model.ts';
 import { BatchNorm, type StatsReducer } from '../nn/batchNorm.ts';
+import { allLayers } from '../nn/layer.ts';
 
 /** Batch statistics summed over the ranks of `comm` (every rank's BatchNorm layers in the same order). */
 export function commStatsReducer(comm: Communicator): StatsReducer {
@@ -15,7 +16,8 @@ export function commStatsReducer(comm: Communicator): StatsReducer {
 export function synchroniseBatchNorm(model: Sequential, comm: Communicator): number {
   const reducer = comm.size > 1 ? commStatsReducer(comm) : null;
   let count = 0;
-  for (const layer of model.layers) {
+  // nested ones too (inside residual blocks), in the same order on every replica
+  for (const layer of allLayers(model.layers)) {
     if (layer instanceof BatchNorm) { layer.setReducer(reducer); count++; }
   }
   return count;

@@ -39,6 +39,8 @@ export class BadStepGuard {
     let bad = info.lossNonFinite === true || !allFinite(view.grads);
     if (this.strategy.agree) bad = await anyBad((v) => this.strategy.agree!(v), this.scratch, bad);
     if (bad) return { skipped: true };
+    // train.clipGradNorm: a device's own gradient (one device, bsp, easgd, bmuf), finite here
+    await view.clipGradients?.();
     view.localStep(info.lr);
   }
 

@@ -2,7 +2,7 @@ import type { Backend } from '../kernels/backend.ts';
 import type { Dataset } from '../data/dataset.ts';
 import type { Strategy } from '../parallel/strategy.ts';
 import type { Communicator } from '../comm/communicator.ts';
-import { Replica, isModelParallel } from './replica.ts';
+import { Replica, isModelParallel, evalExtras } from './replica.ts';
 import { runTrainLoop, viewOf, type CommStats } from './trainLoop.ts';
 import { saveModelCheckpoint } from './modelCheckpoint.ts';
 import { dataMetadata } from '../data/metadata.ts';
@@ -63,7 +63,7 @@ export async function runDevice(o: DeviceOptions): Promise<void> {
       withParams(full, params, () => {
         if (doEval) {
           const r = full.evaluate(o.test!);
-          o.emit({ type: 'eval', epoch, step, testLoss: r.loss, testAccuracy: r.accuracy });
+          o.emit({ type: 'eval', epoch, step, testLoss: r.loss, testAccuracy: r.accuracy, ...evalExtras(r) });
         }
         if (doCheckpoint) {
           saveModelCheckpoint(o.checkpointPath!, full.model, full.optimizer,

@@ -22,7 +22,9 @@ export type TrainEvent =
       /** the update was skipped: a NaN/Inf loss or gradient (on every device alike in lockstep strategies) */
       skipped?: boolean;
       /** steps this device skipped so far in the run (present once there is one) */
-      badSteps?: number }
+      badSteps?: number;
+      /** the global L2 norm of the applied gradient before clipping (only with train.clipGradNorm) */
+      gradNorm?: number }
   | { type: 'rankEpoch'; rank: number; epoch: number; lossSum: number; correct: number; samples: number;
       seconds: number; computeMs: number; syncMs: number; idleMs: number; bytes: number;
       /** the most activation bytes held in any step of the epoch */
@@ -32,7 +34,13 @@ export type TrainEvent =
   | { type: 'epoch'; epoch: number; loss: number; accuracy: number; samples: number; seconds: number; samplesPerSecond: number;
       /** the most steps any one device skipped in the epoch (NaN/Inf; lockstep devices skip the same steps) */
       badSteps?: number }
-  | { type: 'eval'; epoch: number; step: number; testLoss: number; testAccuracy: number }
+  | { type: 'eval'; epoch: number; step: number; testLoss: number;
+      /** classification: accuracy; multi-label: per-label accuracy; regression: NaN (does not apply) */
+      testAccuracy: number;
+      /** regression: mean absolute error over every output */
+      testMae?: number;
+      /** multi-label: fraction of samples with every label right */
+      testExactMatch?: number }
   /** a model file (RUN_DIR/model.safetensors) or, with `step`, a complete checkpoint set */
   | { type: 'checkpoint'; epoch: number; path: string; step?: number }
   /** the run continues from checkpoint set `checkpoint` at global step `step`, saved on `fromDevices` devices */

@@ -10,6 +10,8 @@ import type { Replica } from './replica.ts';
 export interface ProbeBatch {
   images: Float32Array;
   labels: Int32Array;
+  /** regression values or multi-hot labels, when the dataset has them */
+  targets?: Float32Array;
   ctx: ForwardContext;
   gradScale: number;
   globalBatchSize: number;
@@ -36,7 +38,7 @@ export async function locateNonFinite(replica: Replica<TrainableModel>, b: Probe
     }
   }
   replica.zeroGrads();
-  const r = await replica.computeGradientsAsync(b.images, b.labels, b.ctx, b.gradScale, undefined, b.globalBatchSize);
+  const r = await replica.computeGradientsAsync(b.images, b.labels, b.ctx, b.gradScale, undefined, b.globalBatchSize, b.targets);
   b.poison?.(model.grads);
   if (where) return where;
   if (!Number.isFinite(r.lossSum)) return 'the loss';

@@ -1,7 +1,9 @@
 import { Tensor } from '../tensor/tensor.ts';
 import type { Backend } from '../kernels/backend.ts';
 import { buildModel, type Sequential } from '../nn/model.ts';
-import { SoftmaxCrossEntropy } from '../nn/softmaxCrossEntropy.ts';
+import { createLoss } from '../nn/losses.ts';
+import type { Loss } from '../nn/loss.ts';
+import { clipToNorm, sumOfSquares } from '../optim/clipGradNorm.ts';
 import type { ForwardContext } from '../nn/layer.ts';
 import type { TrainableModel } from '../nn/trainableModel.ts';
 import type { Communicator } from '../comm/communicator.ts';
@@ -17,8 +19,25 @@ import { locateNonFinite, type ProbeBatch } from './nonFiniteProbe.ts';
 
 export interface StepResult {
   lossSum: number;
+  /** classification: samples right; multi-label: Σ per-sample fraction of labels right; regression: NaN */
   correct: number;
   samples: number;
+}
+
+/** What evaluation reports: the mean loss and the task's metrics. */
+export interface EvalResult {
+  loss: number;
+  /** classification: accuracy; multi-label: per-label accuracy; regression: NaN (does not apply) */
+  accuracy: number;
+  /** regression: mean absolute error over every output */
+  mae?: number;
+  /** multi-label: fraction of samples with every label right */
+  exactMatch?: number;
+}
+
+/** An evaluation's metrics beyond loss and accuracy, as 'eval' event fields (testMae, testExactMatch). */
+export function evalExtras(r: EvalResult): { testMae?: number; testExactMatch?: number } {
+  return { ...(r.mae !== undefined ? { testMae: r.mae } : {}), ...(r.exactMatch !== undefined ? { testExactMatch: r.exactMatch } : {}) };
 }
 
 /** True when the config asks for "one weird trick" (some layer has `parallel: model`). */
@@ -36,8 +55,13 @@ export function isModelParallel(config: RunConfig): boolean {
 export class Replica<M extends TrainableModel = Sequential> {
   readonly model: M;
   readonly optimizer: Optimizer;
-  private readonly loss: SoftmaxCrossEntropy;
+  private readonly loss: Loss;
   private input: Float32Array = new Float32Array(0);
+  /** a split model's devices: the shards' part of the gradient norm is summed over them */
+  private shardComm: Communicator | null = null;
+  /** the gradient norm before clipping, of the last clipGradients (undefined: none since the last take) */
+  private gradNorm: number | undefined;
+  private readonly normScratch = new Float32Array(1);
   /** rank 0 of a split model: the unsplit replica gather() fills, for evaluation and checkpoints */
   private whole: Replica | null = null;
 
@@ -50,9 +74,10 @@ export class Replica<M extends TrainableModel = Sequential> {
       this.model = built as TrainableModel as M;
     }
     this.optimizer = createOptimizer(backend, config.optimizer, this.model.params.length);
-    this.loss = new SoftmaxCrossEntropy(backend);
+    this.loss = createLoss(backend, config.loss);
     if (this.model.outputShape.length !== 1) {
-      throw new Error(`model: the last layer must produce one score per class, but its output shape is [${this.model.outputShape.join(', ')}]; end with flatten and dense`);
+      throw new Error(`model: the last layer must produce one ${this.loss.task === 'classification' ? 'score per class' : 'value per target'}, ` +
+        `but its output shape is [${this.model.outputShape.join(', ')}]; end with flatten and dense`);
     }
   }
 
@@ -60,7 +85,37 @@ export class Replica<M extends TrainableModel = Sequential> {
   view(): ReplicaView {
     const { params, grads, state, replicatedLength: r } = this.model;
     const replicated = (a: Float32Array) => (r === a.length ? a : a.subarray(0, r));
-    return { params: replicated(params), grads: replicated(grads), state, localStep: (lr) => this.optimizer.step(params, grads, lr) };
+    const view: ReplicaView = { params: replicated(params), grads: replicated(grads), state, localStep: (lr) => this.optimizer.step(params, grads, lr) };
+    if (this.config.train.clipGradNorm !== undefined) view.clipGradients = (g) => this.clipGradients(g);
+    return view;
+  }
+
+  /**
+   * train.clipGradNorm on `grads`, or on the whole gradient: the replicated part (the same on every
+   * device once reduced) and a split model's shards, whose squares are summed over the devices.
+   */
+  private async clipGradients(grads?: Float32Array): Promise<void> {
+    const max = this.config.train.clipGradNorm!;
+    const all = this.model.grads, r = this.model.replicatedLength;
+    let squares: number;
+    if (grads) squares = sumOfSquares(grads);
+    else {
+      squares = sumOfSquares(r === all.length ? all : all.subarray(0, r));
+      if (this.shardComm) {
+        this.normScratch[0] = (this.model as unknown as ModelParallelNet).shardGradSquares();
+        await this.shardComm.allreduce(this.normScratch, 'sum');
+        squares += this.normScratch[0]!;
+      }
+    }
+    this.gradNorm = Math.sqrt(squares);
+    clipToNorm([grads ?? all], this.gradNorm, max);
+  }
+
+  /** The pre-clip gradient norm of this step (undefined when nothing was clipped since the last call). */
+  takeGradNorm(): number | undefined {
+    const norm = this.gradNorm;
+    this.gradNorm = undefined;
+    return norm;
   }
 
   zeroGrads(): void {
@@ -83,7 +138,9 @@ export class Replica<M extends TrainableModel = Sequential> {
     }
     const net = new ModelParallelNet(backend, config.model, comm, options);
     net.initialize(config.train.seed);
-    return new Replica(backend, config, options, net);
+    const replica = new Replica(backend, config, options, net);
+    replica.shardComm = comm;
+    return replica;
   }
 
   /** Layers that communicate (synchronised BatchNorm, a model-parallel section) need every device in every step. */
@@ -121,7 +178,12 @@ export class Replica<M extends TrainableModel = Sequential> {
     return whole;
   }
 
-  /** Scores the model produces per sample (must equal the dataset's classes). */
+  /** The task the configured loss trains for. */
+  get task(): Loss['task'] {
+    return this.loss.task;
+  }
+
+  /** Scores the model produces per sample (must equal the dataset's classes, or its targets per sample). */
   get classes(): number {
     return this.model.outputShape[0]!;
   }
@@ -138,13 +200,14 @@ export class Replica<M extends TrainableModel = Sequential> {
   /**
    * Forward and backward on one batch, ACCUMULATING gradients (zero them first for a fresh step).
    * `gradScale` multiplies dLoss/dlogits: 1/n for a mean over this batch, 1/globalBatch when
-   * several devices' or micro-batches' gradients are summed.
+   * several devices' or micro-batches' gradients are summed. `targets`: the batch's regression
+   * values or multi-hot labels (losses other than softmaxCrossEntropy).
    */
   computeGradients(this: Replica<Sequential>, images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number,
-                   onGradientsReady?: (offset: number) => void): StepResult {
+                   onGradientsReady?: (offset: number) => void, targets?: Float32Array): StepResult {
     const n = labels.length;
     const logits = this.model.forward(this.batchTensor(images, n), { ...ctx, training: true });
-    const { lossSum, correct, dlogits } = this.loss.compute(logits, labels, gradScale);
+    const { lossSum, correct, dlogits } = this.loss.compute(logits, labels, gradScale, targets);
     this.model.backward(dlogits, onGradientsReady);
     return { lossSum, correct, samples: n };
   }
@@ -158,10 +221,10 @@ export class Replica<M extends TrainableModel = Sequential> {
    * all of them); `gradScale` is the data-parallel one, a split model rescales its shards' itself.
    */
   async computeGradientsAsync(images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number,
-                              onGradientsReady?: (offset: number) => void, globalBatchSize?: number): Promise<StepResult> {
+                              onGradientsReady?: (offset: number) => void, globalBatchSize?: number, targets?: Float32Array): Promise<StepResult> {
     const x = this.batchTensor(images, labels.length);
     return accumulateMicroBatches(this.model, this.loss, x, labels, { ...ctx, training: true, globalBatch: globalBatchSize }, gradScale,
-      this.config.train.microBatches, onGradientsReady);
+      this.config.train.microBatches, onGradientsReady, targets);
   }
 
   /** Where this device's step on `batch` first holds a NaN/Inf (see nonFiniteProbe.ts). */
@@ -169,18 +232,28 @@ export class Replica<M extends TrainableModel = Sequential> {
     return locateNonFinite(this as Replica<TrainableModel>, batch);
   }
 
-  /** Mean loss and accuracy over a dataset, in evaluation mode (no dropout, running BatchNorm stats). */
-  evaluate(this: Replica<Sequential>, ds: Dataset, batchSize = 500): { loss: number; accuracy: number } {
-    const per = ds.images.length / ds.count;
-    let lossSum = 0, correct = 0;
+  /**
+   * Mean loss and the task's metrics over a dataset, in evaluation mode (no dropout, running
+   * BatchNorm stats): accuracy (classification), MAE (regression), per-label accuracy and exact
+   * match (multi-label).
+   */
+  evaluate(this: Replica<Sequential>, ds: Dataset, batchSize = 500): EvalResult {
+    const per = ds.images.length / ds.count, perTarget = ds.targets ? ds.targetSize ?? 0 : 0;
+    let lossSum = 0, correct = 0, absErrorSum = 0, exactMatches = 0;
     const ctx: ForwardContext = { training: false, seed: 0, step: 0, sampleOffset: 0 };
     for (let start = 0; start < ds.count; start += batchSize) {
       const n = Math.min(batchSize, ds.count - start);
       const x = this.batchTensor(ds.images.subarray(start * per, (start + n) * per), n);
       const logits = this.model.forward(x, ctx);
-      const r = this.loss.compute(logits, ds.labels.subarray(start, start + n), 0);
+      const targets = ds.targets?.subarray(start * perTarget, (start + n) * perTarget);
+      const r = this.loss.compute(logits, ds.labels.subarray(start, start + n), 0, targets);
       lossSum += r.lossSum; correct += r.correct;
+      absErrorSum += r.absErrorSum ?? 0; exactMatches += r.exactMatches ?? 0;
     }
-    return { loss: lossSum / ds.count, accuracy: correct / ds.count };
+    const count = ds.count;
+    const result: EvalResult = { loss: lossSum / count, accuracy: correct / count };
+    if (this.loss.task === 'regression') result.mae = absErrorSum / count;
+    if (this.loss.task === 'multiLabel') result.exactMatch = exactMatches / count;
+    return result;
   }
 }

@@ -12,6 +12,7 @@ import { runWorkerDevices } from './workerDevices.ts';
 import { configHash, dataAgreements, type ProcessPlacement } from './processWorld.ts';
 import { globalBatchSize } from './trainLoop.ts';
 import { checkDataShape, checkDeviceThreads, checkModelFits, checkNotEmpty } from './inputChecks.ts';
+import { checkLossMatchesData } from './lossChecks.ts';
 import { planRunStart, openRunDir } from './openRun.ts';
 import { MetricsWriter } from './metrics.ts';
 import { epochAggregator, type EventSink, type TrainEvent } from './events.ts';
@@ -89,6 +90,8 @@ function checkRun(config: RunConfig, data: LoadedData, threads: number): number 
     }
     planModelParallelFrom(config.model, config.train.devices, model.layers.map((l) => l.inputShape));
   }
+  // the loss must fit the task first: its message says more than a count of output units
+  checkLossMatchesData(config, data.train, model.outputShape);
   checkOutputUnits(config, model.outputShape, data);
   const { devices } = config.train;
   if (devices > 1) checkRunStrategy(config.train);

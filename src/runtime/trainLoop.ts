@@ -20,13 +20,15 @@ export interface TrainableReplica {
   zeroGrads(): void;
   /** forward and backward of this device's samples (in train.microBatches slices), accumulating gradients */
   computeGradientsAsync(images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number,
-                        onGradientsReady: ((offset: number) => void) | undefined, globalBatchSize: number): Promise<StepResult>;
+                        onGradientsReady: ((offset: number) => void) | undefined, globalBatchSize: number, targets?: Float32Array): Promise<StepResult>;
   /** true when forward/backward contain collectives, so a device runs the step even without samples */
   readonly stepsWithoutSamples: boolean;
   /** the offsets backward passes to onGradientsReady, in order (announced by a device that skips a step) */
   readonly gradientReadyOffsets: readonly number[];
   /** the most bytes of activations held for backward since the last call */
   takePeakActivationBytes(): number;
+  /** the gradient norm before clipping of the step just applied (train.clipGradNorm; undefined: not clipped) */
+  takeGradNorm?(): number | undefined;
   /** where this device's step first holds a NaN/Inf, run again on its batch (nonFiniteProbe.ts) */
   locateNonFinite?(batch: ProbeBatch): Promise<string | null>;
 }
@@ -128,11 +130,11 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
       let r = { lossSum: 0, correct: 0, samples: 0 };
       // a device without samples this step still joins the collectives of layers that communicate
       if (n > 0 || replica.stepsWithoutSamples) {
-        const { images, labels } = batcher.gather(batch.indices, epoch);
+        const { images, labels, targets } = batcher.gather(batch.indices, epoch);
         // Scale by the GLOBAL batch: the mean over devices of these gradients is the global mean.
-        probe = { images, labels, ctx: { training: true, seed: config.train.seed, step, sampleOffset: batch.globalOffset, rank, localOffset: 0 },
+        probe = { images, labels, targets, ctx: { training: true, seed: config.train.seed, step, sampleOffset: batch.globalOffset, rank, localOffset: 0 },
           gradScale: worldSize / batch.globalBatchSize, globalBatchSize: batch.globalBatchSize, poison: guard.poisonAt(step) };
-        r = await replica.computeGradientsAsync(images, labels, probe.ctx, probe.gradScale, onGradientsReady, batch.globalBatchSize);
+        r = await replica.computeGradientsAsync(images, labels, probe.ctx, probe.gradScale, onGradientsReady, batch.globalBatchSize, targets);
         probe.poison?.(view.grads);
       } else if (onGradientsReady) {
         // its zero gradients are final at once; the same announcements keep bucketed reductions in step
@@ -145,6 +147,7 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
       // gradient buckets reduced during backward are communication, not compute
       const during = takeCommStats();
       const stats = await guard.update(view, info);
+      const gradNorm = replica.takeGradNorm?.();
       await strategy.afterStep?.(view, info);
       const t3 = performance.now();
       const after = takeCommStats();
@@ -159,7 +162,7 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
       emit({
         type: 'step', rank, epoch, step, stepInEpoch: batch.step, stepsPerEpoch,
         loss: r.samples ? r.lossSum / r.samples : 0, accuracy: r.samples ? r.correct / r.samples : 0,
-        lr, samples: r.samples, computeMs, syncMs, idleMs, bytes, activationBytes, ...(stats ?? {}), ...(skipped || guard.total > 0 ? { badSteps: guard.total + (skipped ? 1 : 0) } : {}),
+        lr, samples: r.samples, computeMs, syncMs, idleMs, bytes, activationBytes, ...(stats ?? {}), ...(gradNorm !== undefined ? { gradNorm } : {}), ...(skipped || guard.total > 0 ? { badSteps: guard.total + (skipped ? 1 : 0) } : {}),
       });
       await guard.record(skipped, { step, epoch, lossSum: r.lossSum }, async () => (probe && replica.locateNonFinite ? replica.locateNonFinite(probe) : null));
       step++;

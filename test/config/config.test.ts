@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 const example = (name: string) => fileURLToPath(new URL(`../../examples/${name}`, import.meta.url));
 
 const defaults = {
-  loss: 'softmaxCrossEntropy',
+  loss: { type: 'softmaxCrossEntropy', labelSmoothing: 0 },
   optimizer: { type: 'adam', lr: 0.001, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0 },
   schedule: { warmupSteps: 0, decay: { type: 'none' } },
   data: { dataset: 'fashion-mnist', batchSize: 64, batchSizeScope: 'perDevice', shuffle: true },

@@ -39,10 +39,10 @@ test('a bad positive-integer field says so with the value', () => {
 
 test('unknown layer type lists the allowed ones', () => {
   assert.deepStrictEqual(issuesOf(model('    - flatten: {}\n    - dense: { units: 10 }\n    - conv3d: { filters: 3 }\n')), [
-    "f.yaml: model.layers[2]: unknown layer type 'conv3d' (did you mean 'conv2d'?); expected one of conv2d, maxPool2d, avgPool2d, dense, flatten, relu, tanh, sigmoid, clippedRelu, dropout, batchNorm, lstm, gru, conv1d, layerNorm, spatialSplit",
+    "f.yaml: model.layers[2]: unknown layer type 'conv3d' (did you mean 'conv2d'?); expected one of conv2d, maxPool2d, avgPool2d, dense, flatten, relu, tanh, sigmoid, clippedRelu, gelu, leakyRelu, softmax, dropout, batchNorm, lstm, gru, conv1d, layerNorm, spatialSplit, residual, add",
   ]);
   assert.deepStrictEqual(issuesOf(model('    - transformer: { units: 3 }\n')), [
-    "f.yaml: model.layers[0]: unknown layer type 'transformer'; expected one of conv2d, maxPool2d, avgPool2d, dense, flatten, relu, tanh, sigmoid, clippedRelu, dropout, batchNorm, lstm, gru, conv1d, layerNorm, spatialSplit",
+    "f.yaml: model.layers[0]: unknown layer type 'transformer'; expected one of conv2d, maxPool2d, avgPool2d, dense, flatten, relu, tanh, sigmoid, clippedRelu, gelu, leakyRelu, softmax, dropout, batchNorm, lstm, gru, conv1d, layerNorm, spatialSplit, residual, add",
   ]);
 });
 
@@ -53,7 +53,7 @@ test('unknown option names the key, suggests a close match and lists the allowed
   ]);
   assert.deepStrictEqual(issuesOf(`${model('    - flatten: { axis: 1 }\n')}shedule: {}\ntrain: { epoch: 3 }\n`), [
     "f.yaml: model.layers[0].flatten: unknown option 'axis'; flatten takes no options",
-    "f.yaml: train: unknown option 'epoch' (did you mean 'epochs'?); allowed: epochs, devices, strategy, seed, backend, lrScaling, evalEvery, checkpointEvery, keepLast, microBatches, syncBatchNorm, maxBadSteps, stallWarningSeconds",
+    "f.yaml: train: unknown option 'epoch' (did you mean 'epochs'?); allowed: epochs, devices, strategy, seed, backend, lrScaling, evalEvery, checkpointEvery, keepLast, microBatches, syncBatchNorm, maxBadSteps, stallWarningSeconds, clipGradNorm",
     "f.yaml: unknown section 'shedule' (did you mean 'schedule'?); allowed: model, loss, optimizer, schedule, data, train",
   ]);
 });

@@ -40,14 +40,14 @@ test('layers that cannot be split spatially are refused, naming the layer and th
         tiles: [2, 1]
         layers: [${CONV}, { dense: { units: 3 } }, { batchNorm: {} }, { dropout: { rate: 0.1 } }, flatten, { spatialSplit: { tiles: [1, 1], layers: [relu] } }, { conv3d: {} }]
 `));
-  const allowed = 'only conv2d, maxPool2d, avgPool2d, relu, tanh, sigmoid, clippedRelu can — end the spatialSplit before this layer';
+  const allowed = 'only conv2d, maxPool2d, avgPool2d, relu, tanh, sigmoid, clippedRelu, gelu, leakyRelu can — end the spatialSplit before this layer';
   assert.deepStrictEqual(issues, [
     `f.yaml: model.layers[0].spatialSplit.layers[1]: dense cannot be inside a spatialSplit (its outputs depend on the whole input, not on a window of pixels); ${allowed}`,
     `f.yaml: model.layers[0].spatialSplit.layers[2]: batchNorm cannot be inside a spatialSplit (its statistics span the whole image); ${allowed}`,
     `f.yaml: model.layers[0].spatialSplit.layers[3]: dropout cannot be inside a spatialSplit (its masks are drawn per whole sample); ${allowed}`,
     `f.yaml: model.layers[0].spatialSplit.layers[4]: flatten cannot be inside a spatialSplit (its outputs depend on the whole input, not on a window of pixels); ${allowed}`,
     'f.yaml: model.layers[0].spatialSplit.layers[5]: a spatialSplit cannot hold another spatialSplit; list all the layers to split in one spatialSplit',
-    "f.yaml: model.layers[0].spatialSplit.layers[6]: unknown layer type 'conv3d' (did you mean 'conv2d'?); expected one of conv2d, maxPool2d, avgPool2d, relu, tanh, sigmoid, clippedRelu",
+    "f.yaml: model.layers[0].spatialSplit.layers[6]: unknown layer type 'conv3d' (did you mean 'conv2d'?); expected one of conv2d, maxPool2d, avgPool2d, relu, tanh, sigmoid, clippedRelu, gelu, leakyRelu",
   ]);
   assert.deepStrictEqual(issuesOf(model('    - spatialSplit: { tiles: [2, 1], layers: [{ conv2d: { filters: 4, kernelSize: 3, parallel: model } }] }\n')), [
     "f.yaml: model.layers[0].spatialSplit.layers[0].conv2d.parallel: 'parallel: model' cannot be used on a layer inside a spatialSplit; to run the tiles on different devices put it on the spatialSplit itself (`spatialSplit: { tiles: [2, 1], parallel: model, layers: [...] }`), or move the convolution out of the spatialSplit",

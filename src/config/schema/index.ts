@@ -7,25 +7,26 @@
  */
 import type { z } from 'zod';
 import type { RunConfig } from '../runConfig.ts';
-import type { LossSpec } from '../../nn/spec.ts';
 import { runsModelParallel, stepsInLockstep, syncBatchNormStrategyMessage } from '../../parallel/strategies/index.ts';
 import { modelParallelLayers, modelParallelStrategyMessage } from '../../parallel/modelParallel/plan.ts';
 import type { IssueParams } from '../errors.ts';
-import { oneOf, strict } from './fields.ts';
+import { strict } from './fields.ts';
 import { modelSchema } from './model.ts';
+import { lossAfterLastLayer, lossSchema } from './loss.ts';
 import { optimizerSchema, scheduleSchema } from './optimizer.ts';
 import { dataSchema } from './data.ts';
 import { trainSchema } from './train.ts';
 
 export { LAYER_TYPES } from './model.ts';
 export { OPTIMIZER_TYPES } from './optimizer.ts';
+export { LOSS_TYPES } from './loss.ts';
 export { BACKENDS } from './train.ts';
 
 export const SECTIONS = ['model', 'loss', 'optimizer', 'schedule', 'data', 'train'] as const;
 
 export const configSchema = strict({
   model: modelSchema,
-  loss: oneOf(['softmaxCrossEntropy'] as const satisfies readonly LossSpec[]).default('softmaxCrossEntropy'),
+  loss: lossSchema,
   optimizer: optimizerSchema,
   schedule: scheduleSchema,
   data: dataSchema,
@@ -57,6 +58,8 @@ export const configSchema = strict({
       message: `${o.train.microBatches} micro-batches of a per-device batch of ${perDevice} samples leaves some empty; use at most ${perDevice} (or a larger data.batchSize)`,
     });
   }
+  const squashed = lossAfterLastLayer(o.model.layers, o.loss);
+  if (squashed) ctx.addIssue({ code: 'custom', path: ['loss'], params: { noGot: true } satisfies IssueParams, message: squashed });
   // synchronised statistics need every device in the same forward pass at the same time
   if (o.train.syncBatchNorm && o.train.devices > 1 && !stepsInLockstep(o.train.strategy)) {
     ctx.addIssue({ code: 'custom', path: ['train', 'syncBatchNorm'], message: syncBatchNormStrategyMessage(o.train.strategy) });

@@ -5,17 +5,18 @@
 import { z } from 'zod';
 import type {
   LayerSpec, Conv2DSpec, Pool2DSpec, DenseSpec, FlattenSpec, ActivationSpec, ClippedReluSpec, DropoutSpec,
-  BatchNormSpec, ModelSpec, Padding, SpatialLayerSpec, SpatialSplitSpec,
+  BatchNormSpec, ModelSpec, Padding, SpatialLayerSpec, SpatialSplitSpec, LeakyReluSpec, SoftmaxSpec,
 } from '../../nn/spec.ts';
 import { SPATIAL_LAYER_TYPES } from '../../nn/spec.ts';
 import { jsBackend } from '../../kernels/js/index.ts';
 import { buildLayer, buildSpatialLayers } from '../../nn/buildLayer.ts';
 import type { ActivationKind } from '../../kernels/backend.ts';
 import type { IssueParams } from '../errors.ts';
-import { bool, field, isInt, oneKeyMap, oneOf, posInt, posNum, size2, strict, toPair, unitRange } from './fields.ts';
+import { bool, field, isInt, nonNegNum, oneKeyMap, oneOf, posInt, posNum, size2, strict, toPair, unitRange } from './fields.ts';
 import { modelInput, SEQUENCE_LAYERS } from './sequenceLayers.ts';
+import { addBlockSchemas } from './addBlocks.ts';
 
-const ACTIVATIONS = ['relu', 'clippedRelu', 'tanh', 'sigmoid', 'linear'] as const satisfies readonly ActivationKind[];
+const ACTIVATIONS = ['relu', 'clippedRelu', 'tanh', 'sigmoid', 'linear', 'gelu', 'leakyRelu'] as const satisfies readonly ActivationKind[];
 const PADDINGS = ['valid', 'same'] as const satisfies readonly Padding[];
 
 const conv2d = strict({
@@ -50,9 +51,16 @@ const dense = strict({
   activation: oneOf(ACTIVATIONS).default('linear'),
   useBias: bool().default(true),
   parallel: oneOf(PARALLEL_MODES).default('data'),
-}).transform((o): DenseSpec => ({ type: 'dense', units: o.units, activation: o.activation, useBias: o.useBias, parallel: o.parallel }));
+}).transform((o, ctx): DenseSpec => {
+  // a tensor-parallel shard applies its activation in place, and gelu's backward needs the input
+  if (o.parallel === 'model' && o.activation === 'gelu') {
+    ctx.addIssue({ code: 'custom', path: ['activation'], params: { noGot: true } satisfies IssueParams,
+      message: "gelu cannot be fused into a 'parallel: model' dense layer; leave its activation linear and add a `- gelu: {}` layer after it" });
+  }
+  return { type: 'dense', units: o.units, activation: o.activation, useBias: o.useBias, parallel: o.parallel };
+});
 
-const noOptions = <T extends FlattenSpec | ActivationSpec>(type: T['type']) =>
+const noOptions = <T extends FlattenSpec | ActivationSpec | SoftmaxSpec>(type: T['type']) =>
   strict({}, 'option', type).transform((): T => ({ type }) as T);
 
 const BASE_LAYERS = {
@@ -66,6 +74,10 @@ const BASE_LAYERS = {
   sigmoid: noOptions<ActivationSpec>('sigmoid'),
   clippedRelu: strict({ cap: posNum().default(20) })
     .transform((o): ClippedReluSpec => ({ type: 'clippedRelu', cap: o.cap })),
+  gelu: noOptions<ActivationSpec>('gelu'),
+  leakyRelu: strict({ slope: nonNegNum().default(0.01) })
+    .transform((o): LeakyReluSpec => ({ type: 'leakyRelu', slope: o.slope })),
+  softmax: noOptions<SoftmaxSpec>('softmax'),
   dropout: strict({ rate: unitRange(), masks: oneOf(['per-replica', 'per-sample'] as const).default('per-replica') })
     .transform((o): DropoutSpec => ({ type: 'dropout', rate: o.rate, masks: o.masks })),
   batchNorm: strict({ momentum: unitRange().default(0.9), epsilon: posNum().default(1e-5) })
@@ -75,6 +87,7 @@ const BASE_LAYERS = {
 /** Why a layer type cannot be inside a spatialSplit, and the fix. */
 function notSpatial(name: string): string | undefined {
   if (name === 'spatialSplit') return 'a spatialSplit cannot hold another spatialSplit; list all the layers to split in one spatialSplit';
+  if (name === 'residual' || name === 'add') return `a ${name} block cannot be inside a spatialSplit (nor a spatialSplit inside it); end the spatialSplit before the block`;
   if (!Object.hasOwn(BASE_LAYERS, name) && !Object.hasOwn(SEQUENCE_LAYERS, name)) return undefined;
   const why = name === 'batchNorm' ? 'its statistics span the whole image'
     : name === 'dropout' ? 'its masks are drawn per whole sample'
@@ -84,7 +97,7 @@ function notSpatial(name: string): string | undefined {
 
 const SPATIAL_CHOICES = {
   conv2d, maxPool2d: BASE_LAYERS.maxPool2d, avgPool2d: BASE_LAYERS.avgPool2d, relu: BASE_LAYERS.relu, tanh: BASE_LAYERS.tanh,
-  sigmoid: BASE_LAYERS.sigmoid, clippedRelu: BASE_LAYERS.clippedRelu,
+  sigmoid: BASE_LAYERS.sigmoid, clippedRelu: BASE_LAYERS.clippedRelu, gelu: BASE_LAYERS.gelu, leakyRelu: BASE_LAYERS.leakyRelu,
 } satisfies Record<SpatialLayerSpec['type'], z.ZodType<SpatialLayerSpec>>;
 
 const tilePair = field<[number, number]>(
@@ -113,7 +126,10 @@ const spatialSplit = strict({
   };
 });
 
-const LAYERS = { ...BASE_LAYERS, ...SEQUENCE_LAYERS, spatialSplit } satisfies Record<LayerSpec['type'], z.ZodType<LayerSpec>>;
+// residual/add blocks hold layers themselves (not spatialSplit): the schemas refer to each other lazily
+const blocks = addBlockSchemas(BASE_LAYERS, ACTIVATIONS);
+
+const LAYERS = { ...BASE_LAYERS, ...SEQUENCE_LAYERS, spatialSplit, ...blocks } satisfies Record<LayerSpec['type'], z.ZodType<LayerSpec>>;
 
 export const LAYER_TYPES = Object.keys(LAYERS) as LayerSpec['type'][];
 

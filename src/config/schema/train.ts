@@ -27,9 +27,12 @@ export const trainSchema = section({
   syncBatchNorm: bool().default(false),
   maxBadSteps: posInt().default(10),
   stallWarningSeconds: posNum().default(60),
+  clipGradNorm: posNum().optional(),
 }).transform((o): TrainSpec => ({
   epochs: o.epochs, devices: o.devices, strategy: o.strategy, seed: o.seed, backend: o.backend,
   lrScaling: o.lrScaling, evalEvery: o.evalEvery, checkpointEvery: o.checkpointEvery, keepLast: o.keepLast,
   microBatches: o.microBatches, syncBatchNorm: o.syncBatchNorm,
   maxBadSteps: o.maxBadSteps, stallWarningSeconds: o.stallWarningSeconds,
+  // absent unless set, so configs without clipping normalise as before
+  ...(o.clipGradNorm !== undefined ? { clipGradNorm: o.clipGradNorm } : {}),
 }));

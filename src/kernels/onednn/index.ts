@@ -42,14 +42,9 @@ export interface OneDnnBackend extends Backend {
   setGemm(mode: 'matmul' | 'sgemm'): 'matmul' | 'sgemm';
 }
 
-const ACTIVATIONS: Record<ActivationKind, number> = { relu: 0, clippedRelu: 1, tanh: 2, sigmoid: 3, linear: 4 };
+/** The activations the addon runs as oneDNN eltwise primitives; the others (gelu, leakyRelu) run on the base backend. */
+const ACTIVATIONS: Partial<Record<ActivationKind, number>> = { relu: 0, clippedRelu: 1, tanh: 2, sigmoid: 3, linear: 4 };
 const DEFAULT_RELU_CAP = 20;
-
-function activationCode(what: string, kind: ActivationKind): number {
-  const k = ACTIVATIONS[kind];
-  if (k === undefined) throw new Error(`${what}: unknown activation '${String(kind)}'`);
-  return k;
-}
 
 type Geometry13 = [number, number, number, number, number, number, number, number, number, number, number, number, number];
 type Geometry12 = [number, number, number, number, number, number, number, number, number, number, number, number];
@@ -107,11 +102,13 @@ export async function createOneDnnBackend(): Promise<OneDnnBackend | null> {
     biasGrad: (dy, db, rows, cols) => {
       if (!addon.biasGrad(dy, db, rows, cols)) base.biasGrad(dy, db, rows, cols);
     },
-    activationForward: (kind, x, y, cap = DEFAULT_RELU_CAP) => {
-      if (!addon.activationForward(activationCode('activationForward', kind), x, y, cap)) base.activationForward(kind, x, y, cap);
+    activationForward: (kind, x, y, cap) => {
+      const code = ACTIVATIONS[kind];
+      if (code === undefined || !addon.activationForward(code, x, y, cap ?? DEFAULT_RELU_CAP)) base.activationForward(kind, x, y, cap);
     },
-    activationBackward: (kind, y, dy, dx, cap = DEFAULT_RELU_CAP) => {
-      if (!addon.activationBackward(activationCode('activationBackward', kind), y, dy, dx, cap)) base.activationBackward(kind, y, dy, dx, cap);
+    activationBackward: (kind, y, dy, dx, cap) => {
+      const code = ACTIVATIONS[kind];
+      if (code === undefined || !addon.activationBackward(code, y, dy, dx, cap ?? DEFAULT_RELU_CAP)) base.activationBackward(kind, y, dy, dx, cap);
     },
     softmaxCrossEntropy: (logits, labels, rows, classes, dlogits, gradScale) =>
       addon.softmaxCrossEntropy(logits, labels, rows, classes, dlogits, gradScale)

@@ -7,7 +7,7 @@
  * batch, a plain Float32Array) is copied into temporary wasm blocks and, for outputs, copied back.
  * Arrays are never freed unless `free` is called. One backend per thread: instances share nothing.
  */
-import type { ActivationKind, AdamParams, Backend, Conv2DGeometry, Pool2DGeometry, SgdParams } from '../backend.ts';
+import { activationParam, type ActivationKind, type AdamParams, type Backend, type Conv2DGeometry, type Pool2DGeometry, type SgdParams } from '../backend.ts';
 import { WasmHeap, type WasmArray } from './heap.ts';
 import { loadKernels, type KernelExports } from './loader.ts';
 
@@ -26,8 +26,7 @@ export interface WasmBackend extends Backend {
   tune(opts: { mc?: number; kc?: number; nc?: number; convChunkBytes?: number }): void;
 }
 
-const ACTIVATIONS: Record<ActivationKind, number> = { relu: 0, clippedRelu: 1, tanh: 2, sigmoid: 3, linear: 4 };
-const DEFAULT_RELU_CAP = 20;
+const ACTIVATIONS: Record<ActivationKind, number> = { relu: 0, clippedRelu: 1, tanh: 2, sigmoid: 3, linear: 4, gelu: 5, leakyRelu: 6 };
 /** Minimum im2col scratch; conv chunks aim at 256 KiB (see assembly/conv.ts). */
 const MIN_COL_BYTES = 1 << 20;
 
@@ -210,16 +209,16 @@ class WasmKernels implements WasmBackend {
     this.run(() => this.e.biasGrad(this.ptr(dy, false), this.ptr(db, true), rows, cols, this.colPtr));
   };
 
-  activationForward = (kind: ActivationKind, x: Float32Array, y: Float32Array, cap = DEFAULT_RELU_CAP): void => {
-    const k = ACTIVATIONS[kind];
+  activationForward = (kind: ActivationKind, x: Float32Array, y: Float32Array, param?: number): void => {
+    const k = ACTIVATIONS[kind], cap = activationParam(kind, param);
     if (k === undefined) throw new Error(`activationForward: unknown activation '${String(kind)}'`);
     const n = x.length;
     need('activationForward', 'y', y, n);
     this.run(() => this.e.activationForward(k, this.ptr(x, false), this.ptr(y, true), n, cap));
   };
 
-  activationBackward = (kind: ActivationKind, y: Float32Array, dy: Float32Array, dx: Float32Array, cap = DEFAULT_RELU_CAP): void => {
-    const k = ACTIVATIONS[kind];
+  activationBackward = (kind: ActivationKind, y: Float32Array, dy: Float32Array, dx: Float32Array, param?: number): void => {
+    const k = ACTIVATIONS[kind], cap = activationParam(kind, param);
     if (k === undefined) throw new Error(`activationBackward: unknown activation '${String(kind)}'`);
     const n = y.length;
     need('activationBackward', 'dy', dy, n); need('activationBackward', 'dx', dx, n);

@@ -159,6 +159,21 @@ export class ModelParallelNet implements TrainableModel {
     }
   }
 
+  /**
+   * Σ g² over this device's shards, counting a tensor that every device holds whole (a row-parallel
+   * layer's bias) on rank 0 only: summed over the devices, the shards' share of the squared global
+   * gradient norm (train.clipGradNorm).
+   */
+  shardGradSquares(): number {
+    let s = 0;
+    for (const e of this.shardEntries) {
+      if (e.kind === 'row' && e.param === 'bias' && this.comm.rank !== 0) continue;
+      const g = this.grads.subarray(e.offset, e.offset + e.size);
+      for (let i = 0; i < g.length; i++) s += g[i]! * g[i]!;
+    }
+    return s;
+  }
+
   get gradientReadyOffsets(): readonly number[] {
     return this.firstReplicated.filter((o) => o >= 0).reverse();
   }

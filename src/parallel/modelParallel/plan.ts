@@ -47,7 +47,7 @@ export interface ModelParallelPlan {
   sliceRowsAtEnd: boolean;
 }
 
-const ELEMENTWISE = new Set<LayerSpec['type']>(['relu', 'tanh', 'sigmoid', 'clippedRelu', 'dropout', 'flatten']);
+const ELEMENTWISE = new Set<LayerSpec['type']>(['relu', 'tanh', 'sigmoid', 'clippedRelu', 'gelu', 'leakyRelu', 'dropout', 'flatten']);
 const POOLING = new Set<LayerSpec['type']>(['maxPool2d', 'avgPool2d']);
 
 const layerName = (spec: LayerSpec, i: number) => `model.layers[${i}] ${spec.type}`;

@@ -1,6 +1,6 @@
 import type { Communicator } from '../../comm/communicator.ts';
 import { serverWeights, type ParameterServer } from '../parameterServer/index.ts';
-import { counter, restoreTensor, type Strategy } from '../strategy.ts';
+import { counter, restoreTensor, type ReplicaView, type Strategy } from '../strategy.ts';
 import { requireParameterServer, type StrategyEntry } from './entry.ts';
 import { allFinite } from '../nonFinite.ts';
 
@@ -23,8 +23,10 @@ export interface AsyncOptions {
 export function asyncStrategy(ps: ParameterServer, comm: Communicator, o: AsyncOptions): Strategy {
   let version = 0, steps = 0, pending = 0, lastLr = 0;
   let accumulated: Float32Array;
-  const push = async () => {
+  const push = async (replica: ReplicaView) => {
     if (pending > 1) for (let i = 0; i < accumulated.length; i++) accumulated[i] = accumulated[i]! / pending;
+    // train.clipGradNorm clips the gradient pushed (the mean over pushEvery steps)
+    await replica.clipGradients?.(accumulated);
     const r = await ps.push(accumulated, version, lastLr, o.maxStaleness);
     accumulated.fill(0);
     pending = 0;
@@ -49,12 +51,12 @@ export function asyncStrategy(ps: ParameterServer, comm: Communicator, o: AsyncO
       lastLr = info.lr;
       for (let i = 0; i < g.length; i++) accumulated[i] = accumulated[i]! + g[i]!;
       if (++pending < o.pushEvery) return {};
-      const r = await push();
+      const r = await push(replica);
       if (!r.applied) version = await ps.pull(replica.params);
       return { staleness: r.staleness, dropped: r.applied ? 0 : 1 };
     },
     async onFinish(replica) {
-      if (pending > 0) await push();
+      if (pending > 0) await push(replica);
       // every device's last push must be applied before anyone reads the final weights
       // (the server's finish, not a barrier: a device that died is not waited for)
       await ps.finish();

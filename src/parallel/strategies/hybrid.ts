@@ -15,7 +15,8 @@ import type { StrategyEntry } from './entry.ts';
  * Non-finite numbers travel with the gradients: the bucket that reaches offset 0 is always reduced
  * in applyUpdate, where a device whose loss is NaN/Inf sets grads[0] to NaN first; a NaN or Inf
  * anywhere makes the sum non-finite on every device alike, so one pass over the reduced gradient
- * decides, identically everywhere, to skip the step (no optimizer update).
+ * decides, identically everywhere, to skip the step (no optimizer update). train.clipGradNorm
+ * clips the reduced (finite) gradient.
  */
 export function hybridStrategy(comm: Communicator, bucketBytes: number): Strategy {
   const bucketFloats = Math.max(1, Math.floor(bucketBytes / 4));
@@ -42,6 +43,8 @@ export function hybridStrategy(comm: Communicator, bucketBytes: number): Strateg
       inFlight = [];
       reducedFrom = -1;
       if (!allFinite(replica.grads)) return { skipped: true };
+      // clipping acts on the reduced gradient, so G devices clip exactly as one device would
+      await replica.clipGradients?.();
       replica.localStep(info.lr);
     },
     agree: (values) => comm.allreduce(values, 'sum'),

@@ -22,6 +22,8 @@ export function syncStrategy(ps: ParameterServer, comm: Communicator): Strategy 
       // an empty slice (short last batch) has nothing to apply: Adam would still move the weights;
       // a NaN/Inf loss or gradient is never pushed (the step is skipped)
       const skipped = info.samples > 0 && (info.lossNonFinite === true || !allFinite(replica.grads));
+      // train.clipGradNorm clips the gradient pushed
+      if (info.samples > 0 && !skipped) await replica.clipGradients?.(replica.grads);
       const r = info.samples > 0 && !skipped ? await ps.push(replica.grads, version, info.lr) : { staleness: 0 };
       await ps.passTurn();
       return skipped ? { staleness: r.staleness, skipped } : { staleness: r.staleness };

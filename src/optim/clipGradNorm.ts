@@ -1,0 +1,25 @@
+/**
+ * Gradient clipping by global norm (train.clipGradNorm), PyTorch's clip_grad_norm_: the L2 norm of
+ * every gradient together; when it exceeds `maxNorm` every gradient is scaled by maxNorm/(norm + 1e-6).
+ * Which gradient is clipped — the one that is applied — is the strategies' business (ReplicaView.clipGradients).
+ */
+
+/** Σ x² over `buf`, in float64 (finite for any finite float32 gradient). */
+export function sumOfSquares(buf: Float32Array): number {
+  let s = 0;
+  for (let i = 0; i < buf.length; i++) { const x = buf[i]!; s += x * x; }
+  return s;
+}
+
+/**
+ * Scales `buffers` so that their global norm `norm` is at most `maxNorm`; true when it scaled. A
+ * non-finite norm scales nothing: such a step is a bad step, skipped before it is applied
+ * (runtime/badSteps.ts), never clipped into a finite one.
+ */
+export function clipToNorm(buffers: readonly Float32Array[], norm: number, maxNorm: number): boolean {
+  if (!Number.isFinite(norm)) return false;
+  const coef = maxNorm / (norm + 1e-6);
+  if (coef >= 1) return false;
+  for (const b of buffers) for (let i = 0; i < b.length; i++) b[i] = b[i]! * coef;
+  return true;
+}
