@@ -9,6 +9,8 @@ import jpeg from 'jpeg-js';
 import { formatShape } from '../tensor/shape.ts';
 
 const JPEG_LIMIT_MP = 64;
+/** largest spread of red, green and blue (0–255) still taken as grey */
+const GREY_TOLERANCE = 8;
 
 /** RGBA pixels of a PNG or JPEG file's bytes. */
 function decodeRgba(bytes: Uint8Array, file: string): { width: number; height: number; data: Uint8Array } {
@@ -44,10 +46,11 @@ export function decodeImageSample(bytes: Uint8Array, file: string, inputShape: r
   for (let p = 0; p < H * W; p++) {
     const r = data[p * 4]!, g = data[p * 4 + 1]!, b = data[p * 4 + 2]!, a = data[p * 4 + 3]!;
     if (C === 1) {
-      if (r !== g || g !== b) {
+      // a grey JPEG stored as colour differs by rounding only; a colour image is refused
+      if (Math.max(r, g, b) - Math.min(r, g, b) > GREY_TOLERANCE) {
         throw new Error(`${file}: a colour image (pixel ${p % W},${Math.floor(p / W)} is ${r},${g},${b}), but the model takes 1 channel (model.input ${formatShape(inputShape)}); convert it to greyscale`);
       }
-      out[p] = r / 255;
+      out[p] = (r + g + b) / 3 / 255;
     } else {
       out[p * C] = r / 255; out[p * C + 1] = g / 255; out[p * C + 2] = b / 255;
       if (C === 4) out[p * C + 3] = a / 255;
