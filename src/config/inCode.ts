@@ -16,7 +16,8 @@ import { ConfigError } from './errors.ts';
  * `data`, `train`; layers, optimizers, decays and strategies as one-key maps such as
  * `{ dense: { units: 10 } }` or a bare name such as `'flatten'`). Every field but `model` is optional.
  */
-export type ConfigInput = z.input<typeof configSchema>;
+export interface ConfigInput extends SchemaInput {}
+type SchemaInput = z.input<typeof configSchema>;
 
 /**
  * Returns `config` unchanged: it only gives an object literal the type `ConfigInput`, so an editor

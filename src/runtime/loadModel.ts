@@ -51,7 +51,7 @@ export class LoadedModel {
   /** the last layer already computes the task's output function (softmax / sigmoid) */
   private readonly applied: boolean;
 
-  /** Use `loadModel(checkpoint)`; this wraps a model whose weights are loaded. */
+  /** Use `loadModel(checkpoint)`; this wraps a model whose weights are loaded. @internal */
   constructor(checkpoint: string, config: RunConfig, model: Sequential, backend: Backend, data: DataInfo) {
     this.checkpoint = checkpoint;
     this.config = config;

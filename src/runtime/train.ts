@@ -24,14 +24,21 @@ import { userCallbacks } from './callbacks.ts';
 
 export type { TrainOptions } from './trainOptions.ts';
 
+/** What a finished (or stopped) run reports. */
 export interface TrainResult {
   /** '' in processes other than 0 of a multi-process job */
   runDir: string;
+  /** accuracy on the test set at the last evaluation (NaN when none ran) */
   testAccuracy: number;
+  /** mean loss on the test set at the last evaluation (NaN when none ran) */
   testLoss: number;
+  /** training samples per second over the run (every device's) */
   samplesPerSecond: number;
+  /** the run's wall time */
   seconds: number;
+  /** global steps the run ended at */
   steps: number;
+  /** the model checkpoint (RUN_DIR/model.safetensors; '' in processes other than 0), for loadModel and eval */
   checkpoint: string;
   /** the run was stopped (TrainOptions.signal) after `step` steps, in epoch `epoch` (1-based) */
   stopped?: { step: number; epoch: number; signal: string };
