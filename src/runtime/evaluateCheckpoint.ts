@@ -44,6 +44,7 @@ export async function evaluateCheckpoint(checkpoint: string, o: EvaluateOptions 
   loadModelCheckpoint(checkpoint, replica.model);
   const data = await loadData(config, o.log);
   const test = data.test;
+  if (!test) throw new Error(`eval: ${data.source} has no test set to evaluate ${checkpoint} on`);
   const r = replica.evaluate(test);
   const result: Evaluation = { checkpoint, testSamples: test.count, testLoss: r.loss, testAccuracy: r.accuracy };
   const info = dataInfoOf(checkpoint, metadata, config, replica.classes);

@@ -1,16 +1,15 @@
 /**
  * Decoding one PNG or JPEG file into a sample of the model's input shape [H, W, C] (NHWC, values
  * scaled to [0, 1] as the training images are): pngjs and jpeg-js decode to RGBA; C = 1 takes the
- * grey value (a colour image is refused rather than silently converted), C = 3 RGB, C = 4 RGBA.
- * A size or channel mismatch names the file and the shape the model takes.
+ * grey value (a colour image's luma, ITU-R BT.601), C = 2 grey and alpha, C = 3 RGB, C = 4 RGBA —
+ * as the image-folder dataset does (src/data/imageDecode.ts). A size mismatch names the file and the
+ * shape the model takes.
  */
 import pngjs from 'pngjs';
 import jpeg from 'jpeg-js';
 import { formatShape } from '../tensor/shape.ts';
 
 const JPEG_LIMIT_MP = 64;
-/** largest spread of red, green and blue (0–255) still taken as grey */
-const GREY_TOLERANCE = 8;
 
 /** RGBA pixels of a PNG or JPEG file's bytes. */
 function decodeRgba(bytes: Uint8Array, file: string): { width: number; height: number; data: Uint8Array } {
@@ -37,7 +36,7 @@ export function decodeImageSample(bytes: Uint8Array, file: string, inputShape: r
     throw new Error(`${file}: an image, but the model takes ${formatShape(inputShape)} (features, not [height, width, channels]); give CSV rows or a .npy file`);
   }
   const [H, W, C] = inputShape as [number, number, number];
-  if (C !== 1 && C !== 3 && C !== 4) throw new Error(`${file}: the model takes ${C} channels per pixel (model.input ${formatShape(inputShape)}); images give 1 (grey), 3 (RGB) or 4 (RGBA)`);
+  if (C < 1 || C > 4) throw new Error(`${file}: the model takes ${C} channels per pixel (model.input ${formatShape(inputShape)}); images give 1 (grey), 2 (grey, alpha), 3 (RGB) or 4 (RGBA)`);
   const { width, height, data } = decodeRgba(bytes, file);
   if (width !== W || height !== H) {
     throw new Error(`${file}: the image is ${width}×${height} pixels (width×height); the model takes ${W}×${H} (model.input ${formatShape(inputShape)} is height, width, channels); resize it`);
@@ -45,12 +44,9 @@ export function decodeImageSample(bytes: Uint8Array, file: string, inputShape: r
   const out = new Float32Array(H * W * C);
   for (let p = 0; p < H * W; p++) {
     const r = data[p * 4]!, g = data[p * 4 + 1]!, b = data[p * 4 + 2]!, a = data[p * 4 + 3]!;
-    if (C === 1) {
-      // a grey JPEG stored as colour differs by rounding only; a colour image is refused
-      if (Math.max(r, g, b) - Math.min(r, g, b) > GREY_TOLERANCE) {
-        throw new Error(`${file}: a colour image (pixel ${p % W},${Math.floor(p / W)} is ${r},${g},${b}), but the model takes 1 channel (model.input ${formatShape(inputShape)}); convert it to greyscale`);
-      }
-      out[p] = (r + g + b) / 3 / 255;
+    if (C <= 2) {
+      out[p * C] = (r === g && g === b ? r : 0.299 * r + 0.587 * g + 0.114 * b) / 255;
+      if (C === 2) out[p * C + 1] = a / 255;
     } else {
       out[p * C] = r / 255; out[p * C + 1] = g / 255; out[p * C + 2] = b / 255;
       if (C === 4) out[p * C + 3] = a / 255;

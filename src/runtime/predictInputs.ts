@@ -3,7 +3,7 @@
  * (one sample per row, optionally a header; a label column may be named, and is then left out of
  * the features and kept as the true label), NumPy `.npy` arrays ((N, …shape) or (N, values) or
  * one sample), and PNG/JPEG images (one sample each). Values are raw, as the training data held
- * them (images and uint8 image arrays scaled to [0, 1]); normalisation is predict's. Every error
+ * them (images and uint8 arrays scaled to [0, 1], as the datasets scale them); normalisation is predict's. Every error
  * names the file (and line) and the shape the model takes.
  */
 import { readFileSync } from 'node:fs';
@@ -145,7 +145,7 @@ function npySamples(bytes: Uint8Array, file: string, inputShape: readonly number
     throw new Error(`${file}: an array of shape (${shape.join(', ')}) does not hold samples of ${formatShape(inputShape)}; ` +
       `expected (N, ${inputShape.join(', ')}) or (N, ${per})`);
   }
-  // uint8 images are pixels 0–255, scaled like the training images
-  if (dtype.endsWith('u1') && inputShape.length === 3) for (let i = 0; i < values.length; i++) values[i] = values[i]! / 255;
+  // uint8 values are pixels 0–255, scaled as the npy dataset scales them (like IDX and image files)
+  if (dtype.endsWith('u1')) for (let i = 0; i < values.length; i++) values[i] = values[i]! / 255;
   return { data: values, count: single ? 1 : shape[0]! };
 }

@@ -4,7 +4,8 @@
  * made by pngjs/jpeg-js, as JSON into --output, agreeing with the library's predict; CSV rows with
  * a header and a named label column give CSV with class names and the accuracy; eval reads the
  * config from the checkpoint and prints per-class figures and the confusion matrix. Bad inputs
- * (shape, size, colour, type, CSV cells, damaged .npy) are one error naming the file. About 8 s of
+ * (shape, size, type, CSV cells, damaged .npy) are one error naming the file; a colour image for a
+ * grey model is its luma. About 8 s of
  * CPU, most of it the three CLI processes compiling the sources (tsx).
  */
 import { test } from 'node:test';
@@ -129,7 +130,10 @@ test('input errors name the file (and line, column) and the fix', () => {
   const big = writePng(join(dir, 'big.png'), new Uint8Array(32 * 30 * 4).fill(200), 32, 30);
   assert.throws(() => readPredictInputs([big], image), /big\.png: the image is 32×30 pixels \(width×height\); the model takes 28×28 \(model\.input \[28, 28, 1\] is height, width, channels\); resize it/);
   const colour = writePng(join(dir, 'colour.png'), rgba(1, true));
-  assert.throws(() => readPredictInputs([colour], image), /colour\.png: a colour image .* the model takes 1 channel/);
+  // a colour image for a grey model: its luma (ITU-R BT.601), as the image-folder dataset takes it
+  const luma = readPredictInputs([colour], image).data;
+  const v = Math.round(images.images[PER + 300]! * 255);
+  assert.ok(Math.abs(luma[300]! - (0.299 * v + 0.587 * (255 - v) + 0.114 * v) / 255) < 1e-6);
   assert.throws(() => readPredictInputs([colour], [4]), /colour\.png: an image, but the model takes \[4\] \(features/);
   assert.throws(() => readPredictInputs([at('x.txt', '1,2')], image), /x\.txt: unknown input type '\.txt'; predict reads CSV rows/);
   assert.throws(() => readPredictInputs([join(dir, 'missing.csv')], [4]), /missing\.csv: no such input file/);
