@@ -5,11 +5,12 @@
  */
 import { evaluateCheckpoint } from '../runtime/evaluateCheckpoint.ts';
 import type { ClassReport } from '../runtime/classMetrics.ts';
+import type { CommandOutput } from './predictCommand.ts';
 
 export interface EvalFlags { checkpoint: string; data?: string; backend?: string; quiet?: boolean }
 
-export async function runEval(configPath: string | undefined, flags: EvalFlags): Promise<void> {
-  const log = flags.quiet ? () => {} : (m: string) => process.stderr.write(`${m}\n`);
+export async function runEval(configPath: string | undefined, flags: EvalFlags, io: CommandOutput = { out: process.stdout, err: process.stderr }): Promise<void> {
+  const log = flags.quiet ? () => {} : (m: string) => io.err.write(`${m}\n`);
   const e = await evaluateCheckpoint(flags.checkpoint, { configPath, dataDir: flags.data, backend: flags.backend, log });
   const summary: Record<string, unknown> = { checkpoint: e.checkpoint, testSamples: e.testSamples, testLoss: e.testLoss, testAccuracy: e.testAccuracy };
   if (e.report) {
@@ -17,8 +18,8 @@ export async function runEval(configPath: string | undefined, flags: EvalFlags):
     summary.macro = e.report.macro;
     summary.confusion = e.report.confusion;
   }
-  process.stdout.write(`${JSON.stringify(summary)}\n`);
-  if (!flags.quiet) process.stderr.write(formatEval(e.testSamples, e.testLoss, e.testAccuracy, e.report));
+  io.out.write(`${JSON.stringify(summary)}\n`);
+  if (!flags.quiet) io.err.write(formatEval(e.testSamples, e.testLoss, e.testAccuracy, e.report));
 }
 
 const fixed = (x: number) => x.toFixed(3);

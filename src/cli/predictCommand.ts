@@ -25,7 +25,11 @@ export function splitPredictArgs(args: readonly string[]): { config?: string; in
   return first !== undefined && /\.ya?ml$/i.test(first) ? { config: first, inputs: rest } : { inputs: [...args] };
 }
 
-export async function runPredict(args: string[], flags: PredictFlags): Promise<void> {
+/** Where a command writes (tests pass their own). */
+export interface CommandOutput { out: { write(s: string): unknown }; err: { write(s: string): unknown } }
+const STDIO: CommandOutput = { out: process.stdout, err: process.stderr };
+
+export async function runPredict(args: string[], flags: PredictFlags, io: CommandOutput = STDIO): Promise<void> {
   const { config, inputs } = splitPredictArgs(args);
   if (inputs.length === 0) throw new Error('predict: no input files; give CSV rows (.csv), NumPy arrays (.npy) or images (.png, .jpg) after the options');
   if (flags.output !== undefined && inputs.some((f) => resolve(f) === resolve(flags.output!))) {
@@ -39,8 +43,8 @@ export async function runPredict(args: string[], flags: PredictFlags): Promise<v
   const truth = samples.truth?.map((t, i) => trueValue(model, t, samples.sources[i]!));
   const text = flags.format === 'json' ? toJson(model, samples.sources, predictions, truth) : toCsv(model, samples.sources, predictions, truth);
   if (flags.output !== undefined) writeFileSync(flags.output, text);
-  else process.stdout.write(text);
-  if (truth && !flags.quiet) process.stderr.write(`${scoreLine(model, predictions, truth)}\n`);
+  else io.out.write(text);
+  if (truth && !flags.quiet) io.err.write(`${scoreLine(model, predictions, truth)}\n`);
 }
 
 /** A true label as the model's output: a class index (by name or number) or a regression value. */
