@@ -1,9 +1,7 @@
 import { loadConfig, applyOverrides } from '../config/index.ts';
 import { ProgressView } from './progress.ts';
-import { train, loadData } from '../runtime/train.ts';
+import { train } from '../runtime/train.ts';
 import { FaultPlan } from '../runtime/faultPlan.ts';
-import { Replica } from '../runtime/replica.ts';
-import { loadModelCheckpoint } from '../runtime/modelCheckpoint.ts';
 import { backendUnavailableReason, getBackend, registeredBackends, tryBackend } from '../kernels/index.ts';
 import { rendezvousFromEnv } from '../comm/rendezvous.ts';
 import { trainConfigPath } from '../runtime/resume.ts';
@@ -62,17 +60,6 @@ export async function runTrain(configPath: string | undefined, flags: TrainFlags
     stop.dispose();
     view.stopBar();
   }
-}
-
-export async function runEval(configPath: string, flags: { checkpoint: string; data?: string; backend?: string }): Promise<void> {
-  const config = applyOverrides(loadConfig(configPath), { dataDir: flags.data, backend: flags.backend });
-  const backend = await getBackend(config.train.backend);
-  const replica = new Replica(backend, config);
-  loadModelCheckpoint(flags.checkpoint, replica.model);
-  const data = await loadData(config, (m) => process.stderr.write(`${m}\n`));
-  if (!data.test) throw new Error(`eval: ${data.source} has no test set; name one in the config (data.test)`);
-  const r = replica.evaluate(data.test);
-  process.stdout.write(`${JSON.stringify({ checkpoint: flags.checkpoint, testSamples: data.test.count, testLoss: r.loss, testAccuracy: r.accuracy })}\n`);
 }
 
 /** What a backend says about itself: the SIMD variant of wasm, the BLAS behind native, the ISA oneDNN dispatched. */

@@ -1,5 +1,7 @@
 import { Command, Option } from 'commander';
-import { runTrain, runEval, runInfo } from './commands.ts';
+import { runTrain, runInfo } from './commands.ts';
+import { runEval } from './evalCommand.ts';
+import { runPredict } from './predictCommand.ts';
 import { runReport } from './reportCommand.ts';
 import { runCompare, DEFAULT_COMPARE_STRATEGIES } from './compareCommand.ts';
 import { runLaunch } from './launchCommand.ts';
@@ -66,12 +68,25 @@ program.command('launch')
   .action(async (args: string[], opts) => runLaunch(args, opts));
 
 program.command('eval')
-  .description('evaluate a checkpoint on the test set')
-  .argument('<config>', 'the YAML configuration the checkpoint was trained with')
+  .description('evaluate a checkpoint on the test set: loss, accuracy, per-class precision/recall/F1 and the confusion matrix')
+  .argument('[config]', 'the YAML configuration the checkpoint was trained with (default: the one stored in the checkpoint)')
   .requiredOption('--checkpoint <file>', 'a model.safetensors written by paratrain train')
-  .option('--data <dir>', 'directory holding the Fashion-MNIST IDX files')
+  .option('--data <dir>', 'directory holding the dataset (overrides data.dir)')
   .addOption(new Option('--backend <name>', 'kernel backend').choices(['auto', 'js', 'wasm', 'native', 'onednn']))
-  .action(async (config: string, opts) => runEval(config, opts));
+  .option('--quiet', 'only the JSON line on stdout, no table on stderr')
+  .action(async (config: string | undefined, opts) => runEval(config, opts));
+
+program.command('predict')
+  .description('predict classes, probabilities or values for new samples with a trained checkpoint')
+  .usage('[CONFIG.yaml] --checkpoint FILE [options] INPUT...')
+  .argument('<inputs...>', 'CSV files (one sample per row), .npy arrays, PNG/JPEG images; an optional first CONFIG.yaml (default: the config stored in the checkpoint)')
+  .requiredOption('--checkpoint <file>', 'a model.safetensors written by paratrain train')
+  .option('--output <file>', 'write the predictions here (default: stdout)')
+  .addOption(new Option('--format <format>', 'output format').choices(['csv', 'json']).default('csv'))
+  .option('--label-column <column>', 'CSV inputs: the column holding the true label (header name or 0-based index), left out of the features; prints the accuracy')
+  .addOption(new Option('--backend <name>', 'kernel backend').choices(['auto', 'js', 'wasm', 'native', 'onednn']))
+  .option('--quiet', 'no accuracy line on stderr')
+  .action(async (inputs: string[], opts) => runPredict(inputs, opts));
 
 program.command('report')
   .description('write one self-contained HTML report (and print a summary table) for one or more runs')

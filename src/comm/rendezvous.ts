@@ -26,6 +26,7 @@
 
 export type RendezvousSource = 'torchrun' | 'openmpi' | 'slurm' | 'single';
 
+/** Where this process sits in a job of several processes (rendezvousFromEnv). */
 export interface RendezvousInfo {
   rank: number;
   worldSize: number;

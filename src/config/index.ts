@@ -5,7 +5,8 @@
  */
 export type { RunConfig, TrainSpec } from './runConfig.ts';
 export { loadConfig, parseConfig, parseYaml } from './load.ts';
-export { applyOverrides, type ConfigOverrides } from './overrides.ts';
+export { applyOverrides, OVERRIDE_KEYS, type ConfigOverrides } from './overrides.ts';
 export { configToYaml, toYamlForm } from './writeYaml.ts';
 export { ConfigError } from './errors.ts';
 export { LAYER_TYPES, OPTIMIZER_TYPES, BACKENDS } from './schema/index.ts';
+export { defineConfig, resolveConfig, isRunConfig, type ConfigInput } from './inCode.ts';

@@ -19,6 +19,11 @@ export interface ConfigOverrides {
   dataDir?: string;
 }
 
+/** Every ConfigOverrides key (checked against the interface at compile time). */
+export const OVERRIDE_KEYS = ['epochs', 'batchSize', 'lr', 'seed', 'devices', 'strategy', 'backend', 'dataDir'] as const satisfies readonly (keyof ConfigOverrides)[];
+type Assert<T extends true> = T;
+export type _OverrideKeysComplete = Assert<keyof ConfigOverrides extends (typeof OVERRIDE_KEYS)[number] ? true : false>;
+
 /** config path → [flag, override key] */
 const FLAGS: Record<string, [string, keyof ConfigOverrides]> = {
   'train.epochs': ['--epochs', 'epochs'],
@@ -39,7 +44,7 @@ function num(v: number | string): unknown {
  * A new RunConfig with the overrides applied and validated like a config file. Problems are reported
  * against the flag: `command line: --epochs: expected a positive integer, got 0`.
  */
-export function applyOverrides(config: RunConfig, overrides: ConfigOverrides, sourceName = 'command line'): RunConfig {
+export function applyOverrides(config: RunConfig, overrides: ConfigOverrides, sourceName = 'command line', names: 'flags' | 'keys' = 'flags'): RunConfig {
   const y = toYamlForm(config) as {
     optimizer: Record<string, Record<string, unknown>>;
     data: Record<string, unknown>;
@@ -60,11 +65,12 @@ export function applyOverrides(config: RunConfig, overrides: ConfigOverrides, so
     // same strategy as configured: keep its options; another one: its defaults
     y.train.strategy = o.strategy === config.train.strategy.type ? y.train.strategy : o.strategy;
   }
+  // a problem is named by the flag (or, from the library, the option key) that caused it
   const label = (path: readonly PropertyKey[]): string | undefined => {
-    if (path[0] === 'optimizer' && path[2] === 'lr' && o.lr !== undefined) return '--lr';
+    if (path[0] === 'optimizer' && path[2] === 'lr' && o.lr !== undefined) return names === 'flags' ? '--lr' : 'lr';
     const key = path.map(String).join('.');
     const hit = FLAGS[key] ?? (key.startsWith('train.strategy.') ? FLAGS['train.strategy'] : undefined);
-    return hit && o[hit[1]] !== undefined ? hit[0] : undefined;
+    return hit && o[hit[1]] !== undefined ? (names === 'flags' ? hit[0] : hit[1]) : undefined;
   };
   return validate(y, sourceName, { label });
 }

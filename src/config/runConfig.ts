@@ -3,6 +3,7 @@ import type { OptimizerSpec, ScheduleSpec } from '../optim/spec.ts';
 import type { DataSpec } from '../data/spec.ts';
 import type { StrategySpec } from '../parallel/strategies/index.ts';
 
+/** The normalised `train:` section of a RunConfig. */
 export interface TrainSpec {
   epochs: number;
   devices: number;

@@ -29,6 +29,8 @@ export function registerBackend(name: string, factory: BackendFactory, priority:
   priorities.set(name, priority);
   preference.sort((a, b) => priorities.get(b)! - priorities.get(a)!);
 }
+
+/** The names of the kernel backends this build knows (available or not), most preferred first. */
 export function registeredBackends(): string[] {
   return [...preference];
 }

@@ -12,6 +12,7 @@ export { ctcMinFrames } from './ctcForwardBackward.ts';
  */
 export type CtcReduction = 'sum' | 'mean' | 'batchMean';
 
+/** The CTC loss's options: the blank class, the reduction, and whether impossible samples count as 0. */
 export interface CtcLossOptions {
   /** class index of the blank; default 0 */
   blank?: number;
@@ -39,6 +40,7 @@ export interface CtcTargets {
   describe?: (sample: number) => string;
 }
 
+/** What one CTC loss evaluation gives: the weighted loss sum, per-sample losses, impossible samples, the logits' gradient. */
 export interface CtcLossResult {
   /**
    * Σ_i w_i·ℓ_i over this batch, w_i = 1/max(S_i, 1) for `mean` and 1 otherwise: summed over

@@ -15,12 +15,14 @@ import { dirname } from 'node:path';
 import { endianness } from 'node:os';
 import { crashPoint } from './crashPoints.ts';
 
+/** One tensor of a checkpoint: its name ('layers.3.kernel'), shape and float32 values. */
 export interface CheckpointTensor {
   name: string;
   shape: number[];
   data: Float32Array;
 }
 
+/** A checkpoint as read: its tensors by name and its string metadata (the config under 'config'). */
 export interface Checkpoint {
   /** in file order */
   tensors: Map<string, { shape: number[]; data: Float32Array }>;

@@ -56,6 +56,7 @@ export type TrainEvent =
       /** devices that died while the run went on (absent: none) */
       devicesLost?: number };
 
+/** A receiver of a run's events (TrainOptions.onEvent). */
 export type EventSink = (event: TrainEvent) => void;
 
 /**

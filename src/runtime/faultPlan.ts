@@ -23,6 +23,7 @@ function wholeAtLeastZero(n: number): boolean {
   return Number.isInteger(n) && n >= 0;
 }
 
+/** Injected faults for testing a job: slow devices, a device that fails at a step, a NaN gradient. */
 export class FaultPlan {
   /** No faults: every device at normal speed, none fails. */
   static readonly none = new FaultPlan({});

@@ -15,12 +15,13 @@ import type { ProcessPlacement } from './processWorld.ts';
  */
 const TAG = 0x5709;
 const enum Kind { Request = 1, Freeze = 2, Report = 3, Final = 4 }
-const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+// 'abort': the library's AbortSignal aborted for another reason (controller.abort() gives a DOMException)
+const SIGNALS = ['SIGINT', 'SIGTERM', 'abort'] as const;
 const CONTROL_RECV_TIMEOUT_MS = 7 * 24 * 3600_000;
 
 export interface StopControlOptions {
   gate: StopGateMemory;
-  /** aborted to request the stop; its reason names the signal ('SIGINT', 'SIGTERM'), default SIGTERM */
+  /** aborted to request the stop; its reason names the signal ('SIGINT', 'SIGTERM'), any other reason is 'abort' */
   signal: AbortSignal;
   /** absent: the job is this process */
   placement?: ProcessPlacement;
@@ -31,7 +32,7 @@ export interface StopControlOptions {
 
 export interface StopDecision { lastStep: number; signal: string }
 
-const signalName = (reason: unknown) => (typeof reason === 'string' && reason.startsWith('SIG') ? reason : 'SIGTERM');
+const signalName = (reason: unknown): string => (SIGNALS.includes(reason as typeof SIGNALS[number]) ? reason as string : 'abort');
 const encode = (kind: Kind, value = 0, signal = '') =>
   new Float32Array([kind, Math.floor(value / 65536), value % 65536, SIGNALS.indexOf(signal as typeof SIGNALS[number])]);
 const decode = (m: Float32Array) => ({ kind: m[0] as Kind, value: m[1]! * 65536 + m[2]!, signal: SIGNALS[m[3]!] ?? 'SIGTERM' });

@@ -20,53 +20,26 @@ import { FaultPlan } from './faultPlan.ts';
 import { allocateStopGate, StopGateDevice } from './stopGate.ts';
 import { StopControl, stoppedAt } from './stopControl.ts';
 import type { RunConfig } from '../config/runConfig.ts';
+import type { TrainOptions } from './trainOptions.ts';
+import { userCallbacks } from './callbacks.ts';
 
-export interface TrainOptions {
-  /** run directory; default runs/<timestamp> with runs/latest pointing at it */
-  out?: string;
-  /** allow writing into a non-empty --out directory */
-  force?: boolean;
-  /** receives every event (progress display) */
-  onEvent?: EventSink;
-  /** notes for people (data source, fall-backs) */
-  log?: (message: string) => void;
-  /** injected faults (stragglers, a failing device), for testing; or give them as slowDevices/failAt */
-  faults?: FaultPlan;
-  /** straggler injection: device rank → slowdown factor (≥ 1) */
-  slowDevices?: Map<number, number>;
-  /** failure injection for tests: device `rank` throws at global step `step` */
-  failAt?: { rank: number; step: number };
-  /**
-   * The job spans several processes (rendezvousFromEnv gives these); each runs train.devices
-   * device threads, so the job has processes × train.devices devices. Process 0 writes the run
-   * directory, evaluates and checkpoints; the others only train.
-   */
-  processes?: { rank: number; worldSize: number; masterAddr: string; masterPort: number };
-  /** rendezvous and communication deadline across processes, ms (default 300 000) */
-  timeoutMs?: number;
-  /** what carries collectives between processes: tcp (default) or mpi (under mpirun, one device per process) */
-  transport?: 'tcp' | 'mpi';
-  /** continue the run in this directory from its newest complete checkpoint set (docs/architecture.md, checkpoint sets) */
-  resume?: string;
-  /** start a new run from this checkpoint's weights and state (fresh optimizer, step 0) */
-  initFrom?: string;
-  /**
-   * Aborting it stops the run gracefully: every device (of every process) finishes the step in
-   * flight, all agree on one last step, and the run ends as if it were the last (the final
-   * checkpoint is written; result.stopped says so). Its reason names the cause ('SIGINT', 'SIGTERM').
-   * In a job of several processes give it to every process or to none (they form a control world for it).
-   */
-  signal?: AbortSignal;
-}
+export type { TrainOptions } from './trainOptions.ts';
 
+/** What a finished (or stopped) run reports. */
 export interface TrainResult {
   /** '' in processes other than 0 of a multi-process job */
   runDir: string;
+  /** accuracy on the test set at the last evaluation (NaN when none ran) */
   testAccuracy: number;
+  /** mean loss on the test set at the last evaluation (NaN when none ran) */
   testLoss: number;
+  /** training samples per second over the run (every device's) */
   samplesPerSecond: number;
+  /** the run's wall time */
   seconds: number;
+  /** global steps the run ended at */
   steps: number;
+  /** the model checkpoint (RUN_DIR/model.safetensors; '' in processes other than 0), for loadModel and eval */
   checkpoint: string;
   /** the run was stopped (TrainOptions.signal) after `step` steps, in epoch `epoch` (1-based) */
   stopped?: { step: number; epoch: number; signal: string };
@@ -154,12 +127,14 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
   // evaluated after epochs: the test set as before, else the validation set (a CSV without a test file)
   const evaluation = data.test ?? data.validation ?? null;
   let last = { testLoss: NaN, testAccuracy: NaN }, devicesLost = 0;
+  // a callback that throws stops the run, which then rejects with its error (callbacks.ts)
+  const callbacks = userCallbacks(options, threads, world ? world.rank * threads : 0);
   // epochs are summarised over this process's devices (all of them unless the job spans processes)
   const emit = epochAggregator(threads, (event: TrainEvent) => {
     if (event.type === 'eval') last = event;
     if (event.type === 'deviceLost') devicesLost++;
     metrics?.write(event);
-    options.onEvent?.(event);
+    callbacks.sink(event);
   }, world ? world.rank * threads : 0);
   const started = performance.now();
   const stopGate = options.signal && allocateStopGate(threads);
@@ -196,6 +171,9 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
     emit({ type: 'end', seconds, samplesPerSecond, testAccuracy: last.testAccuracy, testLoss: last.testLoss,
       maxRssBytes: process.resourceUsage().maxRSS * 1024, ...(devicesLost ? { devicesLost } : {}) });
     return result;
+  } catch (err) {
+    // the devices stopped because a callback threw: that is the error to report
+    throw callbacks.failure ? callbacks.failure.error : err;
   } finally {
     await stopControl?.close();
     metrics?.close();

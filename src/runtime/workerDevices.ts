@@ -55,7 +55,18 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
   const survives = survivesLostDevices(spec);
   const job = { threads, processes: placement?.processes ?? 1, devices: config.train.devices,
     strategy: spec.type === 'easgd' ? 'asynchronous EASGD' : spec.type };
-  const lost = new LostDevices(job, o.emit, o.log);
+  let failure: Error | null = null;
+  // a callback of the user's that throws (train's sink rethrows it) stops every device; train reports its error
+  const emit: EventSink = (event) => {
+    try {
+      o.emit(event);
+    } catch (err) {
+      if (failure) return;
+      failure = err instanceof Error ? err : new Error(String(err));
+      world.abort(`the run was stopped: an event callback threw: ${failure.message}`);
+    }
+  };
+  const lost = new LostDevices(job, emit, o.log);
   // every device starts identical (seeded init); the parameter server starts from the same weights
   let ps: DeviceWorkerInit['ps'] = null;
   let serving: Promise<void> | null = null;
@@ -76,7 +87,6 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
   }
   const losses = threadLosses({ lost, job, log: o.log, serverReports: remotePs && placement.process === 0,
     release: (device) => { if (ps) markDeviceDone(ps, device); } });
-  let failure: Error | null = null;
   const fail = (rank: number, message: string) => {
     if (failure || (survives && losses.absorb(rank, message))) return;
     failure = new Error(message.startsWith('device ') ? message : `${deviceName(rank, job)} failed: ${message}`);
@@ -97,7 +107,7 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
     worker.on('message', (m: DeviceWorkerMessage) => {
       if (m.kind === 'event') {
         if (m.event.type === 'step') losses.sawStep(rank, m.event.step);
-        o.emit(m.event);
+        emit(m.event);
       }
       else if (m.kind === 'error') fail(rank, m.message);
     });

@@ -23,6 +23,7 @@ export interface BeamHypothesis {
   logProb: number;
 }
 
+/** Options of prefix beam search: how many prefixes to keep, and the blank class. */
 export interface BeamSearchOptions {
   /** prefixes kept per frame; default 16 */
   beamWidth?: number;

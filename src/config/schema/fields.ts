@@ -90,7 +90,14 @@ export interface OneKeyMapConfig<C extends Record<string, z.ZodType>> {
   refuse?: (name: string) => string | undefined;
 }
 
-export function oneKeyMap<C extends Record<string, z.ZodType>>(cfg: OneKeyMapConfig<C>): z.ZodType<z.output<C[keyof C]>> {
+/**
+ * The declared input is what a one-key map accepts, for TypeScript users writing a config in code:
+ * a bare name, or `{ name: options }` with that choice's own option types (so editors complete and
+ * check them). Written out rather than as a named alias, so editors and the reference show the
+ * resulting union (`'flatten' | { dense: { units: number; … } } | …`), not the schema's types.
+ */
+export function oneKeyMap<C extends Record<string, z.ZodType>>(cfg: OneKeyMapConfig<C>):
+  z.ZodType<z.output<C[keyof C]>, { [K in keyof C & string]: K | { [P in K]: z.input<C[K]> | null } }[keyof C & string]> {
   const names = Object.keys(cfg.choices);
   const list = names.join(', ');
   const fail = (ctx: z.core.$RefinementCtx, message: string) => {
@@ -129,7 +136,8 @@ export function oneKeyMap<C extends Record<string, z.ZodType>>(cfg: OneKeyMapCon
       return z.NEVER;
     }
     return r.data as z.output<C[keyof C]>;
-  });
+  // the parse accepts any value (and says what is wrong with it); its declared input is what a config may hold
+  }) as unknown as z.ZodType<z.output<C[keyof C]>, { [K in keyof C & string]: K | { [P in K]: z.input<C[K]> | null } }[keyof C & string]>;
 }
 
 /** The fields a strategy's file builds its options schema from (parallel/strategies/entry.ts). */

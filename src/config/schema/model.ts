@@ -152,7 +152,7 @@ function withModelParallelDefault(raw: unknown): unknown {
   return { ...raw, layers };
 }
 
-export const modelSchema = z.preprocess(withModelParallelDefault, strict({
+const modelMap = strict({
   input: modelInput,
   parallel: oneOf(PARALLEL_MODES).default('data'),
   layers: z.array(layer, { error: 'expected a list of layers, each a one-key map such as `- dense: { units: 10 }`' })
@@ -162,7 +162,10 @@ export const modelSchema = z.preprocess(withModelParallelDefault, strict({
     const spec: ModelSpec = { input: [...o.input], layers: o.layers };
     checkSpatialTiles(spec, ctx);
     return spec;
-  }));
+  });
+
+/** The `model:` section; its declared input is the map's (preprocessing accepts any value, as the map does). */
+export const modelSchema = z.preprocess(withModelParallelDefault, modelMap) as unknown as z.ZodType<ModelSpec, z.input<typeof modelMap>>;
 
 /**
  * A spatialSplit grid must not have more tiles than its output has rows (columns). Shapes come from

@@ -5,9 +5,15 @@ import { STRATEGIES, DEFAULT_STRATEGY, type StrategySpec, type StrategyName } fr
 import { bool, nonNegInt, oneKeyMap, oneOf, optionFields, posInt, posNum, section, seedField } from './fields.ts';
 import { checkpointEveryField } from './checkpointEvery.ts';
 
+/**
+ * What `train.strategy` accepts when written in code: a strategy's options are its normalised
+ * spec's fields, each optional (the schema fills in defaults).
+ */
+type StrategyOptionsInput<N extends StrategyName> = Partial<Omit<Extract<StrategySpec, { type: N }>, 'type'>>;
+
 // every strategy's options, in the registry's order (the order messages list them)
 const strategyChoices = Object.fromEntries(STRATEGIES.map((e) => [e.name, e.schema(optionFields)])) as
-  Record<StrategyName, z.ZodType<StrategySpec>>;
+  { [N in StrategyName]: z.ZodType<StrategySpec, StrategyOptionsInput<N>> };
 
 export const strategySchema = oneKeyMap({ noun: 'strategy', choices: strategyChoices, example: '`bmuf: { period: 4 }`' });
 
