@@ -4,6 +4,7 @@ import type { TrainSpec } from '../runConfig.ts';
 import { STRATEGIES, DEFAULT_STRATEGY, type StrategySpec, type StrategyName } from '../../parallel/strategies/index.ts';
 import { bool, nonNegInt, oneKeyMap, oneOf, optionFields, posInt, posNum, section, seedField } from './fields.ts';
 import { checkpointEveryField } from './checkpointEvery.ts';
+import { bestField, earlyStoppingField } from './tracking.ts';
 
 // every strategy's options, in the registry's order (the order messages list them)
 const strategyChoices = Object.fromEntries(STRATEGIES.map((e) => [e.name, e.schema(optionFields)])) as
@@ -27,9 +28,18 @@ export const trainSchema = section({
   syncBatchNorm: bool().default(false),
   maxBadSteps: posInt().default(10),
   stallWarningSeconds: posNum().default(60),
-}).transform((o): TrainSpec => ({
+  best: bestField(),
+  earlyStopping: earlyStoppingField(),
+}).transform((o, ctx): TrainSpec => {
+  if (o.earlyStopping && o.evalEvery === 0) {
+    ctx.addIssue({ code: 'custom', path: ['earlyStopping'], params: { noGot: true },
+      message: 'early stopping watches the evaluation after epochs, but train.evalEvery is 0 (only at the end); set evalEvery: 1 (or N) or leave earlyStopping out' });
+  }
+  return {
   epochs: o.epochs, devices: o.devices, strategy: o.strategy, seed: o.seed, backend: o.backend,
   lrScaling: o.lrScaling, evalEvery: o.evalEvery, checkpointEvery: o.checkpointEvery, keepLast: o.keepLast,
   microBatches: o.microBatches, syncBatchNorm: o.syncBatchNorm,
   maxBadSteps: o.maxBadSteps, stallWarningSeconds: o.stallWarningSeconds,
-}));
+  best: o.best, earlyStopping: o.earlyStopping,
+  };
+});
