@@ -59,6 +59,8 @@ export interface TrainOptions {
    * In a job of several processes give it to every process or to none (they form a control world for it).
    */
   signal?: AbortSignal;
+  /** the command line that started the run, recorded in RUN_DIR/command.txt (the CLI gives its own; absent: the library call and its plain options are) */
+  command?: readonly string[];
 }
 
 export interface TrainResult {
