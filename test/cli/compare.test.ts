@@ -6,7 +6,7 @@ import { parseStrategies } from '../../src/cli/compareCommand.ts';
 import { CHART_IDS } from '../../src/report/index.ts';
 
 /** A comparison without validation splits or stalls has every other chart. */
-const DRAWN = CHART_IDS.filter((id) => id !== 'validation' && id !== 'stalls');
+const DRAWN: readonly string[] = CHART_IDS.filter((id) => id !== 'validation' && id !== 'stalls');
 import { runCli, stderrLines, tmpDir, writeTinyConfig } from './helpers.ts';
 
 test('parseStrategies: names the bad or repeated strategy', () => {
