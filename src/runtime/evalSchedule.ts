@@ -15,7 +15,9 @@ export function evalDue(config: RunConfig, epoch: number): boolean {
 
 /** Whether any metric is watched (best checkpoint, early stopping): their record lives in checkpoint sets. */
 export function tracksMetrics(config: RunConfig): boolean {
-  return config.train.best !== false || config.train.earlyStopping !== false;
+  const { best, earlyStopping } = config.train;
+  // an unresolved 'auto' watches nothing (trackedGoals)
+  return (best !== false && best !== 'auto') || earlyStopping !== false;
 }
 
 /**

@@ -51,14 +51,17 @@ function checkMeasurable(field: string, metric: EvalMetric, validation: boolean)
   }
 }
 
-/** The watched metrics of a resolved config (null: not watched). */
+/**
+ * The watched metrics of a resolved config (null: not watched). A config train() has not resolved
+ * (devices run directly, as tests do) watches no best: `auto` needs the data to choose.
+ */
 export function trackedGoals(config: RunConfig): { best: MetricGoal | null; earlyStopping: (MetricGoal & { patience: number; minDelta: number }) | null } {
   const { best, earlyStopping } = config.train;
-  if (best === 'auto' || (earlyStopping && (earlyStopping.metric === 'auto' || earlyStopping.mode === 'auto'))) {
-    throw new Error('trackedGoals: the config is not resolved (resolveTracking) yet');
+  if (earlyStopping && (earlyStopping.metric === 'auto' || earlyStopping.mode === 'auto')) {
+    throw new Error('trackedGoals: train.earlyStopping is not resolved (resolveTracking) yet');
   }
   return {
-    best: best || null,
+    best: best === 'auto' ? null : best || null,
     earlyStopping: earlyStopping ? earlyStopping as MetricGoal & { patience: number; minDelta: number } : null,
   };
 }
