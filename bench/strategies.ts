@@ -84,7 +84,7 @@ export async function main(args: string[]): Promise<void> {
           out: join(out, 'run'),
           onEvent: (e) => {
             if (e.type === 'start') source = e.dataSource;
-            if (e.type === 'eval') accuracy.push(e.testAccuracy);
+            if (e.type === 'eval' && e.testAccuracy !== undefined) accuracy.push(e.testAccuracy);
             if (e.type === 'step' && e.staleness !== undefined) { staleSum += e.staleness; staleCount++; }
           },
         });

@@ -41,11 +41,14 @@ export async function runTrain(configPath: string | undefined, flags: TrainFlags
   });
   try {
     const result = await train(config, { out: flags.out, force: flags.force, onEvent: view.handle, log, faults, resume: flags.resume, initFrom: flags.initFrom, signal: stop.signal,
+      command: ['paratrain', ...process.argv.slice(2)],
       processes, transport: flags.transport, timeoutMs: flags.timeout === undefined ? undefined : flags.timeout * 1000 });
     const summary = processes && world.rank !== 0
       ? { rank: world.rank, samplesPerSecond: Math.round(result.samplesPerSecond), seconds: Number(result.seconds.toFixed(1)) }
-      : { runDir: result.runDir, testAccuracy: result.testAccuracy, samplesPerSecond: Math.round(result.samplesPerSecond), seconds: Number(result.seconds.toFixed(1)) };
-    process.stdout.write(`${JSON.stringify(result.stopped ? { ...summary, stopped: result.stopped } : summary)}\n`);
+      : { runDir: result.runDir, testAccuracy: result.testAccuracy, ...(result.valAccuracy !== undefined ? { valAccuracy: result.valAccuracy } : {}),
+          samplesPerSecond: Math.round(result.samplesPerSecond), seconds: Number(result.seconds.toFixed(1)) };
+    const ended = { ...(result.stopped ? { stopped: result.stopped } : {}), ...(result.earlyStopped ? { earlyStopped: result.earlyStopped } : {}) };
+    process.stdout.write(`${JSON.stringify({ ...summary, ...ended })}\n`);
     if (result.stopped) {
       const { step, epoch, signal } = result.stopped;
       view.stopBar();

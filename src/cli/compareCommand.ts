@@ -70,7 +70,9 @@ export async function runCompare(configPath: string, flags: CompareFlags): Promi
     log(`[${i + 1}/${strategies.length}] ${strategy} on ${devices} devices → ${dir}`);
     const view = new ProgressView(process.stderr, flags.quiet, `${strategy}: `);
     try {
-      const result = await trainInChild({ config: configs[i]!, out: dir, force: Boolean(flags.force), faults: faults.toData() }, view.handle, log, strategy);
+      // each run's command.txt names the comparison it is part of
+      const command = ['paratrain', ...process.argv.slice(2)];
+      const result = await trainInChild({ config: configs[i]!, out: dir, force: Boolean(flags.force), faults: faults.toData(), command }, view.handle, log, strategy);
       results.push({ strategy, result });
     } finally {
       view.stopBar();

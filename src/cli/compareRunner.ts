@@ -9,7 +9,7 @@ import { FaultPlan, type FaultPlanData } from '../runtime/faultPlan.ts';
 import type { RunConfig } from '../config/runConfig.ts';
 import type { TrainEvent } from '../runtime/events.ts';
 
-export interface RunnerRequest { config: RunConfig; out: string; force: boolean; faults: FaultPlanData }
+export interface RunnerRequest { config: RunConfig; out: string; force: boolean; faults: FaultPlanData; command: string[] }
 export type RunnerMessage =
   | { type: 'event'; event: TrainEvent }
   | { type: 'log'; message: string }
@@ -24,7 +24,7 @@ if (process.send) {
   process.once('message', async (request: RunnerRequest) => {
     try {
       const result = await train(request.config, {
-        out: request.out, force: request.force, faults: FaultPlan.fromData(request.faults),
+        out: request.out, force: request.force, faults: FaultPlan.fromData(request.faults), command: request.command,
         onEvent: (event) => { process.send!({ type: 'event', event } satisfies RunnerMessage); },
         log: (message) => { process.send!({ type: 'log', message } satisfies RunnerMessage); },
       });

@@ -4,6 +4,9 @@ import { findStragglers } from '../report/stragglers.ts';
 
 const pct = (x: number, digits = 2) => (Number.isFinite(x) ? `${(100 * x).toFixed(digits)}%` : '—');
 
+/** A watched metric's value: accuracies as percentages, losses as numbers. */
+const formatMetric = (metric: string, value: number) => (metric.endsWith('Accuracy') ? pct(value) : value.toFixed(4));
+
 /** `1m05s`, `42s`, `1h03m`. */
 export function formatEta(seconds: number): string {
   if (!Number.isFinite(seconds) || seconds < 0) return '—';
@@ -117,8 +120,21 @@ export class ProgressView {
         }
         break;
       }
-      case 'eval':
-        this.line(`epoch ${e.epoch + 1}/${this.epochs}: test loss ${e.testLoss.toFixed(4)}, test accuracy ${pct(e.testAccuracy)}`);
+      case 'eval': {
+        const parts: string[] = [];
+        if (e.valLoss !== undefined) parts.push(`validation loss ${e.valLoss.toFixed(4)}, validation accuracy ${pct(e.valAccuracy ?? NaN)}`);
+        if (e.testLoss !== undefined) parts.push(`test loss ${e.testLoss.toFixed(4)}, test accuracy ${pct(e.testAccuracy ?? NaN)}`);
+        this.line(`epoch ${e.epoch + 1}/${this.epochs}: ${parts.join('; ')}`);
+        break;
+      }
+      case 'best':
+        this.line(`best ${e.metric} so far (${formatMetric(e.metric, e.value)}): ${e.path}`);
+        break;
+      case 'earlyStopping':
+        if (e.wait > 0) this.line(`early stopping: ${e.metric} has not improved on ${formatMetric(e.metric, e.best)} (epoch ${e.bestEpoch + 1}) for ${e.wait} of ${e.patience} evaluations${e.stop ? '; stopping' : ''}`);
+        break;
+      case 'earlyStopped':
+        this.line(`stopped early at step ${e.step} (epoch ${e.epoch}): ${e.metric} last improved in epoch ${e.bestEpoch}`);
         break;
       case 'checkpoint':
         this.line(`checkpoint: ${e.path}`);

@@ -3,6 +3,31 @@ import type { OptimizerSpec, ScheduleSpec } from '../optim/spec.ts';
 import type { DataSpec } from '../data/spec.ts';
 import type { StrategySpec } from '../parallel/strategies/index.ts';
 
+/** What the evaluation after an epoch measures: the validation split's or the test set's loss and accuracy. */
+export type EvalMetric = 'valLoss' | 'valAccuracy' | 'testLoss' | 'testAccuracy';
+
+/** A metric and which way is better. */
+export interface MetricGoal { metric: EvalMetric; mode: 'min' | 'max' }
+
+/**
+ * `train.best`: the metric that chooses RUN_DIR/model-best.safetensors. 'auto' (the default) is
+ * resolved when the data is known (runtime/tracking.ts): valAccuracy (max) with a validation split
+ * (valLoss for regression and multi-label data), none without one; false: no best checkpoint.
+ */
+export type BestSpec = 'auto' | false | MetricGoal;
+
+/**
+ * `train.earlyStopping`: stop when `metric` has not improved by more than `minDelta` in `patience`
+ * evaluations in a row. metric 'auto': valLoss with a validation split, else testLoss; mode 'auto':
+ * min for a loss, max for an accuracy.
+ */
+export interface EarlyStoppingSpec {
+  metric: EvalMetric | 'auto';
+  mode: 'min' | 'max' | 'auto';
+  patience: number;
+  minDelta: number;
+}
+
 /** The normalised `train:` section of a RunConfig. */
 export interface TrainSpec {
   epochs: number;
@@ -13,7 +38,7 @@ export interface TrainSpec {
   backend: string;
   /** scale the learning rate by the number of devices (with the schedule's warmup) */
   lrScaling: 'none' | 'linear';
-  /** evaluate on the test set every N epochs (0: only at the end) */
+  /** evaluate every N epochs (0: only at the end): on the validation split when there is one, else on the test set */
   evalEvery: number;
   /**
    * write a checkpoint set every N epochs (a number; 0: only at the end) or every N steps
@@ -35,6 +60,10 @@ export interface TrainSpec {
    * all-reduce, in bsp/easgd/bmuf each device's local gradient, with a parameter server the pushed one
    */
   clipGradNorm?: number;
+  /** which evaluation metric picks RUN_DIR/model-best.safetensors */
+  best: BestSpec;
+  /** stop when the evaluation metric stops improving (false: never) */
+  earlyStopping: EarlyStoppingSpec | false;
 }
 
 /** A validated run configuration: what `paratrain train` and the `train()` API consume. */

@@ -33,6 +33,14 @@ export interface RunSummary {
   finished: boolean;
   /** final test accuracy (NaN when the run never evaluated) */
   testAccuracy: number;
+  /** the last validation accuracy (NaN: no validation split) */
+  valAccuracy: number;
+  /** train.best's last improvement (model-best.safetensors), epoch 0-based; null: none */
+  best: { metric: string; value: number; epoch: number } | null;
+  /** train.earlyStopping stopped the run in this epoch (1-based); null: it did not */
+  earlyStoppedEpoch: number | null;
+  /** waits longer than train.stallWarningSeconds reported */
+  stalls: number;
   wallSeconds: number;
   samplesPerSecond: number;
   /** idle time over compute + strategy time, all devices together */
@@ -57,12 +65,17 @@ export function summarize(run: RunData): RunSummary {
   const lastTime = maxOf([run.start.time], run.steps.map((s) => s.time), run.evals.map((e) => e.time));
   const wallSeconds = run.end && Number.isFinite(run.end.seconds) ? run.end.seconds : (lastTime - run.start.time) / 1000;
   const samples = total((d) => d.samples);
-  const lastEval = run.evals.at(-1);
+  const lastEval = run.evals.filter((e) => Number.isFinite(e.testAccuracy)).at(-1);
+  const lastVal = run.evals.filter((e) => Number.isFinite(e.valAccuracy)).at(-1);
   return {
     strategy: run.start.strategy,
     devices: run.start.devices,
     finished: run.end !== null,
     testAccuracy: run.end && Number.isFinite(run.end.testAccuracy) ? run.end.testAccuracy : (lastEval?.testAccuracy ?? NaN),
+    valAccuracy: lastVal?.valAccuracy ?? NaN,
+    best: run.best ? { metric: run.best.metric, value: run.best.value, epoch: run.best.epoch } : null,
+    earlyStoppedEpoch: run.earlyStopped?.epoch ?? null,
+    stalls: run.stalls.length,
     wallSeconds,
     samplesPerSecond: run.end && Number.isFinite(run.end.samplesPerSecond) ? run.end.samplesPerSecond : samples / Math.max(wallSeconds, 1e-9),
     idleShare: busy > 0 ? total((d) => d.idleMs) / busy : 0,
@@ -114,7 +127,14 @@ export interface StepSeries {
 
 export interface RunSeries {
   steps: StepSeries;
+  /** evaluations of the test set */
   evals: { step: number; time: number; accuracy: number; loss: number }[];
+  /** evaluations of the validation split (empty: none) */
+  validation: { step: number; time: number; epoch: number; accuracy: number; loss: number }[];
+  /** the learning rate of each step (downsampled like the steps; empty when the events do not record it) */
+  lr: { step: number[]; lr: number[] };
+  /** stall reports: seconds since the start, the waiting device, how long it had waited, in what, for whom */
+  stalls: { time: number; rank: number; seconds: number; waitingIn: string; missing: number[] }[];
   throughput: { time: number[]; samplesPerSecond: number[] };
   /** per device, flat [startSeconds, endSeconds, kind, …] with kind 0 compute, 1 communication, 2 idle */
   timeline: { rank: number; segments: number[] }[];
@@ -126,7 +146,12 @@ export function series(run: RunData): RunSeries {
   const t0 = run.start.time;
   return {
     steps: stepSeries(run.steps, t0, MAX_SERIES_POINTS),
-    evals: run.evals.map((e) => ({ step: e.step, time: (e.time - t0) / 1000, accuracy: e.testAccuracy, loss: e.testLoss })),
+    evals: run.evals.filter((e) => Number.isFinite(e.testLoss) || Number.isFinite(e.testAccuracy))
+      .map((e) => ({ step: e.step, time: (e.time - t0) / 1000, accuracy: e.testAccuracy, loss: e.testLoss })),
+    validation: run.evals.filter((e) => Number.isFinite(e.valLoss) || Number.isFinite(e.valAccuracy))
+      .map((e) => ({ step: e.step, time: (e.time - t0) / 1000, epoch: e.epoch, accuracy: e.valAccuracy, loss: e.valLoss })),
+    lr: lrSeries(run.steps, MAX_SERIES_POINTS),
+    stalls: run.stalls.map((x) => ({ time: round((x.time - t0) / 1000), rank: x.rank, seconds: round(x.seconds, 3), waitingIn: x.waitingIn, missing: x.missing })),
     throughput: throughput(run.steps, t0, THROUGHPUT_POINTS),
     timeline: timeline(run.steps, t0, maxOf([run.start.devices / run.start.processes], run.steps.map((s) => s.rank + 1)), MAX_TIMELINE_SEGMENTS),
     staleness: stalenessHistogram(run.steps),
@@ -156,6 +181,15 @@ export function stepSeries(steps: readonly StepInfo[], t0: number, maxPoints: nu
     accuracy: dAcc!.map((x) => (Number.isFinite(x) ? x : null)),
     merged: Math.ceil(keys.length / Math.max(1, Math.min(maxPoints, keys.length))),
   };
+}
+
+/** The learning rate per global step (the first device to report a step gives it: every device uses the same), downsampled. */
+function lrSeries(steps: readonly StepInfo[], maxPoints: number): RunSeries['lr'] {
+  const byStep = new Map<number, number>();
+  for (const s of steps) if (s.lr !== undefined && !byStep.has(s.step)) byStep.set(s.step, s.lr);
+  const keys = [...byStep.keys()].sort((a, b) => a - b);
+  const [step, lr] = downsample([keys, keys.map((k) => byStep.get(k)!)], maxPoints);
+  return { step: step!, lr: lr!.map((x) => round(x, 6)) };
 }
 
 /**

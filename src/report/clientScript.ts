@@ -4,6 +4,8 @@
  *
  * When done it sets `window.paratrainReport = { charts: [ids…], ready: true }` (tests wait for it).
  */
+import { EVAL_CHARTS } from './clientEvalCharts.ts';
+
 export const CLIENT_SCRIPT = String.raw`
 (function () {
   'use strict';
@@ -32,6 +34,8 @@ export const CLIENT_SCRIPT = String.raw`
   }
   function fmtPct(x, digits) { return (100 * x).toFixed(digits === undefined ? 1 : digits) + '%'; }
   function tickPct(v) { return Math.round(100 * v) + '%'; }
+  /** A chart's section is on the page (the report leaves out those with nothing to draw). */
+  function has(id) { return document.getElementById('chart-' + id) !== null; }
   function canvasIn(id) {
     var box = document.querySelector('#chart-' + id + ' .box');
     var c = document.createElement('canvas');
@@ -118,18 +122,19 @@ export const CLIENT_SCRIPT = String.raw`
       chart.update('none');
     });
   }
-  curveChart('loss-step', 'loss', 'step', 'loss');
-  curveChart('loss-time', 'loss', 'time', 'loss');
-  curveChart('accuracy-step', 'accuracy', 'step', 'accuracy', true);
-  curveChart('accuracy-time', 'accuracy', 'time', 'accuracy', true);
+  if (has('loss-step')) curveChart('loss-step', 'loss', 'step', 'loss');
+  if (has('loss-time')) curveChart('loss-time', 'loss', 'time', 'loss');
+  if (has('accuracy-step')) curveChart('accuracy-step', 'accuracy', 'step', 'accuracy', true);
+  if (has('accuracy-time')) curveChart('accuracy-time', 'accuracy', 'time', 'accuracy', true);
   var slider = document.getElementById('smoothing');
   var sliderValue = document.getElementById('smoothing-value');
   function onSlide() { sliderValue.textContent = Number(slider.value).toFixed(2); applySmoothing(Number(slider.value)); }
   slider.addEventListener('input', onSlide);
   onSlide();
 
+${EVAL_CHARTS}
   // ---- throughput
-  make('throughput', canvasIn('throughput'), {
+  if (has('throughput')) make('throughput', canvasIn('throughput'), {
     type: 'line',
     data: { datasets: data.runs.map(function (run, r) {
       var t = run.series.throughput;
@@ -229,7 +234,7 @@ export const CLIENT_SCRIPT = String.raw`
 
   // ---- staleness of applied gradients (asynchronous runs)
   var staleRuns = data.runs.filter(function (run) { return run.series.staleness; });
-  if (staleRuns.length > 0) {
+  if (staleRuns.length > 0 && has('staleness')) {
     var bins = 0;
     staleRuns.forEach(function (run) { bins = Math.max(bins, run.series.staleness.counts.length); });
     var last = data.stalenessBins - 1;
@@ -275,9 +280,9 @@ export const CLIENT_SCRIPT = String.raw`
       }
     });
   }
-  perRunBars('bytes', data.runs.map(function (run) { return run.summary.bytes; }), 'bytes communicated, all devices',
+  if (has('bytes')) perRunBars('bytes', data.runs.map(function (run) { return run.summary.bytes; }), 'bytes communicated, all devices',
     function (c) { return data.runs[c.dataIndex].summary.perDevice.map(function (d) { return 'device ' + d.rank + ': ' + fmtBytes(d.bytes); }).join('\n'); });
-  perRunBars('memory', data.runs.map(function (run) { return run.summary.maxRssBytes; }), 'peak resident memory');
+  if (has('memory')) perRunBars('memory', data.runs.map(function (run) { return run.summary.maxRssBytes; }), 'peak resident memory');
 
   window.paratrainReport = { charts: drawn, ready: true };
 })();

@@ -10,7 +10,10 @@ import { series, summarize } from './analyze.ts';
 import { GENERATOR_MARK, renderHtml, type HtmlOptions, type ReportRun } from './html.ts';
 import { formatTable } from './table.ts';
 
-export { CHART_IDS, GENERATOR_MARK, RUN_COLORS, renderHtml } from './html.ts';
+export { CHART_IDS, GENERATOR_MARK, RUN_COLORS, chartsFor, renderHtml } from './html.ts';
+export type { ChartId } from './html.ts';
+export { differingSettings, flattenSettings, readRunSettings } from './settings.ts';
+export type { RunSettings } from './settings.ts';
 export { loadRun, parseRun, runLabels } from './runData.ts';
 export type { RunData } from './runData.ts';
 export { summarize, series, downsample, MAX_SERIES_POINTS } from './analyze.ts';

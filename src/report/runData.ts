@@ -8,6 +8,7 @@
 import { realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { METRICS_FILE, readMetrics, type MetricEvent } from '../runtime/metrics.ts';
+import { readRunSettings, type RunSettings } from './settings.ts';
 
 export interface StartInfo {
   time: number; dataSource: string; backend: string; devices: number;
@@ -20,8 +21,13 @@ export interface StepInfo {
   computeMs: number; syncMs: number; idleMs: number; bytes: number; staleness?: number; dropped?: number;
   /** the update was skipped (NaN/Inf) */
   skipped?: boolean;
+  /** the learning rate of the step */
+  lr?: number;
 }
-export interface EvalInfo { time: number; epoch: number; step: number; testLoss: number; testAccuracy: number }
+/** An evaluation: of the test set (test…) and/or of the validation split (val…); NaN where not evaluated. */
+export interface EvalInfo { time: number; epoch: number; step: number; testLoss: number; testAccuracy: number; valLoss: number; valAccuracy: number }
+/** A wait in a collective longer than train.stallWarningSeconds: who waited, how long, in what, for whom. */
+export interface StallInfo { time: number; rank: number; seconds: number; waitingIn: string; missing: number[] }
 export interface EpochInfo { time: number; epoch: number; loss: number; accuracy: number; samples: number; seconds: number; samplesPerSecond: number }
 export interface EndInfo { time: number; seconds: number; samplesPerSecond: number; testAccuracy: number; testLoss: number; maxRssBytes?: number }
 
@@ -39,6 +45,13 @@ export interface RunData {
   end: EndInfo | null;
   /** devices that died while the run went on (async, asynchronous EASGD) */
   lost?: { rank: number; step: number; reason: string }[];
+  stalls: StallInfo[];
+  /** the last improvement of train.best's metric (model-best.safetensors), epoch 0-based */
+  best?: { metric: string; value: number; epoch: number; step: number };
+  /** train.earlyStopping stopped the run after `step` steps, in epoch `epoch` (1-based) */
+  earlyStopped?: { step: number; epoch: number; metric: string };
+  /** config.yaml and command.txt of the run directory (null: not there, e.g. a run of an older version) */
+  settings: RunSettings | null;
 }
 
 /** Reads `<dir>/metrics.jsonl`. Throws one-line errors naming the directory or file. */
@@ -58,7 +71,7 @@ export function loadRun(dir: string): RunData {
     throw new Error(`run directory ${dir} has no ${METRICS_FILE}; is it a paratrain run directory?`);
   }
   const all = readMetrics(metricsPath);
-  return parseRun(all, { dir, metricsPath, name: basename(safeRealpath(dir)) });
+  return { ...parseRun(all, { dir, metricsPath, name: basename(safeRealpath(dir)) }), settings: readRunSettings(dir) };
 }
 
 function safeRealpath(dir: string): string {
@@ -79,7 +92,8 @@ function withResumedHistory(all: MetricEvent[], first: number): MetricEvent[] {
   const earlier = withResumedHistory(all, before).slice(1);
   const at = resume.step, epoch = typeof resume.epoch === 'number' ? resume.epoch : 0;
   const kept = earlier.filter((e) => (e.type === 'step' ? (e.step as number) < at
-    : e.type === 'eval' ? (e.step as number) <= at
+    : e.type === 'eval' || e.type === 'best' ? (e.step as number) <= at
+    : e.type === 'stall' ? true
     : e.type === 'epoch' || e.type === 'rankEpoch' ? (e.epoch as number) < epoch : false));
   return [events[0]!, ...kept, ...events.slice(1)];
 }
@@ -109,7 +123,7 @@ export function parseRun(all: MetricEvent[], where: { dir: string; metricsPath: 
     trainSamples: num(s, 'trainSamples', NaN), testSamples: num(s, 'testSamples', NaN), epochs: num(s, 'epochs', NaN),
     stepsPerEpoch: num(s, 'stepsPerEpoch', NaN), globalBatch: num(s, 'globalBatch', NaN),
   };
-  const run: RunData = { dir: where.dir, name: where.name, metricsPath: file, start, steps: [], evals: [], epochs: [], end: null };
+  const run: RunData = { dir: where.dir, name: where.name, metricsPath: file, start, steps: [], evals: [], epochs: [], end: null, stalls: [], settings: null };
   for (const e of events.slice(1)) {
     switch (e.type) {
       case 'step': {
@@ -121,11 +135,23 @@ export function parseRun(all: MetricEvent[], where: { dir: string; metricsPath: 
         if (typeof e.staleness === 'number') step.staleness = e.staleness;
         if (typeof e.dropped === 'number') step.dropped = e.dropped;
         if (e.skipped === true) step.skipped = true;
+        if (typeof e.lr === 'number') step.lr = e.lr;
         run.steps.push(step);
         break;
       }
       case 'eval':
-        run.evals.push({ time: num(e, 'time'), epoch: num(e, 'epoch', 0), step: num(e, 'step', NaN), testLoss: num(e, 'testLoss', NaN), testAccuracy: num(e, 'testAccuracy', NaN) });
+        addEval(run.evals, { time: num(e, 'time'), epoch: num(e, 'epoch', 0), step: num(e, 'step', NaN), testLoss: num(e, 'testLoss', NaN),
+          testAccuracy: num(e, 'testAccuracy', NaN), valLoss: num(e, 'valLoss', NaN), valAccuracy: num(e, 'valAccuracy', NaN) });
+        break;
+      case 'best':
+        run.best = { metric: str(e, 'metric', '?'), value: num(e, 'value', NaN), epoch: num(e, 'epoch', 0), step: num(e, 'step', NaN) };
+        break;
+      case 'earlyStopped':
+        run.earlyStopped = { step: num(e, 'step', NaN), epoch: num(e, 'epoch', NaN), metric: str(e, 'metric', '?') };
+        break;
+      case 'stall':
+        run.stalls.push({ time: num(e, 'time'), rank: num(e, 'rank', -1), seconds: num(e, 'seconds', NaN), waitingIn: str(e, 'waitingIn', '?'),
+          missing: Array.isArray(e.missing) ? (e.missing as unknown[]).filter((r): r is number => typeof r === 'number') : [] });
         break;
       case 'epoch':
         run.epochs.push({ time: num(e, 'time'), epoch: num(e, 'epoch', 0), loss: num(e, 'loss', NaN), accuracy: num(e, 'accuracy', NaN),
@@ -145,6 +171,17 @@ export function parseRun(all: MetricEvent[], where: { dir: string; metricsPath: 
     count[e.type] = (count[e.type] ?? 0) + 1;
   }
   return run;
+}
+
+/**
+ * Adds an evaluation; one at the step of the last (a resumed run evaluating again the epoch its
+ * checkpoint set was taken before, or the final test after the last validation) merges into it.
+ */
+function addEval(evals: EvalInfo[], e: EvalInfo): void {
+  const last = evals.at(-1);
+  if (!last || last.step !== e.step) { evals.push(e); return; }
+  for (const k of ['testLoss', 'testAccuracy', 'valLoss', 'valAccuracy'] as const) if (Number.isFinite(e[k])) last[k] = e[k];
+  last.time = e.time;
 }
 
 /**

@@ -25,6 +25,9 @@ export function summaryRow(label: string, s: RunSummary): Record<string, string>
     strategy: s.strategy,
     devices: String(s.devices) + (s.devicesLost ? ` (${s.devicesLost} lost)` : ''),
     'test accuracy': pct(s.testAccuracy, 2) + (s.finished ? '' : ' (unfinished)'),
+    'val accuracy': pct(s.valAccuracy, 2),
+    best: s.best ? `${s.best.metric} ${s.best.metric.endsWith('Accuracy') ? pct(s.best.value, 2) : s.best.value.toFixed(4)} (epoch ${s.best.epoch + 1})` : '—',
+    'early stop': s.earlyStoppedEpoch === null ? '—' : `epoch ${s.earlyStoppedEpoch}`,
     'wall time': formatSeconds(s.wallSeconds),
     'samples/s': Number.isFinite(s.samplesPerSecond) ? s.samplesPerSecond.toFixed(0) : '—',
     'mean idle': pct(s.idleShare),
@@ -33,22 +36,40 @@ export function summaryRow(label: string, s: RunSummary): Record<string, string>
     'bytes sent': formatBytes(s.bytes),
     'peak memory': formatBytes(s.maxRssBytes),
     'bad steps': String(s.badSteps),
+    stalls: String(s.stalls),
   };
 }
 
-const NUMERIC = new Set(['devices', 'test accuracy', 'wall time', 'samples/s', 'mean idle', 'mean staleness', 'bytes sent', 'peak memory', 'bad steps']);
+const NUMERIC = new Set(['devices', 'test accuracy', 'val accuracy', 'wall time', 'samples/s', 'mean idle', 'mean staleness', 'bytes sent', 'peak memory', 'bad steps', 'stalls']);
+
+/** What a column shows when no run has anything in it (such a column is left out). */
+const NOTHING: Record<string, (s: RunSummary) => boolean> = {
+  'val accuracy': (s) => !Number.isFinite(s.valAccuracy),
+  best: (s) => s.best === null,
+  'early stop': (s) => s.earlyStoppedEpoch === null,
+  'mean staleness': (s) => s.meanStaleness === null,
+  // one device waits for nobody and is no straggler
+  'mean idle': (s) => s.devices === 1,
+  stragglers: (s) => s.devices === 1,
+  'bytes sent': (s) => s.bytes === 0,
+  'peak memory': (s) => s.maxRssBytes === null,
+  'bad steps': (s) => s.badSteps === 0,
+  stalls: (s) => s.stalls === 0,
+};
+
+/** `columns` without those that hold nothing for any of `rows` (but those in `keep`). */
+export function nonEmptyColumns(columns: readonly string[], rows: readonly { summary: RunSummary }[], keep: readonly string[] = []): string[] {
+  return columns.filter((c) => !NOTHING[c] || keep.includes(c) || rows.some((r) => !NOTHING[c]!(r.summary)));
+}
 
 /** A plain-text table; `columns` picks and orders the columns of `summaryRow`. */
-export function formatTable(rows: { label: string; summary: RunSummary }[], columns: readonly string[] = withBadSteps(rows)): string {
+export function formatTable(rows: { label: string; summary: RunSummary }[], columns: readonly string[] = nonEmptyColumns(TERMINAL_COLUMNS, rows, ['mean idle', 'mean staleness', 'stragglers'])): string {
   const cells = rows.map((r) => summaryRow(r.label, r.summary));
   const width = columns.map((c) => Math.max(c.length, ...cells.map((row) => (row[c] ?? '').length)));
   const line = (values: string[]) => values.map((v, i) => (NUMERIC.has(columns[i]!) ? v.padStart(width[i]!) : v.padEnd(width[i]!))).join('  ').trimEnd();
   return [line([...columns]), line(width.map((w) => '-'.repeat(w))), ...cells.map((row) => line(columns.map((c) => row[c] ?? '')))].join('\n') + '\n';
 }
 
-export const TERMINAL_COLUMNS = ['strategy', 'devices', 'test accuracy', 'wall time', 'samples/s', 'mean idle', 'mean staleness', 'stragglers', 'run'] as const;
-
-/** The terminal columns, with 'bad steps' (steps skipped for NaN/Inf) before 'run' when some run has any. */
-function withBadSteps(rows: { summary: RunSummary }[]): readonly string[] {
-  return rows.some((r) => r.summary.badSteps > 0) ? [...TERMINAL_COLUMNS.slice(0, -1), 'bad steps', 'run'] : TERMINAL_COLUMNS;
-}
+/** The terminal's columns; those that hold nothing for any run (val accuracy without validation, bad steps when none…) are left out. */
+export const TERMINAL_COLUMNS = ['strategy', 'devices', 'test accuracy', 'val accuracy', 'best', 'early stop', 'wall time', 'samples/s', 'mean idle',
+  'mean staleness', 'stragglers', 'bad steps', 'run'] as const;

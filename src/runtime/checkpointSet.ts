@@ -15,6 +15,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync } 
 import { join } from 'node:path';
 import { fsyncDir, removeStaleTemps, writeFileDurable } from './durableFile.ts';
 import { crashPoint } from './crashPoints.ts';
+import type { TrackerState } from './tracking.ts';
 
 export const CHECKPOINTS_DIR = 'checkpoints';
 export const SET_STATE_FILE = 'state.json';
@@ -40,6 +41,11 @@ export interface SetState {
   modelHash: string;
   /** unix ms */
   time: number;
+  /**
+   * the watched metrics' records as of this step (train.best, train.earlyStopping): a resumed run
+   * goes on from them, so it neither overwrites a better model-best.safetensors nor restarts its patience
+   */
+  tracking?: { best?: TrackerState; earlyStopping?: TrackerState };
 }
 
 export const setName = (step: number) => `step-${String(step).padStart(8, '0')}`;

@@ -61,6 +61,8 @@ export interface DeviceCheckpointOptions {
   emit: EventSink;
   /** the training data: its description (task, class names, normalisation) goes into the set's model file */
   train?: Dataset;
+  /** device 0: the watched metrics' records as of now, for state.json (evaluation.ts) */
+  tracking?: () => SetState['tracking'];
 }
 
 /**
@@ -101,6 +103,8 @@ export function deviceCheckpointHooks(o: DeviceCheckpointOptions) {
       devices: worldSize, processes: setup.processes, globalBatch: globalBatchSize(config), stepsPerEpoch, strategy: worldSize > 1 ? config.train.strategy.type : 'single device',
       configHash: setup.configHash, modelHash: modelHash(config), time: Date.now(),
     };
+    const tracking = o.tracking?.();
+    if (tracking) state.tracking = tracking;
     const path = completeSet(setup.runDir, state, config.train.keepLast);
     o.emit({ type: 'checkpoint', epoch: Math.floor((stepsDone - 1) / stepsPerEpoch), step: stepsDone, path });
   };

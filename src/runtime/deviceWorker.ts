@@ -38,6 +38,8 @@ export interface DeviceWorkerInit {
   /** the parameter server in process 0 (several processes) */
   remotePs: TcpWorldSpec | null;
   train: Dataset;
+  /** device 0: the validation split it evaluates on after epochs (null: none, or another device) */
+  validation: Dataset | null;
   test: Dataset | null;
   checkpointPath: string | null;
   checkpoints: CheckpointSetup;
@@ -85,7 +87,7 @@ try {
   const strategy = createStrategy(config.train.strategy, { comm, ps });
   setStallSink((report) => post({ kind: 'event', event: { type: 'stall', ...report } }));
   await runDevice({
-    config, rank, worldSize: size, backend, strategy, train: init.train, test: init.test,
+    config, rank, worldSize: size, backend, strategy, train: init.train, validation: init.validation, test: init.test,
     checkpointPath: init.checkpointPath, checkpoints: init.checkpoints, shared: true, comm, faults: FaultPlan.fromData(init.faults),
     emit: (event) => post({ kind: 'event', event }),
     mayStart: init.stop ? StopGateDevice.check(init.stop.gate, init.stop.local) : undefined,

@@ -5,7 +5,9 @@ export type TrainEvent =
   | { type: 'start'; runDir: string; dataSource: string; backend: string;
       /** devices in the whole job, over `processes` processes */
       devices: number; processes: number; strategy: string;
-      parameters: number; trainSamples: number; testSamples: number; epochs: number; stepsPerEpoch: number; globalBatch: number }
+      parameters: number; trainSamples: number; testSamples: number;
+      /** samples of the validation split (absent: none) */
+      validationSamples?: number; epochs: number; stepsPerEpoch: number; globalBatch: number }
   | { type: 'step'; rank: number; epoch: number; step: number; stepInEpoch: number; stepsPerEpoch: number;
       loss: number; accuracy: number; lr: number; samples: number;
       /** forward/backward; waiting for a turn or pulling weights before it is in syncMs */
@@ -34,13 +36,24 @@ export type TrainEvent =
   | { type: 'epoch'; epoch: number; loss: number; accuracy: number; samples: number; seconds: number; samplesPerSecond: number;
       /** the most steps any one device skipped in the epoch (NaN/Inf; lockstep devices skip the same steps) */
       badSteps?: number }
-  | { type: 'eval'; epoch: number; step: number; testLoss: number;
+  /**
+   * an evaluation after epoch `epoch`, `step` steps into the run: of the validation split (val…) or,
+   * without one, of the test set every evalEvery epochs; of the test set once at the end (test…)
+   */
+  | { type: 'eval'; epoch: number; step: number; testLoss?: number; valLoss?: number;
       /** classification: accuracy; multi-label: per-label accuracy; regression: NaN (does not apply) */
-      testAccuracy: number;
+      testAccuracy?: number; valAccuracy?: number;
       /** regression: mean absolute error over every output */
-      testMae?: number;
+      testMae?: number; valMae?: number;
       /** multi-label: fraction of samples with every label right */
-      testExactMatch?: number }
+      testExactMatch?: number; valExactMatch?: number }
+  /** train.best's metric improved: RUN_DIR/model-best.safetensors now holds the model of this evaluation */
+  | { type: 'best'; epoch: number; step: number; metric: string; value: number; path: string }
+  /** early stopping's verdict on an evaluation: `wait` evaluations without improvement of `patience`; `stop`: the run stops here */
+  | { type: 'earlyStopping'; epoch: number; step: number; metric: string; value: number; best: number; bestEpoch: number;
+      wait: number; patience: number; stop: boolean }
+  /** the run stopped early after `step` steps, in epoch `epoch` (1-based): `metric` last improved in epoch `bestEpoch` (1-based) */
+  | { type: 'earlyStopped'; step: number; epoch: number; metric: string; best: number; bestEpoch: number; patience: number }
   /** a model file (RUN_DIR/model.safetensors) or, with `step`, a complete checkpoint set */
   | { type: 'checkpoint'; epoch: number; path: string; step?: number }
   /** the run continues from checkpoint set `checkpoint` at global step `step`, saved on `fromDevices` devices */
@@ -51,6 +64,8 @@ export type TrainEvent =
   /** a device died and the strategy went on without it (async, asynchronous EASGD); rank: its device index */
   | { type: 'deviceLost'; rank: number; step: number; reason: string }
   | { type: 'end'; seconds: number; samplesPerSecond: number; testAccuracy: number; testLoss: number;
+      /** the last evaluation of the validation split (absent: none) */
+      valAccuracy?: number; valLoss?: number;
       /** peak resident memory of the whole process (all devices' threads) */
       maxRssBytes: number;
       /** devices that died while the run went on (absent: none) */

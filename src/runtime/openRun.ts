@@ -7,7 +7,7 @@ import type { RunConfig } from '../config/runConfig.ts';
 import { createRunDir } from './runDir.ts';
 import { checkResumeDir, planResume, type ResumePlan } from './resume.ts';
 import { checkInitFrom } from './initFrom.ts';
-import { writeRunConfig } from './runConfigFiles.ts';
+import { writeRunConfig, type RunCommand } from './runConfigFiles.ts';
 import type { CheckpointSetup } from './deviceCheckpoints.ts';
 
 export interface RunStart {
@@ -18,6 +18,8 @@ export interface RunStart {
   /** a checkpoint (model.safetensors) whose weights a new run starts from */
   initFrom?: string;
   log?: (message: string) => void;
+  /** the command line that started the run, for command.txt (absent: a library call) */
+  command?: readonly string[];
 }
 
 /** Checks the resume/fine-tune options and fits the job's config before any work: errors name the fix. */
@@ -44,7 +46,8 @@ export function openRunDir(start: RunStart, userConfig: RunConfig, resume: Resum
   let runDir = '';
   if (leader) {
     runDir = start.resume ?? createRunDir({ out: start.out, force: start.force });
-    writeRunConfig(runDir, userConfig);
+    const how: RunCommand = start.command ? { command: start.command } : { options: start as Record<string, unknown> };
+    writeRunConfig(runDir, userConfig, how, start.resume !== undefined);
   }
   // processes other than 0 write their devices' set files only into a directory they were told of
   const deviceDir = leader ? runDir : start.resume ?? start.out ?? null;

@@ -36,8 +36,8 @@ export interface EvalResult {
 }
 
 /** An evaluation's metrics beyond loss and accuracy, as 'eval' event fields (testMae, testExactMatch). */
-export function evalExtras(r: EvalResult): { testMae?: number; testExactMatch?: number } {
-  return { ...(r.mae !== undefined ? { testMae: r.mae } : {}), ...(r.exactMatch !== undefined ? { testExactMatch: r.exactMatch } : {}) };
+export function evalExtras(r: EvalResult, set: 'test' | 'val' = 'test'): { testMae?: number; testExactMatch?: number; valMae?: number; valExactMatch?: number } {
+  return { ...(r.mae !== undefined ? { [`${set}Mae`]: r.mae } : {}), ...(r.exactMatch !== undefined ? { [`${set}ExactMatch`]: r.exactMatch } : {}) };
 }
 
 /** True when the config asks for "one weird trick" (some layer has `parallel: model`). */

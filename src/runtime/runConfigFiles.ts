@@ -1,9 +1,12 @@
 /**
- * What a run directory records about how the run was started, so it can be resumed and repeated:
- * `config.yaml` (the resolved config, as the user's devices per process count them) and
- * `command.txt` (the command line).
+ * What a run directory records about how the run was started, so it can be resumed, repeated and
+ * compared (`paratrain report` shows the hyperparameters that differ between runs): `config.yaml`
+ * (the resolved config: every default filled in, `auto` choices made, devices counted per process)
+ * and `command.txt`, one line per start of the run (a resume adds a line): the command line, or for
+ * a run started from the library, the call and its plain options.
  */
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { configToYaml } from '../config/writeYaml.ts';
 import type { RunConfig } from '../config/runConfig.ts';
@@ -17,9 +20,30 @@ export function modelHash(config: RunConfig): string {
   return createHash('sha256').update(JSON.stringify(config.model)).digest('hex').slice(0, 16);
 }
 
-/** Writes config.yaml and command.txt into the run directory. */
-export function writeRunConfig(runDir: string, config: RunConfig, argv: readonly string[] = process.argv): void {
+const quote = (a: string) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replaceAll("'", "'\\''")}'`);
+
+/** How a run was started, as it reads in command.txt: the command line, or the library call. */
+export interface RunCommand {
+  /** the command line (the CLI gives `paratrain train …`) */
+  command?: readonly string[];
+  /** the library's options, of which the plain values are recorded */
+  options?: Record<string, unknown>;
+}
+
+/** One line of command.txt. */
+export function commandLine(start: RunCommand, argv: readonly string[] = process.argv): string {
+  if (start.command) return start.command.map(quote).join(' ');
+  // functions, signals and fault plans are not data; sizes and paths are
+  const plain = Object.entries(start.options ?? {}).filter(([, v]) => v !== undefined && v !== null && (typeof v !== 'object' || v.constructor === Object || Array.isArray(v)) && typeof v !== 'function');
+  return `train(config, ${JSON.stringify(Object.fromEntries(plain))})  # paratrain's library, called by: ${argv.map(quote).join(' ')}`;
+}
+
+/** Writes config.yaml and command.txt into the run directory (`resumed`: command.txt gains a line instead). */
+export function writeRunConfig(runDir: string, config: RunConfig, start: RunCommand = {}, resumed = false): void {
   writeFileDurable(join(runDir, CONFIG_FILE), configToYaml(config));
-  const quote = (a: string) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replaceAll("'", "'\\''")}'`);
-  writeFileDurable(join(runDir, COMMAND_FILE), `${argv.map(quote).join(' ')}\n`);
+  let before = '';
+  if (resumed) {
+    try { before = readFileSync(join(runDir, COMMAND_FILE), 'utf8'); } catch { /* a run directory from before command.txt */ }
+  }
+  writeFileDurable(join(runDir, COMMAND_FILE), `${before}${commandLine(start)}\n`);
 }

@@ -1,5 +1,5 @@
 import { TcpCommunicator } from '../comm/tcp/index.ts';
-import { StopGateControl, type StopGateMemory } from './stopGate.ts';
+import { StopGateControl, abortStopGate, type StopGateMemory } from './stopGate.ts';
 import type { ProcessPlacement } from './processWorld.ts';
 
 /**
@@ -12,17 +12,23 @@ import type { ProcessPlacement } from './processWorld.ts';
  *   each process freezes its gate and answers REPORT(its last step);
  *   process 0 takes the largest and sends FINAL(step); every gate is finalized with it.
  * Every device of every process thus runs the same steps 0 … last and stops.
+ *
+ * Early stopping goes through the same world: process 0's main thread hears device 0's verdict on
+ * each evaluation and sends HOLD(next hold) — every gate is released up to it — or FINAL(the held
+ * step, 'earlyStopping'), which ends the run there as a stop does.
  */
 const TAG = 0x5709;
-const enum Kind { Request = 1, Freeze = 2, Report = 3, Final = 4 }
-// 'abort': the library's AbortSignal aborted for another reason (controller.abort() gives a DOMException)
-const SIGNALS = ['SIGINT', 'SIGTERM', 'abort'] as const;
+const enum Kind { Request = 1, Freeze = 2, Report = 3, Final = 4, Hold = 5 }
+/** what a stop may be caused by; the wire carries the index ('abort': the library's AbortSignal aborted for another reason) */
+const SIGNALS = ['SIGINT', 'SIGTERM', 'abort', 'earlyStopping'] as const;
+/** HOLD(NO_HOLD): no further hold */
+const NO_HOLD = 0x7fffffff;
 const CONTROL_RECV_TIMEOUT_MS = 7 * 24 * 3600_000;
 
 export interface StopControlOptions {
   gate: StopGateMemory;
-  /** aborted to request the stop; its reason names the signal ('SIGINT', 'SIGTERM'), any other reason is 'abort' */
-  signal: AbortSignal;
+  /** aborted to request the stop; its reason names the signal ('SIGINT', 'SIGTERM'), any other reason is 'abort' (absent: only early stopping stops) */
+  signal?: AbortSignal;
   /** absent: the job is this process */
   placement?: ProcessPlacement;
   /** device threads per process (the control world's port is after theirs) */
@@ -54,16 +60,49 @@ export class StopControl {
       if (this.closing) return;
       o.log?.(`note: the stop control world did not form (${err.message}); a signal stops this process alone`);
       this.forming = null;
-      if (o.signal.aborted) this.stopAlone(signalName(o.signal.reason));
+      if (o.signal?.aborted) this.stopAlone(signalName(o.signal.reason));
+      // early stopping's verdicts cannot reach the other processes: this one must not wait for them
+      else if (this.gate.holding) this.abandon('the stop control world did not form');
     });
-    if (o.signal.aborted) queueMicrotask(() => this.requested());
-    else o.signal.addEventListener('abort', () => this.requested(), { once: true });
+    if (o.signal?.aborted) queueMicrotask(() => this.requested());
+    else o.signal?.addEventListener('abort', () => this.requested(), { once: true });
+  }
+
+  /**
+   * Early stopping, process 0: device 0's verdict on an evaluation was "go on"; every process's
+   * devices may run up to `hold` (null: to the end of the run).
+   */
+  release(hold: number | null): void {
+    this.gate.release(hold);
+    this.toAll(encode(Kind.Hold, hold ?? NO_HOLD));
+  }
+
+  /** Early stopping, process 0: the verdict was "stop"; the run ends after `lastStep` (the held step) in every process. */
+  stopEarly(lastStep: number): void {
+    if (this.gate.lastStep !== null) return;
+    this.signal ??= 'earlyStopping';
+    this.gate.finalize(lastStep);
+    this.toAll(encode(Kind.Final, lastStep, this.signal));
+  }
+
+  private toAll(message: Float32Array): void {
+    const p = this.o.placement;
+    if (!p || p.processes <= 1) return;
+    // sent once the world is formed, in order
+    const forming = this.forming ?? Promise.resolve();
+    for (let q = 1; q < p.processes; q++) void forming.then(() => (this.comm ? this.send(q, message) : undefined));
+  }
+
+  /** Devices held for a verdict that cannot come: they stop with an error rather than wait forever. */
+  private abandon(why: string): void {
+    this.o.log?.(`note: ${why} while this process's devices waited for early stopping's verdict; stopping them`);
+    abortStopGate(this.o.gate);
   }
 
   /** The agreed stop, once the devices have stopped at it (null: the run was not stopped). */
   get decision(): StopDecision | null {
     const lastStep = this.gate.lastStep;
-    return lastStep === null ? null : { lastStep, signal: this.signal ?? signalName(this.o.signal.reason) };
+    return lastStep === null ? null : { lastStep, signal: this.signal ?? signalName(this.o.signal?.reason) };
   }
 
   /** Leaves the control world (the run is over). */
@@ -82,11 +121,11 @@ export class StopControl {
     if (p.process === 0) for (let q = 1; q < p.processes; q++) void this.listen(q);
     else void this.listen(0);
     // a signal that came while the world was forming
-    if (this.o.signal.aborted && p.process !== 0) void this.send(0, encode(Kind.Request, 0, signalName(this.o.signal.reason)));
+    if (this.o.signal?.aborted && p.process !== 0) void this.send(0, encode(Kind.Request, 0, signalName(this.o.signal.reason)));
   }
 
   private requested(): void {
-    const sig = signalName(this.o.signal.reason);
+    const sig = signalName(this.o.signal?.reason);
     const p = this.o.placement;
     if (!p || p.processes <= 1) return this.stopAlone(sig);
     if (!this.comm) {
@@ -130,12 +169,15 @@ export class StopControl {
         else if (m.kind === Kind.Report) { this.reports.set(peer, m.value); this.maybeFinal(); }
         else if (m.kind === Kind.Freeze) { this.signal ??= m.signal; await this.send(0, encode(Kind.Report, this.gate.freeze())); }
         else if (m.kind === Kind.Final) { this.signal = m.signal; this.gate.finalize(m.value); return; }
+        else if (m.kind === Kind.Hold) this.gate.release(m.value === NO_HOLD ? null : m.value);
       }
     } catch (err) {
       // a peer that finished or failed: the device worlds report failures; a stop in flight here has lost its partner
       if (!this.closing && this.signal !== null && this.gate.lastStep === null) {
         this.o.log?.(`note: process ${peer} left during the stop (${(err as Error).message}); stopping this process alone`);
         this.stopAlone(this.signal);
+      } else if (!this.closing && peer === 0 && this.gate.holding && this.gate.lastStep === null) {
+        this.abandon(`process 0 left (${(err as Error).message})`);
       }
     }
   }

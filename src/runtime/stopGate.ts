@@ -18,18 +18,24 @@
  * A device waiting at the gate holds no collective of a step other devices are in (it has finished
  * every call of its earlier steps), and the final LIMIT arrives without any device's help, so
  * waiting cannot deadlock; every device then runs exactly the steps 0 … LIMIT.
+ *
+ * Early stopping uses the same gate to hold the devices after an evaluation until device 0's verdict
+ * (evalSchedule.ts): LIMIT starts at the hold, and the main thread either raises it to the next hold
+ * (release) or makes it final (the run stops there, as a graceful stop does). A stop request caps its
+ * frozen LIMIT at the hold. A run that fails while devices wait at a hold sets ABORT, and they throw.
  */
 /** Atomics.waitAsync (Node ≥ 16; not yet in this TypeScript lib) */
 const waitAsync = (Atomics as unknown as { waitAsync(a: Int32Array, i: number, v: number): { async: boolean; value: Promise<string> | string } }).waitAsync;
-const LIMIT = 0, FINAL = 1, SEQ = 2, CLAIMS = 3;
+const LIMIT = 0, FINAL = 1, SEQ = 2, ABORT = 3, CLAIMS = 4;
 const NONE = 0x7fffffff;
 
 export type StopGateMemory = SharedArrayBuffer;
 
-export function allocateStopGate(devices: number): StopGateMemory {
+/** A gate for `devices` device threads; `hold`: the last step they may run before a release (early stopping). */
+export function allocateStopGate(devices: number, hold: number | null = null): StopGateMemory {
   const memory = new SharedArrayBuffer((CLAIMS + devices) * 4);
   const words = new Int32Array(memory);
-  words[LIMIT] = NONE;
+  words[LIMIT] = hold ?? NONE;
   words.fill(-1, CLAIMS);
   return memory;
 }
@@ -67,6 +73,16 @@ export class StopGateDevice {
   }
 
   private async await(step: number): Promise<boolean> {
+    // Atomics.waitAsync does not keep the event loop alive: a worker thread with nothing else to do would exit mid-wait
+    const keepAlive = setInterval(() => {}, 1 << 30);
+    try {
+      return await this.waitForLimit(step);
+    } finally {
+      clearInterval(keepAlive);
+    }
+  }
+
+  private async waitForLimit(step: number): Promise<boolean> {
     const w = this.words;
     for (;;) {
       const seq = Atomics.load(w, SEQ);
@@ -74,6 +90,7 @@ export class StopGateDevice {
       if (step <= Atomics.load(w, LIMIT)) return true;
       Atomics.store(w, this.claim, step - 1);
       if (Atomics.load(w, FINAL)) return false;
+      if (Atomics.load(w, ABORT)) throw new Error('the run failed while this device waited for the verdict on an evaluation');
       const r = waitAsync(w, SEQ, seq);
       if (r.async) await r.value;
     }
@@ -83,32 +100,51 @@ export class StopGateDevice {
 /** The main thread's side of the gate. */
 export class StopGateControl {
   private readonly words: Int32Array;
+  /** the last step allowed until a release (NONE: no hold) */
+  private held: number;
+  /** the LIMIT a stop request froze (null: none yet) */
+  private frozen: number | null = null;
 
   constructor(memory: StopGateMemory) {
     this.words = new Int32Array(memory);
+    this.held = Atomics.load(this.words, LIMIT);
   }
 
   /** Stops this process's devices from starting any step beyond those already claimed; returns that last step. */
   freeze(): number {
+    if (this.frozen !== null) return this.frozen;
     const w = this.words;
-    if (Atomics.load(w, LIMIT) !== NONE) return Atomics.load(w, LIMIT);
-    let limit = this.largestClaim();
+    // a claim beyond the hold is withdrawn, never run: the frozen limit stays within it
+    let limit = Math.min(this.largestClaim(), this.held);
     for (let round = 0; round < 10_000; round++) {
       Atomics.store(w, LIMIT, limit);
-      const claimed = this.largestClaim();
+      const claimed = Math.min(this.largestClaim(), this.held);
       if (claimed <= limit) break;
       limit = claimed;
     }
+    this.frozen = limit;
     this.changed();
     return limit;
   }
 
+  /** Early stopping's verdict "go on": the devices may run up to `hold` (null: to the end). A frozen or final gate stays. */
+  release(hold: number | null): void {
+    this.held = hold ?? NONE;
+    if (this.frozen !== null || this.lastStep !== null) return;
+    Atomics.store(this.words, LIMIT, this.held);
+    this.changed();
+  }
+
   /** The job's last step (at least every process's frozen limit): devices run up to it, then stop. */
   finalize(lastStep: number): void {
-    const frozen = Atomics.load(this.words, LIMIT);
-    Atomics.store(this.words, LIMIT, frozen === NONE ? lastStep : Math.max(lastStep, frozen));
+    Atomics.store(this.words, LIMIT, this.frozen === null ? lastStep : Math.max(lastStep, this.frozen));
     Atomics.store(this.words, FINAL, 1);
     this.changed();
+  }
+
+  /** Whether the devices are held for a verdict (early stopping) that has not lifted the last hold yet. */
+  get holding(): boolean {
+    return this.held !== NONE;
   }
 
   /** The agreed last step, or null while none is. */
@@ -126,4 +162,12 @@ export class StopGateControl {
     Atomics.add(this.words, SEQ, 1);
     Atomics.notify(this.words, SEQ);
   }
+}
+
+/** The run failed: devices waiting at the gate (for early stopping's verdict) throw instead of waiting forever. */
+export function abortStopGate(memory: StopGateMemory): void {
+  const words = new Int32Array(memory);
+  Atomics.store(words, ABORT, 1);
+  Atomics.add(words, SEQ, 1);
+  Atomics.notify(words, SEQ);
 }

@@ -19,6 +19,9 @@ import { epochAggregator, type EventSink, type TrainEvent } from './events.ts';
 import { FaultPlan } from './faultPlan.ts';
 import { allocateStopGate, StopGateDevice } from './stopGate.ts';
 import { StopControl, stoppedAt } from './stopControl.ts';
+import { resolveTracking } from './tracking.ts';
+import { firstHold, holdAfter } from './evalSchedule.ts';
+import { bestCheckpointOf, type BestCheckpoint } from './bestCheckpoint.ts';
 import type { RunConfig } from '../config/runConfig.ts';
 import type { TrainOptions } from './trainOptions.ts';
 import { userCallbacks } from './callbacks.ts';
@@ -43,6 +46,16 @@ export interface TrainResult {
   checkpoint: string;
   /** the run was stopped (TrainOptions.signal) after `step` steps, in epoch `epoch` (1-based) */
   stopped?: { step: number; epoch: number; signal: string };
+  /** the last evaluation of the validation split (absent without one); testLoss/testAccuracy are then the test set's, at the end */
+  valLoss?: number;
+  valAccuracy?: number;
+  /** RUN_DIR/model-best.safetensors and the evaluation it holds the model of (train.best; absent: none written) */
+  bestCheckpoint?: BestCheckpoint;
+  /**
+   * train.earlyStopping stopped the run after `step` steps, in epoch `epoch` (1-based): `metric` had not
+   * improved for `patience` evaluations; its best was `best`, in epoch `bestEpoch` (1-based; both known in process 0)
+   */
+  earlyStopped?: { step: number; epoch: number; metric: string; patience: number; best?: number; bestEpoch?: number };
 }
 
 export { loadData, type LoadedData };
@@ -94,17 +107,29 @@ function faultPlanOf(options: TrainOptions): FaultPlan {
 
 /** Trains one model as configured, writing metrics.jsonl and checkpoints into the run directory. */
 export async function train(userConfig: RunConfig, options: TrainOptions = {}): Promise<TrainResult> {
+  return runTraining(userConfig, options, (config) => loadData(config, options.log));
+}
+
+/** Trains on data already in memory (config.data only batches it): its splits as given. */
+export async function trainOnData(userConfig: RunConfig, data: LoadedData, options: TrainOptions = {}): Promise<TrainResult> {
+  return runTraining(userConfig, options, () => Promise.resolve(data));
+}
+
+async function runTraining(userConfig: RunConfig, options: TrainOptions, load: (config: RunConfig) => Promise<LoadedData>): Promise<TrainResult> {
   const world = options.processes && options.processes.worldSize > 1 ? options.processes : undefined;
   const threads = userConfig.train.devices;
   // the job's maths (global batch, sharding, lr scaling, strategy checks) count every device of every process
   const jobConfig: RunConfig = world ? { ...userConfig, train: { ...userConfig.train, devices: threads * world.worldSize } } : userConfig;
   const leader = !world || world.rank === 0;
   // resuming keeps the saved job's global batch and learning rate (fitted when the device count changed)
-  const { config, resume } = planRunStart(options, jobConfig, leader);
+  const planned = planRunStart(options, jobConfig, leader);
+  const { resume } = planned;
   const faults = faultPlanOf(options);
-  faults.checkDevices(config.train.devices);
-  const backend = await getBackend(config.train.backend);
-  const data = await loadData(config, options.log);
+  faults.checkDevices(planned.config.train.devices);
+  const backend = await getBackend(planned.config.train.backend);
+  const data = await load(planned.config);
+  // train.best and train.earlyStopping watch what this data can measure (config.yaml records the choice)
+  const config = resolveTracking(planned.config, data);
   const parameters = checkRun(config, data, threads);
   const devices = config.train.devices;
   const transport = options.transport ?? 'tcp';
@@ -124,51 +149,64 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
   const checkpoint = leader ? join(runDir, 'model.safetensors') : '';
   const globalBatch = globalBatchSize(config);
   const stepsPerEpoch = Math.ceil(data.train.count / globalBatch);
-  // evaluated after epochs: the test set as before, else the validation set (a CSV without a test file)
-  const evaluation = data.test ?? data.validation ?? null;
-  let last = { testLoss: NaN, testAccuracy: NaN }, devicesLost = 0;
+  // evaluated after epochs: the validation split, else the test set; the test set (when there is one) also at the end
+  let last = { testLoss: NaN, testAccuracy: NaN }, lastVal: { valLoss: number; valAccuracy: number } | null = null, devicesLost = 0;
+  let verdict: Extract<TrainEvent, { type: 'earlyStopping' }> | null = null;
+  // early stopping: the devices wait after each evaluation (from this step on) for device 0's verdict
+  let hold = firstHold(config, stepsPerEpoch, resume?.point.state);
+  const stopGate = options.signal || config.train.earlyStopping ? allocateStopGate(threads, hold) : undefined;
+  const stopControl = stopGate && new StopControl({ gate: stopGate, signal: options.signal, placement, threads, log: options.log });
   // a callback that throws stops the run, which then rejects with its error (callbacks.ts)
   const callbacks = userCallbacks(options, threads, world ? world.rank * threads : 0);
   // epochs are summarised over this process's devices (all of them unless the job spans processes)
   const emit = epochAggregator(threads, (event: TrainEvent) => {
-    if (event.type === 'eval') last = event;
+    if (event.type === 'eval' && event.testLoss !== undefined) last = { testLoss: event.testLoss, testAccuracy: event.testAccuracy! };
+    if (event.type === 'eval' && event.valLoss !== undefined) lastVal = { valLoss: event.valLoss, valAccuracy: event.valAccuracy! };
+    if (event.type === 'earlyStopping' && stopControl && hold !== null && event.step === hold + 1) {
+      verdict = event;
+      if (event.stop) stopControl.stopEarly(hold);
+      else stopControl.release(hold = holdAfter(config, stepsPerEpoch, event.epoch));
+    }
     if (event.type === 'deviceLost') devicesLost++;
     metrics?.write(event);
     callbacks.sink(event);
   }, world ? world.rank * threads : 0);
   const started = performance.now();
-  const stopGate = options.signal && allocateStopGate(threads);
-  const stopControl = stopGate && new StopControl({ gate: stopGate, signal: options.signal!, placement, threads, log: options.log });
   try {
     emit({
       type: 'start', runDir, dataSource: data.source, backend: backend.name, devices, processes: world?.worldSize ?? 1,
       strategy: devices > 1 ? config.train.strategy.type : 'single device', parameters,
-      trainSamples: data.train.count, testSamples: evaluation?.count ?? 0, epochs: config.train.epochs, stepsPerEpoch, globalBatch,
+      trainSamples: data.train.count, testSamples: data.test?.count ?? 0, ...(data.validation ? { validationSamples: data.validation.count } : {}), epochs: config.train.epochs, stepsPerEpoch, globalBatch,
     });
     if (resume) emit(resume.event);
     if (devices === 1) {
       await runDevice({
-        config, rank: 0, worldSize: 1, backend, strategy: localStrategy, train: data.train, test: evaluation,
+        config, rank: 0, worldSize: 1, backend, strategy: localStrategy, train: data.train, validation: data.validation ?? null, test: data.test ?? null,
         checkpointPath: checkpoint, emit, shared: false, faults, checkpoints, mayStart: stopGate && StopGateDevice.check(stopGate, 0, true),
       });
     } else {
-      await runWorkerDevices({ config, threads, placement, train: data.train, test: evaluation, checkpointPath: leader ? checkpoint : null,
+      await runWorkerDevices({ config, threads, placement, train: data.train, validation: data.validation, test: data.test ?? null, checkpointPath: leader ? checkpoint : null,
         checkpoints, emit, faults, log: options.log, stopGate });
     }
     await stopControl?.close();
-    const stopped = stoppedAt(stopControl?.decision, stepsPerEpoch, config.train.epochs);
+    const ended = stoppedAt(stopControl?.decision, stepsPerEpoch, config.train.epochs);
+    const early = ended?.signal === 'earlyStopping' ? earlyStopOf(ended, config, verdict) : undefined;
+    const stopped = early ? undefined : ended;
     if (stopped) emit({ type: 'stopped', ...stopped });
+    if (early) emit({ type: 'earlyStopped', ...early, best: early.best ?? NaN, bestEpoch: early.bestEpoch ?? NaN });
     const seconds = (performance.now() - started) / 1000;
     // every device sees every one of its samples once per epoch (no sample is dropped)
     // a resumed run counts the steps it ran; a stopped one those before the stop
     const startStep = resume ? resume.point.state.step : 0;
-    const endStep = stopped ? stopped.step : stepsPerEpoch * config.train.epochs;
+    const endStep = ended ? ended.step : stepsPerEpoch * config.train.epochs;
     const samplesPerSecond = Math.max(0, Math.min(endStep * globalBatch, data.train.count * config.train.epochs) - startStep * globalBatch) / seconds;
+    const bestCheckpoint = leader && config.train.best ? bestCheckpointOf(runDir) : null;
     const result: TrainResult = {
       runDir, testAccuracy: last.testAccuracy, testLoss: last.testLoss, samplesPerSecond, seconds,
-      steps: stopped?.step ?? stepsPerEpoch * config.train.epochs, checkpoint, ...(stopped ? { stopped } : {}),
+      steps: ended?.step ?? stepsPerEpoch * config.train.epochs, checkpoint, ...(stopped ? { stopped } : {}),
+      ...(lastVal ?? {}), ...(bestCheckpoint ? { bestCheckpoint } : {}), ...(early ? { earlyStopped: early } : {}),
     };
-    emit({ type: 'end', seconds, samplesPerSecond, testAccuracy: last.testAccuracy, testLoss: last.testLoss,
+    emit({ type: 'end', seconds, samplesPerSecond, testAccuracy: last.testAccuracy, testLoss: last.testLoss, ...(lastVal ?? {}),
       maxRssBytes: process.resourceUsage().maxRSS * 1024, ...(devicesLost ? { devicesLost } : {}) });
     return result;
   } catch (err) {
@@ -178,4 +216,12 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
     await stopControl?.close();
     metrics?.close();
   }
+}
+
+/** What an early stop reports: where, and (process 0, from device 0's last verdict) the watched metric's best. */
+function earlyStopOf(at: { step: number; epoch: number }, config: RunConfig, verdict: Extract<TrainEvent, { type: 'earlyStopping' }> | null): NonNullable<TrainResult['earlyStopped']> {
+  const spec = config.train.earlyStopping;
+  const metric = verdict?.metric ?? (spec ? spec.metric : '?');
+  return { step: at.step, epoch: at.epoch, metric, patience: spec ? spec.patience : 0,
+    ...(verdict ? { best: verdict.best, bestEpoch: verdict.bestEpoch + 1 } : {}) };
 }

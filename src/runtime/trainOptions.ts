@@ -85,12 +85,14 @@ export interface TrainOptions {
    * it to every process or to none (they form a control world for it).
    */
   signal?: AbortSignal;
+  /** the command line that started the run, recorded in RUN_DIR/command.txt (the CLI gives its own; absent: the library call and its plain options are) */
+  command?: readonly string[];
 }
 
 /** Every TrainOptions key; the compile-time check below keeps it equal to the interface. */
 export const TRAIN_OPTION_KEYS = [
   'out', 'force', 'onEvent', 'onStep', 'onEpoch', 'log', 'faults', 'slowDevices', 'failAt', 'processes', 'timeoutMs', 'transport',
-  'resume', 'initFrom', 'signal',
+  'resume', 'initFrom', 'signal', 'command',
 ] as const satisfies readonly (keyof TrainOptions)[];
 type Assert<T extends true> = T;
 export type _TrainOptionKeysComplete = Assert<keyof TrainOptions extends (typeof TRAIN_OPTION_KEYS)[number] ? true : false>;
@@ -118,6 +120,7 @@ export function checkTrainOptions(options: unknown, alsoAllowed: readonly string
   for (const key of FUNCTIONS) if (o[key] !== undefined && typeof o[key] !== 'function') bad(key, 'a function');
   for (const key of STRINGS) if (o[key] !== undefined && (typeof o[key] !== 'string' || o[key] === '')) bad(key, 'a path');
   if (o.force !== undefined && typeof o.force !== 'boolean') bad('force', 'true or false');
+  if (o.command !== undefined && !(Array.isArray(o.command) && o.command.every((a) => typeof a === 'string'))) bad('command', 'a list of strings (the command line)');
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) bad('signal', 'an AbortSignal (new AbortController().signal)');
   if (o.faults !== undefined && !(o.faults instanceof FaultPlan)) bad('faults', 'a FaultPlan');
   if (o.slowDevices !== undefined && !(o.slowDevices instanceof Map)) bad('slowDevices', 'a Map of device rank → slowdown factor');

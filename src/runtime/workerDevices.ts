@@ -15,7 +15,7 @@ import type { EventSink } from './events.ts';
 import type { FaultPlan } from './faultPlan.ts';
 import type { CheckpointSetup } from './deviceCheckpoints.ts';
 import { serverStart } from './serverState.ts';
-import type { StopGateMemory } from './stopGate.ts';
+import { abortStopGate, type StopGateMemory } from './stopGate.ts';
 import type { RunConfig } from '../config/runConfig.ts';
 
 export interface WorkerDevicesOptions {
@@ -26,7 +26,9 @@ export interface WorkerDevicesOptions {
   /** where this process sits in a multi-process job; absent: the job is this process */
   placement?: ProcessPlacement;
   train: Dataset;
-  /** evaluated by device 0 after epochs (none: no evaluation) */
+  /** a validation split device 0 evaluates on after epochs */
+  validation?: Dataset;
+  /** evaluated by device 0 (after epochs without a validation split, else at the end; none: no evaluation) */
   test: Dataset | null;
   checkpointPath: string | null;
   checkpoints: CheckpointSetup;
@@ -82,6 +84,7 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
   }
   const train = shareDataset(o.train);
   const test = o.test && shareDataset(o.test);
+  const validation = o.validation ? shareDataset(o.validation) : null;
   if (threads > availableParallelism()) {
     o.log?.(`note: ${threads} devices on ${availableParallelism()} cores share the cores; expect no speed-up beyond ${availableParallelism()}`);
   }
@@ -91,6 +94,8 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
     if (failure || (survives && losses.absorb(rank, message))) return;
     failure = new Error(message.startsWith('device ') ? message : `${deviceName(rank, job)} failed: ${message}`);
     world.abort(failure.message);
+    // devices held for early stopping's verdict are in no collective: the gate lets them go
+    if (o.stopGate) abortStopGate(o.stopGate);
   };
   const serverDone = serving?.catch((err: Error) => fail(0, `the parameter server failed: ${err.message}`));
   const finished = Array.from({ length: threads }, (_, local) => new Promise<void>((resolve) => {
@@ -99,7 +104,7 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
       config, rank, size: config.train.devices, comm: world.rankInit(local), ps,
       cross: placement && placement.processes > 1 && !(survives && placement.transport === 'tcp') ? crossWorldOf(placement, local) : null,
       remotePs: remotePs ? parameterServerWorldOf(placement!, threads, rank + 1, config.train.devices, survives) : null,
-      train, test: rank === 0 ? test : null,
+      train, validation: rank === 0 ? validation : null, test: rank === 0 ? test : null,
       checkpointPath: rank === 0 ? o.checkpointPath : null, checkpoints: o.checkpoints, faults: o.faults.toData(),
       stop: o.stopGate ? { gate: o.stopGate, local } : null,
     };

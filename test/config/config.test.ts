@@ -18,7 +18,7 @@ const conv = (filters: number) => ({
 }) as const;
 const maxPool = { type: 'maxPool2d', poolSize: [2, 2], strides: [2, 2], padding: 'valid' } as const;
 const dense = (units: number, activation: 'relu' | 'linear') => ({ type: 'dense', units, activation, useBias: true, parallel: 'data' }) as const;
-const train = { epochs: 2, devices: 1, strategy: { type: 'hybrid', bucketBytes: 4194304 }, seed: 1, backend: 'auto', lrScaling: 'none', evalEvery: 1, checkpointEvery: 1, keepLast: 3, microBatches: 1, syncBatchNorm: false, maxBadSteps: 10, stallWarningSeconds: 60 } as const;
+const train = { epochs: 2, devices: 1, strategy: { type: 'hybrid', bucketBytes: 4194304 }, seed: 1, backend: 'auto', lrScaling: 'none', evalEvery: 1, checkpointEvery: 1, keepLast: 3, microBatches: 1, syncBatchNorm: false, maxBadSteps: 10, stallWarningSeconds: 60, best: 'auto', earlyStopping: false } as const;
 
 test('examples/mnist-small.yaml parses to the network of docs/architecture.md', () => {
   const expected: RunConfig = {
@@ -82,7 +82,7 @@ train: { devices: 4, strategy: { bmuf: { period: 8, blockMomentum: 0.9 } }, seed
   assert.deepStrictEqual(c.data, { dataset: 'fashion-mnist', dir: '/data/fm', batchSize: 256, batchSizeScope: 'global', shuffle: false, trainLimit: 1000, testLimit: 500 });
   assert.deepStrictEqual(c.train, {
     epochs: 1, devices: 4, strategy: { type: 'bmuf', period: 8, blockMomentum: 0.9, blockLr: 1, nesterov: false },
-    seed: 42, backend: 'js', lrScaling: 'linear', evalEvery: 0, checkpointEvery: 2, keepLast: 3, microBatches: 1, syncBatchNorm: false, maxBadSteps: 10, stallWarningSeconds: 60,
+    seed: 42, backend: 'js', lrScaling: 'linear', evalEvery: 0, checkpointEvery: 2, keepLast: 3, microBatches: 1, syncBatchNorm: false, maxBadSteps: 10, stallWarningSeconds: 60, best: 'auto', earlyStopping: false,
   });
 });
 

@@ -39,6 +39,12 @@ export interface SyntheticRun {
   unfinished?: boolean;
   /** unix ms of the start event */
   startTime?: number;
+  /** evaluate a validation split after each epoch (the test set only at the end), with a best checkpoint on valAccuracy */
+  validation?: boolean;
+  /** stall reports of device 0, one per epoch */
+  stalls?: boolean;
+  /** a config.yaml (and command.txt) to write into the run directory */
+  configYaml?: string;
 }
 
 /**
@@ -47,7 +53,7 @@ export interface SyntheticRun {
  * wait for the slowest device (idle time), async ones record staleness.
  */
 export function writeSyntheticRun(dir: string, opts: SyntheticRun = {}): string {
-  const { strategy = 'hybrid', devices = 2, epochs = 2, stepsPerEpoch = 50, slow = {}, unfinished = false, startTime = 1_700_000_000_000 } = opts;
+  const { strategy = 'hybrid', devices = 2, epochs = 2, stepsPerEpoch = 50, slow = {}, unfinished = false, startTime = 1_700_000_000_000, validation = false } = opts;
   mkdirSync(dir, { recursive: true });
   const lines: object[] = [];
   let time = startTime;
@@ -88,7 +94,19 @@ export function writeSyntheticRun(dir: string, opts: SyntheticRun = {}): string 
     const samples = sums.reduce((n, x) => n + x.samples, 0);
     lines.push({ type: 'epoch', time, epoch, samples, seconds: 1, samplesPerSecond: samples, loss: 0.5, accuracy: 0.8 });
     time += 100;
-    lines.push({ type: 'eval', time, epoch, step, testLoss: 0.6 - 0.1 * epoch, testAccuracy: 0.7 + 0.05 * epoch });
+    if (opts.stalls) lines.push({ type: 'stall', time: time - 50, rank: 0, waitingIn: `allreduce #${step} of 1234 floats at step ${step - 1}`, seconds: 61 + epoch, missing: [1], others: [] });
+    const last = epoch === epochs - 1;
+    if (!validation) lines.push({ type: 'eval', time, epoch, step, testLoss: 0.6 - 0.1 * epoch, testAccuracy: 0.7 + 0.05 * epoch });
+    else {
+      // the validation accuracy peaks in the middle: the best checkpoint is not the last
+      const valAccuracy = 0.8 - 0.02 * Math.abs(epoch - Math.floor(epochs / 2));
+      lines.push({ type: 'eval', time, epoch, step, valLoss: 1 - valAccuracy, valAccuracy, ...(last ? { testLoss: 0.5, testAccuracy: 0.7 + 0.05 * (epochs - 1) } : {}) });
+      if (epoch <= Math.floor(epochs / 2)) lines.push({ type: 'best', time, epoch, step, metric: 'valAccuracy', value: valAccuracy, path: join(dir, 'model-best.safetensors') });
+    }
+  }
+  if (opts.configYaml !== undefined) {
+    writeFileSync(join(dir, 'config.yaml'), opts.configYaml);
+    writeFileSync(join(dir, 'command.txt'), `paratrain train config.yaml --strategy ${strategy}\n`);
   }
   if (!unfinished) {
     lines.push({ type: 'checkpoint', time, epoch: epochs - 1, path: join(dir, 'model.safetensors') });

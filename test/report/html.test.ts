@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CHART_IDS, GENERATOR_MARK, MAX_SERIES_POINTS, loadReportRuns, writeReport } from '../../src/report/index.ts';
+import { CHART_IDS, GENERATOR_MARK, MAX_SERIES_POINTS, chartsFor, loadReportRuns, writeReport } from '../../src/report/index.ts';
 import { sanitize } from '../../src/report/chartLibrary.ts';
 import { loadConfig } from '../../src/config/index.ts';
 import { train } from '../../src/runtime/train.ts';
@@ -24,7 +24,7 @@ function assertSelfContained(html: string): void {
   assert.match(html, /Content-Security-Policy" content="default-src 'none'/);
 }
 
-test('report from synthetic runs: every chart container, Chart.js inlined, no URLs, small, downsampled', () => {
+test('report from synthetic runs: every chart with something to draw, Chart.js inlined, no URLs, small, downsampled', () => {
   const dir = tmpDir();
   try {
     writeSyntheticRun(join(dir, 'hybrid'), { strategy: 'hybrid', devices: 4, slow: { 1: 3 } });
@@ -33,7 +33,10 @@ test('report from synthetic runs: every chart container, Chart.js inlined, no UR
     const path = writeReport(runs);
     assert.equal(path, join(dir, 'hybrid', 'report.html'), 'default: report.html in the first run directory');
     const html = readFileSync(path, 'utf8');
-    for (const id of CHART_IDS) assert.match(html, new RegExp(`<section class="chart[^"]*" id="chart-${id}">`), `section ${id}`);
+    const shown = CHART_IDS.filter((id) => !['validation', 'stalls'].includes(id));
+    assert.deepEqual(chartsFor(runs), shown, 'no validation split, no stalls: those charts are left out');
+    for (const id of CHART_IDS) assert.equal(new RegExp(`<section class="chart[^"]*" id="chart-${id}">`).test(html), shown.includes(id), `section ${id}`);
+    assert.match(html, /Left out, having nothing to show: validation \(no run has a validation split\); stalls \(none reported\)\./);
     assert.ok(html.includes(GENERATOR_MARK));
     assert.match(html, /Chart\.js v4/, 'the chart library is inline');
     assertSelfContained(html);
@@ -69,7 +72,8 @@ test('report output: regenerates its own file, refuses a foreign one without for
     assert.equal(writeReport(runs, { out: join(dir, 'out') }), join(dir, 'out', 'report.html'));
     assert.throws(() => writeReport(runs, { out: join(dir, 'missing', 'r.html') }), /cannot write the report .*r\.html: its folder does not exist/);
     const html = readFileSync(first, 'utf8');
-    assert.match(html, /No run here records staleness/, 'without async runs the staleness section says why it is empty');
+    assert.doesNotMatch(html, /id="chart-staleness"/, 'without async runs there is no staleness chart');
+    assert.match(html, /Left out, having nothing to show: .*staleness \(only the parameter-server strategies, async and sync, record it\)/);
     assert.ok(!existsSync(`${first}.tmp-${process.pid}`));
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -103,7 +107,8 @@ test('report from a real short run (2 devices, 256 samples)', async () => {
     assert.ok(s.maxRssBytes! > 0);
     assert.equal(run!.series.steps.step.length, 8);
     const html = readFileSync(writeReport([run!]), 'utf8');
-    for (const id of CHART_IDS) assert.ok(html.includes(`id="chart-${id}"`), id);
+    for (const id of chartsFor([run!])) assert.ok(html.includes(`id="chart-${id}"`), id);
+    assert.ok(html.includes('id="chart-bytes"') && html.includes('id="chart-lr"') && !html.includes('id="chart-staleness"'));
     assertSelfContained(html);
   } finally {
     rmSync(dir, { recursive: true, force: true });

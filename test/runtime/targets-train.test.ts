@@ -9,7 +9,9 @@ import { checkLossMatchesData } from '../../src/runtime/lossChecks.ts';
 import { syntheticDataset, trainInMemory } from '../parallel/inMemory.ts';
 
 type Eval = Extract<TrainEvent, { type: 'eval' }>;
-const evals = (events: TrainEvent[]) => events.filter((e): e is Eval => e.type === 'eval');
+/** The test-set evaluations (no validation split here: the test set is evaluated every epoch). */
+type TestEval = Eval & { testLoss: number; testAccuracy: number };
+const evals = (events: TrainEvent[]) => events.filter((e): e is TestEval => e.type === 'eval' && e.testLoss !== undefined);
 
 /** y = 2·tanh(a·x) + 0.5 for a fixed random a: a smooth target a small MLP fits in a few epochs. */
 const regression = (count: number, seed: number): Dataset => syntheticDataset('regression', count, [5], 2, seed);

@@ -4,6 +4,7 @@ import type { TrainSpec } from '../runConfig.ts';
 import { STRATEGIES, DEFAULT_STRATEGY, type StrategySpec, type StrategyName } from '../../parallel/strategies/index.ts';
 import { bool, nonNegInt, oneKeyMap, oneOf, optionFields, posInt, posNum, section, seedField } from './fields.ts';
 import { checkpointEveryField } from './checkpointEvery.ts';
+import { bestField, earlyStoppingField } from './tracking.ts';
 
 /**
  * What `train.strategy` accepts when written in code: a strategy's options are its normalised
@@ -34,11 +35,20 @@ export const trainSchema = section({
   maxBadSteps: posInt().default(10),
   stallWarningSeconds: posNum().default(60),
   clipGradNorm: posNum().optional(),
-}).transform((o): TrainSpec => ({
-  epochs: o.epochs, devices: o.devices, strategy: o.strategy, seed: o.seed, backend: o.backend,
-  lrScaling: o.lrScaling, evalEvery: o.evalEvery, checkpointEvery: o.checkpointEvery, keepLast: o.keepLast,
-  microBatches: o.microBatches, syncBatchNorm: o.syncBatchNorm,
-  maxBadSteps: o.maxBadSteps, stallWarningSeconds: o.stallWarningSeconds,
-  // absent unless set, so configs without clipping normalise as before
-  ...(o.clipGradNorm !== undefined ? { clipGradNorm: o.clipGradNorm } : {}),
-}));
+  best: bestField(),
+  earlyStopping: earlyStoppingField(),
+}).transform((o, ctx): TrainSpec => {
+  if (o.earlyStopping && o.evalEvery === 0) {
+    ctx.addIssue({ code: 'custom', path: ['earlyStopping'], params: { noGot: true },
+      message: 'early stopping watches the evaluation after epochs, but train.evalEvery is 0 (only at the end); set evalEvery: 1 (or N) or leave earlyStopping out' });
+  }
+  return {
+    epochs: o.epochs, devices: o.devices, strategy: o.strategy, seed: o.seed, backend: o.backend,
+    lrScaling: o.lrScaling, evalEvery: o.evalEvery, checkpointEvery: o.checkpointEvery, keepLast: o.keepLast,
+    microBatches: o.microBatches, syncBatchNorm: o.syncBatchNorm,
+    maxBadSteps: o.maxBadSteps, stallWarningSeconds: o.stallWarningSeconds,
+    best: o.best, earlyStopping: o.earlyStopping,
+    // absent unless set, so configs without clipping normalise as before
+    ...(o.clipGradNorm !== undefined ? { clipGradNorm: o.clipGradNorm } : {}),
+  };
+});
