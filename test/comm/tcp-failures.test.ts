@@ -195,7 +195,8 @@ for (const scenario of ['stall-mid-call', 'stall-before-call']) test(`a peer tha
   const results = await runJob({ worldSize: 3, scenario, params: { victim: 2 }, stalledRank: 2, killAfterMs: 40_000, options: () => ({ timeoutMs: 20_000, recvTimeoutMs: 1500 }) });
   for (const r of results.slice(0, 2)) {
     assert.ok(r.error?.name === 'CommTimeoutError' || r.error?.name === 'PeerFailedError', summary(results));
-    assert.ok(r.elapsedMs < 10_000, `rank ${r.rank} took ${r.elapsedMs} ms`);
+    // well under the 20 s timeout (recvTimeoutMs is 1.5 s; a loaded 2-core machine adds seconds)
+    assert.ok(r.elapsedMs < 15_000, `rank ${r.rank} took ${r.elapsedMs} ms`);
   }
   // rank 0 receives from the stalled rank; rank 1 sends to it and receives from rank 0, which it
   // may time out on first (the same timeout): then rank 0 answers the blame naming rank 2; or

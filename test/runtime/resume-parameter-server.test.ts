@@ -41,10 +41,10 @@ test('async on 2 devices (Adam on the server): the resumed server counts on from
   assert.deepEqual(sets.map((s) => s.state.step), [4, 8, 12]);
   // pushEvery 1, no staleness bound: every device-step is one update. Device 0 writes an async set
   // alone (no device waits for all: one may be lost), so the set at 4 holds device 0's 4 updates and
-  // as many of device 1's as had arrived; the resumed run counts on from it with at least device 0's
-  // 8 more updates
+  // as many of device 1's as had arrived — device 1 never waits, so on a loaded machine that may be
+  // any of its 12 steps; the resumed run counts on from it with at least device 0's 8 more updates
   const atFour = serverVersion(sets[0]!.dir), atEnd = serverVersion(sets[2]!.dir);
-  assert.ok(atFour >= 4 && atFour <= 8, `version at step 4: ${atFour}`);
+  assert.ok(atFour >= 4 && atFour <= 4 + 12, `version at step 4: ${atFour}`);
   assert.ok(atEnd >= atFour + 8 && atEnd <= atFour + 16, `version at the end ${atEnd} counts on from ${atFour}`);
   // a server started from the set holds exactly the saved weights, Adam moments and step
   const saved = tensorsOf(join(sets[2]!.dir, SET_SERVER_FILE));
