@@ -12,7 +12,7 @@
  *
  * OpenBLAS runs on the calling thread only (see ./addon.ts); one backend per thread, like wasm.
  */
-import type { Backend, Conv2DGeometry } from '../backend.ts';
+import type { Backend, Conv2DGeometry, PackedMatrix } from '../backend.ts';
 import { jsBackend } from '../js/index.ts';
 import { createWasmBackend, type WasmBackend } from '../wasm/index.ts';
 import { loadNativeAddon, type BlasInfo } from './addon.ts';
@@ -26,6 +26,12 @@ export interface NativeBackend extends Backend {
   readonly base: 'wasm' | 'js';
   /** Target bytes of one im2col chunk of the native convolutions (benchmarks tune it). */
   setConvChunkBytes(bytes: number): void;
+}
+
+/** OpenBLAS has no pre-packed sgemm: the native "pack" is a reference to B, packed by every call. */
+class NativePacked implements PackedMatrix {
+  readonly backend = 'native';
+  constructor(readonly K: number, readonly N: number, public transB: boolean, public B: Float32Array) {}
 }
 
 /**
@@ -46,6 +52,18 @@ export async function createNativeBackend(): Promise<NativeBackend | null> {
     gemm: (transA: boolean, transB: boolean, M: number, N: number, K: number,
            alpha: number, A: Float32Array, B: Float32Array, beta: number, C: Float32Array): void =>
       addon.sgemm(transA, transB, M, N, K, alpha, A, B, beta, C),
+    packB: (transB: boolean, K: number, N: number, B: Float32Array, into?: PackedMatrix | null): PackedMatrix => {
+      if (B.length < K * N) throw new RangeError(`packB: B has ${B.length} values, needs ${K * N}`);
+      if (into instanceof NativePacked && into.K === K && into.N === N) { into.transB = transB; into.B = B; return into; }
+      return new NativePacked(K, N, transB, B);
+    },
+    gemmPacked: (transA: boolean, M: number, N: number, K: number, alpha: number, A: Float32Array, P: PackedMatrix,
+                 beta: number, C: Float32Array, aOffset = 0, cOffset = 0): void => {
+      if (!(P instanceof NativePacked)) throw new Error(`gemmPacked: the pack was made by the ${P.backend} backend, not native`);
+      if (P.K !== K || P.N !== N) throw new RangeError(`gemmPacked: the pack is ${P.K}×${P.N}, the product needs ${K}×${N}`);
+      const a = aOffset === 0 ? A : A.subarray(aOffset, aOffset + M * K), c = cOffset === 0 ? C : C.subarray(cOffset, cOffset + M * N);
+      addon.sgemm(transA, P.transB, M, N, K, alpha, a, P.B, beta, c);
+    },
     // Every convolution goes to OpenBLAS: bench/kernels.ts measured it ahead of wasm on all six
     // conv kernels of mnist-small, even the first layer's (K = 3·3·1 = 9, where im2col dominates).
     conv2dForward: (x: Float32Array, w: Float32Array, bias: Float32Array | null, y: Float32Array, g: Conv2DGeometry): void => {
