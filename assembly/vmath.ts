@@ -1,13 +1,14 @@
 // Vector transcendental functions on f32x4 for the recurrent cells (σ, tanh), Cephes' single-precision
 // approximations: a few ulp from the float64 Math.exp/Math.tanh the js backend uses, NaN in → NaN out.
-// f32x4.min/max (not the relaxed ones) keep NaN, so a NaN pre-activation is never clamped away.
+// The clamps use pmax/pmin (one maxps/minps on x64) with x as the FIRST operand: pmax(a, b) is
+// a < b ? b : a, so a NaN x is kept, never clamped away.
 
 import { madd } from './simd';
 
 /** e^x, x clamped to [−87, 88] (so 2^n stays a normal float): Cephes expf, range reduction by ln 2. */
 // @ts-ignore: decorator
 @inline export function vexp(x: v128): v128 {
-  x = f32x4.min(f32x4.max(x, f32x4.splat(-87.0)), f32x4.splat(88.0));
+  x = f32x4.pmin(f32x4.pmax(x, f32x4.splat(-87.0)), f32x4.splat(88.0));
   const fx = f32x4.nearest(f32x4.mul(x, f32x4.splat(1.44269504088896341)));
   // x − n·ln 2 in two parts (C1 exact in few bits), so r keeps its precision
   let r = f32x4.sub(x, f32x4.mul(fx, f32x4.splat(0.693359375)));

@@ -125,7 +125,7 @@ function torchSeconds(s: Shape, directions: number, reps: number): { sec: number
 
 export async function main(args: string[] = []): Promise<void> {
   const quick = args.includes('--quick');
-  const reps = Number(flag(args, 'reps') ?? (quick ? 3 : 5));
+  const reps = Number(flag(args, 'reps') ?? 3);
   const T = Number(flag(args, 'frames') ?? (quick ? 25 : 100));
   const full: Shape = { N: 32, T, F: 494, H: 512 };
   const small: Shape = { N: 8, T: 10, F: 494, H: 512 };
