@@ -17,8 +17,8 @@
  * repetitions, and for PyTorch time.process_time(): the machine is shared, and CPU time is less
  * disturbed by other processes than wall time (cache sharing still is). The sgemm reference is the
  * LSTM's own largest product, the input projection [N·T, F] × [F, 4H] (transB, as the layer calls
- * it), timed interleaved with the LSTM passes so both see the same load: "LSTM/sgemm" is the ratio
- * of the two GFLOPS.
+ * it), timed interleaved with the LSTM passes (three samples per pass) so both see the same load:
+ * "LSTM/sgemm" is the ratio of the two GFLOPS.
  */
 import { cpus, loadavg } from 'node:os';
 import { readFileSync } from 'node:fs';
@@ -71,9 +71,12 @@ function cpuModel(): string {
   return cpus()[0]?.model ?? 'unknown';
 }
 
-interface Result { lstmSec: number; gemmSec: number }
+interface Result { lstmSec: number; gemmSec: number; stepSec: number }
 
-/** Times LSTM passes and the reference sgemm interleaved; medians of CPU seconds. */
+/**
+ * Times LSTM passes and the reference sgemm interleaved (medians of CPU seconds), and the
+ * recurrent step's product as the layer runs it: [N, H] · packed W_hhᵀ [H, 4H], T of them.
+ */
 function timeBackend(b: Backend, s: Shape, directions: number, reps: number): Result {
   const { N, T, F, H } = s;
   const layer = new Recurrent(b, 'bench lstm', [T, F], 'lstm', H, directions === 2 ? { bidirectional: 'concat' } : {});
@@ -84,13 +87,17 @@ function timeBackend(b: Backend, s: Shape, directions: number, reps: number): Re
   const pass = (): void => { layer.forward(x, CTX); layer.backward(dy, true); };
   const A = filled(b, N * T * F, 5), B = filled(b, 4 * H * F, 6), C = b.alloc(N * T * 4 * H);
   const gemm = (): void => b.gemm(false, true, N * T, 4 * H, F, 1, A, B, 0, C);
-  pass(); gemm(); // warm-up (V8 tiers the wasm up; buffers are allocated)
-  const lstm: number[] = [], ref: number[] = [];
+  const P = b.packB(true, H, 4 * H, filled(b, 4 * H * H, 7)), h = filled(b, N * H, 8);
+  const steps = (): void => { for (let t = 0; t < T; t++) b.gemmPacked(false, N, 4 * H, H, 1, h, P, 1, C, 0, t * N * 4 * H); };
+  pass(); gemm(); steps(); // warm-up (V8 tiers the wasm up; buffers are allocated)
+  const lstm: number[] = [], ref: number[] = [], step: number[] = [];
   for (let r = 0; r < reps; r++) {
     lstm.push(cpuSeconds(pass));
-    ref.push(cpuSeconds(gemm));
+    // the reference is short: three samples per pass steady its median
+    for (let k = 0; k < 3; k++) ref.push(cpuSeconds(gemm));
+    step.push(cpuSeconds(steps));
   }
-  return { lstmSec: median(lstm), gemmSec: median(ref) };
+  return { lstmSec: median(lstm), gemmSec: median(ref), stepSec: median(step) };
 }
 
 const TORCH_LSTM = `
@@ -135,20 +142,24 @@ export async function main(args: string[] = []): Promise<void> {
   console.log(`CPU: ${cpuModel()}, ${cpus().length} cores, load average ${loadavg().map((v) => v.toFixed(1)).join(' ')}`);
   console.log(`Node ${process.versions.node}, V8 ${process.versions.v8}; CPU time per pass, median of ${reps} after a warm-up`);
   console.log('GFLOPS = gemm FLOPs / time, FLOPs of forward+backward = directions · 24·N·T·H·(F+H)');
-  console.log('sgemm = the backend\'s gemm at the input projection\'s shape [N·T, F]·[F, 4H]ᵀ, interleaved with the LSTM passes\n');
-  const rows: string[][] = [['backend', 'shape', 'dir', 'ms/pass', 'seq/s', 'GFLOPS', 'sgemm GFLOPS', 'LSTM/sgemm']];
+  console.log('sgemm = GFLOPS of the backend\'s gemm at the input projection\'s shape [N·T, F]·[F, 4H]ᵀ, interleaved with the LSTM passes');
+  console.log(`shape: batch ${full.N}, ${full.T} frames, ${full.F} inputs, ${full.H} units${names.includes('js') ? `; js at ${small.N}×${small.T}` : ''}`);
+  console.log('step gemm = GFLOPS of the per-step recurrent product [N, H]·W_hhᵀ with W_hh packed once (gemmPacked)\n');
+  const rows: string[][] = [['backend', 'dir', 'ms/pass', 'seq/s', 'GFLOPS', 'sgemm', 'LSTM/sgemm', 'step gemm']];
   const seqPerSec: Record<string, number> = {};
   for (const name of names) {
     const b = await tryBackend(name).catch((err: Error) => { console.log(`${name}: ${err.message}`); return null; });
     if (!b) { console.log(`${name}: not available here (skipped)`); continue; }
+    const about = describe(b);
+    if (about) console.log(`${name}: ${about}`);
     const s = name === 'js' ? small : full;
     for (const d of dirs) {
-      const r = timeBackend(b, s, d, name === 'js' ? 2 : reps);
+      const r = timeBackend(b, s, d, name === 'js' ? 1 : reps);
       const gflops = lstmFlops(s, d) / r.lstmSec / 1e9;
       const ref = 2 * s.N * s.T * 4 * s.H * s.F / r.gemmSec / 1e9;
       seqPerSec[`${name}/${d}`] = s.N / r.lstmSec;
-      rows.push([name, `${s.N}×${s.T}×${s.F}→${s.H}`, d === 2 ? 'bi' : 'uni', (r.lstmSec * 1e3).toFixed(0),
-        (s.N / r.lstmSec).toFixed(1), gflops.toFixed(1), ref.toFixed(1), `${(100 * gflops / ref).toFixed(0)}%`]);
+      rows.push([name, d === 2 ? 'bi' : 'uni', (r.lstmSec * 1e3).toFixed(0), (s.N / r.lstmSec).toFixed(1), gflops.toFixed(1),
+        ref.toFixed(1), `${(100 * gflops / ref).toFixed(0)}%`, (2 * s.T * s.N * s.H * 4 * s.H / r.stepSec / 1e9).toFixed(1)]);
     }
   }
   if (!args.includes('--no-torch')) {
@@ -156,13 +167,13 @@ export async function main(args: string[] = []): Promise<void> {
       const t = torchSeconds(full, d, Math.max(2, reps - 2));
       if (typeof t === 'string') { console.log(`PyTorch: ${t}`); break; }
       seqPerSec[`torch/${d}`] = full.N / t.sec;
-      rows.push([`torch ${t.version} (1 thread)`, `${full.N}×${full.T}×${full.F}→${full.H}`, d === 2 ? 'bi' : 'uni',
-        (t.sec * 1e3).toFixed(0), (full.N / t.sec).toFixed(1), (lstmFlops(full, d) / t.sec / 1e9).toFixed(1), '', '']);
+      rows.push([`torch ${t.version}, 1 thread`, d === 2 ? 'bi' : 'uni', (t.sec * 1e3).toFixed(0), (full.N / t.sec).toFixed(1),
+        (lstmFlops(full, d) / t.sec / 1e9).toFixed(1), '', '', '']);
     }
   }
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
   for (const [i, r] of rows.entries()) {
-    console.log(r.map((cell, c) => (c < 3 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));
+    console.log(r.map((cell, c) => (c < 2 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));
     if (i === 0) console.log('-'.repeat(widths.reduce((a, w) => a + w + 2, -2)));
   }
   for (const d of dirs) {
@@ -173,6 +184,14 @@ export async function main(args: string[] = []): Promise<void> {
       if (ours && name !== 'js') console.log(`${name} / PyTorch (${d === 2 ? 'bi' : 'uni'}): ${(ours / torch).toFixed(2)}×`);
     }
   }
+}
+
+/** The backend's build, where it has something to say. */
+function describe(b: Backend): string {
+  const info = b as Backend & { relaxed?: boolean; blas?: { config: string }; base?: string };
+  if (info.blas) return `${info.blas.config}; packed step gemm from native/recurrent.c; cells from ${info.base}`;
+  if (info.relaxed !== undefined) return info.relaxed ? 'relaxed SIMD (fused multiply-add)' : 'SIMD128';
+  return '';
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
