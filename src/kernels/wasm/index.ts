@@ -49,7 +49,7 @@ class WasmKernels implements WasmBackend, rnn.WasmAccess {
   readonly name = 'wasm';
   readonly relaxed: boolean;
   readonly memory: WebAssembly.Memory;
-  // e, heap, ptr and run are what the kernels in ./recurrent.ts use (rnn.WasmAccess)
+  // e, heap, ptr and done are what the kernels in ./recurrent.ts use (rnn.WasmAccess)
   readonly e: KernelExports;
   readonly heap: WasmHeap;
   private colPtr = 0;
@@ -104,7 +104,7 @@ class WasmKernels implements WasmBackend, rnn.WasmAccess {
   }
 
   /** Copies staged outputs back and releases the staging blocks. */
-  private done(): void {
+  done(): void {
     if (this.staged.length === 0) return;
     for (const s of this.staged) {
       if (s.back) {

@@ -13,8 +13,8 @@ export interface WasmAccess {
   readonly heap: WasmHeap;
   /** the wasm address of `a` (a staged copy when it lives outside wasm memory; copied back after when `back`) */
   ptr(a: WasmArray, back: boolean): number;
-  /** runs fn, then copies staged outputs back and releases staging */
-  run<T>(fn: () => T): T;
+  /** copies staged outputs back and releases staging (call in a finally after the kernel) */
+  done(): void;
 }
 
 /** op(B) packed in wasm memory as gemmPacked's micro-panels (assembly/gemm.ts). */
@@ -29,8 +29,8 @@ function need(what: string, name: string, a: { length: number }, n: number): voi
 }
 
 function checkStep(what: string, t: number, N: number, H: number): void {
-  for (const [k, v] of [['t', t], ['N', N], ['H', H]] as const) {
-    if (!Number.isInteger(v) || v < 0) throw new RangeError(`${what}: ${k} must be a non-negative integer, got ${v}`);
+  if (!(Number.isInteger(t) && t >= 0 && Number.isInteger(N) && N >= 0 && Number.isInteger(H) && H >= 0)) {
+    throw new RangeError(`${what}: t, N and H must be non-negative integers, got ${t}, ${N}, ${H}`);
   }
 }
 
@@ -45,7 +45,12 @@ export function packB(k: WasmAccess, transB: boolean, K: number, N: number, B: F
     p = new WasmPacked(K, N, k.heap, k.heap.allocBytes(bytes), bytes, 0, 0);
   }
   p.kcb = k.e.kSlice(K); p.ncb = k.e.packedNc();
-  if (K > 0 && N > 0) k.run(() => k.e.packBFull(transB ? 1 : 0, k.ptr(B, false), transB ? K : N, K, N, p.kcb, p.ncb, p.ptr));
+  if (K === 0 || N === 0) return p;
+  try {
+    k.e.packBFull(transB ? 1 : 0, k.ptr(B, false), transB ? K : N, K, N, p.kcb, p.ncb, p.ptr);
+  } finally {
+    k.done();
+  }
   return p;
 }
 
@@ -55,8 +60,12 @@ export function gemmPacked(k: WasmAccess, transA: boolean, M: number, N: number,
   if (P.K !== K || P.N !== N) throw new RangeError(`gemmPacked: the pack is ${P.K}×${P.N}, the product needs ${K}×${N}`);
   need('gemmPacked', 'A', A, aOffset + M * K); need('gemmPacked', 'C', C, cOffset + M * N);
   if (M === 0 || N === 0) return;
-  k.run(() => k.e.gemmPacked(transA ? 1 : 0, M, N, K, alpha, k.ptr(A, false) + 4 * aOffset, transA ? M : K,
-    P.ptr, P.kcb, P.ncb, beta, k.ptr(C, true) + 4 * cOffset, N));
+  try {
+    k.e.gemmPacked(transA ? 1 : 0, M, N, K, alpha, k.ptr(A, false) + 4 * aOffset, transA ? M : K,
+      P.ptr, P.kcb, P.ncb, beta, k.ptr(C, true) + 4 * cOffset, N);
+  } finally {
+    k.done();
+  }
 }
 
 export function lstmCellForward(k: WasmAccess, t: number, N: number, H: number, gates: Float32Array, c: Float32Array,
@@ -64,7 +73,11 @@ export function lstmCellForward(k: WasmAccess, t: number, N: number, H: number, 
   const f = 'lstmCellForward';
   checkStep(f, t, N, H);
   need(f, 'gates', gates, (t + 1) * N * 4 * H); need(f, 'c', c, (t + 2) * N * H); need(f, 'h', h, (t + 2) * N * H); need(f, 'lengths', lengths, N);
-  k.run(() => k.e.lstmCellForward(t, N, H, k.ptr(gates, true), k.ptr(c, true), k.ptr(h, true), k.ptr(lengths, false)));
+  try {
+    k.e.lstmCellForward(t, N, H, k.ptr(gates, true), k.ptr(c, true), k.ptr(h, true), k.ptr(lengths, false));
+  } finally {
+    k.done();
+  }
 }
 
 export function lstmCellBackward(k: WasmAccess, t: number, N: number, H: number, gates: Float32Array, c: Float32Array,
@@ -73,8 +86,12 @@ export function lstmCellBackward(k: WasmAccess, t: number, N: number, H: number,
   checkStep(f, t, N, H);
   need(f, 'gates', gates, (t + 1) * N * 4 * H); need(f, 'c', c, (t + 2) * N * H); need(f, 'dh', dh, (t + 2) * N * H);
   need(f, 'dc', dc, N * H); need(f, 'dz', dz, (t + 1) * N * 4 * H); need(f, 'lengths', lengths, N);
-  k.run(() => k.e.lstmCellBackward(t, N, H, k.ptr(gates, false), k.ptr(c, false), k.ptr(dh, false), k.ptr(dc, true),
-    k.ptr(dz, true), k.ptr(lengths, false)));
+  try {
+    k.e.lstmCellBackward(t, N, H, k.ptr(gates, false), k.ptr(c, false), k.ptr(dh, false), k.ptr(dc, true),
+      k.ptr(dz, true), k.ptr(lengths, false));
+  } finally {
+    k.done();
+  }
 }
 
 export function gruCellForward(k: WasmAccess, t: number, N: number, H: number, gates: Float32Array, rec: Float32Array,
@@ -83,8 +100,12 @@ export function gruCellForward(k: WasmAccess, t: number, N: number, H: number, g
   checkStep(f, t, N, H);
   need(f, 'gates', gates, (t + 1) * N * 3 * H); need(f, 'rec', rec, N * 3 * H); need(f, 'bhh', bhh, 3 * H);
   need(f, 'hn', hn, (t + 1) * N * H); need(f, 'h', h, (t + 2) * N * H); need(f, 'lengths', lengths, N);
-  k.run(() => k.e.gruCellForward(t, N, H, k.ptr(gates, true), k.ptr(rec, false), k.ptr(bhh, false), k.ptr(hn, true),
-    k.ptr(h, true), k.ptr(lengths, false)));
+  try {
+    k.e.gruCellForward(t, N, H, k.ptr(gates, true), k.ptr(rec, false), k.ptr(bhh, false), k.ptr(hn, true),
+      k.ptr(h, true), k.ptr(lengths, false));
+  } finally {
+    k.done();
+  }
 }
 
 export function gruCellBackward(k: WasmAccess, t: number, N: number, H: number, gates: Float32Array, hn: Float32Array,
@@ -94,6 +115,10 @@ export function gruCellBackward(k: WasmAccess, t: number, N: number, H: number, 
   need(f, 'gates', gates, (t + 1) * N * 3 * H); need(f, 'hn', hn, (t + 1) * N * H); need(f, 'h', h, (t + 1) * N * H);
   need(f, 'dh', dh, (t + 2) * N * H); need(f, 'dzx', dzx, (t + 1) * N * 3 * H); need(f, 'dzh', dzh, (t + 1) * N * 3 * H);
   need(f, 'lengths', lengths, N);
-  k.run(() => k.e.gruCellBackward(t, N, H, k.ptr(gates, false), k.ptr(hn, false), k.ptr(h, false), k.ptr(dh, true),
-    k.ptr(dzx, true), k.ptr(dzh, true), k.ptr(lengths, false)));
+  try {
+    k.e.gruCellBackward(t, N, H, k.ptr(gates, false), k.ptr(hn, false), k.ptr(h, false), k.ptr(dh, true),
+      k.ptr(dzx, true), k.ptr(dzh, true), k.ptr(lengths, false));
+  } finally {
+    k.done();
+  }
 }
