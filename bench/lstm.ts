@@ -188,8 +188,11 @@ export async function main(args: string[] = []): Promise<void> {
 
 /** The backend's build, where it has something to say. */
 function describe(b: Backend): string {
-  const info = b as Backend & { relaxed?: boolean; blas?: { config: string }; base?: string };
-  if (info.blas) return `${info.blas.config}; packed step gemm from native/recurrent.c; cells from ${info.base}`;
+  const info = b as Backend & { relaxed?: boolean; blas?: { config: string }; base?: string; packedKernel?: string | null };
+  if (info.blas) {
+    const steps = info.packedKernel ? `native/recurrent.c's ${info.packedKernel} kernel on W_hh packed once` : 'cblas_sgemm per step';
+    return `${info.blas.config}; step gemm: ${steps}; cells from ${info.base}`;
+  }
   if (info.relaxed !== undefined) return info.relaxed ? 'relaxed SIMD (fused multiply-add)' : 'SIMD128';
   return '';
 }

@@ -464,6 +464,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
     { "setConvChunkBytes", NULL, SetConvChunkBytes, NULL, NULL, NULL, napi_enumerable, NULL },
     { "blasThreads", NULL, BlasThreads, NULL, NULL, NULL, napi_enumerable, NULL },
     { "info", NULL, Info, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "packedKernel", NULL, PackedKernel, NULL, NULL, NULL, napi_enumerable, NULL },
     { "packedLength", NULL, PackedLength, NULL, NULL, NULL, napi_enumerable, NULL },
     { "packB", NULL, PackB, NULL, NULL, NULL, napi_enumerable, NULL },
     { "gemmPacked", NULL, GemmPacked, NULL, NULL, NULL, napi_enumerable, NULL },

@@ -37,6 +37,7 @@ bool getNumber(napi_env env, napi_value v, const char *fn, const char *name, dou
 bool need(napi_env env, const char *fn, const char *name, size_t have, int64_t want);
 Instance *instance(napi_env env);
 
+napi_value PackedKernel(napi_env env, napi_callback_info info);
 napi_value PackedLength(napi_env env, napi_callback_info info);
 napi_value PackB(napi_env env, napi_callback_info info);
 napi_value GemmPacked(napi_env env, napi_callback_info info);

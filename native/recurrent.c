@@ -1,13 +1,15 @@
 /*
  * The native backend's pre-packed sgemm, for the recurrent layers' per-step products: an LSTM's
- * W_hh (4H×H) is the B of every step's [N, H]·W_hhᵀ, and cblas_sgemm would pack all of it on
- * every call (with N = 32 rows that packing costs about as much as the product). Here it is packed
- * once per pass (packB) and each step runs the micro-kernel over the packed panels (gemmPacked).
+ * W_hh (4H×H) is the B of every step's [N, H]·W_hhᵀ, and cblas_sgemm packs all of it on every
+ * call (OpenBLAS has no pre-packed sgemm). Here it is packed once per pass (packB) and each step
+ * runs the micro-kernel over the packed panels (gemmPacked).
  *
- * Written in GCC vector extensions (16 floats per vector) and compiled as function clones for
- * AVX-512, AVX2 and baseline x86-64, picked when the library loads by the CPU's features (on Zen 5
- * OpenBLAS 0.3.21 runs its AVX2 "Haswell" kernels; this one measured 140–170 GFLOPS on the step
- * shapes, against OpenBLAS's 70). Other compilers and architectures get the plain build.
+ * The micro-kernel is written in GCC vector extensions (16 floats per vector) compiled for AVX-512F
+ * only, and used only when the CPU has it (packedKernel() says so): on Zen 5, where OpenBLAS 0.3.21
+ * runs its AVX2 "Haswell" kernels, it measured 175–200 GFLOPS on the step shapes against
+ * cblas_sgemm's 60–70. Without AVX-512 the backend keeps cblas_sgemm per step: the same source
+ * built for AVX2 spills its 32 accumulators (2 GFLOPS), and an AVX2-shaped 6×16 kernel measured
+ * only 85 against OpenBLAS's 74, not worth a second kernel.
  *
  * Packed layout: op(B) [K×N] in panels of NR = 32 columns (zero-padded), each panel k-major:
  * element (k, j) at (j / NR)·NR·K + k·NR + j % NR; K·roundup(N, NR) floats in all.
@@ -21,16 +23,21 @@
 
 typedef float vf __attribute__((vector_size(64), aligned(4)));
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
-#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define KERNEL_TARGET __attribute__((target("avx512f")))
+static bool kernelUsable(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f");
+}
 #else
-#define CLONES
+#define KERNEL_TARGET
+static bool kernelUsable(void) { return false; }
 #endif
 
 static int64_t packedLength(int64_t K, int64_t N) { return K * ((N + NR - 1) / NR * NR); }
 
 /* C[MR×NR] (ldc) += Σ_k pa[k·MR + r] · pb[k·NR + c]; -ffp-contract=fast makes the updates FMAs. */
-CLONES static void kernel(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc) {
+KERNEL_TARGET static void kernel(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc) {
   vf c0[MR], c1[MR];
   for (int r = 0; r < MR; r++) { c0[r] = (vf){0}; c1[r] = (vf){0}; }
   for (int64_t k = 0; k < kc; k++) {
@@ -110,6 +117,23 @@ static void gemmPacked(bool ta, int64_t M, int64_t N, int64_t K, float alpha, co
   }
 }
 
+/* packedKernel(): 'avx512f' when this CPU runs the micro-kernel, else null (then packB/gemmPacked throw) */
+napi_value PackedKernel(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value out;
+  if (kernelUsable()) CHECK(napi_create_string_utf8(env, "avx512f", NAPI_AUTO_LENGTH, &out));
+  else CHECK(napi_get_null(env, &out));
+  return out;
+}
+
+static bool requireKernel(napi_env env, const char *fn) {
+  if (kernelUsable()) return true;
+  char msg[160];
+  snprintf(msg, sizeof msg, "%s: this CPU has no AVX-512F for the packed kernel (check packedKernel() first)", fn);
+  napi_throw_error(env, NULL, msg);
+  return false;
+}
+
 /* packedLength(K, N): floats of a pack of op(B) [K×N] */
 napi_value PackedLength(napi_env env, napi_callback_info info) {
   size_t argc = 2;
@@ -130,6 +154,7 @@ napi_value PackB(napi_env env, napi_callback_info info) {
   napi_value argv[5];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc != 5) { napi_throw_type_error(env, NULL, "packB: expected 5 arguments (transB, K, N, B, P)"); return NULL; }
+  if (!requireKernel(env, fn)) return NULL;
   bool tb;
   if (napi_get_value_bool(env, argv[0], &tb) != napi_ok) { napi_throw_type_error(env, NULL, "packB: transB must be a boolean"); return NULL; }
   static const char *const names[] = { "K", "N" };
@@ -150,6 +175,7 @@ napi_value GemmPacked(napi_env env, napi_callback_info info) {
   napi_value argv[11];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc != 11) { napi_throw_type_error(env, NULL, "gemmPacked: expected 11 arguments (transA, M, N, K, alpha, A, aOffset, P, beta, C, cOffset)"); return NULL; }
+  if (!requireKernel(env, fn)) return NULL;
   bool ta;
   if (napi_get_value_bool(env, argv[0], &ta) != napi_ok) { napi_throw_type_error(env, NULL, "gemmPacked: transA must be a boolean"); return NULL; }
   static const char *const names[] = { "M", "N", "K" };

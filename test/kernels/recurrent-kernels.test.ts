@@ -3,7 +3,7 @@
  * against the definitions:
  * - packB + gemmPacked equal gemm (the naive reference) for every transpose, alpha/beta, offsets,
  *   shapes past the wasm blocking (K > 384, N > 1024) and odd edges; a pack is refilled in place and
- *   refused by another backend;
+ *   refused by another backend; native also without its packed kernel (PARATRAIN_NATIVE_PACKED=0);
  * - the LSTM and GRU cell steps (forward and backward) on a time-major run with padded samples
  *   (lengths 0 … T): every output buffer equals js's, WHOLE — so blocks of other steps and the gates
  *   of padded rows, filled with sentinels, are unchanged, and padded rows are 0 where the contract
@@ -19,9 +19,16 @@ import { jsBackend } from '../../src/kernels/js/index.ts';
 import { assertClose, randomArray } from '../util/close.ts';
 import { referenceBackend as ref } from './reference.ts';
 import { availableBackends } from '../nn/sequenceHelpers.ts';
+import { createNativeBackend } from '../../src/kernels/native/index.ts';
 
 const backends = (await availableBackends()).filter((b) => b.name !== 'js');
 const all = [jsBackend, ...backends];
+
+// native without its packed kernel (as on a CPU without AVX-512F): cblas_sgemm per step
+process.env.PARATRAIN_NATIVE_PACKED = '0';
+const nativeFallback = await createNativeBackend();
+delete process.env.PARATRAIN_NATIVE_PACKED;
+if (nativeFallback) assert.equal(nativeFallback.packedKernel, null);
 
 /** `a` copied into b's memory. */
 function put(b: Backend, a: ArrayLike<number>): Float32Array {
@@ -39,8 +46,10 @@ function putInt(b: Backend, a: ArrayLike<number>): Int32Array {
 const sig = (v: number): number => 1 / (1 + Math.exp(-v));
 const gemmTol = (K: number, alpha: number) => ({ rtol: 1e-5, atol: 2e-6 * (1 + Math.sqrt(K)) * Math.max(1, Math.abs(alpha)) });
 
-for (const b of all) {
-  test(`packB + gemmPacked equal gemm on ${b.name}: transposes, alpha/beta, offsets, blocking edges`, () => {
+const packers: [string, Backend][] = [...all.map((b): [string, Backend] => [b.name, b]),
+  ...(nativeFallback ? [['native (cblas_sgemm per step)', nativeFallback] as [string, Backend]] : [])];
+for (const [label, b] of packers) {
+  test(`packB + gemmPacked equal gemm on ${label}: transposes, alpha/beta, offsets, blocking edges`, () => {
     const shapes: [number, number, number][] = [[1, 1, 1], [5, 13, 7], [4, 8, 4], [9, 1030, 3], [6, 17, 600], [32, 64, 32]];
     let seed = 1;
     for (const [M, N, K] of shapes) {
@@ -57,7 +66,7 @@ for (const b of all) {
             const P = b.packB(transB, K, N, put(b, B));
             assert.equal(P.backend, b.name);
             b.gemmPacked(transA, M, N, K, alpha, Ab, P, beta, Cb, aOff, cOff);
-            const what = `gemmPacked(${transA}, ${transB}, M=${M}, N=${N}, K=${K}, ${alpha}, ${beta}) on ${b.name}`;
+            const what = `gemmPacked(${transA}, ${transB}, M=${M}, N=${N}, K=${K}, ${alpha}, ${beta}) on ${label}`;
             assertClose(Cb.subarray(cOff, cOff + M * N), want, { ...gemmTol(K, alpha), what });
             assert.deepStrictEqual([...Cb.subarray(0, cOff), Cb[cOff + M * N]], [9, 9, 9, 9, 9, 9], `${what}: outside C untouched`);
           }
@@ -66,7 +75,7 @@ for (const b of all) {
     }
   });
 
-  test(`a pack on ${b.name} is refilled in place and refused elsewhere`, () => {
+  test(`a pack on ${label} is refilled in place and refused elsewhere`, () => {
     const K = 5, N = 11, M = 3;
     const B1 = put(b, randomArray(K * N, 1)), B2 = put(b, randomArray(K * N, 2)), A = put(b, randomArray(M * K, 3));
     const P = b.packB(false, K, N, B1);
@@ -77,7 +86,7 @@ for (const b of all) {
     ref.gemm(false, false, M, N, K, 1, A, B2, 0, want);
     assertClose(C, want, gemmTol(K, 1));
     assert.throws(() => b.gemmPacked(false, M, N + 1, K, 1, A, P2, 0, b.alloc(M * (N + 1))), /pack is 5×11/);
-    for (const other of all.filter((o) => o !== b)) {
+    for (const other of packers.map(([, o]) => o).filter((o) => o !== b && o.name !== b.name)) {
       assert.throws(() => other.gemmPacked(false, M, N, K, 1, A, P2, 0, C), /pack was made by/);
     }
   });

@@ -42,9 +42,11 @@ export interface NativeAddon {
                        sh: number, sw: number, pt: number, pl: number, OH: number, OW: number): void;
   /**
    * The pre-packed sgemm of recurrent.c (absent from addons built before it: the backend then
-   * falls back to sgemm). packedLength: floats of a pack of op(B) [K×N]; packB fills P with op(B);
-   * gemmPacked: C[cOffset…] = alpha·op(A[aOffset…])·P + beta·C.
+   * falls back to sgemm). packedKernel: 'avx512f' when this CPU runs it, else null (packB and
+   * gemmPacked then throw); packedLength: floats of a pack of op(B) [K×N]; packB fills P with
+   * op(B); gemmPacked: C[cOffset…] = alpha·op(A[aOffset…])·P + beta·C.
    */
+  packedKernel?(): string | null;
   packedLength?(K: number, N: number): number;
   packB?(transB: boolean, K: number, N: number, B: Float32Array, P: Float32Array): void;
   gemmPacked?(transA: boolean, M: number, N: number, K: number, alpha: number, A: Float32Array, aOffset: number,

@@ -26,13 +26,18 @@ export interface NativeBackend extends Backend {
   readonly blas: BlasInfo;
   /** The backend the non-BLAS kernels come from. */
   readonly base: 'wasm' | 'js';
+  /**
+   * The recurrent steps' packed gemm: 'avx512f' (native/recurrent.c's kernel) or null, when this
+   * CPU lacks AVX-512F, the addon predates it, or PARATRAIN_NATIVE_PACKED=0 (cblas_sgemm per step).
+   */
+  readonly packedKernel: string | null;
   /** Target bytes of one im2col chunk of the native convolutions (benchmarks tune it). */
   setConvChunkBytes(bytes: number): void;
 }
 
 /**
- * op(B) packed by the addon (native/recurrent.c: its AVX-512/AVX2 micro-kernel reads the panels),
- * or, from an addon built before it, a reference to B that sgemm packs on every call.
+ * op(B) packed by the addon (native/recurrent.c: its AVX-512 micro-kernel reads the panels), or,
+ * without that kernel, a reference to B that cblas_sgemm packs on every call.
  */
 class NativePacked implements PackedMatrix {
   readonly backend = 'native';
@@ -40,10 +45,18 @@ class NativePacked implements PackedMatrix {
               readonly panels: Float32Array | null) {}
 }
 
-function nativePacking(addon: NativeAddon): Pick<Backend, 'packB' | 'gemmPacked'> {
-  const { packedLength, packB, gemmPacked } = addon;
-  const prepacked = packedLength && packB && gemmPacked ? { packedLength, packB, gemmPacked } : null;
+/** The addon's packed gemm when this CPU runs it and PARATRAIN_NATIVE_PACKED is not 0. */
+function packedGemm(addon: NativeAddon) {
+  const { packedKernel, packedLength, packB, gemmPacked } = addon;
+  if (process.env.PARATRAIN_NATIVE_PACKED === '0' || !packedKernel || !packedLength || !packB || !gemmPacked) return null;
+  const kernel = packedKernel();
+  return kernel ? { kernel, packedLength, packB, gemmPacked } : null;
+}
+
+function nativePacking(addon: NativeAddon): Pick<NativeBackend, 'packB' | 'gemmPacked' | 'packedKernel'> {
+  const prepacked = packedGemm(addon);
   return {
+    packedKernel: prepacked?.kernel ?? null,
     packB: (transB: boolean, K: number, N: number, B: Float32Array, into?: PackedMatrix | null): PackedMatrix => {
       if (B.length < K * N) throw new RangeError(`packB: B has ${B.length} values, needs ${K * N}`);
       const p = into instanceof NativePacked && into.K === K && into.N === N ? into
