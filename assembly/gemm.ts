@@ -225,36 +225,82 @@ export function scaleC(M: i32, N: i32, beta: f32, C: usize, ldc: i32): void {
   }
 }
 
+/** The macro-kernel: C[0:M, j0:j0+nc] += op(A)[:, k0:k0+kc] · (one packed kc×nc block of B at pb0). */
+function macroBlock(transA: bool, A: usize, lda: i32, M: i32, alpha: f32, k0: i32, kc: i32,
+                    j0: i32, nc: i32, pb0: usize, C: usize, ldc: i32): void {
+  for (let i0 = 0; i0 < M; i0 += mcBlock) {
+    const mc = min(mcBlock, M - i0);
+    packABlock(transA, A, lda, M, i0, mc, k0, kc, alpha, packA);
+    for (let jr = 0; jr < nc; jr += NR) {
+      const nr = min(NR, nc - jr);
+      const pb = pb0 + (<usize>(jr * kc) << 2);
+      const cc = at(C, i0 * ldc + j0 + jr);
+      for (let ir = 0; ir < mc; ir += MR) {
+        const mr = min(MR, mc - ir);
+        const pa = packA + (<usize>(ir * kc) << 2);
+        const c = cc + (<usize>(ir * ldc) << 2);
+        if (mr == MR && nr == NR) microFull(kc, pa, pb, c, ldc);
+        else microEdge(kc, pa, pb, c, ldc, mr, nr);
+      }
+    }
+  }
+}
+
+/** Depth of the K slices for depth K: balanced so the last one is not tiny. */
+export function kSlice(K: i32): i32 {
+  if (K <= 0) return 1;
+  const nk = (K + kcBlock - 1) / kcBlock;
+  return max(1, (K + nk - 1) / nk);
+}
+
 /** General strided gemm (byte pointers, element leading dimensions). */
 export function gemmStrided(transA: bool, transB: bool, M: i32, N: i32, K: i32, alpha: f32,
                             A: usize, lda: i32, B: usize, ldb: i32, beta: f32, C: usize, ldc: i32): void {
   if (M <= 0 || N <= 0) return;
   scaleC(M, N, beta, C, ldc);
   if (K <= 0 || alpha == 0) return;
-  // Balance the K blocks so the last one is not tiny.
-  const nk = (K + kcBlock - 1) / kcBlock;
-  const kcb = (K + nk - 1) / nk;
+  const kcb = kSlice(K);
   for (let j0 = 0; j0 < N; j0 += ncBlock) {
     const nc = min(ncBlock, N - j0);
     for (let k0 = 0; k0 < K; k0 += kcb) {
       const kc = min(kcb, K - k0);
       packBBlock(transB, B, ldb, N, k0, kc, j0, nc, packB);
-      for (let i0 = 0; i0 < M; i0 += mcBlock) {
-        const mc = min(mcBlock, M - i0);
-        packABlock(transA, A, lda, M, i0, mc, k0, kc, alpha, packA);
-        for (let jr = 0; jr < nc; jr += NR) {
-          const nr = min(NR, nc - jr);
-          const pb = packB + (<usize>(jr * kc) << 2);
-          const cc = at(C, i0 * ldc + j0 + jr);
-          for (let ir = 0; ir < mc; ir += MR) {
-            const mr = min(MR, mc - ir);
-            const pa = packA + (<usize>(ir * kc) << 2);
-            const c = cc + (<usize>(ir * ldc) << 2);
-            if (mr == MR && nr == NR) microFull(kc, pa, pb, c, ldc);
-            else microEdge(kc, pa, pb, c, ldc, mr, nr);
-          }
-        }
-      }
+      macroBlock(transA, A, lda, M, alpha, k0, kc, j0, nc, packB, C, ldc);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// pre-packed B: a recurrent weight is the B of every step's gemm, so it is packed once per pass.
+// Layout: the block of columns [j0, j0+nc) and depth [k0, k0+kc) starts at float j0·K + k0·ncp
+// (ncp = nc rounded up to NR) and holds packBBlock's micro-panels; K·roundup(N, NR) floats in all.
+
+/** Column-block width the packs use now (record it with the pack). */
+export function packedNc(): i32 {
+  return ncBlock;
+}
+
+/** Packs all of op(B) [K×N] into dst with K slices of kcb and column blocks of ncb (ncb a multiple of NR). */
+export function packBFull(transB: bool, B: usize, ldb: i32, K: i32, N: i32, kcb: i32, ncb: i32, dst: usize): void {
+  for (let j0 = 0; j0 < N; j0 += ncb) {
+    const nc = min(ncb, N - j0), ncp = (nc + NR - 1) / NR * NR;
+    for (let k0 = 0; k0 < K; k0 += kcb) {
+      packBBlock(transB, B, ldb, N, k0, min(kcb, K - k0), j0, nc, dst + (<usize>(j0 * K + k0 * ncp) << 2));
+    }
+  }
+}
+
+/** C = alpha·op(A)·P + beta·C, P packed by packBFull with the same K, N, kcb, ncb. */
+export function gemmPacked(transA: bool, M: i32, N: i32, K: i32, alpha: f32, A: usize, lda: i32,
+                           P: usize, kcb: i32, ncb: i32, beta: f32, C: usize, ldc: i32): void {
+  if (M <= 0 || N <= 0) return;
+  scaleC(M, N, beta, C, ldc);
+  if (K <= 0 || alpha == 0) return;
+  for (let j0 = 0; j0 < N; j0 += ncb) {
+    const nc = min(ncb, N - j0), ncp = (nc + NR - 1) / NR * NR;
+    for (let k0 = 0; k0 < K; k0 += kcb) {
+      const pb = P + (<usize>(j0 * K + k0 * ncp) << 2);
+      macroBlock(transA, A, lda, M, alpha, k0, min(kcb, K - k0), j0, nc, pb, C, ldc);
     }
   }
 }

@@ -3,7 +3,8 @@
 // Memory is imported (env.memory, shared). The JS side (src/kernels/wasm/) owns allocation and
 // passes byte addresses; this module has no data segments and allocates nothing, so instances never
 // disturb memory they were not handed. Each instance keeps its gemm scratch address in a global.
-export { gemm, gemmStrided, gemmScratchBytes, setGemmScratch, setBlocking } from './gemm';
+export { gemm, gemmStrided, gemmScratchBytes, setGemmScratch, setBlocking, kSlice, packedNc, packBFull, gemmPacked } from './gemm';
+export { lstmCellForward, lstmCellBackward, gruCellForward, gruCellBackward } from './recurrent';
 export { conv2dForward, conv2dBackwardData, conv2dBackwardFilter, setConvChunkBytes } from './conv';
 export { maxPoolForward, maxPoolBackward, avgPoolForward, avgPoolBackward } from './pool';
 export {

@@ -15,13 +15,10 @@
  * environment (main thread, worker) gets its own im2col scratch through napi_set_instance_data.
  *
  * Conventions match src/kernels/backend.ts: y/dx are overwritten, dw/db are accumulated (+=).
+ * The recurrent layers' pre-packed gemm (packB, gemmPacked) is in recurrent.c; the argument helpers
+ * and the per-environment Instance they share are declared in paratrain_native.h.
  */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <stdbool.h>
-#include <node_api.h>
+#include "paratrain_native.h"
 #include <cblas.h>
 
 /* OpenBLAS extensions (declared here too, in case the cblas.h found is not OpenBLAS's own). */
@@ -35,20 +32,9 @@ char *openblas_get_corename(void);
 #define DEFAULT_CHUNK_BYTES (1 << 20)
 #define MIN_CHUNK_BYTES 4096
 
-typedef struct {
-  float *col;
-  size_t colBytes;
-  size_t chunkBytes;
-} Instance;
-
 /* ------------------------------------------------------------------ argument helpers */
 
-#define CHECK(call)                                                            \
-  do {                                                                         \
-    if ((call) != napi_ok) { throwLast(env, #call); return NULL; }            \
-  } while (0)
-
-static void throwLast(napi_env env, const char *what) {
+void throwLast(napi_env env, const char *what) {
   const napi_extended_error_info *info = NULL;
   napi_get_last_error_info(env, &info);
   bool pending = false;
@@ -58,7 +44,7 @@ static void throwLast(napi_env env, const char *what) {
 }
 
 /* Reads argument `i` as a Float32Array (or null when `nullable`); false after throwing. */
-static bool getF32(napi_env env, napi_value v, const char *fn, const char *name, bool nullable,
+bool getF32(napi_env env, napi_value v, const char *fn, const char *name, bool nullable,
                    float **data, size_t *length) {
   napi_valuetype t;
   if (napi_typeof(env, v, &t) != napi_ok) { throwLast(env, fn); return false; }
@@ -81,7 +67,7 @@ static bool getF32(napi_env env, napi_value v, const char *fn, const char *name,
 }
 
 /* Reads n non-negative 32-bit integers; `names` (or NULL) names them in the error. */
-static bool getInts(napi_env env, napi_value *argv, int n, const char *fn, const char *const *names, int64_t *out) {
+bool getInts(napi_env env, napi_value *argv, int n, const char *fn, const char *const *names, int64_t *out) {
   for (int i = 0; i < n; i++) {
     double d;
     if (napi_get_value_double(env, argv[i], &d) != napi_ok || !(d >= 0 && d <= 2147483647.0) || d != (double)(int64_t)d) {
@@ -96,7 +82,7 @@ static bool getInts(napi_env env, napi_value *argv, int n, const char *fn, const
   return true;
 }
 
-static bool getNumber(napi_env env, napi_value v, const char *fn, const char *name, double *out) {
+bool getNumber(napi_env env, napi_value v, const char *fn, const char *name, double *out) {
   if (napi_get_value_double(env, v, out) != napi_ok) {
     char msg[160];
     snprintf(msg, sizeof msg, "%s: %s must be a number", fn, name);
@@ -106,7 +92,7 @@ static bool getNumber(napi_env env, napi_value v, const char *fn, const char *na
   return true;
 }
 
-static bool need(napi_env env, const char *fn, const char *name, size_t have, int64_t want) {
+bool need(napi_env env, const char *fn, const char *name, size_t have, int64_t want) {
   if ((int64_t)have >= want) return true;
   char msg[200];
   snprintf(msg, sizeof msg, "%s: %s has %zu values, needs %lld", fn, name, have, (long long)want);
@@ -114,7 +100,7 @@ static bool need(napi_env env, const char *fn, const char *name, size_t have, in
   return false;
 }
 
-static Instance *instance(napi_env env) {
+Instance *instance(napi_env env) {
   Instance *inst = NULL;
   napi_get_instance_data(env, (void **)&inst);
   return inst;
@@ -457,6 +443,7 @@ static void freeInstance(napi_env env, void *data, void *hint) {
   (void)env; (void)hint;
   Instance *inst = data;
   free(inst->col);
+  free(inst->apack);
   free(inst);
 }
 
@@ -477,6 +464,10 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
     { "setConvChunkBytes", NULL, SetConvChunkBytes, NULL, NULL, NULL, napi_enumerable, NULL },
     { "blasThreads", NULL, BlasThreads, NULL, NULL, NULL, napi_enumerable, NULL },
     { "info", NULL, Info, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "packedKernel", NULL, PackedKernel, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "packedLength", NULL, PackedLength, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "packB", NULL, PackB, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "gemmPacked", NULL, GemmPacked, NULL, NULL, NULL, napi_enumerable, NULL },
   };
   CHECK(napi_define_properties(env, exports, sizeof props / sizeof props[0], props));
   return exports;

@@ -65,6 +65,19 @@ export interface SgdParams {
   weightDecay: number;
 }
 
+/**
+ * op(B) [K×N] of a gemm prepared once for many products (a recurrent weight is the B of every
+ * step). Made by one backend's `packB`, used by the same backend's `gemmPacked` only. It may keep a
+ * reference to B instead of a copy (native does): B must not change while the pack is in use.
+ */
+export interface PackedMatrix {
+  /** depth and columns of op(B) */
+  readonly K: number;
+  readonly N: number;
+  /** the backend that made it */
+  readonly backend: string;
+}
+
 export interface Backend {
   readonly name: string;
 
@@ -74,6 +87,18 @@ export interface Backend {
   /** C[M×N] = alpha·op(A)·op(B) + beta·C, op(A) is M×K, op(B) is K×N; transA means A is stored K×M. */
   gemm(transA: boolean, transB: boolean, M: number, N: number, K: number,
        alpha: number, A: Float32Array, B: Float32Array, beta: number, C: Float32Array): void;
+
+  /**
+   * op(B) [K×N] (B stored N×K when transB) prepared for gemmPacked. `into`, a pack of this backend
+   * with the same K and N (and transB), is refilled instead of allocating.
+   */
+  packB(transB: boolean, K: number, N: number, B: Float32Array, into?: PackedMatrix | null): PackedMatrix;
+  /**
+   * C[M×N] = alpha·op(A)·P + beta·C with P from this backend's packB. A and C start at element
+   * `aOffset` / `cOffset` of the arrays given (a step's block of a time-major buffer, without a view).
+   */
+  gemmPacked(transA: boolean, M: number, N: number, K: number, alpha: number, A: Float32Array, P: PackedMatrix,
+             beta: number, C: Float32Array, aOffset?: number, cOffset?: number): void;
 
   /** y[N,OH,OW,F] = conv(x[N,H,W,C], w[KH,KW,C,F]) (+ bias[F] when given). */
   conv2dForward(x: Float32Array, w: Float32Array, bias: Float32Array | null, y: Float32Array, g: Conv2DGeometry): void;
@@ -118,6 +143,38 @@ export interface Backend {
   axpy(alpha: number, x: Float32Array, y: Float32Array): void;
   /** x *= alpha */
   scale(alpha: number, x: Float32Array): void;
+
+  // Recurrent cells, one step t of a time-major run of N samples and H units (src/nn/recurrentCell.ts):
+  // block t of a [T·N, ·] buffer is step t's N rows; state buffers [(T+1)·N, H] hold the zero initial
+  // state in block 0, so step t reads block t and writes block t + 1. A sample n with lengths[n] ≤ t
+  // is padding at step t: its new states are 0 and its pre-activation gradients 0. Gate order is
+  // PyTorch's (LSTM i, f, g, o; GRU r, z, n).
+
+  /**
+   * LSTM forward step: `gates` block t holds the pre-activations z [N, 4H] (both projections and
+   * biases) and receives the activations i, f, g, o (what backward reads); c, h block t + 1 receive
+   * c' = f⊙c + i⊙g and h' = o⊙tanh(c').
+   */
+  lstmCellForward(t: number, N: number, H: number, gates: Float32Array, c: Float32Array, h: Float32Array, lengths: Int32Array): void;
+  /**
+   * LSTM backward step: reads dh block t + 1 (dL/dh') and dc [N, H] (dL/dc' from step t + 1),
+   * writes dz block t [N, 4H] (dL/dz) and replaces dc with dL/dc of step t.
+   */
+  lstmCellBackward(t: number, N: number, H: number, gates: Float32Array, c: Float32Array, dh: Float32Array,
+                   dc: Float32Array, dz: Float32Array, lengths: Int32Array): void;
+  /**
+   * GRU forward step: `gates` block t holds the input projection with b_ih [N, 3H] and receives
+   * r, z, n; `rec` [N, 3H] is W_hh·h (no bias), `bhh` [3H]; `hn` block t receives W_hn·h + b_hn;
+   * h block t + 1 the new state.
+   */
+  gruCellForward(t: number, N: number, H: number, gates: Float32Array, rec: Float32Array, bhh: Float32Array,
+                 hn: Float32Array, h: Float32Array, lengths: Int32Array): void;
+  /**
+   * GRU backward step: reads dh block t + 1, writes dzx and dzh block t [N, 3H] (dL/d of the input
+   * and of the recurrent pre-activations) and adds z⊙dh' to dh block t.
+   */
+  gruCellBackward(t: number, N: number, H: number, gates: Float32Array, hn: Float32Array, h: Float32Array,
+                  dh: Float32Array, dzx: Float32Array, dzh: Float32Array, lengths: Int32Array): void;
 
   /** One Adam/AdamW update of `params` in place; m and v are its moment buffers. */
   adamStep(params: Float32Array, grads: Float32Array, m: Float32Array, v: Float32Array, p: AdamParams): void;

@@ -115,10 +115,12 @@ export class BufferPool {
     return b.length === length ? b : b.subarray(0, length);
   }
 
+  /** In the backend's memory too (an Int32Array view of its allocation), so kernels read it without copies. */
   i32(key: string, length: number): Int32Array {
     let b = this.ints.get(key);
     if (!b || b.length < length) {
-      b = new Int32Array(length);
+      const f = this.backend.alloc(length);
+      b = new Int32Array(f.buffer, f.byteOffset, length);
       this.ints.set(key, b);
     }
     return b.length === length ? b : b.subarray(0, length);

@@ -44,16 +44,25 @@ export interface Cell {
   saved(): readonly Float32Array[];
 }
 
-export const sigmoid = (v: number): number => 1 / (1 + Math.exp(-v));
-
-/** Weight gradients and the input gradient of a direction from its pre-activation gradients, as gemms over all steps. */
+/**
+ * Weight gradients and the input gradient of a direction from its pre-activation gradients, as gemms
+ * over all steps. When dzx and dzh are the same array (LSTM) the bias gradient is summed once into
+ * `db` (scratch [G·H]) and added to both biases.
+ */
 export function finishBackward(backend: Backend, w: CellWeights, run: CellRun, G: number,
-                               dzx: Float32Array, dzh: Float32Array, dx: Float32Array | null): void {
+                               dzx: Float32Array, dzh: Float32Array, dx: Float32Array | null, db: Float32Array | null): void {
   const rows = run.T * run.N, GH = G * run.H;
   if (rows === 0) return;
   backend.gemm(true, false, GH, run.F, rows, 1, dzx, run.x, 1, w.dwih);
   backend.gemm(true, false, GH, run.H, rows, 1, dzh, run.h.subarray(0, rows * run.H), 1, w.dwhh);
-  backend.biasGrad(dzx, w.dbih, rows, GH);
-  backend.biasGrad(dzh, w.dbhh, rows, GH);
+  if (dzx === dzh && db) {
+    db.fill(0);
+    backend.biasGrad(dzx, db, rows, GH);
+    backend.axpy(1, db, w.dbih);
+    backend.axpy(1, db, w.dbhh);
+  } else {
+    backend.biasGrad(dzx, w.dbih, rows, GH);
+    backend.biasGrad(dzh, w.dbhh, rows, GH);
+  }
   if (dx) backend.gemm(false, false, rows, run.F, GH, 1, dzx, w.wih, 0, dx);
 }

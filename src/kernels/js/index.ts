@@ -6,6 +6,7 @@ import { maxPoolForward, maxPoolBackward, avgPoolForward, avgPoolBackward } from
 import { biasAdd, biasGrad, activationForward, activationBackward, axpy, scale } from './elementwise.ts';
 import { softmaxCrossEntropy } from './softmaxCrossEntropy.ts';
 import { adamStep, sgdStep } from './optimizerSteps.ts';
+import { packB, gemmPacked, lstmCellForward, lstmCellBackward, gruCellForward, gruCellBackward } from './recurrent.ts';
 
 /**
  * The reference backend: plain TypeScript, always available, correct first and reasonably fast
@@ -16,6 +17,8 @@ export const jsBackend: Backend = {
   name: 'js',
   alloc,
   gemm,
+  packB,
+  gemmPacked,
   // Wrapped so the test-only `budget` parameter of the conv functions is not reachable here.
   conv2dForward: (x, w, bias, y, g) => conv2dForward(x, w, bias, y, g),
   conv2dBackwardData: (dy, w, dx, g) => conv2dBackwardData(dy, w, dx, g),
@@ -31,6 +34,10 @@ export const jsBackend: Backend = {
   softmaxCrossEntropy,
   axpy,
   scale,
+  lstmCellForward,
+  lstmCellBackward,
+  gruCellForward,
+  gruCellBackward,
   adamStep,
   sgdStep,
 };

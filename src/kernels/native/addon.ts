@@ -40,6 +40,17 @@ export interface NativeAddon {
   conv2dBackwardFilter(x: Float32Array, dy: Float32Array, dw: Float32Array, db: Float32Array | null,
                        N: number, H: number, W: number, C: number, KH: number, KW: number, F: number,
                        sh: number, sw: number, pt: number, pl: number, OH: number, OW: number): void;
+  /**
+   * The pre-packed sgemm of recurrent.c (absent from addons built before it: the backend then
+   * falls back to sgemm). packedKernel: 'avx512f' when this CPU runs it, else null (packB and
+   * gemmPacked then throw); packedLength: floats of a pack of op(B) [K×N]; packB fills P with
+   * op(B); gemmPacked: C[cOffset…] = alpha·op(A[aOffset…])·P + beta·C.
+   */
+  packedKernel?(): string | null;
+  packedLength?(K: number, N: number): number;
+  packB?(transB: boolean, K: number, N: number, B: Float32Array, P: Float32Array): void;
+  gemmPacked?(transA: boolean, M: number, N: number, K: number, alpha: number, A: Float32Array, aOffset: number,
+              P: Float32Array, beta: number, C: Float32Array, cOffset: number): void;
   /** Target bytes of one im2col chunk in this thread (default 1 MiB, minimum 4 KiB). */
   setConvChunkBytes(bytes: number): void;
   /** OpenBLAS's thread count; sets it first when `n` is given (benchmarks only: paratrain wants 1). */

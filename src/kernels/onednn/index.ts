@@ -24,7 +24,7 @@
  *
  * oneDNN runs on the calling thread only (see ./addon.ts); one backend per thread, like wasm.
  */
-import type { ActivationKind, Backend, Conv2DGeometry, Pool2DGeometry } from '../backend.ts';
+import type { ActivationKind, Backend, Conv2DGeometry, PackedMatrix, Pool2DGeometry } from '../backend.ts';
 import { jsBackend } from '../js/index.ts';
 import { createWasmBackend, type WasmBackend } from '../wasm/index.ts';
 import { loadOneDnnAddon, type OneDnnInfo, type OneDnnStats } from './addon.ts';
@@ -40,6 +40,12 @@ export interface OneDnnBackend extends Backend {
   stats(): OneDnnStats;
   /** gemm through the matmul primitive (default) or oneDNN's dnnl_sgemm (benchmarks compare them); returns the previous mode. */
   setGemm(mode: 'matmul' | 'sgemm'): 'matmul' | 'sgemm';
+}
+
+/** A matrix "packed" for gemmPacked: oneDNN packs inside its matmul primitive, so this is a copy of B and its transpose flag. */
+class OneDnnPacked implements PackedMatrix {
+  readonly backend = 'onednn';
+  constructor(readonly K: number, readonly N: number, public transB: boolean, readonly data: Float32Array) {}
 }
 
 /** The activations the addon runs as oneDNN eltwise primitives; the others (gelu, leakyRelu) run on the base backend. */
@@ -66,14 +72,28 @@ export async function createOneDnnBackend(): Promise<OneDnnBackend | null> {
   if (!addon) return null;
   const wasm: WasmBackend | null = await createWasmBackend();
   const base: Backend = wasm ?? jsBackend;
+  const gemm: Backend['gemm'] = (transA, transB, M, N, K, alpha, A, B, beta, C) => {
+    if (!addon.sgemm(transA, transB, M, N, K, alpha, A, B, beta, C)) base.gemm(transA, transB, M, N, K, alpha, A, B, beta, C);
+  };
   const overrides: Partial<OneDnnBackend> & Pick<OneDnnBackend, 'name' | 'onednn' | 'base' | 'stats' | 'setGemm'> = {
     name: 'onednn',
     onednn: addon.info(),
     base: wasm ? 'wasm' : 'js',
     stats: () => addon.stats(),
     setGemm: (mode) => addon.setGemm(mode),
-    gemm: (transA, transB, M, N, K, alpha, A, B, beta, C) => {
-      if (!addon.sgemm(transA, transB, M, N, K, alpha, A, B, beta, C)) base.gemm(transA, transB, M, N, K, alpha, A, B, beta, C);
+    gemm,
+    // the recurrent layers' per-step products: B is copied once per pass, each step is one matmul primitive call
+    packB: (transB, K, N, B, into) => {
+      // a pack of the same size is refilled in place, as the other backends do
+      const p = into instanceof OneDnnPacked && into.K === K && into.N === N ? into : new OneDnnPacked(K, N, transB, base.alloc(K * N));
+      p.transB = transB;
+      p.data.set(B.subarray(0, K * N));
+      return p;
+    },
+    gemmPacked: (transA, M, N, K, alpha, A, P, beta, C, aOffset = 0, cOffset = 0) => {
+      if (!(P instanceof OneDnnPacked)) throw new Error(`gemmPacked: the pack was made by the ${P.backend} backend, not onednn`);
+      if (P.K !== K || P.N !== N) throw new RangeError(`gemmPacked: the pack is ${P.K}×${P.N}, the product needs ${K}×${N}`);
+      gemm(transA, P.transB, M, N, K, alpha, A.subarray(aOffset, aOffset + M * K), P.data, beta, C.subarray(cOffset, cOffset + M * N));
     },
     conv2dForward: (x, w, bias, y, g) => {
       if (!addon.conv2dForward(x, w, bias, y, ...conv(g))) base.conv2dForward(x, w, bias, y, g);

@@ -7,9 +7,10 @@
  * batch, a plain Float32Array) is copied into temporary wasm blocks and, for outputs, copied back.
  * Arrays are never freed unless `free` is called. One backend per thread: instances share nothing.
  */
-import { activationParam, type ActivationKind, type AdamParams, type Backend, type Conv2DGeometry, type Pool2DGeometry, type SgdParams } from '../backend.ts';
+import { activationParam, type ActivationKind, type AdamParams, type Backend, type Conv2DGeometry, type PackedMatrix, type Pool2DGeometry, type SgdParams } from '../backend.ts';
 import { WasmHeap, type WasmArray } from './heap.ts';
 import { loadKernels, type KernelExports } from './loader.ts';
+import * as rnn from './recurrent.ts';
 
 export interface WasmBackend extends Backend {
   /** True when the relaxed-SIMD (fused multiply-add) build is in use. */
@@ -43,12 +44,13 @@ function checkGeometry(what: string, g: Conv2DGeometry | Pool2DGeometry): void {
   if (g.strideH < 1 || g.strideW < 1) throw new RangeError(`${what}: strides must be ≥ 1`);
 }
 
-class WasmKernels implements WasmBackend {
+class WasmKernels implements WasmBackend, rnn.WasmAccess {
   readonly name = 'wasm';
   readonly relaxed: boolean;
   readonly memory: WebAssembly.Memory;
-  private readonly e: KernelExports;
-  private readonly heap: WasmHeap;
+  // e, heap, ptr and done are what the kernels in ./recurrent.ts use (rnn.WasmAccess)
+  readonly e: KernelExports;
+  readonly heap: WasmHeap;
   private colPtr = 0;
   private colBytes = 0;
   private readonly staged: Staged[] = [];
@@ -87,7 +89,7 @@ class WasmKernels implements WasmBackend {
   }
 
   /** Wasm address of `a`: itself when it lives in wasm memory, else a staged copy (copied back after when `back`). */
-  private ptr(a: WasmArray, back: boolean): number {
+  ptr(a: WasmArray, back: boolean): number {
     if (this.heap.owns(a)) return a.byteOffset;
     for (const s of this.staged) {
       if (s.arr === a) { s.back ||= back; return s.ptr; }
@@ -101,7 +103,7 @@ class WasmKernels implements WasmBackend {
   }
 
   /** Copies staged outputs back and releases the staging blocks. */
-  private done(): void {
+  done(): void {
     if (this.staged.length === 0) return;
     for (const s of this.staged) {
       if (s.back) {
@@ -114,7 +116,7 @@ class WasmKernels implements WasmBackend {
   }
 
   /** Runs `fn`, always releasing staging (also when it throws). */
-  private run<T>(fn: () => T): T {
+  run<T>(fn: () => T): T {
     try {
       return fn();
     } finally {
@@ -131,6 +133,28 @@ class WasmKernels implements WasmBackend {
     this.run(() => this.e.gemm(transA ? 1 : 0, transB ? 1 : 0, M, N, K, alpha,
       this.ptr(A, false), this.ptr(B, false), beta, this.ptr(C, true)));
   };
+
+  packB = (transB: boolean, K: number, N: number, B: Float32Array, into?: PackedMatrix | null): PackedMatrix =>
+    rnn.packB(this, transB, K, N, B, into);
+
+  gemmPacked = (transA: boolean, M: number, N: number, K: number, alpha: number, A: Float32Array, P: PackedMatrix,
+                beta: number, C: Float32Array, aOffset = 0, cOffset = 0): void =>
+    rnn.gemmPacked(this, transA, M, N, K, alpha, A, P, beta, C, aOffset, cOffset);
+
+  lstmCellForward = (t: number, N: number, H: number, gates: Float32Array, c: Float32Array, h: Float32Array, lengths: Int32Array): void =>
+    rnn.lstmCellForward(this, t, N, H, gates, c, h, lengths);
+
+  lstmCellBackward = (t: number, N: number, H: number, gates: Float32Array, c: Float32Array, dh: Float32Array,
+                      dc: Float32Array, dz: Float32Array, lengths: Int32Array): void =>
+    rnn.lstmCellBackward(this, t, N, H, gates, c, dh, dc, dz, lengths);
+
+  gruCellForward = (t: number, N: number, H: number, gates: Float32Array, rec: Float32Array, bhh: Float32Array,
+                    hn: Float32Array, h: Float32Array, lengths: Int32Array): void =>
+    rnn.gruCellForward(this, t, N, H, gates, rec, bhh, hn, h, lengths);
+
+  gruCellBackward = (t: number, N: number, H: number, gates: Float32Array, hn: Float32Array, h: Float32Array,
+                     dh: Float32Array, dzx: Float32Array, dzh: Float32Array, lengths: Int32Array): void =>
+    rnn.gruCellBackward(this, t, N, H, gates, hn, h, dh, dzx, dzh, lengths);
 
   private convChecks(what: string, g: Conv2DGeometry): number {
     checkGeometry(what, g);

@@ -22,6 +22,15 @@ export interface KernelExports {
   gemm(transA: number, transB: number, M: number, N: number, K: number, alpha: number, A: number, B: number, beta: number, C: number): void;
   gemmStrided(transA: number, transB: number, M: number, N: number, K: number, alpha: number,
               A: number, lda: number, B: number, ldb: number, beta: number, C: number, ldc: number): void;
+  kSlice(K: number): number;
+  packedNc(): number;
+  packBFull(transB: number, B: number, ldb: number, K: number, N: number, kcb: number, ncb: number, dst: number): void;
+  gemmPacked(transA: number, M: number, N: number, K: number, alpha: number, A: number, lda: number,
+             P: number, kcb: number, ncb: number, beta: number, C: number, ldc: number): void;
+  lstmCellForward(t: number, N: number, H: number, gates: number, c: number, h: number, lengths: number): void;
+  lstmCellBackward(t: number, N: number, H: number, gates: number, c: number, dh: number, dc: number, dz: number, lengths: number): void;
+  gruCellForward(t: number, N: number, H: number, gates: number, rec: number, bhh: number, hn: number, h: number, lengths: number): void;
+  gruCellBackward(t: number, N: number, H: number, gates: number, hn: number, h: number, dh: number, dzx: number, dzh: number, lengths: number): void;
   conv2dForward(x: number, w: number, bias: number, y: number, N: number, H: number, W: number, C: number,
                 KH: number, KW: number, F: number, sh: number, sw: number, pt: number, pl: number, OH: number, OW: number,
                 col: number, colBytes: number): void;

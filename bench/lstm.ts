@@ -1,0 +1,202 @@
+/**
+ * LSTM forward+backward at DeepSpeech-like shapes, per backend, against the backend's own sgemm in
+ * the same run and PyTorch's nn.LSTM (one thread) in the same run.
+ *
+ *   npm run bench -- lstm [--quick] [--backends wasm,native] [--frames T] [--reps R] [--no-torch] [--uni|--bi]
+ *
+ * Shape: batch N = 32, T = 100 frames, F = 494 inputs (DeepSpeech's 26 MFCC × 19-frame context), H = 512
+ * units; `--quick` runs T = 25 (the per-step gemms keep their shape; only the all-frames gemms shrink).
+ * The js backend is left out unless named in --backends (it then runs T = 10, N = 8).
+ *
+ * GFLOPS count the gemms only, per direction: forward = input projection 2·N·T·F·4H + recurrent
+ * 2·N·T·H·4H; backward does the same products twice more (dW_ih and dX; dW_hh and dh), so
+ * forward+backward = 3 × forward = 24·N·T·H·(F + H). The gate nonlinearities, copies and bias sums
+ * are not counted (they are what the recurrence costs beyond its gemms).
+ *
+ * Time is CPU time of this process (process.cpuUsage, user + system) per pass, the median of the
+ * repetitions, and for PyTorch time.process_time(): the machine is shared, and CPU time is less
+ * disturbed by other processes than wall time (cache sharing still is). The sgemm reference is the
+ * LSTM's own largest product, the input projection [N·T, F] × [F, 4H] (transB, as the layer calls
+ * it), timed interleaved with the LSTM passes (three samples per pass) so both see the same load:
+ * "LSTM/sgemm" is the ratio of the two GFLOPS.
+ */
+import { cpus, loadavg } from 'node:os';
+import { readFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import { Tensor } from '../src/tensor/tensor.ts';
+import type { Backend } from '../src/kernels/backend.ts';
+import { registeredBackends, tryBackend } from '../src/kernels/index.ts';
+import { Recurrent } from '../src/nn/recurrent.ts';
+import { Sequential } from '../src/nn/model.ts';
+import type { ForwardContext } from '../src/nn/layer.ts';
+import { flag, median } from './args.ts';
+import { runPython, torchPython } from './torch.ts';
+
+interface Shape { N: number; T: number; F: number; H: number }
+
+const CTX: ForwardContext = { training: true, seed: 1, step: 0, sampleOffset: 0 };
+
+/** Seconds of CPU time this process spends in fn (user + system). */
+function cpuSeconds(fn: () => void): number {
+  const t0 = process.cpuUsage();
+  fn();
+  const d = process.cpuUsage(t0);
+  return (d.user + d.system) / 1e6;
+}
+
+function filled(b: Backend, n: number, seed: number): Float32Array {
+  const a = b.alloc(n);
+  let s = seed >>> 0 || 1;
+  for (let i = 0; i < n; i++) {
+    s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
+    a[i] = (s / 4294967296) * 2 - 1;
+  }
+  return a;
+}
+
+/** Gemm FLOPs of one LSTM forward+backward (see the header). */
+export function lstmFlops(s: Shape, directions: number): number {
+  return directions * 24 * s.N * s.T * s.H * (s.F + s.H);
+}
+
+/** The CPU's model name (lscpu's), for the record. */
+function cpuModel(): string {
+  try {
+    const info = readFileSync('/proc/cpuinfo', 'utf8');
+    const name = /^model name\s*:\s*(.*)$/m.exec(info)?.[1];
+    const family = /^cpu family\s*:\s*(\d+)$/m.exec(info)?.[1], model = /^model\s*:\s*(\d+)$/m.exec(info)?.[1];
+    const avx512 = /\bavx512f\b/.test(info) ? ', AVX-512' : /\bavx2\b/.test(info) ? ', AVX2' : '';
+    if (name) return `${name} (family ${family}, model ${model}${avx512})`;
+  } catch { /* not Linux */ }
+  return cpus()[0]?.model ?? 'unknown';
+}
+
+interface Result { lstmSec: number; gemmSec: number; stepSec: number }
+
+/**
+ * Times LSTM passes and the reference sgemm interleaved (medians of CPU seconds), and the
+ * recurrent step's product as the layer runs it: [N, H] · packed W_hhᵀ [H, 4H], T of them.
+ */
+function timeBackend(b: Backend, s: Shape, directions: number, reps: number): Result {
+  const { N, T, F, H } = s;
+  const layer = new Recurrent(b, 'bench lstm', [T, F], 'lstm', H, directions === 2 ? { bidirectional: 'concat' } : {});
+  const model = new Sequential(b, [layer], [T, F]);
+  model.initialize(1);
+  const x = new Tensor([N, T, F], filled(b, N * T * F, 3));
+  const dy = new Tensor([N, T, layer.outputShape[1]!], filled(b, N * T * layer.outputShape[1]!, 4));
+  const pass = (): void => { layer.forward(x, CTX); layer.backward(dy, true); };
+  const A = filled(b, N * T * F, 5), B = filled(b, 4 * H * F, 6), C = b.alloc(N * T * 4 * H);
+  const gemm = (): void => b.gemm(false, true, N * T, 4 * H, F, 1, A, B, 0, C);
+  const P = b.packB(true, H, 4 * H, filled(b, 4 * H * H, 7)), h = filled(b, N * H, 8);
+  const steps = (): void => { for (let t = 0; t < T; t++) b.gemmPacked(false, N, 4 * H, H, 1, h, P, 1, C, 0, t * N * 4 * H); };
+  pass(); gemm(); steps(); // warm-up (V8 tiers the wasm up; buffers are allocated)
+  const lstm: number[] = [], ref: number[] = [], step: number[] = [];
+  for (let r = 0; r < reps; r++) {
+    lstm.push(cpuSeconds(pass));
+    // the reference is short: three samples per pass steady its median
+    for (let k = 0; k < 3; k++) ref.push(cpuSeconds(gemm));
+    step.push(cpuSeconds(steps));
+  }
+  return { lstmSec: median(lstm), gemmSec: median(ref), stepSec: median(step) };
+}
+
+const TORCH_LSTM = `
+import sys, json, time, torch
+torch.set_num_threads(1)
+N, T, F, H, bi, reps = (int(v) for v in sys.argv[1:7])
+torch.manual_seed(0)
+lstm = torch.nn.LSTM(F, H, batch_first=True, bidirectional=bool(bi))
+x = torch.randn(N, T, F, requires_grad=True)
+dy = torch.randn(N, T, H * (2 if bi else 1))
+def step():
+    lstm.zero_grad(); x.grad = None
+    y, _ = lstm(x)
+    y.backward(dy)
+step()
+times = []
+for _ in range(reps):
+    t0 = time.process_time(); step(); times.append(time.process_time() - t0)
+times.sort()
+print(json.dumps({"sec": times[len(times) // 2], "threads": torch.get_num_threads(), "version": torch.__version__}))
+`;
+
+function torchSeconds(s: Shape, directions: number, reps: number): { sec: number; version: string } | string {
+  if (!torchPython()) return 'python3-torch not installed';
+  try {
+    const out = JSON.parse(runPython(TORCH_LSTM, [s.N, s.T, s.F, s.H, directions - 1, reps].map(String))) as { sec: number; version: string };
+    return out;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
+export async function main(args: string[] = []): Promise<void> {
+  const quick = args.includes('--quick');
+  const reps = Number(flag(args, 'reps') ?? 3);
+  const T = Number(flag(args, 'frames') ?? (quick ? 25 : 100));
+  const full: Shape = { N: 32, T, F: 494, H: 512 };
+  const small: Shape = { N: 8, T: 10, F: 494, H: 512 };
+  const names = flag(args, 'backends')?.split(',') ?? registeredBackends().filter((n) => n !== 'js');
+  const dirs = args.includes('--uni') ? [1] : args.includes('--bi') ? [2] : [1, 2];
+
+  console.log(`CPU: ${cpuModel()}, ${cpus().length} cores, load average ${loadavg().map((v) => v.toFixed(1)).join(' ')}`);
+  console.log(`Node ${process.versions.node}, V8 ${process.versions.v8}; CPU time per pass, median of ${reps} after a warm-up`);
+  console.log('GFLOPS = gemm FLOPs / time, FLOPs of forward+backward = directions · 24·N·T·H·(F+H)');
+  console.log('sgemm = GFLOPS of the backend\'s gemm at the input projection\'s shape [N·T, F]·[F, 4H]ᵀ, interleaved with the LSTM passes');
+  console.log(`shape: batch ${full.N}, ${full.T} frames, ${full.F} inputs, ${full.H} units${names.includes('js') ? `; js at ${small.N}×${small.T}` : ''}`);
+  console.log('step gemm = GFLOPS of the per-step recurrent product [N, H]·W_hhᵀ with W_hh packed once (gemmPacked)\n');
+  const rows: string[][] = [['backend', 'dir', 'ms/pass', 'seq/s', 'GFLOPS', 'sgemm', 'LSTM/sgemm', 'step gemm']];
+  const seqPerSec: Record<string, number> = {};
+  for (const name of names) {
+    const b = await tryBackend(name).catch((err: Error) => { console.log(`${name}: ${err.message}`); return null; });
+    if (!b) { console.log(`${name}: not available here (skipped)`); continue; }
+    const about = describe(b);
+    if (about) console.log(`${name}: ${about}`);
+    const s = name === 'js' ? small : full;
+    for (const d of dirs) {
+      const r = timeBackend(b, s, d, name === 'js' ? 1 : reps);
+      const gflops = lstmFlops(s, d) / r.lstmSec / 1e9;
+      const ref = 2 * s.N * s.T * 4 * s.H * s.F / r.gemmSec / 1e9;
+      seqPerSec[`${name}/${d}`] = s.N / r.lstmSec;
+      rows.push([name, d === 2 ? 'bi' : 'uni', (r.lstmSec * 1e3).toFixed(0), (s.N / r.lstmSec).toFixed(1), gflops.toFixed(1),
+        ref.toFixed(1), `${(100 * gflops / ref).toFixed(0)}%`, (2 * s.T * s.N * s.H * 4 * s.H / r.stepSec / 1e9).toFixed(1)]);
+    }
+  }
+  if (!args.includes('--no-torch')) {
+    for (const d of dirs) {
+      const t = torchSeconds(full, d, Math.max(2, reps - 2));
+      if (typeof t === 'string') { console.log(`PyTorch: ${t}`); break; }
+      seqPerSec[`torch/${d}`] = full.N / t.sec;
+      rows.push([`torch ${t.version}, 1 thread`, d === 2 ? 'bi' : 'uni', (t.sec * 1e3).toFixed(0), (full.N / t.sec).toFixed(1),
+        (lstmFlops(full, d) / t.sec / 1e9).toFixed(1), '', '', '']);
+    }
+  }
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  for (const [i, r] of rows.entries()) {
+    console.log(r.map((cell, c) => (c < 2 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));
+    if (i === 0) console.log('-'.repeat(widths.reduce((a, w) => a + w + 2, -2)));
+  }
+  for (const d of dirs) {
+    const torch = seqPerSec[`torch/${d}`];
+    if (!torch) continue;
+    for (const name of names) {
+      const ours = seqPerSec[`${name}/${d}`];
+      if (ours && name !== 'js') console.log(`${name} / PyTorch (${d === 2 ? 'bi' : 'uni'}): ${(ours / torch).toFixed(2)}×`);
+    }
+  }
+}
+
+/** The backend's build, where it has something to say. */
+function describe(b: Backend): string {
+  const info = b as Backend & { relaxed?: boolean; blas?: { config: string }; base?: string; packedKernel?: string | null };
+  if (info.blas) {
+    const steps = info.packedKernel ? `native/recurrent.c's ${info.packedKernel} kernel on W_hh packed once` : 'cblas_sgemm per step';
+    return `${info.blas.config}; step gemm: ${steps}; cells from ${info.base}`;
+  }
+  if (info.relaxed !== undefined) return info.relaxed ? 'relaxed SIMD (fused multiply-add)' : 'SIMD128';
+  return '';
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  await main(process.argv.slice(2));
+}
