@@ -14,6 +14,7 @@
  */
 export { createShmWorld, ShmWorld, type ShmInit, type ShmInit as ShmRankInit, type ShmWorldOptions } from './world.ts';
 export { ShmCommunicator } from './shmCommunicator.ts';
+export type { PathCounts } from './collectives.ts';
 export { Barrier } from './barrier.ts';
 export { Mutex } from './mutex.ts';
 export { AbortFlag, type AbortInfo } from './abort.ts';
