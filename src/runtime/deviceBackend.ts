@@ -11,6 +11,19 @@ import type { ShmCommunicator } from '../comm/shm/index.ts';
 
 /** `name`'s backend for this device thread, over `local`'s arena when the world has several ranks. */
 export async function deviceBackend(name: string, local: ShmCommunicator): Promise<Backend> {
-  if (local.size > 1 && process.env.PARATRAIN_SHM_HEAP !== '0') useSharedHeap(local.heapSource());
+  if (local.size > 1 && process.env.PARATRAIN_SHM_HEAP !== '0') {
+    const source = local.heapSource();
+    useSharedHeap({
+      ...source,
+      reserve: (bytes) => {
+        try {
+          return source.reserve(bytes);
+        } catch (err) {
+          throw new Error(`${(err as Error).message}. The ${local.size} device threads of this process share one memory of at most 4 GiB; ` +
+            'use fewer devices per process, a smaller batch, or PARATRAIN_SHM_HEAP=0 (each device its own memory; collectives then copy through scratch)');
+        }
+      },
+    });
+  }
   return getBackend(name);
 }
