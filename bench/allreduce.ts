@@ -19,7 +19,11 @@
  * (its own shared-memory transport), and every cell gets the ratio ours / Open MPI. Without mpirun
  * or the MPI addon the table says so and gives no ratio.
  *
- *   npm run bench -- allreduce [--sizes 1,4,16] [--reps 21] [--kinds arena,replica,copy] [--no-mpi]
+ *   npm run bench -- allreduce [--sizes 1,4,16] [--reps 21] [--kinds arena,replica,copy] [--spin µs] [--no-mpi]
+ *
+ * `--spin` sets how long the ranks' waits spin before sleeping (default: the transport's, as in
+ * training). MPI's ranks poll without sleeping; on a loaded machine a sleeping rank's wake-up,
+ * not the copy, dominates a 1 MB call, and a longer spin shows the transport without it.
  *
  * The machine is shared (2 cores): ratios within one run are what compare; absolute figures move
  * with the load (printed before and after).
@@ -69,9 +73,9 @@ function spawnSelf(data: RankJob): Worker {
   return new Worker(code, { eval: true, workerData: data });
 }
 
-async function shmCells(sizesMb: number[], kinds: string[], reps: number): Promise<Cell[][]> {
+async function shmCells(sizesMb: number[], kinds: string[], reps: number, spinMicros?: number): Promise<Cell[][]> {
   const size = 2;
-  const world = createShmWorld(size);
+  const world = createShmWorld(size, spinMicros === undefined ? {} : { spinMicros });
   const workers = Array.from({ length: size }, (_, rank) => {
     const w = spawnSelf({ benchAllreduce: true, init: world.rankInit(rank), sizesMb, kinds, reps });
     world.watch(w, rank);
@@ -91,9 +95,12 @@ export async function main(args: string[]): Promise<void> {
   const sizesMb = (flag(args, 'sizes') ?? '1,4,16').split(',').map(Number);
   const kinds = (flag(args, 'kinds') ?? 'arena,replica,copy').split(',');
   const reps = Number(flag(args, 'reps') ?? 21);
+  const spinFlag = flag(args, 'spin');
+  const spin = spinFlag === undefined ? undefined : Number(spinFlag);
   for (const k of kinds) if (!NAMES[k]) throw new Error(`--kinds: unknown kind '${k}'; choose from ${Object.keys(NAMES).join(', ')}`);
+  if (spin !== undefined && !(spin >= 0)) throw new Error(`--spin: a number of microseconds ≥ 0, got '${spinFlag}'`);
   console.log(`CPU: ${cpuModel()}; load average ${loadavg()[0]!.toFixed(2)} at the start`);
-  const results = await shmCells(sizesMb, kinds, reps);
+  const results = await shmCells(sizesMb, kinds, reps, spin);
   const mpi = args.includes('--no-mpi') ? { absent: 'skipped (--no-mpi)' } : await openMpiAllreduce(sizesMb, reps);
   console.log(`load average ${loadavg()[0]!.toFixed(2)} at the end\n`);
 
@@ -103,7 +110,8 @@ export async function main(args: string[]): Promise<void> {
     return (mb * MB) / (median(slowest) / 1000) / 1e9;
   };
   const paths = kinds.map((k) => `${NAMES[k]}: ${[...new Set(results.flatMap((r) => r.filter((c) => c.kind === k).map((c) => c.path)))].join('/')}`);
-  console.log(`shm allreduce(sum), 2 ranks (worker threads), registered buffers, median of ${reps} after warm-up`);
+  console.log(`shm allreduce(sum), 2 ranks (worker threads), registered buffers, median of ${reps} after warm-up; ` +
+    `waits spin ${spin === undefined ? 'the transport\'s default (as in training: 50 µs when every rank has a core)' : `${spin} µs (--spin)`} before sleeping`);
   console.log(`paths taken (transport counters): ${paths.join('; ')}`);
   console.log('gbs' in mpi
     ? 'Open MPI: MPI_Allreduce(sum) in one `mpirun -np 2` job measured just now; ratio = ours / Open MPI'
