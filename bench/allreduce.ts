@@ -1,27 +1,51 @@
 /**
- * Shared-memory allreduce bandwidth: 2 ranks (worker threads), registered SharedArrayBuffer-backed
- * buffers of 1–64 MB, allreduce(sum). Each cell is the median over timed repetitions (after a
- * warm-up) of the slower rank's time for one call, entered together after a barrier. Algorithm
- * bandwidth = buffer bytes / time. Two kinds of registered buffer:
+ * Shared-memory allreduce bandwidth against Open MPI, in one run: 2 ranks (worker threads),
+ * allreduce(sum) on registered buffers of 1, 4 and 16 MB. Each cell is the median over timed
+ * repetitions (after a warm-up; the buffer refilled between calls, outside the timing, like the
+ * MPI ranks do; the kinds taking turns call by call) of the slower rank's time for one call,
+ * entered together after a barrier.
+ * Algorithm bandwidth = buffer bytes / time. The kinds of buffer:
  *
- *   arena  from comm.alloc (the world's shared wasm memory): reduced in place by the SIMD kernel
- *   sab    a plain SharedArrayBuffer: chunks copied through the rank's arena scratch and back
+ *   arena    from comm.alloc (the world's shared wasm memory): reduced in place by the SIMD kernel
+ *   replica  training's own buffer: the flat grads of a real Replica (one dense layer sized to the
+ *            buffer) built on the backend a device thread builds (runtime/deviceBackend.ts), whose
+ *            heap lives in the arena, registered by the hybrid strategy's onStart
+ *   copy     the same replica's grads on a wasm backend with its own memory (PARATRAIN_SHM_HEAP=0,
+ *            and every device before): chunks copied through the rank's arena scratch and back
+ *   sab      (optional) a plain SharedArrayBuffer, copied through like `copy`
  *
- * The ratio column compares with Open MPI's MPI_Allreduce measured on this machine (1, 16 and
- * 64 MB only; nothing interpolated).
+ * The path each kind took is read from the transport's counters (comm.pathCounts()), not assumed.
+ * Then `mpirun -np 2` of bench/allreduceMpi.ts measures Open MPI's MPI_Allreduce at the same sizes
+ * (its own shared-memory transport), and every cell gets the ratio ours / Open MPI. Without mpirun
+ * or the MPI addon the table says so and gives no ratio.
  *
- *   node --import tsx bench/allreduce.ts [--sizes 1,2,4,8,16,32,64] [--reps 21] [--kinds arena,sab]
+ *   npm run bench -- allreduce [--sizes 1,4,16] [--reps 21] [--kinds arena,replica,copy] [--spin µs] [--no-mpi]
  *
- * The machine has 2 cores: run it once, on a quiet machine.
+ * `--spin` sets how long the ranks' waits spin before sleeping (default: the transport's, as in
+ * training). MPI's ranks poll without sleeping; on a loaded machine a sleeping rank's wake-up,
+ * not the copy, dominates a 1 MB call, and a longer spin shows the transport without it.
+ *
+ * The machine is shared (2 cores): ratios within one run are what compare; absolute figures move
+ * with the load (printed before and after).
  */
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { readFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { pathToFileURL } from 'node:url';
-import { createShmWorld, ShmCommunicator, type ShmInit } from '../src/comm/shm/index.ts';
+import { createShmWorld, ShmCommunicator, type PathCounts, type ShmInit } from '../src/comm/shm/index.ts';
+import { createWasmBackend } from '../src/kernels/wasm/index.ts';
+import type { Backend } from '../src/kernels/backend.ts';
+import { parseConfig } from '../src/config/index.ts';
+import { Replica } from '../src/runtime/replica.ts';
+import { deviceBackend } from '../src/runtime/deviceBackend.ts';
+import { createStrategy } from '../src/parallel/strategies/index.ts';
 import { flag, median } from './args.ts';
+import { openMpiAllreduce } from './allreduceMpi.ts';
 
-/** Open MPI MPI_Allreduce algorithm bandwidth on this machine, GB/s, by MB. */
-const OPEN_MPI: Record<number, number> = { 1: 3.9, 16: 2.7, 64: 1.9 };
 const MB = 1 << 20;
+const NAMES: Record<string, string> = {
+  arena: 'arena', replica: 'training grads', copy: 'grads, own memory', sab: 'plain SAB',
+};
 
 interface RankJob {
   benchAllreduce: true;
@@ -36,6 +60,8 @@ interface Cell {
   mb: number;
   /** this rank's ms per repetition */
   times: number[];
+  /** the path the timed calls took, from the transport's counters */
+  path: string;
 }
 
 function spawnSelf(data: RankJob): Worker {
@@ -47,72 +73,146 @@ function spawnSelf(data: RankJob): Worker {
   return new Worker(code, { eval: true, workerData: data });
 }
 
-export async function main(args: string[]): Promise<void> {
-  const sizesMb = (flag(args, 'sizes') ?? '1,2,4,8,16,32,64').split(',').map(Number);
-  const kinds = (flag(args, 'kinds') ?? 'arena,sab').split(',');
-  const reps = Number(flag(args, 'reps') ?? 21);
+async function shmCells(sizesMb: number[], kinds: string[], reps: number, spinMicros?: number): Promise<Cell[][]> {
   const size = 2;
-  const world = createShmWorld(size);
+  const world = createShmWorld(size, spinMicros === undefined ? {} : { spinMicros });
   const workers = Array.from({ length: size }, (_, rank) => {
     const w = spawnSelf({ benchAllreduce: true, init: world.rankInit(rank), sizesMb, kinds, reps });
     world.watch(w, rank);
     return w;
   });
-  const results = await Promise.all(workers.map((w) => new Promise<Cell[]>((resolve, reject) => {
-    w.once('message', resolve);
-    w.once('error', reject);
-  })));
-  await Promise.all(workers.map((w) => w.terminate()));
+  try {
+    return await Promise.all(workers.map((w) => new Promise<Cell[]>((resolve, reject) => {
+      w.once('message', resolve);
+      w.once('error', reject);
+    })));
+  } finally {
+    await Promise.all(workers.map((w) => w.terminate()));
+  }
+}
+
+export async function main(args: string[]): Promise<void> {
+  const sizesMb = (flag(args, 'sizes') ?? '1,4,16').split(',').map(Number);
+  const kinds = (flag(args, 'kinds') ?? 'arena,replica,copy').split(',');
+  const reps = Number(flag(args, 'reps') ?? 21);
+  const spinFlag = flag(args, 'spin');
+  const spin = spinFlag === undefined ? undefined : Number(spinFlag);
+  for (const k of kinds) if (!NAMES[k]) throw new Error(`--kinds: unknown kind '${k}'; choose from ${Object.keys(NAMES).join(', ')}`);
+  if (spin !== undefined && !(spin >= 0)) throw new Error(`--spin: a number of microseconds ≥ 0, got '${spinFlag}'`);
+  console.log(`CPU: ${cpuModel()}; load average ${loadavg()[0]!.toFixed(2)} at the start`);
+  const results = await shmCells(sizesMb, kinds, reps, spin);
+  const mpi = args.includes('--no-mpi') ? { absent: 'skipped (--no-mpi)' } : await openMpiAllreduce(sizesMb, reps);
+  console.log(`load average ${loadavg()[0]!.toFixed(2)} at the end\n`);
 
   const bw = (kind: string, mb: number) => {
     const cells = results.map((r) => r.find((c) => c.kind === kind && c.mb === mb)!);
     const slowest = cells[0]!.times.map((_, i) => Math.max(...cells.map((c) => c.times[i]!)));
     return (mb * MB) / (median(slowest) / 1000) / 1e9;
   };
-  const names: Record<string, string> = { arena: 'arena (SIMD in place)', sab: 'plain SAB (copy-through)' };
-  console.log(`shm allreduce(sum), ${size} ranks (worker threads), registered buffers, median of ${reps} after warm-up`);
-  console.log('algorithm bandwidth = buffer bytes / time; ratio = vs Open MPI MPI_Allreduce on this machine\n');
-  const head = ['size', ...kinds.map((k) => names[k] ?? k), 'Open MPI'];
+  const paths = kinds.map((k) => `${NAMES[k]}: ${[...new Set(results.flatMap((r) => r.filter((c) => c.kind === k).map((c) => c.path)))].join('/')}`);
+  console.log(`shm allreduce(sum), 2 ranks (worker threads), registered buffers, median of ${reps} after warm-up; ` +
+    `waits spin ${spin === undefined ? 'the transport\'s default (as in training: 50 µs when every rank has a core)' : `${spin} µs (--spin)`} before sleeping`);
+  console.log(`paths taken (transport counters): ${paths.join('; ')}`);
+  console.log('gbs' in mpi
+    ? 'Open MPI: MPI_Allreduce(sum) in one `mpirun -np 2` job measured just now; ratio = ours / Open MPI'
+    : `Open MPI: not measured — ${mpi.absent}; no ratios`);
+  console.log('algorithm bandwidth = buffer bytes / time\n');
+  const ref = 'gbs' in mpi ? mpi.gbs : null;
+  const head = ['size', ...kinds.map((k) => NAMES[k]!), 'Open MPI'];
   const rows = sizesMb.map((mb) => {
+    const r = ref?.[mb];
     const cells = kinds.map((k) => {
-      const g = bw(k, mb), ref = OPEN_MPI[mb];
-      return `${g.toFixed(2).padStart(6)} GB/s${ref ? `  ${(g / ref).toFixed(2)}×` : ''}`;
+      const g = bw(k, mb);
+      return `${g.toFixed(2).padStart(6)} GB/s${r ? `  ${(g / r).toFixed(2)}×` : ''}`;
     });
-    return [`${mb} MB`, ...cells, OPEN_MPI[mb] ? `${OPEN_MPI[mb]!.toFixed(1)} GB/s` : ''];
+    return [`${mb} MB`, ...cells, r ? `${r.toFixed(2)} GB/s` : '—'];
   });
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
   const line = (cols: string[]) => cols.map((c, i) => (i === 0 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('   ');
   console.log(line(head));
-  for (const r of rows) console.log(line(r));
+  for (const row of rows) console.log(line(row));
+}
+
+/** The CPU's model name with its family/model numbers and widest vectors (from /proc/cpuinfo where there is one). */
+function cpuModel(): string {
+  let info = '';
+  try { info = readFileSync('/proc/cpuinfo', 'utf8'); } catch { /* not Linux */ }
+  const field = (name: string) => new RegExp(`^${name}\\s*:\\s*(.*)$`, 'm').exec(info)?.[1]?.trim();
+  const flags = ` ${field('flags') ?? ''} `;
+  const isa = flags.includes(' avx512f ') ? 'AVX-512' : flags.includes(' avx2 ') ? 'AVX2' : '';
+  const fm = field('cpu family') ? `family ${field('cpu family')} model ${field('model')}` : '';
+  const extra = [fm, isa, `${cpus().length} logical CPUs`].filter(Boolean).join(', ');
+  return `${field('model name') ?? cpus()[0]?.model ?? 'unknown'} (${extra})`;
+}
+
+/** The counter that moved between two readings: the path the calls in between took. */
+function pathOf(before: PathCounts, after: PathCounts): string {
+  const moved = (Object.keys(after) as (keyof PathCounts)[]).filter((k) => after[k] !== before[k]);
+  return moved.join('+') || 'none';
+}
+
+/** A replica whose flat params (and grads) are exactly `floats` long: input [floats/256 - 1], dense 256. */
+function replicaOf(backend: Backend, floats: number, comm: ShmCommunicator): Replica {
+  const config = parseConfig({
+    model: { input: [floats / 256 - 1], layers: [{ dense: { units: 256 } }] },
+    optimizer: { sgd: { lr: 0.01 } }, train: { devices: 2, strategy: 'hybrid' },
+  }, 'bench allreduce');
+  const replica = Replica.create(backend, config, { shared: true, comm }) as unknown as Replica;
+  if (replica.model.grads.length !== floats) throw new Error(`bench: the replica has ${replica.model.grads.length} gradient floats, wanted ${floats}`);
+  return replica;
+}
+
+/** Rank 0 decides when a warm-up of at least 20 calls and 300 ms is over (JIT tiers, caches, page faults). */
+function warmUp(comm: ShmCommunicator, buf: Float32Array): void {
+  const flagBuf = new Float32Array(1);
+  for (let i = 0, t0 = performance.now(); ; i++) {
+    comm.allreduceSync(buf);
+    flagBuf[0] = comm.rank === 0 && i >= 20 && performance.now() - t0 > 300 ? 1 : 0;
+    comm.broadcastSync(flagBuf, 0);
+    if (flagBuf[0] === 1) break;
+  }
 }
 
 async function rank(job: RankJob): Promise<void> {
   const comm = await ShmCommunicator.connect(job.init);
+  // `copy` first: a backend with its own memory (built before this thread's heap moves to the arena)
+  const own = job.kinds.includes('copy') ? await createWasmBackend() : null;
+  const dev = await deviceBackend('wasm', comm);
   const out: Cell[] = [];
-  for (const kind of job.kinds) {
-    for (const mb of job.sizesMb) {
-      const n = (mb * MB) / 4;
-      const buf = kind === 'arena' ? comm.alloc(n) : new Float32Array(new SharedArrayBuffer(n * 4));
-      buf.fill(1);
-      await comm.register(buf);
-      // warm up (JIT tiers, caches, page faults) for at least 300 ms and 20 calls; rank 0 decides
-      const flagBuf = new Float32Array(1);
-      for (let i = 0, t0 = performance.now(); ; i++) {
-        comm.allreduceSync(buf);
-        flagBuf[0] = comm.rank === 0 && i >= 20 && performance.now() - t0 > 300 ? 1 : 0;
-        comm.broadcastSync(flagBuf, 0);
-        if (flagBuf[0] === 1) break;
+  for (const mb of job.sizesMb) {
+    const n = (mb * MB) / 4;
+    const bufs: Float32Array[] = [];
+    for (const kind of job.kinds) {
+      let buf: Float32Array;
+      if (kind === 'replica' || kind === 'copy') {
+        const replica = replicaOf(kind === 'copy' ? own! : dev, n, comm);
+        await createStrategy(replica.config.train.strategy, { comm, ps: null }).onStart?.(replica.view());
+        buf = replica.model.grads;
+      } else {
+        buf = kind === 'arena' ? comm.alloc(n) : new Float32Array(new SharedArrayBuffer(n * 4));
+        await comm.register(buf);
       }
-      const times: number[] = [];
-      for (let i = 0; i < job.reps; i++) {
+      bufs.push(buf.fill(1));
+      warmUp(comm, buf);
+    }
+    // the kinds take turns call by call, so a change of load on the shared machine hits them alike
+    const cells = job.kinds.map((kind) => ({ kind, mb, times: [] as number[], paths: new Set<string>() }));
+    for (let i = 0; i < job.reps; i++) {
+      for (let k = 0; k < bufs.length; k++) {
+        const buf = bufs[k]!, before = comm.pathCounts();
+        buf.fill(1);
         comm.barrierSync();
         const t0 = performance.now();
         comm.allreduceSync(buf);
-        times.push(performance.now() - t0);
+        cells[k]!.times.push(performance.now() - t0);
+        cells[k]!.paths.add(pathOf(before, comm.pathCounts()));
       }
-      comm.unregister(buf);
-      out.push({ kind, mb, times });
     }
+    bufs.forEach((buf, k) => {
+      if (buf[0] !== 2 || buf[n - 1] !== 2) throw new Error(`rank ${comm.rank}: wrong ${job.kinds[k]} result ${buf[0]}, expected 2`);
+      comm.unregister(buf);
+    });
+    out.push(...cells.map(({ paths, ...c }) => ({ ...c, path: [...paths].join('/') })));
   }
   comm.close();
   parentPort!.postMessage(out);

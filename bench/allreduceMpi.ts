@@ -33,6 +33,8 @@ interface RankJob {
   sizesMb: number[];
   reps: number;
   chunkBytes: number;
+  /** measure MPI_Allreduce only (no TCP world): `openMpiAllreduce` for `bench -- allreduce` */
+  mpiOnly?: boolean;
 }
 
 type Times = Record<'mpi' | 'tcp', Record<number, number[]>>;
@@ -51,8 +53,7 @@ export async function main(args: string[]): Promise<void> {
     const job: RankJob = { outDir, sizesMb, reps, chunkBytes };
     const env = { ...process.env, [ENV_FLAG]: JSON.stringify(job), MASTER_PORT: String(await freePort()),
       PARATRAIN_SECRET: `bench-${process.pid}-${Date.now()}-0123456789abcdef` };
-    const asRoot = process.getuid?.() === 0 ? ['--allow-run-as-root'] : [];
-    const mpirunArgs = [...asRoot, '--oversubscribe', '--bind-to', 'none', ...mca, '-x', ENV_FLAG, '-x', 'MASTER_PORT', '-x', 'PARATRAIN_SECRET',
+    const mpirunArgs = [...asRoot(), '--oversubscribe', '--bind-to', 'none', ...mca, '-x', ENV_FLAG, '-x', 'MASTER_PORT', '-x', 'PARATRAIN_SECRET',
       '-np', String(np), process.execPath, '--import', 'tsx', fileURLToPath(import.meta.url)];
     console.log(`MPI_Allreduce vs paratrain's TCP ring, allreduce(sum), ${np} processes of one mpirun job${mca.length ? ` (${mca.join(' ')})` : ''}`);
     console.log(`median of ${reps} after warm-up (slowest rank per call); algorithm bandwidth = buffer bytes / time; TCP chunk ${chunkBytes / 1024} KiB\n`);
@@ -74,6 +75,38 @@ export async function main(args: string[]): Promise<void> {
     const line = (c: string[]) => c.map((x, i) => (i === 0 ? x.padStart(widths[i]!) : x.padEnd(widths[i]!))).join('   ');
     console.log(line(head));
     for (const r of rows) console.log(line(r));
+  } finally {
+    rmSync(outDir, { recursive: true, force: true });
+  }
+}
+
+const asRoot = (): string[] => (process.getuid?.() === 0 ? ['--allow-run-as-root'] : []);
+
+/**
+ * Open MPI's MPI_Allreduce(sum) bandwidth on this machine, GB/s by MB (algorithm bandwidth of the
+ * slowest of `np` ranks, median of `reps` after warm-up) from one `mpirun -np 2` job of this file
+ * (each rank a Node process with the MPI addon, MPI's own transport: on one host its shared-memory
+ * BTL). Not a number when mpirun or the addon is absent: `absent` says which and how to get it.
+ */
+export async function openMpiAllreduce(sizesMb: number[], reps: number, np = 2): Promise<{ gbs: Record<number, number> } | { absent: string }> {
+  if (spawnSync('mpirun', ['--version']).status !== 0) return { absent: 'mpirun not found (apt-get install openmpi-bin libopenmpi-dev, then npm run build:mpi)' };
+  if (!mpiAddonPath()) return { absent: 'the MPI addon is not built (apt-get install libopenmpi-dev, then npm run build:mpi)' };
+  const outDir = mkdtempSync(join(tmpdir(), 'paratrain-mpi-bench-'));
+  try {
+    const job: RankJob = { outDir, sizesMb, reps, chunkBytes: 0, mpiOnly: true };
+    const env = { ...process.env, [ENV_FLAG]: JSON.stringify(job) };
+    const args = [...asRoot(), '--oversubscribe', '--bind-to', 'none', '-x', ENV_FLAG, '-np', String(np),
+      process.execPath, '--import', 'tsx', fileURLToPath(import.meta.url)];
+    const child = spawn('mpirun', args, { env, stdio: ['ignore', 'inherit', 'inherit'] });
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    if (code !== 0) return { absent: `mpirun exited with code ${code}` };
+    const ranks = Array.from({ length: np }, (_, r) => JSON.parse(readFileSync(join(outDir, `rank-${r}.json`), 'utf8')) as Times);
+    const gbs: Record<number, number> = {};
+    for (const mb of sizesMb) {
+      const slowest = Array.from({ length: reps }, (_, i) => Math.max(...ranks.map((t) => t.mpi[mb]![i]!)));
+      gbs[mb] = (mb * MB) / (median(slowest) / 1000) / 1e9;
+    }
+    return { gbs };
   } finally {
     rmSync(outDir, { recursive: true, force: true });
   }
@@ -102,15 +135,15 @@ async function measure(comm: Communicator, buf: Float32Array, reps: number): Pro
 
 async function rankMain(job: RankJob): Promise<void> {
   const mpi = await MpiCommunicator.init();
-  const tcp = await TcpCommunicator.fromEnv({ chunkBytes: job.chunkBytes, timeoutMs: 60_000 });
+  const tcp = job.mpiOnly ? null : await TcpCommunicator.fromEnv({ chunkBytes: job.chunkBytes, timeoutMs: 60_000 });
   const times: Times = { mpi: {}, tcp: {} };
   for (const mb of job.sizesMb) {
     const buf = new Float32Array((mb * MB) / 4).fill(1);
     times.mpi[mb] = await measure(mpi, buf, job.reps);
-    times.tcp[mb] = await measure(tcp, buf, job.reps);
+    if (tcp) times.tcp[mb] = await measure(tcp, buf, job.reps);
   }
   writeFileSync(join(job.outDir, `rank-${mpi.rank}.json`), JSON.stringify(times));
-  await tcp.close();
+  await tcp?.close();
   await mpi.close();
 }
 

@@ -17,3 +17,4 @@ registerBackend('onednn', () => createOneDnnBackend(), 30, onednnUnavailableReas
 
 export { getBackend, tryBackend, registeredBackends, backendUnavailableReason } from './registry.ts';
 export type { Backend } from './backend.ts';
+export { useSharedHeap, type HeapSource } from './wasm/index.ts';

@@ -1,6 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { setStallSink } from '../comm/stallInspector.ts';
-import { getBackend } from '../kernels/index.ts';
 import type { Dataset } from '../data/dataset.ts';
 import type { Communicator } from '../comm/communicator.ts';
 import { ShmCommunicator, waitUntil, type ShmRankInit } from '../comm/shm/index.ts';
@@ -12,6 +11,7 @@ import type { ParameterServer } from '../parallel/parameterServer/index.ts';
 import { SharedParameterServer, type SharedParameterServerMemory } from '../parallel/parameterServer/shared.ts';
 import { RemoteParameterServer } from '../parallel/parameterServer/remoteClient.ts';
 import { runDevice } from './device.ts';
+import { deviceBackend } from './deviceBackend.ts';
 import type { TrainEvent } from './events.ts';
 import { tcpOptionsOf, type CrossWorldSpec, type TcpWorldSpec } from './processWorld.ts';
 import { joinMpiWorld } from './mpiWorld.ts';
@@ -60,8 +60,8 @@ let mpi: MpiCommunicator | null = null;
 
 try {
   const { config, rank, size } = init;
-  const backend = await getBackend(config.train.backend);
   const local = await ShmCommunicator.connect(init.comm);
+  const backend = await deviceBackend(config.train.backend, local);
   let comm: Communicator = local;
   if (init.cross) {
     let cross: Communicator;

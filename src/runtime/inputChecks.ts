@@ -63,12 +63,18 @@ function optimizerSlots(config: RunConfig): number {
 
 const GB = (bytes: number) => `${(bytes / 2 ** 30).toFixed(bytes < 2 ** 30 ? 3 : 1)} GiB`;
 
+/** wasm32's limit: the one memory the device threads of a process keep their kernels' heaps in. */
+const SHARED_HEAP_BYTES = 2 ** 32;
+
 /**
  * The model's flat buffers (parameters, gradients, optimizer slots, state) for every device thread
  * of this process, computed from the layer specs without allocating: refused over half the
  * machine's memory, naming the largest layer. Model-parallel layers count 1/devices per device.
+ * With several device threads on a wasm-based backend (`sharedHeap`, runtime/deviceBackend.ts)
+ * they share one memory of 4 GiB, activations included: refused over that too.
  */
-export function checkModelFits(config: RunConfig, threads: number, limitBytes = totalmem() / 2): void {
+export function checkModelFits(config: RunConfig, threads: number, limitBytes = totalmem() / 2,
+                               sharedHeap = threads > 1 && config.train.backend !== 'js' && process.env.PARATRAIN_SHM_HEAP !== '0'): void {
   const sizes = layerSizes(jsBackend, config.model);
   const buffers = 2 + optimizerSlots(config);
   const devices = config.train.devices;
@@ -87,5 +93,10 @@ export function checkModelFits(config: RunConfig, threads: number, limitBytes = 
     throw new Error(`${field}: this ${type} layer has ${largest.params.toLocaleString('en-US')} parameters, ${GB(largest.bytes)} per device ` +
       `(parameters, gradients and ${buffers - 2} optimizer slots of 4 bytes); the model needs ${GB(total)} on ${threads} device(s), ` +
       `more than the limit of ${GB(limitBytes)} (half this machine's memory); make the layer smaller`);
+  }
+  if (sharedHeap && total > SHARED_HEAP_BYTES) {
+    throw new Error(`model: its flat buffers (parameters, gradients, ${buffers - 2} optimizer slots) need ${GB(total)} on the ${threads} device threads ` +
+      `of this process, more than the 4 GiB of wasm memory they share; run fewer device threads per process (more processes), ` +
+      `make the model smaller, or set PARATRAIN_SHM_HEAP=0 (each device thread its own 4 GiB; collectives then copy through scratch)`);
   }
 }

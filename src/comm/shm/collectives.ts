@@ -23,6 +23,19 @@ const SMALL_FLOATS = 4096;
 /** copy-through chunk for registered buffers outside the arena */
 const MAX_CHUNK_FLOATS = 16384;
 
+/**
+ * Collective calls by the path their data took (cumulative per rank): `inPlace` on registered
+ * arena buffers (reductions by the SIMD kernel in place, allgather/broadcast straight from peers'
+ * buffers), `copyThrough` reductions of registered buffers outside the arena (through scratch),
+ * `direct` allgather/broadcast of registered buffers outside the arena, `staged` unregistered ones.
+ */
+export interface PathCounts {
+  inPlace: number;
+  copyThrough: number;
+  direct: number;
+  staged: number;
+}
+
 /** How a collective meets the other ranks: its descriptor, then barriers (the first one checks the descriptors). */
 export interface CallMeeting {
   begin(op: number, n: number, m: Match | null, root: number, redop: number): void;
@@ -43,6 +56,7 @@ export class ShmCollectives {
   private readonly slotAddrs: number[];
   private readonly addrTmp: number[];
   private stageSeq = 0;
+  readonly paths: PathCounts = { inPlace: 0, copyThrough: 0, direct: 0, staged: 0 };
 
   constructor(
     private readonly rank: number,
@@ -68,6 +82,11 @@ export class ShmCollectives {
     this.addrTmp = new Array<number>(G).fill(0);
   }
 
+  private countRegistered(m: Match): void {
+    if (m.reg.addrs) this.paths.inPlace++;
+    else this.paths.direct++;
+  }
+
   private nextHalf(): number {
     return this.stageSeq++ & 1;
   }
@@ -78,9 +97,12 @@ export class ShmCollectives {
     const op = all ? OP_ALLREDUCE : OP_REDUCE_SCATTER;
     const m = this.registry.match(buf);
     if (!m) {
+      this.paths.staged++;
       this.reduceStaged(buf, div, all, op, redop);
       return;
     }
+    if (m.reg.addrs) this.paths.inPlace++;
+    else this.paths.copyThrough++;
     const n = buf.length;
     this.call.begin(op, n, m, -1, redop);
     this.call.arrive(true);
@@ -161,6 +183,7 @@ export class ShmCollectives {
 
   allgatherRegistered(buf: Float32Array, m: Match): void {
     const n = buf.length, G = this.size;
+    this.countRegistered(m);
     this.call.begin(OP_ALLGATHER, n, m, -1, 0);
     this.call.arrive(true);
     for (let q = 0; q < G; q++) {
@@ -174,6 +197,7 @@ export class ShmCollectives {
 
   allgatherStaged(buf: Float32Array): void {
     const n = buf.length, G = this.size, H = this.halfFloats, me = this.rank;
+    this.paths.staged++;
     this.call.begin(OP_ALLGATHER, n, null, -1, 0);
     const slices = Array.from({ length: G }, (_, q) => ownedSlice(n, G, q));
     const rounds = Math.max(1, Math.ceil(Math.ceil(n / G) / H));
@@ -193,6 +217,7 @@ export class ShmCollectives {
 
   broadcastRegistered(buf: Float32Array, m: Match, root: number): void {
     const n = buf.length;
+    this.countRegistered(m);
     this.call.begin(OP_BROADCAST, n, m, root, 0);
     this.call.arrive(true);
     if (this.rank !== root && n > 0) {
@@ -204,6 +229,7 @@ export class ShmCollectives {
 
   broadcastStaged(buf: Float32Array, root: number): void {
     const n = buf.length, H = this.halfFloats;
+    this.paths.staged++;
     this.call.begin(OP_BROADCAST, n, null, root, 0);
     const rounds = Math.max(1, Math.ceil(n / H));
     for (let t = 0; t < rounds; t++) {

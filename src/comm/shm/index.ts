@@ -11,9 +11,13 @@
  *   const grads = comm.alloc(n);     // or any SharedArrayBuffer-backed Float32Array
  *   await comm.register(grads);      // collective, same order on every rank
  *   await comm.allreduce(grads, 'mean');   // zero-copy on registered buffers
+ *   comm.pathCounts();               // calls so far by path: inPlace, copyThrough, direct, staged
+ * A device thread's kernels keep their heap in the arena (`useSharedHeap(comm.heapSource())`, see
+ * runtime/deviceBackend.ts), so a replica's flat buffers are arena buffers: reduced in place.
  */
 export { createShmWorld, ShmWorld, type ShmInit, type ShmInit as ShmRankInit, type ShmWorldOptions } from './world.ts';
 export { ShmCommunicator } from './shmCommunicator.ts';
+export type { PathCounts } from './collectives.ts';
 export { Barrier } from './barrier.ts';
 export { Mutex } from './mutex.ts';
 export { AbortFlag, type AbortInfo } from './abort.ts';

@@ -6,7 +6,7 @@
  */
 
 export const MAGIC = 0x73686d31; // 'shm1'
-export const LAYOUT_VERSION = 1;
+export const LAYOUT_VERSION = 2;
 
 export interface LayoutParams {
   size: number;
@@ -23,6 +23,11 @@ export const DESC_WORDS = 8;
 /** words of one mailbox header: STATE, TAG, TOTAL, CHUNK */
 export const MAILBOX_WORDS = 4;
 export const REASON_BYTES = 1024;
+/**
+ * bytes at the arena's start kept free: device threads that keep their kernels' heap in the arena
+ * (`comm.heapSource()`) instantiate the kernel module over it, which writes its static data there
+ */
+export const KERNEL_STATIC_BYTES = 64 * 1024;
 /** per-rank scratch in the arena for the SIMD kernel's pointer tables */
 export const TABLE_BYTES = 4096;
 /** per-rank scratch in the arena: copy-through slots for registered buffers outside the arena */
@@ -72,7 +77,7 @@ export function computeLayout(p: LayoutParams): Layout {
   const controlBytes = alignUp(reasonByte + REASON_BYTES, 64);
   const stagingBytes = alignUp(p.stagingBytes, 2 * ALIGN);
   const mailboxBytes = alignUp(p.mailboxBytes, ALIGN);
-  const tableBase = 0;
+  const tableBase = KERNEL_STATIC_BYTES;
   const scratchBase = alignUp(tableBase + size * TABLE_BYTES);
   const mailboxData = alignUp(scratchBase + size * SCRATCH_BYTES);
   const stagingBase = alignUp(mailboxData + size * size * mailboxBytes);

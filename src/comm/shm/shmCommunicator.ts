@@ -16,10 +16,10 @@ import { AbortFlag } from './abort.ts';
 import { Arena } from './arena.ts';
 import { Barrier } from './barrier.ts';
 import { CallDescriptors, OP_BARRIER, REDOPS } from './callDescriptor.ts';
-import { ShmCollectives } from './collectives.ts';
+import { ShmCollectives, type PathCounts } from './collectives.ts';
 import { PeerFailedError, ShmUsageError } from './errors.ts';
 import { HandleExchange } from './exchange.ts';
-import { computeLayout, LAYOUT_VERSION, MAGIC, REASON_BYTES, TABLE_BYTES, type Layout } from './layout.ts';
+import { computeLayout, KERNEL_STATIC_BYTES, LAYOUT_VERSION, MAGIC, REASON_BYTES, TABLE_BYTES, type Layout } from './layout.ts';
 import { Mailboxes } from './mailbox.ts';
 import { Mutex } from './mutex.ts';
 import { ReduceKernel } from './reduceKernel.ts';
@@ -237,6 +237,25 @@ export class ShmCommunicator implements Communicator {
   /** True when `buf` lives in the world's arena (registered arena buffers get the SIMD in-place path). */
   inArena(buf: Float32Array): boolean {
     return this.arena.owns(buf);
+  }
+
+  /** Collective calls of this rank so far by the path their data took (see PathCounts). */
+  pathCounts(): PathCounts {
+    return { ...this.collectives.paths };
+  }
+
+  /**
+   * The arena as a wasm kernel heap (`useSharedHeap` of src/kernels): a backend built over it keeps
+   * every array it allocates — a replica's flat params, grads and state — in the arena, so
+   * registering them gives the in-place path. Regions are reserved from the arena (never freed).
+   */
+  heapSource(): { memory: WebAssembly.Memory; staticBytes: number; reserve(bytes: number): number; buffer(): ArrayBufferLike } {
+    return {
+      memory: this.arena.memory,
+      staticBytes: KERNEL_STATIC_BYTES,
+      reserve: (bytes) => this.arena.alloc(Math.ceil(bytes / 4)).byteOffset,
+      buffer: () => this.arena.current(),
+    };
   }
 
   /** Zeroed floats in the world's shared arena (never freed); register them for the fastest collectives. */

@@ -1,7 +1,8 @@
 /**
  * A JS-side allocator over one wasm instance's shared linear memory.
  *
- * Bump allocation from the module's `__heap_base`, 16-byte aligned, with exact-size free lists
+ * Bump allocation from the module's `__heap_base` (or, over a memory other threads allocate in
+ * too, from regions a `HeapSource` reserves: see below), 16-byte aligned, with exact-size free lists
  * (sizes rounded to 16 bytes) for blocks handed back through `freeBytes`/`free`. Arrays from
  * `alloc` are never reclaimed unless the caller frees them explicitly. Memory grows on demand up to
  * its maximum; because the memory is shared, growing never detaches existing views (each view keeps
@@ -17,6 +18,25 @@ const MIN_GROW_PAGES = 256;
 
 export type WasmArray = Float32Array | Int32Array;
 
+/**
+ * A memory this thread's kernels share with other threads (the shm world's arena, where every
+ * device thread of a process keeps its heap, so peers reduce its flat buffers in place). The heap
+ * then allocates in regions `reserve` hands out (never below `staticBytes`, the module's static
+ * data) and takes buffer objects from `buffer()`, so the owner of the memory knows each of them.
+ */
+export interface HeapSource {
+  memory: WebAssembly.Memory;
+  /** bytes at the memory's start kept for the kernel module's static data */
+  staticBytes: number;
+  /** reserve `bytes` (a multiple of 16) for this heap alone; returns the byte address */
+  reserve(bytes: number): number;
+  /** the memory's current buffer object */
+  buffer(): ArrayBufferLike;
+}
+
+/** Regions reserved from a HeapSource are at least this big (16 MiB), to keep reservations rare. */
+const MIN_RESERVE_BYTES = 16 << 20;
+
 export class WasmHeap {
   readonly memory: WebAssembly.Memory;
   private top: number;
@@ -25,17 +45,23 @@ export class WasmHeap {
   private readonly live = new Map<number, number>();
   private readonly buffers = new WeakSet<ArrayBufferLike>();
   private current: ArrayBufferLike;
+  /** end of the region reserved from the source (external heaps only) */
+  private limit = 0;
+  private reserved = 0;
 
-  constructor(memory: WebAssembly.Memory, heapBase: number) {
+  constructor(memory: WebAssembly.Memory, heapBase: number, private readonly source?: HeapSource) {
     this.memory = memory;
-    this.top = Math.max(16, (heapBase + 15) & ~15);
-    this.current = memory.buffer;
+    if (source && heapBase > source.staticBytes) {
+      throw new Error(`wasm heap: the kernels' static data ends at byte ${heapBase}, past the ${source.staticBytes} bytes the shared memory keeps for it`);
+    }
+    this.top = source ? 0 : Math.max(16, (heapBase + 15) & ~15);
+    this.current = source ? source.buffer() : memory.buffer;
     this.buffers.add(this.current);
   }
 
   /** The current buffer (re-read after growth), registered as ours. */
   buffer(): ArrayBufferLike {
-    const b = this.memory.buffer;
+    const b = this.source ? this.source.buffer() : this.memory.buffer;
     if (b !== this.current) {
       this.current = b;
       this.buffers.add(b);
@@ -48,9 +74,27 @@ export class WasmHeap {
     return this.buffers.has(a.buffer);
   }
 
-  /** Total bytes handed out by the bump pointer so far (the heap's high-water mark). */
+  /** Total bytes handed out by the bump pointer so far (the heap's high-water mark; reserved bytes for a shared heap). */
   get highWater(): number {
-    return this.top;
+    return this.source ? this.reserved : this.top;
+  }
+
+  /** Bump allocation in regions of the shared memory reserved for this heap. */
+  private allocShared(size: number): number {
+    if (this.top + size > this.limit) {
+      const bytes = Math.max(size, MIN_RESERVE_BYTES);
+      try {
+        this.top = this.source!.reserve(bytes);
+      } catch (err) {
+        throw new RangeError(`wasm heap exhausted: the memory this process's device threads share cannot hold ${bytes} more bytes (${(err as Error).message})`);
+      }
+      this.limit = this.top + bytes;
+      this.reserved += bytes;
+      this.buffer();
+    }
+    const ptr = this.top;
+    this.top += size;
+    return ptr;
   }
 
   /** Reserve `bytes` (rounded up to 16); contents are NOT zeroed when reused from a free list. */
@@ -58,6 +102,7 @@ export class WasmHeap {
     const size = Math.max(16, (bytes + 15) & ~15);
     const list = this.freeLists.get(size);
     if (list && list.length > 0) return list.pop()!;
+    if (this.source) return this.allocShared(size);
     const ptr = this.top;
     const end = ptr + size;
     if (end > 2 ** 32) throw new RangeError(`wasm heap exhausted: cannot allocate ${size} bytes beyond the 4 GiB limit of wasm32`);

@@ -8,7 +8,7 @@
  * Arrays are never freed unless `free` is called. One backend per thread: instances share nothing.
  */
 import { activationParam, type ActivationKind, type AdamParams, type Backend, type Conv2DGeometry, type PackedMatrix, type Pool2DGeometry, type SgdParams } from '../backend.ts';
-import { WasmHeap, type WasmArray } from './heap.ts';
+import { WasmHeap, type HeapSource, type WasmArray } from './heap.ts';
 import { loadKernels, type KernelExports } from './loader.ts';
 import * as rnn from './recurrent.ts';
 
@@ -55,11 +55,11 @@ class WasmKernels implements WasmBackend, rnn.WasmAccess {
   private colBytes = 0;
   private readonly staged: Staged[] = [];
 
-  constructor(e: KernelExports, memory: WebAssembly.Memory, relaxed: boolean) {
+  constructor(e: KernelExports, memory: WebAssembly.Memory, relaxed: boolean, source?: HeapSource) {
     this.e = e;
     this.memory = memory;
     this.relaxed = relaxed;
-    this.heap = new WasmHeap(memory, e.heapBase());
+    this.heap = new WasmHeap(memory, e.heapBase(), source);
     e.setGemmScratch(this.heap.allocBytes(e.gemmScratchBytes()));
     this.ensureCol(MIN_COL_BYTES);
   }
@@ -297,21 +297,35 @@ class WasmKernels implements WasmBackend, rnn.WasmAccess {
   };
 }
 
+/** This thread's shared heap for backends built without one (see `useSharedHeap`). */
+let threadHeap: HeapSource | undefined;
+
 /**
- * A new wasm backend (its own module instance and shared memory), or null when build/kernels.wasm
- * is missing or this runtime lacks WebAssembly SIMD. The relaxed-SIMD build is preferred when it
+ * Makes every wasm-based backend this thread builds afterwards (wasm, and native and onednn, which
+ * allocate through wasm) keep its memory in `source`: a device thread of a shm world passes its
+ * communicator's `heapSource()`, so its flat buffers live in the world's arena and peers reduce
+ * them in place. Call it before the thread's first `getBackend`.
+ */
+export function useSharedHeap(source: HeapSource): void {
+  threadHeap = source;
+}
+
+/**
+ * A new wasm backend (its own module instance and shared memory — or `heap`'s memory, by default
+ * the thread's `useSharedHeap` one), or null when build/kernels.wasm is missing or this runtime lacks WebAssembly SIMD. The relaxed-SIMD build is preferred when it
  * works here; `{ relaxed: false }` (or PARATRAIN_WASM_RELAXED=0) forces the plain SIMD128 build.
  */
-export async function createWasmBackend(opts: { relaxed?: boolean } = {}): Promise<WasmBackend | null> {
+export async function createWasmBackend(opts: { relaxed?: boolean; heap?: HeapSource } = {}): Promise<WasmBackend | null> {
+  const source = opts.heap ?? threadHeap;
   let loaded;
   try {
-    loaded = await loadKernels(opts);
+    loaded = await loadKernels({ relaxed: opts.relaxed, memory: source?.memory });
   } catch (err) {
     if (process.env.PARATRAIN_WASM_RELAXED === '1') throw err;
     return null;
   }
   if (!loaded) return null;
-  return new WasmKernels(loaded.exports, loaded.memory, loaded.relaxed);
+  return new WasmKernels(loaded.exports, loaded.memory, loaded.relaxed, source);
 }
 
-export type { WasmArray };
+export type { WasmArray, HeapSource };

@@ -89,8 +89,10 @@ function newMemory(): WebAssembly.Memory {
   return new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: MAXIMUM_PAGES, shared: true });
 }
 
-async function instantiate(module: WebAssembly.Module): Promise<LoadedKernels> {
-  const memory = newMemory();
+async function instantiate(module: WebAssembly.Module, shared?: WebAssembly.Memory): Promise<LoadedKernels> {
+  // another memory (the shm arena) gets the module's static data written at its start again:
+  // the same read-only tables every time, in the bytes the arena keeps for them
+  const memory = shared ?? newMemory();
   const instance = await WebAssembly.instantiate(module, { env: { memory } });
   const exports = instance.exports as unknown as KernelExports;
   return { exports, memory, relaxed: exports.isRelaxed() === 1 };
@@ -143,14 +145,15 @@ async function compileBest(variant: 'best' | 'simd'): Promise<{ module: WebAssem
 }
 
 /**
- * Compiles once per thread and variant; each call returns a fresh instance with its own memory, or
- * null when unavailable. `relaxed: false` forces the plain SIMD128 module (benchmarks compare both).
+ * Compiles once per thread and variant; each call returns a fresh instance with its own memory (or
+ * over `memory`, a shared one with room for the static data), or null when unavailable.
+ * `relaxed: false` forces the plain SIMD128 module (benchmarks compare both).
  */
-export async function loadKernels(opts: { relaxed?: boolean } = {}): Promise<LoadedKernels | null> {
+export async function loadKernels(opts: { relaxed?: boolean; memory?: WebAssembly.Memory } = {}): Promise<LoadedKernels | null> {
   const variant = opts.relaxed === false ? 'simd' : 'best';
   let pending = compiled.get(variant);
   if (!pending) compiled.set(variant, (pending = compileBest(variant)));
   const result = await pending;
   if (!result) return null;
-  return instantiate(result.module);
+  return instantiate(result.module, opts.memory);
 }
