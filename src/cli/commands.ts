@@ -2,7 +2,7 @@ import { loadConfig, applyOverrides } from '../config/index.ts';
 import { ProgressView } from './progress.ts';
 import { train, loadData } from '../runtime/train.ts';
 import { FaultPlan } from '../runtime/faultPlan.ts';
-import { Replica } from '../runtime/replica.ts';
+import { Replica, evalExtras } from '../runtime/replica.ts';
 import { loadModelCheckpoint } from '../runtime/modelCheckpoint.ts';
 import { backendUnavailableReason, getBackend, registeredBackends, tryBackend } from '../kernels/index.ts';
 import { rendezvousFromEnv } from '../comm/rendezvous.ts';
@@ -46,7 +46,8 @@ export async function runTrain(configPath: string | undefined, flags: TrainFlags
       processes, transport: flags.transport, timeoutMs: flags.timeout === undefined ? undefined : flags.timeout * 1000 });
     const summary = processes && world.rank !== 0
       ? { rank: world.rank, samplesPerSecond: Math.round(result.samplesPerSecond), seconds: Number(result.seconds.toFixed(1)) }
-      : { runDir: result.runDir, testAccuracy: result.testAccuracy, samplesPerSecond: Math.round(result.samplesPerSecond), seconds: Number(result.seconds.toFixed(1)) };
+      : { runDir: result.runDir, testAccuracy: result.testAccuracy, ...(result.testCER !== undefined ? { testCER: result.testCER, testWER: result.testWER } : {}),
+        samplesPerSecond: Math.round(result.samplesPerSecond), seconds: Number(result.seconds.toFixed(1)) };
     process.stdout.write(`${JSON.stringify(result.stopped ? { ...summary, stopped: result.stopped } : summary)}\n`);
     if (result.stopped) {
       const { step, epoch, signal } = result.stopped;
@@ -72,7 +73,7 @@ export async function runEval(configPath: string, flags: { checkpoint: string; d
   const data = await loadData(config, (m) => process.stderr.write(`${m}\n`));
   if (!data.test) throw new Error(`eval: ${data.source} has no test set; name one in the config (data.test)`);
   const r = replica.evaluate(data.test);
-  process.stdout.write(`${JSON.stringify({ checkpoint: flags.checkpoint, testSamples: data.test.count, testLoss: r.loss, testAccuracy: r.accuracy })}\n`);
+  process.stdout.write(`${JSON.stringify({ checkpoint: flags.checkpoint, testSamples: data.test.count, testLoss: r.loss, testAccuracy: r.accuracy, ...evalExtras(r) })}\n`);
 }
 
 /** What a backend says about itself: the SIMD variant of wasm, the BLAS behind native, the ISA oneDNN dispatched. */

@@ -4,6 +4,9 @@ import { findStragglers } from '../report/stragglers.ts';
 
 const pct = (x: number, digits = 2) => (Number.isFinite(x) ? `${(100 * x).toFixed(digits)}%` : '—');
 
+/** `, test CER 12.30%, WER 30.00%` for a speech model's error rates (nothing otherwise). */
+const rates = (what: string, cer: number | undefined, wer: number | undefined) => (cer === undefined ? '' : `, ${what}CER ${pct(cer)}, WER ${pct(wer ?? NaN)}`);
+
 /** `1m05s`, `42s`, `1h03m`. */
 export function formatEta(seconds: number): string {
   if (!Number.isFinite(seconds) || seconds < 0) return '—';
@@ -106,7 +109,7 @@ export class ProgressView {
         break;
       }
       case 'epoch': {
-        this.line(`epoch ${e.epoch + 1}/${this.epochs}: loss ${e.loss.toFixed(4)}, train accuracy ${pct(e.accuracy)}, ` +
+        this.line(`epoch ${e.epoch + 1}/${this.epochs}: loss ${e.loss.toFixed(4)}, train accuracy ${pct(e.accuracy)}${rates('train ', e.cer, e.wer)}, ` +
           `${e.samplesPerSecond.toFixed(0)} samples/s${this.processSuffix}, ${e.seconds.toFixed(1)} s`);
         const ranks = (this.rankEpochs.get(e.epoch) ?? []).sort((a, b) => a.rank - b.rank);
         this.rankEpochs.delete(e.epoch);
@@ -118,14 +121,15 @@ export class ProgressView {
         break;
       }
       case 'eval':
-        this.line(`epoch ${e.epoch + 1}/${this.epochs}: test loss ${e.testLoss.toFixed(4)}, test accuracy ${pct(e.testAccuracy)}`);
+        this.line(`epoch ${e.epoch + 1}/${this.epochs}: test loss ${e.testLoss.toFixed(4)}, test accuracy ${pct(e.testAccuracy)}${rates('', e.testCER, e.testWER)}` +
+          (e.valLoss !== undefined ? `; validation loss ${e.valLoss.toFixed(4)}${rates('', e.valCER, e.valWER)}` : ''));
         break;
       case 'checkpoint':
         this.line(`checkpoint: ${e.path}`);
         break;
       case 'end':
         this.stopBar();
-        this.line(`done in ${e.seconds.toFixed(1)} s, ${e.samplesPerSecond.toFixed(0)} samples/s, test accuracy ${pct(e.testAccuracy)}`);
+        this.line(`done in ${e.seconds.toFixed(1)} s, ${e.samplesPerSecond.toFixed(0)} samples/s, test accuracy ${pct(e.testAccuracy)}${rates('test ', e.testCER, e.testWER)}`);
         break;
     }
   };

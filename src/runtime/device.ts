@@ -21,6 +21,8 @@ export interface DeviceOptions {
   train: Dataset;
   /** rank 0 evaluates on it after epochs (and writes checkpoints) */
   test: Dataset | null;
+  /** rank 0 evaluates on it too, when the data has it besides a test set (a speech dataset's dev.csv): val… fields */
+  validation?: Dataset | null;
   checkpointPath: string | null;
   emit: EventSink;
   takeCommStats?: () => CommStats;
@@ -62,8 +64,9 @@ export async function runDevice(o: DeviceOptions): Promise<void> {
       const params = full !== replica ? full.model.params : o.strategy.modelParams ? await o.strategy.modelParams(view) : view.params;
       withParams(full, params, () => {
         if (doEval) {
-          const r = full.evaluate(o.test!);
-          o.emit({ type: 'eval', epoch, step, testLoss: r.loss, testAccuracy: r.accuracy, ...evalExtras(r) });
+          const r = full.evaluate(o.test!), v = o.validation ? full.evaluate(o.validation) : null;
+          o.emit({ type: 'eval', epoch, step, testLoss: r.loss, testAccuracy: r.accuracy, ...evalExtras(r),
+            ...(v ? { valLoss: v.loss, valAccuracy: v.accuracy, ...evalExtras(v, 'val') } : {}) });
         }
         if (doCheckpoint) {
           saveModelCheckpoint(o.checkpointPath!, full.model, full.optimizer,

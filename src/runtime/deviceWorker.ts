@@ -39,6 +39,8 @@ export interface DeviceWorkerInit {
   remotePs: TcpWorldSpec | null;
   train: Dataset;
   test: Dataset | null;
+  /** device 0: a validation set it evaluates too (null: none, or another device) */
+  validation: Dataset | null;
   checkpointPath: string | null;
   checkpoints: CheckpointSetup;
   /** the job's injected faults (every device gets the whole plan and asks it with its rank) */
@@ -85,7 +87,7 @@ try {
   const strategy = createStrategy(config.train.strategy, { comm, ps });
   setStallSink((report) => post({ kind: 'event', event: { type: 'stall', ...report } }));
   await runDevice({
-    config, rank, worldSize: size, backend, strategy, train: init.train, test: init.test,
+    config, rank, worldSize: size, backend, strategy, train: init.train, test: init.test, validation: init.validation,
     checkpointPath: init.checkpointPath, checkpoints: init.checkpoints, shared: true, comm, faults: FaultPlan.fromData(init.faults),
     emit: (event) => post({ kind: 'event', event }),
     mayStart: init.stop ? StopGateDevice.check(init.stop.gate, init.stop.local) : undefined,

@@ -1,4 +1,6 @@
 import type { StallReport } from '../comm/stallInspector.ts';
+import { addErrorCounts, type ErrorCounts } from '../nn/loss.ts';
+import { errorRate } from '../speech/errorRates.ts';
 
 /** Everything a run reports, as it happens; the CLI renders them, the metrics file stores them. */
 export type TrainEvent =
@@ -30,17 +32,25 @@ export type TrainEvent =
       /** the most activation bytes held in any step of the epoch */
       peakActivationBytes?: number;
       /** steps skipped in the epoch (NaN/Inf) */
-      badSteps?: number }
+      badSteps?: number;
+      /** transcription (loss ctc): the training batches' greedy transcripts' edit counts (training mode) */
+      errors?: ErrorCounts }
   | { type: 'epoch'; epoch: number; loss: number; accuracy: number; samples: number; seconds: number; samplesPerSecond: number;
       /** the most steps any one device skipped in the epoch (NaN/Inf; lockstep devices skip the same steps) */
-      badSteps?: number }
+      badSteps?: number;
+      /** transcription: character and word error rates of the training batches' greedy transcripts (counts summed over devices) */
+      cer?: number; wer?: number }
   | { type: 'eval'; epoch: number; step: number; testLoss: number;
-      /** classification: accuracy; multi-label: per-label accuracy; regression: NaN (does not apply) */
+      /** classification: accuracy; multi-label: per-label accuracy; regression: NaN (does not apply); transcription: exact transcripts */
       testAccuracy: number;
       /** regression: mean absolute error over every output */
       testMae?: number;
       /** multi-label: fraction of samples with every label right */
-      testExactMatch?: number }
+      testExactMatch?: number;
+      /** transcription (loss ctc): greedy decoding's character and word error rates on the test set */
+      testCER?: number; testWER?: number;
+      /** a validation set besides the test set (a speech dataset's dev.csv): the same metrics on it */
+      valLoss?: number; valAccuracy?: number; valCER?: number; valWER?: number }
   /** a model file (RUN_DIR/model.safetensors) or, with `step`, a complete checkpoint set */
   | { type: 'checkpoint'; epoch: number; path: string; step?: number }
   /** the run continues from checkpoint set `checkpoint` at global step `step`, saved on `fromDevices` devices */
@@ -51,6 +61,8 @@ export type TrainEvent =
   /** a device died and the strategy went on without it (async, asynchronous EASGD); rank: its device index */
   | { type: 'deviceLost'; rank: number; step: number; reason: string }
   | { type: 'end'; seconds: number; samplesPerSecond: number; testAccuracy: number; testLoss: number;
+      /** transcription: the last test evaluation's error rates */
+      testCER?: number; testWER?: number;
       /** peak resident memory of the whole process (all devices' threads) */
       maxRssBytes: number;
       /** devices that died while the run went on (absent: none) */
@@ -76,7 +88,7 @@ export function epochAggregator(devices: number, emit: EventSink, firstRank = 0)
       type: 'epoch', epoch, samples, seconds, samplesPerSecond: samples / seconds,
       loss: list.reduce((n, e) => n + e.lossSum, 0) / Math.max(samples, 1),
       accuracy: list.reduce((n, e) => n + e.correct, 0) / Math.max(samples, 1),
-      ...badStepsOf(list),
+      ...badStepsOf(list), ...errorRatesOf(list),
     });
   };
   return (event) => {
@@ -92,6 +104,12 @@ export function epochAggregator(devices: number, emit: EventSink, firstRank = 0)
     pending.set(event.epoch, list);
     if (complete(list)) summarise(event.epoch, list);
   };
+}
+
+/** CER and WER of the devices' summed counts, when they report them. */
+function errorRatesOf(list: { errors?: ErrorCounts }[]): { cer?: number; wer?: number } {
+  const sum = list.reduce<ErrorCounts | undefined>((a, e) => addErrorCounts(a, e.errors), undefined);
+  return sum ? { cer: errorRate({ errors: sum.charErrors, length: sum.chars }), wer: errorRate({ errors: sum.wordErrors, length: sum.words }) } : {};
 }
 
 function badStepsOf(list: { badSteps?: number }[]): { badSteps?: number } {

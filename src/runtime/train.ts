@@ -13,6 +13,7 @@ import { configHash, dataAgreements, type ProcessPlacement } from './processWorl
 import { globalBatchSize } from './trainLoop.ts';
 import { checkDataShape, checkDeviceThreads, checkModelFits, checkNotEmpty } from './inputChecks.ts';
 import { checkLossMatchesData } from './lossChecks.ts';
+import { checkSpeechRun } from './speechChecks.ts';
 import { planRunStart, openRunDir } from './openRun.ts';
 import { MetricsWriter } from './metrics.ts';
 import { epochAggregator, type EventSink, type TrainEvent } from './events.ts';
@@ -70,6 +71,9 @@ export interface TrainResult {
   checkpoint: string;
   /** the run was stopped (TrainOptions.signal) after `step` steps, in epoch `epoch` (1-based) */
   stopped?: { step: number; epoch: number; signal: string };
+  /** a speech model (loss ctc): the last test evaluation's character and word error rates (greedy decoding) */
+  testCER?: number;
+  testWER?: number;
 }
 
 export { loadData, type LoadedData };
@@ -78,6 +82,7 @@ export { loadData, type LoadedData };
 function checkRun(config: RunConfig, data: LoadedData, threads: number): number {
   checkDeviceThreads(threads);
   checkNotEmpty(data.train);
+  checkSpeechRun(config, data);
   checkDataShape(config, data);
   checkModelFits(config, threads);
   const model = buildModel(jsBackend, config.model);
@@ -105,6 +110,7 @@ function checkRun(config: RunConfig, data: LoadedData, threads: number): number 
 /** The last layer gives one score per class (classification) or one value per target: sizes from the data. */
 function checkOutputUnits(config: RunConfig, outputShape: readonly number[], data: LoadedData): void {
   const units = outputUnits(data.train), task = taskOf(data.train);
+  if (task === 'transcription') return; // per frame, against the alphabet: speechChecks.ts
   if (outputShape.length === 1 && outputShape[0] === units) return;
   const last = config.model.layers.length - 1;
   const what = task === 'classification' ? `${units} classes` : task === 'regression' ? `${units} regression target${units === 1 ? '' : 's'}` : `${units} labels (multi-label)`;
@@ -153,7 +159,9 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
   const stepsPerEpoch = Math.ceil(data.train.count / globalBatch);
   // evaluated after epochs: the test set as before, else the validation set (a CSV without a test file)
   const evaluation = data.test ?? data.validation ?? null;
-  let last = { testLoss: NaN, testAccuracy: NaN }, devicesLost = 0;
+  // with both, the validation set is evaluated too (val… fields: a speech dataset's dev.csv)
+  const validation = data.test && data.validation ? data.validation : null;
+  let last: { testLoss: number; testAccuracy: number; testCER?: number; testWER?: number } = { testLoss: NaN, testAccuracy: NaN }, devicesLost = 0;
   // epochs are summarised over this process's devices (all of them unless the job spans processes)
   const emit = epochAggregator(threads, (event: TrainEvent) => {
     if (event.type === 'eval') last = event;
@@ -173,11 +181,11 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
     if (resume) emit(resume.event);
     if (devices === 1) {
       await runDevice({
-        config, rank: 0, worldSize: 1, backend, strategy: localStrategy, train: data.train, test: evaluation,
+        config, rank: 0, worldSize: 1, backend, strategy: localStrategy, train: data.train, test: evaluation, validation,
         checkpointPath: checkpoint, emit, shared: false, faults, checkpoints, mayStart: stopGate && StopGateDevice.check(stopGate, 0, true),
       });
     } else {
-      await runWorkerDevices({ config, threads, placement, train: data.train, test: evaluation, checkpointPath: leader ? checkpoint : null,
+      await runWorkerDevices({ config, threads, placement, train: data.train, test: evaluation, validation, checkpointPath: leader ? checkpoint : null,
         checkpoints, emit, faults, log: options.log, stopGate });
     }
     await stopControl?.close();
@@ -189,11 +197,12 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
     const startStep = resume ? resume.point.state.step : 0;
     const endStep = stopped ? stopped.step : stepsPerEpoch * config.train.epochs;
     const samplesPerSecond = Math.max(0, Math.min(endStep * globalBatch, data.train.count * config.train.epochs) - startStep * globalBatch) / seconds;
+    const errorRates = last.testCER !== undefined ? { testCER: last.testCER, testWER: last.testWER! } : {};
     const result: TrainResult = {
-      runDir, testAccuracy: last.testAccuracy, testLoss: last.testLoss, samplesPerSecond, seconds,
+      runDir, testAccuracy: last.testAccuracy, testLoss: last.testLoss, ...errorRates, samplesPerSecond, seconds,
       steps: stopped?.step ?? stepsPerEpoch * config.train.epochs, checkpoint, ...(stopped ? { stopped } : {}),
     };
-    emit({ type: 'end', seconds, samplesPerSecond, testAccuracy: last.testAccuracy, testLoss: last.testLoss,
+    emit({ type: 'end', seconds, samplesPerSecond, testAccuracy: last.testAccuracy, testLoss: last.testLoss, ...errorRates,
       maxRssBytes: process.resourceUsage().maxRSS * 1024, ...(devicesLost ? { devicesLost } : {}) });
     return result;
   } finally {

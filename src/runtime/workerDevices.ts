@@ -28,6 +28,8 @@ export interface WorkerDevicesOptions {
   train: Dataset;
   /** evaluated by device 0 after epochs (none: no evaluation) */
   test: Dataset | null;
+  /** evaluated by device 0 too, besides the test set (val… fields) */
+  validation?: Dataset | null;
   checkpointPath: string | null;
   checkpoints: CheckpointSetup;
   emit: EventSink;
@@ -71,6 +73,7 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
   }
   const train = shareDataset(o.train);
   const test = o.test && shareDataset(o.test);
+  const validation = o.validation ? shareDataset(o.validation) : null;
   if (threads > availableParallelism()) {
     o.log?.(`note: ${threads} devices on ${availableParallelism()} cores share the cores; expect no speed-up beyond ${availableParallelism()}`);
   }
@@ -89,7 +92,7 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
       config, rank, size: config.train.devices, comm: world.rankInit(local), ps,
       cross: placement && placement.processes > 1 && !(survives && placement.transport === 'tcp') ? crossWorldOf(placement, local) : null,
       remotePs: remotePs ? parameterServerWorldOf(placement!, threads, rank + 1, config.train.devices, survives) : null,
-      train, test: rank === 0 ? test : null,
+      train, test: rank === 0 ? test : null, validation: rank === 0 ? validation : null,
       checkpointPath: rank === 0 ? o.checkpointPath : null, checkpoints: o.checkpoints, faults: o.faults.toData(),
       stop: o.stopGate ? { gate: o.stopGate, local } : null,
     };
