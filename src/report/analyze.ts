@@ -114,7 +114,8 @@ export interface StepSeries {
 
 export interface RunSeries {
   steps: StepSeries;
-  evals: { step: number; time: number; accuracy: number; loss: number }[];
+  /** cer/wer (valCer/valWer): a speech model's error rates, NaN when not recorded */
+  evals: { step: number; time: number; accuracy: number; loss: number; cer: number; wer: number; valCer: number; valWer: number }[];
   throughput: { time: number[]; samplesPerSecond: number[] };
   /** per device, flat [startSeconds, endSeconds, kind, …] with kind 0 compute, 1 communication, 2 idle */
   timeline: { rank: number; segments: number[] }[];
@@ -126,7 +127,8 @@ export function series(run: RunData): RunSeries {
   const t0 = run.start.time;
   return {
     steps: stepSeries(run.steps, t0, MAX_SERIES_POINTS),
-    evals: run.evals.map((e) => ({ step: e.step, time: (e.time - t0) / 1000, accuracy: e.testAccuracy, loss: e.testLoss })),
+    evals: run.evals.map((e) => ({ step: e.step, time: (e.time - t0) / 1000, accuracy: e.testAccuracy, loss: e.testLoss,
+      cer: e.testCER ?? NaN, wer: e.testWER ?? NaN, valCer: e.valCER ?? NaN, valWer: e.valWER ?? NaN })),
     throughput: throughput(run.steps, t0, THROUGHPUT_POINTS),
     timeline: timeline(run.steps, t0, maxOf([run.start.devices / run.start.processes], run.steps.map((s) => s.rank + 1)), MAX_TIMELINE_SEGMENTS),
     staleness: stalenessHistogram(run.steps),

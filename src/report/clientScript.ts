@@ -4,6 +4,8 @@
  *
  * When done it sets `window.paratrainReport = { charts: [ids…], ready: true }` (tests wait for it).
  */
+import { ERROR_RATE_SCRIPT } from './clientErrorRates.ts';
+
 export const CLIENT_SCRIPT = String.raw`
 (function () {
   'use strict';
@@ -279,6 +281,7 @@ export const CLIENT_SCRIPT = String.raw`
     function (c) { return data.runs[c.dataIndex].summary.perDevice.map(function (d) { return 'device ' + d.rank + ': ' + fmtBytes(d.bytes); }).join('\n'); });
   perRunBars('memory', data.runs.map(function (run) { return run.summary.maxRssBytes; }), 'peak resident memory');
 
+${ERROR_RATE_SCRIPT}
   window.paratrainReport = { charts: drawn, ready: true };
 })();
 `;

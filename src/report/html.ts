@@ -7,6 +7,7 @@ import { STALENESS_BINS, type RunSeries, type RunSummary } from './analyze.ts';
 import { chartLibrarySource } from './chartLibrary.ts';
 import { CLIENT_SCRIPT } from './clientScript.ts';
 import { summaryRow } from './table.ts';
+import { ERROR_RATE_CHART } from './clientErrorRates.ts';
 
 /** Marks files this module wrote (so `report` may overwrite them without --force). */
 export const GENERATOR_MARK = '<meta name="generator" content="paratrain report">';
@@ -68,7 +69,7 @@ export function renderHtml(runs: readonly ReportRun[], opts: HtmlOptions = {}): 
 <p class="note">${esc(s.note)}</p>
 ${empty || '<div class="box"></div>'}
 </section>`;
-  }).join('\n');
+  }).join('\n') + errorRateSection(runs);
 
   return `<!DOCTYPE html>
 <html lang="en">
@@ -98,6 +99,17 @@ ${sections}
 </body>
 </html>
 `;
+}
+
+/** The error-rate chart's section, only when some run is a speech model's with error rates. */
+function errorRateSection(runs: readonly ReportRun[]): string {
+  if (!runs.some((r) => r.series.evals.some((e) => Number.isFinite(e.cer)))) return '';
+  return `
+<section class="chart" id="chart-${ERROR_RATE_CHART}">
+<h2>Error rates (speech)</h2>
+<p class="note">Character and word error rates of greedy decoding at each evaluation: test set (CER solid, WER dashed), validation set (dotted).</p>
+<div class="box"></div>
+</section>`;
 }
 
 function summaryTable(runs: readonly ReportRun[]): string {

@@ -21,7 +21,11 @@ export interface StepInfo {
   /** the update was skipped (NaN/Inf) */
   skipped?: boolean;
 }
-export interface EvalInfo { time: number; epoch: number; step: number; testLoss: number; testAccuracy: number }
+export interface EvalInfo {
+  time: number; epoch: number; step: number; testLoss: number; testAccuracy: number;
+  /** a speech model's error rates, on the test set and the validation set (absent: not recorded) */
+  testCER?: number; testWER?: number; valCER?: number; valWER?: number;
+}
 export interface EpochInfo { time: number; epoch: number; loss: number; accuracy: number; samples: number; seconds: number; samplesPerSecond: number }
 export interface EndInfo { time: number; seconds: number; samplesPerSecond: number; testAccuracy: number; testLoss: number; maxRssBytes?: number }
 
@@ -125,7 +129,8 @@ export function parseRun(all: MetricEvent[], where: { dir: string; metricsPath: 
         break;
       }
       case 'eval':
-        run.evals.push({ time: num(e, 'time'), epoch: num(e, 'epoch', 0), step: num(e, 'step', NaN), testLoss: num(e, 'testLoss', NaN), testAccuracy: num(e, 'testAccuracy', NaN) });
+        run.evals.push({ time: num(e, 'time'), epoch: num(e, 'epoch', 0), step: num(e, 'step', NaN), testLoss: num(e, 'testLoss', NaN), testAccuracy: num(e, 'testAccuracy', NaN),
+          ...Object.fromEntries((['testCER', 'testWER', 'valCER', 'valWER'] as const).filter((k) => typeof e[k] === 'number').map((k) => [k, e[k]])) });
         break;
       case 'epoch':
         run.epochs.push({ time: num(e, 'time'), epoch: num(e, 'epoch', 0), loss: num(e, 'loss', NaN), accuracy: num(e, 'accuracy', NaN),
