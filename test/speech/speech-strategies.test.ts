@@ -1,7 +1,8 @@
 /**
  * The data-parallel strategies that average weights rather than gradients (bsp, bmuf, synchronous
  * easgd) train a speech model on variable-length batches: each runs a few steps on its devices (in
- * this thread), agrees on its non-finite flags, evaluates with CER/WER and changes the weights.
+ * this thread), agrees on its non-finite flags, evaluates with CER/WER and changes the weights. And
+ * a non-finite step on speech is skipped, and located by the probe that reruns the padded batch.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,6 +12,8 @@ import { createStrategy } from '../../src/parallel/strategies/index.ts';
 import { Replica } from '../../src/runtime/replica.ts';
 import type { TrainEvent } from '../../src/runtime/events.ts';
 import { localGroup } from '../parallel/localGroup.ts';
+import { trainInMemory } from '../parallel/inMemory.ts';
+import { FaultPlan } from '../../src/runtime/faultPlan.ts';
 import { speechConfig, syntheticSpeech } from './trainHelpers.ts';
 
 const data = syntheticSpeech(24), heldOut = syntheticSpeech(6, { seed: 3 });
@@ -34,3 +37,10 @@ for (const strategy of [{ bsp: { period: 2 } }, { bmuf: { period: 2 } }, { easgd
     assert.notEqual(evals[0]!.testLoss, untrained.loss, 'training changed the model');
   });
 }
+
+test('a non-finite speech step is skipped, and located on the padded batch when it repeats', async () => {
+  const once = await trainInMemory(speechConfig(), data, null, { faults: new FaultPlan({ nan: [[0, 1]] }) });
+  assert.deepEqual(once.events.filter((e) => e.type === 'step' && e.skipped).map((e) => (e as { step: number }).step), [1]);
+  await assert.rejects(trainInMemory(speechConfig({ train: { maxBadSteps: 1 } }), data, null, { faults: new FaultPlan({ nan: [[0, 1]] }) }),
+    /training diverged: the gradients are non-finite at step 2 \(epoch 1\); .*non-finite values first appeared on device 0 in the gradient of layers\.0\.kernel/);
+});
