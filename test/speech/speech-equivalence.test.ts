@@ -14,6 +14,7 @@ import { trainInMemory } from '../parallel/inMemory.ts';
 import { assertClose } from '../util/close.ts';
 import { speechConfig, syntheticSpeech } from './trainHelpers.ts';
 import assert from 'node:assert/strict';
+import type { TrainEvent } from '../../src/runtime/events.ts';
 
 const TOL = { rtol: 1e-4, atol: 1e-5 };
 // localGroup runs one collective at a time: one gradient bucket, reduced after backward
@@ -37,7 +38,7 @@ test('hybrid on 2 and 4 devices equals one device on variable-length batches (dr
   const other = await trainInMemory(speechConfig({ data: { batchSize: 10 } }), data);
   const k = 'layers.2.weight_hh_l0';
   assert.ok(other.tensors.get(k)!.some((v, i) => Math.abs(v - one.tensors.get(k)![i]!) > 1e-3), 'another batch gives other weights: the comparison is not vacuous');
-  const evalEvent = one.events.find((e) => e.type === 'eval') as Record<string, number>;
+  const evalEvent = one.events.find((e): e is Extract<TrainEvent, { type: 'eval' }> => e.type === 'eval')!;
   assert.ok(evalEvent.testCER! >= 0 && evalEvent.testWER! >= 0, 'eval events carry testCER and testWER');
 });
 
