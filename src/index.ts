@@ -24,7 +24,7 @@ export { readCheckpoint, writeCheckpoint, type CheckpointTensor } from './runtim
 export { getBackend, registeredBackends } from './kernels/index.ts';
 export { rendezvousFromEnv, type RendezvousInfo } from './comm/rendezvous.ts';
 export { memoryDataset, removeMemoryDataset, type MemoryArrays, type MemorySamples } from './data/memory.ts';
-// speech: CTC loss, decoding and error rates (pure functions; not yet in the training loop)
+// speech: CTC loss, decoding and error rates (the training loop uses them through loss: ctc and data: { dataset: speech })
 export { CtcLoss, ctcGradScale, ctcReducedLoss, ctcMinFrames } from './nn/ctcLoss.ts';
 export type { CtcLossOptions, CtcLossResult, CtcReduction, CtcTargets } from './nn/ctcLoss.ts';
 export { greedyDecode, greedyDecodeBatch, labelsToText } from './speech/ctcDecode.ts';

@@ -46,6 +46,7 @@ export async function runTrain(configPath: string | undefined, flags: TrainFlags
     const summary = processes && world.rank !== 0
       ? { rank: world.rank, samplesPerSecond: Math.round(result.samplesPerSecond), seconds: Number(result.seconds.toFixed(1)) }
       : { runDir: result.runDir, testAccuracy: result.testAccuracy, ...(result.valAccuracy !== undefined ? { valAccuracy: result.valAccuracy } : {}),
+          ...(result.testCER !== undefined ? { testCER: result.testCER, testWER: result.testWER } : {}),
           samplesPerSecond: Math.round(result.samplesPerSecond), seconds: Number(result.seconds.toFixed(1)) };
     const ended = { ...(result.stopped ? { stopped: result.stopped } : {}), ...(result.earlyStopped ? { earlyStopped: result.earlyStopped } : {}) };
     process.stdout.write(`${JSON.stringify({ ...summary, ...ended })}\n`);

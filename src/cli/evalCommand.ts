@@ -12,7 +12,8 @@ export interface EvalFlags { checkpoint: string; data?: string; backend?: string
 export async function runEval(configPath: string | undefined, flags: EvalFlags, io: CommandOutput = { out: process.stdout, err: process.stderr }): Promise<void> {
   const log = flags.quiet ? () => {} : (m: string) => io.err.write(`${m}\n`);
   const e = await evaluateCheckpoint(flags.checkpoint, { configPath, dataDir: flags.data, backend: flags.backend, log });
-  const summary: Record<string, unknown> = { checkpoint: e.checkpoint, testSamples: e.testSamples, testLoss: e.testLoss, testAccuracy: e.testAccuracy };
+  const { report: _report, ...figures } = e;
+  const summary: Record<string, unknown> = { ...figures };
   if (e.report) {
     summary.classes = e.report.perClass;
     summary.macro = e.report.macro;

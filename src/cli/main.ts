@@ -5,6 +5,7 @@ import { runPredict } from './predictCommand.ts';
 import { runReport } from './reportCommand.ts';
 import { runCompare, DEFAULT_COMPARE_STRATEGIES } from './compareCommand.ts';
 import { runLaunch } from './launchCommand.ts';
+import { runTranscribe } from './transcribeCommand.ts';
 import { FaultPlan } from '../runtime/faultPlan.ts';
 import { STRATEGY_NAMES } from '../parallel/strategies/index.ts';
 
@@ -87,6 +88,15 @@ program.command('predict')
   .addOption(new Option('--backend <name>', 'kernel backend').choices(['auto', 'js', 'wasm', 'native', 'onednn']))
   .option('--quiet', 'no accuracy line on stderr')
   .action(async (inputs: string[], opts) => runPredict(inputs, opts));
+
+program.command('transcribe')
+  .description('turn WAV files into text with a trained speech model (loss: ctc): one line per file, the file and its transcript separated by a tab')
+  .argument('<config>', 'the YAML configuration the checkpoint was trained with')
+  .argument('<wavs...>', 'WAV files to transcribe')
+  .requiredOption('--checkpoint <file>', 'a model.safetensors written by paratrain train')
+  .option('--beam <n>', 'prefix beam search with this beam width (default: greedy decoding)', positiveInt('beam'))
+  .addOption(new Option('--backend <name>', 'kernel backend').choices(['auto', 'js', 'wasm', 'native', 'onednn']))
+  .action(async (config: string, wavs: string[], opts) => runTranscribe(config, wavs, opts));
 
 program.command('report')
   .description('write one self-contained HTML report (and print a summary table) for one or more runs')

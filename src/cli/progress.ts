@@ -6,6 +6,8 @@ const pct = (x: number, digits = 2) => (Number.isFinite(x) ? `${(100 * x).toFixe
 
 /** A watched metric's value: accuracies as percentages, losses as numbers. */
 const formatMetric = (metric: string, value: number) => (metric.endsWith('Accuracy') ? pct(value) : value.toFixed(4));
+/** `, test CER 12.30%, WER 30.00%` for a speech model's error rates (nothing otherwise). */
+const rates = (what: string, cer: number | undefined, wer: number | undefined) => (cer === undefined ? '' : `, ${what}CER ${pct(cer)}, WER ${pct(wer ?? NaN)}`);
 
 /** `1m05s`, `42s`, `1h03m`. */
 export function formatEta(seconds: number): string {
@@ -109,7 +111,7 @@ export class ProgressView {
         break;
       }
       case 'epoch': {
-        this.line(`epoch ${e.epoch + 1}/${this.epochs}: loss ${e.loss.toFixed(4)}, train accuracy ${pct(e.accuracy)}, ` +
+        this.line(`epoch ${e.epoch + 1}/${this.epochs}: loss ${e.loss.toFixed(4)}, train accuracy ${pct(e.accuracy)}${rates('train ', e.cer, e.wer)}, ` +
           `${e.samplesPerSecond.toFixed(0)} samples/s${this.processSuffix}, ${e.seconds.toFixed(1)} s`);
         const ranks = (this.rankEpochs.get(e.epoch) ?? []).sort((a, b) => a.rank - b.rank);
         this.rankEpochs.delete(e.epoch);
@@ -122,8 +124,8 @@ export class ProgressView {
       }
       case 'eval': {
         const parts: string[] = [];
-        if (e.valLoss !== undefined) parts.push(`validation loss ${e.valLoss.toFixed(4)}, validation accuracy ${pct(e.valAccuracy ?? NaN)}`);
-        if (e.testLoss !== undefined) parts.push(`test loss ${e.testLoss.toFixed(4)}, test accuracy ${pct(e.testAccuracy ?? NaN)}`);
+        if (e.valLoss !== undefined) parts.push(`validation loss ${e.valLoss.toFixed(4)}, validation accuracy ${pct(e.valAccuracy ?? NaN)}${rates('validation ', e.valCER, e.valWER)}`);
+        if (e.testLoss !== undefined) parts.push(`test loss ${e.testLoss.toFixed(4)}, test accuracy ${pct(e.testAccuracy ?? NaN)}${rates('test ', e.testCER, e.testWER)}`);
         this.line(`epoch ${e.epoch + 1}/${this.epochs}: ${parts.join('; ')}`);
         break;
       }
@@ -141,7 +143,7 @@ export class ProgressView {
         break;
       case 'end':
         this.stopBar();
-        this.line(`done in ${e.seconds.toFixed(1)} s, ${e.samplesPerSecond.toFixed(0)} samples/s, test accuracy ${pct(e.testAccuracy)}`);
+        this.line(`done in ${e.seconds.toFixed(1)} s, ${e.samplesPerSecond.toFixed(0)} samples/s, test accuracy ${pct(e.testAccuracy)}${rates('test ', e.testCER, e.testWER)}`);
         break;
     }
   };

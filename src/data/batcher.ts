@@ -2,12 +2,33 @@ import { sampleSize, type Dataset } from './dataset.ts';
 import type { Augmenter } from './augment.ts';
 
 export interface Batch {
-  /** count × H × W × C, NHWC */
+  /** count × H × W × C, NHWC; a sequence batch: count × frames × F */
   images: Float32Array;
+  /** a class per sample; a sequence batch: label sequences padded to [count, S] */
   labels: Int32Array;
   /** count × targetSize values, when the dataset has targets (regression, multi-label) */
   targets?: Float32Array;
   count: number;
+  /** a batch of variable-length sequences (speech: data/batches.ts) */
+  sequence?: SequenceBatch;
+}
+
+/**
+ * What a batch of sequences carries besides its padded inputs [N, frames, F] and padded labels
+ * [N, S]: the valid frames of each sample (ForwardContext.lengths) and its label count (the CTC
+ * loss's targets, with the model's output lengths).
+ */
+export interface SequenceBatch {
+  /** T: the frames every sample is padded to */
+  frames: number;
+  /** [N] valid frames per sample */
+  lengths: Int32Array;
+  /** [N] labels per sample */
+  labelLengths: Int32Array;
+  /** the label of the word separator (the alphabet's space), for word error counts */
+  space?: number;
+  /** names sample k of the batch in errors: its manifest file and line */
+  describe?: (k: number) => string;
 }
 
 /**

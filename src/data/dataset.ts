@@ -1,5 +1,6 @@
 import type { IdxImagesAndLabels } from './idx.ts';
-import type { DataTask } from './spec.ts';
+import type { DatasetTask } from './spec.ts';
+import { limitSpeechDataset, shareSpeechDataset, type SpeechDataset } from '../speech/speechDataset.ts';
 
 /**
  * An in-memory labelled set. Samples are in one Float32Array (images NHWC, N×H×W×1 for greyscale,
@@ -17,8 +18,8 @@ export interface Dataset {
   sampleShape: number[];
   /** number of classes; every label is in [0, classes). 0 for regression */
   classes: number;
-  /** classification (default), regression (targets are values) or multiLabel (targets are 0/1) */
-  task?: DataTask;
+  /** classification (default), regression (targets are values), multiLabel (targets are 0/1) or transcription (`speech`) */
+  task?: DatasetTask;
   /** count × targetSize values: regression targets or multi-hot labels */
   targets?: Float32Array;
   /** values per sample in `targets` */
@@ -27,10 +28,15 @@ export interface Dataset {
   classNames?: string[];
   /** the normalisation already applied to `images` (predict applies it to new samples) */
   normalization?: { mean: number[]; std: number[] };
+  /**
+   * A speech dataset (task transcription, data/speech.ts): its utterances of variable length, their
+   * features and label sequences; `images` and `labels` are then empty and `count` its utterances
+   */
+  speech?: SpeechDataset;
 }
 
 /** The task of a dataset (classification when not said). */
-export function taskOf(ds: Dataset): DataTask {
+export function taskOf(ds: Dataset): DatasetTask {
   return ds.task ?? 'classification';
 }
 
@@ -62,6 +68,7 @@ export function sampleSize(ds: Dataset): number {
 export function limitDataset(ds: Dataset, n: number): Dataset {
   if (!Number.isInteger(n) || n < 0) throw new Error(`limitDataset(${ds.name}): the limit must be a whole number ≥ 0, got ${n}`);
   const count = Math.min(n, ds.count);
+  if (ds.speech) return { ...ds, sampleShape: [...ds.sampleShape], count, speech: limitSpeechDataset(ds.speech, count) };
   return {
     ...ds,
     sampleShape: [...ds.sampleShape],
@@ -98,6 +105,7 @@ export function datasetFromIdx(name: string, pair: IdxImagesAndLabels, classes: 
  * samples instead of copying them once per device.
  */
 export function shareDataset(ds: Dataset): Dataset {
+  if (ds.speech) return { ...ds, sampleShape: [...ds.sampleShape], speech: shareSpeechDataset(ds.speech) };
   const images = new Float32Array(new SharedArrayBuffer(ds.images.byteLength));
   images.set(ds.images);
   const labels = new Int32Array(new SharedArrayBuffer(ds.labels.byteLength));

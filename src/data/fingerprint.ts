@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { sampleSize, taskOf, type Dataset } from './dataset.ts';
+import { speechDatasetFingerprint } from '../speech/speechDataset.ts';
 
 /** how many leading samples (images and labels) the fingerprint hashes */
 export const FINGERPRINT_SAMPLES = 16;
@@ -14,6 +15,8 @@ const short = (h: ReturnType<typeof createHash>) => `sha256:${h.digest('hex').sl
 
 /** Field → value, for messages: { samples: '4000', 'sample shape': '28×28×1', classes: '10', 'first samples': '9f3a…' }. */
 export function datasetFingerprint(ds: Dataset): Record<string, string> {
+  // utterances: their count, frames, feature size, alphabet and a hash of labels and leading features
+  if (ds.speech) return speechDatasetFingerprint(ds.speech);
   const n = Math.min(FINGERPRINT_SAMPLES, ds.count);
   const hash = createHash('sha256').update(bytesOf(ds.images, n * sampleSize(ds))).update(bytesOf(ds.labels, n));
   if (ds.targets) hash.update(bytesOf(ds.targets, n * (ds.targetSize ?? 0)));

@@ -1,23 +1,26 @@
 /**
  * What a checkpoint records about its data, so predict and eval can treat new samples as training
  * did: checkpoint metadata key `paratrain.data`, JSON
- * `{ task, classNames?, inputShape, normalization?: { mean, std } }`.
+ * `{ task, classNames?, inputShape, normalization?: { mean, std }, speech?: { alphabet, features } }`.
  */
 import { taskOf, type Dataset } from './dataset.ts';
-import type { DataTask } from './spec.ts';
+import type { DatasetTask } from './spec.ts';
+import type { FeatureOptions } from '../speech/featureOptions.ts';
 
 /** The checkpoint metadata key. */
 export const DATA_METADATA_KEY = 'paratrain.data';
 
 /** The value stored under `paratrain.data`. */
 export interface DataMetadata {
-  task: DataTask;
+  task: DatasetTask;
   /** class (or target) names in index order, when the data has them */
   classNames?: string[];
   /** the per-sample shape of the training data */
   inputShape: number[];
   /** applied to the samples when loading: x' = (x − mean[c]) / std[c] per channel c (the last axis) */
   normalization?: { mean: number[]; std: number[] };
+  /** a speech model's alphabet (symbol k is output k + 1, output 0 the CTC blank) and acoustic features */
+  speech?: { alphabet: string[]; features: FeatureOptions };
 }
 
 /** The metadata entries to write into a model checkpoint trained on `loaded.train`. */
@@ -26,6 +29,7 @@ export function dataMetadata(loaded: { train: Dataset }): Record<string, string>
   const meta: DataMetadata = { task: taskOf(ds), inputShape: [...ds.sampleShape] };
   if (ds.classNames) meta.classNames = [...ds.classNames];
   if (ds.normalization) meta.normalization = { mean: [...ds.normalization.mean], std: [...ds.normalization.std] };
+  if (ds.speech) meta.speech = { alphabet: [...ds.speech.alphabet.symbols], features: { ...ds.speech.featureOptions } };
   return { [DATA_METADATA_KEY]: JSON.stringify(meta) };
 }
 

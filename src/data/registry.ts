@@ -1,6 +1,6 @@
 /**
  * The dataset registry: one loader per `data.dataset` type, each giving its splits as read from
- * files (or memory); prepare.ts then applies what every type shares (limits, the validation split,
+ * files (or memory; speech: data/speech.ts); prepare.ts then applies what every type shares (limits, the validation split,
  * checks, normalisation).
  */
 import type { Dataset } from './dataset.ts';
@@ -13,6 +13,7 @@ import { memoryDatasetNamed } from './memory.ts';
 import { classesOfIntegerLabels } from './labels.ts';
 import { resolveDataPath } from './files.ts';
 import { prepareSplits, type LoadedData } from './prepare.ts';
+import { loadSpeechSplits } from './speech.ts';
 import type { DataSpec, DatasetType, NpyFilesSpec } from './spec.ts';
 
 export type { LoadedData, PreprocessInfo } from './prepare.ts';
@@ -101,6 +102,8 @@ const LOADERS: Loaders = {
     if ((train.task ?? 'classification') === 'classification') integerClasses([train, validation, test], train.classNames);
     return { train, validation, test, source: train.name };
   },
+  // utterances of WAV files with transcripts (docs/speech.md): dev.csv is the validation split
+  speech: (spec, ctx) => loadSpeechSplits(spec, ctx.log),
 };
 
 /**
@@ -111,6 +114,6 @@ export async function loadDataset(spec: DataSpec, ctx: LoadContext): Promise<Loa
   const loader = LOADERS[spec.dataset] as Loader<DataSpec> | undefined;
   if (!loader) throw new Error(`data.dataset: unknown dataset type ${JSON.stringify(spec.dataset)}`);
   const raw = await loader(spec, ctx);
-  const source = spec.dataset === 'fashion-mnist' ? raw.source : `${raw.source} (${counts(raw)})`;
+  const source = spec.dataset === 'fashion-mnist' || spec.dataset === 'speech' ? raw.source : `${raw.source} (${counts(raw)})`;
   return prepareSplits({ ...raw, source }, spec, ctx.seed);
 }

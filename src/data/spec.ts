@@ -3,11 +3,15 @@
  * writer spreads it back as it is, so every key here is one a user may write.
  */
 
+import type { FeatureOptions } from '../speech/featureOptions.ts';
+
 /** What the labels of a dataset are. */
 export type DataTask = 'classification' | 'regression' | 'multiLabel';
+/** A dataset's task: a DataTask, or `transcription` (a speech dataset's label sequences, for CTC). */
+export type DatasetTask = DataTask | 'transcription';
 
 /** The dataset types of the registry (src/data/registry.ts). */
-export const DATASET_TYPES = ['fashion-mnist', 'idx', 'csv', 'npy', 'imageFolder', 'memory'] as const;
+export const DATASET_TYPES = ['fashion-mnist', 'idx', 'csv', 'npy', 'imageFolder', 'memory', 'speech'] as const;
 export type DatasetType = (typeof DATASET_TYPES)[number];
 
 /** A CSV column: its header name, or its 0-based index (negative counts from the end: -1 is the last). */
@@ -118,5 +122,25 @@ export interface MemoryDataSpec extends DataCommon {
   validation?: number | string;
 }
 
+/**
+ * A speech dataset directory (docs/speech.md): `dir` holds train.csv, test.csv and optionally
+ * dev.csv (the validation set), DeepSpeech manifests of WAV files and transcripts.
+ */
+export interface SpeechDataSpec extends DataCommon {
+  dataset: 'speech';
+  /** dev.csv is the validation split; a fraction is not taken (the schema refuses it, as normalize and augment) */
+  validation?: number;
+  /** the acoustic features (DeepSpeech's 26 MFCC by default) and the context window */
+  features?: Partial<FeatureOptions>;
+  /** an alphabet file (DeepSpeech's alphabet.txt format), relative to dir; default: space, a–z, apostrophe */
+  alphabet?: string;
+  /** keep computed features in the feature cache (default true) */
+  cache: boolean;
+  /** the feature cache's folder (default $PARATRAIN_CACHE/speech-features or ~/.cache/paratrain/speech-features) */
+  cacheDir?: string;
+  /** global batches per length-sorting pool of the bucketed sampler (default 50) */
+  poolBatches: number;
+}
+
 /** Normalised dataset and batching description (defaults filled in). */
-export type DataSpec = FashionMnistDataSpec | IdxDataSpec | CsvDataSpec | NpyDataSpec | ImageFolderDataSpec | MemoryDataSpec;
+export type DataSpec = FashionMnistDataSpec | IdxDataSpec | CsvDataSpec | NpyDataSpec | ImageFolderDataSpec | MemoryDataSpec | SpeechDataSpec;

@@ -53,6 +53,12 @@ export interface ForwardContext {
    * lengths of ITS input (Sequential maps them through layers that shorten time).
    */
   lengths?: Int32Array;
+  /**
+   * Inside a model-parallel section over the frames of sequences (parallel/modelParallel/plan.ts):
+   * each sample is this many rows (the step's padded frames, the same on every device), so a
+   * device's rows are its samples times this. Absent: one row per sample.
+   */
+  rowsPerSample?: number;
 }
 
 /**

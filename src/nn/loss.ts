@@ -2,9 +2,34 @@ import type { Tensor } from '../tensor/tensor.ts';
 
 /**
  * What a dataset asks of a model: one class per sample (`labels`), real values (`targets`,
- * regression) or several independent yes/no labels (`targets` as multi-hot, multiLabel).
+ * regression), several independent yes/no labels (`targets` as multi-hot, multiLabel) or a label
+ * sequence per variable-length sample (`labels` padded to [N, S] with a SequenceTargets, transcription).
  */
-export type Task = 'classification' | 'regression' | 'multiLabel';
+export type Task = 'classification' | 'regression' | 'multiLabel' | 'transcription';
+
+/**
+ * What a loss over sequences (CTC) needs besides the outputs [N, T, C] and the labels, which are
+ * then padded to [N, S] (sample i's are the first labelLengths[i] of row i).
+ */
+export interface SequenceTargets {
+  /** [N] valid output frames per sample (the model's output lengths): frames past them are padding */
+  inputLengths: Int32Array;
+  /** [N] labels per sample */
+  labelLengths: Int32Array;
+  /** samples of the step over all devices (a `sum` reduction scales the gradient back up by it); default N */
+  globalBatch?: number;
+  /** the label that separates words (the alphabet's space), for word error counts; absent: no word breaks */
+  space?: number;
+  /** names sample i of the batch in errors: its manifest file and line */
+  describe?: (sample: number) => string;
+}
+
+/**
+ * Edit-distance counts of a batch's decoded outputs against its labels, summed over samples (and,
+ * by the caller, over micro-batches and devices) before dividing: CER = charErrors / chars,
+ * WER = wordErrors / words.
+ */
+export interface ErrorCounts { charErrors: number; chars: number; wordErrors: number; words: number }
 
 /** One batch's loss, its metric counts and the gradient of the outputs. */
 export interface LossResult {
@@ -20,6 +45,8 @@ export interface LossResult {
   absErrorSum?: number;
   /** multiLabel: samples whose every label is predicted right (exact match) */
   exactMatches?: number;
+  /** transcription: greedy-decoded outputs against the labels (`correct` counts exact transcripts) */
+  errors?: ErrorCounts;
   /** gradient of (gradScale · Σ losses) w.r.t. the outputs */
   dlogits: Tensor;
 }
@@ -28,11 +55,20 @@ export interface LossResult {
  * A loss over [N, K] model outputs. Per-sample losses are means over the K outputs where the loss
  * is elementwise (MSE, BCE), so lossSum / N is PyTorch's 'mean' reduction. `gradScale` is usually
  * 1/N; data-parallel and micro-batched runs pass 1/globalBatch. `targets` (N·K values) are required
- * by the regression and multi-label losses, `labels` by the classification one.
+ * by the regression and multi-label losses, `labels` by the classification one, padded labels and
+ * `sequence` by the CTC loss (outputs [N, T, C]).
  */
 export interface Loss {
   readonly task: Task;
-  compute(outputs: Tensor, labels: Int32Array, gradScale: number, targets?: Float32Array): LossResult;
+  compute(outputs: Tensor, labels: Int32Array, gradScale: number, targets?: Float32Array, sequence?: SequenceTargets): LossResult;
+}
+
+/** Adds `b`'s counts into `a` (a fresh object when `a` is undefined); `b` undefined leaves `a`. */
+export function addErrorCounts(a: ErrorCounts | undefined, b: ErrorCounts | undefined): ErrorCounts | undefined {
+  if (!b) return a;
+  const out = a ?? { charErrors: 0, chars: 0, wordErrors: 0, words: 0 };
+  out.charErrors += b.charErrors; out.chars += b.chars; out.wordErrors += b.wordErrors; out.words += b.words;
+  return out;
 }
 
 /** The [N, K] shape of `outputs` and a check that `targets` hold N·K values, naming the loss. */

@@ -4,6 +4,7 @@ import type { Loss, Task } from './loss.ts';
 import { SoftmaxCrossEntropy } from './softmaxCrossEntropy.ts';
 import { MeanSquaredError } from './meanSquaredError.ts';
 import { BinaryCrossEntropy } from './binaryCrossEntropy.ts';
+import { CtcSequenceLoss } from './ctcSequenceLoss.ts';
 
 /** The loss of the config's `loss:` field. */
 export function createLoss(backend: Backend, spec: LossSpec): Loss {
@@ -11,6 +12,7 @@ export function createLoss(backend: Backend, spec: LossSpec): Loss {
     case 'softmaxCrossEntropy': return new SoftmaxCrossEntropy(backend, spec.labelSmoothing);
     case 'meanSquaredError': return new MeanSquaredError(backend);
     case 'binaryCrossEntropy': return new BinaryCrossEntropy(backend);
+    case 'ctc': return new CtcSequenceLoss(backend, spec);
   }
 }
 
@@ -24,6 +26,7 @@ export const LOSS_TASKS = {
   softmaxCrossEntropy: 'classification',
   meanSquaredError: 'regression',
   binaryCrossEntropy: 'multiLabel',
+  ctc: 'transcription',
 } as const satisfies Record<LossSpec['type'], Task>;
 
 /** The loss that trains each task (the fix a mismatch error suggests). */
@@ -31,4 +34,5 @@ export const TASK_LOSSES: Record<Task, LossSpec['type']> = {
   classification: 'softmaxCrossEntropy',
   regression: 'meanSquaredError',
   multiLabel: 'binaryCrossEntropy',
+  transcription: 'ctc',
 };

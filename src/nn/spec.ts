@@ -112,9 +112,11 @@ export interface ModelSpec {
 /**
  * The `loss:` field, normalised: softmax cross-entropy for classification (with label smoothing
  * ε: targets (1 − ε)·onehot + ε/K), mean squared error for regression, binary cross-entropy from
- * logits for multi-label data (nn/losses.ts).
+ * logits for multi-label data, CTC for speech transcription (nn/losses.ts).
  */
 export type LossSpec =
   | { type: 'softmaxCrossEntropy'; labelSmoothing: number }
   | { type: 'meanSquaredError' }
-  | { type: 'binaryCrossEntropy' };
+  | { type: 'binaryCrossEntropy' }
+  /** CTC over per-frame logits [T, C] of a speech model (nn/ctcSequenceLoss.ts; class `blank` is the blank) */
+  | { type: 'ctc'; blank: number; reduction: 'mean' | 'sum' | 'batchMean'; zeroInfinity: boolean };

@@ -42,6 +42,8 @@ export interface TrainableModel {
   readonly gradientReadyOffsets: readonly number[];
   /** the most bytes of activations held for backward since the last call (then reset) */
   takePeakActivationBytes(): number;
+  /** a sequence model: the output's valid frames per sample from the input's (layers that shorten time map them) */
+  outputLengths?(lengths: Int32Array): Int32Array;
   /**
    * Only a model split over devices has it. Collective (every device calls it): assembles the
    * unsplit model on rank 0 — each of `sources` (laid out like params: the params, optimizer

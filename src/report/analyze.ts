@@ -127,8 +127,8 @@ export interface StepSeries {
 
 export interface RunSeries {
   steps: StepSeries;
-  /** evaluations of the test set */
-  evals: { step: number; time: number; accuracy: number; loss: number }[];
+  /** evaluations of the test set; cer/wer (valCer/valWer): a speech model's error rates, NaN when not recorded */
+  evals: { step: number; time: number; accuracy: number; loss: number; cer: number; wer: number; valCer: number; valWer: number }[];
   /** evaluations of the validation split (empty: none) */
   validation: { step: number; time: number; epoch: number; accuracy: number; loss: number }[];
   /** the learning rate of each step (downsampled like the steps; empty when the events do not record it) */
@@ -146,8 +146,9 @@ export function series(run: RunData): RunSeries {
   const t0 = run.start.time;
   return {
     steps: stepSeries(run.steps, t0, MAX_SERIES_POINTS),
-    evals: run.evals.filter((e) => Number.isFinite(e.testLoss) || Number.isFinite(e.testAccuracy))
-      .map((e) => ({ step: e.step, time: (e.time - t0) / 1000, accuracy: e.testAccuracy, loss: e.testLoss })),
+    evals: run.evals.filter((e) => Number.isFinite(e.testLoss) || Number.isFinite(e.testAccuracy) || e.valCER !== undefined)
+      .map((e) => ({ step: e.step, time: (e.time - t0) / 1000, accuracy: e.testAccuracy, loss: e.testLoss,
+        cer: e.testCER ?? NaN, wer: e.testWER ?? NaN, valCer: e.valCER ?? NaN, valWer: e.valWER ?? NaN })),
     validation: run.evals.filter((e) => Number.isFinite(e.valLoss) || Number.isFinite(e.valAccuracy))
       .map((e) => ({ step: e.step, time: (e.time - t0) / 1000, epoch: e.epoch, accuracy: e.valAccuracy, loss: e.valLoss })),
     lr: lrSeries(run.steps, MAX_SERIES_POINTS),

@@ -5,6 +5,7 @@
  * When done it sets `window.paratrainReport = { charts: [ids…], ready: true }` (tests wait for it).
  */
 import { EVAL_CHARTS } from './clientEvalCharts.ts';
+import { ERROR_RATE_SCRIPT } from './clientErrorRates.ts';
 
 export const CLIENT_SCRIPT = String.raw`
 (function () {
@@ -284,6 +285,7 @@ ${EVAL_CHARTS}
     function (c) { return data.runs[c.dataIndex].summary.perDevice.map(function (d) { return 'device ' + d.rank + ': ' + fmtBytes(d.bytes); }).join('\n'); });
   if (has('memory')) perRunBars('memory', data.runs.map(function (run) { return run.summary.maxRssBytes; }), 'peak resident memory');
 
+${ERROR_RATE_SCRIPT}
   window.paratrainReport = { charts: drawn, ready: true };
 })();
 `;

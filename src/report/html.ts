@@ -9,6 +9,7 @@ import { CLIENT_SCRIPT } from './clientScript.ts';
 import { nonEmptyColumns, summaryRow } from './table.ts';
 import { esc } from './escape.ts';
 import { hyperparameterSection } from './hyperparameters.ts';
+import { ERROR_RATE_CHART } from './clientErrorRates.ts';
 
 /** Marks files this module wrote (so `report` may overwrite them without --force). */
 export const GENERATOR_MARK = '<meta name="generator" content="paratrain report">';
@@ -71,7 +72,7 @@ export function renderHtml(runs: readonly ReportRun[], opts: HtmlOptions = {}): 
 <p class="note">${esc(s.note)}</p>
 <div class="box"></div>
 </section>`;
-  }).join('\n');
+  }).join('\n') + errorRateSection(runs);
   const left = CHART_IDS.filter((id) => !shown.includes(id)).map((id) => LEFT_OUT[id] ?? SECTIONS[id].title.toLowerCase());
   const leftOut = left.length ? ` Left out, having nothing to show: ${left.map(esc).join('; ')}.` : '';
   const hyper = hyperparameterSection(runs.map((r, i) => ({ label: r.label, color: RUN_COLORS[i % RUN_COLORS.length]!, settings: r.run.settings })));
@@ -128,6 +129,17 @@ export function chartsFor(runs: readonly ReportRun[]): ChartId[] {
     memory: runs.some((r) => r.summary.maxRssBytes !== null),
   };
   return CHART_IDS.filter((id) => has[id] ?? true);
+}
+
+/** The error-rate chart's section, only when some run is a speech model's with error rates. */
+function errorRateSection(runs: readonly ReportRun[]): string {
+  if (!runs.some((r) => r.series.evals.some((e) => Number.isFinite(e.cer)))) return '';
+  return `
+<section class="chart" id="chart-${ERROR_RATE_CHART}">
+<h2>Error rates (speech)</h2>
+<p class="note">Character and word error rates of greedy decoding at each evaluation: test set (CER solid, WER dashed), validation set (dotted).</p>
+<div class="box"></div>
+</section>`;
 }
 
 function summaryTable(runs: readonly ReportRun[]): string {

@@ -25,7 +25,11 @@ export interface StepInfo {
   lr?: number;
 }
 /** An evaluation: of the test set (test…) and/or of the validation split (val…); NaN where not evaluated. */
-export interface EvalInfo { time: number; epoch: number; step: number; testLoss: number; testAccuracy: number; valLoss: number; valAccuracy: number }
+export interface EvalInfo {
+  time: number; epoch: number; step: number; testLoss: number; testAccuracy: number; valLoss: number; valAccuracy: number;
+  /** a speech model's error rates, on the test set and the validation set (absent: not recorded) */
+  testCER?: number; testWER?: number; valCER?: number; valWER?: number;
+}
 /** A wait in a collective longer than train.stallWarningSeconds: who waited, how long, in what, for whom. */
 export interface StallInfo { time: number; rank: number; seconds: number; waitingIn: string; missing: number[] }
 export interface EpochInfo { time: number; epoch: number; loss: number; accuracy: number; samples: number; seconds: number; samplesPerSecond: number }
@@ -141,7 +145,8 @@ export function parseRun(all: MetricEvent[], where: { dir: string; metricsPath: 
       }
       case 'eval':
         addEval(run.evals, { time: num(e, 'time'), epoch: num(e, 'epoch', 0), step: num(e, 'step', NaN), testLoss: num(e, 'testLoss', NaN),
-          testAccuracy: num(e, 'testAccuracy', NaN), valLoss: num(e, 'valLoss', NaN), valAccuracy: num(e, 'valAccuracy', NaN) });
+          testAccuracy: num(e, 'testAccuracy', NaN), valLoss: num(e, 'valLoss', NaN), valAccuracy: num(e, 'valAccuracy', NaN),
+          ...Object.fromEntries((['testCER', 'testWER', 'valCER', 'valWER'] as const).filter((k) => typeof e[k] === 'number').map((k) => [k, e[k]])) });
         break;
       case 'best':
         run.best = { metric: str(e, 'metric', '?'), value: num(e, 'value', NaN), epoch: num(e, 'epoch', 0), step: num(e, 'step', NaN) };
@@ -181,6 +186,7 @@ function addEval(evals: EvalInfo[], e: EvalInfo): void {
   const last = evals.at(-1);
   if (!last || last.step !== e.step) { evals.push(e); return; }
   for (const k of ['testLoss', 'testAccuracy', 'valLoss', 'valAccuracy'] as const) if (Number.isFinite(e[k])) last[k] = e[k];
+  for (const k of ['testCER', 'testWER', 'valCER', 'valWER'] as const) if (e[k] !== undefined) last[k] = e[k];
   last.time = e.time;
 }
 

@@ -10,7 +10,7 @@ import { applyOverrides } from '../config/overrides.ts';
 import type { RunConfig } from '../config/runConfig.ts';
 import { readCheckpoint } from './checkpoint.ts';
 import { loadModelCheckpoint } from './modelCheckpoint.ts';
-import { Replica } from './replica.ts';
+import { evalExtras, Replica } from './replica.ts';
 import { loadData } from './train.ts';
 import { configOfCheckpoint, dataInfoOf } from './checkpointInfo.ts';
 import { LoadedModel } from './loadModel.ts';
@@ -30,6 +30,8 @@ export interface Evaluation {
   testSamples: number;
   testLoss: number;
   testAccuracy: number;
+  /** regression: MAE; multi-label: exact match; speech (loss ctc): greedy decoding's CER and WER */
+  testMae?: number; testExactMatch?: number; testCER?: number; testWER?: number;
   /** classifiers: per-class figures and the confusion matrix */
   report?: ClassReport;
 }
@@ -46,7 +48,9 @@ export async function evaluateCheckpoint(checkpoint: string, o: EvaluateOptions 
   const test = data.test;
   if (!test) throw new Error(`eval: ${data.source} has no test set to evaluate ${checkpoint} on`);
   const r = replica.evaluate(test);
-  const result: Evaluation = { checkpoint, testSamples: test.count, testLoss: r.loss, testAccuracy: r.accuracy };
+  const result: Evaluation = { checkpoint, testSamples: test.count, testLoss: r.loss, testAccuracy: r.accuracy, ...evalExtras(r) };
+  // a speech model's figures are its error rates: no per-class report
+  if (config.loss.type === 'ctc') return result;
   const info = dataInfoOf(checkpoint, metadata, config, replica.classes);
   if (info.task !== 'classification' || test.count === 0) return result;
   const model = new LoadedModel(checkpoint, config, replica.model, backend, info);

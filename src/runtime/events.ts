@@ -1,4 +1,6 @@
 import type { StallReport } from '../comm/stallInspector.ts';
+import { addErrorCounts, type ErrorCounts } from '../nn/loss.ts';
+import { errorRate } from '../speech/errorRates.ts';
 
 /** Everything a run reports, as it happens; the CLI renders them, the metrics file stores them. */
 export type TrainEvent =
@@ -32,21 +34,27 @@ export type TrainEvent =
       /** the most activation bytes held in any step of the epoch */
       peakActivationBytes?: number;
       /** steps skipped in the epoch (NaN/Inf) */
-      badSteps?: number }
+      badSteps?: number;
+      /** transcription (loss ctc): the training batches' greedy transcripts' edit counts (training mode) */
+      errors?: ErrorCounts }
   | { type: 'epoch'; epoch: number; loss: number; accuracy: number; samples: number; seconds: number; samplesPerSecond: number;
       /** the most steps any one device skipped in the epoch (NaN/Inf; lockstep devices skip the same steps) */
-      badSteps?: number }
+      badSteps?: number;
+      /** transcription: character and word error rates of the training batches' greedy transcripts (counts summed over devices) */
+      cer?: number; wer?: number }
   /**
    * an evaluation after epoch `epoch`, `step` steps into the run: of the validation split (val…) or,
    * without one, of the test set every evalEvery epochs; of the test set once at the end (test…)
    */
   | { type: 'eval'; epoch: number; step: number; testLoss?: number; valLoss?: number;
-      /** classification: accuracy; multi-label: per-label accuracy; regression: NaN (does not apply) */
+      /** classification: accuracy; multi-label: per-label accuracy; regression: NaN (does not apply); transcription: exact transcripts */
       testAccuracy?: number; valAccuracy?: number;
       /** regression: mean absolute error over every output */
       testMae?: number; valMae?: number;
       /** multi-label: fraction of samples with every label right */
-      testExactMatch?: number; valExactMatch?: number }
+      testExactMatch?: number; valExactMatch?: number;
+      /** transcription (loss ctc): greedy decoding's character and word error rates */
+      testCER?: number; testWER?: number; valCER?: number; valWER?: number }
   /** train.best's metric improved: RUN_DIR/model-best.safetensors now holds the model of this evaluation */
   | { type: 'best'; epoch: number; step: number; metric: string; value: number; path: string }
   /** early stopping's verdict on an evaluation: `wait` evaluations without improvement of `patience`; `stop`: the run stops here */
@@ -66,6 +74,8 @@ export type TrainEvent =
   | { type: 'end'; seconds: number; samplesPerSecond: number; testAccuracy: number; testLoss: number;
       /** the last evaluation of the validation split (absent: none) */
       valAccuracy?: number; valLoss?: number;
+      /** transcription: the last test evaluation's error rates */
+      testCER?: number; testWER?: number;
       /** peak resident memory of the whole process (all devices' threads) */
       maxRssBytes: number;
       /** devices that died while the run went on (absent: none) */
@@ -92,7 +102,7 @@ export function epochAggregator(devices: number, emit: EventSink, firstRank = 0)
       type: 'epoch', epoch, samples, seconds, samplesPerSecond: samples / seconds,
       loss: list.reduce((n, e) => n + e.lossSum, 0) / Math.max(samples, 1),
       accuracy: list.reduce((n, e) => n + e.correct, 0) / Math.max(samples, 1),
-      ...badStepsOf(list),
+      ...badStepsOf(list), ...errorRatesOf(list),
     });
   };
   return (event) => {
@@ -108,6 +118,12 @@ export function epochAggregator(devices: number, emit: EventSink, firstRank = 0)
     pending.set(event.epoch, list);
     if (complete(list)) summarise(event.epoch, list);
   };
+}
+
+/** CER and WER of the devices' summed counts, when they report them. */
+function errorRatesOf(list: { errors?: ErrorCounts }[]): { cer?: number; wer?: number } {
+  const sum = list.reduce<ErrorCounts | undefined>((a, e) => addErrorCounts(a, e.errors), undefined);
+  return sum ? { cer: errorRate({ errors: sum.charErrors, length: sum.chars }), wer: errorRate({ errors: sum.wordErrors, length: sum.words }) } : {};
 }
 
 function badStepsOf(list: { badSteps?: number }[]): { badSteps?: number } {

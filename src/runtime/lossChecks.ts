@@ -12,6 +12,7 @@ const WHAT: Record<Task, string> = {
   classification: 'a classification dataset (one class label per sample)',
   regression: 'a regression dataset (real-valued targets)',
   multiLabel: 'a multi-label dataset (several yes/no labels per sample)',
+  transcription: 'a speech dataset (a transcript per utterance; data: { dataset: speech })',
 };
 
 /**
@@ -24,7 +25,8 @@ export function checkLossMatchesData(config: RunConfig, ds: Dataset, outputShape
     throw new Error(`loss: ${config.loss.type} trains on ${WHAT[wants]}, but ${ds.name} is ${WHAT[task]}; ` +
       `use loss: ${TASK_LOSSES[task]} for this data, or data that matches the loss`);
   }
-  if (task === 'classification') return;
+  // a speech model's outputs are checked against the alphabet in speechChecks.ts
+  if (task === 'classification' || task === 'transcription') return;
   const per = ds.targetSize ?? 0;
   if (!ds.targets || per < 1 || ds.targets.length !== ds.count * per) {
     throw new Error(`data: ${ds.name} is ${WHAT[task]} but holds no targets (${ds.targets ? `${ds.targets.length} values for ${ds.count} samples of ${per}` : 'none'}); ` +

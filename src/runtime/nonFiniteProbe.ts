@@ -5,6 +5,8 @@ import type { ForwardContext } from '../nn/layer.ts';
 import type { TrainableModel } from '../nn/trainableModel.ts';
 import { allFinite } from '../parallel/nonFinite.ts';
 import type { Replica } from './replica.ts';
+import type { SequenceBatch } from '../data/batcher.ts';
+import { VARIABLE } from '../tensor/shape.ts';
 
 /** One step's inputs, to run it again for the diagnosis. */
 export interface ProbeBatch {
@@ -12,6 +14,8 @@ export interface ProbeBatch {
   labels: Int32Array;
   /** regression values or multi-hot labels, when the dataset has them */
   targets?: Float32Array;
+  /** a sequence batch's lengths (ctx.lengths holds them too) and label counts */
+  sequence?: SequenceBatch;
   ctx: ForwardContext;
   gradScale: number;
   globalBatchSize: number;
@@ -30,15 +34,18 @@ export interface ProbeBatch {
 export async function locateNonFinite(replica: Replica<TrainableModel>, b: ProbeBatch): Promise<string | null> {
   const model = replica.model;
   let where: string | null = null;
-  if (model instanceof Sequential && !model.needsAsync && b.labels.length > 0) {
-    let h = new Tensor([b.labels.length, ...model.inputShape], b.images.slice());
+  const n = b.sequence ? b.sequence.lengths.length : b.labels.length;
+  if (model instanceof Sequential && !model.needsAsync && n > 0) {
+    let h = new Tensor([n, ...model.inputShape.map((d) => (d === VARIABLE ? b.sequence!.frames : d))], b.images.slice());
+    let ctx: ForwardContext = { ...b.ctx, training: true };
     for (const layer of model.layers) {
-      h = layer.forward(h, { ...b.ctx, training: true });
+      h = layer.forward(h, ctx);
       if (!allFinite(h.data)) { where = `the output of ${layer.name}`; break; }
+      if (ctx.lengths && layer.outputLengths) ctx = { ...ctx, lengths: layer.outputLengths(ctx.lengths) };
     }
   }
   replica.zeroGrads();
-  const r = await replica.computeGradientsAsync(b.images, b.labels, b.ctx, b.gradScale, undefined, b.globalBatchSize, b.targets);
+  const r = await replica.computeGradientsAsync(b.images, b.labels, b.ctx, b.gradScale, undefined, b.globalBatchSize, b.targets, b.sequence);
   b.poison?.(model.grads);
   if (where) return where;
   if (!Number.isFinite(r.lossSum)) return 'the loss';

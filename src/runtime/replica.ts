@@ -2,7 +2,10 @@ import { Tensor } from '../tensor/tensor.ts';
 import type { Backend } from '../kernels/backend.ts';
 import { buildModel, type Sequential } from '../nn/model.ts';
 import { createLoss } from '../nn/losses.ts';
-import type { Loss } from '../nn/loss.ts';
+import type { ErrorCounts, Loss } from '../nn/loss.ts';
+import type { SequenceBatch } from '../data/batcher.ts';
+import { VARIABLE } from '../tensor/shape.ts';
+import { evaluateSpeech } from './speechEvaluation.ts';
 import { clipToNorm, sumOfSquares } from '../optim/clipGradNorm.ts';
 import type { ForwardContext } from '../nn/layer.ts';
 import type { TrainableModel } from '../nn/trainableModel.ts';
@@ -22,6 +25,8 @@ export interface StepResult {
   /** classification: samples right; multi-label: Σ per-sample fraction of labels right; regression: NaN */
   correct: number;
   samples: number;
+  /** transcription: edit counts of the greedy transcripts (summed over devices for CER/WER) */
+  errors?: ErrorCounts;
 }
 
 /** What evaluation reports: the mean loss and the task's metrics. */
@@ -33,11 +38,22 @@ export interface EvalResult {
   mae?: number;
   /** multi-label: fraction of samples with every label right */
   exactMatch?: number;
+  /** transcription (accuracy: exact transcripts): greedy decoding's character and word error rates, from `errors` */
+  cer?: number;
+  wer?: number;
+  errors?: ErrorCounts;
 }
 
-/** An evaluation's metrics beyond loss and accuracy, as 'eval' event fields (testMae, testExactMatch). */
-export function evalExtras(r: EvalResult, set: 'test' | 'val' = 'test'): { testMae?: number; testExactMatch?: number; valMae?: number; valExactMatch?: number } {
-  return { ...(r.mae !== undefined ? { [`${set}Mae`]: r.mae } : {}), ...(r.exactMatch !== undefined ? { [`${set}ExactMatch`]: r.exactMatch } : {}) };
+type Extras<P extends string> = { [K in `${P}Mae` | `${P}ExactMatch` | `${P}CER` | `${P}WER`]?: number };
+
+/** An evaluation's metrics beyond loss and accuracy, as 'eval' event fields (testMae, testExactMatch, testCER, testWER; `val…` for the validation set). */
+export function evalExtras<P extends 'test' | 'val' = 'test'>(r: EvalResult, prefix: P = 'test' as P): Extras<P> {
+  const out: Record<string, number> = {};
+  if (r.mae !== undefined) out[`${prefix}Mae`] = r.mae;
+  if (r.exactMatch !== undefined) out[`${prefix}ExactMatch`] = r.exactMatch;
+  if (r.cer !== undefined) out[`${prefix}CER`] = r.cer;
+  if (r.wer !== undefined) out[`${prefix}WER`] = r.wer;
+  return out as Extras<P>;
 }
 
 /** True when the config asks for "one weird trick" (some layer has `parallel: model`). */
@@ -75,7 +91,12 @@ export class Replica<M extends TrainableModel = Sequential> {
     }
     this.optimizer = createOptimizer(backend, config.optimizer, this.model.params.length);
     this.loss = createLoss(backend, config.loss);
-    if (this.model.outputShape.length !== 1) {
+    // a CTC model gives logits per frame [T, C] (speechChecks.ts says more before a run)
+    const perFrame = this.loss.task === 'transcription';
+    if (perFrame && this.model.outputShape.length !== 2) {
+      throw new Error(`model: loss ctc needs an output per frame [frames, classes], but the last layer's output shape is [${this.model.outputShape.join(', ')}]; keep the frames and end with dense`);
+    }
+    if (!perFrame && this.model.outputShape.length !== 1) {
       throw new Error(`model: the last layer must produce one ${this.loss.task === 'classification' ? 'score per class' : 'value per target'}, ` +
         `but its output shape is [${this.model.outputShape.join(', ')}]; end with flatten and dense`);
     }
@@ -188,13 +209,13 @@ export class Replica<M extends TrainableModel = Sequential> {
     return this.model.outputShape[0]!;
   }
 
-  /** Copies a batch into a backend-owned buffer (so the wasm backend computes without copies). */
-  private batchTensor(images: Float32Array, n: number): Tensor {
+  /** Copies a batch into a backend-owned buffer (so the wasm backend computes without copies); `frames`: a sequence batch's T. */
+  batchTensor(images: Float32Array, n: number, frames = 0): Tensor {
     // grow-only: a short last batch or the evaluation batch must not allocate again and again
     if (this.input.length < images.length) this.input = this.backend.alloc(images.length);
     const input = this.input.length === images.length ? this.input : this.input.subarray(0, images.length);
     input.set(images);
-    return new Tensor([n, ...this.model.inputShape], input);
+    return new Tensor([n, ...this.model.inputShape.map((d) => (d === VARIABLE ? frames : d))], input);
   }
 
   /**
@@ -221,10 +242,12 @@ export class Replica<M extends TrainableModel = Sequential> {
    * all of them); `gradScale` is the data-parallel one, a split model rescales its shards' itself.
    */
   async computeGradientsAsync(images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number,
-                              onGradientsReady?: (offset: number) => void, globalBatchSize?: number, targets?: Float32Array): Promise<StepResult> {
-    const x = this.batchTensor(images, labels.length);
+                              onGradientsReady?: (offset: number) => void, globalBatchSize?: number, targets?: Float32Array,
+                              sequence?: SequenceBatch): Promise<StepResult> {
+    // a sequence batch: [n, T, F] with per-sample lengths, labels padded [n, S]
+    const x = sequence ? this.batchTensor(images, sequence.lengths.length, sequence.frames) : this.batchTensor(images, labels.length);
     return accumulateMicroBatches(this.model, this.loss, x, labels, { ...ctx, training: true, globalBatch: globalBatchSize }, gradScale,
-      this.config.train.microBatches, onGradientsReady, targets);
+      this.config.train.microBatches, onGradientsReady, targets, sequence);
   }
 
   /** Where this device's step on `batch` first holds a NaN/Inf (see nonFiniteProbe.ts). */
@@ -238,6 +261,8 @@ export class Replica<M extends TrainableModel = Sequential> {
    * match (multi-label).
    */
   evaluate(this: Replica<Sequential>, ds: Dataset, batchSize = 500): EvalResult {
+    // utterances: length-sorted batches, greedy transcripts against the labels (CER, WER)
+    if (ds.speech) return evaluateSpeech(this.model, this.loss, ds.speech, (images, n, frames) => this.batchTensor(images, n, frames));
     const per = ds.images.length / ds.count, perTarget = ds.targets ? ds.targetSize ?? 0 : 0;
     let lossSum = 0, correct = 0, absErrorSum = 0, exactMatches = 0;
     const ctx: ForwardContext = { training: false, seed: 0, step: 0, sampleOffset: 0 };

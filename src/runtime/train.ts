@@ -13,6 +13,7 @@ import { configHash, dataAgreements, type ProcessPlacement } from './processWorl
 import { globalBatchSize } from './trainLoop.ts';
 import { checkDataShape, checkDeviceThreads, checkModelFits, checkNotEmpty } from './inputChecks.ts';
 import { checkLossMatchesData } from './lossChecks.ts';
+import { checkSpeechRun } from './speechChecks.ts';
 import { planRunStart, openRunDir } from './openRun.ts';
 import { MetricsWriter } from './metrics.ts';
 import { epochAggregator, type EventSink, type TrainEvent } from './events.ts';
@@ -56,6 +57,9 @@ export interface TrainResult {
    * improved for `patience` evaluations; its best was `best`, in epoch `bestEpoch` (1-based; both known in process 0)
    */
   earlyStopped?: { step: number; epoch: number; metric: string; patience: number; best?: number; bestEpoch?: number };
+  /** a speech model (loss ctc): the last test evaluation's character and word error rates (greedy decoding) */
+  testCER?: number;
+  testWER?: number;
 }
 
 export { loadData, type LoadedData };
@@ -64,6 +68,7 @@ export { loadData, type LoadedData };
 function checkRun(config: RunConfig, data: LoadedData, threads: number): number {
   checkDeviceThreads(threads);
   checkNotEmpty(data.train);
+  checkSpeechRun(config, data);
   checkDataShape(config, data);
   checkModelFits(config, threads);
   const model = buildModel(jsBackend, config.model);
@@ -91,6 +96,7 @@ function checkRun(config: RunConfig, data: LoadedData, threads: number): number 
 /** The last layer gives one score per class (classification) or one value per target: sizes from the data. */
 function checkOutputUnits(config: RunConfig, outputShape: readonly number[], data: LoadedData): void {
   const units = outputUnits(data.train), task = taskOf(data.train);
+  if (task === 'transcription') return; // per frame, against the alphabet: speechChecks.ts
   if (outputShape.length === 1 && outputShape[0] === units) return;
   const last = config.model.layers.length - 1;
   const what = task === 'classification' ? `${units} classes` : task === 'regression' ? `${units} regression target${units === 1 ? '' : 's'}` : `${units} labels (multi-label)`;
@@ -150,7 +156,8 @@ async function runTraining(userConfig: RunConfig, options: TrainOptions, load: (
   const globalBatch = globalBatchSize(config);
   const stepsPerEpoch = Math.ceil(data.train.count / globalBatch);
   // evaluated after epochs: the validation split, else the test set; the test set (when there is one) also at the end
-  let last = { testLoss: NaN, testAccuracy: NaN }, lastVal: { valLoss: number; valAccuracy: number } | null = null, devicesLost = 0;
+  let last: { testLoss: number; testAccuracy: number; testCER?: number; testWER?: number } = { testLoss: NaN, testAccuracy: NaN };
+  let lastVal: { valLoss: number; valAccuracy: number } | null = null, devicesLost = 0;
   let verdict: Extract<TrainEvent, { type: 'earlyStopping' }> | null = null;
   // early stopping: the devices wait after each evaluation (from this step on) for device 0's verdict
   let hold = firstHold(config, stepsPerEpoch, resume?.point.state);
@@ -160,7 +167,9 @@ async function runTraining(userConfig: RunConfig, options: TrainOptions, load: (
   const callbacks = userCallbacks(options, threads, world ? world.rank * threads : 0);
   // epochs are summarised over this process's devices (all of them unless the job spans processes)
   const emit = epochAggregator(threads, (event: TrainEvent) => {
-    if (event.type === 'eval' && event.testLoss !== undefined) last = { testLoss: event.testLoss, testAccuracy: event.testAccuracy! };
+    if (event.type === 'eval' && event.testLoss !== undefined) {
+      last = { testLoss: event.testLoss, testAccuracy: event.testAccuracy!, ...(event.testCER !== undefined ? { testCER: event.testCER, testWER: event.testWER! } : {}) };
+    }
     if (event.type === 'eval' && event.valLoss !== undefined) lastVal = { valLoss: event.valLoss, valAccuracy: event.valAccuracy! };
     if (event.type === 'earlyStopping' && stopControl && hold !== null && event.step === hold + 1) {
       verdict = event;
@@ -201,12 +210,13 @@ async function runTraining(userConfig: RunConfig, options: TrainOptions, load: (
     const endStep = ended ? ended.step : stepsPerEpoch * config.train.epochs;
     const samplesPerSecond = Math.max(0, Math.min(endStep * globalBatch, data.train.count * config.train.epochs) - startStep * globalBatch) / seconds;
     const bestCheckpoint = leader && config.train.best ? bestCheckpointOf(runDir) : null;
+    const errorRates = last.testCER !== undefined ? { testCER: last.testCER, testWER: last.testWER! } : {};
     const result: TrainResult = {
-      runDir, testAccuracy: last.testAccuracy, testLoss: last.testLoss, samplesPerSecond, seconds,
+      runDir, testAccuracy: last.testAccuracy, testLoss: last.testLoss, ...errorRates, samplesPerSecond, seconds,
       steps: ended?.step ?? stepsPerEpoch * config.train.epochs, checkpoint, ...(stopped ? { stopped } : {}),
       ...(lastVal ?? {}), ...(bestCheckpoint ? { bestCheckpoint } : {}), ...(early ? { earlyStopped: early } : {}),
     };
-    emit({ type: 'end', seconds, samplesPerSecond, testAccuracy: last.testAccuracy, testLoss: last.testLoss, ...(lastVal ?? {}),
+    emit({ type: 'end', seconds, samplesPerSecond, testAccuracy: last.testAccuracy, testLoss: last.testLoss, ...(lastVal ?? {}), ...errorRates,
       maxRssBytes: process.resourceUsage().maxRSS * 1024, ...(devicesLost ? { devicesLost } : {}) });
     return result;
   } catch (err) {

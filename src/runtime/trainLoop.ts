@@ -1,7 +1,8 @@
-import { GlobalBatchSampler } from '../data/sampler.ts';
-import { Batcher } from '../data/batcher.ts';
-import { augmenterFor } from '../data/augment.ts';
+import { trainingBatches } from '../data/batches.ts';
+import type { SequenceBatch } from '../data/batcher.ts';
 import type { Dataset } from '../data/dataset.ts';
+import { addErrorCounts, type ErrorCounts } from '../nn/loss.ts';
+import { modelParallelLayers } from '../parallel/modelParallel/plan.ts';
 import { learningRateAt } from '../optim/schedule.ts';
 import type { Strategy, ReplicaView, StepInfo } from '../parallel/strategy.ts';
 import type { StepResult } from './replica.ts';
@@ -20,7 +21,8 @@ export interface TrainableReplica {
   zeroGrads(): void;
   /** forward and backward of this device's samples (in train.microBatches slices), accumulating gradients */
   computeGradientsAsync(images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number,
-                        onGradientsReady: ((offset: number) => void) | undefined, globalBatchSize: number, targets?: Float32Array): Promise<StepResult>;
+                        onGradientsReady: ((offset: number) => void) | undefined, globalBatchSize: number, targets?: Float32Array,
+                        sequence?: SequenceBatch): Promise<StepResult>;
   /** true when forward/backward contain collectives, so a device runs the step even without samples */
   readonly stepsWithoutSamples: boolean;
   /** the offsets backward passes to onGradientsReady, in order (announced by a device that skips a step) */
@@ -92,14 +94,15 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
   const takeCommStats = o.takeCommStats ?? (() => NO_COMM);
   const faults = o.faults ?? FaultPlan.none;
   const slowdown = faults.slowdownFor(rank);
-  const sampler = new GlobalBatchSampler({
-    count: o.train.count, batchSize: globalBatchSize(config), worldSize, rank,
-    seed: config.train.seed, shuffle: config.data.shuffle, dropLast: false,
+  // a model-parallel section exchanges frames: every device's slice then has the global batch's frames
+  const sampler = trainingBatches(o.train, {
+    batchSize: globalBatchSize(config), worldSize, rank, seed: config.train.seed, shuffle: config.data.shuffle, augment: config.data.augment,
+    poolBatches: config.data.dataset === 'speech' ? config.data.poolBatches : undefined,
+    padToGlobalBatch: worldSize > 1 && modelParallelLayers(config.model).length > 0,
   });
   const stepsPerEpoch = sampler.stepsPerEpoch();
   const totalSteps = stepsPerEpoch * config.train.epochs;
   const baseLr = baseLearningRate(config);
-  const batcher = new Batcher(o.train, 0, augmenterFor(config.data.augment, o.train.sampleShape, config.train.seed));
   const view = viewOf(replica);
   const onGradientsReady = strategy.onGradientsReady ? (offset: number) => strategy.onGradientsReady!(view, offset) : undefined;
   const guard = new BadStepGuard(config.train.maxBadSteps, rank, worldSize, strategy, faults, config.optimizer.lr);
@@ -111,7 +114,8 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
   for (let epoch = step / stepsPerEpoch; epoch < config.train.epochs && !stopped; epoch++) {
     const epochStart = performance.now();
     guard.inEpoch = 0;
-    const sum = { lossSum: 0, correct: 0, samples: 0, computeMs: 0, syncMs: 0, idleMs: 0, bytes: 0, peakActivationBytes: 0 };
+    const sum: { lossSum: number; correct: number; samples: number; computeMs: number; syncMs: number; idleMs: number; bytes: number;
+      peakActivationBytes: number; errors?: ErrorCounts } = { lossSum: 0, correct: 0, samples: 0, computeMs: 0, syncMs: 0, idleMs: 0, bytes: 0, peakActivationBytes: 0 };
     const epochFirstStep = Math.max(step, firstStep);
     for (const batch of sampler.epoch(epoch)) {
       if (step < firstStep) { step++; continue; }
@@ -127,14 +131,15 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
       const t1 = performance.now();
       const before = takeCommStats();
       replica.zeroGrads();
-      let r = { lossSum: 0, correct: 0, samples: 0 };
+      let r: StepResult = { lossSum: 0, correct: 0, samples: 0 };
       // a device without samples this step still joins the collectives of layers that communicate
       if (n > 0 || replica.stepsWithoutSamples) {
-        const { images, labels, targets } = batcher.gather(batch.indices, epoch);
+        const { images, labels, targets, sequence } = sampler.gather(batch, epoch);
         // Scale by the GLOBAL batch: the mean over devices of these gradients is the global mean.
-        probe = { images, labels, targets, ctx: { training: true, seed: config.train.seed, step, sampleOffset: batch.globalOffset, rank, localOffset: 0 },
+        probe = { images, labels, targets, sequence,
+          ctx: { training: true, seed: config.train.seed, step, sampleOffset: batch.globalOffset, rank, localOffset: 0, ...(sequence ? { lengths: sequence.lengths } : {}) },
           gradScale: worldSize / batch.globalBatchSize, globalBatchSize: batch.globalBatchSize, poison: guard.poisonAt(step) };
-        r = await replica.computeGradientsAsync(images, labels, probe.ctx, probe.gradScale, onGradientsReady, batch.globalBatchSize, targets);
+        r = await replica.computeGradientsAsync(images, labels, probe.ctx, probe.gradScale, onGradientsReady, batch.globalBatchSize, targets, sequence);
         probe.poison?.(view.grads);
       } else if (onGradientsReady) {
         // its zero gradients are final at once; the same announcements keep bucketed reductions in step
@@ -157,6 +162,7 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
       // a skipped step's non-finite loss stays out of the epoch's loss
       if (!skipped) sum.lossSum += r.lossSum;
       sum.correct += r.correct; sum.samples += r.samples;
+      if (!skipped) sum.errors = addErrorCounts(sum.errors, r.errors);
       sum.computeMs += computeMs; sum.syncMs += syncMs; sum.idleMs += idleMs; sum.bytes += bytes;
       sum.peakActivationBytes = Math.max(sum.peakActivationBytes, activationBytes);
       emit({

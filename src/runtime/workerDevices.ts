@@ -26,8 +26,8 @@ export interface WorkerDevicesOptions {
   /** where this process sits in a multi-process job; absent: the job is this process */
   placement?: ProcessPlacement;
   train: Dataset;
-  /** a validation split device 0 evaluates on after epochs */
-  validation?: Dataset;
+  /** a validation split device 0 evaluates on after epochs (a speech dataset's dev.csv) */
+  validation?: Dataset | null;
   /** evaluated by device 0 (after epochs without a validation split, else at the end; none: no evaluation) */
   test: Dataset | null;
   checkpointPath: string | null;

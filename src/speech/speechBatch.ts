@@ -28,12 +28,15 @@ export interface SpeechBatch {
   indices: Int32Array;
 }
 
-/** The batch of utterances `indices` of `ds` (allocates; a batch's shape changes with its lengths). */
-export function gatherSpeechBatch(ds: SpeechDataset, indices: ArrayLike<number>): SpeechBatch {
+/**
+ * The batch of utterances `indices` of `ds` (allocates; a batch's shape changes with its lengths),
+ * padded to at least `minFrames` (a model-parallel section pads every device to the global batch's longest).
+ */
+export function gatherSpeechBatch(ds: SpeechDataset, indices: ArrayLike<number>, minFrames = 0): SpeechBatch {
   const n = indices.length;
   const lengths = new Int32Array(n);
   const labelLengths = new Int32Array(n);
-  let maxFrames = 0, maxLabels = 0;
+  let maxFrames = minFrames, maxLabels = 0;
   for (let k = 0; k < n; k++) {
     const i = indices[k]!;
     if (!(Number.isInteger(i) && i >= 0 && i < ds.count)) throw new Error(`gatherSpeechBatch(${ds.name}): utterance ${i} is outside 0 … ${ds.count - 1}`);

@@ -28,7 +28,7 @@ test('loss: a name, { type, …options } or a one-key map; label smoothing defau
   assert.deepEqual(issuesOf(flat(dense, 'loss: { type: softmaxCrossEntropy, labelSmoothing: 1 }\n')),
     ['f.yaml: loss.labelSmoothing: expected a number ≥ 0 and < 1, got 1']);
   assert.deepEqual(issuesOf(flat(dense, 'loss: { type: meanSquareError }\n')),
-    ["f.yaml: loss.type: unknown loss 'meanSquareError' (did you mean 'meanSquaredError'?); expected one of softmaxCrossEntropy, meanSquaredError, binaryCrossEntropy"]);
+    ["f.yaml: loss.type: unknown loss 'meanSquareError' (did you mean 'meanSquaredError'?); expected one of softmaxCrossEntropy, meanSquaredError, binaryCrossEntropy, ctc"]);
   assert.match(issuesOf(flat(dense, 'loss: crossEntropy\n'))[0]!, /^f\.yaml: loss: unknown loss 'crossEntropy'.*expected one of softmaxCrossEntropy, meanSquaredError, binaryCrossEntropy/);
   assert.match(issuesOf(flat(dense, 'loss: { type: meanSquaredError, reduction: sum }\n'))[0]!, /^f\.yaml: loss: unknown option 'reduction'; meanSquaredError takes no options/);
 });

@@ -103,7 +103,7 @@ test('the csv config section: label vs targets by task, unknown keys named with 
   assert.throws(() => spec({ train: 'a.csv', targets: 'y' }), /data\.targets: targets are for task: regression or multiLabel/);
   assert.throws(() => spec({ train: 'a.csv', task: 'regression', label: 'y' }), /data\.label: label is for task: classification/);
   assert.throws(() => spec({ train: 'a.csv', labels: 'y' }), /data: unknown option 'labels' \(did you mean 'label'\?\); allowed: .*train, test, validation, task, header, delimiter, label/);
-  assert.throws(() => spec({ dataset: 'cvs', train: 'a.csv' }), /data\.dataset: expected one of fashion-mnist, idx, csv, npy, imageFolder, memory, got 'cvs' \(did you mean 'csv'\?\)/);
+  assert.throws(() => spec({ dataset: 'cvs', train: 'a.csv' }), /data\.dataset: expected one of fashion-mnist, idx, csv, npy, imageFolder, memory, speech, got 'cvs' \(did you mean 'csv'\?\)/);
   assert.throws(() => spec({}), /data\.train: missing; expected a CSV file path/);
   assert.throws(() => spec({ train: 'a.csv', validation: 1.5 }), /data\.validation: expected a fraction of the training set/);
 });

@@ -6,8 +6,9 @@
 import { z } from 'zod';
 import type {
   AugmentSpec, ColumnRef, CsvDataSpec, DataSpec, DatasetType, FashionMnistDataSpec, IdxDataSpec, IdxPairSpec, ImageFolderDataSpec,
-  MemoryDataSpec, NormalizeSpec, NpyDataSpec, NpyFilesSpec,
+  MemoryDataSpec, NormalizeSpec, NpyDataSpec, NpyFilesSpec, SpeechDataSpec,
 } from '../../data/spec.ts';
+import { resolveFeatureOptions, type FeatureOptions } from '../../speech/featureOptions.ts';
 import { DATASET_TYPES } from '../../data/spec.ts';
 import { didYouMean, type IssueParams } from '../errors.ts';
 import { bool, field, isInt, isNum, nonNegInt, oneOf, openUnit, posInt, str, strict } from './fields.ts';
@@ -45,6 +46,20 @@ const common = {
   normalize: normalize().optional(),
   augment: augment().optional(),
 };
+
+/** Speech features: a map of FeatureOptions, each checked as loading checks it (docs/speech.md). */
+const features = () => field<Partial<FeatureOptions>>(isObj, 'expected a map of feature options such as { type: mfcc, coefficients: 26, context: 9 }')
+  .superRefine((v, ctx) => {
+    try {
+      resolveFeatureOptions(v, 'features');
+    } catch (e) {
+      // 'features.coefficients: must be …, got 50' → the field's path and the rest
+      const m = /^features\.([A-Za-z]+): (.*)$/s.exec((e as Error).message);
+      ctx.addIssue({ code: 'custom', path: m ? [m[1]!] : [], message: m ? m[2]! : (e as Error).message, params: { noGot: true } satisfies IssueParams });
+    }
+  });
+
+const { normalize: _normalize, augment: _augment, ...speechCommon } = common;
 
 const VARIANTS: Record<DatasetType, z.ZodType> = {
   'fashion-mnist': strict({ ...common, validation: openUnit().optional() }),
@@ -84,6 +99,10 @@ const VARIANTS: Record<DatasetType, z.ZodType> = {
     validation: field<number | string>((v) => isFraction(v) || isPath(v), `expected ${FRACTION} or a folder of class folders`).optional(),
     resize: bool().default(false),
   }),
+  speech: strict({
+    ...speechCommon, features: features().optional(), alphabet: str('an alphabet file (one symbol per line)').optional(),
+    cache: bool().default(true), cacheDir: str('a directory path').optional(), poolBatches: posInt().default(50),
+  }),
   memory: strict({
     ...common, train: str('the name given to memoryDataset()'), test: str('the name given to memoryDataset()').optional(),
     validation: field<number | string>((v) => isFraction(v) || isPath(v), `expected ${FRACTION} or the name given to memoryDataset()`).optional(),
@@ -107,7 +126,8 @@ export type DataInput =
   | Input<CsvDataSpec, 'task' | 'header' | 'delimiter'>
   | Input<NpyDataSpec, 'task' | 'arrays'>
   | Input<ImageFolderDataSpec, 'resize'>
-  | Input<MemoryDataSpec>;
+  | Input<MemoryDataSpec>
+  | Input<SpeechDataSpec, 'cache' | 'poolBatches'>;
 
 export type { AugmentSpec };
 

@@ -7,13 +7,18 @@ import { z } from 'zod';
 import type { LayerSpec, LossSpec } from '../../nn/spec.ts';
 import type { IssueParams } from '../errors.ts';
 import { didYouMean, formatValue } from '../errors.ts';
-import { oneKeyMap, strict, unitRange } from './fields.ts';
+import { bool, nonNegInt, oneKeyMap, oneOf, strict, unitRange } from './fields.ts';
 
 const LOSSES = {
   softmaxCrossEntropy: strict({ labelSmoothing: unitRange().default(0) })
     .transform((o): LossSpec => ({ type: 'softmaxCrossEntropy', labelSmoothing: o.labelSmoothing })),
   meanSquaredError: strict({}, 'option', 'meanSquaredError').transform((): LossSpec => ({ type: 'meanSquaredError' })),
   binaryCrossEntropy: strict({}, 'option', 'binaryCrossEntropy').transform((): LossSpec => ({ type: 'binaryCrossEntropy' })),
+  ctc: strict({
+    blank: nonNegInt().default(0),
+    reduction: oneOf(['mean', 'sum', 'batchMean'] as const).default('mean'),
+    zeroInfinity: bool().default(false),
+  }).transform((o): LossSpec => ({ type: 'ctc', blank: o.blank, reduction: o.reduction, zeroInfinity: o.zeroInfinity })),
 } satisfies Record<LossSpec['type'], z.ZodType<LossSpec>>;
 
 /** The loss names `loss:` accepts. */
@@ -53,7 +58,8 @@ export function lossAfterLastLayer(layers: readonly LayerSpec[], loss: LossSpec)
   if (!last) return undefined;
   const at = `model.layers[${layers.length - 1}]`;
   if (last.type === 'softmax' && loss.type !== 'meanSquaredError') {
-    return `${loss.type} takes logits and applies ${loss.type === 'softmaxCrossEntropy' ? 'softmax' : 'the sigmoid'} itself, but ${at} is a softmax layer; ` +
+    const applies = loss.type === 'softmaxCrossEntropy' ? 'softmax' : loss.type === 'ctc' ? 'log-softmax' : 'the sigmoid';
+    return `${loss.type} takes logits and applies ${applies} itself, but ${at} is a softmax layer; ` +
       `remove it (predictions apply softmax to the logits), or use loss: meanSquaredError to train on the probabilities`;
   }
   const sigmoid = last.type === 'sigmoid' || ((last.type === 'dense' || last.type === 'conv2d') && last.activation === 'sigmoid');

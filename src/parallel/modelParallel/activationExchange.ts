@@ -28,10 +28,14 @@ export function rowSplit(n: number, size: number): RowSplit {
   return { counts, starts, total: n };
 }
 
-/** The rows of this step's global batch (ctx.globalBatch) each of `size` devices holds. */
+/**
+ * The rows of this step's global batch (ctx.globalBatch) each of `size` devices holds: its samples,
+ * or in a section over frames (ctx.rowsPerSample) its samples' frames.
+ */
 export function sectionRows(ctx: ForwardContext, size: number): RowSplit {
   if (ctx.globalBatch === undefined) throw new Error('a model-parallel layer needs ctx.globalBatch (the samples of the step over all devices)');
-  return rowSplit(ctx.globalBatch, size);
+  const split = rowSplit(ctx.globalBatch, size), t = ctx.rowsPerSample ?? 1;
+  return t === 1 ? split : { counts: split.counts.map((c) => c * t), starts: split.starts.map((s) => s * t), total: split.total * t };
 }
 
 /** Reusable padded buffers, one per purpose, grown on demand. */
@@ -46,19 +50,19 @@ export class ExchangeScratch {
 
 /**
  * Backend-owned activation buffers that collectives run on: in shared memory and registered with
- * the transport (collectively, on first use of each size — sizes follow the global batch, so every
- * device allocates the same ones in the same order), so the shared-memory transport reads peers'
- * copies directly instead of copying through its staging area.
+ * the transport (collectively, when a purpose first needs more than it has — sizes follow the
+ * global batch, so every device allocates the same ones in the same order), so the shared-memory
+ * transport reads peers' copies directly instead of copying through its staging area. Grow-only:
+ * a smaller batch (a short last one, a shorter sequence batch) gets a view of the larger buffer.
  */
 export class CollectiveBuffers {
   private buffers = new Map<string, Float32Array>();
   constructor(private readonly backend: Backend, private readonly comm: Communicator) {}
   async get(key: string, length: number): Promise<Float32Array> {
-    const id = `${key}:${length}`;
-    let b = this.buffers.get(id);
-    if (!b) {
+    let b = this.buffers.get(key);
+    if (!b || b.length < length) {
       b = this.backend.alloc(Math.max(length, 1), true);
-      this.buffers.set(id, b);
+      this.buffers.set(key, b);
       await this.comm.register?.(b);
     }
     return length === b.length ? b : b.subarray(0, length);

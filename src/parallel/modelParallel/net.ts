@@ -1,7 +1,8 @@
 import type { Communicator } from '../../comm/communicator.ts';
 import type { Backend } from '../../kernels/backend.ts';
 import { Tensor } from '../../tensor/tensor.ts';
-import { shapeSize } from '../../tensor/shape.ts';
+import { shapeSize, VARIABLE } from '../../tensor/shape.ts';
+import { outputLengths, zeroPadding } from '../../nn/sequence.ts';
 import type { ModelSpec } from '../../nn/spec.ts';
 import type { ForwardContext, Layer } from '../../nn/layer.ts';
 import {
@@ -58,6 +59,9 @@ export class ModelParallelNet implements TrainableModel {
   private readonly firstReplicated: number[];
   /** the most activation bytes held after a training forward since the last takePeakActivationBytes() */
   private peakActivationBytes = 0;
+  /** the last forward: each layer's input shape (a device without rows skips local layers with these), and over frames the padded frames and lengths at the section */
+  private inputShapes: (readonly number[])[] = [];
+  private framesAtSection: { frames: number; lengths: Int32Array | undefined } = { frames: 0, lengths: undefined };
 
   constructor(readonly backend: Backend, readonly spec: ModelSpec, readonly comm: Communicator, options: { shared?: boolean } = {}) {
     this.unsplit = [];
@@ -130,10 +134,24 @@ export class ModelParallelNet implements TrainableModel {
     if (x.batch !== mine) {
       throw new Error(`device ${this.comm.rank}: got ${x.batch} samples but the global batch of ${rows.total} gives it ${mine}`);
     }
-    let h = x;
+    let h = x, c = ctx;
+    const { frames } = this.plan;
     for (const [k, layer] of this.layers.entries()) {
-      if (mine === 0 && this.isLocal(k)) h = new Tensor([0, ...layer.outputShape], new Float32Array(0));
-      else h = layer.forwardAsync ? await layer.forwardAsync(h, ctx) : layer.forward(h, ctx);
+      // over frames: the section's rows are the samples' frames, padded to the step's longest
+      if (frames && k === this.section.start) {
+        this.framesAtSection = { frames: h.shape[1]!, lengths: c.lengths };
+        h = h.reshape([h.batch * h.shape[1]!, h.shape[2]!]);
+        c = { ...c, rowsPerSample: this.framesAtSection.frames };
+      }
+      this.inputShapes[k] = h.shape;
+      if (mine === 0 && this.isLocal(k)) h = new Tensor([0, ...this.emptyShape(layer, h)], new Float32Array(0));
+      else h = layer.forwardAsync ? await layer.forwardAsync(h, c) : layer.forward(h, c);
+      if (frames && k === this.section.end - 1) {
+        const { frames: t, lengths } = this.framesAtSection, u = h.shape[1]!;
+        h = h.reshape([mine, t, u]);
+        zeroPadding(h.data, mine, t, u, lengths);
+        c = { ...c, rowsPerSample: undefined };
+      } else if (c.lengths && layer.outputLengths && this.isLocal(k)) c = { ...c, lengths: layer.outputLengths(c.lengths) };
     }
     if (ctx.training) {
       // without rows the data-parallel layers did not run: what they hold is an earlier step's
@@ -148,15 +166,34 @@ export class ModelParallelNet implements TrainableModel {
    * says replicated grads[offset:] are final, in the same order on every device (with or without rows).
    */
   async backwardAsync(dy: Tensor, onReady?: (offset: number) => void): Promise<void> {
-    const mine = dy.batch;
+    const mine = dy.batch, { frames } = this.plan;
     let g: Tensor | null = dy;
     for (let k = this.layers.length - 1; k >= 0 && g; k--) {
       const layer = this.layers[k]!;
-      if (mine === 0 && this.isLocal(k)) g = new Tensor([0, ...layer.inputShape], new Float32Array(0));
+      if (frames && k === this.section.end - 1) {
+        // padded frames take no gradient into the section (what comes back is 0 there already)
+        const { frames: t, lengths } = this.framesAtSection, u = g.shape[2]!;
+        zeroPadding(g.data, mine, t, u, lengths);
+        g = g.reshape([mine * t, u]);
+      }
+      if (mine === 0 && this.isLocal(k)) g = new Tensor([0, ...this.inputShapes[k]!.slice(1)], new Float32Array(0));
       else g = layer.backwardAsync ? await layer.backwardAsync(g, k > 0) : layer.backward(g, k > 0);
+      if (frames && k === this.section.start && g) g = g.reshape([mine, this.framesAtSection.frames, g.shape[1]!]);
       const offset = this.firstReplicated[k]!;
       if (onReady && offset >= 0) onReady(offset);
     }
+  }
+
+  /** A local layer's output shape for a device without rows: its variable frames those `h` (a sequence) maps to. */
+  private emptyShape(layer: Layer, h: Tensor): number[] {
+    const t = h.shape.length === 3 ? h.shape[1]! : 0;
+    const out = layer.outputLengths ? layer.outputLengths(Int32Array.of(t))[0]! : t;
+    return layer.outputShape.map((d) => (d === VARIABLE ? out : d));
+  }
+
+  /** The model's output lengths from its input's (layers that shorten time map them): the CTC loss's input lengths. */
+  outputLengths(lengths: Int32Array): Int32Array {
+    return outputLengths(this.unsplit, lengths);
   }
 
   /**

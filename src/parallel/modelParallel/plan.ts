@@ -20,6 +20,12 @@ import { unitShards } from './tensorParallel.ts';
  * 'full' images too: each device computes its tiles of the stack, the tiles are gathered → 'full'
  * (its weights are replicated, so they stay in the data-parallel part). Activations, dropout and flatten act on any form,
  * pooling on 'full' images. The section ends in 'rows' for the data-parallel tail and the loss.
+ *
+ * Over sequences ([frames, features] samples, `frames`): a section of per-frame dense layers and
+ * activations whose rows are (sample, frame) pairs — a device's rows are its samples' frames, every
+ * sample padded to the step's longest (the same on every device), so the split is the same
+ * tensor-parallel gemm over N·T rows; padded rows are computed but zeroed on the way out, and carry
+ * no gradient in (what comes back from the data-parallel layers or the loss is 0 there).
  */
 
 export type ActivationForm = 'rows' | 'full' | 'shard';
@@ -43,6 +49,8 @@ export interface ModelParallelPlan {
   end: number;
   devices: number;
   layers: PlannedLayer[];
+  /** the section works on the frames of sequences: a row per (sample, frame), `features` per frame */
+  frames: boolean;
   /** the middle ends 'full' after a column or channel layer: every device then keeps only its own rows */
   sliceRowsAtEnd: boolean;
 }
@@ -75,7 +83,8 @@ export function planModelParallelFrom(spec: ModelSpec, devices: number, inputSha
   if (!marked.length) throw new Error('planModelParallel: no layer is marked parallel: model');
   const begin = marked[0]!, end = marked[marked.length - 1]! + 1;
   const first = spec.layers[begin]!;
-  if (first.type === 'dense' && inputShapes[begin]!.length !== 1) {
+  const frames = first.type === 'dense' && inputShapes[begin]!.length === 2;
+  if (first.type === 'dense' && inputShapes[begin]!.length !== 1 && !frames) {
     throw new Error(`model.layers[${begin}] dense: expects a flat input but receives shape [${inputShapes[begin]!.join(', ')}]; add a flatten layer before it`);
   }
   // messages keep the dense-only wording where the section has no convolution
@@ -84,7 +93,15 @@ export function planModelParallelFrom(spec: ModelSpec, devices: number, inputSha
   const layers: PlannedLayer[] = [];
   let form: ActivationForm = 'rows', shardOf: number | null = null;
   for (let i = begin; i < end; i++) {
-    const l = spec.layers[i]!, inputShape = inputShapes[i]!, features = shapeSize(inputShape);
+    const l = spec.layers[i]!;
+    // over frames, every layer of the section sees one frame's features per row
+    const inputShape = frames ? inputShapes[i]!.slice(1) : inputShapes[i]!, features = shapeSize(inputShape);
+    if (frames && l.type !== 'dense' && !ELEMENTWISE.has(l.type)) {
+      throw new Error(`${layerName(l, i)}: cannot lie ${between} over the frames of a sequence; only per-frame dense layers and activations can — move it before model.layers[${begin}] or after model.layers[${end - 1}]`);
+    }
+    if (frames && (l.type === 'dropout' || l.type === 'flatten')) {
+      throw new Error(`${layerName(l, i)}: cannot lie ${between} over the frames of a sequence; only per-frame dense layers and activations can — move it after model.layers[${end - 1}]`);
+    }
     if (l.type === 'dense' && l.parallel === 'model') {
       if (form === 'shard') {
         layers.push({ index: i, kind: 'row', spec: l, inFeatures: features, scatterRows: i === end - 1 });
@@ -119,5 +136,5 @@ export function planModelParallelFrom(spec: ModelSpec, devices: number, inputSha
         : `${layerName(l, i)}: cannot lie ${between}; only activations, dropout${convs ? ', flatten and pooling' : ' and flatten'} can — move it before model.layers[${begin}] or after model.layers[${end - 1}]`);
     }
   }
-  return { begin, end, devices, layers, sliceRowsAtEnd: form === 'full' };
+  return { begin, end, devices, layers, frames, sliceRowsAtEnd: form === 'full' };
 }

@@ -52,7 +52,8 @@ export function buildSectionLayers(backend: Backend, comm: Communicator, plan: M
     slots.push({ index: p.index, layer, shard });
   }
   if (plan.sliceRowsAtEnd) {
-    slots.push({ index: plan.end, layer: new SliceRows(comm, backend, unsplit[plan.end - 1]!.outputShape), shard: false });
+    const out = unsplit[plan.end - 1]!.outputShape;
+    slots.push({ index: plan.end, layer: new SliceRows(comm, backend, plan.frames ? out.slice(1) : out), shard: false });
   }
   return slots;
 }

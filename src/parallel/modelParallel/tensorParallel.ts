@@ -73,13 +73,12 @@ abstract class TensorParallelDense extends SectionLayer {
     if (this.useBias) { this.b = params[1]!; this.db = grads[1]!; }
   }
 
-  /** A backend-owned scratch array kept across steps (reallocated when the batch changes). */
+  /** A backend-owned scratch array kept across steps (grow-only: batches of sequences change size every step). */
   protected buffer(key: string, length: number): Float32Array {
     // a device may hold no rows of a short last batch: keep a real allocation, hand out an empty view
-    const size = Math.max(length, 1);
     let b = this.buffers.get(key);
-    if (!b || b.length !== size) { b = this.backend.alloc(size); this.buffers.set(key, b); }
-    return length === size ? b : b.subarray(0, length);
+    if (!b || b.length < length) { b = this.backend.alloc(Math.max(length, 1)); this.buffers.set(key, b); }
+    return length === b.length ? b : b.subarray(0, length);
   }
 
   /** db += weightGradScale · Σ_rows dz */
