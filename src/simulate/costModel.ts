@@ -15,7 +15,8 @@
  * the textbook S·(α + n/(Nβ)) = 2(N − 1)(α + n/(Nβ)) for allreduce.
  *
  * Shared memory (src/comm/shm): one process's threads meet at a barrier (α_shm) and copy/reduce
- * through memory at β_shm per thread; the bytes each rank touches are those collectives.ts counts.
+ * through memory; the bytes each rank touches are those collectives.ts counts, and the L threads
+ * move theirs at once through the process's memory bandwidth β_shm: time = calls·α + L·bytes/β.
  *
  * Hierarchical (src/comm/hierarchical.ts): L threads per process, P processes: reduce-scatter over
  * shm, each thread's slice n/L all-reduced over TCP with the same thread of every process (L rings
@@ -43,7 +44,7 @@ export interface TcpModel {
 export interface ShmModel {
   /** barrier / call latency, seconds */
   alpha: number;
-  /** bytes per second one thread copies or reduces */
+  /** bytes per second one process's memory moves (its threads share it) */
   beta: number;
 }
 
@@ -117,31 +118,32 @@ export function disseminationBarrier(N: number, m: TcpModel): CollectiveCost {
 }
 
 /**
- * Shared-memory allreduce of n bytes over L threads. Buffers in a backend's own heap go through
- * the staging area (`registered` false: the model's parameters and gradients with the wasm
- * backend): a rank copies n in, reduces its slice from all L stagings and copies n out;
- * registered buffers (activations of a model-parallel section) are reduced in place.
+ * Shared-memory allreduce of n bytes over L threads. Registered buffers (what the strategies and
+ * a model-parallel section register: the model's flat buffers, activation buffers) are reduced in
+ * place: a rank reads its slice from the L − 1 others and writes it to all L (collectives.ts);
+ * others go through the staging area: n copied in, the slice reduced from every staging, n copied
+ * out. (Checked against the bytes a 2-device run reports: test/simulate/cost-model.test.ts.)
  */
-export function shmAllreduce(n: number, L: number, s: ShmModel, registered = false): CollectiveCost {
+export function shmAllreduce(n: number, L: number, s: ShmModel, registered = true): CollectiveCost {
   if (L <= 1 || n <= 0) return ZERO;
   const slice = n / L;
   const bytes = registered ? slice * (2 * L - 1) : n + slice * (L + 1) + n;
-  return { seconds: 2 * s.alpha + bytes / s.beta, bytes };
+  return { seconds: 2 * s.alpha + L * bytes / s.beta, bytes };
 }
 
 /** Shared-memory reduce-scatter of n bytes over L threads (this rank's slice only). */
-export function shmReduceScatter(n: number, L: number, s: ShmModel, registered = false): CollectiveCost {
+export function shmReduceScatter(n: number, L: number, s: ShmModel, registered = true): CollectiveCost {
   if (L <= 1 || n <= 0) return ZERO;
   const slice = n / L;
   const bytes = registered ? slice * L : n + slice * (L + 1) + slice;
-  return { seconds: s.alpha + bytes / s.beta, bytes };
+  return { seconds: s.alpha + L * bytes / s.beta, bytes };
 }
 
 /** Shared-memory allgather of n bytes over L threads: every other rank's slice read and written. */
-export function shmAllgather(n: number, L: number, s: ShmModel, registered = false): CollectiveCost {
+export function shmAllgather(n: number, L: number, s: ShmModel, registered = true): CollectiveCost {
   if (L <= 1 || n <= 0) return ZERO;
   const bytes = registered ? 2 * n * (L - 1) / L : 2 * n;
-  return { seconds: 2 * s.alpha + bytes / s.beta, bytes };
+  return { seconds: 2 * s.alpha + L * bytes / s.beta, bytes };
 }
 
 /** Where the ranks of a collective sit: `perHost` threads in each of `hosts` processes. */
@@ -164,7 +166,7 @@ function add(...cs: CollectiveCost[]): CollectiveCost {
  * alone with one device per process, else the hierarchical two levels (L rings of n/L bytes in
  * parallel on each host's link).
  */
-export function allreduce(n: number, p: Placement, net: Network, registered = false): CollectiveCost {
+export function allreduce(n: number, p: Placement, net: Network, registered = true): CollectiveCost {
   const { hosts: P, perHost: L } = p;
   if (P <= 1) return shmAllreduce(n, L, net.shm, registered);
   if (L <= 1) return ringAllreduce(n, P, net.tcp);
@@ -176,14 +178,14 @@ export function allreduce(n: number, p: Placement, net: Network, registered = fa
  * Reduce-scatter over the job's devices: the transport's own on one level; the hierarchical
  * communicator has no true two-level one and runs a whole allreduce (hierarchical.ts).
  */
-export function reduceScatter(n: number, p: Placement, net: Network, registered = false): CollectiveCost {
+export function reduceScatter(n: number, p: Placement, net: Network, registered = true): CollectiveCost {
   if (p.hosts <= 1) return shmReduceScatter(n, p.perHost, net.shm, registered);
   if (p.perHost <= 1) return ringHalf(n, p.hosts, net.tcp);
   return allreduce(n, p, net, registered);
 }
 
 /** Allgather over the job's devices; hierarchical: an allreduce of a buffer zero outside each slice. */
-export function allgather(n: number, p: Placement, net: Network, registered = false): CollectiveCost {
+export function allgather(n: number, p: Placement, net: Network, registered = true): CollectiveCost {
   if (p.hosts <= 1) return shmAllgather(n, p.perHost, net.shm, registered);
   if (p.perHost <= 1) return ringHalf(n, p.hosts, net.tcp);
   return allreduce(n, p, net, registered);

@@ -23,6 +23,11 @@ export interface RunMeasurements {
   step: number[];
   /** staleness of each applied gradient (parameter-server strategies), after the warm-up */
   staleness: number[];
+  /**
+   * The whole run per device, for a trace-driven replay: when each device started (seconds after
+   * the first, from the step events' times less the step's duration) and each step's compute, in order
+   */
+  trace: { start: number[]; compute: number[][]; staleness: number[] };
 }
 
 export const median = (xs: readonly number[]): number => {
@@ -49,10 +54,17 @@ export function readRunMeasurements(dir: string): RunMeasurements {
     byRank.set(s.rank, list);
   }
   if (!byRank.size) throw new Error(`--from ${dir}: the run recorded no training steps; run it for at least a few steps`);
-  const out: RunMeasurements = { dir, strategy: run.start.strategy, devices: run.start.devices, processes: run.start.processes, perDeviceBatch: 0, compute: [], syncWork: [], step: [], staleness: [] };
+  const out: RunMeasurements = { dir, strategy: run.start.strategy, devices: run.start.devices, processes: run.start.processes, perDeviceBatch: 0,
+    compute: [], syncWork: [], step: [], staleness: [], trace: traceOf([...byRank.entries()].sort((a, b) => a[0] - b[0]).map((e) => e[1])) };
+  // steady state: after each device's warm-up, and only while every device was training (devices
+  // of a short run start and end at different moments; alone, a device sees no staleness)
+  const ranks = [...byRank.values()].map((steps) => steps.slice(warmupSteps(steps.length)));
+  const from = Math.max(...ranks.map((s) => s[0]?.time ?? Infinity)), to = Math.min(...ranks.map((s) => s[s.length - 1]?.time ?? -Infinity));
+  const window = ranks.map((steps) => steps.filter((s) => s.time >= from && s.time <= to));
+  const together = window.every((s) => s.length >= 3);
   let samples = 0, count = 0;
-  for (const steps of byRank.values()) {
-    const kept = steps.slice(warmupSteps(steps.length));
+  for (const [k, steps] of ranks.entries()) {
+    const kept = together ? window[k]! : steps;
     for (const s of kept) {
       out.compute.push(s.computeMs / 1000);
       out.syncWork.push(Math.max(0, s.syncMs - s.idleMs) / 1000);
@@ -64,6 +76,16 @@ export function readRunMeasurements(dir: string): RunMeasurements {
   if (!count) throw new Error(`--from ${dir}: too few steps to measure after the warm-up; run it for at least 10 steps`);
   out.perDeviceBatch = samples / count;
   return out;
+}
+
+function traceOf(ranks: { time: number; computeMs: number; syncMs: number; staleness?: number; dropped?: number }[][]): RunMeasurements['trace'] {
+  const begun = ranks.map((steps) => steps[0]!.time - steps[0]!.computeMs - steps[0]!.syncMs);
+  const first = Math.min(...begun);
+  return {
+    start: begun.map((t) => (t - first) / 1000),
+    compute: ranks.map((steps) => steps.map((s) => s.computeMs / 1000)),
+    staleness: ranks.flatMap((steps) => steps.flatMap((s) => (s.staleness !== undefined && s.dropped !== 1 ? [s.staleness] : []))),
+  };
 }
 
 /**

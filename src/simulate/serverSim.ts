@@ -39,6 +39,11 @@ export interface ServerJob {
   elastic: number;
   net: Network;
   stragglers: StragglerSampler;
+  /**
+   * Replays a run instead (trace-driven): device d starts at start[d] and its step k computes for
+   * compute[d][k] seconds, for as many steps as it has; `compute` and `stragglers` are then unused.
+   */
+  trace?: { start: number[]; compute: number[][] };
 }
 
 export type ServerRule =
@@ -61,7 +66,7 @@ export interface ServerOutcome {
 
 type Ev = { t: number; d: number; kind: 'ready' | 'pullAtServer' | 'pushAtServer' | 'exchangeAtServer' };
 
-interface Device { step: number; pending: number; version: number; ops: ('pull' | 'compute' | 'push' | 'exchange')[]; idle: number; busyUntil: number; bytes: number }
+interface Device { step: number; pending: number; version: number; ops: ('pull' | 'compute' | 'push' | 'exchange')[]; idle: number; busyUntil: number }
 
 /** Runs one parameter-server job to the end. */
 export function simulateServer(job: ServerJob, rule: ServerRule): ServerOutcome {
@@ -74,7 +79,7 @@ export function simulateServer(job: ServerJob, rule: ServerRule): ServerOutcome 
   const up = Array.from({ length: P }, () => new Fifo()), down = Array.from({ length: P }, () => new Fifo());
   const hostOf = (d: number) => Math.floor(d / L);
   const q = new EventQueue<Ev>();
-  const dev: Device[] = Array.from({ length: G }, () => ({ step: 0, pending: 0, version: 0, ops: ['pull'], idle: 0, busyUntil: 0, bytes: 0 }));
+  const dev: Device[] = Array.from({ length: G }, () => ({ step: 0, pending: 0, version: 0, ops: ['pull'], idle: 0, busyUntil: 0 }));
   let applied = 0, dropped = 0;
   const staleness: number[] = [];
 
@@ -108,7 +113,9 @@ export function simulateServer(job: ServerJob, rule: ServerRule): ServerOutcome 
     }
   };
 
-  for (let d = 0; d < G; d++) q.push({ t: 0, d, kind: 'ready' });
+  const stepsOf = (d: number) => job.trace?.compute[d]?.length ?? job.steps;
+  const computeOf = (d: number, k: number) => (job.trace ? job.trace.compute[d]![k]! : job.compute * job.stragglers.factor(d, k));
+  for (let d = 0; d < G; d++) q.push({ t: job.trace?.start[d] ?? 0, d, kind: 'ready' });
   for (let e = q.pop(); e; e = q.pop()) {
     const s = dev[e.d]!;
     if (e.kind === 'pullAtServer') {
@@ -116,7 +123,6 @@ export function simulateServer(job: ServerJob, rule: ServerRule): ServerOutcome 
       const { start, end } = serve(e.d, e.t, inMemory ? net.shm.alpha + n / net.shm.beta : 0);
       s.version = applied;
       void start;
-      s.bytes += n;
       q.push({ t: inMemory ? end : transfer(e.d, end, n, false), d: e.d, kind: 'ready' });
       continue;
     }
@@ -136,23 +142,21 @@ export function simulateServer(job: ServerJob, rule: ServerRule): ServerOutcome 
     }
     // ready: the device takes its next operation
     if (!s.ops.length) {
-      if (s.step >= job.steps) { s.busyUntil = e.t; continue; }
+      if (s.step >= stepsOf(e.d)) { s.busyUntil = e.t; continue; }
       planStep(s);
     }
     const op = s.ops.shift()!;
     if (op === 'pull') {
       q.push({ t: inMemory ? e.t : e.t + alpha, d: e.d, kind: 'pullAtServer' });
     } else if (op === 'compute') {
-      const t = e.t + job.compute * job.stragglers.factor(e.d, s.step);
+      const t = e.t + computeOf(e.d, s.step);
       s.step++;
       if (rule.kind === 'async') s.pending++;
       q.push({ t, d: e.d, kind: 'ready' });
     } else if (op === 'push') {
       s.pending = 0;
-      s.bytes += n;
       q.push({ t: transfer(e.d, e.t, n, true), d: e.d, kind: 'pushAtServer' });
     } else {
-      s.bytes += 2 * n;
       q.push({ t: transfer(e.d, e.t, n, true), d: e.d, kind: 'exchangeAtServer' });
     }
   }
@@ -162,8 +166,9 @@ export function simulateServer(job: ServerJob, rule: ServerRule): ServerOutcome 
     seconds,
     stepSeconds: dev.reduce((a, s) => a + s.busyUntil, 0) / G / steps,
     idleShare: dev.reduce((a, s) => a + s.idle / Math.max(s.busyUntil, 1e-12), 0) / G,
-    // the first pull (before step 0) is start-up, not a step's
-    bytesPerStep: dev.reduce((a, s) => a + s.bytes - n, 0) / G / steps,
+    // in steady state (the pull before the first step stands for step 0's): a pull every fetchEvery
+    // steps, a push every pushEvery, a pull after each dropped push; an exchange is n each way
+    bytesPerStep: rule.kind === 'async' ? n / rule.fetchEvery + n / rule.pushEvery + (dropped * n) / (G * steps) : (2 * n) / rule.period,
     staleness, dropped,
   };
 }
@@ -180,10 +185,12 @@ export function simulateSync(job: ServerJob): ServerOutcome {
   for (let k = 0; k < job.steps; k++) {
     for (let d = 0; d < G; d++) {
       const local = inMemory || Math.floor(d / L) === 0;
-      const move = inMemory ? net.shm.alpha + n / net.shm.beta : local ? net.shm.alpha + n / loopRate : 2 * a + n / rate;
+      // in memory a pull copies the weights and a push runs the optimizer on the server's (no copy)
+      const pull = inMemory ? net.shm.alpha + n / net.shm.beta : local ? net.shm.alpha + n / loopRate : 2 * a + n / rate;
+      const push = inMemory ? net.shm.alpha : pull;
       const turn = inMemory ? net.shm.alpha : local ? 2 * net.shm.alpha : 2 * a;
       const c = job.compute * job.stragglers.factor(d, k);
-      const own = move + c + move + job.update;
+      const own = pull + c + push + job.update;
       t += turn + own;
       work += own;
     }

@@ -22,7 +22,7 @@ export interface SimulateFlags {
   strategies?: string;
   /** devices per host (threads of one process over shared memory) */
   perHost?: number;
-  /** shared-memory bandwidth and latency, `4GB/s:2us` */
+  /** shared-memory bandwidth and latency, `16GB/s:5us` */
   shm?: string;
   /** what one process's ring loop handles, `1.4GB/s`, or `none` */
   hostRate?: string;
@@ -40,14 +40,14 @@ export interface SimulateFlags {
 }
 
 export const SIM_DEFAULTS = {
-  devices: '1,2,4,8,16,32,64', link: '10gbit:50us', stragglers: 'none', perHost: 1, shm: '4GB/s:2us', hostRate: '1.4GB/s',
+  devices: '1,2,4,8,16,32,64', link: '10gbit:50us', stragglers: 'none', perHost: 1, shm: '16GB/s:5us', hostRate: '1.4GB/s',
   overlap: 'implemented', steps: 200, seed: 1,
 } as const;
 
-/** `4GB/s:2us` → the shared-memory model. */
+/** `16GB/s:5us` → the shared-memory model. */
 export function parseShm(text: string, flag = '--shm'): ShmModel {
   const [rate, lat] = text.split(':');
-  if (!rate || lat === undefined) throw new Error(`${flag}: '${text}' is not BANDWIDTH:LATENCY; write e.g. 4GB/s:2us`);
+  if (!rate || lat === undefined) throw new Error(`${flag}: '${text}' is not BANDWIDTH:LATENCY; write e.g. 16GB/s:5us`);
   return { beta: parseRate(rate, flag), alpha: parseDuration(lat, flag) };
 }
 
