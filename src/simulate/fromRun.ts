@@ -21,6 +21,8 @@ export interface RunMeasurements {
   syncWork: number[];
   /** the same steps' whole time (compute + sync), seconds */
   step: number[];
+  /** the same steps' bytes moved by the device */
+  bytes: number[];
   /** staleness of each applied gradient (parameter-server strategies), after the warm-up */
   staleness: number[];
   /**
@@ -55,7 +57,7 @@ export function readRunMeasurements(dir: string): RunMeasurements {
   }
   if (!byRank.size) throw new Error(`--from ${dir}: the run recorded no training steps; run it for at least a few steps`);
   const out: RunMeasurements = { dir, strategy: run.start.strategy, devices: run.start.devices, processes: run.start.processes, perDeviceBatch: 0,
-    compute: [], syncWork: [], step: [], staleness: [], trace: traceOf([...byRank.entries()].sort((a, b) => a[0] - b[0]).map((e) => e[1])) };
+    compute: [], syncWork: [], step: [], bytes: [], staleness: [], trace: traceOf([...byRank.entries()].sort((a, b) => a[0] - b[0]).map((e) => e[1])) };
   // steady state: after each device's warm-up, and only while every device was training (devices
   // of a short run start and end at different moments; alone, a device sees no staleness)
   const ranks = [...byRank.values()].map((steps) => steps.slice(warmupSteps(steps.length)));
@@ -69,6 +71,7 @@ export function readRunMeasurements(dir: string): RunMeasurements {
       out.compute.push(s.computeMs / 1000);
       out.syncWork.push(Math.max(0, s.syncMs - s.idleMs) / 1000);
       out.step.push((s.computeMs + s.syncMs) / 1000);
+      out.bytes.push(s.bytes);
       if (s.staleness !== undefined && s.dropped !== 1) out.staleness.push(s.staleness);
       samples += s.samples; count++;
     }
