@@ -43,6 +43,8 @@ export class EmulatedNetwork {
   readonly tun = `${this.tag}t`;
   private relay: ChildProcess | null = null;
   private made: string[] = [];
+  /** veth ends created in this namespace (moved at once; deleted here if a move failed) */
+  private veths: string[] = [];
 
   constructor(readonly hosts: number, readonly mtu = 64000) {}
 
@@ -66,6 +68,7 @@ export class EmulatedNetwork {
       const h = this.host(i);
       this.ns(h);
       ip(['link', 'add', this.inner(i), 'type', 'veth', 'peer', 'name', this.outer(i)]);
+      this.veths.push(this.inner(i), this.outer(i));
       ip(['link', 'set', this.inner(i), 'netns', h]);
       ip(['link', 'set', this.outer(i), 'netns', this.router]);
       const n = (args: string[]) => ip(['-n', h, ...args]);
@@ -126,7 +129,11 @@ export class EmulatedNetwork {
     for (const ns of this.made.reverse()) {
       try { ip(['netns', 'del', ns]); } catch { /* already gone */ }
     }
+    for (const v of this.veths) {
+      try { ip(['link', 'del', v]); } catch { /* moved into a namespace, gone with it */ }
+    }
     this.made = [];
+    this.veths = [];
   }
 
   private ns(name: string): void {

@@ -24,8 +24,19 @@ const CLIENT = String.raw`
   Chart.defaults.maintainAspectRatio = false;
   Chart.defaults.font.size = 12;
   var drawn = [];
+  /** a log y axis: labels at 1, 2, 5 × 10^k only, or the axis drowns in them */
+  function tick(v, spec) {
+    if (spec.log) { var m = v / Math.pow(10, Math.floor(Math.log10(v) + 1e-9)); if ([1, 2, 5].indexOf(Math.round(m * 1000) / 1000) < 0) return ''; }
+    return fmt(v, spec);
+  }
+  function xs(c) {
+    var seen = {};
+    c.series.forEach(function (s) { s.points.forEach(function (p) { seen[p[0]] = true; }); });
+    return Object.keys(seen).map(Number).sort(function (a, b) { return a - b; });
+  }
   function fmt(v, spec) {
     if (spec.percent) return Math.round(100 * v) + '%';
+    if (spec.label === 'devices') return String(v);
     var a = Math.abs(v);
     if (a >= 1e9) return +(v / 1e9).toPrecision(3) + 'G';
     if (a >= 1e6) return +(v / 1e6).toPrecision(3) + 'M';
@@ -45,8 +56,10 @@ const CLIENT = String.raw`
       options: {
         parsing: false,
         scales: {
-          x: { type: c.x.log ? 'logarithmic' : 'linear', title: { display: true, text: c.x.label }, ticks: { callback: function (v) { return fmt(v, c.x); } } },
-          y: { type: c.y.log ? 'logarithmic' : 'linear', title: { display: true, text: c.y.label }, ticks: { callback: function (v) { return fmt(v, c.y); } } }
+          x: { type: c.x.log ? 'logarithmic' : 'linear', title: { display: true, text: c.x.label }, ticks: { autoSkip: false, callback: function (v) { return fmt(v, c.x); } },
+            // ticks at the simulated values themselves (device counts, link bandwidths, σ)
+            afterBuildTicks: function (scale) { scale.ticks = xs(c).map(function (v) { return { value: v }; }); } },
+          y: { type: c.y.log ? 'logarithmic' : 'linear', title: { display: true, text: c.y.label }, ticks: { callback: function (v) { return tick(v, c.y); } } }
         },
         plugins: { tooltip: { callbacks: { label: function (ctx) { return ctx.dataset.label + ': ' + fmt(ctx.parsed.y, c.y) + ' at ' + fmt(ctx.parsed.x, c.x); } } } }
       }
