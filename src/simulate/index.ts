@@ -10,7 +10,7 @@ import { buildSetup, type SimulateFlags } from './setup.ts';
 import { simulate, singleDeviceRate, type SimRow } from './simulate.ts';
 import { formatSimulation } from './table.ts';
 import { writeSimulationReport } from './html.ts';
-import { formatDuration, formatRate } from './units.ts';
+import { formatByteRate, formatDuration, formatRate } from './units.ts';
 
 export { simulate, singleDeviceRate, stalenessOf, placementOf, type SimRow, type SimulationSetup, type Staleness } from './simulate.ts';
 export { buildSetup, parseShm, SIM_DEFAULTS, type SimulateFlags } from './setup.ts';
@@ -47,7 +47,8 @@ export async function runSimulation(configPath: string | undefined, f: SimulateO
     `paratrain simulate ${path}: ${config.model.layers.length} layers, ${setup.costs.paramFloats.toLocaleString('en-US')} parameters (flat), batch ${batch}`,
     ...notes,
     `network: ${setup.links.map((l) => `${l.name} (${formatRate(l.beta)}, ${formatDuration(l.alpha)})`).join('; ')}; ${setup.perHost} device(s) per host; ` +
-      `shared memory ${formatRate(setup.shm.beta)}, ${formatDuration(setup.shm.alpha)}; ring loop ${setup.hostRate ? formatRate(setup.hostRate) : 'unlimited'}; bucket overlap ${setup.overlap}`,
+      `shared memory ${formatByteRate(setup.shm.beta)} per process, ${formatDuration(setup.shm.alpha)}; TCP ring loop ${setup.hostRate ? formatByteRate(setup.hostRate) : 'unlimited'} per process; ` +
+      `gradient buckets: ${setup.overlap === 'ideal' ? 'ideal overlap with backward' : 'after backward (as implemented)'}`,
     `one device: ${oneDevice.toFixed(0)} samples/s; ${setup.steps} steps simulated per device, seed ${setup.seed}`,
   ];
   const text = formatSimulation(rows, header);

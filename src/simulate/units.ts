@@ -31,7 +31,7 @@ function split(text: string): { value: number; unit: string } | null {
 /** `10gbit`, `100mbit/s`, `4GB/s`, `1.4GB` → bytes per second. */
 export function parseRate(text: string, flag: string): number {
   const s = split(text);
-  const unit = s?.unit.replace(/\/s$/, '').replace(/ps$/, 'ps');
+  const unit = s?.unit.replace(/\/s$/, '');
   const factor = unit !== undefined ? RATE_UNITS[unit] : undefined;
   if (!s || factor === undefined || !(s.value > 0)) {
     throw new Error(`${flag}: '${text}' is not a rate; write e.g. 10gbit, 100mbit, 4GB/s or 1.5GiB/s`);
@@ -90,6 +90,14 @@ export function formatRate(bytesPerSecond: number): string {
     if (bits >= f) return `${+(bits / f).toPrecision(3)} ${unit}`;
   }
   return `${+bits.toPrecision(3)} bit/s`;
+}
+
+/** Human-readable rate in bytes: 1.4e9 → "1.4 GB/s". */
+export function formatByteRate(bytesPerSecond: number): string {
+  for (const [unit, f] of [['TB/s', 1e12], ['GB/s', 1e9], ['MB/s', 1e6], ['kB/s', 1e3]] as const) {
+    if (bytesPerSecond >= f) return `${+(bytesPerSecond / f).toPrecision(3)} ${unit}`;
+  }
+  return `${+bytesPerSecond.toPrecision(3)} B/s`;
 }
 
 /** Human-readable duration from seconds. */
