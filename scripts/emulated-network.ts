@@ -158,9 +158,11 @@ export async function main(args: string[]): Promise<void> {
         };
         const cal1 = await predict({ name: 'calibrated', alpha: cal.alpha, beta: cal.beta });
         const nominal = await predict(link);
+        // process 0's device is what metrics.jsonl holds (with a parameter server, the one beside it)
+        const device0 = (r: typeof cal1) => r.deviceStepSeconds?.[0] ?? r.stepSeconds;
         const row: Row = {
-          link: link.name, strategy: choice.label, measuredMs: mean(measured.step) * 1000, predictedMs: cal1.stepSeconds * 1000, nominalMs: nominal.stepSeconds * 1000,
-          error: cal1.stepSeconds / mean(measured.step) - 1, bytesMeasured: median(measured.bytes), bytesPredicted: cal1.bytesPerStep,
+          link: link.name, strategy: choice.label, measuredMs: mean(measured.step) * 1000, predictedMs: device0(cal1) * 1000, nominalMs: device0(nominal) * 1000,
+          error: device0(cal1) / mean(measured.step) - 1, bytesMeasured: median(measured.bytes), bytesPredicted: cal1.bytesPerStep,
         };
         rows.push(row);
         console.log(`${row.strategy.padEnd(10)}${row.measuredMs.toFixed(1).padStart(13)}${row.predictedMs.toFixed(1).padStart(14)}${`${(100 * row.error).toFixed(1)}%`.padStart(8)}` +

@@ -59,7 +59,9 @@ export async function runSimulation(configPath: string | undefined, f: SimulateO
     }, f.force);
   }
   if (f.json) {
-    writeFileSync(f.json, JSON.stringify({ header, oneDevice, rows: rows.map((r) => ({ ...r, link: r.link.name, stragglers: r.stragglers.name })) }, null, 1));
+    // each device's step only for small jobs: 1,024 numbers a row would drown the file
+    const jsonRows = rows.map(({ deviceStepSeconds, ...r }) => ({ ...r, link: r.link.name, stragglers: r.stragglers.name, ...(deviceStepSeconds && r.devices <= 16 ? { deviceStepSeconds } : {}) }));
+    writeFileSync(f.json, JSON.stringify({ header, oneDevice, rows: jsonRows }, null, 1));
     result.jsonPath = f.json;
   }
   return result;

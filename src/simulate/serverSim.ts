@@ -55,6 +55,8 @@ export interface ServerOutcome {
   seconds: number;
   /** mean seconds per step of a device */
   stepSeconds: number;
+  /** each device's mean seconds per step (device 0 shares the server's host: faster over loopback) */
+  deviceStepSeconds: number[];
   /** share of a device's time spent waiting in a queue (lock, server thread, a busy link) */
   idleShare: number;
   /** per device and step, as the parameter-server client counts them (payload of pulls and pushes) */
@@ -164,7 +166,8 @@ export function simulateServer(job: ServerJob, rule: ServerRule): ServerOutcome 
   const steps = job.steps;
   return {
     seconds,
-    stepSeconds: dev.reduce((a, s) => a + s.busyUntil, 0) / G / steps,
+    stepSeconds: dev.reduce((a, s, d) => a + s.busyUntil / stepsOf(d), 0) / G,
+    deviceStepSeconds: dev.map((s, d) => s.busyUntil / stepsOf(d)),
     idleShare: dev.reduce((a, s) => a + s.idle / Math.max(s.busyUntil, 1e-12), 0) / G,
     // in steady state (the pull before the first step stands for step 0's): a pull every fetchEvery
     // steps, a push every pushEvery, a pull after each dropped push; an exchange is n each way
@@ -195,5 +198,5 @@ export function simulateSync(job: ServerJob): ServerOutcome {
       work += own;
     }
   }
-  return { seconds: t, stepSeconds: t / job.steps, idleShare: 1 - work / G / t, bytesPerStep: 2 * n, staleness: new Array(G * job.steps).fill(0), dropped: 0 };
+  return { seconds: t, stepSeconds: t / job.steps, deviceStepSeconds: new Array(G).fill(t / job.steps), idleShare: 1 - work / G / t, bytesPerStep: 2 * n, staleness: new Array(G * job.steps).fill(0), dropped: 0 };
 }

@@ -61,6 +61,8 @@ export interface SimRow {
   bytesPerStep: number;
   idleShare: number;
   staleness?: Staleness;
+  /** parameter-server strategies: each device's mean step (they differ: device 0 reaches a remote server over loopback) */
+  deviceStepSeconds?: number[];
 }
 
 export function quantile(sorted: readonly number[], q: number): number {
@@ -140,13 +142,13 @@ function simulateOne(setup: SimulationSetup, choice: StrategyChoice, G: number, 
   const rate = (o: { seconds: number }) => (batch.total * setup.steps) / o.seconds;
   if (spec.type === 'sync') {
     const o = simulateSync(job);
-    return finish(o.stepSeconds, rate(o), o.idleShare, o.bytesPerStep, o.staleness);
+    return { ...finish(o.stepSeconds, rate(o), o.idleShare, o.bytesPerStep, o.staleness), deviceStepSeconds: o.deviceStepSeconds };
   }
   const rule = spec.type === 'async'
     ? { kind: 'async' as const, fetchEvery: spec.fetchEvery, pushEvery: spec.pushEvery, maxStaleness: spec.maxStaleness }
     : { kind: 'easgd' as const, period: spec.period };
   const o = simulateServer(job, rule);
-  return finish(o.stepSeconds, rate(o), o.idleShare, o.bytesPerStep, rule.kind === 'async' ? o.staleness : undefined);
+  return { ...finish(o.stepSeconds, rate(o), o.idleShare, o.bytesPerStep, rule.kind === 'async' ? o.staleness : undefined), deviceStepSeconds: o.deviceStepSeconds };
 }
 
 /** Every row of the setup: links × stragglers × strategies × device counts, in that order. */
