@@ -11,7 +11,9 @@ import { scenarios } from './table.ts';
 import { sigmaOf } from './stragglers.ts';
 import { formatRate } from './units.ts';
 
+/** One line of a chart: its points [x, y]. */
 export interface Series { label: string; color: string; dashed?: boolean; points: [number, number][] }
+/** A line chart of the report: axes (log or linear) and series. */
 export interface ChartSpec {
   id: string;
   title: string;

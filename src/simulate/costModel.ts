@@ -31,6 +31,7 @@ export const DEFAULT_CHUNK_BYTES = 1 << 20;
 /** The native ring's smallest frame, 16384 floats (ring.ts nativeChunkFloats). */
 export const NATIVE_MIN_FRAME_BYTES = 16384 * 4;
 
+/** The TCP transport on a link: its α-β and the framing of ring.ts. */
 export interface TcpModel {
   link: Link;
   /** frames of at most this many bytes (default 1 MiB) */
@@ -41,6 +42,7 @@ export interface TcpModel {
   hostRate?: number;
 }
 
+/** The shared-memory transport of one process: call latency and memory bandwidth. */
 export interface ShmModel {
   /** barrier / call latency, seconds */
   alpha: number;
@@ -48,6 +50,7 @@ export interface ShmModel {
   beta: number;
 }
 
+/** One collective's time and the bytes one rank moves in it. */
 export interface CollectiveCost {
   seconds: number;
   /** per rank, sent + received (TCP) or read + written (shm), as the transport counts them */
@@ -152,6 +155,7 @@ export interface Placement {
   perHost: number;
 }
 
+/** Both transports: TCP between hosts, shared memory within one. */
 export interface Network {
   tcp: TcpModel;
   shm: ShmModel;

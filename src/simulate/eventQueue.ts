@@ -4,6 +4,7 @@
  */
 export interface Timed { t: number }
 
+/** Events by time, first pushed first among equal times. */
 export class EventQueue<E extends Timed> {
   private readonly items: { e: E; seq: number }[] = [];
   private seq = 0;

@@ -8,6 +8,7 @@
 import { loadRun } from '../report/runData.ts';
 import { splitByFlops, type ModelCosts } from './layerCosts.ts';
 
+/** What a run's metrics.jsonl tells the simulator. */
 export interface RunMeasurements {
   dir: string;
   strategy: string;
@@ -32,12 +33,14 @@ export interface RunMeasurements {
   trace: { start: number[]; compute: number[][]; staleness: number[] };
 }
 
+/** The median (the mean of the middle two for an even count); NaN when empty. */
 export const median = (xs: readonly number[]): number => {
   if (!xs.length) return NaN;
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 
+/** The mean; NaN when empty. */
 export const mean = (xs: readonly number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
 
 /** Steps of each device left out at the start: caches, JIT and first allocations. */

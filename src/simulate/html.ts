@@ -70,6 +70,7 @@ const CLIENT = String.raw`
 })();
 `;
 
+/** The report's title and the lines that describe the simulation. */
 export interface SimulationReportOptions {
   title: string;
   /** lines describing the setup (config, compute source, network) */

@@ -21,6 +21,7 @@ export * as costModel from './costModel.ts';
 export { formatSimulation } from './table.ts';
 export { renderSimulationHtml, writeSimulationReport } from './html.ts';
 
+/** `paratrain simulate`'s flags, outputs included. */
 export interface SimulateOutputFlags extends SimulateFlags {
   /** HTML report file */
   report?: string;
@@ -30,6 +31,7 @@ export interface SimulateOutputFlags extends SimulateFlags {
   title?: string;
 }
 
+/** The rows, the terminal text, and the files written. */
 export interface SimulationResult {
   rows: SimRow[];
   text: string;

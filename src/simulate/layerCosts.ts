@@ -13,8 +13,10 @@ export interface BatchTime {
   perSample: number;
 }
 
+/** Seconds of a BatchTime at batch b. */
 export const timeAt = (t: BatchTime, batch: number): number => t.fixed + t.perSample * batch;
 
+/** One layer as the simulator sees it. */
 export interface LayerCost {
   index: number;
   type: string;

@@ -20,6 +20,7 @@ import type { StragglerSampler } from './stragglers.ts';
 import { allgather, reduceScatter } from './costModel.ts';
 import type { TrickWorkload } from './trick.ts';
 
+/** One lockstep strategy's step: compute, what follows it, and the periodic rounds. */
 export interface LockstepPlan {
   /** nominal forward + backward seconds of the slowest device's rows (scaled by the straggler factor) */
   compute: number;
@@ -31,6 +32,7 @@ export interface LockstepPlan {
   periodic?: { every: number; seconds: number; bytes: number };
 }
 
+/** Gradient buckets after backward (what paratrain does) or overlapping it. */
 export type Overlap = 'implemented' | 'ideal';
 
 /** Gradient buckets as hybrid.ts forms them: [floats, ready time within backward] in launch order. */
@@ -81,6 +83,7 @@ export function trickPlan(w: Extract<TrickWorkload, { feasible: true }>, costs: 
   return { compute: w.compute, bytes: costsOf.reduce((s, c) => s + c.bytes, 0) + grads.bytes, tail: () => fixed };
 }
 
+/** The model-averaging rules and their period. */
 export type AveragingRule = { kind: 'bsp' | 'bmuf' | 'easgd'; period: number };
 
 /** bsp, bmuf, easgd (sync): local steps agreed every step, weights averaged every period. */
@@ -99,6 +102,7 @@ export function averagingPlan(costs: ModelCosts, batch: number, rule: AveragingR
   };
 }
 
+/** Mean step time, idle share and bytes per step of a lockstep simulation. */
 export interface LockstepOutcome {
   stepSeconds: number;
   idleShare: number;

@@ -20,6 +20,7 @@ import type { ModelSpec } from '../nn/spec.ts';
 import type { OptimizerSpec } from '../optim/spec.ts';
 import { fitBatchTime, fixedShape, layerFlops, type LayerCost, type ModelCosts } from './layerCosts.ts';
 
+/** What to time: the model, optimizer and backend, at which batch sizes. */
 export interface ProfileRequest {
   model: ModelSpec;
   optimizer: OptimizerSpec;

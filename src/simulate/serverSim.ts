@@ -22,6 +22,7 @@ import { EventQueue, Fifo } from './eventQueue.ts';
 import { streamRate, type Network } from './costModel.ts';
 import type { StragglerSampler } from './stragglers.ts';
 
+/** A parameter-server job: devices, hosts, compute, sizes and the network. */
 export interface ServerJob {
   devices: number;
   /** hosts (processes) and devices per host; hosts = 1: the in-memory server */
@@ -46,10 +47,12 @@ export interface ServerJob {
   trace?: { start: number[]; compute: number[][] };
 }
 
+/** The strategy's rule: Downpour's options, or asynchronous EASGD's period. */
 export type ServerRule =
   | { kind: 'async'; fetchEvery: number; pushEvery: number; maxStaleness?: number }
   | { kind: 'easgd'; period: number };
 
+/** What a parameter-server simulation predicts. */
 export interface ServerOutcome {
   /** from the first step's start to the last device's end */
   seconds: number;

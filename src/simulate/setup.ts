@@ -15,6 +15,7 @@ import { stripMarks } from './trick.ts';
 import { trickModelOf, type SimulationSetup } from './simulate.ts';
 import type { ShmModel } from './costModel.ts';
 
+/** `paratrain simulate`'s flags that shape the simulation. */
 export interface SimulateFlags {
   devices?: string;
   link?: string;
@@ -39,6 +40,7 @@ export interface SimulateFlags {
   log?: (message: string) => void;
 }
 
+/** The flags' defaults (the CLI shows the same). */
 export const SIM_DEFAULTS = {
   devices: '1,2,4,8,16,32,64', link: '10gbit:50us', stragglers: 'none', perHost: 1, shm: '16GB/s:5us', hostRate: '1.4GB/s',
   overlap: 'implemented', steps: 200, seed: 1,

@@ -16,6 +16,7 @@ import { averagingPlan, hybridPlan, runLockstep, trickPlan, type Overlap } from 
 import { simulateServer, simulateSync } from './serverSim.ts';
 import { markForTrick, trickWorkload } from './trick.ts';
 
+/** Everything one simulation needs, every flag checked. */
 export interface SimulationSetup {
   /** the model as the trick runs it (its marks, or every dense layer marked) */
   trickModel: ModelSpec;
@@ -43,8 +44,10 @@ export interface SimulationSetup {
   serverUpdate?: number;
 }
 
+/** Summary of a staleness distribution. */
 export interface Staleness { mean: number; p50: number; p95: number; max: number }
 
+/** One prediction: a strategy on G devices, one link, one straggler scenario. */
 export interface SimRow {
   strategy: string;
   kind: StrategyChoice['kind'];
@@ -65,11 +68,13 @@ export interface SimRow {
   deviceStepSeconds?: number[];
 }
 
+/** The q-quantile of sorted values (the smallest value with at least q of them at or below it). */
 export function quantile(sorted: readonly number[], q: number): number {
   if (!sorted.length) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
 }
 
+/** Mean, median, 95th percentile and maximum of staleness values. */
 export function stalenessOf(values: readonly number[]): Staleness {
   const s = [...values].sort((a, b) => a - b);
   return { mean: s.reduce((a, b) => a + b, 0) / Math.max(1, s.length), p50: quantile(s, 0.5), p95: quantile(s, 0.95), max: s[s.length - 1] ?? NaN };

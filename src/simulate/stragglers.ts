@@ -12,17 +12,20 @@
  */
 import { CounterRng } from '../tensor/rng.ts';
 
+/** One factor of a scenario. */
 export type StragglerPart =
   | { kind: 'lognormal'; sigma: number }
   | { kind: 'fixed'; factor: number; devices: number[] }
   | { kind: 'run' };
 
+/** A straggler scenario: its parts multiply. */
 export interface Stragglers {
   /** as written, for tables and legends */
   name: string;
   parts: StragglerPart[];
 }
 
+/** Every device at nominal speed. */
 export const NO_STRAGGLERS: Stragglers = { name: 'none', parts: [] };
 
 const EXAMPLE = 'write e.g. none, lognormal:0.2, fixed:1.5@3, run or lognormal:0.1+fixed:2@0';

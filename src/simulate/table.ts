@@ -9,6 +9,7 @@ const num = (x: number, digits = 0) => (Number.isFinite(x) ? x.toFixed(digits) :
 const ms = (s: number) => (Number.isFinite(s) ? (s * 1000 < 10 ? (s * 1000).toFixed(2) : (s * 1000).toFixed(1)) : '—');
 const mb = (b: number) => (Number.isFinite(b) ? (b / 1e6 < 10 ? (b / 1e6).toFixed(2) : (b / 1e6).toFixed(1)) : '—');
 
+/** The columns of the tables, in order. */
 export const SIM_COLUMNS = ['strategy', 'devices', 'step ms', 'samples/s', 'efficiency', 'MB/step/device', 'idle', 'staleness mean/p50/p95'] as const;
 
 /** The text of one row's cells (shared by the terminal table and the HTML report). */

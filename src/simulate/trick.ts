@@ -12,6 +12,7 @@ import { planModelParallelFrom, modelParallelLayers } from '../parallel/modelPar
 import type { LayerSpec, ModelSpec } from '../nn/spec.ts';
 import { timeAt, type ModelCosts } from './layerCosts.ts';
 
+/** The collectives a model-parallel section runs. */
 export type CollectiveKind = 'allgather' | 'reduceScatter' | 'allreduce';
 
 /** One collective of the section on every device: `floats` is the buffer each passes to the transport. */
@@ -21,6 +22,7 @@ export interface Exchange {
   floats: number;
 }
 
+/** One trick step's collectives and compute, or why the split is impossible. */
 export type TrickWorkload =
   | { feasible: true; exchanges: Exchange[]; compute: number; replicatedFloats: number; shardFloats: number }
   | { feasible: false; reason: string };
