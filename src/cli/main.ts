@@ -6,6 +6,8 @@ import { runReport } from './reportCommand.ts';
 import { runCompare, DEFAULT_COMPARE_STRATEGIES } from './compareCommand.ts';
 import { runLaunch } from './launchCommand.ts';
 import { runTranscribe } from './transcribeCommand.ts';
+import { runSimulate } from './simulateCommand.ts';
+import { DEFAULT_SIM_STRATEGIES } from '../simulate/choices.ts';
 import { FaultPlan } from '../runtime/faultPlan.ts';
 import { STRATEGY_NAMES } from '../parallel/strategies/index.ts';
 
@@ -120,6 +122,31 @@ program.command('compare')
   .option('--slow-device <rank:factor>', 'make a device a straggler in every run, e.g. 1:3 (repeatable)', collectSlowDevice, new Map<number, number>())
   .option('--quiet', 'no progress output')
   .action(async (config: string, opts) => { await runCompare(config, opts); });
+
+program.command('simulate')
+  .description('predict every strategy\'s step time, samples/s, scaling, traffic and staleness on many devices and links (docs/simulator.md)')
+  .argument('[config]', 'YAML run configuration (default with --from: RUN_DIR/config.yaml)')
+  .option('--devices <list>', 'device counts, e.g. 8,64,512 or 1..1024 (powers of two)', '1,2,4,8,16,32,64')
+  .option('--link <list>', 'links as BANDWIDTH:LATENCY, comma-separated, e.g. 10gbit:50us,1gbit:100us', '10gbit:50us')
+  .option('--stragglers <list>', 'none, lognormal:σ, fixed:F@DEVICE, run (with --from), combined with +; several scenarios comma-separated', 'none')
+  .option('--strategies <list>', `strategies with options after colons, e.g. bmuf:period=8 (default: ${DEFAULT_SIM_STRATEGIES})`)
+  .option('--per-host <n>', 'devices per host: threads of one process over shared memory, hosts over TCP', positiveInt('per-host'), 1)
+  .option('--shm <bandwidth:latency>', 'shared memory between a process\'s threads', '16GB/s:5us')
+  .option('--host-rate <rate>', 'bytes/s one process\'s TCP ring loop hashes, reduces and forwards, or none', '1.4GB/s')
+  .option('--overlap <mode>', 'gradient buckets and backward: implemented (as paratrain runs them) or ideal', 'implemented')
+  .option('--batch-size <n>', 'simulate this per-device batch (weak scaling) instead of the config\'s', positiveInt('batch-size'))
+  .option('--from <runDir>', 'take the compute time (and its variation, --stragglers run) from a run\'s metrics.jsonl')
+  .addOption(new Option('--backend <name>', 'kernel backend to time the layers with').choices(['auto', 'js', 'wasm', 'native', 'onednn']))
+  .option('--seq-len <n>', 'frames per sample for a model with variable-length input', positiveInt('seq-len'))
+  .option('--steps <n>', 'steps simulated per device', positiveInt('steps'), 200)
+  .option('--seed <n>', 'seed of the straggler draws', (v) => { const n = Number(v); if (!Number.isInteger(n)) throw new Error(`--seed: expected an integer, got '${v}'`); return n; }, 1)
+  .option('--remeasure', 'time the layers again instead of using the cache')
+  .option('--report <file>', 'write an HTML report with the scaling curves')
+  .option('--json <file>', 'write the predictions as JSON')
+  .option('--title <text>', 'title of the report')
+  .option('--force', 'overwrite a --report file that is not a simulate report')
+  .option('--quiet', 'no progress notes')
+  .action(async (config: string | undefined, opts) => runSimulate(config, opts));
 
 program.command('info')
   .description('show the kernel backends found on this machine and which one is chosen')
