@@ -9,7 +9,7 @@
  *
  *   node --import tsx scripts/emulated-network.ts [--config examples/alexnet-small.yaml]
  *     [--links 1gbit:100us,100mbit:2ms] [--strategies hybrid,async,bsp,trick] [--processes 2]
- *     [--steps 30] [--out DIR] [--json FILE]
+ *     [--steps 30] [--mtu 9000] [--out DIR] [--json FILE]
  *
  * Needs root, iproute2 (`ip`, `tc`) and /usr/bin/python3; otherwise it says why and exits 0.
  * Everything it makes (namespaces, veths, the TUN device, the relay) is removed at the end, on an
@@ -74,10 +74,11 @@ async function calibrate(net: EmulatedNetwork, link: Link): Promise<Calibration>
     });
     const bytes = Math.min(64 << 20, Math.max(1 << 20, Math.round(link.beta * 1.5)));
     const client = net.spawnIn(0, [process.execPath, '--import', 'tsx', PROBE, 'probe', net.address(1), '29499', String(bytes)], env);
-    let out = '';
+    let out = '', err = '';
     client.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+    client.stderr!.on('data', (d: Buffer) => { err = (err + d.toString()).slice(-1000); });
     const code = await exited(client, 90_000);
-    if (code !== 0) throw new Error(`link probe failed (exit ${code})`);
+    if (code !== 0) throw new Error(`the link probe from ${net.host(0)} to ${net.host(1)} failed (exit ${code}): ${err.trim().split('\n').slice(-2).join(' | ') || 'no output'}`);
     return JSON.parse(out.trim().split('\n').pop()!) as Calibration;
   } finally {
     server.kill('SIGKILL');
@@ -123,7 +124,7 @@ export async function main(args: string[]): Promise<void> {
   const keep = args.includes('--out');
   const out = keep ? option(args, 'out', '') : mkdtempSync(join(tmpdir(), 'paratrain-emulated-'));
   mkdirSync(out, { recursive: true });
-  const net = new EmulatedNetwork(processes);
+  const net = new EmulatedNetwork(processes, Number(option(args, 'mtu', '9000')));
   const children = new Set<ChildProcess>();
   const rows: Row[] = [];
   const cleanup = async () => {
