@@ -68,8 +68,11 @@ train: { epochs: 1, seed: 3, evalEvery: 0, backend: js${extra} }
   return file;
 }
 
-/** A random base port: the job uses base … base + devices. */
-export const randomPort = () => 20000 + Math.floor(Math.random() * 20000);
+/**
+ * A random base port: the job uses base … base + devices. Below Linux's ephemeral range (32768 and
+ * up), where the suite's other connections take their local ports, so a job's port is not in use already.
+ */
+export const randomPort = () => 20000 + Math.floor(Math.random() * 12000);
 
 export const SECRET = 'paratrain-test-secret-0123456789abcdef';
 
