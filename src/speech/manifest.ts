@@ -9,6 +9,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { alphabetIndex, encodeTranscript, type Alphabet } from './alphabet.ts';
+import { parseCsv } from '../data/csv.ts';
 
 /** One row of a manifest, resolved and checked. */
 export interface ManifestEntry {
@@ -24,48 +25,6 @@ export interface ManifestEntry {
   transcript: string;
   /** model output indices of the lower-cased transcript (alphabet.ts) */
   labels: Int32Array;
-}
-
-/** Splits CSV text into records of fields, each with the line it starts on (1-based). Blank lines are skipped. */
-export function parseCsv(text: string, name: string): { line: number; fields: string[] }[] {
-  const records: { line: number; fields: string[] }[] = [];
-  let fields: string[] = [];
-  let field = '';
-  let line = 1, recordLine = 1;
-  let quoted = false, sawQuote = false;
-  const endRecord = (): void => {
-    fields.push(field);
-    if (!(fields.length === 1 && fields[0] === '' && !sawQuote)) records.push({ line: recordLine, fields });
-    fields = []; field = ''; sawQuote = false;
-  };
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    if (quoted) {
-      if (c === '"') {
-        if (text[i + 1] === '"') { field += '"'; i++; } else quoted = false;
-      } else {
-        if (c === '\n') line++;
-        field += c;
-      }
-      continue;
-    }
-    if (c === '"') {
-      if (field !== '') throw new Error(`${name}:${line}: a quote inside an unquoted field; quote the whole field and double the quote ("")`);
-      quoted = true; sawQuote = true;
-    } else if (c === ',') {
-      fields.push(field); field = '';
-    } else if (c === '\n' || c === '\r') {
-      if (c === '\r' && text[i + 1] === '\n') i++;
-      endRecord();
-      line++;
-      recordLine = line;
-    } else {
-      field += c;
-    }
-  }
-  if (quoted) throw new Error(`${name}:${recordLine}: a quoted field is never closed`);
-  if (field !== '' || fields.length > 0 || sawQuote) endRecord();
-  return records;
 }
 
 const REQUIRED = ['wav_filename', 'transcript'] as const;
