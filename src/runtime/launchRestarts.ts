@@ -3,8 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { launchJob, type LaunchOptions } from './launcher.ts';
 import { timestampName } from './runDir.ts';
 
-/** Exit codes of a process that stopped gracefully on SIGINT/SIGTERM: a stop, not a death. */
-const STOP_CODES = new Set([130, 143]);
+/** Exit codes of a process that stopped gracefully on SIGINT/SIGTERM/SIGUSR1: a stop, not a death. */
+const STOP_CODES = new Set([130, 143, 138]);
 /** Each restart's rendezvous moves this many ports up, clear of the last attempt's sockets. */
 export const RESTART_PORT_STRIDE = 64;
 
@@ -18,7 +18,7 @@ export interface RestartOptions extends LaunchOptions {
  * process is stopped and the whole job started again from its last checkpoint — the same
  * arguments with `--out RUN_DIR` replaced by `--resume RUN_DIR`, on fresh ports — at most N
  * times. So that the run directory is known, a job without `--out` is given `--out runs/<timestamp>`.
- * A job stopped on purpose (SIGINT/SIGTERM to the launcher, or processes exiting 130/143) is not
+ * A job stopped on purpose (SIGINT/SIGTERM/SIGUSR1 to the launcher, or processes exiting 130/143/138) is not
  * restarted. Resolves to the exit code of the last attempt. One host only (--nnodes 1): restarting
  * a job on several hosts needs their launchers to agree, which they cannot yet.
  */

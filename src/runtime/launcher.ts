@@ -34,7 +34,7 @@ export interface JobOutcome {
   code: number;
   /** the first process that failed, with its exit code or the signal that killed it */
   failure: { rank: number; code: number | null; signal: NodeJS.Signals | null } | null;
-  /** the launcher itself was sent SIGINT/SIGTERM (forwarded to every process) */
+  /** the launcher itself was sent SIGINT/SIGTERM/SIGUSR1 (forwarded to every process) */
   interrupted: NodeJS.Signals | null;
 }
 
@@ -49,8 +49,8 @@ export async function launch(o: LaunchOptions): Promise<number> {
  * shared secret, and waits for them. Rank 0 keeps the terminal (its progress bar); the others'
  * lines are prefixed with their process index (`[process 1]`, the RANK it was given; see deviceNames.ts). When a process fails, the others are given graceMs to stop
  * by themselves (they are told through the job's abort) and are then terminated (SIGTERM, then
- * SIGKILL after killGraceMs: a stopped or deaf process does not hold the launcher). A SIGINT or
- * SIGTERM to the launcher is forwarded once to every process (each in its own process group, so a
+ * SIGKILL after killGraceMs: a stopped or deaf process does not hold the launcher). A SIGINT,
+ * SIGTERM or SIGUSR1 to the launcher is forwarded once to every process (each in its own process group, so a
  * terminal's Ctrl-C reaches them only through the launcher); a second one is forwarded too and
  * followed by SIGKILL after killGraceMs. The processes watch the launcher (PARATRAIN_LAUNCHER_PID,
  * parentWatch.ts) and stop when it is gone, even SIGKILLed.
@@ -83,9 +83,8 @@ export async function launchJob(o: LaunchOptions): Promise<JobOutcome> {
     interrupted ??= signal;
     for (const c of alive()) c.kill(signal);
   };
-  const onInt = forward('SIGINT'), onTerm = forward('SIGTERM');
-  process.on('SIGINT', onInt);
-  process.on('SIGTERM', onTerm);
+  const forwarded = (['SIGINT', 'SIGTERM', 'SIGUSR1'] as const).map((s) => [s, forward(s)] as const);
+  for (const [s, handler] of forwarded) process.on(s, handler);
   try {
     const exits = Array.from({ length: o.nprocPerNode }, (_, local) => {
       const rank = o.nodeRank * o.nprocPerNode + local;
@@ -126,8 +125,7 @@ export async function launchJob(o: LaunchOptions): Promise<JobOutcome> {
   } finally {
     clearTimeout(killTimer);
     for (const t of timers) clearTimeout(t);
-    process.off('SIGINT', onInt);
-    process.off('SIGTERM', onTerm);
+    for (const [s, handler] of forwarded) process.off(s, handler);
   }
   const failure = firstFailure as JobOutcome['failure'];
   const code = !failure ? 0 : failure.code ?? 128 + (signalNumber(failure.signal) ?? 1);

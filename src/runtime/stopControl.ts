@@ -19,15 +19,15 @@ import type { ProcessPlacement } from './processWorld.ts';
  */
 const TAG = 0x5709;
 const enum Kind { Request = 1, Freeze = 2, Report = 3, Final = 4, Hold = 5 }
-/** what a stop may be caused by; the wire carries the index ('abort': the library's AbortSignal aborted for another reason) */
-const SIGNALS = ['SIGINT', 'SIGTERM', 'abort', 'earlyStopping'] as const;
+/** what a stop may be caused by; the wire carries the index, so new causes go at the end ('abort': the library's AbortSignal aborted for another reason) */
+const SIGNALS = ['SIGINT', 'SIGTERM', 'abort', 'earlyStopping', 'SIGUSR1'] as const;
 /** HOLD(NO_HOLD): no further hold */
 const NO_HOLD = 0x7fffffff;
 const CONTROL_RECV_TIMEOUT_MS = 7 * 24 * 3600_000;
 
 export interface StopControlOptions {
   gate: StopGateMemory;
-  /** aborted to request the stop; its reason names the signal ('SIGINT', 'SIGTERM'), any other reason is 'abort' (absent: only early stopping stops) */
+  /** aborted to request the stop; its reason names the signal ('SIGINT', 'SIGTERM', 'SIGUSR1'), any other reason is 'abort' (absent: only early stopping stops) */
   signal?: AbortSignal;
   /** absent: the job is this process */
   placement?: ProcessPlacement;

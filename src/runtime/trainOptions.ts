@@ -81,7 +81,7 @@ export interface TrainOptions {
    * Aborting it stops the run gracefully, on any number of devices: every device (of every process)
    * finishes the step in flight, all agree on one last step, and the run ends as if it were the
    * last (the final checkpoint is written; result.stopped says so). `result.stopped.signal` is the
-   * abort reason when it is 'SIGINT' or 'SIGTERM', else 'abort'. In a job of several processes give
+   * abort reason when it is 'SIGINT', 'SIGTERM' or 'SIGUSR1', else 'abort'. In a job of several processes give
    * it to every process or to none (they form a control world for it).
    */
   signal?: AbortSignal;
