@@ -31,6 +31,11 @@ export interface StepInfo {
   samples: number;
   /** this device's loss is NaN/Inf: the step is to be skipped (see nonFinite.ts) */
   lossNonFinite?: boolean;
+  /**
+   * this device's shards of `parallel: model` layers have a NaN/Inf gradient: the step is to be
+   * skipped on every device (the shards' gradients are never reduced, so nothing else carries it)
+   */
+  shardsNonFinite?: boolean;
 }
 
 /** Counters a strategy reports with each step (staleness of async gradients, …). */

@@ -5,6 +5,9 @@ import type { FaultPlan } from './faultPlan.ts';
 /** Characters of a device's diagnosis that travel in the agreement when too many steps in a row were bad. */
 const WHERE_CHARS = 96;
 
+/** An injected NaN: poisons the replicated gradient, or this device's model-parallel shards' (FaultPlan `nan`). */
+export type Poison = (replicated: Float32Array, shards: Float32Array) => void;
+
 /**
  * Steps with a NaN/Inf loss or gradient are skipped, never applied: no optimizer update, no
  * momentum change. Who decides:
@@ -28,15 +31,19 @@ export class BadStepGuard {
               private readonly strategy: Strategy, private readonly faults: FaultPlan, private readonly lr: number) {}
 
   /** The injected NaN (FaultPlan `nan`) for this device and step, or undefined. */
-  poisonAt(step: number): ((grads: Float32Array) => void) | undefined {
-    if (!this.faults.poisonsAt(this.rank, step)) return undefined;
-    return (grads) => { if (grads.length > 0) grads[0] = NaN; };
+  poisonAt(step: number): Poison | undefined {
+    const where = this.faults.poisonsAt(this.rank, step);
+    if (!where) return undefined;
+    return (replicated, shards) => {
+      const g = where === 'shard' ? shards : replicated;
+      if (g.length > 0) g[0] = NaN;
+    };
   }
 
   /** The update of one step: the strategy's, or the local optimizer step unless the step is bad. */
   async update(view: ReplicaView, info: StepInfo): Promise<StrategyStepStats | void> {
     if (this.strategy.applyUpdate) return this.strategy.applyUpdate(view, info);
-    let bad = info.lossNonFinite === true || !allFinite(view.grads);
+    let bad = info.lossNonFinite === true || info.shardsNonFinite === true || !allFinite(view.grads);
     if (this.strategy.agree) bad = await anyBad((v) => this.strategy.agree!(v), this.scratch, bad);
     if (bad) return { skipped: true };
     // train.clipGradNorm: a device's own gradient (one device, bsp, easgd, bmuf), finite here

@@ -12,8 +12,11 @@ export interface FaultPlanData {
   slow: [number, number][];
   /** [device rank, global step at which that device throws] */
   fail: [number, number][];
-  /** [device rank, global step at which that device's first gradient becomes NaN] */
-  nan?: [number, number][];
+  /**
+   * [device rank, global step at which that device's first gradient becomes NaN]; with 'shard', the
+   * first float of its model-parallel shard's gradient instead (a `parallel: model` layer's)
+   */
+  nan?: ([number, number] | [number, number, 'shard'])[];
   /** where each kind of fault was given, so errors name the flag or option the user wrote */
   slowSource: string;
   failSource: string;
@@ -30,7 +33,7 @@ export class FaultPlan {
 
   private readonly slow: ReadonlyMap<number, number>;
   private readonly fail: ReadonlyMap<number, number>;
-  private readonly nan: readonly [number, number][];
+  private readonly nan: readonly ([number, number] | [number, number, 'shard'])[];
   private readonly slowSource: string;
   private readonly failSource: string;
 
@@ -45,8 +48,9 @@ export class FaultPlan {
       if (!wholeAtLeastZero(rank)) throw new Error(`${this.failSource}: a device rank is a whole number ≥ 0, got ${rank}`);
       if (!wholeAtLeastZero(step)) throw new Error(`${this.failSource}: device ${rank}'s failing step must be a whole number ≥ 0, got ${step}`);
     }
-    for (const [rank, step] of data.nan ?? []) {
+    for (const [rank, step, where] of data.nan ?? []) {
       if (!wholeAtLeastZero(rank) || !wholeAtLeastZero(step)) throw new Error(`nanAt: expected a device rank and a step, whole numbers ≥ 0, got ${rank}:${step}`);
+      if (where !== undefined && where !== 'shard') throw new Error(`nanAt: device ${rank} at step ${step}: the third field may only be 'shard', got ${JSON.stringify(where)}`);
     }
     this.nan = [...data.nan ?? []];
     this.slow = new Map(data.slow);
@@ -112,8 +116,9 @@ export class FaultPlan {
     return this.fail.get(rank) === step;
   }
 
-  /** Whether device `rank`'s gradient is to become NaN at global step `step`. */
-  poisonsAt(rank: number, step: number): boolean {
-    return this.nan.some(([r, s]) => r === rank && s === step);
+  /** Whether device `rank`'s gradient is to become NaN at global step `step`: 'whole' (its first float), 'shard' (its shard's first), or false. */
+  poisonsAt(rank: number, step: number): 'whole' | 'shard' | false {
+    const hit = this.nan.find(([r, s]) => r === rank && s === step);
+    return hit ? hit[2] ?? 'whole' : false;
   }
 }

@@ -7,6 +7,8 @@ import { allFinite } from '../parallel/nonFinite.ts';
 import type { Replica } from './replica.ts';
 import type { SequenceBatch } from '../data/batcher.ts';
 import { VARIABLE } from '../tensor/shape.ts';
+import type { Poison } from './badSteps.ts';
+import type { ShardEntry } from '../parallel/modelParallel/shards.ts';
 
 /** One step's inputs, to run it again for the diagnosis. */
 export interface ProbeBatch {
@@ -20,7 +22,7 @@ export interface ProbeBatch {
   gradScale: number;
   globalBatchSize: number;
   /** the injected fault, if this step had one (applied to the recomputed gradients too) */
-  poison?: (grads: Float32Array) => void;
+  poison?: Poison;
 }
 
 /**
@@ -46,12 +48,19 @@ export async function locateNonFinite(replica: Replica<TrainableModel>, b: Probe
   }
   replica.zeroGrads();
   const r = await replica.computeGradientsAsync(b.images, b.labels, b.ctx, b.gradScale, undefined, b.globalBatchSize, b.targets, b.sequence);
-  b.poison?.(model.grads);
+  const split = model.replicatedLength;
+  b.poison?.(model.grads.subarray(0, split), model.grads.subarray(split));
   if (where) return where;
   if (!Number.isFinite(r.lossSum)) return 'the loss';
-  const entries = (model as { paramEntries?: readonly FlatEntry[] }).paramEntries ?? [];
-  for (const e of entries) {
+  for (const e of gradientEntries(model)) {
     if (!allFinite(model.grads.subarray(e.offset, e.offset + e.size))) return `the gradient of ${e.name}`;
   }
   return allFinite(model.grads) ? null : 'the gradients';
+}
+
+/** The model's parameter tensors by name: a whole model's, or a split one's replicated tensors then this device's shards ("its shard of layers.5.kernel"). */
+function gradientEntries(model: TrainableModel): { name: string; offset: number; size: number }[] {
+  const m = model as { paramEntries?: readonly FlatEntry[]; replicatedEntries?: readonly FlatEntry[]; shardEntries?: readonly ShardEntry[] };
+  if (m.paramEntries) return [...m.paramEntries];
+  return [...m.replicatedEntries ?? [], ...(m.shardEntries ?? []).map((e) => ({ name: `its shard of ${e.name}`, offset: e.offset, size: e.size }))];
 }

@@ -143,6 +143,11 @@ export class Replica<M extends TrainableModel = Sequential> {
     this.model.zeroGrads();
   }
 
+  /** The gradients of this device's model-parallel shards (after the replicated part; empty for a whole model). */
+  shardGrads(): Float32Array {
+    return this.model.grads.subarray(this.model.replicatedLength);
+  }
+
   /**
    * A replica of `config` on one of the devices of `comm`: split when the config marks layers
    * `parallel: model` and there are several devices ("one weird trick"), else the whole model,

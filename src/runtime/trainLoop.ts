@@ -11,6 +11,7 @@ import type { RunConfig } from '../config/runConfig.ts';
 import type { EventSink } from './events.ts';
 import { FaultPlan } from './faultPlan.ts';
 import { BadStepGuard } from './badSteps.ts';
+import { allFinite } from '../parallel/nonFinite.ts';
 import { noteStep } from '../comm/stallInspector.ts';
 import type { ProbeBatch } from './nonFiniteProbe.ts';
 
@@ -33,6 +34,8 @@ export interface TrainableReplica {
   takeGradNorm?(): number | undefined;
   /** where this device's step first holds a NaN/Inf, run again on its batch (nonFiniteProbe.ts) */
   locateNonFinite?(batch: ProbeBatch): Promise<string | null>;
+  /** the gradients of this device's model-parallel shards, which no strategy sees (empty when the model is whole) */
+  shardGrads?(): Float32Array;
 }
 
 export interface LoopOptions {
@@ -104,6 +107,7 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
   const totalSteps = stepsPerEpoch * config.train.epochs;
   const baseLr = baseLearningRate(config);
   const view = viewOf(replica);
+  const shards = replica.shardGrads?.() ?? new Float32Array(0);
   const onGradientsReady = strategy.onGradientsReady ? (offset: number) => strategy.onGradientsReady!(view, offset) : undefined;
   const guard = new BadStepGuard(config.train.maxBadSteps, rank, worldSize, strategy, faults, config.optimizer.lr);
   await strategy.onStart?.(view);
@@ -140,13 +144,15 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
           ctx: { training: true, seed: config.train.seed, step, sampleOffset: batch.globalOffset, rank, localOffset: 0, ...(sequence ? { lengths: sequence.lengths } : {}) },
           gradScale: worldSize / batch.globalBatchSize, globalBatchSize: batch.globalBatchSize, poison: guard.poisonAt(step) };
         r = await replica.computeGradientsAsync(images, labels, probe.ctx, probe.gradScale, onGradientsReady, batch.globalBatchSize, targets, sequence);
-        probe.poison?.(view.grads);
+        probe.poison?.(view.grads, shards);
       } else if (onGradientsReady) {
         // its zero gradients are final at once; the same announcements keep bucketed reductions in step
         for (const offset of replica.gradientReadyOffsets) onGradientsReady(offset);
       }
       const activationBytes = replica.takePeakActivationBytes();
       info.lossNonFinite = !Number.isFinite(r.lossSum);
+      // a split layer's shard gradients are never reduced: the strategy learns of a NaN/Inf in them here
+      info.shardsNonFinite = shards.length > 0 && !allFinite(shards);
       if (slowdown > 1) sleepSync((performance.now() - t1) * (slowdown - 1));
       const t2 = performance.now();
       // gradient buckets reduced during backward are communication, not compute

@@ -67,3 +67,19 @@ for (const strategy of ['hybrid', 'bsp', 'async'] as const) {
     assert.match(row!, / 1  \S+ ×2 \(run\)$/);
   });
 }
+
+test('hybrid, 2 devices, model-parallel dense layers: a NaN in device 1\'s shard gradient skips the step on both devices; in a row they stop the run naming device 1 and its shard', async () => {
+  const config = tinyConfig();
+  // the first dense layer after the replicated one is split between the devices; its shard's gradient is never reduced
+  const [flatten, hidden, , last] = config.model.layers as [RunConfig['model']['layers'][number], { units: number }, unknown, { units: number }];
+  config.model.layers = [flatten, { ...hidden, units: 16 }, { ...hidden, units: 12, parallel: 'model' }, { ...last, parallel: 'model' }] as RunConfig['model']['layers'];
+  config.data.trainLimit = 256;
+  config.data.batchSize = 16;
+  config.train.maxBadSteps = 2;
+  const out = outDir();
+  const faults = new FaultPlan({ nan: [[1, 2, 'shard'], [1, 3, 'shard']] });
+  await assert.rejects(train(config, { devices: 2, strategy: 'hybrid', epochs: 1, dataDir: SUBSET, out, faults }),
+    /training diverged: the gradients are non-finite at step 4 .*: 2 steps in a row \(steps 3–4\) were skipped because non-finite values first appeared on device 1 in the gradient of its shard of layers\.2\.kernel/);
+  const skipped = readMetrics(join(out, 'metrics.jsonl')).filter((e) => e.type === 'step' && e['skipped'] === true);
+  assert.deepEqual(skipped.map((e) => [e['rank'], e['step']]).sort(), [[0, 2], [0, 3], [1, 2], [1, 3]], 'both devices skipped steps 2 and 3');
+});

@@ -1,7 +1,7 @@
 import type { Communicator } from '../../comm/communicator.ts';
 import type { Strategy } from '../strategy.ts';
 import { registerAndBroadcast } from '../replicaSync.ts';
-import { allFinite } from '../nonFinite.ts';
+import { allFinite, anyBad } from '../nonFinite.ts';
 import type { StrategyEntry } from './entry.ts';
 
 /**
@@ -13,7 +13,8 @@ import type { StrategyEntry } from './entry.ts';
  * as soon as backward has finished it; what remains is reduced after backward.
  *
  * Non-finite numbers travel with the gradients: the bucket that reaches offset 0 is always reduced
- * in applyUpdate, where a device whose loss is NaN/Inf sets grads[0] to NaN first; a NaN or Inf
+ * in applyUpdate, where a device whose loss — or gradient of its shards of `parallel: model`
+ * layers, which are never reduced — is NaN/Inf sets grads[0] to NaN first; a NaN or Inf
  * anywhere makes the sum non-finite on every device alike, so one pass over the reduced gradient
  * decides, identically everywhere, to skip the step (no optimizer update). train.clipGradNorm
  * clips the reduced (finite) gradient.
@@ -23,6 +24,7 @@ export function hybridStrategy(comm: Communicator, bucketBytes: number): Strateg
   /** grads[reducedFrom:] are being reduced this step; −1 before the first bucket of a step */
   let reducedFrom = -1;
   let inFlight: Promise<void>[] = [];
+  const flag = new Float32Array(1);
   return {
     name: 'hybrid',
     onStart: (replica) => registerAndBroadcast(comm, replica),
@@ -37,12 +39,15 @@ export function hybridStrategy(comm: Communicator, bucketBytes: number): Strateg
     },
     async applyUpdate(replica, info) {
       const rest = reducedFrom < 0 ? replica.grads.length : reducedFrom;
-      if (info.lossNonFinite && rest > 0) replica.grads[0] = NaN;
+      const localBad = info.lossNonFinite === true || info.shardsNonFinite === true;
+      if (localBad && rest > 0) replica.grads[0] = NaN;
       if (rest > 0) inFlight.push(comm.allreduce(replica.grads.subarray(0, rest), 'mean'));
       await Promise.all(inFlight);
       inFlight = [];
       reducedFrom = -1;
-      if (!allFinite(replica.grads)) return { skipped: true };
+      // a model split entirely (no replicated gradient to carry the flag) agrees on it alone
+      const bad = replica.grads.length > 0 ? !allFinite(replica.grads) : await anyBad((v) => comm.allreduce(v, 'sum'), flag, localBad);
+      if (bad) return { skipped: true };
       // clipping acts on the reduced gradient, so G devices clip exactly as one device would
       await replica.clipGradients?.();
       replica.localStep(info.lr);
