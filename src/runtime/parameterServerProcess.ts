@@ -22,7 +22,7 @@ export async function hostParameterServer(config: RunConfig, start: ParameterSer
     // a resumed server carries on: its optimizer slots and its update count (Adam's step) as saved
     if (start.optimizer) optimizer.loadState(start.optimizer);
     await serveParameterServer(comm, params, optimizer, { survivesLostDevices: world.dropsLostDevices === true, onDeviceLost, version: start.version,
-      describe: (words) => comm.describeWhereabouts(words) });
+      describe: (words, awaiting) => comm.describeWhereabouts(words, awaiting) });
   } catch (err) {
     comm.abort(`the parameter server failed: ${(err as Error).message}`);
     throw err;

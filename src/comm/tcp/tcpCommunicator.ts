@@ -158,9 +158,16 @@ export class TcpCommunicator implements Communicator {
     links.closeAll();
   }
 
-  /** What this rank answers the stall inspector of a peer besides its calls (the parameter server: its devices' steps). */
-  describeWhereabouts(note: () => string): void {
-    if (this.ctx.router.whereabouts) this.ctx.router.whereabouts.note = note;
+  /**
+   * What this rank answers the stall inspector of a peer besides its calls (the parameter server: its
+   * devices' steps), and `awaiting(p)`: the ranks it waits for before it can answer rank p (a peer
+   * that waits on this rank then names those ranks as the ones that have not arrived).
+   */
+  describeWhereabouts(note: () => string, awaiting?: (p: number) => number[]): void {
+    const w = this.ctx.router.whereabouts;
+    if (!w) return;
+    w.note = note;
+    w.awaiting = awaiting;
   }
 
   takeStats(): CollectiveStats {

@@ -29,6 +29,8 @@ interface HereAnswer {
   step: number;
   /** what its owner says it is doing (the parameter server: its devices' steps) */
   note?: string;
+  /** the ranks it waits for before it can answer the asking rank's request (the parameter server: the devices a FINISH or a turn waits for) */
+  awaiting?: number[];
 }
 
 /** the longest the inspector waits for the peers' answers, ms */
@@ -41,6 +43,8 @@ export class Whereabouts {
   private readonly probes = new Map<number, { answers: Map<number, HereAnswer>; done: () => void }>();
   /** what the owner adds to this rank's answers (e.g. the parameter server's view of its devices) */
   note: (() => string) | undefined;
+  /** the ranks this rank waits for before it can answer rank p's request (the parameter server's FINISH and turns) */
+  awaiting: ((p: number) => number[]) | undefined;
 
   constructor(private readonly links: PeerLinks, private readonly failures: FailureState, private readonly entered: () => number,
               readonly stallMs: number, private readonly names: readonly string[] | undefined) {}
@@ -60,8 +64,9 @@ export class Whereabouts {
   /** A Where or Here frame from rank p. */
   onFrame(p: number, f: Frame): void {
     if (f.type === FrameType.Where) {
+      const awaiting = this.awaiting?.(p) ?? [];
       const here: HereAnswer = { entered: this.entered(), calls: [...this.active].map((c) => c.label()), last: this.last?.label() ?? null,
-        step: currentTrainingStep(), ...(this.note ? { note: this.note() } : {}) };
+        step: currentTrainingStep(), ...(this.note ? { note: this.note() } : {}), ...(awaiting.length ? { awaiting } : {}) };
       this.links.outLink(p).then((l) => l.send(FrameType.Here, f.tag, 0, Buffer.from(JSON.stringify(here), 'utf8'))).catch(() => {});
       return;
     }
@@ -111,7 +116,10 @@ export class Whereabouts {
       others.push({ rank: q, step: a.step, call: where });
       if (seq !== undefined && !Number.isNaN(seq) && a.entered <= seq) missing.push(q);
     }
-    if (p2p || missing.length === 0) missing.splice(0, missing.length, p);
+    // a recv: the rank it waits for, or whom that rank itself waits for to answer (a server's other devices)
+    const through = p2p ? answers.get(p)?.awaiting?.filter((q) => Number.isInteger(q) && q >= 0 && q < size && q !== me) : undefined;
+    if (through?.length) missing.splice(0, missing.length, ...through);
+    else if (p2p || missing.length === 0) missing.splice(0, missing.length, p);
     reportStall({ rank: me, waitingIn: mine?.label() ?? what, seconds: (performance.now() - since) / 1000, missing, others,
       ...(this.names ? { names: this.names } : {}) });
   }

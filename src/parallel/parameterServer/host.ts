@@ -15,8 +15,12 @@ export interface ServeOptions {
   onDeviceLost?: (device: number, step: number, reason: string) => void;
   /** the version to count on from (a resumed server: the updates its checkpoint set had applied) */
   version?: number;
-  /** hands over the server's own words for a device's stall report: each device's last step, whose turn it is */
-  describe?: (words: () => string) => void;
+  /**
+   * hands over the server's own words for a device's stall report (each device's last step, whose
+   * turn it is) and whom it waits for before answering rank p (a FINISH: the devices not done; a
+   * turn: the device holding it)
+   */
+  describe?: (words: () => string, awaiting: (p: number) => number[]) => void;
 }
 
 /**
@@ -40,8 +44,15 @@ export async function serveParameterServer(comm: Communicator, params: Float32Ar
   };
   const lastStep = new Array<number>(comm.size).fill(0);
   let turnOf = 0;
+  // what each device's request in progress waits for (a stall report names those devices)
+  const waitingIn = new Array<'finish' | 'turn' | null>(comm.size).fill(null);
+  const awaiting = (p: number): number[] => {
+    if (waitingIn[p] === 'finish') return Array.from({ length: comm.size - 1 }, (_, d) => d + 1).filter((q) => !done.has(q));
+    if (waitingIn[p] === 'turn' && turnOf) return [(turn % turnOf) + 1];
+    return [];
+  };
   o.describe?.(() => `serving${turnOf ? `, the turn is device ${turn % turnOf}'s` : ''}; devices last asked at steps ` +
-    lastStep.slice(1).map((s, d) => `${d}: ${done.has(d + 1) ? 'done' : s}`).join(', '));
+    lastStep.slice(1).map((s, d) => `${d}: ${done.has(d + 1) ? 'done' : s}`).join(', '), awaiting);
   const serve = async (device: number) => {
     const req = new PsHeader(), reply = new PsHeader();
     const buf = new Float32Array(params.length);
@@ -81,7 +92,9 @@ export async function serveParameterServer(comm: Communicator, params: Float32Ar
         }
         case PsOp.WaitTurn:
           turnOf = b;
+          waitingIn[device] = 'turn';
           while (turn % b !== a) await new Promise<void>((resolve) => turnWaiters.push(resolve));
+          waitingIn[device] = null;
           await comm.send(reply.set(0).wire, device, PsTag.Reply);
           break;
         case PsOp.PassTurn:
@@ -90,7 +103,9 @@ export async function serveParameterServer(comm: Communicator, params: Float32Ar
           break;
         case PsOp.Finish:
           markDone(device);
+          waitingIn[device] = 'finish';
           if (done.size < comm.size - 1) await new Promise<void>((resolve) => finishWaiters.push(resolve));
+          waitingIn[device] = null;
           await comm.send(reply.set(0).wire, device, PsTag.Reply);
           break;
         case PsOp.Snapshot: {
