@@ -122,7 +122,10 @@ static napi_value js_add_hash(napi_env env, napi_callback_info info) {
 
 /*
  * ring(inFd, outFd, buf: Float32Array, slot: Uint8Array, steps: Float64Array, io: Float64Array,
- *      head: Uint8Array(32)): string | undefined — runs ring_run (ring.h) synchronously.
+ *      head: Uint8Array(32)[, watch: Int32Array]): string | undefined — runs ring_run (ring.h)
+ * synchronously; `watch`: socket descriptors that hand the ring back once readable (io then holds
+ * 25 numbers and head 64 bytes: [22] partial_off, [23] partial_payload, [24] partial_len, and
+ * head[32..64) out_head, for status RING_ABORTED).
  * steps: 5 numbers a step (start, end, reduce, forward, div). io in: [0] sendStart, [1] sendEnd,
  * [2] type, [3] flags, [4] arg, [5] tag, [6] aux, [7] chunkFloats, [8] maxFrame, [9] sliceMs,
  * [10] timeoutMs, [11] inSeq, [12] outSeq, [13] step, [14] cur, [18] header bytes already read into
@@ -131,8 +134,21 @@ static napi_value js_add_hash(napi_env env, napi_callback_info info) {
  * [20] bytes in, [21] bytes out. Returns the error message when status is RING_ERROR.
  */
 static napi_value js_ring(napi_env env, napi_callback_info info) {
-  napi_value argv[7];
-  if (!get_args(env, info, 7, argv, "paratrain_tcp: ring(inFd, outFd, buf, slot, steps, io, head)")) return NULL;
+  napi_value argv[8];
+  size_t argc = 8;
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc < 7) return throw_range(env, "paratrain_tcp: ring(inFd, outFd, buf, slot, steps, io, head[, watch])");
+  const int32_t *watch = NULL;
+  size_t watch_bytes = 0;
+  if (argc >= 8) {
+    napi_valuetype wt;
+    napi_typeof(env, argv[7], &wt);
+    if (wt != napi_undefined && wt != napi_null) {
+      watch = bytes_of(env, argv[7], &watch_bytes, "watch");
+      if (!watch) return NULL;
+      if (watch_bytes % 4 != 0 || (uintptr_t)watch % 4 != 0) return throw_range(env, "paratrain_tcp: ring: watch must be an Int32Array of socket descriptors");
+    }
+  }
   int32_t in_fd, out_fd;
   if (napi_get_value_int32(env, argv[0], &in_fd) != napi_ok || napi_get_value_int32(env, argv[1], &out_fd) != napi_ok || in_fd < 0 || out_fd < 0) {
     return throw_range(env, "paratrain_tcp: ring needs two socket descriptors");
@@ -151,6 +167,9 @@ static napi_value js_ring(napi_env env, napi_callback_info info) {
   if (io_bytes < 22 * 8 || head_bytes < 32 || step_bytes % 40 != 0 || ((uintptr_t)buf | (uintptr_t)slot) % 4 != 0) {
     return throw_range(env, "paratrain_tcp: ring: io needs 22 numbers, head 32 bytes, steps 5 numbers each, buf and slot 4-byte alignment");
   }
+  if (watch && (io_bytes < 25 * 8 || head_bytes < 64)) {
+    return throw_range(env, "paratrain_tcp: ring: with watch, io needs 25 numbers and head 64 bytes");
+  }
   size_t nsteps = step_bytes / 40, floats = buf_bytes / 4;
   ring_step *steps = malloc((nsteps ? nsteps : 1) * sizeof *steps);
   if (!steps) return throw_range(env, "paratrain_tcp: out of memory");
@@ -168,6 +187,7 @@ static napi_value js_ring(napi_env env, napi_callback_info info) {
     .arg = (uint32_t)io[4], .tag = (uint32_t)io[5], .aux = (uint32_t)io[6], .chunk_floats = (uint32_t)io[7],
     .max_frame = (uint32_t)io[8], .slice_ms = (int)io[9], .timeout_ms = (int)io[10], .in_seq = (uint32_t)io[11],
     .out_seq = (uint32_t)io[12], .step = (size_t)io[13], .cur = (uint64_t)io[14], .head_fill = (int)io[18],
+    .watch_fds = watch, .nwatch = (int)(watch_bytes / 4),
   };
   memcpy(a.head, head, 32);
   if (a.send_start > a.send_end || a.send_end > floats || a.chunk_floats == 0 || a.step > nsteps || (a.head_fill != 0 && a.head_fill != 32) ||
@@ -189,6 +209,12 @@ static napi_value js_ring(napi_env env, napi_callback_info info) {
   io[20] = (double)a.bytes_in;
   io[21] = (double)a.bytes_out;
   memcpy(head, a.head, 32);
+  if (watch) {
+    io[22] = (double)a.partial_off;
+    io[23] = (double)a.partial_payload;
+    io[24] = (double)a.partial_len;
+    memcpy(head + 32, a.out_head, 32);
+  }
   if (a.status != RING_ERROR) return NULL;
   napi_value msg;
   napi_create_string_utf8(env, a.msg, NAPI_AUTO_LENGTH, &msg);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,7 +20,9 @@
 
 #define MAGIC 0x31525450u
 #define HEADER 32
+#define TYPE_ABORT 30 /* FrameType.Abort (src/comm/tcp/frame.ts) */
 #define MAX_IOV 64
+#define MAX_WATCH 256
 
 typedef struct {
   uint8_t head[HEADER];
@@ -136,6 +139,78 @@ static int expected(ring_args *a, const ring_step *s) {
          (!s->reduce || len <= a->slot_bytes);
 }
 
+/* Whether the 32 bytes at h are the header of an Abort frame (magic, type and header checksum). */
+static int is_abort(const uint8_t *h) {
+  return get32(h) == MAGIC && h[4] == TYPE_ABORT && crc32_bytes(h, 28) == get32(h + 28);
+}
+
+/* Whether the next bytes waiting on socket fd are an Abort's header (looked at, not read: JavaScript reads them). */
+static int abort_waiting(int fd) {
+  uint8_t h[HEADER];
+  ssize_t r;
+  do r = recv(fd, h, HEADER, MSG_PEEK | MSG_DONTWAIT);
+  while (r < 0 && errno == EINTR);
+  return r == HEADER && is_abort(h);
+}
+
+/*
+ * The watched sockets (this rank's other connections, whose frames JavaScript reads). A socket with
+ * anything to read but an Abort (or hung up) leaves the set — JavaScript must look at it, at the
+ * next frame boundary — so that level-triggered polls do not spin on it; the others stay watched.
+ */
+typedef struct {
+  int fds[MAX_WATCH];
+  int n;
+  int ready; /* one left the set: hand over at the next frame boundary */
+} watch_set;
+
+static void watch_fill(const watch_set *w, struct pollfd *pf) {
+  for (int i = 0; i < w->n; i++) pf[i] = (struct pollfd){w->fds[i], POLLIN, 0};
+}
+
+/* After a poll of w's sockets into pf: 1 when one holds a peer's Abort; else moves the ready ones out of the set. */
+static int watch_check(watch_set *w, const struct pollfd *pf) {
+  int kept = 0, n = w->n;
+  for (int i = 0; i < n; i++) {
+    if (pf[i].revents & POLLIN && abort_waiting(pf[i].fd)) return 1;
+    if (pf[i].revents) w->ready = 1;
+    else w->fds[kept++] = pf[i].fd;
+  }
+  w->n = kept;
+  return 0;
+}
+
+/* Polls w's sockets without waiting: 1 when one holds a peer's Abort (see watch_check). */
+static int watch_now(watch_set *w) {
+  if (w->n == 0) return 0;
+  struct pollfd pf[MAX_WATCH];
+  watch_fill(w, pf);
+  int r;
+  do r = poll(pf, w->n, 0);
+  while (r < 0 && errno == EINTR);
+  return r > 0 && watch_check(w, pf);
+}
+
+static void aborted(ring_args *a, int where) {
+  a->status = RING_ABORTED;
+  a->err_kind = where;
+}
+
+/* RING_ABORTED: the queued sends never started are dropped, the rest of one half written is given back (ring.h). */
+static void give_back_unsent(ring_args *a, const send_queue *q) {
+  size_t unstarted = q->tail - q->head;
+  a->partial_off = a->partial_payload = a->partial_len = 0;
+  if (unstarted > 0 && q->offset > 0) {
+    const pending *f = &q->items[q->head];
+    memcpy(a->out_head, f->head, HEADER);
+    a->partial_off = q->offset;
+    a->partial_payload = (uint64_t)(f->payload - (const uint8_t *)a->buf) / 4;
+    a->partial_len = f->len;
+    unstarted--;
+  }
+  a->out_seq -= (uint32_t)unstarted;
+}
+
 /* Moves past steps with nothing (more) to receive: with fewer floats than ranks, some segments are empty. */
 static void skip_done_steps(ring_args *a) {
   while (a->step < a->nsteps && a->cur >= a->steps[a->step].end)
@@ -162,6 +237,13 @@ void ring_run(ring_args *a) {
   uint8_t *target = NULL; /* while a payload is being read: where it goes */
   size_t len = 0, fill = 0, hashed = 0;
   double last_in = now_ms(), last_out = last_in;
+  watch_set w = {.n = 0, .ready = 0};
+  for (int i = 0; i < a->nwatch && w.n < MAX_WATCH; i++) w.fds[w.n++] = a->watch_fds[i];
+  struct pollfd pf[2 + MAX_WATCH];
+  if (watch_now(&w)) {
+    aborted(a, RING_ABORT_WATCHED);
+    goto out;
+  }
   for (;;) {
     int want_in = a->step < a->nsteps;
     int want_out = q.head < q.tail;
@@ -171,6 +253,11 @@ void ring_run(ring_args *a) {
     if (want_in && !want_out && !target && t - last_in >= a->slice_ms) {
       a->status = RING_HANDOVER;
       goto out;
+    }
+    /* another connection has something (a peer's Abort): JavaScript reads it, from the next frame boundary */
+    if (want_in && !target && w.ready) {
+      a->status = RING_HANDOVER;
+      goto flush;
     }
     if (want_out && t - last_out >= a->timeout_ms) {
       fail(a, RING_ERR_TIMEOUT_OUT, 0, "no progress sending for %d ms", a->timeout_ms);
@@ -182,13 +269,20 @@ void ring_run(ring_args *a) {
     }
     /* a header read before we started needs no poll for input */
     int head_ready = want_in && !target && a->head_fill == HEADER;
-    struct pollfd pf[2] = {{a->in_fd, want_in && !head_ready ? POLLIN : 0, 0}, {a->out_fd, want_out ? POLLOUT : 0, 0}};
+    pf[0] = (struct pollfd){a->in_fd, want_in && !head_ready ? POLLIN : 0, 0};
+    pf[1] = (struct pollfd){a->out_fd, want_out ? POLLOUT : 0, 0};
+    const int npf = 2 + w.n;
+    watch_fill(&w, pf + 2);
     double until = want_in && !want_out && !target ? last_in + a->slice_ms : (want_out ? last_out : last_in) + a->timeout_ms;
     if (want_in && want_out && !target && last_in + a->slice_ms < until) until = last_in + a->slice_ms;
     int wait = (int)(until - t) + 1;
-    if (poll(pf, 2, head_ready ? 0 : wait < 1 ? 1 : wait) < 0) {
+    if (poll(pf, npf, head_ready ? 0 : wait < 1 ? 1 : wait) < 0) {
       if (errno == EINTR) continue;
       fail(a, RING_ERR_IO_IN, errno, "poll: %s", strerror(errno));
+      goto out;
+    }
+    if (npf > 2 && watch_check(&w, pf + 2)) {
+      aborted(a, RING_ABORT_WATCHED);
       goto out;
     }
     if (want_out && (pf[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
@@ -204,6 +298,11 @@ void ring_run(ring_args *a) {
     while (a->step < a->nsteps) {
       const ring_step *s = &a->steps[a->step];
       if (!target) {
+        if (watch_now(&w)) {
+          aborted(a, RING_ABORT_WATCHED);
+          goto out;
+        }
+        if (w.ready) break;
         if (a->head_fill < HEADER) {
           ssize_t r = read(a->in_fd, a->head + a->head_fill, HEADER - a->head_fill);
           if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
@@ -216,6 +315,11 @@ void ring_run(ring_args *a) {
           if (a->head_fill < HEADER) continue;
         }
         if (!expected(a, s)) {
+          /* a peer's Abort: no flush (the job is failing; the right neighbour may not read any more) */
+          if (a->watch_fds && is_abort(a->head)) {
+            aborted(a, RING_ABORT_IN);
+            goto out;
+          }
           a->status = RING_HANDOVER;
           goto flush;
         }
@@ -276,16 +380,26 @@ void ring_run(ring_args *a) {
 
 flush: /* hand over with nothing in flight: JavaScript's sends must follow ours */
   while (q.head < q.tail) {
-    struct pollfd pf = {a->out_fd, POLLOUT, 0};
     double left = last_out + a->timeout_ms - now_ms();
     if (left <= 0) {
       fail(a, RING_ERR_TIMEOUT_OUT, 0, "no progress sending for %d ms", a->timeout_ms);
       break;
     }
-    if (poll(&pf, 1, (int)left + 1) < 0 && errno != EINTR) {
+    /* the watched sockets too: a peer's Abort ends the wait for a right neighbour that may never read again */
+    const int nf = 1 + w.n;
+    pf[0] = (struct pollfd){a->out_fd, POLLOUT, 0};
+    watch_fill(&w, pf + 1);
+    int polled = poll(pf, nf, (int)left + 1);
+    if (polled < 0) {
+      if (errno == EINTR) continue;
       fail(a, RING_ERR_IO_OUT, errno, "poll: %s", strerror(errno));
       break;
     }
+    if (polled > 0 && nf > 1 && watch_check(&w, pf + 1)) {
+      aborted(a, RING_ABORT_WATCHED);
+      break;
+    }
+    if (!(pf[0].revents & (POLLOUT | POLLERR | POLLHUP))) continue;
     int r = drain(&q, a->out_fd);
     if (r < 0) {
       fail(a, RING_ERR_IO_OUT, errno, "%s", strerror(errno));
@@ -294,5 +408,6 @@ flush: /* hand over with nothing in flight: JavaScript's sends must follow ours 
     if (r > 0) last_out = now_ms();
   }
 out:
+  if (a->status == RING_ABORTED) give_back_unsent(a, &q);
   free(q.items);
 }

@@ -191,6 +191,20 @@ test('a peer that dies in the middle of a large allreduce fails the others with 
   }
 });
 
+test('a peer that aborts in the middle of a large allreduce and stays alive fails the others at once with its reason', { timeout: 60_000 }, async () => {
+  // the others run the native ring, which sees the Abort on the victim's other connection: before, it
+  // came behind the data still queued on the ring (1–1.5 s here under load for these 32 MB)
+  const results = await runJob({ worldSize: 2, scenario: 'abort-mid-call', params: { victim: 1, floats: 8 << 20, lingerMs: 1500 },
+    options: () => ({ timeoutMs: 20_000, recvTimeoutMs: 30_000 }) });
+  const abortAt = results[1]!.data.abortAt as number;
+  for (const r of results) {
+    assert.equal(r.error?.name, 'PeerFailedError', summary(results));
+    assert.match(r.error!.message, /the victim gave up/, summary(results));
+  }
+  const ms = (results[0]!.data.noticedAt as number) - abortAt;
+  assert.ok(ms < 1000, `rank 0 noticed the abort after ${ms} ms`);
+});
+
 for (const scenario of ['stall-mid-call', 'stall-before-call']) test(`a peer that stalls (${scenario}) times the others out; the rank it sends to names it`, { timeout: 60_000 }, async () => {
   const results = await runJob({ worldSize: 3, scenario, params: { victim: 2 }, stalledRank: 2, killAfterMs: 40_000, options: () => ({ timeoutMs: 20_000, recvTimeoutMs: 1500 }) });
   for (const r of results.slice(0, 2)) {

@@ -11,6 +11,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { once } from 'node:events';
+import { spawn } from 'node:child_process';
 import { encodeFrame, FrameDecoder, FrameType, type Frame } from '../../src/comm/tcp/frame.ts';
 import { TcpDataPath } from '../../src/comm/tcp/dataPath.ts';
 import { Link, PullReader } from '../../src/comm/tcp/link.ts';
@@ -89,12 +90,31 @@ async function rightGot(r: Rig, count: number): Promise<Frame[]> {
 const floatsOf = (f: Frame) => new Float32Array(f.payload.buffer, f.payload.byteOffset, f.length / 4);
 const iota = (n: number, k: number) => Float32Array.from({ length: n }, (_, i) => i * k + 0.5);
 
-function run(r: Rig, buf: Float32Array, steps: RingStep[], send = { start: 0, end: 0 }, o: { chunkFloats?: number; sliceMs?: number; timeoutMs?: number; step?: number; cur?: number } = {}): NativeRingOutcome {
+function run(r: Rig, buf: Float32Array, steps: RingStep[], send = { start: 0, end: 0 },
+  o: { chunkFloats?: number; sliceMs?: number; timeoutMs?: number; step?: number; cur?: number; watch?: number[] } = {}): NativeRingOutcome {
   assert.ok(NativeRing.ready(r.inLink, r.out, FIELDS.tag), 'the rig is at a clean moment');
   return ring!.run(r.inLink, r.out, buf, steps, o.step ?? 0, o.cur ?? steps[0]!.start, send, FIELDS, {
     chunkFloats: o.chunkFloats ?? 256, maxFrameBytes: MAX_FRAME, sliceMs: o.sliceMs ?? 2000, timeoutMs: o.timeoutMs ?? 5000,
-  });
+  }, o.watch);
 }
+
+/**
+ * Another connection of ours, as the communicator's other links (the native ring watches them):
+ * accepted paused (Node does not read it; only the ring looks), with its peer's socket.
+ */
+async function otherConnection(): Promise<{ fd: number; port: number; accepted: Promise<net.Socket>; close(): void }> {
+  const server = net.createServer({ pauseOnConnect: true });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const accepted = once(server, 'connection').then(([s]) => s as net.Socket);
+  return {
+    get fd() { return -1; }, port: (server.address() as net.AddressInfo).port, accepted,
+    close() { void accepted.then((s) => s.destroy()); server.close(); },
+  };
+}
+
+const fdOf = (s: net.Socket) => (s as unknown as { _handle: { fd: number } })._handle.fd;
+const ABORT = encodeFrame({ type: FrameType.Abort, flags: 0, arg: 0, seq: 0, tag: 0, aux: 0 }, Buffer.from('{"origin":1,"reason":"x"}'));
 
 test('reduce-scatter and allgather steps: sums forwarded, stores forwarded, frames exactly as the JS ring sends them', { skip }, async () => {
   const x = await rig();
@@ -178,7 +198,7 @@ test('a header the decoder holds (its call had not started) is taken over: the r
   }
 });
 
-test('an unexpected frame (an Abort) hands over at the boundary; the decoder gets its header and delivers it', { skip }, async () => {
+test('an Abort from the left neighbour ends the ring at the boundary (aborted, nothing flushed); the decoder gets its header and delivers it', { skip }, async () => {
   const x = await rig();
   try {
     const delivered: Frame[] = [];
@@ -187,7 +207,7 @@ test('an unexpected frame (an Abort) hands over at the boundary; the decoder get
     const abort = encodeFrame({ type: FrameType.Abort, flags: 0, arg: 0, seq: 1, tag: 0, aux: 0 }, Buffer.from('{"reason":"x"}'));
     await leftSends(x, frame(0, iota(256, 1)), abort);
     const res = run(x, buf, [{ start: 0, end: 1024, reduce: true, forward: false, div: 0 }]);
-    assert.deepEqual(res.kind === 'handover' && [res.step, res.cur], [0, 256], JSON.stringify(res));
+    assert.equal(res.kind, 'aborted', JSON.stringify(res));
     assert.equal(x.inLink.frames.expectedSeq, 2, 'frame 0 was read natively, the header of frame 1 by the decoder');
     assert.deepEqual(buf.subarray(0, 256), iota(256, 1));
     for (let t = 0; delivered.length === 0 && t < 100; t++) await new Promise((res) => setTimeout(res, 10));
@@ -284,6 +304,70 @@ test('a corrupt payload is a malformed-frame error, and nothing of it is reduced
     assert.ok(buf.every((v) => v === 0), 'the corrupt frame was not added');
     assert.equal(x.out.sendSeq, 0, 'nor forwarded');
   } finally {
+    x.close();
+  }
+});
+
+test('a peer\'s Abort on another connection ends the ring at once, also while it waits idle', { skip }, async () => {
+  const x = await rig();
+  const other = await otherConnection();
+  const peer = net.connect({ port: other.port, host: '127.0.0.1' });
+  try {
+    const watched = await other.accepted;
+    await new Promise<void>((res, rej) => peer.write(ABORT, (e) => (e ? rej(e) : res())));
+    await new Promise((res) => setTimeout(res, 20));
+    // nothing comes from the left: before, the ring waited sliceMs (3 s) for data, then handed over
+    const t = performance.now();
+    const res = run(x, new Float32Array(1024), [{ start: 0, end: 1024, reduce: true, forward: false, div: 0 }], undefined,
+      { sliceMs: 3000, timeoutMs: 5000, watch: [fdOf(watched)] });
+    const ms = performance.now() - t;
+    assert.equal(res.kind, 'aborted', JSON.stringify(res));
+    assert.ok(ms < 1000, `noticed after ${Math.round(ms)} ms`);
+    // only looked at: the Abort is still there for Node to read
+    watched.resume();
+    const [got] = await once(watched, 'data') as [Buffer];
+    assert.equal(got.readUInt8(4), FrameType.Abort);
+  } finally {
+    peer.destroy();
+    other.close();
+    x.close();
+  }
+});
+
+test('a peer\'s Abort on another connection while the ring sends to a right neighbour that stopped reading: it returns at once; the frame it was in the middle of is finished through Node, so an Abort sent after it reaches the right neighbour in sequence', { skip }, async () => {
+  const x = await rig();
+  const other = await otherConnection();
+  // the peer is another process: it writes its Abort 300 ms after 'go', while the ring blocks this thread
+  const peer = spawn(process.execPath, ['-e', `
+    const s = require('node:net').connect(${other.port}, '127.0.0.1');
+    process.stdin.once('data', () => setTimeout(() => s.write(Buffer.from('${ABORT.toString('hex')}', 'hex')), 300));
+    setTimeout(() => process.exit(0), 20000);`], { stdio: ['pipe', 'ignore', 'inherit'] });
+  try {
+    const watched = await other.accepted;
+    x.right.pause(); // reads nothing: 32 MB cannot fit in the socket buffers
+    const buf = iota(8 << 20, 1);
+    peer.stdin!.write('go\n');
+    const t = performance.now();
+    const res = run(x, buf, [{ start: 0, end: 1024, reduce: true, forward: false, div: 0 }], { start: 0, end: buf.length },
+      { chunkFloats: 1 << 18, timeoutMs: 8000, sliceMs: 50, watch: [fdOf(watched)] });
+    const ms = performance.now() - t;
+    // before, it waited for the right neighbour until timeoutMs (8 s) and failed with a send timeout
+    assert.equal(res.kind, 'aborted', JSON.stringify(res));
+    assert.ok(ms >= 250 && ms < 4000, `returned after ${Math.round(ms)} ms`);
+    // this rank's own Abort follows what the ring sent: the right neighbour decodes every frame in sequence
+    await x.out.sendJson(FrameType.Abort, { origin: 1, reason: 'x' });
+    const frames: Frame[] = [];
+    const d = new FrameDecoder(MAX_FRAME, (f) => frames.push(f));
+    x.right.on('data', (b: Buffer) => d.push(b));
+    x.right.resume();
+    for (const end = Date.now() + 10_000; frames.at(-1)?.type !== FrameType.Abort && Date.now() < end;) await new Promise((r) => setTimeout(r, 10));
+    const data = frames.slice(0, -1);
+    assert.equal(frames.at(-1)?.type, FrameType.Abort, `the Abort arrived after ${frames.length - 1} data frames`);
+    assert.ok(data.length > 0 && data.length < 32, `${data.length} of the 32 frames were sent before the abort`);
+    data.forEach((f, k) => assert.deepEqual(floatsOf(f), buf.subarray(k << 18, (k + 1) << 18), `frame ${k}`));
+  } finally {
+    peer.kill();
+    other.close();
     x.close();
   }
 });

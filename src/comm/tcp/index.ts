@@ -63,9 +63,13 @@
  *     unread at its first header for it, see FrameRouter.holdsFrame) — reading, hashing, reducing
  *     and forwarding frames with no event loop in between, which keeps up when processes
  *     outnumber cores — and hands back at a frame boundary on anything else (another call's
- *     frame, an Abort, the end of a stream) or after a slice without data, so control frames,
- *     timers and other links are never starved for longer. The frames on the wire are the same
- *     either way.
+ *     frame, the end of a stream), after a slice without data, or once one of this rank's other
+ *     connections has something to read, so control frames, timers and other links are never
+ *     starved for longer. A peer's Abort ends it at once, wherever it waits (on the ring's left
+ *     link, or looked at without reading on another connection, where it arrives ahead of the data
+ *     still queued on the ring): the sends it had queued are dropped but for the rest of a frame
+ *     half written, which Node finishes, so this rank's own Abort follows in sequence. The frames on
+ *     the wire are the same either way.
  *
  * Failure (failure.ts): each data frame carries the collective's sequence number, kind, reduce
  * op, root and length, so a rank called differently from its neighbour fails with

@@ -18,8 +18,12 @@ export interface TcpNativeAddon {
   hash(lanes: Uint32Array, data: ArrayBufferView): void;
   /** dst = f32(dst + src) (then / div when div ≠ 0); the result's whole stripes into `lanes` when given. */
   addHash(dst: Float32Array, src: ArrayBufferView, div: number, lanes: Uint32Array | null): void;
-  /** Runs ring steps on two socket descriptors (native/tcp/ring.h; see nativeRing.ts); an error message or undefined. */
-  ring?(inFd: number, outFd: number, buf: Float32Array, slot: Uint8Array, steps: Float64Array, io: Float64Array, head: Uint8Array): string | undefined;
+  /**
+   * Runs ring steps on two socket descriptors (native/tcp/ring.h; see nativeRing.ts); an error message or undefined.
+   * `watch`: other sockets that hand the ring back once readable (an addon built before it ignores them).
+   */
+  ring?(inFd: number, outFd: number, buf: Float32Array, slot: Uint8Array, steps: Float64Array, io: Float64Array, head: Uint8Array,
+        watch?: Int32Array): string | undefined;
 }
 
 const SPEC: AddonSpec = {

@@ -7,8 +7,11 @@
  * queued or half-read on the left link (a header held before its payload, FrameDecoder.hold, is
  * taken over), nothing of ours unwritten on the right one — with the left socket's reading
  * paused, and gives back at a frame boundary on anything unexpected (another call's frame, an
- * Abort, a malformed header, the end of the stream) or after `sliceMs` without data; JavaScript
- * then continues the same steps and reports any error as it always does.
+ * Abort, a malformed header, the end of the stream), after `sliceMs` without data, or as soon as
+ * one of `watch` — this rank's other connections, which only JavaScript reads — has something to
+ * read: a peer that aborts sends its Abort on every connection, and on the ring's it would wait
+ * behind the data still queued there. JavaScript then continues the same steps and reports any
+ * error as it always does.
  */
 import type { TcpNativeAddon } from './nativeDataPath.ts';
 import type { Link } from './link.ts';
@@ -35,14 +38,18 @@ export interface RingFrameFields {
 
 export type NativeRingOutcome =
   | { kind: 'done' | 'handover'; step: number; cur: number; idleMs: number; bytes: number }
-  | { kind: 'error'; side: 'in' | 'out'; timeout: boolean; malformed: boolean; message: string; bytes: number };
+  | { kind: 'error'; side: 'in' | 'out'; timeout: boolean; malformed: boolean; message: string; bytes: number }
+  /** a peer's Abort is waiting to be read (on the ring's left link or another): the call is to fail with it */
+  | { kind: 'aborted'; bytes: number };
 
-const STATUS_HANDOVER = 1, STATUS_ERROR = 2;
+const STATUS_HANDOVER = 1, STATUS_ERROR = 2, STATUS_ABORTED = 3;
+const ABORT_IN = 1;
 const ERR_FRAME = 1, ERR_IO_OUT = 4, ERR_TIMEOUT_IN = 5, ERR_TIMEOUT_OUT = 6;
 
 export class NativeRing {
-  private readonly io = new Float64Array(22);
-  private readonly head = Buffer.alloc(32);
+  private readonly io = new Float64Array(25);
+  /** [0, 32): the left link's next header; [32, 64): a frame the ring was in the middle of sending when aborted */
+  private readonly head = Buffer.alloc(64);
   private slot: Uint8Array | undefined;
 
   private constructor(private readonly ring: NonNullable<TcpNativeAddon['ring']>, private readonly slotBytes: number) {}
@@ -67,7 +74,8 @@ export class NativeRing {
    * chunkFloats (none when equal). Blocks this thread until done, handed over or failed.
    */
   run(inLink: Link, out: Link, buf: Float32Array, steps: readonly RingStep[], step: number, cur: number,
-    send: { start: number; end: number }, fields: RingFrameFields, o: { chunkFloats: number; maxFrameBytes: number; sliceMs: number; timeoutMs: number }): NativeRingOutcome {
+    send: { start: number; end: number }, fields: RingFrameFields, o: { chunkFloats: number; maxFrameBytes: number; sliceMs: number; timeoutMs: number },
+    watch: readonly number[] = []): NativeRingOutcome {
     this.slot ??= new Uint8Array(this.slotBytes);
     const st = new Float64Array(steps.length * 5);
     steps.forEach((s, i) => st.set([s.start, s.end, s.reduce ? 1 : 0, s.forward ? 1 : 0, s.div], i * 5));
@@ -81,17 +89,25 @@ export class NativeRing {
     io[18] = held ? held.length : 0;
     inLink.socket.pause();
     let message: string | undefined;
+    // an Abort seen on another connection may leave the left link in the middle of a frame: it stays paused
+    let resume = true;
     try {
-      message = this.ring(inLink.fd!, out.fd!, buf, this.slot, st, io, this.head);
+      message = this.ring(inLink.fd!, out.fd!, buf, this.slot, st, io, this.head, Int32Array.from(watch));
+      resume = !(io[15] === STATUS_ABORTED && io[16] !== ABORT_IN);
     } finally {
       inLink.frames.expectedSeq = io[11]!;
       out.sendSeq = io[12]!;
       inLink.bytesIn += io[20]!;
       out.bytesOut += io[21]!;
-      inLink.socket.resume();
+      if (resume) inLink.socket.resume();
     }
     const bytes = io[20]! + io[21]!;
     const status = io[15]!;
+    if (status === STATUS_ABORTED) {
+      this.finishPartialSend(out, buf);
+      if (io[16] === ABORT_IN) inLink.frames.push(Buffer.from(this.head.subarray(0, 32)));
+      return { kind: 'aborted', bytes };
+    }
     if (status === STATUS_ERROR) {
       const kind = io[16]!;
       const side = kind === ERR_IO_OUT || kind === ERR_TIMEOUT_OUT ? 'out' : 'in';
@@ -107,5 +123,13 @@ export class NativeRing {
       }
     }
     return { kind: status === STATUS_HANDOVER ? 'handover' : 'done', step: io[13]!, cur: io[14]!, idleMs: io[19]!, bytes };
+  }
+
+  /** The rest of a frame the aborted ring was in the middle of sending goes through Node, so what follows (this rank's Abort) starts at a frame boundary. */
+  private finishPartialSend(out: Link, buf: Float32Array): void {
+    const [written, payloadFloat, length] = [this.io[22]!, this.io[23]!, this.io[24]!];
+    if (written <= 0) return;
+    const frame = Buffer.concat([this.head.subarray(32, 64), Buffer.from(buf.buffer, buf.byteOffset + payloadFloat * 4, length)]);
+    out.socket.write(frame.subarray(written));
   }
 }

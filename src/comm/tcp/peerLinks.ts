@@ -321,6 +321,20 @@ export class PeerLinks {
     this.server?.close();
   }
 
+  /**
+   * The descriptors of this rank's connections other than `ring` whose frames Node is reading (not
+   * ended, not paused on a held frame): the native ring hands back to JavaScript once one of them
+   * has something, such as a peer's Abort (nativeRing.ts).
+   */
+  watchFds(ring: Link): number[] {
+    const fds: number[] = [];
+    for (const link of this.links) {
+      const fd = link.fd;
+      if (link !== ring && fd !== undefined && !link.isEnded && !link.frames.heldHeader) fds.push(fd);
+    }
+    return fds;
+  }
+
   /** Says goodbye on every link (this rank finished, not died); returns the links, to wait for their ends. */
   sayBye(): Link[] {
     const links = [...this.links];

@@ -75,8 +75,8 @@ export async function ring(ctx: CallContext, buf: Float32Array, op: ReduceOp, ca
     /** false after a hand-over until the JS ring has taken a frame: the event loop gets its turn */
     let mayNative = true;
 
-    /** Lets the native ring run from (step, cur) if it can now; false when it did not run. */
-    const native = (): boolean => {
+    /** Lets the native ring run from (step, cur) if it can now: false when it did not run, 'aborted' when a peer's Abort waits to be read. */
+    const native = (): boolean | 'aborted' => {
       const nativeRing = ctx.engines.nativeRing;
       const inLink = ctx.links.inLinks[left];
       if (!mayNative || !nativeRing || ctx.active !== 1 || !q.isEmpty || !NativeRing.ready(inLink, out, seq)) return false;
@@ -84,9 +84,10 @@ export async function ring(ctx: CallContext, buf: Float32Array, op: ReduceOp, ca
       unplan = () => {};
       const res = nativeRing.run(inLink, out, buf, steps, step, cur, sent ? { start: 0, end: 0 } : first, fields, {
         chunkFloats: nativeChunkFloats(first.end - first.start, ctx.links.chunkFloats), maxFrameBytes: ctx.o.maxFrameBytes, sliceMs: NATIVE_SLICE_MS, timeoutMs: ctx.o.recvTimeoutMs,
-      });
+      }, ctx.links.watchFds(inLink));
       ctx.stats.bytes += res.bytes;
       sent = true;
+      if (res.kind === 'aborted') return 'aborted';
       if (res.kind === 'error') throw nativeRingError(ctx, res, left, right, what);
       if (!waited && (res.step !== step || res.cur !== cur)) {
         ctx.stats.idleMs += res.idleMs;
@@ -100,7 +101,9 @@ export async function ring(ctx: CallContext, buf: Float32Array, op: ReduceOp, ca
       return true;
     };
 
-    if (!native()) {
+    const started = native();
+    if (started === 'aborted') throw await peerAbort(ctx, what);
+    if (!started) {
       if (ag) {
         const ranges: LandingRange[] = steps.map((s) => ({ start: s.start, end: s.end, land: !s.reduce }));
         unplan = ctx.router.planLanding(left, seq, bytes, { type, aux: n, flags, arg: 0 }, ranges);
@@ -115,7 +118,9 @@ export async function ring(ctx: CallContext, buf: Float32Array, op: ReduceOp, ca
         continue;
       }
       // a clean moment (our sends written, nothing of this call pending): the native ring takes the rest
-      if (native()) continue;
+      const ran = native();
+      if (ran === 'aborted') throw await peerAbort(ctx, what);
+      if (ran) continue;
       const t = performance.now();
       const f = await ctx.router.take(q, left, what);
       if (!waited) ctx.stats.idleMs += performance.now() - t;
@@ -147,6 +152,15 @@ export async function ring(ctx: CallContext, buf: Float32Array, op: ReduceOp, ca
     unplan();
     ctx.router.dropCollQueue(left, seq);
   }
+}
+
+/** how long a call whose native ring saw a peer's Abort waits for the event loop to read it, ms */
+const ABORT_READ_MS = 10_000;
+
+/** The job's failure once the peer's Abort the native ring saw has been read (the event loop reads it now). */
+async function peerAbort(ctx: CallContext, what: string): Promise<Error> {
+  return await ctx.failures.within(ABORT_READ_MS) ??
+    new Error(`rank ${ctx.rank}: ${what}: a peer's Abort was seen on a connection but not read within ${ABORT_READ_MS} ms`);
 }
 
 /** The error of a failed native ring run, as the JavaScript ring would report it; ends the link concerned. */

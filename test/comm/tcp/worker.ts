@@ -193,6 +193,19 @@ async function main(): Promise<void> {
         await comm.allreduce(new Float32Array(8 << 20).fill(1));
         break;
       }
+      case 'abort-mid-call': {
+        // the victim aborts the job in the middle of one large allreduce and stays alive
+        const victim = comm.rank === spec.params.victim;
+        await comm.barrier();
+        if (victim) setTimeout(() => { data.abortAt = Date.now(); comm!.abort('the victim gave up'); }, 5);
+        try {
+          await comm.allreduce(new Float32Array(spec.params.floats as number).fill(1));
+        } finally {
+          data.noticedAt = Date.now();
+          if (victim) await new Promise((resolve) => setTimeout(resolve, spec.params.lingerMs as number));
+        }
+        break;
+      }
       case 'stall-late-rank': {
         // the stall inspector (whereabouts.ts): rank `late` comes late to allreduce #2 and to a send
         const stalls: string[] = [];
