@@ -1,11 +1,15 @@
 /**
- * `--from RUN_DIR`: what a real run measured, read from its metrics.jsonl: the per-step compute time
+ * `--from RUN_DIR`: what a real run measured, read from its metrics.jsonl (and, for a job of several
+ * processes, the other processes' metrics.process-<P>.jsonl): the per-step compute time
  * of its devices (forward + backward, the step events' computeMs), the work of its strategy's
  * server calls (syncMs − idleMs: pulls and pushes without the waits), its step time and, for the
  * parameter-server strategies, the staleness of every applied gradient. The simulator spreads the
  * compute over layers by their FLOPs and can replay its variation as stragglers (`--stragglers run`).
  */
-import { loadRun } from '../report/runData.ts';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadRun, parseRun, type StepInfo } from '../report/runData.ts';
+import { readMetrics } from '../runtime/metrics.ts';
 import { splitByFlops, type ModelCosts } from './layerCosts.ts';
 
 /** What a run's metrics.jsonl tells the simulator. */
@@ -52,7 +56,7 @@ export function warmupSteps(stepsPerDevice: number): number {
 export function readRunMeasurements(dir: string): RunMeasurements {
   const run = loadRun(dir);
   const byRank = new Map<number, typeof run.steps>();
-  for (const s of run.steps) {
+  for (const s of [...run.steps, ...otherProcessSteps(dir)]) {
     if (s.skipped || s.samples === 0) continue;
     const list = byRank.get(s.rank) ?? [];
     list.push(s);
@@ -82,6 +86,15 @@ export function readRunMeasurements(dir: string): RunMeasurements {
   if (!count) throw new Error(`--from ${dir}: too few steps to measure after the warm-up; run it for at least 10 steps`);
   out.perDeviceBatch = samples / count;
   return out;
+}
+
+/** The step events processes other than 0 wrote (runtime/processMetrics.ts), every one of them. */
+export function otherProcessSteps(dir: string): StepInfo[] {
+  const files = readdirSync(dir).filter((f) => /^metrics\.process-\d+\.jsonl$/.test(f)).sort();
+  return files.flatMap((f) => {
+    const metricsPath = join(dir, f);
+    return parseRun(readMetrics(metricsPath), { dir, metricsPath, name: f }).steps;
+  });
 }
 
 function traceOf(ranks: { time: number; computeMs: number; syncMs: number; staleness?: number; dropped?: number }[][]): RunMeasurements['trace'] {
