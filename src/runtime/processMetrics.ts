@@ -19,7 +19,7 @@ export const processMetricsFile = (p: number): string => `metrics.process-${p}.j
 
 /** What train() writes events to: metrics.jsonl (process 0) or this process's file. */
 export interface EventRecorder {
-  write(event: { type: string }): void;
+  write<E extends { type: string }>(event: E): void;
   close(): void;
 }
 
@@ -31,7 +31,7 @@ export class ProcessMetrics implements EventRecorder {
 
   constructor(private readonly dir: string, private readonly process: number, private readonly truncate: boolean) {}
 
-  write(event: { type: string }): void {
+  write<E extends { type: string }>(event: E): void {
     if (this.closed) return;
     if (!this.writer && event.type !== 'step') {
       // events before the first step keep the time they happened at

@@ -51,8 +51,12 @@ export async function serveParameterServer(comm: Communicator, params: Float32Ar
       lastStep[device] = step;
       switch (op) {
         case PsOp.Pull:
+          // a copy taken before the first await: the transport sends without copying, and while a slow
+          // link drains the weights another device's push would change them under the send (a torn
+          // pull, caught by the frame's checksum on an emulated 100 Mbit/s link)
+          buf.set(params);
           await comm.send(reply.set(version).wire, device, PsTag.Reply);
-          await comm.send(params, device, PsTag.Data);
+          await comm.send(buf, device, PsTag.Data);
           break;
         case PsOp.Push: {
           await comm.recv(buf, device, PsTag.Data);
