@@ -28,8 +28,12 @@ export interface RunMeasurements {
   step: number[];
   /** the same steps' bytes moved by the device */
   bytes: number[];
+  /** each device's steps after its warm-up, whole time (seconds), in rank order: all of them, whether or not the others were still training */
+  perDevice: number[][];
   /** staleness of each applied gradient (parameter-server strategies), after the warm-up */
   staleness: number[];
+  /** a remote parameter server's median work per push, seconds (its 'serverWork' event; undefined: none) */
+  serverPushSeconds?: number;
   /**
    * The whole run per device, for a trace-driven replay: when each device started (seconds after
    * the first, from the step events' times less the step's duration) and each step's compute, in order
@@ -64,16 +68,17 @@ export function readRunMeasurements(dir: string): RunMeasurements {
   }
   if (!byRank.size) throw new Error(`--from ${dir}: the run recorded no training steps; run it for at least a few steps`);
   const out: RunMeasurements = { dir, strategy: run.start.strategy, devices: run.start.devices, processes: run.start.processes, perDeviceBatch: 0,
-    compute: [], syncWork: [], step: [], bytes: [], staleness: [], trace: traceOf([...byRank.entries()].sort((a, b) => a[0] - b[0]).map((e) => e[1])) };
+    compute: [], syncWork: [], step: [], bytes: [], perDevice: [], staleness: [], trace: traceOf([...byRank.entries()].sort((a, b) => a[0] - b[0]).map((e) => e[1])) };
   // steady state: after each device's warm-up, and only while every device was training (devices
   // of a short run start and end at different moments; alone, a device sees no staleness)
-  const ranks = [...byRank.values()].map((steps) => steps.slice(warmupSteps(steps.length)));
+  const ranks = [...byRank.entries()].sort((a, b) => a[0] - b[0]).map(([, steps]) => steps.slice(warmupSteps(steps.length)));
   const from = Math.max(...ranks.map((s) => s[0]?.time ?? Infinity)), to = Math.min(...ranks.map((s) => s[s.length - 1]?.time ?? -Infinity));
   const window = ranks.map((steps) => steps.filter((s) => s.time >= from && s.time <= to));
   const together = window.every((s) => s.length >= 3);
   let samples = 0, count = 0;
   for (const [k, steps] of ranks.entries()) {
     const kept = together ? window[k]! : steps;
+    out.perDevice.push(steps.map((s) => (s.computeMs + s.syncMs) / 1000));
     for (const s of kept) {
       out.compute.push(s.computeMs / 1000);
       out.syncWork.push(Math.max(0, s.syncMs - s.idleMs) / 1000);
@@ -84,6 +89,8 @@ export function readRunMeasurements(dir: string): RunMeasurements {
     }
   }
   if (!count) throw new Error(`--from ${dir}: too few steps to measure after the warm-up; run it for at least 10 steps`);
+  const work = readMetrics(run.metricsPath).filter((e) => e.type === 'serverWork').pop();
+  if (work && typeof work.medianPushSeconds === 'number' && Number.isFinite(work.medianPushSeconds)) out.serverPushSeconds = work.medianPushSeconds;
   out.perDeviceBatch = samples / count;
   return out;
 }

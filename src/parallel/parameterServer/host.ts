@@ -17,6 +17,8 @@ export interface ServeOptions {
   version?: number;
   /** hands over the server's own words for a device's stall report: each device's last step, whose turn it is */
   describe?: (words: () => string) => void;
+  /** told the seconds of each push's work here (the check for NaN/Inf and the optimizer step): the simulator's server time */
+  onUpdate?: (seconds: number) => void;
 }
 
 /**
@@ -60,6 +62,7 @@ export async function serveParameterServer(comm: Communicator, params: Float32Ar
           break;
         case PsOp.Push: {
           await comm.recv(buf, device, PsTag.Data);
+          const t0 = performance.now();
           const staleness = version - a;
           // devices do not push NaN/Inf; the server never applies one either
           const applied = !(c >= 0 && staleness > c) && allFinite(buf);
@@ -68,6 +71,7 @@ export async function serveParameterServer(comm: Communicator, params: Float32Ar
             optimizer.step(params, buf, b);
             version++;
           }
+          o.onUpdate?.((performance.now() - t0) / 1000);
           await comm.send(reply.set(staleness, applied ? 1 : 0).wire, device, PsTag.Reply);
           break;
         }
