@@ -10,8 +10,8 @@
  * predicted). Self-contained: it prints the machine and the load average at every measurement.
  *
  *   node --import tsx scripts/emulated-network.ts [--config examples/alexnet-small.yaml]
- *     [--links 1gbit:100us,100mbit:2ms] [--strategies hybrid,async,bsp,trick] [--processes 2[,3,4]]
- *     [--steps 30] [--mtu 9000] [--out DIR] [--json FILE]
+ *     [--links 100mbit:2ms,50mbit:5ms] [--strategies hybrid,async,bsp,trick] [--processes 2[,3,4]]
+ *     [--steps 20] [--mtu 9000] [--out DIR] [--json FILE]
  *
  * Needs root, iproute2 (`ip`, `tc`) and /usr/bin/python3; otherwise it says why and exits 0.
  * Everything it makes (namespaces, veths, the TUN device, the relay) is removed at the end, on an
@@ -106,10 +106,10 @@ export async function main(args: string[]): Promise<void> {
     return;
   }
   const configPath = option(args, 'config', join(REPO, 'examples', 'alexnet-small.yaml'));
-  const links = parseLinks(option(args, 'links', '1gbit:100us,100mbit:2ms'), '--links');
+  const links = parseLinks(option(args, 'links', '100mbit:2ms,50mbit:5ms'), '--links');
   const processCounts = option(args, 'processes', '2').split(',').map(Number);
   if (!processCounts.every((p) => p >= 2 && p <= 4 && Number.isInteger(p))) throw new Error('--processes: 2, 3 or 4, or a list of them (2,4)');
-  const steps = Number(option(args, 'steps', '30'));
+  const steps = Number(option(args, 'steps', '20'));
   if (!(steps >= 10 && Number.isInteger(steps))) throw new Error('--steps: an integer of at least 10 (the first few are a warm-up)');
   const base = loadConfig(configPath);
   const choices = parseStrategyChoices(option(args, 'strategies', 'hybrid,async,bsp,trick'), base);
@@ -185,8 +185,8 @@ export async function main(args: string[]): Promise<void> {
     }
     const json = option(args, 'json', '');
     if (json) writeFileSync(json, JSON.stringify({ machine: machineLine(), config: configPath, steps, rows }, null, 1));
-    console.log(`\nmeasured: the mean (compute + sync) per step of every device after the warm-up, while all were training (async: the mean over devices ` +
-      `of each one's mean step). predicted: the simulator on the link and loopback as measured through the transport just before the run, with the ` +
+    console.log(`\nmeasured: each device's mean (compute + sync) per step after its warm-up, averaged over the devices (async's devices differ: ` +
+      `each is shown). predicted: the simulator on the link and loopback as measured through the transport just before the run, with the ` +
       `compute it times on this machine; run compute: the same with the run's own compute (its median, varied step to step as in the run). ` +
       `load: the 1-minute load average then.` + (keep ? ` Runs kept in ${out}.` : ''));
   } finally {
