@@ -18,7 +18,7 @@
  * error and on Ctrl-C. The processes share this machine's cores: a quiet machine measures the
  * network, a busy one its scheduler too.
  */
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -69,7 +69,7 @@ async function runJob(net: EmulatedNetwork, configPath: string, runDir: string, 
       { ...env, RANK: String(p) });
     children.add(child);
     let err = '';
-    child.stderr!.on('data', (d: Buffer) => { err = (err + d.toString()).slice(-2000); if (process.env.PSTRACE) appendFileSync(`/tmp/exp/trace-${p}.log`, d); });
+    child.stderr!.on('data', (d: Buffer) => { err = (err + d.toString()).slice(-2000); });
     child.stdout!.resume();
     return { child, err: () => err };
   });
