@@ -2,18 +2,21 @@
  * The simulator checked on real transport: 2–4 `paratrain train` processes, one per network
  * namespace, joined through a router namespace whose links are shaped (tbf rate) and delayed (a
  * user-space relay: this kernel has no netem; scripts/netns.ts, scripts/net-delay.py). For each
- * link and strategy it trains a few steps, measures the step time from process 0's metrics.jsonl
- * and prints it beside the simulator's prediction for the same run (its compute taken from the
- * run itself, `--from`, so only the communication is predicted) on the link as calibrated by a
- * probe (α from small-message round trips, β from a bulk transfer; scripts/link-probe.ts).
+ * process count, link and strategy it measures the link and host 0's loopback through paratrain's
+ * own transport (scripts/transport-probe.ts), trains a few dozen steps, reads every process's step
+ * events, and prints the measured step time beside the simulator's prediction for the same job:
+ * with the compute the simulator times on this machine (`paratrain simulate`'s own measurement,
+ * nothing from the run), and with the run's own compute (so only communication and waiting are
+ * predicted). Self-contained: it prints the machine and the load average at every measurement.
  *
  *   node --import tsx scripts/emulated-network.ts [--config examples/alexnet-small.yaml]
- *     [--links 1gbit:100us,100mbit:2ms] [--strategies hybrid,async,bsp,trick] [--processes 2]
- *     [--steps 30] [--mtu 9000] [--out DIR] [--json FILE]
+ *     [--links 100mbit:2ms,50mbit:5ms] [--strategies hybrid,async,bsp,trick] [--processes 2[,3,4]]
+ *     [--steps 20] [--mtu 9000] [--out DIR] [--json FILE]
  *
  * Needs root, iproute2 (`ip`, `tc`) and /usr/bin/python3; otherwise it says why and exits 0.
  * Everything it makes (namespaces, veths, the TUN device, the relay) is removed at the end, on an
- * error and on Ctrl-C. Run it on a quiet machine: the processes share its cores.
+ * error and on Ctrl-C. The processes share this machine's cores: a quiet machine measures the
+ * network, a busy one its scheduler too.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,31 +28,25 @@ import { loadConfig, configToYaml, type RunConfig } from '../src/config/index.ts
 import { parseLinks, formatRate, formatDuration, type Link } from '../src/simulate/units.ts';
 import { parseStrategyChoices, type StrategyChoice } from '../src/simulate/choices.ts';
 import { markForTrick, stripMarks } from '../src/simulate/trick.ts';
-import { readRunMeasurements, median, mean } from '../src/simulate/fromRun.ts';
+import { readRunMeasurements, mean, type RunMeasurements } from '../src/simulate/fromRun.ts';
 import { buildSetup } from '../src/simulate/setup.ts';
-import { simulate } from '../src/simulate/simulate.ts';
+import { simulate, type SimRow } from '../src/simulate/simulate.ts';
 import { EmulatedNetwork, namespacesUnavailable } from './netns.ts';
+import { calibrate, exited, machineLine, type Calibration } from './emulatedCalibration.ts';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const MAIN = join(REPO, 'src', 'cli', 'main.ts');
-const PROBE = join(REPO, 'scripts', 'link-probe.ts');
 /** the shipped Fashion-MNIST subset's training images: runs stay within them */
 const SUBSET_IMAGES = 4000;
+/** bytes of each bulk message of the transport probe */
+const PROBE_BYTES = 4 << 20;
 
 function option(args: string[], name: string, fallback: string): string {
   const i = args.indexOf(`--${name}`);
   return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
 }
 
-/** Waits for a child to exit; kills it after `ms`. Resolves with its exit code (null: killed). */
-function exited(child: ChildProcess, ms: number): Promise<number | null> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); }, ms);
-    child.once('exit', (code) => { clearTimeout(timer); resolve(code); });
-  });
-}
-
-/** The run's config for one strategy: its model as that strategy runs it, one device per process, about `steps` steps. */
+/** The run's config for one strategy: its model as that strategy runs it, one device per process, `steps` steps per device. */
 function jobConfig(base: RunConfig, choice: StrategyChoice, processes: number, steps: number): RunConfig {
   const global = base.data.batchSizeScope === 'global' ? base.data.batchSize : base.data.batchSize * processes;
   const samples = Math.min(steps * global, SUBSET_IMAGES);
@@ -57,32 +54,8 @@ function jobConfig(base: RunConfig, choice: StrategyChoice, processes: number, s
     ...base,
     model: choice.kind === 'trick' ? markForTrick(base.model) : stripMarks(base.model),
     data: { ...base.data, trainLimit: samples, testLimit: 100 },
-    train: { ...base.train, devices: 1, epochs: Math.max(1, Math.ceil((steps * global) / samples)), strategy: choice.spec },
+    train: { ...base.train, devices: 1, epochs: Math.max(1, Math.ceil((steps * global) / samples)), evalEvery: 0, strategy: choice.spec },
   };
-}
-
-interface Calibration { alpha: number; beta: number; rttMs: number }
-
-/** α and β of the shaped link, measured from host 0 to host 1 and back at once (link-probe.ts). */
-async function calibrate(net: EmulatedNetwork, link: Link): Promise<Calibration> {
-  const env = { ...process.env };
-  const server = net.spawnIn(1, [process.execPath, '--import', 'tsx', PROBE, 'serve', '29499'], env);
-  try {
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('link probe server did not start')), 60_000);
-      server.stdout!.once('data', () => { clearTimeout(timer); resolve(); });
-    });
-    const bytes = Math.min(64 << 20, Math.max(1 << 20, Math.round(link.beta * 1.5)));
-    const client = net.spawnIn(0, [process.execPath, '--import', 'tsx', PROBE, 'probe', net.address(1), '29499', String(bytes)], env);
-    let out = '', err = '';
-    client.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
-    client.stderr!.on('data', (d: Buffer) => { err = (err + d.toString()).slice(-1000); });
-    const code = await exited(client, 90_000);
-    if (code !== 0) throw new Error(`the link probe from ${net.host(0)} to ${net.host(1)} failed (exit ${code}): ${err.trim().split('\n').slice(-2).join(' | ') || 'no output'}`);
-    return JSON.parse(out.trim().split('\n').pop()!) as Calibration;
-  } finally {
-    server.kill('SIGKILL');
-  }
 }
 
 /** Runs one job of `processes` processes; returns an error text, or null when every process succeeded. */
@@ -106,7 +79,25 @@ async function runJob(net: EmulatedNetwork, configPath: string, runDir: string, 
   return bad < 0 ? null : `process ${bad} exited with ${codes[bad]}: ${procs[bad]!.err().trim().split('\n').slice(-3).join(' | ')}`;
 }
 
-interface Row { link: string; strategy: string; measuredMs: number; predictedMs: number; nominalMs: number; error: number; bytesMeasured: number; bytesPredicted: number; note?: string }
+/** Each device's mean step (compute + sync) in the run's steady state, in rank order. */
+function deviceSteps(m: RunMeasurements): number[] {
+  return m.perDevice.map((steps) => mean(steps));
+}
+
+/** One measured job beside its predictions. */
+export interface Row {
+  processes: number; link: string; strategy: string; load: number;
+  calibration: Calibration;
+  /** the job's mean step, seconds (lockstep: the step; async: the mean over devices of each device's mean step) */
+  measured: number; devices: number[];
+  /** the simulator with its own compute measurement, and with the run's compute */
+  predicted: number; predictedDevices?: number[]; givenCompute: number;
+  error: number; errorGivenCompute: number;
+  bytesMeasured: number; bytesPredicted: number;
+}
+
+const ms = (s: number) => (s * 1000).toFixed(1);
+const pct = (e: number) => `${e >= 0 ? '+' : ''}${(100 * e).toFixed(1)}%`;
 
 export async function main(args: string[]): Promise<void> {
   const why = namespacesUnavailable();
@@ -115,66 +106,89 @@ export async function main(args: string[]): Promise<void> {
     return;
   }
   const configPath = option(args, 'config', join(REPO, 'examples', 'alexnet-small.yaml'));
-  const links = parseLinks(option(args, 'links', '1gbit:100us,100mbit:2ms'), '--links');
-  const processes = Number(option(args, 'processes', '2'));
-  if (!(processes >= 2 && processes <= 4 && Number.isInteger(processes))) throw new Error('--processes: 2, 3 or 4');
-  const steps = Number(option(args, 'steps', '30'));
+  const links = parseLinks(option(args, 'links', '100mbit:2ms,50mbit:5ms'), '--links');
+  const processCounts = option(args, 'processes', '2').split(',').map(Number);
+  if (!processCounts.every((p) => p >= 2 && p <= 4 && Number.isInteger(p))) throw new Error('--processes: 2, 3 or 4, or a list of them (2,4)');
+  const steps = Number(option(args, 'steps', '20'));
+  if (!(steps >= 10 && Number.isInteger(steps))) throw new Error('--steps: an integer of at least 10 (the first few are a warm-up)');
   const base = loadConfig(configPath);
   const choices = parseStrategyChoices(option(args, 'strategies', 'hybrid,async,bsp,trick'), base);
   const keep = args.includes('--out');
   const out = keep ? option(args, 'out', '') : mkdtempSync(join(tmpdir(), 'paratrain-emulated-'));
   mkdirSync(out, { recursive: true });
-  const net = new EmulatedNetwork(processes, Number(option(args, 'mtu', '9000')));
   const children = new Set<ChildProcess>();
+  let net: EmulatedNetwork | null = null;
   const rows: Row[] = [];
   const cleanup = async () => {
     for (const c of children) c.kill('SIGKILL');
-    await net.destroy();
+    await net?.destroy();
     if (!keep) rmSync(out, { recursive: true, force: true });
   };
   const onSignal = () => { void cleanup().finally(() => process.exit(130)); };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
+  console.log(machineLine());
+  console.log(`config ${configPath}; ${steps} steps per device (the first ${Math.min(5, Math.floor(steps / 5))} a warm-up); MTU ${option(args, 'mtu', '9000')}`);
   try {
-    net.create();
-    for (const link of links) {
-      await net.shape({ rate: link.beta, delay: link.alpha }, 4 * 3600);
-      const cal = await calibrate(net, link);
-      console.log(`\nlink ${link.name}: measured ${formatRate(cal.beta)}, one-way ${formatDuration(cal.alpha)} (round trip ${cal.rttMs.toFixed(2)} ms); ${processes} processes, one device each`);
-      console.log(`${'strategy'.padEnd(10)}${'measured ms'.padStart(13)}${'predicted ms'.padStart(14)}${'error'.padStart(8)}${'nominal-link ms'.padStart(17)}${'MB/step measured'.padStart(18)}${'predicted'.padStart(11)}`);
-      for (const choice of choices) {
-        const dir = join(out, `${link.name.replace(/[^a-z0-9]+/gi, '_')}-${choice.label.replace(/[^a-z0-9]+/gi, '_')}`);
-        const cfg = join(out, `${choice.label.replace(/[^a-z0-9]+/gi, '_')}.yaml`);
-        writeFileSync(cfg, configToYaml(jobConfig(base, choice, processes, steps)));
-        const failure = await runJob(net, cfg, dir, processes, children);
-        if (failure) {
-          console.log(`${choice.label.padEnd(10)}  failed: ${failure}`);
-          continue;
+    let remeasure = true;
+    for (const processes of processCounts) {
+      net = new EmulatedNetwork(processes, Number(option(args, 'mtu', '9000')));
+      net.create();
+      for (const link of links) {
+        await net.shape({ rate: link.beta, delay: link.alpha }, 4 * 3600);
+        console.log(`\n${processes} processes, one device each, link ${link.name} (${formatRate(link.beta)}, ${formatDuration(link.alpha)} one way)`);
+        console.log(`${'strategy'.padEnd(9)}${'link α, β (loopback)'.padStart(34)}${'measured'.padStart(10)}${'predicted'.padStart(11)}${'error'.padStart(8)}` +
+          `${'| run compute'.padStart(14)}${'error'.padStart(8)}${'MB/step'.padStart(9)}${'pred.'.padStart(7)}${'load'.padStart(6)}`);
+        for (const choice of choices) {
+          const tag = `${processes}p-${link.name}-${choice.label}`.replace(/[^a-z0-9.]+/gi, '_');
+          const cfg = join(out, `${tag}.yaml`), dir = join(out, tag);
+          writeFileSync(cfg, configToYaml(jobConfig(base, choice, processes, steps)));
+          const cal = await calibrate(net, PROBE_BYTES);
+          const failure = await runJob(net, cfg, dir, processes, children);
+          if (failure) {
+            console.log(`${choice.label.padEnd(9)}  failed: ${failure}`);
+            continue;
+          }
+          const measured = readRunMeasurements(dir);
+          // the rate of the pattern the strategy moves: a ring sends both ways at once; a parameter server's
+          // device pulls, then pushes (the emulated link is not quite full duplex: one relay carries both ways)
+          const both = choice.kind === 'trick' || !['async', 'sync', 'easgd'].includes(choice.spec.type) || (choice.spec.type === 'easgd' && choice.spec.mode === 'sync');
+          const beta = both ? cal.link.betaBoth : cal.link.beta;
+          const flags = {
+            devices: String(processes), strategies: choice.label, perHost: 1, steps,
+            link: `${beta * 8}bit:${cal.link.alpha}s`, loopback: `${cal.loopback.beta}b/s:${cal.loopback.alpha}s`,
+          };
+          // the simulator's own compute (timed here once, then cached), and the run's (its median and step-to-step variation)
+          const own = simulate((await buildSetup(cfg, { ...flags, remeasure, stragglers: 'none' })).setup)[0]!;
+          remeasure = false;
+          const given = simulate((await buildSetup(cfg, { ...flags, from: dir, stragglers: 'run' })).setup)[0]!;
+          const devices = deviceSteps(measured), job = mean(devices);
+          const step = (r: SimRow) => r.stepSeconds;
+          const row: Row = {
+            processes, link: link.name, strategy: choice.label, load: cal.load, calibration: cal, measured: job, devices,
+            predicted: step(own), givenCompute: step(given), error: step(own) / job - 1, errorGivenCompute: step(given) / job - 1,
+            bytesMeasured: mean(measured.bytes), bytesPredicted: own.bytesPerStep,
+            ...(own.deviceStepSeconds ? { predictedDevices: own.deviceStepSeconds } : {}),
+          };
+          rows.push(row);
+          const calText = `${formatDuration(cal.link.alpha)}, ${formatRate(beta)}${both ? ' ⇄' : ' →'} (${formatDuration(cal.loopback.alpha)}, ${formatRate(cal.loopback.beta)})`;
+          console.log(`${row.strategy.padEnd(9)}${calText.padStart(34)}${ms(row.measured).padStart(10)}${ms(row.predicted).padStart(11)}${pct(row.error).padStart(8)}` +
+            `${ms(row.givenCompute).padStart(14)}${pct(row.errorGivenCompute).padStart(8)}${(row.bytesMeasured / 1e6).toFixed(2).padStart(9)}` +
+            `${(row.bytesPredicted / 1e6).toFixed(2).padStart(7)}${cal.load.toFixed(1).padStart(6)}`);
+          if (row.predictedDevices && devices.length > 1) {
+            console.log(`${''.padEnd(9)}  per device, measured ${devices.map(ms).join(' / ')} ms, predicted ${row.predictedDevices.map(ms).join(' / ')} ms (device 0 beside the server)`);
+          }
         }
-        const measured = readRunMeasurements(dir);
-        const predict = async (l: Link) => {
-          // the run's own compute, and its variation step to step (lockstep devices wait for the slower one)
-          const { setup } = await buildSetup(cfg, { from: dir, devices: String(processes), strategies: choice.label, perHost: 1, link: `${l.beta * 8}bit:${l.alpha}s`, stragglers: 'run' });
-          return simulate(setup)[0]!;
-        };
-        const cal1 = await predict({ name: 'calibrated', alpha: cal.alpha, beta: cal.beta });
-        const nominal = await predict(link);
-        // process 0's device is what metrics.jsonl holds (with a parameter server, the one beside it)
-        const device0 = (r: typeof cal1) => r.deviceStepSeconds?.[0] ?? r.stepSeconds;
-        const row: Row = {
-          link: link.name, strategy: choice.label, measuredMs: mean(measured.step) * 1000, predictedMs: device0(cal1) * 1000, nominalMs: device0(nominal) * 1000,
-          error: device0(cal1) / mean(measured.step) - 1, bytesMeasured: median(measured.bytes), bytesPredicted: cal1.bytesPerStep,
-        };
-        rows.push(row);
-        console.log(`${row.strategy.padEnd(10)}${row.measuredMs.toFixed(1).padStart(13)}${row.predictedMs.toFixed(1).padStart(14)}${`${(100 * row.error).toFixed(1)}%`.padStart(8)}` +
-          `${row.nominalMs.toFixed(1).padStart(17)}${(row.bytesMeasured / 1e6).toFixed(2).padStart(18)}${(row.bytesPredicted / 1e6).toFixed(2).padStart(11)}`);
       }
+      await net.destroy();
+      net = null;
     }
     const json = option(args, 'json', '');
-    if (json) writeFileSync(json, JSON.stringify({ config: configPath, processes, steps, rows }, null, 1));
-    console.log(`\nmeasured: mean (compute + sync) per step of process 0's device after the warm-up steps; predicted: the simulator with that run's ` +
-      `compute (its median, varied step to step as in the run: --stragglers run) on the calibrated link; nominal: the same on the link as given` +
-      (keep ? `; runs kept in ${out}` : ''));
+    if (json) writeFileSync(json, JSON.stringify({ machine: machineLine(), config: configPath, steps, rows }, null, 1));
+    console.log(`\nmeasured: each device's mean (compute + sync) per step after its warm-up, averaged over the devices (async's devices differ: ` +
+      `each is shown). predicted: the simulator on the link and loopback as measured through the transport just before the run, with the ` +
+      `compute it times on this machine; run compute: the same with the run's own compute (its median, varied step to step as in the run). ` +
+      `load: the 1-minute load average then.` + (keep ? ` Runs kept in ${out}.` : ''));
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

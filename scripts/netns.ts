@@ -1,8 +1,8 @@
 /**
  * An emulated network of H hosts for scripts/emulated-network.ts: one network namespace per host,
  * each joined by a veth pair to a router namespace, every link shaped by tbf (rate, both
- * directions) and delayed by a user-space relay (scripts/net-delay.py: this kernel has no
- * sch_netem). Packets from host i to host j: i's veth (tbf) → router → TUN → relay (held d) →
+ * directions) and delayed by a user-space relay (scripts/net-delay.c compiled here, else
+ * scripts/net-delay.py: this kernel has no sch_netem). Packets from host i to host j: i's veth (tbf) → router → TUN → relay (held d) →
  * TUN → policy route → j's veth (tbf) → j. The MTU (default 9,000, jumbo frames) trades the
  * relay's per-packet cost (Python: fewer, larger packets) against tbf's burst, one packet: after a
  * pause that much of a message crosses at once, faster than the link (64 KiB packets made every
@@ -11,7 +11,10 @@
  * veths and the TUN device with them).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, renameSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export interface LinkShape {
@@ -22,7 +25,27 @@ export interface LinkShape {
 }
 
 const DELAY_SCRIPT = fileURLToPath(new URL('./net-delay.py', import.meta.url));
+const DELAY_SOURCE = fileURLToPath(new URL('./net-delay.c', import.meta.url));
 const PYTHON = '/usr/bin/python3';
+
+/**
+ * The relay's command: net-delay.c compiled with the system's cc (once per source, in the temp
+ * directory), else the Python relay. The C one costs a few µs a packet, the Python one ~100 µs on a
+ * busy machine: enough to cap the two directions of a ring at 250 Mbit/s each.
+ */
+export function relayCommand(): { command: string[]; kind: 'C' | 'Python' } {
+  const source = readFileSync(DELAY_SOURCE);
+  const binary = join(tmpdir(), `paratrain-net-delay-${createHash('sha256').update(source).digest('hex').slice(0, 12)}`);
+  if (!existsSync(binary)) {
+    try {
+      execFileSync('cc', ['-O2', '-o', `${binary}.tmp-${process.pid}`, DELAY_SOURCE], { stdio: 'ignore', timeout: 60_000 });
+      renameSync(`${binary}.tmp-${process.pid}`, binary);
+    } catch {
+      return { command: [PYTHON, DELAY_SCRIPT], kind: 'Python' };
+    }
+  }
+  return { command: [binary], kind: 'C' };
+}
 
 function ip(args: string[]): string {
   return execFileSync('ip', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 10_000 });
@@ -47,6 +70,9 @@ export class EmulatedNetwork {
   private made: string[] = [];
   /** veth ends created in this namespace (moved at once; deleted here if a move failed) */
   private veths: string[] = [];
+
+  /** the delay relay: C where a compiler is found, else Python */
+  readonly relayKind = relayCommand();
 
   constructor(readonly hosts: number, readonly mtu = 9000) {}
 
@@ -101,7 +127,7 @@ export class EmulatedNetwork {
       tbf(this.host(i), this.inner(i));
       tbf(this.router, this.outer(i));
     }
-    const relay = spawn('ip', ['netns', 'exec', this.router, PYTHON, DELAY_SCRIPT, this.tun, String(s.delay), String(maxSeconds)],
+    const relay = spawn('ip', ['netns', 'exec', this.router, ...this.relayKind.command, this.tun, String(s.delay), String(maxSeconds)],
       { stdio: ['pipe', 'pipe', 'inherit'] });
     this.relay = relay;
     await new Promise<void>((resolve, reject) => {

@@ -11,4 +11,5 @@ export async function runSimulate(config: string | undefined, flags: SimulateOut
   process.stdout.write(r.text);
   if (r.reportPath) process.stdout.write(`report: ${r.reportPath}\n`);
   if (r.jsonPath) process.stdout.write(`json: ${r.jsonPath}\n`);
+  if (r.svgPaths) process.stdout.write(`svg: ${r.svgPaths.length} charts in ${flags.svg}\n`);
 }

@@ -69,6 +69,8 @@ export type TrainEvent =
   /** the run was stopped gracefully (a signal; TrainOptions.signal) after `step` steps, in epoch `epoch` (1-based) */
   | { type: 'stopped'; step: number; epoch: number; signal: string }
   | ({ type: 'stall' } & StallReport)
+  /** a remote parameter server's work over the run (process 0): pushes handled, the median seconds of one (check and optimizer step) */
+  | { type: 'serverWork'; pushes: number; medianPushSeconds: number }
   /** a device died and the strategy went on without it (async, asynchronous EASGD); rank: its device index */
   | { type: 'deviceLost'; rank: number; step: number; reason: string }
   | { type: 'end'; seconds: number; samplesPerSecond: number; testAccuracy: number; testLoss: number;

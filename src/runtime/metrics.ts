@@ -29,6 +29,8 @@ export interface MetricsWriterOptions {
   truncate?: boolean;
   /** clock, for tests; default Date.now */
   now?: () => number;
+  /** the file's name in the directory; default metrics.jsonl */
+  file?: string;
 }
 
 function replacer(_key: string, value: unknown): unknown {
@@ -54,7 +56,7 @@ export class MetricsWriter {
   private readonly onExit = () => this.flush();
 
   constructor(dir: string, opts: MetricsWriterOptions = {}) {
-    this.path = join(dir, METRICS_FILE);
+    this.path = join(dir, opts.file ?? METRICS_FILE);
     this.flushEvery = Math.max(1, opts.flushEvery ?? 16);
     this.now = opts.now ?? Date.now;
     this.fd = openSync(this.path, opts.truncate ? 'w' : 'a');

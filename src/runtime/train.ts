@@ -16,6 +16,7 @@ import { checkLossMatchesData } from './lossChecks.ts';
 import { checkSpeechRun } from './speechChecks.ts';
 import { planRunStart, openRunDir } from './openRun.ts';
 import { MetricsWriter } from './metrics.ts';
+import { ProcessMetrics, type EventRecorder } from './processMetrics.ts';
 import { epochAggregator, type EventSink, type TrainEvent } from './events.ts';
 import { FaultPlan } from './faultPlan.ts';
 import { allocateStopGate, StopGateDevice } from './stopGate.ts';
@@ -151,7 +152,9 @@ async function runTraining(userConfig: RunConfig, options: TrainOptions, load: (
   const { runDir, checkpoints } = openRunDir(options, { ...config, train: { ...config.train, devices: threads } }, resume, leader,
     world?.worldSize ?? 1, configHash(config));
   // a resumed run appends, --force or not (a launcher's restart keeps the job's flags)
-  const metrics = leader ? new MetricsWriter(runDir, { truncate: options.force && !resume }) : null;
+  // processes other than 0 record their own devices' events beside it (processMetrics.ts)
+  const metrics: EventRecorder | null = leader ? new MetricsWriter(runDir, { truncate: options.force && !resume })
+    : checkpoints.runDir ? new ProcessMetrics(checkpoints.runDir, world!.rank, Boolean(options.force) && !resume) : null;
   const checkpoint = leader ? join(runDir, 'model.safetensors') : '';
   const globalBatch = globalBatchSize(config);
   const stepsPerEpoch = Math.ceil(data.train.count / globalBatch);

@@ -71,7 +71,7 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
   const lost = new LostDevices(job, emit, o.log);
   // every device starts identical (seeded init); the parameter server starts from the same weights
   let ps: DeviceWorkerInit['ps'] = null;
-  let serving: Promise<void> | null = null;
+  let serving: Promise<unknown> | null = null;
   if (needsParameterServer(spec)) {
     const model = buildModel(jsBackend, config.model);
     model.initialize(config.train.seed);
@@ -79,7 +79,8 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
     if (!remotePs) ps = allocateParameterServer(model.params.length, config.optimizer, start, config.train.devices);
     else if (placement.process === 0) {
       serving = hostParameterServer(config, start, parameterServerWorldOf(placement, threads, 0, config.train.devices, survives),
-        (device, step, reason) => lost.report(device, step, lostLinkReason(device, job, reason)));
+        (device, step, reason) => lost.report(device, step, lostLinkReason(device, job, reason)))
+        .then((work) => { if (work.pushes) emit({ type: 'serverWork', ...work }); });
     }
   }
   const train = shareDataset(o.train);

@@ -40,6 +40,11 @@ export interface TcpModel {
   native?: boolean;
   /** what one process's ring loop can hash, reduce and forward, bytes/s (none: the link alone limits) */
   hostRate?: number;
+  /**
+   * How a device in the parameter server's own process reaches it: loopback TCP through the
+   * transport, α + n/β per message (default: the shared-memory α and the host rate)
+   */
+  loopback?: Link;
 }
 
 /** The shared-memory transport of one process: call latency and memory bandwidth. */
@@ -85,6 +90,11 @@ export function ringStepsTime(S: number, seg: number, m: TcpModel, share = 1): n
   const f = (seg / frames + FRAME_HEADER_BYTES) / streamRate(m, share);
   const alpha = m.link.alpha;
   return Math.max(S * frames * f + alpha, (S + frames - 1) * f + S * alpha);
+}
+
+/** The loopback path of a device beside the parameter server (TcpModel.loopback or its default). */
+export function loopbackOf(net: { tcp: TcpModel; shm: ShmModel }): { alpha: number; beta: number } {
+  return net.tcp.loopback ?? { alpha: net.shm.alpha, beta: net.tcp.hostRate ?? net.shm.beta };
 }
 
 /** TCP ring allreduce of n bytes over N ranks (reduce-scatter then allgather). */

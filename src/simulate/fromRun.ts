@@ -1,11 +1,15 @@
 /**
- * `--from RUN_DIR`: what a real run measured, read from its metrics.jsonl: the per-step compute time
+ * `--from RUN_DIR`: what a real run measured, read from its metrics.jsonl (and, for a job of several
+ * processes, the other processes' metrics.process-<P>.jsonl): the per-step compute time
  * of its devices (forward + backward, the step events' computeMs), the work of its strategy's
  * server calls (syncMs − idleMs: pulls and pushes without the waits), its step time and, for the
  * parameter-server strategies, the staleness of every applied gradient. The simulator spreads the
  * compute over layers by their FLOPs and can replay its variation as stragglers (`--stragglers run`).
  */
-import { loadRun } from '../report/runData.ts';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadRun, parseRun, type StepInfo } from '../report/runData.ts';
+import { readMetrics } from '../runtime/metrics.ts';
 import { splitByFlops, type ModelCosts } from './layerCosts.ts';
 
 /** What a run's metrics.jsonl tells the simulator. */
@@ -24,8 +28,12 @@ export interface RunMeasurements {
   step: number[];
   /** the same steps' bytes moved by the device */
   bytes: number[];
+  /** each device's steps after its warm-up, whole time (seconds), in rank order: all of them, whether or not the others were still training */
+  perDevice: number[][];
   /** staleness of each applied gradient (parameter-server strategies), after the warm-up */
   staleness: number[];
+  /** a remote parameter server's median work per push, seconds (its 'serverWork' event; undefined: none) */
+  serverPushSeconds?: number;
   /**
    * The whole run per device, for a trace-driven replay: when each device started (seconds after
    * the first, from the step events' times less the step's duration) and each step's compute, in order
@@ -52,7 +60,7 @@ export function warmupSteps(stepsPerDevice: number): number {
 export function readRunMeasurements(dir: string): RunMeasurements {
   const run = loadRun(dir);
   const byRank = new Map<number, typeof run.steps>();
-  for (const s of run.steps) {
+  for (const s of [...run.steps, ...otherProcessSteps(dir)]) {
     if (s.skipped || s.samples === 0) continue;
     const list = byRank.get(s.rank) ?? [];
     list.push(s);
@@ -60,16 +68,17 @@ export function readRunMeasurements(dir: string): RunMeasurements {
   }
   if (!byRank.size) throw new Error(`--from ${dir}: the run recorded no training steps; run it for at least a few steps`);
   const out: RunMeasurements = { dir, strategy: run.start.strategy, devices: run.start.devices, processes: run.start.processes, perDeviceBatch: 0,
-    compute: [], syncWork: [], step: [], bytes: [], staleness: [], trace: traceOf([...byRank.entries()].sort((a, b) => a[0] - b[0]).map((e) => e[1])) };
+    compute: [], syncWork: [], step: [], bytes: [], perDevice: [], staleness: [], trace: traceOf([...byRank.entries()].sort((a, b) => a[0] - b[0]).map((e) => e[1])) };
   // steady state: after each device's warm-up, and only while every device was training (devices
   // of a short run start and end at different moments; alone, a device sees no staleness)
-  const ranks = [...byRank.values()].map((steps) => steps.slice(warmupSteps(steps.length)));
+  const ranks = [...byRank.entries()].sort((a, b) => a[0] - b[0]).map(([, steps]) => steps.slice(warmupSteps(steps.length)));
   const from = Math.max(...ranks.map((s) => s[0]?.time ?? Infinity)), to = Math.min(...ranks.map((s) => s[s.length - 1]?.time ?? -Infinity));
   const window = ranks.map((steps) => steps.filter((s) => s.time >= from && s.time <= to));
   const together = window.every((s) => s.length >= 3);
   let samples = 0, count = 0;
   for (const [k, steps] of ranks.entries()) {
     const kept = together ? window[k]! : steps;
+    out.perDevice.push(steps.map((s) => (s.computeMs + s.syncMs) / 1000));
     for (const s of kept) {
       out.compute.push(s.computeMs / 1000);
       out.syncWork.push(Math.max(0, s.syncMs - s.idleMs) / 1000);
@@ -80,8 +89,19 @@ export function readRunMeasurements(dir: string): RunMeasurements {
     }
   }
   if (!count) throw new Error(`--from ${dir}: too few steps to measure after the warm-up; run it for at least 10 steps`);
+  const work = readMetrics(run.metricsPath).filter((e) => e.type === 'serverWork').pop();
+  if (work && typeof work.medianPushSeconds === 'number' && Number.isFinite(work.medianPushSeconds)) out.serverPushSeconds = work.medianPushSeconds;
   out.perDeviceBatch = samples / count;
   return out;
+}
+
+/** The step events processes other than 0 wrote (runtime/processMetrics.ts), every one of them. */
+export function otherProcessSteps(dir: string): StepInfo[] {
+  const files = readdirSync(dir).filter((f) => /^metrics\.process-\d+\.jsonl$/.test(f)).sort();
+  return files.flatMap((f) => {
+    const metricsPath = join(dir, f);
+    return parseRun(readMetrics(metricsPath), { dir, metricsPath, name: f }).steps;
+  });
 }
 
 function traceOf(ranks: { time: number; computeMs: number; syncMs: number; staleness?: number; dropped?: number }[][]): RunMeasurements['trace'] {

@@ -4,12 +4,14 @@
  * on α-β links with stragglers — from the model's compute measured here (or a run's) and a cost
  * model of paratrain's own collectives. docs/simulator.md describes the model and its limits.
  */
-import { writeFileSync } from 'node:fs';
-import { basename } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { buildSetup, type SimulateFlags } from './setup.ts';
 import { simulate, singleDeviceRate, type SimRow } from './simulate.ts';
 import { formatSimulation } from './table.ts';
 import { writeSimulationReport } from './html.ts';
+import { buildCharts } from './charts.ts';
+import { chartSvg } from './svg.ts';
 import { formatByteRate, formatDuration, formatRate } from './units.ts';
 
 export { simulate, singleDeviceRate, stalenessOf, placementOf, type SimRow, type SimulationSetup, type Staleness } from './simulate.ts';
@@ -29,6 +31,8 @@ export interface SimulateOutputFlags extends SimulateFlags {
   json?: string;
   force?: boolean;
   title?: string;
+  /** a directory for one SVG file per chart */
+  svg?: string;
 }
 
 /** The rows, the terminal text, and the files written. */
@@ -37,6 +41,8 @@ export interface SimulationResult {
   text: string;
   reportPath?: string;
   jsonPath?: string;
+  /** the SVG files written (--svg) */
+  svgPaths?: string[];
 }
 
 /** Runs a simulation from the command line's flags; writes the report/JSON when asked. */
@@ -59,6 +65,14 @@ export async function runSimulation(configPath: string | undefined, f: SimulateO
     result.reportPath = writeSimulationReport(f.report, rows, {
       title: f.title ?? `paratrain simulate: ${basename(path)}`, notes: header.slice(1), oneDevice,
     }, f.force);
+  }
+  if (f.svg) {
+    mkdirSync(f.svg, { recursive: true });
+    result.svgPaths = buildCharts(rows, oneDevice).map((c) => {
+      const file = join(f.svg!, `${c.id}.svg`);
+      writeFileSync(file, chartSvg(c));
+      return file;
+    });
   }
   if (f.json) {
     // each device's step only for small jobs: 1,024 numbers a row would drown the file

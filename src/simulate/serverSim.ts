@@ -19,7 +19,7 @@
  * push is served − the version the device last pulled (what the server computes).
  */
 import { EventQueue, Fifo } from './eventQueue.ts';
-import { streamRate, type Network } from './costModel.ts';
+import { loopbackOf, streamRate, type Network } from './costModel.ts';
 import type { StragglerSampler } from './stragglers.ts';
 
 /** A parameter-server job: devices, hosts, compute, sizes and the network. */
@@ -78,11 +78,12 @@ export function simulateServer(job: ServerJob, rule: ServerRule): ServerOutcome 
   const { devices: G, hosts: P, perHost: L, net } = job;
   const n = job.paramBytes;
   const inMemory = P <= 1;
-  const rate = streamRate(net.tcp), loopRate = net.tcp.hostRate ?? net.shm.beta;
-  const alpha = inMemory ? 0 : net.tcp.link.alpha;
+  const hostOf = (d: number) => Math.floor(d / L);
+  const rate = streamRate(net.tcp), loop = loopbackOf(net);
+  // a message's latency: none in memory; over loopback for the server's own host, else the link's
+  const alphaOf = (d: number) => (inMemory ? 0 : hostOf(d) === 0 ? loop.alpha : net.tcp.link.alpha);
   const cpu = new Fifo(), serverIn = new Fifo(), serverOut = new Fifo();
   const up = Array.from({ length: P }, () => new Fifo()), down = Array.from({ length: P }, () => new Fifo());
-  const hostOf = (d: number) => Math.floor(d / L);
   const q = new EventQueue<Ev>();
   const dev: Device[] = Array.from({ length: G }, () => ({ step: 0, pending: 0, version: 0, ops: ['pull'], idle: 0, busyUntil: 0 }));
   let applied = 0, dropped = 0;
@@ -92,13 +93,13 @@ export function simulateServer(job: ServerJob, rule: ServerRule): ServerOutcome 
   const transfer = (d: number, at: number, bytes: number, toServer: boolean): number => {
     const h = hostOf(d);
     if (inMemory) return at;
-    if (h === 0) return at + net.shm.alpha + bytes / loopRate;
+    if (h === 0) return at + loop.alpha + bytes / loop.beta;
     const dur = bytes / rate;
     const [a, b] = toServer ? [up[h]!, serverIn] : [serverOut, down[h]!];
     const start = Math.max(at, a.free, b.free);
     a.free = b.free = start + dur;
     dev[d]!.idle += start - at;
-    return start + dur + alpha;
+    return start + dur + net.tcp.link.alpha;
   };
   /** Service on the server's queue from `at`; returns when it ends. */
   const serve = (d: number, at: number, seconds: number): { start: number; end: number } => {
@@ -125,7 +126,8 @@ export function simulateServer(job: ServerJob, rule: ServerRule): ServerOutcome 
     const s = dev[e.d]!;
     if (e.kind === 'pullAtServer') {
       // the copy (in memory) or the start of the send: the version is the one the server has now
-      const { start, end } = serve(e.d, e.t, inMemory ? net.shm.alpha + n / net.shm.beta : 0);
+      // in memory the pull copies under the lock; the remote server copies the weights before sending them
+      const { start, end } = serve(e.d, e.t, inMemory ? net.shm.alpha + n / net.shm.beta : n / net.shm.beta);
       s.version = applied;
       void start;
       q.push({ t: inMemory ? end : transfer(e.d, end, n, false), d: e.d, kind: 'ready' });
@@ -136,7 +138,7 @@ export function simulateServer(job: ServerJob, rule: ServerRule): ServerOutcome 
       const ok = rule.kind !== 'async' || rule.maxStaleness === undefined || stale <= rule.maxStaleness;
       const { end } = serve(e.d, e.t, (inMemory ? net.shm.alpha : 0) + (ok ? job.update : 0));
       if (ok) { applied++; staleness.push(stale); } else { dropped++; s.ops.unshift('pull'); }
-      q.push({ t: end + alpha, d: e.d, kind: 'ready' });
+      q.push({ t: end + alphaOf(e.d), d: e.d, kind: 'ready' });
       continue;
     }
     if (e.kind === 'exchangeAtServer') {
@@ -152,7 +154,7 @@ export function simulateServer(job: ServerJob, rule: ServerRule): ServerOutcome 
     }
     const op = s.ops.shift()!;
     if (op === 'pull') {
-      q.push({ t: inMemory ? e.t : e.t + alpha, d: e.d, kind: 'pullAtServer' });
+      q.push({ t: e.t + alphaOf(e.d), d: e.d, kind: 'pullAtServer' });
     } else if (op === 'compute') {
       const t = e.t + computeOf(e.d, s.step);
       s.step++;
@@ -186,15 +188,15 @@ export function simulateServer(job: ServerJob, rule: ServerRule): ServerOutcome 
 export function simulateSync(job: ServerJob): ServerOutcome {
   const { devices: G, hosts: P, perHost: L, net } = job;
   const n = job.paramBytes, inMemory = P <= 1;
-  const a = net.tcp.link.alpha, rate = streamRate(net.tcp), loopRate = net.tcp.hostRate ?? net.shm.beta;
+  const a = net.tcp.link.alpha, rate = streamRate(net.tcp), loop = loopbackOf(net);
   let t = 0, work = 0;
   for (let k = 0; k < job.steps; k++) {
     for (let d = 0; d < G; d++) {
       const local = inMemory || Math.floor(d / L) === 0;
       // in memory a pull copies the weights and a push runs the optimizer on the server's (no copy)
-      const pull = inMemory ? net.shm.alpha + n / net.shm.beta : local ? net.shm.alpha + n / loopRate : 2 * a + n / rate;
+      const pull = inMemory ? net.shm.alpha + n / net.shm.beta : local ? 2 * loop.alpha + n / loop.beta : 2 * a + n / rate;
       const push = inMemory ? net.shm.alpha : pull;
-      const turn = inMemory ? net.shm.alpha : local ? 2 * net.shm.alpha : 2 * a;
+      const turn = inMemory ? net.shm.alpha : local ? 2 * loop.alpha : 2 * a;
       const c = job.compute * job.stragglers.factor(d, k);
       const own = pull + c + push + job.update;
       t += turn + own;

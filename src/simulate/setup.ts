@@ -27,6 +27,8 @@ export interface SimulateFlags {
   shm?: string;
   /** what one process's ring loop handles, `1.4GB/s`, or `none` */
   hostRate?: string;
+  /** how the parameter server's own process's devices reach it, `BW:LAT` (default: --shm's latency, the host rate) */
+  loopback?: string;
   chunkBytes?: number;
   overlap?: string;
   steps?: number;
@@ -73,6 +75,7 @@ export async function buildSetup(configPath: string | undefined, f: SimulateFlag
   const shm = parseShm(f.shm ?? SIM_DEFAULTS.shm);
   const hostText = f.hostRate ?? SIM_DEFAULTS.hostRate;
   const hostRate = hostText === 'none' ? undefined : parseRate(hostText, '--host-rate');
+  const loopback = f.loopback === undefined ? undefined : { name: 'loopback', ...parseShm(f.loopback, '--loopback') };
   const overlap = f.overlap ?? SIM_DEFAULTS.overlap;
   if (overlap !== 'implemented' && overlap !== 'ideal') throw new Error(`--overlap: expected implemented or ideal, got '${overlap}'`);
   const batch = f.batchSize !== undefined
@@ -93,14 +96,17 @@ export async function buildSetup(configPath: string | undefined, f: SimulateFlag
   }
   notes.push(`compute: ${costs.source}`);
   const setup: SimulationSetup = {
-    trickModel: trickModelOf(config), costs, devices, links, stragglers, strategies, batch, perHost, shm, hostRate,
+    trickModel: trickModelOf(config), costs, devices, links, stragglers, strategies, batch, perHost, shm, hostRate, loopback,
     chunkBytes: f.chunkBytes, overlap, steps, seed: f.seed ?? SIM_DEFAULTS.seed,
   };
   if (run) {
     const m = median(run.compute);
     setup.runFactors = run.compute.map((c) => c / m);
-    // a one-process parameter-server run: its pull + push work, less the pull's copy, is the server's update
-    if (run.processes === 1 && ['async', 'sync', 'easgd'].includes(run.strategy) && run.syncWork.length) {
+    if (run.serverPushSeconds !== undefined) {
+      // a remote server's own measure of a push's work (process 0's 'serverWork' event)
+      setup.serverUpdate = run.serverPushSeconds;
+      notes.push(`server update from the run: ${(setup.serverUpdate * 1000).toFixed(2)} ms per push (its median)`);
+    } else if (run.processes === 1 && ['async', 'sync', 'easgd'].includes(run.strategy) && run.syncWork.length) {
       const pull = shm.alpha + costs.paramFloats * 4 / shm.beta;
       setup.serverUpdate = Math.max(0, median(run.syncWork) - pull);
       notes.push(`server update from the run: ${(setup.serverUpdate * 1000).toFixed(2)} ms per push`);

@@ -33,6 +33,8 @@ export interface SimulationSetup {
   shm: ShmModel;
   /** bytes/s one process's ring loop handles (none: the link alone) */
   hostRate?: number;
+  /** the parameter server's own process's devices: loopback TCP (default: shm α, the host rate) */
+  loopback?: Link;
   chunkBytes?: number;
   overlap: Overlap;
   /** steps simulated per device (Monte Carlo of stragglers, the event simulation) */
@@ -109,7 +111,7 @@ function simulateOne(setup: SimulationSetup, choice: StrategyChoice, G: number, 
   const base = { strategy: choice.label, kind: choice.kind, devices: G, link, stragglers };
   const batch = batchOf(setup, G);
   if (typeof batch === 'string') return infeasible(base, batch);
-  const net: Network = { tcp: { link, hostRate: setup.hostRate, chunkBytes: setup.chunkBytes }, shm: setup.shm };
+  const net: Network = { tcp: { link, hostRate: setup.hostRate, chunkBytes: setup.chunkBytes, ...(setup.loopback ? { loopback: setup.loopback } : {}) }, shm: setup.shm };
   const placement = placementOf(G, setup.perHost);
   const sampler = new StragglerSampler(stragglers, setup.seed, setup.runFactors);
   const { costs } = setup, spec: StrategySpec = choice.spec;

@@ -13,6 +13,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { runCli, stderrLines, tmpDir } from '../cli/helpers.ts';
+import { otherProcessSteps, readRunMeasurements } from '../../src/simulate/fromRun.ts';
 import { assertClose, randomPort, SECRET, tinyJobConfig, TRICK_LAYERS, weights } from './jobHelpers.ts';
 
 const config = tinyJobConfig, port = randomPort;
@@ -65,6 +66,10 @@ test('async, easgd (async), bsp and bmuf train across 2 processes × 2 devices',
     assert.equal(r.code, 0, `${strategy}: ${r.stderr}`);
     const result = JSON.parse(r.stdout.split('\n').find((l) => l.startsWith('{"runDir"'))!);
     assert.ok(result.testAccuracy > 0, strategy);
+    // process 1 records its own devices' steps beside process 0's metrics.jsonl (runtime/processMetrics.ts)
+    const other = otherProcessSteps(join(dir, strategy));
+    assert.deepEqual([...new Set(other.map((s) => s.rank))].sort(), [2, 3], `${strategy}: process 1's devices' steps`);
+    assert.deepEqual([...new Set(readRunMeasurements(join(dir, strategy)).trace.start.map((_, d) => d))], [0, 1, 2, 3], `${strategy}: every device measured`);
   }
   const easgd = config(tmpDir(), ', strategy: { easgd: { alpha: 0.1, period: 2, mode: async } }');
   const r = await runCli(['launch', '--nproc-per-node', '2', '--master-port', String(port()), '--', 'train', easgd, '--devices', '2',

@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCli, stderrLines, tmpDir, writeSyntheticRun } from '../cli/helpers.ts';
 import { runSimulation } from '../../src/simulate/index.ts';
@@ -38,7 +38,7 @@ test('from a run: table, HTML report and JSON; infeasible rows say why', async (
   const report = join(dir, 'sim.html'), json = join(dir, 'sim.json');
   const r = await runSimulation(MNIST, {
     from: run, devices: '1,2,8,256', link: '10gbit:50us,100mbit:2ms', stragglers: 'none,lognormal:0.3', strategies: 'hybrid,async,trick,bmuf:period=4',
-    steps: 50, report, json,
+    steps: 50, report, json, svg: join(dir, 'svg'),
   });
   assert.equal(r.rows.length, 2 * 2 * 4 * 4);
   assert.match(r.text, /compute from the run .* median 10\.0 ms per step at 32 samples/);
@@ -62,6 +62,12 @@ test('from a run: table, HTML report and JSON; infeasible rows say why', async (
   assert.match(html, /id="chart-trick-vs-hybrid-by-link-none"/);
   assert.match(html, /id="chart-async-vs-hybrid-by-stragglers-10gbit-50us"/);
   assert.ok(!/https?:\/\//.test(html.replace(/<script>[\s\S]*?<\/script>/g, '')), 'no address outside the inlined library');
+  // --svg: every chart as a standalone file, its title and one line per series
+  assert.equal(r.svgPaths!.length, readdirSync(join(dir, 'svg')).length);
+  const svg = readFileSync(join(dir, 'svg', 'trick-vs-hybrid-by-link-none.svg'), 'utf8');
+  assert.match(svg, /^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"[^>]*>\n<title>trick \/ hybrid by link bandwidth \(stragglers none\)<\/title>/);
+  assert.equal((svg.match(/<polyline /g) ?? []).length, 2, 'a line per device count the trick can split over (2, 8; not 256)');
+  assert.ok(svg.trimEnd().endsWith('</svg>'));
   const data = JSON.parse(readFileSync(json, 'utf8')) as { rows: { strategy: string; link: string }[] };
   assert.equal(data.rows.length, r.rows.length);
   assert.equal(data.rows[0]!.link, '10gbit:50us');
@@ -70,4 +76,12 @@ test('from a run: table, HTML report and JSON; infeasible rows say why', async (
   writeFileSync(other, '<html>mine</html>');
   await assert.rejects(runSimulation(MNIST, { from: run, devices: '2', strategies: 'hybrid', report: other }), /--report: .* is not a paratrain simulate report/);
   assert.ok(existsSync(other));
+});
+
+test('from a multi-process run: the remote server\'s own push time (its serverWork event) is the server\'s update', async () => {
+  const run = join(tmpDir('paratrain-simulate-'), 'run');
+  writeSyntheticRun(run, { strategy: 'async', devices: 2, epochs: 1, stepsPerEpoch: 30 });
+  appendFileSync(join(run, 'metrics.jsonl'), `${JSON.stringify({ type: 'serverWork', time: Date.now(), pushes: 60, medianPushSeconds: 0.0125 })}\n`);
+  const r = await runSimulation(MNIST, { from: run, devices: '2', strategies: 'async', steps: 20 });
+  assert.match(r.text, /server update from the run: 12\.50 ms per push \(its median\)/);
 });

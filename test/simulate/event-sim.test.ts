@@ -52,11 +52,23 @@ test('async over a link: transfers queue on the server host\'s link, then wait �
     net: { tcp: { link: { name: 'slow', alpha: 1 * ms, beta: 1e6 } }, shm: { alpha: 0, beta: 1e9 } },
   };
   const o = simulateServer(job, { kind: 'async', fetchEvery: 1, pushEvery: 1 });
-  // d1: request α [0,1], server serves (no queue), 1000 B at 1 MB/s [1,2], arrives +α = 3; compute [3,13];
-  //     push [13,14] + α = 15, update [15,17], reply +α = 18
-  // d0 (loopback at 1 GB/s): pull done at 1 µs, compute to 10.001, push at 10.002, update [10.002, 12.002]
-  close(o.seconds, 18 * ms, 1e-9);
+  // d1: request α [0,1], the server copies the weights (1000 B at 1 GB/s: 1 µs), 1000 B at 1 MB/s [1.001,2.001],
+  //     arrives +α = 3.001; compute [3.001,13.001]; push [13.001,14.001] + α = 15.001, update [15.001,17.001], reply +α = 18.001
+  // d0 (loopback: the shm α of 0 and 1 GB/s): pull done at 2 µs, compute to 10.002, push at 10.003, update [10.003, 12.003]
+  close(o.seconds, 18.001 * ms, 1e-9);
   assert.deepEqual(o.staleness, [0, 1]);
+});
+
+test('async: a device beside the server reaches it over loopback (its own α and β), not the link', () => {
+  const job: ServerJob = {
+    ...inMemoryJob(1), hosts: 2, perHost: 1, paramBytes: 1000,
+    net: { tcp: { link: { name: 'slow', alpha: 1 * ms, beta: 1e6 }, loopback: { name: 'lo', alpha: 0.1 * ms, beta: 1e7 } }, shm: { alpha: 0, beta: 1e9 } },
+  };
+  const o = simulateServer(job, { kind: 'async', fetchEvery: 1, pushEvery: 1 });
+  // d0: request 0.1, copy 1 µs, 1000 B at 10 MB/s (0.1) + 0.1 → 0.301; compute → 10.301; push 0.1 + 0.1 → 10.501,
+  //     update [10.501, 12.501], reply + 0.1 → 12.601
+  close(o.deviceStepSeconds[0]!, 12.601 * ms, 1e-9);
+  close(o.deviceStepSeconds[1]!, 18.001 * ms, 1e-9);
 });
 
 test('sync: devices take turns; a step is the sum of every device\'s pull, compute and push', () => {

@@ -21,6 +21,8 @@ export interface ServeOptions {
    * turn: the device holding it)
    */
   describe?: (words: () => string, awaiting: (p: number) => number[]) => void;
+  /** told the seconds of each push's work here (the check for NaN/Inf and the optimizer step): the simulator's server time */
+  onUpdate?: (seconds: number) => void;
 }
 
 /**
@@ -62,11 +64,16 @@ export async function serveParameterServer(comm: Communicator, params: Float32Ar
       lastStep[device] = step;
       switch (op) {
         case PsOp.Pull:
+          // a copy taken before the first await: the transport sends without copying, and while a slow
+          // link drains the weights another device's push would change them under the send (a torn
+          // pull, caught by the frame's checksum on an emulated 100 Mbit/s link)
+          buf.set(params);
           await comm.send(reply.set(version).wire, device, PsTag.Reply);
-          await comm.send(params, device, PsTag.Data);
+          await comm.send(buf, device, PsTag.Data);
           break;
         case PsOp.Push: {
           await comm.recv(buf, device, PsTag.Data);
+          const t0 = performance.now();
           const staleness = version - a;
           // devices do not push NaN/Inf; the server never applies one either
           const applied = !(c >= 0 && staleness > c) && allFinite(buf);
@@ -75,6 +82,7 @@ export async function serveParameterServer(comm: Communicator, params: Float32Ar
             optimizer.step(params, buf, b);
             version++;
           }
+          o.onUpdate?.((performance.now() - t0) / 1000);
           await comm.send(reply.set(staleness, applied ? 1 : 0).wire, device, PsTag.Reply);
           break;
         }
