@@ -7,11 +7,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { describe as summary, runJob } from './tcp/harness.ts';
 
-const STALL_MS = 300;
+// the probe's answer window is stallMs / 2: 400 ms lets an idle rank answer on a loaded machine (150 ms did not, 2 runs in 6)
+const STALL_MS = 800;
 
 for (const busy of [false, true]) {
   test(`tcp stall inspector: 3 ranks, rank 2 late (${busy ? 'busy computing' : 'idle'}) to allreduce #2 and to a send; the waiting ranks name it once per stall`, { timeout: 60_000 }, async () => {
-    const results = await runJob({ worldSize: 3, scenario: 'stall-late-rank', options: () => ({ stallMs: STALL_MS }), params: { late: 2, sleepMs: 1500, busy } });
+    const results = await runJob({ worldSize: 3, scenario: 'stall-late-rank', options: () => ({ stallMs: STALL_MS }), params: { late: 2, sleepMs: 2500, busy } });
     for (const r of results) assert.ok(r.ok, summary(results));
     const stalls = (r: number) => results[r]!.data.stalls as string[];
     assert.deepEqual(stalls(2), [], 'the late rank waited for nobody');
