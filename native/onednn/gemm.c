@@ -108,3 +108,18 @@ napi_value SetGemm(napi_env env, napi_callback_info info) {
   inst->useSgemm = strcmp(mode, "sgemm") == 0;
   return previous;
 }
+
+/* setDirect(on) → the previous setting: whether direct.c's kernels take the shapes they are for, in this environment. */
+napi_value SetDirect(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  if (!getArgs(env, info, 1, argv, "setDirect(on: boolean)")) return NULL;
+  bool on;
+  if (napi_get_value_bool(env, argv[0], &on) != napi_ok) {
+    napi_throw_type_error(env, NULL, "setDirect: on must be a boolean");
+    return NULL;
+  }
+  Instance *inst = instance(env);
+  const bool previous = !inst->noDirect;
+  inst->noDirect = !on;
+  return boolValue(env, previous);
+}

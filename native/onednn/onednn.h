@@ -23,6 +23,7 @@ enum PlanKind {
   PLAN_MATMUL = 1, PLAN_CONV_FWD, PLAN_CONV_BWD_DATA, PLAN_CONV_BWD_WEIGHTS,
   PLAN_POOL_MAX_FWD, PLAN_POOL_AVG_FWD, PLAN_POOL_AVG_BWD,
   PLAN_ELTWISE_FWD, PLAN_ELTWISE_BWD, PLAN_BIAS_ADD, PLAN_LOGSOFTMAX,
+  PLAN_POOL_MAX_BWD, /* no oneDNN primitive: direct.c's or a C scatter */
   PLAN_KINDS
 };
 
@@ -70,8 +71,12 @@ typedef struct {
   int64_t unsupported[PLAN_KINDS];
   /** per plan kind: the implementation of the last plan created */
   const char *lastImpl[PLAN_KINDS];
+  /** per plan kind: calls run by direct.c's kernels instead of a oneDNN primitive */
+  int64_t direct[PLAN_KINDS];
   /** gemm through dnnl_sgemm instead of the matmul primitive (setGemm, for benchmarks) */
   bool useSgemm;
+  /** direct.c's kernels off: oneDNN's primitives for every shape (setDirect, for benchmarks and tests) */
+  bool noDirect;
 } Instance;
 
 Instance *instance(napi_env env);
@@ -116,6 +121,9 @@ napi_value numberValue(napi_env env, double d);
     if ((call) != napi_ok) { throwLast(env, #call); return NULL; }            \
   } while (0)
 
+/* Activation codes shared with src/kernels/onednn/index.ts (the wasm backend's numbering); ACT_LINEAR is none. */
+enum { ACT_RELU = 0, ACT_CLIPPED_RELU, ACT_TANH, ACT_SIGMOID, ACT_LINEAR, ACT_NONE = ACT_LINEAR };
+
 /** A conv or pool geometry (F = 1 for pooling); padR* is the implied padding after. */
 typedef struct {
   int64_t N, H, W, C, KH, KW, F, sh, sw, pt, pl, OH, OW, pb, pr;
@@ -123,6 +131,21 @@ typedef struct {
 
 /** Reads 13 (conv) or 12 (pool: no F) geometry integers from argv and checks them; false after throwing. */
 bool getGeom(napi_env env, napi_value *argv, const char *fn, bool conv, Geom *g);
+
+/* ------------------------------------------------------------------ direct kernels (direct.c) */
+
+/** True when the convolution has few input channels and the CPU has AVX-512: direct.c's kernels run it. */
+bool smallConv(const Geom *g);
+/** y = conv, then relu / clipped relu to [0, cap] (act: ACT_RELU, ACT_CLIPPED_RELU, ACT_NONE). */
+void smallConvForward(const Geom *g, const float *x, const float *w, const float *bias, float *y, int act, float cap);
+/** dw += , db += (db may be NULL); false when out of memory. */
+bool smallConvBackwardFilter(const Geom *g, const float *x, const float *dy, float *dw, float *db);
+/** dx overwritten; false when out of memory. */
+bool smallConvBackwardData(const Geom *g, const float *dy, const float *w, float *dx);
+/** True when the pooling windows do not overlap. */
+bool poolTiles(const Geom *g);
+/** dx overwritten from dy through argmax (poolTiles only); the count of argmax values outside their window, or -1 when out of memory. */
+int64_t maxPoolBackwardTiles(const Geom *g, const float *dy, const int32_t *argmax, float *dx);
 
 /* ------------------------------------------------------------------ exports (one file each) */
 
@@ -140,5 +163,8 @@ napi_value BiasAdd(napi_env env, napi_callback_info info);
 napi_value BiasGrad(napi_env env, napi_callback_info info);
 napi_value SoftmaxCrossEntropy(napi_env env, napi_callback_info info);
 napi_value SetGemm(napi_env env, napi_callback_info info);
+napi_value SetDirect(napi_env env, napi_callback_info info);
+napi_value ConvPoolForward(napi_env env, napi_callback_info info);
+napi_value Conv2dBackwardFilterPooled(napi_env env, napi_callback_info info);
 
 #endif

@@ -10,7 +10,7 @@
  * | kernel | in the addon |
  * | --- | --- |
  * | gemm | matmul primitive (transposes as strides, alpha as output scale, beta as a sum post-op) |
- * | conv2d forward / backward-data / backward-filter | convolution primitives on NHWC memory, weights reordered to oneDNN's blocked format |
+ * | conv2d forward / backward-data / backward-filter | convolution primitives on NHWC memory, weights reordered to oneDNN's blocked format; relu fused as a post-op; few input channels: the addon's AVX-512 kernels |
  * | max/avg pool forward, avg pool backward | pooling primitives (max: workspace → flat argmax in C) |
  * | max pool backward | a C scatter through argmax |
  * | activations | eltwise primitives (backward from the forward output) |
@@ -40,6 +40,8 @@ export interface OneDnnBackend extends Backend {
   stats(): OneDnnStats;
   /** gemm through the matmul primitive (default) or oneDNN's dnnl_sgemm (benchmarks compare them); returns the previous mode. */
   setGemm(mode: 'matmul' | 'sgemm'): 'matmul' | 'sgemm';
+  /** The addon's own kernels for shapes oneDNN is slow at (few input channels, see native/onednn/direct.c) on or off; returns the previous setting. */
+  setDirect(on: boolean): boolean;
 }
 
 /** A matrix "packed" for gemmPacked: oneDNN packs inside its matmul primitive, so this is a copy of B and its transpose flag. */
@@ -51,6 +53,9 @@ class OneDnnPacked implements PackedMatrix {
 /** The activations the addon runs as oneDNN eltwise primitives; the others (gelu, leakyRelu) run on the base backend. */
 const ACTIVATIONS: Partial<Record<ActivationKind, number>> = { relu: 0, clippedRelu: 1, tanh: 2, sigmoid: 3, linear: 4 };
 const DEFAULT_RELU_CAP = 20;
+/** The activations a convolution applies in its own pass (exact: max and min), and the code for none. */
+const FUSED_ACTIVATIONS: Partial<Record<ActivationKind, number>> = { relu: 0, clippedRelu: 1 };
+const NO_ACTIVATION = 4;
 
 type Geometry13 = [number, number, number, number, number, number, number, number, number, number, number, number, number];
 type Geometry12 = [number, number, number, number, number, number, number, number, number, number, number, number];
@@ -75,12 +80,13 @@ export async function createOneDnnBackend(): Promise<OneDnnBackend | null> {
   const gemm: Backend['gemm'] = (transA, transB, M, N, K, alpha, A, B, beta, C) => {
     if (!addon.sgemm(transA, transB, M, N, K, alpha, A, B, beta, C)) base.gemm(transA, transB, M, N, K, alpha, A, B, beta, C);
   };
-  const overrides: Partial<OneDnnBackend> & Pick<OneDnnBackend, 'name' | 'onednn' | 'base' | 'stats' | 'setGemm'> = {
+  const overrides: Partial<OneDnnBackend> & Pick<OneDnnBackend, 'name' | 'onednn' | 'base' | 'stats' | 'setGemm' | 'setDirect'> = {
     name: 'onednn',
     onednn: addon.info(),
     base: wasm ? 'wasm' : 'js',
     stats: () => addon.stats(),
     setGemm: (mode) => addon.setGemm(mode),
+    setDirect: (on) => addon.setDirect(on),
     gemm,
     // the recurrent layers' per-step products: B is copied once per pass, each step is one matmul primitive call
     packB: (transB, K, N, B, into) => {
@@ -96,8 +102,20 @@ export async function createOneDnnBackend(): Promise<OneDnnBackend | null> {
       gemm(transA, P.transB, M, N, K, alpha, A.subarray(aOffset, aOffset + M * K), P.data, beta, C.subarray(cOffset, cOffset + M * N));
     },
     conv2dForward: (x, w, bias, y, g) => {
-      if (!addon.conv2dForward(x, w, bias, y, ...conv(g))) base.conv2dForward(x, w, bias, y, g);
+      if (!addon.conv2dForward(x, w, bias, y, ...conv(g), NO_ACTIVATION, 0)) base.conv2dForward(x, w, bias, y, g);
     },
+    // relu and its clipped form as the convolution's post-op (or in direct.c's registers): one pass over y less
+    conv2dForwardActivation: (kind, x, w, bias, y, g, cap) => {
+      const code = FUSED_ACTIVATIONS[kind];
+      return code !== undefined && addon.conv2dForward(x, w, bias, y, ...conv(g), code, cap ?? DEFAULT_RELU_CAP);
+    },
+    // conv → relu → 2×2 max pool of a first layer, without its largest activation (native/onednn/convpool.c)
+    convPoolForward: (kind, x, w, bias, y, argmax, g, q, cap) => {
+      const code = kind === 'linear' ? NO_ACTIVATION : FUSED_ACTIVATIONS[kind];
+      return code !== undefined && addon.convPoolForward(x, w, bias, y, argmax, ...conv(g), ...pool(q), code, cap ?? DEFAULT_RELU_CAP);
+    },
+    conv2dBackwardFilterPooled: (x, dyPool, argmax, dw, db, g, q) =>
+      addon.conv2dBackwardFilterPooled(x, dyPool, argmax, dw, db, ...conv(g), ...pool(q)),
     conv2dBackwardData: (dy, w, dx, g) => {
       if (!addon.conv2dBackwardData(dy, w, dx, ...conv(g))) base.conv2dBackwardData(dy, w, dx, g);
     },
