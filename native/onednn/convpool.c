@@ -70,16 +70,16 @@ AVX512 static void forward(const Geom *g, const Geom *q, const float *x, const f
   }
 }
 
-/* The most window cells (KH·KW·C) of the pooled filter gradient: 2 accumulators each stay in registers. */
+/* Window cells (KH·KW·C) per pass of the pooled filter gradient: 2 accumulators each stay in registers. */
 #define KP 12
 
 /*
- * Image n's part of dw[k, f] (k < NK), f in [f0, f0 + 32), and of db, added into acc / bacc
- * (double): per pooled output and window cell, the lanes whose argmax names the cell take their
- * pooled gradient times the cell's inputs. NK is a constant in each copy (see BLOCK).
+ * Image n's part of dw[k, f] (k0 ≤ k < k0 + NK), f in [f0, f0 + 32), and of db (when bacc), added
+ * into acc / bacc (double): per pooled output and window cell, the lanes whose argmax names the
+ * cell take their pooled gradient times the cell's inputs. NK is a constant in each copy (see BLOCK).
  */
 __attribute__((always_inline)) AVX512 static inline void filterImage(const int NK, const Geom *g, const Geom *q, const float *x,
-    const float *dy, const int32_t *argmax, int64_t n, int64_t f0, const int64_t *off, double *acc, double *bacc) {
+    const float *dy, const int32_t *argmax, int64_t n, int64_t k0, int64_t f0, const int64_t *off, double *acc, double *bacc) {
   const int64_t F = g->F;
   const __mmask16 m0 = lanes(F, f0), m1 = lanes(F, f0 + 16);
   __m512 s0[KP], s1[KP], sb0 = _mm512_setzero_ps(), sb1 = _mm512_setzero_ps();
@@ -92,21 +92,21 @@ __attribute__((always_inline)) AVX512 static inline void filterImage(const int N
     sb0 = _mm512_add_ps(sb0, d0); sb1 = _mm512_add_ps(sb1, d1);
     for (int64_t kh = 0; kh < q->KH; kh++) for (int64_t kw = 0; kw < q->KW; kw++) {
       const int64_t oh = ph * q->KH + kh, ow = pw * q->KW + kw;
-      const __mmask16 k0 = _mm512_mask_cmpeq_epi32_mask(m0, a0, indices(g, n, oh, ow, f0, 0));
-      const __mmask16 k1 = _mm512_mask_cmpeq_epi32_mask(m1, a1, indices(g, n, oh, ow, f0, 16));
-      if (!(k0 | k1)) continue;
-      const __m512 e0 = _mm512_maskz_mov_ps(k0, d0), e1 = _mm512_maskz_mov_ps(k1, d1);
+      const __mmask16 hit0 = _mm512_mask_cmpeq_epi32_mask(m0, a0, indices(g, n, oh, ow, f0, 0));
+      const __mmask16 hit1 = _mm512_mask_cmpeq_epi32_mask(m1, a1, indices(g, n, oh, ow, f0, 16));
+      if (!(hit0 | hit1)) continue;
+      const __m512 e0 = _mm512_maskz_mov_ps(hit0, d0), e1 = _mm512_maskz_mov_ps(hit1, d1);
       if (inside(g, oh, ow)) {
         const float *xp = x + ((n * g->H + oh * g->sh - g->pt) * g->W + ow * g->sw - g->pl) * g->C;
 #pragma GCC unroll 16
         for (int i = 0; i < NK; i++) {
-          const __m512 xv = _mm512_set1_ps(xp[off[i]]);
+          const __m512 xv = _mm512_set1_ps(xp[off[k0 + i]]);
           s0[i] = _mm512_fmadd_ps(xv, e0, s0[i]); s1[i] = _mm512_fmadd_ps(xv, e1, s1[i]);
         }
       } else {
 #pragma GCC unroll 16
         for (int i = 0; i < NK; i++) {
-          const __m512 xv = _mm512_set1_ps(cell(g, x, n, oh, ow, i));
+          const __m512 xv = _mm512_set1_ps(cell(g, x, n, oh, ow, k0 + i));
           s0[i] = _mm512_fmadd_ps(xv, e0, s0[i]); s1[i] = _mm512_fmadd_ps(xv, e1, s1[i]);
         }
       }
@@ -116,7 +116,7 @@ __attribute__((always_inline)) AVX512 static inline void filterImage(const int N
 #pragma GCC unroll 16
   for (int i = 0; i < NK; i++) {
     _mm512_storeu_ps(t, s0[i]); _mm512_storeu_ps(t + 16, s1[i]);
-    for (int j = 0; j < 32; j++) acc[i * 32 + j] += t[j];
+    for (int j = 0; j < 32; j++) acc[(k0 + i) * 32 + j] += t[j];
   }
   if (bacc) {
     _mm512_storeu_ps(t, sb0); _mm512_storeu_ps(t + 16, sb1);
@@ -124,7 +124,7 @@ __attribute__((always_inline)) AVX512 static inline void filterImage(const int N
   }
 }
 
-#define BLOCK(NK) case NK: filterImage(NK, g, q, x, dy, argmax, n, f0, off, acc, bacc); break;
+#define BLOCK(NK) case NK: filterImage(NK, g, q, x, dy, argmax, n, k0, f0, off, acc, k0 == 0 ? bacc : NULL); break;
 
 AVX512 static bool filterPooled(const Geom *g, const Geom *q, const float *x, const float *dy, const int32_t *argmax, float *dw, float *db) {
   const int64_t K = g->KH * g->KW * g->C, F = g->F;
@@ -136,8 +136,10 @@ AVX512 static bool filterPooled(const Geom *g, const Geom *q, const float *x, co
     memset(acc, 0, (size_t)(K + 1) * 32 * sizeof(double));
     double *bacc = db ? acc + K * 32 : NULL;
     for (int64_t n = 0; n < g->N; n++) {
-      switch (K) {
-        BLOCK(1) BLOCK(2) BLOCK(3) BLOCK(4) BLOCK(5) BLOCK(6) BLOCK(7) BLOCK(8) BLOCK(9) BLOCK(10) BLOCK(11) BLOCK(12)
+      for (int64_t k0 = 0; k0 < K; k0 += KP) {
+        switch (K - k0 < KP ? K - k0 : KP) {
+          BLOCK(1) BLOCK(2) BLOCK(3) BLOCK(4) BLOCK(5) BLOCK(6) BLOCK(7) BLOCK(8) BLOCK(9) BLOCK(10) BLOCK(11) BLOCK(12)
+        }
       }
     }
     const int64_t nf = F - f0 < 32 ? F - f0 : 32;
@@ -213,7 +215,7 @@ napi_value Conv2dBackwardFilterPooled(napi_env env, napi_callback_info info) {
   if (!need(env, fn, "x", l[0], g.N * g.H * g.W * g.C) || !need(env, fn, "dyPool", l[1], out) || !need(env, fn, "argmax", l[2], out) ||
       !need(env, fn, "dw", l[3], K * g.F) || (p[4] && !need(env, fn, "db", l[4], g.F))) return NULL;
   Instance *inst = instance(env);
-  if (inst->noDirect || !fits(&g, &q) || K > 12 || K == 0) return boolValue(env, false);
+  if (inst->noDirect || !fits(&g, &q) || K == 0) return boolValue(env, false);
 #ifdef X86
   if (!filterPooled(&g, &q, p[0], p[1], p[2], p[3], p[4])) return boolValue(env, false);
   inst->direct[PLAN_CONV_BWD_WEIGHTS]++;

@@ -10,7 +10,7 @@
  *   says so; H = 3, 4 and 9 run the SIMD lanes and the scalar tail;
  * - σ and tanh over [−30, 30] (and NaN) against float64 Math.
  * Tolerances: cells rtol 2e-6, atol 2e-7 (float32 SIMD approximations, a few ulp, against float64
- * loops); activations 4e-7 relative; gemms as test/kernels/native-gemm.test.ts.
+ * loops); activations 4e-7 relative; gemms as test/kernels/addon-gemm.test.ts.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
