@@ -1,6 +1,7 @@
 /*
  * Shared declarations of the onednn addon (the .c files next to it): the per-environment instance (engine,
- * stream, plan cache), cached plans of oneDNN primitives, and N-API argument helpers.
+ * stream, plan cache), cached plans of oneDNN primitives; the N-API argument helpers are
+ * ../napi_args.h, shared with the OpenBLAS addon.
  *
  * A "plan" is what one Backend call runs: up to MAX_STEPS primitives (e.g. a weights reorder, then
  * the convolution) and the memory objects they read and write. Memory objects either wrap one of
@@ -16,6 +17,7 @@
 #include <stddef.h>
 #include <node_api.h>
 #include <oneapi/dnnl/dnnl.h>
+#include "../napi_args.h"
 
 /* ------------------------------------------------------------------ plans */
 
@@ -103,34 +105,13 @@ void planCreated(Instance *inst, Plan *p, int kind, const_dnnl_primitive_desc_t 
 /** A reorder of `src` into `dst`, accumulating (dst = src + dst) when `accumulate`; NULL when oneDNN refuses. */
 dnnl_primitive_desc_t reorderPd(Instance *inst, const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst, bool accumulate);
 
-/* ------------------------------------------------------------------ N-API helpers */
+/* ------------------------------------------------------------------ N-API helpers (the rest: ../napi_args.h) */
 
-void throwLast(napi_env env, const char *what);
+/** A oneDNN call failed: throws naming the function, the call and oneDNN's status. */
 void throwStatus(napi_env env, const char *fn, const char *what, dnnl_status_t s);
-bool getF32(napi_env env, napi_value v, const char *fn, const char *name, bool nullable, float **data, size_t *length);
-bool getI32(napi_env env, napi_value v, const char *fn, const char *name, int32_t **data, size_t *length);
-bool getInts(napi_env env, napi_value *argv, int n, const char *fn, const char *const *names, int64_t *out);
-bool getNumber(napi_env env, napi_value v, const char *fn, const char *name, double *out);
-bool need(napi_env env, const char *fn, const char *name, size_t have, int64_t want);
-bool getArgs(napi_env env, napi_callback_info info, size_t want, napi_value *argv, const char *usage);
-napi_value boolValue(napi_env env, bool b);
-napi_value numberValue(napi_env env, double d);
-
-#define CHECK(call)                                                            \
-  do {                                                                         \
-    if ((call) != napi_ok) { throwLast(env, #call); return NULL; }            \
-  } while (0)
 
 /* Activation codes shared with src/kernels/onednn/index.ts (the wasm backend's numbering); ACT_LINEAR is none. */
 enum { ACT_RELU = 0, ACT_CLIPPED_RELU, ACT_TANH, ACT_SIGMOID, ACT_LINEAR, ACT_NONE = ACT_LINEAR };
-
-/** A conv or pool geometry (F = 1 for pooling); padR* is the implied padding after. */
-typedef struct {
-  int64_t N, H, W, C, KH, KW, F, sh, sw, pt, pl, OH, OW, pb, pr;
-} Geom;
-
-/** Reads 13 (conv) or 12 (pool: no F) geometry integers from argv and checks them; false after throwing. */
-bool getGeom(napi_env env, napi_value *argv, const char *fn, bool conv, Geom *g);
 
 /* ------------------------------------------------------------------ direct kernels (direct.c) */
 

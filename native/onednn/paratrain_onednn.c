@@ -2,7 +2,7 @@
  * paratrain_onednn: the optional `onednn` kernel backend's addon (Node-API, C over oneDNN 2.x's
  * C API). One file per kernel family (gemm.c, conv.c, pool.c, eltwise.c; direct.c and convpool.c
  * for the shapes the addon computes itself, see there), plans of primitives
- * cached per shape (plan.c), argument helpers (args.c). Every kernel returns true when it ran and
+ * cached per shape (plan.c); argument helpers shared with the OpenBLAS addon (../napi_args.h). Every kernel returns true when it ran and
  * false when oneDNN has no primitive for the call (the TypeScript side then runs the base
  * backend's kernel); softmaxCrossEntropy returns the loss, or null likewise.
  *
