@@ -11,11 +11,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { assertClose, randomArray } from '../util/close.ts';
 import { referenceBackend as ref, convGeometry, convSizes, describeConv, poolGeometry } from './reference.ts';
-import { createOneDnnBackend, onednnUnavailableReason } from '../../src/kernels/onednn/index.ts';
+import { createOneDnnBackend, onednnUnavailableReason, type OneDnnBackend } from '../../src/kernels/onednn/index.ts';
+import type { WasmBackend } from '../../src/kernels/wasm/index.ts';
 import type { ActivationKind, Conv2DGeometry, Pool2DGeometry } from '../../src/kernels/backend.ts';
 
 const onednn = await createOneDnnBackend();
-const b = onednn!;
+const b = onednn as OneDnnBackend & WasmBackend;
 const skip = !onednn ? `onednn backend unavailable: ${onednnUnavailableReason()}`
   : !onednn.onednn.isa.startsWith('avx512') ? `no AVX-512 here (${onednn.onednn.isa}): the addon's own kernels decline` : false;
 
