@@ -146,6 +146,9 @@ napi_value SoftmaxCrossEntropy(napi_env env, napi_callback_info info);
 napi_value SetGemm(napi_env env, napi_callback_info info);
 napi_value SetDirect(napi_env env, napi_callback_info info);
 napi_value ConvPoolForward(napi_env env, napi_callback_info info);
+napi_value PackedWeightsSize(napi_env env, napi_callback_info info);
+napi_value PackWeights(napi_env env, napi_callback_info info);
+napi_value GemmPackedWeights(napi_env env, napi_callback_info info);
 napi_value Conv2dBackwardFilterPooled(napi_env env, napi_callback_info info);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * paratrain_onednn: the optional `onednn` kernel backend's addon (Node-API, C over oneDNN 2.x's
- * C API). One file per kernel family (gemm.c, conv.c, pool.c, eltwise.c; direct.c and convpool.c
+ * C API). One file per kernel family (gemm.c and packed.c, conv.c, pool.c, eltwise.c; direct.c and convpool.c
  * for the shapes the addon computes itself, see there), plans of primitives
  * cached per shape (plan.c); argument helpers shared with the OpenBLAS addon (../napi_args.h). Every kernel returns true when it ran and
  * false when oneDNN has no primitive for the call (the TypeScript side then runs the base
@@ -125,6 +125,9 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
     { "setGemm", NULL, SetGemm, NULL, NULL, NULL, napi_enumerable, NULL },
     { "setDirect", NULL, SetDirect, NULL, NULL, NULL, napi_enumerable, NULL },
     { "convPoolForward", NULL, ConvPoolForward, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "packedWeightsSize", NULL, PackedWeightsSize, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "packWeights", NULL, PackWeights, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "gemmPackedWeights", NULL, GemmPackedWeights, NULL, NULL, NULL, napi_enumerable, NULL },
     { "conv2dBackwardFilterPooled", NULL, Conv2dBackwardFilterPooled, NULL, NULL, NULL, napi_enumerable, NULL },
     { "info", NULL, Info, NULL, NULL, NULL, napi_enumerable, NULL },
     { "stats", NULL, Stats, NULL, NULL, NULL, napi_enumerable, NULL },

@@ -68,6 +68,13 @@ export interface OneDnnAddon {
   /** The summed loss, or null when oneDNN has no softmax for the shape. */
   softmaxCrossEntropy(logits: Float32Array, labels: Int32Array, rows: number, classes: number,
                       dlogits: Float32Array, gradScale: number): number | null;
+  /** Floats of B [K×N] in the layout of the matmul of products of this shape (0: oneDNN has none). */
+  packedWeightsSize(transA: boolean, transB: boolean, M: number, N: number, K: number): number;
+  /** B into that layout (false: none). */
+  packWeights(transA: boolean, transB: boolean, M: number, N: number, K: number, B: Float32Array, packed: Float32Array): boolean;
+  /** C = alpha·op(A)·B + beta·C with B packed by packWeights for this shape (false: not done, multiply by plain B). */
+  gemmPackedWeights(transA: boolean, transB: boolean, M: number, N: number, K: number, alpha: number, A: Float32Array,
+                    packed: Float32Array, beta: number, C: Float32Array): boolean;
   /** Which oneDNN entry point gemm uses in this thread (default the matmul primitive); returns the previous one. */
   setGemm(mode: 'matmul' | 'sgemm'): 'matmul' | 'sgemm';
   /** Whether the addon's own kernels (direct.c) take the shapes they are for in this thread (default on); returns the previous setting. */

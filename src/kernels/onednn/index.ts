@@ -10,6 +10,7 @@
  * | kernel | in the addon |
  * | --- | --- |
  * | gemm | matmul primitive (transposes as strides, alpha as output scale, beta as a sum post-op) |
+ * | packB / gemmPacked | the same primitive on weights reordered once per pass into its own layout |
  * | conv2d forward / backward-data / backward-filter | convolution primitives on NHWC memory, weights reordered to oneDNN's blocked format; relu fused as a post-op; few input channels: the addon's AVX-512 kernels |
  * | max/avg pool forward, avg pool backward | pooling primitives (max: workspace → flat argmax in C) |
  * | max pool backward | a C scatter through argmax |
@@ -44,9 +45,17 @@ export interface OneDnnBackend extends Backend {
   setDirect(on: boolean): boolean;
 }
 
-/** A matrix "packed" for gemmPacked: oneDNN packs inside its matmul primitive, so this is a copy of B and its transpose flag. */
+/**
+ * A matrix packed for gemmPacked: a copy of B, and B reordered into the layout oneDNN's matmul
+ * primitive reads for one shape of products (made at the first product, for its M and transA:
+ * native/onednn/packed.c); products of another shape, or where oneDNN has no such layout, multiply
+ * by the copy.
+ */
 class OneDnnPacked implements PackedMatrix {
   readonly backend = 'onednn';
+  /** B in the matmul's own layout, and the products it fits (`transA,M`; '' none yet, or B changed since) */
+  packed: Float32Array | null = null;
+  packedFor = '';
   constructor(readonly K: number, readonly N: number, public transB: boolean, readonly data: Float32Array) {}
 }
 
@@ -94,12 +103,22 @@ export async function createOneDnnBackend(): Promise<OneDnnBackend | null> {
       const p = into instanceof OneDnnPacked && into.K === K && into.N === N ? into : new OneDnnPacked(K, N, transB, base.alloc(K * N));
       p.transB = transB;
       p.data.set(B.subarray(0, K * N));
+      p.packedFor = '';
       return p;
     },
     gemmPacked: (transA, M, N, K, alpha, A, P, beta, C, aOffset = 0, cOffset = 0) => {
       if (!(P instanceof OneDnnPacked)) throw new Error(`gemmPacked: the pack was made by the ${P.backend} backend, not onednn`);
       if (P.K !== K || P.N !== N) throw new RangeError(`gemmPacked: the pack is ${P.K}×${P.N}, the product needs ${K}×${N}`);
-      gemm(transA, P.transB, M, N, K, alpha, A.subarray(aOffset, aOffset + M * K), P.data, beta, C.subarray(cOffset, cOffset + M * N));
+      const a = A.subarray(aOffset, aOffset + M * K), c = C.subarray(cOffset, cOffset + M * N);
+      const shape = `${transA},${M}`;
+      if (P.packedFor !== shape && P.packedFor !== `none ${shape}`) {
+        // reorder B once per pass (packB), in the first product's shape
+        const size = addon.packedWeightsSize(transA, P.transB, M, N, K);
+        if (size > 0 && (!P.packed || P.packed.length < size)) P.packed = base.alloc(size);
+        P.packedFor = size > 0 && addon.packWeights(transA, P.transB, M, N, K, P.data, P.packed!) ? shape : `none ${shape}`;
+      }
+      if (P.packedFor === shape && addon.gemmPackedWeights(transA, P.transB, M, N, K, alpha, a, P.packed!, beta, c)) return;
+      gemm(transA, P.transB, M, N, K, alpha, a, P.data, beta, c);
     },
     conv2dForward: (x, w, bias, y, g) => {
       if (!addon.conv2dForward(x, w, bias, y, ...conv(g), NO_ACTIVATION, 0)) base.conv2dForward(x, w, bias, y, g);
