@@ -9,7 +9,8 @@
  * runs them as before), each output pixel is a few broadcast FMAs per 16 filters:
  *   forward          y[p, f] = b[f] + Σ_k x[p, k]·w[k, f]          (k over the window: kh, kw, c), relu'd
  *   backward-weights dw[k, f] += Σ_p x[p, k]·dy[p, f], db[f] += Σ_p dy[p, f]
- *   backward-data    t[p, k] = Σ_f dy[p, f]·w[k, f], then dx[p's window cell k] += t[p, k]
+ *   backward-data    t[p, k] = Σ_f dy[p, f]·w[k, f] for a row of pixels, then dx[p's window cell k] += t[p, k]
+ *                    (one vector add per window cell and 16 pixels with one channel)
  * Sums over pixels are float within one image and double across images (oneDNN's error or less).
  *
  * Max-pool backward with windows that do not overlap (stride ≥ window, the usual 2×2/2): every
@@ -147,41 +148,85 @@ AVX512 bool smallConvBackwardFilter(const Geom *g, const float *x, const float *
 
 /* ------------------------------------------------------------------ backward-data */
 
-/* dx = 0, then each output pixel's window gets t[k] = Σ_f dy[p, f]·w[k, f]; false when out of memory. */
+/*
+ * t[k][ow] = Σ_f dy[n, oh, ow, f]·w[k, f] for one output row, into T (K rows of OWP floats): PIX
+ * pixels at a time, two FMA chains each, over 16 window cells per vector (wT: w transposed, padded).
+ */
+AVX512 static void rowProducts(const Geom *g, const float *dyRow, const float *wT, int64_t KV, float *T, int64_t OWP) {
+  const int64_t F = g->F, K = g->KH * g->KW * g->C;
+  float t[16];
+  for (int64_t ow0 = 0; ow0 < g->OW; ow0 += PIX) {
+    const int np = g->OW - ow0 < PIX ? (int)(g->OW - ow0) : PIX;
+    for (int64_t v = 0; v < KV; v++) {
+      __m512 a[PIX][2];
+#pragma GCC unroll 8
+      for (int p = 0; p < PIX; p++) a[p][0] = a[p][1] = _mm512_setzero_ps();
+      const float *d[PIX];
+#pragma GCC unroll 8
+      for (int p = 0; p < PIX; p++) d[p] = dyRow + (ow0 + (p < np ? p : 0)) * F;
+      int64_t f = 0;
+      for (; f + 2 <= F; f += 2) {
+        const __m512 w0 = _mm512_load_ps(wT + f * KV * 16 + v * 16), w1 = _mm512_load_ps(wT + (f + 1) * KV * 16 + v * 16);
+#pragma GCC unroll 8
+        for (int p = 0; p < PIX; p++) {
+          a[p][0] = _mm512_fmadd_ps(_mm512_set1_ps(d[p][f]), w0, a[p][0]);
+          a[p][1] = _mm512_fmadd_ps(_mm512_set1_ps(d[p][f + 1]), w1, a[p][1]);
+        }
+      }
+      if (f < F) {
+        const __m512 w0 = _mm512_load_ps(wT + f * KV * 16 + v * 16);
+#pragma GCC unroll 8
+        for (int p = 0; p < PIX; p++) a[p][0] = _mm512_fmadd_ps(_mm512_set1_ps(d[p][f]), w0, a[p][0]);
+      }
+      const int64_t kn = K - v * 16 < 16 ? K - v * 16 : 16;
+#pragma GCC unroll 8
+      for (int p = 0; p < PIX; p++) {
+        if (p >= np) break;
+        _mm512_storeu_ps(t, _mm512_add_ps(a[p][0], a[p][1]));
+        for (int64_t k = 0; k < kn; k++) T[(v * 16 + k) * OWP + ow0 + p] = t[k];
+      }
+    }
+  }
+}
+
+/* dx = 0, then each output pixel's window gets t[k] = Σ_f dy[p, f]·w[k, f], a row of pixels at a time; false when out of memory. */
 AVX512 bool smallConvBackwardData(const Geom *g, const float *dy, const float *w, float *dx) {
-  const int64_t K = g->KH * g->KW * g->C, F = g->F, C = g->C, KWC = g->KW * C;
+  const int64_t K = g->KH * g->KW * g->C, F = g->F, C = g->C, OWP = (g->OW + 15) & ~(int64_t)15;
   /* wT[f][k]: the weights transposed, K padded to whole vectors of 16. */
   const int64_t KV = (K + 15) / 16;
   float *wT = aligned_alloc(64, (size_t)(F * KV * 16) * sizeof(float));
-  if (!wT) return false;
+  float *T = aligned_alloc(64, (size_t)(K * OWP) * sizeof(float));
+  if (!wT || !T) { free(wT); free(T); return false; }
   memset(wT, 0, (size_t)(F * KV * 16) * sizeof(float));
   for (int64_t k = 0; k < K; k++) for (int64_t f = 0; f < F; f++) wT[f * KV * 16 + k] = w[k * F + f];
   memset(dx, 0, (size_t)(g->N * g->H * g->W * C) * sizeof(float));
-  float t[3 * 16];
-  for (int64_t n = 0; n < g->N; n++) for (int64_t oh = 0; oh < g->OH; oh++) for (int64_t ow = 0; ow < g->OW; ow++) {
-    const float *d = dy + ((n * g->OH + oh) * g->OW + ow) * F;
-    for (int64_t v = 0; v < KV; v++) {
-      /* four chains over f hide the FMA latency */
-      __m512 a[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
-      int64_t f = 0;
-      for (; f + 4 <= F; f += 4)
-        for (int u = 0; u < 4; u++) a[u] = _mm512_fmadd_ps(_mm512_set1_ps(d[f + u]), _mm512_load_ps(wT + (f + u) * KV * 16 + v * 16), a[u]);
-      for (; f < F; f++) a[0] = _mm512_fmadd_ps(_mm512_set1_ps(d[f]), _mm512_load_ps(wT + f * KV * 16 + v * 16), a[0]);
-      _mm512_storeu_ps(t + v * 16, _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])));
-    }
-    const int64_t ih0 = oh * g->sh - g->pt, iw0 = ow * g->sw - g->pl;
+  for (int64_t n = 0; n < g->N; n++) for (int64_t oh = 0; oh < g->OH; oh++) {
+    rowProducts(g, dy + (n * g->OH + oh) * g->OW * F, wT, KV, T, OWP);
     for (int64_t kh = 0; kh < g->KH; kh++) {
-      const int64_t ih = ih0 + kh;
+      const int64_t ih = oh * g->sh - g->pt + kh;
       if (ih < 0 || ih >= g->H) continue;
       float *row = dx + (n * g->H + ih) * g->W * C;
-      for (int64_t kw = 0; kw < g->KW; kw++) {
-        const int64_t iw = iw0 + kw;
-        if (iw < 0 || iw >= g->W) continue;
-        for (int64_t c = 0; c < C; c++) row[iw * C + c] += t[kh * KWC + kw * C + c];
+      for (int64_t kw = 0; kw < g->KW; kw++) for (int64_t c = 0; c < C; c++) {
+        const float *tk = T + ((kh * g->KW + kw) * C + c) * OWP;
+        /* the output columns whose window cell kw lies inside the row: iw = ow·sw − pl + kw in [0, W) */
+        int64_t lo = g->pl - kw > 0 ? (g->pl - kw + g->sw - 1) / g->sw : 0, hi = g->OW;
+        while (hi > lo && (hi - 1) * g->sw - g->pl + kw >= g->W) hi--;
+        if (g->sw == 1 && C == 1) {
+          float *o = row + lo - g->pl + kw;
+          int64_t ow = lo;
+          for (; ow + 16 <= hi; ow += 16) _mm512_storeu_ps(o + ow - lo, _mm512_add_ps(_mm512_loadu_ps(o + ow - lo), _mm512_loadu_ps(tk + ow)));
+          if (ow < hi) {
+            const __mmask16 m = lanes(hi, ow);
+            _mm512_mask_storeu_ps(o + ow - lo, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, o + ow - lo), _mm512_maskz_loadu_ps(m, tk + ow)));
+          }
+        } else {
+          for (int64_t ow = lo; ow < hi; ow++) row[(ow * g->sw - g->pl + kw) * C + c] += tk[ow];
+        }
       }
     }
   }
   free(wT);
+  free(T);
   return true;
 }
 
