@@ -6,11 +6,12 @@
  * samples/s, over the peak.
  *   npm run bench -- train [--batch 32,64,128] [--seconds 3] [--rounds 6] [--backends wasm,native,onednn] [--js]
  * The backends are measured interleaved: `--rounds` rounds, each giving every backend (and batch)
- * a slice of seconds/rounds, and a figure is the median of its slices, so a load that comes and
- * goes on a shared machine falls on every backend alike and the ratios stay fair. The load average
- * is printed before and after. js, the reference (seconds per step), runs on its own after them.
+ * a slice of seconds/rounds of CPU time, and a figure is samples per CPU second, the median of its
+ * slices: on a shared machine CPU time is far less disturbed by other processes than wall time
+ * (caches are still shared), and a load that comes and goes falls on every backend alike. On a
+ * quiet machine the two agree. The load average is printed before and after. js, the reference (seconds per step), runs on its own after them.
  * Where Debian's python3-torch is installed, the same step in PyTorch (1 thread) runs in the same
- * process tree (its own rounds, the median likewise), and the ratios are printed.
+ * process tree (its own rounds of CPU time, time.process_time, the median likewise), and the ratios are printed.
  */
 import { torchPython, runPython, TORCH_NET } from './torch.ts';
 import { tryBackend } from '../src/kernels/index.ts';
@@ -27,7 +28,13 @@ function option(args: string[], name: string, fallback: string): string {
   return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
 }
 
-/** A replica with its synthetic batch, warmed up: `slice(seconds)` runs steps for about that long and returns samples/s. */
+/** CPU seconds this process has run (user + system): less disturbed by other processes than wall time. */
+function cpuSeconds(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+}
+
+/** A replica with its synthetic batch, warmed up: `slice(seconds)` runs steps for about that much CPU time and returns samples per CPU second. */
 function stepper(replica: Replica, batch: number): { slice(seconds: number): number } {
   const per = 28 * 28;
   const images = new Float32Array(batch * per).map((_, i) => ((i * 2654435761) % 1000) / 1000);
@@ -41,10 +48,10 @@ function stepper(replica: Replica, batch: number): { slice(seconds: number): num
   for (let w = 0; w < 5; w++) step();
   return {
     slice(seconds: number): number {
-      const t0 = performance.now();
+      const t0 = cpuSeconds();
       let n = 0;
-      do { step(); n++; } while (performance.now() - t0 < seconds * 1000);
-      return (n * batch) / ((performance.now() - t0) / 1000);
+      do { step(); n++; } while (cpuSeconds() - t0 < seconds);
+      return (n * batch) / (cpuSeconds() - t0);
     },
   };
 }
@@ -84,11 +91,11 @@ def step():
 for _ in range(5): step()
 rates = []
 for _ in range(rounds):
-    n, t0 = 0, time.perf_counter()
+    n, t0 = 0, time.process_time()
     while True:
         step(); n += 1
-        if time.perf_counter() - t0 >= seconds / rounds: break
-    rates.append(n * batch / (time.perf_counter() - t0))
+        if time.process_time() - t0 >= seconds / rounds: break
+    rates.append(n * batch / (time.process_time() - t0))
 print(sorted(rates)[len(rates) // 2])
 `;
 
@@ -159,7 +166,7 @@ export async function main(args: string[]): Promise<void> {
   ratio('native', 'wasm');
   ratio('onednn', 'wasm');
   ratio('onednn', 'native');
-  console.log(`mnist-small training step (forward + backward + Adam), samples/s on one thread, median of ${rounds} interleaved rounds; ` +
+  console.log(`mnist-small training step (forward + backward + Adam), samples per CPU second on one thread, median of ${rounds} interleaved rounds; ` +
     `${(flopsPerSample / 1e6).toFixed(1)} MFLOP per sample`);
   for (const r of rows) console.log(r.map((c, i) => (i === 0 ? c.padEnd(22) : c.padStart(12))).join(''));
 }
