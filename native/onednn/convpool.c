@@ -25,37 +25,66 @@ static bool fits(const Geom *g, const Geom *q) {
 }
 
 #ifdef X86
-/* The first flat index (into the convolution's output) of the lanes of block f0 at pixel (n, oh, ow). */
-AVX512 static inline __m512i indices(const Geom *g, int64_t n, int64_t oh, int64_t ow, int64_t f0, int64_t plus) {
-  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  return _mm512_add_epi32(_mm512_set1_epi32((int32_t)(((n * g->OH + oh) * g->OW + ow) * g->F + f0 + plus)), iota);
+/*
+ * Per cell c of a pool window (in window order): the offset in x of its convolution window's first
+ * input cell from the first cell's, and its flat offset in the convolution's output from the first
+ * cell's; and whether every window lies inside the image (then no cell reads padding).
+ */
+typedef struct { int64_t x[64], out[64]; bool inside; } Cells;
+
+static void cellsOf(const Geom *g, const Geom *q, Cells *t) {
+  for (int64_t c = 0; c < q->KH * q->KW; c++) {
+    const int64_t dh = c / q->KW, dw = c % q->KW;
+    t->x[c] = (dh * g->sh * g->W + dw * g->sw) * g->C;
+    t->out[c] = (dh * g->OW + dw) * g->F;
+  }
+  /* inside() grows monotonically along each axis: the first and last used outputs decide */
+  t->inside = inside(g, 0, 0) && inside(g, q->OH * q->KH - 1, q->OW * q->KW - 1);
+}
+
+/* The first input cell (in x) of the window of convolution output (n, oh, ow): valid when it lies inside. */
+static inline const float *windowStart(const Geom *g, const float *x, int64_t n, int64_t oh, int64_t ow) {
+  return x + ((n * g->H + oh * g->sh - g->pt) * g->W + ow * g->sw - g->pl) * g->C;
 }
 
 AVX512 static void forward(const Geom *g, const Geom *q, const float *x, const float *w, const float *bias, float *y,
                            int32_t *argmax, int act, float cap) {
   int64_t off[MAX_SMALL_K];
   windowOffsets(g, off);
+  Cells t;
+  cellsOf(g, q, &t);
+  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), sixteen = _mm512_set1_epi32(16);
   const int64_t F = g->F, cells = q->KH * q->KW;
   for (int64_t f0 = 0; f0 < F; f0 += 32) {
     const __mmask16 m0 = lanes(F, f0), m1 = lanes(F, f0 + 16);
     const __m512 b0 = bias ? _mm512_maskz_loadu_ps(m0, bias + f0) : _mm512_setzero_ps();
     const __m512 b1 = bias && m1 ? _mm512_maskz_loadu_ps(m1, bias + f0 + 16) : _mm512_setzero_ps();
     for (int64_t n = 0; n < g->N; n++) for (int64_t ph = 0; ph < q->OH; ph++) for (int64_t pw = 0; pw < q->OW; pw++) {
+      const int64_t oh0 = ph * q->KH, ow0 = pw * q->KW, base = ((n * g->OH + oh0) * g->OW + ow0) * F + f0;
+      const float *xw = windowStart(g, x, n, oh0, ow0);
       __m512 best0 = _mm512_setzero_ps(), best1 = _mm512_setzero_ps();
       __m512i at0 = _mm512_setzero_si512(), at1 = _mm512_setzero_si512();
       for (int64_t c0 = 0; c0 < cells; c0 += PIX) {
         const int np = cells - c0 < PIX ? (int)(cells - c0) : PIX;
-        int64_t oh[PIX], ow[PIX];
-        for (int p = 0; p < PIX; p++) {
-          const int64_t c = c0 + (p < np ? p : 0);
-          oh[p] = ph * q->KH + c / q->KW; ow[p] = pw * q->KW + c % q->KW;
-        }
         __m512 a0[PIX], a1[PIX];
-        convPixels(g, x, w, b0, b1, n, oh, ow, np, f0, off, act, cap, a0, a1);
+        if (t.inside) {
+          const float *xb[PIX];
+#pragma GCC unroll 8
+          for (int p = 0; p < PIX; p++) xb[p] = xw + t.x[c0 + (p < np ? p : 0)];
+          convPixelsAt(g, w, b0, b1, xb, f0, off, a0, a1);
+          activate(act, cap, a0, a1);
+        } else {
+          int64_t oh[PIX], ow[PIX];
+          for (int p = 0; p < PIX; p++) {
+            const int64_t c = c0 + (p < np ? p : 0);
+            oh[p] = oh0 + c / q->KW; ow[p] = ow0 + c % q->KW;
+          }
+          convPixels(g, x, w, b0, b1, n, oh, ow, np, f0, off, act, cap, a0, a1);
+        }
 #pragma GCC unroll 8
         for (int p = 0; p < PIX; p++) {
           if (p >= np) break;
-          const __m512i i0 = indices(g, n, oh[p], ow[p], f0, 0), i1 = indices(g, n, oh[p], ow[p], f0, 16);
+          const __m512i i0 = _mm512_add_epi32(_mm512_set1_epi32((int32_t)(base + t.out[c0 + p])), iota), i1 = _mm512_add_epi32(i0, sixteen);
           if (c0 + p == 0) { best0 = a0[p]; best1 = a1[p]; at0 = i0; at1 = i1; continue; }
           /* strictly greater (ordered: a NaN never takes over), so ties keep the first cell, as maxPoolForward */
           const __mmask16 k0 = _mm512_cmp_ps_mask(a0[p], best0, _CMP_GT_OQ), k1 = _mm512_cmp_ps_mask(a1[p], best1, _CMP_GT_OQ);
@@ -72,14 +101,17 @@ AVX512 static void forward(const Geom *g, const Geom *q, const float *x, const f
 
 /* Window cells (KH·KW·C) per pass of the pooled filter gradient: 2 accumulators each stay in registers. */
 #define KP 12
+/* Pooled outputs ahead to prefetch (a prefetch never faults, past the end too). */
+#define PF 6
 
 /*
  * Image n's part of dw[k, f] (k0 ≤ k < k0 + NK), f in [f0, f0 + 32), and of db (when bacc), added
  * into acc / bacc (double): per pooled output and window cell, the lanes whose argmax names the
  * cell take their pooled gradient times the cell's inputs. NK is a constant in each copy (see BLOCK).
  */
-__attribute__((always_inline)) AVX512 static inline void filterImage(const int NK, const Geom *g, const Geom *q, const float *x,
-    const float *dy, const int32_t *argmax, int64_t n, int64_t k0, int64_t f0, const int64_t *off, double *acc, double *bacc) {
+__attribute__((always_inline)) AVX512 static inline void filterImage(const int NK, const Geom *g, const Geom *q, const Cells *t,
+    const float *x, const float *dy, const int32_t *argmax, int64_t n, int64_t k0, int64_t f0, const int64_t *off, double *acc, double *bacc) {
+  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), sixteen = _mm512_set1_epi32(16);
   const int64_t F = g->F;
   const __mmask16 m0 = lanes(F, f0), m1 = lanes(F, f0 + 16);
   __m512 s0[KP], s1[KP], sb0 = _mm512_setzero_ps(), sb1 = _mm512_setzero_ps();
@@ -87,17 +119,23 @@ __attribute__((always_inline)) AVX512 static inline void filterImage(const int N
   for (int i = 0; i < NK; i++) s0[i] = s1[i] = _mm512_setzero_ps();
   for (int64_t ph = 0; ph < q->OH; ph++) for (int64_t pw = 0; pw < q->OW; pw++) {
     const int64_t o = ((n * q->OH + ph) * q->OW + pw) * F + f0;
+    /* the pooled gradient and argmax stream in from memory (argmax was written a whole pass ago): ask ahead */
+    _mm_prefetch((const char *)(dy + o + PF * F), _MM_HINT_T0); _mm_prefetch((const char *)(dy + o + PF * F + 16), _MM_HINT_T0);
+    _mm_prefetch((const char *)(argmax + o + PF * F), _MM_HINT_T0); _mm_prefetch((const char *)(argmax + o + PF * F + 16), _MM_HINT_T0);
     const __m512 d0 = _mm512_maskz_loadu_ps(m0, dy + o), d1 = _mm512_maskz_loadu_ps(m1, dy + o + 16);
     const __m512i a0 = _mm512_maskz_loadu_epi32(m0, argmax + o), a1 = _mm512_maskz_loadu_epi32(m1, argmax + o + 16);
     sb0 = _mm512_add_ps(sb0, d0); sb1 = _mm512_add_ps(sb1, d1);
-    for (int64_t kh = 0; kh < q->KH; kh++) for (int64_t kw = 0; kw < q->KW; kw++) {
-      const int64_t oh = ph * q->KH + kh, ow = pw * q->KW + kw;
-      const __mmask16 hit0 = _mm512_mask_cmpeq_epi32_mask(m0, a0, indices(g, n, oh, ow, f0, 0));
-      const __mmask16 hit1 = _mm512_mask_cmpeq_epi32_mask(m1, a1, indices(g, n, oh, ow, f0, 16));
+    const int64_t oh0 = ph * q->KH, ow0 = pw * q->KW, base = ((n * g->OH + oh0) * g->OW + ow0) * F + f0;
+    const float *xw = windowStart(g, x, n, oh0, ow0);
+    for (int64_t c = 0; c < q->KH * q->KW; c++) {
+      const int64_t oh = oh0 + c / q->KW, ow = ow0 + c % q->KW;
+      const __m512i i0 = _mm512_add_epi32(_mm512_set1_epi32((int32_t)(base + t->out[c])), iota);
+      const __mmask16 hit0 = _mm512_mask_cmpeq_epi32_mask(m0, a0, i0);
+      const __mmask16 hit1 = _mm512_mask_cmpeq_epi32_mask(m1, a1, _mm512_add_epi32(i0, sixteen));
       if (!(hit0 | hit1)) continue;
       const __m512 e0 = _mm512_maskz_mov_ps(hit0, d0), e1 = _mm512_maskz_mov_ps(hit1, d1);
-      if (inside(g, oh, ow)) {
-        const float *xp = x + ((n * g->H + oh * g->sh - g->pt) * g->W + ow * g->sw - g->pl) * g->C;
+      if (t->inside) {
+        const float *xp = xw + t->x[c];
 #pragma GCC unroll 16
         for (int i = 0; i < NK; i++) {
           const __m512 xv = _mm512_set1_ps(xp[off[k0 + i]]);
@@ -112,19 +150,19 @@ __attribute__((always_inline)) AVX512 static inline void filterImage(const int N
       }
     }
   }
-  float t[32];
+  float sums[32];
 #pragma GCC unroll 16
   for (int i = 0; i < NK; i++) {
-    _mm512_storeu_ps(t, s0[i]); _mm512_storeu_ps(t + 16, s1[i]);
-    for (int j = 0; j < 32; j++) acc[(k0 + i) * 32 + j] += t[j];
+    _mm512_storeu_ps(sums, s0[i]); _mm512_storeu_ps(sums + 16, s1[i]);
+    for (int j = 0; j < 32; j++) acc[(k0 + i) * 32 + j] += sums[j];
   }
   if (bacc) {
-    _mm512_storeu_ps(t, sb0); _mm512_storeu_ps(t + 16, sb1);
-    for (int j = 0; j < 32; j++) bacc[j] += t[j];
+    _mm512_storeu_ps(sums, sb0); _mm512_storeu_ps(sums + 16, sb1);
+    for (int j = 0; j < 32; j++) bacc[j] += sums[j];
   }
 }
 
-#define BLOCK(NK) case NK: filterImage(NK, g, q, x, dy, argmax, n, k0, f0, off, acc, k0 == 0 ? bacc : NULL); break;
+#define BLOCK(NK) case NK: filterImage(NK, g, q, &t, x, dy, argmax, n, k0, f0, off, acc, k0 == 0 ? bacc : NULL); break;
 
 AVX512 static bool filterPooled(const Geom *g, const Geom *q, const float *x, const float *dy, const int32_t *argmax, float *dw, float *db) {
   const int64_t K = g->KH * g->KW * g->C, F = g->F;
@@ -132,6 +170,8 @@ AVX512 static bool filterPooled(const Geom *g, const Geom *q, const float *x, co
   if (!acc) return false;
   int64_t off[MAX_SMALL_K];
   windowOffsets(g, off);
+  Cells t;
+  cellsOf(g, q, &t);
   for (int64_t f0 = 0; f0 < F; f0 += 32) {
     memset(acc, 0, (size_t)(K + 1) * 32 * sizeof(double));
     double *bacc = db ? acc + K * 32 : NULL;

@@ -56,18 +56,50 @@ static inline float cell(const Geom *g, const float *x, int64_t n, int64_t oh, i
 }
 
 /*
+ * PIX output pixels whose windows lie inside the image, their first input cells at xb[p]: a0/a1[p]
+ * = b + Σ_k xb[p][off[k]]·w[k, f0 … f0 + 31]. Always inlined with PIX constant, so the accumulators
+ * stay in registers.
+ */
+__attribute__((always_inline)) AVX512 static inline void convPixelsAt(const Geom *g, const float *w, __m512 b0, __m512 b1,
+    const float *const *xb, int64_t f0, const int64_t *off, __m512 *a0, __m512 *a1) {
+  const int64_t F = g->F, K = g->KH * g->KW * g->C;
+  const __mmask16 m0 = lanes(F, f0), m1 = lanes(F, f0 + 16);
+#pragma GCC unroll 8
+  for (int p = 0; p < PIX; p++) { a0[p] = b0; a1[p] = b1; }
+  for (int64_t k = 0; k < K; k++) {
+    const __m512 w0 = _mm512_maskz_loadu_ps(m0, w + k * F + f0), w1 = _mm512_maskz_loadu_ps(m1, w + k * F + f0 + 16);
+#pragma GCC unroll 8
+    for (int p = 0; p < PIX; p++) {
+      const __m512 xv = _mm512_set1_ps(xb[p][off[k]]);
+      a0[p] = _mm512_fmadd_ps(xv, w0, a0[p]);
+      a1[p] = _mm512_fmadd_ps(xv, w1, a1[p]);
+    }
+  }
+}
+
+/*
+ * The activation (ACT_RELU, ACT_CLIPPED_RELU to [0, cap], ACT_NONE) on PIX pixels' accumulators.
+ * max(v, 0) is 0 for a NaN v (the second operand), as oneDNN's relu and clip give and the
+ * reference's x > 0 ? x : 0.
+ */
+__attribute__((always_inline)) AVX512 static inline void activate(int act, float cap, __m512 *a0, __m512 *a1) {
+  if (act == ACT_NONE) return;
+  const __m512 zero = _mm512_setzero_ps(), top = _mm512_set1_ps(cap);
+#pragma GCC unroll 8
+  for (int p = 0; p < PIX; p++) {
+    a0[p] = _mm512_max_ps(a0[p], zero); a1[p] = _mm512_max_ps(a1[p], zero);
+    if (act == ACT_CLIPPED_RELU) { a0[p] = _mm512_min_ps(a0[p], top); a1[p] = _mm512_min_ps(a1[p], top); }
+  }
+}
+
+/*
  * Output pixels (n, oh[p], ow[p]) for p < np ≤ PIX, filters [f0, f0 + 32): a0/a1[p] = bias + Σ_k
- * x·w, then the activation (ACT_RELU, ACT_CLIPPED_RELU to [0, cap], ACT_NONE). max(v, 0) is 0 for
- * a NaN v (the second operand), as oneDNN's relu and clip give and the reference's x > 0 ? x : 0.
- * Always inlined with PIX constant, so the accumulators stay in registers.
+ * x·w, then the activation; windows reaching into the padding read 0 there.
  */
 __attribute__((always_inline)) AVX512 static inline void convPixels(const Geom *g, const float *x, const float *w,
     __m512 b0, __m512 b1, int64_t n, const int64_t *oh, const int64_t *ow, int np, int64_t f0, const int64_t *off,
     int act, float cap, __m512 *a0, __m512 *a1) {
   const int64_t F = g->F, K = g->KH * g->KW * g->C;
-  const __mmask16 m0 = lanes(F, f0), m1 = lanes(F, f0 + 16);
-#pragma GCC unroll 8
-  for (int p = 0; p < PIX; p++) { a0[p] = b0; a1[p] = b1; }
   bool all = np == PIX;
   const float *xb[PIX];
 #pragma GCC unroll 8
@@ -76,16 +108,11 @@ __attribute__((always_inline)) AVX512 static inline void convPixels(const Geom *
     xb[p] = x + ((n * g->H + oh[p] * g->sh - g->pt) * g->W + ow[p] * g->sw - g->pl) * g->C;
   }
   if (all) {
-    for (int64_t k = 0; k < K; k++) {
-      const __m512 w0 = _mm512_maskz_loadu_ps(m0, w + k * F + f0), w1 = _mm512_maskz_loadu_ps(m1, w + k * F + f0 + 16);
-#pragma GCC unroll 8
-      for (int p = 0; p < PIX; p++) {
-        const __m512 xv = _mm512_set1_ps(xb[p][off[k]]);
-        a0[p] = _mm512_fmadd_ps(xv, w0, a0[p]);
-        a1[p] = _mm512_fmadd_ps(xv, w1, a1[p]);
-      }
-    }
+    convPixelsAt(g, w, b0, b1, xb, f0, off, a0, a1);
   } else {
+    const __mmask16 m0 = lanes(F, f0), m1 = lanes(F, f0 + 16);
+#pragma GCC unroll 8
+    for (int p = 0; p < PIX; p++) { a0[p] = b0; a1[p] = b1; }
     for (int64_t k = 0; k < K; k++) {
       const __m512 w0 = _mm512_maskz_loadu_ps(m0, w + k * F + f0), w1 = _mm512_maskz_loadu_ps(m1, w + k * F + f0 + 16);
 #pragma GCC unroll 8
@@ -97,14 +124,7 @@ __attribute__((always_inline)) AVX512 static inline void convPixels(const Geom *
       }
     }
   }
-  if (act != ACT_NONE) {
-    const __m512 zero = _mm512_setzero_ps(), top = _mm512_set1_ps(cap);
-#pragma GCC unroll 8
-    for (int p = 0; p < PIX; p++) {
-      a0[p] = _mm512_max_ps(a0[p], zero); a1[p] = _mm512_max_ps(a1[p], zero);
-      if (act == ACT_CLIPPED_RELU) { a0[p] = _mm512_min_ps(a0[p], top); a1[p] = _mm512_min_ps(a1[p], top); }
-    }
-  }
+  activate(act, cap, a0, a1);
 }
 #endif /* X86 */
 
