@@ -4,7 +4,7 @@
  * that never writes the convolution's output: convPoolForward gives the pool's output and argmax
  * exactly as conv2dForward, activationForward and maxPoolForward would, and
  * conv2dBackwardFilterPooled the filter and bias gradients from the pooled gradient (the
- * activation's backward already applied by the caller, on the pool's output), as if the pooled
+ * activation's backward applied on the pool's output, by the caller or here), as if the pooled
  * gradient had been scattered through argmax into a gradient of the convolution's output.
  *
  * Why: a network's first convolution writes its largest activation (mnist-small: 64·26·26·32
@@ -99,6 +99,9 @@ AVX512 static void forward(const Geom *g, const Geom *q, const float *x, const f
   }
 }
 
+/* The activation whose backward the pooled filter gradient applies itself (y NULL: dyPool is already through it). */
+typedef struct { const float *y; int act; float cap; } Through;
+
 /* Window cells (KH·KW·C) per pass of the pooled filter gradient: 2 accumulators each stay in registers. */
 #define KP 12
 /* Pooled outputs ahead to prefetch (a prefetch never faults, past the end too). */
@@ -110,7 +113,8 @@ AVX512 static void forward(const Geom *g, const Geom *q, const float *x, const f
  * cell take their pooled gradient times the cell's inputs. NK is a constant in each copy (see BLOCK).
  */
 __attribute__((always_inline)) AVX512 static inline void filterImage(const int NK, const Geom *g, const Geom *q, const Cells *t,
-    const float *x, const float *dy, const int32_t *argmax, int64_t n, int64_t k0, int64_t f0, const int64_t *off, double *acc, double *bacc) {
+    const float *x, const float *dy, const int32_t *argmax, const Through *through, int64_t n, int64_t k0, int64_t f0, const int64_t *off,
+    double *acc, double *bacc) {
   const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), sixteen = _mm512_set1_epi32(16);
   const int64_t F = g->F;
   const __mmask16 m0 = lanes(F, f0), m1 = lanes(F, f0 + 16);
@@ -122,7 +126,18 @@ __attribute__((always_inline)) AVX512 static inline void filterImage(const int N
     /* the pooled gradient and argmax stream in from memory (argmax was written a whole pass ago): ask ahead */
     _mm_prefetch((const char *)(dy + o + PF * F), _MM_HINT_T0); _mm_prefetch((const char *)(dy + o + PF * F + 16), _MM_HINT_T0);
     _mm_prefetch((const char *)(argmax + o + PF * F), _MM_HINT_T0); _mm_prefetch((const char *)(argmax + o + PF * F + 16), _MM_HINT_T0);
-    const __m512 d0 = _mm512_maskz_loadu_ps(m0, dy + o), d1 = _mm512_maskz_loadu_ps(m1, dy + o + 16);
+    __m512 d0 = _mm512_maskz_loadu_ps(m0, dy + o), d1 = _mm512_maskz_loadu_ps(m1, dy + o + 16);
+    if (through->y) {
+      /* the activation's backward from the pool's output: relu passes where y > 0, clipped relu where 0 < y < cap */
+      _mm_prefetch((const char *)(through->y + o + PF * F), _MM_HINT_T0); _mm_prefetch((const char *)(through->y + o + PF * F + 16), _MM_HINT_T0);
+      const __m512 y0 = _mm512_maskz_loadu_ps(m0, through->y + o), y1 = _mm512_maskz_loadu_ps(m1, through->y + o + 16), zero = _mm512_setzero_ps();
+      __mmask16 pass0 = _mm512_cmp_ps_mask(y0, zero, _CMP_GT_OQ), pass1 = _mm512_cmp_ps_mask(y1, zero, _CMP_GT_OQ);
+      if (through->act == ACT_CLIPPED_RELU) {
+        const __m512 top = _mm512_set1_ps(through->cap);
+        pass0 &= _mm512_cmp_ps_mask(y0, top, _CMP_LT_OQ); pass1 &= _mm512_cmp_ps_mask(y1, top, _CMP_LT_OQ);
+      }
+      d0 = _mm512_maskz_mov_ps(pass0, d0); d1 = _mm512_maskz_mov_ps(pass1, d1);
+    }
     const __m512i a0 = _mm512_maskz_loadu_epi32(m0, argmax + o), a1 = _mm512_maskz_loadu_epi32(m1, argmax + o + 16);
     sb0 = _mm512_add_ps(sb0, d0); sb1 = _mm512_add_ps(sb1, d1);
     const int64_t oh0 = ph * q->KH, ow0 = pw * q->KW, base = ((n * g->OH + oh0) * g->OW + ow0) * F + f0;
@@ -162,9 +177,10 @@ __attribute__((always_inline)) AVX512 static inline void filterImage(const int N
   }
 }
 
-#define BLOCK(NK) case NK: filterImage(NK, g, q, &t, x, dy, argmax, n, k0, f0, off, acc, k0 == 0 ? bacc : NULL); break;
+#define BLOCK(NK) case NK: filterImage(NK, g, q, &t, x, dy, argmax, through, n, k0, f0, off, acc, k0 == 0 ? bacc : NULL); break;
 
-AVX512 static bool filterPooled(const Geom *g, const Geom *q, const float *x, const float *dy, const int32_t *argmax, float *dw, float *db) {
+AVX512 static bool filterPooled(const Geom *g, const Geom *q, const float *x, const float *dy, const int32_t *argmax, const Through *through,
+                                float *dw, float *db) {
   const int64_t K = g->KH * g->KW * g->C, F = g->F;
   double *acc = malloc((size_t)(K + 1) * 32 * sizeof(double));
   if (!acc) return false;
@@ -237,27 +253,35 @@ napi_value ConvPoolForward(napi_env env, napi_callback_info info) {
 }
 
 /*
- * conv2dBackwardFilterPooled(x, dyPool, argmax, dw, db | null, ...conv geometry (13), ...pool geometry (12)) → fused?
- * dw, db += the gradients of the convolution whose output gradient is dyPool scattered through argmax.
+ * conv2dBackwardFilterPooled(x, dyPool, argmax, dw, db | null, ...conv geometry (13), ...pool geometry (12), act, yPool | null, cap) → fused?
+ * dw, db += the gradients of the convolution whose output gradient is dyPool scattered through
+ * argmax; with yPool (the pool's output), dyPool is taken before the activation's backward, which
+ * is applied here (act: ACT_RELU, ACT_CLIPPED_RELU to [0, cap]).
  */
 napi_value Conv2dBackwardFilterPooled(napi_env env, napi_callback_info info) {
   const char *fn = "conv2dBackwardFilterPooled";
-  napi_value argv[30];
-  if (!getArgs(env, info, 30, argv, "conv2dBackwardFilterPooled(x, dyPool, argmax, dw, db, ...conv geometry (13), ...pool geometry (12))")) return NULL;
+  napi_value argv[33];
+  if (!getArgs(env, info, 33, argv, "conv2dBackwardFilterPooled(x, dyPool, argmax, dw, db, ...conv geometry (13), ...pool geometry (12), act, yPool, cap)")) return NULL;
   Geom g, q;
   if (!getGeom(env, argv + 5, fn, true, &g) || !getGeom(env, argv + 18, fn, false, &q)) return NULL;
   static const char *const names[] = { "x", "dyPool", "argmax", "dw", "db" };
   static const bool nullable[] = { false, false, false, false, true }, isInt[] = { false, false, true, false, false };
+  static const char *const actName[] = { "activation code" };
   void *p[5];
-  size_t l[5];
-  if (!arrays(env, argv, fn, names, nullable, isInt, 5, p, l)) return NULL;
+  size_t l[5], ly = 0;
+  int64_t act;
+  double cap;
+  float *yPool = NULL;
+  if (!arrays(env, argv, fn, names, nullable, isInt, 5, p, l) || !getInts(env, argv + 30, 1, fn, actName, &act) ||
+      !getF32(env, argv[31], fn, "yPool", true, &yPool, &ly) || !getNumber(env, argv[32], fn, "cap", &cap)) return NULL;
   const int64_t out = q.N * q.OH * q.OW * q.C, K = g.KH * g.KW * g.C;
   if (!need(env, fn, "x", l[0], g.N * g.H * g.W * g.C) || !need(env, fn, "dyPool", l[1], out) || !need(env, fn, "argmax", l[2], out) ||
-      !need(env, fn, "dw", l[3], K * g.F) || (p[4] && !need(env, fn, "db", l[4], g.F))) return NULL;
+      !need(env, fn, "dw", l[3], K * g.F) || (p[4] && !need(env, fn, "db", l[4], g.F)) || (yPool && !need(env, fn, "yPool", ly, out))) return NULL;
   Instance *inst = instance(env);
-  if (inst->noDirect || !fits(&g, &q) || K == 0) return boolValue(env, false);
+  if (inst->noDirect || !fits(&g, &q) || K == 0 || (yPool && act != ACT_RELU && act != ACT_CLIPPED_RELU)) return boolValue(env, false);
 #ifdef X86
-  if (!filterPooled(&g, &q, p[0], p[1], p[2], p[3], p[4])) return boolValue(env, false);
+  const Through through = { yPool, (int)act, (float)cap };
+  if (!filterPooled(&g, &q, p[0], p[1], p[2], &through, p[3], p[4])) return boolValue(env, false);
   inst->direct[PLAN_CONV_BWD_WEIGHTS]++;
   return boolValue(env, true);
 #else

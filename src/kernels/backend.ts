@@ -120,11 +120,13 @@ export interface Backend {
                    argmax: Int32Array, g: Conv2DGeometry, pool: Pool2DGeometry, cap?: number): boolean;
   /**
    * Optional, after convPoolForward: conv2dBackwardFilter with the convolution's output gradient
-   * taken as `dyPool` scattered through `argmax` (maxPoolBackward's dx), without writing it.
-   * False, accumulating nothing, when the backend does not fuse this shape.
+   * taken as `dyPool` scattered through `argmax` (maxPoolBackward's dx), without writing it. With
+   * `through`, dyPool is the gradient of the pool's output `through.y` before the activation's
+   * backward, which the call applies (activationBackward on the pool's output). False, accumulating
+   * nothing, when the backend does not fuse this shape or activation.
    */
   conv2dBackwardFilterPooled?(x: Float32Array, dyPool: Float32Array, argmax: Int32Array, dw: Float32Array, db: Float32Array | null,
-                              g: Conv2DGeometry, pool: Pool2DGeometry): boolean;
+                              g: Conv2DGeometry, pool: Pool2DGeometry, through?: { kind: ActivationKind; y: Float32Array; cap?: number }): boolean;
   /** dx[N,H,W,C] = gradient of the convolution w.r.t. its input (overwritten). */
   conv2dBackwardData(dy: Float32Array, w: Float32Array, dx: Float32Array, g: Conv2DGeometry): void;
   /** dw[KH,KW,C,F] += gradient w.r.t. the filter; db[F] += sum of dy when given. */

@@ -108,6 +108,17 @@ export class Conv2D extends BaseLayer {
   }
 
   /**
+   * As the first layer after forwardPooled (no input gradient): the filter gradient straight from
+   * the pool's output gradient `dyPool`, this layer's activation backward applied inside on the
+   * pool's output `yPool` (Backend.conv2dBackwardFilterPooled with `through`); false, computing
+   * nothing, when the backend does not.
+   */
+  filterGradThrough(dyPool: Float32Array, yPool: Float32Array, argmax: Int32Array, pool: Pool2DGeometry): boolean {
+    const g = { ...this.geometry, N: pool.N };
+    return this.backend.conv2dBackwardFilterPooled?.(this.x!.data, dyPool, argmax, this.dw, this.db, g, pool, { kind: this.activation, y: yPool }) === true;
+  }
+
+  /**
    * Backward after forwardPooled, from the pool's output gradient already through this layer's
    * activation backward: the filter gradient straight from it where the backend can and no input
    * gradient is needed (a first layer), else through the convolution's output gradient.

@@ -52,6 +52,8 @@ export class Pool2D extends BaseLayer {
   /** Backward after forwardAfter: this pool's and `conv`'s, the activation's on this pool's output (activationFusion.ts). */
   backwardBefore(conv: Conv2D, dy: Tensor, needInputGrad: boolean): Tensor | null {
     const g = { ...this.geometry, N: dy.batch };
+    // a first layer: its filter gradient from dy directly, the activation's backward inside the same pass
+    if (!needInputGrad && conv.activation !== 'linear' && conv.filterGradThrough(dy.data, this.absorbed!.y.data, this.argmax, g)) return null;
     let dyAct = dy.data;
     if (conv.activation !== 'linear') {
       dyAct = this.buffer('dyAct', dy.size);

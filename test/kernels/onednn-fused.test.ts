@@ -102,6 +102,27 @@ test('onednn conv2dBackwardFilterPooled adds conv2dBackwardFilter of the pooled 
   });
 });
 
+test('onednn conv2dBackwardFilterPooled through the activation equals activationBackward on the pool\'s output first, bit for bit', { skip }, () => {
+  PAIRS.forEach(([g, KH, KW], i) => {
+    const q = pair(g, KH, KW), s = convSizes(g), out = q.N * q.OH * q.OW * q.C;
+    const x = randomArray(s.x, 90 + i), w = randomArray(s.w, 91 + i), dyPool = randomArray(out, 92 + i);
+    for (const [kind, cap] of KINDS.filter(([k]) => k !== 'linear')) {
+      const y = b.alloc(out), am = b.allocInt32(out);
+      b.convPoolForward!(kind, x, w, null, y, am, g, q, cap);
+      const dw = new Float32Array(s.w), db = new Float32Array(g.F), wantW = new Float32Array(s.w), wantB = new Float32Array(g.F);
+      assert.equal(b.conv2dBackwardFilterPooled!(x, dyPool, am, dw, db, g, q, { kind, y, cap }), true, `${describeConv(g)} ${kind} through`);
+      const dyAct = new Float32Array(out);
+      b.activationBackward(kind, y, dyPool, dyAct, cap);
+      b.conv2dBackwardFilterPooled!(x, dyAct, am, wantW, wantB, g, q);
+      assert.deepEqual([...dw], [...wantW], `${describeConv(g)} ${kind} dw`);
+      assert.deepEqual([...db], [...wantB], `${describeConv(g)} ${kind} db`);
+    }
+  });
+  const g = PAIRS[0]![0], q = pair(g, 2, 2), out = q.N * q.OH * q.OW * q.C;
+  assert.equal(b.conv2dBackwardFilterPooled!(new Float32Array(g.N * g.H * g.W), new Float32Array(out), new Int32Array(out), new Float32Array(9 * g.F), null,
+    g, q, { kind: 'tanh', y: new Float32Array(out) }), false, 'tanh is not applied inside: the caller runs activationBackward');
+});
+
 test('onednn fused calls decline (writing nothing) where they do not apply: overlapping or padded windows, many channels, own kernels off', { skip }, () => {
   const g = convGeometry(2, 10, 10, 1, 3, 3, 8, 1, 1, 'valid'), s = convSizes(g);
   const x = randomArray(s.x, 1), w = randomArray(s.w, 2);

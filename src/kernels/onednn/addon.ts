@@ -51,9 +51,9 @@ export interface OneDnnAddon {
   /** The pool's output and argmax of conv → activation → max pool without writing the convolution's output (false: not fused). */
   convPoolForward(x: Float32Array, w: Float32Array, bias: Float32Array | null, y: Float32Array, argmax: Int32Array,
                   ...g: [...Geometry13, ...Geometry12, act: number, cap: number]): boolean;
-  /** dw, db += the filter gradients from the pooled gradient scattered through argmax (false: not fused). */
+  /** dw, db += the filter gradients from the pooled gradient scattered through argmax, through the activation's backward on yPool when given (false: not fused). */
   conv2dBackwardFilterPooled(x: Float32Array, dyPool: Float32Array, argmax: Int32Array, dw: Float32Array, db: Float32Array | null,
-                             ...g: [...Geometry13, ...Geometry12]): boolean;
+                             ...g: [...Geometry13, ...Geometry12, act: number, yPool: Float32Array | null, cap: number]): boolean;
   conv2dBackwardData(dy: Float32Array, w: Float32Array, dx: Float32Array, ...g: Geometry13): boolean;
   conv2dBackwardFilter(x: Float32Array, dy: Float32Array, dw: Float32Array, db: Float32Array | null, ...g: Geometry13): boolean;
   maxPoolForward(x: Float32Array, y: Float32Array, argmax: Int32Array, ...g: Geometry12): boolean;

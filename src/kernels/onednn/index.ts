@@ -133,8 +133,11 @@ export async function createOneDnnBackend(): Promise<OneDnnBackend | null> {
       const code = kind === 'linear' ? NO_ACTIVATION : FUSED_ACTIVATIONS[kind];
       return code !== undefined && addon.convPoolForward(x, w, bias, y, argmax, ...conv(g), ...pool(q), code, cap ?? DEFAULT_RELU_CAP);
     },
-    conv2dBackwardFilterPooled: (x, dyPool, argmax, dw, db, g, q) =>
-      addon.conv2dBackwardFilterPooled(x, dyPool, argmax, dw, db, ...conv(g), ...pool(q)),
+    conv2dBackwardFilterPooled: (x, dyPool, argmax, dw, db, g, q, through) => {
+      const code = through ? FUSED_ACTIVATIONS[through.kind] : NO_ACTIVATION;
+      return code !== undefined &&
+        addon.conv2dBackwardFilterPooled(x, dyPool, argmax, dw, db, ...conv(g), ...pool(q), code, through?.y ?? null, through?.cap ?? DEFAULT_RELU_CAP);
+    },
     conv2dBackwardData: (dy, w, dx, g) => {
       if (!addon.conv2dBackwardData(dy, w, dx, ...conv(g))) base.conv2dBackwardData(dy, w, dx, g);
     },
