@@ -2,12 +2,14 @@
  * Kernel throughput: GFLOPS per kernel and shape for the js backend, the wasm backend (plain
  * SIMD128 and, when this Node can run it, relaxed SIMD with fused multiply-add) and, when their
  * addons are built, the native (OpenBLAS) and onednn backends — onednn twice for the matrix
- * products: its default matmul primitive and oneDNN's dnnl_sgemm entry point (`onednn sgemm`).
+ * products: its default matmul primitive and oneDNN's dnnl_sgemm entry point (`onednn sgemm`), and
+ * twice for the convolutions: as the backend runs them (the addon's own kernels for few input
+ * channels, native/onednn/direct.c) and oneDNN's primitives only (`onednn prims`).
  * Each cell is the median of several timed repetitions after a warm-up (which also lets V8 tier
  * the wasm code up), and its fraction of the machine's measured FMA peak (bench/peak.ts, printed
  * first).
  *
- *   node --import tsx bench/kernels.ts [--quick] [--backends js,wasm,wasm-simd,native,onednn,onednn-sgemm] [--filter gemm]
+ *   node --import tsx bench/kernels.ts [--quick] [--backends js,wasm,wasm-simd,native,onednn,onednn-sgemm,onednn-prims] [--filter gemm]
  *
  * Shapes: square sgemm n = 128…1024; the dense layer of the reference network (64×1600 · 1600×128)
  * and its two backward products; conv2d forward / backward-data / backward-filter of its two conv
@@ -105,12 +107,12 @@ function measure(fn: () => void, warmMs: number, minMs: number, minReps: number)
 export async function main(args: string[] = []): Promise<void> {
   const quick = args.includes('--quick');
   const pick = (flag: string) => { const i = args.indexOf(flag); return i >= 0 ? args[i + 1] : undefined; };
-  const wanted = (pick('--backends') ?? 'js,wasm-simd,wasm,native,onednn,onednn-sgemm').split(',');
+  const wanted = (pick('--backends') ?? 'js,wasm-simd,wasm,native,onednn,onednn-sgemm,onednn-prims').split(',');
   const filter = pick('--filter');
   console.log(peakLine());
 
-  /** `gemmOnly`: the column measures the matrix products only (other rows print a dash). */
-  const columns: { label: string; backend: Backend; gemmOnly?: boolean; before?: () => void }[] = [];
+  /** `gemmOnly` / `convOnly`: the column measures the matrix products / convolutions only (other rows print a dash). */
+  const columns: { label: string; backend: Backend; gemmOnly?: boolean; convOnly?: boolean; before?: () => void }[] = [];
   if (wanted.includes('js')) columns.push({ label: 'js', backend: jsBackend });
   if (wanted.includes('wasm-simd')) {
     const b = await createWasmBackend({ relaxed: false });
@@ -137,8 +139,10 @@ export async function main(args: string[] = []): Promise<void> {
   const onednn = wanted.some((w) => w.startsWith('onednn')) ? await createOneDnnBackend() : null;
   if (onednn) {
     console.log(`onednn: oneDNN ${onednn.onednn.version}, ISA ${onednn.onednn.isa} (${onednn.onednn.runtime} runtime, ${onednn.onednn.threads} thread), other kernels from ${onednn.base}`);
-    if (wanted.includes('onednn')) columns.push({ label: 'onednn', backend: onednn, before: () => onednn.setGemm('matmul') });
-    if (wanted.includes('onednn-sgemm')) columns.push({ label: 'onednn sgemm', backend: onednn, gemmOnly: true, before: () => onednn.setGemm('sgemm') });
+    const mode = (gemm: 'matmul' | 'sgemm', direct: boolean) => () => { onednn.setGemm(gemm); onednn.setDirect(direct); };
+    if (wanted.includes('onednn')) columns.push({ label: 'onednn', backend: onednn, before: mode('matmul', true) });
+    if (wanted.includes('onednn-sgemm')) columns.push({ label: 'onednn sgemm', backend: onednn, gemmOnly: true, before: mode('sgemm', true) });
+    if (wanted.includes('onednn-prims')) columns.push({ label: 'onednn prims', backend: onednn, convOnly: true, before: mode('matmul', false) });
   } else if (wanted.some((w) => w.startsWith('onednn'))) {
     console.log(`onednn backend unavailable: ${onednnUnavailableReason()}`);
   }
@@ -152,7 +156,10 @@ export async function main(args: string[] = []): Promise<void> {
   for (const c of cases) {
     const cells: string[] = [];
     for (const col of columns) {
-      if (col.gemmOnly && !c.name.includes('sgemm') && !c.name.startsWith('dense')) { cells.push('—'.padStart(CELL)); continue; }
+      if ((col.gemmOnly && !c.name.includes('sgemm') && !c.name.startsWith('dense')) || (col.convOnly && !c.name.startsWith('conv'))) {
+        cells.push('—'.padStart(CELL));
+        continue;
+      }
       col.before?.();
       const fn = c.setup(col.backend);
       // js at large sizes is slow: fewer repetitions keep the run short.

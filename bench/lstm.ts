@@ -188,7 +188,9 @@ export async function main(args: string[] = []): Promise<void> {
 
 /** The backend's build, where it has something to say. */
 function describe(b: Backend): string {
-  const info = b as Backend & { relaxed?: boolean; blas?: { config: string }; base?: string; packedKernel?: string | null };
+  const info = b as Backend & { relaxed?: boolean; blas?: { config: string }; base?: string; packedKernel?: string | null;
+    onednn?: { version: string; isa: string } };
+  if (info.onednn) return `oneDNN ${info.onednn.version}, ISA ${info.onednn.isa}; step gemm: oneDNN's matmul primitive per step on W_hh reordered once per pass into its layout; cells from ${info.base}`;
   if (info.blas) {
     const steps = info.packedKernel ? `native/recurrent.c's ${info.packedKernel} kernel on W_hh packed once` : 'cblas_sgemm per step';
     return `${info.blas.config}; step gemm: ${steps}; cells from ${info.base}`;

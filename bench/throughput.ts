@@ -4,10 +4,13 @@
  * python3-torch is installed, PyTorch on 1 process and DDP (gloo, 2 processes, 1 thread each, same
  * network and per-rank batch) run in the same benchmark and the ratios are printed.
  * The kernel backend is `auto` (onednn, then native, then wasm: whichever is built) unless
- * --backend names one.
+ * --backend names one. Each run trains as many epochs as the data needs for its steps (the shipped
+ * Fashion-MNIST subset holds 31 global steps of 2 × 64) and stops gracefully after them, with no
+ * evaluation or checkpoint inside the window. The load average is printed before and after.
  *   npm run bench -- throughput [--steps 150] [--devices 1,2] [--backend auto|onednn|native|wasm]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, applyOverrides } from '../src/config/index.ts';
@@ -25,20 +28,28 @@ const WARMUP_STEPS = 10;
 /** Steady-state samples/s of a paratrain run of `steps` global steps on `devices` devices. */
 async function paratrainSamplesPerSecond(devices: number, steps: number, batch: number, backend: string): Promise<number> {
   const base = loadConfig(new URL('../examples/mnist-small.yaml', import.meta.url).pathname);
-  const config = applyOverrides(base, { devices, strategy: 'hybrid', epochs: 1, backend });
+  // As many epochs as the data needs (the shipped subset has 4,000 images: 31 steps of 2 × 64), no
+  // evaluation or checkpoint until the end, and a graceful stop once the steps are counted.
+  const config = applyOverrides(base, { devices, strategy: 'hybrid', epochs: 1000, backend });
   config.data.trainLimit = (steps + WARMUP_STEPS) * batch * devices;
   config.data.testLimit = 500;
   config.data.batchSize = batch;
+  config.train.evalEvery = 0;
+  config.train.checkpointEvery = 0;
   const out = mkdtempSync(join(tmpdir(), 'paratrain-bench-'));
+  const stop = new AbortController();
   let samples = 0, t0 = 0, t1 = 0;
   try {
     await train(config, {
       out: join(out, 'run'),
+      signal: stop.signal,
       onEvent: (e) => {
-        if (e.type !== 'step' || e.step < WARMUP_STEPS) return;
+        // every device reports each step; the steps a stop lets finish are not counted
+        if (e.type !== 'step' || e.step < WARMUP_STEPS || e.step > WARMUP_STEPS + steps) return;
         if (t0 === 0) t0 = performance.now();
         else samples += e.samples;  // the first counted event opens the window
         t1 = performance.now();
+        if (e.step === WARMUP_STEPS + steps) stop.abort();
       },
     });
   } finally {
@@ -82,12 +93,15 @@ export async function main(args: string[]): Promise<void> {
   const devices = option(args, 'devices', '1,2').split(',').map(Number);
   const batch = 64;
   const backend = (await getBackend(option(args, 'backend', 'auto'))).name;
+  const load = () => `${loadavg().map((l) => l.toFixed(2)).join(', ')} (${cpus().length} cores)`;
+  console.log(`load average before: ${load()}`);
   const ours = new Map<number, number>();
   for (const g of devices) ours.set(g, await paratrainSamplesPerSecond(g, steps, batch, backend));
   const torch = new Map<number, number>();
   if (torchPython()) {
     for (const g of devices) torch.set(g, Number(runPython(TORCH_DDP, [String(g), String(batch), String(steps), String(29500 + g)])));
   }
+  console.log(`load average after: ${load()}`);
   console.log(`mnist-small, hybrid, per-device batch ${batch}, ${steps} steps after ${WARMUP_STEPS} warm-up steps, ${backend} backend; samples/s`);
   console.log(`${'devices'.padEnd(10)}${'paratrain'.padStart(12)}${'vs 1 device'.padStart(13)}${torch.size ? `${'pytorch'.padStart(12)}${'paratrain/pytorch'.padStart(19)}` : ''}`);
   const one = ours.get(1);

@@ -4,9 +4,14 @@
  * given as a fraction of the machine's measured FMA peak (bench/peak.ts, printed first): the
  * step's flops (the convolutions' and dense layers' multiply-adds, forward and backward) times
  * samples/s, over the peak.
- *   npm run bench -- train [--batch 32,64,128] [--seconds 3]
+ *   npm run bench -- train [--batch 32,64,128] [--seconds 3] [--rounds 6] [--backends wasm,native,onednn] [--js]
+ * The backends are measured interleaved: `--rounds` rounds, each giving every backend (and batch)
+ * a slice of seconds/rounds of CPU time, and a figure is samples per CPU second, the median of its
+ * slices: on a shared machine CPU time is far less disturbed by other processes than wall time
+ * (caches are still shared), and a load that comes and goes falls on every backend alike. On a
+ * quiet machine the two agree. The load average is printed before and after. js, the reference (seconds per step), runs on its own after them.
  * Where Debian's python3-torch is installed, the same step in PyTorch (1 thread) runs in the same
- * process tree, and the ratio is printed.
+ * process tree (its own rounds of CPU time, time.process_time, the median likewise), and the ratios are printed.
  */
 import { torchPython, runPython, TORCH_NET } from './torch.ts';
 import { tryBackend } from '../src/kernels/index.ts';
@@ -16,28 +21,42 @@ import type { RunConfig } from '../src/config/runConfig.ts';
 import { Conv2D } from '../src/nn/conv2d.ts';
 import { Dense } from '../src/nn/dense.ts';
 import { ofPeak, peakLine } from './peak.ts';
+import { cpus, loadavg } from 'node:os';
 
 function option(args: string[], name: string, fallback: string): string {
   const i = args.indexOf(`--${name}`);
   return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
 }
 
-/** Steps per second of the training step, measured for about `seconds` after a warm-up. */
-function measure(replica: Replica, batch: number, seconds: number): number {
+/** CPU seconds this process has run (user + system): less disturbed by other processes than wall time. */
+function cpuSeconds(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+}
+
+/** A replica with its synthetic batch, warmed up: `slice(seconds)` runs steps for about that much CPU time and returns samples per CPU second. */
+function stepper(replica: Replica, batch: number): { slice(seconds: number): number } {
   const per = 28 * 28;
   const images = new Float32Array(batch * per).map((_, i) => ((i * 2654435761) % 1000) / 1000);
   const labels = Int32Array.from({ length: batch }, (_, i) => i % 10);
-  const step = (k: number) => {
+  let k = 0;
+  const step = () => {
     replica.model.zeroGrads();
-    replica.computeGradients(images, labels, { training: true, seed: 1, step: k, sampleOffset: 0 }, 1 / batch);
+    replica.computeGradients(images, labels, { training: true, seed: 1, step: k++, sampleOffset: 0 }, 1 / batch);
     replica.optimizer.step(replica.model.params, replica.model.grads, 0.001);
   };
-  for (let k = 0; k < 5; k++) step(k);
-  const t0 = performance.now();
-  let n = 0;
-  while (performance.now() - t0 < seconds * 1000) step(n++);
-  return (n * batch) / ((performance.now() - t0) / 1000);
+  for (let w = 0; w < 5; w++) step();
+  return {
+    slice(seconds: number): number {
+      const t0 = cpuSeconds();
+      let n = 0;
+      do { step(); n++; } while (cpuSeconds() - t0 < seconds);
+      return (n * batch) / (cpuSeconds() - t0);
+    },
+  };
 }
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /**
  * Flops of one training sample: 2 per multiply-add of each conv and dense layer, three times
@@ -62,7 +81,7 @@ function trainingFlopsPerSample(replica: Replica): number {
 const TORCH_STEP = `${TORCH_NET}
 import sys, time
 torch.set_num_threads(1)
-batch, seconds = int(sys.argv[1]), float(sys.argv[2])
+batch, seconds, rounds = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
 net = make_net()
 opt = torch.optim.Adam(net.parameters(), lr=0.001)
 x = torch.rand(batch, 1, 28, 28); y = torch.arange(batch) % 10
@@ -70,57 +89,85 @@ loss_fn = nn.CrossEntropyLoss()
 def step():
     opt.zero_grad(); loss_fn(net(x), y).backward(); opt.step()
 for _ in range(5): step()
-n, t0 = 0, time.perf_counter()
-while time.perf_counter() - t0 < seconds: step(); n += 1
-print(n * batch / (time.perf_counter() - t0))
+rates = []
+for _ in range(rounds):
+    n, t0 = 0, time.process_time()
+    while True:
+        step(); n += 1
+        if time.process_time() - t0 >= seconds / rounds: break
+    rates.append(n * batch / (time.process_time() - t0))
+print(sorted(rates)[len(rates) // 2])
 `;
 
-/** PyTorch's samples/s for the same step, or null when python3-torch is not installed. */
-function torchSamplesPerSecond(batch: number, seconds: number): number | null {
-  return torchPython() ? Number(runPython(TORCH_STEP, [String(batch), String(seconds)])) : null;
+/** PyTorch's samples/s for the same step (median of its rounds), or null when python3-torch is not installed. */
+function torchSamplesPerSecond(batch: number, seconds: number, rounds: number): number | null {
+  return torchPython() ? Number(runPython(TORCH_STEP, [String(batch), String(seconds), String(rounds)])) : null;
 }
+
+const LABELS: Record<string, string> = { native: 'native (OpenBLAS)', onednn: 'onednn (oneDNN)' };
+
+const loadLine = (when: string) => `load average ${when}: ${loadavg().map((l) => l.toFixed(2)).join(', ')} (${cpus().length} cores)`;
 
 export async function main(args: string[]): Promise<void> {
   const batches = option(args, 'batch', '32,64,128').split(',').map(Number);
   const seconds = Number(option(args, 'seconds', '3'));
+  const rounds = Math.max(1, Number(option(args, 'rounds', '6')));
+  const names = option(args, 'backends', 'wasm,native,onednn').split(',');
   const config: RunConfig = loadConfig(new URL('../examples/mnist-small.yaml', import.meta.url).pathname);
   console.log(peakLine());
-  const rows: string[][] = [['backend', ...batches.map((b) => `batch ${b}`)]];
-  const results = new Map<string, number[]>();
+  console.log(loadLine('before'));
   let flopsPerSample = 0;
-  // native (OpenBLAS) and onednn are measured when their addons are built; otherwise their rows say n/a.
-  for (const name of ['js', 'wasm', 'native', 'onednn']) {
+  // every backend and batch gets one slice per round; the backends' order turns each round
+  const runs: { name: string; label: string; steppers: ReturnType<typeof stepper>[]; rates: number[][] }[] = [];
+  const missing: string[] = [];
+  for (const name of names.filter((n) => n !== 'js')) {
     const backend = await tryBackend(name);
-    if (!backend) { rows.push([name, ...batches.map(() => 'n/a')]); continue; }
-    const label = name === 'wasm' && 'relaxed' in backend && backend.relaxed ? 'wasm (relaxed SIMD)'
-      : name === 'native' ? 'native (OpenBLAS)' : name === 'onednn' ? 'onednn (oneDNN)' : name;
-    const figures = batches.map((b) => {
+    if (!backend) { missing.push(name); continue; }
+    const label = name === 'wasm' && 'relaxed' in backend && backend.relaxed ? 'wasm (relaxed SIMD)' : LABELS[name] ?? name;
+    const steppers = batches.map((b) => {
       const replica = new Replica(backend, config);
       flopsPerSample = trainingFlopsPerSample(replica);
-      return measure(replica, b, name === 'js' ? Math.min(seconds, 2) : seconds);
+      return stepper(replica, b);
     });
-    results.set(name, figures);
-    rows.push([label, ...figures.map((f) => f.toFixed(0))]);
+    runs.push({ name, label, steppers, rates: batches.map(() => []) });
+  }
+  for (let r = 0; r < rounds; r++) {
+    for (let j = 0; j < runs.length; j++) {
+      const run = runs[(j + r) % runs.length]!;
+      run.steppers.forEach((s, i) => run.rates[i]!.push(s.slice(seconds / rounds)));
+    }
+  }
+  const results = new Map<string, number[]>(runs.map((run) => [run.name, run.rates.map(median)]));
+  if (args.includes('--js') || names.includes('js')) {
+    const js = await tryBackend('js');
+    if (js) results.set('js', batches.map((b) => stepper(new Replica(js, config), b).slice(Math.min(seconds, 2))));
+  }
+  console.log(loadLine('after'));
+
+  const rows: string[][] = [['backend', ...batches.map((b) => `batch ${b}`)]];
+  for (const name of missing) rows.push([name, ...batches.map(() => 'n/a')]);
+  for (const [name, figures] of results) {
+    rows.push([runs.find((r) => r.name === name)?.label ?? name, ...figures.map((f) => f.toFixed(0))]);
     const peak = figures.map((f) => ofPeak((f * flopsPerSample) / 1e9));
     if (peak.every(Boolean)) rows.push(['  of the FMA peak', ...peak]);
   }
-  const torch = batches.map((b) => torchSamplesPerSecond(b, seconds));
+  const ratio = (a: string, b: string, label = `${a} / ${b}`) => {
+    const x = results.get(a), y = results.get(b);
+    if (x && y) rows.push([label, ...x.map((v, i) => `${(v / y[i]!).toFixed(2)}×`)]);
+  };
+  const torch = batches.map((b) => torchSamplesPerSecond(b, seconds, rounds));
   if (torch.every((t) => t !== null)) {
+    results.set('pytorch', torch as number[]);
     rows.push(['pytorch 1 thread', ...torch.map((t) => t!.toFixed(0))]);
-    const wasm = results.get('wasm');
-    if (wasm) rows.push(['wasm / pytorch', ...wasm.map((w, i) => `${(w / torch[i]!).toFixed(2)}×`)]);
-    const native = results.get('native');
-    if (native) rows.push(['native / pytorch', ...native.map((w, i) => `${(w / torch[i]!).toFixed(2)}×`)]);
-    const onednn = results.get('onednn');
-    if (onednn) rows.push(['onednn / pytorch', ...onednn.map((w, i) => `${(w / torch[i]!).toFixed(2)}×`)]);
+    for (const name of ['wasm', 'native', 'onednn']) ratio(name, 'pytorch');
   } else {
     rows.push(['pytorch', ...batches.map(() => 'not installed')]);
   }
-  const wasm = results.get('wasm'), native = results.get('native'), onednn = results.get('onednn');
-  if (wasm && native) rows.push(['native / wasm', ...native.map((n, i) => `${(n / wasm[i]!).toFixed(2)}×`)]);
-  if (wasm && onednn) rows.push(['onednn / wasm', ...onednn.map((n, i) => `${(n / wasm[i]!).toFixed(2)}×`)]);
-  if (native && onednn) rows.push(['onednn / native', ...onednn.map((n, i) => `${(n / native[i]!).toFixed(2)}×`)]);
-  console.log(`mnist-small training step (forward + backward + Adam), samples/s on one thread; ${(flopsPerSample / 1e6).toFixed(1)} MFLOP per sample`);
+  ratio('native', 'wasm');
+  ratio('onednn', 'wasm');
+  ratio('onednn', 'native');
+  console.log(`mnist-small training step (forward + backward + Adam), samples per CPU second on one thread, median of ${rounds} interleaved rounds; ` +
+    `${(flopsPerSample / 1e6).toFixed(1)} MFLOP per sample`);
   for (const r of rows) console.log(r.map((c, i) => (i === 0 ? c.padEnd(22) : c.padStart(12))).join(''));
 }
 

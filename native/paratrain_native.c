@@ -6,7 +6,8 @@
  * one call. Every array may be a view at any byteOffset into an ArrayBuffer or a SharedArrayBuffer
  * (including a shared WebAssembly.Memory): napi_get_typedarray_info returns the data pointer
  * already advanced by the view's byteOffset. Lengths are checked here (in 64-bit arithmetic) before
- * any memory is touched: a short array is a RangeError, never an out-of-bounds access.
+ * any memory is touched: a short array is a RangeError, never an out-of-bounds access (the
+ * argument helpers are napi_args.h, shared with the onednn addon).
  *
  * Threading: paratrain runs one device per core, so BLAS must not start threads of its own. The
  * module sets openblas_set_num_threads(1) when it loads (and the JS loader sets
@@ -31,74 +32,6 @@ char *openblas_get_corename(void);
 /* Target bytes of one im2col chunk (tuned with bench/kernels.ts; see setConvChunkBytes). */
 #define DEFAULT_CHUNK_BYTES (1 << 20)
 #define MIN_CHUNK_BYTES 4096
-
-/* ------------------------------------------------------------------ argument helpers */
-
-void throwLast(napi_env env, const char *what) {
-  const napi_extended_error_info *info = NULL;
-  napi_get_last_error_info(env, &info);
-  bool pending = false;
-  napi_is_exception_pending(env, &pending);
-  if (pending) return;
-  napi_throw_error(env, NULL, info && info->error_message ? info->error_message : what);
-}
-
-/* Reads argument `i` as a Float32Array (or null when `nullable`); false after throwing. */
-bool getF32(napi_env env, napi_value v, const char *fn, const char *name, bool nullable,
-                   float **data, size_t *length) {
-  napi_valuetype t;
-  if (napi_typeof(env, v, &t) != napi_ok) { throwLast(env, fn); return false; }
-  if (nullable && (t == napi_null || t == napi_undefined)) { *data = NULL; *length = 0; return true; }
-  bool isTyped = false;
-  napi_is_typedarray(env, v, &isTyped);
-  napi_typedarray_type type;
-  void *ptr = NULL;
-  size_t len = 0;
-  if (!isTyped || napi_get_typedarray_info(env, v, &type, &len, &ptr, NULL, NULL) != napi_ok ||
-      type != napi_float32_array) {
-    char msg[160];
-    snprintf(msg, sizeof msg, "%s: %s must be a Float32Array%s", fn, name, nullable ? " or null" : "");
-    napi_throw_type_error(env, NULL, msg);
-    return false;
-  }
-  *data = (float *)ptr;
-  *length = len;
-  return true;
-}
-
-/* Reads n non-negative 32-bit integers; `names` (or NULL) names them in the error. */
-bool getInts(napi_env env, napi_value *argv, int n, const char *fn, const char *const *names, int64_t *out) {
-  for (int i = 0; i < n; i++) {
-    double d;
-    if (napi_get_value_double(env, argv[i], &d) != napi_ok || !(d >= 0 && d <= 2147483647.0) || d != (double)(int64_t)d) {
-      char msg[160];
-      if (names) snprintf(msg, sizeof msg, "%s: %s %s must be a non-negative integer", fn, n == 3 ? "size" : "geometry field", names[i]);
-      else snprintf(msg, sizeof msg, "%s: size argument %d must be a non-negative 32-bit integer", fn, i + 1);
-      napi_throw_range_error(env, NULL, msg);
-      return false;
-    }
-    out[i] = (int64_t)d;
-  }
-  return true;
-}
-
-bool getNumber(napi_env env, napi_value v, const char *fn, const char *name, double *out) {
-  if (napi_get_value_double(env, v, out) != napi_ok) {
-    char msg[160];
-    snprintf(msg, sizeof msg, "%s: %s must be a number", fn, name);
-    napi_throw_type_error(env, NULL, msg);
-    return false;
-  }
-  return true;
-}
-
-bool need(napi_env env, const char *fn, const char *name, size_t have, int64_t want) {
-  if ((int64_t)have >= want) return true;
-  char msg[200];
-  snprintf(msg, sizeof msg, "%s: %s has %zu values, needs %lld", fn, name, have, (long long)want);
-  napi_throw_range_error(env, NULL, msg);
-  return false;
-}
 
 Instance *instance(napi_env env) {
   Instance *inst = NULL;
@@ -138,66 +71,13 @@ static void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
 
 /* sgemm(transA, transB, M, N, K, alpha, A, B, beta, C) */
 static napi_value Sgemm(napi_env env, napi_callback_info info) {
-  const char *fn = "gemm";
-  size_t argc = 10;
-  napi_value argv[10];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc != 10) { napi_throw_type_error(env, NULL, "sgemm: expected 10 arguments (transA, transB, M, N, K, alpha, A, B, beta, C)"); return NULL; }
-  bool ta, tb;
-  if (napi_get_value_bool(env, argv[0], &ta) != napi_ok || napi_get_value_bool(env, argv[1], &tb) != napi_ok) {
-    napi_throw_type_error(env, NULL, "sgemm: transA and transB must be booleans");
-    return NULL;
-  }
-  static const char *const names[] = { "M", "N", "K" };
-  int64_t s[3];
-  if (!getInts(env, argv + 2, 3, fn, names, s)) return NULL;
-  const int64_t M = s[0], N = s[1], K = s[2];
-  double alpha, beta;
-  float *A, *B, *C;
-  size_t la, lb, lc;
-  if (!getNumber(env, argv[5], fn, "alpha", &alpha) || !getNumber(env, argv[8], fn, "beta", &beta)) return NULL;
-  if (!getF32(env, argv[6], fn, "A", false, &A, &la) || !getF32(env, argv[7], fn, "B", false, &B, &lb) ||
-      !getF32(env, argv[9], fn, "C", false, &C, &lc)) return NULL;
-  if (!need(env, fn, "A", la, M * K) || !need(env, fn, "B", lb, K * N) || !need(env, fn, "C", lc, M * N)) return NULL;
-  gemm(ta, tb, M, N, K, (float)alpha, A, B, (float)beta, C);
+  GemmArgs a;
+  if (!getGemmArgs(env, info, &a)) return NULL;
+  gemm(a.ta, a.tb, a.M, a.N, a.K, a.alpha, a.A, a.B, a.beta, a.C);
   return NULL;
 }
 
 /* ------------------------------------------------------------------ convolution */
-
-typedef struct {
-  int64_t N, H, W, C, KH, KW, F, sh, sw, pt, pl, OH, OW;
-} Geom;
-
-/* a·b for 0 ≤ a, b ≤ INT32_MAX + 1, clamped to INT32_MAX + 1 so chained products cannot overflow. */
-static inline int64_t mul(int64_t a, int64_t b) {
-  const int64_t p = a * b;
-  return p > (int64_t)INT32_MAX ? (int64_t)INT32_MAX + 1 : p;
-}
-
-/* Reads the 13 geometry integers starting at argv[0]; checks strides. */
-static bool getGeom(napi_env env, napi_value *argv, const char *fn, Geom *g) {
-  static const char *const names[] = { "N", "H", "W", "C", "KH", "KW", "F", "strideH", "strideW", "padTop", "padLeft", "OH", "OW" };
-  int64_t v[13];
-  if (!getInts(env, argv, 13, fn, names, v)) return false;
-  *g = (Geom){ v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12] };
-  if (g->sh < 1 || g->sw < 1) {
-    char msg[100];
-    snprintf(msg, sizeof msg, "%s: strides must be >= 1", fn);
-    napi_throw_range_error(env, NULL, msg);
-    return false;
-  }
-  /* Each factor is < 2^31, so every product of two fits in int64; mul() saturates beyond INT32_MAX. */
-  const int64_t K = mul(mul(g->KH, g->KW), g->C), rows = mul(mul(g->N, g->OH), g->OW);
-  if (K > INT32_MAX || rows > INT32_MAX || mul(K, g->F) > INT32_MAX || mul(rows, g->F) > INT32_MAX ||
-      mul(mul(mul(g->N, g->H), g->W), g->C) > INT32_MAX) {
-    char msg[100];
-    snprintf(msg, sizeof msg, "%s: the convolution is too large (over 2^31 values in one operand)", fn);
-    napi_throw_range_error(env, NULL, msg);
-    return false;
-  }
-  return true;
-}
 
 static bool isPointwise(const Geom *g) {
   return g->KH == 1 && g->KW == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 && g->pl == 0 &&
@@ -268,12 +148,10 @@ static void fillBias(float *y, int64_t rows, int64_t F, const float *bias) {
 /* conv2dForward(x, w, bias | null, y, N, H, W, C, KH, KW, F, sh, sw, pt, pl, OH, OW) */
 static napi_value Conv2dForward(napi_env env, napi_callback_info info) {
   const char *fn = "conv2dForward";
-  size_t argc = 17;
   napi_value argv[17];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc != 17) { napi_throw_type_error(env, NULL, "conv2dForward: expected 17 arguments (x, w, bias, y, N, H, W, C, KH, KW, F, sh, sw, pt, pl, OH, OW)"); return NULL; }
+  if (!getArgs(env, info, 17, argv, "conv2dForward(x, w, bias, y, N, H, W, C, KH, KW, F, sh, sw, pt, pl, OH, OW)")) return NULL;
   Geom g;
-  if (!getGeom(env, argv + 4, fn, &g)) return NULL;
+  if (!getGeom(env, argv + 4, fn, true, &g)) return NULL;
   float *x, *w, *bias, *y;
   size_t lx, lw, lb, ly;
   if (!getF32(env, argv[0], fn, "x", false, &x, &lx) || !getF32(env, argv[1], fn, "w", false, &w, &lw) ||
@@ -311,12 +189,10 @@ static napi_value Conv2dForward(napi_env env, napi_callback_info info) {
 /* conv2dBackwardData(dy, w, dx, N, H, W, C, KH, KW, F, sh, sw, pt, pl, OH, OW): dx overwritten. */
 static napi_value Conv2dBackwardData(napi_env env, napi_callback_info info) {
   const char *fn = "conv2dBackwardData";
-  size_t argc = 16;
   napi_value argv[16];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc != 16) { napi_throw_type_error(env, NULL, "conv2dBackwardData: expected 16 arguments (dy, w, dx, N, H, W, C, KH, KW, F, sh, sw, pt, pl, OH, OW)"); return NULL; }
+  if (!getArgs(env, info, 16, argv, "conv2dBackwardData(dy, w, dx, N, H, W, C, KH, KW, F, sh, sw, pt, pl, OH, OW)")) return NULL;
   Geom g;
-  if (!getGeom(env, argv + 3, fn, &g)) return NULL;
+  if (!getGeom(env, argv + 3, fn, true, &g)) return NULL;
   float *dy, *w, *dx;
   size_t ldy, lw, ldx;
   if (!getF32(env, argv[0], fn, "dy", false, &dy, &ldy) || !getF32(env, argv[1], fn, "w", false, &w, &lw) ||
@@ -346,12 +222,10 @@ static napi_value Conv2dBackwardData(napi_env env, napi_callback_info info) {
 /* conv2dBackwardFilter(x, dy, dw, db | null, N, H, W, C, KH, KW, F, sh, sw, pt, pl, OH, OW): dw, db += */
 static napi_value Conv2dBackwardFilter(napi_env env, napi_callback_info info) {
   const char *fn = "conv2dBackwardFilter";
-  size_t argc = 17;
   napi_value argv[17];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc != 17) { napi_throw_type_error(env, NULL, "conv2dBackwardFilter: expected 17 arguments (x, dy, dw, db, N, H, W, C, KH, KW, F, sh, sw, pt, pl, OH, OW)"); return NULL; }
+  if (!getArgs(env, info, 17, argv, "conv2dBackwardFilter(x, dy, dw, db, N, H, W, C, KH, KW, F, sh, sw, pt, pl, OH, OW)")) return NULL;
   Geom g;
-  if (!getGeom(env, argv + 4, fn, &g)) return NULL;
+  if (!getGeom(env, argv + 4, fn, true, &g)) return NULL;
   float *x, *dy, *dw, *db;
   size_t lx, ldy, ldw, ldb;
   if (!getF32(env, argv[0], fn, "x", false, &x, &lx) || !getF32(env, argv[1], fn, "dy", false, &dy, &ldy) ||
@@ -392,11 +266,9 @@ static napi_value Conv2dBackwardFilter(napi_env env, napi_callback_info info) {
 
 /* setConvChunkBytes(bytes): target size of one im2col chunk (benchmarks tune it). */
 static napi_value SetConvChunkBytes(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
   napi_value argv[1];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   int64_t bytes;
-  if (argc != 1) { napi_throw_type_error(env, NULL, "setConvChunkBytes: expected 1 argument (bytes)"); return NULL; }
+  if (!getArgs(env, info, 1, argv, "setConvChunkBytes(bytes)")) return NULL;
   if (!getInts(env, argv, 1, "setConvChunkBytes", NULL, &bytes)) return NULL;
   instance(env)->chunkBytes = bytes < MIN_CHUNK_BYTES ? MIN_CHUNK_BYTES : (size_t)bytes;
   return NULL;

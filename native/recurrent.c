@@ -136,12 +136,10 @@ static bool requireKernel(napi_env env, const char *fn) {
 
 /* packedLength(K, N): floats of a pack of op(B) [K×N] */
 napi_value PackedLength(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
   napi_value argv[2], out;
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  static const char *const names[] = { "K", "N" };
+  static const char *const names[] = { "size K", "size N" };
   int64_t s[2];
-  if (argc != 2) { napi_throw_type_error(env, NULL, "packedLength: expected 2 arguments (K, N)"); return NULL; }
+  if (!getArgs(env, info, 2, argv, "packedLength(K, N)")) return NULL;
   if (!getInts(env, argv, 2, "packedLength", names, s)) return NULL;
   CHECK(napi_create_double(env, (double)packedLength(s[0], s[1]), &out));
   return out;
@@ -150,14 +148,12 @@ napi_value PackedLength(napi_env env, napi_callback_info info) {
 /* packB(transB, K, N, B, P) */
 napi_value PackB(napi_env env, napi_callback_info info) {
   const char *fn = "packB";
-  size_t argc = 5;
   napi_value argv[5];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc != 5) { napi_throw_type_error(env, NULL, "packB: expected 5 arguments (transB, K, N, B, P)"); return NULL; }
+  if (!getArgs(env, info, 5, argv, "packB(transB, K, N, B, P)")) return NULL;
   if (!requireKernel(env, fn)) return NULL;
   bool tb;
   if (napi_get_value_bool(env, argv[0], &tb) != napi_ok) { napi_throw_type_error(env, NULL, "packB: transB must be a boolean"); return NULL; }
-  static const char *const names[] = { "K", "N" };
+  static const char *const names[] = { "size K", "size N" };
   int64_t s[2];
   float *B, *P;
   size_t lb, lp;
@@ -171,20 +167,18 @@ napi_value PackB(napi_env env, napi_callback_info info) {
 /* gemmPacked(transA, M, N, K, alpha, A, aOffset, P, beta, C, cOffset) */
 napi_value GemmPacked(napi_env env, napi_callback_info info) {
   const char *fn = "gemmPacked";
-  size_t argc = 11;
   napi_value argv[11];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc != 11) { napi_throw_type_error(env, NULL, "gemmPacked: expected 11 arguments (transA, M, N, K, alpha, A, aOffset, P, beta, C, cOffset)"); return NULL; }
+  if (!getArgs(env, info, 11, argv, "gemmPacked(transA, M, N, K, alpha, A, aOffset, P, beta, C, cOffset)")) return NULL;
   if (!requireKernel(env, fn)) return NULL;
   bool ta;
   if (napi_get_value_bool(env, argv[0], &ta) != napi_ok) { napi_throw_type_error(env, NULL, "gemmPacked: transA must be a boolean"); return NULL; }
-  static const char *const names[] = { "M", "N", "K" };
+  static const char *const names[] = { "size M", "size N", "size K" }, *const aName[] = { "aOffset" }, *const cName[] = { "cOffset" };
   int64_t s[3], aOff, cOff;
   double alpha, beta;
   float *A, *P, *C;
   size_t la, lp, lc;
-  if (!getInts(env, argv + 1, 3, fn, names, s) || !getInts(env, argv + 6, 1, fn, NULL, &aOff) ||
-      !getInts(env, argv + 10, 1, fn, NULL, &cOff)) return NULL;
+  if (!getInts(env, argv + 1, 3, fn, names, s) || !getInts(env, argv + 6, 1, fn, aName, &aOff) ||
+      !getInts(env, argv + 10, 1, fn, cName, &cOff)) return NULL;
   const int64_t M = s[0], N = s[1], K = s[2];
   if (!getNumber(env, argv[4], fn, "alpha", &alpha) || !getNumber(env, argv[8], fn, "beta", &beta)) return NULL;
   if (!getF32(env, argv[5], fn, "A", false, &A, &la) || !getF32(env, argv[7], fn, "P", false, &P, &lp) ||

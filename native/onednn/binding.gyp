@@ -10,10 +10,10 @@
   'targets': [
     {
       'target_name': 'paratrain_onednn',
-      'sources': ['paratrain_onednn.c', 'args.c', 'plan.c', 'gemm.c', 'conv.c', 'pool.c', 'eltwise.c'],
+      'sources': ['paratrain_onednn.c', 'plan.c', 'gemm.c', 'packed.c', 'conv.c', 'pool.c', 'eltwise.c', 'direct.c', 'convpool.c'],
       'include_dirs': ['<(onednn_include)'],
       'cflags!': ['-O3'],
-      'cflags': ['-std=gnu11', '-O2', '-Wall', '-Wextra', '-Wno-unused-parameter', '-Wno-missing-field-initializers'],
+      'cflags': ['-std=gnu11', '-O2', '-Wall', '-Wextra', '-Wno-unused-parameter', '-Wno-missing-field-initializers', '-Wshadow'],
       'libraries': ['-L<(onednn_libdir)', '-Wl,-rpath,<(onednn_libdir)', '-ldnnl', '<@(onednn_extra_libs)'],
       'defines': ['NAPI_VERSION=8'],
     },

@@ -11,7 +11,8 @@
  *
  * Padding after the image is implied by OH/OW (Geom.pb/pr) and may be negative (the last rows or
  * columns unused), which oneDNN accepts. When oneDNN has no primitive for a geometry the call
- * returns false and the TypeScript side runs the base backend's kernel instead.
+ * returns false and the TypeScript side runs the base backend's kernel instead. Convolutions with
+ * few input channels run direct.c's kernels instead (oneDNN's are slow there), where the CPU has AVX-512.
  */
 #include <string.h>
 #include "onednn.h"
@@ -38,12 +39,31 @@ static Key convKey(int kind, const Geom *g, bool bias) {
   return (Key){ { kind, g->N, g->H, g->W, g->C, g->KH, g->KW, g->F, g->sh, g->sw, g->pt, g->pl, g->OH, g->OW, bias } };
 }
 
-static dnnl_primitive_desc_t forwardPd(Instance *inst, ConvMds *m, bool bias) {
+/* The forward's key also holds its activation and cap. */
+static Key forwardKey(const Geom *g, bool bias, int act, float cap) {
+  Key key = convKey(PLAN_CONV_FWD, g, bias);
+  key.v[15] = act;
+  if (act == ACT_CLIPPED_RELU) memcpy((char *)&key.v[15] + 4, &cap, sizeof cap);
+  return key;
+}
+
+/* The forward primitive, with activation `act` (ACT_* of onednn.h) as an eltwise post-op unless ACT_NONE. */
+static dnnl_primitive_desc_t forwardPd(Instance *inst, ConvMds *m, bool bias, int act, float cap) {
   dnnl_convolution_desc_t d;
   dnnl_primitive_desc_t pd = NULL;
-  if (dnnl_convolution_forward_desc_init(&d, dnnl_forward_training, dnnl_convolution_direct, &m->src, &m->wAny,
-        bias ? &m->bias : NULL, &m->dst, m->strides, m->padL, m->padR) != dnnl_success) return NULL;
-  if (dnnl_primitive_desc_create(&pd, &d, NULL, inst->engine, NULL) != dnnl_success) return NULL;
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_post_ops_t ops = NULL;
+  bool ok = dnnl_convolution_forward_desc_init(&d, dnnl_forward_training, dnnl_convolution_direct, &m->src, &m->wAny,
+              bias ? &m->bias : NULL, &m->dst, m->strides, m->padL, m->padR) == dnnl_success;
+  if (ok && act != ACT_NONE) {
+    const dnnl_alg_kind_t alg = act == ACT_RELU ? dnnl_eltwise_relu : dnnl_eltwise_clip_v2;
+    ok = dnnl_primitive_attr_create(&attr) == dnnl_success && dnnl_post_ops_create(&ops) == dnnl_success &&
+         dnnl_post_ops_append_eltwise(ops, 1.0f, alg, 0.0f, act == ACT_RELU ? 0.0f : cap) == dnnl_success &&
+         dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success;
+  }
+  if (ok && dnnl_primitive_desc_create(&pd, &d, attr, inst->engine, NULL) != dnnl_success) pd = NULL;
+  if (ops) dnnl_post_ops_destroy(ops);
+  if (attr) dnnl_primitive_attr_destroy(attr);
   return pd;
 }
 
@@ -60,13 +80,13 @@ static int weightsIn(Instance *inst, Plan *p, ConvMds *m, const dnnl_memory_desc
 }
 
 /* Slots: 0 x, 1 w, 2 bias, 3 y. */
-static Plan *forwardPlan(Instance *inst, const Geom *g, bool bias) {
-  const Key key = convKey(PLAN_CONV_FWD, g, bias);
+static Plan *forwardPlan(Instance *inst, const Geom *g, bool bias, int act, float cap) {
+  const Key key = forwardKey(g, bias, act, cap);
   Plan *p = planFind(inst, &key);
   if (p) return p;
   p = planNew(inst, &key);
   ConvMds m;
-  dnnl_primitive_desc_t pd = convMds(g, &m) ? forwardPd(inst, &m, bias) : NULL;
+  dnnl_primitive_desc_t pd = convMds(g, &m) ? forwardPd(inst, &m, bias, act, cap) : NULL;
   bool ok = pd != NULL;
   if (ok) {
     const int w = weightsIn(inst, p, &m, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), 1);
@@ -88,7 +108,7 @@ static Plan *backwardDataPlan(Instance *inst, const Geom *g) {
   if (p) return p;
   p = planNew(inst, &key);
   ConvMds m;
-  dnnl_primitive_desc_t hint = convMds(g, &m) ? forwardPd(inst, &m, false) : NULL, pd = NULL;
+  dnnl_primitive_desc_t hint = convMds(g, &m) ? forwardPd(inst, &m, false, ACT_NONE, 0) : NULL, pd = NULL;
   dnnl_convolution_desc_t d;
   bool ok = hint &&
     dnnl_convolution_backward_data_desc_init(&d, dnnl_convolution_direct, &m.src, &m.wAny, &m.dst, m.strides, m.padL, m.padR) == dnnl_success &&
@@ -123,7 +143,7 @@ static Plan *backwardWeightsPlan(Instance *inst, const Geom *g, bool bias) {
   if (p) return p;
   p = planNew(inst, &key);
   ConvMds m;
-  dnnl_primitive_desc_t hint = convMds(g, &m) ? forwardPd(inst, &m, bias) : NULL, pd = NULL;
+  dnnl_primitive_desc_t hint = convMds(g, &m) ? forwardPd(inst, &m, bias, ACT_NONE, 0) : NULL, pd = NULL;
   dnnl_convolution_desc_t d;
   bool ok = hint &&
     dnnl_convolution_backward_weights_desc_init(&d, dnnl_convolution_direct, &m.src, &m.wAny, bias ? &m.bias : NULL, &m.dst,
@@ -152,13 +172,24 @@ static void sumRows(const float *dy, int64_t rows, int64_t F, float *db) {
   }
 }
 
-/* conv2dForward(x, w, bias | null, y, N, H, W, C, KH, KW, F, sh, sw, pt, pl, OH, OW) → done? */
+/*
+ * conv2dForward(x, w, bias | null, y, N, H, W, C, KH, KW, F, sh, sw, pt, pl, OH, OW, act, cap) → done?
+ * act: ACT_RELU or ACT_CLIPPED_RELU (to [0, cap]) applied to y in the same pass, or ACT_NONE.
+ */
 napi_value Conv2dForward(napi_env env, napi_callback_info info) {
   const char *fn = "conv2dForward";
-  napi_value argv[17];
-  if (!getArgs(env, info, 17, argv, "conv2dForward(x, w, bias, y, N, H, W, C, KH, KW, F, sh, sw, pt, pl, OH, OW)")) return NULL;
+  napi_value argv[19];
+  if (!getArgs(env, info, 19, argv, "conv2dForward(x, w, bias, y, N, H, W, C, KH, KW, F, sh, sw, pt, pl, OH, OW, act, cap)")) return NULL;
   Geom g;
   if (!getGeom(env, argv + 4, fn, true, &g)) return NULL;
+  static const char *const actName[] = { "activation code" };
+  int64_t act;
+  double cap;
+  if (!getInts(env, argv + 17, 1, fn, actName, &act) || !getNumber(env, argv[18], fn, "cap", &cap)) return NULL;
+  if (act != ACT_RELU && act != ACT_CLIPPED_RELU && act != ACT_NONE) {
+    napi_throw_range_error(env, NULL, "conv2dForward: the activation code must be 0 (relu), 1 (clippedRelu) or 4 (none)");
+    return NULL;
+  }
   float *x, *w, *bias, *y;
   size_t lx, lw, lb, ly;
   if (!getF32(env, argv[0], fn, "x", false, &x, &lx) || !getF32(env, argv[1], fn, "w", false, &w, &lw) ||
@@ -168,7 +199,8 @@ napi_value Conv2dForward(napi_env env, napi_callback_info info) {
       !need(env, fn, "y", ly, total * g.F) || (bias && !need(env, fn, "bias", lb, g.F))) return NULL;
   if (total == 0 || g.F == 0) return boolValue(env, true);
   if (K == 0) {
-    /* An empty window: y is the bias (or 0). */
+    /* An empty window: y is the bias (or 0), activated. */
+    if (act != ACT_NONE) return boolValue(env, false);
     for (int64_t r = 0; r < total; r++) {
       if (bias) memcpy(y + r * g.F, bias, (size_t)g.F * sizeof(float));
       else memset(y + r * g.F, 0, (size_t)g.F * sizeof(float));
@@ -177,7 +209,12 @@ napi_value Conv2dForward(napi_env env, napi_callback_info info) {
   }
   oneThread();
   Instance *inst = instance(env);
-  Plan *p = forwardPlan(inst, &g, bias != NULL);
+  if (!inst->noDirect && smallConv(&g)) {
+    smallConvForward(&g, x, w, bias, y, (int)act, (float)cap);
+    inst->direct[PLAN_CONV_FWD]++;
+    return boolValue(env, true);
+  }
+  Plan *p = forwardPlan(inst, &g, bias != NULL, (int)act, (float)cap);
   if (!p) { inst->unsupported[PLAN_CONV_FWD]++; return boolValue(env, false); }
   void *ptrs[] = { x, w, bias, y };
   return planRun(env, inst, p, ptrs, fn) ? boolValue(env, true) : NULL;
@@ -200,6 +237,10 @@ napi_value Conv2dBackwardData(napi_env env, napi_callback_info info) {
   if (total == 0 || K == 0 || g.F == 0) { memset(dx, 0, (size_t)xLen * sizeof(float)); return boolValue(env, true); }
   oneThread();
   Instance *inst = instance(env);
+  if (!inst->noDirect && smallConv(&g) && smallConvBackwardData(&g, dy, w, dx)) {
+    inst->direct[PLAN_CONV_BWD_DATA]++;
+    return boolValue(env, true);
+  }
   Plan *p = backwardDataPlan(inst, &g);
   if (!p) { inst->unsupported[PLAN_CONV_BWD_DATA]++; return boolValue(env, false); }
   void *ptrs[] = { dy, w, dx };
@@ -227,6 +268,10 @@ napi_value Conv2dBackwardFilter(napi_env env, napi_callback_info info) {
   }
   oneThread();
   Instance *inst = instance(env);
+  if (!inst->noDirect && smallConv(&g) && smallConvBackwardFilter(&g, x, dy, dw, db)) {
+    inst->direct[PLAN_CONV_BWD_WEIGHTS]++;
+    return boolValue(env, true);
+  }
   Plan *p = backwardWeightsPlan(inst, &g, db != NULL);
   if (!p) { inst->unsupported[PLAN_CONV_BWD_WEIGHTS]++; return boolValue(env, false); }
   void *ptrs[] = { x, dy, dw, db };

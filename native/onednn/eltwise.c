@@ -14,8 +14,6 @@
 #include <string.h>
 #include "onednn.h"
 
-/* Activation codes shared with src/kernels/onednn/index.ts (the wasm backend's numbering). */
-enum { ACT_RELU = 0, ACT_CLIPPED_RELU, ACT_TANH, ACT_SIGMOID, ACT_LINEAR };
 
 static bool algOf(int64_t kind, bool backward, dnnl_alg_kind_t *alg) {
   switch (kind) {

@@ -52,26 +52,13 @@ static Plan *matmulPlan(Instance *inst, bool ta, bool tb, int64_t M, int64_t N, 
 /* sgemm(transA, transB, M, N, K, alpha, A, B, beta, C) → true, or false when oneDNN has no matmul for it (the caller falls back) */
 napi_value Sgemm(napi_env env, napi_callback_info info) {
   const char *fn = "gemm";
-  napi_value argv[10];
-  if (!getArgs(env, info, 10, argv, "sgemm(transA, transB, M, N, K, alpha, A, B, beta, C)")) return NULL;
-  bool ta, tb;
-  if (napi_get_value_bool(env, argv[0], &ta) != napi_ok || napi_get_value_bool(env, argv[1], &tb) != napi_ok) {
-    napi_throw_type_error(env, NULL, "gemm: transA and transB must be booleans");
-    return NULL;
-  }
-  static const char *const names[] = { "size M", "size N", "size K" };
-  int64_t s[3];
-  if (!getInts(env, argv + 2, 3, fn, names, s)) return NULL;
-  const int64_t M = s[0], N = s[1], K = s[2];
-  double alpha, beta;
-  float *A, *B, *C;
-  size_t la, lb, lc;
-  if (!getNumber(env, argv[5], fn, "alpha", &alpha) || !getNumber(env, argv[8], fn, "beta", &beta)) return NULL;
-  if (!getF32(env, argv[6], fn, "A", false, &A, &la) || !getF32(env, argv[7], fn, "B", false, &B, &lb) ||
-      !getF32(env, argv[9], fn, "C", false, &C, &lc)) return NULL;
-  if (!need(env, fn, "A", la, M * K) || !need(env, fn, "B", lb, K * N) || !need(env, fn, "C", lc, M * N)) return NULL;
+  GemmArgs a;
+  if (!getGemmArgs(env, info, &a)) return NULL;
+  const bool ta = a.ta, tb = a.tb;
+  const int64_t M = a.M, N = a.N, K = a.K;
+  float *A = a.A, *B = a.B, *C = a.C;
   if (M == 0 || N == 0) return boolValue(env, true);
-  const float fa = (float)alpha, fb = (float)beta;
+  const float fa = a.alpha, fb = a.beta;
   if (K == 0 || fa == 0.0f) {
     /* No product: BLAS leaves C alone for beta = 1 and scales otherwise; beta = 0 overwrites (even NaN). */
     if (fb == 0.0f) memset(C, 0, (size_t)(M * N) * sizeof(float));
@@ -107,4 +94,19 @@ napi_value SetGemm(napi_env env, napi_callback_info info) {
   CHECK(napi_create_string_utf8(env, inst->useSgemm ? "sgemm" : "matmul", NAPI_AUTO_LENGTH, &previous));
   inst->useSgemm = strcmp(mode, "sgemm") == 0;
   return previous;
+}
+
+/* setDirect(on) → the previous setting: whether direct.c's kernels take the shapes they are for, in this environment. */
+napi_value SetDirect(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  if (!getArgs(env, info, 1, argv, "setDirect(on: boolean)")) return NULL;
+  bool on;
+  if (napi_get_value_bool(env, argv[0], &on) != napi_ok) {
+    napi_throw_type_error(env, NULL, "setDirect: on must be a boolean");
+    return NULL;
+  }
+  Instance *inst = instance(env);
+  const bool previous = !inst->noDirect;
+  inst->noDirect = !on;
+  return boolValue(env, previous);
 }

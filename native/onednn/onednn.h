@@ -1,6 +1,7 @@
 /*
  * Shared declarations of the onednn addon (the .c files next to it): the per-environment instance (engine,
- * stream, plan cache), cached plans of oneDNN primitives, and N-API argument helpers.
+ * stream, plan cache), cached plans of oneDNN primitives; the N-API argument helpers are
+ * ../napi_args.h, shared with the OpenBLAS addon.
  *
  * A "plan" is what one Backend call runs: up to MAX_STEPS primitives (e.g. a weights reorder, then
  * the convolution) and the memory objects they read and write. Memory objects either wrap one of
@@ -16,6 +17,7 @@
 #include <stddef.h>
 #include <node_api.h>
 #include <oneapi/dnnl/dnnl.h>
+#include "../napi_args.h"
 
 /* ------------------------------------------------------------------ plans */
 
@@ -23,6 +25,7 @@ enum PlanKind {
   PLAN_MATMUL = 1, PLAN_CONV_FWD, PLAN_CONV_BWD_DATA, PLAN_CONV_BWD_WEIGHTS,
   PLAN_POOL_MAX_FWD, PLAN_POOL_AVG_FWD, PLAN_POOL_AVG_BWD,
   PLAN_ELTWISE_FWD, PLAN_ELTWISE_BWD, PLAN_BIAS_ADD, PLAN_LOGSOFTMAX,
+  PLAN_POOL_MAX_BWD, /* no oneDNN primitive: direct.c's or a C scatter */
   PLAN_KINDS
 };
 
@@ -70,8 +73,12 @@ typedef struct {
   int64_t unsupported[PLAN_KINDS];
   /** per plan kind: the implementation of the last plan created */
   const char *lastImpl[PLAN_KINDS];
+  /** per plan kind: calls run by direct.c's kernels instead of a oneDNN primitive */
+  int64_t direct[PLAN_KINDS];
   /** gemm through dnnl_sgemm instead of the matmul primitive (setGemm, for benchmarks) */
   bool useSgemm;
+  /** direct.c's kernels off: oneDNN's primitives for every shape (setDirect, for benchmarks and tests) */
+  bool noDirect;
 } Instance;
 
 Instance *instance(napi_env env);
@@ -98,31 +105,28 @@ void planCreated(Instance *inst, Plan *p, int kind, const_dnnl_primitive_desc_t 
 /** A reorder of `src` into `dst`, accumulating (dst = src + dst) when `accumulate`; NULL when oneDNN refuses. */
 dnnl_primitive_desc_t reorderPd(Instance *inst, const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst, bool accumulate);
 
-/* ------------------------------------------------------------------ N-API helpers */
+/* ------------------------------------------------------------------ N-API helpers (the rest: ../napi_args.h) */
 
-void throwLast(napi_env env, const char *what);
+/** A oneDNN call failed: throws naming the function, the call and oneDNN's status. */
 void throwStatus(napi_env env, const char *fn, const char *what, dnnl_status_t s);
-bool getF32(napi_env env, napi_value v, const char *fn, const char *name, bool nullable, float **data, size_t *length);
-bool getI32(napi_env env, napi_value v, const char *fn, const char *name, int32_t **data, size_t *length);
-bool getInts(napi_env env, napi_value *argv, int n, const char *fn, const char *const *names, int64_t *out);
-bool getNumber(napi_env env, napi_value v, const char *fn, const char *name, double *out);
-bool need(napi_env env, const char *fn, const char *name, size_t have, int64_t want);
-bool getArgs(napi_env env, napi_callback_info info, size_t want, napi_value *argv, const char *usage);
-napi_value boolValue(napi_env env, bool b);
-napi_value numberValue(napi_env env, double d);
 
-#define CHECK(call)                                                            \
-  do {                                                                         \
-    if ((call) != napi_ok) { throwLast(env, #call); return NULL; }            \
-  } while (0)
+/* Activation codes shared with src/kernels/onednn/index.ts (the wasm backend's numbering); ACT_LINEAR is none. */
+enum { ACT_RELU = 0, ACT_CLIPPED_RELU, ACT_TANH, ACT_SIGMOID, ACT_LINEAR, ACT_NONE = ACT_LINEAR };
 
-/** A conv or pool geometry (F = 1 for pooling); padR* is the implied padding after. */
-typedef struct {
-  int64_t N, H, W, C, KH, KW, F, sh, sw, pt, pl, OH, OW, pb, pr;
-} Geom;
+/* ------------------------------------------------------------------ direct kernels (direct.c) */
 
-/** Reads 13 (conv) or 12 (pool: no F) geometry integers from argv and checks them; false after throwing. */
-bool getGeom(napi_env env, napi_value *argv, const char *fn, bool conv, Geom *g);
+/** True when the convolution has few input channels and the CPU has AVX-512: direct.c's kernels run it. */
+bool smallConv(const Geom *g);
+/** y = conv, then relu / clipped relu to [0, cap] (act: ACT_RELU, ACT_CLIPPED_RELU, ACT_NONE). */
+void smallConvForward(const Geom *g, const float *x, const float *w, const float *bias, float *y, int act, float cap);
+/** dw += , db += (db may be NULL); false when out of memory. */
+bool smallConvBackwardFilter(const Geom *g, const float *x, const float *dy, float *dw, float *db);
+/** dx overwritten; false when out of memory. */
+bool smallConvBackwardData(const Geom *g, const float *dy, const float *w, float *dx);
+/** True when the pooling windows do not overlap. */
+bool poolTiles(const Geom *g);
+/** dx overwritten from dy through argmax (poolTiles only); the count of argmax values outside their window, or -1 when out of memory. */
+int64_t maxPoolBackwardTiles(const Geom *g, const float *dy, const int32_t *argmax, float *dx);
 
 /* ------------------------------------------------------------------ exports (one file each) */
 
@@ -140,5 +144,11 @@ napi_value BiasAdd(napi_env env, napi_callback_info info);
 napi_value BiasGrad(napi_env env, napi_callback_info info);
 napi_value SoftmaxCrossEntropy(napi_env env, napi_callback_info info);
 napi_value SetGemm(napi_env env, napi_callback_info info);
+napi_value SetDirect(napi_env env, napi_callback_info info);
+napi_value ConvPoolForward(napi_env env, napi_callback_info info);
+napi_value PackedWeightsSize(napi_env env, napi_callback_info info);
+napi_value PackWeights(napi_env env, napi_callback_info info);
+napi_value GemmPackedWeights(napi_env env, napi_callback_info info);
+napi_value Conv2dBackwardFilterPooled(napi_env env, napi_callback_info info);
 
 #endif

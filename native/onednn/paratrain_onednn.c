@@ -1,7 +1,8 @@
 /*
  * paratrain_onednn: the optional `onednn` kernel backend's addon (Node-API, C over oneDNN 2.x's
- * C API). One file per kernel family (gemm.c, conv.c, pool.c, eltwise.c), plans of primitives
- * cached per shape (plan.c), argument helpers (args.c). Every kernel returns true when it ran and
+ * C API). One file per kernel family (gemm.c and packed.c, conv.c, pool.c, eltwise.c; direct.c and convpool.c
+ * for the shapes the addon computes itself, see there), plans of primitives
+ * cached per shape (plan.c); argument helpers shared with the OpenBLAS addon (../napi_args.h). Every kernel returns true when it ran and
  * false when oneDNN has no primitive for the call (the TypeScript side then runs the base
  * backend's kernel); softmaxCrossEntropy returns the loss, or null likewise.
  *
@@ -27,7 +28,7 @@ static const char *const KIND_NAMES[PLAN_KINDS] = {
   [PLAN_CONV_BWD_WEIGHTS] = "convBackwardWeights", [PLAN_POOL_MAX_FWD] = "maxPoolForward",
   [PLAN_POOL_AVG_FWD] = "avgPoolForward", [PLAN_POOL_AVG_BWD] = "avgPoolBackward",
   [PLAN_ELTWISE_FWD] = "eltwiseForward", [PLAN_ELTWISE_BWD] = "eltwiseBackward", [PLAN_BIAS_ADD] = "biasAdd",
-  [PLAN_LOGSOFTMAX] = "logSoftmax",
+  [PLAN_LOGSOFTMAX] = "logSoftmax", [PLAN_POOL_MAX_BWD] = "maxPoolBackward",
 };
 
 static bool setString(napi_env env, napi_value obj, const char *key, const char *value) {
@@ -64,7 +65,7 @@ static napi_value Info(napi_env env, napi_callback_info info) {
   return obj;
 }
 
-/* stats(): per plan kind { plans, unsupported, impl } of this environment (tests and benchmarks read it). */
+/* stats(): per plan kind { plans, unsupported, direct, impl } of this environment (tests and benchmarks read it). */
 static napi_value Stats(napi_env env, napi_callback_info info) {
   (void)info;
   Instance *inst = instance(env);
@@ -74,6 +75,7 @@ static napi_value Stats(napi_env env, napi_callback_info info) {
     napi_value kind;
     CHECK(napi_create_object(env, &kind));
     if (!setNumber(env, kind, "plans", (double)inst->created[k]) || !setNumber(env, kind, "unsupported", (double)inst->unsupported[k]) ||
+        !setNumber(env, kind, "direct", (double)inst->direct[k]) ||
         !setString(env, kind, "impl", inst->lastImpl[k]) || napi_set_named_property(env, obj, KIND_NAMES[k], kind) != napi_ok) {
       throwLast(env, "stats");
       return NULL;
@@ -121,6 +123,12 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
     { "biasGrad", NULL, BiasGrad, NULL, NULL, NULL, napi_enumerable, NULL },
     { "softmaxCrossEntropy", NULL, SoftmaxCrossEntropy, NULL, NULL, NULL, napi_enumerable, NULL },
     { "setGemm", NULL, SetGemm, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "setDirect", NULL, SetDirect, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "convPoolForward", NULL, ConvPoolForward, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "packedWeightsSize", NULL, PackedWeightsSize, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "packWeights", NULL, PackWeights, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "gemmPackedWeights", NULL, GemmPackedWeights, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "conv2dBackwardFilterPooled", NULL, Conv2dBackwardFilterPooled, NULL, NULL, NULL, napi_enumerable, NULL },
     { "info", NULL, Info, NULL, NULL, NULL, napi_enumerable, NULL },
     { "stats", NULL, Stats, NULL, NULL, NULL, napi_enumerable, NULL },
   };

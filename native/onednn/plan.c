@@ -11,7 +11,9 @@
  * starts a thread pool; two device threads are two independent single-threaded oneDNN users.
  * Plans are created after the ICV is set, so each primitive is also partitioned for one thread.
  */
+#include <stdio.h>
 #include <string.h>
+#include <oneapi/dnnl/dnnl_debug.h>
 #include "onednn.h"
 
 #if DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP
@@ -139,4 +141,10 @@ done:
   if (ops) dnnl_post_ops_destroy(ops);
   if (attr) dnnl_primitive_attr_destroy(attr);
   return pd;
+}
+
+void throwStatus(napi_env env, const char *fn, const char *what, dnnl_status_t s) {
+  char msg[200];
+  snprintf(msg, sizeof msg, "%s: oneDNN %s failed (%s)", fn, what, dnnl_status2str(s));
+  napi_throw_error(env, NULL, msg);
 }

@@ -6,8 +6,9 @@
  * Max pooling's `argmax` is the Backend's own format: the flat index into x of each output's
  * maximum. The forward runs oneDNN's training-mode primitive, whose workspace holds each
  * maximum's position within its window (kh·KW + kw, u8 or s32); one pass here turns that into
- * the flat index. The max backward is a scatter of dy through argmax (dx[argmax[i]] += dy[i] after
- * zeroing dx), done here in C: it needs no oneDNN workspace and is bound by memory anyway.
+ * the flat index. The max backward is done in C: it needs no oneDNN workspace and is bound by
+ * memory anyway. With windows that do not overlap (2×2/2), direct.c writes each cell of dx once;
+ * otherwise it is a scatter of dy through argmax (dx[argmax[i]] += dy[i] after zeroing dx).
  *
  * A window lying wholly in the padding has no maximum and no mean: the Backend gives 0 (argmax
  * −1), set here after oneDNN ran. When oneDNN has no primitive for a geometry the call returns
@@ -191,11 +192,18 @@ napi_value MaxPoolBackward(napi_env env, napi_callback_info info) {
       !getF32(env, argv[2], fn, "dx", false, &dx, &ldx)) return NULL;
   const int64_t out = g.N * g.OH * g.OW * g.C, inp = g.N * g.H * g.W * g.C;
   if (!need(env, fn, "dy", ldy, out) || !need(env, fn, "argmax", la, out) || !need(env, fn, "dx", ldx, inp)) return NULL;
+  Instance *inst = instance(env);
+  const int64_t outside = !inst->noDirect && poolTiles(&g) ? maxPoolBackwardTiles(&g, dy, argmax, dx) : -1;
+  if (outside == 0) { inst->direct[PLAN_POOL_MAX_BWD]++; return boolValue(env, true); }
   for (int64_t i = 0; i < out; i++) {
     if (argmax[i] >= inp) {
       napi_throw_range_error(env, NULL, "maxPoolBackward: argmax holds an index past the end of dx (not from maxPoolForward of this geometry?)");
       return NULL;
     }
+  }
+  if (outside > 0) {
+    napi_throw_range_error(env, NULL, "maxPoolBackward: argmax holds an index outside its window (not from maxPoolForward of this geometry?)");
+    return NULL;
   }
   memset(dx, 0, (size_t)inp * sizeof(float));
   for (int64_t i = 0; i < out; i++) if (argmax[i] >= 0) dx[argmax[i]] += dy[i];

@@ -2,6 +2,7 @@ import { Tensor } from '../tensor/tensor.ts';
 import { activationParam, backwardReadsInput, type ActivationKind, type Backend } from '../kernels/backend.ts';
 import { BaseLayer, BufferPool, type ForwardContext } from './layer.ts';
 import { keepLengths, zeroPadding } from './sequence.ts';
+import { gradThroughActivation, markActivationOutput } from './activationFusion.ts';
 
 /**
  * A standalone elementwise activation (relu, clipped relu, leaky relu, tanh, sigmoid, gelu). On a
@@ -28,6 +29,7 @@ export class ActivationLayer extends BaseLayer {
     this.lengths = x.shape.length === 3 && this.inputShape.length === 2 ? keepLengths(this.pool, ctx.lengths) : undefined;
     if (this.lengths) zeroPadding(y.data, x.shape[0]!, x.shape[1]!, x.shape[2]!, this.lengths);
     this.saved = backwardReadsInput(this.kind) ? x : y;
+    if (!this.lengths) markActivationOutput(y, this.kind, this.cap);
     return y;
   }
 
@@ -36,6 +38,8 @@ export class ActivationLayer extends BaseLayer {
   }
 
   backward(dy: Tensor): Tensor {
+    // a max pool after this layer applied the backward already (activationFusion.ts)
+    if (gradThroughActivation(dy, this.saved)) return dy;
     const dx = new Tensor(dy.shape, this.buffer('dx', dy.size));
     this.backend.activationBackward(this.kind, this.saved!.data, dy.data, dx.data, this.cap);
     if (this.lengths) zeroPadding(dx.data, dy.shape[0]!, dy.shape[1]!, dy.shape[2]!, this.lengths);

@@ -1,8 +1,9 @@
 import { Tensor } from '../tensor/tensor.ts';
-import { backwardReadsInput, type ActivationKind, type Backend, type Conv2DGeometry } from '../kernels/backend.ts';
+import { backwardReadsInput, type ActivationKind, type Backend, type Conv2DGeometry, type Pool2DGeometry } from '../kernels/backend.ts';
 import { BaseLayer, BufferPool, type ForwardContext, type ParamSpec } from './layer.ts';
 import type { Padding } from './spec.ts';
 import { windowGeometry } from './windowGeometry.ts';
+import { gradThroughActivation, markActivationOutput } from './activationFusion.ts';
 
 /** A window geometry without the batch: what a spatial tile changes (H, W, padding, output size). */
 export type ConvGeometry = Omit<Conv2DGeometry, 'N'>;
@@ -62,10 +63,16 @@ export class Conv2D extends BaseLayer {
     const size = g.N * g.OH * g.OW * g.F;
     // gelu's backward reads the pre-activation z, so it gets its own array; otherwise y = act(z) in place
     const z = new Tensor([g.N, g.OH, g.OW, g.F], this.buffer(this.keepsZ ? 'z' : 'y', size));
-    this.backend.conv2dForward(x.data, this.w, this.b, z.data, g);
     const y = this.keepsZ ? new Tensor(z.shape, this.buffer('y', size)) : z;
-    if (this.activation !== 'linear') this.backend.activationForward(this.activation, z.data, y.data);
+    // y = act(z) in the convolution's own pass where the backend fuses it (not when z is kept)
+    const fused = !this.keepsZ && this.activation !== 'linear' &&
+      this.backend.conv2dForwardActivation?.(this.activation, x.data, this.w, this.b, y.data, g) === true;
+    if (!fused) {
+      this.backend.conv2dForward(x.data, this.w, this.b, z.data, g);
+      if (this.activation !== 'linear') this.backend.activationForward(this.activation, z.data, y.data);
+    }
     this.x = x; this.y = this.keepsZ ? z : y;
+    markActivationOutput(y, this.activation);
     return y;
   }
 
@@ -78,10 +85,54 @@ export class Conv2D extends BaseLayer {
   backward(dy: Tensor, needInputGrad = true): Tensor | null {
     const g = { ...this.geometry, N: dy.batch };
     let dz = dy.data;
-    if (this.activation !== 'linear') {
+    // a max pool after this layer may have applied the activation's backward already (activationFusion.ts)
+    if (this.activation !== 'linear' && !gradThroughActivation(dy, this.y)) {
       dz = this.buffer('dz', dy.size);
       this.backend.activationBackward(this.activation, this.y!.data, dy.data, dz);
     }
+    return this.backwardFrom(dz, g, needInputGrad);
+  }
+
+  /**
+   * This convolution, its activation and the max pool `pool` in one backend pass
+   * (Backend.convPoolForward; the convolution's output is never written), into the pool's `y` and
+   * `argmax`; false, computing nothing, when the backend does not fuse them. Its backward is then
+   * backwardPooled (see convPool.ts).
+   */
+  forwardPooled(x: Tensor, pool: Pool2DGeometry, y: Float32Array, argmax: Int32Array): boolean {
+    if (this.keepsZ || !this.backend.convPoolForward) return false;
+    const g = { ...this.geometry, N: x.batch };
+    if (!this.backend.convPoolForward(this.activation, x.data, this.w, this.b, y, argmax, g, pool)) return false;
+    this.x = x; this.y = null;
+    return true;
+  }
+
+  /**
+   * As the first layer after forwardPooled (no input gradient): the filter gradient straight from
+   * the pool's output gradient `dyPool`, this layer's activation backward applied inside on the
+   * pool's output `yPool` (Backend.conv2dBackwardFilterPooled with `through`); false, computing
+   * nothing, when the backend does not.
+   */
+  filterGradThrough(dyPool: Float32Array, yPool: Float32Array, argmax: Int32Array, pool: Pool2DGeometry): boolean {
+    const g = { ...this.geometry, N: pool.N };
+    return this.backend.conv2dBackwardFilterPooled?.(this.x!.data, dyPool, argmax, this.dw, this.db, g, pool, { kind: this.activation, y: yPool }) === true;
+  }
+
+  /**
+   * Backward after forwardPooled, from the pool's output gradient already through this layer's
+   * activation backward: the filter gradient straight from it where the backend can and no input
+   * gradient is needed (a first layer), else through the convolution's output gradient.
+   */
+  backwardPooled(dyPool: Float32Array, argmax: Int32Array, pool: Pool2DGeometry, needInputGrad: boolean): Tensor | null {
+    const g = { ...this.geometry, N: pool.N };
+    if (!needInputGrad && this.backend.conv2dBackwardFilterPooled?.(this.x!.data, dyPool, argmax, this.dw, this.db, g, pool)) return null;
+    const dz = this.buffer('dz', g.N * g.OH * g.OW * g.F);
+    this.backend.maxPoolBackward(dyPool, argmax, dz, pool);
+    return this.backwardFrom(dz, g, needInputGrad);
+  }
+
+  /** The filter, bias and (when needed) input gradients from dz, the convolution's output gradient. */
+  private backwardFrom(dz: Float32Array, g: Conv2DGeometry, needInputGrad: boolean): Tensor | null {
     this.backend.conv2dBackwardFilter(this.x!.data, dz, this.dw, this.db, g);
     if (!needInputGrad) return null;
     const dx = new Tensor([g.N, g.H, g.W, g.C], this.buffer('dx', g.N * g.H * g.W * g.C));

@@ -7,6 +7,7 @@ import { buildLayer, checkOutputShape } from './buildLayer.ts';
 import { allocFlat, bindFlat, initializeFlat, planFlatLayout, type FlatEntry, type FlatLayout, type LayerSlot } from './flatLayout.ts';
 import { savedActivationBytes } from './activationMemory.ts';
 import type { TrainableModel } from './trainableModel.ts';
+import { convPoolPairs, type ConvPool } from './convPool.ts';
 import { checkLengths, checkModelInput, isSequenceShape, outputLengths, shapeFits } from './sequence.ts';
 
 export type { FlatEntry } from './flatLayout.ts';
@@ -41,8 +42,11 @@ export class Sequential implements TrainableModel {
     const buffers = allocFlat(backend, this.layout.paramLength, this.layout.stateLength, options.shared);
     this.params = buffers.params; this.grads = buffers.grads; this.state = buffers.state;
     bindFlat(this.slots, this.layout, buffers);
+    this.pairs = convPoolPairs(backend, layers);
   }
   private readonly slots: LayerSlot[];
+  /** per layer index, a conv2d → max pool pair starting there that the backend runs as one step (convPool.ts) */
+  private readonly pairs: (ConvPool | undefined)[];
   private readonly layout: FlatLayout;
 
   /** All of it is the same on every replica (a data-parallel strategy averages every gradient). */
@@ -63,7 +67,14 @@ export class Sequential implements TrainableModel {
   forward(x: Tensor, ctx: ForwardContext): Tensor {
     this.checkInput(x, ctx);
     let h = x;
-    for (const layer of this.layers) { h = layer.forward(h, ctx); ctx = nextContext(layer, ctx); }
+    for (let i = 0; i < this.layers.length; i++) {
+      const pair = this.pairs[i];
+      // a pair's layers are images: the context (sequence lengths) passes through unchanged
+      if (pair) { h = pair.forward(h, ctx); i++; continue; }
+      const layer = this.layers[i]!;
+      h = layer.forward(h, ctx);
+      ctx = nextContext(layer, ctx);
+    }
     if (ctx.training) this.countActivations();
     return h;
   }
@@ -77,7 +88,10 @@ export class Sequential implements TrainableModel {
   async forwardAsync(x: Tensor, ctx: ForwardContext): Promise<Tensor> {
     this.checkInput(x, ctx);
     let h = x;
-    for (const layer of this.layers) {
+    for (let i = 0; i < this.layers.length; i++) {
+      const pair = this.pairs[i];
+      if (pair) { h = pair.forward(h, ctx); i++; continue; }
+      const layer = this.layers[i]!;
       h = layer.forwardAsync ? await layer.forwardAsync(h, ctx) : layer.forward(h, ctx);
       ctx = nextContext(layer, ctx);
     }
@@ -127,20 +141,38 @@ export class Sequential implements TrainableModel {
   backward(dy: Tensor, onReady?: (offset: number) => void): void {
     let g: Tensor | null = dy;
     for (let i = this.layers.length - 1; i >= 0 && g; i--) {
-      g = this.layers[i]!.backward(g, i > 0);
-      const first = this.firstParamOffset[i]!;
-      if (onReady && first >= 0) onReady(first);
+      const pair = i > 0 ? this.pairs[i - 1] : undefined;
+      if (pair) {
+        g = pair.backward(g, i - 1 > 0);
+        this.ready(i, onReady);
+        i--;
+      } else {
+        g = this.layers[i]!.backward(g, i > 0);
+      }
+      this.ready(i, onReady);
     }
+  }
+
+  /** Tells onReady that layer i's gradients are final (layers with parameters only). */
+  private ready(i: number, onReady?: (offset: number) => void): void {
+    const first = this.firstParamOffset[i]!;
+    if (onReady && first >= 0) onReady(first);
   }
 
   /** backward, awaiting layers that communicate; see backward. */
   async backwardAsync(dy: Tensor, onReady?: (offset: number) => void): Promise<void> {
     let g: Tensor | null = dy;
     for (let i = this.layers.length - 1; i >= 0 && g; i--) {
-      const layer = this.layers[i]!;
-      g = layer.backwardAsync ? await layer.backwardAsync(g, i > 0) : layer.backward(g, i > 0);
-      const first = this.firstParamOffset[i]!;
-      if (onReady && first >= 0) onReady(first);
+      const pair = i > 0 ? this.pairs[i - 1] : undefined;
+      if (pair) {
+        g = pair.backward(g, i - 1 > 0);
+        this.ready(i, onReady);
+        i--;
+      } else {
+        const layer = this.layers[i]!;
+        g = layer.backwardAsync ? await layer.backwardAsync(g, i > 0) : layer.backward(g, i > 0);
+      }
+      this.ready(i, onReady);
     }
   }
 

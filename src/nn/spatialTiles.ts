@@ -6,6 +6,7 @@ import { Conv2D, type ConvGeometry } from './conv2d.ts';
 import { Pool2D } from './pool2d.ts';
 import { ActivationLayer } from './activationLayer.ts';
 import { tileWindowGeometry, type AxisRange } from './windowGeometry.ts';
+import { convPoolPairs, type ConvPool } from './convPool.ts';
 
 /**
  * Planning spatial tiles through a stack of convolution, pooling and activation layers: for the
@@ -80,6 +81,9 @@ export function planTiles(layers: readonly Layer[], tilesH: number, tilesW: numb
 export class TileStack {
   readonly layers: Layer[];
 
+  /** conv2d → max pool pairs the backend runs as one step, as in Sequential (convPool.ts) */
+  private readonly pairs: (ConvPool | undefined)[];
+
   constructor(backend: Backend, stack: readonly Layer[], readonly plan: TilePlan, pools: BufferPool[]) {
     this.layers = stack.map((l, k) => {
       const p = plan.layers[k]!;
@@ -88,6 +92,7 @@ export class TileStack {
       const a = l as ActivationLayer;
       return new ActivationLayer(backend, a.name, (p as { shape: number[] }).shape, a.kind, a.cap, pools[k]!);
     });
+    this.pairs = convPoolPairs(backend, this.layers);
   }
 
   get inputShape(): readonly number[] { return this.layers[0]!.inputShape; }
@@ -95,14 +100,20 @@ export class TileStack {
 
   forward(x: Tensor, ctx: ForwardContext): Tensor {
     let h = x;
-    for (const l of this.layers) h = l.forward(h, ctx);
+    for (let k = 0; k < this.layers.length; k++) {
+      const pair = this.pairs[k];
+      if (pair) { h = pair.forward(h, ctx); k++; } else h = this.layers[k]!.forward(h, ctx);
+    }
     return h;
   }
 
   /** dL/d(tile input); parameter gradients accumulate into the stack's views. */
   backward(dy: Tensor): Tensor {
     let g: Tensor = dy;
-    for (let k = this.layers.length - 1; k >= 0; k--) g = this.layers[k]!.backward(g, true)!;
+    for (let k = this.layers.length - 1; k >= 0; k--) {
+      const pair = k > 0 ? this.pairs[k - 1] : undefined;
+      if (pair) { g = pair.backward(g, true)!; k--; } else g = this.layers[k]!.backward(g, true)!;
+    }
     return g;
   }
 

@@ -24,11 +24,14 @@ export interface OneDnnInfo {
   threads: number;
 }
 
-/** Per kind of cached plan: plans made in this thread, calls oneDNN had no primitive for, the last implementation chosen. */
-export interface OneDnnKindStats { plans: number; unsupported: number; impl: string }
+/**
+ * Per kind of cached plan: plans made in this thread, calls oneDNN had no primitive for, calls the
+ * addon's own kernels ran instead of a primitive (native/onednn/direct.c), the last implementation chosen.
+ */
+export interface OneDnnKindStats { plans: number; unsupported: number; direct: number; impl: string }
 
 export type OneDnnStats = Record<'matmul' | 'convForward' | 'convBackwardData' | 'convBackwardWeights' | 'maxPoolForward'
-  | 'avgPoolForward' | 'avgPoolBackward' | 'eltwiseForward' | 'eltwiseBackward' | 'biasAdd' | 'logSoftmax', OneDnnKindStats>
+  | 'avgPoolForward' | 'avgPoolBackward' | 'eltwiseForward' | 'eltwiseBackward' | 'biasAdd' | 'logSoftmax' | 'maxPoolBackward', OneDnnKindStats>
   & { cached: number };
 
 type Geometry13 = [N: number, H: number, W: number, C: number, KH: number, KW: number, F: number,
@@ -43,7 +46,14 @@ type Geometry12 = [N: number, H: number, W: number, C: number, KH: number, KW: n
 export interface OneDnnAddon {
   sgemm(transA: boolean, transB: boolean, M: number, N: number, K: number,
         alpha: number, A: Float32Array, B: Float32Array, beta: number, C: Float32Array): boolean;
-  conv2dForward(x: Float32Array, w: Float32Array, bias: Float32Array | null, y: Float32Array, ...g: Geometry13): boolean;
+  /** `act`: the activation applied in the same pass (0 relu, 1 clippedRelu to [0, cap], 4 none). */
+  conv2dForward(x: Float32Array, w: Float32Array, bias: Float32Array | null, y: Float32Array, ...g: [...Geometry13, act: number, cap: number]): boolean;
+  /** The pool's output and argmax of conv → activation → max pool without writing the convolution's output (false: not fused). */
+  convPoolForward(x: Float32Array, w: Float32Array, bias: Float32Array | null, y: Float32Array, argmax: Int32Array,
+                  ...g: [...Geometry13, ...Geometry12, act: number, cap: number]): boolean;
+  /** dw, db += the filter gradients from the pooled gradient scattered through argmax, through the activation's backward on yPool when given (false: not fused). */
+  conv2dBackwardFilterPooled(x: Float32Array, dyPool: Float32Array, argmax: Int32Array, dw: Float32Array, db: Float32Array | null,
+                             ...g: [...Geometry13, ...Geometry12, act: number, yPool: Float32Array | null, cap: number]): boolean;
   conv2dBackwardData(dy: Float32Array, w: Float32Array, dx: Float32Array, ...g: Geometry13): boolean;
   conv2dBackwardFilter(x: Float32Array, dy: Float32Array, dw: Float32Array, db: Float32Array | null, ...g: Geometry13): boolean;
   maxPoolForward(x: Float32Array, y: Float32Array, argmax: Int32Array, ...g: Geometry12): boolean;
@@ -58,8 +68,17 @@ export interface OneDnnAddon {
   /** The summed loss, or null when oneDNN has no softmax for the shape. */
   softmaxCrossEntropy(logits: Float32Array, labels: Int32Array, rows: number, classes: number,
                       dlogits: Float32Array, gradScale: number): number | null;
+  /** Floats of B [K×N] in the layout of the matmul of products of this shape (0: oneDNN has none). */
+  packedWeightsSize(transA: boolean, transB: boolean, M: number, N: number, K: number): number;
+  /** B into that layout (false: none). */
+  packWeights(transA: boolean, transB: boolean, M: number, N: number, K: number, B: Float32Array, packed: Float32Array): boolean;
+  /** C = alpha·op(A)·B + beta·C with B packed by packWeights for this shape (false: not done, multiply by plain B). */
+  gemmPackedWeights(transA: boolean, transB: boolean, M: number, N: number, K: number, alpha: number, A: Float32Array,
+                    packed: Float32Array, beta: number, C: Float32Array): boolean;
   /** Which oneDNN entry point gemm uses in this thread (default the matmul primitive); returns the previous one. */
   setGemm(mode: 'matmul' | 'sgemm'): 'matmul' | 'sgemm';
+  /** Whether the addon's own kernels (direct.c) take the shapes they are for in this thread (default on); returns the previous setting. */
+  setDirect(on: boolean): boolean;
   info(): OneDnnInfo;
   stats(): OneDnnStats;
 }

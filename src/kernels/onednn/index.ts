@@ -10,7 +10,8 @@
  * | kernel | in the addon |
  * | --- | --- |
  * | gemm | matmul primitive (transposes as strides, alpha as output scale, beta as a sum post-op) |
- * | conv2d forward / backward-data / backward-filter | convolution primitives on NHWC memory, weights reordered to oneDNN's blocked format |
+ * | packB / gemmPacked | the same primitive on weights reordered once per pass into its own layout |
+ * | conv2d forward / backward-data / backward-filter | convolution primitives on NHWC memory, weights reordered to oneDNN's blocked format; relu fused as a post-op; few input channels: the addon's AVX-512 kernels |
  * | max/avg pool forward, avg pool backward | pooling primitives (max: workspace → flat argmax in C) |
  * | max pool backward | a C scatter through argmax |
  * | activations | eltwise primitives (backward from the forward output) |
@@ -40,17 +41,30 @@ export interface OneDnnBackend extends Backend {
   stats(): OneDnnStats;
   /** gemm through the matmul primitive (default) or oneDNN's dnnl_sgemm (benchmarks compare them); returns the previous mode. */
   setGemm(mode: 'matmul' | 'sgemm'): 'matmul' | 'sgemm';
+  /** The addon's own kernels for shapes oneDNN is slow at (few input channels, see native/onednn/direct.c) on or off; returns the previous setting. */
+  setDirect(on: boolean): boolean;
 }
 
-/** A matrix "packed" for gemmPacked: oneDNN packs inside its matmul primitive, so this is a copy of B and its transpose flag. */
+/**
+ * A matrix packed for gemmPacked: a copy of B, and B reordered into the layout oneDNN's matmul
+ * primitive reads for one shape of products (made at the first product, for its M and transA:
+ * native/onednn/packed.c); products of another shape, or where oneDNN has no such layout, multiply
+ * by the copy.
+ */
 class OneDnnPacked implements PackedMatrix {
   readonly backend = 'onednn';
+  /** B in the matmul's own layout, and the products it fits (`transA,M`; '' none yet, or B changed since) */
+  packed: Float32Array | null = null;
+  packedFor = '';
   constructor(readonly K: number, readonly N: number, public transB: boolean, readonly data: Float32Array) {}
 }
 
 /** The activations the addon runs as oneDNN eltwise primitives; the others (gelu, leakyRelu) run on the base backend. */
 const ACTIVATIONS: Partial<Record<ActivationKind, number>> = { relu: 0, clippedRelu: 1, tanh: 2, sigmoid: 3, linear: 4 };
 const DEFAULT_RELU_CAP = 20;
+/** The activations a convolution applies in its own pass (exact: max and min), and the code for none. */
+const FUSED_ACTIVATIONS: Partial<Record<ActivationKind, number>> = { relu: 0, clippedRelu: 1 };
+const NO_ACTIVATION = 4;
 
 type Geometry13 = [number, number, number, number, number, number, number, number, number, number, number, number, number];
 type Geometry12 = [number, number, number, number, number, number, number, number, number, number, number, number];
@@ -75,12 +89,13 @@ export async function createOneDnnBackend(): Promise<OneDnnBackend | null> {
   const gemm: Backend['gemm'] = (transA, transB, M, N, K, alpha, A, B, beta, C) => {
     if (!addon.sgemm(transA, transB, M, N, K, alpha, A, B, beta, C)) base.gemm(transA, transB, M, N, K, alpha, A, B, beta, C);
   };
-  const overrides: Partial<OneDnnBackend> & Pick<OneDnnBackend, 'name' | 'onednn' | 'base' | 'stats' | 'setGemm'> = {
+  const overrides: Partial<OneDnnBackend> & Pick<OneDnnBackend, 'name' | 'onednn' | 'base' | 'stats' | 'setGemm' | 'setDirect'> = {
     name: 'onednn',
     onednn: addon.info(),
     base: wasm ? 'wasm' : 'js',
     stats: () => addon.stats(),
     setGemm: (mode) => addon.setGemm(mode),
+    setDirect: (on) => addon.setDirect(on),
     gemm,
     // the recurrent layers' per-step products: B is copied once per pass, each step is one matmul primitive call
     packB: (transB, K, N, B, into) => {
@@ -88,15 +103,40 @@ export async function createOneDnnBackend(): Promise<OneDnnBackend | null> {
       const p = into instanceof OneDnnPacked && into.K === K && into.N === N ? into : new OneDnnPacked(K, N, transB, base.alloc(K * N));
       p.transB = transB;
       p.data.set(B.subarray(0, K * N));
+      p.packedFor = '';
       return p;
     },
     gemmPacked: (transA, M, N, K, alpha, A, P, beta, C, aOffset = 0, cOffset = 0) => {
       if (!(P instanceof OneDnnPacked)) throw new Error(`gemmPacked: the pack was made by the ${P.backend} backend, not onednn`);
       if (P.K !== K || P.N !== N) throw new RangeError(`gemmPacked: the pack is ${P.K}×${P.N}, the product needs ${K}×${N}`);
-      gemm(transA, P.transB, M, N, K, alpha, A.subarray(aOffset, aOffset + M * K), P.data, beta, C.subarray(cOffset, cOffset + M * N));
+      const a = A.subarray(aOffset, aOffset + M * K), c = C.subarray(cOffset, cOffset + M * N);
+      const shape = `${transA},${M}`;
+      if (P.packedFor !== shape && P.packedFor !== `none ${shape}`) {
+        // reorder B once per pass (packB), in the first product's shape
+        const size = addon.packedWeightsSize(transA, P.transB, M, N, K);
+        if (size > 0 && (!P.packed || P.packed.length < size)) P.packed = base.alloc(size);
+        P.packedFor = size > 0 && addon.packWeights(transA, P.transB, M, N, K, P.data, P.packed!) ? shape : `none ${shape}`;
+      }
+      if (P.packedFor === shape && addon.gemmPackedWeights(transA, P.transB, M, N, K, alpha, a, P.packed!, beta, c)) return;
+      gemm(transA, P.transB, M, N, K, alpha, a, P.data, beta, c);
     },
     conv2dForward: (x, w, bias, y, g) => {
-      if (!addon.conv2dForward(x, w, bias, y, ...conv(g))) base.conv2dForward(x, w, bias, y, g);
+      if (!addon.conv2dForward(x, w, bias, y, ...conv(g), NO_ACTIVATION, 0)) base.conv2dForward(x, w, bias, y, g);
+    },
+    // relu and its clipped form as the convolution's post-op (or in direct.c's registers): one pass over y less
+    conv2dForwardActivation: (kind, x, w, bias, y, g, cap) => {
+      const code = FUSED_ACTIVATIONS[kind];
+      return code !== undefined && addon.conv2dForward(x, w, bias, y, ...conv(g), code, cap ?? DEFAULT_RELU_CAP);
+    },
+    // conv → relu → 2×2 max pool of a first layer, without its largest activation (native/onednn/convpool.c)
+    convPoolForward: (kind, x, w, bias, y, argmax, g, q, cap) => {
+      const code = kind === 'linear' ? NO_ACTIVATION : FUSED_ACTIVATIONS[kind];
+      return code !== undefined && addon.convPoolForward(x, w, bias, y, argmax, ...conv(g), ...pool(q), code, cap ?? DEFAULT_RELU_CAP);
+    },
+    conv2dBackwardFilterPooled: (x, dyPool, argmax, dw, db, g, q, through) => {
+      const code = through ? FUSED_ACTIVATIONS[through.kind] : NO_ACTIVATION;
+      return code !== undefined &&
+        addon.conv2dBackwardFilterPooled(x, dyPool, argmax, dw, db, ...conv(g), ...pool(q), code, through?.y ?? null, through?.cap ?? DEFAULT_RELU_CAP);
     },
     conv2dBackwardData: (dy, w, dx, g) => {
       if (!addon.conv2dBackwardData(dy, w, dx, ...conv(g))) base.conv2dBackwardData(dy, w, dx, g);
