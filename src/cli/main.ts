@@ -1,13 +1,5 @@
 import { Command, Option } from 'commander';
-import { runTrain, runInfo } from './commands.ts';
-import { runEval } from './evalCommand.ts';
-import { runPredict } from './predictCommand.ts';
-import { runReport } from './reportCommand.ts';
-import { runCompare, DEFAULT_COMPARE_STRATEGIES } from './compareCommand.ts';
-import { runLaunch } from './launchCommand.ts';
-import { runTranscribe } from './transcribeCommand.ts';
-import { runSimulate } from './simulateCommand.ts';
-import { DEFAULT_SIM_STRATEGIES } from '../simulate/choices.ts';
+import { DEFAULT_SIM_STRATEGIES } from '../simulate/strategyNames.ts';
 import { FaultPlan } from '../runtime/faultPlan.ts';
 import { STRATEGY_NAMES } from '../parallel/strategies/index.ts';
 
@@ -57,7 +49,7 @@ program.command('train')
   .addOption(new Option('--transport <name>', 'several processes: what carries the collectives (mpi: under mpirun, one device per process)').choices(['tcp', 'mpi']))
   .option('--timeout <seconds>', 'several processes: deadline for the rendezvous and for any wait on another process (default 300)', positiveNumber('timeout'))
   .option('--quiet', 'no progress output')
-  .action(async (config: string | undefined, opts) => runTrain(config, opts));
+  .action(async (config: string | undefined, opts) => (await import('./commands.ts')).runTrain(config, opts));
 
 program.command('launch')
   .description('start several paratrain processes on this host as one job (torchrun-style), e.g. launch --nproc-per-node 2 -- train examples/mnist-small.yaml')
@@ -68,7 +60,7 @@ program.command('launch')
   .option('--master-addr <host>', 'address of node 0, reachable from every host', '127.0.0.1')
   .option('--max-restarts <n>', 'when a process dies, restart the whole job from its last checkpoint (--resume), at most n times (one host)', (v) => { const n = Number(v); if (!Number.isInteger(n) || n < 0) throw new Error(`--max-restarts: expected a non-negative integer, got '${v}'`); return n; }, 0)
   .option('--master-port <port>', 'first of the TCP ports node 0 listens on (port … port + devices per process + 1; a restart moves up 64)', (v) => { const n = Number(v); if (!Number.isInteger(n) || n < 1 || n > 65535) throw new Error(`--master-port: expected a TCP port 1–65535, got '${v}'`); return n; }, 29500)
-  .action(async (args: string[], opts) => runLaunch(args, opts));
+  .action(async (args: string[], opts) => (await import('./launchCommand.ts')).runLaunch(args, opts));
 
 program.command('eval')
   .description('evaluate a checkpoint on the test set: loss, accuracy, per-class precision/recall/F1 and the confusion matrix')
@@ -77,7 +69,7 @@ program.command('eval')
   .option('--data <dir>', 'directory holding the dataset (overrides data.dir)')
   .addOption(new Option('--backend <name>', 'kernel backend').choices(['auto', 'js', 'wasm', 'native', 'onednn']))
   .option('--quiet', 'only the JSON line on stdout, no table on stderr')
-  .action(async (config: string | undefined, opts) => runEval(config, opts));
+  .action(async (config: string | undefined, opts) => (await import('./evalCommand.ts')).runEval(config, opts));
 
 program.command('predict')
   .description('predict classes, probabilities or values for new samples with a trained checkpoint')
@@ -89,7 +81,7 @@ program.command('predict')
   .option('--label-column <column>', 'CSV inputs: the column holding the true label (header name or 0-based index), left out of the features; prints the accuracy')
   .addOption(new Option('--backend <name>', 'kernel backend').choices(['auto', 'js', 'wasm', 'native', 'onednn']))
   .option('--quiet', 'no accuracy line on stderr')
-  .action(async (inputs: string[], opts) => runPredict(inputs, opts));
+  .action(async (inputs: string[], opts) => (await import('./predictCommand.ts')).runPredict(inputs, opts));
 
 program.command('transcribe')
   .description('turn WAV files into text with a trained speech model (loss: ctc): one line per file, the file and its transcript separated by a tab')
@@ -98,7 +90,7 @@ program.command('transcribe')
   .requiredOption('--checkpoint <file>', 'a model.safetensors written by paratrain train')
   .option('--beam <n>', 'prefix beam search with this beam width (default: greedy decoding)', positiveInt('beam'))
   .addOption(new Option('--backend <name>', 'kernel backend').choices(['auto', 'js', 'wasm', 'native', 'onednn']))
-  .action(async (config: string, wavs: string[], opts) => runTranscribe(config, wavs, opts));
+  .action(async (config: string, wavs: string[], opts) => (await import('./transcribeCommand.ts')).runTranscribe(config, wavs, opts));
 
 program.command('report')
   .description('write one self-contained HTML report (and print a summary table) for one or more runs')
@@ -106,12 +98,12 @@ program.command('report')
   .option('--out <file>', 'output HTML file (default <first run dir>/report.html)')
   .option('--force', 'overwrite an existing --out file that is not a paratrain report')
   .option('--title <text>', 'title of the report')
-  .action(async (dirs: string[], opts) => runReport(dirs, opts));
+  .action(async (dirs: string[], opts) => (await import('./reportCommand.ts')).runReport(dirs, opts));
 
 program.command('compare')
   .description('train one config with several strategies (same data, seed and devices) and write one report comparing them')
   .argument('<config>', 'YAML run configuration, e.g. examples/mnist-small.yaml')
-  .option('--strategies <list>', `comma-separated strategies (default: ${DEFAULT_COMPARE_STRATEGIES.join(',')})`)
+  .option('--strategies <list>', `comma-separated strategies (default: ${STRATEGY_NAMES.join(',')})`)
   .option('--devices <n>', 'number of devices for every run (at least 2)', positiveInt('devices'))
   .option('--epochs <n>', 'number of epochs', positiveInt('epochs'))
   .option('--batch-size <n>', 'batch size (per device unless data.batchSizeScope is global)', positiveInt('batch-size'))
@@ -121,7 +113,7 @@ program.command('compare')
   .option('--force', 'write into a non-empty --out directory')
   .option('--slow-device <rank:factor>', 'make a device a straggler in every run, e.g. 1:3 (repeatable)', collectSlowDevice, new Map<number, number>())
   .option('--quiet', 'no progress output')
-  .action(async (config: string, opts) => { await runCompare(config, opts); });
+  .action(async (config: string, opts) => { await (await import('./compareCommand.ts')).runCompare(config, opts); });
 
 program.command('simulate')
   .description('predict every strategy\'s step time, samples/s, scaling, traffic and staleness on many devices and links (docs/simulator.md)')
@@ -148,11 +140,11 @@ program.command('simulate')
   .option('--title <text>', 'title of the report')
   .option('--force', 'overwrite a --report file that is not a simulate report')
   .option('--quiet', 'no progress notes')
-  .action(async (config: string | undefined, opts) => runSimulate(config, opts));
+  .action(async (config: string | undefined, opts) => (await import('./simulateCommand.ts')).runSimulate(config, opts));
 
 program.command('info')
   .description('show the kernel backends found on this machine and which one is chosen')
-  .action(async () => runInfo());
+  .action(async () => (await import('./commands.ts')).runInfo());
 
 try {
   await program.parseAsync(process.argv);

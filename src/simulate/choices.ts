@@ -8,10 +8,10 @@
  */
 import { parseConfig, toYamlForm } from '../config/index.ts';
 import type { RunConfig } from '../config/index.ts';
-import { STRATEGY_NAMES, type StrategySpec } from '../parallel/strategies/index.ts';
+import type { StrategySpec } from '../parallel/strategies/index.ts';
+import { DEFAULT_SIM_STRATEGIES, SIM_STRATEGY_NAMES, type SimStrategyKind } from './strategyNames.ts';
 
-/** A strategy the simulator knows: the registry's names and `trick`. */
-export type SimStrategyKind = StrategySpec['type'] | 'trick';
+export { DEFAULT_SIM_STRATEGIES, SIM_STRATEGY_NAMES, type SimStrategyKind };
 
 /** One strategy of a simulation, with its normalised options. */
 export interface StrategyChoice {
@@ -22,10 +22,6 @@ export interface StrategyChoice {
   spec: StrategySpec;
 }
 
-/** Every strategy name `--strategies` accepts. */
-export const SIM_STRATEGY_NAMES: readonly SimStrategyKind[] = [...STRATEGY_NAMES, 'trick'];
-/** What `--strategies` means when left out: all of them. */
-export const DEFAULT_SIM_STRATEGIES = 'sync,async,hybrid,bsp,easgd,bmuf,trick';
 
 function value(text: string): unknown {
   if (text === 'true') return true;

@@ -52,10 +52,11 @@ async function makeBuffer(kind: Kind, n: number): Promise<Float32Array> {
 }
 
 async function collectives(): Promise<void> {
-  const sizes: number[] = params.sizes, kinds: Kind[] = params.kinds;
+  // cases of lengths × buffer kinds (params.cases), or one (params.sizes, params.kinds)
+  const cases: { sizes: number[]; kinds: Kind[] }[] = params.cases ?? [{ sizes: params.sizes, kinds: params.kinds }];
   const hashes: number[] = [];
   let seed = 0;
-  for (const n of sizes) {
+  for (const { sizes, kinds } of cases) for (const n of sizes) {
     seed++;
     const inputs = Array.from({ length: size }, (_, r) => inputFor(n, r, seed));
     const sum = serialSum(inputs);
@@ -103,7 +104,7 @@ async function collectives(): Promise<void> {
 }
 
 async function sendrecv(): Promise<void> {
-  const sizes: number[] = params.sizes;
+  const sizes: number[] = params.sendSizes ?? params.sizes;
   let seed = 100;
   for (const n of sizes) {
     seed++;
@@ -238,7 +239,8 @@ const scenarios: Record<string, () => Promise<void>> = {
   collectives, sendrecv, barriers, mutex, abort: abortScenario, mismatch, registerNonShared, stats,
 };
 try {
-  await scenarios[scenario]!();
+  // 'collectives+sendrecv': one world runs both, one after the other
+  for (const s of scenario.split('+')) await scenarios[s]!();
 } catch (err) {
   fail(`threw ${(err as Error).stack ?? String(err)}`);
 }

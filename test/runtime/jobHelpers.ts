@@ -88,3 +88,25 @@ export function runCommand(cmd: string, args: string[], opts: { env?: NodeJS.Pro
     child.on('close', (code) => { clearTimeout(timer); resolve({ code, out }); });
   });
 }
+
+/**
+ * A job run in this process through the library, as each `paratrain train` process runs it (its
+ * flags are these TrainOptions overrides): with `processes` > 1, every process's train() call is
+ * made here, the processes talking over loopback TCP as separate ones do. The reference of the tests
+ * that start the same job as separate processes, without their start-ups (2–3 s of CPU each under tsx).
+ */
+export async function trainHere(configPath: string, out: string, o: { processes?: number; devices?: number; strategy?: string } = {}): Promise<void> {
+  // the library's train (src/index.ts) applies these overrides as the CLI's flags do
+  const { train, loadConfig } = await import('../../src/index.ts');
+  const config = loadConfig(configPath);
+  const overrides = { ...(o.devices ? { devices: o.devices } : {}), ...(o.strategy ? { strategy: o.strategy } : {}) };
+  const processes = o.processes ?? 1;
+  if (processes === 1) {
+    await train(config, { out, ...overrides });
+    return;
+  }
+  process.env['PARATRAIN_SECRET'] ??= SECRET;
+  const masterPort = randomPort();
+  await Promise.all(Array.from({ length: processes }, (_, rank) =>
+    train(config, { out, ...overrides, processes: { rank, worldSize: processes, masterAddr: '127.0.0.1', masterPort } })));
+}

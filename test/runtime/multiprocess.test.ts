@@ -1,6 +1,7 @@
 /**
  * Jobs of several processes over loopback TCP, started by `paratrain launch` (or by hand with the
- * torchrun environment): each must equal the same job on worker threads in one process.
+ * torchrun environment): each must equal the same job on worker threads in one process (run in this
+ * process through the library, trainHere: as `paratrain train --devices N` runs it).
  *   - hybrid, 2 processes × 1 device  = hybrid on 2 threads
  *   - hybrid, 2 processes × 2 devices = hybrid on 4 threads (hierarchical allreduce)
  *   - sync,   2 processes × 1 device  = sync on 2 threads (the parameter server in process 0)
@@ -14,20 +15,19 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { runCli, stderrLines, tmpDir } from '../cli/helpers.ts';
 import { otherProcessSteps, readRunMeasurements } from '../../src/simulate/fromRun.ts';
-import { assertClose, randomPort, SECRET, tinyJobConfig, TRICK_LAYERS, weights } from './jobHelpers.ts';
+import { assertClose, randomPort, SECRET, tinyJobConfig, trainHere, TRICK_LAYERS, weights } from './jobHelpers.ts';
 
 const config = tinyJobConfig, port = randomPort;
 
 async function compare(strategy: string, processes: number, threads: number, layers?: string): Promise<void> {
   const dir = tmpDir();
   const cfg = config(dir, '', layers);
-  const [multi, single] = await Promise.all([
+  const [multi] = await Promise.all([
     runCli(['launch', '--nproc-per-node', String(processes), '--master-port', String(port()), '--',
       'train', cfg, '--devices', String(threads), '--strategy', strategy, '--out', join(dir, 'multi'), '--quiet'], { timeoutMs: 120_000 }),
-    runCli(['train', cfg, '--devices', String(processes * threads), '--strategy', strategy, '--out', join(dir, 'single'), '--quiet'], { timeoutMs: 120_000 }),
+    trainHere(cfg, join(dir, 'single'), { devices: processes * threads, strategy }),
   ]);
   assert.equal(multi.code, 0, multi.stderr);
-  assert.equal(single.code, 0, single.stderr);
   assert.match(multi.stdout, /\[process 1\] \{"rank":1/, 'process 1 reports with its prefix (one numbering: deviceNames.ts)');
   assertClose(weights(join(dir, 'multi', 'model.safetensors')), weights(join(dir, 'single', 'model.safetensors')),
     `${strategy} on ${processes}×${threads}`);

@@ -17,21 +17,27 @@ import { loadConfig } from '../../src/config/index.ts';
 
 interface Run { code: number | null; signal: NodeJS.Signals | null; stderr: string; stdout: string }
 
-/** Starts the CLI; once metrics.jsonl in `runDir` holds a step event, sends `signals` (spaced by `gapMs`). */
-function runAndSignal(args: string[], runDir: string, signals: NodeJS.Signals[], gapMs = 0): Promise<Run> {
+/**
+ * Starts the CLI; once metrics.jsonl in `runDir` holds a step event (or, with `trigger`, once stderr
+ * matches it), sends `signals`, each after the CLI has acknowledged the one before (its stderr line
+ * "finishing the step in flight"; so two signals never merge into one pending signal).
+ */
+function runAndSignal(args: string[], runDir: string, signals: NodeJS.Signals[], trigger?: RegExp): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
       cwd: REPO, env: { ...process.env, PARATRAIN_OFFLINE: '1' }, stdio: ['ignore', 'pipe', 'pipe'],
     });
-    let stdout = '', stderr = '';
+    let stdout = '', stderr = '', sent = 0;
+    const acknowledged = () => (stderr.match(/finishing the step in flight/g) ?? []).length;
+    const metrics = join(runDir, 'metrics.jsonl');
+    const started = () => trigger ? trigger.test(stderr) : existsSync(metrics) && readFileSync(metrics, 'utf8').includes('"type":"step"');
+    const poll = setInterval(() => {
+      if (sent === 0 ? !started() : acknowledged() < sent) return;
+      child.kill(signals[sent++]!);
+      if (sent === signals.length) clearInterval(poll);
+    }, 20);
     child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d; });
     child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
-    const metrics = join(runDir, 'metrics.jsonl');
-    const poll = setInterval(() => {
-      if (!existsSync(metrics) || !readFileSync(metrics, 'utf8').includes('"type":"step"')) return;
-      clearInterval(poll);
-      signals.forEach((s, i) => setTimeout(() => child.kill(s), i * gapMs));
-    }, 20);
     const killer = setTimeout(() => child.kill('SIGKILL'), 120_000);
     child.on('error', reject);
     child.on('close', (code, signal) => { clearInterval(poll); clearTimeout(killer); resolve({ code, signal, stderr, stdout }); });
@@ -89,10 +95,14 @@ test('SIGTERM stops the run the same way and exits 143', { timeout: 180_000 }, a
 
 test('a second SIGINT exits at once (130) with one line', { timeout: 180_000 }, async () => {
   const dir = tmpDir('paratrain-signal-'), out = join(dir, 'run');
-  // a straggler makes the step in flight long (~1 s), so the second signal, 20 ms later, lands before
-  // the stop completes (a slower one made the first step, which must finish before the signals, take minutes on a loaded machine)
-  const r = await runAndSignal(['train', longJob(dir), '--devices', '2', '--strategy', 'hybrid', '--out', out, '--slow-device', '1:100'],
-    out, ['SIGINT', 'SIGINT'], 20);
+  // a straggler makes every step long (100× its compute, seconds for the first): once device 0, inside a step,
+  // has waited 0.2 s for it (the stall inspector's line names device 0's step; not a start-up skew), the first
+  // SIGINT asks for a graceful stop, which must wait for that step; the second, sent once the first is
+  // acknowledged, lands well before (sending them after the first step made the test wait that step out)
+  const cfg = longJob(dir);
+  writeFileSync(cfg, readFileSync(cfg, 'utf8').replace('backend: js', 'backend: js, stallWarningSeconds: 0.2'));
+  const r = await runAndSignal(['train', cfg, '--devices', '2', '--strategy', 'hybrid', '--out', out, '--slow-device', '1:100'],
+    out, ['SIGINT', 'SIGINT'], /stall: rank 0 has waited [\d.]+ s in .* at step \d+ for rank 1/);
   assert.equal(r.code, 130, r.stderr);
   assert.match(r.stderr, /paratrain: second SIGINT: exiting at once/);
   assert.ok(!events(out).some((e) => e.type === 'stopped'), 'no graceful stop was recorded');
