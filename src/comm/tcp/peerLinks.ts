@@ -17,7 +17,7 @@ import { hostPort, Link } from './link.ts';
 import type { TcpLog } from './log.ts';
 import type { ResolvedOptions } from './options.ts';
 import { dialWithRetry } from './dial.ts';
-import { AUTH_DEADLINE_MS, remoteAddress, StrangerGate, STRANGERS_PER_ADDRESS, STRANGERS_TOTAL } from './strangers.ts';
+import { DATA_AUTH_DEADLINE_MS, remoteAddress, StrangerGate, STRANGERS_PER_ADDRESS, STRANGERS_TOTAL } from './strangers.ts';
 import { registerWithMaster, RendezvousMaster, type RankAddress, type Registration, type WorldTable } from './rendezvous.ts';
 
 const HANDSHAKE_TYPES = new Set<number>([FrameType.Hello, FrameType.Challenge, FrameType.Proof, FrameType.Welcome, FrameType.Refuse]);
@@ -262,7 +262,7 @@ export class PeerLinks {
         clearTimeout(tableTimer);
         if (link.isEnded) throw new Error('closed before the handshake');
         return authenticateAsAcceptor(link, {
-          key: this.key, purpose: 'data', myRank: this.rank, job: this.job, deadlineMs: Math.min(this.o.timeoutMs, AUTH_DEADLINE_MS),
+          key: this.key, purpose: 'data', myRank: this.rank, job: this.job, deadlineMs: Math.min(this.o.timeoutMs, DATA_AUTH_DEADLINE_MS),
           check: (r, dir) => (r >= this.size ? `rank ${r} is out of range (world of ${this.size})`
             : r === this.rank ? 'a rank cannot connect to itself'
             : (dir === 'send' ? this.inLinks[r] : this.outLinks[r] ?? this.outDialing[r]) ? `rank ${r} is already connected that way` : undefined),

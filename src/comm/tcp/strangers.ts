@@ -20,6 +20,12 @@ export const STRANGERS_PER_ADDRESS = 16;
 export const STRANGERS_TOTAL = 64;
 /** how long a stranger has to prove the secret (capped by the world's timeout) */
 export const AUTH_DEADLINE_MS = 2000;
+/**
+ * The same on a data port: a real rank may dial and then compute for seconds before its event loop
+ * sends the hello (a busy rank, 2.5 s in test/comm/tcp-stall.test.ts, was dropped at 2 s and the job
+ * failed). Eviction of the oldest stranger, not this deadline, is what keeps a flood out.
+ */
+export const DATA_AUTH_DEADLINE_MS = 30_000;
 
 export class StrangerGate {
   /** pending strangers, oldest first (a Map keeps insertion order), with their remote address */
