@@ -3,19 +3,15 @@ import { setStallSink } from '../comm/stallInspector.ts';
 import type { Dataset } from '../data/dataset.ts';
 import type { Communicator } from '../comm/communicator.ts';
 import { ShmCommunicator, waitUntil, type ShmRankInit } from '../comm/shm/index.ts';
-import { TcpCommunicator } from '../comm/tcp/index.ts';
-import { HierarchicalCommunicator } from '../comm/hierarchical.ts';
 import { PeerFailedError } from '../comm/errors.ts';
 import { createStrategy } from '../parallel/strategies/index.ts';
 import type { ParameterServer } from '../parallel/parameterServer/index.ts';
 import { SharedParameterServer, type SharedParameterServerMemory } from '../parallel/parameterServer/shared.ts';
-import { RemoteParameterServer } from '../parallel/parameterServer/remoteClient.ts';
 import { runDevice } from './device.ts';
 import { deviceBackend } from './deviceBackend.ts';
 import type { TrainEvent } from './events.ts';
-import { tcpOptionsOf, type CrossWorldSpec, type TcpWorldSpec } from './processWorld.ts';
-import { joinMpiWorld } from './mpiWorld.ts';
-import type { MpiCommunicator } from '../comm/mpi/index.ts';
+import type { CrossWorldSpec, TcpWorldSpec } from './processWorld.ts';
+import type { ProcessLinks } from './processLinks.ts';
 import type { RunConfig } from '../config/runConfig.ts';
 import { FaultPlan, type FaultPlanData } from './faultPlan.ts';
 import type { CheckpointSetup } from './deviceCheckpoints.ts';
@@ -55,30 +51,18 @@ export type DeviceWorkerMessage =
 
 const init = workerData as DeviceWorkerInit;
 const post = (m: DeviceWorkerMessage) => parentPort!.postMessage(m);
-const tcp: TcpCommunicator[] = [];
-let mpi: MpiCommunicator | null = null;
+// a job of several processes: its links (loaded only then, see processLinks.ts)
+let links: ProcessLinks | null = null;
 
 try {
   const { config, rank, size } = init;
   const local = await ShmCommunicator.connect(init.comm);
   const backend = await deviceBackend(config.train.backend, local);
-  let comm: Communicator = local;
-  if (init.cross) {
-    let cross: Communicator;
-    if (init.cross.transport === 'mpi') {
-      cross = mpi = await joinMpiWorld(init.cross);
-    } else {
-      const t = await TcpCommunicator.connect(init.cross);
-      tcp.push(t);
-      cross = t;
-    }
-    comm = local.size > 1 ? new HierarchicalCommunicator(local, cross) : cross;
-  }
+  if (init.cross || init.remotePs) links = new (await import('./processLinks.ts')).ProcessLinks();
+  const comm: Communicator = init.cross ? await links!.joinCross(init.cross, local) : local;
   let ps: ParameterServer | null = null;
   if (init.remotePs) {
-    const link = await TcpCommunicator.connect(tcpOptionsOf(init.remotePs));
-    tcp.push(link);
-    ps = new RemoteParameterServer(link);
+    ps = await links!.remoteParameterServer(init.remotePs);
   } else if (init.ps) {
     ps = new SharedParameterServer(init.ps, rank, backend, config.optimizer, local.mutex(0),
       (control, word, ready, stall) => waitUntil(control, word, ready, { abort: local.abortSignal(),
@@ -98,8 +82,7 @@ try {
     },
   });
   await ps?.close?.();
-  for (const c of tcp) await c.close();
-  await mpi?.close();
+  await links?.close();
 } catch (err) {
   const e = err instanceof Error ? err : new Error(String(err));
   // a device that stopped because another failed passes on that device's reason, so every process
@@ -107,8 +90,6 @@ try {
   const name = deviceName(init.rank, { threads: init.comm.size, processes: init.size / init.comm.size });
   const cause = e instanceof PeerFailedError && e.reason.startsWith('device ') ? e.reason : `${name} failed: ${e.message}`;
   // tell the other processes at once rather than leaving them to time out
-  for (const c of tcp) c.abort(cause);
+  links?.abort(cause);
   post({ kind: 'error', message: cause, stack: e.stack });
-  // MPI has no gentler way to stop the other processes: mpirun ends the job, printing the cause
-  if (mpi) setTimeout(() => mpi!.abort(`paratrain: ${cause}`), 200);
 }

@@ -6,6 +6,8 @@ import { spawn } from 'node:child_process';
 import { REPO, SUBSET } from '../cli/helpers.ts';
 import { readCheckpoint } from '../../src/runtime/checkpoint.ts';
 import { encodeIdx, readIdxFile } from '../../src/data/idx.ts';
+import { randomPort } from './testPorts.ts';
+import type { ConfigOverrides, TrainResult } from '../../src/index.ts';
 
 /** The shipped subset cut to its first `train` training images (the test set unchanged), written raw into dir. */
 export function cutSubset(dir: string, train: number): void {
@@ -68,11 +70,8 @@ train: { epochs: 1, seed: 3, evalEvery: 0, backend: js${extra} }
   return file;
 }
 
-/**
- * A random base port: the job uses base … base + devices. Below Linux's ephemeral range (32768 and
- * up), where the suite's other connections take their local ports, so a job's port is not in use already.
- */
-export const randomPort = () => 20000 + Math.floor(Math.random() * 12000);
+/** A job's base port, unused by any concurrent test (testPorts.ts). */
+export { randomPort };
 
 export const SECRET = 'paratrain-test-secret-0123456789abcdef';
 
@@ -91,22 +90,20 @@ export function runCommand(cmd: string, args: string[], opts: { env?: NodeJS.Pro
 
 /**
  * A job run in this process through the library, as each `paratrain train` process runs it (its
- * flags are these TrainOptions overrides): with `processes` > 1, every process's train() call is
- * made here, the processes talking over loopback TCP as separate ones do. The reference of the tests
- * that start the same job as separate processes, without their start-ups (2–3 s of CPU each under tsx).
+ * flags are these ConfigOverrides): with `processes` > 1, every process's train() call is made here,
+ * the processes talking over loopback TCP as separate ones do. The reference of the tests that start
+ * the same job as separate processes, without their start-ups (2–3 s of CPU each under tsx).
+ * Resolves with process 0's result.
  */
-export async function trainHere(configPath: string, out: string, o: { processes?: number; devices?: number; strategy?: string } = {}): Promise<void> {
-  // the library's train (src/index.ts) applies these overrides as the CLI's flags do
+export async function trainHere(configPath: string, out: string, o: ConfigOverrides & { processes?: number } = {}): Promise<TrainResult> {
+  // the library's train (src/index.ts) applies the overrides as the CLI's flags do
   const { train, loadConfig } = await import('../../src/index.ts');
+  const { processes = 1, ...overrides } = o;
   const config = loadConfig(configPath);
-  const overrides = { ...(o.devices ? { devices: o.devices } : {}), ...(o.strategy ? { strategy: o.strategy } : {}) };
-  const processes = o.processes ?? 1;
-  if (processes === 1) {
-    await train(config, { out, ...overrides });
-    return;
-  }
+  if (processes === 1) return train(config, { out, ...overrides });
   process.env['PARATRAIN_SECRET'] ??= SECRET;
   const masterPort = randomPort();
-  await Promise.all(Array.from({ length: processes }, (_, rank) =>
+  const results = await Promise.all(Array.from({ length: processes }, (_, rank) =>
     train(config, { out, ...overrides, processes: { rank, worldSize: processes, masterAddr: '127.0.0.1', masterPort } })));
+  return results[0]!;
 }
