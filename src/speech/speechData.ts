@@ -7,7 +7,7 @@
  * cache or computed (WAV decoding errors surface here); (3) the caches are written.
  */
 import { existsSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { DEFAULT_ALPHABET, readAlphabet, type Alphabet } from './alphabet.ts';
 import { FeatureCache, defaultSpeechCacheDir } from './featureCache.ts';
 import { featureOptionsHash, resolveFeatureOptions, type FeatureOptions } from './featureOptions.ts';
@@ -45,7 +45,10 @@ export interface LoadedSpeechData {
 
 /** Loads DIR/train.csv, DIR/test.csv and (when present) DIR/dev.csv. */
 export function loadSpeechData(dir: string, options: SpeechDataOptions = {}): LoadedSpeechData {
-  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new Error(`${dir}: no such directory; a speech dataset directory holds train.csv and test.csv (and optionally dev.csv)`);
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) {
+    const where = isAbsolute(dir) ? '' : ` (relative to the working directory ${process.cwd()})`;
+    throw new Error(`data.dir ${dir}${where}: no such directory; point data.dir or --data at a folder holding train.csv and test.csv (and optionally dev.csv), e.g. one made by scripts/make-speech-corpus.ts --out DIR`);
+  }
   for (const need of ['train.csv', 'test.csv']) {
     if (!existsSync(join(dir, need))) {
       throw new Error(`${dir}: no ${need}; a speech dataset directory holds train.csv and test.csv (and optionally dev.csv), each with the columns wav_filename,wav_filesize,transcript`);
