@@ -6,8 +6,11 @@
  * The kernel backend is `auto` (onednn, then native, then wasm: whichever is built) unless
  * --backend names one. Each run trains as many epochs as the data needs for its steps (the shipped
  * Fashion-MNIST subset holds 31 global steps of 2 × 64) and stops gracefully after them, with no
- * evaluation or checkpoint inside the window. The load average is printed before and after.
- *   npm run bench -- throughput [--steps 150] [--devices 1,2] [--backend auto|onednn|native|wasm]
+ * evaluation or checkpoint inside the window, timed by the devices' own step times. The device
+ * counts take turns for `--rounds` rounds (default 3), so a change of load on the shared machine hits
+ * them alike; a cell is the median over the rounds, and the scaling is the median of the rounds' own
+ * ratios (each round's G devices over its 1 device). The load average is printed before and after.
+ *   npm run bench -- throughput [--steps 300] [--rounds 3] [--devices 1,2] [--backend auto|onednn|native|wasm]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -17,6 +20,7 @@ import { loadConfig, applyOverrides } from '../src/config/index.ts';
 import { train } from '../src/runtime/train.ts';
 import { getBackend } from '../src/kernels/index.ts';
 import { torchPython, runPython, TORCH_NET } from './torch.ts';
+import { median } from './args.ts';
 
 function option(args: string[], name: string, fallback: string): string {
   const i = args.indexOf(`--${name}`);
@@ -46,9 +50,11 @@ async function paratrainSamplesPerSecond(devices: number, steps: number, batch: 
       onEvent: (e) => {
         // every device reports each step; the steps a stop lets finish are not counted
         if (e.type !== 'step' || e.step < WARMUP_STEPS || e.step > WARMUP_STEPS + steps) return;
-        if (t0 === 0) t0 = performance.now();
+        // the time the device finished the step (devices send their step events in batches)
+        const t = e.time ?? Date.now();
+        if (t0 === 0) t0 = t;
         else samples += e.samples;  // the first counted event opens the window
-        t1 = performance.now();
+        t1 = t;
         if (e.step === WARMUP_STEPS + steps) stop.abort();
       },
     });
@@ -89,25 +95,32 @@ if __name__ == '__main__':
 `;
 
 export async function main(args: string[]): Promise<void> {
-  const steps = Number(option(args, 'steps', '150'));
+  const steps = Number(option(args, 'steps', '300'));
+  const rounds = Number(option(args, 'rounds', '3'));
   const devices = option(args, 'devices', '1,2').split(',').map(Number);
   const batch = 64;
   const backend = (await getBackend(option(args, 'backend', 'auto'))).name;
   const load = () => `${loadavg().map((l) => l.toFixed(2)).join(', ')} (${cpus().length} cores)`;
   console.log(`load average before: ${load()}`);
-  const ours = new Map<number, number>();
-  for (const g of devices) ours.set(g, await paratrainSamplesPerSecond(g, steps, batch, backend));
+  const perRound = new Map<number, number[]>(devices.map((g) => [g, []]));
+  for (let r = 0; r < rounds; r++) {
+    for (const g of devices) perRound.get(g)!.push(await paratrainSamplesPerSecond(g, steps, batch, backend));
+  }
+  const ours = new Map(devices.map((g) => [g, median(perRound.get(g)!)]));
+  // each round's own scaling: G devices against the 1 device measured minutes apart in the same round
+  const scaling = new Map(devices.map((g) => [g, perRound.has(1) ? median(perRound.get(g)!.map((v, r) => v / perRound.get(1)![r]!)) : undefined]));
   const torch = new Map<number, number>();
   if (torchPython()) {
     for (const g of devices) torch.set(g, Number(runPython(TORCH_DDP, [String(g), String(batch), String(steps), String(29500 + g)])));
   }
   console.log(`load average after: ${load()}`);
-  console.log(`mnist-small, hybrid, per-device batch ${batch}, ${steps} steps after ${WARMUP_STEPS} warm-up steps, ${backend} backend; samples/s`);
-  console.log(`${'devices'.padEnd(10)}${'paratrain'.padStart(12)}${'vs 1 device'.padStart(13)}${torch.size ? `${'pytorch'.padStart(12)}${'paratrain/pytorch'.padStart(19)}` : ''}`);
-  const one = ours.get(1);
+  console.log(`mnist-small, hybrid, per-device batch ${batch}, ${steps} steps after ${WARMUP_STEPS} warm-up steps, ${backend} backend, ` +
+    `${rounds} rounds; samples/s (median over rounds; vs 1 device: median of the rounds' ratios)`);
+  console.log(`${'devices'.padEnd(10)}${'paratrain'.padStart(12)}${'vs 1 device'.padStart(13)}${'  rounds'}${torch.size ? `${'pytorch'.padStart(12)}${'paratrain/pytorch'.padStart(19)}` : ''}`);
   for (const g of devices) {
-    const p = ours.get(g)!, t = torch.get(g);
-    console.log(`${String(g).padEnd(10)}${p.toFixed(0).padStart(12)}${(one ? `${(p / one).toFixed(2)}×` : '').padStart(13)}` +
+    const p = ours.get(g)!, t = torch.get(g), k = scaling.get(g);
+    const each = perRound.get(g)!.map((v) => v.toFixed(0)).join(' · ');
+    console.log(`${String(g).padEnd(10)}${p.toFixed(0).padStart(12)}${(k !== undefined ? `${k.toFixed(2)}×` : '').padStart(13)}  ${each}` +
       (t ? `${t.toFixed(0).padStart(12)}${`${(p / t).toFixed(2)}×`.padStart(19)}` : ''));
   }
   if (!torch.size) console.log('(PyTorch comparison skipped: python3-torch is not installed)');

@@ -10,6 +10,7 @@ import { SharedParameterServer, type SharedParameterServerMemory } from '../para
 import { runDevice } from './device.ts';
 import { deviceBackend } from './deviceBackend.ts';
 import type { TrainEvent } from './events.ts';
+import { StepEventBatcher } from './eventBatch.ts';
 import type { CrossWorldSpec, TcpWorldSpec } from './processWorld.ts';
 import type { ProcessLinks } from './processLinks.ts';
 import type { RunConfig } from '../config/runConfig.ts';
@@ -46,11 +47,12 @@ export interface DeviceWorkerInit {
 }
 
 export type DeviceWorkerMessage =
-  | { kind: 'event'; event: TrainEvent }
+  | { kind: 'events'; events: TrainEvent[] }
   | { kind: 'error'; message: string; stack?: string };
 
 const init = workerData as DeviceWorkerInit;
 const post = (m: DeviceWorkerMessage) => parentPort!.postMessage(m);
+const events = new StepEventBatcher((batch) => post({ kind: 'events', events: batch }));
 // a job of several processes: its links (loaded only then, see processLinks.ts)
 let links: ProcessLinks | null = null;
 
@@ -69,11 +71,11 @@ try {
         ...(stall && config.train.stallWarningSeconds > 0 ? { stall: { afterMs: config.train.stallWarningSeconds * 1000, warn: stall } } : {}) }));
   }
   const strategy = createStrategy(config.train.strategy, { comm, ps });
-  setStallSink((report) => post({ kind: 'event', event: { type: 'stall', ...report } }));
+  setStallSink((report) => events.emit({ type: 'stall', ...report }));
   await runDevice({
     config, rank, worldSize: size, backend, strategy, train: init.train, validation: init.validation, test: init.test,
     checkpointPath: init.checkpointPath, checkpoints: init.checkpoints, shared: true, comm, faults: FaultPlan.fromData(init.faults),
-    emit: (event) => post({ kind: 'event', event }),
+    emit: (event) => events.emit(event),
     mayStart: init.stop ? StopGateDevice.check(init.stop.gate, init.stop.local) : undefined,
     takeCommStats: () => {
       // collectives and the parameter server both count as communication
@@ -81,6 +83,7 @@ try {
       return { commMs: s.commMs + p.commMs, idleMs: s.idleMs + p.idleMs, bytes: s.bytes + p.bytes };
     },
   });
+  events.flush();
   await ps?.close?.();
   await links?.close();
 } catch (err) {
@@ -91,5 +94,7 @@ try {
   const cause = e instanceof PeerFailedError && e.reason.startsWith('device ') ? e.reason : `${name} failed: ${e.message}`;
   // tell the other processes at once rather than leaving them to time out
   links?.abort(cause);
+  // the steps it finished reach the metrics before its error
+  events.flush();
   post({ kind: 'error', message: cause, stack: e.stack });
 }

@@ -11,6 +11,8 @@ export type TrainEvent =
       /** samples of the validation split (absent: none) */
       validationSamples?: number; epochs: number; stepsPerEpoch: number; globalBatch: number }
   | { type: 'step'; rank: number; epoch: number; step: number; stepInEpoch: number; stepsPerEpoch: number;
+      /** unix ms when the device finished the step (set by device threads, which send steps in batches) */
+      time?: number;
       loss: number; accuracy: number; lr: number; samples: number;
       /** forward/backward; waiting for a turn or pulling weights before it is in syncMs */
       computeMs: number;

@@ -111,9 +111,11 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
     };
     const worker = spawnModuleWorker(import.meta.url, './deviceWorker', init);
     worker.on('message', (m: DeviceWorkerMessage) => {
-      if (m.kind === 'event') {
-        if (m.event.type === 'step') losses.sawStep(rank, m.event.step);
-        emit(m.event);
+      if (m.kind === 'events') {
+        for (const event of m.events) {
+          if (event.type === 'step') losses.sawStep(rank, event.step);
+          emit(event);
+        }
       }
       else if (m.kind === 'error') fail(rank, m.message);
     });
