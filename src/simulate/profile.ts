@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { cpus, homedir } from 'node:os';
+import { cpus, homedir, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { getBackend } from '../kernels/index.ts';
 import type { Backend } from '../kernels/backend.ts';
@@ -152,6 +152,9 @@ export async function measureModelCosts(req: ProfileRequest): Promise<ModelCosts
   model.initialize(1);
   req.log?.(`simulate: timing ${model.layers.length} layers on the ${backend.name} backend at batch ${req.batches.join(' and ')} (cached afterwards)…`);
   const timings = req.batches.map((b) => ({ batch: b, t: timeLayers(backend, model, b, req.seqLen, reps) }));
+  // a machine with more runnable threads than cores times the layers slower than they run alone:
+  // such a profile serves this simulation but is not kept for the next
+  const load = loadavg()[0]!, cores = cpus().length, busy = load > cores;
   const structure = structureOf(backend, model, req);
   const costs: ModelCosts = {
     ...structure,
@@ -160,9 +163,10 @@ export async function measureModelCosts(req: ProfileRequest): Promise<ModelCosts
       forward: fitBatchTime(timings.map((x) => ({ batch: x.batch, seconds: x.t[0][i]! }))),
       backward: fitBatchTime(timings.map((x) => ({ batch: x.batch, seconds: x.t[1][i]! }))),
     })),
-    source: `measured on this machine, ${backend.name} backend, one thread, batch ${req.batches.join(' and ')}`,
+    source: `measured on this machine, ${backend.name} backend, one thread, batch ${req.batches.join(' and ')}, load average ${load.toFixed(1)} on ${cores} cores`,
   };
-  if (file && dir) {
+  if (busy) req.log?.(`simulate: not caching these timings: the load average (${load.toFixed(1)}) was above the ${cores} cores, so layers ran slower than alone; rerun on a quieter machine`);
+  if (file && dir && !busy) {
     try {
       mkdirSync(dir, { recursive: true });
       const tmp = `${file}.tmp-${process.pid}`;
