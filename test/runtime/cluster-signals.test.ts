@@ -21,14 +21,16 @@ import { mpiAddonPath } from '../../src/comm/mpi/index.ts';
 const noMpirun = spawnSync('mpirun', ['--version']).status !== 0 ? 'mpirun not found (apt-get install openmpi-bin)' : false;
 const NODE = [process.execPath, '--import', 'tsx', MAIN];
 
-interface Ended { code: number | null; out: string }
+/** `out`: stdout and stderr as they came (chunks of the two interleave mid-line); `stdout` alone, whole lines */
+interface Ended { code: number | null; out: string; stdout: string }
 
 /** Starts `cmd`; once the run's metrics hold a step, `signal(child)`; resolves when it has exited. */
 function runAndStop(cmd: string, args: string[], env: NodeJS.ProcessEnv, runDir: string, signal: (pid: number) => void): Promise<Ended> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { cwd: REPO, env: { ...process.env, PARATRAIN_OFFLINE: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    for (const s of [child.stdout, child.stderr]) s.setEncoding('utf8').on('data', (d: string) => { out += d; });
+    let out = '', stdout = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; stdout += d; });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => { out += d; });
     const metrics = join(runDir, 'metrics.jsonl');
     const poll = setInterval(() => {
       if (!existsSync(metrics) || !readFileSync(metrics, 'utf8').includes('"type":"step"')) return;
@@ -37,7 +39,7 @@ function runAndStop(cmd: string, args: string[], env: NodeJS.ProcessEnv, runDir:
     }, 20);
     const killer = setTimeout(() => child.kill('SIGKILL'), 90_000);
     child.on('error', reject);
-    child.on('close', (code) => { clearInterval(poll); clearTimeout(killer); resolve({ code, out }); });
+    child.on('close', (code) => { clearInterval(poll); clearTimeout(killer); resolve({ code, out, stdout }); });
   });
 }
 
@@ -59,7 +61,7 @@ function checkAgreedStop(r: Ended, runDir: string, signal: string): void {
   const hint = `paratrain: stopped by ${signal} at step ${step} (epoch ${stopped.epoch}); the checkpoint is in ${runDir}; resume with: paratrain train --resume ${runDir}`;
   assert.ok(r.out.includes(hint), `expected the line\n${hint}\nin\n${r.out}`);
   assert.equal(readCheckpoint(join(runDir, 'model.safetensors')).metadata.step, String(step), 'the checkpoint is of the step the run stopped at');
-  const rank1 = r.out.split('\n').map((l) => l.trim()).find((l) => l.startsWith('{"rank":1'));
+  const rank1 = r.stdout.split('\n').map((l) => l.trim()).find((l) => l.startsWith('{"rank":1'));
   assert.ok(rank1, `process 1's summary line\n${r.out}`);
   assert.equal(JSON.parse(rank1).stopped?.step, step, 'process 1 stopped after the same steps');
 }
@@ -102,5 +104,5 @@ test('srun: Slurm\'s SIGTERM to every task stops both processes at one step; eac
   const [r0, r1] = await Promise.all([0, 1].map((rank) => runAndStop(process.execPath, ['--import', 'tsx', MAIN, 'train', cfg, '--out', out], slurm(rank), out, signalAll)));
   assert.equal(r0!.code, 143, r0!.out);
   assert.equal(r1!.code, 143, r1!.out);
-  checkAgreedStop({ code: r0!.code, out: r0!.out + r1!.out }, out, 'SIGTERM');
+  checkAgreedStop({ code: r0!.code, out: r0!.out + r1!.out, stdout: r0!.stdout + r1!.stdout }, out, 'SIGTERM');
 });
