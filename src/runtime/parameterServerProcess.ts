@@ -26,7 +26,9 @@ export async function hostParameterServer(config: RunConfig, start: ParameterSer
     if (start.optimizer) optimizer.loadState(start.optimizer);
     const pushes: number[] = [];
     await serveParameterServer(comm, params, optimizer, { survivesLostDevices: world.dropsLostDevices === true, onDeviceLost, version: start.version,
-      describe: (words, awaiting) => comm.describeWhereabouts(words, awaiting), onUpdate: (s) => pushes.push(s) });
+      describe: (words, awaiting) => comm.describeWhereabouts(words, awaiting), onUpdate: (s) => pushes.push(s),
+      // the devices' waits for data time out after world.timeoutMs (their receive timeout)
+      keepAliveMs: world.timeoutMs / 2 });
     pushes.sort((a, b) => a - b);
     return { pushes: pushes.length, medianPushSeconds: pushes.length ? pushes[pushes.length >> 1]! : NaN };
   } catch (err) {

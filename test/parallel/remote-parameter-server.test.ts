@@ -13,13 +13,13 @@ import { jsBackend } from '../../src/kernels/js/index.ts';
 
 const secret = 'remote-ps-test-secret';
 
-async function world(devices: number): Promise<{ server: TcpCommunicator; clients: TcpCommunicator[] }> {
+async function world(devices: number, timeoutMs = 20_000): Promise<{ server: TcpCommunicator; clients: TcpCommunicator[] }> {
   const size = devices + 1;
   let port!: (p: number) => void;
   const portKnown = new Promise<number>((resolve) => { port = resolve; });
-  const server = TcpCommunicator.connect({ rank: 0, worldSize: size, masterPort: 0, secret, timeoutMs: 20_000, onMasterListening: (a) => port(a.port) });
+  const server = TcpCommunicator.connect({ rank: 0, worldSize: size, masterPort: 0, secret, timeoutMs, onMasterListening: (a) => port(a.port) });
   const masterPort = await portKnown;
-  const clients = Array.from({ length: devices }, (_, i) => TcpCommunicator.connect({ rank: i + 1, worldSize: size, masterPort, secret, timeoutMs: 20_000 }));
+  const clients = Array.from({ length: devices }, (_, i) => TcpCommunicator.connect({ rank: i + 1, worldSize: size, masterPort, secret, timeoutMs }));
   const all = await Promise.all([server, ...clients]);
   return { server: all[0]!, clients: all.slice(1) };
 }
@@ -71,6 +71,33 @@ test('remote parameter server: pull, push with the server optimizer, staleness, 
   assert.deepEqual(order, ['a', 'b']);
   assert.ok(a.takeStats().bytes > 0);
 
+  await a.close();
+  await b.close();
+  await serving;
+  await Promise.all([server.close(), ...clients.map((c) => c.close())]);
+});
+
+test('remote parameter server: a device that waits for the others (FINISH, its turn) longer than its receive timeout hears keep-alives and finishes', { timeout: 60_000 }, async () => {
+  // receive timeout 1.5 s, keep-alives every 0.5 s; device b keeps device a waiting 4 s at each,
+  // pulling every 0.3 s meanwhile (a device that works; the server's own wait for its requests times out too)
+  const { server, clients } = await world(2, 1500);
+  const params = new Float32Array(5);
+  const serving = serveParameterServer(server, params, createOptimizer(jsBackend, { type: 'sgd', lr: 0.1, momentum: 0, nesterov: false, weightDecay: 0 }, 5), { keepAliveMs: 500 });
+  const [a, b] = clients.map((c) => new RemoteParameterServer(c)) as [RemoteParameterServer, RemoteParameterServer];
+  const busy = async () => {
+    const w = new Float32Array(5);
+    for (const end = Date.now() + 4000; Date.now() < end;) { await b.pull(w); await new Promise((r) => setTimeout(r, 300)); }
+  };
+  const aWaits = a.waitTurn(1, 2);
+  await b.waitTurn(0, 2);
+  await busy();
+  await b.passTurn();
+  await aWaits;
+  await a.passTurn();
+  const aDone = a.finish();
+  await busy();
+  await b.finish();
+  await aDone;
   await a.close();
   await b.close();
   await serving;

@@ -1,7 +1,7 @@
 import type { Communicator } from '../../comm/communicator.ts';
 import type { Optimizer } from '../../optim/optimizer.ts';
 import { PeerFailedError } from '../../comm/errors.ts';
-import { PsHeader, PsOp, PsTag } from './protocol.ts';
+import { PsHeader, PsOp, PsTag, STILL_WAITING } from './protocol.ts';
 import { allFinite } from '../nonFinite.ts';
 
 export interface ServeOptions {
@@ -23,6 +23,21 @@ export interface ServeOptions {
   describe?: (words: () => string, awaiting: (p: number) => number[]) => void;
   /** told the seconds of each push's work here (the check for NaN/Inf and the optimizer step): the simulator's server time */
   onUpdate?: (seconds: number) => void;
+  /**
+   * A device waiting for the others (FINISH) or for its turn (WAIT_TURN) hears "still waiting"
+   * this often, so that a device done long before the rest (the one beside the server finishes
+   * first) never waits for data longer than its timeout; half the devices' receive timeout, so
+   * their stall reports still come first. Default: never (one reply when the wait ends).
+   */
+  keepAliveMs?: number;
+}
+
+/** Resolves true when `wake` is called, false after `ms` (never with no ms). */
+function wokenWithin(waiters: (() => void)[], ms: number | undefined): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = ms ? setTimeout(() => resolve(false), ms) : undefined;
+    waiters.push(() => { clearTimeout(timer); resolve(true); });
+  });
 }
 
 /**
@@ -101,7 +116,7 @@ export async function serveParameterServer(comm: Communicator, params: Float32Ar
         case PsOp.WaitTurn:
           turnOf = b;
           waitingIn[device] = 'turn';
-          while (turn % b !== a) await new Promise<void>((resolve) => turnWaiters.push(resolve));
+          while (turn % b !== a) if (!(await wokenWithin(turnWaiters, o.keepAliveMs))) await comm.send(reply.set(STILL_WAITING).wire, device, PsTag.Reply);
           waitingIn[device] = null;
           await comm.send(reply.set(0).wire, device, PsTag.Reply);
           break;
@@ -112,7 +127,7 @@ export async function serveParameterServer(comm: Communicator, params: Float32Ar
         case PsOp.Finish:
           markDone(device);
           waitingIn[device] = 'finish';
-          if (done.size < comm.size - 1) await new Promise<void>((resolve) => finishWaiters.push(resolve));
+          while (done.size < comm.size - 1) if (!(await wokenWithin(finishWaiters, o.keepAliveMs))) await comm.send(reply.set(STILL_WAITING).wire, device, PsTag.Reply);
           waitingIn[device] = null;
           await comm.send(reply.set(0).wire, device, PsTag.Reply);
           break;

@@ -1,6 +1,6 @@
 import type { Communicator } from '../../comm/communicator.ts';
 import type { ParameterServer, ParameterServerSnapshot, ParameterServerStats } from './index.ts';
-import { PsHeader, PsOp, PsTag } from './protocol.ts';
+import { PsHeader, PsOp, PsTag, STILL_WAITING } from './protocol.ts';
 
 /**
  * A device's handle on a parameter server in another process (see protocol.ts):
@@ -42,6 +42,11 @@ export class RemoteParameterServer implements ParameterServer {
     return this.reply.values;
   }
 
+  /** The reply that ends a wait, past the server's keep-alives. */
+  private async awaitEnd(): Promise<void> {
+    while ((await this.answer())[0] === STILL_WAITING) { /* the others are not there yet */ }
+  }
+
   pull(into: Float32Array): Promise<number> {
     return this.timed(into.byteLength, async () => {
       await this.send(PsOp.Pull);
@@ -71,7 +76,7 @@ export class RemoteParameterServer implements ParameterServer {
   waitTurn(rank: number, size: number): Promise<void> {
     return this.timed(0, async () => {
       await this.send(PsOp.WaitTurn, rank, size);
-      await this.answer();
+      await this.awaitEnd();
     }, true);
   }
 
@@ -86,7 +91,7 @@ export class RemoteParameterServer implements ParameterServer {
   finish(): Promise<void> {
     return this.timed(0, async () => {
       await this.send(PsOp.Finish);
-      await this.answer();
+      await this.awaitEnd();
     }, true);
   }
 
