@@ -23,6 +23,11 @@ export class EventQueue<E extends Timed> {
     }
   }
 
+  /** The first event, left in the queue. */
+  peek(): E | undefined {
+    return this.items[0]?.e;
+  }
+
   pop(): E | undefined {
     const items = this.items;
     if (!items.length) return undefined;

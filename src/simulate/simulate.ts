@@ -13,7 +13,7 @@ import { computeTime, type ModelCosts } from './layerCosts.ts';
 import { StragglerSampler, type Stragglers } from './stragglers.ts';
 import type { StrategyChoice } from './choices.ts';
 import { averagingPlan, hybridPlan, runLockstep, trickPlan, type Overlap } from './lockstep.ts';
-import { simulateServer, simulateSync } from './serverSim.ts';
+import { simulateServerOverPhases, simulateSync } from './serverSim.ts';
 import { markForTrick, trickWorkload } from './trick.ts';
 
 /** Everything one simulation needs, every flag checked. */
@@ -154,7 +154,7 @@ function simulateOne(setup: SimulationSetup, choice: StrategyChoice, G: number, 
   const rule = spec.type === 'async'
     ? { kind: 'async' as const, fetchEvery: spec.fetchEvery, pushEvery: spec.pushEvery, maxStaleness: spec.maxStaleness }
     : { kind: 'easgd' as const, period: spec.period };
-  const o = simulateServer(job, rule);
+  const o = simulateServerOverPhases(job, rule, setup.seed);
   return { ...finish(o.stepSeconds, rate(o), o.idleShare, o.bytesPerStep, rule.kind === 'async' ? o.staleness : undefined), deviceStepSeconds: o.deviceStepSeconds };
 }
 
