@@ -11,7 +11,7 @@
  *
  *   node --import tsx scripts/emulated-network.ts [--config examples/alexnet-small.yaml]
  *     [--links 100mbit:2ms,50mbit:5ms] [--strategies hybrid,async,bsp,trick] [--processes 2[,3,4]]
- *     [--steps 20] [--mtu 9000] [--out DIR] [--json FILE]
+ *     [--steps 20] [--server-steps 60] [--mtu 9000] [--out DIR] [--json FILE]
  *
  * Needs root, iproute2 (`ip`, `tc`) and /usr/bin/python3; otherwise it says why and exits 0.
  * Everything it makes (namespaces, veths, the TUN device, the relay) is removed at the end, on an
@@ -111,6 +111,10 @@ export async function main(args: string[]): Promise<void> {
   if (!processCounts.every((p) => p >= 2 && p <= 4 && Number.isInteger(p))) throw new Error('--processes: 2, 3 or 4, or a list of them (2,4)');
   const steps = Number(option(args, 'steps', '20'));
   if (!(steps >= 10 && Number.isInteger(steps))) throw new Error('--steps: an integer of at least 10 (the first few are a warm-up)');
+  // a parameter server whose link two or more devices cross: their phases wander over tens of steps
+  // (docs/simulator.md, "Why 60 steps"), so a short run measures one stretch of them, not their mean
+  const serverSteps = Number(option(args, 'server-steps', '60'));
+  if (!(serverSteps >= 10 && Number.isInteger(serverSteps))) throw new Error('--server-steps: an integer of at least 10');
   const base = loadConfig(configPath);
   const choices = parseStrategyChoices(option(args, 'strategies', 'hybrid,async,bsp,trick'), base);
   const keep = args.includes('--out');
@@ -128,7 +132,9 @@ export async function main(args: string[]): Promise<void> {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   console.log(machineLine());
-  console.log(`config ${configPath}; ${steps} steps per device (the first ${Math.min(5, Math.floor(steps / 5))} a warm-up); MTU ${option(args, 'mtu', '9000')}`);
+  const warmup = (n: number) => Math.min(5, Math.floor(n / 5));
+  console.log(`config ${configPath}; ${steps} steps per device (the first ${warmup(steps)} a warm-up), async and asynchronous easgd on 3 or more processes ` +
+    `${serverSteps} (the first ${warmup(serverSteps)}); MTU ${option(args, 'mtu', '9000')}`);
   try {
     let remeasure = true;
     for (const processes of processCounts) {
@@ -142,7 +148,9 @@ export async function main(args: string[]): Promise<void> {
         for (const choice of choices) {
           const tag = `${processes}p-${link.name}-${choice.label}`.replace(/[^a-z0-9.]+/gi, '_');
           const cfg = join(out, `${tag}.yaml`), dir = join(out, tag);
-          writeFileSync(cfg, configToYaml(jobConfig(base, choice, processes, steps)));
+          const server = choice.kind !== 'trick' && (choice.spec.type === 'async' || (choice.spec.type === 'easgd' && choice.spec.mode !== 'sync'));
+          const jobSteps = server && processes >= 3 ? serverSteps : steps;
+          writeFileSync(cfg, configToYaml(jobConfig(base, choice, processes, jobSteps)));
           const cal = await calibrate(net, PROBE_BYTES);
           const failure = await runJob(net, cfg, dir, processes, children);
           if (failure) {
@@ -155,7 +163,7 @@ export async function main(args: string[]): Promise<void> {
           const both = choice.kind === 'trick' || !['async', 'sync', 'easgd'].includes(choice.spec.type) || (choice.spec.type === 'easgd' && choice.spec.mode === 'sync');
           const beta = both ? cal.link.betaBoth : cal.link.beta;
           const flags = {
-            devices: String(processes), strategies: choice.label, perHost: 1, steps,
+            devices: String(processes), strategies: choice.label, perHost: 1, steps: jobSteps,
             link: `${beta * 8}bit:${cal.link.alpha}s`, loopback: `${cal.loopback.beta}b/s:${cal.loopback.alpha}s`,
           };
           // the simulator's own compute (timed here once, then cached), and the run's (its median and step-to-step variation)
