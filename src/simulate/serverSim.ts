@@ -18,9 +18,8 @@
  * equally, as TCP flows do (sharedLink.ts), and arrive α after their last byte. Every transfer
  * over a host's link also crosses the server's, which has as many or more in flight, in the same
  * direction at the same rate: so each transfer moves at the server link's share, and the two
- * directions of the server's link are the only ones to model. Staleness =
- * updates applied before a push is served − the version the device last pulled (what the server
- * computes).
+ * directions of the server's link are the only ones to model. Staleness = updates applied before
+ * a push is served − the version the device last pulled (what the server computes).
  */
 import { EventQueue, Fifo } from './eventQueue.ts';
 import { SharedLink } from './sharedLink.ts';

@@ -32,7 +32,7 @@ export interface ServeOptions {
   keepAliveMs?: number;
 }
 
-/** Resolves true when `wake` is called, false after `ms` (never with no ms). */
+/** Adds a waiter to `waiters`: resolves true when it is called, false after `ms` (never with no ms). */
 function wokenWithin(waiters: (() => void)[], ms: number | undefined): Promise<boolean> {
   return new Promise((resolve) => {
     const timer = ms ? setTimeout(() => resolve(false), ms) : undefined;
