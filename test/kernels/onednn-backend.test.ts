@@ -70,12 +70,35 @@ function checkPool(g: Pool2DGeometry, i: number): void {
   assertClose(dx, wdx, { what: `${describePool(g)} avg dx` });
 }
 
-test('onednn pooling matches the reference (argmax exactly), every case as a oneDNN primitive', { skip }, () => {
-  POOL_CASES.forEach(checkPool);
+test('onednn pooling matches the reference (argmax exactly), every case: max forward in the addon\'s C, and as a oneDNN primitive', { skip }, () => {
   // mnist-small's second pool: 11×11 → 5×5, the last row and column unused (negative implied padding)
-  checkPool({ N: 4, H: 11, W: 11, C: 64, KH: 2, KW: 2, strideH: 2, strideW: 2, padTop: 0, padLeft: 0, OH: 5, OW: 5 }, 99);
-  const stats = b.stats();
-  for (const kind of ['maxPoolForward', 'avgPoolForward', 'avgPoolBackward'] as const) assert.equal(stats[kind].unsupported, 0, kind);
+  const mnistPool2: Pool2DGeometry = { N: 4, H: 11, W: 11, C: 64, KH: 2, KW: 2, strideH: 2, strideW: 2, padTop: 0, padLeft: 0, OH: 5, OW: 5 };
+  for (const direct of [true, false]) {
+    b.setDirect(direct);
+    try {
+      const before = b.stats().maxPoolForward;
+      POOL_CASES.forEach(checkPool);
+      checkPool(mnistPool2, 99);
+      const after = b.stats();
+      const calls = POOL_CASES.length + 1;
+      assert.equal(after.maxPoolForward.direct - before.direct, direct ? calls : 0, `max forward in the addon's C: ${direct}`);
+      for (const kind of ['maxPoolForward', 'avgPoolForward', 'avgPoolBackward'] as const) assert.equal(after[kind].unsupported, 0, kind);
+    } finally {
+      b.setDirect(true);
+    }
+  }
+});
+
+test('onednn max pooling with NaN as the reference: strictly greater wins, so a later NaN never takes over and a first cell\'s stays', { skip }, () => {
+  const g: Pool2DGeometry = { N: 1, H: 4, W: 4, C: 3, KH: 2, KW: 2, strideH: 2, strideW: 2, padTop: 0, padLeft: 0, OH: 2, OW: 2 };
+  const x = randomArray(48, 5);
+  x[(1 * 4 + 1) * 3 + 2] = NaN;   // window (0, 0), its last cell, channel 2
+  x[(2 * 4 + 2) * 3 + 0] = NaN;   // window (1, 1), its first cell, channel 0
+  const y = new Float32Array(12), am = b.allocInt32(12), wy = new Float32Array(12), wam = new Int32Array(12);
+  b.maxPoolForward(x, y, am, g); ref.maxPoolForward(x, wy, wam, g);
+  assert.deepEqual([...am], [...wam]);
+  assert.deepEqual([...y], [...wy]);
+  assert.ok(!Number.isNaN(y[2]!) && Number.isNaN(y[9]!));
 });
 
 test('onednn pooling with windows wholly in the padding gives 0 and argmax −1 there, like the reference', { skip }, () => {
