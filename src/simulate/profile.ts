@@ -4,10 +4,15 @@
  * the batch sizes the simulation needs (two when the per-device batch changes with the device
  * count, for the line t(b) = fixed + perSample·b), and one optimizer step. Results are cached in
  * $PARATRAIN_CACHE/simulate (else ~/.cache/paratrain/simulate), keyed by the model, optimizer,
- * backend, batches, CPU and Node version, so a second simulation starts at once.
+ * backend, the build of its kernels, batches, CPU and Node version, so a second simulation starts
+ * at once and a rebuilt kernel is timed again.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { wasmFileUrl } from '../kernels/wasm/loader.ts';
+import { onednnAddonPath } from '../kernels/onednn/addon.ts';
+import { nativeAddonPath } from '../kernels/native/addon.ts';
 import { cpus, homedir, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { getBackend } from '../kernels/index.ts';
@@ -105,8 +110,28 @@ function timeOptimizer(backend: Backend, spec: OptimizerSpec, floats: number): n
   return median(times) / 1000 / Math.max(1, floats);
 }
 
-function cacheKey(req: ProfileRequest, backendName: string): string {
-  const what = { v: 1, model: req.model, optimizer: req.optimizer, backend: backendName, batches: req.batches, seqLen: req.seqLen ?? null,
+/**
+ * Size and modification time of the files the backend's kernels come from (the wasm modules,
+ * which every backend but js uses for some kernels, and the addon): a rebuilt kernel changes the
+ * key, so timings cached before it (a slower pool, say) are not reused.
+ */
+function kernelBuild(backendName: string): string[] {
+  const files = [fileURLToPath(wasmFileUrl('kernels.wasm')), fileURLToPath(wasmFileUrl('kernels-relaxed.wasm'))];
+  const addon = backendName === 'onednn' ? onednnAddonPath() : backendName === 'native' ? nativeAddonPath() : null;
+  if (addon) files.push(addon);
+  return files.map((f) => {
+    try {
+      const st = statSync(f);
+      return `${st.size}:${Math.floor(st.mtimeMs)}`;
+    } catch {
+      return 'absent';
+    }
+  });
+}
+
+/** The cache file's key for a request on a backend (exported for its test). */
+export function profileCacheKey(req: ProfileRequest, backendName: string): string {
+  const what = { v: 1, model: req.model, optimizer: req.optimizer, backend: backendName, build: kernelBuild(backendName), batches: req.batches, seqLen: req.seqLen ?? null,
     reps: req.repetitions ?? 5, node: process.version, cpu: cpus()[0]?.model ?? '', cores: cpus().length };
   return createHash('sha256').update(JSON.stringify(what)).digest('hex').slice(0, 24);
 }
@@ -140,7 +165,7 @@ export async function modelStructure(req: Pick<ProfileRequest, 'model' | 'optimi
 export async function measureModelCosts(req: ProfileRequest): Promise<ModelCosts> {
   const backend = await getBackend(req.backend);
   const dir = req.cacheDir === undefined ? defaultSimulateCacheDir() : req.cacheDir;
-  const file = dir ? join(dir, `profile-${cacheKey(req, backend.name)}.json`) : null;
+  const file = dir ? join(dir, `profile-${profileCacheKey(req, backend.name)}.json`) : null;
   if (file && !req.remeasure) {
     try {
       const cached = JSON.parse(readFileSync(file, 'utf8')) as ModelCosts;
