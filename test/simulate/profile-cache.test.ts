@@ -24,7 +24,8 @@ test('the profile cache key changes when the wasm kernels are rebuilt, and diffe
     utimesSync(file, atime, new Date(mtime.getTime() + 2000));
     assert.notEqual(profileCacheKey(req, 'wasm'), before, 'a newer kernels.wasm gives another key');
   } finally {
+    // back to the build's time (to the millisecond: utimes takes seconds as a double, so the key
+    // may not come back bit for bit, which is why nothing is asserted after this)
     utimesSync(file, atime, mtime);
   }
-  assert.equal(profileCacheKey(req, 'wasm'), before);
 });
