@@ -155,9 +155,8 @@ static void workspaceToArgmax(const Geom *g, dnnl_memory_t wsMem, int32_t *argma
  * Max pooling forward in one pass, as the Backend's reference does it: each window clipped to the
  * image, the first cell taken, then every later cell that is strictly greater, in window order
  * (so a later NaN never takes over, as in the fused kernels of convpool.c); a window wholly in
- * the padding gives 0 and argmax −1. It reads x
- * once and writes y and argmax once, where oneDNN's primitive writes a workspace that a second
- * pass turns into argmax: on a Zen 3 (jit:avx2) that took 6–10 ms for mnist-small's first pool
+ * the padding gives 0 and argmax −1. It reads x once and writes y and argmax once, where oneDNN's
+ * primitive writes a workspace that a second pass turns into argmax: on a Zen 3 (jit:avx2) that took 6–10 ms for mnist-small's first pool
  * at batch 64, the reference's loop in wasm 1.5 ms. The channel loop is contiguous (NHWC) and
  * branch-free, so the compiler vectorizes it: with AVX2 where the CPU has it.
  */
