@@ -9,12 +9,12 @@
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { cpus, homedir, loadavg } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { wasmFileUrl } from '../kernels/wasm/loader.ts';
 import { onednnAddonPath } from '../kernels/onednn/addon.ts';
 import { nativeAddonPath } from '../kernels/native/addon.ts';
-import { cpus, homedir, loadavg } from 'node:os';
-import { join } from 'node:path';
 import { getBackend } from '../kernels/index.ts';
 import type { Backend } from '../kernels/backend.ts';
 import { buildModel, type Sequential } from '../nn/model.ts';
