@@ -64,6 +64,20 @@ test('Barrier: one party passes, a timeout names the missing party', () => {
   assert.throws(() => b.wait(0), (e: unknown) => e instanceof CommTimeoutError && e.missing.join() === '1,2' && /party 1, 2 had not arrived/.test(e.message));
 });
 
+test('Barrier: a party paused between its two writes (counted, not yet marked) is still named, never an empty list', () => {
+  // the barrier's words are [count, generation, arrived…]: party 2 has counted itself, then stalled
+  const b = Barrier.create(3, { timeoutMs: 80 });
+  Atomics.add(b.i32, 0, 1);
+  assert.throws(() => b.wait(0), (e: unknown) => e instanceof CommTimeoutError && e.missing.join() === '1,2');
+  // once released, every party that passed is marked with the generation it passed
+  const c = Barrier.create(2);
+  Atomics.add(c.i32, 0, 1);
+  Atomics.store(c.i32, 2 + 1, 1);
+  assert.equal(c.wait(0), 0);
+  assert.deepEqual(c.missing(0), []);
+  assert.deepEqual(c.missing(), [0, 1]);
+});
+
 test('waitUntil returns when the word is ready, throws on abort', () => {
   const world = createShmWorld(1);
   const i32 = new Int32Array(new SharedArrayBuffer(8));

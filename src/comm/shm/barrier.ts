@@ -41,13 +41,17 @@ export class Barrier {
   wait(party?: number, opts: WaitOptions = this.opts): number {
     const { i32, base, parties } = this;
     const gen = Atomics.load(i32, base + GEN);
-    if (party !== undefined) Atomics.store(i32, base + ARRIVED + party, (gen + 1) | 0);
+    // `arrived` is written after the count (and by the last arriver after the release), so while the
+    // barrier holds, a party marked arrived has been counted: a waiter's report names at least one
+    // party (the late one), never an empty list because a party was paused between the two writes
     if (Atomics.add(i32, base + COUNT, 1) === parties - 1) {
       Atomics.store(i32, base + COUNT, 0);
       Atomics.add(i32, base + GEN, 1);
       Atomics.notify(i32, base + GEN);
+      if (party !== undefined) Atomics.store(i32, base + ARRIVED + party, (gen + 1) | 0);
       return 0;
     }
+    if (party !== undefined) Atomics.store(i32, base + ARRIVED + party, (gen + 1) | 0);
     return waitWhileEqual(i32, base + GEN, gen, opts, () => {
       const missing = this.missing(gen);
       const who = missing.length ? `${this.partyLabel} ${missing.join(', ')} had not arrived` : `${this.partyLabel}s did not all arrive`;
