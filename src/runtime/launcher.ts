@@ -32,7 +32,11 @@ export interface LaunchOptions {
 export interface JobOutcome {
   /** 0, or the first failing process's exit code (128 + n when killed by signal n) */
   code: number;
-  /** the first process that failed, with its exit code or the signal that killed it */
+  /**
+   * the process whose failure ended the job, with its exit code or the signal that killed it: one
+   * killed by a signal the launcher did not send (the cause: its peers then exit with an error
+   * saying it died, possibly before its own exit is seen), else the first that failed
+   */
   failure: { rank: number; code: number | null; signal: NodeJS.Signals | null } | null;
   /** the launcher itself was sent SIGINT/SIGTERM/SIGUSR1 (forwarded to every process) */
   interrupted: NodeJS.Signals | null;
@@ -68,20 +72,23 @@ export async function launchJob(o: LaunchOptions): Promise<JobOutcome> {
   }
   const worldSize = o.nprocPerNode * o.nnodes;
   const children: ChildProcess[] = [];
-  let firstFailure: JobOutcome['failure'] = null;
+  /** failures in the order seen; `external`: killed by a signal the launcher did not send */
+  const failures: (NonNullable<JobOutcome['failure']> & { external: boolean })[] = [];
+  const signalled = new Set<ChildProcess>();
   let interrupted: NodeJS.Signals | null = null;
   let killTimer: NodeJS.Timeout | undefined;
   const timers: NodeJS.Timeout[] = [];
   const alive = () => children.filter((c) => c.exitCode === null && c.signalCode === null);
-  const killLater = () => timers.push(setTimeout(() => { for (const c of alive()) c.kill('SIGKILL'); }, o.killGraceMs ?? 10_000));
+  const signal = (c: ChildProcess, s: NodeJS.Signals) => { signalled.add(c); c.kill(s); };
+  const killLater = () => timers.push(setTimeout(() => { for (const c of alive()) signal(c, 'SIGKILL'); }, o.killGraceMs ?? 10_000));
   const stopOthers = () => {
     if (killTimer) return;
-    killTimer = setTimeout(() => { for (const c of alive()) c.kill('SIGTERM'); killLater(); }, o.graceMs ?? 10_000);
+    killTimer = setTimeout(() => { for (const c of alive()) signal(c, 'SIGTERM'); killLater(); }, o.graceMs ?? 10_000);
   };
-  const forward = (signal: NodeJS.Signals) => () => {
+  const forward = (s: NodeJS.Signals) => () => {
     if (interrupted) killLater();
-    interrupted ??= signal;
-    for (const c of alive()) c.kill(signal);
+    interrupted ??= s;
+    for (const c of alive()) signal(c, s);
   };
   const forwarded = (['SIGINT', 'SIGTERM', 'SIGUSR1'] as const).map((s) => [s, forward(s)] as const);
   for (const [s, handler] of forwarded) process.on(s, handler);
@@ -106,17 +113,18 @@ export async function launchJob(o: LaunchOptions): Promise<JobOutcome> {
       return new Promise<void>((resolve) => {
         child.on('error', (err) => {
           (o.err ?? process.stderr).write(`paratrain launch: process ${rank} could not start: ${err.message}\n`);
-          firstFailure ??= { rank, code: 1, signal: null };
+          failures.push({ rank, code: 1, signal: null, external: false });
           stopOthers();
           resolve();
         });
-        child.on('exit', (code, signal) => {
+        child.on('exit', (code, killedBy) => {
           const failed = code !== 0;
-          if (failed && !firstFailure) {
-            firstFailure = { rank, code, signal };
-            if (signal) (o.err ?? process.stderr).write(`paratrain launch: process ${rank} was killed by ${signal}\n`);
+          if (failed) {
+            const external = killedBy !== null && !signalled.has(child);
+            failures.push({ rank, code, signal: killedBy, external });
+            if (external) (o.err ?? process.stderr).write(`paratrain launch: process ${rank} was killed by ${killedBy}\n`);
+            stopOthers();
           }
-          if (failed) stopOthers();
           resolve();
         });
       });
@@ -127,7 +135,8 @@ export async function launchJob(o: LaunchOptions): Promise<JobOutcome> {
     for (const t of timers) clearTimeout(t);
     for (const [s, handler] of forwarded) process.off(s, handler);
   }
-  const failure = firstFailure as JobOutcome['failure'];
+  const cause = failures.find((f) => f.external) ?? failures[0];
+  const failure: JobOutcome['failure'] = cause ? { rank: cause.rank, code: cause.code, signal: cause.signal } : null;
   const code = !failure ? 0 : failure.code ?? 128 + (signalNumber(failure.signal) ?? 1);
   return { code, failure, interrupted };
 }

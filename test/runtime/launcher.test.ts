@@ -49,6 +49,27 @@ test('a child that ignores SIGTERM, and one stopped by SIGSTOP, are SIGKILLed af
   assert.ok(Date.now() - started < 15_000, 'the launcher did not wait for the deaf and the stopped child');
 });
 
+test('the job\'s failure is the process killed from outside, even when a peer exits first on noticing it', { timeout: 60_000 }, async () => {
+  const dir = tmpDir('paratrain-launcher-');
+  // rank 0 exits 1 first (as a peer does on a closed connection); rank 1 is SIGKILLed after it (by itself: not the launcher)
+  const command = stub(dir, `
+    if (rank === 0) process.exit(1);
+    else setTimeout(() => process.kill(process.pid, 'SIGKILL'), 300);`);
+  const err = new PassThrough();
+  let said = '';
+  err.on('data', (d) => { said += d; });
+  const outcome = await launchJob({ nprocPerNode: 2, nnodes: 1, nodeRank: 0, masterAddr: '127.0.0.1', masterPort: randomPort(),
+    args: [], command, graceMs: 5000, killGraceMs: 500, out: new PassThrough().resume(), err });
+  assert.deepEqual(outcome.failure, { rank: 1, code: null, signal: 'SIGKILL' });
+  assert.equal(outcome.code, 137);
+  assert.match(said, /process 1 was killed by SIGKILL/);
+  // the signals the launcher itself sends (after graceMs) are not a cause: the first failure stays it
+  const deaf = stub(dir, `if (rank === 0) process.exit(4); else setInterval(() => {}, 1000);`);
+  const second = await launchJob({ nprocPerNode: 2, nnodes: 1, nodeRank: 0, masterAddr: '127.0.0.1', masterPort: randomPort(),
+    args: [], command: deaf, graceMs: 100, killGraceMs: 500, ...quiet() });
+  assert.deepEqual(second.failure, { rank: 0, code: 4, signal: null });
+});
+
 test('the children of a SIGKILLed launcher stop within seconds', { timeout: 180_000 }, async () => {
   const dir = tmpDir('paratrain-launcher-'), out = join(dir, 'run');
   const cfg = tinyJobConfig(dir);
