@@ -12,7 +12,8 @@
  * Padding after the image is implied by OH/OW (Geom.pb/pr) and may be negative (the last rows or
  * columns unused), which oneDNN accepts. When oneDNN has no primitive for a geometry the call
  * returns false and the TypeScript side runs the base backend's kernel instead. Convolutions with
- * few input channels run direct.c's kernels instead (oneDNN's are slow there), where the CPU has AVX-512.
+ * few input channels run direct.c's kernels instead (oneDNN's are slow there), where the CPU has AVX-512;
+ * without AVX-512, filter gradients run as im2col + dnnl_sgemm (gemmconv.c: twice the AVX2 primitive's speed).
  */
 #include <string.h>
 #include "onednn.h"
@@ -268,7 +269,8 @@ napi_value Conv2dBackwardFilter(napi_env env, napi_callback_info info) {
   }
   oneThread();
   Instance *inst = instance(env);
-  if (!inst->noDirect && smallConv(&g) && smallConvBackwardFilter(&g, x, dy, dw, db)) {
+  if (!inst->noDirect && ((smallConv(&g) && smallConvBackwardFilter(&g, x, dy, dw, db)) ||
+                          (gemmFilterGradient(&g) && gemmConvBackwardFilter(&g, x, dy, dw, db)))) {
     inst->direct[PLAN_CONV_BWD_WEIGHTS]++;
     return boolValue(env, true);
   }

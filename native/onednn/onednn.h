@@ -123,6 +123,10 @@ void smallConvForward(const Geom *g, const float *x, const float *w, const float
 bool smallConvBackwardFilter(const Geom *g, const float *x, const float *dy, float *dw, float *db);
 /** dx overwritten; false when out of memory. */
 bool smallConvBackwardData(const Geom *g, const float *dy, const float *w, float *dx);
+/** gemmconv.c: true on x86 without AVX-512 for windows of 64 values or more: the filter gradient runs as im2col + dnnl_sgemm. */
+bool gemmFilterGradient(const Geom *g);
+/** dw += , db += (db may be NULL) that way; false when out of memory or sgemm fails (the primitive runs instead). */
+bool gemmConvBackwardFilter(const Geom *g, const float *x, const float *dy, float *dw, float *db);
 /** True when the pooling windows do not overlap. */
 bool poolTiles(const Geom *g);
 /** dx overwritten from dy through argmax (poolTiles only); the count of argmax values outside their window, or -1 when out of memory. */

@@ -250,3 +250,20 @@ test('onednn conv2d at the network shapes (batch 64): oneDNN\'s direct kernels, 
     }
   }
 });
+
+// Without AVX-512, filter gradients run as im2col + dnnl_sgemm (native/onednn/gemmconv.c): twice oneDNN 2.6's jit:avx2 kernel.
+const noAvx512 = !onednn ? onednnSkip : onednn.onednn.isa.startsWith('avx512') ? 'this CPU has AVX-512: the primitive computes filter gradients' : false;
+
+test('onednn without AVX-512: filter gradients of windows of 64 values or more at the network shapes (batch 64) are im2col + sgemm, the rest primitives', { skip: noAvx512 }, () => {
+  const b = onednn!;
+  for (const g of network(64)) {
+    const s = convSizes(g);
+    const x = b.alloc(s.x), w = b.alloc(s.w), dy = b.alloc(s.y), y = b.alloc(s.y), dx = b.alloc(s.x), dw = b.alloc(s.w), db = b.alloc(g.F);
+    const before = b.stats();
+    b.conv2dForward(x, w, db, y, g); b.conv2dBackwardData(dy, w, dx, g); b.conv2dBackwardFilter(x, dy, dw, db, g);
+    const after = b.stats();
+    const gemm = g.KH * g.KW * g.C >= 64 ? 1 : 0;
+    assert.equal(after.convBackwardWeights.direct - before.convBackwardWeights.direct, gemm, `${describeConv(g)}: the filter gradient in the addon ${gemm} times`);
+    for (const kind of ['convForward', 'convBackwardData'] as const) assert.equal(after[kind].direct, before[kind].direct, `${describeConv(g)} ${kind}: a primitive`);
+  }
+});
