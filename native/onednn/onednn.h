@@ -79,6 +79,9 @@ typedef struct {
   bool useSgemm;
   /** direct.c's kernels off: oneDNN's primitives for every shape (setDirect, for benchmarks and tests) */
   bool noDirect;
+  /** gemm.c's copies of operands whose rows alias in the cache (padFloats floats; grown, freed with the instance) */
+  float *pad;
+  size_t padFloats;
 } Instance;
 
 Instance *instance(napi_env env);

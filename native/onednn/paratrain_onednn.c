@@ -91,6 +91,7 @@ static void freeInstance(napi_env env, void *data, void *hint) {
   for (int i = 0; i < CACHE_SLOTS; i++) if (inst->table[i].used) planFree(&inst->table[i]);
   if (inst->stream) dnnl_stream_destroy(inst->stream);
   if (inst->engine) dnnl_engine_destroy(inst->engine);
+  free(inst->pad);
   free(inst);
 }
 

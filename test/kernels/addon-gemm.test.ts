@@ -170,3 +170,26 @@ for (const v of VARIANTS) {
 test('onednn setGemm refuses an unknown entry point', { skip: onednnSkip }, () => {
   assert.throws(() => onednn!.setGemm('blas' as never), /mode must be 'matmul' or 'sgemm'/);
 });
+
+// Without AVX-512, operands whose rows are a multiple of 512 floats apart (B untransposed: N; A transposed: M) are
+// copied into longer rows before oneDNN's sgemm (native/onednn/gemm.c); with its own kernels off, the matmul primitive.
+const padded = !onednn ? onednnSkip : onednn.onednn.isa.startsWith('avx512') ? 'this CPU has AVX-512: no operand is padded' : false;
+
+test('onednn without AVX-512: rows 512 floats apart are padded for sgemm, and the product equals the reference and the primitive\'s', { skip: padded }, () => {
+  const b = onednn!;
+  const v = VARIANTS.find((x) => x.b === onednn)!;
+  let seed = 9000;
+  // [transA, transB, M, N, K, padded?]: B's rows N = 512 or 1024 apart, A's (transposed) M = 512 apart, both, neither
+  const shapes = [[false, false, 3, 512, 5, true], [false, false, 2, 1024, 3, true], [true, false, 512, 7, 3, true], [true, false, 512, 512, 2, true],
+    [false, true, 3, 512, 5, false], [true, true, 512, 3, 4, true], [false, false, 3, 511, 5, false]] as const;
+  for (const [ta, tb, M, N, K, pads] of shapes) {
+    for (const direct of [true, false]) {
+      const before = b.setDirect(direct);
+      const was = b.stats().matmul.direct;
+      try {
+        for (const [alpha, beta] of [[1, 0], [-0.5, 1]] as const) check(v, 'wasm+3', ta, tb, M, N, K, alpha, beta, seed++);
+      } finally { b.setDirect(before); }
+      assert.equal(b.stats().matmul.direct - was, direct && pads ? 2 : 0, `${ta},${tb} ${M}×${N}×${K} padded: ${direct && pads}`);
+    }
+  }
+});
