@@ -6,12 +6,12 @@ import { createWasmBackend } from '../../src/kernels/wasm/index.ts';
 
 const b = await wasmBackend();
 
-test('alloc returns zeroed, 16-byte aligned, SharedArrayBuffer-backed views into wasm memory', () => {
+test('alloc returns zeroed, 64-byte aligned (a cache line), SharedArrayBuffer-backed views into wasm memory', () => {
   for (const n of [0, 1, 3, 4, 33, 1000]) {
     const a = b.alloc(n, true);
     assert.equal(a.length, n);
     assert.ok(a.buffer instanceof SharedArrayBuffer);
-    assert.equal(a.byteOffset % 16, 0);
+    assert.equal(a.byteOffset % 64, 0);
     assert.ok(a.every((v) => v === 0));
     assert.ok(b.owns(a));
   }
