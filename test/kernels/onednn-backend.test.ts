@@ -73,14 +73,17 @@ function checkPool(g: Pool2DGeometry, i: number): void {
 test('onednn pooling matches the reference (argmax exactly), every case: max forward in the addon\'s C, and as a oneDNN primitive', { skip }, () => {
   // mnist-small's second pool: 11×11 → 5×5, the last row and column unused (negative implied padding)
   const mnistPool2: Pool2DGeometry = { N: 4, H: 11, W: 11, C: 64, KH: 2, KW: 2, strideH: 2, strideW: 2, padTop: 0, padLeft: 0, OH: 5, OW: 5 };
+  // channels in whole vectors of 8 (the AVX2 kernel's case) with overlapping, padded windows, some clipped to one cell
+  const padded16: Pool2DGeometry = { N: 2, H: 7, W: 9, C: 16, KH: 3, KW: 3, strideH: 2, strideW: 2, padTop: 1, padLeft: 2, OH: 4, OW: 5 };
   for (const direct of [true, false]) {
     b.setDirect(direct);
     try {
       const before = b.stats().maxPoolForward;
       POOL_CASES.forEach(checkPool);
       checkPool(mnistPool2, 99);
+      checkPool(padded16, 98);
       const after = b.stats();
-      const calls = POOL_CASES.length + 1;
+      const calls = POOL_CASES.length + 2;
       assert.equal(after.maxPoolForward.direct - before.direct, direct ? calls : 0, `max forward in the addon's C: ${direct}`);
       for (const kind of ['maxPoolForward', 'avgPoolForward', 'avgPoolBackward'] as const) assert.equal(after[kind].unsupported, 0, kind);
     } finally {
@@ -90,15 +93,18 @@ test('onednn pooling matches the reference (argmax exactly), every case: max for
 });
 
 test('onednn max pooling with NaN as the reference: strictly greater wins, so a later NaN never takes over and a first cell\'s stays', { skip }, () => {
-  const g: Pool2DGeometry = { N: 1, H: 4, W: 4, C: 3, KH: 2, KW: 2, strideH: 2, strideW: 2, padTop: 0, padLeft: 0, OH: 2, OW: 2 };
-  const x = randomArray(48, 5);
-  x[(1 * 4 + 1) * 3 + 2] = NaN;   // window (0, 0), its last cell, channel 2
-  x[(2 * 4 + 2) * 3 + 0] = NaN;   // window (1, 1), its first cell, channel 0
-  const y = new Float32Array(12), am = b.allocInt32(12), wy = new Float32Array(12), wam = new Int32Array(12);
-  b.maxPoolForward(x, y, am, g); ref.maxPoolForward(x, wy, wam, g);
-  assert.deepEqual([...am], [...wam]);
-  assert.deepEqual([...y], [...wy]);
-  assert.ok(!Number.isNaN(y[2]!) && Number.isNaN(y[9]!));
+  // 3 channels: the plain C loop; 8: the AVX2 kernel, where the CPU has it
+  for (const C of [3, 8]) {
+    const g: Pool2DGeometry = { N: 1, H: 4, W: 4, C, KH: 2, KW: 2, strideH: 2, strideW: 2, padTop: 0, padLeft: 0, OH: 2, OW: 2 };
+    const x = randomArray(16 * C, 5);
+    x[(1 * 4 + 1) * C + 2] = NaN;   // window (0, 0), its last cell, channel 2
+    x[(2 * 4 + 2) * C + 0] = NaN;   // window (1, 1), its first cell, channel 0
+    const y = new Float32Array(4 * C), am = b.allocInt32(4 * C), wy = new Float32Array(4 * C), wam = new Int32Array(4 * C);
+    b.maxPoolForward(x, y, am, g); ref.maxPoolForward(x, wy, wam, g);
+    assert.deepEqual([...am], [...wam], `C = ${C}`);
+    assert.deepEqual([...y], [...wy], `C = ${C}`);
+    assert.ok(!Number.isNaN(y[2]!) && Number.isNaN(y[3 * C]!), `C = ${C}`);
+  }
 });
 
 test('onednn pooling with windows wholly in the padding gives 0 and argmax −1 there, like the reference', { skip }, () => {
