@@ -15,7 +15,7 @@
  *
  * Max-pool backward with windows that do not overlap (stride ≥ window, the usual 2×2/2): every
  * input cell is written once, dy where it is its window's argmax and 0 elsewhere, instead of
- * zeroing dx and scattering into it (AVX-512 too; pool.c scatters elsewhere).
+ * zeroing dx and scattering into it (with AVX-512 or AVX2; pool.c scatters elsewhere).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -277,14 +277,60 @@ AVX512 static int64_t windowRow(const Geom *g, float *dxRow, const float *dyRow,
   return hits;
 }
 
+/* The same two with AVX2, for CPUs without AVX-512: 8 lanes. */
+#define AVX2 __attribute__((target("avx2")))
+
+AVX2 static int64_t countArgmax256(const int32_t *am, int64_t n) {
+  int64_t count = 0, i = 0;
+  const __m256i none = _mm256_set1_epi32(-1);
+  for (; i + 8 <= n; i += 8) {
+    const __m256i hit = _mm256_cmpgt_epi32(_mm256_loadu_si256((const __m256i *)(am + i)), none);
+    count += __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(hit)));
+  }
+  for (; i < n; i++) count += am[i] >= 0;
+  return count;
+}
+
+AVX2 static int64_t windowRow256(const Geom *g, float *dxRow, const float *dyRow, const int32_t *amRow, int64_t rowFirst) {
+  const int64_t C = g->C;
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  int64_t hits = 0;
+  for (int64_t ow = 0; ow < g->OW; ow++) {
+    for (int64_t kw = 0; kw < g->KW; kw++) {
+      const int64_t iw = ow * g->sw - g->pl + kw;
+      if (iw < 0 || iw >= g->W) continue;
+      const float *d = dyRow + ow * C;
+      const int32_t *a = amRow + ow * C;
+      float *o = dxRow + iw * C;
+      const int32_t first = (int32_t)(rowFirst + iw * C);
+      /* whole vectors, then the last channels one by one (masked stores are slow on AMD's cores) */
+      int64_t c = 0;
+      for (; c + 8 <= C; c += 8) {
+        const __m256i at = _mm256_add_epi32(_mm256_set1_epi32(first + (int32_t)c), iota);
+        const __m256i hit = _mm256_cmpeq_epi32(_mm256_loadu_si256((const __m256i *)(a + c)), at);
+        _mm256_storeu_ps(o + c, _mm256_and_ps(_mm256_loadu_ps(d + c), _mm256_castsi256_ps(hit)));
+        hits += __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(hit)));
+      }
+      for (; c < C; c++) {
+        const bool hit = a[c] == first + (int32_t)c;
+        o[c] = hit ? d[c] : 0.0f;
+        hits += hit;
+      }
+    }
+  }
+  return hits;
+}
+
 /*
- * dx (overwritten) from dy through argmax, for windows that do not overlap (poolTiles), with AVX-512.
+ * dx (overwritten) from dy through argmax, for windows that do not overlap (poolTiles), with AVX-512
+ * or AVX2.
  * Returns how many outputs with argmax ≥ 0 did not name a cell of their own window (0 for an argmax
  * from maxPoolForward of this geometry; those gradients are dropped, never written elsewhere), or
- * −1 when this kernel does not run here (no AVX-512, out of memory): the caller scatters instead.
+ * −1 when this kernel does not run here (neither AVX-512 nor AVX2, out of memory): the caller scatters instead.
  */
 int64_t maxPoolBackwardTiles(const Geom *g, const float *dy, const int32_t *argmax, float *dx) {
-  if (!hasAvx512()) return -1;
+  const bool wide = hasAvx512();
+  if (!wide && !__builtin_cpu_supports("avx2")) return -1;
   const int64_t C = g->C, rowLen = g->W * C, outRow = g->OW * C;
   /* Per input row: the output row whose windows cover it, or −1 (a gap, or unused last rows). */
   int64_t *rowOf = malloc((size_t)g->H * sizeof(int64_t));
@@ -309,12 +355,12 @@ int64_t maxPoolBackwardTiles(const Geom *g, const float *dy, const int32_t *argm
       if (oh < 0) { memset(row, 0, (size_t)rowLen * sizeof(float)); continue; }
       if (gaps) for (int64_t iw = 0; iw < g->W; iw++) if (!colCovered[iw]) memset(row + iw * C, 0, (size_t)C * sizeof(float));
       const int64_t o = (n * g->OH + oh) * outRow;
-      hits += windowRow(g, row, dy + o, argmax + o, (n * g->H + ih) * rowLen);
+      hits += (wide ? windowRow : windowRow256)(g, row, dy + o, argmax + o, (n * g->H + ih) * rowLen);
     }
   }
   free(rowOf);
   free(colCovered);
-  return countArgmax(argmax, g->N * g->OH * outRow) - hits;
+  return (wide ? countArgmax : countArgmax256)(argmax, g->N * g->OH * outRow) - hits;
 }
 #else
 int64_t maxPoolBackwardTiles(const Geom *g, const float *dy, const int32_t *argmax, float *dx) { (void)g; (void)dy; (void)argmax; (void)dx; return -1; }
