@@ -19,14 +19,12 @@
 #include "direct.h"
 
 #define ALIASING_FLOATS 512
-#define PADDING_FLOATS 16
 
 static bool aliased(bool across, int64_t ld) {
   return across && ld % ALIASING_FLOATS == 0;
 }
 
-/* rows × cols of m (rows ld apart) into to, rows ld + PADDING_FLOATS apart. */
-static void padRows(const float *m, int64_t rows, int64_t cols, int64_t ld, float *to) {
+void padRows(const float *m, int64_t rows, int64_t cols, int64_t ld, float *to) {
   for (int64_t r = 0; r < rows; r++) memcpy(to + r * (ld + PADDING_FLOATS), m + r * ld, (size_t)cols * sizeof(float));
 }
 
