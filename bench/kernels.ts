@@ -5,15 +5,16 @@
  * products: its default matmul primitive and oneDNN's dnnl_sgemm entry point (`onednn sgemm`), and
  * twice for the convolutions: as the backend runs them (the addon's own kernels for few input
  * channels, native/onednn/direct.c) and oneDNN's primitives only (`onednn prims`).
- * Each cell is the median of several timed repetitions after a warm-up (which also lets V8 tier
- * the wasm code up), and its fraction of the machine's measured FMA peak (bench/peak.ts, printed
- * first).
+ * The columns of a row take turns in rounds (3, `--rounds N`; 1 with --quick), so that a slow spell
+ * of a shared machine hits all of them: each cell is the median over rounds of each round's median
+ * of timed repetitions, after a warm-up (which also lets V8 tier the wasm code up), and its fraction
+ * of the machine's measured FMA peak (bench/peak.ts, printed first).
  *
- *   node --import tsx bench/kernels.ts [--quick] [--backends js,wasm,wasm-simd,native,onednn,onednn-sgemm,onednn-prims] [--filter gemm]
+ *   node --import tsx bench/kernels.ts [--quick] [--rounds N] [--backends js,wasm,wasm-simd,native,onednn,onednn-sgemm,onednn-prims] [--filter gemm]
  *
  * Shapes: square sgemm n = 128…1024; the dense layer of the reference network (64×1600 · 1600×128)
  * and its two backward products; conv2d forward / backward-data / backward-filter of its two conv
- * layers at batch 64. Keep runs short on shared machines: a full run takes well under a minute.
+ * layers at batch 64. A full run takes about a minute and a half.
  */
 import { pathToFileURL } from 'node:url';
 import type { Backend, Conv2DGeometry } from '../src/kernels/backend.ts';
@@ -88,6 +89,8 @@ export const CASES: Case[] = [
 /** Width of one result column. */
 const CELL = 15;
 
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+
 /** Median seconds per call: warm up ≥ warmMs, then time ≥ minReps calls and ≥ minMs. */
 function measure(fn: () => void, warmMs: number, minMs: number, minReps: number): number {
   let t0 = performance.now();
@@ -109,6 +112,7 @@ export async function main(args: string[] = []): Promise<void> {
   const pick = (flag: string) => { const i = args.indexOf(flag); return i >= 0 ? args[i + 1] : undefined; };
   const wanted = (pick('--backends') ?? 'js,wasm-simd,wasm,native,onednn,onednn-sgemm,onednn-prims').split(',');
   const filter = pick('--filter');
+  const rounds = Math.max(1, Number(pick('--rounds') ?? (quick ? 1 : 3)));
   console.log(peakLine());
 
   /** `gemmOnly` / `convOnly`: the column measures the matrix products / convolutions only (other rows print a dash). */
@@ -150,24 +154,33 @@ export async function main(args: string[] = []): Promise<void> {
   const cases = CASES.filter((c) => !filter || `${c.name} ${c.shape}`.includes(filter));
   const nameW = Math.max(...cases.map((c) => c.name.length)), shapeW = Math.max(...cases.map((c) => c.shape.length));
   const header = `${'kernel'.padEnd(nameW)}  ${'shape'.padEnd(shapeW)}  ${columns.map((c) => c.label.padStart(CELL)).join('')}`;
-  console.log(`GFLOPS (% of the widest-vector FMA peak), median of repetitions, one thread (Node ${process.versions.node}, V8 ${process.versions.v8})`);
+  console.log(`GFLOPS (% of the widest-vector FMA peak), one thread, the columns interleaved: median over ${rounds} rounds of each round's median (Node ${process.versions.node}, V8 ${process.versions.v8})`);
   console.log(header);
   console.log('-'.repeat(header.length));
   for (const c of cases) {
-    const cells: string[] = [];
-    for (const col of columns) {
-      if ((col.gemmOnly && !c.name.includes('sgemm') && !c.name.startsWith('dense')) || (col.convOnly && !c.name.startsWith('conv'))) {
-        cells.push('—'.padStart(CELL));
-        continue;
-      }
+    const runs = columns.map((col) => {
+      if ((col.gemmOnly && !c.name.includes('sgemm') && !c.name.startsWith('dense')) || (col.convOnly && !c.name.startsWith('conv'))) return null;
       col.before?.();
-      const fn = c.setup(col.backend);
-      // js at large sizes is slow: fewer repetitions keep the run short.
-      const slow = col.label === 'js' && c.flops > 5e8;
-      const sec = measure(fn, quick || slow ? 50 : 300, quick || slow ? 100 : 400, slow ? 3 : 5);
-      const gflops = c.flops / sec / 1e9;
-      cells.push(`${gflops.toFixed(1)}${ofPeak(gflops) ? ` ${ofPeak(gflops).padStart(4)}` : ''}`.padStart(CELL));
+      return { col, fn: c.setup(col.backend), times: [] as number[] };
+    });
+    // the columns take turns, round by round (the order rotating), so that a slow spell of a shared
+    // machine falls on every column alike; a cell is the median over rounds of each round's median
+    for (let r = 0; r < rounds; r++) {
+      for (let j = 0; j < runs.length; j++) {
+        const run = runs[(j + r) % runs.length];
+        if (!run) continue;
+        run.col.before?.();
+        // js at large sizes is slow: fewer repetitions keep the run short.
+        const slow = run.col.label === 'js' && c.flops > 5e8;
+        const warm = r > 0 ? 20 : quick || slow ? 50 : 200;
+        run.times.push(measure(run.fn, warm, quick || slow ? 100 : Math.max(100, 400 / rounds), slow ? 3 : 5));
+      }
     }
+    const cells = runs.map((run) => {
+      if (!run) return '—'.padStart(CELL);
+      const gflops = c.flops / median(run.times) / 1e9;
+      return `${gflops.toFixed(1)}${ofPeak(gflops) ? ` ${ofPeak(gflops).padStart(4)}` : ''}`.padStart(CELL);
+    });
     console.log(`${c.name.padEnd(nameW)}  ${c.shape.padEnd(shapeW)}  ${cells.join('')}`);
   }
 }
