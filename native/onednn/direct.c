@@ -249,30 +249,18 @@ AVX512 static int64_t countArgmax(const int32_t *am, int64_t n) {
   return count;
 }
 
-/*
- * Input row ih of image n, which windows of output row oh cover: each covered cell gets dy where the
- * window's argmax names it, else 0. Returns the matches.
- */
-AVX512 static int64_t windowRow(const Geom *g, float *dxRow, const float *dyRow, const int32_t *amRow, int64_t rowFirst) {
-  const int64_t C = g->C;
+/* One window cell's channels: o[c] = d[c] where a[c] names it (its flat index first + c), else 0; returns the matches. */
+typedef int64_t (*CellChannels)(float *o, const float *d, const int32_t *a, int64_t C, int32_t first);
+
+AVX512 static int64_t cellChannels512(float *o, const float *d, const int32_t *a, int64_t C, int32_t first) {
   const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   int64_t hits = 0;
-  for (int64_t ow = 0; ow < g->OW; ow++) {
-    for (int64_t kw = 0; kw < g->KW; kw++) {
-      const int64_t iw = ow * g->sw - g->pl + kw;
-      if (iw < 0 || iw >= g->W) continue;
-      const float *d = dyRow + ow * C;
-      const int32_t *a = amRow + ow * C;
-      float *o = dxRow + iw * C;
-      const int32_t first = (int32_t)(rowFirst + iw * C);
-      for (int64_t c = 0; c < C; c += 16) {
-        const __mmask16 m = lanes(C, c);
-        const __m512i at = _mm512_add_epi32(_mm512_set1_epi32(first + (int32_t)c), iota);
-        const __mmask16 hit = _mm512_mask_cmpeq_epi32_mask(m, _mm512_maskz_loadu_epi32(m, a + c), at);
-        _mm512_mask_storeu_ps(o + c, m, _mm512_maskz_loadu_ps(hit, d + c));
-        hits += __builtin_popcount(hit);
-      }
-    }
+  for (int64_t c = 0; c < C; c += 16) {
+    const __mmask16 m = lanes(C, c);
+    const __m512i at = _mm512_add_epi32(_mm512_set1_epi32(first + (int32_t)c), iota);
+    const __mmask16 hit = _mm512_mask_cmpeq_epi32_mask(m, _mm512_maskz_loadu_epi32(m, a + c), at);
+    _mm512_mask_storeu_ps(o + c, m, _mm512_maskz_loadu_ps(hit, d + c));
+    hits += __builtin_popcount(hit);
   }
   return hits;
 }
@@ -291,34 +279,49 @@ AVX2 static int64_t countArgmax256(const int32_t *am, int64_t n) {
   return count;
 }
 
-AVX2 static int64_t windowRow256(const Geom *g, float *dxRow, const float *dyRow, const int32_t *amRow, int64_t rowFirst) {
-  const int64_t C = g->C;
+/* Whole vectors, then the last channels one by one (masked stores are slow on AMD's cores). */
+AVX2 static int64_t cellChannels256(float *o, const float *d, const int32_t *a, int64_t C, int32_t first) {
   const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  int64_t hits = 0, c = 0;
+  for (; c + 8 <= C; c += 8) {
+    const __m256i at = _mm256_add_epi32(_mm256_set1_epi32(first + (int32_t)c), iota);
+    const __m256i hit = _mm256_cmpeq_epi32(_mm256_loadu_si256((const __m256i *)(a + c)), at);
+    _mm256_storeu_ps(o + c, _mm256_and_ps(_mm256_loadu_ps(d + c), _mm256_castsi256_ps(hit)));
+    hits += __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(hit)));
+  }
+  for (; c < C; c++) {
+    const bool hit = a[c] == first + (int32_t)c;
+    o[c] = hit ? d[c] : 0.0f;
+    hits += hit;
+  }
+  return hits;
+}
+
+/*
+ * Input row ih of image n, which windows of output row oh cover: each covered cell gets dy where the
+ * window's argmax names it, else 0. Returns the matches. Inlined into one function per vector width
+ * below, where `cells` is a constant the compiler inlines too.
+ */
+__attribute__((always_inline)) static inline int64_t windowRowWith(const Geom *g, float *dxRow, const float *dyRow, const int32_t *amRow,
+                                                                   int64_t rowFirst, CellChannels cells) {
+  const int64_t C = g->C;
   int64_t hits = 0;
   for (int64_t ow = 0; ow < g->OW; ow++) {
     for (int64_t kw = 0; kw < g->KW; kw++) {
       const int64_t iw = ow * g->sw - g->pl + kw;
       if (iw < 0 || iw >= g->W) continue;
-      const float *d = dyRow + ow * C;
-      const int32_t *a = amRow + ow * C;
-      float *o = dxRow + iw * C;
-      const int32_t first = (int32_t)(rowFirst + iw * C);
-      /* whole vectors, then the last channels one by one (masked stores are slow on AMD's cores) */
-      int64_t c = 0;
-      for (; c + 8 <= C; c += 8) {
-        const __m256i at = _mm256_add_epi32(_mm256_set1_epi32(first + (int32_t)c), iota);
-        const __m256i hit = _mm256_cmpeq_epi32(_mm256_loadu_si256((const __m256i *)(a + c)), at);
-        _mm256_storeu_ps(o + c, _mm256_and_ps(_mm256_loadu_ps(d + c), _mm256_castsi256_ps(hit)));
-        hits += __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(hit)));
-      }
-      for (; c < C; c++) {
-        const bool hit = a[c] == first + (int32_t)c;
-        o[c] = hit ? d[c] : 0.0f;
-        hits += hit;
-      }
+      hits += cells(dxRow + iw * C, dyRow + ow * C, amRow + ow * C, C, (int32_t)(rowFirst + iw * C));
     }
   }
   return hits;
+}
+
+AVX512 static int64_t windowRow512(const Geom *g, float *dxRow, const float *dyRow, const int32_t *amRow, int64_t rowFirst) {
+  return windowRowWith(g, dxRow, dyRow, amRow, rowFirst, cellChannels512);
+}
+
+AVX2 static int64_t windowRow256(const Geom *g, float *dxRow, const float *dyRow, const int32_t *amRow, int64_t rowFirst) {
+  return windowRowWith(g, dxRow, dyRow, amRow, rowFirst, cellChannels256);
 }
 
 /*
@@ -355,7 +358,7 @@ int64_t maxPoolBackwardTiles(const Geom *g, const float *dy, const int32_t *argm
       if (oh < 0) { memset(row, 0, (size_t)rowLen * sizeof(float)); continue; }
       if (gaps) for (int64_t iw = 0; iw < g->W; iw++) if (!colCovered[iw]) memset(row + iw * C, 0, (size_t)C * sizeof(float));
       const int64_t o = (n * g->OH + oh) * outRow;
-      hits += (wide ? windowRow : windowRow256)(g, row, dy + o, argmax + o, (n * g->H + ih) * rowLen);
+      hits += (wide ? windowRow512 : windowRow256)(g, row, dy + o, argmax + o, (n * g->H + ih) * rowLen);
     }
   }
   free(rowOf);
