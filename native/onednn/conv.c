@@ -12,8 +12,9 @@
  * Padding after the image is implied by OH/OW (Geom.pb/pr) and may be negative (the last rows or
  * columns unused), which oneDNN accepts. When oneDNN has no primitive for a geometry the call
  * returns false and the TypeScript side runs the base backend's kernel instead. Convolutions with
- * few input channels run direct.c's kernels instead (oneDNN's are slow there), where the CPU has AVX-512;
- * without AVX-512, filter gradients run as im2col + dnnl_sgemm (gemmconv.c: twice the AVX2 primitive's speed).
+ * few input channels run direct.c's kernels instead (oneDNN's are slow there), where the CPU has
+ * AVX-512; without AVX-512, filter gradients of windows of 64 values or more run as im2col +
+ * dnnl_sgemm (gemmconv.c: twice the AVX2 primitive's speed).
  */
 #include <string.h>
 #include "onednn.h"

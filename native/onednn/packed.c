@@ -21,9 +21,16 @@
 #include <string.h>
 #include "direct.h"
 
-/* Whether packs are padded rows for dnnl_sgemm (no AVX-512) rather than the primitive's layout. */
+/*
+ * Whether packs are padded rows for dnnl_sgemm (x86 without AVX-512) rather than the primitive's
+ * layout. Fixed per CPU, not by setDirect: a pack and its products must agree on the layout.
+ */
 static bool paddedPacks(void) {
+#ifdef X86
   return !hasAvx512();
+#else
+  return false;
+#endif
 }
 
 /* Floats of a padded pack of B (K×N, or N×K when transB). */
