@@ -2,8 +2,8 @@
  * A JS-side allocator over one wasm instance's shared linear memory.
  *
  * Bump allocation from the module's `__heap_base` (or, over a memory other threads allocate in
- * too, from regions a `HeapSource` reserves: see below), 64-byte aligned (a cache line: oneDNN's
- * gemm ran dense dW 12% slower on operands 32 bytes past a line), with exact-size free lists
+ * too, from regions a `HeapSource` reserves: see below), 64-byte aligned (a cache line, as oneDNN
+ * aligns its own buffers: no operand of a kernel straddles lines needlessly), with exact-size free lists
  * (sizes rounded to 64 bytes) for blocks handed back through `freeBytes`/`free`. Arrays from
  * `alloc` are never reclaimed unless the caller frees them explicitly. Memory grows on demand up to
  * its maximum; because the memory is shared, growing never detaches existing views (each view keeps
