@@ -9,9 +9,12 @@
  *
  * Without AVX-512, oneDNN 2.6's gemm loses a third of its speed or more when the operand it walks
  * down the rows of — B untransposed (rows of N floats), A transposed (rows of M) — has rows a
- * multiple of 512 floats (2 KB) apart: its panels land in the same L1 sets. On a Zen 3, 512³ ran at
- * 49 GFLOPS, 72 with such operands copied into rows 16 floats longer, the copy counted; 64×1024×1024
- * at 35 and 54. So there the copy is made (a buffer kept per environment) and dnnl_sgemm multiplies
+ * multiple of 512 floats (2 KB) apart: its panels land in the same L1 sets. On a Zen 3, with the
+ * operands 64-byte aligned as the wasm heap's blocks are, 512³ ran at 46–49 GFLOPS, 72–73 with B
+ * copied into rows 16 floats longer, the copy counted; 64×1024×1024 at 35 and 53
+ * (bench/onednn-probes/aliasing.c; placed at other offsets in their pages, the operands may not
+ * collide, and the copy then costs about a tenth). In `bench kernels`, 512³ went from 43–53% of the
+ * peak to 67–87%. So there the copy is made (a buffer kept per environment) and dnnl_sgemm multiplies
  * it; counted as the addon's own (`direct`) and off with setDirect(false), like direct.c's kernels.
  */
 #include <stdlib.h>
