@@ -23,8 +23,22 @@
 
 #define ALIASING_FLOATS 512
 
+bool rowsAlias(int64_t ld) {
+  return ld % ALIASING_FLOATS == 0;
+}
+
 static bool aliased(bool across, int64_t ld) {
-  return across && ld % ALIASING_FLOATS == 0;
+  return across && rowsAlias(ld);
+}
+
+float *padScratch(Instance *inst, size_t floats) {
+  if (floats > inst->padFloats) {
+    float *grown = realloc(inst->pad, floats * sizeof(float));
+    if (!grown) return NULL;
+    inst->pad = grown;
+    inst->padFloats = floats;
+  }
+  return inst->pad;
 }
 
 void padRows(const float *m, int64_t rows, int64_t cols, int64_t ld, float *to) {
@@ -37,14 +51,10 @@ static bool paddedSgemm(Instance *inst, bool ta, bool tb, int64_t M, int64_t N, 
   const int64_t lda = ta ? M : K, ldb = tb ? K : N;
   const bool padA = aliased(ta, lda), padB = aliased(!tb, ldb);
   const size_t aFloats = padA ? (size_t)(K * (lda + PADDING_FLOATS)) : 0, bFloats = padB ? (size_t)(K * (ldb + PADDING_FLOATS)) : 0;
-  if (aFloats + bFloats > inst->padFloats) {
-    float *grown = realloc(inst->pad, (aFloats + bFloats) * sizeof(float));
-    if (!grown) return false;
-    inst->pad = grown;
-    inst->padFloats = aFloats + bFloats;
-  }
-  if (padA) { padRows(A, K, M, lda, inst->pad); A = inst->pad; }
-  if (padB) { padRows(B, K, N, ldb, inst->pad + aFloats); B = inst->pad + aFloats; }
+  float *pad = padScratch(inst, aFloats + bFloats);
+  if (!pad) return false;
+  if (padA) { padRows(A, K, M, lda, pad); A = pad; }
+  if (padB) { padRows(B, K, N, ldb, pad + aFloats); B = pad + aFloats; }
   return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, padA ? lda + PADDING_FLOATS : lda,
                     B, padB ? ldb + PADDING_FLOATS : ldb, beta, C, N) == dnnl_success;
 }

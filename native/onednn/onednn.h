@@ -113,9 +113,12 @@ dnnl_primitive_desc_t reorderPd(Instance *inst, const dnnl_memory_desc_t *src, c
 /** A oneDNN call failed: throws naming the function, the call and oneDNN's status. */
 void throwStatus(napi_env env, const char *fn, const char *what, dnnl_status_t s);
 
-/* gemm.c: rows × cols of m (rows ld apart) copied into `to` with rows ld + PADDING_FLOATS apart (see gemm.c: cache-set aliasing). */
+/* gemm.c: rows ld floats apart that collide in the cache (a multiple of 512); such rows copied into
+ * `to` ld + PADDING_FLOATS apart; the environment's buffer for such copies, grown to `floats` (NULL: out of memory). */
 #define PADDING_FLOATS 16
+bool rowsAlias(int64_t ld);
 void padRows(const float *m, int64_t rows, int64_t cols, int64_t ld, float *to);
+float *padScratch(Instance *inst, size_t floats);
 
 /* Activation codes shared with src/kernels/onednn/index.ts (the wasm backend's numbering); ACT_LINEAR is none. */
 enum { ACT_RELU = 0, ACT_CLIPPED_RELU, ACT_TANH, ACT_SIGMOID, ACT_LINEAR, ACT_NONE = ACT_LINEAR };

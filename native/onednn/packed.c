@@ -17,7 +17,6 @@
  * kind serves products of any M.
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include "direct.h"
 
@@ -42,17 +41,12 @@ static int64_t paddedPackSize(bool tb, int64_t N, int64_t K) {
 static bool paddedPackProduct(Instance *inst, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                               const float *A, const float *P, float beta, float *C) {
   const int64_t lda = ta ? M : K, ldp = (tb ? K : N) + PADDING_FLOATS;
-  const bool padA = lda % 512 == 0;
+  const bool padA = rowsAlias(lda);
   if (padA) {
-    const size_t floats = (size_t)((ta ? K : M) * (lda + PADDING_FLOATS));
-    if (floats > inst->padFloats) {
-      float *grown = realloc(inst->pad, floats * sizeof(float));
-      if (!grown) return false;
-      inst->pad = grown;
-      inst->padFloats = floats;
-    }
-    padRows(A, ta ? K : M, ta ? M : K, lda, inst->pad);
-    A = inst->pad;
+    float *pad = padScratch(inst, (size_t)((ta ? K : M) * (lda + PADDING_FLOATS)));
+    if (!pad) return false;
+    padRows(A, ta ? K : M, ta ? M : K, lda, pad);
+    A = pad;
   }
   return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, padA ? lda + PADDING_FLOATS : lda, P, ldp, beta, C, N) == dnnl_success;
 }
