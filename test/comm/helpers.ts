@@ -1,4 +1,6 @@
-/** Spawning TypeScript worker threads for the shm tests, and the inputs every test derives. */
+/** Spawning TypeScript worker threads for the shm tests, the inputs every test derives, and assembling a .wat file. */
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { createShmWorld, type ShmWorld, type ShmWorldOptions } from '../../src/comm/shm/index.ts';
 
@@ -93,4 +95,19 @@ export function hashBits(a: Float32Array): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < u.length; i++) h = Math.imul(h ^ u[i]!, 0x01000193);
   return h >>> 0;
+}
+
+/**
+ * binaryen's text → binary of a .wat file (SIMD and threads enabled, validated), base64. In a plain node child:
+ * under tsx, importing binaryen's 13 MB index.js costs over 30 s of CPU; without it, about 2.
+ */
+export function assembleWat(wat: URL): string {
+  const script = `import binaryen from 'binaryen';
+import { readFileSync } from 'node:fs';
+const mod = binaryen.parseText(readFileSync(process.argv[1], 'utf8'));
+mod.setFeatures(binaryen.Features.SIMD128 | binaryen.Features.Atomics);
+if (!mod.validate()) throw new Error('binaryen: the module does not validate');
+process.stdout.write(Buffer.from(mod.emitBinary()).toString('base64'));`;
+  return execFileSync(process.execPath, ['--input-type=module', '-e', script, fileURLToPath(wat)],
+    { cwd: fileURLToPath(new URL('../..', import.meta.url)), encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
 }

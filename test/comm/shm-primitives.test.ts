@@ -4,14 +4,14 @@ import assert from 'node:assert/strict';
 import {
   Barrier, CommTimeoutError, createShmWorld, Mutex, PeerFailedError, ShmUsageError, waitUntil,
 } from '../../src/comm/shm/index.ts';
-import { ReduceKernel } from '../../src/comm/shm/reduceKernel.ts';
-import { firstBitDiff, inputFor, serialSum } from './helpers.ts';
+import { REDUCE_KERNEL_WASM_BASE64, ReduceKernel } from '../../src/comm/shm/reduceKernel.ts';
+import { assembleWat, firstBitDiff, inputFor, serialSum } from './helpers.ts';
 
 test('SIMD reduce kernel equals the serial float32 sum (and mean) bit for bit, any offset and tail', () => {
   const memory = new WebAssembly.Memory({ initial: 64, maximum: 1024, shared: true });
   const kernel = new ReduceKernel(memory, 0);
   let seed = 0;
-  for (const n of [0, 1, 3, 4, 5, 15, 16, 17, 63, 64, 65, 1001]) {
+  for (const n of [0, 1, 3, 4, 5, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1001, 4133]) {
     for (const nsrc of [1, 2, 3, 5, 9]) {
       for (const div of [0, nsrc]) {
         seed++;
@@ -33,9 +33,17 @@ test('SIMD reduce kernel equals the serial float32 sum (and mean) bit for bit, a
         // in place into the first source
         kernel.reduce(srcAddrs, [srcAddrs[0]!], n, div);
         assert.equal(firstBitDiff(new Float32Array(memory.buffer, srcAddrs[0]!, n), want), -1, `in place n=${n} nsrc=${nsrc}`);
+        // in place into every source (an allreduce of registered buffers), from fresh inputs
+        inputs.forEach((x, k) => new Float32Array(memory.buffer, srcAddrs[k]!, n).set(x));
+        kernel.reduce(srcAddrs, srcAddrs, n, div);
+        for (const a of srcAddrs) assert.equal(firstBitDiff(new Float32Array(memory.buffer, a, n), want), -1, `in place everywhere n=${n} nsrc=${nsrc}`);
       }
     }
   }
+});
+
+test('the embedded reduce kernel is reduceKernel.wat', () => {
+  assert.equal(assembleWat(new URL('../../src/comm/shm/reduceKernel.wat', import.meta.url)), REDUCE_KERNEL_WASM_BASE64, 'rebuild the base64 from reduceKernel.wat');
 });
 
 test('Mutex: tryLock, unlock errors, timeout, and abort wake-up on the main thread', () => {

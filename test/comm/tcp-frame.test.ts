@@ -1,12 +1,11 @@
 /** The tcp wire format: frames survive any split of the byte stream; anything malformed is a FrameError. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { encodeFrame, encodeHeader, FrameDecoder, FrameError, FrameType, HEADER_BYTES, MAGIC, type Frame } from '../../src/comm/tcp/frame.ts';
 import { hashPayloadJs, DATA_PATH_WASM_BASE64, TcpDataPath } from '../../src/comm/tcp/dataPath.ts';
 import { PullReader } from '../../src/comm/tcp/link.ts';
 import { loadTcpNative } from '../../src/comm/tcp/nativeDataPath.ts';
+import { assembleWat } from './helpers.ts';
 
 /** The two data paths: the wasm data path, and the native addon where it is built (npm run build:tcp). */
 const DATA_PATHS = [
@@ -128,21 +127,6 @@ test('a changed bit or two swapped words change the hash; the embedded wasm is d
   assert.notEqual(hashPayloadJs(a), h);
   assert.equal(assembleWat(new URL('../../src/comm/tcp/dataPath.wat', import.meta.url)), DATA_PATH_WASM_BASE64, 'rebuild the base64 from dataPath.wat');
 });
-
-/**
- * binaryen's text → binary of a .wat file (SIMD enabled, validated), base64. In a plain node child:
- * under tsx, importing binaryen's 13 MB index.js costs over 30 s of CPU; without it, about 2.
- */
-function assembleWat(wat: URL): string {
-  const script = `import binaryen from 'binaryen';
-import { readFileSync } from 'node:fs';
-const mod = binaryen.parseText(readFileSync(process.argv[1], 'utf8'));
-mod.setFeatures(binaryen.Features.SIMD128);
-if (!mod.validate()) throw new Error('binaryen: the module does not validate');
-process.stdout.write(Buffer.from(mod.emitBinary()).toString('base64'));`;
-  return execFileSync(process.execPath, ['--input-type=module', '-e', script, fileURLToPath(wat)],
-    { cwd: fileURLToPath(new URL('../..', import.meta.url)), encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
-}
 
 for (const dp of DATA_PATHS) test(`the SIMD reduce step is float32 addition (and division), element by element (${dp.name})`, { skip: dp.skip }, () => {
   const kernel = new TcpDataPath(1 << 20, dp.native);
