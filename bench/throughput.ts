@@ -10,8 +10,16 @@
  * counts take turns for `--rounds` rounds (default 3), so a change of load on the shared machine hits
  * them alike; a cell is the median over the rounds, and the scaling is the median of the rounds' own
  * ratios (each round's G devices over its 1 device). The load average is printed before and after.
+ *
+ * The machine's own ceiling for G devices is measured in the same rounds: G unconnected 1-device
+ * jobs at once, each in its own process (nothing exchanged), their samples/s summed over the
+ * window in which all of them were stepping. What a G-device job loses to that ceiling is the
+ * framework's (communication, waiting); what the ceiling loses to G × 1 device is the machine's
+ * (cores sharing caches, memory bandwidth and clock).
  *   npm run bench -- throughput [--steps 300] [--rounds 3] [--devices 1,2] [--backend auto|onednn|native|wasm]
+ * (`--one-job` is the side-by-side children's mode: one 1-device job's step times as JSON.)
  */
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { tmpdir } from 'node:os';
@@ -29,8 +37,25 @@ function option(args: string[], name: string, fallback: string): string {
 
 const WARMUP_STEPS = 10;
 
+/** One device's counted steps: [the time it finished the step (ms since the epoch), its samples]. */
+type StepTimes = [number, number][];
+
+/** Samples/s over [from, to] of the steps finished inside it (the first one opens the window). */
+function rateWithin(times: StepTimes, from: number, to: number): number {
+  const inside = times.filter(([t]) => t >= from && t <= to);
+  if (inside.length < 2) return 0;
+  const samples = inside.slice(1).reduce((a, [, n]) => a + n, 0);
+  return samples / ((inside.at(-1)![0] - inside[0]![0]) / 1000);
+}
+
 /** Steady-state samples/s of a paratrain run of `steps` global steps on `devices` devices. */
 async function paratrainSamplesPerSecond(devices: number, steps: number, batch: number, backend: string): Promise<number> {
+  const times = await paratrainStepTimes(devices, steps, batch, backend);
+  return rateWithin(times, times[0]![0], times.at(-1)![0]);
+}
+
+/** The counted step events (after the warm-up) of a paratrain run of `steps` global steps on `devices` devices. */
+async function paratrainStepTimes(devices: number, steps: number, batch: number, backend: string): Promise<StepTimes> {
   const base = loadConfig(new URL('../examples/mnist-small.yaml', import.meta.url).pathname);
   // As many epochs as the data needs (the shipped subset has 4,000 images: 31 steps of 2 × 64), no
   // evaluation or checkpoint until the end, and a graceful stop once the steps are counted.
@@ -42,7 +67,7 @@ async function paratrainSamplesPerSecond(devices: number, steps: number, batch: 
   config.train.checkpointEvery = 0;
   const out = mkdtempSync(join(tmpdir(), 'paratrain-bench-'));
   const stop = new AbortController();
-  let samples = 0, t0 = 0, t1 = 0;
+  const times: StepTimes = [];
   try {
     await train(config, {
       out: join(out, 'run'),
@@ -51,17 +76,30 @@ async function paratrainSamplesPerSecond(devices: number, steps: number, batch: 
         // every device reports each step; the steps a stop lets finish are not counted
         if (e.type !== 'step' || e.step < WARMUP_STEPS || e.step > WARMUP_STEPS + steps) return;
         // the time the device finished the step (devices send their step events in batches)
-        const t = e.time ?? Date.now();
-        if (t0 === 0) t0 = t;
-        else samples += e.samples;  // the first counted event opens the window
-        t1 = t;
+        times.push([e.time ?? Date.now(), e.samples]);
         if (e.step === WARMUP_STEPS + steps) stop.abort();
       },
     });
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
-  return samples / ((t1 - t0) / 1000);
+  return times.sort((a, b) => a[0] - b[0]);
+}
+
+/**
+ * G unconnected 1-device jobs at once, each in its own process: their samples/s summed over the
+ * window in which every one of them was stepping (from the last one's first counted step to the
+ * first one's last).
+ */
+async function sideBySideSamplesPerSecond(g: number, steps: number, batch: number, backend: string): Promise<number> {
+  const script = new URL('./main.ts', import.meta.url).pathname;
+  const args = ['--import', 'tsx', script, 'throughput', '--one-job', '--steps', String(steps), '--backend', backend];
+  const runs = await Promise.all(Array.from({ length: g }, () => new Promise<StepTimes>((resolve, reject) => {
+    execFile(process.execPath, args, { maxBuffer: 64 << 20 }, (err, stdout) => err ? reject(err) : resolve(JSON.parse(stdout) as StepTimes));
+  })));
+  const from = Math.max(...runs.map((t) => t[0]![0])), to = Math.min(...runs.map((t) => t.at(-1)![0]));
+  if (to <= from) throw new Error('throughput: the side-by-side jobs did not overlap; raise --steps');
+  return runs.reduce((sum, t) => sum + rateWithin(t, from, to), 0);
 }
 
 const TORCH_DDP = `${TORCH_NET}
@@ -100,15 +138,24 @@ export async function main(args: string[]): Promise<void> {
   const devices = option(args, 'devices', '1,2').split(',').map(Number);
   const batch = 64;
   const backend = (await getBackend(option(args, 'backend', 'auto'))).name;
+  // a child of sideBySideSamplesPerSecond: one 1-device job's step times, as JSON on stdout
+  if (args.includes('--one-job')) {
+    process.stdout.write(JSON.stringify(await paratrainStepTimes(1, steps, batch, backend)));
+    return;
+  }
   const load = () => `${loadavg().map((l) => l.toFixed(2)).join(', ')} (${cpus().length} cores)`;
   console.log(`load average before: ${load()}`);
   const perRound = new Map<number, number[]>(devices.map((g) => [g, []]));
+  const side = devices.filter((g) => g > 1);
+  const sideRound = new Map<number, number[]>(side.map((g) => [g, []]));
   for (let r = 0; r < rounds; r++) {
     for (const g of devices) perRound.get(g)!.push(await paratrainSamplesPerSecond(g, steps, batch, backend));
+    for (const g of side) sideRound.get(g)!.push(await sideBySideSamplesPerSecond(g, steps, batch, backend));
   }
   const ours = new Map(devices.map((g) => [g, median(perRound.get(g)!)]));
   // each round's own scaling: G devices against the 1 device measured minutes apart in the same round
-  const scaling = new Map(devices.map((g) => [g, perRound.has(1) ? median(perRound.get(g)!.map((v, r) => v / perRound.get(1)![r]!)) : undefined]));
+  const vsOne = (xs: number[]) => perRound.has(1) ? median(xs.map((v, r) => v / perRound.get(1)![r]!)) : undefined;
+  const scaling = new Map(devices.map((g) => [g, vsOne(perRound.get(g)!)]));
   const torch = new Map<number, number>();
   if (torchPython()) {
     for (const g of devices) torch.set(g, Number(runPython(TORCH_DDP, [String(g), String(batch), String(steps), String(29500 + g)])));
@@ -123,6 +170,12 @@ export async function main(args: string[]): Promise<void> {
     console.log(`${String(g).padEnd(10)}${p.toFixed(0).padStart(12)}${(k !== undefined ? `${k.toFixed(2)}×` : '').padStart(13)}  ${each}` +
       (t ? `${t.toFixed(0).padStart(12)}${`${(p / t).toFixed(2)}×`.padStart(19)}` : ''));
   }
+  for (const g of side) {
+    const c = sideRound.get(g)!, k = vsOne(c), mine = median(perRound.get(g)!.map((v, r) => v / c[r]!));
+    console.log(`${`${g} apart`.padEnd(10)}${median(c).toFixed(0).padStart(12)}${(k !== undefined ? `${k.toFixed(2)}×` : '').padStart(13)}  ${c.map((v) => v.toFixed(0)).join(' · ')}`);
+    console.log(`  ${g} devices reach ${(100 * mine).toFixed(0)}% of the machine's ceiling for ${g} (median of the rounds' ratios)`);
+  }
+  console.log(`N apart: N unconnected 1-device jobs at once, one process each, summed while all were stepping (the machine's ceiling for N devices)`);
   if (!torch.size) console.log('(PyTorch comparison skipped: python3-torch is not installed)');
   console.log('pytorch: 1 device = one process, 1 thread; 2 devices = DDP over gloo, 2 processes, 1 thread each');
 }
