@@ -31,6 +31,15 @@ static bool aliased(bool across, int64_t ld) {
   return across && rowsAlias(ld);
 }
 
+dnnl_status_t sgemm(char ta, char tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                    const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+  sigset_t saved;
+  holdSignals(&saved);
+  const dnnl_status_t s = dnnl_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  releaseSignals(&saved);
+  return s;
+}
+
 float *padScratch(Instance *inst, size_t floats) {
   if (floats > inst->padFloats) {
     float *grown = realloc(inst->pad, floats * sizeof(float));
@@ -55,7 +64,7 @@ static bool paddedSgemm(Instance *inst, bool ta, bool tb, int64_t M, int64_t N, 
   if (!pad) return false;
   if (padA) { padRows(A, K, M, lda, pad); A = pad; }
   if (padB) { padRows(B, K, N, ldb, pad + aFloats); B = pad + aFloats; }
-  return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, padA ? lda + PADDING_FLOATS : lda,
+  return sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, padA ? lda + PADDING_FLOATS : lda,
                     B, padB ? ldb + PADDING_FLOATS : ldb, beta, C, N) == dnnl_success;
 }
 
@@ -130,7 +139,7 @@ napi_value Sgemm(napi_env env, napi_callback_info info) {
     return boolValue(env, true);
   }
   if (inst->useSgemm) {
-    const dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, fa, A, ta ? M : K, B, tb ? K : N, fb, C, N);
+    const dnnl_status_t st = sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, fa, A, ta ? M : K, B, tb ? K : N, fb, C, N);
     if (st != dnnl_success) { throwStatus(env, fn, "sgemm", st); return NULL; }
     return boolValue(env, true);
   }

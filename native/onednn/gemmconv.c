@@ -58,7 +58,7 @@ bool gemmConvBackwardFilter(const Geom *g, const float *x, const float *dy, floa
   for (int64_t p0 = 0; p0 < P; p0 += chunk) {
     const int64_t np = P - p0 < chunk ? P - p0 : chunk;
     for (int64_t p = 0; p < np; p++) windowOf(g, x, p0 + p, col + p * K);
-    if (dnnl_sgemm('T', 'N', K, F, np, 1.0f, col, K, dy + p0 * F, F, 1.0f, dw, F) != dnnl_success) { free(col); return false; }
+    if (sgemm('T', 'N', K, F, np, 1.0f, col, K, dy + p0 * F, F, 1.0f, dw, F) != dnnl_success) { free(col); return false; }
   }
   free(col);
   if (db) {

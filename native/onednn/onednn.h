@@ -12,6 +12,7 @@
 #ifndef PARATRAIN_ONEDNN_H
 #define PARATRAIN_ONEDNN_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
@@ -100,8 +101,21 @@ void planFree(Plan *p);
 int planMem(Instance *inst, Plan *p, const dnnl_memory_desc_t *md, int slot);
 /** Adds a step running the primitive of `pd` with `nargs` (arg, mem) pairs; false on failure. */
 bool planStep(Plan *p, const_dnnl_primitive_desc_t pd, int nargs, const ArgRef *args);
-/** Runs every step with the caller's pointers; false after throwing. */
+/** Runs every step with the caller's pointers (signals held, see holdSignals); false after throwing. */
 bool planRun(napi_env env, Instance *inst, Plan *p, void *const *ptrs, const char *fn);
+
+/*
+ * This thread's asynchronous signals held while oneDNN computes, then released (pending ones are
+ * handled then, or by another thread). oneDNN 2.6's AVX2 sgemm moves the stack pointer into a heap
+ * buffer of its own (valgrind: "client switching stacks"), so a signal handled meanwhile on this
+ * thread (SIGINT or SIGTERM for a graceful stop, --cpu-prof's SIGPROF) pushed its frame into the
+ * heap: "corrupted size vs. prev_size", abort. Faults (SIGSEGV, SIGBUS, …) are never held.
+ */
+void holdSignals(sigset_t *saved);
+void releaseSignals(const sigset_t *saved);
+/** dnnl_sgemm (row-major) with signals held. */
+dnnl_status_t sgemm(char ta, char tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                    const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 /** Records that `kind` got a new plan from `pd`. */
 void planCreated(Instance *inst, Plan *p, int kind, const_dnnl_primitive_desc_t pd);
 

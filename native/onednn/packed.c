@@ -48,7 +48,7 @@ static bool paddedPackProduct(Instance *inst, bool ta, bool tb, int64_t M, int64
     padRows(A, ta ? K : M, ta ? M : K, lda, pad);
     A = pad;
   }
-  return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, padA ? lda + PADDING_FLOATS : lda, P, ldp, beta, C, N) == dnnl_success;
+  return sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, padA ? lda + PADDING_FLOATS : lda, P, ldp, beta, C, N) == dnnl_success;
 }
 
 /* The matmul of op(A) [M×K] (transA: A stored K×M) and weights [K×N] in the primitive's own format. */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <oneapi/dnnl/dnnl_debug.h>
+#include <pthread.h>
 #include "onednn.h"
 
 #if DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP
@@ -105,16 +106,32 @@ bool planRun(napi_env env, Instance *inst, Plan *p, void *const *ptrs, const cha
     dnnl_status_t s = dnnl_memory_set_data_handle(p->mems[i], ptrs[p->slot[i]]);
     if (s != dnnl_success) { throwStatus(env, fn, "set_data_handle", s); return false; }
   }
-  for (int i = 0; i < p->nsteps; i++) {
+  sigset_t saved;
+  holdSignals(&saved);
+  dnnl_status_t s = dnnl_success;
+  const char *what = "execute";
+  for (int i = 0; i < p->nsteps && s == dnnl_success; i++) {
     const Step *st = &p->steps[i];
     dnnl_exec_arg_t args[MAX_ARGS];
     for (int a = 0; a < st->nargs; a++) args[a] = (dnnl_exec_arg_t){ st->args[a].arg, p->mems[st->args[a].mem] };
-    dnnl_status_t s = dnnl_primitive_execute(st->prim, inst->stream, st->nargs, args);
-    if (s != dnnl_success) { throwStatus(env, fn, "execute", s); return false; }
+    s = dnnl_primitive_execute(st->prim, inst->stream, st->nargs, args);
   }
-  dnnl_status_t s = dnnl_stream_wait(inst->stream);
-  if (s != dnnl_success) { throwStatus(env, fn, "stream wait", s); return false; }
+  if (s == dnnl_success) { what = "stream wait"; s = dnnl_stream_wait(inst->stream); }
+  releaseSignals(&saved);
+  if (s != dnnl_success) { throwStatus(env, fn, what, s); return false; }
   return true;
+}
+
+void holdSignals(sigset_t *saved) {
+  sigset_t held;
+  sigfillset(&held);
+  static const int faults[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT, SIGSYS };
+  for (size_t i = 0; i < sizeof faults / sizeof *faults; i++) sigdelset(&held, faults[i]);
+  pthread_sigmask(SIG_BLOCK, &held, saved);
+}
+
+void releaseSignals(const sigset_t *saved) {
+  pthread_sigmask(SIG_SETMASK, saved, NULL);
 }
 
 void planCreated(Instance *inst, Plan *p, int kind, const_dnnl_primitive_desc_t pd) {
