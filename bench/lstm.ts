@@ -2,7 +2,7 @@
  * LSTM forward+backward at DeepSpeech-like shapes, per backend, against the backend's own sgemm in
  * the same run and PyTorch's nn.LSTM (one thread) in the same run.
  *
- *   npm run bench -- lstm [--quick] [--backends wasm,native] [--frames T] [--reps R] [--no-torch] [--uni|--bi]
+ *   npm run bench -- lstm [--quick] [--backends wasm,native] [--frames T] [--reps R] [--rounds 3] [--no-torch] [--uni|--bi]
  *
  * Shape: batch N = 32, T = 100 frames, F = 494 inputs (DeepSpeech's 26 MFCC × 19-frame context), H = 512
  * units; `--quick` runs T = 25 (the per-step gemms keep their shape; only the all-frames gemms shrink).
@@ -19,6 +19,10 @@
  * LSTM's own largest product, the input projection [N·T, F] × [F, 4H] (transB, as the layer calls
  * it), timed interleaved with the LSTM passes (three samples per pass) so both see the same load:
  * "LSTM/sgemm" is the ratio of the two GFLOPS.
+ *
+ * The backends and PyTorch take turns for `--rounds` rounds (default 3): a cell is the median over
+ * the rounds, and "ours / PyTorch" the median of the rounds' own ratios, so a change of the shared
+ * machine's speed between a backend's passes and PyTorch's does not land in one ratio only.
  */
 import { cpus, loadavg } from 'node:os';
 import { readFileSync } from 'node:fs';
@@ -133,6 +137,7 @@ function torchSeconds(s: Shape, directions: number, reps: number): { sec: number
 export async function main(args: string[] = []): Promise<void> {
   const quick = args.includes('--quick');
   const reps = Number(flag(args, 'reps') ?? 3);
+  const rounds = Number(flag(args, 'rounds') ?? 3);
   const T = Number(flag(args, 'frames') ?? (quick ? 25 : 100));
   const full: Shape = { N: 32, T, F: 494, H: 512 };
   const small: Shape = { N: 8, T: 10, F: 494, H: 512 };
@@ -140,48 +145,67 @@ export async function main(args: string[] = []): Promise<void> {
   const dirs = args.includes('--uni') ? [1] : args.includes('--bi') ? [2] : [1, 2];
 
   console.log(`CPU: ${cpuModel()}, ${cpus().length} cores, load average ${loadavg().map((v) => v.toFixed(1)).join(' ')}`);
-  console.log(`Node ${process.versions.node}, V8 ${process.versions.v8}; CPU time per pass, median of ${reps} after a warm-up`);
+  console.log(`Node ${process.versions.node}, V8 ${process.versions.v8}; CPU time per pass, median of ${reps} after a warm-up, in each of ${rounds} rounds; a cell is the median over the rounds`);
   console.log('GFLOPS = gemm FLOPs / time, FLOPs of forward+backward = directions · 24·N·T·H·(F+H)');
   console.log('sgemm = GFLOPS of the backend\'s gemm at the input projection\'s shape [N·T, F]·[F, 4H]ᵀ, interleaved with the LSTM passes');
   console.log(`shape: batch ${full.N}, ${full.T} frames, ${full.F} inputs, ${full.H} units${names.includes('js') ? `; js at ${small.N}×${small.T}` : ''}`);
   console.log('step gemm = GFLOPS of the per-step recurrent product [N, H]·W_hhᵀ with W_hh packed once (gemmPacked)\n');
   const rows: string[][] = [['backend', 'dir', 'ms/pass', 'seq/s', 'GFLOPS', 'sgemm', 'LSTM/sgemm', 'step gemm']];
-  const seqPerSec: Record<string, number> = {};
+  const backends: { name: string; b: Backend }[] = [];
   for (const name of names) {
     const b = await tryBackend(name).catch((err: Error) => { console.log(`${name}: ${err.message}`); return null; });
     if (!b) { console.log(`${name}: not available here (skipped)`); continue; }
     const about = describe(b);
     if (about) console.log(`${name}: ${about}`);
-    const s = name === 'js' ? small : full;
-    for (const d of dirs) {
-      const r = timeBackend(b, s, d, name === 'js' ? 1 : reps);
-      const gflops = lstmFlops(s, d) / r.lstmSec / 1e9;
-      const ref = 2 * s.N * s.T * 4 * s.H * s.F / r.gemmSec / 1e9;
-      seqPerSec[`${name}/${d}`] = s.N / r.lstmSec;
-      rows.push([name, d === 2 ? 'bi' : 'uni', (r.lstmSec * 1e3).toFixed(0), (s.N / r.lstmSec).toFixed(1), gflops.toFixed(1),
-        ref.toFixed(1), `${(100 * gflops / ref).toFixed(0)}%`, (2 * s.T * s.N * s.H * 4 * s.H / r.stepSec / 1e9).toFixed(1)]);
+    backends.push({ name, b });
+  }
+  // rounds: every backend, then PyTorch, in turn, so a change of load hits them alike
+  const results = new Map<string, Result[]>(), torchSec = new Map<number, number[]>();
+  let torchVersion = '', torchMissing = args.includes('--no-torch') ? 'skipped (--no-torch)' : '';
+  for (let r = 0; r < rounds; r++) {
+    for (const { name, b } of backends) {
+      for (const d of dirs) {
+        const key = `${name}/${d}`;
+        results.set(key, [...(results.get(key) ?? []), timeBackend(b, name === 'js' ? small : full, d, name === 'js' ? 1 : reps)]);
+      }
+    }
+    for (const d of torchMissing ? [] : dirs) {
+      const t = torchSeconds(full, d, Math.max(2, reps - 2));
+      if (typeof t === 'string') { torchMissing = t; break; }
+      torchVersion = t.version;
+      torchSec.set(d, [...(torchSec.get(d) ?? []), t.sec]);
     }
   }
-  if (!args.includes('--no-torch')) {
+  for (const { name } of backends) {
+    const s = name === 'js' ? small : full;
     for (const d of dirs) {
-      const t = torchSeconds(full, d, Math.max(2, reps - 2));
-      if (typeof t === 'string') { console.log(`PyTorch: ${t}`); break; }
-      seqPerSec[`torch/${d}`] = full.N / t.sec;
-      rows.push([`torch ${t.version}, 1 thread`, d === 2 ? 'bi' : 'uni', (t.sec * 1e3).toFixed(0), (full.N / t.sec).toFixed(1),
-        (lstmFlops(full, d) / t.sec / 1e9).toFixed(1), '', '', '']);
+      const rs = results.get(`${name}/${d}`)!;
+      const lstmSec = median(rs.map((x) => x.lstmSec)), gemmSec = median(rs.map((x) => x.gemmSec)), stepSec = median(rs.map((x) => x.stepSec));
+      const gflops = lstmFlops(s, d) / lstmSec / 1e9;
+      const ref = 2 * s.N * s.T * 4 * s.H * s.F / gemmSec / 1e9;
+      rows.push([name, d === 2 ? 'bi' : 'uni', (lstmSec * 1e3).toFixed(0), (s.N / lstmSec).toFixed(1), gflops.toFixed(1),
+        ref.toFixed(1), `${(100 * gflops / ref).toFixed(0)}%`, (2 * s.T * s.N * s.H * 4 * s.H / stepSec / 1e9).toFixed(1)]);
     }
+  }
+  if (torchMissing) console.log(`PyTorch: ${torchMissing}`);
+  for (const [d, secs] of torchSec) {
+    const sec = median(secs);
+    rows.push([`torch ${torchVersion}, 1 thread`, d === 2 ? 'bi' : 'uni', (sec * 1e3).toFixed(0), (full.N / sec).toFixed(1),
+      (lstmFlops(full, d) / sec / 1e9).toFixed(1), '', '', '']);
   }
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
   for (const [i, r] of rows.entries()) {
     console.log(r.map((cell, c) => (c < 2 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));
     if (i === 0) console.log('-'.repeat(widths.reduce((a, w) => a + w + 2, -2)));
   }
+  // each round's own ratio (PyTorch's time over ours, minutes apart at most), then their median
   for (const d of dirs) {
-    const torch = seqPerSec[`torch/${d}`];
-    if (!torch) continue;
-    for (const name of names) {
-      const ours = seqPerSec[`${name}/${d}`];
-      if (ours && name !== 'js') console.log(`${name} / PyTorch (${d === 2 ? 'bi' : 'uni'}): ${(ours / torch).toFixed(2)}×`);
+    const torch = torchSec.get(d);
+    if (!torch || torch.length < rounds) continue;
+    for (const { name } of backends) {
+      if (name === 'js') continue;
+      const ratios = results.get(`${name}/${d}`)!.map((x, r) => torch[r]! / x.lstmSec);
+      console.log(`${name} / PyTorch (${d === 2 ? 'bi' : 'uni'}): ${median(ratios).toFixed(2)}×  (rounds: ${ratios.map((v) => v.toFixed(2)).join(' · ')})`);
     }
   }
 }
@@ -190,7 +214,12 @@ export async function main(args: string[] = []): Promise<void> {
 function describe(b: Backend): string {
   const info = b as Backend & { relaxed?: boolean; blas?: { config: string }; base?: string; packedKernel?: string | null;
     onednn?: { version: string; isa: string } };
-  if (info.onednn) return `oneDNN ${info.onednn.version}, ISA ${info.onednn.isa}; step gemm: oneDNN's matmul primitive per step on W_hh reordered once per pass into its layout; cells from ${info.base}`;
+  if (info.onednn) {
+    // native/onednn/packed.c: the primitive's packed layout with AVX-512, padded rows and dnnl_sgemm without
+    const steps = info.onednn.isa.includes('avx512') ? "oneDNN's matmul primitive per step on W_hh reordered once per pass into its layout"
+      : 'dnnl_sgemm per step on W_hh copied once per pass into rows 16 floats longer (no cache-set aliasing)';
+    return `oneDNN ${info.onednn.version}, ISA ${info.onednn.isa}; step gemm: ${steps}; cells from ${info.base}`;
+  }
   if (info.blas) {
     const steps = info.packedKernel ? `native/recurrent.c's ${info.packedKernel} kernel on W_hh packed once` : 'cblas_sgemm per step';
     return `${info.blas.config}; step gemm: ${steps}; cells from ${info.base}`;
