@@ -10,11 +10,12 @@
  * shape only (gemmPackedWeights), whose plan checks that its weights layout is the pack's (alpha
  * and beta, which do not change it, are fixed per plan as in gemm.c).
  *
- * Without AVX-512 the pack is instead B with its rows PADDING_FLOATS longer, multiplied by
- * dnnl_sgemm (A copied likewise when its rows are a multiple of 512 floats apart): oneDNN 2.6's AVX2
- * matmul on its packed layout ran the LSTM's forward step at 36 GFLOPS on a Zen 3, dnnl_sgemm on
- * plain W_hh at 53 and on padded rows at 66 (gemm.c says why: cache-set aliasing). A pack of this
- * kind serves products of any M.
+ * Without AVX-512 the pack is instead op(B) as a K×N matrix with rows PADDING_FLOATS longer
+ * (transposed when transB), multiplied by dnnl_sgemm as an untransposed B (A copied into padded
+ * rows when they are a multiple of 512 floats apart): oneDNN 2.6's AVX2 matmul on its packed layout
+ * ran the LSTM's forward step at 36 GFLOPS on a Zen 3, dnnl_sgemm on plain W_hh at 53 and on padded
+ * rows at 66 (gemm.c says why: cache-set aliasing); transposed into K×N it ran at 73, as the
+ * backward step (already K×N) did. A pack of this kind serves products of any M.
  */
 #include <stdio.h>
 #include <string.h>
@@ -32,15 +33,25 @@ static bool paddedPacks(void) {
 #endif
 }
 
-/* Floats of a padded pack of B (K×N, or N×K when transB). */
-static int64_t paddedPackSize(bool tb, int64_t N, int64_t K) {
-  return (tb ? N : K) * ((tb ? K : N) + PADDING_FLOATS);
+/* Floats of a padded pack: op(B) as K rows of N + PADDING_FLOATS. */
+static int64_t paddedPackSize(int64_t N, int64_t K) {
+  return K * (N + PADDING_FLOATS);
 }
 
-/* C = alpha·op(A)·op(P) + beta·C with P a padded pack; A copied into padded rows when they alias. */
-static bool paddedPackProduct(Instance *inst, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+/* op(B) (B is K×N, or N×K when transB) into P as K rows N + PADDING_FLOATS apart, in 32×32 tiles when transposing. */
+static void paddedPack(bool tb, int64_t N, int64_t K, const float *B, float *P) {
+  const int64_t ldp = N + PADDING_FLOATS;
+  if (!tb) { padRows(B, K, N, N, P); return; }
+  for (int64_t n0 = 0; n0 < N; n0 += 32)
+    for (int64_t k0 = 0; k0 < K; k0 += 32)
+      for (int64_t n = n0; n < n0 + 32 && n < N; n++)
+        for (int64_t k = k0; k < k0 + 32 && k < K; k++) P[k * ldp + n] = B[n * K + k];
+}
+
+/* C = alpha·op(A)·op(B) + beta·C with op(B) a padded pack; A copied into padded rows when they alias. */
+static bool paddedPackProduct(Instance *inst, bool ta, int64_t M, int64_t N, int64_t K, float alpha,
                               const float *A, const float *P, float beta, float *C) {
-  const int64_t lda = ta ? M : K, ldp = (tb ? K : N) + PADDING_FLOATS;
+  const int64_t lda = ta ? M : K, ldp = N + PADDING_FLOATS;
   const bool padA = rowsAlias(lda);
   if (padA) {
     float *pad = padScratch(inst, (size_t)((ta ? K : M) * (lda + PADDING_FLOATS)));
@@ -48,7 +59,7 @@ static bool paddedPackProduct(Instance *inst, bool ta, bool tb, int64_t M, int64
     padRows(A, ta ? K : M, ta ? M : K, lda, pad);
     A = pad;
   }
-  return sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, padA ? lda + PADDING_FLOATS : lda, P, ldp, beta, C, N) == dnnl_success;
+  return sgemm(ta ? 'T' : 'N', 'N', M, N, K, alpha, A, padA ? lda + PADDING_FLOATS : lda, P, ldp, beta, C, N) == dnnl_success;
 }
 
 /* The matmul of op(A) [M×K] (transA: A stored K×M) and weights [K×N] in the primitive's own format. */
@@ -141,7 +152,7 @@ napi_value PackedWeightsSize(napi_env env, napi_callback_info info) {
   int64_t s[3];
   if (!getShape(env, argv, "packedWeightsSize", &ta, &tb, s)) return NULL;
   if (s[0] == 0 || s[1] == 0 || s[2] == 0) return numberValue(env, 0);
-  if (paddedPacks()) return numberValue(env, (double)paddedPackSize(tb, s[1], s[2]));
+  if (paddedPacks()) return numberValue(env, (double)paddedPackSize(s[1], s[2]));
   oneThread();
   const Plan *p = packPlan(instance(env), ta, tb, s[0], s[1], s[2]);
   const dnnl_memory_desc_t *md = p ? weightsMd(p) : NULL;
@@ -161,8 +172,8 @@ napi_value PackWeights(napi_env env, napi_callback_info info) {
       !getF32(env, argv[6], fn, "packed", false, &P, &lp) || !need(env, fn, "B", lb, s[1] * s[2])) return NULL;
   if (paddedPacks()) {
     if (!s[0] || !s[1] || !s[2]) return boolValue(env, false);
-    if (!need(env, fn, "packed", lp, paddedPackSize(tb, s[1], s[2]))) return NULL;
-    padRows(B, tb ? s[1] : s[2], tb ? s[2] : s[1], tb ? s[2] : s[1], P);
+    if (!need(env, fn, "packed", lp, paddedPackSize(s[1], s[2]))) return NULL;
+    paddedPack(tb, s[1], s[2], B, P);
     return boolValue(env, true);
   }
   oneThread();
@@ -193,8 +204,8 @@ napi_value GemmPackedWeights(napi_env env, napi_callback_info info) {
   oneThread();
   Instance *inst = instance(env);
   if (paddedPacks()) {
-    if (!need(env, fn, "packed", lp, paddedPackSize(tb, N, K))) return NULL;
-    if (paddedPackProduct(inst, ta, tb, M, N, K, (float)alpha, A, P, (float)beta, C)) { inst->direct[PLAN_MATMUL]++; return boolValue(env, true); }
+    if (!need(env, fn, "packed", lp, paddedPackSize(N, K))) return NULL;
+    if (paddedPackProduct(inst, ta, M, N, K, (float)alpha, A, P, (float)beta, C)) { inst->direct[PLAN_MATMUL]++; return boolValue(env, true); }
     inst->unsupported[PLAN_MATMUL]++;
     return boolValue(env, false);
   }
