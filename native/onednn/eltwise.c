@@ -177,6 +177,39 @@ napi_value BiasAdd(napi_env env, napi_callback_info info) {
   return planRun(env, inst, p, ptrs, fn) ? boolValue(env, true) : NULL;
 }
 
+/* acc[c] = Σ_r dy[r, c] in double, rows in order. */
+static void columnSums(const float *dy, int64_t rows, int64_t cols, double *acc) {
+  memset(acc, 0, (size_t)cols * sizeof(double));
+  for (int64_t r = 0; r < rows; r++) {
+    const float *row = dy + r * cols;
+    for (int64_t c = 0; c < cols; c++) acc[c] += row[c];
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/*
+ * The same sums with AVX2, 8 columns a step, each column's additions in the same order, so the
+ * same doubles: the plain loop stayed scalar (-O2 without -march), 10.6 ms for an LSTM's
+ * 3200 × 2048 gate gradient on a Zen 3.
+ */
+__attribute__((target("avx2"))) static void columnSumsAvx2(const float *dy, int64_t rows, int64_t cols, double *acc) {
+  memset(acc, 0, (size_t)cols * sizeof(double));
+  const int64_t c8 = cols & ~(int64_t)7;
+  for (int64_t r = 0; r < rows; r++) {
+    const float *row = dy + r * cols;
+    int64_t c = 0;
+    for (; c < c8; c += 8) {
+      const __m256 v = _mm256_loadu_ps(row + c);
+      _mm256_storeu_pd(acc + c, _mm256_add_pd(_mm256_loadu_pd(acc + c), _mm256_cvtps_pd(_mm256_castps256_ps128(v))));
+      _mm256_storeu_pd(acc + c + 4, _mm256_add_pd(_mm256_loadu_pd(acc + c + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))));
+    }
+    for (; c < cols; c++) acc[c] += row[c];
+  }
+}
+#endif
+
 /* biasGrad(dy, db, rows, cols): db[c] += Σ_r dy[r, c], summed in double. */
 napi_value BiasGrad(napi_env env, napi_callback_info info) {
   const char *fn = "biasGrad";
@@ -194,11 +227,11 @@ napi_value BiasGrad(napi_env env, napi_callback_info info) {
   double stack[1024];
   double *acc = cols <= 1024 ? stack : calloc((size_t)cols, sizeof(double));
   if (!acc) { napi_throw_range_error(env, NULL, "biasGrad: out of memory"); return NULL; }
-  memset(acc, 0, (size_t)cols * sizeof(double));
-  for (int64_t r = 0; r < rows; r++) {
-    const float *row = dy + r * cols;
-    for (int64_t c = 0; c < cols; c++) acc[c] += row[c];
-  }
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx2")) columnSumsAvx2(dy, rows, cols, acc);
+  else
+#endif
+  columnSums(dy, rows, cols, acc);
   for (int64_t c = 0; c < cols; c++) db[c] = (float)(db[c] + acc[c]);
   if (acc != stack) free(acc);
   return boolValue(env, true);

@@ -117,6 +117,19 @@ test('onednn maxPoolBackward refuses an argmax past the end of dx', { skip }, ()
   assert.throws(() => b.maxPoolBackward(Float32Array.of(1), Int32Array.of(4), new Float32Array(4), g), /argmax holds an index past the end of dx/);
 });
 
+test('onednn biasGrad sums each column in double, rows in order: bit for bit a float64 loop (AVX2 strips and the tail)', { skip }, () => {
+  for (const [rows, cols] of [[301, 2051], [3, 8], [2, 7]] as const) {
+    const dy = randomArray(rows * cols, cols), db = randomArray(cols, 5), want = db.slice();
+    for (let c = 0; c < cols; c++) {
+      let sum = 0;
+      for (let r = 0; r < rows; r++) sum += dy[r * cols + c]!;
+      want[c] = Math.fround(want[c]! + sum);
+    }
+    b.biasGrad(dy, db, rows, cols);
+    assert.deepEqual(db, want, `biasGrad ${rows}x${cols}`);
+  }
+});
+
 test('onednn bias, activations and softmax cross-entropy match the reference (also in place)', { skip }, () => {
   for (const [rows, cols] of [[1, 1], [7, 33], [65, 10]] as const) {
     const x = randomArray(rows * cols, rows), bias = randomArray(cols, cols);
