@@ -115,16 +115,18 @@ export class Recurrent extends BaseLayer {
     out.fill(0);
     this.runs.forEach((run, d) => {
       const offset = this.bidirectional === 'concat' ? d * H : 0, h = run.h, NH = N * H;
+      // a direction alone in its columns copies into the zeros; the second of a sum adds
+      const put = d === 0 || this.bidirectional === 'concat' ? copyRow : addRow;
       for (let n = 0; n < N; n++) {
         const len = run.lengths[n]!;
         if (!this.returnSequences) {
           // the final state: block len (block 0, zeros, for an empty sample)
-          addRow(out, n * D + offset, h, len * NH + n * H, H);
+          put(out, n * D + offset, h, len * NH + n * H, H);
           continue;
         }
         for (let s = 0; s < len; s++) {
           const t = d === 1 ? len - 1 - s : s;
-          addRow(out, (n * T + t) * D + offset, h, (s + 1) * NH + n * H, H);
+          put(out, (n * T + t) * D + offset, h, (s + 1) * NH + n * H, H);
         }
       }
     });
@@ -156,7 +158,7 @@ export class Recurrent extends BaseLayer {
       }
       const dxt = dx ? this.pool.f32(`dxt${d}`, steps * N * F) : null;
       this.cells[d]!.backward(this.weights[d]!, run, dh, dxt);
-      if (dx && dxt) fromTimeMajor(dxt, dx.data, run, T, d === 1);
+      if (dx && dxt) fromTimeMajor(dxt, dx.data, run, T, d === 1, d === 0);
     });
     return dx;
   }
@@ -175,14 +177,17 @@ function toTimeMajor(x: Float32Array, run: CellRun, T: number, reverse: boolean)
   }
 }
 
-/** dx [N, T, F] += the time-major input gradient `dxt` of one direction (valid frames only). */
-function fromTimeMajor(dxt: Float32Array, dx: Float32Array, run: CellRun, T: number, reverse: boolean): void {
-  const { N, F, lengths } = run;
+/**
+ * dx [N, T, F] += the time-major input gradient `dxt` of one direction (valid frames only); the
+ * first direction copies (dx is zero before it, and it writes each valid frame once).
+ */
+function fromTimeMajor(dxt: Float32Array, dx: Float32Array, run: CellRun, T: number, reverse: boolean, first: boolean): void {
+  const { N, F, lengths } = run, put = first ? copyRow : addRow;
   for (let n = 0; n < N; n++) {
     const len = lengths[n]!;
     for (let s = 0; s < len; s++) {
       const t = reverse ? len - 1 - s : s;
-      addRow(dx, (n * T + t) * F, dxt, (s * N + n) * F, F);
+      put(dx, (n * T + t) * F, dxt, (s * N + n) * F, F);
     }
   }
 }
@@ -192,5 +197,5 @@ function addRow(to: Float32Array, at: number, from: Float32Array, start: number,
 }
 
 function copyRow(to: Float32Array, at: number, from: Float32Array, start: number, width: number): void {
-  for (let j = 0; j < width; j++) to[at + j] = from[start + j]!;
+  to.set(from.subarray(start, start + width), at);
 }
