@@ -170,6 +170,8 @@ napi_value ActivationForward(napi_env env, napi_callback_info info);
 napi_value ActivationBackward(napi_env env, napi_callback_info info);
 napi_value BiasAdd(napi_env env, napi_callback_info info);
 napi_value BiasGrad(napi_env env, napi_callback_info info);
+napi_value LstmCellForward(napi_env env, napi_callback_info info);
+napi_value LstmCellBackward(napi_env env, napi_callback_info info);
 napi_value SoftmaxCrossEntropy(napi_env env, napi_callback_info info);
 napi_value SetGemm(napi_env env, napi_callback_info info);
 napi_value SetDirect(napi_env env, napi_callback_info info);

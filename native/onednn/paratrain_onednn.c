@@ -122,6 +122,8 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
     { "activationBackward", NULL, ActivationBackward, NULL, NULL, NULL, napi_enumerable, NULL },
     { "biasAdd", NULL, BiasAdd, NULL, NULL, NULL, napi_enumerable, NULL },
     { "biasGrad", NULL, BiasGrad, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "lstmCellForward", NULL, LstmCellForward, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "lstmCellBackward", NULL, LstmCellBackward, NULL, NULL, NULL, napi_enumerable, NULL },
     { "softmaxCrossEntropy", NULL, SoftmaxCrossEntropy, NULL, NULL, NULL, napi_enumerable, NULL },
     { "setGemm", NULL, SetGemm, NULL, NULL, NULL, napi_enumerable, NULL },
     { "setDirect", NULL, SetDirect, NULL, NULL, NULL, napi_enumerable, NULL },

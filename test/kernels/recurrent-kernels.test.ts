@@ -149,7 +149,7 @@ function compareCells(b: Backend, H: number, G: number, forward: boolean,
 
 for (const b of backends) {
   test(`lstm and gru cell steps on ${b.name} equal js's, padded rows included`, () => {
-    for (const H of [3, 4, 9]) {
+    for (const H of [3, 4, 9, 17]) {
       compareCells(b, H, 4, true, (k, t, x, l) => k.lstmCellForward(t, N, H, x.gates!, x.c!, x.h!, l), 'lstmCellForward');
       compareCells(b, H, 4, false, (k, t, x, l) => k.lstmCellBackward(t, N, H, x.acts!, x.c!, x.dh!, x.dc!, x.dz!, l), 'lstmCellBackward');
       compareCells(b, H, 3, true, (k, t, x, l) => k.gruCellForward(t, N, H, x.gates!, x.rec!, x.bhh!, x.hn!, x.h!, l), 'gruCellForward');
@@ -188,8 +188,9 @@ for (const b of all) {
   test(`σ and tanh in the lstm cell on ${b.name} are within a few ulp of float64 Math, NaN propagates`, () => {
     // one sample, H values per gate: gates i, f, o see v, g sees v; c₋₁ = 0 so c = i·g, h = o·tanh(c)
     const values = [...Array(601).keys()].map((k) => (k - 300) / 10).concat([1e-6, -1e-6, 0.6249, 0.6251, 88, -88, 100, -100]);
-    const H = values.length + 3; // a tail past the SIMD lanes
-    const vals = [...values, 0.5, -0.5, NaN];
+    const H = values.length + 4; // a tail past the SIMD lanes, 4 or 8 wide
+    // NaN in the first lane (in SIMD) and the last (in the tail)
+    const vals = [NaN, ...values, 0.5, -0.5, NaN];
     const gates = put(b, [...vals, ...vals, ...vals, ...vals]);
     const c = b.alloc(2 * H), h = b.alloc(2 * H);
     b.lstmCellForward(0, 1, H, gates, c, h, putInt(b, [1]));

@@ -65,6 +65,11 @@ export interface OneDnnAddon {
   activationBackward(kind: number, y: Float32Array, dy: Float32Array, dx: Float32Array, cap: number): boolean;
   biasAdd(x: Float32Array, bias: Float32Array, y: Float32Array, rows: number, cols: number): boolean;
   biasGrad(dy: Float32Array, db: Float32Array, rows: number, cols: number): boolean;
+  /** The LSTM cell's step t (Backend.lstmCellForward); false: no AVX2 and FMA here, the base's cells run. */
+  lstmCellForward(t: number, N: number, H: number, gates: Float32Array, c: Float32Array, h: Float32Array, lengths: Int32Array): boolean;
+  /** Back through the LSTM cell's step t (Backend.lstmCellBackward); false as above. */
+  lstmCellBackward(t: number, N: number, H: number, gates: Float32Array, c: Float32Array, dh: Float32Array,
+                   dc: Float32Array, dz: Float32Array, lengths: Int32Array): boolean;
   /** The summed loss, or null when oneDNN has no softmax for the shape. */
   softmaxCrossEntropy(logits: Float32Array, labels: Int32Array, rows: number, classes: number,
                       dlogits: Float32Array, gradScale: number): number | null;

@@ -10,14 +10,15 @@
  * | kernel | in the addon |
  * | --- | --- |
  * | gemm | matmul primitive (transposes as strides, alpha as output scale, beta as a sum post-op) |
- * | packB / gemmPacked | the same primitive on weights reordered once per pass into its own layout |
+ * | packB / gemmPacked | the same primitive on weights reordered once per pass into its own layout (without AVX-512: dnnl_sgemm on op(B) copied into padded rows, native/onednn/packed.c) |
  * | conv2d forward / backward-data / backward-filter | convolution primitives on NHWC memory, weights reordered to oneDNN's blocked format; relu fused as a post-op; few input channels: the addon's AVX-512 kernels |
  * | max/avg pool forward, avg pool backward | pooling primitives (max: workspace → flat argmax in C) |
  * | max pool backward | a C scatter through argmax |
  * | activations | eltwise primitives (backward from the forward output) |
  * | biasAdd | binary add primitive (bias broadcast over rows) |
  * | softmaxCrossEntropy | log-softmax primitive, loss and gradient in C |
- * | biasGrad | C loop (column sums in double) |
+ * | biasGrad | C loop (column sums in double; AVX2 where the CPU has it) |
+ * | lstmCellForward / lstmCellBackward | the cell's element-wise step in C with AVX2 and FMA (native/onednn/cells.c; the base's cells without them) |
  *
  * The addon reads and writes any Float32Array in place — wasm memory, a SharedArrayBuffer, a plain
  * array, at any byteOffset — so nothing is copied. When oneDNN has no primitive for a call's shape
@@ -161,6 +162,12 @@ export async function createOneDnnBackend(): Promise<OneDnnBackend | null> {
     },
     biasGrad: (dy, db, rows, cols) => {
       if (!addon.biasGrad(dy, db, rows, cols)) base.biasGrad(dy, db, rows, cols);
+    },
+    lstmCellForward: (t, N, H, gates, c, h, lengths) => {
+      if (!addon.lstmCellForward(t, N, H, gates, c, h, lengths)) base.lstmCellForward(t, N, H, gates, c, h, lengths);
+    },
+    lstmCellBackward: (t, N, H, gates, c, dh, dc, dz, lengths) => {
+      if (!addon.lstmCellBackward(t, N, H, gates, c, dh, dc, dz, lengths)) base.lstmCellBackward(t, N, H, gates, c, dh, dc, dz, lengths);
     },
     activationForward: (kind, x, y, cap) => {
       const code = ACTIVATIONS[kind];
