@@ -65,7 +65,7 @@ static bool paddedSgemm(Instance *inst, bool ta, bool tb, int64_t M, int64_t N, 
   if (padA) { padRows(A, K, M, lda, pad); A = pad; }
   if (padB) { padRows(B, K, N, ldb, pad + aFloats); B = pad + aFloats; }
   return sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, padA ? lda + PADDING_FLOATS : lda,
-                    B, padB ? ldb + PADDING_FLOATS : ldb, beta, C, N) == dnnl_success;
+               B, padB ? ldb + PADDING_FLOATS : ldb, beta, C, N) == dnnl_success;
 }
 
 static bool needsPadding(const Instance *inst, bool ta, bool tb, int64_t M, int64_t N, int64_t K) {
