@@ -19,7 +19,11 @@
  * (its own shared-memory transport), and every cell gets the ratio ours / Open MPI. Without mpirun
  * or the MPI addon the table says so and gives no ratio.
  *
- *   npm run bench -- allreduce [--sizes 1,4,16] [--reps 21] [--kinds arena,replica,copy] [--spin µs] [--no-mpi]
+ *   npm run bench -- allreduce [--sizes 1,4,16] [--reps 21] [--rounds 3] [--kinds arena,replica,copy] [--spin µs] [--no-mpi]
+ *
+ * Ours and Open MPI take turns for `--rounds` rounds (Open MPI's own figure moved threefold between
+ * runs on the shared machine): a cell is the median over the rounds, a ratio the median of the
+ * rounds' own ratios, and the rounds' figures are printed below the table.
  *
  * `--spin` sets how long the ranks' waits spin before sleeping (default: the transport's, as in
  * training). MPI's ranks poll without sleeping; on a loaded machine a sleeping rank's wake-up,
@@ -99,38 +103,59 @@ export async function main(args: string[]): Promise<void> {
   const spin = spinFlag === undefined ? undefined : Number(spinFlag);
   for (const k of kinds) if (!NAMES[k]) throw new Error(`--kinds: unknown kind '${k}'; choose from ${Object.keys(NAMES).join(', ')}`);
   if (spin !== undefined && !(spin >= 0)) throw new Error(`--spin: a number of microseconds ≥ 0, got '${spinFlag}'`);
+  const rounds = Number(flag(args, 'rounds') ?? 3);
+  if (!(rounds >= 1)) throw new Error(`--rounds: a count ≥ 1, got '${flag(args, 'rounds')}'`);
   console.log(`CPU: ${cpuModel()}; load average ${loadavg()[0]!.toFixed(2)} at the start`);
-  const results = await shmCells(sizesMb, kinds, reps, spin);
-  const mpi = args.includes('--no-mpi') ? { absent: 'skipped (--no-mpi)' } : await openMpiAllreduce(sizesMb, reps);
+  // rounds: ours, then Open MPI, in turn, so a change of the shared machine's speed hits both
+  const ours: { gbs: (kind: string, mb: number) => number; paths: Cell[][] }[] = [];
+  const mpiRounds: Record<number, number>[] = [];
+  let mpiAbsent = args.includes('--no-mpi') ? 'skipped (--no-mpi)' : '';
+  for (let r = 0; r < rounds; r++) {
+    const results = await shmCells(sizesMb, kinds, reps, spin);
+    ours.push({
+      paths: results,
+      gbs: (kind, mb) => {
+        const cells = results.map((x) => x.find((c) => c.kind === kind && c.mb === mb)!);
+        const slowest = cells[0]!.times.map((_, i) => Math.max(...cells.map((c) => c.times[i]!)));
+        return (mb * MB) / (median(slowest) / 1000) / 1e9;
+      },
+    });
+    if (mpiAbsent) continue;
+    const mpi = await openMpiAllreduce(sizesMb, reps);
+    if ('gbs' in mpi) mpiRounds.push(mpi.gbs);
+    else mpiAbsent = mpi.absent;
+  }
   console.log(`load average ${loadavg()[0]!.toFixed(2)} at the end\n`);
 
-  const bw = (kind: string, mb: number) => {
-    const cells = results.map((r) => r.find((c) => c.kind === kind && c.mb === mb)!);
-    const slowest = cells[0]!.times.map((_, i) => Math.max(...cells.map((c) => c.times[i]!)));
-    return (mb * MB) / (median(slowest) / 1000) / 1e9;
-  };
-  const paths = kinds.map((k) => `${NAMES[k]}: ${[...new Set(results.flatMap((r) => r.filter((c) => c.kind === k).map((c) => c.path)))].join('/')}`);
+  const withMpi = !mpiAbsent && mpiRounds.length === rounds;
+  const paths = kinds.map((k) => `${NAMES[k]}: ${[...new Set(ours.flatMap((o) => o.paths.flatMap((r) => r.filter((c) => c.kind === k).map((c) => c.path))))].join('/')}`);
   console.log(`shm allreduce(sum), 2 ranks (worker threads), registered buffers, median of ${reps} after warm-up; ` +
     `waits spin ${spin === undefined ? 'the transport\'s default (as in training: 50 µs when every rank has a core)' : `${spin} µs (--spin)`} before sleeping`);
   console.log(`paths taken (transport counters): ${paths.join('; ')}`);
-  console.log('gbs' in mpi
-    ? 'Open MPI: MPI_Allreduce(sum) in one `mpirun -np 2` job measured just now; ratio = ours / Open MPI'
-    : `Open MPI: not measured — ${mpi.absent}; no ratios`);
+  console.log(withMpi
+    ? `Open MPI: MPI_Allreduce(sum), one \`mpirun -np 2\` job per round, taking turns with ours for ${rounds} rounds; ` +
+      'a cell is the median over the rounds, its ratio the median of the rounds\' own ratios ours / Open MPI'
+    : `Open MPI: not measured — ${mpiAbsent}; no ratios (${rounds} rounds of ours, medians)`);
   console.log('algorithm bandwidth = buffer bytes / time\n');
-  const ref = 'gbs' in mpi ? mpi.gbs : null;
   const head = ['size', ...kinds.map((k) => NAMES[k]!), 'Open MPI'];
   const rows = sizesMb.map((mb) => {
-    const r = ref?.[mb];
     const cells = kinds.map((k) => {
-      const g = bw(k, mb);
-      return `${g.toFixed(2).padStart(6)} GB/s${r ? `  ${(g / r).toFixed(2)}×` : ''}`;
+      const g = median(ours.map((o) => o.gbs(k, mb)));
+      const ratio = withMpi ? median(ours.map((o, r) => o.gbs(k, mb) / mpiRounds[r]![mb]!)) : null;
+      return `${g.toFixed(2).padStart(6)} GB/s${ratio !== null ? `  ${ratio.toFixed(2)}×` : ''}`;
     });
-    return [`${mb} MB`, ...cells, r ? `${r.toFixed(2)} GB/s` : '—'];
+    return [`${mb} MB`, ...cells, withMpi ? `${median(mpiRounds.map((m) => m[mb]!)).toFixed(2)} GB/s` : '—'];
   });
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
   const line = (cols: string[]) => cols.map((c, i) => (i === 0 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('   ');
   console.log(line(head));
   for (const row of rows) console.log(line(row));
+  if (withMpi && rounds > 1) {
+    console.log(`\nper round (GB/s), ${NAMES[kinds[0]!]} and Open MPI:`);
+    for (const mb of sizesMb) {
+      console.log(`  ${mb} MB: ${ours.map((o, r) => `${o.gbs(kinds[0]!, mb).toFixed(1)} / ${mpiRounds[r]![mb]!.toFixed(1)}`).join(' · ')}`);
+    }
+  }
 }
 
 /** The CPU's model name with its family/model numbers and widest vectors (from /proc/cpuinfo where there is one). */
