@@ -16,6 +16,7 @@
  * window in which all of them were stepping. What a G-device job loses to that ceiling is the
  * framework's (communication, waiting); what the ceiling loses to G × 1 device is the machine's
  * (cores sharing caches, memory bandwidth and clock).
+ *
  *   npm run bench -- throughput [--steps 300] [--rounds 3] [--devices 1,2] [--backend auto|onednn|native|wasm]
  * (`--one-job` is the side-by-side children's mode: one 1-device job's step times as JSON.)
  */
