@@ -2,7 +2,9 @@
  * LSTM forward+backward at DeepSpeech-like shapes, per backend, against the backend's own sgemm in
  * the same run and PyTorch's nn.LSTM (one thread) in the same run.
  *
- *   npm run bench -- lstm [--quick] [--backends wasm,native] [--frames T] [--reps R] [--rounds 3] [--no-torch] [--uni|--bi]
+ *   npm run bench -- lstm [--quick] [--backends wasm,native] [--frames T] [--reps R] [--rounds 3] [--no-torch] [--uni|--bi] [--calls]
+ *
+ * `--calls` adds, per backend and direction, the ms per pass in each Backend method and outside them.
  *
  * Shape: batch N = 32, T = 100 frames, F = 494 inputs (DeepSpeech's 26 MFCC × 19-frame context), H = 512
  * units; `--quick` runs T = 25 (the per-step gemms keep their shape; only the all-frames gemms shrink).
@@ -104,6 +106,52 @@ function timeBackend(b: Backend, s: Shape, directions: number, reps: number): Re
   return { lstmSec: median(lstm), gemmSec: median(ref), stepSec: median(step) };
 }
 
+/**
+ * Where one backend's pass goes (`--calls`): every Backend method wrapped with a wall-clock timer
+ * (the outermost call only), `passes` passes after a warm-up; ms per pass per method, and what is
+ * left outside the backend's calls (the layer's own JavaScript).
+ */
+function callBreakdown(b: Backend, s: Shape, directions: number, passes: number): string[] {
+  const timed = Object.create(b) as Backend & Record<string, unknown>;
+  const spent = new Map<string, { ms: number; calls: number }>();
+  let depth = 0;
+  for (let o: object | null = b; o && o !== Object.prototype; o = Object.getPrototypeOf(o) as object | null) {
+    for (const key of Object.getOwnPropertyNames(o)) {
+      const f = (b as unknown as Record<string, unknown>)[key];
+      if (typeof f !== 'function' || key === 'constructor' || key === 'alloc' || Object.hasOwn(timed, key)) continue;
+      timed[key] = (...args: unknown[]) => {
+        if (depth > 0) return f.apply(b, args);
+        depth++;
+        const t0 = performance.now();
+        try { return f.apply(b, args); } finally {
+          depth--;
+          const e = spent.get(key) ?? { ms: 0, calls: 0 };
+          e.ms += performance.now() - t0; e.calls++;
+          spent.set(key, e);
+        }
+      };
+    }
+  }
+  const { N, T, F, H } = s;
+  const layer = new Recurrent(timed, 'bench lstm', [T, F], 'lstm', H, directions === 2 ? { bidirectional: 'concat' } : {});
+  new Sequential(timed, [layer], [T, F]).initialize(1);
+  const x = new Tensor([N, T, F], filled(b, N * T * F, 3));
+  const dy = new Tensor([N, T, layer.outputShape[1]!], filled(b, N * T * layer.outputShape[1]!, 4));
+  const pass = (): void => { layer.forward(x, CTX); layer.backward(dy, true); };
+  pass();
+  spent.clear();
+  const t0 = performance.now();
+  for (let p = 0; p < passes; p++) pass();
+  const total = (performance.now() - t0) / passes;
+  const rows = [...spent.entries()].sort((a, c) => c[1].ms - a[1].ms);
+  const inside = rows.reduce((a, [, e]) => a + e.ms / passes, 0);
+  return [
+    ...rows.map(([key, e]) => `  ${(e.ms / passes).toFixed(1).padStart(7)} ms  ${key} (${e.calls / passes} calls)`),
+    `  ${(total - inside).toFixed(1).padStart(7)} ms  outside the backend's calls`,
+    `  ${total.toFixed(1).padStart(7)} ms  the pass (wall clock, mean of ${passes})`,
+  ];
+}
+
 const TORCH_LSTM = `
 import sys, json, time, torch
 torch.set_num_threads(1)
@@ -197,6 +245,14 @@ export async function main(args: string[] = []): Promise<void> {
   for (const [i, r] of rows.entries()) {
     console.log(r.map((cell, c) => (c < 2 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));
     if (i === 0) console.log('-'.repeat(widths.reduce((a, w) => a + w + 2, -2)));
+  }
+  if (args.includes('--calls')) {
+    for (const { name, b } of backends) {
+      for (const d of dirs) {
+        console.log(`\n${name} ${d === 2 ? 'bi' : 'uni'}: where a pass goes (--calls)`);
+        for (const line of callBreakdown(b, name === 'js' ? small : full, d, 3)) console.log(line);
+      }
+    }
   }
   // each round's own ratio (PyTorch's time over ours, minutes apart at most), then their median
   for (const d of dirs) {
