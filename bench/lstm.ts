@@ -13,7 +13,9 @@
  * GFLOPS count the gemms only, per direction: forward = input projection 2·N·T·F·4H + recurrent
  * 2·N·T·H·4H; backward does the same products twice more (dW_ih and dX; dW_hh and dh), so
  * forward+backward = 3 × forward = 24·N·T·H·(F + H). The gate nonlinearities, copies and bias sums
- * are not counted (they are what the recurrence costs beyond its gemms).
+ * are not counted (they are what the recurrence costs beyond its gemms). "of peak" is that figure
+ * as a share of the machine's measured one-core FMA peak (bench/peak.ts), PyTorch's row too: where
+ * PyTorch's BLAS uses the widest vectors it runs near the peak's reach and the ratio to it shrinks.
  *
  * Time is CPU time of this process (process.cpuUsage, user + system) per pass, the median of the
  * repetitions, and for PyTorch time.process_time(): the machine is shared, and CPU time is less
@@ -37,6 +39,7 @@ import { Sequential } from '../src/nn/model.ts';
 import type { ForwardContext } from '../src/nn/layer.ts';
 import { flag, median } from './args.ts';
 import { runPython, torchPython } from './torch.ts';
+import { ofPeak, peakLine } from './peak.ts';
 
 interface Shape { N: number; T: number; F: number; H: number }
 
@@ -193,12 +196,13 @@ export async function main(args: string[] = []): Promise<void> {
   const dirs = args.includes('--uni') ? [1] : args.includes('--bi') ? [2] : [1, 2];
 
   console.log(`CPU: ${cpuModel()}, ${cpus().length} cores, load average ${loadavg().map((v) => v.toFixed(1)).join(' ')}`);
+  console.log(peakLine());
   console.log(`Node ${process.versions.node}, V8 ${process.versions.v8}; CPU time per pass, median of ${reps} after a warm-up, in each of ${rounds} rounds; a cell is the median over the rounds`);
   console.log('GFLOPS = gemm FLOPs / time, FLOPs of forward+backward = directions · 24·N·T·H·(F+H)');
   console.log('sgemm = GFLOPS of the backend\'s gemm at the input projection\'s shape [N·T, F]·[F, 4H]ᵀ, interleaved with the LSTM passes');
   console.log(`shape: batch ${full.N}, ${full.T} frames, ${full.F} inputs, ${full.H} units${names.includes('js') ? `; js at ${small.N}×${small.T}` : ''}`);
   console.log('step gemm = GFLOPS of the per-step recurrent product [N, H]·W_hhᵀ with W_hh packed once (gemmPacked)\n');
-  const rows: string[][] = [['backend', 'dir', 'ms/pass', 'seq/s', 'GFLOPS', 'sgemm', 'LSTM/sgemm', 'step gemm']];
+  const rows: string[][] = [['backend', 'dir', 'ms/pass', 'seq/s', 'GFLOPS', 'of peak', 'sgemm', 'LSTM/sgemm', 'step gemm']];
   const backends: { name: string; b: Backend }[] = [];
   for (const name of names) {
     const b = await tryBackend(name).catch((err: Error) => { console.log(`${name}: ${err.message}`); return null; });
@@ -231,7 +235,7 @@ export async function main(args: string[] = []): Promise<void> {
       const lstmSec = median(rs.map((x) => x.lstmSec)), gemmSec = median(rs.map((x) => x.gemmSec)), stepSec = median(rs.map((x) => x.stepSec));
       const gflops = lstmFlops(s, d) / lstmSec / 1e9;
       const ref = 2 * s.N * s.T * 4 * s.H * s.F / gemmSec / 1e9;
-      rows.push([name, d === 2 ? 'bi' : 'uni', (lstmSec * 1e3).toFixed(0), (s.N / lstmSec).toFixed(1), gflops.toFixed(1),
+      rows.push([name, d === 2 ? 'bi' : 'uni', (lstmSec * 1e3).toFixed(0), (s.N / lstmSec).toFixed(1), gflops.toFixed(1), ofPeak(gflops),
         ref.toFixed(1), `${(100 * gflops / ref).toFixed(0)}%`, (2 * s.T * s.N * s.H * 4 * s.H / stepSec / 1e9).toFixed(1)]);
     }
   }
@@ -239,7 +243,7 @@ export async function main(args: string[] = []): Promise<void> {
   for (const [d, secs] of torchSec) {
     const sec = median(secs);
     rows.push([`torch ${torchVersion}, 1 thread`, d === 2 ? 'bi' : 'uni', (sec * 1e3).toFixed(0), (full.N / sec).toFixed(1),
-      (lstmFlops(full, d) / sec / 1e9).toFixed(1), '', '', '']);
+      (lstmFlops(full, d) / sec / 1e9).toFixed(1), ofPeak(lstmFlops(full, d) / sec / 1e9), '', '', '']);
   }
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
   for (const [i, r] of rows.entries()) {
