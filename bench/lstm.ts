@@ -40,6 +40,7 @@ import type { ForwardContext } from '../src/nn/layer.ts';
 import { flag, median } from './args.ts';
 import { runPython, torchPython } from './torch.ts';
 import { ofPeak, peakLine } from './peak.ts';
+import { timeCalls } from './backendCalls.ts';
 
 interface Shape { N: number; T: number; F: number; H: number }
 
@@ -109,50 +110,20 @@ function timeBackend(b: Backend, s: Shape, directions: number, reps: number): Re
   return { lstmSec: median(lstm), gemmSec: median(ref), stepSec: median(step) };
 }
 
-/**
- * Where one backend's pass goes (`--calls`): every Backend method wrapped with a wall-clock timer
- * (the outermost call only), `passes` passes after a warm-up; ms per pass per method, and what is
- * left outside the backend's calls (the layer's own JavaScript).
- */
+/** Where one backend's pass goes (`--calls`): ms per pass per Backend method, `passes` passes after a warm-up. */
 function callBreakdown(b: Backend, s: Shape, directions: number, passes: number): string[] {
-  const timed = Object.create(b) as Backend & Record<string, unknown>;
-  const spent = new Map<string, { ms: number; calls: number }>();
-  let depth = 0;
-  for (let o: object | null = b; o && o !== Object.prototype; o = Object.getPrototypeOf(o) as object | null) {
-    for (const key of Object.getOwnPropertyNames(o)) {
-      const f = (b as unknown as Record<string, unknown>)[key];
-      if (typeof f !== 'function' || key === 'constructor' || key === 'alloc' || Object.hasOwn(timed, key)) continue;
-      timed[key] = (...args: unknown[]) => {
-        if (depth > 0) return f.apply(b, args);
-        depth++;
-        const t0 = performance.now();
-        try { return f.apply(b, args); } finally {
-          depth--;
-          const e = spent.get(key) ?? { ms: 0, calls: 0 };
-          e.ms += performance.now() - t0; e.calls++;
-          spent.set(key, e);
-        }
-      };
-    }
-  }
+  const calls = timeCalls(b);
   const { N, T, F, H } = s;
-  const layer = new Recurrent(timed, 'bench lstm', [T, F], 'lstm', H, directions === 2 ? { bidirectional: 'concat' } : {});
-  new Sequential(timed, [layer], [T, F]).initialize(1);
+  const layer = new Recurrent(calls.backend, 'bench lstm', [T, F], 'lstm', H, directions === 2 ? { bidirectional: 'concat' } : {});
+  new Sequential(calls.backend, [layer], [T, F]).initialize(1);
   const x = new Tensor([N, T, F], filled(b, N * T * F, 3));
   const dy = new Tensor([N, T, layer.outputShape[1]!], filled(b, N * T * layer.outputShape[1]!, 4));
   const pass = (): void => { layer.forward(x, CTX); layer.backward(dy, true); };
   pass();
-  spent.clear();
+  calls.reset();
   const t0 = performance.now();
   for (let p = 0; p < passes; p++) pass();
-  const total = (performance.now() - t0) / passes;
-  const rows = [...spent.entries()].sort((a, c) => c[1].ms - a[1].ms);
-  const inside = rows.reduce((a, [, e]) => a + e.ms / passes, 0);
-  return [
-    ...rows.map(([key, e]) => `  ${(e.ms / passes).toFixed(1).padStart(7)} ms  ${key} (${e.calls / passes} calls)`),
-    `  ${(total - inside).toFixed(1).padStart(7)} ms  outside the backend's calls`,
-    `  ${total.toFixed(1).padStart(7)} ms  the pass (wall clock, mean of ${passes})`,
-  ];
+  return calls.report(passes, performance.now() - t0);
 }
 
 const TORCH_LSTM = `

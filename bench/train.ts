@@ -4,7 +4,8 @@
  * given as a fraction of the machine's measured FMA peak (bench/peak.ts, printed first): the
  * step's flops (the convolutions' and dense layers' multiply-adds, forward and backward) times
  * samples/s, over the peak.
- *   npm run bench -- train [--batch 32,64,128] [--seconds 3] [--rounds 6] [--backends wasm,native,onednn] [--js]
+ *   npm run bench -- train [--batch 32,64,128] [--seconds 3] [--rounds 6] [--backends wasm,native,onednn] [--js] [--calls]
+ * `--calls` adds, per backend at the first batch size, the ms per step in each Backend method and outside them.
  * The backends are measured interleaved: `--rounds` rounds, each giving every backend (and batch)
  * a slice of seconds/rounds of CPU time, and a figure is samples per CPU second, the median of its
  * slices: on a shared machine CPU time is far less disturbed by other processes than wall time
@@ -18,9 +19,11 @@ import { tryBackend } from '../src/kernels/index.ts';
 import { Replica } from '../src/runtime/replica.ts';
 import { loadConfig } from '../src/config/index.ts';
 import type { RunConfig } from '../src/config/runConfig.ts';
+import type { Backend } from '../src/kernels/backend.ts';
 import { Conv2D } from '../src/nn/conv2d.ts';
 import { Dense } from '../src/nn/dense.ts';
 import { ofPeak, peakLine } from './peak.ts';
+import { timeCalls } from './backendCalls.ts';
 import { cpus, loadavg } from 'node:os';
 
 function option(args: string[], name: string, fallback: string): string {
@@ -34,17 +37,22 @@ function cpuSeconds(): number {
   return (u.user + u.system) / 1e6;
 }
 
-/** A replica with its synthetic batch, warmed up: `slice(seconds)` runs steps for about that much CPU time and returns samples per CPU second. */
-function stepper(replica: Replica, batch: number): { slice(seconds: number): number } {
+/** One training step of `replica` on a fixed synthetic batch (a new step number each call). */
+function trainingStep(replica: Replica, batch: number): () => void {
   const per = 28 * 28;
   const images = new Float32Array(batch * per).map((_, i) => ((i * 2654435761) % 1000) / 1000);
   const labels = Int32Array.from({ length: batch }, (_, i) => i % 10);
   let k = 0;
-  const step = () => {
+  return () => {
     replica.model.zeroGrads();
     replica.computeGradients(images, labels, { training: true, seed: 1, step: k++, sampleOffset: 0 }, 1 / batch);
     replica.optimizer.step(replica.model.params, replica.model.grads, 0.001);
   };
+}
+
+/** A replica with its synthetic batch, warmed up: `slice(seconds)` runs steps for about that much CPU time and returns samples per CPU second. */
+function stepper(replica: Replica, batch: number): { slice(seconds: number): number } {
+  const step = trainingStep(replica, batch);
   for (let w = 0; w < 5; w++) step();
   return {
     slice(seconds: number): number {
@@ -169,6 +177,23 @@ export async function main(args: string[]): Promise<void> {
   console.log(`mnist-small training step (forward + backward + Adam), samples per CPU second on one thread, median of ${rounds} interleaved rounds; ` +
     `${(flopsPerSample / 1e6).toFixed(1)} MFLOP per sample`);
   for (const r of rows) console.log(r.map((c, i) => (i === 0 ? c.padEnd(22) : c.padStart(12))).join(''));
+  if (args.includes('--calls')) {
+    for (const name of runs.map((r) => r.name)) {
+      console.log(`\n${name}, batch ${batches[0]}: where a step goes (--calls)`);
+      for (const line of stepBreakdown((await tryBackend(name))!, config, batches[0]!, 200)) console.log(line);
+    }
+  }
+}
+
+/** Where one backend's step goes (`--calls`): ms per step per Backend method, `steps` steps after a warm-up. */
+function stepBreakdown(b: Backend, config: RunConfig, batch: number, steps: number): string[] {
+  const calls = timeCalls(b);
+  const step = trainingStep(new Replica(calls.backend, config), batch);
+  for (let w = 0; w < 20; w++) step();
+  calls.reset();
+  const t0 = performance.now();
+  for (let i = 0; i < steps; i++) step();
+  return calls.report(steps, performance.now() - t0, 'step');
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await main(process.argv.slice(2));
