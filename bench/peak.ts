@@ -4,12 +4,14 @@
  * (512-bit with AVX-512, 256-bit with AVX2) and 128-bit ones (what WebAssembly SIMD can use), each
  * 12 independent FMA chains run for about 0.2 s, the fastest of its ~10 µs chunks counting (so
  * other processes on a shared machine do not lower it). Benchmarks print it first and give their
- * figures as fractions of it.
+ * figures as fractions of it. With AVX-512, the 256-bit (AVX2) peak is measured too: a Zen 4 runs
+ * 512-bit FMAs as two halves and reaches the same peak with 256-bit code, a Zen 5 does not, and
+ * that decides how far AVX2-only libraries (Debian's OpenBLAS as PyTorch uses it) can be outrun.
  */
 import { loadAddon, addonUnavailableReason, type AddonSpec } from '../src/platform/addon.ts';
 
 export interface FmaPeak { bits: number; gflops: number; fma: boolean }
-export interface MachinePeak { widest: FmaPeak; simd128: FmaPeak }
+export interface MachinePeak { widest: FmaPeak; simd128: FmaPeak; /** with AVX-512 only: 256-bit vectors */ avx2?: FmaPeak }
 
 const SPEC: AddonSpec = {
   file: 'paratrain_peak.node',
@@ -22,13 +24,14 @@ const SPEC: AddonSpec = {
 
 let measured: MachinePeak | null | undefined;
 
-/** Measures the peak once per process (≈ 0.4 s), or null when the probe is not built (see peakUnavailableReason). */
+/** Measures the peak once per process (≈ 0.4 s, 0.6 with AVX-512), or null when the probe is not built (see peakUnavailableReason). */
 export function machinePeak(): MachinePeak | null {
   if (measured !== undefined) return measured;
   const addon = loadAddon<{ fmaPeak(bits: number, seconds: number): FmaPeak }>(SPEC);
   if (!addon) return (measured = null);
   addon.fmaPeak(0, 0.02); // warm-up: wide-vector clocks and the page of code
-  measured = { widest: addon.fmaPeak(0, 0.2), simd128: addon.fmaPeak(128, 0.2) };
+  const widest = addon.fmaPeak(0, 0.2);
+  measured = { widest, simd128: addon.fmaPeak(128, 0.2), ...(widest.bits === 512 ? { avx2: addon.fmaPeak(256, 0.2) } : {}) };
   return measured;
 }
 
@@ -41,7 +44,7 @@ export function peakLine(): string {
   const p = machinePeak();
   if (!p) return `FMA peak: not measured (${peakUnavailableReason()})`;
   const kind = (f: FmaPeak) => `${f.bits}-bit${f.fma ? ' FMA' : ' mul+add'}`;
-  return `FMA peak, one core (measured): ${p.widest.gflops.toFixed(0)} GFLOPS with ${kind(p.widest)}, ` +
+  return `FMA peak, one core (measured): ${p.widest.gflops.toFixed(0)} GFLOPS with ${kind(p.widest)}${p.avx2 ? ` (${p.avx2.gflops.toFixed(0)} with 256-bit)` : ''}, ` +
     `${p.simd128.gflops.toFixed(0)} with ${kind(p.simd128)} (WebAssembly SIMD's width)`;
 }
 
