@@ -249,7 +249,9 @@ function describe(b: Backend): string {
     // native/onednn/packed.c: the primitive's packed layout with AVX-512, padded rows and dnnl_sgemm without
     const steps = info.onednn.isa.includes('avx512') ? "oneDNN's matmul primitive per step on W_hh reordered once per pass into its layout"
       : 'dnnl_sgemm per step on W_hh copied once per pass into rows 16 floats longer (no cache-set aliasing)';
-    return `oneDNN ${info.onednn.version}, ISA ${info.onednn.isa}; step gemm: ${steps}; LSTM cells: the addon's AVX2 + FMA code where the CPU has both (native/onednn/cells.c), else ${info.base}'s`;
+    const layer = info.onednn.isa.includes('avx512') ? "the LSTM runs each direction as oneDNN's LSTM primitive (native/onednn/rnn.c); "
+      : "the LSTM steps: the addon's AVX2 + FMA cells where the CPU has both (native/onednn/cells.c), else the base's; ";
+    return `oneDNN ${info.onednn.version}, ISA ${info.onednn.isa}; ${layer}step gemm (the column): ${steps}`;
   }
   if (info.blas) {
     const steps = info.packedKernel ? `native/recurrent.c's ${info.packedKernel} kernel on W_hh packed once` : 'cblas_sgemm per step';

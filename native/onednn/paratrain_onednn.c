@@ -28,7 +28,8 @@ static const char *const KIND_NAMES[PLAN_KINDS] = {
   [PLAN_CONV_BWD_WEIGHTS] = "convBackwardWeights", [PLAN_POOL_MAX_FWD] = "maxPoolForward",
   [PLAN_POOL_AVG_FWD] = "avgPoolForward", [PLAN_POOL_AVG_BWD] = "avgPoolBackward",
   [PLAN_ELTWISE_FWD] = "eltwiseForward", [PLAN_ELTWISE_BWD] = "eltwiseBackward", [PLAN_BIAS_ADD] = "biasAdd",
-  [PLAN_LOGSOFTMAX] = "logSoftmax", [PLAN_POOL_MAX_BWD] = "maxPoolBackward",
+  [PLAN_LOGSOFTMAX] = "logSoftmax", [PLAN_POOL_MAX_BWD] = "maxPoolBackward", [PLAN_LSTM_FWD] = "lstmForward",
+  [PLAN_LSTM_BWD] = "lstmBackward",
 };
 
 static bool setString(napi_env env, napi_value obj, const char *key, const char *value) {
@@ -132,6 +133,9 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
     { "packWeights", NULL, PackWeights, NULL, NULL, NULL, napi_enumerable, NULL },
     { "gemmPackedWeights", NULL, GemmPackedWeights, NULL, NULL, NULL, napi_enumerable, NULL },
     { "conv2dBackwardFilterPooled", NULL, Conv2dBackwardFilterPooled, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "lstmWorkspaceSize", NULL, LstmWorkspaceSize, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "lstmForward", NULL, LstmForward, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "lstmBackward", NULL, LstmBackward, NULL, NULL, NULL, napi_enumerable, NULL },
     { "info", NULL, Info, NULL, NULL, NULL, napi_enumerable, NULL },
     { "stats", NULL, Stats, NULL, NULL, NULL, napi_enumerable, NULL },
   };

@@ -19,6 +19,7 @@
  * | softmaxCrossEntropy | log-softmax primitive, loss and gradient in C |
  * | biasGrad | C loop (column sums in double; AVX2 where the CPU has it) |
  * | lstmCellForward / lstmCellBackward | the cell's element-wise step in C with AVX2 and FMA (native/onednn/cells.c; the base's cells without them) |
+ * | lstmSequenceForward / lstmSequenceBackward | oneDNN's LSTM primitive over a direction's T steps, with AVX-512 (native/onednn/rnn.c); elsewhere not offered and the layer steps |
  *
  * The addon reads and writes any Float32Array in place — wasm memory, a SharedArrayBuffer, a plain
  * array, at any byteOffset — so nothing is copied. When oneDNN has no primitive for a call's shape
@@ -168,6 +169,18 @@ export async function createOneDnnBackend(): Promise<OneDnnBackend | null> {
     },
     lstmCellBackward: (t, N, H, gates, c, dh, dc, dz, lengths) => {
       if (!addon.lstmCellBackward(t, N, H, gates, c, dh, dc, dz, lengths)) base.lstmCellBackward(t, N, H, gates, c, dh, dc, dz, lengths);
+    },
+    // a direction's whole recurrence as oneDNN's LSTM primitive; both plans exist once the workspace size is known
+    lstmSequenceWorkspace: (N, T, F, H) => addon.lstmWorkspaceSize(N, T, F, H),
+    lstmSequenceForward: (N, T, F, H, x, wih, whh, bias, h, workspace) => {
+      if (!addon.lstmForward(N, T, F, H, x, wih, whh, bias, h, workspace)) {
+        throw new Error(`lstmSequenceForward: oneDNN has no LSTM primitive for N=${N} T=${T} F=${F} H=${H} (ask lstmSequenceWorkspace first)`);
+      }
+    },
+    lstmSequenceBackward: (N, T, F, H, x, wih, whh, bias, h, workspace, dh, dx, dwih, dwhh, db) => {
+      if (!addon.lstmBackward(N, T, F, H, x, wih, whh, bias, h, workspace, dh, dx, dwih, dwhh, db)) {
+        throw new Error(`lstmSequenceBackward: oneDNN has no LSTM primitive for N=${N} T=${T} F=${F} H=${H} (ask lstmSequenceWorkspace first)`);
+      }
     },
     activationForward: (kind, x, y, cap) => {
       const code = ACTIVATIONS[kind];

@@ -1,0 +1,265 @@
+/*
+ * One direction of an LSTM over all its frames as oneDNN's LSTM primitive (vanilla_lstm, gates
+ * i, f, g, o as PyTorch's), forward training and backward: what the recurrent layer runs instead
+ * of its per-step products and cells where this is offered (src/nn/lstmCell.ts).
+ *
+ * Memory is the layer's own, time-major as the layer keeps a direction (row t·N + n: frame t of
+ * sample n), which is oneDNN's `tnc`: x [T·N, F], the hidden states h [T·N, H] (the layer's blocks
+ * 1…T), dL/dh the same. The weights stay in PyTorch's layout, W_ih [4H, F] and W_hh [4H, H]
+ * (oneDNN's `ldgoi`), and are reordered on every call into the layouts the primitives ask for
+ * (forward reads `ldigo`); the weight gradients come out in oneDNN's layout, which the primitive
+ * accumulates into, so those buffers are zeroed first and then added into the caller's dW by a
+ * reorder with a sum post-op. The bias is one vector (the layer passes b_ih + b_hh), its gradient
+ * added into the caller's `db`. The forward's workspace (what backward reads: gates and states) is
+ * the caller's array, so two layers or directions of one shape share a plan, not a workspace.
+ *
+ * oneDNN's LSTM knows no per-sample lengths: every sample runs all T steps. That is exact for the
+ * valid frames and their gradients when the padding comes after each sample's end (a direction
+ * that runs backwards gets its input reversed per sample, so it does) and dL/dh is 0 there: each
+ * valid frame depends only on the frames before it, and the gradient flowing back from the padding
+ * is 0. The states computed at the padding are not; the layer sets them to 0.
+ *
+ * On x86 without AVX-512 this is not offered (lstmWorkspaceSize returns 0): not measured on an
+ * AVX2 machine yet, where the per-step path has been tuned (packed.c, cells.c).
+ */
+#include <string.h>
+#include "direct.h"
+
+enum { X = 0, WIH, WHH, BIAS, HS, WS, DH, DX, DWIH, DWHH, DB, SLOTS };
+
+static void lstmDescs(int64_t N, int64_t T, int64_t F, int64_t H, dnnl_memory_desc_t *x, dnnl_memory_desc_t *h,
+                      dnnl_memory_desc_t *wih, dnnl_memory_desc_t *whh, dnnl_memory_desc_t *wihAny, dnnl_memory_desc_t *whhAny,
+                      dnnl_memory_desc_t *bias, dnnl_memory_desc_t *state, bool *ok) {
+  const dnnl_dims_t xd = { T, N, F }, hd = { T, N, H }, wl = { 1, 1, F, 4, H }, wi = { 1, 1, H, 4, H }, bd = { 1, 1, 4, H };
+  const dnnl_dims_t sd = { 1, 1, N, H };
+  *ok = dnnl_memory_desc_init_by_tag(x, 3, xd, dnnl_f32, dnnl_tnc) == dnnl_success &&
+        dnnl_memory_desc_init_by_tag(state, 4, sd, dnnl_f32, dnnl_ldnc) == dnnl_success &&
+        dnnl_memory_desc_init_by_tag(h, 3, hd, dnnl_f32, dnnl_tnc) == dnnl_success &&
+        dnnl_memory_desc_init_by_tag(wih, 5, wl, dnnl_f32, dnnl_ldgoi) == dnnl_success &&
+        dnnl_memory_desc_init_by_tag(whh, 5, wi, dnnl_f32, dnnl_ldgoi) == dnnl_success &&
+        dnnl_memory_desc_init_by_tag(wihAny, 5, wl, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
+        dnnl_memory_desc_init_by_tag(whhAny, 5, wi, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
+        dnnl_memory_desc_init_by_tag(bias, 4, bd, dnnl_f32, dnnl_ldgo) == dnnl_success;
+}
+
+static dnnl_primitive_desc_t forwardPd(Instance *inst, int64_t N, int64_t T, int64_t F, int64_t H) {
+  dnnl_memory_desc_t x, h, wih, whh, wihAny, whhAny, bias, state;
+  bool ok;
+  lstmDescs(N, T, F, H, &x, &h, &wih, &whh, &wihAny, &whhAny, &bias, &state, &ok);
+  dnnl_rnn_desc_t d;
+  dnnl_primitive_desc_t pd = NULL;
+  if (ok && dnnl_lstm_forward_desc_init(&d, dnnl_forward_training, dnnl_unidirectional_left2right, &x, &state, &state,
+                                        &wihAny, &whhAny, &bias, &h, NULL, NULL, 0) == dnnl_success &&
+      dnnl_primitive_desc_create(&pd, &d, NULL, inst->engine, NULL) != dnnl_success) pd = NULL;
+  return pd;
+}
+
+/* Reorders of the caller's W_ih, W_hh (slots) into the primitive's weights md `index` 0 and 1 (owned); false on failure. */
+static bool weightSteps(Instance *inst, Plan *p, const_dnnl_primitive_desc_t pd, dnnl_query_t what,
+                        const dnnl_memory_desc_t *wih, const dnnl_memory_desc_t *whh, int *mWl, int *mWi) {
+  const dnnl_memory_desc_t *to[2] = { dnnl_primitive_desc_query_md(pd, what, 0), dnnl_primitive_desc_query_md(pd, what, 1) };
+  const dnnl_memory_desc_t *from[2] = { wih, whh };
+  const int slots[2] = { WIH, WHH };
+  int *mems[2] = { mWl, mWi };
+  for (int i = 0; i < 2; i++) {
+    if (!to[i]) return false;
+    dnnl_primitive_desc_t r = reorderPd(inst, from[i], to[i], false);
+    if (!r) return false;
+    *mems[i] = planMem(inst, p, to[i], -1);
+    const ArgRef args[] = { { DNNL_ARG_FROM, planMem(inst, p, from[i], slots[i]) }, { DNNL_ARG_TO, *mems[i] } };
+    const bool ok = planStep(p, r, 2, args);
+    dnnl_primitive_desc_destroy(r);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/*
+ * The zero initial state (h and c), passed explicitly: given none, oneDNN 2.6's backward took an
+ * uninitialised one for the first step's dW_hh (nonzero at T = 1, where it is 0;
+ * bench/onednn-probes/lstm-primitive.c). Owned by the plan, zeroed once. -1 on failure.
+ */
+static int zeroState(Instance *inst, Plan *p, const dnnl_memory_desc_t *state) {
+  const int m = planMem(inst, p, state, -1);
+  void *data = NULL;
+  if (m < 0 || dnnl_memory_get_data_handle(p->mems[m], &data) != dnnl_success || !data) return -1;
+  memset(data, 0, dnnl_memory_desc_get_size(state));
+  return m;
+}
+
+static Plan *forwardPlan(Instance *inst, int64_t N, int64_t T, int64_t F, int64_t H) {
+  const Key key = { { PLAN_LSTM_FWD, N, T, F, H } };
+  Plan *p = planFind(inst, &key);
+  if (p) return p;
+  dnnl_memory_desc_t x, h, wih, whh, wihAny, whhAny, bias, state;
+  bool ok;
+  lstmDescs(N, T, F, H, &x, &h, &wih, &whh, &wihAny, &whhAny, &bias, &state, &ok);
+  dnnl_primitive_desc_t pd = ok ? forwardPd(inst, N, T, F, H) : NULL;
+  if (!pd) return NULL;
+  p = planNew(inst, &key);
+  int mWl = -1, mWi = -1;
+  const dnnl_memory_desc_t *ws = dnnl_primitive_desc_query_md(pd, dnnl_query_workspace_md, 0);
+  ok = ws && weightSteps(inst, p, pd, dnnl_query_weights_md, &wih, &whh, &mWl, &mWi);
+  const int zero = ok ? zeroState(inst, p, &state) : -1;
+  if (ok) {
+    const ArgRef args[] = { { DNNL_ARG_SRC_LAYER, planMem(inst, p, &x, X) }, { DNNL_ARG_WEIGHTS_LAYER, mWl },
+                            { DNNL_ARG_WEIGHTS_ITER, mWi }, { DNNL_ARG_BIAS, planMem(inst, p, &bias, BIAS) },
+                            { DNNL_ARG_DST_LAYER, planMem(inst, p, &h, HS) }, { DNNL_ARG_WORKSPACE, planMem(inst, p, ws, WS) },
+                            { DNNL_ARG_SRC_ITER, zero }, { DNNL_ARG_SRC_ITER_C, zero } };
+    ok = planStep(p, pd, 8, args);
+  }
+  if (ok) planCreated(inst, p, PLAN_LSTM_FWD, pd);
+  else { planFree(p); p = NULL; }
+  dnnl_primitive_desc_destroy(pd);
+  return p;
+}
+
+static Plan *backwardPlan(Instance *inst, int64_t N, int64_t T, int64_t F, int64_t H) {
+  const Key key = { { PLAN_LSTM_BWD, N, T, F, H } };
+  Plan *p = planFind(inst, &key);
+  if (p) return p;
+  dnnl_memory_desc_t x, h, wih, whh, wihAny, whhAny, bias, state;
+  bool ok;
+  lstmDescs(N, T, F, H, &x, &h, &wih, &whh, &wihAny, &whhAny, &bias, &state, &ok);
+  dnnl_primitive_desc_t fpd = ok ? forwardPd(inst, N, T, F, H) : NULL, pd = NULL;
+  dnnl_rnn_desc_t d;
+  if (fpd && dnnl_lstm_backward_desc_init(&d, dnnl_backward, dnnl_unidirectional_left2right, &x, &state, &state, &wihAny, &whhAny,
+                                          &bias, &h, NULL, NULL, &x, &state, &state, &wihAny, &whhAny, &bias, &h, NULL, NULL, 0) == dnnl_success &&
+      dnnl_primitive_desc_create(&pd, &d, NULL, inst->engine, fpd) != dnnl_success) pd = NULL;
+  if (fpd) dnnl_primitive_desc_destroy(fpd);
+  if (!pd) return NULL;
+  p = planNew(inst, &key);
+  int mWl = -1, mWi = -1;
+  const dnnl_memory_desc_t *ws = dnnl_primitive_desc_query_md(pd, dnnl_query_workspace_md, 0);
+  const dnnl_memory_desc_t *dwl = dnnl_primitive_desc_query_md(pd, dnnl_query_diff_weights_md, 0);
+  const dnnl_memory_desc_t *dwi = dnnl_primitive_desc_query_md(pd, dnnl_query_diff_weights_md, 1);
+  ok = ws && dwl && dwi && weightSteps(inst, p, pd, dnnl_query_weights_md, &wih, &whh, &mWl, &mWi);
+  /* the gradients in oneDNN's layout, owned: zeroed before each call (the primitive adds into them), then added into the caller's */
+  const int mDwl = ok ? planMem(inst, p, dwl, -1) : -1, mDwi = ok ? planMem(inst, p, dwi, -1) : -1;
+  const int zero = ok ? zeroState(inst, p, &state) : -1;
+  if (ok) {
+    const ArgRef args[] = { { DNNL_ARG_SRC_LAYER, planMem(inst, p, &x, X) }, { DNNL_ARG_WEIGHTS_LAYER, mWl },
+                            { DNNL_ARG_WEIGHTS_ITER, mWi }, { DNNL_ARG_BIAS, planMem(inst, p, &bias, BIAS) },
+                            { DNNL_ARG_DST_LAYER, planMem(inst, p, &h, HS) }, { DNNL_ARG_WORKSPACE, planMem(inst, p, ws, WS) },
+                            { DNNL_ARG_DIFF_DST_LAYER, planMem(inst, p, &h, DH) }, { DNNL_ARG_DIFF_SRC_LAYER, planMem(inst, p, &x, DX) },
+                            { DNNL_ARG_DIFF_WEIGHTS_LAYER, mDwl }, { DNNL_ARG_DIFF_WEIGHTS_ITER, mDwi },
+                            { DNNL_ARG_DIFF_BIAS, planMem(inst, p, &bias, DB) },
+                            { DNNL_ARG_SRC_ITER, zero }, { DNNL_ARG_SRC_ITER_C, zero },
+                            { DNNL_ARG_DIFF_SRC_ITER, planMem(inst, p, &state, -1) }, { DNNL_ARG_DIFF_SRC_ITER_C, planMem(inst, p, &state, -1) } };
+    ok = planStep(p, pd, 15, args);
+  }
+  const dnnl_memory_desc_t *from[2] = { dwl, dwi }, *to[2] = { &wih, &whh };
+  const int mFrom[2] = { mDwl, mDwi }, slots[2] = { DWIH, DWHH };
+  for (int i = 0; ok && i < 2; i++) {
+    dnnl_primitive_desc_t r = reorderPd(inst, from[i], to[i], true);
+    ok = r != NULL;
+    if (ok) {
+      const ArgRef args[] = { { DNNL_ARG_FROM, mFrom[i] }, { DNNL_ARG_TO, planMem(inst, p, to[i], slots[i]) } };
+      ok = planStep(p, r, 2, args);
+      dnnl_primitive_desc_destroy(r);
+    }
+  }
+  if (ok) { planCreated(inst, p, PLAN_LSTM_BWD, pd); p->aux = mDwl; }
+  else { planFree(p); p = NULL; }
+  dnnl_primitive_desc_destroy(pd);
+  return p;
+}
+
+static bool offered(void) {
+#ifdef X86
+  return hasAvx512();
+#else
+  return true;
+#endif
+}
+
+static bool getSizes(napi_env env, napi_value *argv, const char *fn, int64_t *s) {
+  static const char *const names[] = { "N", "T", "F", "H" };
+  return getInts(env, argv, 4, fn, names, s);
+}
+
+/* lstmWorkspaceSize(N, T, F, H) → floats of the forward's workspace for this shape; 0 when not offered (the layer runs its steps). */
+napi_value LstmWorkspaceSize(napi_env env, napi_callback_info info) {
+  napi_value argv[4];
+  if (!getArgs(env, info, 4, argv, "lstmWorkspaceSize(N, T, F, H)")) return NULL;
+  int64_t s[4];
+  if (!getSizes(env, argv, "lstmWorkspaceSize", s)) return NULL;
+  if (!offered() || s[0] == 0 || s[1] == 0 || s[2] == 0 || s[3] == 0) return numberValue(env, 0);
+  oneThread();
+  Instance *inst = instance(env);
+  /* both plans made now, so a forward that ran is never left without its backward */
+  if (!backwardPlan(inst, s[0], s[1], s[2], s[3])) { inst->unsupported[PLAN_LSTM_BWD]++; return numberValue(env, 0); }
+  const Plan *p = forwardPlan(inst, s[0], s[1], s[2], s[3]);
+  if (!p) { inst->unsupported[PLAN_LSTM_FWD]++; return numberValue(env, 0); }
+  const dnnl_memory_desc_t *md = NULL;
+  for (int i = 0; i < p->nmems; i++) if (p->slot[i] == WS) dnnl_memory_get_memory_desc(p->mems[i], &md);
+  return numberValue(env, md ? (double)((dnnl_memory_desc_get_size(md) + sizeof(float) - 1) / sizeof(float)) : 0);
+}
+
+/* The caller's arrays, each checked for its length (NULL entries are not read). */
+static bool getArrays(napi_env env, napi_value *argv, int n, const char *fn, const char *const *names, const int64_t *want, float **out) {
+  for (int i = 0; i < n; i++) {
+    size_t len;
+    if (!getF32(env, argv[i], fn, names[i], false, &out[i], &len) || !need(env, fn, names[i], len, want[i])) return false;
+  }
+  return true;
+}
+
+/* lstmForward(N, T, F, H, x, wih, whh, bias, h, workspace) → done? h [T·N, H] from x [T·N, F] (time-major), the workspace kept for lstmBackward. */
+napi_value LstmForward(napi_env env, napi_callback_info info) {
+  const char *fn = "lstmForward";
+  napi_value argv[10];
+  if (!getArgs(env, info, 10, argv, "lstmForward(N, T, F, H, x, wih, whh, bias, h, workspace)")) return NULL;
+  int64_t s[4];
+  if (!getSizes(env, argv, fn, s)) return NULL;
+  const int64_t N = s[0], T = s[1], F = s[2], H = s[3];
+  if (!offered() || !N || !T || !F || !H) return boolValue(env, false);
+  oneThread();
+  Instance *inst = instance(env);
+  Plan *p = forwardPlan(inst, N, T, F, H);
+  if (!p) { inst->unsupported[PLAN_LSTM_FWD]++; return boolValue(env, false); }
+  const dnnl_memory_desc_t *ws = NULL;
+  for (int i = 0; i < p->nmems; i++) if (p->slot[i] == WS) dnnl_memory_get_memory_desc(p->mems[i], &ws);
+  static const char *const names[] = { "x", "wih", "whh", "bias", "h", "workspace" };
+  const int64_t want[] = { T * N * F, 4 * H * F, 4 * H * H, 4 * H, T * N * H, (int64_t)(dnnl_memory_desc_get_size(ws) / sizeof(float)) };
+  float *a[6];
+  if (!getArrays(env, argv + 4, 6, fn, names, want, a)) return NULL;
+  void *ptrs[SLOTS] = { [X] = a[0], [WIH] = a[1], [WHH] = a[2], [BIAS] = a[3], [HS] = a[4], [WS] = a[5] };
+  return planRun(env, inst, p, ptrs, fn) ? boolValue(env, true) : NULL;
+}
+
+/*
+ * lstmBackward(N, T, F, H, x, wih, whh, bias, h, workspace, dh, dx, dwih, dwhh, db) → done? After lstmForward of the
+ * same arrays: dx [T·N, F] written, dwih, dwhh, db += (dh [T·N, H] is dL/dh of each frame's output).
+ */
+napi_value LstmBackward(napi_env env, napi_callback_info info) {
+  const char *fn = "lstmBackward";
+  napi_value argv[15];
+  if (!getArgs(env, info, 15, argv, "lstmBackward(N, T, F, H, x, wih, whh, bias, h, workspace, dh, dx, dwih, dwhh, db)")) return NULL;
+  int64_t s[4];
+  if (!getSizes(env, argv, fn, s)) return NULL;
+  const int64_t N = s[0], T = s[1], F = s[2], H = s[3];
+  if (!offered() || !N || !T || !F || !H) return boolValue(env, false);
+  oneThread();
+  Instance *inst = instance(env);
+  Plan *p = backwardPlan(inst, N, T, F, H);
+  if (!p) { inst->unsupported[PLAN_LSTM_BWD]++; return boolValue(env, false); }
+  const dnnl_memory_desc_t *ws = NULL;
+  for (int i = 0; i < p->nmems; i++) if (p->slot[i] == WS) dnnl_memory_get_memory_desc(p->mems[i], &ws);
+  static const char *const names[] = { "x", "wih", "whh", "bias", "h", "workspace", "dh", "dx", "dwih", "dwhh", "db" };
+  const int64_t want[] = { T * N * F, 4 * H * F, 4 * H * H, 4 * H, T * N * H, (int64_t)(dnnl_memory_desc_get_size(ws) / sizeof(float)),
+                           T * N * H, T * N * F, 4 * H * F, 4 * H * H, 4 * H };
+  float *a[11];
+  if (!getArrays(env, argv + 4, 11, fn, names, want, a)) return NULL;
+  /* the two gradient buffers of oneDNN's layout (p->aux and the next memory) start at zero */
+  for (int i = p->aux; i <= p->aux + 1; i++) {
+    void *data = NULL;
+    const dnnl_memory_desc_t *md = NULL;
+    dnnl_memory_get_data_handle(p->mems[i], &data);
+    dnnl_memory_get_memory_desc(p->mems[i], &md);
+    memset(data, 0, dnnl_memory_desc_get_size(md));
+  }
+  void *ptrs[SLOTS] = { [X] = a[0], [WIH] = a[1], [WHH] = a[2], [BIAS] = a[3], [HS] = a[4], [WS] = a[5],
+                        [DH] = a[6], [DX] = a[7], [DWIH] = a[8], [DWHH] = a[9], [DB] = a[10] };
+  return planRun(env, inst, p, ptrs, fn) ? boolValue(env, true) : NULL;
+}
