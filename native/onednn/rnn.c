@@ -17,7 +17,7 @@
  * valid frames and their gradients when the padding comes after each sample's end (a direction
  * that runs backwards gets its input reversed per sample, so it does) and dL/dh is 0 there: each
  * valid frame depends only on the frames before it, and the gradient flowing back from the padding
- * is 0. The states computed at the padding are not; the layer sets them to 0.
+ * is 0. The states it computes at the padding mean nothing; the layer sets them to 0.
  *
  * On x86 without AVX-512 this is not offered (lstmWorkspaceSize returns 0): not measured on an
  * AVX2 machine yet, where the per-step path has been tuned (packed.c, cells.c).
@@ -87,70 +87,57 @@ static int zeroState(Instance *inst, Plan *p, const dnnl_memory_desc_t *state) {
   return m;
 }
 
-static Plan *forwardPlan(Instance *inst, int64_t N, int64_t T, int64_t F, int64_t H) {
-  const Key key = { { PLAN_LSTM_FWD, N, T, F, H } };
+/*
+ * The plan of an LSTM direction's forward (training) or backward: the weights reordered from the
+ * caller's layout, then the primitive; the backward then adds its gradients into the caller's.
+ */
+static Plan *lstmPlan(Instance *inst, bool backward, int64_t N, int64_t T, int64_t F, int64_t H) {
+  const int kind = backward ? PLAN_LSTM_BWD : PLAN_LSTM_FWD;
+  const Key key = { { kind, N, T, F, H } };
   Plan *p = planFind(inst, &key);
   if (p) return p;
   dnnl_memory_desc_t x, h, wih, whh, wihAny, whhAny, bias, state;
   bool ok;
   lstmDescs(N, T, F, H, &x, &h, &wih, &whh, &wihAny, &whhAny, &bias, &state, &ok);
   dnnl_primitive_desc_t pd = ok ? forwardPd(inst, N, T, F, H) : NULL;
-  if (!pd) return NULL;
-  p = planNew(inst, &key);
-  int mWl = -1, mWi = -1;
-  const dnnl_memory_desc_t *ws = dnnl_primitive_desc_query_md(pd, dnnl_query_workspace_md, 0);
-  ok = ws && weightSteps(inst, p, pd, dnnl_query_weights_md, &wih, &whh, &mWl, &mWi);
-  const int zero = ok ? zeroState(inst, p, &state) : -1;
-  if (ok) {
-    const ArgRef args[] = { { DNNL_ARG_SRC_LAYER, planMem(inst, p, &x, X) }, { DNNL_ARG_WEIGHTS_LAYER, mWl },
-                            { DNNL_ARG_WEIGHTS_ITER, mWi }, { DNNL_ARG_BIAS, planMem(inst, p, &bias, BIAS) },
-                            { DNNL_ARG_DST_LAYER, planMem(inst, p, &h, HS) }, { DNNL_ARG_WORKSPACE, planMem(inst, p, ws, WS) },
-                            { DNNL_ARG_SRC_ITER, zero }, { DNNL_ARG_SRC_ITER_C, zero } };
-    ok = planStep(p, pd, 8, args);
+  if (pd && backward) {
+    /* the forward's primitive descriptor is the backward's hint */
+    dnnl_primitive_desc_t fpd = pd;
+    dnnl_rnn_desc_t d;
+    if (dnnl_lstm_backward_desc_init(&d, dnnl_backward, dnnl_unidirectional_left2right, &x, &state, &state, &wihAny, &whhAny,
+                                     &bias, &h, NULL, NULL, &x, &state, &state, &wihAny, &whhAny, &bias, &h, NULL, NULL, 0) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &d, NULL, inst->engine, fpd) != dnnl_success) pd = NULL;
+    dnnl_primitive_desc_destroy(fpd);
   }
-  if (ok) planCreated(inst, p, PLAN_LSTM_FWD, pd);
-  else { planFree(p); p = NULL; }
-  dnnl_primitive_desc_destroy(pd);
-  return p;
-}
-
-static Plan *backwardPlan(Instance *inst, int64_t N, int64_t T, int64_t F, int64_t H) {
-  const Key key = { { PLAN_LSTM_BWD, N, T, F, H } };
-  Plan *p = planFind(inst, &key);
-  if (p) return p;
-  dnnl_memory_desc_t x, h, wih, whh, wihAny, whhAny, bias, state;
-  bool ok;
-  lstmDescs(N, T, F, H, &x, &h, &wih, &whh, &wihAny, &whhAny, &bias, &state, &ok);
-  dnnl_primitive_desc_t fpd = ok ? forwardPd(inst, N, T, F, H) : NULL, pd = NULL;
-  dnnl_rnn_desc_t d;
-  if (fpd && dnnl_lstm_backward_desc_init(&d, dnnl_backward, dnnl_unidirectional_left2right, &x, &state, &state, &wihAny, &whhAny,
-                                          &bias, &h, NULL, NULL, &x, &state, &state, &wihAny, &whhAny, &bias, &h, NULL, NULL, 0) == dnnl_success &&
-      dnnl_primitive_desc_create(&pd, &d, NULL, inst->engine, fpd) != dnnl_success) pd = NULL;
-  if (fpd) dnnl_primitive_desc_destroy(fpd);
   if (!pd) return NULL;
   p = planNew(inst, &key);
   int mWl = -1, mWi = -1;
   const dnnl_memory_desc_t *ws = dnnl_primitive_desc_query_md(pd, dnnl_query_workspace_md, 0);
-  const dnnl_memory_desc_t *dwl = dnnl_primitive_desc_query_md(pd, dnnl_query_diff_weights_md, 0);
-  const dnnl_memory_desc_t *dwi = dnnl_primitive_desc_query_md(pd, dnnl_query_diff_weights_md, 1);
-  ok = ws && dwl && dwi && weightSteps(inst, p, pd, dnnl_query_weights_md, &wih, &whh, &mWl, &mWi);
+  const dnnl_memory_desc_t *dwl = backward ? dnnl_primitive_desc_query_md(pd, dnnl_query_diff_weights_md, 0) : NULL;
+  const dnnl_memory_desc_t *dwi = backward ? dnnl_primitive_desc_query_md(pd, dnnl_query_diff_weights_md, 1) : NULL;
+  ok = ws && (!backward || (dwl && dwi)) && weightSteps(inst, p, pd, dnnl_query_weights_md, &wih, &whh, &mWl, &mWi);
   /* the gradients in oneDNN's layout, owned: zeroed before each call (the primitive adds into them), then added into the caller's */
-  const int mDwl = ok ? planMem(inst, p, dwl, -1) : -1, mDwi = ok ? planMem(inst, p, dwi, -1) : -1;
+  const int mDwl = ok && backward ? planMem(inst, p, dwl, -1) : -1, mDwi = ok && backward ? planMem(inst, p, dwi, -1) : -1;
   const int zero = ok ? zeroState(inst, p, &state) : -1;
   if (ok) {
-    const ArgRef args[] = { { DNNL_ARG_SRC_LAYER, planMem(inst, p, &x, X) }, { DNNL_ARG_WEIGHTS_LAYER, mWl },
-                            { DNNL_ARG_WEIGHTS_ITER, mWi }, { DNNL_ARG_BIAS, planMem(inst, p, &bias, BIAS) },
-                            { DNNL_ARG_DST_LAYER, planMem(inst, p, &h, HS) }, { DNNL_ARG_WORKSPACE, planMem(inst, p, ws, WS) },
-                            { DNNL_ARG_DIFF_DST_LAYER, planMem(inst, p, &h, DH) }, { DNNL_ARG_DIFF_SRC_LAYER, planMem(inst, p, &x, DX) },
-                            { DNNL_ARG_DIFF_WEIGHTS_LAYER, mDwl }, { DNNL_ARG_DIFF_WEIGHTS_ITER, mDwi },
-                            { DNNL_ARG_DIFF_BIAS, planMem(inst, p, &bias, DB) },
-                            { DNNL_ARG_SRC_ITER, zero }, { DNNL_ARG_SRC_ITER_C, zero },
-                            { DNNL_ARG_DIFF_SRC_ITER, planMem(inst, p, &state, -1) }, { DNNL_ARG_DIFF_SRC_ITER_C, planMem(inst, p, &state, -1) } };
-    ok = planStep(p, pd, 15, args);
+    ArgRef args[MAX_ARGS] = { { DNNL_ARG_SRC_LAYER, planMem(inst, p, &x, X) }, { DNNL_ARG_WEIGHTS_LAYER, mWl },
+                              { DNNL_ARG_WEIGHTS_ITER, mWi }, { DNNL_ARG_BIAS, planMem(inst, p, &bias, BIAS) },
+                              { DNNL_ARG_DST_LAYER, planMem(inst, p, &h, HS) }, { DNNL_ARG_WORKSPACE, planMem(inst, p, ws, WS) },
+                              { DNNL_ARG_SRC_ITER, zero }, { DNNL_ARG_SRC_ITER_C, zero } };
+    int n = 8;
+    if (backward) {
+      const ArgRef more[] = { { DNNL_ARG_DIFF_DST_LAYER, planMem(inst, p, &h, DH) }, { DNNL_ARG_DIFF_SRC_LAYER, planMem(inst, p, &x, DX) },
+                              { DNNL_ARG_DIFF_WEIGHTS_LAYER, mDwl }, { DNNL_ARG_DIFF_WEIGHTS_ITER, mDwi },
+                              { DNNL_ARG_DIFF_BIAS, planMem(inst, p, &bias, DB) },
+                              { DNNL_ARG_DIFF_SRC_ITER, planMem(inst, p, &state, -1) }, { DNNL_ARG_DIFF_SRC_ITER_C, planMem(inst, p, &state, -1) } };
+      memcpy(args + n, more, sizeof more);
+      n += (int)(sizeof more / sizeof *more);
+    }
+    ok = planStep(p, pd, n, args);
   }
   const dnnl_memory_desc_t *from[2] = { dwl, dwi }, *to[2] = { &wih, &whh };
   const int mFrom[2] = { mDwl, mDwi }, slots[2] = { DWIH, DWHH };
-  for (int i = 0; ok && i < 2; i++) {
+  for (int i = 0; backward && ok && i < 2; i++) {
     dnnl_primitive_desc_t r = reorderPd(inst, from[i], to[i], true);
     ok = r != NULL;
     if (ok) {
@@ -159,7 +146,7 @@ static Plan *backwardPlan(Instance *inst, int64_t N, int64_t T, int64_t F, int64
       dnnl_primitive_desc_destroy(r);
     }
   }
-  if (ok) { planCreated(inst, p, PLAN_LSTM_BWD, pd); p->aux = mDwl; }
+  if (ok) { planCreated(inst, p, kind, pd); p->aux = mDwl; }
   else { planFree(p); p = NULL; }
   dnnl_primitive_desc_destroy(pd);
   return p;
@@ -178,6 +165,13 @@ static bool getSizes(napi_env env, napi_value *argv, const char *fn, int64_t *s)
   return getInts(env, argv, 4, fn, names, s);
 }
 
+/* The floats of a plan's workspace (the caller's array in slot WS). */
+static int64_t workspaceFloats(const Plan *p) {
+  const dnnl_memory_desc_t *md = NULL;
+  for (int i = 0; i < p->nmems; i++) if (p->slot[i] == WS) dnnl_memory_get_memory_desc(p->mems[i], &md);
+  return md ? (int64_t)((dnnl_memory_desc_get_size(md) + sizeof(float) - 1) / sizeof(float)) : 0;
+}
+
 /* lstmWorkspaceSize(N, T, F, H) → floats of the forward's workspace for this shape; 0 when not offered (the layer runs its steps). */
 napi_value LstmWorkspaceSize(napi_env env, napi_callback_info info) {
   napi_value argv[4];
@@ -188,78 +182,57 @@ napi_value LstmWorkspaceSize(napi_env env, napi_callback_info info) {
   oneThread();
   Instance *inst = instance(env);
   /* both plans made now, so a forward that ran is never left without its backward */
-  if (!backwardPlan(inst, s[0], s[1], s[2], s[3])) { inst->unsupported[PLAN_LSTM_BWD]++; return numberValue(env, 0); }
-  const Plan *p = forwardPlan(inst, s[0], s[1], s[2], s[3]);
+  if (!lstmPlan(inst, true, s[0], s[1], s[2], s[3])) { inst->unsupported[PLAN_LSTM_BWD]++; return numberValue(env, 0); }
+  const Plan *p = lstmPlan(inst, false, s[0], s[1], s[2], s[3]);
   if (!p) { inst->unsupported[PLAN_LSTM_FWD]++; return numberValue(env, 0); }
-  const dnnl_memory_desc_t *md = NULL;
-  for (int i = 0; i < p->nmems; i++) if (p->slot[i] == WS) dnnl_memory_get_memory_desc(p->mems[i], &md);
-  return numberValue(env, md ? (double)((dnnl_memory_desc_get_size(md) + sizeof(float) - 1) / sizeof(float)) : 0);
-}
-
-/* The caller's arrays, each checked for its length (NULL entries are not read). */
-static bool getArrays(napi_env env, napi_value *argv, int n, const char *fn, const char *const *names, const int64_t *want, float **out) {
-  for (int i = 0; i < n; i++) {
-    size_t len;
-    if (!getF32(env, argv[i], fn, names[i], false, &out[i], &len) || !need(env, fn, names[i], len, want[i])) return false;
-  }
-  return true;
-}
-
-/* lstmForward(N, T, F, H, x, wih, whh, bias, h, workspace) → done? h [T·N, H] from x [T·N, F] (time-major), the workspace kept for lstmBackward. */
-napi_value LstmForward(napi_env env, napi_callback_info info) {
-  const char *fn = "lstmForward";
-  napi_value argv[10];
-  if (!getArgs(env, info, 10, argv, "lstmForward(N, T, F, H, x, wih, whh, bias, h, workspace)")) return NULL;
-  int64_t s[4];
-  if (!getSizes(env, argv, fn, s)) return NULL;
-  const int64_t N = s[0], T = s[1], F = s[2], H = s[3];
-  if (!offered() || !N || !T || !F || !H) return boolValue(env, false);
-  oneThread();
-  Instance *inst = instance(env);
-  Plan *p = forwardPlan(inst, N, T, F, H);
-  if (!p) { inst->unsupported[PLAN_LSTM_FWD]++; return boolValue(env, false); }
-  const dnnl_memory_desc_t *ws = NULL;
-  for (int i = 0; i < p->nmems; i++) if (p->slot[i] == WS) dnnl_memory_get_memory_desc(p->mems[i], &ws);
-  static const char *const names[] = { "x", "wih", "whh", "bias", "h", "workspace" };
-  const int64_t want[] = { T * N * F, 4 * H * F, 4 * H * H, 4 * H, T * N * H, (int64_t)(dnnl_memory_desc_get_size(ws) / sizeof(float)) };
-  float *a[6];
-  if (!getArrays(env, argv + 4, 6, fn, names, want, a)) return NULL;
-  void *ptrs[SLOTS] = { [X] = a[0], [WIH] = a[1], [WHH] = a[2], [BIAS] = a[3], [HS] = a[4], [WS] = a[5] };
-  return planRun(env, inst, p, ptrs, fn) ? boolValue(env, true) : NULL;
+  return numberValue(env, (double)workspaceFloats(p));
 }
 
 /*
- * lstmBackward(N, T, F, H, x, wih, whh, bias, h, workspace, dh, dx, dwih, dwhh, db) → done? After lstmForward of the
- * same arrays: dx [T·N, F] written, dwih, dwhh, db += (dh [T·N, H] is dL/dh of each frame's output).
+ * lstmForward(N, T, F, H, x, wih, whh, bias, h, workspace) → done? h [T·N, H] from x [T·N, F]
+ * (time-major), the workspace kept for lstmBackward.
+ * lstmBackward(N, T, F, H, x, wih, whh, bias, h, workspace, dh, dx, dwih, dwhh, db) → done? After
+ * lstmForward of the same arrays: dx [T·N, F] written, dwih, dwhh, db += (dh [T·N, H]: dL/dh of
+ * each frame's output). The arrays come in the order of the slots.
  */
-napi_value LstmBackward(napi_env env, napi_callback_info info) {
-  const char *fn = "lstmBackward";
-  napi_value argv[15];
-  if (!getArgs(env, info, 15, argv, "lstmBackward(N, T, F, H, x, wih, whh, bias, h, workspace, dh, dx, dwih, dwhh, db)")) return NULL;
+static napi_value lstmCall(napi_env env, napi_callback_info info, bool backward) {
+  const char *fn = backward ? "lstmBackward" : "lstmForward";
+  const int arrays = backward ? SLOTS : DH, kind = backward ? PLAN_LSTM_BWD : PLAN_LSTM_FWD;
+  napi_value argv[4 + SLOTS];
+  if (!getArgs(env, info, (size_t)(4 + arrays), argv, backward ? "lstmBackward(N, T, F, H, x, wih, whh, bias, h, workspace, dh, dx, dwih, dwhh, db)"
+                                                                : "lstmForward(N, T, F, H, x, wih, whh, bias, h, workspace)")) return NULL;
   int64_t s[4];
   if (!getSizes(env, argv, fn, s)) return NULL;
   const int64_t N = s[0], T = s[1], F = s[2], H = s[3];
   if (!offered() || !N || !T || !F || !H) return boolValue(env, false);
   oneThread();
   Instance *inst = instance(env);
-  Plan *p = backwardPlan(inst, N, T, F, H);
-  if (!p) { inst->unsupported[PLAN_LSTM_BWD]++; return boolValue(env, false); }
-  const dnnl_memory_desc_t *ws = NULL;
-  for (int i = 0; i < p->nmems; i++) if (p->slot[i] == WS) dnnl_memory_get_memory_desc(p->mems[i], &ws);
-  static const char *const names[] = { "x", "wih", "whh", "bias", "h", "workspace", "dh", "dx", "dwih", "dwhh", "db" };
-  const int64_t want[] = { T * N * F, 4 * H * F, 4 * H * H, 4 * H, T * N * H, (int64_t)(dnnl_memory_desc_get_size(ws) / sizeof(float)),
-                           T * N * H, T * N * F, 4 * H * F, 4 * H * H, 4 * H };
-  float *a[11];
-  if (!getArrays(env, argv + 4, 11, fn, names, want, a)) return NULL;
-  /* the two gradient buffers of oneDNN's layout (p->aux and the next memory) start at zero */
-  for (int i = p->aux; i <= p->aux + 1; i++) {
+  Plan *p = lstmPlan(inst, backward, N, T, F, H);
+  if (!p) { inst->unsupported[kind]++; return boolValue(env, false); }
+  static const char *const names[SLOTS] = { "x", "wih", "whh", "bias", "h", "workspace", "dh", "dx", "dwih", "dwhh", "db" };
+  const int64_t want[SLOTS] = { T * N * F, 4 * H * F, 4 * H * H, 4 * H, T * N * H, workspaceFloats(p), T * N * H, T * N * F, 4 * H * F, 4 * H * H, 4 * H };
+  float *a[SLOTS];
+  for (int i = 0; i < arrays; i++) {
+    size_t len;
+    if (!getF32(env, argv[4 + i], fn, names[i], false, &a[i], &len) || !need(env, fn, names[i], len, want[i])) return NULL;
+  }
+  /* the backward's two gradient buffers in oneDNN's layout (p->aux and the next memory) start at zero */
+  for (int i = backward ? p->aux : 0; backward && i <= p->aux + 1; i++) {
     void *data = NULL;
     const dnnl_memory_desc_t *md = NULL;
     dnnl_memory_get_data_handle(p->mems[i], &data);
     dnnl_memory_get_memory_desc(p->mems[i], &md);
     memset(data, 0, dnnl_memory_desc_get_size(md));
   }
-  void *ptrs[SLOTS] = { [X] = a[0], [WIH] = a[1], [WHH] = a[2], [BIAS] = a[3], [HS] = a[4], [WS] = a[5],
-                        [DH] = a[6], [DX] = a[7], [DWIH] = a[8], [DWHH] = a[9], [DB] = a[10] };
+  void *ptrs[SLOTS] = { 0 };
+  for (int i = 0; i < arrays; i++) ptrs[i] = a[i];
   return planRun(env, inst, p, ptrs, fn) ? boolValue(env, true) : NULL;
+}
+
+napi_value LstmForward(napi_env env, napi_callback_info info) {
+  return lstmCall(env, info, false);
+}
+
+napi_value LstmBackward(napi_env env, napi_callback_info info) {
+  return lstmCall(env, info, true);
 }
