@@ -217,7 +217,7 @@ static napi_value lstmCall(napi_env env, napi_callback_info info, bool backward)
     if (!getF32(env, argv[4 + i], fn, names[i], false, &a[i], &len) || !need(env, fn, names[i], len, want[i])) return NULL;
   }
   /* the backward's two gradient buffers in oneDNN's layout (p->aux and the next memory) start at zero */
-  for (int i = backward ? p->aux : 0; backward && i <= p->aux + 1; i++) {
+  for (int i = p->aux; backward && i <= p->aux + 1; i++) {
     void *data = NULL;
     const dnnl_memory_desc_t *md = NULL;
     dnnl_memory_get_data_handle(p->mems[i], &data);

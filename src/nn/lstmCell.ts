@@ -58,7 +58,7 @@ export class LstmCell implements Cell {
   backward(w: CellWeights, run: CellRun, dh: Float32Array, dx: Float32Array | null): void {
     const { N, T, H, lengths } = run;
     const G4 = 4 * H, NH = N * H, rows = T * N, b = this.backend;
-    if (this.workspace.length > 0 && rows > 0) {
+    if (this.workspace.length > 0) {
       // dh is 0 past each sample's end (nothing reads those outputs), so the padding sends back no gradient
       const db = this.pool.f32(`${this.key}.db`, G4);
       db.fill(0);
