@@ -1,18 +1,22 @@
 /**
- * LSTM forward+backward at DeepSpeech-like shapes, per backend, against the backend's own sgemm in
- * the same run and PyTorch's nn.LSTM (one thread) in the same run.
+ * LSTM (or, with --gru, GRU) forward+backward at DeepSpeech-like shapes, per backend, against the
+ * backend's own sgemm in the same run and PyTorch's nn.LSTM / nn.GRU (one thread) in the same run.
  *
- *   npm run bench -- lstm [--quick] [--backends wasm,native] [--frames T] [--reps R] [--rounds 3] [--no-torch] [--uni|--bi] [--calls]
+ *   npm run bench -- lstm [--gru] [--quick] [--backends wasm,native] [--frames T] [--reps R] [--rounds 3] [--no-torch] [--uni|--bi] [--calls] [--steps]
  *
  * `--calls` adds, per backend and direction, the ms per pass in each Backend method and outside them.
+ * onednn runs each direction as one oneDNN primitive where it offers one (AVX-512), the GRU's too
+ * whatever PARATRAIN_ONEDNN_RNN says; `--steps` adds a row "NAME steps" for each backend that runs
+ * whole directions in one call (Backend.recurrentSequenceForward), with that call hidden, so the
+ * layer steps through its products and cells on the same backend.
  *
  * Shape: batch N = 32, T = 100 frames, F = 494 inputs (DeepSpeech's 26 MFCC × 19-frame context), H = 512
  * units; `--quick` runs T = 25 (the per-step gemms keep their shape; only the all-frames gemms shrink).
  * The js backend is left out unless named in --backends (it then runs T = 10, N = 8).
  *
- * GFLOPS count the gemms only, per direction: forward = input projection 2·N·T·F·4H + recurrent
- * 2·N·T·H·4H; backward does the same products twice more (dW_ih and dX; dW_hh and dh), so
- * forward+backward = 3 × forward = 24·N·T·H·(F + H). The gate nonlinearities, copies and bias sums
+ * GFLOPS count the gemms only, per direction, with G gates (LSTM 4, GRU 3): forward = input
+ * projection 2·N·T·F·GH + recurrent 2·N·T·H·GH; backward does the same products twice more (dW_ih
+ * and dX; dW_hh and dh), so forward+backward = 3 × forward = 6G·N·T·H·(F + H). The gate nonlinearities, copies and bias sums
  * are not counted (they are what the recurrence costs beyond its gemms). "of peak" is that figure
  * as a share of the machine's measured one-core FMA peak (bench/peak.ts), PyTorch's row too: where
  * PyTorch's BLAS uses the widest vectors it runs near the peak's reach and the ratio to it shrinks.
@@ -43,6 +47,8 @@ import { ofPeak, peakLine } from './peak.ts';
 import { timeCalls } from './backendCalls.ts';
 
 interface Shape { N: number; T: number; F: number; H: number }
+type CellKind = 'lstm' | 'gru';
+const GATES: Record<CellKind, number> = { lstm: 4, gru: 3 };
 
 const CTX: ForwardContext = { training: true, seed: 1, step: 0, sampleOffset: 0 };
 
@@ -64,9 +70,9 @@ function filled(b: Backend, n: number, seed: number): Float32Array {
   return a;
 }
 
-/** Gemm FLOPs of one LSTM forward+backward (see the header). */
-export function lstmFlops(s: Shape, directions: number): number {
-  return directions * 24 * s.N * s.T * s.H * (s.F + s.H);
+/** Gemm FLOPs of one LSTM (or GRU) forward+backward (see the header). */
+export function lstmFlops(s: Shape, directions: number, cell: CellKind = 'lstm'): number {
+  return directions * 6 * GATES[cell] * s.N * s.T * s.H * (s.F + s.H);
 }
 
 /** The CPU's model name (lscpu's), for the record. */
@@ -84,21 +90,21 @@ function cpuModel(): string {
 interface Result { lstmSec: number; gemmSec: number; stepSec: number }
 
 /**
- * Times LSTM passes and the reference sgemm interleaved (medians of CPU seconds), and the
- * recurrent step's product as the layer runs it: [N, H] · packed W_hhᵀ [H, 4H], T of them.
+ * Times LSTM (GRU) passes and the reference sgemm interleaved (medians of CPU seconds), and the
+ * recurrent step's product as the layer runs it: [N, H] · packed W_hhᵀ [H, GH], T of them.
  */
-function timeBackend(b: Backend, s: Shape, directions: number, reps: number): Result {
-  const { N, T, F, H } = s;
-  const layer = new Recurrent(b, 'bench lstm', [T, F], 'lstm', H, directions === 2 ? { bidirectional: 'concat' } : {});
+function timeBackend(b: Backend, cell: CellKind, s: Shape, directions: number, reps: number): Result {
+  const { N, T, F, H } = s, GH = GATES[cell] * H;
+  const layer = new Recurrent(b, `bench ${cell}`, [T, F], cell, H, directions === 2 ? { bidirectional: 'concat' } : {});
   const model = new Sequential(b, [layer], [T, F]);
   model.initialize(1);
   const x = new Tensor([N, T, F], filled(b, N * T * F, 3));
   const dy = new Tensor([N, T, layer.outputShape[1]!], filled(b, N * T * layer.outputShape[1]!, 4));
   const pass = (): void => { layer.forward(x, CTX); layer.backward(dy, true); };
-  const A = filled(b, N * T * F, 5), B = filled(b, 4 * H * F, 6), C = b.alloc(N * T * 4 * H);
-  const gemm = (): void => b.gemm(false, true, N * T, 4 * H, F, 1, A, B, 0, C);
-  const P = b.packB(true, H, 4 * H, filled(b, 4 * H * H, 7)), h = filled(b, N * H, 8);
-  const steps = (): void => { for (let t = 0; t < T; t++) b.gemmPacked(false, N, 4 * H, H, 1, h, P, 1, C, 0, t * N * 4 * H); };
+  const A = filled(b, N * T * F, 5), B = filled(b, GH * F, 6), C = b.alloc(N * T * GH);
+  const gemm = (): void => b.gemm(false, true, N * T, GH, F, 1, A, B, 0, C);
+  const P = b.packB(true, H, GH, filled(b, GH * H, 7)), h = filled(b, N * H, 8);
+  const steps = (): void => { for (let t = 0; t < T; t++) b.gemmPacked(false, N, GH, H, 1, h, P, 1, C, 0, t * N * GH); };
   pass(); gemm(); steps(); // warm-up (V8 tiers the wasm up; buffers are allocated)
   const lstm: number[] = [], ref: number[] = [], step: number[] = [];
   for (let r = 0; r < reps; r++) {
@@ -111,10 +117,10 @@ function timeBackend(b: Backend, s: Shape, directions: number, reps: number): Re
 }
 
 /** Where one backend's pass goes (`--calls`): ms per pass per Backend method, `passes` passes after a warm-up. */
-function callBreakdown(b: Backend, s: Shape, directions: number, passes: number): string[] {
+function callBreakdown(b: Backend, cell: CellKind, s: Shape, directions: number, passes: number): string[] {
   const calls = timeCalls(b);
   const { N, T, F, H } = s;
-  const layer = new Recurrent(calls.backend, 'bench lstm', [T, F], 'lstm', H, directions === 2 ? { bidirectional: 'concat' } : {});
+  const layer = new Recurrent(calls.backend, `bench ${cell}`, [T, F], cell, H, directions === 2 ? { bidirectional: 'concat' } : {});
   new Sequential(calls.backend, [layer], [T, F]).initialize(1);
   const x = new Tensor([N, T, F], filled(b, N * T * F, 3));
   const dy = new Tensor([N, T, layer.outputShape[1]!], filled(b, N * T * layer.outputShape[1]!, 4));
@@ -131,7 +137,7 @@ import sys, json, time, torch
 torch.set_num_threads(1)
 N, T, F, H, bi, reps = (int(v) for v in sys.argv[1:7])
 torch.manual_seed(0)
-lstm = torch.nn.LSTM(F, H, batch_first=True, bidirectional=bool(bi))
+lstm = getattr(torch.nn, sys.argv[7])(F, H, batch_first=True, bidirectional=bool(bi))
 x = torch.randn(N, T, F, requires_grad=True)
 dy = torch.randn(N, T, H * (2 if bi else 1))
 def step():
@@ -146,10 +152,11 @@ times.sort()
 print(json.dumps({"sec": times[len(times) // 2], "threads": torch.get_num_threads(), "version": torch.__version__}))
 `;
 
-function torchSeconds(s: Shape, directions: number, reps: number): { sec: number; version: string } | string {
+function torchSeconds(cell: CellKind, s: Shape, directions: number, reps: number): { sec: number; version: string } | string {
   if (!torchPython()) return 'python3-torch not installed';
   try {
-    const out = JSON.parse(runPython(TORCH_LSTM, [s.N, s.T, s.F, s.H, directions - 1, reps].map(String))) as { sec: number; version: string };
+    const args = [...[s.N, s.T, s.F, s.H, directions - 1, reps].map(String), cell.toUpperCase()];
+    const out = JSON.parse(runPython(TORCH_LSTM, args)) as { sec: number; version: string };
     return out;
   } catch (err) {
     return (err as Error).message;
@@ -165,22 +172,28 @@ export async function main(args: string[] = []): Promise<void> {
   const small: Shape = { N: 8, T: 10, F: 494, H: 512 };
   const names = flag(args, 'backends')?.split(',') ?? registeredBackends().filter((n) => n !== 'js');
   const dirs = args.includes('--uni') ? [1] : args.includes('--bi') ? [2] : [1, 2];
+  const cell: CellKind = args.includes('--gru') ? 'gru' : 'lstm', G = GATES[cell], CELL = cell.toUpperCase();
 
   console.log(`CPU: ${cpuModel()}, ${cpus().length} cores, load average ${loadavg().map((v) => v.toFixed(1)).join(' ')}`);
   console.log(peakLine());
   console.log(`Node ${process.versions.node}, V8 ${process.versions.v8}; CPU time per pass, median of ${reps} after a warm-up, in each of ${rounds} rounds; a cell is the median over the rounds`);
-  console.log('GFLOPS = gemm FLOPs / time, FLOPs of forward+backward = directions · 24·N·T·H·(F+H)');
-  console.log('sgemm = GFLOPS of the backend\'s gemm at the input projection\'s shape [N·T, F]·[F, 4H]ᵀ, interleaved with the LSTM passes');
-  console.log(`shape: batch ${full.N}, ${full.T} frames, ${full.F} inputs, ${full.H} units${names.includes('js') ? `; js at ${small.N}×${small.T}` : ''}`);
+  console.log(`GFLOPS = gemm FLOPs / time, FLOPs of forward+backward = directions · ${6 * G}·N·T·H·(F+H) (${CELL}: ${G} gates)`);
+  console.log(`sgemm = GFLOPS of the backend's gemm at the input projection's shape [N·T, F]·[F, ${G}H]ᵀ, interleaved with the ${CELL} passes`);
+  console.log(`${CELL} shape: batch ${full.N}, ${full.T} frames, ${full.F} inputs, ${full.H} units${names.includes('js') ? `; js at ${small.N}×${small.T}` : ''}`);
   console.log('step gemm = GFLOPS of the per-step recurrent product [N, H]·W_hhᵀ with W_hh packed once (gemmPacked)\n');
-  const rows: string[][] = [['backend', 'dir', 'ms/pass', 'seq/s', 'GFLOPS', 'of peak', 'sgemm', 'LSTM/sgemm', 'step gemm']];
+  const rows: string[][] = [['backend', 'dir', 'ms/pass', 'seq/s', 'GFLOPS', 'of peak', 'sgemm', `${CELL}/sgemm`, 'step gemm']];
   const backends: { name: string; b: Backend }[] = [];
   for (const name of names) {
     const b = await tryBackend(name).catch((err: Error) => { console.log(`${name}: ${err.message}`); return null; });
     if (!b) { console.log(`${name}: not available here (skipped)`); continue; }
-    const about = describe(b);
+    const about = describe(b, cell);
     if (about) console.log(`${name}: ${about}`);
+    (b as Backend & { setSequenceCells?: (cells: CellKind[]) => void }).setSequenceCells?.(['lstm', 'gru']);
     backends.push({ name, b });
+    if (args.includes('--steps') && b.recurrentSequenceWorkspace) {
+      // the same backend with its whole-direction call hidden: the layer steps
+      backends.push({ name: `${name} steps`, b: Object.assign(Object.create(b) as Backend, { recurrentSequenceWorkspace: undefined }) });
+    }
   }
   // rounds: every backend, then PyTorch, in turn, so a change of load hits them alike
   const results = new Map<string, Result[]>(), torchSec = new Map<number, number[]>();
@@ -189,11 +202,11 @@ export async function main(args: string[] = []): Promise<void> {
     for (const { name, b } of backends) {
       for (const d of dirs) {
         const key = `${name}/${d}`;
-        results.set(key, [...(results.get(key) ?? []), timeBackend(b, name === 'js' ? small : full, d, name === 'js' ? 1 : reps)]);
+        results.set(key, [...(results.get(key) ?? []), timeBackend(b, cell, name === 'js' ? small : full, d, name === 'js' ? 1 : reps)]);
       }
     }
     for (const d of torchMissing ? [] : dirs) {
-      const t = torchSeconds(full, d, Math.max(2, reps - 2));
+      const t = torchSeconds(cell, full, d, Math.max(2, reps - 2));
       if (typeof t === 'string') { torchMissing = t; break; }
       torchVersion = t.version;
       torchSec.set(d, [...(torchSec.get(d) ?? []), t.sec]);
@@ -204,17 +217,17 @@ export async function main(args: string[] = []): Promise<void> {
     for (const d of dirs) {
       const rs = results.get(`${name}/${d}`)!;
       const lstmSec = median(rs.map((x) => x.lstmSec)), gemmSec = median(rs.map((x) => x.gemmSec)), stepSec = median(rs.map((x) => x.stepSec));
-      const gflops = lstmFlops(s, d) / lstmSec / 1e9;
-      const ref = 2 * s.N * s.T * 4 * s.H * s.F / gemmSec / 1e9;
+      const gflops = lstmFlops(s, d, cell) / lstmSec / 1e9;
+      const ref = 2 * s.N * s.T * G * s.H * s.F / gemmSec / 1e9;
       rows.push([name, d === 2 ? 'bi' : 'uni', (lstmSec * 1e3).toFixed(0), (s.N / lstmSec).toFixed(1), gflops.toFixed(1), ofPeak(gflops),
-        ref.toFixed(1), `${(100 * gflops / ref).toFixed(0)}%`, (2 * s.T * s.N * s.H * 4 * s.H / stepSec / 1e9).toFixed(1)]);
+        ref.toFixed(1), `${(100 * gflops / ref).toFixed(0)}%`, (2 * s.T * s.N * s.H * G * s.H / stepSec / 1e9).toFixed(1)]);
     }
   }
   if (torchMissing) console.log(`PyTorch: ${torchMissing}`);
   for (const [d, secs] of torchSec) {
     const sec = median(secs);
     rows.push([`torch ${torchVersion}, 1 thread`, d === 2 ? 'bi' : 'uni', (sec * 1e3).toFixed(0), (full.N / sec).toFixed(1),
-      (lstmFlops(full, d) / sec / 1e9).toFixed(1), ofPeak(lstmFlops(full, d) / sec / 1e9), '', '', '']);
+      (lstmFlops(full, d, cell) / sec / 1e9).toFixed(1), ofPeak(lstmFlops(full, d, cell) / sec / 1e9), '', '', '']);
   }
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
   for (const [i, r] of rows.entries()) {
@@ -225,7 +238,7 @@ export async function main(args: string[] = []): Promise<void> {
     for (const { name, b } of backends) {
       for (const d of dirs) {
         console.log(`\n${name} ${d === 2 ? 'bi' : 'uni'}: where a pass goes (--calls)`);
-        for (const line of callBreakdown(b, name === 'js' ? small : full, d, 3)) console.log(line);
+        for (const line of callBreakdown(b, cell, name === 'js' ? small : full, d, 3)) console.log(line);
       }
     }
   }
@@ -242,15 +255,17 @@ export async function main(args: string[] = []): Promise<void> {
 }
 
 /** The backend's build, where it has something to say. */
-function describe(b: Backend): string {
+function describe(b: Backend, cell: CellKind): string {
   const info = b as Backend & { relaxed?: boolean; blas?: { config: string }; base?: string; packedKernel?: string | null;
     onednn?: { version: string; isa: string } };
   if (info.onednn) {
     // native/onednn/packed.c: the primitive's packed layout with AVX-512, padded rows and dnnl_sgemm without
     const steps = info.onednn.isa.includes('avx512') ? "oneDNN's matmul primitive per step on W_hh reordered once per pass into its layout"
       : 'dnnl_sgemm per step on W_hh copied once per pass into rows 16 floats longer (no cache-set aliasing)';
-    const layer = info.onednn.isa.includes('avx512') ? "the LSTM runs each direction as oneDNN's LSTM primitive (native/onednn/rnn.c); "
-      : "the LSTM steps: the addon's AVX2 + FMA cells where the CPU has both (native/onednn/cells.c), else the base's; ";
+    const primitive = cell === 'lstm' ? "oneDNN's LSTM primitive" : "oneDNN's linear-before-reset GRU primitive";
+    const cells = cell === 'lstm' ? "the addon's AVX2 + FMA cells where the CPU has both (native/onednn/cells.c), else the base's" : "the base's cells";
+    const layer = info.onednn.isa.includes('avx512') ? `the ${cell.toUpperCase()} runs each direction as ${primitive} (native/onednn/rnn.c); `
+      : `the ${cell.toUpperCase()} steps: ${cells}; `;
     return `oneDNN ${info.onednn.version}, ISA ${info.onednn.isa}; ${layer}step gemm (the column): ${steps}`;
   }
   if (info.blas) {

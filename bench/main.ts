@@ -11,7 +11,7 @@ const benches: Record<string, { what: string; load: () => Promise<{ main(args: s
   throughput: { what: 'data-parallel samples/s with 1 and 2 devices (and PyTorch DDP when installed)', load: () => import('./throughput.ts') },
   strategies: { what: 'convergence of every strategy on Fashion-MNIST (long)', load: () => import('./strategies.ts') },
   'model-parallel': { what: 'alexnet-small: bytes/step and samples/s, data parallel vs "one weird trick" (FC, and FC + a channel-split conv), 2 and 4 devices', load: () => import('./modelParallel.ts') },
-  lstm: { what: 'LSTM forward+backward at DeepSpeech shapes (N 32, T 100, F 494, H 512) per backend, vs its sgemm and PyTorch nn.LSTM (one thread)', load: () => import('./lstm.ts') },
+  lstm: { what: 'LSTM forward+backward at DeepSpeech shapes (N 32, T 100, F 494, H 512) per backend, vs its sgemm and PyTorch nn.LSTM (one thread) (--gru: the GRU)', load: () => import('./lstm.ts') },
   microbatch: { what: 'peak activation bytes and samples/s with train.microBatches = 1, 2, 4, 8 and spatialSplit tiles 2, 4', load: () => import('./microbatch.ts') },
 };
 

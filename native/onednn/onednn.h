@@ -27,15 +27,16 @@ enum PlanKind {
   PLAN_POOL_MAX_FWD, PLAN_POOL_AVG_FWD, PLAN_POOL_AVG_BWD,
   PLAN_ELTWISE_FWD, PLAN_ELTWISE_BWD, PLAN_BIAS_ADD, PLAN_LOGSOFTMAX,
   PLAN_POOL_MAX_BWD, /* no oneDNN primitive: direct.c's or a C scatter */
-  PLAN_LSTM_FWD, PLAN_LSTM_BWD,
+  PLAN_LSTM_FWD, PLAN_LSTM_BWD, PLAN_GRU_FWD, PLAN_GRU_BWD,
   PLAN_KINDS
 };
 
 #define KEY_WORDS 16
-/* the largest plan: an LSTM's backward (rnn.c), two weight reorders, the primitive's 15 arguments, two gradient reorders */
+/* the largest plan: an LSTM's backward (rnn.c), two weight reorders, the primitive's 15 arguments, two gradient reorders, 18 memories */
 #define MAX_STEPS 5
 #define MAX_ARGS 16
 #define MAX_MEMS 20
+#define AUX_MEMS 8
 
 /** What a plan is for: its kind and shape (unused words zero). Compared bytewise. */
 typedef struct { int64_t v[KEY_WORDS]; } Key;
@@ -59,8 +60,8 @@ typedef struct Plan {
   int slot[MAX_MEMS];
   /** the main primitive's implementation, e.g. "brgconv:avx512_core" (static string from oneDNN) */
   const char *impl;
-  /** kind-specific extra: the pooling workspace's memory index; an LSTM backward's first gradient buffer */
-  int aux;
+  /** kind-specific memory indexes, -1 where unused: the pooling workspace (aux[0]); rnn.c's own buffers */
+  int aux[AUX_MEMS];
 } Plan;
 
 #define CACHE_SLOTS 256
@@ -182,8 +183,8 @@ napi_value PackedWeightsSize(napi_env env, napi_callback_info info);
 napi_value PackWeights(napi_env env, napi_callback_info info);
 napi_value GemmPackedWeights(napi_env env, napi_callback_info info);
 napi_value Conv2dBackwardFilterPooled(napi_env env, napi_callback_info info);
-napi_value LstmWorkspaceSize(napi_env env, napi_callback_info info);
-napi_value LstmForward(napi_env env, napi_callback_info info);
-napi_value LstmBackward(napi_env env, napi_callback_info info);
+napi_value RnnWorkspaceSize(napi_env env, napi_callback_info info);
+napi_value RnnForward(napi_env env, napi_callback_info info);
+napi_value RnnBackward(napi_env env, napi_callback_info info);
 
 #endif

@@ -29,7 +29,7 @@ static const char *const KIND_NAMES[PLAN_KINDS] = {
   [PLAN_POOL_AVG_FWD] = "avgPoolForward", [PLAN_POOL_AVG_BWD] = "avgPoolBackward",
   [PLAN_ELTWISE_FWD] = "eltwiseForward", [PLAN_ELTWISE_BWD] = "eltwiseBackward", [PLAN_BIAS_ADD] = "biasAdd",
   [PLAN_LOGSOFTMAX] = "logSoftmax", [PLAN_POOL_MAX_BWD] = "maxPoolBackward", [PLAN_LSTM_FWD] = "lstmForward",
-  [PLAN_LSTM_BWD] = "lstmBackward",
+  [PLAN_LSTM_BWD] = "lstmBackward", [PLAN_GRU_FWD] = "gruForward", [PLAN_GRU_BWD] = "gruBackward",
 };
 
 static bool setString(napi_env env, napi_value obj, const char *key, const char *value) {
@@ -133,9 +133,9 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
     { "packWeights", NULL, PackWeights, NULL, NULL, NULL, napi_enumerable, NULL },
     { "gemmPackedWeights", NULL, GemmPackedWeights, NULL, NULL, NULL, napi_enumerable, NULL },
     { "conv2dBackwardFilterPooled", NULL, Conv2dBackwardFilterPooled, NULL, NULL, NULL, napi_enumerable, NULL },
-    { "lstmWorkspaceSize", NULL, LstmWorkspaceSize, NULL, NULL, NULL, napi_enumerable, NULL },
-    { "lstmForward", NULL, LstmForward, NULL, NULL, NULL, napi_enumerable, NULL },
-    { "lstmBackward", NULL, LstmBackward, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "rnnWorkspaceSize", NULL, RnnWorkspaceSize, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "rnnForward", NULL, RnnForward, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "rnnBackward", NULL, RnnBackward, NULL, NULL, NULL, napi_enumerable, NULL },
     { "info", NULL, Info, NULL, NULL, NULL, napi_enumerable, NULL },
     { "stats", NULL, Stats, NULL, NULL, NULL, napi_enumerable, NULL },
   };

@@ -76,7 +76,7 @@ Plan *planNew(Instance *inst, const Key *key) {
   Plan *p = &inst->table[i];
   memset(p, 0, sizeof *p);
   p->key = *key;
-  p->aux = -1;
+  for (int a = 0; a < AUX_MEMS; a++) p->aux[a] = -1;
   return p;
 }
 

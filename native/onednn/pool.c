@@ -53,7 +53,7 @@ static bool plainWorkspace(const dnnl_memory_desc_t *ws) {
          (ws->data_type == dnnl_u8 || ws->data_type == dnnl_s32);
 }
 
-/* Forward, slots 0 x, 1 y; max pooling keeps its workspace (p->aux). */
+/* Forward, slots 0 x, 1 y; max pooling keeps its workspace (p->aux[0]). */
 static Plan *forwardPlan(Instance *inst, const Geom *g, bool max) {
   const int kind = max ? PLAN_POOL_MAX_FWD : PLAN_POOL_AVG_FWD;
   const Key key = poolKey(kind, g);
@@ -67,9 +67,9 @@ static Plan *forwardPlan(Instance *inst, const Geom *g, bool max) {
     const int x = planMem(inst, p, &m.src, 0), y = planMem(inst, p, &m.dst, 1);
     if (max) {
       const dnnl_memory_desc_t *wsMd = dnnl_primitive_desc_query_md(pd, dnnl_query_workspace_md, 0);
-      p->aux = plainWorkspace(wsMd) ? planMem(inst, p, wsMd, -1) : -1;
-      const ArgRef args[] = { { DNNL_ARG_SRC, x }, { DNNL_ARG_DST, y }, { DNNL_ARG_WORKSPACE, p->aux } };
-      ok = p->aux >= 0 && planStep(p, pd, 3, args);
+      p->aux[0] = plainWorkspace(wsMd) ? planMem(inst, p, wsMd, -1) : -1;
+      const ArgRef args[] = { { DNNL_ARG_SRC, x }, { DNNL_ARG_DST, y }, { DNNL_ARG_WORKSPACE, p->aux[0] } };
+      ok = p->aux[0] >= 0 && planStep(p, pd, 3, args);
     } else {
       const ArgRef args[] = { { DNNL_ARG_SRC, x }, { DNNL_ARG_DST, y } };
       ok = planStep(p, pd, 2, args);
@@ -263,7 +263,7 @@ napi_value MaxPoolForward(napi_env env, napi_callback_info info) {
   if (!p) { inst->unsupported[PLAN_POOL_MAX_FWD]++; return boolValue(env, false); }
   void *ptrs[] = { x, y };
   if (!planRun(env, inst, p, ptrs, fn)) return NULL;
-  workspaceToArgmax(&g, p->mems[p->aux], argmax);
+  workspaceToArgmax(&g, p->mems[p->aux[0]], argmax);
   clearEmptyWindows(&g, y, argmax);
   return boolValue(env, true);
 }

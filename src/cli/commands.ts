@@ -73,6 +73,11 @@ function backendDetail(backend: object | null): string {
   if ('onednn' in backend && backend.onednn && typeof backend.onednn === 'object' && 'isa' in backend.onednn) {
     const o = backend.onednn as { version: string; isa: string; runtime: string; threads: number };
     parts.push(`oneDNN ${o.version}, ISA ${o.isa} (${o.runtime} runtime, ${o.threads} thread per device)`);
+    if ('sequenceCells' in backend && typeof backend.sequenceCells === 'function') {
+      // which recurrent layers run a direction as one oneDNN primitive (PARATRAIN_ONEDNN_RNN; AVX-512 only)
+      const cells = (backend.sequenceCells as () => string[])();
+      parts.push(`recurrent layers as oneDNN primitives: ${!o.isa.includes('avx512') ? 'none (no AVX-512: they step)' : cells.length ? cells.join(', ') : 'none (PARATRAIN_ONEDNN_RNN)'}`);
+    }
   }
   if ('relaxed' in backend) parts.push(`${'onednn' in backend ? 'other kernels: wasm ' : ''}${backend.relaxed ? 'relaxed SIMD (fused multiply-add)' : 'SIMD128'}`);
   if ('blas' in backend && backend.blas && typeof backend.blas === 'object' && 'config' in backend.blas) parts.push(String(backend.blas.config));

@@ -9,6 +9,14 @@
  *   backward passes can add up; the training loop zeroes gradients before each step.
  */
 
+/** A recurrent cell a backend may run over a whole direction (Backend.recurrentSequenceForward). */
+export type SequenceCell = 'lstm' | 'gru';
+
+/** One direction's parameters in PyTorch's layout and gate order: W_ih [G·H, F], W_hh [G·H, H], b_ih, b_hh [G·H]. */
+export interface RecurrentWeights { wih: Float32Array; whh: Float32Array; bih: Float32Array; bhh: Float32Array }
+/** Their gradients, the same shapes. */
+export interface RecurrentGradients { dwih: Float32Array; dwhh: Float32Array; dbih: Float32Array; dbhh: Float32Array }
+
 export interface Conv2DGeometry {
   /** batch, input height, width, channels */
   N: number; H: number; W: number; C: number;
@@ -188,22 +196,22 @@ export interface Backend {
   lstmCellBackward(t: number, N: number, H: number, gates: Float32Array, c: Float32Array, dh: Float32Array,
                    dc: Float32Array, dz: Float32Array, lengths: Int32Array): void;
   /**
-   * Optional: one LSTM direction over all its steps in one call (the onednn backend: oneDNN's LSTM
-   * primitive), on the time-major run the cells step through: x [T·N, F], W_ih [4H, F] and W_hh
-   * [4H, H] in PyTorch's layout, one bias [4H] (b_ih + b_hh), h [T·N, H] the state after each step
-   * (the run's blocks 1…T). It knows no lengths: every sample runs all T steps, so the caller zeroes
-   * the states at a sample's padding, and its gradients are exact when the padding follows each
-   * sample's end and dL/dh is 0 there. `lstmSequenceWorkspace` is the floats of the workspace the
-   * forward fills for the backward, 0 where the backend does not offer this shape (the caller then
-   * steps through the cells).
+   * Optional: one direction of an LSTM or a GRU over all its steps in one call (the onednn
+   * backend: oneDNN's LSTM and linear-before-reset GRU primitives), on the time-major run the cells
+   * step through: x [T·N, F], the weights in PyTorch's layout and gate order (`RecurrentWeights`),
+   * h [T·N, H] the state after each step (the run's blocks 1…T). It knows no lengths: every sample
+   * runs all T steps, so the caller zeroes the states at a sample's padding, and its gradients are
+   * exact when the padding follows each sample's end and dL/dh is 0 there.
+   * `recurrentSequenceWorkspace` is the floats of the workspace the forward fills for the
+   * backward, 0 where the backend does not offer this cell and shape (the caller then steps
+   * through the cells).
    */
-  lstmSequenceWorkspace?(N: number, T: number, F: number, H: number): number;
-  lstmSequenceForward?(N: number, T: number, F: number, H: number, x: Float32Array, wih: Float32Array, whh: Float32Array,
-                       bias: Float32Array, h: Float32Array, workspace: Float32Array): void;
-  /** After lstmSequenceForward of the same arrays: dx [T·N, F] written; dwih, dwhh, db += (dh [T·N, H]: dL/dh of each step). */
-  lstmSequenceBackward?(N: number, T: number, F: number, H: number, x: Float32Array, wih: Float32Array, whh: Float32Array,
-                        bias: Float32Array, h: Float32Array, workspace: Float32Array, dh: Float32Array, dx: Float32Array,
-                        dwih: Float32Array, dwhh: Float32Array, db: Float32Array): void;
+  recurrentSequenceWorkspace?(cell: SequenceCell, N: number, T: number, F: number, H: number): number;
+  recurrentSequenceForward?(cell: SequenceCell, N: number, T: number, F: number, H: number, x: Float32Array, w: RecurrentWeights,
+                            h: Float32Array, workspace: Float32Array): void;
+  /** After recurrentSequenceForward of the same arrays: dx [T·N, F] written; the gradients `g` += (dh [T·N, H]: dL/dh of each step). */
+  recurrentSequenceBackward?(cell: SequenceCell, N: number, T: number, F: number, H: number, x: Float32Array, w: RecurrentWeights,
+                             h: Float32Array, workspace: Float32Array, dh: Float32Array, dx: Float32Array, g: RecurrentGradients): void;
   /**
    * GRU forward step: `gates` block t holds the input projection with b_ih [N, 3H] and receives
    * r, z, n; `rec` [N, 3H] is W_hh·h (no bias), `bhh` [3H]; `hn` block t receives W_hn·h + b_hn;

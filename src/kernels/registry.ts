@@ -6,6 +6,13 @@ import type { Backend } from './backend.ts';
  */
 export type BackendFactory = () => Promise<Backend | null>;
 
+/**
+ * What a factory throws for a setting the user must fix (a malformed environment variable): the
+ * error reaches the user, where any other failure of a factory makes the backend unavailable and
+ * `auto` goes on to the next one.
+ */
+export class BackendSettingError extends Error {}
+
 const factories = new Map<string, BackendFactory>();
 const reasons = new Map<string, () => string | undefined>();
 const instances = new Map<string, Promise<Backend | null>>();
@@ -46,7 +53,10 @@ export async function tryBackend(name: string): Promise<Backend | null> {
   if (!factory) throw new Error(`unknown backend '${name}': choose one of ${[...factories.keys(), 'auto'].join(', ')}`);
   let instance = instances.get(name);
   if (!instance) {
-    instance = factory().catch(() => null);
+    instance = factory().catch((err: unknown) => {
+      if (err instanceof BackendSettingError) throw err;
+      return null;
+    });
     instances.set(name, instance);
   }
   return instance;

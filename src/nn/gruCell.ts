@@ -1,6 +1,6 @@
 import type { Backend, PackedMatrix } from '../kernels/backend.ts';
 import type { BufferPool } from './layer.ts';
-import { finishBackward, type Cell, type CellRun, type CellWeights } from './recurrentCell.ts';
+import { finishBackward, sequenceBackward, sequenceForward, type Cell, type CellRun, type CellWeights } from './recurrentCell.ts';
 
 /**
  * One direction of a GRU, PyTorch's equations and gate order (r, z, n):
@@ -8,7 +8,9 @@ import { finishBackward, type Cell, type CellRun, type CellWeights } from './rec
  *   n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn));  h' = (1 − z) ⊙ n + z ⊙ h
  * The reset gate multiplies the recurrent part of n, so each step's recurrent projection goes to
  * its own [N, 3H] block (one gemm, W_hh packed once per pass) and the backend's fused cell kernel
- * adds it. Buffers come from the layer's pool: a step allocates nothing.
+ * adds it. Where the backend runs a whole direction in one call (Backend.recurrentSequenceForward:
+ * oneDNN's linear-before-reset GRU primitive), that runs instead (recurrentCell.ts). Buffers come
+ * from the layer's pool: a step allocates nothing.
  */
 export class GruCell implements Cell {
   readonly gates = 3;
@@ -19,12 +21,16 @@ export class GruCell implements Cell {
   /** W_hhᵀ [H, 3H] packed for the forward steps, W_hh [3H, H] for the backward ones */
   private packForward: PackedMatrix | null = null;
   private packBackward: PackedMatrix | null = null;
+  /** the backend's GRU over all steps ran the last forward: its workspace (else empty) */
+  private workspace: Float32Array = new Float32Array(0);
 
   constructor(private readonly backend: Backend, private readonly pool: BufferPool, private readonly key: string) {}
 
   forward(w: CellWeights, run: CellRun): void {
     const { N, T, F, H, lengths, x, h } = run;
     const G3 = 3 * H, NH = N * H, rows = T * N, b = this.backend;
+    this.workspace = sequenceForward(b, this.pool, this.key, 'gru', w, run);
+    if (this.workspace.length > 0) return;
     const g = this.g = this.pool.f32(`${this.key}.g`, rows * G3);
     const hn = this.hn = this.pool.f32(`${this.key}.hn`, rows * H);
     h.fill(0, 0, NH);
@@ -42,6 +48,10 @@ export class GruCell implements Cell {
   backward(w: CellWeights, run: CellRun, dh: Float32Array, dx: Float32Array | null): void {
     const { N, T, H, lengths, h } = run;
     const G3 = 3 * H, NH = N * H, rows = T * N, b = this.backend;
+    if (this.workspace.length > 0) {
+      sequenceBackward(b, this.pool, this.key, 'gru', w, run, this.workspace, dh, dx);
+      return;
+    }
     // pre-activation gradients of the input projection (and b_ih) and of the recurrent one (and b_hh)
     const dzx = this.pool.f32(`${this.key}.dzx`, rows * G3);
     const dzh = this.pool.f32(`${this.key}.dzh`, rows * G3);
@@ -56,6 +66,6 @@ export class GruCell implements Cell {
   }
 
   saved(): readonly Float32Array[] {
-    return [this.g, this.hn];
+    return this.workspace.length > 0 ? [this.workspace] : [this.g, this.hn];
   }
 }

@@ -1,6 +1,6 @@
 import type { Backend, PackedMatrix } from '../kernels/backend.ts';
 import type { BufferPool } from './layer.ts';
-import { finishBackward, type Cell, type CellRun, type CellWeights } from './recurrentCell.ts';
+import { finishBackward, sequenceBackward, sequenceForward, type Cell, type CellRun, type CellWeights } from './recurrentCell.ts';
 
 /**
  * One direction of an LSTM, PyTorch's equations and gate order (i, f, g, o):
@@ -8,8 +8,8 @@ import { finishBackward, type Cell, type CellRun, type CellWeights } from './rec
  *   c' = f ⊙ c + i ⊙ g;  h' = o ⊙ tanh(c')
  * All frames' input projections are one gemm; each step's recurrent projection is a gemm with
  * W_hh packed once per pass (Backend.packB), added in place, then the backend's fused cell kernel.
- * Where the backend runs a whole direction in one call (Backend.lstmSequenceForward: oneDNN's LSTM
- * primitive), that runs instead, and the states it computed past a sample's end are set to 0.
+ * Where the backend runs a whole direction in one call (Backend.recurrentSequenceForward: oneDNN's
+ * LSTM primitive), that runs instead (recurrentCell.ts).
  * Buffers come from the layer's pool: a step allocates nothing.
  */
 export class LstmCell implements Cell {
@@ -23,29 +23,21 @@ export class LstmCell implements Cell {
   private packBackward: PackedMatrix | null = null;
   /** the backend's LSTM over all steps ran the last forward: its workspace (else empty) */
   private workspace: Float32Array = new Float32Array(0);
-  /** b_ih + b_hh of the last forward */
-  private bias: Float32Array = new Float32Array(0);
 
   constructor(private readonly backend: Backend, private readonly pool: BufferPool, private readonly key: string) {}
 
   forward(w: CellWeights, run: CellRun): void {
     const { N, T, F, H, lengths, x, h } = run;
     const G4 = 4 * H, NH = N * H, rows = T * N, b = this.backend;
+    this.workspace = sequenceForward(b, this.pool, this.key, 'lstm', w, run);
+    if (this.workspace.length > 0) return;
     h.fill(0, 0, NH);
-    const wsFloats = rows > 0 ? b.lstmSequenceWorkspace?.(N, T, F, H) ?? 0 : 0;
-    this.workspace = wsFloats > 0 ? this.pool.f32(`${this.key}.workspace`, wsFloats) : new Float32Array(0);
-    const bias = this.bias = this.pool.f32(`${this.key}.bias`, G4);
-    for (let j = 0; j < G4; j++) bias[j] = w.bih[j]! + w.bhh[j]!;
-    if (wsFloats > 0) {
-      b.lstmSequenceForward!(N, T, F, H, x, w.wih, w.whh, bias, h.subarray(NH, (T + 1) * NH), this.workspace);
-      // the primitive ran every sample through all T steps: the states past a sample's end are padding
-      for (let n = 0; n < N; n++) for (let t = lengths[n]!; t < T; t++) h.fill(0, (t + 1) * NH + n * H, (t + 1) * NH + (n + 1) * H);
-      return;
-    }
     const g = this.g = this.pool.f32(`${this.key}.g`, rows * G4);
     const c = this.c = this.pool.f32(`${this.key}.c`, (T + 1) * NH);
     c.fill(0, 0, NH);
     if (rows === 0) return;
+    const bias = this.pool.f32(`${this.key}.bias`, G4);
+    for (let j = 0; j < G4; j++) bias[j] = w.bih[j]! + w.bhh[j]!;
     b.gemm(false, true, rows, G4, F, 1, x, w.wih, 0, g);
     b.biasAdd(g, bias, g, rows, G4);
     const whhT = this.packForward = b.packB(true, H, G4, w.whh, this.packForward);
@@ -59,13 +51,7 @@ export class LstmCell implements Cell {
     const { N, T, H, lengths } = run;
     const G4 = 4 * H, NH = N * H, rows = T * N, b = this.backend;
     if (this.workspace.length > 0) {
-      // dh is 0 past each sample's end (nothing reads those outputs), so the padding sends back no gradient
-      const db = this.pool.f32(`${this.key}.db`, G4);
-      db.fill(0);
-      b.lstmSequenceBackward!(N, T, run.F, H, run.x, w.wih, w.whh, this.bias, run.h.subarray(NH, (T + 1) * NH),
-        this.workspace, dh.subarray(NH, (T + 1) * NH), dx ?? this.pool.f32(`${this.key}.dxUnused`, rows * run.F), w.dwih, w.dwhh, db);
-      b.axpy(1, db, w.dbih);
-      b.axpy(1, db, w.dbhh);
+      sequenceBackward(b, this.pool, this.key, 'lstm', w, run, this.workspace, dh, dx);
       return;
     }
     const dz = this.pool.f32(`${this.key}.dz`, rows * G4);

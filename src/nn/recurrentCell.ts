@@ -8,7 +8,8 @@
  * state of frame t's row and dW_hh = dZᵀ·H[0 : T·N] lines up row for row. A reverse direction
  * gets its input already reversed per sample (step s is frame len − 1 − s), so it runs the same code.
  */
-import type { Backend } from '../kernels/backend.ts';
+import type { Backend, SequenceCell } from '../kernels/backend.ts';
+import type { BufferPool } from './layer.ts';
 
 /** One direction's parameters and gradient views, PyTorch's layout: W_ih [G·H, F], W_hh [G·H, H]. */
 export interface CellWeights {
@@ -65,4 +66,38 @@ export function finishBackward(backend: Backend, w: CellWeights, run: CellRun, G
     backend.biasGrad(dzh, w.dbhh, rows, GH);
   }
   if (dx) backend.gemm(false, false, rows, run.F, GH, 1, dzx, w.wih, 0, dx);
+}
+
+const NO_WORKSPACE = new Float32Array(0);
+
+/**
+ * The backend's run of a whole direction (Backend.recurrentSequenceForward: oneDNN's LSTM or GRU
+ * primitive) where it offers one for this cell and shape: fills `run.h` and returns the workspace
+ * backward reads (from the pool under `key`); where it is not offered, an empty array and nothing
+ * done (the cell steps). The backend runs every sample through all T steps: the states it computed
+ * past a sample's end are set to 0 here.
+ */
+export function sequenceForward(backend: Backend, pool: BufferPool, key: string, cell: SequenceCell,
+                                w: CellWeights, run: CellRun): Float32Array {
+  const { N, T, F, H, lengths, x, h } = run;
+  const NH = N * H;
+  const floats = N * T > 0 ? backend.recurrentSequenceWorkspace?.(cell, N, T, F, H) ?? 0 : 0;
+  if (floats === 0) return NO_WORKSPACE;
+  const workspace = pool.f32(`${key}.workspace`, floats);
+  h.fill(0, 0, NH);
+  backend.recurrentSequenceForward!(cell, N, T, F, H, x, w, h.subarray(NH, (T + 1) * NH), workspace);
+  for (let n = 0; n < N; n++) for (let t = lengths[n]!; t < T; t++) h.fill(0, (t + 1) * NH + n * H, (t + 1) * NH + (n + 1) * H);
+  return workspace;
+}
+
+/**
+ * Back through a direction `sequenceForward` ran (its workspace given), as Cell.backward. dh is 0
+ * past each sample's end (nothing reads those outputs), so the padding sends back no gradient.
+ */
+export function sequenceBackward(backend: Backend, pool: BufferPool, key: string, cell: SequenceCell, w: CellWeights, run: CellRun,
+                                 workspace: Float32Array, dh: Float32Array, dx: Float32Array | null): void {
+  const { N, T, F, H } = run;
+  const NH = N * H;
+  backend.recurrentSequenceBackward!(cell, N, T, F, H, run.x, w, run.h.subarray(NH, (T + 1) * NH), workspace,
+    dh.subarray(NH, (T + 1) * NH), dx ?? pool.f32(`${key}.dxUnused`, T * N * F), w);
 }

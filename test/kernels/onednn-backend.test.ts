@@ -265,6 +265,24 @@ test('PARATRAIN_ONEDNN=0 makes the backend unavailable, auto falls back, and par
   assert.match(info.join('\n'), /^onednn +not available: disabled by PARATRAIN_ONEDNN=0$/m);
 });
 
+test('PARATRAIN_ONEDNN_RNN chooses the recurrent layers run as oneDNN primitives (paratrain info says which); a bad value is an error, not a fallback', { skip }, () => {
+  const kernelsUrl = new URL('../../src/kernels/index.ts', import.meta.url).href;
+  const commandsUrl = new URL('../../src/cli/commands.ts', import.meta.url).href;
+  const script = `const k = await import(${JSON.stringify(kernelsUrl)});
+    const a = await k.getBackend('auto'); console.log(a.name);
+    await (await import(${JSON.stringify(commandsUrl)})).runInfo();`;
+  const run = (value: string) => spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script],
+    { cwd: root, env: { ...process.env, PARATRAIN_ONEDNN_RNN: value }, encoding: 'utf8' });
+  const good = run('gru,lstm');
+  assert.equal(good.status, 0, good.stderr);
+  const cells = b.onednn.isa.includes('avx512') ? 'gru, lstm' : 'none \\(no AVX-512: they step\\)';
+  assert.match(good.stdout, new RegExp(`^onednn +available — .*; recurrent layers as oneDNN primitives: ${cells};`, 'm'));
+  const bad = run('lstm,rnn');
+  assert.notEqual(bad.status, 0, 'a bad value stops the run');
+  assert.doesNotMatch(bad.stdout, /^(native|wasm)$/m, 'auto did not fall back to another backend');
+  assert.match(bad.stderr, /PARATRAIN_ONEDNN_RNN=lstm,rnn: "rnn" is not a cell; use a comma-separated list of lstm and gru, or none/);
+});
+
 const peak = loadAddon<{ fmaPeak(bits: number, seconds: number): { bits: number; gflops: number; fma: boolean } }>({
   file: 'paratrain_peak.node', sourceDir: 'native/onednn/peak', disableEnv: 'PARATRAIN_PEAK', requiredExports: ['fmaPeak'],
   buildCommand: 'npm run build:peak', notBuiltReason: 'not built',

@@ -32,7 +32,7 @@ export interface OneDnnKindStats { plans: number; unsupported: number; direct: n
 
 export type OneDnnStats = Record<'matmul' | 'convForward' | 'convBackwardData' | 'convBackwardWeights' | 'maxPoolForward'
   | 'avgPoolForward' | 'avgPoolBackward' | 'eltwiseForward' | 'eltwiseBackward' | 'biasAdd' | 'logSoftmax' | 'maxPoolBackward'
-  | 'lstmForward' | 'lstmBackward', OneDnnKindStats>
+  | 'lstmForward' | 'lstmBackward' | 'gruForward' | 'gruBackward', OneDnnKindStats>
   & { cached: number };
 
 type Geometry13 = [N: number, H: number, W: number, C: number, KH: number, KW: number, F: number,
@@ -71,15 +71,18 @@ export interface OneDnnAddon {
   /** Back through the LSTM cell's step t (Backend.lstmCellBackward); false as above. */
   lstmCellBackward(t: number, N: number, H: number, gates: Float32Array, c: Float32Array, dh: Float32Array,
                    dc: Float32Array, dz: Float32Array, lengths: Int32Array): boolean;
-  /** Floats of the workspace of oneDNN's LSTM primitive for one direction of this shape (native/onednn/rnn.c); 0: not offered here. */
-  lstmWorkspaceSize(N: number, T: number, F: number, H: number): number;
-  /** Backend.lstmSequenceForward (false: not offered for this shape). */
-  lstmForward(N: number, T: number, F: number, H: number, x: Float32Array, wih: Float32Array, whh: Float32Array,
-              bias: Float32Array, h: Float32Array, workspace: Float32Array): boolean;
-  /** Backend.lstmSequenceBackward (false as above). */
-  lstmBackward(N: number, T: number, F: number, H: number, x: Float32Array, wih: Float32Array, whh: Float32Array,
-               bias: Float32Array, h: Float32Array, workspace: Float32Array, dh: Float32Array, dx: Float32Array,
-               dwih: Float32Array, dwhh: Float32Array, db: Float32Array): boolean;
+  /**
+   * Floats of the workspace of oneDNN's primitive for one direction of this cell (0 LSTM, 1 GRU) and
+   * shape (native/onednn/rnn.c); 0: not offered here.
+   */
+  rnnWorkspaceSize(cell: number, N: number, T: number, F: number, H: number): number;
+  /** Backend.recurrentSequenceForward (false: not offered for this shape). */
+  rnnForward(cell: number, N: number, T: number, F: number, H: number, x: Float32Array, wih: Float32Array, whh: Float32Array,
+             bih: Float32Array, bhh: Float32Array, h: Float32Array, workspace: Float32Array): boolean;
+  /** Backend.recurrentSequenceBackward (false as above). */
+  rnnBackward(cell: number, N: number, T: number, F: number, H: number, x: Float32Array, wih: Float32Array, whh: Float32Array,
+              bih: Float32Array, bhh: Float32Array, h: Float32Array, workspace: Float32Array, dh: Float32Array, dx: Float32Array,
+              dwih: Float32Array, dwhh: Float32Array, dbih: Float32Array, dbhh: Float32Array): boolean;
   /** The summed loss, or null when oneDNN has no softmax for the shape. */
   softmaxCrossEntropy(logits: Float32Array, labels: Int32Array, rows: number, classes: number,
                       dlogits: Float32Array, gradScale: number): number | null;

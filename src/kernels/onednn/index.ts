@@ -19,7 +19,7 @@
  * | softmaxCrossEntropy | log-softmax primitive, loss and gradient in C |
  * | biasGrad | C loop (column sums in double; AVX2 where the CPU has it) |
  * | lstmCellForward / lstmCellBackward | the cell's element-wise step in C with AVX2 and FMA (native/onednn/cells.c; the base's cells without them) |
- * | lstmSequenceForward / lstmSequenceBackward | oneDNN's LSTM primitive over a direction's T steps, with AVX-512 (native/onednn/rnn.c); elsewhere not offered and the layer steps |
+ * | recurrentSequenceForward / recurrentSequenceBackward | oneDNN's LSTM (and, with PARATRAIN_ONEDNN_RNN=lstm,gru, linear-before-reset GRU) primitive over a direction's T steps, with AVX-512 (native/onednn/rnn.c); elsewhere not offered and the layer steps |
  *
  * The addon reads and writes any Float32Array in place — wasm memory, a SharedArrayBuffer, a plain
  * array, at any byteOffset — so nothing is copied. When oneDNN has no primitive for a call's shape
@@ -27,8 +27,9 @@
  *
  * oneDNN runs on the calling thread only (see ./addon.ts); one backend per thread, like wasm.
  */
-import type { ActivationKind, Backend, Conv2DGeometry, PackedMatrix, Pool2DGeometry } from '../backend.ts';
+import type { ActivationKind, Backend, Conv2DGeometry, PackedMatrix, Pool2DGeometry, SequenceCell } from '../backend.ts';
 import { jsBackend } from '../js/index.ts';
+import { BackendSettingError } from '../registry.ts';
 import { createWasmBackend, type WasmBackend } from '../wasm/index.ts';
 import { loadOneDnnAddon, type OneDnnInfo, type OneDnnStats } from './addon.ts';
 
@@ -45,6 +46,13 @@ export interface OneDnnBackend extends Backend {
   setGemm(mode: 'matmul' | 'sgemm'): 'matmul' | 'sgemm';
   /** The addon's own kernels for shapes oneDNN is slow at (few input channels, see native/onednn/direct.c) on or off; returns the previous setting. */
   setDirect(on: boolean): boolean;
+  /**
+   * The cells whose directions run as one oneDNN primitive each (where offered: AVX-512); the others
+   * step. Default: PARATRAIN_ONEDNN_RNN, else the LSTM only (see SEQUENCE_CELLS_DEFAULT). Returns the previous setting.
+   */
+  setSequenceCells(cells: readonly SequenceCell[]): SequenceCell[];
+  /** The cells setSequenceCells chose (run as primitives where offered: AVX-512). */
+  sequenceCells(): SequenceCell[];
 }
 
 /**
@@ -64,6 +72,32 @@ class OneDnnPacked implements PackedMatrix {
 /** The activations the addon runs as oneDNN eltwise primitives; the others (gelu, leakyRelu) run on the base backend. */
 const ACTIVATIONS: Partial<Record<ActivationKind, number>> = { relu: 0, clippedRelu: 1, tanh: 2, sigmoid: 3, linear: 4 };
 const DEFAULT_RELU_CAP = 20;
+/** The addon's cell codes (native/onednn/rnn.c). */
+const SEQUENCE_CELLS: Record<SequenceCell, number> = { lstm: 0, gru: 1 };
+
+/**
+ * The cells run as whole-direction primitives unless PARATRAIN_ONEDNN_RNN says otherwise: the LSTM,
+ * 3–5% faster than stepping on a Zen 4; not the GRU, as fast as stepping (0.98–1.05×) while
+ * oneDNN's workspace holds 4.6× the activations the stepping GRU keeps (docs/backends.md).
+ */
+const SEQUENCE_CELLS_DEFAULT: readonly SequenceCell[] = ['lstm'];
+
+/** PARATRAIN_ONEDNN_RNN: a comma-separated list of cells (lstm, gru), or none; unset: the default. */
+export function sequenceCellsFromEnv(value = process.env.PARATRAIN_ONEDNN_RNN): SequenceCell[] {
+  if (value === undefined) return [...SEQUENCE_CELLS_DEFAULT];
+  const names = value.split(',').map((v) => v.trim().toLowerCase()).filter((v) => v !== '' && v !== 'none');
+  for (const name of names) {
+    if (!(name in SEQUENCE_CELLS)) {
+      throw new BackendSettingError(`PARATRAIN_ONEDNN_RNN=${value}: "${name}" is not a cell; use a comma-separated list of lstm and gru, or none (every recurrent layer steps)`);
+    }
+  }
+  return [...new Set(names as SequenceCell[])];
+}
+
+/** A sequence call for a shape the workspace size said is not offered: the caller's mistake. */
+function noSequence(fn: string, cell: SequenceCell, N: number, T: number, F: number, H: number): never {
+  throw new Error(`${fn}: oneDNN has no ${cell.toUpperCase()} primitive for N=${N} T=${T} F=${F} H=${H} (ask recurrentSequenceWorkspace first)`);
+}
 /** The activations a convolution applies in its own pass (exact: max and min), and the code for none. */
 const FUSED_ACTIVATIONS: Partial<Record<ActivationKind, number>> = { relu: 0, clippedRelu: 1 };
 const NO_ACTIVATION = 4;
@@ -91,13 +125,20 @@ export async function createOneDnnBackend(): Promise<OneDnnBackend | null> {
   const gemm: Backend['gemm'] = (transA, transB, M, N, K, alpha, A, B, beta, C) => {
     if (!addon.sgemm(transA, transB, M, N, K, alpha, A, B, beta, C)) base.gemm(transA, transB, M, N, K, alpha, A, B, beta, C);
   };
-  const overrides: Partial<OneDnnBackend> & Pick<OneDnnBackend, 'name' | 'onednn' | 'base' | 'stats' | 'setGemm' | 'setDirect'> = {
+  let sequenceCells = sequenceCellsFromEnv();
+  const overrides: Partial<OneDnnBackend> & Pick<OneDnnBackend, 'name' | 'onednn' | 'base' | 'stats' | 'setGemm' | 'setDirect' | 'setSequenceCells' | 'sequenceCells'> = {
     name: 'onednn',
     onednn: addon.info(),
     base: wasm ? 'wasm' : 'js',
     stats: () => addon.stats(),
     setGemm: (mode) => addon.setGemm(mode),
     setDirect: (on) => addon.setDirect(on),
+    setSequenceCells: (cells) => {
+      const was = sequenceCells;
+      sequenceCells = [...cells];
+      return was;
+    },
+    sequenceCells: () => [...sequenceCells],
     gemm,
     // the recurrent layers' per-step products: B is copied once per pass, each step is one matmul primitive call
     packB: (transB, K, N, B, into) => {
@@ -170,16 +211,14 @@ export async function createOneDnnBackend(): Promise<OneDnnBackend | null> {
     lstmCellBackward: (t, N, H, gates, c, dh, dc, dz, lengths) => {
       if (!addon.lstmCellBackward(t, N, H, gates, c, dh, dc, dz, lengths)) base.lstmCellBackward(t, N, H, gates, c, dh, dc, dz, lengths);
     },
-    // a direction's whole recurrence as oneDNN's LSTM primitive; both plans exist once the workspace size is known
-    lstmSequenceWorkspace: (N, T, F, H) => addon.lstmWorkspaceSize(N, T, F, H),
-    lstmSequenceForward: (N, T, F, H, x, wih, whh, bias, h, workspace) => {
-      if (!addon.lstmForward(N, T, F, H, x, wih, whh, bias, h, workspace)) {
-        throw new Error(`lstmSequenceForward: oneDNN has no LSTM primitive for N=${N} T=${T} F=${F} H=${H} (ask lstmSequenceWorkspace first)`);
-      }
+    // a direction's whole recurrence as one oneDNN primitive; both plans exist once the workspace size is known
+    recurrentSequenceWorkspace: (cell, N, T, F, H) => sequenceCells.includes(cell) ? addon.rnnWorkspaceSize(SEQUENCE_CELLS[cell], N, T, F, H) : 0,
+    recurrentSequenceForward: (cell, N, T, F, H, x, w, h, workspace) => {
+      if (!addon.rnnForward(SEQUENCE_CELLS[cell], N, T, F, H, x, w.wih, w.whh, w.bih, w.bhh, h, workspace)) noSequence('recurrentSequenceForward', cell, N, T, F, H);
     },
-    lstmSequenceBackward: (N, T, F, H, x, wih, whh, bias, h, workspace, dh, dx, dwih, dwhh, db) => {
-      if (!addon.lstmBackward(N, T, F, H, x, wih, whh, bias, h, workspace, dh, dx, dwih, dwhh, db)) {
-        throw new Error(`lstmSequenceBackward: oneDNN has no LSTM primitive for N=${N} T=${T} F=${F} H=${H} (ask lstmSequenceWorkspace first)`);
+    recurrentSequenceBackward: (cell, N, T, F, H, x, w, h, workspace, dh, dx, g) => {
+      if (!addon.rnnBackward(SEQUENCE_CELLS[cell], N, T, F, H, x, w.wih, w.whh, w.bih, w.bhh, h, workspace, dh, dx, g.dwih, g.dwhh, g.dbih, g.dbhh)) {
+        noSequence('recurrentSequenceBackward', cell, N, T, F, H);
       }
     },
     activationForward: (kind, x, y, cap) => {
