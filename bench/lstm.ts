@@ -5,8 +5,8 @@
  *   npm run bench -- lstm [--gru] [--quick] [--backends wasm,native] [--frames T] [--reps R] [--rounds 3] [--no-torch] [--uni|--bi] [--calls] [--steps]
  *
  * `--calls` adds, per backend and direction, the ms per pass in each Backend method and outside them.
- * onednn runs each direction as one oneDNN primitive where it offers one (AVX-512), the GRU's too
- * whatever PARATRAIN_ONEDNN_RNN says; `--steps` adds a row "NAME steps" for each backend that runs
+ * onednn runs each direction as one oneDNN primitive where it offers one (AVX-512), whatever
+ * PARATRAIN_ONEDNN_RNN says; `--steps` adds a row "NAME steps" for each backend that runs
  * whole directions in one call (Backend.recurrentSequenceForward), with that call hidden, so the
  * layer steps through its products and cells on the same backend.
  *

@@ -19,7 +19,7 @@
  * | softmaxCrossEntropy | log-softmax primitive, loss and gradient in C |
  * | biasGrad | C loop (column sums in double; AVX2 where the CPU has it) |
  * | lstmCellForward / lstmCellBackward | the cell's element-wise step in C with AVX2 and FMA (native/onednn/cells.c; the base's cells without them) |
- * | recurrentSequenceForward / recurrentSequenceBackward | oneDNN's LSTM (and, with PARATRAIN_ONEDNN_RNN=lstm,gru, linear-before-reset GRU) primitive over a direction's T steps, with AVX-512 (native/onednn/rnn.c); elsewhere not offered and the layer steps |
+ * | recurrentSequenceForward / recurrentSequenceBackward | oneDNN's LSTM and linear-before-reset GRU primitives over a direction's T steps, with AVX-512 (native/onednn/rnn.c; PARATRAIN_ONEDNN_RNN chooses the cells); elsewhere not offered and the layer steps |
  *
  * The addon reads and writes any Float32Array in place — wasm memory, a SharedArrayBuffer, a plain
  * array, at any byteOffset — so nothing is copied. When oneDNN has no primitive for a call's shape
@@ -48,7 +48,7 @@ export interface OneDnnBackend extends Backend {
   setDirect(on: boolean): boolean;
   /**
    * The cells whose directions run as one oneDNN primitive each (where offered: AVX-512); the others
-   * step. Default: PARATRAIN_ONEDNN_RNN, else the LSTM only (see SEQUENCE_CELLS_DEFAULT). Returns the previous setting.
+   * step. Default: PARATRAIN_ONEDNN_RNN, else both (SEQUENCE_CELLS_DEFAULT). Returns the previous setting.
    */
   setSequenceCells(cells: readonly SequenceCell[]): SequenceCell[];
   /** The cells setSequenceCells chose (run as primitives where offered: AVX-512). */
@@ -76,11 +76,11 @@ const DEFAULT_RELU_CAP = 20;
 const SEQUENCE_CELLS: Record<SequenceCell, number> = { lstm: 0, gru: 1 };
 
 /**
- * The cells run as whole-direction primitives unless PARATRAIN_ONEDNN_RNN says otherwise: the LSTM,
- * 3–5% faster than stepping on a Zen 4; not the GRU, as fast as stepping (0.98–1.05×) while
- * oneDNN's workspace holds 4.6× the activations the stepping GRU keeps (docs/backends.md).
+ * The cells run as whole-direction primitives unless PARATRAIN_ONEDNN_RNN says otherwise: both, a
+ * few percent faster than stepping on a Zen 4, though oneDNN's workspace keeps 4–5× the activations
+ * the stepping cells keep (docs/backends.md: `none` trades that speed for memory).
  */
-const SEQUENCE_CELLS_DEFAULT: readonly SequenceCell[] = ['lstm'];
+const SEQUENCE_CELLS_DEFAULT: readonly SequenceCell[] = ['lstm', 'gru'];
 
 /** PARATRAIN_ONEDNN_RNN: a comma-separated list of cells (lstm, gru), or none; unset: the default. */
 export function sequenceCellsFromEnv(value = process.env.PARATRAIN_ONEDNN_RNN): SequenceCell[] {
