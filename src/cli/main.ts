@@ -7,6 +7,12 @@ import { STRATEGY_NAMES } from '../parallel/strategies/index.ts';
  * The `paratrain` command. Every failure ends as one line on stderr and exit code 1; the stack
  * trace only with --verbose.
  */
+// A reader that closes the pipe early (`paratrain info | head -1`) just ends the output: the command
+// goes on (a training run keeps training) instead of dying on an unhandled EPIPE.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') throw err;
+});
+
 const program = new Command()
   .name('paratrain')
   .description('Train neural networks in parallel across worker threads and machines')
