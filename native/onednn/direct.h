@@ -22,9 +22,16 @@
 #define PIX 4
 
 #ifdef X86
+/*
+ * True when the CPU has AVX-512 and oneDNN may use it: the addon's AVX-512 paths follow oneDNN's
+ * own dispatch, so ONEDNN_MAX_CPU_ISA=AVX2 runs the whole backend as on an AVX2 machine.
+ */
 static inline bool hasAvx512(void) {
   static int avx512 = -1;
-  if (avx512 < 0) avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
+  if (avx512 < 0) {
+    const unsigned isa = (unsigned)dnnl_get_effective_cpu_isa(), core = (unsigned)dnnl_cpu_isa_avx512_core;
+    avx512 = __builtin_cpu_supports("avx512f") && (isa & core) == core ? 1 : 0;
+  }
   return avx512;
 }
 
