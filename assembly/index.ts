@@ -7,6 +7,7 @@ export { gemm, gemmStrided, gemmScratchBytes, setGemmScratch, setBlocking, kSlic
 export { lstmCellForward, lstmCellBackward, gruCellForward, gruCellBackward } from './recurrent';
 export { conv2dForward, conv2dBackwardData, conv2dBackwardFilter, setConvChunkBytes } from './conv';
 export { maxPoolForward, maxPoolBackward, avgPoolForward, avgPoolBackward } from './pool';
+export { channelCentredSquares, batchNormNormalise, batchNormGradSums, batchNormInputGrad } from './batchnorm';
 export {
   biasAdd, biasGrad, activationForward, activationBackward, softmaxCrossEntropy,
   axpy, scale, adamStep, sgdStep, zeroF32,

@@ -40,8 +40,9 @@ export class BatchNorm extends BaseLayer {
     super(backend, name, inputShape);
     this.outputShape = inputShape;
     this.channels = inputShape[inputShape.length - 1]!;
-    this.invStd = new Float32Array(this.channels);
-    this.mean = new Float32Array(this.channels);
+    // in the backend's memory: its kernels read them without a copy
+    this.invStd = backend.alloc(this.channels);
+    this.mean = backend.alloc(this.channels);
   }
 
   /** Synchronise batch statistics through `reducer` (null: per-replica statistics again). */
@@ -104,11 +105,9 @@ export class BatchNorm extends BaseLayer {
 
   /** [Σx per channel…, rows] of this replica's batch. */
   private sums(x: Tensor): Float32Array {
-    const C = this.channels, rows = x.size / C, xd = x.data;
-    const sum = new Float64Array(C);
-    for (let r = 0, i = 0; r < rows; r++) for (let c = 0; c < C; c++, i++) sum[c] += xd[i]!;
+    const C = this.channels, rows = x.size / C;
     const out = new Float32Array(C + 1);
-    out.set(sum);
+    this.backend.biasGrad(x.data, out.subarray(0, C), rows, C);
     out[C] = rows;
     return out;
   }
@@ -120,10 +119,9 @@ export class BatchNorm extends BaseLayer {
 
   /** Σ(x − mean)² per channel of this replica's batch. */
   private centredSquares(x: Tensor): Float32Array {
-    const C = this.channels, rows = x.size / C, xd = x.data, mean = this.mean;
-    const sq = new Float64Array(C);
-    for (let r = 0, i = 0; r < rows; r++) for (let c = 0; c < C; c++, i++) { const d = xd[i]! - mean[c]!; sq[c] += d * d; }
-    return Float32Array.from(sq);
+    const C = this.channels, sq = new Float32Array(C);
+    this.backend.channelCentredSquares(x.data, this.mean, sq, x.size / C, C);
+    return sq;
   }
 
   /** Batch variance from Σ(x − mean)² over `rows` rows; updates the running statistics. */
@@ -149,15 +147,8 @@ export class BatchNorm extends BaseLayer {
   private normalise(x: Tensor): Tensor {
     const C = this.channels, rows = x.size / C;
     const y = new Tensor(x.shape, this.buffer('y', x.size));
-    const xd = x.data, yd = y.data;
     const xhat = this.buffer('xhat', x.size);
-    for (let r = 0, i = 0; r < rows; r++) {
-      for (let c = 0; c < C; c++, i++) {
-        const h = (xd[i]! - this.mean[c]!) * this.invStd[c]!;
-        xhat[i] = h;
-        yd[i] = h * this.gamma[c]! + this.beta[c]!;
-      }
-    }
+    this.backend.batchNormNormalise(x.data, this.mean, this.invStd, this.gamma, this.beta, xhat, y.data, rows, C);
     this.xhat = xhat;
     return y;
   }
@@ -186,15 +177,8 @@ export class BatchNorm extends BaseLayer {
 
   /** [Σdy per channel…, Σdy·x̂ per channel…] of this replica's batch. */
   private gradSums(dy: Tensor): Float32Array {
-    const C = this.channels, rows = dy.size / C;
-    const dyd = dy.data, xhat = this.xhat!;
-    const sumDy = new Float64Array(C), sumDyXhat = new Float64Array(C);
-    for (let r = 0, i = 0; r < rows; r++) {
-      for (let c = 0; c < C; c++, i++) { const g = dyd[i]!; sumDy[c] += g; sumDyXhat[c] += g * xhat[i]!; }
-    }
-    const out = new Float32Array(2 * C);
-    out.set(sumDy);
-    out.set(sumDyXhat, C);
+    const C = this.channels, out = new Float32Array(2 * C);
+    this.backend.batchNormGradSums(dy.data, this.xhat!, out, dy.size / C, C);
     return out;
   }
 
@@ -216,13 +200,7 @@ export class BatchNorm extends BaseLayer {
       return dx;
     }
     // dx = γ·invStd/M · (M·dy − Σdy − x̂·Σ(dy·x̂)), M the rows normalised together
-    const M = this.totalRows;
-    for (let r = 0, i = 0; r < rows; r++) {
-      for (let c = 0; c < C; c++, i++) {
-        const k = this.gamma[c]! * this.invStd[c]! / M;
-        dxd[i] = k * (M * dyd[i]! - sums[c]! - xhat[i]! * sums[C + c]!);
-      }
-    }
+    this.backend.batchNormInputGrad(dyd, xhat, this.gamma, this.invStd, sums, this.totalRows, dxd, rows, C);
     return dx;
   }
 }

@@ -5,6 +5,7 @@ import { conv2dForward, conv2dBackwardData, conv2dBackwardFilter } from './conv2
 import { maxPoolForward, maxPoolBackward, avgPoolForward, avgPoolBackward } from './pool.ts';
 import { biasAdd, biasGrad, activationForward, activationBackward, axpy, scale } from './elementwise.ts';
 import { softmaxCrossEntropy } from './softmaxCrossEntropy.ts';
+import { channelCentredSquares, batchNormNormalise, batchNormGradSums, batchNormInputGrad } from './batchNorm.ts';
 import { adamStep, sgdStep } from './optimizerSteps.ts';
 import { packB, gemmPacked, lstmCellForward, lstmCellBackward, gruCellForward, gruCellBackward } from './recurrent.ts';
 
@@ -29,6 +30,10 @@ export const jsBackend: Backend = {
   avgPoolBackward,
   biasAdd,
   biasGrad,
+  channelCentredSquares,
+  batchNormNormalise,
+  batchNormGradSums,
+  batchNormInputGrad,
   activationForward,
   activationBackward,
   softmaxCrossEntropy,

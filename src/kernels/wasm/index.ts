@@ -233,6 +233,37 @@ class WasmKernels implements WasmBackend, rnn.WasmAccess {
     this.run(() => this.e.biasGrad(this.ptr(dy, false), this.ptr(db, true), rows, cols, this.colPtr));
   };
 
+  channelCentredSquares = (x: Float32Array, mean: Float32Array, out: Float32Array, rows: number, C: number): void => {
+    need('channelCentredSquares', 'x', x, rows * C); need('channelCentredSquares', 'mean', mean, C); need('channelCentredSquares', 'out', out, C);
+    this.ensureCol(C * 8);
+    this.run(() => this.e.channelCentredSquares(this.ptr(x, false), this.ptr(mean, false), this.ptr(out, true), rows, C, this.colPtr));
+  };
+
+  batchNormNormalise = (x: Float32Array, mean: Float32Array, invStd: Float32Array, gamma: Float32Array, beta: Float32Array,
+                        xhat: Float32Array, y: Float32Array, rows: number, C: number): void => {
+    const fn = 'batchNormNormalise';
+    need(fn, 'x', x, rows * C); need(fn, 'xhat', xhat, rows * C); need(fn, 'y', y, rows * C);
+    need(fn, 'mean', mean, C); need(fn, 'invStd', invStd, C); need(fn, 'gamma', gamma, C); need(fn, 'beta', beta, C);
+    this.run(() => this.e.batchNormNormalise(this.ptr(x, false), this.ptr(mean, false), this.ptr(invStd, false), this.ptr(gamma, false),
+      this.ptr(beta, false), this.ptr(xhat, true), this.ptr(y, true), rows, C));
+  };
+
+  batchNormGradSums = (dy: Float32Array, xhat: Float32Array, out: Float32Array, rows: number, C: number): void => {
+    need('batchNormGradSums', 'dy', dy, rows * C); need('batchNormGradSums', 'xhat', xhat, rows * C); need('batchNormGradSums', 'out', out, 2 * C);
+    this.ensureCol(2 * C * 8);
+    this.run(() => this.e.batchNormGradSums(this.ptr(dy, false), this.ptr(xhat, false), this.ptr(out, true), rows, C, this.colPtr));
+  };
+
+  batchNormInputGrad = (dy: Float32Array, xhat: Float32Array, gamma: Float32Array, invStd: Float32Array, sums: Float32Array,
+                        M: number, dx: Float32Array, rows: number, C: number): void => {
+    const fn = 'batchNormInputGrad';
+    need(fn, 'dy', dy, rows * C); need(fn, 'xhat', xhat, rows * C); need(fn, 'dx', dx, rows * C);
+    need(fn, 'gamma', gamma, C); need(fn, 'invStd', invStd, C); need(fn, 'sums', sums, 2 * C);
+    this.ensureCol(C * 8);
+    this.run(() => this.e.batchNormInputGrad(this.ptr(dy, false), this.ptr(xhat, false), this.ptr(gamma, false), this.ptr(invStd, false),
+      this.ptr(sums, false), M, this.ptr(dx, true), rows, C, this.colPtr));
+  };
+
   activationForward = (kind: ActivationKind, x: Float32Array, y: Float32Array, param?: number): void => {
     const k = ACTIVATIONS[kind], cap = activationParam(kind, param);
     if (k === undefined) throw new Error(`activationForward: unknown activation '${String(kind)}'`);

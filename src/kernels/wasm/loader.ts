@@ -49,6 +49,10 @@ export interface KernelExports {
                   KH: number, KW: number, sh: number, sw: number, pt: number, pl: number, OH: number, OW: number): void;
   biasAdd(x: number, bias: number, y: number, rows: number, cols: number): void;
   biasGrad(dy: number, db: number, rows: number, cols: number, acc: number): void;
+  channelCentredSquares(x: number, mean: number, out: number, rows: number, C: number, acc: number): void;
+  batchNormNormalise(x: number, mean: number, invStd: number, gamma: number, beta: number, xhat: number, y: number, rows: number, C: number): void;
+  batchNormGradSums(dy: number, xhat: number, out: number, rows: number, C: number, acc: number): void;
+  batchNormInputGrad(dy: number, xhat: number, gamma: number, invStd: number, sums: number, M: number, dx: number, rows: number, C: number, acc: number): void;
   activationForward(kind: number, x: number, y: number, n: number, cap: number): void;
   activationBackward(kind: number, y: number, dy: number, dx: number, n: number, cap: number): void;
   softmaxCrossEntropy(logits: number, labels: number, rows: number, classes: number, dlogits: number, gradScale: number): number;
