@@ -4,7 +4,7 @@
  */
 const benches: Record<string, { what: string; load: () => Promise<{ main(args: string[]): Promise<void> }> }> = {
   kernels: { what: 'GFLOPS per kernel and shape, per backend', load: () => import('./kernels.ts') },
-  train: { what: 'samples/s of the mnist-small training step per backend and batch size', load: () => import('./train.ts') },
+  train: { what: 'samples/s of the mnist-small training step per backend and batch size (--model resnet-small: another example)', load: () => import('./train.ts') },
   allreduce: { what: 'shared-memory allreduce bandwidth (arena, training\'s own grads, copy-through) against Open MPI in the same run, 2 ranks, 1–16 MB', load: () => import('./allreduce.ts') },
   'allreduce-tcp': { what: 'TCP allreduce bandwidth, 2 and 4 processes, 1–64 MB (and Gloo when python3-torch is installed)', load: () => import('./allreduceTcp.ts') },
   'allreduce-mpi': { what: 'MPI_Allreduce vs the TCP ring in one mpirun job, 2 processes, 1–64 MB (needs Open MPI and npm run build:mpi)', load: () => import('./allreduceMpi.ts') },

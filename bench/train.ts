@@ -1,11 +1,14 @@
 /**
- * Samples/s of one mnist-small training step (forward, backward, Adam) per backend and batch size,
+ * Samples/s of one mnist-small training step (forward, backward, Adam) per backend and batch size
+ * (`--model resnet-small`, or another example of 28×28×1 images, steps that model instead),
  * on one thread, with synthetic data (the data path is not what is measured). Each figure is also
  * given as a fraction of the machine's measured FMA peak (bench/peak.ts, printed first): the
  * step's flops (the convolutions' and dense layers' multiply-adds, forward and backward) times
  * samples/s, over the peak.
- *   npm run bench -- train [--batch 32,64,128] [--seconds 3] [--rounds 6] [--backends wasm,native,onednn] [--js] [--calls]
+ *   npm run bench -- train [--model mnist-small] [--batch 32,64,128] [--seconds 3] [--rounds 6] [--backends wasm,native,onednn] [--js] [--calls]
  * `--calls` adds, per backend at the first batch size, the ms per step in each Backend method and outside them.
+ * With `--model` other than mnist-small there is no PyTorch row (its network is mnist-small's) and no
+ * share of the peak (the flops are counted for mnist-small's plain conv and dense layers).
  * The backends are measured interleaved: `--rounds` rounds, each giving every backend (and batch)
  * a slice of seconds/rounds of CPU time, and a figure is samples per CPU second, the median of its
  * slices: on a shared machine CPU time is far less disturbed by other processes than wall time
@@ -121,7 +124,9 @@ export async function main(args: string[]): Promise<void> {
   const seconds = Number(option(args, 'seconds', '3'));
   const rounds = Math.max(1, Number(option(args, 'rounds', '6')));
   const names = option(args, 'backends', 'wasm,native,onednn').split(',');
-  const config: RunConfig = loadConfig(new URL('../examples/mnist-small.yaml', import.meta.url).pathname);
+  const model = option(args, 'model', 'mnist-small'), mnist = model === 'mnist-small';
+  const config: RunConfig = loadConfig(new URL(`../examples/${model}.yaml`, import.meta.url).pathname);
+  if (config.model.input.join('×') !== '28×28×1') throw new Error(`bench train --model ${model}: its input is ${config.model.input.join('×')}; the synthetic batch is 28×28×1 images`);
   console.log(peakLine());
   console.log(loadLine('before'));
   let flopsPerSample = 0;
@@ -157,14 +162,16 @@ export async function main(args: string[]): Promise<void> {
   for (const [name, figures] of results) {
     rows.push([runs.find((r) => r.name === name)?.label ?? name, ...figures.map((f) => f.toFixed(0))]);
     const peak = figures.map((f) => ofPeak((f * flopsPerSample) / 1e9));
-    if (peak.every(Boolean)) rows.push(['  of the FMA peak', ...peak]);
+    if (mnist && peak.every(Boolean)) rows.push(['  of the FMA peak', ...peak]);
   }
   const ratio = (a: string, b: string, label = `${a} / ${b}`) => {
     const x = results.get(a), y = results.get(b);
     if (x && y) rows.push([label, ...x.map((v, i) => `${(v / y[i]!).toFixed(2)}×`)]);
   };
-  const torch = batches.map((b) => torchSamplesPerSecond(b, seconds, rounds));
-  if (torch.every((t) => t !== null)) {
+  const torch = mnist ? batches.map((b) => torchSamplesPerSecond(b, seconds, rounds)) : [];
+  if (!mnist) {
+    rows.push(['pytorch', ...batches.map(() => 'mnist-small only')]);
+  } else if (torch.every((t) => t !== null)) {
     results.set('pytorch', torch as number[]);
     rows.push(['pytorch 1 thread', ...torch.map((t) => t!.toFixed(0))]);
     for (const name of ['wasm', 'native', 'onednn']) ratio(name, 'pytorch');
@@ -174,8 +181,8 @@ export async function main(args: string[]): Promise<void> {
   ratio('native', 'wasm');
   ratio('onednn', 'wasm');
   ratio('onednn', 'native');
-  console.log(`mnist-small training step (forward + backward + Adam), samples per CPU second on one thread, median of ${rounds} interleaved rounds; ` +
-    `${(flopsPerSample / 1e6).toFixed(1)} MFLOP per sample`);
+  console.log(`${model} training step (forward + backward + Adam), samples per CPU second on one thread, median of ${rounds} interleaved rounds` +
+    (mnist ? `; ${(flopsPerSample / 1e6).toFixed(1)} MFLOP per sample` : ''));
   for (const r of rows) console.log(r.map((c, i) => (i === 0 ? c.padEnd(22) : c.padStart(12))).join(''));
   if (args.includes('--calls')) {
     for (const name of runs.map((r) => r.name)) {
