@@ -186,5 +186,9 @@ napi_value Conv2dBackwardFilterPooled(napi_env env, napi_callback_info info);
 napi_value RnnWorkspaceSize(napi_env env, napi_callback_info info);
 napi_value RnnForward(napi_env env, napi_callback_info info);
 napi_value RnnBackward(napi_env env, napi_callback_info info);
+napi_value ChannelCentredSquares(napi_env env, napi_callback_info info);
+napi_value BatchNormNormalise(napi_env env, napi_callback_info info);
+napi_value BatchNormGradSums(napi_env env, napi_callback_info info);
+napi_value BatchNormInputGrad(napi_env env, napi_callback_info info);
 
 #endif

@@ -136,6 +136,10 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
     { "rnnWorkspaceSize", NULL, RnnWorkspaceSize, NULL, NULL, NULL, napi_enumerable, NULL },
     { "rnnForward", NULL, RnnForward, NULL, NULL, NULL, napi_enumerable, NULL },
     { "rnnBackward", NULL, RnnBackward, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "channelCentredSquares", NULL, ChannelCentredSquares, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "batchNormNormalise", NULL, BatchNormNormalise, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "batchNormGradSums", NULL, BatchNormGradSums, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "batchNormInputGrad", NULL, BatchNormInputGrad, NULL, NULL, NULL, napi_enumerable, NULL },
     { "info", NULL, Info, NULL, NULL, NULL, napi_enumerable, NULL },
     { "stats", NULL, Stats, NULL, NULL, NULL, napi_enumerable, NULL },
   };

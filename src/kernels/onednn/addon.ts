@@ -83,6 +83,13 @@ export interface OneDnnAddon {
   rnnBackward(cell: number, N: number, T: number, F: number, H: number, x: Float32Array, wih: Float32Array, whh: Float32Array,
               bih: Float32Array, bhh: Float32Array, h: Float32Array, workspace: Float32Array, dh: Float32Array, dx: Float32Array,
               dwih: Float32Array, dwhh: Float32Array, dbih: Float32Array, dbhh: Float32Array): boolean;
+  /** Backend.channelCentredSquares and the batch-norm passes below, in C with AVX-512 (native/onednn/batchnorm.c); false without it (the base's run). */
+  channelCentredSquares(x: Float32Array, mean: Float32Array, out: Float32Array, rows: number, C: number): boolean;
+  batchNormNormalise(x: Float32Array, mean: Float32Array, invStd: Float32Array, gamma: Float32Array, beta: Float32Array,
+                     xhat: Float32Array, y: Float32Array, rows: number, C: number): boolean;
+  batchNormGradSums(dy: Float32Array, xhat: Float32Array, out: Float32Array, rows: number, C: number): boolean;
+  batchNormInputGrad(dy: Float32Array, xhat: Float32Array, gamma: Float32Array, invStd: Float32Array, sums: Float32Array,
+                     M: number, dx: Float32Array, rows: number, C: number): boolean;
   /** The summed loss, or null when oneDNN has no softmax for the shape. */
   softmaxCrossEntropy(logits: Float32Array, labels: Int32Array, rows: number, classes: number,
                       dlogits: Float32Array, gradScale: number): number | null;
@@ -105,7 +112,7 @@ const SPEC: AddonSpec = {
   file: 'paratrain_onednn.node',
   sourceDir: 'native/onednn',
   disableEnv: 'PARATRAIN_ONEDNN',
-  requiredExports: ['sgemm', 'conv2dForward', 'softmaxCrossEntropy', 'stats'],
+  requiredExports: ['sgemm', 'conv2dForward', 'softmaxCrossEntropy', 'stats', 'rnnForward', 'batchNormNormalise'],
   buildCommand: 'npm run build:onednn',
   notBuiltReason: 'the addon is not built (needs oneDNN 2.x: apt-get install libdnnl-dev, then npm run build:onednn)',
   loadFailureReason: (path, message) => /libdnnl/.test(message)

@@ -18,6 +18,7 @@
  * | biasAdd | binary add primitive (bias broadcast over rows) |
  * | softmaxCrossEntropy | log-softmax primitive, loss and gradient in C |
  * | biasGrad | C loop (column sums in double; AVX2 where the CPU has it) |
+ * | channelCentredSquares, batchNormNormalise / GradSums / InputGrad | C with AVX-512, float64 like every backend's (native/onednn/batchnorm.c); the base's without it |
  * | lstmCellForward / lstmCellBackward | the cell's element-wise step in C with AVX2 and FMA (native/onednn/cells.c; the base's cells without them) |
  * | recurrentSequenceForward / recurrentSequenceBackward | oneDNN's LSTM and linear-before-reset GRU primitives over a direction's T steps, with AVX-512 (native/onednn/rnn.c; PARATRAIN_ONEDNN_RNN chooses the cells); elsewhere not offered and the layer steps |
  *
@@ -204,6 +205,18 @@ export async function createOneDnnBackend(): Promise<OneDnnBackend | null> {
     },
     biasGrad: (dy, db, rows, cols) => {
       if (!addon.biasGrad(dy, db, rows, cols)) base.biasGrad(dy, db, rows, cols);
+    },
+    channelCentredSquares: (x, mean, out, rows, C) => {
+      if (!addon.channelCentredSquares(x, mean, out, rows, C)) base.channelCentredSquares(x, mean, out, rows, C);
+    },
+    batchNormNormalise: (x, mean, invStd, gamma, beta, xhat, y, rows, C) => {
+      if (!addon.batchNormNormalise(x, mean, invStd, gamma, beta, xhat, y, rows, C)) base.batchNormNormalise(x, mean, invStd, gamma, beta, xhat, y, rows, C);
+    },
+    batchNormGradSums: (dy, xhat, out, rows, C) => {
+      if (!addon.batchNormGradSums(dy, xhat, out, rows, C)) base.batchNormGradSums(dy, xhat, out, rows, C);
+    },
+    batchNormInputGrad: (dy, xhat, gamma, invStd, sums, M, dx, rows, C) => {
+      if (!addon.batchNormInputGrad(dy, xhat, gamma, invStd, sums, M, dx, rows, C)) base.batchNormInputGrad(dy, xhat, gamma, invStd, sums, M, dx, rows, C);
     },
     lstmCellForward: (t, N, H, gates, c, h, lengths) => {
       if (!addon.lstmCellForward(t, N, H, gates, c, h, lengths)) base.lstmCellForward(t, N, H, gates, c, h, lengths);
