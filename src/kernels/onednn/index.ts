@@ -99,6 +99,7 @@ export function sequenceCellsFromEnv(value = process.env.PARATRAIN_ONEDNN_RNN): 
 function noSequence(fn: string, cell: SequenceCell, N: number, T: number, F: number, H: number): never {
   throw new Error(`${fn}: oneDNN has no ${cell.toUpperCase()} primitive for N=${N} T=${T} F=${F} H=${H} (ask recurrentSequenceWorkspace first)`);
 }
+
 /** The activations a convolution applies in its own pass (exact: max and min), and the code for none. */
 const FUSED_ACTIVATIONS: Partial<Record<ActivationKind, number>> = { relu: 0, clippedRelu: 1 };
 const NO_ACTIVATION = 4;
