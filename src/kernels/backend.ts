@@ -148,6 +148,15 @@ export interface Backend {
   avgPoolForward(x: Float32Array, y: Float32Array, g: Pool2DGeometry): void;
   avgPoolBackward(dy: Float32Array, dx: Float32Array, g: Pool2DGeometry): void;
 
+  /**
+   * Inverted dropout over n elements: draw i is number counter + i of the Philox4x32-10 stream keyed
+   * (k0, k1) (src/tensor/rng.ts, CounterRng.at; counter an integer below 2⁵³); mask[i] = scale where
+   * the draw is below keep, else 0; y[i] = x[i]·mask[i] in float64, rounded once. Every backend
+   * draws the same numbers (src/kernels/js/dropout.ts is the definition).
+   */
+  dropoutForward(k0: number, k1: number, counter: number, n: number, keep: number, scale: number,
+                 x: Float32Array, mask: Float32Array, y: Float32Array): void;
+
   /** y[r, c] = x[r, c] + bias[c] over `rows` rows of `cols` columns (y may be x). */
   biasAdd(x: Float32Array, bias: Float32Array, y: Float32Array, rows: number, cols: number): void;
   /** db[c] += Σ_r dy[r, c]. */

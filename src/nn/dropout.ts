@@ -56,14 +56,11 @@ export class Dropout extends BaseLayer {
       this.mask = mask;
       return y;
     }
-    const per = this.perSample;
-    for (let n = 0, i = 0; n < x.batch; n++) {
-      const base = (first + n) * this.featuresPerSample + this.featureOffset;
-      for (let j = 0; j < per; j++, i++) {
-        const m = rng.at(base + j) < keep ? scale : 0;
-        mask[i] = m;
-        y.data[i] = x.data[i]! * m;
-      }
+    const per = this.perSample, [k0, k1] = rng.key;
+    for (let n = 0; n < x.batch; n++) {
+      // sample n's features are its own run of the stream (the backend draws them)
+      const base = (first + n) * this.featuresPerSample + this.featureOffset, i = n * per;
+      this.backend.dropoutForward(k0, k1, base, per, keep, scale, x.data.subarray(i, i + per), mask.subarray(i, i + per), y.data.subarray(i, i + per));
     }
     this.mask = mask;
     return y;
@@ -77,12 +74,11 @@ export class Dropout extends BaseLayer {
       const rng = this.masks === 'per-sample'
         ? new CounterRng(ctx.seed, ctx.step, this.layerKey, 0x5e91, first + n)
         : new CounterRng(ctx.seed, ctx.step, this.layerKey, 0x5e92, ctx.rank ?? 0, first + n);
-      const len = validFrames(ctx.lengths, n, T), base = n * T * F;
-      for (let i = 0; i < T * F; i++) {
-        const m = i < len * F && rng.at(i) < keep ? scale : 0;
-        mask[base + i] = m;
-        y[base + i] = x.data[base + i]! * m;
-      }
+      const len = validFrames(ctx.lengths, n, T), base = n * T * F, valid = len * F, [k0, k1] = rng.key;
+      this.backend.dropoutForward(k0, k1, 0, valid, keep, scale, x.data.subarray(base, base + valid), mask.subarray(base, base + valid),
+        y.subarray(base, base + valid));
+      mask.fill(0, base + valid, base + T * F);
+      y.fill(0, base + valid, base + T * F);
     }
   }
 

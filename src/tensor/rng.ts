@@ -70,6 +70,11 @@ export class CounterRng {
     this.k1 = hashInts(0xc0ffee, ...key);
   }
 
+  /** The stream's Philox key (a backend's dropoutForward draws from it). */
+  get key(): readonly [number, number] {
+    return [this.k0, this.k1];
+  }
+
   /** uint32 number `i` of this stream. */
   uint32At(i: number): number {
     const blockIndex = Math.floor(i / 4);

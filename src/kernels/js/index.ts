@@ -5,6 +5,7 @@ import { conv2dForward, conv2dBackwardData, conv2dBackwardFilter } from './conv2
 import { maxPoolForward, maxPoolBackward, avgPoolForward, avgPoolBackward } from './pool.ts';
 import { biasAdd, biasGrad, activationForward, activationBackward, axpy, scale } from './elementwise.ts';
 import { softmaxCrossEntropy } from './softmaxCrossEntropy.ts';
+import { dropoutForward } from './dropout.ts';
 import { channelCentredSquares, batchNormNormalise, batchNormGradSums, batchNormInputGrad } from './batchNorm.ts';
 import { adamStep, sgdStep } from './optimizerSteps.ts';
 import { packB, gemmPacked, lstmCellForward, lstmCellBackward, gruCellForward, gruCellBackward } from './recurrent.ts';
@@ -28,6 +29,7 @@ export const jsBackend: Backend = {
   maxPoolBackward,
   avgPoolForward,
   avgPoolBackward,
+  dropoutForward,
   biasAdd,
   biasGrad,
   channelCentredSquares,

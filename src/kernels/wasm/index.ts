@@ -233,6 +233,12 @@ class WasmKernels implements WasmBackend, rnn.WasmAccess {
     this.run(() => this.e.biasGrad(this.ptr(dy, false), this.ptr(db, true), rows, cols, this.colPtr));
   };
 
+  dropoutForward = (k0: number, k1: number, counter: number, n: number, keep: number, scale: number,
+                    x: Float32Array, mask: Float32Array, y: Float32Array): void => {
+    need('dropoutForward', 'x', x, n); need('dropoutForward', 'mask', mask, n); need('dropoutForward', 'y', y, n);
+    this.run(() => this.e.dropoutForward(k0, k1, counter, n, keep, scale, this.ptr(x, false), this.ptr(mask, true), this.ptr(y, true)));
+  };
+
   channelCentredSquares = (x: Float32Array, mean: Float32Array, out: Float32Array, rows: number, C: number): void => {
     need('channelCentredSquares', 'x', x, rows * C); need('channelCentredSquares', 'mean', mean, C); need('channelCentredSquares', 'out', out, C);
     this.ensureCol(C * 8);

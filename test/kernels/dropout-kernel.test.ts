@@ -1,0 +1,49 @@
+/**
+ * Backend.dropoutForward: the js kernel against CounterRng.at element by element (the layer's draw
+ * before the kernel existed), and every other available backend against js bit for bit, at counters
+ * that start mid-block and past 2³² (the global sample index of a long run times the features).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomArray } from '../util/close.ts';
+import { jsBackend } from '../../src/kernels/js/index.ts';
+import { CounterRng } from '../../src/tensor/rng.ts';
+import type { Backend } from '../../src/kernels/backend.ts';
+import { availableBackends } from '../nn/sequenceHelpers.ts';
+
+const CASES = [[0, 1], [0, 64], [3, 13], [1022, 1029], [5_000_000_003, 37], [2 ** 40 + 2, 9]] as const;
+
+function run(B: Backend, rng: CounterRng, counter: number, n: number, keep: number) {
+  const x = randomArray(n, n + 1), mask = new Float32Array(n), y = new Float32Array(n);
+  const [k0, k1] = rng.key;
+  B.dropoutForward(k0, k1, counter, n, keep, 1 / keep, x, mask, y);
+  return { x, mask, y };
+}
+
+test('js dropoutForward draws CounterRng.at(counter + i): mask scale or 0, y = x·mask rounded once', () => {
+  for (const keep of [0.5, 0.9]) {
+    for (const [counter, n] of CASES) {
+      const rng = new CounterRng(1, 2, 3, counter % 7);
+      const { x, mask, y } = run(jsBackend, rng, counter, n, keep);
+      let kept = 0;
+      for (let i = 0; i < n; i++) {
+        const m = rng.at(counter + i) < keep ? 1 / keep : 0;
+        assert.equal(mask[i], Math.fround(m), `mask ${i} at counter ${counter}`);
+        assert.equal(y[i], Math.fround(x[i]! * m));
+        if (m) kept++;
+      }
+      if (n >= 64) assert.ok(kept > 0 && kept < n, `some kept, some dropped (${kept} of ${n})`);
+    }
+  }
+});
+
+for (const B of (await availableBackends()).filter((b) => b.name !== 'js')) {
+  test(`${B.name} dropoutForward equals js bit for bit (mid-block and past 2³² counters)`, () => {
+    for (const [counter, n] of CASES) {
+      const rng = new CounterRng(9, counter);
+      const want = run(jsBackend, rng, counter, n, 0.7), got = run(B, rng, counter, n, 0.7);
+      assert.deepEqual(Array.from(got.mask), Array.from(want.mask), `${B.name} mask at counter ${counter}`);
+      assert.deepEqual(Array.from(got.y), Array.from(want.y), `${B.name} y at counter ${counter}`);
+    }
+  });
+}
