@@ -8,7 +8,7 @@ export { lstmCellForward, lstmCellBackward, gruCellForward, gruCellBackward } fr
 export { conv2dForward, conv2dBackwardData, conv2dBackwardFilter, setConvChunkBytes } from './conv';
 export { maxPoolForward, maxPoolBackward, avgPoolForward, avgPoolBackward } from './pool';
 export { channelCentredSquares, batchNormNormalise, batchNormGradSums, batchNormInputGrad } from './batchnorm';
-export { dropoutForward } from './dropout';
+export { dropoutForward, dropoutBackward } from './dropout';
 export {
   biasAdd, biasGrad, activationForward, activationBackward, softmaxCrossEntropy,
   axpy, scale, adamStep, sgdStep, zeroF32,

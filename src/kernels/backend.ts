@@ -156,6 +156,8 @@ export interface Backend {
    */
   dropoutForward(k0: number, k1: number, counter: number, n: number, keep: number, scale: number,
                  x: Float32Array, mask: Float32Array, y: Float32Array): void;
+  /** dx = dy·mask over n elements (dx may be dy). */
+  dropoutBackward(dy: Float32Array, mask: Float32Array, dx: Float32Array, n: number): void;
 
   /** y[r, c] = x[r, c] + bias[c] over `rows` rows of `cols` columns (y may be x). */
   biasAdd(x: Float32Array, bias: Float32Array, y: Float32Array, rows: number, cols: number): void;

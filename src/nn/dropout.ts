@@ -89,8 +89,7 @@ export class Dropout extends BaseLayer {
   backward(dy: Tensor): Tensor {
     if (!this.mask) return dy;
     const dx = new Tensor(dy.shape, this.buffer('dx', dy.size));
-    const mask = this.mask, d = dy.data, out = dx.data;
-    for (let i = 0; i < out.length; i++) out[i] = d[i]! * mask[i]!;
+    this.backend.dropoutBackward(dy.data, this.mask, dx.data, dx.size);
     return dx;
   }
 }

@@ -1,6 +1,7 @@
 /**
  * Backend.dropoutForward: the js kernel against CounterRng.at element by element (the layer's draw
- * before the kernel existed), and every other available backend against js bit for bit, at counters
+ * before the kernel existed), and every other available backend against js bit for bit (and
+ * dropoutBackward, dx = dy·mask), at counters
  * that start mid-block and past 2³² (the global sample index of a long run times the features).
  */
 import { test } from 'node:test';
@@ -11,7 +12,9 @@ import { CounterRng } from '../../src/tensor/rng.ts';
 import type { Backend } from '../../src/kernels/backend.ts';
 import { availableBackends } from '../nn/sequenceHelpers.ts';
 
-const CASES = [[0, 1], [0, 64], [3, 13], [1022, 1029], [5_000_000_003, 37], [2 ** 40 + 2, 9]] as const;
+// 16 draws from a block's start run four blocks at a time in the wasm kernel: [2³⁴ − 32, 64) crosses
+// block 2³², where the counter's high word changes between lanes
+const CASES = [[0, 1], [0, 64], [3, 13], [1022, 1029], [5_000_000_003, 37], [2 ** 40 + 2, 9], [2 ** 34 - 32, 64], [2 ** 40, 48]] as const;
 
 function run(B: Backend, rng: CounterRng, counter: number, n: number, keep: number) {
   const x = randomArray(n, n + 1), mask = new Float32Array(n), y = new Float32Array(n);
@@ -38,12 +41,16 @@ test('js dropoutForward draws CounterRng.at(counter + i): mask scale or 0, y = x
 });
 
 for (const B of (await availableBackends()).filter((b) => b.name !== 'js')) {
-  test(`${B.name} dropoutForward equals js bit for bit (mid-block and past 2³² counters)`, () => {
+  test(`${B.name} dropoutForward and dropoutBackward equal js bit for bit (mid-block and past 2³² counters)`, () => {
     for (const [counter, n] of CASES) {
       const rng = new CounterRng(9, counter);
       const want = run(jsBackend, rng, counter, n, 0.7), got = run(B, rng, counter, n, 0.7);
       assert.deepEqual(Array.from(got.mask), Array.from(want.mask), `${B.name} mask at counter ${counter}`);
       assert.deepEqual(Array.from(got.y), Array.from(want.y), `${B.name} y at counter ${counter}`);
+      const dy = randomArray(n, 5), dxWant = new Float32Array(n), dxGot = new Float32Array(n);
+      jsBackend.dropoutBackward(dy, want.mask, dxWant, n);
+      B.dropoutBackward(dy, got.mask, dxGot, n);
+      assert.deepEqual(Array.from(dxGot), Array.from(dxWant), `${B.name} dropoutBackward, ${n} elements`);
     }
   });
 }

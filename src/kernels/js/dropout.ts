@@ -23,3 +23,8 @@ export function dropoutForward(k0: number, k1: number, counter: number, n: numbe
     y[j] = x[j]! * m;
   }
 }
+
+/** dx = dy·mask elementwise (dx overwritten; may be dy). */
+export function dropoutBackward(dy: Float32Array, mask: Float32Array, dx: Float32Array, n: number): void {
+  for (let i = 0; i < n; i++) dx[i] = dy[i]! * mask[i]!;
+}

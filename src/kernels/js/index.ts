@@ -5,7 +5,7 @@ import { conv2dForward, conv2dBackwardData, conv2dBackwardFilter } from './conv2
 import { maxPoolForward, maxPoolBackward, avgPoolForward, avgPoolBackward } from './pool.ts';
 import { biasAdd, biasGrad, activationForward, activationBackward, axpy, scale } from './elementwise.ts';
 import { softmaxCrossEntropy } from './softmaxCrossEntropy.ts';
-import { dropoutForward } from './dropout.ts';
+import { dropoutForward, dropoutBackward } from './dropout.ts';
 import { channelCentredSquares, batchNormNormalise, batchNormGradSums, batchNormInputGrad } from './batchNorm.ts';
 import { adamStep, sgdStep } from './optimizerSteps.ts';
 import { packB, gemmPacked, lstmCellForward, lstmCellBackward, gruCellForward, gruCellBackward } from './recurrent.ts';
@@ -30,6 +30,7 @@ export const jsBackend: Backend = {
   avgPoolForward,
   avgPoolBackward,
   dropoutForward,
+  dropoutBackward,
   biasAdd,
   biasGrad,
   channelCentredSquares,

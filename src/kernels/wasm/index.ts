@@ -239,6 +239,11 @@ class WasmKernels implements WasmBackend, rnn.WasmAccess {
     this.run(() => this.e.dropoutForward(k0, k1, counter, n, keep, scale, this.ptr(x, false), this.ptr(mask, true), this.ptr(y, true)));
   };
 
+  dropoutBackward = (dy: Float32Array, mask: Float32Array, dx: Float32Array, n: number): void => {
+    need('dropoutBackward', 'dy', dy, n); need('dropoutBackward', 'mask', mask, n); need('dropoutBackward', 'dx', dx, n);
+    this.run(() => this.e.dropoutBackward(this.ptr(dy, false), this.ptr(mask, false), this.ptr(dx, true), n));
+  };
+
   channelCentredSquares = (x: Float32Array, mean: Float32Array, out: Float32Array, rows: number, C: number): void => {
     need('channelCentredSquares', 'x', x, rows * C); need('channelCentredSquares', 'mean', mean, C); need('channelCentredSquares', 'out', out, C);
     this.ensureCol(C * 8);
