@@ -57,6 +57,12 @@ export class Dropout extends BaseLayer {
       return y;
     }
     const per = this.perSample, [k0, k1] = rng.key;
+    if (per === this.featuresPerSample) {
+      // whole samples: the batch's draws are one run of the stream, from the first sample's
+      this.backend.dropoutForward(k0, k1, first * per, x.size, keep, scale, x.data, mask, y.data);
+      this.mask = mask;
+      return y;
+    }
     for (let n = 0; n < x.batch; n++) {
       // sample n's features are its own run of the stream (the backend draws them)
       const base = (first + n) * this.featuresPerSample + this.featureOffset, i = n * per;
