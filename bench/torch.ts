@@ -46,3 +46,25 @@ def make_net():
     return nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
                          nn.Flatten(), nn.Linear(1600, 128), nn.ReLU(), nn.Dropout(0.25), nn.Linear(128, 10))
 `;
+
+/** The resnet-small network in PyTorch (same layers as examples/resnet-small.yaml), as make_net. */
+export const TORCH_RESNET_SMALL = `
+import torch, torch.nn as nn
+class Block(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
+                                  nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout))
+        self.shortcut = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+                         if stride != 1 or cin != cout else nn.Identity())
+    def forward(self, x):
+        return torch.relu(self.body(x) + self.shortcut(x))
+def make_net():
+    return nn.Sequential(nn.Conv2d(1, 8, 3, 1, 1, bias=False), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                         Block(8, 8, 1), Block(8, 16, 2), Block(16, 16, 1), nn.AvgPool2d(7), nn.Flatten(), nn.Linear(16, 10))
+`;
+
+/** The PyTorch twin of an example's network (defining make_net), where there is one. */
+export function torchNetOf(example: string): string | null {
+  return example === 'mnist-small' ? TORCH_NET : example === 'resnet-small' ? TORCH_RESNET_SMALL : null;
+}

@@ -7,8 +7,9 @@
  * samples/s, over the peak.
  *   npm run bench -- train [--model mnist-small] [--batch 32,64,128] [--seconds 3] [--rounds 6] [--backends wasm,native,onednn] [--js] [--calls]
  * `--calls` adds, per backend at the first batch size, the ms per step in each Backend method and outside them.
- * With `--model` other than mnist-small there is no PyTorch row (its network is mnist-small's) and no
- * share of the peak (the flops are counted for mnist-small's plain conv and dense layers).
+ * With `--model` other than mnist-small there is no share of the peak (the flops are counted for
+ * mnist-small's plain conv and dense layers), and a PyTorch row only where bench/torch.ts has the
+ * model's twin (resnet-small).
  * The backends are measured interleaved: `--rounds` rounds, each giving every backend (and batch)
  * a slice of seconds/rounds of CPU time, and a figure is samples per CPU second, the median of its
  * slices: on a shared machine CPU time is far less disturbed by other processes than wall time
@@ -17,7 +18,7 @@
  * Where Debian's python3-torch is installed, the same step in PyTorch (1 thread) runs in the same
  * process tree (its own rounds of CPU time, time.process_time, the median likewise), and the ratios are printed.
  */
-import { torchPython, runPython, TORCH_NET } from './torch.ts';
+import { torchPython, runPython, torchNetOf } from './torch.ts';
 import { tryBackend } from '../src/kernels/index.ts';
 import { Replica } from '../src/runtime/replica.ts';
 import { loadConfig } from '../src/config/index.ts';
@@ -89,7 +90,8 @@ function trainingFlopsPerSample(replica: Replica): number {
   return flops;
 }
 
-const TORCH_STEP = `${TORCH_NET}
+/** The step in PyTorch; prefixed by the network's source (make_net). */
+const TORCH_STEP = `
 import sys, time
 torch.set_num_threads(1)
 batch, seconds, rounds = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
@@ -111,8 +113,8 @@ print(sorted(rates)[len(rates) // 2])
 `;
 
 /** PyTorch's samples/s for the same step (median of its rounds), or null when python3-torch is not installed. */
-function torchSamplesPerSecond(batch: number, seconds: number, rounds: number): number | null {
-  return torchPython() ? Number(runPython(TORCH_STEP, [String(batch), String(seconds), String(rounds)])) : null;
+function torchSamplesPerSecond(net: string, batch: number, seconds: number, rounds: number): number | null {
+  return torchPython() ? Number(runPython(net + TORCH_STEP, [String(batch), String(seconds), String(rounds)])) : null;
 }
 
 const LABELS: Record<string, string> = { native: 'native (OpenBLAS)', onednn: 'onednn (oneDNN)' };
@@ -168,9 +170,10 @@ export async function main(args: string[]): Promise<void> {
     const x = results.get(a), y = results.get(b);
     if (x && y) rows.push([label, ...x.map((v, i) => `${(v / y[i]!).toFixed(2)}×`)]);
   };
-  const torch = mnist ? batches.map((b) => torchSamplesPerSecond(b, seconds, rounds)) : [];
-  if (!mnist) {
-    rows.push(['pytorch', ...batches.map(() => 'mnist-small only')]);
+  const net = torchNetOf(model);
+  const torch = net ? batches.map((b) => torchSamplesPerSecond(net, b, seconds, rounds)) : [];
+  if (!net) {
+    rows.push(['pytorch', ...batches.map(() => 'no twin')]);
   } else if (torch.every((t) => t !== null)) {
     results.set('pytorch', torch as number[]);
     rows.push(['pytorch 1 thread', ...torch.map((t) => t!.toFixed(0))]);
