@@ -107,11 +107,11 @@ static napi_value call(napi_env env, napi_callback_info info, int which) {
   static const char *const usage[] = {
     "channelCentredSquares(x, mean, out, rows, C)", "batchNormNormalise(x, mean, invStd, gamma, beta, xhat, y, rows, C)",
     "batchNormGradSums(dy, xhat, out, rows, C)", "batchNormInputGrad(dy, xhat, gamma, invStd, sums, M, dx, rows, C)" };
-  /* per array: its name and its length in units of rows·C (1), C (0) or 2C (2) */
+  /* per array: its name and its length: rows·C (0), C (1) or 2C (2) */
   static const char *const names[4][7] = {
     { "x", "mean", "out" }, { "x", "mean", "invStd", "gamma", "beta", "xhat", "y" }, { "dy", "xhat", "out" },
     { "dy", "xhat", "gamma", "invStd", "sums", "dx" } };
-  static const int sizes[4][7] = { { 1, 0, 0 }, { 1, 0, 0, 0, 0, 1, 1 }, { 1, 1, 2 }, { 1, 1, 0, 0, 2, 1 } };
+  static const int sizes[4][7] = { { 0, 1, 1 }, { 0, 1, 1, 1, 1, 0, 0 }, { 0, 0, 2 }, { 0, 0, 1, 1, 2, 0 } };
   static const int arrays[] = { 3, 7, 3, 6 };
   const char *fn = fns[which];
   const int n = arrays[which], extra = which == INPUT_GRAD ? 1 : 0;
@@ -127,7 +127,7 @@ static napi_value call(napi_env env, napi_callback_info info, int which) {
   for (int i = 0, v = 0; i < n; i++, v++) {
     if (extra && v == 5) v++; /* M sits between sums and dx */
     size_t len;
-    const int64_t want = sizes[which][i] == 1 ? rows * C : sizes[which][i] * C;
+    const int64_t want = sizes[which][i] == 0 ? rows * C : sizes[which][i] * C;
     if (!getF32(env, argv[v], fn, names[which][i], false, &a[i], &len) || !need(env, fn, names[which][i], len, want)) return NULL;
   }
 #ifdef X86

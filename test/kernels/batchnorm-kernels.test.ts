@@ -67,3 +67,14 @@ for (const B of (await availableBackends()).filter((b) => b.name !== 'js')) {
     }
   });
 }
+
+for (const B of (await availableBackends()).filter((b) => b.name !== 'js')) {
+  test(`${B.name} batch-norm kernels refuse an array too short for rows × C (naming it), before reading past it`, () => {
+    const f = (n: number) => new Float32Array(n);
+    assert.throws(() => B.channelCentredSquares(f(16), f(3), f(4), 4, 4), /channelCentredSquares: mean has 3 values, needs 4/);
+    assert.throws(() => B.batchNormNormalise(f(16), f(4), f(4), f(3), f(4), f(16), f(16), 4, 4), /batchNormNormalise: gamma has 3 values, needs 4/);
+    assert.throws(() => B.batchNormGradSums(f(16), f(16), f(4), 4, 4), /batchNormGradSums: out has 4 values, needs 8/);
+    assert.throws(() => B.batchNormInputGrad(f(16), f(16), f(4), f(4), f(8), 4, f(15), 4, 4), /batchNormInputGrad: dx has 15 values, needs 16/);
+    assert.throws(() => B.dropoutForward(1, 2, 0, 8, 0.5, 2, f(8), f(7), f(8)), /dropoutForward: mask has 7 values, needs 8/);
+  });
+}
