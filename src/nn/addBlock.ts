@@ -89,7 +89,7 @@ export class AddBlock extends BaseLayer {
   /** Σ of the branch outputs into the block's own array, then the activation. */
   private finish(outs: Tensor[], ctx: ForwardContext): Tensor {
     const sum = new Tensor([outs[0]!.batch, ...this.outputShape], this.buffer('sum', outs[0]!.size));
-    addAll(outs.map((o) => o.data), sum.data);
+    addAll(this.backend, outs.map((o) => o.data), sum.data);
     return this.act ? this.act.forward(sum, ctx) : sum;
   }
 
@@ -126,18 +126,15 @@ export class AddBlock extends BaseLayer {
     if (!needInputGrad) return null;
     const batch = grads[0]!.batch;
     const dx = new Tensor([batch, ...this.inputShape], this.buffer('dx', grads[0]!.size));
-    addAll(grads.map((g) => g!.data), dx.data);
+    addAll(this.backend, grads.map((g) => g!.data), dx.data);
     return dx;
   }
 }
 
-/** into = Σ arrays (all of into's length). */
-function addAll(arrays: Float32Array[], into: Float32Array): void {
+/** into = Σ arrays (all of into's length), the sums by the backend (float32 adds: axpy with α = 1). */
+function addAll(backend: Backend, arrays: Float32Array[], into: Float32Array): void {
   into.set(arrays[0]!.subarray(0, into.length));
-  for (let a = 1; a < arrays.length; a++) {
-    const src = arrays[a]!;
-    for (let i = 0; i < into.length; i++) into[i] = into[i]! + src[i]!;
-  }
+  for (let a = 1; a < arrays.length; a++) backend.axpy(1, arrays[a]!.subarray(0, into.length), into);
 }
 
 /** Why branch `b` cannot be added to branch 0, and the projection that would fix a residual shortcut. */
