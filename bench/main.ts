@@ -12,6 +12,7 @@ const benches: Record<string, { what: string; load: () => Promise<{ main(args: s
   strategies: { what: 'convergence of every strategy on Fashion-MNIST (long)', load: () => import('./strategies.ts') },
   'model-parallel': { what: 'alexnet-small: bytes/step and samples/s, data parallel vs "one weird trick" (FC, and FC + a channel-split conv), 2 and 4 devices', load: () => import('./modelParallel.ts') },
   lstm: { what: 'LSTM forward+backward at DeepSpeech shapes (N 32, T 100, F 494, H 512) per backend, vs its sgemm and PyTorch nn.LSTM (one thread) (--gru: the GRU)', load: () => import('./lstm.ts') },
+  layers: { what: 'ms per layer, forward and backward, of an example\'s model on one backend (--model resnet-small, --backend, --batch, --frames)', load: () => import('./layers.ts') },
   microbatch: { what: 'peak activation bytes and samples/s with train.microBatches = 1, 2, 4, 8 and spatialSplit tiles 2, 4', load: () => import('./microbatch.ts') },
 };
 
