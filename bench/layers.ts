@@ -28,8 +28,10 @@ export async function main(args: string[]): Promise<void> {
   // a sequence model's unknown frame count (null or negative in the spec) becomes --frames
   const shape = (config.model.input as (number | null)[]).map((v) => (v === null || v < 0 ? frames : v));
   const size = N * shape.reduce((a, v) => a * v, 1);
-  let seed = 1;
-  const x = new Tensor([N, ...shape], backend.alloc(size).map(() => ((seed = (seed * 16807) % 2147483647) / 2147483647) * 2 - 1));
+  // filled in place: the batch stays in the backend's memory (map would make a plain array)
+  const data = backend.alloc(size);
+  for (let i = 0, seed = 1; i < size; i++) data[i] = ((seed = (seed * 16807) % 2147483647) / 2147483647) * 2 - 1;
+  const x = new Tensor([N, ...shape], data);
   const ctx: ForwardContext = { training: true, seed: 1, step: 0, sampleOffset: 0 };
   const layers = net.layers, forward = layers.map(() => 0), backward = layers.map(() => 0);
   const warmup = 5;
