@@ -87,7 +87,8 @@ function cpuModel(): string {
   return cpus()[0]?.model ?? 'unknown';
 }
 
-interface Result { lstmSec: number; gemmSec: number; stepSec: number }
+/** CPU seconds per pass, of the reference sgemm and of the steps' products; MB the layer keeps for backward. */
+interface Result { lstmSec: number; gemmSec: number; stepSec: number; keptMB: number }
 
 /**
  * Times LSTM (GRU) passes and the reference sgemm interleaved (medians of CPU seconds), and the
@@ -113,7 +114,8 @@ function timeBackend(b: Backend, cell: CellKind, s: Shape, directions: number, r
     for (let k = 0; k < 3; k++) ref.push(cpuSeconds(gemm));
     step.push(cpuSeconds(steps));
   }
-  return { lstmSec: median(lstm), gemmSec: median(ref), stepSec: median(step) };
+  const keptMB = layer.savedForBackward().reduce((sum, a) => sum + a.byteLength, 0) / 1e6;
+  return { lstmSec: median(lstm), gemmSec: median(ref), stepSec: median(step), keptMB };
 }
 
 /** Where one backend's pass goes (`--calls`): ms per pass per Backend method, `passes` passes after a warm-up. */
@@ -180,8 +182,9 @@ export async function main(args: string[] = []): Promise<void> {
   console.log(`GFLOPS = gemm FLOPs / time, FLOPs of forward+backward = directions · ${6 * G}·N·T·H·(F+H) (${CELL}: ${G} gates)`);
   console.log(`sgemm = GFLOPS of the backend's gemm at the input projection's shape [N·T, F]·[F, ${G}H]ᵀ, interleaved with the ${CELL} passes`);
   console.log(`${CELL} shape: batch ${full.N}, ${full.T} frames, ${full.F} inputs, ${full.H} units${names.includes('js') ? `; js at ${small.N}×${small.T}` : ''}`);
-  console.log('step gemm = GFLOPS of the per-step recurrent product [N, H]·W_hhᵀ with W_hh packed once (gemmPacked)\n');
-  const rows: string[][] = [['backend', 'dir', 'ms/pass', 'seq/s', 'GFLOPS', 'of peak', 'sgemm', `${CELL}/sgemm`, 'step gemm']];
+  console.log('step gemm = GFLOPS of the per-step recurrent product [N, H]·W_hhᵀ with W_hh packed once (gemmPacked)');
+  console.log('kept MB = what the layer keeps for backward (inputs, states, and the gates or oneDNN\'s workspace), all directions\n');
+  const rows: string[][] = [['backend', 'dir', 'ms/pass', 'seq/s', 'GFLOPS', 'of peak', 'sgemm', `${CELL}/sgemm`, 'step gemm', 'kept MB']];
   const backends: { name: string; b: Backend }[] = [];
   for (const name of names) {
     const b = await tryBackend(name).catch((err: Error) => { console.log(`${name}: ${err.message}`); return null; });
@@ -220,14 +223,14 @@ export async function main(args: string[] = []): Promise<void> {
       const gflops = lstmFlops(s, d, cell) / lstmSec / 1e9;
       const ref = 2 * s.N * s.T * G * s.H * s.F / gemmSec / 1e9;
       rows.push([name, d === 2 ? 'bi' : 'uni', (lstmSec * 1e3).toFixed(0), (s.N / lstmSec).toFixed(1), gflops.toFixed(1), ofPeak(gflops),
-        ref.toFixed(1), `${(100 * gflops / ref).toFixed(0)}%`, (2 * s.T * s.N * s.H * G * s.H / stepSec / 1e9).toFixed(1)]);
+        ref.toFixed(1), `${(100 * gflops / ref).toFixed(0)}%`, (2 * s.T * s.N * s.H * G * s.H / stepSec / 1e9).toFixed(1), rs[0]!.keptMB.toFixed(0)]);
     }
   }
   if (torchMissing) console.log(`PyTorch: ${torchMissing}`);
   for (const [d, secs] of torchSec) {
     const sec = median(secs);
     rows.push([`torch ${torchVersion}, 1 thread`, d === 2 ? 'bi' : 'uni', (sec * 1e3).toFixed(0), (full.N / sec).toFixed(1),
-      (lstmFlops(full, d, cell) / sec / 1e9).toFixed(1), ofPeak(lstmFlops(full, d, cell) / sec / 1e9), '', '', '']);
+      (lstmFlops(full, d, cell) / sec / 1e9).toFixed(1), ofPeak(lstmFlops(full, d, cell) / sec / 1e9), '', '', '', '']);
   }
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
   for (const [i, r] of rows.entries()) {

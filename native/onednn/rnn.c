@@ -29,7 +29,7 @@
  *
  * On x86 without AVX-512 this is not offered (rnnWorkspaceSize returns 0): there the primitives
  * ran as fast as the tuned per-step path (packed.c, cells.c), LSTM 0.98–1.03×, GRU 1.00–1.01×, with
- * 4–5× the activations kept (a Zen 4 under ONEDNN_MAX_CPU_ISA=AVX2, which the whole addon follows).
+ * 3–3.4× the memory kept for backward (a Zen 4 under ONEDNN_MAX_CPU_ISA=AVX2, which the whole addon follows).
  */
 #include <string.h>
 #include "direct.h"

@@ -78,8 +78,8 @@ const SEQUENCE_CELLS: Record<SequenceCell, number> = { lstm: 0, gru: 1 };
 
 /**
  * The cells run as whole-direction primitives unless PARATRAIN_ONEDNN_RNN says otherwise: both, a
- * few percent faster than stepping on a Zen 4, though oneDNN's workspace keeps 4–5× the activations
- * the stepping cells keep (docs/backends.md: `none` trades that speed for memory).
+ * few percent faster than stepping on a Zen 4, though with oneDNN's workspace the layer keeps 3–3.4×
+ * as much for backward (docs/backends.md: `none` trades that speed for memory).
  */
 const SEQUENCE_CELLS_DEFAULT: readonly SequenceCell[] = ['lstm', 'gru'];
 
