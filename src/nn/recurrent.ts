@@ -112,10 +112,11 @@ export class Recurrent extends BaseLayer {
     const H = this.units, D = this.outputShape[this.outputShape.length - 1]!;
     const y = this.returnSequences ? new Tensor([N, T, D], this.buffer('y', N * T * D)) : new Tensor([N, D], this.buffer('y', N * D));
     const out = y.data;
-    out.fill(0);
+    // every valid frame (every sample's row, without sequences) is written below; the padding is zeroed here
+    if (this.returnSequences) zeroPadding(out, this.runs[0]!.lengths, T, D);
     this.runs.forEach((run, d) => {
       const offset = this.bidirectional === 'concat' ? d * H : 0, h = run.h, NH = N * H;
-      // a direction alone in its columns copies into the zeros; the second of a sum adds
+      // a direction alone in its columns copies; the second of a sum adds to the first
       const put = d === 0 || this.bidirectional === 'concat' ? copyRow : addRow;
       for (let n = 0; n < N; n++) {
         const len = run.lengths[n]!;
@@ -140,17 +141,20 @@ export class Recurrent extends BaseLayer {
   backward(dy: Tensor, needInputGrad = true): Tensor | null {
     const [N, T, F] = this.dims, H = this.units, D = this.outputShape[this.outputShape.length - 1]!;
     const dx = needInputGrad ? new Tensor([N, T, F], this.buffer('dx', N * T * F)) : null;
-    dx?.data.fill(0);
+    // the first direction writes every valid frame of dx: the padding is zeroed here
+    if (dx) zeroPadding(dx.data, this.runs[0]!.lengths, T, F);
     this.runs.forEach((run, d) => {
       const NH = N * H, steps = run.T, offset = this.bidirectional === 'concat' ? d * H : 0;
       const dh = this.pool.f32(`dh${d}`, (steps + 1) * NH);
-      dh.fill(0);
+      // with sequences every valid frame's row is written below: zero h₋₁'s block and the padding
+      if (this.returnSequences) dh.fill(0, 0, NH); else dh.fill(0);
       for (let n = 0; n < N; n++) {
         const len = run.lengths[n]!;
         if (!this.returnSequences) {
           if (len > 0) copyRow(dh, len * NH + n * H, dy.data, n * D + offset, H);
           continue;
         }
+        for (let s = len; s < steps; s++) dh.fill(0, (s + 1) * NH + n * H, (s + 1) * NH + (n + 1) * H);
         for (let s = 0; s < len; s++) {
           const t = d === 1 ? len - 1 - s : s;
           copyRow(dh, (s + 1) * NH + n * H, dy.data, (n * T + t) * D + offset, H);
@@ -190,6 +194,11 @@ function fromTimeMajor(dxt: Float32Array, dx: Float32Array, run: CellRun, T: num
       put(dx, (n * T + t) * F, dxt, (s * N + n) * F, F);
     }
   }
+}
+
+/** Zeroes the frames past each sample's length in a batch-major [N, T, width] array. */
+function zeroPadding(a: Float32Array, lengths: Int32Array, T: number, width: number): void {
+  for (let n = 0; n < lengths.length; n++) a.fill(0, (n * T + lengths[n]!) * width, (n + 1) * T * width);
 }
 
 function addRow(to: Float32Array, at: number, from: Float32Array, start: number, width: number): void {
