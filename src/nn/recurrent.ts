@@ -3,7 +3,7 @@ import { formatShape } from '../tensor/shape.ts';
 import type { Backend } from '../kernels/backend.ts';
 import { BaseLayer, type ForwardContext, type ParamSpec } from './layer.ts';
 import type { BidirectionalMerge } from './spec.ts';
-import { checkLengths, isSequenceShape, sequenceDims } from './sequence.ts';
+import { checkLengths, isSequenceShape, sequenceDims, zeroPadding } from './sequence.ts';
 import type { Cell, CellRun, CellWeights } from './recurrentCell.ts';
 import { LstmCell } from './lstmCell.ts';
 import { GruCell } from './gruCell.ts';
@@ -113,7 +113,7 @@ export class Recurrent extends BaseLayer {
     const y = this.returnSequences ? new Tensor([N, T, D], this.buffer('y', N * T * D)) : new Tensor([N, D], this.buffer('y', N * D));
     const out = y.data;
     // every valid frame (every sample's row, without sequences) is written below; the padding is zeroed here
-    if (this.returnSequences) zeroPadding(out, this.runs[0]!.lengths, T, D);
+    if (this.returnSequences) zeroPadding(out, N, T, D, this.runs[0]!.lengths);
     this.runs.forEach((run, d) => {
       const offset = this.bidirectional === 'concat' ? d * H : 0, h = run.h, NH = N * H;
       // a direction alone in its columns copies; the second of a sum adds to the first
@@ -142,7 +142,7 @@ export class Recurrent extends BaseLayer {
     const [N, T, F] = this.dims, H = this.units, D = this.outputShape[this.outputShape.length - 1]!;
     const dx = needInputGrad ? new Tensor([N, T, F], this.buffer('dx', N * T * F)) : null;
     // the first direction writes every valid frame of dx: the padding is zeroed here
-    if (dx) zeroPadding(dx.data, this.runs[0]!.lengths, T, F);
+    if (dx) zeroPadding(dx.data, N, T, F, this.runs[0]!.lengths);
     this.runs.forEach((run, d) => {
       const NH = N * H, steps = run.T, offset = this.bidirectional === 'concat' ? d * H : 0;
       const dh = this.pool.f32(`dh${d}`, (steps + 1) * NH);
@@ -194,11 +194,6 @@ function fromTimeMajor(dxt: Float32Array, dx: Float32Array, run: CellRun, T: num
       put(dx, (n * T + t) * F, dxt, (s * N + n) * F, F);
     }
   }
-}
-
-/** Zeroes the frames past each sample's length in a batch-major [N, T, width] array. */
-function zeroPadding(a: Float32Array, lengths: Int32Array, T: number, width: number): void {
-  for (let n = 0; n < lengths.length; n++) a.fill(0, (n * T + lengths[n]!) * width, (n + 1) * T * width);
 }
 
 function addRow(to: Float32Array, at: number, from: Float32Array, start: number, width: number): void {

@@ -100,27 +100,28 @@ for (const B of backends) {
       for (const bidirectional of [undefined, 'concat', 'sum'] as const) {
         const build = () => {
           const m = buildModel(B, parseConfig({ model: { input: [null, 3], layers: [
-            { dense: { units: 3 } }, { [kind]: { units: 4, ...(bidirectional ? { bidirectional } : {}) } }] } }, 't').model);
+            { [kind]: { units: 4, ...(bidirectional ? { bidirectional } : {}) } }] } }, 't').model);
           m.initialize(4);
           return m;
         };
-        // the short batch's pass: its output, and the dense layer's gradients (which the recurrent layer's dx reaches)
+        // a pass of the layer with dx: its output, dx and gradients
         const run = (m: Sequential, lengths: number[], seed: number) => {
-          const ctx = { ...TRAIN_CTX, lengths: Int32Array.from(lengths) };
-          const y = m.forward(new Tensor([3, 5, 3], randomArray(45, seed).map((v) => 9 * v)), ctx);
+          const y = m.forward(new Tensor([3, 5, 3], randomArray(45, seed).map((v) => 9 * v)), { ...TRAIN_CTX, lengths: Int32Array.from(lengths) });
           m.zeroGrads();
-          m.backward(new Tensor(y.shape, randomArray(y.size, seed + 1).map((v) => 9 * v)));
-          return { y: y.data.slice(), grads: m.grads.slice() };
+          const dx = m.layers[0]!.backward(new Tensor(y.shape, randomArray(y.size, seed + 1).map((v) => 9 * v)), true)!;
+          return { y: y.data.slice(), dx: dx.data.slice(), grads: m.grads.slice() };
         };
         const what = `${kind} ${bidirectional ?? 'one direction'}`;
         const used = build();
         run(used, [5, 5, 5], 10);
         const got = run(used, [5, 2, 0], 20), fresh = run(build(), [5, 2, 0], 20);
-        const D = got.y.length / 15;
-        [[1, 2], [2, 0]].forEach(([n, len]) => assert.ok(got.y.subarray((n! * 5 + len!) * D, (n! + 1) * 5 * D).every((v) => v === 0),
-          `${what}: sample ${n}'s padding is 0 in the output`));
-        assert.deepStrictEqual(got.y, fresh.y, `${what}: output`);
-        assert.deepStrictEqual(got.grads, fresh.grads, `${what}: gradients`);
+        for (const [name, a] of [['output', got.y], ['dx', got.dx]] as const) {
+          const width = a.length / 15;
+          for (const [n, len] of [[1, 2], [2, 0]]) {
+            assert.ok(a.subarray((n! * 5 + len!) * width, (n! + 1) * 5 * width).every((v) => v === 0), `${what}: sample ${n}'s padding is 0 in the ${name}`);
+          }
+        }
+        assert.deepStrictEqual(got, fresh, `${what}: the same output, dx and gradients as a fresh layer's`);
       }
     }
   });
