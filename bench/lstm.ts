@@ -2,7 +2,7 @@
  * LSTM (or, with --gru, GRU) forward+backward at DeepSpeech-like shapes, per backend, against the
  * backend's own sgemm in the same run and PyTorch's nn.LSTM / nn.GRU (one thread) in the same run.
  *
- *   npm run bench -- lstm [--gru] [--quick] [--backends wasm,native] [--frames T] [--reps R] [--rounds 3] [--no-torch] [--uni|--bi] [--calls] [--steps]
+ *   npm run bench -- lstm [--gru] [--quick] [--backends wasm,native] [--frames T] [--reps R] [--rounds 5] [--no-torch] [--uni|--bi] [--calls] [--steps]
  *
  * `--calls` adds, per backend and direction, the ms per pass in each Backend method and outside them.
  * onednn runs each direction as one oneDNN primitive where it offers one (AVX-512), whatever
@@ -28,9 +28,10 @@
  * it), timed interleaved with the LSTM passes (three samples per pass) so both see the same load:
  * "LSTM/sgemm" is the ratio of the two GFLOPS.
  *
- * The backends and PyTorch take turns for `--rounds` rounds (default 3): a cell is the median over
+ * The backends and PyTorch take turns for `--rounds` rounds (default 5): a cell is the median over
  * the rounds, and "ours / PyTorch" the median of the rounds' own ratios, so a change of the shared
- * machine's speed between a backend's passes and PyTorch's does not land in one ratio only.
+ * machine's speed between a backend's passes and PyTorch's does not land in one ratio only. Each
+ * side times the same number of passes a round (--reps, after a warm-up), PyTorch too.
  */
 import { cpus, loadavg } from 'node:os';
 import { readFileSync } from 'node:fs';
@@ -168,7 +169,7 @@ function torchSeconds(cell: CellKind, s: Shape, directions: number, reps: number
 export async function main(args: string[] = []): Promise<void> {
   const quick = args.includes('--quick');
   const reps = Number(flag(args, 'reps') ?? 3);
-  const rounds = Number(flag(args, 'rounds') ?? 3);
+  const rounds = Number(flag(args, 'rounds') ?? 5);
   const T = Number(flag(args, 'frames') ?? (quick ? 25 : 100));
   const full: Shape = { N: 32, T, F: 494, H: 512 };
   const small: Shape = { N: 8, T: 10, F: 494, H: 512 };
@@ -209,7 +210,7 @@ export async function main(args: string[] = []): Promise<void> {
       }
     }
     for (const d of torchMissing ? [] : dirs) {
-      const t = torchSeconds(cell, full, d, Math.max(2, reps - 2));
+      const t = torchSeconds(cell, full, d, reps);
       if (typeof t === 'string') { torchMissing = t; break; }
       torchVersion = t.version;
       torchSec.set(d, [...(torchSec.get(d) ?? []), t.sec]);

@@ -7,7 +7,7 @@
  * --backend names one. Each run trains as many epochs as the data needs for its steps (the shipped
  * Fashion-MNIST subset holds 31 global steps of 2 × 64) and stops gracefully after them, with no
  * evaluation or checkpoint inside the window, timed by the devices' own step times. The device
- * counts take turns for `--rounds` rounds (default 3), so a change of load on the shared machine hits
+ * counts take turns for `--rounds` rounds (default 5), so a change of load on the shared machine hits
  * them alike; a cell is the median over the rounds, and the scaling is the median of the rounds' own
  * ratios (each round's G devices over its 1 device). The load average is printed before and after.
  *
@@ -17,7 +17,7 @@
  * framework's (communication, waiting); what the ceiling loses to G × 1 device is the machine's
  * (cores sharing caches, memory bandwidth and clock).
  *
- *   npm run bench -- throughput [--steps 300] [--rounds 3] [--devices 1,2] [--backend auto|onednn|native|wasm]
+ *   npm run bench -- throughput [--steps 300] [--rounds 5] [--devices 1,2] [--backend auto|onednn|native|wasm]
  * (`--one-job` is the side-by-side children's mode: one 1-device job's step times as JSON.)
  */
 import { execFile } from 'node:child_process';
@@ -135,7 +135,7 @@ if __name__ == '__main__':
 
 export async function main(args: string[]): Promise<void> {
   const steps = Number(option(args, 'steps', '300'));
-  const rounds = Number(option(args, 'rounds', '3'));
+  const rounds = Number(option(args, 'rounds', '5'));
   const devices = option(args, 'devices', '1,2').split(',').map(Number);
   const batch = 64;
   const backend = (await getBackend(option(args, 'backend', 'auto'))).name;
