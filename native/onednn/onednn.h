@@ -190,5 +190,6 @@ napi_value ChannelCentredSquares(napi_env env, napi_callback_info info);
 napi_value BatchNormNormalise(napi_env env, napi_callback_info info);
 napi_value BatchNormGradSums(napi_env env, napi_callback_info info);
 napi_value BatchNormInputGrad(napi_env env, napi_callback_info info);
+napi_value DropoutForward(napi_env env, napi_callback_info info);
 
 #endif

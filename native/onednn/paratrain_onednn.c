@@ -140,6 +140,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
     { "batchNormNormalise", NULL, BatchNormNormalise, NULL, NULL, NULL, napi_enumerable, NULL },
     { "batchNormGradSums", NULL, BatchNormGradSums, NULL, NULL, NULL, napi_enumerable, NULL },
     { "batchNormInputGrad", NULL, BatchNormInputGrad, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "dropoutForward", NULL, DropoutForward, NULL, NULL, NULL, napi_enumerable, NULL },
     { "info", NULL, Info, NULL, NULL, NULL, napi_enumerable, NULL },
     { "stats", NULL, Stats, NULL, NULL, NULL, napi_enumerable, NULL },
   };

@@ -90,6 +90,9 @@ export interface OneDnnAddon {
   batchNormGradSums(dy: Float32Array, xhat: Float32Array, out: Float32Array, rows: number, C: number): boolean;
   batchNormInputGrad(dy: Float32Array, xhat: Float32Array, gamma: Float32Array, invStd: Float32Array, sums: Float32Array,
                      M: number, dx: Float32Array, rows: number, C: number): boolean;
+  /** Backend.dropoutForward in C with AVX-512, the same draws (native/onednn/dropout.c); false without it (the base's runs). */
+  dropoutForward(k0: number, k1: number, counter: number, n: number, keep: number, scale: number,
+                 x: Float32Array, mask: Float32Array, y: Float32Array): boolean;
   /** The summed loss, or null when oneDNN has no softmax for the shape. */
   softmaxCrossEntropy(logits: Float32Array, labels: Int32Array, rows: number, classes: number,
                       dlogits: Float32Array, gradScale: number): number | null;
@@ -112,7 +115,7 @@ const SPEC: AddonSpec = {
   file: 'paratrain_onednn.node',
   sourceDir: 'native/onednn',
   disableEnv: 'PARATRAIN_ONEDNN',
-  requiredExports: ['sgemm', 'conv2dForward', 'softmaxCrossEntropy', 'stats', 'rnnForward', 'batchNormNormalise'],
+  requiredExports: ['sgemm', 'conv2dForward', 'softmaxCrossEntropy', 'stats', 'rnnForward', 'batchNormNormalise', 'dropoutForward'],
   buildCommand: 'npm run build:onednn',
   notBuiltReason: 'the addon is not built (needs oneDNN 2.x: apt-get install libdnnl-dev, then npm run build:onednn)',
   loadFailureReason: (path, message) => /libdnnl/.test(message)

@@ -19,6 +19,7 @@
  * | softmaxCrossEntropy | log-softmax primitive, loss and gradient in C |
  * | biasGrad | C loop (column sums in double; AVX2 where the CPU has it) |
  * | channelCentredSquares, batchNormNormalise / GradSums / InputGrad | C with AVX-512, float64 like every backend's (native/onednn/batchnorm.c); the base's without it |
+ * | dropoutForward | C with AVX-512: the same Philox draws, 16 blocks at a time (native/onednn/dropout.c); the base's without it |
  * | lstmCellForward / lstmCellBackward | the cell's element-wise step in C with AVX2 and FMA (native/onednn/cells.c; the base's cells without them) |
  * | recurrentSequenceForward / recurrentSequenceBackward | oneDNN's LSTM and linear-before-reset GRU primitives over a direction's T steps, with AVX-512 (native/onednn/rnn.c; PARATRAIN_ONEDNN_RNN chooses the cells); elsewhere not offered and the layer steps |
  *
@@ -218,6 +219,9 @@ export async function createOneDnnBackend(): Promise<OneDnnBackend | null> {
     },
     batchNormInputGrad: (dy, xhat, gamma, invStd, sums, M, dx, rows, C) => {
       if (!addon.batchNormInputGrad(dy, xhat, gamma, invStd, sums, M, dx, rows, C)) base.batchNormInputGrad(dy, xhat, gamma, invStd, sums, M, dx, rows, C);
+    },
+    dropoutForward: (k0, k1, counter, n, keep, scale, x, mask, y) => {
+      if (!addon.dropoutForward(k0, k1, counter, n, keep, scale, x, mask, y)) base.dropoutForward(k0, k1, counter, n, keep, scale, x, mask, y);
     },
     lstmCellForward: (t, N, H, gates, c, h, lengths) => {
       if (!addon.lstmCellForward(t, N, H, gates, c, h, lengths)) base.lstmCellForward(t, N, H, gates, c, h, lengths);
