@@ -9,6 +9,7 @@ export { conv2dForward, conv2dBackwardData, conv2dBackwardFilter, setConvChunkBy
 export { maxPoolForward, maxPoolBackward, avgPoolForward, avgPoolBackward } from './pool';
 export { channelCentredSquares, batchNormNormalise, batchNormGradSums, batchNormInputGrad } from './batchnorm';
 export { dropoutForward, dropoutBackward } from './dropout';
+export { copyRows } from './rows';
 export {
   biasAdd, biasGrad, activationForward, activationBackward, softmaxCrossEntropy,
   axpy, scale, adamStep, sgdStep, zeroF32,

@@ -159,6 +159,14 @@ export interface Backend {
   /** dx = dy·mask over n elements (dx may be dy). */
   dropoutBackward(dy: Float32Array, mask: Float32Array, dx: Float32Array, n: number): void;
 
+  /**
+   * Rows between flat arrays in one call: for i < count, the `width` values from to[toStarts[i]] are
+   * set to (with `add`: incremented by) those from from[fromStarts[i]]; a from-start of −1 sets
+   * zeros (adds nothing). Rows of `from` and `to` must not overlap; every row is bounds-checked.
+   * Gathers, scatters and transposes of rows (the recurrent layer's time-major order).
+   */
+  copyRows(from: Float32Array, fromStarts: Int32Array, to: Float32Array, toStarts: Int32Array, count: number, width: number, add: boolean): void;
+
   /** y[r, c] = x[r, c] + bias[c] over `rows` rows of `cols` columns (y may be x). */
   biasAdd(x: Float32Array, bias: Float32Array, y: Float32Array, rows: number, cols: number): void;
   /** db[c] += Σ_r dy[r, c]. */

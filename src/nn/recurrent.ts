@@ -100,7 +100,7 @@ export class Recurrent extends BaseLayer {
         N, T: steps, F, H, lengths,
         x: this.pool.f32(`x${d}`, steps * N * F), h: this.pool.f32(`h${d}`, (steps + 1) * N * H),
       };
-      toTimeMajor(x.data, run, T, d === 1);
+      this.toTimeMajor(x.data, run, T, d === 1);
       cell.forward(this.weights[d]!, run);
       return run;
     });
@@ -115,23 +115,40 @@ export class Recurrent extends BaseLayer {
     // every valid frame (every sample's row, without sequences) is written below; the padding is zeroed here
     if (this.returnSequences) zeroPadding(out, N, T, D, this.runs[0]!.lengths);
     this.runs.forEach((run, d) => {
-      const offset = this.bidirectional === 'concat' ? d * H : 0, h = run.h, NH = N * H;
-      // a direction alone in its columns copies; the second of a sum adds to the first
-      const put = d === 0 || this.bidirectional === 'concat' ? copyRow : addRow;
+      const offset = this.bidirectional === 'concat' ? d * H : 0, NH = N * H;
+      const { from, to } = this.rowStarts(this.returnSequences ? run.T * N : N);
+      let count = 0;
       for (let n = 0; n < N; n++) {
         const len = run.lengths[n]!;
         if (!this.returnSequences) {
           // the final state: block len (block 0, zeros, for an empty sample)
-          put(out, n * D + offset, h, len * NH + n * H, H);
+          from[count] = len * NH + n * H; to[count++] = n * D + offset;
           continue;
         }
-        for (let s = 0; s < len; s++) {
-          const t = d === 1 ? len - 1 - s : s;
-          put(out, (n * T + t) * D + offset, h, (s + 1) * NH + n * H, H);
-        }
+        for (let s = 0; s < len; s++) { from[count] = (s + 1) * NH + n * H; to[count++] = (n * T + (d === 1 ? len - 1 - s : s)) * D + offset; }
       }
+      // a direction alone in its columns copies; the second of a sum adds to the first
+      this.backend.copyRows(run.h, from, out, to, count, H, d === 1 && this.bidirectional !== 'concat');
     });
     return y;
+  }
+
+  /** Scratch row starts (element offsets) for Backend.copyRows, room for `count` rows. */
+  private rowStarts(count: number): { from: Int32Array; to: Int32Array } {
+    return { from: this.pool.i32('rowsFrom', count), to: this.pool.i32('rowsTo', count) };
+  }
+
+  /** run.x (time-major [steps·N, F], reversed per sample when `reverse`) from x [N, T, F]; zero at padding. */
+  private toTimeMajor(x: Float32Array, run: CellRun, T: number, reverse: boolean): void {
+    const { N, F } = run, { from, to } = this.rowStarts(run.T * N);
+    for (let s = 0, i = 0; s < run.T; s++) {
+      for (let n = 0; n < N; n++, i++) {
+        const len = run.lengths[n]!;
+        from[i] = s < len ? (n * T + (reverse ? len - 1 - s : s)) * F : -1;
+        to[i] = i * F;
+      }
+    }
+    this.backend.copyRows(x, from, run.x, to, run.T * N, F, false);
   }
 
   savedForBackward(): readonly ArrayBufferView[] {
@@ -146,60 +163,36 @@ export class Recurrent extends BaseLayer {
     this.runs.forEach((run, d) => {
       const NH = N * H, steps = run.T, offset = this.bidirectional === 'concat' ? d * H : 0;
       const dh = this.pool.f32(`dh${d}`, (steps + 1) * NH);
-      // with sequences every valid frame's row is written below: zero h₋₁'s block and the padding
+      // dL/dh of every step's output, 0 at the padding (with sequences every row is written, else
+      // only the final state's); block 0 (h₋₁) is 0 too
       if (this.returnSequences) dh.fill(0, 0, NH); else dh.fill(0);
+      const { from, to } = this.rowStarts(this.returnSequences ? steps * N : N);
+      let count = 0;
       for (let n = 0; n < N; n++) {
         const len = run.lengths[n]!;
         if (!this.returnSequences) {
-          if (len > 0) copyRow(dh, len * NH + n * H, dy.data, n * D + offset, H);
+          if (len > 0) { from[count] = n * D + offset; to[count++] = len * NH + n * H; }
           continue;
         }
-        for (let s = len; s < steps; s++) dh.fill(0, (s + 1) * NH + n * H, (s + 1) * NH + (n + 1) * H);
-        for (let s = 0; s < len; s++) {
-          const t = d === 1 ? len - 1 - s : s;
-          copyRow(dh, (s + 1) * NH + n * H, dy.data, (n * T + t) * D + offset, H);
+        for (let s = 0; s < steps; s++) {
+          from[count] = s < len ? (n * T + (d === 1 ? len - 1 - s : s)) * D + offset : -1;
+          to[count++] = (s + 1) * NH + n * H;
         }
       }
+      this.backend.copyRows(dy.data, from, dh, to, count, H, false);
       const dxt = dx ? this.pool.f32(`dxt${d}`, steps * N * F) : null;
       this.cells[d]!.backward(this.weights[d]!, run, dh, dxt);
-      if (dx && dxt) fromTimeMajor(dxt, dx.data, run, T, d === 1, d === 0);
+      if (dx && dxt) {
+        // dx [N, T, F] from the valid frames of dxt; the first direction copies (dx's padding is zeroed above), the second adds
+        const { from: at, to: into } = this.rowStarts(steps * N);
+        let rows = 0;
+        for (let n = 0; n < N; n++) {
+          const len = run.lengths[n]!;
+          for (let s = 0; s < len; s++) { at[rows] = (s * N + n) * F; into[rows++] = (n * T + (d === 1 ? len - 1 - s : s)) * F; }
+        }
+        this.backend.copyRows(dxt, at, dx.data, into, rows, F, d === 1);
+      }
     });
     return dx;
   }
-}
-
-/** run.x (time-major [steps·N, F], reversed per sample when `reverse`) from x [N, T, F]; zero at padding. */
-function toTimeMajor(x: Float32Array, run: CellRun, T: number, reverse: boolean): void {
-  const { N, F, lengths } = run, xt = run.x;
-  for (let s = 0; s < run.T; s++) {
-    for (let n = 0; n < N; n++) {
-      const len = lengths[n]!, at = (s * N + n) * F;
-      if (s >= len) { xt.fill(0, at, at + F); continue; }
-      const t = reverse ? len - 1 - s : s;
-      copyRow(xt, at, x, (n * T + t) * F, F);
-    }
-  }
-}
-
-/**
- * dx [N, T, F] += the time-major input gradient `dxt` of one direction (valid frames only); the
- * first direction copies (dx is zero before it, and it writes each valid frame once).
- */
-function fromTimeMajor(dxt: Float32Array, dx: Float32Array, run: CellRun, T: number, reverse: boolean, first: boolean): void {
-  const { N, F, lengths } = run, put = first ? copyRow : addRow;
-  for (let n = 0; n < N; n++) {
-    const len = lengths[n]!;
-    for (let s = 0; s < len; s++) {
-      const t = reverse ? len - 1 - s : s;
-      put(dx, (n * T + t) * F, dxt, (s * N + n) * F, F);
-    }
-  }
-}
-
-function addRow(to: Float32Array, at: number, from: Float32Array, start: number, width: number): void {
-  for (let j = 0; j < width; j++) to[at + j] += from[start + j]!;
-}
-
-function copyRow(to: Float32Array, at: number, from: Float32Array, start: number, width: number): void {
-  to.set(from.subarray(start, start + width), at);
 }

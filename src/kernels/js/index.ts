@@ -6,6 +6,7 @@ import { maxPoolForward, maxPoolBackward, avgPoolForward, avgPoolBackward } from
 import { biasAdd, biasGrad, activationForward, activationBackward, axpy, scale } from './elementwise.ts';
 import { softmaxCrossEntropy } from './softmaxCrossEntropy.ts';
 import { dropoutForward, dropoutBackward } from './dropout.ts';
+import { copyRows } from './rows.ts';
 import { channelCentredSquares, batchNormNormalise, batchNormGradSums, batchNormInputGrad } from './batchNorm.ts';
 import { adamStep, sgdStep } from './optimizerSteps.ts';
 import { packB, gemmPacked, lstmCellForward, lstmCellBackward, gruCellForward, gruCellBackward } from './recurrent.ts';
@@ -31,6 +32,7 @@ export const jsBackend: Backend = {
   avgPoolBackward,
   dropoutForward,
   dropoutBackward,
+  copyRows,
   biasAdd,
   biasGrad,
   channelCentredSquares,

@@ -11,6 +11,7 @@ import { activationParam, type ActivationKind, type AdamParams, type Backend, ty
 import { WasmHeap, type HeapSource, type WasmArray } from './heap.ts';
 import { loadKernels, type KernelExports } from './loader.ts';
 import * as rnn from './recurrent.ts';
+import { checkRows } from '../js/rows.ts';
 
 export interface WasmBackend extends Backend {
   /** True when the relaxed-SIMD (fused multiply-add) build is in use. */
@@ -242,6 +243,11 @@ class WasmKernels implements WasmBackend, rnn.WasmAccess {
   dropoutBackward = (dy: Float32Array, mask: Float32Array, dx: Float32Array, n: number): void => {
     need('dropoutBackward', 'dy', dy, n); need('dropoutBackward', 'mask', mask, n); need('dropoutBackward', 'dx', dx, n);
     this.run(() => this.e.dropoutBackward(this.ptr(dy, false), this.ptr(mask, false), this.ptr(dx, true), n));
+  };
+
+  copyRows = (from: Float32Array, fromStarts: Int32Array, to: Float32Array, toStarts: Int32Array, count: number, width: number, add: boolean): void => {
+    checkRows('copyRows', from, fromStarts, to, toStarts, count, width);
+    this.run(() => this.e.copyRows(this.ptr(from, false), this.ptr(fromStarts, false), this.ptr(to, true), this.ptr(toStarts, false), count, width, add ? 1 : 0));
   };
 
   channelCentredSquares = (x: Float32Array, mean: Float32Array, out: Float32Array, rows: number, C: number): void => {

@@ -50,6 +50,7 @@ export interface KernelExports {
   biasAdd(x: number, bias: number, y: number, rows: number, cols: number): void;
   biasGrad(dy: number, db: number, rows: number, cols: number, acc: number): void;
   dropoutBackward(dy: number, mask: number, dx: number, n: number): void;
+  copyRows(from: number, fromStarts: number, to: number, toStarts: number, count: number, width: number, add: number): void;
   dropoutForward(k0: number, k1: number, counter: number, n: number, keep: number, scale: number, x: number, mask: number, y: number): void;
   channelCentredSquares(x: number, mean: number, out: number, rows: number, C: number, acc: number): void;
   batchNormNormalise(x: number, mean: number, invStd: number, gamma: number, beta: number, xhat: number, y: number, rows: number, C: number): void;
