@@ -267,24 +267,27 @@ test('PARATRAIN_ONEDNN=0 makes the backend unavailable, auto falls back, and par
 
 test('the addon\'s AVX-512 paths follow oneDNN\'s dispatch: under ONEDNN_MAX_CPU_ISA=AVX2 the backend runs as on an AVX2 machine', { skip }, () => {
   const indexUrl = new URL('../../src/kernels/onednn/index.ts', import.meta.url).href;
-  // a one-channel convolution (the addon's own AVX-512 kernel where it may) and the LSTM primitive's offer
-  const script = `const { createOneDnnBackend } = await import(${JSON.stringify(indexUrl)});
+  // a one-channel convolution (the addon's own AVX-512 kernel where it may), the LSTM primitive's
+  // offer, and the addon's dropout (it answers whether it ran)
+  const script = `const { createOneDnnBackend, loadOneDnnAddon } = await import(${JSON.stringify(indexUrl)});
     const b = await createOneDnnBackend();
     const g = { N: 2, H: 8, W: 8, C: 1, KH: 3, KW: 3, F: 16, strideH: 1, strideW: 1, padTop: 0, padLeft: 0, OH: 6, OW: 6 };
     b.conv2dForward(b.alloc(128), b.alloc(144), null, b.alloc(2 * 36 * 16), g);
-    console.log(JSON.stringify({ isa: b.onednn.isa, direct: b.stats().convForward.direct, lstm: b.recurrentSequenceWorkspace('lstm', 2, 3, 4, 5) }));`;
+    const dropout = loadOneDnnAddon().dropoutForward(1, 2, 0, 64, 0.5, 2, new Float32Array(64), new Float32Array(64), new Float32Array(64));
+    console.log(JSON.stringify({ isa: b.onednn.isa, direct: b.stats().convForward.direct, lstm: b.recurrentSequenceWorkspace('lstm', 2, 3, 4, 5), dropout }));`;
   const run = (env: Record<string, string>) => {
     const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: root, env: { ...process.env, ...env }, encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
-    return JSON.parse(r.stdout) as { isa: string; direct: number; lstm: number };
+    return JSON.parse(r.stdout) as { isa: string; direct: number; lstm: number; dropout: boolean };
   };
   const capped = run({ ONEDNN_MAX_CPU_ISA: 'AVX2' });
   assert.ok(!capped.isa.includes('avx512'), `isa ${capped.isa}`);
-  assert.deepEqual({ direct: capped.direct, lstm: capped.lstm }, { direct: 0, lstm: 0 }, 'no AVX-512 kernel of the addon, no LSTM primitive');
+  assert.deepEqual({ direct: capped.direct, lstm: capped.lstm, dropout: capped.dropout }, { direct: 0, lstm: 0, dropout: false },
+    'no AVX-512 kernel of the addon, no LSTM primitive');
   if (b.onednn.isa.includes('avx512')) {
-    // the same script uncapped takes both: what the cap turned off
+    // the same script uncapped takes them all: what the cap turned off
     const free = run({});
-    assert.ok(free.direct > 0 && free.lstm > 0, JSON.stringify(free));
+    assert.ok(free.direct > 0 && free.lstm > 0 && free.dropout, JSON.stringify(free));
   }
 });
 
