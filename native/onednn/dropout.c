@@ -95,7 +95,7 @@ V static void forward(uint32_t k0, uint32_t k1, uint64_t c, int64_t n, double ke
   /* draw u is kept where u·2⁻³² < keep, that is u < ⌈keep·2³²⌉ (an integer; 2³² keeps all) */
   const double bd = ceil(keep * 4294967296.0);
   const bool all = bd >= 4294967296.0;
-  const uint64_t bound = bd <= 0 ? 0 : all ? 0 : (uint64_t)bd;
+  const uint64_t bound = all || !(bd > 0) ? 0 : (uint64_t)bd; /* a NaN keep keeps none, as the definition */
   int64_t j = 0;
   while (j < n) {
     if ((c & 3) == 0 && j + 64 <= n) {
