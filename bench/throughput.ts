@@ -11,6 +11,10 @@
  * them alike; a cell is the median over the rounds, and the scaling is the median of the rounds' own
  * ratios (each round's G devices over its 1 device). The load average is printed before and after.
  *
+ * Each row also prints the job's CPU share: its process's CPU time while the steps were counted over
+ * wall time × devices. Unconnected jobs never wait for each other, so there a share under 100% is
+ * time the host did not run them (a shared VM's other tenants).
+ *
  * The machine's own ceiling for G devices is measured in the same rounds: G unconnected 1-device
  * jobs at once, each in its own process (nothing exchanged), their samples/s summed over the
  * window in which all of them were stepping. What a G-device job loses to that ceiling is the
@@ -18,7 +22,7 @@
  * (cores sharing caches, memory bandwidth and clock).
  *
  *   npm run bench -- throughput [--steps 300] [--rounds 5] [--devices 1,2] [--backend auto|onednn|native|wasm]
- * (`--one-job` is the side-by-side children's mode: one 1-device job's step times as JSON.)
+ * (`--one-job` is the side-by-side children's mode: one 1-device job's step times and CPU share as JSON.)
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -41,6 +45,14 @@ const WARMUP_STEPS = 10;
 /** One device's counted steps: [the time it finished the step (ms since the epoch), its samples]. */
 type StepTimes = [number, number][];
 
+/**
+ * A job's counted steps, and the share of `devices` cores its process ran on while they were counted:
+ * its CPU time (every thread) over wall time × devices, from the first counted step event to the last
+ * that reached the main thread. Below 100% the job's threads were not running part of the time:
+ * waiting for each other, or not given a core by the host.
+ */
+interface JobSteps { times: StepTimes; cpuShare: number }
+
 /** Samples/s over [from, to] of the steps finished inside it (the first one opens the window). */
 function rateWithin(times: StepTimes, from: number, to: number): number {
   const inside = times.filter(([t]) => t >= from && t <= to);
@@ -50,13 +62,13 @@ function rateWithin(times: StepTimes, from: number, to: number): number {
 }
 
 /** Steady-state samples/s of a paratrain run of `steps` global steps on `devices` devices. */
-async function paratrainSamplesPerSecond(devices: number, steps: number, batch: number, backend: string): Promise<number> {
-  const times = await paratrainStepTimes(devices, steps, batch, backend);
-  return rateWithin(times, times[0]![0], times.at(-1)![0]);
+async function paratrainSamplesPerSecond(devices: number, steps: number, batch: number, backend: string): Promise<{ rate: number; cpuShare: number }> {
+  const { times, cpuShare } = await paratrainStepTimes(devices, steps, batch, backend);
+  return { rate: rateWithin(times, times[0]![0], times.at(-1)![0]), cpuShare };
 }
 
 /** The counted step events (after the warm-up) of a paratrain run of `steps` global steps on `devices` devices. */
-async function paratrainStepTimes(devices: number, steps: number, batch: number, backend: string): Promise<StepTimes> {
+async function paratrainStepTimes(devices: number, steps: number, batch: number, backend: string): Promise<JobSteps> {
   const base = loadConfig(new URL('../examples/mnist-small.yaml', import.meta.url).pathname);
   // As many epochs as the data needs (the shipped subset has 4,000 images: 31 steps of 2 × 64), no
   // evaluation or checkpoint until the end, and a graceful stop once the steps are counted.
@@ -69,6 +81,7 @@ async function paratrainStepTimes(devices: number, steps: number, batch: number,
   const out = mkdtempSync(join(tmpdir(), 'paratrain-bench-'));
   const stop = new AbortController();
   const times: StepTimes = [];
+  let first: { cpu: NodeJS.CpuUsage; wall: number } | undefined, last = first;
   try {
     await train(config, {
       out: join(out, 'run'),
@@ -78,13 +91,17 @@ async function paratrainStepTimes(devices: number, steps: number, batch: number,
         if (e.type !== 'step' || e.step < WARMUP_STEPS || e.step > WARMUP_STEPS + steps) return;
         // the time the device finished the step (devices send their step events in batches)
         times.push([e.time ?? Date.now(), e.samples]);
+        last = { cpu: process.cpuUsage(), wall: performance.now() };
+        first ??= last;
         if (e.step === WARMUP_STEPS + steps) stop.abort();
       },
     });
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
-  return times.sort((a, b) => a[0] - b[0]);
+  const wall = first && last ? last.wall - first.wall : 0;
+  const cpuMs = first && last ? (last.cpu.user + last.cpu.system - first.cpu.user - first.cpu.system) / 1000 : 0;
+  return { times: times.sort((a, b) => a[0] - b[0]), cpuShare: wall > 0 ? cpuMs / (wall * devices) : NaN };
 }
 
 /**
@@ -92,15 +109,16 @@ async function paratrainStepTimes(devices: number, steps: number, batch: number,
  * window in which every one of them was stepping (from the last one's first counted step to the
  * first one's last).
  */
-async function sideBySideSamplesPerSecond(g: number, steps: number, batch: number, backend: string): Promise<number> {
+async function sideBySideSamplesPerSecond(g: number, steps: number, batch: number, backend: string): Promise<{ rate: number; cpuShare: number }> {
   const script = new URL('./main.ts', import.meta.url).pathname;
   const args = ['--import', 'tsx', script, 'throughput', '--one-job', '--steps', String(steps), '--backend', backend];
-  const runs = await Promise.all(Array.from({ length: g }, () => new Promise<StepTimes>((resolve, reject) => {
-    execFile(process.execPath, args, { maxBuffer: 64 << 20 }, (err, stdout) => err ? reject(err) : resolve(JSON.parse(stdout) as StepTimes));
+  const jobs = await Promise.all(Array.from({ length: g }, () => new Promise<JobSteps>((resolve, reject) => {
+    execFile(process.execPath, args, { maxBuffer: 64 << 20 }, (err, stdout) => err ? reject(err) : resolve(JSON.parse(stdout) as JobSteps));
   })));
+  const runs = jobs.map((j) => j.times);
   const from = Math.max(...runs.map((t) => t[0]![0])), to = Math.min(...runs.map((t) => t.at(-1)![0]));
   if (to <= from) throw new Error('throughput: the side-by-side jobs did not overlap; raise --steps');
-  return runs.reduce((sum, t) => sum + rateWithin(t, from, to), 0);
+  return { rate: runs.reduce((sum, t) => sum + rateWithin(t, from, to), 0), cpuShare: jobs.reduce((a, j) => a + j.cpuShare, 0) / g };
 }
 
 const TORCH_DDP = `${TORCH_NET}
@@ -149,10 +167,17 @@ export async function main(args: string[]): Promise<void> {
   const perRound = new Map<number, number[]>(devices.map((g) => [g, []]));
   const side = devices.filter((g) => g > 1);
   const sideRound = new Map<number, number[]>(side.map((g) => [g, []]));
+  // the CPU share of each run (JobSteps), per row: devices, or `${g} apart`
+  const shares = new Map<string, number[]>();
+  const keep = (row: string, r: { rate: number; cpuShare: number }): number => {
+    shares.set(row, [...(shares.get(row) ?? []), r.cpuShare]);
+    return r.rate;
+  };
   for (let r = 0; r < rounds; r++) {
-    for (const g of devices) perRound.get(g)!.push(await paratrainSamplesPerSecond(g, steps, batch, backend));
-    for (const g of side) sideRound.get(g)!.push(await sideBySideSamplesPerSecond(g, steps, batch, backend));
+    for (const g of devices) perRound.get(g)!.push(keep(String(g), await paratrainSamplesPerSecond(g, steps, batch, backend)));
+    for (const g of side) sideRound.get(g)!.push(keep(`${g} apart`, await sideBySideSamplesPerSecond(g, steps, batch, backend)));
   }
+  const share = (row: string) => `${(100 * median(shares.get(row)!)).toFixed(0)}%`.padStart(11);
   const ours = new Map(devices.map((g) => [g, median(perRound.get(g)!)]));
   // each round's own scaling: G devices against the 1 device measured minutes apart in the same round
   const vsOne = (xs: number[]) => perRound.has(1) ? median(xs.map((v, r) => v / perRound.get(1)![r]!)) : undefined;
@@ -164,19 +189,21 @@ export async function main(args: string[]): Promise<void> {
   console.log(`load average after: ${load()}`);
   console.log(`mnist-small, hybrid, per-device batch ${batch}, ${steps} steps after ${WARMUP_STEPS} warm-up steps, ${backend} backend, ` +
     `${rounds} rounds; samples/s (median over rounds; vs 1 device: median of the rounds' ratios)`);
-  console.log(`${'devices'.padEnd(10)}${'paratrain'.padStart(12)}${'vs 1 device'.padStart(13)}${'  rounds'}${torch.size ? `${'pytorch'.padStart(12)}${'paratrain/pytorch'.padStart(19)}` : ''}`);
+  console.log(`${'devices'.padEnd(10)}${'paratrain'.padStart(12)}${'vs 1 device'.padStart(13)}${'CPU share'.padStart(11)}${'  rounds'}${torch.size ? `${'pytorch'.padStart(12)}${'paratrain/pytorch'.padStart(19)}` : ''}`);
   for (const g of devices) {
     const p = ours.get(g)!, t = torch.get(g), k = scaling.get(g);
     const each = perRound.get(g)!.map((v) => v.toFixed(0)).join(' · ');
-    console.log(`${String(g).padEnd(10)}${p.toFixed(0).padStart(12)}${(k !== undefined ? `${k.toFixed(2)}×` : '').padStart(13)}  ${each}` +
+    console.log(`${String(g).padEnd(10)}${p.toFixed(0).padStart(12)}${(k !== undefined ? `${k.toFixed(2)}×` : '').padStart(13)}${share(String(g))}  ${each}` +
       (t ? `${t.toFixed(0).padStart(12)}${`${(p / t).toFixed(2)}×`.padStart(19)}` : ''));
   }
   for (const g of side) {
     const c = sideRound.get(g)!, k = vsOne(c), mine = median(perRound.get(g)!.map((v, r) => v / c[r]!));
-    console.log(`${`${g} apart`.padEnd(10)}${median(c).toFixed(0).padStart(12)}${(k !== undefined ? `${k.toFixed(2)}×` : '').padStart(13)}  ${c.map((v) => v.toFixed(0)).join(' · ')}`);
+    console.log(`${`${g} apart`.padEnd(10)}${median(c).toFixed(0).padStart(12)}${(k !== undefined ? `${k.toFixed(2)}×` : '').padStart(13)}${share(`${g} apart`)}  ${c.map((v) => v.toFixed(0)).join(' · ')}`);
     console.log(`  ${g} devices reach ${(100 * mine).toFixed(0)}% of the machine's ceiling for ${g} (median of the rounds' ratios)`);
   }
   console.log(`N apart: N unconnected 1-device jobs at once, one process each, summed while all were stepping (the machine's ceiling for N devices)`);
+  console.log(`CPU share: the job's CPU time (all its threads) while its steps were counted, over wall time × devices (the median over rounds; ` +
+    `for N apart the mean of the N jobs): under 100%, its threads were waiting for each other or not given a core by the host`);
   if (!torch.size) console.log('(PyTorch comparison skipped: python3-torch is not installed)');
   console.log('pytorch: 1 device = one process, 1 thread; 2 devices = DDP over gloo, 2 processes, 1 thread each');
 }
