@@ -134,7 +134,7 @@ export async function main(args: string[]): Promise<void> {
   const withMpi = !mpiAbsent && mpiRounds.length === rounds;
   const paths = kinds.map((k) => `${NAMES[k]}: ${[...new Set(ours.flatMap((o) => o.paths.flatMap((r) => r.filter((c) => c.kind === k).map((c) => c.path))))].join('/')}`);
   console.log(`shm allreduce(sum), 2 ranks (worker threads), registered buffers, median of ${reps} after warm-up; ` +
-    `waits spin ${spin === undefined ? 'the transport\'s default (as in training: 50 µs when every rank has a core)' : `${spin} µs (--spin)`} before sleeping`);
+    `waits spin ${spin === undefined ? 'the transport\'s default (as in training: learned from the waits, 50 µs to 1 ms, when every rank has a core)' : `${spin} µs (--spin)`} before sleeping`);
   console.log(`paths taken (transport counters): ${paths.join('; ')}`);
   console.log(withMpi
     ? `Open MPI: MPI_Allreduce(sum), one \`mpirun -np 2\` job per round, taking turns with ours for ${rounds} rounds; ` +

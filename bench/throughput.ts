@@ -13,7 +13,9 @@
  *
  * Each row also prints the job's CPU share: its process's CPU time while the steps were counted over
  * wall time × devices. Unconnected jobs never wait for each other, so there a share under 100% is
- * time the host did not run them (a shared VM's other tenants).
+ * time the host did not run them (a shared VM's other tenants). A device waiting for another spins
+ * up to 1 ms before it sleeps (src/comm/shm/adaptiveSpin.ts), and the spin counts as CPU time: only
+ * the longer waits lower a G-device job's share.
  *
  * The machine's own ceiling for G devices is measured in the same rounds: G unconnected 1-device
  * jobs at once, each in its own process (nothing exchanged), their samples/s summed over the
@@ -21,7 +23,7 @@
  * framework's (communication, waiting); what the ceiling loses to G × 1 device is the machine's
  * (cores sharing caches, memory bandwidth and clock).
  *
- *   npm run bench -- throughput [--steps 300] [--rounds 5] [--devices 1,2] [--backend auto|onednn|native|wasm]
+ *   npm run bench -- throughput [--steps 300] [--warmup 10] [--rounds 5] [--devices 1,2] [--backend auto|onednn|native|wasm]
  * (`--one-job` is the side-by-side children's mode: one 1-device job's step times and CPU share as JSON.)
  */
 import { execFile } from 'node:child_process';
@@ -35,12 +37,14 @@ import { getBackend } from '../src/kernels/index.ts';
 import { torchPython, runPython, TORCH_NET } from './torch.ts';
 import { median } from './args.ts';
 
+/** Steps left out at the start of every run (see the header). */
+const WARMUP_STEPS = 10;
+
 function option(args: string[], name: string, fallback: string): string {
   const i = args.indexOf(`--${name}`);
   return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
 }
 
-const WARMUP_STEPS = 10;
 
 /** One device's counted steps: [the time it finished the step (ms since the epoch), its samples]. */
 type StepTimes = [number, number][];
@@ -62,18 +66,18 @@ function rateWithin(times: StepTimes, from: number, to: number): number {
 }
 
 /** Steady-state samples/s of a paratrain run of `steps` global steps on `devices` devices. */
-async function paratrainSamplesPerSecond(devices: number, steps: number, batch: number, backend: string): Promise<{ rate: number; cpuShare: number }> {
-  const { times, cpuShare } = await paratrainStepTimes(devices, steps, batch, backend);
+async function paratrainSamplesPerSecond(devices: number, steps: number, warmup: number, batch: number, backend: string): Promise<{ rate: number; cpuShare: number }> {
+  const { times, cpuShare } = await paratrainStepTimes(devices, steps, warmup, batch, backend);
   return { rate: rateWithin(times, times[0]![0], times.at(-1)![0]), cpuShare };
 }
 
 /** The counted step events (after the warm-up) of a paratrain run of `steps` global steps on `devices` devices. */
-async function paratrainStepTimes(devices: number, steps: number, batch: number, backend: string): Promise<JobSteps> {
+async function paratrainStepTimes(devices: number, steps: number, warmup: number, batch: number, backend: string): Promise<JobSteps> {
   const base = loadConfig(new URL('../examples/mnist-small.yaml', import.meta.url).pathname);
   // As many epochs as the data needs (the shipped subset has 4,000 images: 31 steps of 2 × 64), no
   // evaluation or checkpoint until the end, and a graceful stop once the steps are counted.
   const config = applyOverrides(base, { devices, strategy: 'hybrid', epochs: 1000, backend });
-  config.data.trainLimit = (steps + WARMUP_STEPS) * batch * devices;
+  config.data.trainLimit = (steps + warmup) * batch * devices;
   config.data.testLimit = 500;
   config.data.batchSize = batch;
   config.train.evalEvery = 0;
@@ -88,12 +92,12 @@ async function paratrainStepTimes(devices: number, steps: number, batch: number,
       signal: stop.signal,
       onEvent: (e) => {
         // every device reports each step; the steps a stop lets finish are not counted
-        if (e.type !== 'step' || e.step < WARMUP_STEPS || e.step > WARMUP_STEPS + steps) return;
+        if (e.type !== 'step' || e.step < warmup || e.step > warmup + steps) return;
         // the time the device finished the step (devices send their step events in batches)
         times.push([e.time ?? Date.now(), e.samples]);
         last = { cpu: process.cpuUsage(), wall: performance.now() };
         first ??= last;
-        if (e.step === WARMUP_STEPS + steps) stop.abort();
+        if (e.step === warmup + steps) stop.abort();
       },
     });
   } finally {
@@ -109,9 +113,9 @@ async function paratrainStepTimes(devices: number, steps: number, batch: number,
  * window in which every one of them was stepping (from the last one's first counted step to the
  * first one's last).
  */
-async function sideBySideSamplesPerSecond(g: number, steps: number, batch: number, backend: string): Promise<{ rate: number; cpuShare: number }> {
+async function sideBySideSamplesPerSecond(g: number, steps: number, warmup: number, batch: number, backend: string): Promise<{ rate: number; cpuShare: number }> {
   const script = new URL('./main.ts', import.meta.url).pathname;
-  const args = ['--import', 'tsx', script, 'throughput', '--one-job', '--steps', String(steps), '--backend', backend];
+  const args = ['--import', 'tsx', script, 'throughput', '--one-job', '--steps', String(steps), '--warmup', String(warmup), '--backend', backend];
   const jobs = await Promise.all(Array.from({ length: g }, () => new Promise<JobSteps>((resolve, reject) => {
     execFile(process.execPath, args, { maxBuffer: 64 << 20 }, (err, stdout) => err ? reject(err) : resolve(JSON.parse(stdout) as JobSteps));
   })));
@@ -124,7 +128,7 @@ async function sideBySideSamplesPerSecond(g: number, steps: number, batch: numbe
 const TORCH_DDP = `${TORCH_NET}
 import os, sys, time
 import torch.distributed as dist, torch.multiprocessing as mp
-def worker(rank, world, batch, steps, port, out):
+def worker(rank, world, batch, steps, warmup, port, out):
     torch.set_num_threads(1)
     os.environ['MASTER_ADDR'] = '127.0.0.1'; os.environ['MASTER_PORT'] = str(port)
     if world > 1: dist.init_process_group('gloo', rank=rank, world_size=world)
@@ -136,16 +140,16 @@ def worker(rank, world, batch, steps, port, out):
     loss_fn = nn.CrossEntropyLoss()
     def step():
         opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
-    for _ in range(${WARMUP_STEPS}): step()
+    for _ in range(warmup): step()
     if world > 1: dist.barrier()
     t0 = time.perf_counter()
     for _ in range(steps): step()
     if world > 1: dist.barrier()
     if rank == 0: out.put(world * batch * steps / (time.perf_counter() - t0))
 if __name__ == '__main__':
-    world, batch, steps, port = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    world, batch, steps, warmup, port = (int(a) for a in sys.argv[1:6])
     ctx = mp.get_context('spawn'); q = ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(r, world, batch, steps, port, q)) for r in range(world)]
+    procs = [ctx.Process(target=worker, args=(r, world, batch, steps, warmup, port, q)) for r in range(world)]
     for p in procs: p.start()
     print(q.get())
     for p in procs: p.join()
@@ -153,13 +157,14 @@ if __name__ == '__main__':
 
 export async function main(args: string[]): Promise<void> {
   const steps = Number(option(args, 'steps', '300'));
+  const warmup = Number(option(args, 'warmup', String(WARMUP_STEPS)));
   const rounds = Number(option(args, 'rounds', '5'));
   const devices = option(args, 'devices', '1,2').split(',').map(Number);
   const batch = 64;
   const backend = (await getBackend(option(args, 'backend', 'auto'))).name;
   // a child of sideBySideSamplesPerSecond: one 1-device job's step times, as JSON on stdout
   if (args.includes('--one-job')) {
-    process.stdout.write(JSON.stringify(await paratrainStepTimes(1, steps, batch, backend)));
+    process.stdout.write(JSON.stringify(await paratrainStepTimes(1, steps, warmup, batch, backend)));
     return;
   }
   const load = () => `${loadavg().map((l) => l.toFixed(2)).join(', ')} (${cpus().length} cores)`;
@@ -174,8 +179,8 @@ export async function main(args: string[]): Promise<void> {
     return r.rate;
   };
   for (let r = 0; r < rounds; r++) {
-    for (const g of devices) perRound.get(g)!.push(keep(String(g), await paratrainSamplesPerSecond(g, steps, batch, backend)));
-    for (const g of side) sideRound.get(g)!.push(keep(`${g} apart`, await sideBySideSamplesPerSecond(g, steps, batch, backend)));
+    for (const g of devices) perRound.get(g)!.push(keep(String(g), await paratrainSamplesPerSecond(g, steps, warmup, batch, backend)));
+    for (const g of side) sideRound.get(g)!.push(keep(`${g} apart`, await sideBySideSamplesPerSecond(g, steps, warmup, batch, backend)));
   }
   const share = (row: string) => `${(100 * median(shares.get(row)!)).toFixed(0)}%`.padStart(11);
   const ours = new Map(devices.map((g) => [g, median(perRound.get(g)!)]));
@@ -184,10 +189,10 @@ export async function main(args: string[]): Promise<void> {
   const scaling = new Map(devices.map((g) => [g, vsOne(perRound.get(g)!)]));
   const torch = new Map<number, number>();
   if (torchPython()) {
-    for (const g of devices) torch.set(g, Number(runPython(TORCH_DDP, [String(g), String(batch), String(steps), String(29500 + g)])));
+    for (const g of devices) torch.set(g, Number(runPython(TORCH_DDP, [String(g), String(batch), String(steps), String(warmup), String(29500 + g)])));
   }
   console.log(`load average after: ${load()}`);
-  console.log(`mnist-small, hybrid, per-device batch ${batch}, ${steps} steps after ${WARMUP_STEPS} warm-up steps, ${backend} backend, ` +
+  console.log(`mnist-small, hybrid, per-device batch ${batch}, ${steps} steps after ${warmup} warm-up steps, ${backend} backend, ` +
     `${rounds} rounds; samples/s (median over rounds; vs 1 device: median of the rounds' ratios)`);
   console.log(`${'devices'.padEnd(10)}${'paratrain'.padStart(12)}${'vs 1 device'.padStart(13)}${'CPU share'.padStart(11)}${'  rounds'}${torch.size ? `${'pytorch'.padStart(12)}${'paratrain/pytorch'.padStart(19)}` : ''}`);
   for (const g of devices) {
@@ -203,7 +208,7 @@ export async function main(args: string[]): Promise<void> {
   }
   console.log(`N apart: N unconnected 1-device jobs at once, one process each, summed while all were stepping (the machine's ceiling for N devices)`);
   console.log(`CPU share: the job's CPU time (all its threads) while its steps were counted, over wall time × devices (the median over rounds; ` +
-    `for N apart the mean of the N jobs): under 100%, its threads were waiting for each other or not given a core by the host`);
+    `for N apart the mean of the N jobs): under 100%, its threads were waiting for each other (beyond the spin of up to 1 ms, which counts as CPU) or not given a core by the host`);
   if (!torch.size) console.log('(PyTorch comparison skipped: python3-torch is not installed)');
   console.log('pytorch: 1 device = one process, 1 thread; 2 devices = DDP over gloo, 2 processes, 1 thread each');
 }

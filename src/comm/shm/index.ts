@@ -22,4 +22,5 @@ export { Barrier } from './barrier.ts';
 export { Mutex } from './mutex.ts';
 export { AbortFlag, type AbortInfo } from './abort.ts';
 export { waitWhileEqual, waitUntil, type WaitOptions } from './wait.ts';
+export { AdaptiveSpin } from './adaptiveSpin.ts';
 export { PeerFailedError, CommTimeoutError, CollectiveMismatchError, ShmUsageError, MAIN_THREAD, UNKNOWN_PARTY } from './errors.ts';

@@ -13,6 +13,7 @@
  */
 import { ownedSlice, type CollectiveStats, type Communicator, type ReduceOp } from '../communicator.ts';
 import { AbortFlag } from './abort.ts';
+import { AdaptiveSpin } from './adaptiveSpin.ts';
 import { Arena } from './arena.ts';
 import { Barrier } from './barrier.ts';
 import { CallDescriptors, OP_BARRIER, REDOPS } from './callDescriptor.ts';
@@ -69,7 +70,8 @@ export class ShmCommunicator implements Communicator {
       flag: L.abortFlag, rank: L.abortRank, reasonLen: L.reasonLen, reasonByte: L.reasonByte, reasonBytes: REASON_BYTES,
     });
     this.waitOpts = {
-      abort: this.abortFlag, timeoutMs: init.timeoutMs, spinMicros: init.spinMicros, sliceMs: init.sliceMs, observer: `rank ${this.rank}`,
+      abort: this.abortFlag, timeoutMs: init.timeoutMs, sliceMs: init.sliceMs, observer: `rank ${this.rank}`,
+      ...(init.spinMicros === 'adaptive' ? { adaptiveSpin: new AdaptiveSpin() } : { spinMicros: init.spinMicros }),
     };
     if (init.stallMs > 0) this.waitOpts.stall = { afterMs: init.stallMs, warn: (ms) => this.reportStall(ms) };
     this.worldBarrier = new Barrier(this.control, L.barrier, G, this.waitOpts, 'rank');

@@ -1,9 +1,10 @@
 /**
  * The one blocking primitive: wait while a control word still holds a value, in slices of
  * `sliceMs` (default 100 ms), checking the abort word and an optional overall deadline between
- * slices, after a short optional spin (cheap when every rank has a core of its own).
+ * slices, after an optional spin (fixed, or learned from the waiter's own waits: adaptiveSpin.ts).
  */
 import { AbortFlag } from './abort.ts';
+import type { AdaptiveSpin } from './adaptiveSpin.ts';
 import { CommTimeoutError } from './errors.ts';
 
 export interface WaitOptions {
@@ -16,6 +17,8 @@ export interface WaitOptions {
   timeoutMs?: number;
   /** busy-poll this many microseconds before sleeping (default 0) */
   spinMicros?: number;
+  /** the waiter's learned spin (one per waiting thread): replaces spinMicros, and learns from every wait that ends */
+  adaptiveSpin?: AdaptiveSpin;
   /** sleep slices between abort checks, ms (default 100) */
   sliceMs?: number;
   /** who is waiting, for error messages ('rank 3') */
@@ -34,11 +37,17 @@ export function waitWhileEqual(
   if (Atomics.load(i32, index) !== value) return 0;
   const t0 = performance.now();
   const abort = opts.abort ?? AbortFlag.for(i32.buffer);
-  const spin = opts.spinMicros ?? 0;
+  const learned = opts.adaptiveSpin;
+  const ended = (): number => {
+    const waited = performance.now() - t0;
+    learned?.record(waited);
+    return waited;
+  };
+  const spin = learned ? learned.micros : opts.spinMicros ?? 0;
   if (spin > 0) {
     const spinEnd = t0 + spin / 1000;
     for (let k = 1; ; k++) {
-      if (Atomics.load(i32, index) !== value) return performance.now() - t0;
+      if (Atomics.load(i32, index) !== value) return ended();
       if ((k & 255) === 0 && performance.now() > spinEnd) break;
     }
   }
@@ -54,7 +63,7 @@ export function waitWhileEqual(
     }
     Atomics.wait(i32, index, value, Math.min(slice, deadline - now));
     // the word moved: the wait succeeded (even if an abort came right after; the next wait sees it)
-    if (Atomics.load(i32, index) !== value) return performance.now() - t0;
+    if (Atomics.load(i32, index) !== value) return ended();
     if (!warned && performance.now() - t0 >= opts.stall!.afterMs) {
       warned = true;
       opts.stall!.warn(performance.now() - t0);

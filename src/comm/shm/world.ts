@@ -28,8 +28,11 @@ export interface ShmWorldOptions {
   arenaMaxBytes?: number;
   /** fail any wait that lasts longer than this (ms), naming who had not arrived; default 0 = off */
   timeoutMs?: number;
-  /** busy-poll before sleeping in a wait (µs); default 50 when every rank has a core, else 0 */
-  spinMicros?: number;
+  /**
+   * busy-poll before sleeping in a wait: µs, or 'adaptive' (each rank learns it from its own waits,
+   * 50 µs to 1 ms: adaptiveSpin.ts); default 'adaptive' when every rank has a core, else 0
+   */
+  spinMicros?: number | 'adaptive';
   /** sleep slices between abort checks (ms); default 100 */
   sliceMs?: number;
   /** the stall inspector reports a wait longer than this (ms); default 0 = off */
@@ -48,7 +51,7 @@ export interface ShmInit {
   params: LayoutParams;
   arenaMaxBytes: number;
   timeoutMs: number;
-  spinMicros: number;
+  spinMicros: number | 'adaptive';
   sliceMs: number;
   stallMs: number;
 }
@@ -80,6 +83,10 @@ export class ShmWorld {
     if (!(stagingBytes >= 2 * 64 * size)) throw new ShmUsageError(`createShmWorld: stagingBytes must be at least ${2 * 64 * size} for ${size} ranks, got ${stagingBytes}`);
     if (!(mailboxBytes >= 64)) throw new ShmUsageError(`createShmWorld: mailboxBytes must be at least 64, got ${mailboxBytes}`);
     if (!Number.isInteger(mutexes) || mutexes < 0) throw new ShmUsageError(`createShmWorld: mutexes must be a non-negative integer, got ${mutexes}`);
+    const spin = options.spinMicros;
+    if (spin !== undefined && spin !== 'adaptive' && !(typeof spin === 'number' && spin >= 0 && Number.isFinite(spin))) {
+      throw new ShmUsageError(`createShmWorld: spinMicros must be a number of µs ≥ 0 or 'adaptive', got ${String(spin)}`);
+    }
     this.size = size;
     this.layout = computeLayout({ size, mutexes, stagingBytes, mailboxBytes });
     const arenaBytes = this.layout.heapBase + (options.arenaBytes ?? 0);
@@ -98,7 +105,7 @@ export class ShmWorld {
     this.opts = {
       arenaMaxBytes,
       timeoutMs: options.timeoutMs ?? 0,
-      spinMicros: options.spinMicros ?? (size <= availableParallelism() ? 50 : 0),
+      spinMicros: options.spinMicros ?? (size <= availableParallelism() ? 'adaptive' : 0),
       sliceMs: options.sliceMs ?? 100,
       stallMs: options.stallMs ?? 0,
     };
