@@ -7,8 +7,11 @@ export function flag(args: string[], name: string): string | undefined {
   return i >= 0 ? args[i + 1] : undefined;
 }
 
-/** The middle value (the upper one of an even count). */
-export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+/** The middle value; of an even count, the mean of the middle two (the upper one alone flattered 2-round runs). */
+export const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b), h = s.length >> 1;
+  return s.length % 2 ? s[h]! : (s[h - 1]! + s[h]!) / 2;
+};
 
 /** A loopback TCP port that was free a moment ago. */
 export function freePort(): Promise<number> {

@@ -23,6 +23,7 @@ import { createWasmBackend } from '../src/kernels/wasm/index.ts';
 import { createNativeBackend, nativeUnavailableReason } from '../src/kernels/native/index.ts';
 import { createOneDnnBackend, onednnUnavailableReason } from '../src/kernels/onednn/index.ts';
 import { ofPeak, peakLine } from './peak.ts';
+import { median } from './args.ts';
 
 interface Case {
   name: string;
@@ -89,7 +90,6 @@ export const CASES: Case[] = [
 /** Width of one result column. */
 const CELL = 15;
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 
 /** Median seconds per call: warm up ≥ warmMs, then time ≥ minReps calls and ≥ minMs. */
 function measure(fn: () => void, warmMs: number, minMs: number, minReps: number): number {

@@ -28,6 +28,7 @@ import { Conv2D } from '../src/nn/conv2d.ts';
 import { Dense } from '../src/nn/dense.ts';
 import { ofPeak, peakLine } from './peak.ts';
 import { timeCalls } from './backendCalls.ts';
+import { median } from './args.ts';
 import { cpus, loadavg } from 'node:os';
 
 function option(args: string[], name: string, fallback: string): string {
@@ -68,7 +69,6 @@ function stepper(replica: Replica, batch: number): { slice(seconds: number): num
   };
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /**
  * Flops of one training sample: 2 per multiply-add of each conv and dense layer, three times
