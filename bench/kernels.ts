@@ -90,7 +90,6 @@ export const CASES: Case[] = [
 /** Width of one result column. */
 const CELL = 15;
 
-
 /** Median seconds per call: warm up ≥ warmMs, then time ≥ minReps calls and ≥ minMs. */
 function measure(fn: () => void, warmMs: number, minMs: number, minReps: number): number {
   let t0 = performance.now();

@@ -45,7 +45,6 @@ function option(args: string[], name: string, fallback: string): string {
   return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
 }
 
-
 /** One device's counted steps: [the time it finished the step (ms since the epoch), its samples]. */
 type StepTimes = [number, number][];
 
@@ -156,9 +155,12 @@ if __name__ == '__main__':
 `;
 
 export async function main(args: string[]): Promise<void> {
-  const steps = Number(option(args, 'steps', '300'));
-  const warmup = Number(option(args, 'warmup', String(WARMUP_STEPS)));
-  const rounds = Number(option(args, 'rounds', '5'));
+  const count = (name: string, fallback: string, least: number): number => {
+    const v = Number(option(args, name, fallback));
+    if (!(Number.isInteger(v) && v >= least)) throw new Error(`--${name}: an integer ≥ ${least}, got '${option(args, name, fallback)}'`);
+    return v;
+  };
+  const steps = count('steps', '300', 2), warmup = count('warmup', String(WARMUP_STEPS), 0), rounds = count('rounds', '5', 1);
   const devices = option(args, 'devices', '1,2').split(',').map(Number);
   const batch = 64;
   const backend = (await getBackend(option(args, 'backend', 'auto'))).name;

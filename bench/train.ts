@@ -69,7 +69,6 @@ function stepper(replica: Replica, batch: number): { slice(seconds: number): num
   };
 }
 
-
 /**
  * Flops of one training sample: 2 per multiply-add of each conv and dense layer, three times
  * (forward, weight gradient, input gradient) but twice for the first layer (no input gradient).
