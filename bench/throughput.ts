@@ -23,7 +23,9 @@
  * framework's (communication, waiting); what the ceiling loses to G × 1 device is the machine's
  * (cores sharing caches, memory bandwidth and clock).
  *
- *   npm run bench -- throughput [--steps 300] [--warmup 10] [--rounds 5] [--devices 1,2] [--backend auto|onednn|native|wasm]
+ *   npm run bench -- throughput [--steps 300] [--warmup 10] [--rounds 5] [--devices 1,2] [--backend auto|onednn|native|wasm] [--spin µs|adaptive]
+ * `--spin` sets the device threads' waits' spin (PARATRAIN_SHM_SPIN, for the side-by-side children too; default:
+ * the transport's, learned when every device has a core).
  * (`--one-job` is the side-by-side children's mode: one 1-device job's step times and CPU share as JSON.)
  */
 import { execFile } from 'node:child_process';
@@ -34,6 +36,7 @@ import { join } from 'node:path';
 import { loadConfig, applyOverrides } from '../src/config/index.ts';
 import { train } from '../src/runtime/train.ts';
 import { getBackend } from '../src/kernels/index.ts';
+import { spinFromEnv } from '../src/comm/shm/index.ts';
 import { torchPython, runPython, TORCH_NET } from './torch.ts';
 import { median } from './args.ts';
 
@@ -162,6 +165,15 @@ export async function main(args: string[]): Promise<void> {
   };
   const steps = count('steps', '300', 2), warmup = count('warmup', String(WARMUP_STEPS), 0), rounds = count('rounds', '5', 1);
   const devices = option(args, 'devices', '1,2').split(',').map(Number);
+  const spin = option(args, 'spin', '');
+  if (spin) {
+    process.env.PARATRAIN_SHM_SPIN = spin;
+    try {
+      spinFromEnv();
+    } catch {
+      throw new Error(`--spin: a number of µs ≥ 0 or 'adaptive', got '${spin}'`);
+    }
+  }
   const batch = 64;
   const backend = (await getBackend(option(args, 'backend', 'auto'))).name;
   // a child of sideBySideSamplesPerSecond: one 1-device job's step times, as JSON on stdout
@@ -195,7 +207,8 @@ export async function main(args: string[]): Promise<void> {
   }
   console.log(`load average after: ${load()}`);
   console.log(`mnist-small, hybrid, per-device batch ${batch}, ${steps} steps after ${warmup} warm-up steps, ${backend} backend, ` +
-    `${rounds} rounds; samples/s (median over rounds; vs 1 device: median of the rounds' ratios)`);
+    `${rounds} rounds, waits spin ${spin ? `${spin}${spin === 'adaptive' ? '' : ' µs'} (--spin)` : 'the transport\'s default'}; ` +
+    `samples/s (median over rounds; vs 1 device: median of the rounds' ratios)`);
   console.log(`${'devices'.padEnd(10)}${'paratrain'.padStart(12)}${'vs 1 device'.padStart(13)}${'CPU share'.padStart(11)}${'  rounds'}${torch.size ? `${'pytorch'.padStart(12)}${'paratrain/pytorch'.padStart(19)}` : ''}`);
   for (const g of devices) {
     const p = ours.get(g)!, t = torch.get(g), k = scaling.get(g);

@@ -9,6 +9,7 @@ import { modelParallelLayers, modelParallelStrategyMessage, planModelParallelFro
 import { jsBackend } from '../kernels/js/index.ts';
 import { runDevice } from './device.ts';
 import { runWorkerDevices } from './workerDevices.ts';
+import { spinFromEnv } from '../comm/shm/index.ts';
 import { configHash, dataAgreements, type ProcessPlacement } from './processWorld.ts';
 import { globalBatchSize } from './trainLoop.ts';
 import { checkDataShape, checkDeviceThreads, checkModelFits, checkNotEmpty } from './inputChecks.ts';
@@ -68,6 +69,7 @@ export { loadData, type LoadedData };
 /** Checks what can be checked before any device starts, so bad input fails fast and names the field. */
 function checkRun(config: RunConfig, data: LoadedData, threads: number): number {
   checkDeviceThreads(threads);
+  spinFromEnv();
   checkNotEmpty(data.train);
   checkSpeechRun(config, data);
   checkDataShape(config, data);

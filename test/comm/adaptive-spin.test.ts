@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { AdaptiveSpin, createShmWorld, waitWhileEqual } from '../../src/comm/shm/index.ts';
+import { AdaptiveSpin, createShmWorld, spinFromEnv, waitWhileEqual } from '../../src/comm/shm/index.ts';
 
 test('a learned spin stays long while most waits end within it, turns short once most do not, and comes back', () => {
   const noisy = new AdaptiveSpin(50, 1000, 16);
@@ -57,11 +57,33 @@ test('waitWhileEqual spins for the learned time and teaches it every wait that e
   assert.equal(spin.micros, 0);
 });
 
-test('worlds spin adaptively when every rank has a core, not at all beyond, and check a given spin', () => {
+test('worlds spin adaptively when every rank has a core, not at all beyond, and check a given spin', (t) => {
+  const saved = process.env.PARATRAIN_SHM_SPIN;
+  t.after(() => { if (saved !== undefined) process.env.PARATRAIN_SHM_SPIN = saved; });
+  delete process.env.PARATRAIN_SHM_SPIN;
   assert.equal(createShmWorld(1).rankInit(0).spinMicros, 'adaptive');
   assert.equal(createShmWorld(availableParallelism() + 1).rankInit(0).spinMicros, 0);
   assert.equal(createShmWorld(1, { spinMicros: 200 }).rankInit(0).spinMicros, 200);
   for (const bad of [-1, Number.NaN, Infinity, 'fast']) {
     assert.throws(() => createShmWorld(1, { spinMicros: bad as number }), /spinMicros must be a number of µs ≥ 0 or 'adaptive', got /);
   }
+});
+
+test('PARATRAIN_SHM_SPIN sets the spin of worlds whose options do not, and a bad value names it', (t) => {
+  assert.equal(spinFromEnv({}), undefined);
+  assert.equal(spinFromEnv({ PARATRAIN_SHM_SPIN: ' ' }), undefined);
+  assert.equal(spinFromEnv({ PARATRAIN_SHM_SPIN: 'adaptive' }), 'adaptive');
+  assert.equal(spinFromEnv({ PARATRAIN_SHM_SPIN: '250' }), 250);
+  assert.equal(spinFromEnv({ PARATRAIN_SHM_SPIN: '0' }), 0);
+  for (const bad of ['-1', 'fast', 'Infinity', '1ms']) {
+    assert.throws(() => spinFromEnv({ PARATRAIN_SHM_SPIN: bad }), new RegExp(`^ShmUsageError: PARATRAIN_SHM_SPIN: expected a number of µs ≥ 0 or 'adaptive', got '${bad}'; unset it for the default$`));
+  }
+  const saved = process.env.PARATRAIN_SHM_SPIN;
+  t.after(() => { if (saved === undefined) delete process.env.PARATRAIN_SHM_SPIN; else process.env.PARATRAIN_SHM_SPIN = saved; });
+  process.env.PARATRAIN_SHM_SPIN = '50';
+  assert.equal(createShmWorld(1).rankInit(0).spinMicros, 50);
+  assert.equal(createShmWorld(availableParallelism() + 1).rankInit(0).spinMicros, 50);
+  assert.equal(createShmWorld(1, { spinMicros: 'adaptive' }).rankInit(0).spinMicros, 'adaptive');
+  process.env.PARATRAIN_SHM_SPIN = 'adaptive';
+  assert.equal(createShmWorld(availableParallelism() + 1).rankInit(0).spinMicros, 'adaptive');
 });

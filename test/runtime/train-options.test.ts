@@ -46,6 +46,15 @@ test('a bad config object gets the messages a YAML file gets, and nothing is wri
   assert.ok(!existsSync(out));
 });
 
+test('a bad PARATRAIN_SHM_SPIN is refused naming it, before any file is written', async (t) => {
+  const dir = tmpDir('paratrain-options-'), out = join(dir, 'run');
+  const saved = process.env.PARATRAIN_SHM_SPIN;
+  t.after(() => { if (saved === undefined) delete process.env.PARATRAIN_SHM_SPIN; else process.env.PARATRAIN_SHM_SPIN = saved; });
+  process.env.PARATRAIN_SHM_SPIN = 'fast';
+  await rejects(train(tiny(), { out }), /^PARATRAIN_SHM_SPIN: expected a number of µs ≥ 0 or 'adaptive', got 'fast'; unset it for the default$/);
+  assert.ok(!existsSync(out));
+});
+
 test('unknown option keys and wrong values are errors naming them (with the close match), before any work', async () => {
   const dir = tmpDir('paratrain-options-'), out = join(dir, 'run');
   const opts = (o: object) => o as Parameters<typeof train>[1];

@@ -15,7 +15,7 @@
  * A device thread's kernels keep their heap in the arena (`useSharedHeap(comm.heapSource())`, see
  * runtime/deviceBackend.ts), so a replica's flat buffers are arena buffers: reduced in place.
  */
-export { createShmWorld, ShmWorld, type ShmInit, type ShmInit as ShmRankInit, type ShmWorldOptions } from './world.ts';
+export { createShmWorld, spinFromEnv, ShmWorld, type ShmInit, type ShmInit as ShmRankInit, type ShmWorldOptions } from './world.ts';
 export { ShmCommunicator } from './shmCommunicator.ts';
 export type { PathCounts } from './collectives.ts';
 export { Barrier } from './barrier.ts';

@@ -56,6 +56,22 @@ export interface ShmInit {
   stallMs: number;
 }
 
+/**
+ * PARATRAIN_SHM_SPIN: the waits' spin for worlds whose options do not set one — a number of µs, or
+ * 'adaptive' — in place of the default (adaptive when every rank has a core, else none); undefined
+ * when unset or empty. For machines the default misjudges, and to compare spins.
+ */
+export function spinFromEnv(env: NodeJS.ProcessEnv = process.env): number | 'adaptive' | undefined {
+  const v = env.PARATRAIN_SHM_SPIN?.trim();
+  if (!v) return undefined;
+  if (v === 'adaptive') return v;
+  const us = Number(v);
+  if (!(us >= 0 && Number.isFinite(us))) {
+    throw new ShmUsageError(`PARATRAIN_SHM_SPIN: expected a number of µs ≥ 0 or 'adaptive', got '${env.PARATRAIN_SHM_SPIN}'; unset it for the default`);
+  }
+  return us;
+}
+
 const PAGE = 65536;
 const MAX_ARENA = 65536 * PAGE;
 
@@ -105,7 +121,7 @@ export class ShmWorld {
     this.opts = {
       arenaMaxBytes,
       timeoutMs: options.timeoutMs ?? 0,
-      spinMicros: options.spinMicros ?? (size <= availableParallelism() ? 'adaptive' : 0),
+      spinMicros: options.spinMicros ?? spinFromEnv() ?? (size <= availableParallelism() ? 'adaptive' : 0),
       sliceMs: options.sliceMs ?? 100,
       stallMs: options.stallMs ?? 0,
     };
