@@ -125,7 +125,7 @@ export class Recurrent extends BaseLayer {
           from[count] = len * NH + n * H; to[count++] = n * D + offset;
           continue;
         }
-        for (let s = 0; s < len; s++) { from[count] = (s + 1) * NH + n * H; to[count++] = (n * T + (d === 1 ? len - 1 - s : s)) * D + offset; }
+        for (let s = 0; s < len; s++) { from[count] = (s + 1) * NH + n * H; to[count++] = frameOf(n, s, len, T, d === 1) * D + offset; }
       }
       // a direction alone in its columns copies; the second of a sum adds to the first
       this.backend.copyRows(run.h, from, out, to, count, H, d === 1 && this.bidirectional !== 'concat');
@@ -144,7 +144,7 @@ export class Recurrent extends BaseLayer {
     for (let s = 0, i = 0; s < run.T; s++) {
       for (let n = 0; n < N; n++, i++) {
         const len = run.lengths[n]!;
-        from[i] = s < len ? (n * T + (reverse ? len - 1 - s : s)) * F : -1;
+        from[i] = s < len ? frameOf(n, s, len, T, reverse) * F : -1;
         to[i] = i * F;
       }
     }
@@ -175,7 +175,7 @@ export class Recurrent extends BaseLayer {
           continue;
         }
         for (let s = 0; s < steps; s++) {
-          from[count] = s < len ? (n * T + (d === 1 ? len - 1 - s : s)) * D + offset : -1;
+          from[count] = s < len ? frameOf(n, s, len, T, d === 1) * D + offset : -1;
           to[count++] = (s + 1) * NH + n * H;
         }
       }
@@ -188,11 +188,19 @@ export class Recurrent extends BaseLayer {
         let rows = 0;
         for (let n = 0; n < N; n++) {
           const len = run.lengths[n]!;
-          for (let s = 0; s < len; s++) { at[rows] = (s * N + n) * F; into[rows++] = (n * T + (d === 1 ? len - 1 - s : s)) * F; }
+          for (let s = 0; s < len; s++) { at[rows] = (s * N + n) * F; into[rows++] = frameOf(n, s, len, T, d === 1) * F; }
         }
         this.backend.copyRows(dxt, at, dx.data, into, rows, F, d === 1);
       }
     });
     return dx;
   }
+}
+
+/**
+ * The frame n·T + t of a batch-major [N, T, …] array that step s of sample n (`len` valid frames)
+ * reads or writes; a reverse direction runs its frames backwards.
+ */
+function frameOf(n: number, s: number, len: number, T: number, reverse: boolean): number {
+  return n * T + (reverse ? len - 1 - s : s);
 }
