@@ -6,13 +6,18 @@
  * entered together after a barrier.
  * Algorithm bandwidth = buffer bytes / time. The kinds of buffer:
  *
- *   arena    from comm.alloc (the world's shared wasm memory): reduced in place by the SIMD kernel
+ *   arena    from comm.alloc (the world's shared wasm memory): reduced in place
  *   replica  training's own buffer: the flat grads of a real Replica (one dense layer sized to the
  *            buffer) built on the backend a device thread builds (runtime/deviceBackend.ts), whose
  *            heap lives in the arena, registered by the hybrid strategy's onStart
  *   copy     the same replica's grads on a wasm backend with its own memory (PARATRAIN_SHM_HEAP=0,
- *            and every device before): chunks copied through the rank's arena scratch and back
- *   sab      (optional) a plain SharedArrayBuffer, copied through like `copy`
+ *            and every device before): reduced where they are by the native kernel where it is
+ *            built, else chunks copied through the rank's arena scratch and back
+ *   sab      (optional) a plain SharedArrayBuffer, like `copy`
+ *
+ * The reduction kernel is the native one (native/shm, src/comm/shm/nativeReduce.ts) where it is
+ * built, else wasm SIMD; the run prints which. PARATRAIN_SHM_NATIVE=0 before the command measures
+ * the wasm kernel.
  *
  * The path each kind took is read from the transport's counters (comm.pathCounts()), not assumed.
  * Then `mpirun -np 2` of bench/allreduceMpi.ts measures Open MPI's MPI_Allreduce at the same sizes
@@ -41,6 +46,7 @@ import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { createShmWorld, ShmCommunicator, type PathCounts, type ShmInit } from '../src/comm/shm/index.ts';
+import { shmReduceDescription } from '../src/comm/shm/nativeReduce.ts';
 import { createWasmBackend } from '../src/kernels/wasm/index.ts';
 import type { Backend } from '../src/kernels/backend.ts';
 import { parseConfig } from '../src/config/index.ts';
@@ -136,6 +142,7 @@ export async function main(args: string[]): Promise<void> {
   console.log(`shm allreduce(sum), 2 ranks (worker threads), registered buffers, median of ${reps} after warm-up; ` +
     `waits spin ${spin === undefined ? 'the transport\'s default (as in training: learned from the waits, 50 µs to 1 ms, when every rank has a core)' : `${spin} µs (--spin)`} before sleeping`);
   console.log(`paths taken (transport counters): ${paths.join('; ')}`);
+  console.log(`reduction kernel: ${shmReduceDescription()}`);
   console.log(withMpi
     ? `Open MPI: MPI_Allreduce(sum), one \`mpirun -np 2\` job per round, taking turns with ours for ${rounds} rounds; ` +
       'a cell is the median over the rounds, its ratio the median of the rounds\' own ratios ours / Open MPI'

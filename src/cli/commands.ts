@@ -4,6 +4,7 @@ import { train } from '../runtime/train.ts';
 import { FaultPlan } from '../runtime/faultPlan.ts';
 import { backendUnavailableReason, getBackend, registeredBackends, tryBackend } from '../kernels/index.ts';
 import { rendezvousFromEnv } from '../comm/rendezvous.ts';
+import { shmReduceDescription } from '../comm/shm/nativeReduce.ts';
 import { trainConfigPath } from '../runtime/resume.ts';
 import { watchParent } from '../runtime/parentWatch.ts';
 import { installStopSignals, STOP_EXIT_CODES } from './signals.ts';
@@ -91,5 +92,6 @@ export async function runInfo(): Promise<void> {
     const why = backend ? undefined : backendUnavailableReason(name);
     process.stdout.write(`${name.padEnd(8)} ${backend ? 'available' : `not available${why ? `: ${why}` : ''}`}${backendDetail(backend)}${backend === chosen ? '  (chosen by --backend auto)' : ''}\n`);
   }
+  process.stdout.write(`shm reduction (devices of one process): ${shmReduceDescription()}\n`);
   process.stdout.write(`node ${process.version}, ${(await import('node:os')).cpus().length} cores\n`);
 }

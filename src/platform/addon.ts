@@ -1,6 +1,6 @@
 /**
  * Finding and loading paratrain's optional native addons (the OpenBLAS and oneDNN kernels, the
- * MPI transport, the tcp data path, the benchmarks' FMA probe): one loader for all.
+ * MPI transport, the tcp data path, the shm reduction, the benchmarks' FMA probe): one loader for all.
  *
  * An addon is found relative to the repository root — src/platform/ and dist/platform/ both sit
  * two levels below it — in build/native/ (where `npm run build:*` puts it) or in the hand-built

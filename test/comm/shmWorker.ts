@@ -101,6 +101,7 @@ async function collectives(): Promise<void> {
     }
   }
   data.hashes = hashes;
+  data.paths = comm.pathCounts();
 }
 
 async function sendrecv(): Promise<void> {

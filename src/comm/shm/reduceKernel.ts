@@ -1,6 +1,8 @@
 /**
- * The one reduction kernel of the shm transport: WebAssembly SIMD (f32x4) over the world's shared
- * wasm memory (the arena), so it reads and writes every rank's arena data directly.
+ * The shm transport's portable reduction kernel: WebAssembly SIMD (f32x4) over the world's shared
+ * wasm memory (the arena), so it reads and writes every rank's arena data directly. Where the
+ * native reduction is built it takes the registered buffers instead (nativeReduce.ts), with the
+ * same arithmetic in the same order.
  *
  * reduce(table, nsrc, ndst, n, div): with `table` holding nsrc source byte addresses followed by
  * ndst destination byte addresses (u32, in the arena), for every i < n:

@@ -24,6 +24,7 @@ import { computeLayout, KERNEL_STATIC_BYTES, LAYOUT_VERSION, MAGIC, REASON_BYTES
 import { Mailboxes } from './mailbox.ts';
 import { Mutex } from './mutex.ts';
 import { ReduceKernel } from './reduceKernel.ts';
+import { loadShmNative } from './nativeReduce.ts';
 import { Registry, type BufferHandle } from './registry.ts';
 import type { WaitOptions } from './wait.ts';
 import { reportStall } from '../stallInspector.ts';
@@ -80,7 +81,7 @@ export class ShmCommunicator implements Communicator {
     this.mailboxes = new Mailboxes(this.control, L, this.arena, this.rank);
     this.descriptors = new CallDescriptors(this.control, L, this.rank, G);
     const kernel = new ReduceKernel(init.memory, L.tableBase + this.rank * TABLE_BYTES);
-    this.collectives = new ShmCollectives(this.rank, G, L, this.arena, kernel, this.registry, this.stats, {
+    this.collectives = new ShmCollectives(this.rank, G, L, this.arena, kernel, loadShmNative(), this.registry, this.stats, {
       begin: (op, n, m, root, redop) => this.descriptors.write(op, n, m, root, redop),
       arrive: (validate) => this.arrive(validate),
     });
