@@ -10,21 +10,23 @@
  *   replica  training's own buffer: the flat grads of a real Replica (one dense layer sized to the
  *            buffer) built on the backend a device thread builds (runtime/deviceBackend.ts), whose
  *            heap lives in the arena, registered by the hybrid strategy's onStart
+ *   wasm     (where the native reduction is built) another such replica's grads, reduced by the
+ *            wasm kernel (comm.useNativeReduce(false) for its calls): the two kernels side by side
  *   copy     the same replica's grads on a wasm backend with its own memory (PARATRAIN_SHM_HEAP=0,
  *            and every device before): reduced where they are by the native kernel where it is
  *            built, else chunks copied through the rank's arena scratch and back
  *   sab      (optional) a plain SharedArrayBuffer, like `copy`
  *
  * The reduction kernel is the native one (native/shm, src/comm/shm/nativeReduce.ts) where it is
- * built, else wasm SIMD; the run prints which. PARATRAIN_SHM_NATIVE=0 before the command measures
- * the wasm kernel.
+ * built, else wasm SIMD; the run prints which, and the `wasm` kind measures the wasm kernel in the
+ * same calls' turns. PARATRAIN_SHM_NATIVE=0 before the command runs the wasm kernel throughout.
  *
  * The path each kind took is read from the transport's counters (comm.pathCounts()), not assumed.
  * Then `mpirun -np 2` of bench/allreduceMpi.ts measures Open MPI's MPI_Allreduce at the same sizes
  * (its own shared-memory transport), and every cell gets the ratio ours / Open MPI. Without mpirun
  * or the MPI addon the table says so and gives no ratio.
  *
- *   npm run bench -- allreduce [--sizes 1,4,16] [--reps 21] [--rounds 3] [--kinds arena,replica,copy] [--spin µs] [--no-mpi]
+ *   npm run bench -- allreduce [--sizes 1,4,16] [--reps 21] [--rounds 3] [--kinds arena,replica,wasm,copy] [--spin µs] [--no-mpi]
  *
  * Ours and Open MPI take turns for `--rounds` rounds (Open MPI's own figure moved threefold between
  * runs on the shared machine): a cell is the median over the rounds, a ratio the median of the
@@ -46,7 +48,7 @@ import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { createShmWorld, ShmCommunicator, type PathCounts, type ShmInit } from '../src/comm/shm/index.ts';
-import { shmReduceDescription } from '../src/comm/shm/nativeReduce.ts';
+import { loadShmNative, shmReduceDescription } from '../src/comm/shm/nativeReduce.ts';
 import { createWasmBackend } from '../src/kernels/wasm/index.ts';
 import type { Backend } from '../src/kernels/backend.ts';
 import { parseConfig } from '../src/config/index.ts';
@@ -58,7 +60,7 @@ import { openMpiAllreduce } from './allreduceMpi.ts';
 
 const MB = 1 << 20;
 const NAMES: Record<string, string> = {
-  arena: 'arena', replica: 'training grads', copy: 'grads, own memory', sab: 'plain SAB',
+  arena: 'arena', replica: 'training grads', wasm: 'training grads, wasm kernel', copy: 'grads, own memory', sab: 'plain SAB',
 };
 
 interface RankJob {
@@ -107,7 +109,7 @@ async function shmCells(sizesMb: number[], kinds: string[], reps: number, spinMi
 
 export async function main(args: string[]): Promise<void> {
   const sizesMb = (flag(args, 'sizes') ?? '1,4,16').split(',').map(Number);
-  const kinds = (flag(args, 'kinds') ?? 'arena,replica,copy').split(',');
+  const kinds = (flag(args, 'kinds') ?? (loadShmNative() ? 'arena,replica,wasm,copy' : 'arena,replica,copy')).split(',');
   const reps = Number(flag(args, 'reps') ?? 21);
   const spinFlag = flag(args, 'spin');
   const spin = spinFlag === undefined ? undefined : Number(spinFlag);
@@ -229,7 +231,7 @@ async function rank(job: RankJob): Promise<void> {
     const bufs: Float32Array[] = [];
     for (const kind of job.kinds) {
       let buf: Float32Array;
-      if (kind === 'replica' || kind === 'copy') {
+      if (kind === 'replica' || kind === 'wasm' || kind === 'copy') {
         const replica = replicaOf(kind === 'copy' ? own! : dev, n, comm);
         await createStrategy(replica.config.train.strategy, { comm, ps: null }).onStart?.(replica.view());
         buf = replica.model.grads;
@@ -246,10 +248,13 @@ async function rank(job: RankJob): Promise<void> {
       for (let k = 0; k < bufs.length; k++) {
         const buf = bufs[k]!, before = comm.pathCounts();
         buf.fill(1);
+        const wasmOnly = job.kinds[k] === 'wasm';
+        if (wasmOnly) comm.useNativeReduce(false);
         comm.barrierSync();
         const t0 = performance.now();
         comm.allreduceSync(buf);
         cells[k]!.times.push(performance.now() - t0);
+        if (wasmOnly) comm.useNativeReduce(true);
         cells[k]!.paths.add(pathOf(before, comm.pathCounts()));
       }
     }

@@ -79,13 +79,14 @@ test('paratrain info\'s line names the kernel: native with its ISA, or wasm and 
 });
 
 /** Registered buffers of each kind whose rank slices reach the native threshold, on 3 ranks: the counters say which kernel ran, the bits are the serial sum's either way. */
-async function collectivesWith(env: string | undefined): Promise<Record<string, number>[]> {
+async function collectivesWith(env: string | undefined, wasmOnly = false): Promise<Record<string, number>[]> {
   const before = process.env.PARATRAIN_SHM_NATIVE;
   if (env === undefined) delete process.env.PARATRAIN_SHM_NATIVE;
   else process.env.PARATRAIN_SHM_NATIVE = env; // the workers copy the environment when they start
   try {
-    const { results } = await runWorld(3, 'collectives', { sizes: [3 * 32768 + 5], kinds: ['sab', 'arena', 'sub', 'wasm'] });
+    const { results } = await runWorld(3, 'collectives', { sizes: [3 * 32768 + 5], kinds: ['sab', 'arena', 'sub', 'wasm'], wasmOnly });
     for (const r of results) assert.deepEqual(r.failures, [], r.failures.join('\n'));
+    for (const r of results) assert.equal(r.data.nativeReduce, !wasmOnly && env !== '0' && native !== null, 'useNativeReduce\'s answer');
     return results.map((r) => r.data.paths as Record<string, number>);
   } finally {
     if (before === undefined) delete process.env.PARATRAIN_SHM_NATIVE;
@@ -93,7 +94,7 @@ async function collectivesWith(env: string | undefined): Promise<Record<string, 
   }
 }
 
-test('the collectives reduce registered buffers with the native kernel where it is built, with wasm under PARATRAIN_SHM_NATIVE=0: the same bits', { timeout: 120_000 }, async () => {
+test('the collectives reduce registered buffers with the native kernel where it is built, with wasm under PARATRAIN_SHM_NATIVE=0 or useNativeReduce(false): the same bits', { timeout: 120_000 }, async () => {
   for (const paths of await collectivesWith(undefined)) {
     if (native) {
       // 4 kinds × (allreduce sum, mean, reduceScatter): the outside-arena kinds read peers' buffers straight
@@ -103,7 +104,7 @@ test('the collectives reduce registered buffers with the native kernel where it 
       assert.equal(paths.native, 0);
     }
   }
-  for (const paths of await collectivesWith('0')) {
+  for (const paths of [...await collectivesWith('0'), ...await collectivesWith(undefined, true)]) {
     assert.equal(paths.native, 0, JSON.stringify(paths));
     assert.equal(paths.copyThrough, 9, JSON.stringify(paths));
   }

@@ -54,6 +54,8 @@ async function makeBuffer(kind: Kind, n: number): Promise<Float32Array> {
 async function collectives(): Promise<void> {
   // cases of lengths × buffer kinds (params.cases), or one (params.sizes, params.kinds)
   const cases: { sizes: number[]; kinds: Kind[] }[] = params.cases ?? [{ sizes: params.sizes, kinds: params.kinds }];
+  // whether the native reduction will run, as the communicator answers (params.wasmOnly: asked not to)
+  data.nativeReduce = comm.useNativeReduce(!params.wasmOnly);
   const hashes: number[] = [];
   let seed = 0;
   for (const { sizes, kinds } of cases) for (const n of sizes) {

@@ -68,6 +68,8 @@ export class ShmCollectives {
   private readonly slotAddrs: number[];
   private readonly addrTmp: number[];
   private stageSeq = 0;
+  /** the native reduction while it is in use (see useNative) */
+  private native: ShmNativeAddon | null;
   readonly paths: PathCounts = { inPlace: 0, copyThrough: 0, direct: 0, staged: 0, native: 0 };
 
   constructor(
@@ -77,7 +79,7 @@ export class ShmCollectives {
     arena: Arena,
     private readonly kernel: ReduceKernel,
     /** the native reduction, or null (not built, or PARATRAIN_SHM_NATIVE=0) */
-    private readonly native: ShmNativeAddon | null,
+    private readonly nativeAddon: ShmNativeAddon | null,
     private readonly registry: Registry,
     private readonly stats: { bytes: number },
     private readonly call: CallMeeting,
@@ -94,6 +96,13 @@ export class ShmCollectives {
     this.slotAddrs = Array.from({ length: G }, (_, q) => this.scratchAddr + q * this.chunkFloats * 4);
     this.slotViews = this.slotAddrs.map((a) => arena.f32(a, this.chunkFloats));
     this.addrTmp = new Array<number>(G).fill(0);
+    this.native = nativeAddon;
+  }
+
+  /** Whether reductions may take the native kernel (where it loaded), to compare the two; the answer: whether they will. */
+  useNative(on: boolean): boolean {
+    this.native = on ? this.nativeAddon : null;
+    return this.native !== null;
   }
 
   private countRegistered(m: Match): void {

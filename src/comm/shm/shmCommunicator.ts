@@ -248,6 +248,15 @@ export class ShmCommunicator implements Communicator {
   }
 
   /**
+   * Whether this rank's reductions may take the native kernel (nativeReduce.ts) where it loaded
+   * (the default), or only the wasm one: both give the same bits, so ranks may differ. For
+   * comparing the two (`npm run bench -- allreduce`). Returns whether the native one will run.
+   */
+  useNativeReduce(on: boolean): boolean {
+    return this.collectives.useNative(on);
+  }
+
+  /**
    * The arena as a wasm kernel heap (`useSharedHeap` of src/kernels): a backend built over it keeps
    * every array it allocates — a replica's flat params, grads and state — in the arena, so
    * registering them gives the in-place path. Regions are reserved from the arena (never freed).
