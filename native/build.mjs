@@ -13,12 +13,11 @@
 // node-gyp is the copy bundled with npm (npm exports its path as npm_config_node_gyp to scripts);
 // Node's headers come from npm's `nodedir` when set, else from this Node's own prefix when it ships
 // include/node (Debian's nodejs does), so no headers are downloaded.
-import { spawnSync } from 'node:child_process';
-import { existsSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { addonScript } from './gyp.mjs';
 
-const { artifact, finish, build } = addonScript(import.meta.url, { name: 'paratrain_native', script: 'build:native', continuing: 'continuing without the optional native backend (wasm stays the default)' });
+const { artifact, finish, build, probe } = addonScript(import.meta.url, { name: 'paratrain_native', script: 'build:native', continuing: 'continuing without the optional native backend (wasm stays the default)' });
 
 const TRIPLETS = {
   x64: 'x86_64-linux-gnu', arm64: 'aarch64-linux-gnu', arm: 'arm-linux-gnueabihf',
@@ -54,15 +53,9 @@ try {
   }
   build([`--openblas-include=${blas.include}`, `--openblas-libdir=${blas.libdir}`]);
 
-  // Load it once, in a fresh process, so a library that links but does not load is caught here.
-  const probe = spawnSync(process.execPath, ['-e',
-    `const m = require(${JSON.stringify(artifact)}); const i = m.info(); console.log(i.parallel + ' build, core ' + i.corename + ', ' + i.threads + ' thread(s) in use')`],
-  { env: { ...process.env, OPENBLAS_NUM_THREADS: '1' }, encoding: 'utf8' });
-  if (probe.status !== 0) {
-    rmSync(artifact, { force: true });
-    finish(false, `the addon was built but does not load: ${(probe.stderr || '').trim().split('\n')[0]}`, probe.stderr);
-  }
-  finish(true, `built build/native/paratrain_native.node against ${realpathSync(blas.lib)} (${probe.stdout.trim()})`);
+  const about = probe(`const m = require(${JSON.stringify(artifact)}); const i = m.info(); console.log(i.parallel + ' build, core ' + i.corename + ', ' + i.threads + ' thread(s) in use')`,
+    { ...process.env, OPENBLAS_NUM_THREADS: '1' });
+  finish(true, `built build/native/paratrain_native.node against ${realpathSync(blas.lib)} (${about})`);
 } catch (err) {
   finish(false, `unexpected error: ${err?.message ?? err}`);
 }

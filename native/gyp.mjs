@@ -1,7 +1,8 @@
-// Shared by the optional addons' build scripts (native/build.mjs, native/mpi/build.mjs): finding
-// npm's bundled node-gyp and Node's headers without downloading anything.
+// Shared by the optional addons' build scripts (native/build.mjs, native/*/build.mjs): finding
+// npm's bundled node-gyp and Node's headers without downloading anything, building, and loading
+// the result once.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, realpathSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, realpathSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -64,7 +65,12 @@ export function gypBuild({ root, dir, name, artifact, extra = [], verbose, finis
  * The common start of an addon build script at `moduleUrl` building `name`.node (npm script
  * `script`): its folder, the repository root, the artifact build/native/`name`.node, the flags
  * (--optional, --verbose), `finish` (see finisher; `continuing` says what happens without the
- * addon) and `build(extra)`, which runs gypBuild with extra gyp arguments.
+ * addon), `build(extra)`, which runs gypBuild with extra gyp arguments, and `probe(code, env)`.
+ *
+ * probe runs `code` (node -e) in a fresh process, which loads the artifact, so an addon that
+ * builds but does not load (a library that links but is missing at run time, a missing export) is
+ * caught at install: then the artifact is removed and the script ends through `finish`. It
+ * returns what the code printed, trimmed.
  */
 export function addonScript(moduleUrl, { name, script, continuing }) {
   const here = dirname(fileURLToPath(moduleUrl));
@@ -74,5 +80,15 @@ export function addonScript(moduleUrl, { name, script, continuing }) {
   const verbose = args.includes('--verbose');
   const finish = finisher(`${script}:`, args.includes('--optional'), continuing);
   const build = (extra = []) => gypBuild({ root, dir: here, name, artifact, extra, verbose, finish, script });
-  return { here, root, artifact, finish, build };
+  const probe = (code, env = process.env) => {
+    const r = spawnSync(process.execPath, ['-e', code], { env, encoding: 'utf8' });
+    if (r.status !== 0) {
+      rmSync(artifact, { force: true });
+      // the error's own line, not Node's "[eval]:2" location line before it
+      const lines = (r.stderr || '').trim().split('\n');
+      finish(false, `the addon was built but does not load: ${lines.find((l) => /^\w*Error\b/.test(l)) ?? lines[0]}`, r.stderr);
+    }
+    return r.stdout.trim();
+  };
+  return { here, root, artifact, finish, build, probe };
 }

@@ -14,12 +14,11 @@
 //
 // Compiled with plain -O2 and no -march (see binding.gyp): oneDNN dispatches its own kernels for
 // the CPU it finds at run time, so the addon stays portable.
-import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { addonScript } from '../gyp.mjs';
 
-const { artifact, finish, build } = addonScript(import.meta.url, { name: 'paratrain_onednn', script: 'build:onednn', continuing: 'continuing without the optional onednn backend' });
+const { artifact, finish, build, probe } = addonScript(import.meta.url, { name: 'paratrain_onednn', script: 'build:onednn', continuing: 'continuing without the optional onednn backend' });
 
 const TRIPLETS = {
   x64: 'x86_64-linux-gnu', arm64: 'aarch64-linux-gnu', ppc64: 'powerpc64le-linux-gnu', s390x: 's390x-linux-gnu',
@@ -68,15 +67,8 @@ try {
 
   build([`--onednn-include=${dnnl.include}`, `--onednn-libdir=${dnnl.libdir}`, `--onednn-extra-libs=${extraLibs.join(' ')}`]);
 
-  // Load it once, in a fresh process, so a library that links but does not load is caught here.
-  const probe = spawnSync(process.execPath, ['-e',
-    `const i = require(${JSON.stringify(artifact)}).info(); console.log('oneDNN ' + i.version + ', ISA ' + i.isa + ', ' + i.runtime + ' runtime, ' + i.threads + ' thread per device')`],
-  { encoding: 'utf8' });
-  if (probe.status !== 0) {
-    rmSync(artifact, { force: true });
-    finish(false, `the addon was built but does not load: ${(probe.stderr || '').trim().split('\n')[0]}`, probe.stderr);
-  }
-  finish(true, `built build/native/paratrain_onednn.node against ${realpathSync(dnnl.lib)} (${probe.stdout.trim()})`);
+  const about = probe(`const i = require(${JSON.stringify(artifact)}).info(); console.log('oneDNN ' + i.version + ', ISA ' + i.isa + ', ' + i.runtime + ' runtime, ' + i.threads + ' thread per device')`);
+  finish(true, `built build/native/paratrain_onednn.node against ${realpathSync(dnnl.lib)} (${about})`);
 } catch (err) {
   finish(false, `unexpected error: ${err?.message ?? err}`);
 }

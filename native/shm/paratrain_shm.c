@@ -35,7 +35,7 @@
 #define HAVE_X86 1
 #endif
 
-/* at most this many sources or destinations (a process has at most this many device threads) */
+/* at most this many sources or destinations (an shm world has at most 256 ranks: createShmWorld) */
 #define MAX_ARRAYS 256
 
 /* 32 floats at a time from ns sources into nd destinations; a scalar tail. */

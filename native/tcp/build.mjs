@@ -7,22 +7,15 @@
 // - --optional: any failure (compiler, node-gyp, headers) is reported in one line and the script
 //   still exits 0; without it a failed build exits 1 with its log.
 // - --verbose: shows node-gyp's output as it runs.
-import { spawnSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import { addonScript } from '../gyp.mjs';
 
-const { artifact, finish, build } = addonScript(import.meta.url, { name: 'paratrain_tcp', script: 'build:tcp', continuing: 'continuing without it (the tcp transport uses its wasm kernel)' });
+const { artifact, finish, build, probe } = addonScript(import.meta.url, { name: 'paratrain_tcp', script: 'build:tcp', continuing: 'continuing without it (the tcp transport uses its wasm kernel)' });
 
 try {
   if (process.env.PARATRAIN_TCP_NATIVE === '0') finish(true, 'skipped (PARATRAIN_TCP_NATIVE=0); the tcp transport uses its wasm kernel');
   build();
-  // load it once in a fresh process, so an addon that builds but does not load is caught here
-  const probe = spawnSync(process.execPath, ['-e', `const m = require(${JSON.stringify(artifact)});
-    if (typeof m.addHash !== 'function' || typeof m.hash !== 'function') throw new Error('exports are missing');`], { encoding: 'utf8' });
-  if (probe.status !== 0) {
-    rmSync(artifact, { force: true });
-    finish(false, `the addon was built but does not load: ${(probe.stderr || '').trim().split('\n')[0]}`, probe.stderr);
-  }
+  probe(`const m = require(${JSON.stringify(artifact)});
+    if (typeof m.addHash !== 'function' || typeof m.hash !== 'function') throw new Error('exports are missing');`);
   finish(true, 'built build/native/paratrain_tcp.node');
 } catch (err) {
   finish(false, `unexpected error: ${err?.message ?? err}`);

@@ -4,9 +4,9 @@
  * - Registered buffers: zero copy. A reduction reduces this rank's owned 1/G slice reading every
  *   rank's buffer directly and writes the result into every rank's slice (reduceScatter: its
  *   own). Where the native reduction is built (nativeReduce.ts) it does this on any registered
- *   buffers, wherever they live, when the rank's slice has NATIVE_MIN_FLOATS or more. Otherwise the wasm SIMD kernel does:
- *   buffers from the arena in place, other SharedArrayBuffers through this rank's scratch in
- *   ≤ 64 KiB chunks (copy in, SIMD reduce, copy out).
+ *   buffers, wherever they live, when the rank's slice has NATIVE_MIN_FLOATS or more. Otherwise
+ *   the wasm SIMD kernel does: buffers from the arena in place, other SharedArrayBuffers through
+ *   this rank's scratch in ≤ 64 KiB chunks (copy in, SIMD reduce, copy out).
  * - Other buffers: through per-rank staging halves in the arena, used alternately so one barrier
  *   per round keeps a rank from overwriting what a peer still reads.
  *
