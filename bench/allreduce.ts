@@ -26,7 +26,7 @@
  * (its own shared-memory transport), and every cell gets the ratio ours / Open MPI. Without mpirun
  * or the MPI addon the table says so and gives no ratio.
  *
- *   npm run bench -- allreduce [--sizes 1,4,16] [--reps 21] [--rounds 3] [--kinds arena,replica,wasm,copy] [--spin µs] [--no-mpi]
+ *   npm run bench -- allreduce [--sizes 1,4,16] [--reps 21] [--rounds 5] [--kinds arena,replica,wasm,copy] [--spin µs] [--no-mpi]
  *
  * Ours and Open MPI take turns for `--rounds` rounds (Open MPI's own figure moved threefold between
  * runs on the shared machine): a cell is the median over the rounds, a ratio the median of the
@@ -34,7 +34,9 @@
  * bimodal on the shared VM (Open MPI at 1 MB: 9–10 GB/s in some `mpirun` jobs and 2–3 in others,
  * with nothing of ours running), so a round's ratio can pit one side's slow spell against the
  * other's fast one; "best of rounds" divides each side's fastest round by the other's, the
- * comparison of what each reaches at its best.
+ * comparison of what each reaches at its best. Ours has slow spells too: in some runs every kind
+ * ran 5–8 GB/s at 4 MB for a whole round (1 and 16 MB in the same round at their usual speed),
+ * in one or two rounds of three, so the default is 5 rounds, as for `bench lstm` and `throughput`.
  *
  * `--spin` sets how long the ranks' waits spin before sleeping (default: the transport's, as in
  * training). MPI's ranks poll without sleeping; on a loaded machine a sleeping rank's wake-up,
@@ -115,7 +117,7 @@ export async function main(args: string[]): Promise<void> {
   const spin = spinFlag === undefined ? undefined : Number(spinFlag);
   for (const k of kinds) if (!NAMES[k]) throw new Error(`--kinds: unknown kind '${k}'; choose from ${Object.keys(NAMES).join(', ')}`);
   if (spin !== undefined && !(spin >= 0)) throw new Error(`--spin: a number of microseconds ≥ 0, got '${spinFlag}'`);
-  const rounds = Number(flag(args, 'rounds') ?? 3);
+  const rounds = Number(flag(args, 'rounds') ?? 5);
   if (!(rounds >= 1)) throw new Error(`--rounds: a count ≥ 1, got '${flag(args, 'rounds')}'`);
   console.log(`CPU: ${cpuModel()}; load average ${loadavg()[0]!.toFixed(2)} at the start`);
   // rounds: ours, then Open MPI, in turn, so a change of the shared machine's speed hits both
