@@ -77,7 +77,12 @@ static bool needsPadding(const Instance *inst, bool ta, bool tb, int64_t M, int6
 #endif
 }
 
-static Plan *matmulPlan(Instance *inst, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, float beta) {
+/*
+ * The matmul C = alpha·op(A)·B' + beta·C, op(A) [M×K] (transA: A stored K×M), cached by shape. tb
+ * says how B' [K×N] is given: 0 as stored, 1 transposed (stored N×K), MATMUL_PACKED_B in the
+ * primitive's own format (its plan's slot-1 memory has that layout: packed.c).
+ */
+Plan *matmulPlan(Instance *inst, bool ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, float beta) {
   Key key = { { PLAN_MATMUL, ta, tb, M, N, K } };
   memcpy(&key.v[6], &alpha, sizeof alpha);
   memcpy(&key.v[7], &beta, sizeof beta);
@@ -85,6 +90,7 @@ static Plan *matmulPlan(Instance *inst, bool ta, bool tb, int64_t M, int64_t N, 
   if (p) return p;
   p = planNew(inst, &key);
 
+  const bool packed = tb == MATMUL_PACKED_B;
   dnnl_memory_desc_t a, b, c;
   const dnnl_dims_t ad = { M, K }, bd = { K, N }, cd = { M, N };
   const dnnl_dims_t as = { ta ? 1 : K, ta ? M : 1 }, bs = { tb ? 1 : N, tb ? K : 1 };
@@ -93,7 +99,8 @@ static Plan *matmulPlan(Instance *inst, bool ta, bool tb, int64_t M, int64_t N, 
   dnnl_primitive_desc_t pd = NULL;
   dnnl_matmul_desc_t desc;
   bool ok = dnnl_memory_desc_init_by_strides(&a, 2, ad, dnnl_f32, as) == dnnl_success &&
-            dnnl_memory_desc_init_by_strides(&b, 2, bd, dnnl_f32, bs) == dnnl_success &&
+            (packed ? dnnl_memory_desc_init_by_tag(&b, 2, bd, dnnl_f32, dnnl_format_tag_any)
+                    : dnnl_memory_desc_init_by_strides(&b, 2, bd, dnnl_f32, bs)) == dnnl_success &&
             dnnl_memory_desc_init_by_tag(&c, 2, cd, dnnl_f32, dnnl_ab) == dnnl_success &&
             dnnl_matmul_desc_init(&desc, &a, &b, NULL, &c) == dnnl_success &&
             dnnl_primitive_attr_create(&attr) == dnnl_success;
@@ -104,7 +111,9 @@ static Plan *matmulPlan(Instance *inst, bool ta, bool tb, int64_t M, int64_t N, 
   }
   ok = ok && dnnl_primitive_desc_create(&pd, &desc, attr, inst->engine, NULL) == dnnl_success;
   if (ok) {
-    const int ma = planMem(inst, p, &a, 0), mb = planMem(inst, p, &b, 1), mc = planMem(inst, p, &c, 2);
+    /* packed: the weights in the layout the primitive chose */
+    const dnnl_memory_desc_t *w = packed ? dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0) : &b;
+    const int ma = planMem(inst, p, &a, 0), mb = planMem(inst, p, w, 1), mc = planMem(inst, p, &c, 2);
     const ArgRef args[] = { { DNNL_ARG_SRC, ma }, { DNNL_ARG_WEIGHTS, mb }, { DNNL_ARG_DST, mc } };
     ok = planStep(p, pd, 3, args);
   }

@@ -122,6 +122,11 @@ dnnl_status_t sgemm(char ta, char tb, int64_t M, int64_t N, int64_t K, float alp
 /** Records that `kind` got a new plan from `pd`. */
 void planCreated(Instance *inst, Plan *p, int kind, const_dnnl_primitive_desc_t pd);
 
+/** matmulPlan's tb for weights in the primitive's own format (the other values: 0 as stored, 1 transposed). */
+#define MATMUL_PACKED_B 2
+/** The cached matmul C = alpha·op(A)·B' + beta·C (gemm.c); NULL when oneDNN refuses. */
+Plan *matmulPlan(Instance *inst, bool ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, float beta);
+
 /** A reorder of `src` into `dst`, accumulating (dst = src + dst) when `accumulate`; NULL when oneDNN refuses. */
 dnnl_primitive_desc_t reorderPd(Instance *inst, const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst, bool accumulate);
 

@@ -62,45 +62,6 @@ static bool paddedPackProduct(Instance *inst, bool ta, int64_t M, int64_t N, int
   return sgemm(ta ? 'T' : 'N', 'N', M, N, K, alpha, A, padA ? lda + PADDING_FLOATS : lda, P, ldp, beta, C, N) == dnnl_success;
 }
 
-/* The matmul of op(A) [M×K] (transA: A stored K×M) and weights [K×N] in the primitive's own format. */
-static Plan *packedMatmulPlan(Instance *inst, bool ta, int64_t M, int64_t N, int64_t K, float alpha, float beta) {
-  Key key = { { PLAN_MATMUL, ta, 2, M, N, K } };  /* 2 in the transB word: weights in oneDNN's format */
-  memcpy(&key.v[6], &alpha, sizeof alpha);
-  memcpy(&key.v[7], &beta, sizeof beta);
-  Plan *p = planFind(inst, &key);
-  if (p) return p;
-  p = planNew(inst, &key);
-  dnnl_memory_desc_t a, b, c;
-  const dnnl_dims_t ad = { M, K }, bd = { K, N }, cd = { M, N }, as = { ta ? 1 : K, ta ? M : 1 };
-  dnnl_primitive_attr_t attr = NULL;
-  dnnl_post_ops_t ops = NULL;
-  dnnl_primitive_desc_t pd = NULL;
-  dnnl_matmul_desc_t desc;
-  bool ok = dnnl_memory_desc_init_by_strides(&a, 2, ad, dnnl_f32, as) == dnnl_success &&
-            dnnl_memory_desc_init_by_tag(&b, 2, bd, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
-            dnnl_memory_desc_init_by_tag(&c, 2, cd, dnnl_f32, dnnl_ab) == dnnl_success &&
-            dnnl_matmul_desc_init(&desc, &a, &b, NULL, &c) == dnnl_success &&
-            dnnl_primitive_attr_create(&attr) == dnnl_success;
-  if (ok && alpha != 1.0f) ok = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha) == dnnl_success;
-  if (ok && beta != 0.0f) {
-    ok = dnnl_post_ops_create(&ops) == dnnl_success && dnnl_post_ops_append_sum(ops, beta) == dnnl_success &&
-         dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success;
-  }
-  ok = ok && dnnl_primitive_desc_create(&pd, &desc, attr, inst->engine, NULL) == dnnl_success;
-  if (ok) {
-    const dnnl_memory_desc_t *w = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    const int ma = planMem(inst, p, &a, 0), mb = planMem(inst, p, w, 1), mc = planMem(inst, p, &c, 2);
-    const ArgRef args[] = { { DNNL_ARG_SRC, ma }, { DNNL_ARG_WEIGHTS, mb }, { DNNL_ARG_DST, mc } };
-    ok = planStep(p, pd, 3, args);
-  }
-  if (ok) planCreated(inst, p, PLAN_MATMUL, pd);
-  else { planFree(p); p = NULL; }
-  if (pd) dnnl_primitive_desc_destroy(pd);
-  if (ops) dnnl_post_ops_destroy(ops);
-  if (attr) dnnl_primitive_attr_destroy(attr);
-  return p;
-}
-
 /* The weights layout of a plan (its memory object for slot 1). */
 static const dnnl_memory_desc_t *weightsMd(const Plan *p) {
   const dnnl_memory_desc_t *md = NULL;
@@ -113,7 +74,7 @@ static Plan *packPlan(Instance *inst, bool ta, bool tb, int64_t M, int64_t N, in
   const Key key = { { PLAN_MATMUL, ta, tb, M, N, K, 0, 0, 1 } };  /* 1 in word 8: the pack, not a product */
   Plan *p = planFind(inst, &key);
   if (p) return p;
-  const Plan *product = packedMatmulPlan(inst, ta, M, N, K, 1.0f, 0.0f);
+  const Plan *product = matmulPlan(inst, ta, MATMUL_PACKED_B, M, N, K, 1.0f, 0.0f);
   if (!product || !weightsMd(product)) return NULL;
   /* a copy: planNew may start the cache over, freeing `product` */
   const dnnl_memory_desc_t toMd = *weightsMd(product), *to = &toMd;
@@ -213,7 +174,7 @@ napi_value GemmPackedWeights(napi_env env, napi_callback_info info) {
   if (!pack) { inst->unsupported[PLAN_MATMUL]++; return boolValue(env, false); }
   /* a copy: making the product's plan may start the cache over, freeing `pack` */
   const dnnl_memory_desc_t packMd = *weightsMd(pack);
-  Plan *p = packedMatmulPlan(inst, ta, M, N, K, (float)alpha, (float)beta);
+  Plan *p = matmulPlan(inst, ta, MATMUL_PACKED_B, M, N, K, (float)alpha, (float)beta);
   /* the pack fits this product only when the plan reads weights in the layout the pack was made in */
   if (!p || !dnnl_memory_desc_equal(weightsMd(p), &packMd)) { inst->unsupported[PLAN_MATMUL]++; return boolValue(env, false); }
   if (!need(env, fn, "packed", lp, (int64_t)(dnnl_memory_desc_get_size(weightsMd(p)) / sizeof(float)))) return NULL;
