@@ -149,7 +149,7 @@ program.command('simulate')
   .action(async (config: string | undefined, opts) => (await import('./simulateCommand.ts')).runSimulate(config, opts));
 
 program.command('info')
-  .description('show the kernel backends found on this machine and which one is chosen')
+  .description('show the kernel backends found on this machine and which one is chosen, and the shm reduction kernel')
   .action(async () => (await import('./commands.ts')).runInfo());
 
 try {

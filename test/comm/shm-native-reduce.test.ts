@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { loadShmNative, shmNativeUnavailableReason, shmReduceDescription } from '../../src/comm/shm/nativeReduce.ts';
+import { NATIVE_MIN_FLOATS } from '../../src/comm/shm/collectives.ts';
 import { firstBitDiff, inputFor, runWorld, serialSum } from './helpers.ts';
 
 const native = loadShmNative();
@@ -84,7 +85,7 @@ async function collectivesWith(env: string | undefined, wasmOnly = false): Promi
   if (env === undefined) delete process.env.PARATRAIN_SHM_NATIVE;
   else process.env.PARATRAIN_SHM_NATIVE = env; // the workers copy the environment when they start
   try {
-    const { results } = await runWorld(3, 'collectives', { sizes: [3 * 32768 + 5], kinds: ['sab', 'arena', 'sub', 'wasm'], wasmOnly });
+    const { results } = await runWorld(3, 'collectives', { sizes: [3 * NATIVE_MIN_FLOATS + 5], kinds: ['sab', 'arena', 'sub', 'wasm'], wasmOnly });
     for (const r of results) assert.deepEqual(r.failures, [], r.failures.join('\n'));
     for (const r of results) assert.equal(r.data.nativeReduce, !wasmOnly && env !== '0' && native !== null, 'useNativeReduce\'s answer');
     return results.map((r) => r.data.paths as Record<string, number>);
