@@ -44,33 +44,18 @@ __attribute__((target("avx2")))
 static void reduce_avx2(float *const *src, int ns, float *const *dst, int nd, size_t n, float div) {
   const __m256 vd = _mm256_set1_ps(div);
   size_t i = 0;
-  if (ns == 2) {
-    const float *a = src[0], *b = src[1];
-    for (; i + 32 <= n; i += 32) {
-      __m256 x0 = _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i));
-      __m256 x1 = _mm256_add_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8));
-      __m256 x2 = _mm256_add_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16));
-      __m256 x3 = _mm256_add_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24));
-      if (div != 0) { x0 = _mm256_div_ps(x0, vd); x1 = _mm256_div_ps(x1, vd); x2 = _mm256_div_ps(x2, vd); x3 = _mm256_div_ps(x3, vd); }
-      for (int d = 0; d < nd; d++) {
-        float *o = dst[d] + i;
-        _mm256_storeu_ps(o, x0); _mm256_storeu_ps(o + 8, x1); _mm256_storeu_ps(o + 16, x2); _mm256_storeu_ps(o + 24, x3);
-      }
+  for (; i + 32 <= n; i += 32) {
+    const float *s0 = src[0] + i;
+    __m256 x0 = _mm256_loadu_ps(s0), x1 = _mm256_loadu_ps(s0 + 8), x2 = _mm256_loadu_ps(s0 + 16), x3 = _mm256_loadu_ps(s0 + 24);
+    for (int k = 1; k < ns; k++) {
+      const float *s = src[k] + i;
+      x0 = _mm256_add_ps(x0, _mm256_loadu_ps(s)); x1 = _mm256_add_ps(x1, _mm256_loadu_ps(s + 8));
+      x2 = _mm256_add_ps(x2, _mm256_loadu_ps(s + 16)); x3 = _mm256_add_ps(x3, _mm256_loadu_ps(s + 24));
     }
-  } else {
-    for (; i + 32 <= n; i += 32) {
-      const float *s0 = src[0] + i;
-      __m256 x0 = _mm256_loadu_ps(s0), x1 = _mm256_loadu_ps(s0 + 8), x2 = _mm256_loadu_ps(s0 + 16), x3 = _mm256_loadu_ps(s0 + 24);
-      for (int k = 1; k < ns; k++) {
-        const float *s = src[k] + i;
-        x0 = _mm256_add_ps(x0, _mm256_loadu_ps(s)); x1 = _mm256_add_ps(x1, _mm256_loadu_ps(s + 8));
-        x2 = _mm256_add_ps(x2, _mm256_loadu_ps(s + 16)); x3 = _mm256_add_ps(x3, _mm256_loadu_ps(s + 24));
-      }
-      if (div != 0) { x0 = _mm256_div_ps(x0, vd); x1 = _mm256_div_ps(x1, vd); x2 = _mm256_div_ps(x2, vd); x3 = _mm256_div_ps(x3, vd); }
-      for (int d = 0; d < nd; d++) {
-        float *o = dst[d] + i;
-        _mm256_storeu_ps(o, x0); _mm256_storeu_ps(o + 8, x1); _mm256_storeu_ps(o + 16, x2); _mm256_storeu_ps(o + 24, x3);
-      }
+    if (div != 0) { x0 = _mm256_div_ps(x0, vd); x1 = _mm256_div_ps(x1, vd); x2 = _mm256_div_ps(x2, vd); x3 = _mm256_div_ps(x3, vd); }
+    for (int d = 0; d < nd; d++) {
+      float *o = dst[d] + i;
+      _mm256_storeu_ps(o, x0); _mm256_storeu_ps(o + 8, x1); _mm256_storeu_ps(o + 16, x2); _mm256_storeu_ps(o + 24, x3);
     }
   }
   for (; i < n; i++) {
