@@ -11,7 +11,7 @@
  * call) the gain shows at 1 MB (40–51 GB/s against 32–43); from 4 MB the caches' bandwidth bounds
  * both kernels alike. And wasm reaches only its own memory, so registered buffers outside the
  * arena went through scratch copies; the addon reads and writes every rank's buffer where it is
- * (12–13 GB/s against 6–7).
+ * (9–13 GB/s against 5–9).
  *
  * Found and loaded by the platform loader (src/platform/addon.ts). Loading never throws: a
  * missing file, an ABI mismatch or PARATRAIN_SHM_NATIVE=0 give null.
