@@ -1,6 +1,11 @@
 /**
  * Data-parallel throughput: mnist-small, hybrid strategy, per-device batch 64, on 1 and 2 devices
- * (worker threads), steady-state samples/s from the step events (warm-up excluded). Where Debian's
+ * (worker threads), steady-state samples/s from the step events (warm-up excluded). V8 compiles
+ * the per-step code on helper threads for the first thousand steps or more (called once a step, the
+ * functions cross its tier-up counts one at a time), and with every core a device those threads
+ * take a device's core while the other waits for it. `--warmup 1000` counts after most of that;
+ * a warm-up longer than `--steps` + 10 also prints steps 10 to 10 + `--steps` of the same runs, to
+ * compare the two windows (session 34: no consistent difference on a 2-core VM). Where Debian's
  * python3-torch is installed, PyTorch on 1 process and DDP (gloo, 2 processes, 1 thread each, same
  * network and per-rank batch) run in the same benchmark and the ratios are printed.
  * The kernel backend is `auto` (onednn, then native, then wasm: whichever is built) unless
@@ -21,7 +26,9 @@
  * jobs at once, each in its own process (nothing exchanged), their samples/s summed over the
  * window in which all of them were stepping. What a G-device job loses to that ceiling is the
  * framework's (communication, waiting); what the ceiling loses to G × 1 device is the machine's
- * (cores sharing caches, memory bandwidth and clock).
+ * (cores sharing caches, memory bandwidth and clock). Each round also runs the FMA probe
+ * (bench/peak.ts coreScaling) on one core and then on G at once for a second each: pure
+ * arithmetic's scaling to G cores on this host, where neither memory nor the framework counts.
  *
  *   npm run bench -- throughput [--steps 300] [--warmup 10] [--rounds 5] [--devices 1,2] [--backend auto|onednn|native|wasm] [--spin µs|adaptive]
  * `--spin` sets the device threads' waits' spin (PARATRAIN_SHM_SPIN, for the side-by-side children too; default:
@@ -39,25 +46,36 @@ import { getBackend } from '../src/kernels/index.ts';
 import { spinFromEnv } from '../src/comm/shm/index.ts';
 import { torchPython, runPython, TORCH_NET } from './torch.ts';
 import { median } from './args.ts';
+import { coreScaling } from './peak.ts';
 
 /** Steps left out at the start of every run (see the header). */
 const WARMUP_STEPS = 10;
+/** The first step of the early window (printed when the warm-up is longer), with V8 still compiling. */
+const EARLY_FROM = 10;
+/** Seconds of each FMA probe run (one core, then G at once) in every round. */
+const FMA_SECONDS = 1;
 
 function option(args: string[], name: string, fallback: string): string {
   const i = args.indexOf(`--${name}`);
   return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
 }
 
-/** One device's counted steps: [the time it finished the step (ms since the epoch), its samples]. */
-type StepTimes = [number, number][];
+/** Counted step events: [the time a device finished the step (ms since the epoch), its samples, the step]. */
+type StepTimes = [number, number, number][];
 
 /**
- * A job's counted steps, and the share of `devices` cores its process ran on while they were counted:
- * its CPU time (every thread) over wall time × devices, from the first counted step event to the last
- * that reached the main thread. Below 100% the job's threads were not running part of the time:
- * waiting for each other, or not given a core by the host.
+ * A job's step events from step EARLY_FROM (or the warm-up's end, if sooner) to the last counted
+ * one, and the share of `devices` cores its process ran on while the counted ones (after the
+ * warm-up) came: its CPU time (every thread) over wall time × devices, from the first counted step
+ * event to the last that reached the main thread. Below 100% the job's threads were not running
+ * part of the time: waiting for each other, or not given a core by the host.
  */
 interface JobSteps { times: StepTimes; cpuShare: number }
+
+/** The events of steps [from, from + steps]. */
+function stepsFrom(times: StepTimes, from: number, steps: number): StepTimes {
+  return times.filter(([, , step]) => step >= from && step <= from + steps);
+}
 
 /** Samples/s over [from, to] of the steps finished inside it (the first one opens the window). */
 function rateWithin(times: StepTimes, from: number, to: number): number {
@@ -67,10 +85,27 @@ function rateWithin(times: StepTimes, from: number, to: number): number {
   return samples / ((inside.at(-1)![0] - inside[0]![0]) / 1000);
 }
 
+/** Samples/s of a job's steps [from, from + steps], from their own first and last events. */
+function rateOfSteps(times: StepTimes, from: number, steps: number): number {
+  const w = stepsFrom(times, from, steps);
+  return rateWithin(w, w[0]![0], w.at(-1)![0]);
+}
+
+/**
+ * A run's samples/s: steady state (`steps` steps after the warm-up) and, when the warm-up holds
+ * them, steps [EARLY_FROM, EARLY_FROM + steps] of the same run.
+ */
+interface Rates { rate: number; cpuShare: number; early?: number }
+
 /** Steady-state samples/s of a paratrain run of `steps` global steps on `devices` devices. */
-async function paratrainSamplesPerSecond(devices: number, steps: number, warmup: number, batch: number, backend: string): Promise<{ rate: number; cpuShare: number }> {
+async function paratrainSamplesPerSecond(devices: number, steps: number, warmup: number, batch: number, backend: string): Promise<Rates> {
   const { times, cpuShare } = await paratrainStepTimes(devices, steps, warmup, batch, backend);
-  return { rate: rateWithin(times, times[0]![0], times.at(-1)![0]), cpuShare };
+  return { rate: rateOfSteps(times, warmup, steps), cpuShare, ...(hasEarly(steps, warmup) ? { early: rateOfSteps(times, EARLY_FROM, steps) } : {}) };
+}
+
+/** Whether the warm-up holds the early window whole. */
+function hasEarly(steps: number, warmup: number): boolean {
+  return EARLY_FROM + steps < warmup;
 }
 
 /** The counted step events (after the warm-up) of a paratrain run of `steps` global steps on `devices` devices. */
@@ -94,9 +129,10 @@ async function paratrainStepTimes(devices: number, steps: number, warmup: number
       signal: stop.signal,
       onEvent: (e) => {
         // every device reports each step; the steps a stop lets finish are not counted
-        if (e.type !== 'step' || e.step < warmup || e.step > warmup + steps) return;
+        if (e.type !== 'step' || e.step < Math.min(EARLY_FROM, warmup) || e.step > warmup + steps) return;
         // the time the device finished the step (devices send their step events in batches)
-        times.push([e.time ?? Date.now(), e.samples]);
+        times.push([e.time ?? Date.now(), e.samples, e.step]);
+        if (e.step < warmup) return;
         last = { cpu: process.cpuUsage(), wall: performance.now() };
         first ??= last;
         if (e.step === warmup + steps) stop.abort();
@@ -113,18 +149,21 @@ async function paratrainStepTimes(devices: number, steps: number, warmup: number
 /**
  * G unconnected 1-device jobs at once, each in its own process: their samples/s summed over the
  * window in which every one of them was stepping (from the last one's first counted step to the
- * first one's last).
+ * first one's last), after the warm-up and, when it holds them, in steps [EARLY_FROM, EARLY_FROM + steps].
  */
-async function sideBySideSamplesPerSecond(g: number, steps: number, warmup: number, batch: number, backend: string): Promise<{ rate: number; cpuShare: number }> {
+async function sideBySideSamplesPerSecond(g: number, steps: number, warmup: number, batch: number, backend: string): Promise<Rates> {
   const script = new URL('./main.ts', import.meta.url).pathname;
   const args = ['--import', 'tsx', script, 'throughput', '--one-job', '--steps', String(steps), '--warmup', String(warmup), '--backend', backend];
   const jobs = await Promise.all(Array.from({ length: g }, () => new Promise<JobSteps>((resolve, reject) => {
     execFile(process.execPath, args, { maxBuffer: 64 << 20 }, (err, stdout) => err ? reject(err) : resolve(JSON.parse(stdout) as JobSteps));
   })));
-  const runs = jobs.map((j) => j.times);
-  const from = Math.max(...runs.map((t) => t[0]![0])), to = Math.min(...runs.map((t) => t.at(-1)![0]));
-  if (to <= from) throw new Error('throughput: the side-by-side jobs did not overlap; raise --steps');
-  return { rate: runs.reduce((sum, t) => sum + rateWithin(t, from, to), 0), cpuShare: jobs.reduce((a, j) => a + j.cpuShare, 0) / g };
+  const summed = (firstStep: number): number => {
+    const runs = jobs.map((j) => stepsFrom(j.times, firstStep, steps));
+    const from = Math.max(...runs.map((t) => t[0]![0])), to = Math.min(...runs.map((t) => t.at(-1)![0]));
+    if (to <= from) throw new Error('throughput: the side-by-side jobs did not overlap; raise --steps');
+    return runs.reduce((sum, t) => sum + rateWithin(t, from, to), 0);
+  };
+  return { rate: summed(warmup), cpuShare: jobs.reduce((a, j) => a + j.cpuShare, 0) / g, ...(hasEarly(steps, warmup) ? { early: summed(EARLY_FROM) } : {}) };
 }
 
 const TORCH_DDP = `${TORCH_NET}
@@ -186,15 +225,25 @@ export async function main(args: string[]): Promise<void> {
   const perRound = new Map<number, number[]>(devices.map((g) => [g, []]));
   const side = devices.filter((g) => g > 1);
   const sideRound = new Map<number, number[]>(side.map((g) => [g, []]));
+  // the early window's samples/s, per row as `shares`; the FMA probe's scaling to G cores, per G
+  const early = new Map<string, number[]>(), fma = new Map<number, number[]>(side.map((g) => [g, []])), overlaps: number[] = [];
   // the CPU share of each run (JobSteps), per row: devices, or `${g} apart`
   const shares = new Map<string, number[]>();
-  const keep = (row: string, r: { rate: number; cpuShare: number }): number => {
+  const keep = (row: string, r: Rates): number => {
     shares.set(row, [...(shares.get(row) ?? []), r.cpuShare]);
+    if (r.early !== undefined) early.set(row, [...(early.get(row) ?? []), r.early]);
     return r.rate;
   };
   for (let r = 0; r < rounds; r++) {
     for (const g of devices) perRound.get(g)!.push(keep(String(g), await paratrainSamplesPerSecond(g, steps, warmup, batch, backend)));
-    for (const g of side) sideRound.get(g)!.push(keep(`${g} apart`, await sideBySideSamplesPerSecond(g, steps, warmup, batch, backend)));
+    for (const g of side) {
+      sideRound.get(g)!.push(keep(`${g} apart`, await sideBySideSamplesPerSecond(g, steps, warmup, batch, backend)));
+      const probe = await coreScaling(g, FMA_SECONDS);
+      if (probe) {
+        fma.get(g)!.push(probe.scaling);
+        overlaps.push(probe.overlap);
+      }
+    }
   }
   const share = (row: string) => `${(100 * median(shares.get(row)!)).toFixed(0)}%`.padStart(11);
   const ours = new Map(devices.map((g) => [g, median(perRound.get(g)!)]));
@@ -203,7 +252,8 @@ export async function main(args: string[]): Promise<void> {
   const scaling = new Map(devices.map((g) => [g, vsOne(perRound.get(g)!)]));
   const torch = new Map<number, number>();
   if (torchPython()) {
-    for (const g of devices) torch.set(g, Number(runPython(TORCH_DDP, [String(g), String(batch), String(steps), String(warmup), String(29500 + g)])));
+    // no JIT to warm up: PyTorch's steady state starts within a few steps
+    for (const g of devices) torch.set(g, Number(runPython(TORCH_DDP, [String(g), String(batch), String(steps), String(Math.min(warmup, EARLY_FROM)), String(29500 + g)])));
   }
   console.log(`load average after: ${load()}`);
   console.log(`mnist-small, hybrid, per-device batch ${batch}, ${steps} steps after ${warmup} warm-up steps, ${backend} backend, ` +
@@ -220,10 +270,23 @@ export async function main(args: string[]): Promise<void> {
     const c = sideRound.get(g)!, k = vsOne(c), mine = median(perRound.get(g)!.map((v, r) => v / c[r]!));
     console.log(`${`${g} apart`.padEnd(10)}${median(c).toFixed(0).padStart(12)}${(k !== undefined ? `${k.toFixed(2)}×` : '').padStart(13)}${share(`${g} apart`)}  ${c.map((v) => v.toFixed(0)).join(' · ')}`);
     console.log(`  ${g} devices reach ${(100 * mine).toFixed(0)}% of the machine's ceiling for ${g} (median of the rounds' ratios)`);
+    const f = fma.get(g)!;
+    if (f.length) {
+      console.log(`pure FMA on ${g} cores at once: ${median(f).toFixed(2)}× one core (median of the rounds: ${f.map((v) => v.toFixed(2)).join(' · ')}; ` +
+        `${FMA_SECONDS} s each, all threads running together for at least ${(100 * Math.min(...overlaps)).toFixed(0)}% of it)`);
+    }
+  }
+  if (hasEarly(steps, warmup) && perRound.has(1)) {
+    const one = early.get('1')!;
+    const vs = (xs: number[]) => `${median(xs.map((v, r) => v / one[r]!)).toFixed(2)}×`;
+    console.log(`steps ${EARLY_FROM}–${EARLY_FROM + steps} of the same runs, V8 still compiling the per-step code: 1 device ${median(one).toFixed(0)} samples/s; ` +
+      devices.filter((g) => g > 1).map((g) => `${g} devices ${vs(early.get(String(g))!)}`).join(', ') +
+      side.map((g) => `, ${g} apart ${vs(early.get(`${g} apart`)!)}; ${g} devices reach ` +
+        `${(100 * median(early.get(String(g))!.map((v, r) => v / early.get(`${g} apart`)![r]!))).toFixed(0)}% of it`).join(''));
   }
   console.log(`N apart: N unconnected 1-device jobs at once, one process each, summed while all were stepping (the machine's ceiling for N devices)`);
   console.log(`CPU share: the job's CPU time (all its threads) while its steps were counted, over wall time × devices (the median over rounds; ` +
     `for N apart the mean of the N jobs): under 100%, its threads were waiting for each other (beyond the spin of up to 1 ms, which counts as CPU) or not given a core by the host`);
   if (!torch.size) console.log('(PyTorch comparison skipped: python3-torch is not installed)');
-  console.log('pytorch: 1 device = one process, 1 thread; 2 devices = DDP over gloo, 2 processes, 1 thread each');
+  console.log(`pytorch: 1 device = one process, 1 thread; 2 devices = DDP over gloo, 2 processes, 1 thread each; ${steps} steps after ${Math.min(warmup, EARLY_FROM)} warm-up steps`);
 }

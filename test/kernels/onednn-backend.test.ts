@@ -17,6 +17,7 @@ import { getBackend, registeredBackends, tryBackend } from '../../src/kernels/in
 import type { WasmBackend } from '../../src/kernels/wasm/index.ts';
 import type { ActivationKind, Pool2DGeometry } from '../../src/kernels/backend.ts';
 import { loadAddon } from '../../src/platform/addon.ts';
+import { coreScaling } from '../../bench/peak.ts';
 
 const onednn = await createOneDnnBackend();
 const skip = onednn ? false : `onednn backend unavailable: ${onednnUnavailableReason()}`;
@@ -309,7 +310,7 @@ test('PARATRAIN_ONEDNN_RNN chooses the recurrent layers run as oneDNN primitives
   assert.match(bad.stderr, /PARATRAIN_ONEDNN_RNN=lstm,rnn: "rnn" is not a cell; use a comma-separated list of lstm and gru, or none/);
 });
 
-const peak = loadAddon<{ fmaPeak(bits: number, seconds: number): { bits: number; gflops: number; fma: boolean } }>({
+const peak = loadAddon<{ fmaPeak(bits: number, seconds: number): { bits: number; gflops: number; sustainedGflops: number; fma: boolean } }>({
   file: 'paratrain_peak.node', sourceDir: 'native/onednn/peak', disableEnv: 'PARATRAIN_PEAK', requiredExports: ['fmaPeak'],
   buildCommand: 'npm run build:peak', notBuiltReason: 'not built',
 });
@@ -319,5 +320,16 @@ test('the FMA peak probe measures the widest vectors and 128-bit ones', { skip: 
   assert.ok([128, 256, 512].includes(wide.bits), `bits ${wide.bits}`);
   assert.equal(narrow.bits, 128);
   assert.ok(wide.gflops > 0 && narrow.gflops > 0, `${wide.gflops} ${narrow.gflops}`);
+  // the whole run's rate: its chunks' total over their total time, never above the fastest chunk's
+  for (const r of [wide, narrow]) assert.ok(r.sustainedGflops > 0 && r.sustainedGflops <= r.gflops * (1 + 1e-9), `${r.sustainedGflops} ${r.gflops}`);
   assert.throws(() => peak!.fmaPeak(1024, 0.01), /bits must be 0, 128, 256 or 512/);
+});
+
+test('the probe on two cores at once: both threads run together, their rates summed', { skip: peak ? false : 'the FMA peak probe is not built (npm run build:peak)' }, async () => {
+  const s = (await coreScaling(2, 0.1))!;
+  assert.ok(s.one > 0 && s.together > 0, JSON.stringify(s));
+  assert.equal(s.scaling, s.together / s.one);
+  // started together and timed by the wall clock, they overlap for nearly all of the run (started
+  // one after the other, they would not overlap at all)
+  assert.ok(s.overlap > 0.8, `overlap ${s.overlap}`);
 });

@@ -9,7 +9,9 @@
  * only called when the CPU has it, so the addon itself needs no -march and runs anywhere.
  * The loop is timed in chunks of BLOCK iterations (tens of microseconds) and the fastest chunk
  * counts: a peak is a maximum, and on a shared machine (another process on the core or its SMT
- * sibling) the average over the whole run would understate it.
+ * sibling) the average over the whole run would understate it. The average is returned beside it
+ * (`sustainedGflops`): run on every core at once (bench/peak.ts coreScaling) it says how much of
+ * G cores' peak the host gives when all of them compute, the ceiling of any G-device job.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -32,7 +34,7 @@ static double seconds(void) {
 
 /*
  * Runs chunks of BLOCK iterations of 12 independent multiply-adds for `duration` seconds; returns
- * the fastest chunk's flops per second. The accumulators are 12 named variables (not an array) so that -O2 keeps them
+ * the fastest chunk's flops per second and stores the whole run's in `*sustained`. The accumulators are 12 named variables (not an array) so that -O2 keeps them
  * in registers: the loop body is 12 FMA instructions and a counter.
  */
 #define MEASURE(VEC, SET1, FMA, STORE, LANES)                                               \
@@ -40,6 +42,7 @@ static double seconds(void) {
   const VEC m = SET1(0.9999999f), c = SET1(1e-7f);                                          \
   const double start = seconds();                                                           \
   double t = start, best = 0;                                                               \
+  long chunks = 0;                                                                          \
   do {                                                                                      \
     const double t0 = t;                                                                    \
     for (int k = 0; k < BLOCK; k++) {                                                       \
@@ -47,29 +50,31 @@ static double seconds(void) {
     }                                                                                       \
     t = seconds();                                                                          \
     if (t > t0 && 1.0 / (t - t0) > best) best = 1.0 / (t - t0);                             \
+    chunks++;                                                                               \
   } while (t - start < duration);                                                           \
   float sink[LANES];                                                                        \
   VEC s = a0;                                                                               \
   s = FMA(s, m, a1); s = FMA(s, m, a2); s = FMA(s, m, a3); s = FMA(s, m, a4); s = FMA(s, m, a5); s = FMA(s, m, a6); s = FMA(s, m, a7); s = FMA(s, m, a8); s = FMA(s, m, a9); s = FMA(s, m, a10); s = FMA(s, m, a11); \
   STORE(sink, s);                                                                           \
   *check = sink[0];                                                                         \
+  *sustained = (double)chunks / (t - start) * BLOCK * ACC * LANES * 2;                      \
   return best * BLOCK * ACC * LANES * 2;
 
 #ifdef X86
-__attribute__((target("avx512f"))) static double peak512(double duration, float *check) {
+__attribute__((target("avx512f"))) static double peak512(double duration, float *check, double *sustained) {
   MEASURE(__m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_storeu_ps, 16)
 }
 
-__attribute__((target("avx2,fma"))) static double peak256(double duration, float *check) {
+__attribute__((target("avx2,fma"))) static double peak256(double duration, float *check, double *sustained) {
   MEASURE(__m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_storeu_ps, 8)
 }
 
-__attribute__((target("fma"))) static double peak128fma(double duration, float *check) {
+__attribute__((target("fma"))) static double peak128fma(double duration, float *check, double *sustained) {
   MEASURE(__m128, _mm_set1_ps, _mm_fmadd_ps, _mm_storeu_ps, 4)
 }
 
 static inline __m128 mulAdd(__m128 a, __m128 b, __m128 c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
-static double peak128sse(double duration, float *check) {
+static double peak128sse(double duration, float *check, double *sustained) {
   MEASURE(__m128, _mm_set1_ps, mulAdd, _mm_storeu_ps, 4)
 }
 #endif
@@ -79,7 +84,7 @@ static inline F4 set4(float x) { return (F4){ { x, x, x, x } }; }
 static inline F4 fma4(F4 a, F4 b, F4 c) { F4 r; for (int i = 0; i < 4; i++) r.v[i] = a.v[i] * b.v[i] + c.v[i]; return r; }
 static inline void store4(float *p, F4 a) { for (int i = 0; i < 4; i++) p[i] = a.v[i]; }
 /* Portable 4-lane fallback (other architectures): what the compiler makes of plain C. */
-static double peakGeneric(double duration, float *check) {
+static double peakGeneric(double duration, float *check, double *sustained) {
   MEASURE(F4, set4, fma4, store4, 4)
 }
 
@@ -102,7 +107,10 @@ static bool hasFma128(void) {
 #endif
 }
 
-/* fmaPeak(bits, seconds) → { bits, gflops, fma }: bits 0 means the widest this CPU has. */
+/*
+ * fmaPeak(bits, seconds) → { bits, gflops, sustainedGflops, fma }: bits 0 means the widest this CPU
+ * has; gflops is the fastest chunk's rate, sustainedGflops the whole run's.
+ */
 static napi_value FmaPeak(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2], out, v;
@@ -115,21 +123,22 @@ static napi_value FmaPeak(napi_env env, napi_callback_info info) {
   if (want != 128 && want != 256 && want != 512) { napi_throw_range_error(env, NULL, "fmaPeak: bits must be 0, 128, 256 or 512"); return NULL; }
   if (want > widest()) { napi_throw_range_error(env, NULL, "fmaPeak: this CPU has no FMA of that width"); return NULL; }
   float check = 0;
-  double flops;
+  double flops, sustained = 0;
   bool fma = true;
 #ifdef X86
-  if (want == 512) flops = peak512(duration, &check);
-  else if (want == 256) flops = peak256(duration, &check);
-  else if (hasFma128()) flops = peak128fma(duration, &check);
-  else { fma = false; flops = peak128sse(duration, &check); }
+  if (want == 512) flops = peak512(duration, &check, &sustained);
+  else if (want == 256) flops = peak256(duration, &check, &sustained);
+  else if (hasFma128()) flops = peak128fma(duration, &check, &sustained);
+  else { fma = false; flops = peak128sse(duration, &check, &sustained); }
 #else
   fma = false;
-  flops = peakGeneric(duration, &check);
+  flops = peakGeneric(duration, &check, &sustained);
 #endif
   (void)peakGeneric;
   napi_create_object(env, &out);
   napi_create_int32(env, want, &v); napi_set_named_property(env, out, "bits", v);
   napi_create_double(env, flops / 1e9, &v); napi_set_named_property(env, out, "gflops", v);
+  napi_create_double(env, sustained / 1e9, &v); napi_set_named_property(env, out, "sustainedGflops", v);
   napi_get_boolean(env, fma, &v); napi_set_named_property(env, out, "fma", v);
   napi_create_double(env, check, &v); napi_set_named_property(env, out, "check", v);
   return out;
