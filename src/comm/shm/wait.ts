@@ -36,21 +36,35 @@ export function waitWhileEqual(
 ): number {
   if (Atomics.load(i32, index) !== value) return 0;
   const t0 = performance.now();
-  const abort = opts.abort ?? AbortFlag.for(i32.buffer);
   const learned = opts.adaptiveSpin;
-  const ended = (): number => {
-    const waited = performance.now() - t0;
-    learned?.record(waited);
-    return waited;
-  };
   const spin = learned ? learned.micros : opts.spinMicros ?? 0;
-  if (spin > 0) {
-    const spinEnd = t0 + spin / 1000;
-    for (let k = 1; ; k++) {
-      if (Atomics.load(i32, index) !== value) return ended();
-      if ((k & 255) === 0 && performance.now() > spinEnd) break;
-    }
+  if (!(spin > 0 && spinWhileEqual(i32, index, value, t0 + spin / 1000))) sleepWhileEqual(i32, index, value, t0, opts, onTimeout);
+  const waited = performance.now() - t0;
+  learned?.record(waited);
+  return waited;
+}
+
+/*
+ * The spin and the sleep are functions of their own so that V8's on-stack compilation of the hot
+ * spin loop holds no code that has not run yet. Compiled inside waitWhileEqual, the code after the
+ * loop had no type feedback, and V8 left the compiled loop in place while every wait that slept
+ * (and every wake-up, through a closure) fell back to the interpreter (`--trace-deopt`: some 400
+ * deopts in 1,000 steps of a 2-device job, most of them right after a device woke).
+ */
+
+/** Busy-polls the word until it moves (true) or the clock passes `until` (false). */
+function spinWhileEqual(i32: Int32Array, index: number, value: number, until: number): boolean {
+  for (let k = 1; ; k++) {
+    if (Atomics.load(i32, index) !== value) return true;
+    if ((k & 255) === 0 && performance.now() > until) return false;
   }
+}
+
+/** Sleeps while the word holds `value`, in slices, checking the abort word, the deadline and the stall inspector between them. */
+function sleepWhileEqual(
+  i32: Int32Array, index: number, value: number, t0: number, opts: WaitOptions, onTimeout?: () => Error,
+): void {
+  const abort = opts.abort ?? AbortFlag.for(i32.buffer);
   const slice = opts.sliceMs ?? 100;
   const timeout = opts.timeoutMs ?? 0;
   const deadline = timeout > 0 ? t0 + timeout : Infinity;
@@ -63,7 +77,7 @@ export function waitWhileEqual(
     }
     Atomics.wait(i32, index, value, Math.min(slice, deadline - now));
     // the word moved: the wait succeeded (even if an abort came right after; the next wait sees it)
-    if (Atomics.load(i32, index) !== value) return ended();
+    if (Atomics.load(i32, index) !== value) return;
     if (!warned && performance.now() - t0 >= opts.stall!.afterMs) {
       warned = true;
       opts.stall!.warn(performance.now() - t0);
