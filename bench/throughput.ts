@@ -3,7 +3,7 @@
  * (worker threads), steady-state samples/s from the step events (warm-up excluded). V8 compiles
  * the per-step code on helper threads for the first thousand steps or more (called once a step, the
  * functions cross its tier-up counts one at a time), and with every core a device those threads
- * take a device's core while the other waits for it. `--warmup 1000` counts after most of that;
+ * take a device's core while the other waits for it. `--warmup 1000` counts after much of that;
  * a warm-up longer than `--steps` + 10 also prints steps 10 to 10 + `--steps` of the same runs, to
  * compare the two windows (session 34: no consistent difference on a 2-core VM). Where Debian's
  * python3-torch is installed, PyTorch on 1 process and DDP (gloo, 2 processes, 1 thread each, same
