@@ -1,11 +1,13 @@
 /**
  * Data-parallel throughput: mnist-small, hybrid strategy, per-device batch 64, on 1 and 2 devices
- * (worker threads), steady-state samples/s from the step events (warm-up excluded). V8 compiles
- * the per-step code on helper threads for the first thousand steps or more (called once a step, the
- * functions cross its tier-up counts one at a time), and with every core a device those threads
- * take a device's core while the other waits for it. `--warmup 1000` counts after much of that;
- * a warm-up longer than `--steps` + 10 also prints steps 10 to 10 + `--steps` of the same runs, to
- * compare the two windows (session 34: no consistent difference on a 2-core VM). Where Debian's
+ * (worker threads), steady-state samples/s from the step events after a warm-up of 1,500 steps.
+ * V8 compiles the per-step code on helper threads for the first thousand steps or more (called
+ * once a step, the functions cross its tier-up counts one at a time, up to 30 ms of compiling
+ * each), and with every core a device those threads take a device's core while the other waits
+ * for it: a start-up cost of a run, not its rate. So the default warm-up runs past most of it
+ * (session 35: 6 rounds taking turns, 2 devices over 1 gave a median 1.96× after 1,500 steps
+ * against 1.88× after 10), and since it is longer than `--steps` + 10 the benchmark also prints
+ * steps 10 to 10 + `--steps` of the same runs, the window V8 is still compiling in. Where Debian's
  * python3-torch is installed, PyTorch on 1 process and DDP (gloo, 2 processes, 1 thread each, same
  * network and per-rank batch) run in the same benchmark and the ratios are printed.
  * The kernel backend is `auto` (onednn, then native, then wasm: whichever is built) unless
@@ -30,7 +32,7 @@
  * (bench/peak.ts coreScaling) on one core and then on G at once for a second each: pure
  * arithmetic's scaling to G cores on this host, where neither memory nor the framework counts.
  *
- *   npm run bench -- throughput [--steps 300] [--warmup 10] [--rounds 5] [--devices 1,2] [--backend auto|onednn|native|wasm] [--spin µs|adaptive]
+ *   npm run bench -- throughput [--steps 300] [--warmup 1500] [--rounds 5] [--devices 1,2] [--backend auto|onednn|native|wasm] [--spin µs|adaptive]
  * `--spin` sets the device threads' waits' spin (PARATRAIN_SHM_SPIN, for the side-by-side children too; default:
  * the transport's, learned when every device has a core).
  * (`--one-job` is the side-by-side children's mode: one 1-device job's step times and CPU share as JSON.)
@@ -48,8 +50,8 @@ import { torchPython, runPython, TORCH_NET } from './torch.ts';
 import { median } from './args.ts';
 import { coreScaling } from './peak.ts';
 
-/** Steps left out at the start of every run (see the header). */
-const WARMUP_STEPS = 10;
+/** Steps left out at the start of every run: past most of V8's compiling of the per-step code (see the header). */
+const WARMUP_STEPS = 1500;
 /** The first step of the early window (printed when the warm-up is longer), with V8 still compiling. */
 const EARLY_FROM = 10;
 /** Seconds of each FMA probe run (one core, then G at once) in every round. */

@@ -4,8 +4,9 @@
  * each: the machine's ceiling) and a 2-device job, each in a fresh process with those flags;
  * mnist-small, hybrid, onednn where built, samples/s of rank 0's steps after the warm-up.
  *
- *   node --import tsx scripts/scaling-probe.ts [--rounds 5] [--steps 300] [--warmup 10] [--batch 64]
+ *   node --import tsx scripts/scaling-probe.ts [--rounds 5] [--steps 300] [--warmup 10[,1500…]] [--batch 64]
  *       [--flags "--no-concurrent-recompilation" --flags ""]      (each --flags one set; default: none)
+ *       (every set of flags with every warm-up, taking turns in each round)
  *   node --import tsx scripts/scaling-probe.ts --compile-trace 4000 [--every 250]
  *       (a 2-device job under --trace-opt: the milliseconds TurboFan spent compiling, by window of steps)
  *
@@ -100,26 +101,34 @@ if (args[0] === '--one') {
   console.log(`a 2-device job of ${steps} steps under --trace-opt: ms of TurboFan compiling (both devices) by window of steps`);
   for (const [from, t] of [...ms].sort((a, b) => a[0] - b[0])) console.log(`${from < 0 ? 'start-up' : `steps ${from}–${from + every}`}: ${t.toFixed(0)} ms`);
 } else {
-  const rounds = count('rounds', 5), steps = count('steps', 300), warmup = count('warmup', 10), batch = count('batch', 64);
-  const sets: string[][] = [];
-  args.forEach((a, i) => { if (a === '--flags') sets.push((args[i + 1] ?? '').split(' ').filter(Boolean)); });
-  if (!sets.length) sets.push([]);
-  const rate = async (flags: string[], devices: number): Promise<number> =>
+  const rounds = count('rounds', 5), steps = count('steps', 300), batch = count('batch', 64);
+  const warmups = option('warmup', '10').split(',').map((w) => {
+    const v = Number(w);
+    if (!(Number.isInteger(v) && v >= 1)) throw new Error(`--warmup: whole numbers ≥ 1, comma-separated, got '${option('warmup', '10')}'`);
+    return v;
+  });
+  const flagSets: string[][] = [];
+  args.forEach((a, i) => { if (a === '--flags') flagSets.push((args[i + 1] ?? '').split(' ').filter(Boolean)); });
+  if (!flagSets.length) flagSets.push([]);
+  const sets = flagSets.flatMap((flags) => warmups.map((warmup) => ({ flags, warmup })));
+  const label = ({ flags, warmup }: { flags: string[]; warmup: number }) => `[${flags.join(' ') || 'no flags'}; warm-up ${warmup}]`;
+  const rate = async (flags: string[], devices: number, warmup: number): Promise<number> =>
     (JSON.parse(await child(flags, ['--one', String(devices), String(steps), String(warmup), String(batch)])) as { rate: number }).rate;
   const rows = sets.map(() => [] as { one: number; apart: number; job: number }[]);
-  console.log(`mnist-small, hybrid, per-device batch ${batch}, ${steps} steps after ${warmup}; ${rounds} rounds taking turns`);
+  console.log(`mnist-small, hybrid, per-device batch ${batch}, ${steps} steps after the warm-up; ${rounds} rounds taking turns`);
   for (let r = 0; r < rounds; r++) {
-    for (const [i, flags] of sets.entries()) {
-      const alone = await rate(flags, 1);
-      const apart = (await Promise.all([rate(flags, 1), rate(flags, 1)])).reduce((a, b) => a + b, 0);
-      const two = await rate(flags, 2);
+    for (const [i, set] of sets.entries()) {
+      const { flags, warmup } = set;
+      const alone = await rate(flags, 1, warmup);
+      const apart = (await Promise.all([rate(flags, 1, warmup), rate(flags, 1, warmup)])).reduce((a, b) => a + b, 0);
+      const two = await rate(flags, 2, warmup);
       rows[i]!.push({ one: alone, apart: apart / alone, job: two / alone });
-      console.log(`round ${r + 1} [${flags.join(' ')}]: 1 device ${alone.toFixed(0)} samples/s; 2 apart ${(apart / alone).toFixed(3)}×; 2 devices ${(two / alone).toFixed(3)}×`);
+      console.log(`round ${r + 1} ${label(set)}: 1 device ${alone.toFixed(0)} samples/s; 2 apart ${(apart / alone).toFixed(3)}×; 2 devices ${(two / alone).toFixed(3)}×`);
     }
   }
-  for (const [i, flags] of sets.entries()) {
+  for (const [i, set] of sets.entries()) {
     const x = rows[i]!;
-    console.log(`medians [${flags.join(' ') || 'no flags'}]: 1 device ${median(x.map((v) => v.one)).toFixed(0)} samples/s; ` +
+    console.log(`medians ${label(set)}: 1 device ${median(x.map((v) => v.one)).toFixed(0)} samples/s; ` +
       `2 apart ${median(x.map((v) => v.apart)).toFixed(3)}×; 2 devices ${median(x.map((v) => v.job)).toFixed(3)}×; ` +
       `2 devices / 2 apart ${median(x.map((v) => v.job / v.apart)).toFixed(3)}`);
   }
