@@ -34,9 +34,13 @@
  * bimodal on the shared VM (Open MPI at 1 MB: 9–10 GB/s in some `mpirun` jobs and 2–3 in others,
  * with nothing of ours running), so a round's ratio can pit one side's slow spell against the
  * other's fast one; "best of rounds" divides each side's fastest round by the other's, the
- * comparison of what each reaches at its best. Ours has slow spells too: in some runs every kind
- * ran 5–8 GB/s at 4 MB for a whole round (1 and 16 MB in the same round at their usual speed),
- * in one or two rounds of three, so the default is 5 rounds, as for `bench lstm` and `throughput`.
+ * comparison of what each reaches at its best. The default is 5 rounds, as for `bench lstm` and
+ * `throughput`.
+ *
+ * Each kind's calls run in one block after its own warm-up, as Open MPI's do on its one buffer.
+ * Until session 35 the kinds took turns call by call; at 4 MB that cycled 4 kinds × 2 ranks × 4 MB
+ * through the caches, more than this VM's share of the L3, while Open MPI's 2 × 4 MB stayed in it:
+ * whole rounds of ours then ran 5–12 GB/s at 4 MB against 35–70 with one kind alone.
  *
  * `--spin` sets how long the ranks' waits spin before sleeping (default: the transport's, as in
  * training). MPI's ranks poll without sleeping; on a loaded machine a sleeping rank's wake-up,
@@ -230,7 +234,8 @@ async function rank(job: RankJob): Promise<void> {
   const out: Cell[] = [];
   for (const mb of job.sizesMb) {
     const n = (mb * MB) / 4;
-    const bufs: Float32Array[] = [];
+    const cells: { kind: string; mb: number; times: number[]; paths: Set<string> }[] = [];
+    // each kind's calls in one block after its warm-up, as Open MPI's are (see the header)
     for (const kind of job.kinds) {
       let buf: Float32Array;
       if (kind === 'replica' || kind === 'wasm' || kind === 'copy') {
@@ -241,29 +246,25 @@ async function rank(job: RankJob): Promise<void> {
         buf = kind === 'arena' ? comm.alloc(n) : new Float32Array(new SharedArrayBuffer(n * 4));
         await comm.register(buf);
       }
-      bufs.push(buf.fill(1));
+      buf.fill(1);
+      const wasmOnly = kind === 'wasm';
+      if (wasmOnly) comm.useNativeReduce(false);
       warmUp(comm, buf);
-    }
-    // the kinds take turns call by call, so a change of load on the shared machine hits them alike
-    const cells = job.kinds.map((kind) => ({ kind, mb, times: [] as number[], paths: new Set<string>() }));
-    for (let i = 0; i < job.reps; i++) {
-      for (let k = 0; k < bufs.length; k++) {
-        const buf = bufs[k]!, before = comm.pathCounts();
+      const cell = { kind, mb, times: [] as number[], paths: new Set<string>() };
+      for (let i = 0; i < job.reps; i++) {
+        const before = comm.pathCounts();
         buf.fill(1);
-        const wasmOnly = job.kinds[k] === 'wasm';
-        if (wasmOnly) comm.useNativeReduce(false);
         comm.barrierSync();
         const t0 = performance.now();
         comm.allreduceSync(buf);
-        cells[k]!.times.push(performance.now() - t0);
-        if (wasmOnly) comm.useNativeReduce(true);
-        cells[k]!.paths.add(pathOf(before, comm.pathCounts()));
+        cell.times.push(performance.now() - t0);
+        cell.paths.add(pathOf(before, comm.pathCounts()));
       }
-    }
-    bufs.forEach((buf, k) => {
-      if (buf[0] !== 2 || buf[n - 1] !== 2) throw new Error(`rank ${comm.rank}: wrong ${job.kinds[k]} result ${buf[0]}, expected 2`);
+      if (wasmOnly) comm.useNativeReduce(true);
+      if (buf[0] !== 2 || buf[n - 1] !== 2) throw new Error(`rank ${comm.rank}: wrong ${kind} result ${buf[0]}, expected 2`);
       comm.unregister(buf);
-    });
+      cells.push(cell);
+    }
     out.push(...cells.map(({ paths, ...c }) => ({ ...c, path: [...paths].join('/') })));
   }
   comm.close();
