@@ -40,7 +40,7 @@
  * Each kind's calls run in one block after its own warm-up, as Open MPI's do on its one buffer.
  * Until session 35 the kinds took turns call by call; at 4 MB that cycled 4 kinds × 2 ranks × 4 MB
  * through the caches, more than this VM's share of the L3, while Open MPI's 2 × 4 MB stayed in it:
- * whole rounds of ours then ran 5–12 GB/s at 4 MB against 35–70 with one kind alone.
+ * whole rounds of ours then ran 6–13 GB/s at 4 MB, against 49–74 with one kind alone.
  *
  * `--spin` sets how long the ranks' waits spin before sleeping (default: the transport's, as in
  * training). MPI's ranks poll without sleeping; on a loaded machine a sleeping rank's wake-up,

@@ -5,8 +5,8 @@
  * once a step, the functions cross its tier-up counts one at a time, up to 30 ms of compiling
  * each), and with every core a device those threads take a device's core while the other waits
  * for it: a start-up cost of a run, not its rate. So the default warm-up runs past most of it
- * (session 35: 6 rounds taking turns, 2 devices over 1 gave a median 1.96× after 1,500 steps
- * against 1.88× after 10), and since it is longer than `--steps` + 10 the benchmark also prints
+ * (session 35: 6 rounds taking turns, 2 devices over 1 gave a median 1.95× after 1,500 steps
+ * against 1.87× after 10), and since it is longer than `--steps` + 10 the benchmark also prints
  * steps 10 to 10 + `--steps` of the same runs, the window V8 is still compiling in. Where Debian's
  * python3-torch is installed, PyTorch on 1 process and DDP (gloo, 2 processes, 1 thread each, same
  * network and per-rank batch) run in the same benchmark and the ratios are printed.
