@@ -43,6 +43,7 @@ import { cpus, loadavg } from 'node:os';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, applyOverrides } from '../src/config/index.ts';
+import type { RunConfig } from '../src/config/runConfig.ts';
 import { train } from '../src/runtime/train.ts';
 import { getBackend } from '../src/kernels/index.ts';
 import { spinFromEnv } from '../src/comm/shm/index.ts';
@@ -110,17 +111,26 @@ function hasEarly(steps: number, warmup: number): boolean {
   return EARLY_FROM + steps < warmup;
 }
 
-/** The counted step events (after the warm-up) of a paratrain run of `steps` global steps on `devices` devices. */
-async function paratrainStepTimes(devices: number, steps: number, warmup: number, batch: number, backend: string): Promise<JobSteps> {
+/**
+ * The benchmark's job: mnist-small, hybrid, `devices` devices at per-device `batch`, data for
+ * `steps` global steps, as many epochs as the data needs (the shipped subset has 4,000 images: 31
+ * steps of 2 × 64), and no evaluation or checkpoint until the end; the caller stops it gracefully
+ * once its steps are counted. Also scripts/scaling-probe.ts's.
+ */
+export function throughputJobConfig(devices: number, batch: number, steps: number, backend = 'auto'): RunConfig {
   const base = loadConfig(new URL('../examples/mnist-small.yaml', import.meta.url).pathname);
-  // As many epochs as the data needs (the shipped subset has 4,000 images: 31 steps of 2 × 64), no
-  // evaluation or checkpoint until the end, and a graceful stop once the steps are counted.
   const config = applyOverrides(base, { devices, strategy: 'hybrid', epochs: 1000, backend });
-  config.data.trainLimit = (steps + warmup) * batch * devices;
+  config.data.trainLimit = steps * batch * devices;
   config.data.testLimit = 500;
   config.data.batchSize = batch;
   config.train.evalEvery = 0;
   config.train.checkpointEvery = 0;
+  return config;
+}
+
+/** The counted step events (after the warm-up) of a paratrain run of `steps` global steps on `devices` devices. */
+async function paratrainStepTimes(devices: number, steps: number, warmup: number, batch: number, backend: string): Promise<JobSteps> {
+  const config = throughputJobConfig(devices, batch, steps + warmup, backend);
   const out = mkdtempSync(join(tmpdir(), 'paratrain-bench-'));
   const stop = new AbortController();
   const times: StepTimes = [];

@@ -17,7 +17,7 @@ import { mkdtempSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfig, applyOverrides } from '../src/config/index.ts';
+import { throughputJobConfig } from '../bench/throughput.ts';
 import { train } from '../src/runtime/train.ts';
 
 const args = process.argv.slice(2);
@@ -38,13 +38,7 @@ const median = (xs: number[]): number => {
 
 /** Runs a job of `devices` in this process; calls `onStep(step)` once per global step (rank 0's event) and stops after `last`. */
 async function job(devices: number, batch: number, last: number, onStep: (step: number, time: number) => void): Promise<void> {
-  const base = loadConfig(fileURLToPath(new URL('../examples/mnist-small.yaml', import.meta.url)));
-  const config = applyOverrides(base, { devices, strategy: 'hybrid', epochs: 1000 });
-  config.data.trainLimit = (last + 1) * batch * devices;
-  config.data.testLimit = 500;
-  config.data.batchSize = batch;
-  config.train.evalEvery = 0;
-  config.train.checkpointEvery = 0;
+  const config = throughputJobConfig(devices, batch, last + 1);
   const out = mkdtempSync(join(tmpdir(), 'paratrain-scaling-'));
   const stop = new AbortController();
   try {
