@@ -8,7 +8,7 @@
  *
  *   arena    from comm.alloc (the world's shared wasm memory): reduced in place
  *   replica  training's own buffer: the flat grads of a real Replica (one dense layer sized to the
- *            buffer) built on the backend a device thread builds (runtime/deviceBackend.ts), whose
+ *            buffer) built on the backend a device thread builds (runtime/device/deviceBackend.ts), whose
  *            heap lives in the arena, registered by the hybrid strategy's onStart
  *   wasm     (where the native reduction is built) another such replica's grads, reduced by the
  *            wasm kernel (comm.useNativeReduce(false) for its calls): the two kernels side by side
@@ -58,8 +58,8 @@ import { loadShmNative, shmReduceDescription } from '../src/comm/shm/nativeReduc
 import { createWasmBackend } from '../src/kernels/wasm/index.ts';
 import type { Backend } from '../src/kernels/backend.ts';
 import { parseConfig } from '../src/config/index.ts';
-import { Replica } from '../src/runtime/replica.ts';
-import { deviceBackend } from '../src/runtime/deviceBackend.ts';
+import { Replica } from '../src/runtime/device/replica.ts';
+import { deviceBackend } from '../src/runtime/device/deviceBackend.ts';
 import { createStrategy } from '../src/parallel/strategies/index.ts';
 import { flag, median } from './args.ts';
 import { openMpiAllreduce } from './allreduceMpi.ts';

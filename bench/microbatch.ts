@@ -8,7 +8,7 @@
  *   npm run bench -- microbatch [--batch 64] [--k 1,2,4,8] [--tiles 2,4] [--seconds 3] [--backend wasm]
  */
 import { getBackend } from '../src/kernels/index.ts';
-import { Replica } from '../src/runtime/replica.ts';
+import { Replica } from '../src/runtime/device/replica.ts';
 import { loadConfig, parseConfig } from '../src/config/index.ts';
 import type { RunConfig } from '../src/config/runConfig.ts';
 

@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../src/config/index.ts';
-import { train } from '../src/runtime/train.ts';
+import { train } from '../src/runtime/run/train.ts';
 import type { RunConfig } from '../src/config/runConfig.ts';
 
 function option(args: string[], name: string, fallback: string): string {

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, applyOverrides } from '../src/config/index.ts';
-import { train } from '../src/runtime/train.ts';
+import { train } from '../src/runtime/run/train.ts';
 import type { StrategySpec } from '../src/parallel/strategies/index.ts';
 
 function option(args: string[], name: string, fallback: string): string {

@@ -44,7 +44,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, applyOverrides } from '../src/config/index.ts';
 import type { RunConfig } from '../src/config/runConfig.ts';
-import { train } from '../src/runtime/train.ts';
+import { train } from '../src/runtime/run/train.ts';
 import { getBackend } from '../src/kernels/index.ts';
 import { spinFromEnv } from '../src/comm/shm/index.ts';
 import { torchPython, runPython, TORCH_NET } from './torch.ts';

@@ -20,7 +20,7 @@
  */
 import { torchPython, runPython, torchNetOf } from './torch.ts';
 import { tryBackend } from '../src/kernels/index.ts';
-import { Replica } from '../src/runtime/replica.ts';
+import { Replica } from '../src/runtime/device/replica.ts';
 import { loadConfig } from '../src/config/index.ts';
 import type { RunConfig } from '../src/config/runConfig.ts';
 import type { Backend } from '../src/kernels/backend.ts';

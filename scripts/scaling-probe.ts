@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { throughputJobConfig } from '../bench/throughput.ts';
-import { train } from '../src/runtime/train.ts';
+import { train } from '../src/runtime/run/train.ts';
 
 const args = process.argv.slice(2);
 const option = (name: string, fallback: string): string => {

@@ -6,21 +6,21 @@
  * @packageDocumentation
  */
 import { applyOverrides, loadConfig, resolveConfig, OVERRIDE_KEYS, type ConfigInput, type ConfigOverrides, type RunConfig } from './config/index.ts';
-import { train as trainRun, type TrainResult } from './runtime/train.ts';
-import { checkTrainOptions, TRAIN_OPTION_KEYS, type TrainOptions } from './runtime/trainOptions.ts';
+import { train as trainRun, type TrainResult } from './runtime/run/train.ts';
+import { checkTrainOptions, TRAIN_OPTION_KEYS, type TrainOptions } from './runtime/run/trainOptions.ts';
 
 export { loadConfig, parseConfig, applyOverrides, defineConfig, configToYaml, ConfigError } from './config/index.ts';
 export type { ConfigInput, ConfigOverrides, RunConfig, TrainSpec } from './config/index.ts';
-export type { TrainOptions, StepSummary, EpochSummary, ProcessesOption } from './runtime/trainOptions.ts';
-export type { TrainResult } from './runtime/train.ts';
-export type { TrainEvent, EventSink } from './runtime/events.ts';
-export { loadModel, predict, LoadedModel, type LoadModelOptions } from './runtime/loadModel.ts';
-export type { Prediction, PredictInput, SampleInput } from './runtime/predict.ts';
-export { type DataInfo, type Task } from './runtime/checkpointInfo.ts';
+export type { TrainOptions, StepSummary, EpochSummary, ProcessesOption } from './runtime/run/trainOptions.ts';
+export type { TrainResult } from './runtime/run/train.ts';
+export type { TrainEvent, EventSink } from './runtime/events/events.ts';
+export { loadModel, predict, LoadedModel, type LoadModelOptions } from './runtime/infer/loadModel.ts';
+export type { Prediction, PredictInput, SampleInput } from './runtime/infer/predict.ts';
+export { type DataInfo, type Task } from './runtime/checkpoint/checkpointInfo.ts';
 export { DATA_METADATA_KEY } from './data/metadata.ts';
-export { FaultPlan, type FaultPlanData } from './runtime/faultPlan.ts';
-export { readMetrics } from './runtime/metrics.ts';
-export { readCheckpoint, writeCheckpoint, type CheckpointTensor } from './runtime/checkpoint.ts';
+export { FaultPlan, type FaultPlanData } from './runtime/faults/faultPlan.ts';
+export { readMetrics } from './runtime/events/metrics.ts';
+export { readCheckpoint, writeCheckpoint, type CheckpointTensor } from './runtime/checkpoint/checkpoint.ts';
 export { getBackend, registeredBackends } from './kernels/index.ts';
 export { rendezvousFromEnv, type RendezvousInfo } from './comm/rendezvous.ts';
 export { memoryDataset, removeMemoryDataset, type MemoryArrays, type MemorySamples } from './data/memory.ts';

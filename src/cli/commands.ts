@@ -1,12 +1,12 @@
 import { loadConfig, applyOverrides } from '../config/index.ts';
 import { ProgressView } from './progress.ts';
-import { train } from '../runtime/train.ts';
-import { FaultPlan } from '../runtime/faultPlan.ts';
+import { train } from '../runtime/run/train.ts';
+import { FaultPlan } from '../runtime/faults/faultPlan.ts';
 import { backendUnavailableReason, getBackend, registeredBackends, tryBackend } from '../kernels/index.ts';
 import { rendezvousFromEnv } from '../comm/rendezvous.ts';
 import { shmReduceDescription } from '../comm/shm/nativeReduce.ts';
-import { trainConfigPath } from '../runtime/resume.ts';
-import { watchParent } from '../runtime/parentWatch.ts';
+import { trainConfigPath } from '../runtime/run/resume.ts';
+import { watchParent } from '../runtime/job/parentWatch.ts';
 import { installStopSignals, STOP_EXIT_CODES } from './signals.ts';
 
 export interface TrainFlags {

@@ -10,10 +10,10 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig, applyOverrides } from '../config/index.ts';
 import { ProgressView } from './progress.ts';
 import { STRATEGY_NAMES, checkStrategy, type StrategyName } from '../parallel/strategies/index.ts';
-import { timestampName } from '../runtime/runDir.ts';
-import type { TrainResult } from '../runtime/train.ts';
-import { FaultPlan } from '../runtime/faultPlan.ts';
-import type { EventSink } from '../runtime/events.ts';
+import { timestampName } from '../runtime/files/runDir.ts';
+import type { TrainResult } from '../runtime/run/train.ts';
+import { FaultPlan } from '../runtime/faults/faultPlan.ts';
+import type { EventSink } from '../runtime/events/events.ts';
 import { loadReportRuns, summaryTable, writeReport, REPORT_FILE } from '../report/index.ts';
 import type { RunnerMessage, RunnerRequest } from './compareRunner.ts';
 

@@ -4,10 +4,10 @@
  * `{ config, out, force, faults }`; this process answers with its events, log lines, and the
  * result or the error.
  */
-import { train, type TrainResult } from '../runtime/train.ts';
-import { FaultPlan, type FaultPlanData } from '../runtime/faultPlan.ts';
+import { train, type TrainResult } from '../runtime/run/train.ts';
+import { FaultPlan, type FaultPlanData } from '../runtime/faults/faultPlan.ts';
 import type { RunConfig } from '../config/runConfig.ts';
-import type { TrainEvent } from '../runtime/events.ts';
+import type { TrainEvent } from '../runtime/events/events.ts';
 
 export interface RunnerRequest { config: RunConfig; out: string; force: boolean; faults: FaultPlanData; command: string[] }
 export type RunnerMessage =

@@ -3,8 +3,8 @@
  * and for a classifier the per-class figures and the confusion matrix), and for people the
  * per-class table and the confusion matrix on stderr (unless --quiet).
  */
-import { evaluateCheckpoint } from '../runtime/evaluateCheckpoint.ts';
-import type { ClassReport } from '../runtime/classMetrics.ts';
+import { evaluateCheckpoint } from '../runtime/infer/evaluateCheckpoint.ts';
+import type { ClassReport } from '../runtime/eval/classMetrics.ts';
 import type { CommandOutput } from './predictCommand.ts';
 
 export interface EvalFlags { checkpoint: string; data?: string; backend?: string; quiet?: boolean }

@@ -1,4 +1,4 @@
-import { launchWithRestarts } from '../runtime/launchRestarts.ts';
+import { launchWithRestarts } from '../runtime/job/launchRestarts.ts';
 
 export interface LaunchFlags { nprocPerNode: number; nnodes: number; nodeRank: number; masterAddr: string; masterPort: number; maxRestarts: number }
 

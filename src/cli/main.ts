@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import { DEFAULT_SIM_STRATEGIES } from '../simulate/strategyNames.ts';
-import { FaultPlan } from '../runtime/faultPlan.ts';
+import { FaultPlan } from '../runtime/faults/faultPlan.ts';
 import { STRATEGY_NAMES } from '../parallel/strategies/index.ts';
 
 /**

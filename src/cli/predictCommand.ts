@@ -6,9 +6,9 @@
  */
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { loadModel, type LoadedModel } from '../runtime/loadModel.ts';
-import type { Prediction } from '../runtime/predict.ts';
-import { readPredictInputs } from '../runtime/predictInputs.ts';
+import { loadModel, type LoadedModel } from '../runtime/infer/loadModel.ts';
+import type { Prediction } from '../runtime/infer/predict.ts';
+import { readPredictInputs } from '../runtime/infer/predictInputs.ts';
 
 export interface PredictFlags {
   checkpoint: string;

@@ -1,5 +1,5 @@
 import cliProgress from 'cli-progress';
-import type { TrainEvent } from '../runtime/events.ts';
+import type { TrainEvent } from '../runtime/events/events.ts';
 import { findStragglers } from '../report/stragglers.ts';
 
 const pct = (x: number, digits = 2) => (Number.isFinite(x) ? `${(100 * x).toFixed(digits)}%` : '—');

@@ -3,7 +3,7 @@
  * the file and its transcript separated by a tab (greedy decoding, or prefix beam search with --beam N).
  */
 import { loadConfig, applyOverrides } from '../config/index.ts';
-import { transcribe } from '../runtime/transcribe.ts';
+import { transcribe } from '../runtime/infer/transcribe.ts';
 
 export interface TranscribeFlags { checkpoint: string; beam?: number; backend?: string }
 

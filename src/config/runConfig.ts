@@ -11,7 +11,7 @@ export interface MetricGoal { metric: EvalMetric; mode: 'min' | 'max' }
 
 /**
  * `train.best`: the metric that chooses RUN_DIR/model-best.safetensors. 'auto' (the default) is
- * resolved when the data is known (runtime/tracking.ts): valAccuracy (max) with a validation split
+ * resolved when the data is known (runtime/events/tracking.ts): valAccuracy (max) with a validation split
  * (valLoss for regression and multi-label data), none without one; false: no best checkpoint.
  */
 export type BestSpec = 'auto' | false | MetricGoal;

@@ -14,7 +14,7 @@ export function sumOfSquares(buf: Float32Array): number {
 /**
  * Scales `buffers` so that their global norm `norm` is at most `maxNorm`; true when it scaled. A
  * non-finite norm scales nothing: such a step is a bad step, skipped before it is applied
- * (runtime/badSteps.ts), never clipped into a finite one.
+ * (runtime/device/badSteps.ts), never clipped into a finite one.
  */
 export function clipToNorm(buffers: readonly Float32Array[], norm: number, maxNorm: number): boolean {
   if (!Number.isFinite(norm)) return false;

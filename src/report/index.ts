@@ -3,7 +3,7 @@
  * HTML file. Never trains.
  */
 import { existsSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync, unlinkSync } from 'node:fs';
-import { METRICS_FILE } from '../runtime/metrics.ts';
+import { METRICS_FILE } from '../runtime/events/metrics.ts';
 import { join } from 'node:path';
 import { loadRun, runLabels, type RunData } from './runData.ts';
 import { series, summarize } from './analyze.ts';

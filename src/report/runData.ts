@@ -7,7 +7,7 @@
  */
 import { realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { METRICS_FILE, readMetrics, type MetricEvent } from '../runtime/metrics.ts';
+import { METRICS_FILE, readMetrics, type MetricEvent } from '../runtime/events/metrics.ts';
 import { readRunSettings, type RunSettings } from './settings.ts';
 
 export interface StartInfo {

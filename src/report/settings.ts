@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { COMMAND_FILE, CONFIG_FILE } from '../runtime/runConfigFiles.ts';
+import { COMMAND_FILE, CONFIG_FILE } from '../runtime/checkpoint/runConfigFiles.ts';
 
 export interface RunSettings {
   /** hyperparameter → its value as text, in config.yaml's order */

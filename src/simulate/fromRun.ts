@@ -9,7 +9,7 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadRun, parseRun, type StepInfo } from '../report/runData.ts';
-import { readMetrics } from '../runtime/metrics.ts';
+import { readMetrics } from '../runtime/events/metrics.ts';
 import { splitByFlops, type ModelCosts } from './layerCosts.ts';
 
 /** What a run's metrics.jsonl tells the simulator. */
@@ -95,7 +95,7 @@ export function readRunMeasurements(dir: string): RunMeasurements {
   return out;
 }
 
-/** The step events processes other than 0 wrote (runtime/processMetrics.ts), every one of them. */
+/** The step events processes other than 0 wrote (runtime/events/processMetrics.ts), every one of them. */
 export function otherProcessSteps(dir: string): StepInfo[] {
   const files = readdirSync(dir).filter((f) => /^metrics\.process-\d+\.jsonl$/.test(f)).sort();
   return files.flatMap((f) => {

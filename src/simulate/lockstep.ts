@@ -11,7 +11,7 @@
  *   trick: the section's activation exchanges in forward and backward, then the replicated
  *     layers' gradients all-reduced, then the optimizer on the replicated part and this device's shards.
  *   bsp, bmuf, easgd (sync): every step the devices agree on a one-float flag (a NaN/Inf step is
- *     skipped everywhere: runtime/badSteps.ts), which is a per-step synchronisation; every
+ *     skipped everywhere: runtime/device/badSteps.ts), which is a per-step synchronisation; every
  *     `period` steps the weights (and state) are averaged (bsp: with a two-float weight round first).
  */
 import { allreduce, type Network, type Placement } from './costModel.ts';

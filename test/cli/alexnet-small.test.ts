@@ -4,7 +4,7 @@ import { readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { runCli, tmpDir, REPO, SUBSET } from './helpers.ts';
-import { readCheckpoint } from '../../src/runtime/checkpoint.ts';
+import { readCheckpoint } from '../../src/runtime/checkpoint/checkpoint.ts';
 import { assertClose } from '../util/close.ts';
 import { trainHere } from '../runtime/jobHelpers.ts';
 

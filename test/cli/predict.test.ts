@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import pngjs from 'pngjs';
 import jpeg from 'jpeg-js';
 import { train, defineConfig, loadModel } from '../../src/index.ts';
-import { readPredictInputs } from '../../src/runtime/predictInputs.ts';
+import { readPredictInputs } from '../../src/runtime/infer/predictInputs.ts';
 import { runPredict } from '../../src/cli/predictCommand.ts';
 import { runEval } from '../../src/cli/evalCommand.ts';
 import { loadFashionMnist } from '../../src/data/fashionMnist.ts';

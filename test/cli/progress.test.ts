@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { ProgressView, deviceShares, formatDeviceShare, formatEta } from '../../src/cli/progress.ts';
-import type { TrainEvent } from '../../src/runtime/events.ts';
+import type { TrainEvent } from '../../src/runtime/events/events.ts';
 
 class Capture extends Writable {
   text = '';

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { MAIN, REPO, runCli, stderrLines, tmpDir } from './helpers.ts';
 import { assertSameTensors, tensorsOf, writeResumeConfig } from '../runtime/resumeHelpers.ts';
 import { trainHere } from '../runtime/jobHelpers.ts';
-import { latestCompleteSet } from '../../src/runtime/checkpointSet.ts';
+import { latestCompleteSet } from '../../src/runtime/checkpoint/checkpointSet.ts';
 
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,6 +1,6 @@
 /**
  * Training's own flat buffers take the shm transport's in-place path: a device thread's backend
- * keeps its heap in the world's arena (runtime/deviceBackend.ts), so the replica's params, grads
+ * keeps its heap in the world's arena (runtime/device/deviceBackend.ts), so the replica's params, grads
  * and state are arena buffers, and the hybrid strategy's broadcasts and gradient allreduce on them
  * are counted as `inPlace` by the transport (none copied through scratch, none staged).
  */

@@ -1,12 +1,12 @@
 /**
  * One device thread of shm-training-buffers.test.ts: the backend a device thread builds
- * (runtime/deviceBackend.ts), a real replica, the hybrid strategy's start and one step on it;
+ * (runtime/device/deviceBackend.ts), a real replica, the hybrid strategy's start and one step on it;
  * posts which paths the collectives took and the reduced gradient.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { ShmCommunicator, type ShmInit } from '../../src/comm/shm/index.ts';
-import { deviceBackend } from '../../src/runtime/deviceBackend.ts';
-import { Replica } from '../../src/runtime/replica.ts';
+import { deviceBackend } from '../../src/runtime/device/deviceBackend.ts';
+import { Replica } from '../../src/runtime/device/replica.ts';
 import { createStrategy } from '../../src/parallel/strategies/index.ts';
 import type { RunConfig } from '../../src/config/runConfig.ts';
 import type { Sequential } from '../../src/nn/model.ts';

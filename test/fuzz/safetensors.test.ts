@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { parseCheckpoint, writeCheckpoint } from '../../src/runtime/checkpoint.ts';
+import { parseCheckpoint, writeCheckpoint } from '../../src/runtime/checkpoint/checkpoint.ts';
 import { concat, expectOnly, mutated, plainErrorNaming, runs, spliced } from './helpers.ts';
 
 const FILE = 'fuzz.safetensors';

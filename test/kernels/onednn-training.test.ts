@@ -17,7 +17,7 @@ import { parse } from 'yaml';
 import { createOneDnnBackend, onednnUnavailableReason } from '../../src/kernels/onednn/index.ts';
 import { createWasmBackend } from '../../src/kernels/wasm/index.ts';
 import { parseConfig } from '../../src/config/index.ts';
-import { Replica } from '../../src/runtime/replica.ts';
+import { Replica } from '../../src/runtime/device/replica.ts';
 import type { Backend } from '../../src/kernels/backend.ts';
 
 const onednn = await createOneDnnBackend();

@@ -4,7 +4,7 @@
  *
  * Entry points: src/index.ts (the library), src/cli/main.ts (the command; `paratrain launch` re-runs
  * it in every child), and every file of bench/ and scripts/ (`npm run bench`, the subset and screenshot
- * scripts are the project's own users). Worker entries (runtime/deviceWorker.ts, cli/compareRunner.ts)
+ * scripts are the project's own users). Worker entries (runtime/job/deviceWorker.ts, cli/compareRunner.ts)
  * need no listing: src names them next to import.meta.url, so they are found as references.
  * Tests are not entry points: a file of src/ that only tests reach is dead code with tests.
  */

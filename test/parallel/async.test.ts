@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { train } from '../../src/runtime/train.ts';
-import { readMetrics } from '../../src/runtime/metrics.ts';
+import { train } from '../../src/runtime/run/train.ts';
+import { readMetrics } from '../../src/runtime/events/metrics.ts';
 import { tinyConfig } from './helpers.ts';
 
 async function stepEvents(strategy: unknown, devices: number, trainLimit = 192) {

@@ -2,8 +2,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig } from '../../src/config/index.ts';
-import { train, type TrainOptions } from '../../src/runtime/train.ts';
-import { readCheckpoint } from '../../src/runtime/checkpoint.ts';
+import { train, type TrainOptions } from '../../src/runtime/run/train.ts';
+import { readCheckpoint } from '../../src/runtime/checkpoint/checkpoint.ts';
 import type { RunConfig } from '../../src/config/runConfig.ts';
 
 export const SUBSET = new URL('../../data/fashion-mnist-subset/', import.meta.url).pathname;

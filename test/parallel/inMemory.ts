@@ -2,14 +2,14 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jsBackend } from '../../src/kernels/js/index.ts';
-import { runDevice } from '../../src/runtime/device.ts';
-import { readCheckpoint } from '../../src/runtime/checkpoint.ts';
+import { runDevice } from '../../src/runtime/job/deviceRun.ts';
+import { readCheckpoint } from '../../src/runtime/checkpoint/checkpoint.ts';
 import { hybridStrategy } from '../../src/parallel/strategies/hybrid.ts';
 import { localStrategy } from '../../src/parallel/strategy.ts';
-import { FaultPlan } from '../../src/runtime/faultPlan.ts';
+import { FaultPlan } from '../../src/runtime/faults/faultPlan.ts';
 import type { Dataset } from '../../src/data/dataset.ts';
 import type { RunConfig } from '../../src/config/runConfig.ts';
-import type { TrainEvent } from '../../src/runtime/events.ts';
+import type { TrainEvent } from '../../src/runtime/events/events.ts';
 import { localGroup } from './localGroup.ts';
 import { randomArray } from '../util/close.ts';
 

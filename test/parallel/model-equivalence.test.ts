@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { parseConfig } from '../../src/config/index.ts';
 import type { RunConfig } from '../../src/config/runConfig.ts';
 import type { Dataset } from '../../src/data/dataset.ts';
-import type { TrainEvent } from '../../src/runtime/events.ts';
-import { FaultPlan } from '../../src/runtime/faultPlan.ts';
+import type { TrainEvent } from '../../src/runtime/events/events.ts';
+import { FaultPlan } from '../../src/runtime/faults/faultPlan.ts';
 import { syntheticDataset, trainInMemory } from './inMemory.ts';
 import { assertClose } from '../util/close.ts';
 

@@ -1,10 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { jsBackend } from '../../src/kernels/js/index.ts';
-import { runDevice } from '../../src/runtime/device.ts';
-import { loadData } from '../../src/runtime/train.ts';
+import { runDevice } from '../../src/runtime/job/deviceRun.ts';
+import { loadData } from '../../src/runtime/run/train.ts';
 import { hybridStrategy } from '../../src/parallel/strategies/hybrid.ts';
-import type { TrainEvent } from '../../src/runtime/events.ts';
+import type { TrainEvent } from '../../src/runtime/events/events.ts';
 import { tinyConfig } from './helpers.ts';
 import { localGroup } from './localGroup.ts';
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { train } from '../../src/runtime/train.ts';
+import { train } from '../../src/runtime/run/train.ts';
 import { tinyConfig } from './helpers.ts';
 import { compareWithOneDevice } from './trickHelpers.ts';
 

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { tinyConfig, trainAndReadWeights } from './helpers.ts';
 import { assertClose } from '../util/close.ts';
-import { readMetrics } from '../../src/runtime/metrics.ts';
-import type { TrainEvent } from '../../src/runtime/events.ts';
+import { readMetrics } from '../../src/runtime/events/metrics.ts';
+import type { TrainEvent } from '../../src/runtime/events/events.ts';
 
 // Tolerance: as in equivalence.test.ts — the runs differ only in summation order (gradients summed
 // in micro-batches or over devices), so after 12 SGD-momentum steps weights agree to ~1e-6 relative.

@@ -9,7 +9,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { CHART_IDS, chartsFor, loadReportRuns, writeReport } from '../../src/report/index.ts';
 import { loadConfig } from '../../src/config/index.ts';
-import { train } from '../../src/runtime/train.ts';
+import { train } from '../../src/runtime/run/train.ts';
 import { chromiumMissing, inspectReport } from './browser.ts';
 import { tmpDir, writeSyntheticRun, writeTinyConfig } from './helpers.ts';
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { CHART_IDS, GENERATOR_MARK, MAX_SERIES_POINTS, chartsFor, loadReportRuns, writeReport } from '../../src/report/index.ts';
 import { sanitize } from '../../src/report/chartLibrary.ts';
 import { loadConfig } from '../../src/config/index.ts';
-import { train } from '../../src/runtime/train.ts';
+import { train } from '../../src/runtime/run/train.ts';
 import { tmpDir, writeSyntheticRun, writeTinyConfig } from './helpers.ts';
 
 interface EmbeddedData { runs: { label: string; series: { steps: { step: number[] }; staleness: unknown } }[] }

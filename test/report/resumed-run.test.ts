@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseRun } from '../../src/report/runData.ts';
-import type { MetricEvent } from '../../src/runtime/metrics.ts';
+import type { MetricEvent } from '../../src/runtime/events/metrics.ts';
 
 const start = (time: number): MetricEvent => ({ type: 'start', time, devices: 1, processes: 1, strategy: 'single device', epochs: 2, stepsPerEpoch: 4, globalBatch: 8 });
 const step = (time: number, n: number): MetricEvent => ({ type: 'step', time, rank: 0, epoch: Math.floor(n / 4), step: n, loss: 1, accuracy: 0.5, samples: 8 });

@@ -4,7 +4,7 @@ import { mkdtempSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { train, loadConfig, readMetrics, readCheckpoint } from '../../src/index.ts';
-import { FaultPlan } from '../../src/runtime/faultPlan.ts';
+import { FaultPlan } from '../../src/runtime/faults/faultPlan.ts';
 import { loadReportRuns, summaryTable } from '../../src/report/index.ts';
 import type { RunConfig } from '../../src/config/runConfig.ts';
 

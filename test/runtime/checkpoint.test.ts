@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, existsSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { writeCheckpoint, readCheckpoint, type CheckpointTensor } from '../../src/runtime/checkpoint.ts';
+import { writeCheckpoint, readCheckpoint, type CheckpointTensor } from '../../src/runtime/checkpoint/checkpoint.ts';
 import { randomArray } from '../util/close.ts';
 
 function withDir(fn: (dir: string) => void): void {

@@ -1,7 +1,7 @@
 /** Per-class precision, recall, F1 and the confusion matrix (`paratrain eval`), against figures worked by hand. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { argmaxRows, classReport } from '../../src/runtime/classMetrics.ts';
+import { argmaxRows, classReport } from '../../src/runtime/eval/classMetrics.ts';
 
 test('a 3-class example: confusion rows are true classes; a class never predicted has precision 0', () => {
   // true:      0 0 0 1 1 2 2 2 2

@@ -15,7 +15,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MAIN, REPO, tmpDir } from '../cli/helpers.ts';
 import { randomPort, SECRET, tinyJobConfig } from './jobHelpers.ts';
-import { readCheckpoint } from '../../src/runtime/checkpoint.ts';
+import { readCheckpoint } from '../../src/runtime/checkpoint/checkpoint.ts';
 import { mpiAddonPath } from '../../src/comm/mpi/index.ts';
 
 const noMpirun = spawnSync('mpirun', ['--version']).status !== 0 ? 'mpirun not found (apt-get install openmpi-bin)' : false;

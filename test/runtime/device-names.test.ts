@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { deviceName, processOf } from '../../src/runtime/deviceNames.ts';
-import { crossWorldOf, parameterServerWorldOf, type ProcessPlacement } from '../../src/runtime/processWorld.ts';
+import { deviceName, processOf } from '../../src/runtime/job/deviceNames.ts';
+import { crossWorldOf, parameterServerWorldOf, type ProcessPlacement } from '../../src/runtime/job/processWorld.ts';
 
 test('one numbering: device d = process p × L + local ℓ; messages say `device d (process p)` in a job of processes', () => {
   const job = { threads: 2, processes: 2 };

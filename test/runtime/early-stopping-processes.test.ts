@@ -10,7 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCli, tmpDir } from '../cli/helpers.ts';
 import { randomPort, SECRET, tinyJobConfig } from './jobHelpers.ts';
-import { readCheckpoint } from '../../src/runtime/checkpoint.ts';
+import { readCheckpoint } from '../../src/runtime/checkpoint/checkpoint.ts';
 
 test('2 processes stop early after the same step, agreed over the control world', { timeout: 120_000 }, async () => {
   const dir = tmpDir('paratrain-early-');

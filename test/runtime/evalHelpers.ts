@@ -2,7 +2,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/index.ts';
-import { loadData, trainOnData, type LoadedData, type TrainOptions, type TrainResult } from '../../src/runtime/train.ts';
+import { loadData, trainOnData, type LoadedData, type TrainOptions, type TrainResult } from '../../src/runtime/run/train.ts';
 import { sampleSize, type Dataset } from '../../src/data/dataset.ts';
 import type { RunConfig } from '../../src/config/runConfig.ts';
 import { SUBSET } from '../cli/helpers.ts';

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { StepEventBatcher } from '../../src/runtime/eventBatch.ts';
-import type { TrainEvent } from '../../src/runtime/events.ts';
+import { StepEventBatcher } from '../../src/runtime/events/eventBatch.ts';
+import type { TrainEvent } from '../../src/runtime/events/events.ts';
 
 const step = (n: number): TrainEvent => ({ type: 'step', rank: 0, epoch: 0, step: n, stepInEpoch: n, stepsPerEpoch: 100,
   loss: 1, accuracy: 0, lr: 0.1, samples: 8, computeMs: 1, syncMs: 0, idleMs: 0, bytes: 0 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { FaultPlan } from '../../src/runtime/faultPlan.ts';
+import { FaultPlan } from '../../src/runtime/faults/faultPlan.ts';
 
 test('a FaultPlan answers per device: slowdown (1 when none) and the step it fails at', () => {
   const plan = FaultPlan.fromOptions({ slowDevices: new Map([[1, 3], [2, 1.5]]), failAt: { rank: 2, step: 4 } });

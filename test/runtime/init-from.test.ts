@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { tinyConfig } from '../parallel/helpers.ts';
-import { train } from '../../src/runtime/train.ts';
+import { train } from '../../src/runtime/run/train.ts';
 import { assertSameTensors, freshDir, tensorsOf } from './resumeHelpers.ts';
 
 const layers = (parallel: boolean) => [

@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { REPO, SUBSET } from '../cli/helpers.ts';
-import { readCheckpoint } from '../../src/runtime/checkpoint.ts';
+import { readCheckpoint } from '../../src/runtime/checkpoint/checkpoint.ts';
 import { encodeIdx, readIdxFile } from '../../src/data/idx.ts';
 import { randomPort } from './testPorts.ts';
 import type { ConfigOverrides, TrainResult } from '../../src/index.ts';

@@ -1,6 +1,6 @@
 /**
  * Crash consistency for real: `paratrain train`, writing a checkpoint set every step, is killed with
- * SIGKILL at each moment of the set-writing protocol (PARATRAIN_CRASH_AT, runtime/crashPoints.ts: the
+ * SIGKILL at each moment of the set-writing protocol (PARATRAIN_CRASH_AT, runtime/faults/crashPoints.ts: the
  * process kills itself there, a real crash at an exact point), then resumed with `--resume`. Whatever
  * the moment, the resume removes what the dead writer left, starts from the newest complete set and
  * ends bit-identical to the uninterrupted run.
@@ -14,7 +14,7 @@ import { MAIN, REPO, tmpDir } from '../cli/helpers.ts';
 import { tinyJobConfig } from './jobHelpers.ts';
 import { assertSameTensors, tensorsOf } from './resumeHelpers.ts';
 import { loadConfig } from '../../src/config/index.ts';
-import { train } from '../../src/runtime/train.ts';
+import { train } from '../../src/runtime/run/train.ts';
 
 const WIDE = `
     - flatten: {}

@@ -13,8 +13,8 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { MAIN, REPO, tmpDir } from '../cli/helpers.ts';
 import { randomPort, tinyJobConfig } from './jobHelpers.ts';
-import { launchJob } from '../../src/runtime/launcher.ts';
-import { launchWithRestarts, resumeArgs, withRunDir } from '../../src/runtime/launchRestarts.ts';
+import { launchJob } from '../../src/runtime/job/launcher.ts';
+import { launchWithRestarts, resumeArgs, withRunDir } from '../../src/runtime/job/launchRestarts.ts';
 
 /** A stub child: a script run by node with the job's arguments after it. */
 function stub(dir: string, body: string): string[] {

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { train } from '../../src/runtime/train.ts';
+import { train } from '../../src/runtime/run/train.ts';
 import { tinyConfig } from '../parallel/helpers.ts';
 
 async function runWithLostDevice(strategy: unknown) {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { MetricsWriter, readMetrics } from '../../src/runtime/metrics.ts';
+import { MetricsWriter, readMetrics } from '../../src/runtime/events/metrics.ts';
 
 function withDir(fn: (dir: string) => void): void {
   const dir = mkdtempSync(join(tmpdir(), 'paratrain-metrics-'));
@@ -68,7 +68,7 @@ test('appends to an existing file; truncate starts afresh', () => withDir((dir) 
 }));
 
 test('a process that dies without closing still leaves its events (flushed on exit)', () => withDir((dir) => {
-  const mod = fileURLToPath(new URL('../../src/runtime/metrics.ts', import.meta.url));
+  const mod = fileURLToPath(new URL('../../src/runtime/events/metrics.ts', import.meta.url));
   const script = `
     import { MetricsWriter } from ${JSON.stringify(mod)};
     const w = new MetricsWriter(${JSON.stringify(dir)}, { flushEvery: 100 });

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { MAIN, REPO, runCli, tmpDir } from '../cli/helpers.ts';
 import { randomPort, trainHere } from './jobHelpers.ts';
 import { assertSameTensors, tensorsOf, writeResumeConfig } from './resumeHelpers.ts';
-import { readMetrics } from '../../src/runtime/metrics.ts';
+import { readMetrics } from '../../src/runtime/events/metrics.ts';
 
 
 const launch = (args: string[], env: Record<string, string> = {}) =>

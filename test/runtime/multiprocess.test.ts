@@ -66,7 +66,7 @@ test('async, easgd (async), bsp and bmuf train across 2 processes × 2 devices',
     assert.equal(r.code, 0, `${strategy}: ${r.stderr}`);
     const result = JSON.parse(r.stdout.split('\n').find((l) => l.startsWith('{"runDir"'))!);
     assert.ok(result.testAccuracy > 0, strategy);
-    // process 1 records its own devices' steps beside process 0's metrics.jsonl (runtime/processMetrics.ts)
+    // process 1 records its own devices' steps beside process 0's metrics.jsonl (runtime/events/processMetrics.ts)
     const other = otherProcessSteps(join(dir, strategy));
     assert.deepEqual([...new Set(other.map((s) => s.rank))].sort(), [2, 3], `${strategy}: process 1's devices' steps`);
     assert.deepEqual([...new Set(readRunMeasurements(join(dir, strategy)).trace.start.map((_, d) => d))], [0, 1, 2, 3], `${strategy}: every device measured`);

@@ -4,8 +4,8 @@ import assert from 'node:assert/strict';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpDir } from '../cli/helpers.ts';
-import { ProcessMetrics, processMetricsFile } from '../../src/runtime/processMetrics.ts';
-import { readMetrics } from '../../src/runtime/metrics.ts';
+import { ProcessMetrics, processMetricsFile } from '../../src/runtime/events/processMetrics.ts';
+import { readMetrics } from '../../src/runtime/events/metrics.ts';
 
 test('events before the first step wait for it (the run directory is process 0\'s to make), keeping their times', () => {
   const dir = join(tmpDir(), 'run');

@@ -1,21 +1,21 @@
 /**
  * Resuming on another number of devices. The job's maths stay the saved run's: the global batch
  * (a per-device batch becomes the saved global one), the data order, the learning rate. Per-device
- * state follows the rule of src/runtime/deviceState.ts: device r′ of G′ takes saved device
+ * state follows the rule of src/runtime/device/deviceState.ts: device r′ of G′ takes saved device
  * ⌊r′·G/G′⌋'s weights, optimizer slots and strategy state; BatchNorm statistics are averaged.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { tinyConfig } from '../parallel/helpers.ts';
-import { train } from '../../src/runtime/train.ts';
-import { Replica } from '../../src/runtime/replica.ts';
+import { train } from '../../src/runtime/run/train.ts';
+import { Replica } from '../../src/runtime/device/replica.ts';
 import { jsBackend } from '../../src/kernels/js/index.ts';
 import { bmufStrategy } from '../../src/parallel/strategies/bmuf.ts';
-import { latestCompleteSet } from '../../src/runtime/checkpointSet.ts';
-import { restoreDeviceState, sourceDevice } from '../../src/runtime/deviceState.ts';
-import { readCheckpoint } from '../../src/runtime/checkpoint.ts';
-import { readMetrics } from '../../src/runtime/metrics.ts';
+import { latestCompleteSet } from '../../src/runtime/checkpoint/checkpointSet.ts';
+import { restoreDeviceState, sourceDevice } from '../../src/runtime/device/deviceState.ts';
+import { readCheckpoint } from '../../src/runtime/checkpoint/checkpoint.ts';
+import { readMetrics } from '../../src/runtime/events/metrics.ts';
 import type { Communicator } from '../../src/comm/communicator.ts';
 import type { RunConfig } from '../../src/config/runConfig.ts';
 import { assertSameTensors, freshDir, tensorsOf } from './resumeHelpers.ts';

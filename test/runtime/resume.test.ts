@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { tinyConfig } from '../parallel/helpers.ts';
-import { readMetrics } from '../../src/runtime/metrics.ts';
-import { train } from '../../src/runtime/train.ts';
+import { readMetrics } from '../../src/runtime/events/metrics.ts';
+import { train } from '../../src/runtime/run/train.ts';
 import { assertSameTensors, crashAndResume } from './resumeHelpers.ts';
 
 const every = { steps: 4 };

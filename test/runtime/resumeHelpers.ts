@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { train, type TrainOptions } from '../../src/runtime/train.ts';
-import { readCheckpoint } from '../../src/runtime/checkpoint.ts';
+import { train, type TrainOptions } from '../../src/runtime/run/train.ts';
+import { readCheckpoint } from '../../src/runtime/checkpoint/checkpoint.ts';
 import type { RunConfig } from '../../src/config/runConfig.ts';
 import { SUBSET } from '../cli/helpers.ts';
 

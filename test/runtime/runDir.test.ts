@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, mkdirSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync, lstatSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, basename } from 'node:path';
-import { createRunDir, pointLatestAt, timestampName } from '../../src/runtime/runDir.ts';
+import { createRunDir, pointLatestAt, timestampName } from '../../src/runtime/files/runDir.ts';
 
 function withDir(fn: (dir: string) => void): void {
   const dir = mkdtempSync(join(tmpdir(), 'paratrain-rundir-'));

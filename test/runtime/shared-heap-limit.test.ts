@@ -1,11 +1,11 @@
 /**
- * Device threads of one process share one wasm memory of 4 GiB (runtime/deviceBackend.ts): a model
+ * Device threads of one process share one wasm memory of 4 GiB (runtime/device/deviceBackend.ts): a model
  * whose flat buffers need more on them is refused before any work, with the ways out.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig } from '../../src/config/index.ts';
-import { checkModelFits } from '../../src/runtime/inputChecks.ts';
+import { checkModelFits } from '../../src/runtime/run/inputChecks.ts';
 
 // 200M parameters with Adam: 4 buffers of 800 MB = 3.2 GB per device thread
 const config = (backend: string) => parseConfig({

@@ -11,8 +11,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MAIN, REPO, runCli, tmpDir } from '../cli/helpers.ts';
 import { randomPort, tinyJobConfig } from './jobHelpers.ts';
-import { readCheckpoint } from '../../src/runtime/checkpoint.ts';
-import { train } from '../../src/runtime/train.ts';
+import { readCheckpoint } from '../../src/runtime/checkpoint/checkpoint.ts';
+import { train } from '../../src/runtime/run/train.ts';
 import { loadConfig } from '../../src/config/index.ts';
 
 interface Run { code: number | null; signal: NodeJS.Signals | null; stderr: string; stdout: string }

@@ -6,11 +6,11 @@ import { join } from 'node:path';
 import { tinyConfig } from '../parallel/helpers.ts';
 import { runCli } from '../cli/helpers.ts';
 import { assertClose } from '../util/close.ts';
-import { train, type TrainOptions } from '../../src/runtime/train.ts';
-import { readCheckpoint } from '../../src/runtime/checkpoint.ts';
+import { train, type TrainOptions } from '../../src/runtime/run/train.ts';
+import { readCheckpoint } from '../../src/runtime/checkpoint/checkpoint.ts';
 import { configToYaml } from '../../src/config/index.ts';
 import type { RunConfig } from '../../src/config/runConfig.ts';
-import type { TrainEvent } from '../../src/runtime/events.ts';
+import type { TrainEvent } from '../../src/runtime/events/events.ts';
 
 // Tolerance (float32): tiles compute the same sums as the whole image, but weight gradients add the
 // tiles' partial sums in another order (~1e-7 relative per step); after 6 steps the weights agree to

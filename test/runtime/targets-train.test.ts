@@ -1,11 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig } from '../../src/config/index.ts';
-import type { TrainEvent } from '../../src/runtime/events.ts';
+import type { TrainEvent } from '../../src/runtime/events/events.ts';
 import type { Dataset } from '../../src/data/dataset.ts';
 import { Batcher, gather } from '../../src/data/batcher.ts';
 import { limitDataset, shareDataset } from '../../src/data/dataset.ts';
-import { checkLossMatchesData } from '../../src/runtime/lossChecks.ts';
+import { checkLossMatchesData } from '../../src/runtime/run/lossChecks.ts';
 import { syntheticDataset, trainInMemory } from '../parallel/inMemory.ts';
 
 type Eval = Extract<TrainEvent, { type: 'eval' }>;

@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, applyOverrides } from '../../src/config/index.ts';
-import { train } from '../../src/runtime/train.ts';
+import { train } from '../../src/runtime/run/train.ts';
 import { buildSetup } from '../../src/simulate/setup.ts';
 import { simulateServer } from '../../src/simulate/serverSim.ts';
 import { StragglerSampler, NO_STRAGGLERS } from '../../src/simulate/stragglers.ts';

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { jsBackend } from '../../src/kernels/js/index.ts';
-import { Replica } from '../../src/runtime/replica.ts';
+import { Replica } from '../../src/runtime/device/replica.ts';
 import { speechBatch } from '../../src/data/batches.ts';
 import { speechConfig, syntheticSpeech } from './trainHelpers.ts';
 import { assertClose } from '../util/close.ts';

@@ -14,7 +14,7 @@ import { trainInMemory } from '../parallel/inMemory.ts';
 import { assertClose } from '../util/close.ts';
 import { speechConfig, syntheticSpeech } from './trainHelpers.ts';
 import assert from 'node:assert/strict';
-import type { TrainEvent } from '../../src/runtime/events.ts';
+import type { TrainEvent } from '../../src/runtime/events/events.ts';
 
 const TOL = { rtol: 1e-4, atol: 1e-5 };
 // localGroup runs one collective at a time: one gradient bucket, reduced after backward

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseConfig } from '../../src/config/index.ts';
-import { train } from '../../src/runtime/train.ts';
+import { train } from '../../src/runtime/run/train.ts';
 import { csv, tmpDir, toneWav, writeTree } from './helpers.ts';
 
 /** A speech dataset directory: train.csv with `rows` (2 good ones first), a one-line test.csv. */

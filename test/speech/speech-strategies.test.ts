@@ -7,13 +7,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { jsBackend } from '../../src/kernels/js/index.ts';
-import { runDevice } from '../../src/runtime/device.ts';
+import { runDevice } from '../../src/runtime/job/deviceRun.ts';
 import { createStrategy } from '../../src/parallel/strategies/index.ts';
-import { Replica } from '../../src/runtime/replica.ts';
-import type { TrainEvent } from '../../src/runtime/events.ts';
+import { Replica } from '../../src/runtime/device/replica.ts';
+import { evaluateReplica } from '../../src/runtime/eval/evaluateReplica.ts';
+import type { TrainEvent } from '../../src/runtime/events/events.ts';
 import { localGroup } from '../parallel/localGroup.ts';
 import { trainInMemory } from '../parallel/inMemory.ts';
-import { FaultPlan } from '../../src/runtime/faultPlan.ts';
+import { FaultPlan } from '../../src/runtime/faults/faultPlan.ts';
 import { speechConfig, syntheticSpeech } from './trainHelpers.ts';
 
 const data = syntheticSpeech(24), heldOut = syntheticSpeech(6, { seed: 3 });
@@ -33,7 +34,7 @@ for (const strategy of [{ bsp: { period: 2 } }, { bmuf: { period: 2 } }, { easgd
     const evals = events.filter((e): e is Extract<TrainEvent, { type: 'eval' }> => e.type === 'eval');
     assert.equal(evals.length, 1);
     assert.ok(evals[0]!.testCER! >= 0 && Number.isFinite(evals[0]!.testWER!));
-    const untrained = new Replica(jsBackend, config).evaluate(heldOut);
+    const untrained = evaluateReplica(new Replica(jsBackend, config), heldOut);
     assert.notEqual(evals[0]!.testLoss, untrained.loss, 'training changed the model');
   });
 }

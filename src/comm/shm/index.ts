@@ -13,7 +13,7 @@
  *   await comm.allreduce(grads, 'mean');   // zero-copy on registered buffers
  *   comm.pathCounts();               // calls so far by path: inPlace, copyThrough, direct, staged
  * A device thread's kernels keep their heap in the arena (`useSharedHeap(comm.heapSource())`, see
- * runtime/deviceBackend.ts), so a replica's flat buffers are arena buffers: reduced in place.
+ * runtime/device/deviceBackend.ts), so a replica's flat buffers are arena buffers: reduced in place.
  */
 export { createShmWorld, spinFromEnv, ShmWorld, type ShmInit, type ShmInit as ShmRankInit, type ShmWorldOptions } from './world.ts';
 export { ShmCommunicator } from './shmCommunicator.ts';

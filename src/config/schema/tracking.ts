@@ -1,7 +1,7 @@
 /**
  * `train.best` and `train.earlyStopping`: which evaluation metric picks RUN_DIR/model-best.safetensors,
  * and when a run stops because that metric no longer improves. `auto` is resolved once the data is
- * known (runtime/tracking.ts), so config.yaml records the concrete choice.
+ * known (runtime/events/tracking.ts), so config.yaml records the concrete choice.
  */
 import { z } from 'zod';
 import type { BestSpec, EarlyStoppingSpec, EvalMetric } from '../runConfig.ts';

@@ -14,7 +14,7 @@ export function bspStrategy(comm: Communicator, period: number): Strategy {
   const scratch = new Float32Array(2);
   return {
     name: 'bsp',
-    // skipping a step with a NaN/Inf gradient is agreed every step (runtime/badSteps.ts)
+    // skipping a step with a NaN/Inf gradient is agreed every step (runtime/device/badSteps.ts)
     agree: (values) => comm.allreduce(values, 'sum'),
     onStart: (replica) => registerAndBroadcast(comm, replica),
     async afterStep(replica, info) {

@@ -17,7 +17,7 @@ export function easgdSyncStrategy(comm: Communicator, alpha: number, period: num
   let steps = 0;
   return {
     name: 'easgd',
-    // skipping a step with a NaN/Inf gradient is agreed every step (runtime/badSteps.ts)
+    // skipping a step with a NaN/Inf gradient is agreed every step (runtime/device/badSteps.ts)
     agree: (values) => comm.allreduce(values, 'sum'),
     async onStart(replica) {
       mean = new Float32Array(new SharedArrayBuffer(replica.params.byteLength));

@@ -1,0 +1,86 @@
+import type { ReplicaView, StepInfo, Strategy, StrategyStepStats } from '../../parallel/strategy.ts';
+import { allFinite, anyBad } from '../../parallel/nonFinite.ts';
+import type { FaultPlan } from '../faults/faultPlan.ts';
+
+/** Characters of a device's diagnosis that travel in the agreement when too many steps in a row were bad. */
+const WHERE_CHARS = 96;
+
+/** An injected NaN: poisons the replicated gradient, or this device's model-parallel shards' (FaultPlan `nan`). */
+export type Poison = (replicated: Float32Array, shards: Float32Array) => void;
+
+/**
+ * Steps with a NaN/Inf loss or gradient are skipped, never applied: no optimizer update, no
+ * momentum change. Who decides:
+ *   - a strategy with applyUpdate decides itself (hybrid: the flag rides in the reduced gradient;
+ *     sync/async: the device does not push; see the strategies);
+ *   - otherwise (one device, bsp, bmuf, easgd): this device checks its loss and gradient (one pass)
+ *     and, in a lockstep strategy, the devices agree through `strategy.agree`, so all skip together.
+ * After `maxBadSteps` skipped steps in a row the run stops with one error naming the device and the
+ * layer where the non-finite value first appeared (the loop throws: the end-of-run save never runs,
+ * so the last good checkpoint stays).
+ */
+export class BadStepGuard {
+  /** skipped steps on this device: in a row, in the run, in the current epoch */
+  private streak = 0;
+  private streakStart = 0;
+  total = 0;
+  inEpoch = 0;
+  private readonly scratch = new Float32Array(1);
+
+  constructor(private readonly maxBadSteps: number, private readonly rank: number, private readonly worldSize: number,
+              private readonly strategy: Strategy, private readonly faults: FaultPlan, private readonly lr: number) {}
+
+  /** The injected NaN (FaultPlan `nan`) for this device and step, or undefined. */
+  poisonAt(step: number): Poison | undefined {
+    const where = this.faults.poisonsAt(this.rank, step);
+    if (!where) return undefined;
+    return (replicated, shards) => {
+      const g = where === 'shard' ? shards : replicated;
+      if (g.length > 0) g[0] = NaN;
+    };
+  }
+
+  /** The update of one step: the strategy's, or the local optimizer step unless the step is bad. */
+  async update(view: ReplicaView, info: StepInfo): Promise<StrategyStepStats | void> {
+    if (this.strategy.applyUpdate) return this.strategy.applyUpdate(view, info);
+    let bad = info.lossNonFinite === true || info.shardsNonFinite === true || !allFinite(view.grads);
+    if (this.strategy.agree) bad = await anyBad((v) => this.strategy.agree!(v), this.scratch, bad);
+    if (bad) return { skipped: true };
+    // train.clipGradNorm: a device's own gradient (one device, bsp, easgd, bmuf), finite here
+    await view.clipGradients?.();
+    view.localStep(info.lr);
+  }
+
+  /** Counts the step; after maxBadSteps skipped in a row, locates the fault and throws. */
+  async record(skipped: boolean, at: { step: number; epoch: number; lossSum: number }, locate: () => Promise<string | null>): Promise<void> {
+    const { step } = at;
+    if (!skipped) { this.streak = 0; return; }
+    if (this.streak === 0) this.streakStart = step;
+    this.streak++; this.total++; this.inEpoch++;
+    if (this.streak < this.maxBadSteps) return;
+    const mine = await locate();
+    const origin = this.strategy.agree ? await this.agreeOnOrigin(mine) : mine === null ? null : { rank: this.rank, where: mine };
+    const what = origin ? `non-finite values first appeared on device ${origin.rank} in ${origin.where}`
+      : `the gradients summed over the devices were non-finite (no single device's were)`;
+    const head = Number.isFinite(at.lossSum) ? `the gradients are non-finite at step ${step + 1} (epoch ${at.epoch + 1})`
+      : `the loss is ${at.lossSum} at step ${step + 1} (epoch ${at.epoch + 1}) on device ${this.rank}`;
+    throw new Error(`training diverged: ${head}; lower optimizer.lr (now ${this.lr}) or add schedule.warmupSteps ` +
+      `(or raise train.maxBadSteps): ${this.streak} steps in a row (steps ${this.streakStart + 1}–${step + 1}) were skipped because ` +
+      `${what}; the last checkpoint written before them is kept`);
+  }
+
+  /** Every device learns every device's diagnosis (its text travels as character codes); the lowest rank that saw one wins. */
+  private async agreeOnOrigin(mine: string | null): Promise<{ rank: number; where: string } | null> {
+    const codes = new Float32Array(this.worldSize * WHERE_CHARS);
+    const text = (mine ?? '').slice(0, WHERE_CHARS);
+    for (let i = 0; i < text.length; i++) codes[this.rank * WHERE_CHARS + i] = text.charCodeAt(i);
+    await this.strategy.agree!(codes);
+    for (let r = 0; r < this.worldSize; r++) {
+      const slot = codes.subarray(r * WHERE_CHARS, (r + 1) * WHERE_CHARS);
+      const end = slot.indexOf(0);
+      const where = String.fromCharCode(...slot.subarray(0, end < 0 ? WHERE_CHARS : end));
+      if (where) return { rank: r, where };
+    }
+    return null;
+  }
+}

@@ -1,0 +1,29 @@
+/**
+ * The kernel backend of a device thread. With peers in its process's shm world, the backend keeps
+ * its wasm heap in the world's arena (the memory every device thread of the process maps), so the
+ * replica's flat params, grads and state are arena buffers: registered, every collective on them
+ * reduces in place with the SIMD kernel instead of copying through scratch (docs/backends.md).
+ * PARATRAIN_SHM_HEAP=0 keeps each device's heap in its own memory (each up to wasm32's 4 GiB,
+ * where the shared arena holds every device's heap within 4 GiB together).
+ */
+import { getBackend, useSharedHeap, type Backend } from '../../kernels/index.ts';
+import type { ShmCommunicator } from '../../comm/shm/index.ts';
+
+/** `name`'s backend for this device thread, over `local`'s arena when the world has several ranks. */
+export async function deviceBackend(name: string, local: ShmCommunicator): Promise<Backend> {
+  if (local.size > 1 && process.env.PARATRAIN_SHM_HEAP !== '0') {
+    const source = local.heapSource();
+    useSharedHeap({
+      ...source,
+      reserve: (bytes) => {
+        try {
+          return source.reserve(bytes);
+        } catch (err) {
+          throw new Error(`${(err as Error).message}. The ${local.size} device threads of this process share one memory of at most 4 GiB; ` +
+            'use fewer devices per process, a smaller batch, or PARATRAIN_SHM_HEAP=0 (each device its own memory; collectives then copy through scratch)');
+        }
+      },
+    });
+  }
+  return getBackend(name);
+}

@@ -1,0 +1,234 @@
+import { Tensor } from '../../tensor/tensor.ts';
+import type { Backend } from '../../kernels/backend.ts';
+import { buildModel, type Sequential } from '../../nn/model.ts';
+import { createLoss } from '../../nn/losses.ts';
+import type { ErrorCounts, Loss } from '../../nn/loss.ts';
+import type { SequenceBatch } from '../../data/batcher.ts';
+import { VARIABLE } from '../../tensor/shape.ts';
+import { clipToNorm, sumOfSquares } from '../../optim/clipGradNorm.ts';
+import type { ForwardContext } from '../../nn/layer.ts';
+import type { TrainableModel } from '../../nn/trainableModel.ts';
+import type { Communicator } from '../../comm/communicator.ts';
+import { ModelParallelNet } from '../../parallel/modelParallel/net.ts';
+import { modelParallelLayers } from '../../parallel/modelParallel/plan.ts';
+import { synchroniseBatchNorm } from '../../parallel/syncBatchNorm.ts';
+import { createOptimizer, type Optimizer } from '../../optim/optimizer.ts';
+import type { Dataset } from '../../data/dataset.ts';
+import type { RunConfig } from '../../config/runConfig.ts';
+import type { ReplicaView } from '../../parallel/strategy.ts';
+import { accumulateMicroBatches } from '../../parallel/microbatch.ts';
+import { locateNonFinite, type ProbeBatch } from './nonFiniteProbe.ts';
+
+export interface StepResult {
+  lossSum: number;
+  /** classification: samples right; multi-label: Σ per-sample fraction of labels right; regression: NaN */
+  correct: number;
+  samples: number;
+  /** transcription: edit counts of the greedy transcripts (summed over devices for CER/WER) */
+  errors?: ErrorCounts;
+}
+
+/** True when the config asks for "one weird trick" (some layer has `parallel: model`). */
+export function isModelParallel(config: RunConfig): boolean {
+  return modelParallelLayers(config.model).length > 0;
+}
+
+/**
+ * One device's model with its optimizer and loss: what every strategy acts on. The model is the
+ * whole one (`Sequential`, the default) or, in a model-parallel run, this device's part of it
+ * (`ModelParallelNet`: its replicated layers and its shards). One optimizer steps all of params
+ * (optimizers are elementwise, so stepping the concatenation equals stepping each part); the
+ * strategy sees only the replicated part, as the shards' gradients are already complete.
+ */
+export class Replica<M extends TrainableModel = Sequential> {
+  readonly model: M;
+  readonly optimizer: Optimizer;
+  readonly loss: Loss;
+  private input: Float32Array = new Float32Array(0);
+  /** a split model's devices: the shards' part of the gradient norm is summed over them */
+  private shardComm: Communicator | null = null;
+  /** the gradient norm before clipping, of the last clipGradients (undefined: none since the last take) */
+  private gradNorm: number | undefined;
+  private readonly normScratch = new Float32Array(1);
+  /** rank 0 of a split model: the unsplit replica gather() fills, for evaluation and checkpoints */
+  private whole: Replica | null = null;
+
+  /** `model` defaults to the config's whole model, built and initialised here. */
+  constructor(readonly backend: Backend, readonly config: RunConfig, options: { shared?: boolean } = {}, model?: M) {
+    if (model) this.model = model;
+    else {
+      const built = buildModel(backend, config.model, options);
+      built.initialize(config.train.seed);
+      this.model = built as TrainableModel as M;
+    }
+    this.optimizer = createOptimizer(backend, config.optimizer, this.model.params.length);
+    this.loss = createLoss(backend, config.loss);
+    // a CTC model gives logits per frame [T, C] (speechChecks.ts says more before a run)
+    const perFrame = this.loss.task === 'transcription';
+    if (perFrame && this.model.outputShape.length !== 2) {
+      throw new Error(`model: loss ctc needs an output per frame [frames, classes], but the last layer's output shape is [${this.model.outputShape.join(', ')}]; keep the frames and end with dense`);
+    }
+    if (!perFrame && this.model.outputShape.length !== 1) {
+      throw new Error(`model: the last layer must produce one ${this.loss.task === 'classification' ? 'score per class' : 'value per target'}, ` +
+        `but its output shape is [${this.model.outputShape.join(', ')}]; end with flatten and dense`);
+    }
+  }
+
+  /** The model's flat buffers (the replicated part) and a local optimizer step over all of them, as strategies see them. */
+  view(): ReplicaView {
+    const { params, grads, state, replicatedLength: r } = this.model;
+    const replicated = (a: Float32Array) => (r === a.length ? a : a.subarray(0, r));
+    const view: ReplicaView = { params: replicated(params), grads: replicated(grads), state, localStep: (lr) => this.optimizer.step(params, grads, lr) };
+    if (this.config.train.clipGradNorm !== undefined) view.clipGradients = (g) => this.clipGradients(g);
+    return view;
+  }
+
+  /**
+   * train.clipGradNorm on `grads`, or on the whole gradient: the replicated part (the same on every
+   * device once reduced) and a split model's shards, whose squares are summed over the devices.
+   */
+  private async clipGradients(grads?: Float32Array): Promise<void> {
+    const max = this.config.train.clipGradNorm!;
+    const all = this.model.grads, r = this.model.replicatedLength;
+    let squares: number;
+    if (grads) squares = sumOfSquares(grads);
+    else {
+      squares = sumOfSquares(r === all.length ? all : all.subarray(0, r));
+      if (this.shardComm) {
+        this.normScratch[0] = (this.model as unknown as ModelParallelNet).shardGradSquares();
+        await this.shardComm.allreduce(this.normScratch, 'sum');
+        squares += this.normScratch[0]!;
+      }
+    }
+    this.gradNorm = Math.sqrt(squares);
+    clipToNorm([grads ?? all], this.gradNorm, max);
+  }
+
+  /** The pre-clip gradient norm of this step (undefined when nothing was clipped since the last call). */
+  takeGradNorm(): number | undefined {
+    const norm = this.gradNorm;
+    this.gradNorm = undefined;
+    return norm;
+  }
+
+  zeroGrads(): void {
+    this.model.zeroGrads();
+  }
+
+  /** The gradients of this device's model-parallel shards (after the replicated part; empty for a whole model). */
+  shardGrads(): Float32Array {
+    return this.model.grads.subarray(this.model.replicatedLength);
+  }
+
+  /**
+   * A replica of `config` on one of the devices of `comm`: split when the config marks layers
+   * `parallel: model` and there are several devices ("one weird trick"), else the whole model,
+   * whose BatchNorm layers synchronise over `comm` with train.syncBatchNorm. (A split model's
+   * data-parallel layers skip steps where the device has no rows, so they cannot take part in
+   * collectives: its BatchNorm stays per device.)
+   */
+  static create(backend: Backend, config: RunConfig, options: { shared?: boolean; comm?: Communicator } = {}): Replica<TrainableModel> {
+    const { comm } = options;
+    if (!comm || comm.size < 2 || !isModelParallel(config)) {
+      const replica = new Replica(backend, config, options);
+      if (config.train.syncBatchNorm && comm) synchroniseBatchNorm(replica.model, comm);
+      return replica;
+    }
+    const net = new ModelParallelNet(backend, config.model, comm, options);
+    net.initialize(config.train.seed);
+    const replica = new Replica(backend, config, options, net);
+    replica.shardComm = comm;
+    return replica;
+  }
+
+  /** Layers that communicate (synchronised BatchNorm, a model-parallel section) need every device in every step. */
+  get stepsWithoutSamples(): boolean {
+    return this.model.needsAsync;
+  }
+
+  takePeakActivationBytes(): number {
+    return this.model.takePeakActivationBytes();
+  }
+
+  get gradientReadyOffsets(): readonly number[] {
+    return this.model.gradientReadyOffsets;
+  }
+
+  /**
+   * The whole model for evaluation and checkpoints, on rank 0 (null elsewhere). A split model is
+   * assembled from every device's part — collective, so every device calls this at the same
+   * points — with the optimizer state when `withOptimizer`; a whole model is this replica.
+   */
+  async gather(rank: number, withOptimizer: boolean): Promise<Replica | null> {
+    const { model } = this;
+    // a model that cannot gather is whole: this replica is a Replica<Sequential>
+    if (!model.gatherWhole) return rank === 0 ? (this as unknown as Replica) : null;
+    const sources = [model.params, ...(withOptimizer ? this.optimizer.state().buffers.map((b) => b.data) : [])];
+    const whole = rank === 0 ? (this.whole ??= new Replica(this.backend, this.config)) : null;
+    const full = whole?.model;
+    const buffers = full ? [full.params, ...sources.slice(1).map(() => new Float32Array(full.params.length))] : [];
+    await model.gatherWhole(sources, full ? { buffers, paramEntries: full.paramEntries, state: full.state, stateEntries: full.stateEntries } : null);
+    if (!whole) return null;
+    if (withOptimizer) {
+      const names = this.optimizer.state().buffers.map((b) => b.name);
+      whole.optimizer.loadState({ step: this.optimizer.stepCount, buffers: names.map((name, k) => ({ name, data: buffers[k + 1]! })) });
+    }
+    return whole;
+  }
+
+  /** The task the configured loss trains for. */
+  get task(): Loss['task'] {
+    return this.loss.task;
+  }
+
+  /** Scores the model produces per sample (must equal the dataset's classes, or its targets per sample). */
+  get classes(): number {
+    return this.model.outputShape[0]!;
+  }
+
+  /** Copies a batch into a backend-owned buffer (so the wasm backend computes without copies); `frames`: a sequence batch's T. */
+  batchTensor(images: Float32Array, n: number, frames = 0): Tensor {
+    // grow-only: a short last batch or the evaluation batch must not allocate again and again
+    if (this.input.length < images.length) this.input = this.backend.alloc(images.length);
+    const input = this.input.length === images.length ? this.input : this.input.subarray(0, images.length);
+    input.set(images);
+    return new Tensor([n, ...this.model.inputShape.map((d) => (d === VARIABLE ? frames : d))], input);
+  }
+
+  /**
+   * Forward and backward on one batch, ACCUMULATING gradients (zero them first for a fresh step).
+   * `gradScale` multiplies dLoss/dlogits: 1/n for a mean over this batch, 1/globalBatch when
+   * several devices' or micro-batches' gradients are summed. `targets`: the batch's regression
+   * values or multi-hot labels (losses other than softmaxCrossEntropy).
+   */
+  computeGradients(this: Replica<Sequential>, images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number,
+                   onGradientsReady?: (offset: number) => void, targets?: Float32Array): StepResult {
+    const n = labels.length;
+    const logits = this.model.forward(this.batchTensor(images, n), { ...ctx, training: true });
+    const { lossSum, correct, dlogits } = this.loss.compute(logits, labels, gradScale, targets);
+    this.model.backward(dlogits, onGradientsReady);
+    return { lossSum, correct, samples: n };
+  }
+
+  /**
+   * What the training loop runs: computeGradients in `config.train.microBatches` sequential slices
+   * (gradients accumulate; see accumulateMicroBatches), through the model's async passes so layers
+   * that communicate (synchronised BatchNorm, a model-parallel section) can. An empty batch still
+   * runs when layers communicate, so every device takes part in their collectives. `images` are
+   * this device's rows of a step of `globalBatchSize` samples (a model-parallel section computes on
+   * all of them); `gradScale` is the data-parallel one, a split model rescales its shards' itself.
+   */
+  async computeGradientsAsync(images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number,
+                              onGradientsReady?: (offset: number) => void, globalBatchSize?: number, targets?: Float32Array,
+                              sequence?: SequenceBatch): Promise<StepResult> {
+    // a sequence batch: [n, T, F] with per-sample lengths, labels padded [n, S]
+    const x = sequence ? this.batchTensor(images, sequence.lengths.length, sequence.frames) : this.batchTensor(images, labels.length);
+    return accumulateMicroBatches(this.model, this.loss, x, labels, { ...ctx, training: true, globalBatch: globalBatchSize }, gradScale,
+      this.config.train.microBatches, onGradientsReady, targets, sequence);
+  }
+
+  /** Where this device's step on `batch` first holds a NaN/Inf (see nonFiniteProbe.ts). */
+  locateNonFinite(batch: ProbeBatch): Promise<string | null> {
+    return locateNonFinite(this, batch);
+  }
+}

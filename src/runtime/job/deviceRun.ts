@@ -1,0 +1,62 @@
+import type { Backend } from '../../kernels/backend.ts';
+import type { Dataset } from '../../data/dataset.ts';
+import type { Strategy } from '../../parallel/strategy.ts';
+import type { Communicator } from '../../comm/communicator.ts';
+import { Replica, isModelParallel } from '../device/replica.ts';
+import { runTrainLoop, viewOf, type CommStats } from '../device/trainLoop.ts';
+import { deviceCheckpointHooks } from '../device/deviceCheckpoints.ts';
+import type { CheckpointSetup } from '../checkpoint/checkpointSetup.ts';
+import { DeviceEvaluation } from '../eval/evaluation.ts';
+import type { RunConfig } from '../../config/runConfig.ts';
+import type { EventSink } from '../events/events.ts';
+import type { FaultPlan } from '../faults/faultPlan.ts';
+
+export interface DeviceOptions {
+  config: RunConfig;
+  rank: number;
+  worldSize: number;
+  backend: Backend;
+  strategy: Strategy;
+  train: Dataset;
+  /** rank 0 evaluates on it after epochs (null: the test set takes its place) */
+  validation?: Dataset | null;
+  /** rank 0 evaluates on it at the end (after epochs too when there is no validation split), and writes checkpoints */
+  test: Dataset | null;
+  checkpointPath: string | null;
+  emit: EventSink;
+  takeCommStats?: () => CommStats;
+  faults?: FaultPlan;
+  /** put the replica's flat buffers in shared memory (several devices) */
+  shared: boolean;
+  /** the devices' communicator: model-parallel layers ("one weird trick") exchange activations over it, synchronised BatchNorm reduces over it */
+  comm?: Communicator;
+  /** checkpoint sets and resume (absent: none) */
+  checkpoints?: CheckpointSetup;
+  /** the stop gate's check before each step (a graceful stop, early stopping's holds; absent: the run cannot be stopped) */
+  mayStart?: (step: number) => boolean | Promise<boolean>;
+}
+
+
+/** Everything one device does in a run: build its replica, train, and (rank 0) evaluate and checkpoint. */
+export async function runDevice(o: DeviceOptions): Promise<void> {
+  const { config, rank } = o;
+  if (o.worldSize > 1 && isModelParallel(config) && !o.comm) throw new Error('runDevice: model-parallel layers need the devices\' communicator');
+  const replica = Replica.create(o.backend, config, { shared: o.shared, comm: o.comm });
+  const view = viewOf(replica);
+  const evaluation = new DeviceEvaluation({
+    config, rank, replica, strategy: o.strategy, view, emit: o.emit, train: o.train, validation: o.validation ?? null, test: o.test,
+    checkpointPath: o.checkpointPath, resumed: o.checkpoints?.resume?.state ?? null,
+  });
+  const checkpoints = deviceCheckpointHooks({ setup: o.checkpoints, config, rank, worldSize: o.worldSize, replica, strategy: o.strategy, view, comm: o.comm,
+    emit: o.emit, train: o.train, tracking: () => evaluation.tracking() });
+  await runTrainLoop({
+    replica, strategy: o.strategy, config, train: o.train, rank, worldSize: o.worldSize, emit: o.emit,
+    takeCommStats: o.takeCommStats, faults: o.faults, mayStart: o.mayStart,
+    ...checkpoints,
+    afterStart: async () => {
+      await checkpoints.afterStart?.();
+      await evaluation.atStart();
+    },
+    onEpochEnd: (epoch, step, stopped) => evaluation.epochEnd(epoch, step, stopped),
+  });
+}

@@ -1,0 +1,131 @@
+import { availableParallelism } from 'node:os';
+import { shareDataset, type Dataset } from '../../data/dataset.ts';
+import { buildModel } from '../../nn/model.ts';
+import { jsBackend } from '../../kernels/js/index.ts';
+import { createShmWorld } from '../../comm/shm/index.ts';
+import { needsParameterServer, survivesLostDevices } from '../../parallel/strategies/index.ts';
+import { allocateParameterServer, markDeviceDone } from '../../parallel/parameterServer/shared.ts';
+import { LostDevices, lostLinkReason, threadLosses } from './lostDevices.ts';
+import { deviceName } from './deviceNames.ts';
+import type { DeviceWorkerInit, DeviceWorkerMessage } from './deviceWorker.ts';
+import { spawnModuleWorker } from './spawnWorker.ts';
+import { hostParameterServer } from './parameterServerProcess.ts';
+import { crossWorldOf, parameterServerWorldOf, type ProcessPlacement } from './processWorld.ts';
+import type { EventSink } from '../events/events.ts';
+import type { FaultPlan } from '../faults/faultPlan.ts';
+import type { CheckpointSetup } from '../checkpoint/checkpointSetup.ts';
+import { serverStart } from '../checkpoint/serverState.ts';
+import { abortStopGate, type StopGateMemory } from './stopGate.ts';
+import type { RunConfig } from '../../config/runConfig.ts';
+
+export interface WorkerDevicesOptions {
+  /** the job's configuration: train.devices is the number of devices in the whole job */
+  config: RunConfig;
+  /** device threads in this process (config.train.devices unless the job spans processes) */
+  threads: number;
+  /** where this process sits in a multi-process job; absent: the job is this process */
+  placement?: ProcessPlacement;
+  train: Dataset;
+  /** a validation split device 0 evaluates on after epochs (a speech dataset's dev.csv) */
+  validation?: Dataset | null;
+  /** evaluated by device 0 (after epochs without a validation split, else at the end; none: no evaluation) */
+  test: Dataset | null;
+  checkpointPath: string | null;
+  checkpoints: CheckpointSetup;
+  emit: EventSink;
+  faults: FaultPlan;
+  /** this process's stop gate (stopGate.ts); absent: the run cannot be stopped */
+  stopGate?: StopGateMemory;
+  log?: (message: string) => void;
+}
+
+/**
+ * Runs this process's devices, one per worker thread over a shared-memory world, and relays their
+ * events. Devices of other processes are reached through each thread's cross-process
+ * communicator (hierarchical collectives); parameter-server strategies then use a server in
+ * process 0. The first device that fails aborts every other (no hang) and the run rejects naming
+ * its global rank — except under a strategy that survives lost devices (async, asynchronous EASGD),
+ * which goes on without it (lostDevices.ts).
+ */
+export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
+  const { config, threads, placement } = o;
+  const firstRank = placement ? placement.process * threads : 0;
+  const world = createShmWorld(threads, { stallMs: config.train.stallWarningSeconds * 1000 });
+  const spec = config.train.strategy;
+  const remotePs = placement !== undefined && needsParameterServer(spec);
+  // async and asynchronous EASGD go on without a dead device; their devices need no world across processes
+  const survives = survivesLostDevices(spec);
+  const job = { threads, processes: placement?.processes ?? 1, devices: config.train.devices,
+    strategy: spec.type === 'easgd' ? 'asynchronous EASGD' : spec.type };
+  let failure: Error | null = null;
+  // a callback of the user's that throws (train's sink rethrows it) stops every device; train reports its error
+  const emit: EventSink = (event) => {
+    try {
+      o.emit(event);
+    } catch (err) {
+      if (failure) return;
+      failure = err instanceof Error ? err : new Error(String(err));
+      world.abort(`the run was stopped: an event callback threw: ${failure.message}`);
+    }
+  };
+  const lost = new LostDevices(job, emit, o.log);
+  // every device starts identical (seeded init); the parameter server starts from the same weights
+  let ps: DeviceWorkerInit['ps'] = null;
+  let serving: Promise<unknown> | null = null;
+  if (needsParameterServer(spec)) {
+    const model = buildModel(jsBackend, config.model);
+    model.initialize(config.train.seed);
+    const start = serverStart(o.checkpoints, model, config.optimizer);
+    if (!remotePs) ps = allocateParameterServer(model.params.length, config.optimizer, start, config.train.devices);
+    else if (placement.process === 0) {
+      serving = hostParameterServer(config, start, parameterServerWorldOf(placement, threads, 0, config.train.devices, survives),
+        (device, step, reason) => lost.report(device, step, lostLinkReason(device, job, reason)))
+        .then((work) => { if (work.pushes) emit({ type: 'serverWork', ...work }); });
+    }
+  }
+  const train = shareDataset(o.train);
+  const test = o.test && shareDataset(o.test);
+  const validation = o.validation ? shareDataset(o.validation) : null;
+  if (threads > availableParallelism()) {
+    o.log?.(`note: ${threads} devices on ${availableParallelism()} cores share the cores; expect no speed-up beyond ${availableParallelism()}`);
+  }
+  const losses = threadLosses({ lost, job, log: o.log, serverReports: remotePs && placement.process === 0,
+    release: (device) => { if (ps) markDeviceDone(ps, device); } });
+  const fail = (rank: number, message: string) => {
+    if (failure || (survives && losses.absorb(rank, message))) return;
+    failure = new Error(message.startsWith('device ') ? message : `${deviceName(rank, job)} failed: ${message}`);
+    world.abort(failure.message);
+    // devices held for early stopping's verdict are in no collective: the gate lets them go
+    if (o.stopGate) abortStopGate(o.stopGate);
+  };
+  const serverDone = serving?.catch((err: Error) => fail(0, `the parameter server failed: ${err.message}`));
+  const finished = Array.from({ length: threads }, (_, local) => new Promise<void>((resolve) => {
+    const rank = firstRank + local;
+    const init: DeviceWorkerInit = {
+      config, rank, size: config.train.devices, comm: world.rankInit(local), ps,
+      cross: placement && placement.processes > 1 && !(survives && placement.transport === 'tcp') ? crossWorldOf(placement, local) : null,
+      remotePs: remotePs ? parameterServerWorldOf(placement!, threads, rank + 1, config.train.devices, survives) : null,
+      train, validation: rank === 0 ? validation : null, test: rank === 0 ? test : null,
+      checkpointPath: rank === 0 ? o.checkpointPath : null, checkpoints: o.checkpoints, faults: o.faults.toData(),
+      stop: o.stopGate ? { gate: o.stopGate, local } : null,
+    };
+    const worker = spawnModuleWorker(import.meta.url, './deviceWorker', init);
+    worker.on('message', (m: DeviceWorkerMessage) => {
+      if (m.kind === 'events') {
+        for (const event of m.events) {
+          if (event.type === 'step') losses.sawStep(rank, event.step);
+          emit(event);
+        }
+      }
+      else if (m.kind === 'error') fail(rank, m.message);
+    });
+    worker.on('error', (err) => fail(rank, err.message));
+    worker.on('exit', (code) => {
+      if (code !== 0) fail(rank, `its thread exited with code ${code}`);
+      resolve();
+    });
+  }));
+  await Promise.all(finished);
+  await serverDone;
+  if (failure) throw failure;
+}
