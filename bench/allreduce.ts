@@ -66,7 +66,11 @@ import { openMpiAllreduce } from './allreduceMpi.ts';
 
 const MB = 1 << 20;
 const NAMES: Record<string, string> = {
-  arena: 'arena', replica: 'training grads', wasm: 'training grads, wasm kernel', copy: 'grads, own memory', sab: 'plain SAB',
+  arena: 'arena',
+  replica: 'training grads',
+  wasm: 'training grads, wasm kernel',
+  copy: 'grads, own memory',
+  sab: 'plain SAB',
 };
 
 interface RankJob {
@@ -104,10 +108,15 @@ async function shmCells(sizesMb: number[], kinds: string[], reps: number, spinMi
     return w;
   });
   try {
-    return await Promise.all(workers.map((w) => new Promise<Cell[]>((resolve, reject) => {
-      w.once('message', resolve);
-      w.once('error', reject);
-    })));
+    return await Promise.all(
+      workers.map(
+        (w) =>
+          new Promise<Cell[]>((resolve, reject) => {
+            w.once('message', resolve);
+            w.once('error', reject);
+          }),
+      ),
+    );
   } finally {
     await Promise.all(workers.map((w) => w.terminate()));
   }
@@ -115,11 +124,14 @@ async function shmCells(sizesMb: number[], kinds: string[], reps: number, spinMi
 
 export async function main(args: string[]): Promise<void> {
   const sizesMb = (flag(args, 'sizes') ?? '1,4,16').split(',').map(Number);
-  const kinds = (flag(args, 'kinds') ?? (loadShmNative() ? 'arena,replica,wasm,copy' : 'arena,replica,copy')).split(',');
+  const kinds = (flag(args, 'kinds') ?? (loadShmNative() ? 'arena,replica,wasm,copy' : 'arena,replica,copy')).split(
+    ',',
+  );
   const reps = Number(flag(args, 'reps') ?? 21);
   const spinFlag = flag(args, 'spin');
   const spin = spinFlag === undefined ? undefined : Number(spinFlag);
-  for (const k of kinds) if (!NAMES[k]) throw new Error(`--kinds: unknown kind '${k}'; choose from ${Object.keys(NAMES).join(', ')}`);
+  for (const k of kinds)
+    if (!NAMES[k]) throw new Error(`--kinds: unknown kind '${k}'; choose from ${Object.keys(NAMES).join(', ')}`);
   if (spin !== undefined && !(spin >= 0)) throw new Error(`--spin: a number of microseconds ≥ 0, got '${spinFlag}'`);
   const rounds = Number(flag(args, 'rounds') ?? 5);
   if (!(rounds >= 1)) throw new Error(`--rounds: a count ≥ 1, got '${flag(args, 'rounds')}'`);
@@ -146,15 +158,22 @@ export async function main(args: string[]): Promise<void> {
   console.log(`load average ${loadavg()[0]!.toFixed(2)} at the end\n`);
 
   const withMpi = !mpiAbsent && mpiRounds.length === rounds;
-  const paths = kinds.map((k) => `${NAMES[k]}: ${[...new Set(ours.flatMap((o) => o.paths.flatMap((r) => r.filter((c) => c.kind === k).map((c) => c.path))))].join('/')}`);
-  console.log(`shm allreduce(sum), 2 ranks (worker threads), registered buffers, median of ${reps} after warm-up; ` +
-    `waits spin ${spin === undefined ? 'the transport\'s default (as in training: learned from the waits, 50 µs to 1 ms, when every rank has a core)' : `${spin} µs (--spin)`} before sleeping`);
+  const paths = kinds.map(
+    (k) =>
+      `${NAMES[k]}: ${[...new Set(ours.flatMap((o) => o.paths.flatMap((r) => r.filter((c) => c.kind === k).map((c) => c.path))))].join('/')}`,
+  );
+  console.log(
+    `shm allreduce(sum), 2 ranks (worker threads), registered buffers, median of ${reps} after warm-up; ` +
+      `waits spin ${spin === undefined ? "the transport's default (as in training: learned from the waits, 50 µs to 1 ms, when every rank has a core)" : `${spin} µs (--spin)`} before sleeping`,
+  );
   console.log(`paths taken (transport counters): ${paths.join('; ')}`);
   console.log(`reduction kernel: ${shmReduceDescription()}`);
-  console.log(withMpi
-    ? `Open MPI: MPI_Allreduce(sum), one \`mpirun -np 2\` job per round, taking turns with ours for ${rounds} rounds; ` +
-      'a cell is the median over the rounds, its ratio the median of the rounds\' own ratios ours / Open MPI'
-    : `Open MPI: not measured — ${mpiAbsent}; no ratios (${rounds} rounds of ours, medians)`);
+  console.log(
+    withMpi
+      ? `Open MPI: MPI_Allreduce(sum), one \`mpirun -np 2\` job per round, taking turns with ours for ${rounds} rounds; ` +
+          "a cell is the median over the rounds, its ratio the median of the rounds' own ratios ours / Open MPI"
+      : `Open MPI: not measured — ${mpiAbsent}; no ratios (${rounds} rounds of ours, medians)`,
+  );
   console.log('algorithm bandwidth = buffer bytes / time\n');
   const head = ['size', ...kinds.map((k) => NAMES[k]!), 'Open MPI'];
   const rows = sizesMb.map((mb) => {
@@ -166,15 +185,18 @@ export async function main(args: string[]): Promise<void> {
     return [`${mb} MB`, ...cells, withMpi ? `${median(mpiRounds.map((m) => m[mb]!)).toFixed(2)} GB/s` : '—'];
   });
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  const line = (cols: string[]) => cols.map((c, i) => (i === 0 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('   ');
+  const line = (cols: string[]) =>
+    cols.map((c, i) => (i === 0 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('   ');
   console.log(line(head));
   for (const row of rows) console.log(line(row));
   if (withMpi && rounds > 1) {
     console.log(`\nper round (GB/s), ${NAMES[kinds[0]!]} and Open MPI:`);
     for (const mb of sizesMb) {
-      console.log(`  ${mb} MB: ${ours.map((o, r) => `${o.gbs(kinds[0]!, mb).toFixed(1)} / ${mpiRounds[r]![mb]!.toFixed(1)}`).join(' · ')}`);
+      console.log(
+        `  ${mb} MB: ${ours.map((o, r) => `${o.gbs(kinds[0]!, mb).toFixed(1)} / ${mpiRounds[r]![mb]!.toFixed(1)}`).join(' · ')}`,
+      );
     }
-    console.log('\nbest of rounds (each side\'s fastest round, GB/s), ours / Open MPI:');
+    console.log("\nbest of rounds (each side's fastest round, GB/s), ours / Open MPI:");
     for (const mb of sizesMb) {
       const mpiBest = Math.max(...mpiRounds.map((m) => m[mb]!));
       const cells = kinds.map((k) => {
@@ -189,7 +211,11 @@ export async function main(args: string[]): Promise<void> {
 /** The CPU's model name with its family/model numbers and widest vectors (from /proc/cpuinfo where there is one). */
 function cpuModel(): string {
   let info = '';
-  try { info = readFileSync('/proc/cpuinfo', 'utf8'); } catch { /* not Linux */ }
+  try {
+    info = readFileSync('/proc/cpuinfo', 'utf8');
+  } catch {
+    /* not Linux */
+  }
   const field = (name: string) => new RegExp(`^${name}\\s*:\\s*(.*)$`, 'm').exec(info)?.[1]?.trim();
   const flags = ` ${field('flags') ?? ''} `;
   const isa = flags.includes(' avx512f ') ? 'AVX-512' : flags.includes(' avx2 ') ? 'AVX2' : '';
@@ -206,12 +232,17 @@ function pathOf(before: PathCounts, after: PathCounts): string {
 
 /** A replica whose flat params (and grads) are exactly `floats` long: input [floats/256 - 1], dense 256. */
 function replicaOf(backend: Backend, floats: number, comm: ShmCommunicator): Replica {
-  const config = parseConfig({
-    model: { input: [floats / 256 - 1], layers: [{ dense: { units: 256 } }] },
-    optimizer: { sgd: { lr: 0.01 } }, train: { devices: 2, strategy: 'hybrid' },
-  }, 'bench allreduce');
+  const config = parseConfig(
+    {
+      model: { input: [floats / 256 - 1], layers: [{ dense: { units: 256 } }] },
+      optimizer: { sgd: { lr: 0.01 } },
+      train: { devices: 2, strategy: 'hybrid' },
+    },
+    'bench allreduce',
+  );
   const replica = Replica.create(backend, config, { shared: true, comm }) as unknown as Replica;
-  if (replica.model.grads.length !== floats) throw new Error(`bench: the replica has ${replica.model.grads.length} gradient floats, wanted ${floats}`);
+  if (replica.model.grads.length !== floats)
+    throw new Error(`bench: the replica has ${replica.model.grads.length} gradient floats, wanted ${floats}`);
   return replica;
 }
 
@@ -261,7 +292,8 @@ async function rank(job: RankJob): Promise<void> {
         cell.paths.add(pathOf(before, comm.pathCounts()));
       }
       if (wasmOnly) comm.useNativeReduce(true);
-      if (buf[0] !== 2 || buf[n - 1] !== 2) throw new Error(`rank ${comm.rank}: wrong ${kind} result ${buf[0]}, expected 2`);
+      if (buf[0] !== 2 || buf[n - 1] !== 2)
+        throw new Error(`rank ${comm.rank}: wrong ${kind} result ${buf[0]}, expected 2`);
       comm.unregister(buf);
       cells.push(cell);
     }

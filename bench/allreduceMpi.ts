@@ -45,34 +45,66 @@ export async function main(args: string[]): Promise<void> {
   const reps = Number(flag(args, 'reps') ?? 9);
   const chunkBytes = Number(flag(args, 'chunk-kb') ?? 1024) * 1024;
   const mca = args.flatMap((a, i) => (args[i - 1] === '--mca' ? ['--mca', ...a.split('=')] : []));
-  if (spawnSync('mpirun', ['--version']).status !== 0) throw new Error('mpirun not found: apt-get install openmpi-bin libopenmpi-dev, then npm run build:mpi');
-  if (!mpiAddonPath()) throw new Error('the MPI addon is not built: apt-get install libopenmpi-dev, then npm run build:mpi');
+  if (spawnSync('mpirun', ['--version']).status !== 0)
+    throw new Error('mpirun not found: apt-get install openmpi-bin libopenmpi-dev, then npm run build:mpi');
+  if (!mpiAddonPath())
+    throw new Error('the MPI addon is not built: apt-get install libopenmpi-dev, then npm run build:mpi');
 
   const outDir = mkdtempSync(join(tmpdir(), 'paratrain-mpi-bench-'));
   try {
     const job: RankJob = { outDir, sizesMb, reps, chunkBytes };
-    const env = { ...process.env, [ENV_FLAG]: JSON.stringify(job), MASTER_PORT: String(await freePort()),
-      PARATRAIN_SECRET: `bench-${process.pid}-${Date.now()}-0123456789abcdef` };
-    const mpirunArgs = [...asRoot(), '--oversubscribe', '--bind-to', 'none', ...mca, '-x', ENV_FLAG, '-x', 'MASTER_PORT', '-x', 'PARATRAIN_SECRET',
-      '-np', String(np), process.execPath, '--import', 'tsx', fileURLToPath(import.meta.url)];
-    console.log(`MPI_Allreduce vs paratrain's TCP ring, allreduce(sum), ${np} processes of one mpirun job${mca.length ? ` (${mca.join(' ')})` : ''}`);
-    console.log(`median of ${reps} after warm-up (slowest rank per call); algorithm bandwidth = buffer bytes / time; TCP chunk ${chunkBytes / 1024} KiB\n`);
+    const env = {
+      ...process.env,
+      [ENV_FLAG]: JSON.stringify(job),
+      MASTER_PORT: String(await freePort()),
+      PARATRAIN_SECRET: `bench-${process.pid}-${Date.now()}-0123456789abcdef`,
+    };
+    const mpirunArgs = [
+      ...asRoot(),
+      '--oversubscribe',
+      '--bind-to',
+      'none',
+      ...mca,
+      '-x',
+      ENV_FLAG,
+      '-x',
+      'MASTER_PORT',
+      '-x',
+      'PARATRAIN_SECRET',
+      '-np',
+      String(np),
+      process.execPath,
+      '--import',
+      'tsx',
+      fileURLToPath(import.meta.url),
+    ];
+    console.log(
+      `MPI_Allreduce vs paratrain's TCP ring, allreduce(sum), ${np} processes of one mpirun job${mca.length ? ` (${mca.join(' ')})` : ''}`,
+    );
+    console.log(
+      `median of ${reps} after warm-up (slowest rank per call); algorithm bandwidth = buffer bytes / time; TCP chunk ${chunkBytes / 1024} KiB\n`,
+    );
     const child = spawn('mpirun', mpirunArgs, { env, stdio: 'inherit' });
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
     if (code !== 0) throw new Error(`mpirun exited with code ${code}`);
 
-    const ranks = Array.from({ length: np }, (_, r) => JSON.parse(readFileSync(join(outDir, `rank-${r}.json`), 'utf8')) as Times);
+    const ranks = Array.from(
+      { length: np },
+      (_, r) => JSON.parse(readFileSync(join(outDir, `rank-${r}.json`), 'utf8')) as Times,
+    );
     const gbs = (kind: 'mpi' | 'tcp', mb: number) => {
       const slowest = Array.from({ length: reps }, (_, i) => Math.max(...ranks.map((t) => t[kind][mb]![i]!)));
       return (mb * MB) / (median(slowest) / 1000) / 1e9;
     };
     const head = ['size', 'MPI_Allreduce', 'paratrain TCP', 'TCP / MPI'];
     const rows = sizesMb.map((mb) => {
-      const m = gbs('mpi', mb), t = gbs('tcp', mb);
+      const m = gbs('mpi', mb),
+        t = gbs('tcp', mb);
       return [`${mb} MB`, `${m.toFixed(2)} GB/s`, `${t.toFixed(2)} GB/s`, `${(t / m).toFixed(2)}×`];
     });
     const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-    const line = (c: string[]) => c.map((x, i) => (i === 0 ? x.padStart(widths[i]!) : x.padEnd(widths[i]!))).join('   ');
+    const line = (c: string[]) =>
+      c.map((x, i) => (i === 0 ? x.padStart(widths[i]!) : x.padEnd(widths[i]!))).join('   ');
     console.log(line(head));
     for (const r of rows) console.log(line(r));
   } finally {
@@ -88,19 +120,40 @@ const asRoot = (): string[] => (process.getuid?.() === 0 ? ['--allow-run-as-root
  * (each rank a Node process with the MPI addon, MPI's own transport: on one host its shared-memory
  * BTL). Not a number when mpirun or the addon is absent: `absent` says which and how to get it.
  */
-export async function openMpiAllreduce(sizesMb: number[], reps: number, np = 2): Promise<{ gbs: Record<number, number> } | { absent: string }> {
-  if (spawnSync('mpirun', ['--version']).status !== 0) return { absent: 'mpirun not found (apt-get install openmpi-bin libopenmpi-dev, then npm run build:mpi)' };
-  if (!mpiAddonPath()) return { absent: 'the MPI addon is not built (apt-get install libopenmpi-dev, then npm run build:mpi)' };
+export async function openMpiAllreduce(
+  sizesMb: number[],
+  reps: number,
+  np = 2,
+): Promise<{ gbs: Record<number, number> } | { absent: string }> {
+  if (spawnSync('mpirun', ['--version']).status !== 0)
+    return { absent: 'mpirun not found (apt-get install openmpi-bin libopenmpi-dev, then npm run build:mpi)' };
+  if (!mpiAddonPath())
+    return { absent: 'the MPI addon is not built (apt-get install libopenmpi-dev, then npm run build:mpi)' };
   const outDir = mkdtempSync(join(tmpdir(), 'paratrain-mpi-bench-'));
   try {
     const job: RankJob = { outDir, sizesMb, reps, chunkBytes: 0, mpiOnly: true };
     const env = { ...process.env, [ENV_FLAG]: JSON.stringify(job) };
-    const args = [...asRoot(), '--oversubscribe', '--bind-to', 'none', '-x', ENV_FLAG, '-np', String(np),
-      process.execPath, '--import', 'tsx', fileURLToPath(import.meta.url)];
+    const args = [
+      ...asRoot(),
+      '--oversubscribe',
+      '--bind-to',
+      'none',
+      '-x',
+      ENV_FLAG,
+      '-np',
+      String(np),
+      process.execPath,
+      '--import',
+      'tsx',
+      fileURLToPath(import.meta.url),
+    ];
     const child = spawn('mpirun', args, { env, stdio: ['ignore', 'inherit', 'inherit'] });
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
     if (code !== 0) return { absent: `mpirun exited with code ${code}` };
-    const ranks = Array.from({ length: np }, (_, r) => JSON.parse(readFileSync(join(outDir, `rank-${r}.json`), 'utf8')) as Times);
+    const ranks = Array.from(
+      { length: np },
+      (_, r) => JSON.parse(readFileSync(join(outDir, `rank-${r}.json`), 'utf8')) as Times,
+    );
     const gbs: Record<number, number> = {};
     for (const mb of sizesMb) {
       const slowest = Array.from({ length: reps }, (_, i) => Math.max(...ranks.map((t) => t.mpi[mb]![i]!)));
@@ -129,7 +182,8 @@ async function measure(comm: Communicator, buf: Float32Array, reps: number): Pro
     await comm.allreduce(buf);
     ts.push(performance.now() - t0);
   }
-  if (buf[0] !== comm.size || buf[buf.length - 1] !== comm.size) throw new Error(`rank ${comm.rank}: wrong result ${buf[0]} (expected ${comm.size})`);
+  if (buf[0] !== comm.size || buf[buf.length - 1] !== comm.size)
+    throw new Error(`rank ${comm.rank}: wrong result ${buf[0]} (expected ${comm.size})`);
   return ts;
 }
 

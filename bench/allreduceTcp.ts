@@ -43,11 +43,20 @@ interface RankJob {
 
 /** rank → parent messages */
 /** one rank's times per size: each call after a barrier, and the total of the back-to-back calls */
-interface RankTimes { times: Record<number, number[]>; streamMs: Record<number, number> }
-type RankMsg = { kind: 'master'; port: number } | ({ kind: 'times'; rank: number } & RankTimes) | { kind: 'error'; message: string };
+interface RankTimes {
+  times: Record<number, number[]>;
+  streamMs: Record<number, number>;
+}
+type RankMsg =
+  | { kind: 'master'; port: number }
+  | ({ kind: 'times'; rank: number } & RankTimes)
+  | { kind: 'error'; message: string };
 
 /** GB/s per size: one call at a time (`call`) and back to back (`stream`). */
-interface WorldResult { call: Record<number, number>; stream: Record<number, number> }
+interface WorldResult {
+  call: Record<number, number>;
+  stream: Record<number, number>;
+}
 
 /** Runs one world of `worldSize` processes: GB/s of the slowest rank, per call (median) and back to back. */
 async function runWorld(worldSize: number, sizesMb: number[], reps: number, chunkBytes: number): Promise<WorldResult> {
@@ -57,26 +66,29 @@ async function runWorld(worldSize: number, sizesMb: number[], reps: number, chun
   const results: Record<number, RankTimes> = {};
   let masterPort = 0;
   let onListening: (port: number) => void = () => {};
-  const listening = new Promise<number>((resolve) => { onListening = resolve; });
-  const spawnRank = (rank: number) => new Promise<void>((resolve, reject) => {
-    const job: RankJob = { rank, worldSize, masterPort, sizesMb, reps, chunkBytes, secret };
-    const child = fork(self, [], {
-      execArgv: ['--import', 'tsx'],
-      env: { ...process.env, [ENV_FLAG]: JSON.stringify(job) },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    children.push(child);
-    let error: string | undefined;
-    child.on('message', (m: RankMsg) => {
-      if (m.kind === 'master') onListening(m.port);
-      else if (m.kind === 'times') results[rank] = m;
-      else error = m.message;
-    });
-    child.on('exit', (code) => {
-      if (code === 0 && !error) resolve();
-      else reject(new Error(`rank ${rank} failed: ${error ?? `exit code ${code}`}`));
-    });
+  const listening = new Promise<number>((resolve) => {
+    onListening = resolve;
   });
+  const spawnRank = (rank: number) =>
+    new Promise<void>((resolve, reject) => {
+      const job: RankJob = { rank, worldSize, masterPort, sizesMb, reps, chunkBytes, secret };
+      const child = fork(self, [], {
+        execArgv: ['--import', 'tsx'],
+        env: { ...process.env, [ENV_FLAG]: JSON.stringify(job) },
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      });
+      children.push(child);
+      let error: string | undefined;
+      child.on('message', (m: RankMsg) => {
+        if (m.kind === 'master') onListening(m.port);
+        else if (m.kind === 'times') results[rank] = m;
+        else error = m.message;
+      });
+      child.on('exit', (code) => {
+        if (code === 0 && !error) resolve();
+        else reject(new Error(`rank ${rank} failed: ${error ?? `exit code ${code}`}`));
+      });
+    });
   // rank 0 first, on any free port; the others once it listens
   const ends = [spawnRank(0)];
   ends[0]!.catch(() => onListening(-1));
@@ -164,10 +176,16 @@ export async function main(args: string[]): Promise<void> {
   const chunkBytes = Number(flag(args, 'chunk-kb') ?? 1024) * 1024;
   const gloo = !args.includes('--no-gloo') && torchPython() !== null;
 
-  console.log(`tcp allreduce(sum) over loopback, one rank per process, slowest rank, after warm-up; per round: GB/s one call at a time (back to back)`);
-  console.log(`algorithm bandwidth = buffer bytes / time; chunk ${chunkBytes / 1024} KiB; ${rounds} round(s), medians over rounds` +
-    (gloo ? '; Gloo = torch.distributed gloo all_reduce, same sizes, alternating with paratrain; ratio = median of per-round paratrain / Gloo'
-      : '; Gloo: python3-torch not found (or --no-gloo)') + '\n');
+  console.log(
+    `tcp allreduce(sum) over loopback, one rank per process, slowest rank, after warm-up; per round: GB/s one call at a time (back to back)`,
+  );
+  console.log(
+    `algorithm bandwidth = buffer bytes / time; chunk ${chunkBytes / 1024} KiB; ${rounds} round(s), medians over rounds` +
+      (gloo
+        ? '; Gloo = torch.distributed gloo all_reduce, same sizes, alternating with paratrain; ratio = median of per-round paratrain / Gloo'
+        : '; Gloo: python3-torch not found (or --no-gloo)') +
+      '\n',
+  );
 
   type Measure = keyof WorldResult;
   type Cell = { pt: number[]; gl: number[]; ratio: number[] };
@@ -177,7 +195,8 @@ export async function main(args: string[]): Promise<void> {
     if (!cells.has(k)) cells.set(k, { pt: [], gl: [], ratio: [] });
     return cells.get(k)!;
   };
-  const fmt = (r: WorldResult) => sizesMb.map((mb) => `${mb} MB ${r.call[mb]!.toFixed(2)} (${r.stream[mb]!.toFixed(2)})`).join(', ');
+  const fmt = (r: WorldResult) =>
+    sizesMb.map((mb) => `${mb} MB ${r.call[mb]!.toFixed(2)} (${r.stream[mb]!.toFixed(2)})`).join(', ');
   const glooFailed = new Set<number>();
   for (let round = 1; round <= rounds; round++) {
     for (const n of procs) {
@@ -208,21 +227,29 @@ export async function main(args: string[]): Promise<void> {
 
   const table = (m: Measure, title: string) => {
     const head = ['size'];
-    for (const n of procs) head.push(`paratrain ${n}p`, ...(cell(m, n, sizesMb[0]!).gl.length ? [`Gloo ${n}p`, 'ratio', 'ratio range'] : []));
+    for (const n of procs)
+      head.push(
+        `paratrain ${n}p`,
+        ...(cell(m, n, sizesMb[0]!).gl.length ? [`Gloo ${n}p`, 'ratio', 'ratio range'] : []),
+      );
     const rows = sizesMb.map((mb) => {
       const row = [`${mb} MB`];
       for (const n of procs) {
         const c = cell(m, n, mb);
         row.push(`${median(c.pt).toFixed(2)} GB/s`);
         if (c.gl.length) {
-          row.push(`${median(c.gl).toFixed(2)} GB/s`, `${median(c.ratio).toFixed(2)}×`,
-            `${Math.min(...c.ratio).toFixed(2)}–${Math.max(...c.ratio).toFixed(2)}`);
+          row.push(
+            `${median(c.gl).toFixed(2)} GB/s`,
+            `${median(c.ratio).toFixed(2)}×`,
+            `${Math.min(...c.ratio).toFixed(2)}–${Math.max(...c.ratio).toFixed(2)}`,
+          );
         }
       }
       return row;
     });
     const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-    const line = (c: string[]) => c.map((x, i) => (i === 0 ? x.padStart(widths[i]!) : x.padEnd(widths[i]!))).join('   ');
+    const line = (c: string[]) =>
+      c.map((x, i) => (i === 0 ? x.padStart(widths[i]!) : x.padEnd(widths[i]!))).join('   ');
     console.log(`\n${title}`);
     console.log(line(head));
     for (const r of rows) console.log(line(r));
@@ -235,8 +262,13 @@ async function rankMain(job: RankJob): Promise<void> {
   const send = (m: RankMsg) => new Promise<void>((resolve) => process.send!(m, () => resolve()));
   try {
     const comm = await TcpCommunicator.connect({
-      rank: job.rank, worldSize: job.worldSize, masterPort: job.masterPort, secret: job.secret, chunkBytes: job.chunkBytes,
-      timeoutMs: 60_000, onMasterListening: ({ port }) => void send({ kind: 'master', port }),
+      rank: job.rank,
+      worldSize: job.worldSize,
+      masterPort: job.masterPort,
+      secret: job.secret,
+      chunkBytes: job.chunkBytes,
+      timeoutMs: 60_000,
+      onMasterListening: ({ port }) => void send({ kind: 'master', port }),
     });
     const times: Record<number, number[]> = {};
     const streamMs: Record<number, number> = {};
@@ -245,7 +277,10 @@ async function rankMain(job: RankJob): Promise<void> {
       const buf = new Float32Array((mb * MB) / 4).fill(1);
       await comm.allreduce(buf);
       const wrong = buf.findIndex((x) => x !== job.worldSize);
-      if (wrong >= 0) throw new Error(`${mb} MB: element ${wrong} is ${buf[wrong]} after one allreduce(sum) of ones (expected ${job.worldSize})`);
+      if (wrong >= 0)
+        throw new Error(
+          `${mb} MB: element ${wrong} is ${buf[wrong]} after one allreduce(sum) of ones (expected ${job.worldSize})`,
+        );
       // from here on the buffer is not reset, as on the Gloo side: the sums grow (to Infinity),
       // which costs the adds nothing, and no reset takes CPU from ranks still in a call
       for (let i = 0, t0 = performance.now(); ; i++) {

@@ -9,7 +9,8 @@ export function flag(args: string[], name: string): string | undefined {
 
 /** The middle value; of an even count, the mean of the middle two (the upper one alone flattered 2-round runs). */
 export const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b), h = s.length >> 1;
+  const s = [...xs].sort((a, b) => a - b),
+    h = s.length >> 1;
   return s.length % 2 ? s[h]! : (s[h - 1]! + s[h]!) / 2;
 };
 

@@ -27,10 +27,13 @@ export function timeCalls(b: Backend): CallTimer {
         if (depth > 0) return f.apply(b, args);
         depth++;
         const t0 = performance.now();
-        try { return f.apply(b, args); } finally {
+        try {
+          return f.apply(b, args);
+        } finally {
           depth--;
           const e = spent.get(key) ?? { ms: 0, calls: 0 };
-          e.ms += performance.now() - t0; e.calls++;
+          e.ms += performance.now() - t0;
+          e.calls++;
           spent.set(key, e);
         }
       };

@@ -37,7 +37,11 @@ function filled(b: Backend, n: number, seed: number): Float32Array {
   const a = b.alloc(n);
   let s = seed >>> 0 || 1;
   for (let i = 0; i < n; i++) {
-    s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
+    s ^= s << 13;
+    s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
     a[i] = (s / 4294967296) * 2 - 1;
   }
   return a;
@@ -46,9 +50,13 @@ function filled(b: Backend, n: number, seed: number): Float32Array {
 function gemmCase(name: string, transA: boolean, transB: boolean, M: number, N: number, K: number, beta = 0): Case {
   const t = `${transA ? 'T' : 'N'}${transB ? 'T' : 'N'}`;
   return {
-    name, shape: `${M}×${K}×${N} ${t}`, flops: 2 * M * N * K,
+    name,
+    shape: `${M}×${K}×${N} ${t}`,
+    flops: 2 * M * N * K,
     setup(b) {
-      const A = filled(b, M * K, 1), B = filled(b, K * N, 2), C = b.alloc(M * N);
+      const A = filled(b, M * K, 1),
+        B = filled(b, K * N, 2),
+        C = b.alloc(M * N);
       return () => b.gemm(transA, transB, M, N, K, 1, A, B, beta, C);
     },
   };
@@ -63,18 +71,41 @@ function convCases(label: string, g: Conv2DGeometry): Case[] {
   const shape = `${label} N${g.N} ${g.H}×${g.W}×${g.C}→${g.OH}×${g.OW}×${g.F} k${g.KH}`;
   const sizes = { x: g.N * g.H * g.W * g.C, w: g.KH * g.KW * g.C * g.F, y: g.N * g.OH * g.OW * g.F };
   return [
-    { name: 'conv2d fwd', shape, flops, setup(b) {
-      const x = filled(b, sizes.x, 1), w = filled(b, sizes.w, 2), bias = filled(b, g.F, 3), y = b.alloc(sizes.y);
-      return () => b.conv2dForward(x, w, bias, y, g);
-    } },
-    { name: 'conv2d bwd-data', shape, flops, setup(b) {
-      const dy = filled(b, sizes.y, 1), w = filled(b, sizes.w, 2), dx = b.alloc(sizes.x);
-      return () => b.conv2dBackwardData(dy, w, dx, g);
-    } },
-    { name: 'conv2d bwd-filter', shape, flops, setup(b) {
-      const x = filled(b, sizes.x, 1), dy = filled(b, sizes.y, 2), dw = b.alloc(sizes.w), db = b.alloc(g.F);
-      return () => b.conv2dBackwardFilter(x, dy, dw, db, g);
-    } },
+    {
+      name: 'conv2d fwd',
+      shape,
+      flops,
+      setup(b) {
+        const x = filled(b, sizes.x, 1),
+          w = filled(b, sizes.w, 2),
+          bias = filled(b, g.F, 3),
+          y = b.alloc(sizes.y);
+        return () => b.conv2dForward(x, w, bias, y, g);
+      },
+    },
+    {
+      name: 'conv2d bwd-data',
+      shape,
+      flops,
+      setup(b) {
+        const dy = filled(b, sizes.y, 1),
+          w = filled(b, sizes.w, 2),
+          dx = b.alloc(sizes.x);
+        return () => b.conv2dBackwardData(dy, w, dx, g);
+      },
+    },
+    {
+      name: 'conv2d bwd-filter',
+      shape,
+      flops,
+      setup(b) {
+        const x = filled(b, sizes.x, 1),
+          dy = filled(b, sizes.y, 2),
+          dw = b.alloc(sizes.w),
+          db = b.alloc(g.F);
+        return () => b.conv2dBackwardFilter(x, dy, dw, db, g);
+      },
+    },
   ];
 }
 
@@ -93,7 +124,8 @@ const CELL = 15;
 /** Median seconds per call: warm up ≥ warmMs, then time ≥ minReps calls and ≥ minMs. */
 function measure(fn: () => void, warmMs: number, minMs: number, minReps: number): number {
   let t0 = performance.now();
-  do fn(); while (performance.now() - t0 < warmMs);
+  do fn();
+  while (performance.now() - t0 < warmMs);
   const times: number[] = [];
   t0 = performance.now();
   while (times.length < minReps || performance.now() - t0 < minMs) {
@@ -108,14 +140,18 @@ function measure(fn: () => void, warmMs: number, minMs: number, minReps: number)
 
 export async function main(args: string[] = []): Promise<void> {
   const quick = args.includes('--quick');
-  const pick = (flag: string) => { const i = args.indexOf(flag); return i >= 0 ? args[i + 1] : undefined; };
+  const pick = (flag: string) => {
+    const i = args.indexOf(flag);
+    return i >= 0 ? args[i + 1] : undefined;
+  };
   const wanted = (pick('--backends') ?? 'js,wasm-simd,wasm,native,onednn,onednn-sgemm,onednn-prims').split(',');
   const filter = pick('--filter');
   const rounds = Math.max(1, Number(pick('--rounds') ?? (quick ? 1 : 3)));
   console.log(peakLine());
 
   /** `gemmOnly` / `convOnly`: the column measures the matrix products / convolutions only (other rows print a dash). */
-  const columns: { label: string; backend: Backend; gemmOnly?: boolean; convOnly?: boolean; before?: () => void }[] = [];
+  const columns: { label: string; backend: Backend; gemmOnly?: boolean; convOnly?: boolean; before?: () => void }[] =
+    [];
   if (wanted.includes('js')) columns.push({ label: 'js', backend: jsBackend });
   if (wanted.includes('wasm-simd')) {
     const b = await createWasmBackend({ relaxed: false });
@@ -132,7 +168,9 @@ export async function main(args: string[] = []): Promise<void> {
     const b = await createNativeBackend();
     if (b) {
       columns.push({ label: 'native', backend: b });
-      console.log(`native: ${b.blas.config} (${b.blas.parallel} build, ${b.blas.threads} thread), other kernels from ${b.base}`);
+      console.log(
+        `native: ${b.blas.config} (${b.blas.parallel} build, ${b.blas.threads} thread), other kernels from ${b.base}`,
+      );
     } else {
       console.log(`native backend unavailable: ${nativeUnavailableReason()}`);
     }
@@ -141,24 +179,38 @@ export async function main(args: string[] = []): Promise<void> {
   // One onednn backend for both of its columns: the gemm entry point is a per-thread setting of the addon.
   const onednn = wanted.some((w) => w.startsWith('onednn')) ? await createOneDnnBackend() : null;
   if (onednn) {
-    console.log(`onednn: oneDNN ${onednn.onednn.version}, ISA ${onednn.onednn.isa} (${onednn.onednn.runtime} runtime, ${onednn.onednn.threads} thread), other kernels from ${onednn.base}`);
-    const mode = (gemm: 'matmul' | 'sgemm', direct: boolean) => () => { onednn.setGemm(gemm); onednn.setDirect(direct); };
+    console.log(
+      `onednn: oneDNN ${onednn.onednn.version}, ISA ${onednn.onednn.isa} (${onednn.onednn.runtime} runtime, ${onednn.onednn.threads} thread), other kernels from ${onednn.base}`,
+    );
+    const mode = (gemm: 'matmul' | 'sgemm', direct: boolean) => () => {
+      onednn.setGemm(gemm);
+      onednn.setDirect(direct);
+    };
     if (wanted.includes('onednn')) columns.push({ label: 'onednn', backend: onednn, before: mode('matmul', true) });
-    if (wanted.includes('onednn-sgemm')) columns.push({ label: 'onednn sgemm', backend: onednn, gemmOnly: true, before: mode('sgemm', true) });
-    if (wanted.includes('onednn-prims')) columns.push({ label: 'onednn prims', backend: onednn, convOnly: true, before: mode('matmul', false) });
+    if (wanted.includes('onednn-sgemm'))
+      columns.push({ label: 'onednn sgemm', backend: onednn, gemmOnly: true, before: mode('sgemm', true) });
+    if (wanted.includes('onednn-prims'))
+      columns.push({ label: 'onednn prims', backend: onednn, convOnly: true, before: mode('matmul', false) });
   } else if (wanted.some((w) => w.startsWith('onednn'))) {
     console.log(`onednn backend unavailable: ${onednnUnavailableReason()}`);
   }
 
   const cases = CASES.filter((c) => !filter || `${c.name} ${c.shape}`.includes(filter));
-  const nameW = Math.max(...cases.map((c) => c.name.length)), shapeW = Math.max(...cases.map((c) => c.shape.length));
+  const nameW = Math.max(...cases.map((c) => c.name.length)),
+    shapeW = Math.max(...cases.map((c) => c.shape.length));
   const header = `${'kernel'.padEnd(nameW)}  ${'shape'.padEnd(shapeW)}  ${columns.map((c) => c.label.padStart(CELL)).join('')}`;
-  console.log(`GFLOPS (% of the widest-vector FMA peak), one thread, the columns interleaved: median over ${rounds} rounds of each round's median (Node ${process.versions.node}, V8 ${process.versions.v8})`);
+  console.log(
+    `GFLOPS (% of the widest-vector FMA peak), one thread, the columns interleaved: median over ${rounds} rounds of each round's median (Node ${process.versions.node}, V8 ${process.versions.v8})`,
+  );
   console.log(header);
   console.log('-'.repeat(header.length));
   for (const c of cases) {
     const runs = columns.map((col) => {
-      if ((col.gemmOnly && !c.name.includes('sgemm') && !c.name.startsWith('dense')) || (col.convOnly && !c.name.startsWith('conv'))) return null;
+      if (
+        (col.gemmOnly && !c.name.includes('sgemm') && !c.name.startsWith('dense')) ||
+        (col.convOnly && !c.name.startsWith('conv'))
+      )
+        return null;
       col.before?.();
       return { col, fn: c.setup(col.backend), times: [] as number[] };
     });

@@ -19,8 +19,11 @@ import { flag } from './args.ts';
 import { peakLine } from './peak.ts';
 
 export async function main(args: string[]): Promise<void> {
-  const model = flag(args, 'model') ?? 'resnet-small', backendName = flag(args, 'backend') ?? 'auto';
-  const N = Number(flag(args, 'batch') ?? 64), frames = Number(flag(args, 'frames') ?? 200), passes = Number(flag(args, 'passes') ?? 20);
+  const model = flag(args, 'model') ?? 'resnet-small',
+    backendName = flag(args, 'backend') ?? 'auto';
+  const N = Number(flag(args, 'batch') ?? 64),
+    frames = Number(flag(args, 'frames') ?? 200),
+    passes = Number(flag(args, 'passes') ?? 20);
   const config = loadConfig(new URL(`../examples/${model}.yaml`, import.meta.url).pathname);
   const backend = await getBackend(backendName);
   const net = buildModel(backend, config.model);
@@ -33,7 +36,9 @@ export async function main(args: string[]): Promise<void> {
   for (let i = 0, seed = 1; i < size; i++) data[i] = ((seed = (seed * 16807) % 2147483647) / 2147483647) * 2 - 1;
   const x = new Tensor([N, ...shape], data);
   const ctx: ForwardContext = { training: true, seed: 1, step: 0, sampleOffset: 0 };
-  const layers = net.layers, forward = layers.map(() => 0), backward = layers.map(() => 0);
+  const layers = net.layers,
+    forward = layers.map(() => 0),
+    backward = layers.map(() => 0);
   const warmup = 5;
   for (let pass = 0; pass < warmup + passes; pass++) {
     ctx.step = pass;
@@ -51,12 +56,18 @@ export async function main(args: string[]): Promise<void> {
     }
   }
   console.log(peakLine());
-  console.log(`${model} on ${backend.name}, batch ${N}${shape.length === 2 ? `, ${frames} frames` : ''}: ms per pass, mean of ${passes} after ${warmup}, layers one by one`);
+  console.log(
+    `${model} on ${backend.name}, batch ${N}${shape.length === 2 ? `, ${frames} frames` : ''}: ms per pass, mean of ${passes} after ${warmup}, layers one by one`,
+  );
   const width = Math.max(...layers.map((l) => l.name.length));
   console.log(`${'layer'.padEnd(width)}  forward  backward`);
   for (const [i, layer] of layers.entries()) {
-    console.log(`${layer.name.padEnd(width)}  ${(forward[i]! / passes).toFixed(3).padStart(7)}  ${(backward[i]! / passes).toFixed(3).padStart(8)}`);
+    console.log(
+      `${layer.name.padEnd(width)}  ${(forward[i]! / passes).toFixed(3).padStart(7)}  ${(backward[i]! / passes).toFixed(3).padStart(8)}`,
+    );
   }
   const sum = (a: number[]) => a.reduce((s, v) => s + v, 0) / passes;
-  console.log(`${'total'.padEnd(width)}  ${sum(forward).toFixed(3).padStart(7)}  ${sum(backward).toFixed(3).padStart(8)}`);
+  console.log(
+    `${'total'.padEnd(width)}  ${sum(forward).toFixed(3).padStart(7)}  ${sum(backward).toFixed(3).padStart(8)}`,
+  );
 }

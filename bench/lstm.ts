@@ -47,7 +47,12 @@ import { runPython, torchPython } from './torch.ts';
 import { ofPeak, peakLine } from './peak.ts';
 import { timeCalls } from './backendCalls.ts';
 
-interface Shape { N: number; T: number; F: number; H: number }
+interface Shape {
+  N: number;
+  T: number;
+  F: number;
+  H: number;
+}
 type CellKind = 'lstm' | 'gru';
 const GATES: Record<CellKind, number> = { lstm: 4, gru: 3 };
 
@@ -65,7 +70,11 @@ function filled(b: Backend, n: number, seed: number): Float32Array {
   const a = b.alloc(n);
   let s = seed >>> 0 || 1;
   for (let i = 0; i < n; i++) {
-    s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
+    s ^= s << 13;
+    s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
     a[i] = (s / 4294967296) * 2 - 1;
   }
   return a;
@@ -81,34 +90,55 @@ function cpuModel(): string {
   try {
     const info = readFileSync('/proc/cpuinfo', 'utf8');
     const name = /^model name\s*:\s*(.*)$/m.exec(info)?.[1];
-    const family = /^cpu family\s*:\s*(\d+)$/m.exec(info)?.[1], model = /^model\s*:\s*(\d+)$/m.exec(info)?.[1];
+    const family = /^cpu family\s*:\s*(\d+)$/m.exec(info)?.[1],
+      model = /^model\s*:\s*(\d+)$/m.exec(info)?.[1];
     const avx512 = /\bavx512f\b/.test(info) ? ', AVX-512' : /\bavx2\b/.test(info) ? ', AVX2' : '';
     if (name) return `${name} (family ${family}, model ${model}${avx512})`;
-  } catch { /* not Linux */ }
+  } catch {
+    /* not Linux */
+  }
   return cpus()[0]?.model ?? 'unknown';
 }
 
 /** CPU seconds per pass, of the reference sgemm and of the steps' products; MB the layer keeps for backward. */
-interface Result { lstmSec: number; gemmSec: number; stepSec: number; keptMB: number }
+interface Result {
+  lstmSec: number;
+  gemmSec: number;
+  stepSec: number;
+  keptMB: number;
+}
 
 /**
  * Times LSTM (GRU) passes and the reference sgemm interleaved (medians of CPU seconds), and the
  * recurrent step's product as the layer runs it: [N, H] · packed W_hhᵀ [H, GH], T of them.
  */
 function timeBackend(b: Backend, cell: CellKind, s: Shape, directions: number, reps: number): Result {
-  const { N, T, F, H } = s, GH = GATES[cell] * H;
+  const { N, T, F, H } = s,
+    GH = GATES[cell] * H;
   const layer = new Recurrent(b, `bench ${cell}`, [T, F], cell, H, directions === 2 ? { bidirectional: 'concat' } : {});
   const model = new Sequential(b, [layer], [T, F]);
   model.initialize(1);
   const x = new Tensor([N, T, F], filled(b, N * T * F, 3));
   const dy = new Tensor([N, T, layer.outputShape[1]!], filled(b, N * T * layer.outputShape[1]!, 4));
-  const pass = (): void => { layer.forward(x, CTX); layer.backward(dy, true); };
-  const A = filled(b, N * T * F, 5), B = filled(b, GH * F, 6), C = b.alloc(N * T * GH);
+  const pass = (): void => {
+    layer.forward(x, CTX);
+    layer.backward(dy, true);
+  };
+  const A = filled(b, N * T * F, 5),
+    B = filled(b, GH * F, 6),
+    C = b.alloc(N * T * GH);
   const gemm = (): void => b.gemm(false, true, N * T, GH, F, 1, A, B, 0, C);
-  const P = b.packB(true, H, GH, filled(b, GH * H, 7)), h = filled(b, N * H, 8);
-  const steps = (): void => { for (let t = 0; t < T; t++) b.gemmPacked(false, N, GH, H, 1, h, P, 1, C, 0, t * N * GH); };
-  pass(); gemm(); steps(); // warm-up (V8 tiers the wasm up; buffers are allocated)
-  const lstm: number[] = [], ref: number[] = [], step: number[] = [];
+  const P = b.packB(true, H, GH, filled(b, GH * H, 7)),
+    h = filled(b, N * H, 8);
+  const steps = (): void => {
+    for (let t = 0; t < T; t++) b.gemmPacked(false, N, GH, H, 1, h, P, 1, C, 0, t * N * GH);
+  };
+  pass();
+  gemm();
+  steps(); // warm-up (V8 tiers the wasm up; buffers are allocated)
+  const lstm: number[] = [],
+    ref: number[] = [],
+    step: number[] = [];
   for (let r = 0; r < reps; r++) {
     lstm.push(cpuSeconds(pass));
     // the reference is short: three samples per pass steady its median
@@ -123,11 +153,21 @@ function timeBackend(b: Backend, cell: CellKind, s: Shape, directions: number, r
 function callBreakdown(b: Backend, cell: CellKind, s: Shape, directions: number, passes: number): string[] {
   const calls = timeCalls(b);
   const { N, T, F, H } = s;
-  const layer = new Recurrent(calls.backend, `bench ${cell}`, [T, F], cell, H, directions === 2 ? { bidirectional: 'concat' } : {});
+  const layer = new Recurrent(
+    calls.backend,
+    `bench ${cell}`,
+    [T, F],
+    cell,
+    H,
+    directions === 2 ? { bidirectional: 'concat' } : {},
+  );
   new Sequential(calls.backend, [layer], [T, F]).initialize(1);
   const x = new Tensor([N, T, F], filled(b, N * T * F, 3));
   const dy = new Tensor([N, T, layer.outputShape[1]!], filled(b, N * T * layer.outputShape[1]!, 4));
-  const pass = (): void => { layer.forward(x, CTX); layer.backward(dy, true); };
+  const pass = (): void => {
+    layer.forward(x, CTX);
+    layer.backward(dy, true);
+  };
   pass();
   calls.reset();
   const t0 = performance.now();
@@ -155,7 +195,12 @@ times.sort()
 print(json.dumps({"sec": times[len(times) // 2], "threads": torch.get_num_threads(), "version": torch.__version__}))
 `;
 
-function torchSeconds(cell: CellKind, s: Shape, directions: number, reps: number): { sec: number; version: string } | string {
+function torchSeconds(
+  cell: CellKind,
+  s: Shape,
+  directions: number,
+  reps: number,
+): { sec: number; version: string } | string {
   if (!torchPython()) return 'python3-torch not installed';
   try {
     const args = [...[s.N, s.T, s.F, s.H, directions - 1, reps].map(String), cell.toUpperCase()];
@@ -175,43 +220,78 @@ export async function main(args: string[] = []): Promise<void> {
   const small: Shape = { N: 8, T: 10, F: 494, H: 512 };
   const names = flag(args, 'backends')?.split(',') ?? registeredBackends().filter((n) => n !== 'js');
   const dirs = args.includes('--uni') ? [1] : args.includes('--bi') ? [2] : [1, 2];
-  const cell: CellKind = args.includes('--gru') ? 'gru' : 'lstm', G = GATES[cell], CELL = cell.toUpperCase();
+  const cell: CellKind = args.includes('--gru') ? 'gru' : 'lstm',
+    G = GATES[cell],
+    CELL = cell.toUpperCase();
 
-  console.log(`CPU: ${cpuModel()}, ${cpus().length} cores, load average ${loadavg().map((v) => v.toFixed(1)).join(' ')}`);
+  console.log(
+    `CPU: ${cpuModel()}, ${cpus().length} cores, load average ${loadavg()
+      .map((v) => v.toFixed(1))
+      .join(' ')}`,
+  );
   console.log(peakLine());
-  console.log(`Node ${process.versions.node}, V8 ${process.versions.v8}; CPU time per pass, median of ${reps} after a warm-up, in each of ${rounds} rounds; a cell is the median over the rounds`);
-  console.log(`GFLOPS = gemm FLOPs / time, FLOPs of forward+backward = directions · ${6 * G}·N·T·H·(F+H) (${CELL}: ${G} gates)`);
-  console.log(`sgemm = GFLOPS of the backend's gemm at the input projection's shape [N·T, F]·[F, ${G}H]ᵀ, interleaved with the ${CELL} passes`);
-  console.log(`${CELL} shape: batch ${full.N}, ${full.T} frames, ${full.F} inputs, ${full.H} units${names.includes('js') ? `; js at ${small.N}×${small.T}` : ''}`);
+  console.log(
+    `Node ${process.versions.node}, V8 ${process.versions.v8}; CPU time per pass, median of ${reps} after a warm-up, in each of ${rounds} rounds; a cell is the median over the rounds`,
+  );
+  console.log(
+    `GFLOPS = gemm FLOPs / time, FLOPs of forward+backward = directions · ${6 * G}·N·T·H·(F+H) (${CELL}: ${G} gates)`,
+  );
+  console.log(
+    `sgemm = GFLOPS of the backend's gemm at the input projection's shape [N·T, F]·[F, ${G}H]ᵀ, interleaved with the ${CELL} passes`,
+  );
+  console.log(
+    `${CELL} shape: batch ${full.N}, ${full.T} frames, ${full.F} inputs, ${full.H} units${names.includes('js') ? `; js at ${small.N}×${small.T}` : ''}`,
+  );
   console.log('step gemm = GFLOPS of the per-step recurrent product [N, H]·W_hhᵀ with W_hh packed once (gemmPacked)');
-  console.log('kept MB = what the layer keeps for backward (inputs, states, and the gates or oneDNN\'s workspace), all directions\n');
-  const rows: string[][] = [['backend', 'dir', 'ms/pass', 'seq/s', 'GFLOPS', 'of peak', 'sgemm', `${CELL}/sgemm`, 'step gemm', 'kept MB']];
+  console.log(
+    "kept MB = what the layer keeps for backward (inputs, states, and the gates or oneDNN's workspace), all directions\n",
+  );
+  const rows: string[][] = [
+    ['backend', 'dir', 'ms/pass', 'seq/s', 'GFLOPS', 'of peak', 'sgemm', `${CELL}/sgemm`, 'step gemm', 'kept MB'],
+  ];
   const backends: { name: string; b: Backend }[] = [];
   for (const name of names) {
-    const b = await tryBackend(name).catch((err: Error) => { console.log(`${name}: ${err.message}`); return null; });
-    if (!b) { console.log(`${name}: not available here (skipped)`); continue; }
+    const b = await tryBackend(name).catch((err: Error) => {
+      console.log(`${name}: ${err.message}`);
+      return null;
+    });
+    if (!b) {
+      console.log(`${name}: not available here (skipped)`);
+      continue;
+    }
     const about = describe(b, cell);
     if (about) console.log(`${name}: ${about}`);
     (b as Backend & { setSequenceCells?: (cells: CellKind[]) => void }).setSequenceCells?.(['lstm', 'gru']);
     backends.push({ name, b });
     if (args.includes('--steps') && b.recurrentSequenceWorkspace) {
       // the same backend with its whole-direction call hidden: the layer steps
-      backends.push({ name: `${name} steps`, b: Object.assign(Object.create(b) as Backend, { recurrentSequenceWorkspace: undefined }) });
+      backends.push({
+        name: `${name} steps`,
+        b: Object.assign(Object.create(b) as Backend, { recurrentSequenceWorkspace: undefined }),
+      });
     }
   }
   // rounds: every backend, then PyTorch, in turn, so a change of load hits them alike
-  const results = new Map<string, Result[]>(), torchSec = new Map<number, number[]>();
-  let torchVersion = '', torchMissing = args.includes('--no-torch') ? 'skipped (--no-torch)' : '';
+  const results = new Map<string, Result[]>(),
+    torchSec = new Map<number, number[]>();
+  let torchVersion = '',
+    torchMissing = args.includes('--no-torch') ? 'skipped (--no-torch)' : '';
   for (let r = 0; r < rounds; r++) {
     for (const { name, b } of backends) {
       for (const d of dirs) {
         const key = `${name}/${d}`;
-        results.set(key, [...(results.get(key) ?? []), timeBackend(b, cell, name === 'js' ? small : full, d, name === 'js' ? 1 : reps)]);
+        results.set(key, [
+          ...(results.get(key) ?? []),
+          timeBackend(b, cell, name === 'js' ? small : full, d, name === 'js' ? 1 : reps),
+        ]);
       }
     }
     for (const d of torchMissing ? [] : dirs) {
       const t = torchSeconds(cell, full, d, reps);
-      if (typeof t === 'string') { torchMissing = t; break; }
+      if (typeof t === 'string') {
+        torchMissing = t;
+        break;
+      }
       torchVersion = t.version;
       torchSec.set(d, [...(torchSec.get(d) ?? []), t.sec]);
     }
@@ -220,18 +300,40 @@ export async function main(args: string[] = []): Promise<void> {
     const s = name === 'js' ? small : full;
     for (const d of dirs) {
       const rs = results.get(`${name}/${d}`)!;
-      const lstmSec = median(rs.map((x) => x.lstmSec)), gemmSec = median(rs.map((x) => x.gemmSec)), stepSec = median(rs.map((x) => x.stepSec));
+      const lstmSec = median(rs.map((x) => x.lstmSec)),
+        gemmSec = median(rs.map((x) => x.gemmSec)),
+        stepSec = median(rs.map((x) => x.stepSec));
       const gflops = lstmFlops(s, d, cell) / lstmSec / 1e9;
-      const ref = 2 * s.N * s.T * G * s.H * s.F / gemmSec / 1e9;
-      rows.push([name, d === 2 ? 'bi' : 'uni', (lstmSec * 1e3).toFixed(0), (s.N / lstmSec).toFixed(1), gflops.toFixed(1), ofPeak(gflops),
-        ref.toFixed(1), `${(100 * gflops / ref).toFixed(0)}%`, (2 * s.T * s.N * s.H * G * s.H / stepSec / 1e9).toFixed(1), rs[0]!.keptMB.toFixed(0)]);
+      const ref = (2 * s.N * s.T * G * s.H * s.F) / gemmSec / 1e9;
+      rows.push([
+        name,
+        d === 2 ? 'bi' : 'uni',
+        (lstmSec * 1e3).toFixed(0),
+        (s.N / lstmSec).toFixed(1),
+        gflops.toFixed(1),
+        ofPeak(gflops),
+        ref.toFixed(1),
+        `${((100 * gflops) / ref).toFixed(0)}%`,
+        ((2 * s.T * s.N * s.H * G * s.H) / stepSec / 1e9).toFixed(1),
+        rs[0]!.keptMB.toFixed(0),
+      ]);
     }
   }
   if (torchMissing) console.log(`PyTorch: ${torchMissing}`);
   for (const [d, secs] of torchSec) {
     const sec = median(secs);
-    rows.push([`torch ${torchVersion}, 1 thread`, d === 2 ? 'bi' : 'uni', (sec * 1e3).toFixed(0), (full.N / sec).toFixed(1),
-      (lstmFlops(full, d, cell) / sec / 1e9).toFixed(1), ofPeak(lstmFlops(full, d, cell) / sec / 1e9), '', '', '', '']);
+    rows.push([
+      `torch ${torchVersion}, 1 thread`,
+      d === 2 ? 'bi' : 'uni',
+      (sec * 1e3).toFixed(0),
+      (full.N / sec).toFixed(1),
+      (lstmFlops(full, d, cell) / sec / 1e9).toFixed(1),
+      ofPeak(lstmFlops(full, d, cell) / sec / 1e9),
+      '',
+      '',
+      '',
+      '',
+    ]);
   }
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
   for (const [i, r] of rows.entries()) {
@@ -253,27 +355,41 @@ export async function main(args: string[] = []): Promise<void> {
     for (const { name } of backends) {
       if (name === 'js') continue;
       const ratios = results.get(`${name}/${d}`)!.map((x, r) => torch[r]! / x.lstmSec);
-      console.log(`${name} / PyTorch (${d === 2 ? 'bi' : 'uni'}): ${median(ratios).toFixed(2)}×  (rounds: ${ratios.map((v) => v.toFixed(2)).join(' · ')})`);
+      console.log(
+        `${name} / PyTorch (${d === 2 ? 'bi' : 'uni'}): ${median(ratios).toFixed(2)}×  (rounds: ${ratios.map((v) => v.toFixed(2)).join(' · ')})`,
+      );
     }
   }
 }
 
 /** The backend's build, where it has something to say. */
 function describe(b: Backend, cell: CellKind): string {
-  const info = b as Backend & { relaxed?: boolean; blas?: { config: string }; base?: string; packedKernel?: string | null;
-    onednn?: { version: string; isa: string } };
+  const info = b as Backend & {
+    relaxed?: boolean;
+    blas?: { config: string };
+    base?: string;
+    packedKernel?: string | null;
+    onednn?: { version: string; isa: string };
+  };
   if (info.onednn) {
     // native/onednn/packed.c: the primitive's packed layout with AVX-512, padded rows and dnnl_sgemm without
-    const steps = info.onednn.isa.includes('avx512') ? "oneDNN's matmul primitive per step on W_hh reordered once per pass into its layout"
+    const steps = info.onednn.isa.includes('avx512')
+      ? "oneDNN's matmul primitive per step on W_hh reordered once per pass into its layout"
       : 'dnnl_sgemm per step on W_hh copied once per pass into rows 16 floats longer (no cache-set aliasing)';
     const primitive = cell === 'lstm' ? "oneDNN's LSTM primitive" : "oneDNN's linear-before-reset GRU primitive";
-    const cells = cell === 'lstm' ? "the addon's AVX2 + FMA cells where the CPU has both (native/onednn/cells.c), else the base's" : "the base's cells";
-    const layer = info.onednn.isa.includes('avx512') ? `the ${cell.toUpperCase()} runs each direction as ${primitive} (native/onednn/rnn.c); `
+    const cells =
+      cell === 'lstm'
+        ? "the addon's AVX2 + FMA cells where the CPU has both (native/onednn/cells.c), else the base's"
+        : "the base's cells";
+    const layer = info.onednn.isa.includes('avx512')
+      ? `the ${cell.toUpperCase()} runs each direction as ${primitive} (native/onednn/rnn.c); `
       : `the ${cell.toUpperCase()} steps: ${cells}; `;
     return `oneDNN ${info.onednn.version}, ISA ${info.onednn.isa}; ${layer}step gemm (the column): ${steps}`;
   }
   if (info.blas) {
-    const steps = info.packedKernel ? `native/recurrent.c's ${info.packedKernel} kernel on W_hh packed once` : 'cblas_sgemm per step';
+    const steps = info.packedKernel
+      ? `native/recurrent.c's ${info.packedKernel} kernel on W_hh packed once`
+      : 'cblas_sgemm per step';
     return `${info.blas.config}; step gemm: ${steps}; cells from ${info.base}`;
   }
   if (info.relaxed !== undefined) return info.relaxed ? 'relaxed SIMD (fused multiply-add)' : 'SIMD128';

@@ -25,15 +25,26 @@ const CONV_STACK = [
   { conv2d: { filters: 64, kernelSize: 3, padding: 'same', activation: 'relu' } },
   { maxPool2d: { poolSize: 2 } },
 ];
-const CONV_HEAD = [{ flatten: {} }, { dense: { units: 128, activation: 'relu' } }, { dropout: { rate: 0.25 } }, { dense: { units: 10 } }];
+const CONV_HEAD = [
+  { flatten: {} },
+  { dense: { units: 128, activation: 'relu' } },
+  { dropout: { rate: 0.25 } },
+  { dense: { units: 10 } },
+];
 
 /** The conv-heavy network; with `tiles`, its convolutions and pools inside a spatialSplit of tiles × 1. */
-const convHeavy = (tiles?: number) => parseConfig({
-  model: {
-    input: [28, 28, 1],
-    layers: tiles ? [{ spatialSplit: { tiles: [tiles, 1], layers: CONV_STACK } }, ...CONV_HEAD] : [...CONV_STACK, ...CONV_HEAD],
-  },
-}, 'conv-heavy');
+const convHeavy = (tiles?: number) =>
+  parseConfig(
+    {
+      model: {
+        input: [28, 28, 1],
+        layers: tiles
+          ? [{ spatialSplit: { tiles: [tiles, 1], layers: CONV_STACK } }, ...CONV_HEAD]
+          : [...CONV_STACK, ...CONV_HEAD],
+      },
+    },
+    'conv-heavy',
+  );
 
 /** Peak activation bytes and samples/s of `config` with k micro-batches, measured for about `seconds`. */
 async function measure(config: RunConfig, backendName: string, batch: number, k: number, seconds: number) {
@@ -44,7 +55,12 @@ async function measure(config: RunConfig, backendName: string, batch: number, k:
   const labels = Int32Array.from({ length: batch }, (_, i) => i % 10);
   const step = async (s: number) => {
     replica.model.zeroGrads();
-    await replica.computeGradientsAsync(images, labels, { training: true, seed: 1, step: s, sampleOffset: 0 }, 1 / batch);
+    await replica.computeGradientsAsync(
+      images,
+      labels,
+      { training: true, seed: 1, step: s, sampleOffset: 0 },
+      1 / batch,
+    );
     replica.optimizer.step(replica.model.params, replica.model.grads, 0.001);
   };
   // a second of warm-up: the first rows must not pay for JIT compilation and heap growth
@@ -78,14 +94,20 @@ export async function main(args: string[]): Promise<void> {
     for (const k of ks) {
       const r = await measure(config, backend, batch, k, seconds);
       base ??= r;
-      console.log(`| ${name} | ${k} | ${mb(r.peak)} | ${(r.peak / base.peak).toFixed(3)}× | ${r.samplesPerSecond.toFixed(0)} | ${(r.samplesPerSecond / base.samplesPerSecond).toFixed(2)}× |`);
+      console.log(
+        `| ${name} | ${k} | ${mb(r.peak)} | ${(r.peak / base.peak).toFixed(3)}× | ${r.samplesPerSecond.toFixed(0)} | ${(r.samplesPerSecond / base.samplesPerSecond).toFixed(2)}× |`,
+      );
     }
   }
   // the spatial split, against the unsplit conv-heavy network at k = 1 (measured again in this run)
   const base = await measure(convHeavy(), backend, batch, 1, seconds);
-  console.log(`| conv-heavy, unsplit (measured again) | 1 | ${mb(base.peak)} | 1.000× | ${base.samplesPerSecond.toFixed(0)} | 1.00× |`);
+  console.log(
+    `| conv-heavy, unsplit (measured again) | 1 | ${mb(base.peak)} | 1.000× | ${base.samplesPerSecond.toFixed(0)} | 1.00× |`,
+  );
   for (const t of tiles) {
     const r = await measure(convHeavy(t), backend, batch, 1, seconds);
-    console.log(`| conv-heavy, spatialSplit tiles [${t}, 1] | 1 | ${mb(r.peak)} | ${(r.peak / base.peak).toFixed(3)}× | ${r.samplesPerSecond.toFixed(0)} | ${(r.samplesPerSecond / base.samplesPerSecond).toFixed(2)}× |`);
+    console.log(
+      `| conv-heavy, spatialSplit tiles [${t}, 1] | 1 | ${mb(r.peak)} | ${(r.peak / base.peak).toFixed(3)}× | ${r.samplesPerSecond.toFixed(0)} | ${(r.samplesPerSecond / base.samplesPerSecond).toFixed(2)}× |`,
+    );
   }
 }

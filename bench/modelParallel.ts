@@ -37,23 +37,47 @@ function configFor(mode: Mode, devices: number, batch: number, steps: number): R
     if (l.type === 'dense' && !trick) return { ...l, parallel: 'data' as const };
     if (l.type === 'conv2d' && i === lastConv && mode === 'trick + conv') return { ...l, parallel: 'model' as const };
     if (l.type === 'conv2d' && i === lastConv && mode === 'trick + spatial') {
-      return { type: 'spatialSplit' as const, tiles: [devices, 1] as [number, number], parallel: 'model' as const, layers: [l] };
+      return {
+        type: 'spatialSplit' as const,
+        tiles: [devices, 1] as [number, number],
+        parallel: 'model' as const,
+        layers: [l],
+      };
     }
     return l;
   });
   return {
-    ...base, model: { ...base.model, layers },
-    data: { ...base.data, dir: SUBSET, batchSize: batch, batchSizeScope: 'perDevice', trainLimit: (steps + WARMUP_STEPS) * batch * devices, testLimit: 100 },
-    train: { ...base.train, devices, epochs: 1, evalEvery: 0, strategy: { type: 'hybrid', bucketBytes: 4 * 1024 * 1024 } },
+    ...base,
+    model: { ...base.model, layers },
+    data: {
+      ...base.data,
+      dir: SUBSET,
+      batchSize: batch,
+      batchSizeScope: 'perDevice',
+      trainLimit: (steps + WARMUP_STEPS) * batch * devices,
+      testLimit: 100,
+    },
+    train: {
+      ...base.train,
+      devices,
+      epochs: 1,
+      evalEvery: 0,
+      strategy: { type: 'hybrid', bucketBytes: 4 * 1024 * 1024 },
+    },
   };
 }
 
-interface Figures { samplesPerSecond: number; bytesPerStep: number }
+interface Figures {
+  samplesPerSecond: number;
+  bytesPerStep: number;
+}
 
 async function run(config: RunConfig): Promise<Figures> {
   const out = mkdtempSync(join(tmpdir(), 'paratrain-bench-mp-'));
   const bytes: number[] = [];
-  let samples = 0, t0 = 0, t1 = 0;
+  let samples = 0,
+    t0 = 0,
+    t1 = 0;
   try {
     await train(config, {
       out: join(out, 'run'),
@@ -61,7 +85,7 @@ async function run(config: RunConfig): Promise<Figures> {
         if (e.type !== 'step' || e.step < WARMUP_STEPS) return;
         bytes.push(e.bytes);
         if (t0 === 0) t0 = performance.now();
-        else samples += e.samples;  // the first counted event opens the window
+        else samples += e.samples; // the first counted event opens the window
         t1 = performance.now();
       },
     });
@@ -84,14 +108,20 @@ export async function main(args: string[]): Promise<void> {
     for (const mode of MODES) rows.push({ mode, g, f: await run(configFor(mode, g, batch, steps)) });
   }
   console.log(`alexnet-small, hybrid, per-device batch ${batch}, ${steps} steps after ${WARMUP_STEPS} warm-up steps`);
-  console.log('| devices | mode | bytes / step / device | trick vs data parallel (bytes) | samples/s | vs 1 device | trick vs data parallel (samples/s) |');
+  console.log(
+    '| devices | mode | bytes / step / device | trick vs data parallel (bytes) | samples/s | vs 1 device | trick vs data parallel (samples/s) |',
+  );
   console.log('| --- | --- | --- | --- | --- | --- | --- |');
   console.log(`| 1 | one device | 0 | | ${one.samplesPerSecond.toFixed(0)} | 1.00× | |`);
   for (const { mode, g, f } of rows) {
     const dp = rows.find((r) => r.g === g && r.mode === 'data parallel')!.f;
     const vs = mode !== 'data parallel';
-    console.log(`| ${g} | ${mode} | ${mb(f.bytesPerStep)} | ${vs ? `${(f.bytesPerStep / dp.bytesPerStep).toFixed(2)}×` : ''} | ` +
-      `${f.samplesPerSecond.toFixed(0)} | ${(f.samplesPerSecond / one.samplesPerSecond).toFixed(2)}× | ${vs ? `${(f.samplesPerSecond / dp.samplesPerSecond).toFixed(2)}×` : ''} |`);
+    console.log(
+      `| ${g} | ${mode} | ${mb(f.bytesPerStep)} | ${vs ? `${(f.bytesPerStep / dp.bytesPerStep).toFixed(2)}×` : ''} | ` +
+        `${f.samplesPerSecond.toFixed(0)} | ${(f.samplesPerSecond / one.samplesPerSecond).toFixed(2)}× | ${vs ? `${(f.samplesPerSecond / dp.samplesPerSecond).toFixed(2)}×` : ''} |`,
+    );
   }
-  console.log('bytes: what the shared-memory transport counts (read from peers + written), the comm stats of the step events');
+  console.log(
+    'bytes: what the shared-memory transport counts (read from peers + written), the comm stats of the step events',
+  );
 }

@@ -16,8 +16,17 @@
 import { Worker } from 'node:worker_threads';
 import { loadAddon, addonPath, addonUnavailableReason, type AddonSpec } from '../src/platform/addon.ts';
 
-export interface FmaPeak { bits: number; gflops: number; sustainedGflops: number; fma: boolean }
-export interface MachinePeak { widest: FmaPeak; simd128: FmaPeak; /** with AVX-512 only: 256-bit vectors */ avx2?: FmaPeak }
+export interface FmaPeak {
+  bits: number;
+  gflops: number;
+  sustainedGflops: number;
+  fma: boolean;
+}
+export interface MachinePeak {
+  widest: FmaPeak;
+  simd128: FmaPeak /** with AVX-512 only: 256-bit vectors */;
+  avx2?: FmaPeak;
+}
 
 const SPEC: AddonSpec = {
   file: 'paratrain_peak.node',
@@ -37,7 +46,11 @@ export function machinePeak(): MachinePeak | null {
   if (!addon) return (measured = null);
   addon.fmaPeak(0, 0.02); // warm-up: wide-vector clocks and the page of code
   const widest = addon.fmaPeak(0, 0.2);
-  measured = { widest, simd128: addon.fmaPeak(128, 0.2), ...(widest.bits === 512 ? { avx2: addon.fmaPeak(256, 0.2) } : {}) };
+  measured = {
+    widest,
+    simd128: addon.fmaPeak(128, 0.2),
+    ...(widest.bits === 512 ? { avx2: addon.fmaPeak(256, 0.2) } : {}),
+  };
   return measured;
 }
 
@@ -54,19 +67,28 @@ async function fmaTogether(threads: number, seconds: number): Promise<{ gflops: 
     Atomics.add(w.go, 0, 1); Atomics.notify(w.go, 0); Atomics.wait(w.go, 1, 0);
     const start = performance.timeOrigin + performance.now(), gflops = m.fmaPeak(0, w.seconds).sustainedGflops;
     parentPort.postMessage({ gflops, start, end: performance.timeOrigin + performance.now() });`;
-  const workers = Array.from({ length: threads }, () => new Worker(code, { eval: true, workerData: { path, go, seconds } }));
+  const workers = Array.from(
+    { length: threads },
+    () => new Worker(code, { eval: true, workerData: { path, go, seconds } }),
+  );
   try {
-    const results = workers.map((w) => new Promise<{ gflops: number; start: number; end: number }>((resolve, reject) => {
-      w.once('message', resolve);
-      w.once('error', reject);
-    }));
+    const results = workers.map(
+      (w) =>
+        new Promise<{ gflops: number; start: number; end: number }>((resolve, reject) => {
+          w.once('message', resolve);
+          w.once('error', reject);
+        }),
+    );
     // start them together, once every one has loaded the probe and warmed up
     while (Atomics.load(go, 0) < threads) await new Promise((r) => setTimeout(r, 1));
     Atomics.store(go, 1, 1);
     Atomics.notify(go, 1);
     const runs = await Promise.all(results);
     const together = Math.min(...runs.map((r) => r.end)) - Math.max(...runs.map((r) => r.start));
-    return { gflops: runs.reduce((a, r) => a + r.gflops, 0), overlap: Math.min(1, Math.max(0, together) / (seconds * 1000)) };
+    return {
+      gflops: runs.reduce((a, r) => a + r.gflops, 0),
+      overlap: Math.min(1, Math.max(0, together) / (seconds * 1000)),
+    };
   } finally {
     await Promise.all(workers.map((w) => w.terminate()));
   }
@@ -78,9 +100,13 @@ async function fmaTogether(threads: number, seconds: number): Promise<{ gflops: 
  * share of `seconds` in which all of them ran at once (near 1: they did overlap). Null when the
  * probe is not built.
  */
-export async function coreScaling(cores: number, seconds: number): Promise<{ one: number; together: number; scaling: number; overlap: number } | null> {
+export async function coreScaling(
+  cores: number,
+  seconds: number,
+): Promise<{ one: number; together: number; scaling: number; overlap: number } | null> {
   if (!machinePeak()) return null;
-  const one = (await fmaTogether(1, seconds)).gflops, { gflops: together, overlap } = await fmaTogether(cores, seconds);
+  const one = (await fmaTogether(1, seconds)).gflops,
+    { gflops: together, overlap } = await fmaTogether(cores, seconds);
   return { one, together, scaling: together / one, overlap };
 }
 
@@ -89,8 +115,10 @@ export function peakLine(): string {
   const p = machinePeak();
   if (!p) return `FMA peak: not measured (${peakUnavailableReason()})`;
   const kind = (f: FmaPeak) => `${f.bits}-bit${f.fma ? ' FMA' : ' mul+add'}`;
-  return `FMA peak, one core (measured): ${p.widest.gflops.toFixed(0)} GFLOPS with ${kind(p.widest)}${p.avx2 ? ` (${p.avx2.gflops.toFixed(0)} with 256-bit)` : ''}, ` +
-    `${p.simd128.gflops.toFixed(0)} with ${kind(p.simd128)} (WebAssembly SIMD's width)`;
+  return (
+    `FMA peak, one core (measured): ${p.widest.gflops.toFixed(0)} GFLOPS with ${kind(p.widest)}${p.avx2 ? ` (${p.avx2.gflops.toFixed(0)} with 256-bit)` : ''}, ` +
+    `${p.simd128.gflops.toFixed(0)} with ${kind(p.simd128)} (WebAssembly SIMD's width)`
+  );
 }
 
 /** `gflops` as a percentage of the widest-vector peak ('' when it was not measured). */

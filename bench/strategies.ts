@@ -29,21 +29,39 @@ const BMUF_BLOCK_MOMENTUM = 0.25;
 /** The options each strategy runs with (period 2 where there is one; EASGD's α·G = 0.9 as in the paper). */
 function strategyFor(name: string, devices: number, args: string[]): StrategySpec {
   switch (name) {
-    case 'sync': return { type: 'sync' };
-    case 'hybrid': return { type: 'hybrid', bucketBytes: 4 << 20 };
-    case 'async': return { type: 'async', fetchEvery: 1, pushEvery: 1 };
-    case 'bsp': return { type: 'bsp', period: 2 };
-    case 'easgd': return { type: 'easgd', alpha: 0.9 / devices, period: 2, mode: 'sync' };
+    case 'sync':
+      return { type: 'sync' };
+    case 'hybrid':
+      return { type: 'hybrid', bucketBytes: 4 << 20 };
+    case 'async':
+      return { type: 'async', fetchEvery: 1, pushEvery: 1 };
+    case 'bsp':
+      return { type: 'bsp', period: 2 };
+    case 'easgd':
+      return { type: 'easgd', alpha: 0.9 / devices, period: 2, mode: 'sync' };
     case 'bmuf': {
       // block momentum η = 0.25 rather than the default 1 − 1/G (see BMUF_BLOCK_MOMENTUM)
-      return { type: 'bmuf', period: Number(option(args, 'bmuf-period', '2')), blockLr: 1, nesterov: false,
-        blockMomentum: Number(option(args, 'block-momentum', String(BMUF_BLOCK_MOMENTUM))) };
+      return {
+        type: 'bmuf',
+        period: Number(option(args, 'bmuf-period', '2')),
+        blockLr: 1,
+        nesterov: false,
+        blockMomentum: Number(option(args, 'block-momentum', String(BMUF_BLOCK_MOMENTUM))),
+      };
     }
-    default: throw new Error(`unknown strategy '${name}'`);
+    default:
+      throw new Error(`unknown strategy '${name}'`);
   }
 }
 
-interface Row { strategy: string; devices: number; accuracy: number[]; seconds: number; samplesPerSecond: number; meanStaleness?: number }
+interface Row {
+  strategy: string;
+  devices: number;
+  accuracy: number[];
+  seconds: number;
+  samplesPerSecond: number;
+  meanStaleness?: number;
+}
 
 export async function main(args: string[]): Promise<void> {
   const devicesList = option(args, 'devices', '2,4').split(',').map(Number);
@@ -64,7 +82,10 @@ export async function main(args: string[]): Promise<void> {
       config.train.evalEvery = 1;
       if (!lr && config.train.strategy.type === 'bmuf') {
         // the same effective step as the others' linear scaling: lr/(1 − η) = G·lr₀
-        config.optimizer = { ...config.optimizer, lr: config.optimizer.lr * devices * (1 - config.train.strategy.blockMomentum!) };
+        config.optimizer = {
+          ...config.optimizer,
+          lr: config.optimizer.lr * devices * (1 - config.train.strategy.blockMomentum!),
+        };
       }
       if (name === 'hybrid' || name === 'bsp' || name === 'easgd') {
         // One step of the job model is the average of G replicas' steps (hybrid: one step on a G× batch), so
@@ -78,30 +99,48 @@ export async function main(args: string[]): Promise<void> {
       if (name !== 'sync' && name !== 'async') config.schedule = { ...config.schedule, warmupSteps: 200 };
       const out = mkdtempSync(join(tmpdir(), 'paratrain-strategies-'));
       const accuracy: number[] = [];
-      let staleSum = 0, staleCount = 0;
+      let staleSum = 0,
+        staleCount = 0;
       try {
         const result = await train(config, {
           out: join(out, 'run'),
           onEvent: (e) => {
             if (e.type === 'start') source = e.dataSource;
             if (e.type === 'eval' && e.testAccuracy !== undefined) accuracy.push(e.testAccuracy);
-            if (e.type === 'step' && e.staleness !== undefined) { staleSum += e.staleness; staleCount++; }
+            if (e.type === 'step' && e.staleness !== undefined) {
+              staleSum += e.staleness;
+              staleCount++;
+            }
           },
         });
-        rows.push({ strategy: name, devices, accuracy, seconds: result.seconds, samplesPerSecond: result.samplesPerSecond,
-          ...(staleCount ? { meanStaleness: staleSum / staleCount } : {}) });
+        rows.push({
+          strategy: name,
+          devices,
+          accuracy,
+          seconds: result.seconds,
+          samplesPerSecond: result.samplesPerSecond,
+          ...(staleCount ? { meanStaleness: staleSum / staleCount } : {}),
+        });
       } finally {
         rmSync(out, { recursive: true, force: true });
       }
       const r = rows[rows.length - 1]!;
-      console.error(`${name} ×${devices}: ${r.accuracy.map((a) => (100 * a).toFixed(2)).join(' → ')} % in ${r.seconds.toFixed(0)} s`);
-      if (json) writeFileSync(json, JSON.stringify({ source, epochs, backend, rows }, null, 2));  // after every run: a crash loses nothing
+      console.error(
+        `${name} ×${devices}: ${r.accuracy.map((a) => (100 * a).toFixed(2)).join(' → ')} % in ${r.seconds.toFixed(0)} s`,
+      );
+      if (json) writeFileSync(json, JSON.stringify({ source, epochs, backend, rows }, null, 2)); // after every run: a crash loses nothing
     }
   }
-  console.log(`\nmnist-small (${base.optimizer.type}, per-device batch ${base.data.batchSize}) on ${source}; test accuracy after each epoch`);
-  console.log(`| strategy | devices | ${Array.from({ length: epochs }, (_, e) => `epoch ${e + 1}`).join(' | ')} | wall time | samples/s | mean staleness |`);
+  console.log(
+    `\nmnist-small (${base.optimizer.type}, per-device batch ${base.data.batchSize}) on ${source}; test accuracy after each epoch`,
+  );
+  console.log(
+    `| strategy | devices | ${Array.from({ length: epochs }, (_, e) => `epoch ${e + 1}`).join(' | ')} | wall time | samples/s | mean staleness |`,
+  );
   console.log(`| --- | --- | ${Array.from({ length: epochs }, () => '---').join(' | ')} | --- | --- | --- |`);
   for (const r of rows) {
-    console.log(`| ${r.strategy} | ${r.devices} | ${r.accuracy.map((a) => `${(100 * a).toFixed(2)}%`).join(' | ')} | ${r.seconds.toFixed(0)} s | ${r.samplesPerSecond.toFixed(0)} | ${r.meanStaleness === undefined ? '—' : r.meanStaleness.toFixed(2)} |`);
+    console.log(
+      `| ${r.strategy} | ${r.devices} | ${r.accuracy.map((a) => `${(100 * a).toFixed(2)}%`).join(' | ')} | ${r.seconds.toFixed(0)} s | ${r.samplesPerSecond.toFixed(0)} | ${r.meanStaleness === undefined ? '—' : r.meanStaleness.toFixed(2)} |`,
+    );
   }
 }

@@ -73,7 +73,10 @@ type StepTimes = [number, number, number][];
  * event to the last that reached the main thread. Below 100% the job's threads were not running
  * part of the time: waiting for each other, or not given a core by the host.
  */
-interface JobSteps { times: StepTimes; cpuShare: number }
+interface JobSteps {
+  times: StepTimes;
+  cpuShare: number;
+}
 
 /** The events of steps [from, from + steps]. */
 function stepsFrom(times: StepTimes, from: number, steps: number): StepTimes {
@@ -98,12 +101,26 @@ function rateOfSteps(times: StepTimes, from: number, steps: number): number {
  * A run's samples/s: steady state (`steps` steps after the warm-up) and, when the warm-up holds
  * them, steps [EARLY_FROM, EARLY_FROM + steps] of the same run.
  */
-interface Rates { rate: number; cpuShare: number; early?: number }
+interface Rates {
+  rate: number;
+  cpuShare: number;
+  early?: number;
+}
 
 /** Steady-state samples/s of a paratrain run of `steps` global steps on `devices` devices. */
-async function paratrainSamplesPerSecond(devices: number, steps: number, warmup: number, batch: number, backend: string): Promise<Rates> {
+async function paratrainSamplesPerSecond(
+  devices: number,
+  steps: number,
+  warmup: number,
+  batch: number,
+  backend: string,
+): Promise<Rates> {
   const { times, cpuShare } = await paratrainStepTimes(devices, steps, warmup, batch, backend);
-  return { rate: rateOfSteps(times, warmup, steps), cpuShare, ...(hasEarly(steps, warmup) ? { early: rateOfSteps(times, EARLY_FROM, steps) } : {}) };
+  return {
+    rate: rateOfSteps(times, warmup, steps),
+    cpuShare,
+    ...(hasEarly(steps, warmup) ? { early: rateOfSteps(times, EARLY_FROM, steps) } : {}),
+  };
 }
 
 /** Whether the warm-up holds the early window whole. */
@@ -129,12 +146,19 @@ export function throughputJobConfig(devices: number, batch: number, steps: numbe
 }
 
 /** The counted step events (after the warm-up) of a paratrain run of `steps` global steps on `devices` devices. */
-async function paratrainStepTimes(devices: number, steps: number, warmup: number, batch: number, backend: string): Promise<JobSteps> {
+async function paratrainStepTimes(
+  devices: number,
+  steps: number,
+  warmup: number,
+  batch: number,
+  backend: string,
+): Promise<JobSteps> {
   const config = throughputJobConfig(devices, batch, steps + warmup, backend);
   const out = mkdtempSync(join(tmpdir(), 'paratrain-bench-'));
   const stop = new AbortController();
   const times: StepTimes = [];
-  let first: { cpu: NodeJS.CpuUsage; wall: number } | undefined, last = first;
+  let first: { cpu: NodeJS.CpuUsage; wall: number } | undefined,
+    last = first;
   try {
     await train(config, {
       out: join(out, 'run'),
@@ -163,19 +187,50 @@ async function paratrainStepTimes(devices: number, steps: number, warmup: number
  * window in which every one of them was stepping (from the last one's first counted step to the
  * first one's last), after the warm-up and, when it holds them, in steps [EARLY_FROM, EARLY_FROM + steps].
  */
-async function sideBySideSamplesPerSecond(g: number, steps: number, warmup: number, batch: number, backend: string): Promise<Rates> {
+async function sideBySideSamplesPerSecond(
+  g: number,
+  steps: number,
+  warmup: number,
+  batch: number,
+  backend: string,
+): Promise<Rates> {
   const script = new URL('./main.ts', import.meta.url).pathname;
-  const args = ['--import', 'tsx', script, 'throughput', '--one-job', '--steps', String(steps), '--warmup', String(warmup), '--backend', backend];
-  const jobs = await Promise.all(Array.from({ length: g }, () => new Promise<JobSteps>((resolve, reject) => {
-    execFile(process.execPath, args, { maxBuffer: 64 << 20 }, (err, stdout) => err ? reject(err) : resolve(JSON.parse(stdout) as JobSteps));
-  })));
+  const args = [
+    '--import',
+    'tsx',
+    script,
+    'throughput',
+    '--one-job',
+    '--steps',
+    String(steps),
+    '--warmup',
+    String(warmup),
+    '--backend',
+    backend,
+  ];
+  const jobs = await Promise.all(
+    Array.from(
+      { length: g },
+      () =>
+        new Promise<JobSteps>((resolve, reject) => {
+          execFile(process.execPath, args, { maxBuffer: 64 << 20 }, (err, stdout) =>
+            err ? reject(err) : resolve(JSON.parse(stdout) as JobSteps),
+          );
+        }),
+    ),
+  );
   const summed = (firstStep: number): number => {
     const runs = jobs.map((j) => stepsFrom(j.times, firstStep, steps));
-    const from = Math.max(...runs.map((t) => t[0]![0])), to = Math.min(...runs.map((t) => t.at(-1)![0]));
+    const from = Math.max(...runs.map((t) => t[0]![0])),
+      to = Math.min(...runs.map((t) => t.at(-1)![0]));
     if (to <= from) throw new Error('throughput: the side-by-side jobs did not overlap; raise --steps');
     return runs.reduce((sum, t) => sum + rateWithin(t, from, to), 0);
   };
-  return { rate: summed(warmup), cpuShare: jobs.reduce((a, j) => a + j.cpuShare, 0) / g, ...(hasEarly(steps, warmup) ? { early: summed(EARLY_FROM) } : {}) };
+  return {
+    rate: summed(warmup),
+    cpuShare: jobs.reduce((a, j) => a + j.cpuShare, 0) / g,
+    ...(hasEarly(steps, warmup) ? { early: summed(EARLY_FROM) } : {}),
+  };
 }
 
 const TORCH_DDP = `${TORCH_NET}
@@ -211,10 +266,13 @@ if __name__ == '__main__':
 export async function main(args: string[]): Promise<void> {
   const count = (name: string, fallback: string, least: number): number => {
     const v = Number(option(args, name, fallback));
-    if (!(Number.isInteger(v) && v >= least)) throw new Error(`--${name}: an integer ≥ ${least}, got '${option(args, name, fallback)}'`);
+    if (!(Number.isInteger(v) && v >= least))
+      throw new Error(`--${name}: an integer ≥ ${least}, got '${option(args, name, fallback)}'`);
     return v;
   };
-  const steps = count('steps', '300', 2), warmup = count('warmup', String(WARMUP_STEPS), 0), rounds = count('rounds', '5', 1);
+  const steps = count('steps', '300', 2),
+    warmup = count('warmup', String(WARMUP_STEPS), 0),
+    rounds = count('rounds', '5', 1);
   const devices = option(args, 'devices', '1,2').split(',').map(Number);
   const spin = option(args, 'spin', '');
   if (spin) {
@@ -232,13 +290,18 @@ export async function main(args: string[]): Promise<void> {
     process.stdout.write(JSON.stringify(await paratrainStepTimes(1, steps, warmup, batch, backend)));
     return;
   }
-  const load = () => `${loadavg().map((l) => l.toFixed(2)).join(', ')} (${cpus().length} cores)`;
+  const load = () =>
+    `${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(', ')} (${cpus().length} cores)`;
   console.log(`load average before: ${load()}`);
   const perRound = new Map<number, number[]>(devices.map((g) => [g, []]));
   const side = devices.filter((g) => g > 1);
   const sideRound = new Map<number, number[]>(side.map((g) => [g, []]));
   // the early window's samples/s, per row as `shares`; the FMA probe's scaling to G cores, per G
-  const early = new Map<string, number[]>(), fma = new Map<number, number[]>(side.map((g) => [g, []])), overlaps: number[] = [];
+  const early = new Map<string, number[]>(),
+    fma = new Map<number, number[]>(side.map((g) => [g, []])),
+    overlaps: number[] = [];
   // the CPU share of each run (JobSteps), per row: devices, or `${g} apart`
   const shares = new Map<string, number[]>();
   const keep = (row: string, r: Rates): number => {
@@ -247,7 +310,8 @@ export async function main(args: string[]): Promise<void> {
     return r.rate;
   };
   for (let r = 0; r < rounds; r++) {
-    for (const g of devices) perRound.get(g)!.push(keep(String(g), await paratrainSamplesPerSecond(g, steps, warmup, batch, backend)));
+    for (const g of devices)
+      perRound.get(g)!.push(keep(String(g), await paratrainSamplesPerSecond(g, steps, warmup, batch, backend)));
     for (const g of side) {
       sideRound.get(g)!.push(keep(`${g} apart`, await sideBySideSamplesPerSecond(g, steps, warmup, batch, backend)));
       const probe = await coreScaling(g, FMA_SECONDS);
@@ -260,45 +324,92 @@ export async function main(args: string[]): Promise<void> {
   const share = (row: string) => `${(100 * median(shares.get(row)!)).toFixed(0)}%`.padStart(11);
   const ours = new Map(devices.map((g) => [g, median(perRound.get(g)!)]));
   // each round's own scaling: G devices against the 1 device measured minutes apart in the same round
-  const vsOne = (xs: number[]) => perRound.has(1) ? median(xs.map((v, r) => v / perRound.get(1)![r]!)) : undefined;
+  const vsOne = (xs: number[]) => (perRound.has(1) ? median(xs.map((v, r) => v / perRound.get(1)![r]!)) : undefined);
   const scaling = new Map(devices.map((g) => [g, vsOne(perRound.get(g)!)]));
   const torch = new Map<number, number>();
   if (torchPython()) {
     // no JIT to warm up: PyTorch's steady state starts within a few steps
-    for (const g of devices) torch.set(g, Number(runPython(TORCH_DDP, [String(g), String(batch), String(steps), String(Math.min(warmup, EARLY_FROM)), String(29500 + g)])));
+    for (const g of devices)
+      torch.set(
+        g,
+        Number(
+          runPython(TORCH_DDP, [
+            String(g),
+            String(batch),
+            String(steps),
+            String(Math.min(warmup, EARLY_FROM)),
+            String(29500 + g),
+          ]),
+        ),
+      );
   }
   console.log(`load average after: ${load()}`);
-  console.log(`mnist-small, hybrid, per-device batch ${batch}, ${steps} steps after ${warmup} warm-up steps, ${backend} backend, ` +
-    `${rounds} rounds, waits spin ${spin ? `${spin}${spin === 'adaptive' ? '' : ' µs'} (--spin)` : 'the transport\'s default'}; ` +
-    `samples/s (median over rounds; vs 1 device: median of the rounds' ratios)`);
-  console.log(`${'devices'.padEnd(10)}${'paratrain'.padStart(12)}${'vs 1 device'.padStart(13)}${'CPU share'.padStart(11)}${'  rounds'}${torch.size ? `${'pytorch'.padStart(12)}${'paratrain/pytorch'.padStart(19)}` : ''}`);
+  console.log(
+    `mnist-small, hybrid, per-device batch ${batch}, ${steps} steps after ${warmup} warm-up steps, ${backend} backend, ` +
+      `${rounds} rounds, waits spin ${spin ? `${spin}${spin === 'adaptive' ? '' : ' µs'} (--spin)` : "the transport's default"}; ` +
+      `samples/s (median over rounds; vs 1 device: median of the rounds' ratios)`,
+  );
+  console.log(
+    `${'devices'.padEnd(10)}${'paratrain'.padStart(12)}${'vs 1 device'.padStart(13)}${'CPU share'.padStart(11)}${'  rounds'}${torch.size ? `${'pytorch'.padStart(12)}${'paratrain/pytorch'.padStart(19)}` : ''}`,
+  );
   for (const g of devices) {
-    const p = ours.get(g)!, t = torch.get(g), k = scaling.get(g);
-    const each = perRound.get(g)!.map((v) => v.toFixed(0)).join(' · ');
-    console.log(`${String(g).padEnd(10)}${p.toFixed(0).padStart(12)}${(k !== undefined ? `${k.toFixed(2)}×` : '').padStart(13)}${share(String(g))}  ${each}` +
-      (t ? `${t.toFixed(0).padStart(12)}${`${(p / t).toFixed(2)}×`.padStart(19)}` : ''));
+    const p = ours.get(g)!,
+      t = torch.get(g),
+      k = scaling.get(g);
+    const each = perRound
+      .get(g)!
+      .map((v) => v.toFixed(0))
+      .join(' · ');
+    console.log(
+      `${String(g).padEnd(10)}${p.toFixed(0).padStart(12)}${(k !== undefined ? `${k.toFixed(2)}×` : '').padStart(13)}${share(String(g))}  ${each}` +
+        (t ? `${t.toFixed(0).padStart(12)}${`${(p / t).toFixed(2)}×`.padStart(19)}` : ''),
+    );
   }
   for (const g of side) {
-    const c = sideRound.get(g)!, k = vsOne(c), mine = median(perRound.get(g)!.map((v, r) => v / c[r]!));
-    console.log(`${`${g} apart`.padEnd(10)}${median(c).toFixed(0).padStart(12)}${(k !== undefined ? `${k.toFixed(2)}×` : '').padStart(13)}${share(`${g} apart`)}  ${c.map((v) => v.toFixed(0)).join(' · ')}`);
-    console.log(`  ${g} devices reach ${(100 * mine).toFixed(0)}% of the machine's ceiling for ${g} (median of the rounds' ratios)`);
+    const c = sideRound.get(g)!,
+      k = vsOne(c),
+      mine = median(perRound.get(g)!.map((v, r) => v / c[r]!));
+    console.log(
+      `${`${g} apart`.padEnd(10)}${median(c).toFixed(0).padStart(12)}${(k !== undefined ? `${k.toFixed(2)}×` : '').padStart(13)}${share(`${g} apart`)}  ${c.map((v) => v.toFixed(0)).join(' · ')}`,
+    );
+    console.log(
+      `  ${g} devices reach ${(100 * mine).toFixed(0)}% of the machine's ceiling for ${g} (median of the rounds' ratios)`,
+    );
     const f = fma.get(g)!;
     if (f.length) {
-      console.log(`pure FMA on ${g} cores at once: ${median(f).toFixed(2)}× one core (median of the rounds: ${f.map((v) => v.toFixed(2)).join(' · ')}; ` +
-        `${FMA_SECONDS} s each, all threads running together for at least ${(100 * Math.min(...overlaps)).toFixed(0)}% of it)`);
+      console.log(
+        `pure FMA on ${g} cores at once: ${median(f).toFixed(2)}× one core (median of the rounds: ${f.map((v) => v.toFixed(2)).join(' · ')}; ` +
+          `${FMA_SECONDS} s each, all threads running together for at least ${(100 * Math.min(...overlaps)).toFixed(0)}% of it)`,
+      );
     }
   }
   if (hasEarly(steps, warmup) && perRound.has(1)) {
     const one = early.get('1')!;
     const vs = (xs: number[]) => `${median(xs.map((v, r) => v / one[r]!)).toFixed(2)}×`;
-    console.log(`steps ${EARLY_FROM}–${EARLY_FROM + steps} of the same runs, V8 still compiling the per-step code: 1 device ${median(one).toFixed(0)} samples/s; ` +
-      devices.filter((g) => g > 1).map((g) => `${g} devices ${vs(early.get(String(g))!)}`).join(', ') +
-      side.map((g) => `, ${g} apart ${vs(early.get(`${g} apart`)!)}; ${g} devices reach ` +
-        `${(100 * median(early.get(String(g))!.map((v, r) => v / early.get(`${g} apart`)![r]!))).toFixed(0)}% of it`).join(''));
+    console.log(
+      `steps ${EARLY_FROM}–${EARLY_FROM + steps} of the same runs, V8 still compiling the per-step code: 1 device ${median(one).toFixed(0)} samples/s; ` +
+        devices
+          .filter((g) => g > 1)
+          .map((g) => `${g} devices ${vs(early.get(String(g))!)}`)
+          .join(', ') +
+        side
+          .map(
+            (g) =>
+              `, ${g} apart ${vs(early.get(`${g} apart`)!)}; ${g} devices reach ` +
+              `${(100 * median(early.get(String(g))!.map((v, r) => v / early.get(`${g} apart`)![r]!))).toFixed(0)}% of it`,
+          )
+          .join(''),
+    );
   }
-  console.log(`N apart: N unconnected 1-device jobs at once, one process each, summed while all were stepping (the machine's ceiling for N devices)`);
-  console.log(`CPU share: the job's CPU time (all its threads) while its steps were counted, over wall time × devices (the median over rounds; ` +
-    `for N apart the mean of the N jobs): under 100%, its threads were waiting for each other (beyond the spin of up to 1 ms, which counts as CPU) or not given a core by the host`);
+  console.log(
+    `N apart: N unconnected 1-device jobs at once, one process each, summed while all were stepping (the machine's ceiling for N devices)`,
+  );
+  console.log(
+    `CPU share: the job's CPU time (all its threads) while its steps were counted, over wall time × devices (the median over rounds; ` +
+      `for N apart the mean of the N jobs): under 100%, its threads were waiting for each other (beyond the spin of up to 1 ms, which counts as CPU) or not given a core by the host`,
+  );
   if (!torch.size) console.log('(PyTorch comparison skipped: python3-torch is not installed)');
-  console.log(`pytorch: 1 device = one process, 1 thread; 2 devices = DDP over gloo, 2 processes, 1 thread each; ${steps} steps after ${Math.min(warmup, EARLY_FROM)} warm-up steps`);
+  console.log(
+    `pytorch: 1 device = one process, 1 thread; 2 devices = DDP over gloo, 2 processes, 1 thread each; ${steps} steps after ${Math.min(warmup, EARLY_FROM)} warm-up steps`,
+  );
 }

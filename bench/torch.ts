@@ -15,7 +15,10 @@ export function torchPython(): string | null {
   cached = null;
   for (const python of ['/usr/bin/python3', 'python3']) {
     const r = spawnSync(python, ['-c', 'import torch'], { encoding: 'utf8' });
-    if (r.status === 0) { cached = python; break; }
+    if (r.status === 0) {
+      cached = python;
+      break;
+    }
   }
   return cached;
 }
@@ -30,7 +33,9 @@ export function runPython(script: string, args: string[], env: Record<string, st
   writeFileSync(file, script);
   try {
     const r = spawnSync(python, [file, ...args], {
-      encoding: 'utf8', env: { ...process.env, OMP_NUM_THREADS: '1', MKL_NUM_THREADS: '1', ...env }, timeout: 600_000,
+      encoding: 'utf8',
+      env: { ...process.env, OMP_NUM_THREADS: '1', MKL_NUM_THREADS: '1', ...env },
+      timeout: 600_000,
     });
     if (r.status !== 0) throw new Error(`python failed: ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`);
     return r.stdout.trim();

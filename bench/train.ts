@@ -63,7 +63,10 @@ function stepper(replica: Replica, batch: number): { slice(seconds: number): num
     slice(seconds: number): number {
       const t0 = cpuSeconds();
       let n = 0;
-      do { step(); n++; } while (cpuSeconds() - t0 < seconds);
+      do {
+        step();
+        n++;
+      } while (cpuSeconds() - t0 < seconds);
       return (n * batch) / (cpuSeconds() - t0);
     },
   };
@@ -118,16 +121,23 @@ function torchSamplesPerSecond(net: string, batch: number, seconds: number, roun
 
 const LABELS: Record<string, string> = { native: 'native (OpenBLAS)', onednn: 'onednn (oneDNN)' };
 
-const loadLine = (when: string) => `load average ${when}: ${loadavg().map((l) => l.toFixed(2)).join(', ')} (${cpus().length} cores)`;
+const loadLine = (when: string) =>
+  `load average ${when}: ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(', ')} (${cpus().length} cores)`;
 
 export async function main(args: string[]): Promise<void> {
   const batches = option(args, 'batch', '32,64,128').split(',').map(Number);
   const seconds = Number(option(args, 'seconds', '3'));
   const rounds = Math.max(1, Number(option(args, 'rounds', '6')));
   const names = option(args, 'backends', 'wasm,native,onednn').split(',');
-  const model = option(args, 'model', 'mnist-small'), mnist = model === 'mnist-small';
+  const model = option(args, 'model', 'mnist-small'),
+    mnist = model === 'mnist-small';
   const config: RunConfig = loadConfig(new URL(`../examples/${model}.yaml`, import.meta.url).pathname);
-  if (config.model.input.join('×') !== '28×28×1') throw new Error(`bench train --model ${model}: its input is ${config.model.input.join('×')}; the synthetic batch is 28×28×1 images`);
+  if (config.model.input.join('×') !== '28×28×1')
+    throw new Error(
+      `bench train --model ${model}: its input is ${config.model.input.join('×')}; the synthetic batch is 28×28×1 images`,
+    );
   console.log(peakLine());
   console.log(loadLine('before'));
   let flopsPerSample = 0;
@@ -136,8 +146,12 @@ export async function main(args: string[]): Promise<void> {
   const missing: string[] = [];
   for (const name of names.filter((n) => n !== 'js')) {
     const backend = await tryBackend(name);
-    if (!backend) { missing.push(name); continue; }
-    const label = name === 'wasm' && 'relaxed' in backend && backend.relaxed ? 'wasm (relaxed SIMD)' : LABELS[name] ?? name;
+    if (!backend) {
+      missing.push(name);
+      continue;
+    }
+    const label =
+      name === 'wasm' && 'relaxed' in backend && backend.relaxed ? 'wasm (relaxed SIMD)' : (LABELS[name] ?? name);
     const steppers = batches.map((b) => {
       const replica = new Replica(backend, config);
       flopsPerSample = trainingFlopsPerSample(replica);
@@ -154,7 +168,11 @@ export async function main(args: string[]): Promise<void> {
   const results = new Map<string, number[]>(runs.map((run) => [run.name, run.rates.map(median)]));
   if (args.includes('--js') || names.includes('js')) {
     const js = await tryBackend('js');
-    if (js) results.set('js', batches.map((b) => stepper(new Replica(js, config), b).slice(Math.min(seconds, 2))));
+    if (js)
+      results.set(
+        'js',
+        batches.map((b) => stepper(new Replica(js, config), b).slice(Math.min(seconds, 2))),
+      );
   }
   console.log(loadLine('after'));
 
@@ -166,7 +184,8 @@ export async function main(args: string[]): Promise<void> {
     if (mnist && peak.every(Boolean)) rows.push(['  of the FMA peak', ...peak]);
   }
   const ratio = (a: string, b: string, label = `${a} / ${b}`) => {
-    const x = results.get(a), y = results.get(b);
+    const x = results.get(a),
+      y = results.get(b);
     if (x && y) rows.push([label, ...x.map((v, i) => `${(v / y[i]!).toFixed(2)}×`)]);
   };
   const net = torchNetOf(model);
@@ -183,8 +202,10 @@ export async function main(args: string[]): Promise<void> {
   ratio('native', 'wasm');
   ratio('onednn', 'wasm');
   ratio('onednn', 'native');
-  console.log(`${model} training step (forward + backward + Adam), samples per CPU second on one thread, median of ${rounds} interleaved rounds` +
-    (mnist ? `; ${(flopsPerSample / 1e6).toFixed(1)} MFLOP per sample` : ''));
+  console.log(
+    `${model} training step (forward + backward + Adam), samples per CPU second on one thread, median of ${rounds} interleaved rounds` +
+      (mnist ? `; ${(flopsPerSample / 1e6).toFixed(1)} MFLOP per sample` : ''),
+  );
   for (const r of rows) console.log(r.map((c, i) => (i === 0 ? c.padEnd(22) : c.padStart(12))).join(''));
   if (args.includes('--calls')) {
     for (const name of runs.map((r) => r.name)) {

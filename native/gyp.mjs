@@ -9,11 +9,25 @@ import { fileURLToPath } from 'node:url';
 /** node-gyp's bin script: the copy bundled with npm (npm exports its path to scripts), else a local one. */
 export function findNodeGyp(root) {
   const npmDir = (() => {
-    try { return dirname(dirname(realpathSync(join(dirname(process.execPath), 'npm')))); } catch { return null; }
+    try {
+      return dirname(dirname(realpathSync(join(dirname(process.execPath), 'npm'))));
+    } catch {
+      return null;
+    }
   })();
   const candidates = [
     process.env.npm_config_node_gyp,
-    join(dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'),
+    join(
+      dirname(process.execPath),
+      '..',
+      'lib',
+      'node_modules',
+      'npm',
+      'node_modules',
+      'node-gyp',
+      'bin',
+      'node-gyp.js',
+    ),
     npmDir && join(npmDir, 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'),
     join(root, 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'),
   ];
@@ -51,8 +65,11 @@ export function finisher(tag, optional, continuing) {
 export function gypBuild({ root, dir, name, artifact, extra = [], verbose, finish, script }) {
   const gyp = findNodeGyp(root);
   if (!gyp) finish(false, `node-gyp not found (it ships with npm; run this through \`npm run ${script}\`)`);
-  const run = spawnSync(process.execPath, [gyp, 'rebuild', `--directory=${dir}`, ...nodedirArgs(), ...extra],
-    { cwd: dir, stdio: verbose ? 'inherit' : 'pipe', encoding: 'utf8' });
+  const run = spawnSync(process.execPath, [gyp, 'rebuild', `--directory=${dir}`, ...nodedirArgs(), ...extra], {
+    cwd: dir,
+    stdio: verbose ? 'inherit' : 'pipe',
+    encoding: 'utf8',
+  });
   if (run.error || run.status !== 0) {
     const log = `${run.stdout ?? ''}${run.stderr ?? ''}`.split('\n').slice(-40).join('\n');
     finish(false, `compiling the addon failed (${run.error?.message ?? `node-gyp exited with ${run.status}`})`, log);
@@ -86,7 +103,11 @@ export function addonScript(moduleUrl, { name, script, continuing }) {
       rmSync(artifact, { force: true });
       // the error's own line, not Node's "[eval]:2" location line before it
       const lines = (r.stderr || '').trim().split('\n');
-      finish(false, `the addon was built but does not load: ${lines.find((l) => /^\w*Error\b/.test(l)) ?? lines[0]}`, r.stderr);
+      finish(
+        false,
+        `the addon was built but does not load: ${lines.find((l) => /^\w*Error\b/.test(l)) ?? lines[0]}`,
+        r.stderr,
+      );
     }
     return r.stdout.trim();
   };

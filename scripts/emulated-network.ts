@@ -54,29 +54,68 @@ function jobConfig(base: RunConfig, choice: StrategyChoice, processes: number, s
     ...base,
     model: choice.kind === 'trick' ? markForTrick(base.model) : stripMarks(base.model),
     data: { ...base.data, trainLimit: samples, testLimit: 100 },
-    train: { ...base.train, devices: 1, epochs: Math.max(1, Math.ceil((steps * global) / samples)), evalEvery: 0, strategy: choice.spec },
+    train: {
+      ...base.train,
+      devices: 1,
+      epochs: Math.max(1, Math.ceil((steps * global) / samples)),
+      evalEvery: 0,
+      strategy: choice.spec,
+    },
   };
 }
 
 /** Runs one job of `processes` processes; returns an error text, or null when every process succeeded. */
-async function runJob(net: EmulatedNetwork, configPath: string, runDir: string, processes: number, children: Set<ChildProcess>): Promise<string | null> {
+async function runJob(
+  net: EmulatedNetwork,
+  configPath: string,
+  runDir: string,
+  processes: number,
+  children: Set<ChildProcess>,
+): Promise<string | null> {
   const env = {
-    ...process.env, WORLD_SIZE: String(processes), LOCAL_RANK: '0', MASTER_ADDR: net.address(0), MASTER_PORT: '29500',
-    PARATRAIN_SECRET: randomBytes(32).toString('hex'), PARATRAIN_OFFLINE: '1',
+    ...process.env,
+    WORLD_SIZE: String(processes),
+    LOCAL_RANK: '0',
+    MASTER_ADDR: net.address(0),
+    MASTER_PORT: '29500',
+    PARATRAIN_SECRET: randomBytes(32).toString('hex'),
+    PARATRAIN_OFFLINE: '1',
   };
   const procs = Array.from({ length: processes }, (_, p) => {
-    const child = net.spawnIn(p, [process.execPath, '--import', 'tsx', MAIN, 'train', configPath, '--devices', '1', '--out', runDir, '--force', '--quiet', '--timeout', '120'],
-      { ...env, RANK: String(p) });
+    const child = net.spawnIn(
+      p,
+      [
+        process.execPath,
+        '--import',
+        'tsx',
+        MAIN,
+        'train',
+        configPath,
+        '--devices',
+        '1',
+        '--out',
+        runDir,
+        '--force',
+        '--quiet',
+        '--timeout',
+        '120',
+      ],
+      { ...env, RANK: String(p) },
+    );
     children.add(child);
     let err = '';
-    child.stderr!.on('data', (d: Buffer) => { err = (err + d.toString()).slice(-2000); });
+    child.stderr!.on('data', (d: Buffer) => {
+      err = (err + d.toString()).slice(-2000);
+    });
     child.stdout!.resume();
     return { child, err: () => err };
   });
   const codes = await Promise.all(procs.map((p) => exited(p.child, 15 * 60_000)));
   for (const p of procs) children.delete(p.child);
   const bad = codes.findIndex((c) => c !== 0);
-  return bad < 0 ? null : `process ${bad} exited with ${codes[bad]}: ${procs[bad]!.err().trim().split('\n').slice(-3).join(' | ')}`;
+  return bad < 0
+    ? null
+    : `process ${bad} exited with ${codes[bad]}: ${procs[bad]!.err().trim().split('\n').slice(-3).join(' | ')}`;
 }
 
 /** Each device's mean step (compute + sync) in the run's steady state, in rank order. */
@@ -86,14 +125,22 @@ function deviceSteps(m: RunMeasurements): number[] {
 
 /** One measured job beside its predictions. */
 export interface Row {
-  processes: number; link: string; strategy: string; load: number;
+  processes: number;
+  link: string;
+  strategy: string;
+  load: number;
   calibration: Calibration;
   /** the job's mean step, seconds (lockstep: the step; async: the mean over devices of each device's mean step) */
-  measured: number; devices: number[];
+  measured: number;
+  devices: number[];
   /** the simulator with its own compute measurement, and with the run's compute */
-  predicted: number; predictedDevices?: number[]; givenCompute: number;
-  error: number; errorGivenCompute: number;
-  bytesMeasured: number; bytesPredicted: number;
+  predicted: number;
+  predictedDevices?: number[];
+  givenCompute: number;
+  error: number;
+  errorGivenCompute: number;
+  bytesMeasured: number;
+  bytesPredicted: number;
 }
 
 const ms = (s: number) => (s * 1000).toFixed(1);
@@ -108,13 +155,16 @@ export async function main(args: string[]): Promise<void> {
   const configPath = option(args, 'config', join(REPO, 'examples', 'alexnet-small.yaml'));
   const links = parseLinks(option(args, 'links', '100mbit:2ms,50mbit:5ms'), '--links');
   const processCounts = option(args, 'processes', '2').split(',').map(Number);
-  if (!processCounts.every((p) => p >= 2 && p <= 4 && Number.isInteger(p))) throw new Error('--processes: 2, 3 or 4, or a list of them (2,4)');
+  if (!processCounts.every((p) => p >= 2 && p <= 4 && Number.isInteger(p)))
+    throw new Error('--processes: 2, 3 or 4, or a list of them (2,4)');
   const steps = Number(option(args, 'steps', '20'));
-  if (!(steps >= 10 && Number.isInteger(steps))) throw new Error('--steps: an integer of at least 10 (the first few are a warm-up)');
+  if (!(steps >= 10 && Number.isInteger(steps)))
+    throw new Error('--steps: an integer of at least 10 (the first few are a warm-up)');
   // a parameter server whose link two or more devices cross: their phases wander over tens of steps
   // (docs/simulator.md, "Why 60 steps"), so a short run measures one stretch of them, not their mean
   const serverSteps = Number(option(args, 'server-steps', '60'));
-  if (!(serverSteps >= 10 && Number.isInteger(serverSteps))) throw new Error('--server-steps: an integer of at least 10');
+  if (!(serverSteps >= 10 && Number.isInteger(serverSteps)))
+    throw new Error('--server-steps: an integer of at least 10');
   const base = loadConfig(configPath);
   const choices = parseStrategyChoices(option(args, 'strategies', 'hybrid,async,bsp,trick'), base);
   const keep = args.includes('--out');
@@ -128,13 +178,17 @@ export async function main(args: string[]): Promise<void> {
     await net?.destroy();
     if (!keep) rmSync(out, { recursive: true, force: true });
   };
-  const onSignal = () => { void cleanup().finally(() => process.exit(130)); };
+  const onSignal = () => {
+    void cleanup().finally(() => process.exit(130));
+  };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   console.log(machineLine());
   const warmup = (n: number) => Math.min(5, Math.floor(n / 5));
-  console.log(`config ${configPath}; ${steps} steps per device (the first ${warmup(steps)} a warm-up), async and asynchronous easgd on 3 or more processes ` +
-    `${serverSteps} (the first ${warmup(serverSteps)}); MTU ${option(args, 'mtu', '9000')}`);
+  console.log(
+    `config ${configPath}; ${steps} steps per device (the first ${warmup(steps)} a warm-up), async and asynchronous easgd on 3 or more processes ` +
+      `${serverSteps} (the first ${warmup(serverSteps)}); MTU ${option(args, 'mtu', '9000')}`,
+  );
   try {
     let remeasure = true;
     for (const processes of processCounts) {
@@ -142,13 +196,20 @@ export async function main(args: string[]): Promise<void> {
       net.create();
       for (const link of links) {
         await net.shape({ rate: link.beta, delay: link.alpha }, 4 * 3600);
-        console.log(`\n${processes} processes, one device each, link ${link.name} (${formatRate(link.beta)}, ${formatDuration(link.alpha)} one way)`);
-        console.log(`${'strategy'.padEnd(9)}${'link α, β (loopback)'.padStart(34)}${'measured'.padStart(10)}${'predicted'.padStart(11)}${'error'.padStart(8)}` +
-          `${'| run compute'.padStart(14)}${'error'.padStart(8)}${'MB/step'.padStart(9)}${'pred.'.padStart(7)}${'load'.padStart(6)}`);
+        console.log(
+          `\n${processes} processes, one device each, link ${link.name} (${formatRate(link.beta)}, ${formatDuration(link.alpha)} one way)`,
+        );
+        console.log(
+          `${'strategy'.padEnd(9)}${'link α, β (loopback)'.padStart(34)}${'measured'.padStart(10)}${'predicted'.padStart(11)}${'error'.padStart(8)}` +
+            `${'| run compute'.padStart(14)}${'error'.padStart(8)}${'MB/step'.padStart(9)}${'pred.'.padStart(7)}${'load'.padStart(6)}`,
+        );
         for (const choice of choices) {
           const tag = `${processes}p-${link.name}-${choice.label}`.replace(/[^a-z0-9.]+/gi, '_');
-          const cfg = join(out, `${tag}.yaml`), dir = join(out, tag);
-          const server = choice.kind !== 'trick' && (choice.spec.type === 'async' || (choice.spec.type === 'easgd' && choice.spec.mode !== 'sync'));
+          const cfg = join(out, `${tag}.yaml`),
+            dir = join(out, tag);
+          const server =
+            choice.kind !== 'trick' &&
+            (choice.spec.type === 'async' || (choice.spec.type === 'easgd' && choice.spec.mode !== 'sync'));
           const jobSteps = server && processes >= 3 ? serverSteps : steps;
           writeFileSync(cfg, configToYaml(jobConfig(base, choice, processes, jobSteps)));
           const cal = await calibrate(net, PROBE_BYTES);
@@ -160,31 +221,53 @@ export async function main(args: string[]): Promise<void> {
           const measured = readRunMeasurements(dir);
           // the rate of the pattern the strategy moves: a ring sends both ways at once; a parameter server's
           // device pulls, then pushes (the emulated link is not quite full duplex: one relay carries both ways)
-          const both = choice.kind === 'trick' || !['async', 'sync', 'easgd'].includes(choice.spec.type) || (choice.spec.type === 'easgd' && choice.spec.mode === 'sync');
+          const both =
+            choice.kind === 'trick' ||
+            !['async', 'sync', 'easgd'].includes(choice.spec.type) ||
+            (choice.spec.type === 'easgd' && choice.spec.mode === 'sync');
           const beta = both ? cal.link.betaBoth : cal.link.beta;
           const flags = {
-            devices: String(processes), strategies: choice.label, perHost: 1, steps: jobSteps,
-            link: `${beta * 8}bit:${cal.link.alpha}s`, loopback: `${cal.loopback.beta}b/s:${cal.loopback.alpha}s`,
+            devices: String(processes),
+            strategies: choice.label,
+            perHost: 1,
+            steps: jobSteps,
+            link: `${beta * 8}bit:${cal.link.alpha}s`,
+            loopback: `${cal.loopback.beta}b/s:${cal.loopback.alpha}s`,
           };
           // the simulator's own compute (timed here once, then cached), and the run's (its median and step-to-step variation)
           const own = simulate((await buildSetup(cfg, { ...flags, remeasure, stragglers: 'none' })).setup)[0]!;
           remeasure = false;
           const given = simulate((await buildSetup(cfg, { ...flags, from: dir, stragglers: 'run' })).setup)[0]!;
-          const devices = deviceSteps(measured), job = mean(devices);
+          const devices = deviceSteps(measured),
+            job = mean(devices);
           const step = (r: SimRow) => r.stepSeconds;
           const row: Row = {
-            processes, link: link.name, strategy: choice.label, load: cal.load, calibration: cal, measured: job, devices,
-            predicted: step(own), givenCompute: step(given), error: step(own) / job - 1, errorGivenCompute: step(given) / job - 1,
-            bytesMeasured: mean(measured.bytes), bytesPredicted: own.bytesPerStep,
+            processes,
+            link: link.name,
+            strategy: choice.label,
+            load: cal.load,
+            calibration: cal,
+            measured: job,
+            devices,
+            predicted: step(own),
+            givenCompute: step(given),
+            error: step(own) / job - 1,
+            errorGivenCompute: step(given) / job - 1,
+            bytesMeasured: mean(measured.bytes),
+            bytesPredicted: own.bytesPerStep,
             ...(own.deviceStepSeconds ? { predictedDevices: own.deviceStepSeconds } : {}),
           };
           rows.push(row);
           const calText = `${formatDuration(cal.link.alpha)}, ${formatRate(beta)}${both ? ' ⇄' : ' →'} (${formatDuration(cal.loopback.alpha)}, ${formatRate(cal.loopback.beta)})`;
-          console.log(`${row.strategy.padEnd(9)}${calText.padStart(34)}${ms(row.measured).padStart(10)}${ms(row.predicted).padStart(11)}${pct(row.error).padStart(8)}` +
-            `${ms(row.givenCompute).padStart(14)}${pct(row.errorGivenCompute).padStart(8)}${(row.bytesMeasured / 1e6).toFixed(2).padStart(9)}` +
-            `${(row.bytesPredicted / 1e6).toFixed(2).padStart(7)}${cal.load.toFixed(1).padStart(6)}`);
+          console.log(
+            `${row.strategy.padEnd(9)}${calText.padStart(34)}${ms(row.measured).padStart(10)}${ms(row.predicted).padStart(11)}${pct(row.error).padStart(8)}` +
+              `${ms(row.givenCompute).padStart(14)}${pct(row.errorGivenCompute).padStart(8)}${(row.bytesMeasured / 1e6).toFixed(2).padStart(9)}` +
+              `${(row.bytesPredicted / 1e6).toFixed(2).padStart(7)}${cal.load.toFixed(1).padStart(6)}`,
+          );
           if (row.predictedDevices && devices.length > 1) {
-            console.log(`${''.padEnd(9)}  per device, measured ${devices.map(ms).join(' / ')} ms, predicted ${row.predictedDevices.map(ms).join(' / ')} ms (device 0 beside the server)`);
+            console.log(
+              `${''.padEnd(9)}  per device, measured ${devices.map(ms).join(' / ')} ms, predicted ${row.predictedDevices.map(ms).join(' / ')} ms (device 0 beside the server)`,
+            );
           }
         }
       }
@@ -193,10 +276,13 @@ export async function main(args: string[]): Promise<void> {
     }
     const json = option(args, 'json', '');
     if (json) writeFileSync(json, JSON.stringify({ machine: machineLine(), config: configPath, steps, rows }, null, 1));
-    console.log(`\nmeasured: each device's mean (compute + sync) per step after its warm-up, averaged over the devices (async's devices differ: ` +
-      `each is shown). predicted: the simulator on the link and loopback as measured through the transport just before the run, with the ` +
-      `compute it times on this machine; run compute: the same with the run's own compute (its median, varied step to step as in the run). ` +
-      `load: the 1-minute load average then.` + (keep ? ` Runs kept in ${out}.` : ''));
+    console.log(
+      `\nmeasured: each device's mean (compute + sync) per step after its warm-up, averaged over the devices (async's devices differ: ` +
+        `each is shown). predicted: the simulator on the link and loopback as measured through the transport just before the run, with the ` +
+        `compute it times on this machine; run compute: the same with the run's own compute (its median, varied step to step as in the run). ` +
+        `load: the 1-minute load average then.` +
+        (keep ? ` Runs kept in ${out}.` : ''),
+    );
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

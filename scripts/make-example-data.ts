@@ -22,7 +22,10 @@ function spirals(): void {
   const arms = ['amber', 'blue', 'crimson'];
   const dir = join(examples, 'spirals');
   mkdirSync(dir, { recursive: true });
-  for (const [split, perArm, seed] of [['train', 400, 1], ['test', 100, 2]] as const) {
+  for (const [split, perArm, seed] of [
+    ['train', 400, 1],
+    ['test', 100, 2],
+  ] as const) {
     const rng = new CounterRng(seed, 0x5b1);
     const rows = ['x,y,arm'];
     for (let i = 0; i < perArm; i++) {
@@ -50,18 +53,24 @@ function shapes(): void {
   const size = 24;
   const root = join(examples, 'shapes');
   rmSync(root, { recursive: true, force: true });
-  for (const [split, perClass, seed] of [['train', 100, 3], ['test', 25, 4]] as const) {
+  for (const [split, perClass, seed] of [
+    ['train', 100, 3],
+    ['test', 25, 4],
+  ] as const) {
     Object.keys(inside).forEach((shape, k) => {
       const dir = join(root, split, shape);
       mkdirSync(dir, { recursive: true });
       for (let i = 0; i < perClass; i++) {
         const rng = new CounterRng(seed, k, i);
-        const s = 4 + rng.next() * 5, cx = s + rng.next() * (size - 2 * s), cy = s + rng.next() * (size - 2 * s);
+        const s = 4 + rng.next() * 5,
+          cx = s + rng.next() * (size - 2 * s),
+          cy = s + rng.next() * (size - 2 * s);
         const colour = [rng.int(200) + 55, rng.int(200) + 55, rng.int(200) + 55];
         const png = new PNG({ width: size, height: size });
         for (let y = 0; y < size; y++) {
           for (let x = 0; x < size; x++) {
-            const o = 4 * (y * size + x), on = inside[shape]!(x + 0.5, y + 0.5, cx, cy, s);
+            const o = 4 * (y * size + x),
+              on = inside[shape]!(x + 0.5, y + 0.5, cx, cy, s);
             for (let c = 0; c < 3; c++) png.data[o + c] = on ? colour[c]! : rng.int(60);
             png.data[o + 3] = 255;
           }

@@ -14,7 +14,11 @@ import { fileURLToPath } from 'node:url';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { checkImagesAndLabels, encodeIdx, isGzip, parseIdx, type IdxArray } from '../src/data/idx.ts';
 import {
-  DEBIAN_FASHION_MNIST_DIR, FASHION_MNIST_CLASSES, FASHION_MNIST_FILES, FASHION_MNIST_RAW_MD5, findFashionMnistFiles,
+  DEBIAN_FASHION_MNIST_DIR,
+  FASHION_MNIST_CLASSES,
+  FASHION_MNIST_FILES,
+  FASHION_MNIST_RAW_MD5,
+  findFashionMnistFiles,
 } from '../src/data/fashionMnist.ts';
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
@@ -34,13 +38,20 @@ function readVerified(path: string, key: keyof typeof FASHION_MNIST_FILES): IdxA
   if (isGzip(bytes)) bytes = gunzipSync(bytes);
   const actual = md5(bytes);
   if (actual !== FASHION_MNIST_RAW_MD5[key]) {
-    throw new Error(`${path}: content MD5 ${actual} differs from the published ${FASHION_MNIST_RAW_MD5[key]}: not the original Fashion-MNIST file`);
+    throw new Error(
+      `${path}: content MD5 ${actual} differs from the published ${FASHION_MNIST_RAW_MD5[key]}: not the original Fashion-MNIST file`,
+    );
   }
   return parseIdx(bytes, path);
 }
 
 /** The first `perClass` samples of each class, in file order. */
-function selectFirstPerClass(images: IdxArray, labels: IdxArray, perClass: number, what: string): { images: IdxArray; labels: IdxArray } {
+function selectFirstPerClass(
+  images: IdxArray,
+  labels: IdxArray,
+  perClass: number,
+  what: string,
+): { images: IdxArray; labels: IdxArray } {
   const [count, rows, cols] = images.dims as [number, number, number];
   const size = rows * cols;
   const classes = FASHION_MNIST_CLASSES.length;
@@ -48,23 +59,31 @@ function selectFirstPerClass(images: IdxArray, labels: IdxArray, perClass: numbe
   const keep: number[] = [];
   for (let i = 0; i < count && keep.length < perClass * classes; i++) {
     const label = labels.data[i]!;
-    if (taken[label]! < perClass) { taken[label]!++; keep.push(i); }
+    if (taken[label]! < perClass) {
+      taken[label]!++;
+      keep.push(i);
+    }
   }
-  if (taken.some((t) => t !== perClass)) throw new Error(`${what}: could not find ${perClass} samples of every class (got ${taken.join(', ')})`);
+  if (taken.some((t) => t !== perClass))
+    throw new Error(`${what}: could not find ${perClass} samples of every class (got ${taken.join(', ')})`);
   const outImages = new Uint8Array(keep.length * size);
   const outLabels = new Uint8Array(keep.length);
   keep.forEach((i, k) => {
     outImages.set(images.data.subarray(i * size, (i + 1) * size), k * size);
     outLabels[k] = labels.data[i]!;
   });
-  return { images: { dims: [keep.length, rows, cols], data: outImages }, labels: { dims: [keep.length], data: outLabels } };
+  return {
+    images: { dims: [keep.length, rows, cols], data: outImages },
+    labels: { dims: [keep.length], data: outLabels },
+  };
 }
 
 function main(): void {
   const from = arg('--from', DEBIAN_FASHION_MNIST_DIR);
   const out = arg('--out', join(repoRoot, 'data', 'fashion-mnist-subset'));
   const { paths, missing } = findFashionMnistFiles(from);
-  if (missing.length) throw new Error(`${from} lacks ${missing.join(', ')}; install dataset-fashion-mnist or pass --from DIR`);
+  if (missing.length)
+    throw new Error(`${from} lacks ${missing.join(', ')}; install dataset-fashion-mnist or pass --from DIR`);
   const p = paths as Record<keyof typeof FASHION_MNIST_FILES, string>;
 
   const trainImages = readVerified(p.trainImages, 'trainImages');
@@ -93,7 +112,12 @@ function main(): void {
   write(FASHION_MNIST_FILES.testLabels, test.labels);
 
   const total = written.reduce((a, w) => a + w.bytes, 0);
-  const table = written.map((w) => `| \`${w.name}\` | ${w.bytes.toLocaleString('en-US')} | ${w.raw.toLocaleString('en-US')} | \`${w.rawMd5}\` |`).join('\n');
+  const table = written
+    .map(
+      (w) =>
+        `| \`${w.name}\` | ${w.bytes.toLocaleString('en-US')} | ${w.raw.toLocaleString('en-US')} | \`${w.rawMd5}\` |`,
+    )
+    .join('\n');
   const readme = `# Fashion-MNIST subset
 
 A small, class-balanced subset of Fashion-MNIST that ships with paratrain so that its default run and

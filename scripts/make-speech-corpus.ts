@@ -16,7 +16,16 @@ import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, write
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { BucketBatchSampler } from '../src/speech/bucketSampler.ts';
-import { ACCENTS, SPEAKERS, planUtterance, renderUtterance, voicesOf, type CorpusOptions, type Split, type UtterancePlan } from '../src/speech/corpusPlan.ts';
+import {
+  ACCENTS,
+  SPEAKERS,
+  planUtterance,
+  renderUtterance,
+  voicesOf,
+  type CorpusOptions,
+  type Split,
+  type UtterancePlan,
+} from '../src/speech/corpusPlan.ts';
 import { gatherSpeechBatch } from '../src/speech/speechBatch.ts';
 import { loadSpeechData } from '../src/speech/speechData.ts';
 import { speechDatasetFingerprint } from '../src/speech/speechDataset.ts';
@@ -48,16 +57,26 @@ const corpus: CorpusOptions = { seed, minWords, maxWords };
 function toolVersion(cmd: string, args: string[]): string {
   const r = spawnSync(cmd, args, { encoding: 'utf8' });
   if (r.error) throw new Error(`${cmd} not found (${r.error.message}); install it, e.g. apt-get install espeak-ng sox`);
-  return `${r.stdout}${r.stderr}`.split('\n').find((l) => l.trim() !== '')!.trim();
+  return `${r.stdout}${r.stderr}`
+    .split('\n')
+    .find((l) => l.trim() !== '')!
+    .trim();
 }
 // "eSpeak NG text-to-speech: 1.51  Data at: …" → "espeak-ng 1.51"; "sox:      SoX v14.4.2" → "sox 14.4.2"
 const espeakVersion = `espeak-ng ${/:\s*([\d.]+)/.exec(toolVersion('espeak-ng', ['--version']))?.[1] ?? '(unknown version)'}`;
 const soxVersion = `sox ${/v([\d.]+)/.exec(toolVersion('sox', ['--version']))?.[1] ?? '(unknown version)'}`;
 
 // every speaker of the plan must exist: espeak-ng falls back silently on an unknown variant
-const variants = new Set(spawnSync('espeak-ng', ['--voices=variant'], { encoding: 'utf8' }).stdout.split('\n').map((l) => l.trim().split(/\s+/)[4]?.replace(/^!v\//, '')));
+const variants = new Set(
+  spawnSync('espeak-ng', ['--voices=variant'], { encoding: 'utf8' })
+    .stdout.split('\n')
+    .map((l) => l.trim().split(/\s+/)[4]?.replace(/^!v\//, '')),
+);
 for (const s of [...SPEAKERS.train, ...SPEAKERS.dev, ...SPEAKERS.test]) {
-  if (s !== '' && !variants.has(s)) throw new Error(`espeak-ng has no variant "${s}" (espeak-ng --voices=variant lists them); this espeak-ng differs from the one the plan was made for`);
+  if (s !== '' && !variants.has(s))
+    throw new Error(
+      `espeak-ng has no variant "${s}" (espeak-ng --voices=variant lists them); this espeak-ng differs from the one the plan was made for`,
+    );
 }
 
 if (existsSync(out) && readdirSync(out).length > 0 && !process.argv.includes('--force')) {
@@ -67,26 +86,48 @@ if (existsSync(out) && readdirSync(out).length > 0 && !process.argv.includes('--
 const work = `${out}.partial-${process.pid}`;
 rmSync(work, { recursive: true, force: true });
 mkdirSync(join(work, 'wavs'), { recursive: true });
-process.on('exit', (code) => { if (code !== 0) rmSync(work, { recursive: true, force: true }); });
+process.on('exit', (code) => {
+  if (code !== 0) rmSync(work, { recursive: true, force: true });
+});
 
 /** Runs a command with stdin, resolving with its stdout. */
 function run(cmd: string, args: string[], input?: Uint8Array): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'] });
-    const chunks: Buffer[] = [], errs: Buffer[] = [];
+    const chunks: Buffer[] = [],
+      errs: Buffer[] = [];
     child.stdout.on('data', (c: Buffer) => chunks.push(c));
     child.stderr.on('data', (c: Buffer) => errs.push(c));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(Buffer.concat(chunks)) : reject(new Error(`${cmd} ${args.join(' ')}: exit ${code}: ${Buffer.concat(errs).toString().trim()}`))));
+    child.on('close', (code) =>
+      code === 0
+        ? resolve(Buffer.concat(chunks))
+        : reject(new Error(`${cmd} ${args.join(' ')}: exit ${code}: ${Buffer.concat(errs).toString().trim()}`)),
+    );
     child.stdin.end(input);
   });
 }
 
 /** Synthesises, resamples (sox's high-quality rate), renders and writes one utterance; returns its manifest row. */
-async function make(plan: UtterancePlan): Promise<{ plan: UtterancePlan; name: string; size: number; seconds: number }> {
+async function make(
+  plan: UtterancePlan,
+): Promise<{ plan: UtterancePlan; name: string; size: number; seconds: number }> {
   const text = plan.words.join(' ');
-  const speech = await run('espeak-ng', ['-v', plan.voice, '-s', String(plan.rate), '-p', String(plan.pitch), '--stdout', text]);
-  const resampled = await run('sox', ['-t', 'wav', '-', '-t', 'wav', '-e', 'floating-point', '-b', '32', '-', 'rate', '-v', String(RATE)], speech);
+  const speech = await run('espeak-ng', [
+    '-v',
+    plan.voice,
+    '-s',
+    String(plan.rate),
+    '-p',
+    String(plan.pitch),
+    '--stdout',
+    text,
+  ]);
+  const resampled = await run(
+    'sox',
+    ['-t', 'wav', '-', '-t', 'wav', '-e', 'floating-point', '-b', '32', '-', 'rate', '-v', String(RATE)],
+    speech,
+  );
   const audio = decodeWav(resampled, `utterance ${plan.index} (${plan.voice}: "${text}")`);
   const samples = renderUtterance(audio.samples, RATE, plan, seed);
   const name = `wavs/${String(plan.index).padStart(6, '0')}.wav`;
@@ -97,23 +138,48 @@ async function make(plan: UtterancePlan): Promise<{ plan: UtterancePlan; name: s
 
 const started = Date.now();
 const rows: Awaited<ReturnType<typeof make>>[] = new Array(utterances);
-let next = 0, done = 0;
-await Promise.all(Array.from({ length: Math.min(jobs, utterances) }, async () => {
-  while (next < utterances) {
-    const i = next++;
-    rows[i] = await make(planUtterance(i, corpus));
-    if (++done % 500 === 0) console.log(`${done} of ${utterances} utterances (${((Date.now() - started) / 1000).toFixed(0)} s)`);
-  }
-}));
+let next = 0,
+  done = 0;
+await Promise.all(
+  Array.from({ length: Math.min(jobs, utterances) }, async () => {
+    while (next < utterances) {
+      const i = next++;
+      rows[i] = await make(planUtterance(i, corpus));
+      if (++done % 500 === 0)
+        console.log(`${done} of ${utterances} utterances (${((Date.now() - started) / 1000).toFixed(0)} s)`);
+    }
+  }),
+);
 
 const csvField = (s: string): string => (/[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s);
 const splits: Split[] = ['train', 'dev', 'test'];
 for (const split of splits) {
-  const lines = rows.filter((r) => r.plan.split === split).map((r) => `${r.name},${r.size},${csvField(r.plan.words.join(' '))}`);
-  writeFileSync(join(work, `${split}.csv`), `wav_filename,wav_filesize,transcript\n${lines.join('\n')}${lines.length ? '\n' : ''}`);
+  const lines = rows
+    .filter((r) => r.plan.split === split)
+    .map((r) => `${r.name},${r.size},${csvField(r.plan.words.join(' '))}`);
+  writeFileSync(
+    join(work, `${split}.csv`),
+    `wav_filename,wav_filesize,transcript\n${lines.join('\n')}${lines.length ? '\n' : ''}`,
+  );
 }
-writeFileSync(join(work, 'utterances.csv'), `wav_filename,split,voice,rate,pitch,snr_db,peak,seconds,transcript\n${rows.map((r) =>
-  [r.name, r.plan.split, r.plan.voice, r.plan.rate, r.plan.pitch, r.plan.snrDb, r.plan.peak, r.seconds.toFixed(3), csvField(r.plan.words.join(' '))].join(',')).join('\n')}\n`);
+writeFileSync(
+  join(work, 'utterances.csv'),
+  `wav_filename,split,voice,rate,pitch,snr_db,peak,seconds,transcript\n${rows
+    .map((r) =>
+      [
+        r.name,
+        r.plan.split,
+        r.plan.voice,
+        r.plan.rate,
+        r.plan.pitch,
+        r.plan.snrDb,
+        r.plan.peak,
+        r.seconds.toFixed(3),
+        csvField(r.plan.words.join(' ')),
+      ].join(','),
+    )
+    .join('\n')}\n`,
+);
 
 // check: the loader reads it all, and show what bucketing saves
 const data = loadSpeechData(work, { cache: false });
@@ -125,7 +191,8 @@ const summary = splits.map((split) => {
 const lengths = data.train.frames;
 /** Extra frames a batch order pads with: Σ (batch size × its longest) / Σ frames − 1, from gathered batches. */
 const padding = (order: Int32Array, b: number): number => {
-  let padded = 0, frames = 0;
+  let padded = 0,
+    frames = 0;
   for (let s = 0; s < order.length; s += b) {
     const batch = gatherSpeechBatch(data.train, order.subarray(s, s + b));
     padded += batch.count * batch.maxFrames;
@@ -134,12 +201,22 @@ const padding = (order: Int32Array, b: number): number => {
   return padded / frames - 1;
 };
 const batch = Math.min(32, lengths.length);
-const bucketed = new BucketBatchSampler({ lengths, batchSize: batch, worldSize: 1, rank: 0, seed, shuffle: true, dropLast: false }).permutation(0);
+const bucketed = new BucketBatchSampler({
+  lengths,
+  batchSize: batch,
+  worldSize: 1,
+  rank: 0,
+  seed,
+  shuffle: true,
+  dropLast: false,
+}).permutation(0);
 const fileOrder = Int32Array.from({ length: lengths.length }, (_, i) => i);
 const bytes = readdirSync(join(work, 'wavs')).reduce((a, f) => a + statSync(join(work, 'wavs', f)).size, 0);
 const command = `node --import tsx scripts/make-speech-corpus.ts --out ${out} --utterances ${utterances} --seed ${seed} --min-words ${minWords} --max-words ${maxWords}`;
 
-writeFileSync(join(work, 'README.md'), `# Synthetic speech corpus (espeak-ng)
+writeFileSync(
+  join(work, 'README.md'),
+  `# Synthetic speech corpus (espeak-ng)
 
 Made by paratrain's \`scripts/make-speech-corpus.ts\`:
 
@@ -175,7 +252,10 @@ ${summary.map((s) => `| ${s.split} | ${s.count} | ${(s.seconds / 60).toFixed(1)}
   Training set fingerprint: ${speechDatasetFingerprint(data.train)['first utterances']}.
 
 Use it with \`data: { dataset: speech, dir: ${out} }\`.
-`);
+`,
+);
 rmSync(out, { recursive: true, force: true });
 renameSync(work, out);
-console.log(`wrote ${utterances} utterances to ${out} in ${((Date.now() - started) / 1000).toFixed(0)} s: ${summary.map((s) => `${s.split} ${s.count}`).join(', ')}; ${(bytes / 1e6).toFixed(1)} MB of WAV`);
+console.log(
+  `wrote ${utterances} utterances to ${out} in ${((Date.now() - started) / 1000).toFixed(0)} s: ${summary.map((s) => `${s.split} ${s.count}`).join(', ')}; ${(bytes / 1e6).toFixed(1)} MB of WAV`,
+);

@@ -35,10 +35,16 @@ const PYTHON = '/usr/bin/python3';
  */
 export function relayCommand(): { command: string[]; kind: 'C' | 'Python' } {
   const source = readFileSync(DELAY_SOURCE);
-  const binary = join(tmpdir(), `paratrain-net-delay-${createHash('sha256').update(source).digest('hex').slice(0, 12)}`);
+  const binary = join(
+    tmpdir(),
+    `paratrain-net-delay-${createHash('sha256').update(source).digest('hex').slice(0, 12)}`,
+  );
   if (!existsSync(binary)) {
     try {
-      execFileSync('cc', ['-O2', '-o', `${binary}.tmp-${process.pid}`, DELAY_SOURCE], { stdio: 'ignore', timeout: 60_000 });
+      execFileSync('cc', ['-O2', '-o', `${binary}.tmp-${process.pid}`, DELAY_SOURCE], {
+        stdio: 'ignore',
+        timeout: 60_000,
+      });
       renameSync(`${binary}.tmp-${process.pid}`, binary);
     } catch {
       return { command: [PYTHON, DELAY_SCRIPT], kind: 'Python' };
@@ -55,9 +61,17 @@ function ip(args: string[]): string {
 export function namespacesUnavailable(): string | null {
   if (process.getuid?.() !== 0) return 'not root (network namespaces need CAP_SYS_ADMIN and CAP_NET_ADMIN)';
   for (const tool of ['ip', 'tc']) {
-    try { execFileSync(tool, ['-V'], { stdio: 'ignore', timeout: 5000 }); } catch { return `the '${tool}' command (iproute2) is missing`; }
+    try {
+      execFileSync(tool, ['-V'], { stdio: 'ignore', timeout: 5000 });
+    } catch {
+      return `the '${tool}' command (iproute2) is missing`;
+    }
   }
-  try { execFileSync(PYTHON, ['-c', 'import fcntl, select'], { stdio: 'ignore', timeout: 10_000 }); } catch { return `${PYTHON} is missing (the delay relay)`; }
+  try {
+    execFileSync(PYTHON, ['-c', 'import fcntl, select'], { stdio: 'ignore', timeout: 10_000 });
+  } catch {
+    return `${PYTHON} is missing (the delay relay)`;
+  }
   return null;
 }
 
@@ -74,12 +88,23 @@ export class EmulatedNetwork {
   /** the delay relay: C where a compiler is found, else Python */
   readonly relayKind = relayCommand();
 
-  constructor(readonly hosts: number, readonly mtu = 9000) {}
+  constructor(
+    readonly hosts: number,
+    readonly mtu = 9000,
+  ) {}
 
-  host(i: number): string { return `${this.tag}-h${i}`; }
-  address(i: number): string { return `10.99.${this.subnet}.${10 + i}`; }
-  private inner(i: number): string { return `${this.tag}h${i}a`; }
-  private outer(i: number): string { return `${this.tag}h${i}b`; }
+  host(i: number): string {
+    return `${this.tag}-h${i}`;
+  }
+  address(i: number): string {
+    return `10.99.${this.subnet}.${10 + i}`;
+  }
+  private inner(i: number): string {
+    return `${this.tag}h${i}a`;
+  }
+  private outer(i: number): string {
+    return `${this.tag}h${i}b`;
+  }
 
   /** Creates the namespaces, veths, TUN device and routes (no shaping yet). */
   create(): void {
@@ -121,19 +146,45 @@ export class EmulatedNetwork {
     // (a larger burst lets the first burst-worth of every message through at memory speed)
     const burst = this.mtu + 1024;
     const limit = Math.max(256 * 1024, Math.ceil(s.rate * 0.02));
-    const tbf = (ns: string, dev: string) => ip(['netns', 'exec', ns, 'tc', 'qdisc', 'replace', 'dev', dev, 'root', 'tbf',
-      'rate', `${Math.round(s.rate * 8)}bit`, 'burst', String(burst), 'limit', String(limit)]);
+    const tbf = (ns: string, dev: string) =>
+      ip([
+        'netns',
+        'exec',
+        ns,
+        'tc',
+        'qdisc',
+        'replace',
+        'dev',
+        dev,
+        'root',
+        'tbf',
+        'rate',
+        `${Math.round(s.rate * 8)}bit`,
+        'burst',
+        String(burst),
+        'limit',
+        String(limit),
+      ]);
     for (let i = 0; i < this.hosts; i++) {
       tbf(this.host(i), this.inner(i));
       tbf(this.router, this.outer(i));
     }
-    const relay = spawn('ip', ['netns', 'exec', this.router, ...this.relayKind.command, this.tun, String(s.delay), String(maxSeconds)],
-      { stdio: ['pipe', 'pipe', 'inherit'] });
+    const relay = spawn(
+      'ip',
+      ['netns', 'exec', this.router, ...this.relayKind.command, this.tun, String(s.delay), String(maxSeconds)],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
+    );
     this.relay = relay;
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('the delay relay did not start within 20 s')), 20_000);
-      relay.stdout!.once('data', () => { clearTimeout(timer); resolve(); });
-      relay.once('exit', (code) => { clearTimeout(timer); reject(new Error(`the delay relay exited (code ${code})`)); });
+      relay.stdout!.once('data', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      relay.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`the delay relay exited (code ${code})`));
+      });
     });
   }
 
@@ -148,8 +199,14 @@ export class EmulatedNetwork {
     if (!relay || relay.exitCode !== null) return;
     relay.stdin?.end();
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => { relay.kill('SIGKILL'); resolve(); }, 3000);
-      relay.once('exit', () => { clearTimeout(timer); resolve(); });
+      const timer = setTimeout(() => {
+        relay.kill('SIGKILL');
+        resolve();
+      }, 3000);
+      relay.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
     });
   }
 
@@ -157,10 +214,18 @@ export class EmulatedNetwork {
   async destroy(): Promise<void> {
     await this.stopRelay();
     for (const ns of this.made.reverse()) {
-      try { ip(['netns', 'del', ns]); } catch { /* already gone */ }
+      try {
+        ip(['netns', 'del', ns]);
+      } catch {
+        /* already gone */
+      }
     }
     for (const v of this.veths) {
-      try { ip(['link', 'del', v]); } catch { /* moved into a namespace, gone with it */ }
+      try {
+        ip(['link', 'del', v]);
+      } catch {
+        /* moved into a namespace, gone with it */
+      }
     }
     this.made = [];
     this.veths = [];
@@ -172,6 +237,9 @@ export class EmulatedNetwork {
   }
 
   private sysctl(ns: string, key: string, value: string): void {
-    execFileSync('ip', ['netns', 'exec', ns, 'sh', '-c', `echo ${value} > /proc/sys/${key}`], { stdio: 'ignore', timeout: 5000 });
+    execFileSync('ip', ['netns', 'exec', ns, 'sh', '-c', `echo ${value} > /proc/sys/${key}`], {
+      stdio: 'ignore',
+      timeout: 5000,
+    });
   }
 }

@@ -17,7 +17,12 @@ if (missing) throw new Error(missing);
 const out = join(mkdtempSync(join(tmpdir(), 'paratrain-readme-')), 'compare');
 try {
   const { report } = await runCompare(join(repo, 'examples/mnist-small.yaml'), {
-    strategies: 'sync,async,hybrid,bsp,easgd,bmuf', devices: 2, epochs: 2, data: join(repo, 'data/fashion-mnist-subset'), out, quiet: true,
+    strategies: 'sync,async,hybrid,bsp,easgd,bmuf',
+    devices: 2,
+    epochs: 2,
+    data: join(repo, 'data/fashion-mnist-subset'),
+    out,
+    quiet: true,
   });
   const page = await inspectReport(report, join(repo, 'docs/compare-report.png'));
   if (page.consoleErrors.length) throw new Error(`console errors: ${page.consoleErrors.join('; ')}`);

@@ -27,26 +27,37 @@ const option = (name: string, fallback: string): string => {
 };
 const count = (name: string, fallback: number): number => {
   const v = Number(option(name, String(fallback)));
-  if (!(Number.isInteger(v) && v >= 1)) throw new Error(`--${name}: a whole number ≥ 1, got '${option(name, String(fallback))}'`);
+  if (!(Number.isInteger(v) && v >= 1))
+    throw new Error(`--${name}: a whole number ≥ 1, got '${option(name, String(fallback))}'`);
   return v;
 };
 const self = fileURLToPath(import.meta.url);
 const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b), m = s.length >> 1;
+  const s = [...xs].sort((a, b) => a - b),
+    m = s.length >> 1;
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 
 /** Runs a job of `devices` in this process; calls `onStep(step)` once per global step (rank 0's event) and stops after `last`. */
-async function job(devices: number, batch: number, last: number, onStep: (step: number, time: number) => void): Promise<void> {
+async function job(
+  devices: number,
+  batch: number,
+  last: number,
+  onStep: (step: number, time: number) => void,
+): Promise<void> {
   const config = throughputJobConfig(devices, batch, last + 1);
   const out = mkdtempSync(join(tmpdir(), 'paratrain-scaling-'));
   const stop = new AbortController();
   try {
-    await train(config, { out: join(out, 'run'), signal: stop.signal, onEvent: (e) => {
-      if (e.type !== 'step' || e.rank !== 0 || e.step > last) return;
-      onStep(e.step, e.time ?? Date.now());
-      if (e.step === last) stop.abort();
-    } });
+    await train(config, {
+      out: join(out, 'run'),
+      signal: stop.signal,
+      onEvent: (e) => {
+        if (e.type !== 'step' || e.rank !== 0 || e.step > last) return;
+        onStep(e.step, e.time ?? Date.now());
+        if (e.step === last) stop.abort();
+      },
+    });
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
@@ -54,7 +65,8 @@ async function job(devices: number, batch: number, last: number, onStep: (step: 
 
 /** A child's part: one job's samples/s over steps [warmup, warmup + steps], as JSON. */
 async function one(devices: number, steps: number, warmup: number, batch: number): Promise<void> {
-  let t0 = 0, t1 = 0;
+  let t0 = 0,
+    t1 = 0;
   await job(devices, batch, warmup + steps, (step, time) => {
     if (step === warmup) t0 = time;
     if (step === warmup + steps) t1 = time;
@@ -71,8 +83,12 @@ async function traced(steps: number, every: number): Promise<void> {
 
 function child(flags: string[], rest: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [...flags, '--import', 'tsx', self, ...rest], { maxBuffer: 256 << 20 }, (err, stdout, stderr) =>
-      err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout));
+    execFile(
+      process.execPath,
+      [...flags, '--import', 'tsx', self, ...rest],
+      { maxBuffer: 256 << 20 },
+      (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout)),
+    );
   });
 }
 
@@ -81,7 +97,8 @@ if (args[0] === '--one') {
 } else if (args[0] === '--traced') {
   await traced(Number(args[1]), Number(args[2]));
 } else if (args.includes('--compile-trace')) {
-  const steps = count('compile-trace', 4000), every = count('every', 250);
+  const steps = count('compile-trace', 4000),
+    every = count('every', 250);
   const log = await child(['--trace-opt'], ['--traced', String(steps), String(every)]);
   const ms = new Map<number, number>();
   let window = -1; // before step 0: loading, building the model, the first step
@@ -92,24 +109,41 @@ if (args[0] === '--one') {
     const took = /completed compiling .* took ([\d.]+), ([\d.]+), ([\d.]+) ms/.exec(line);
     if (took) ms.set(window, (ms.get(window) ?? 0) + Number(took[1]) + Number(took[2]) + Number(took[3]));
   }
-  console.log(`a 2-device job of ${steps} steps under --trace-opt: ms of TurboFan compiling (both devices) by window of steps`);
-  for (const [from, t] of [...ms].sort((a, b) => a[0] - b[0])) console.log(`${from < 0 ? 'start-up' : `steps ${from}–${from + every}`}: ${t.toFixed(0)} ms`);
+  console.log(
+    `a 2-device job of ${steps} steps under --trace-opt: ms of TurboFan compiling (both devices) by window of steps`,
+  );
+  for (const [from, t] of [...ms].sort((a, b) => a[0] - b[0]))
+    console.log(`${from < 0 ? 'start-up' : `steps ${from}–${from + every}`}: ${t.toFixed(0)} ms`);
 } else {
-  const rounds = count('rounds', 5), steps = count('steps', 300), batch = count('batch', 64);
-  const warmups = option('warmup', '10').split(',').map((w) => {
-    const v = Number(w);
-    if (!(Number.isInteger(v) && v >= 1)) throw new Error(`--warmup: whole numbers ≥ 1, comma-separated, got '${option('warmup', '10')}'`);
-    return v;
-  });
+  const rounds = count('rounds', 5),
+    steps = count('steps', 300),
+    batch = count('batch', 64);
+  const warmups = option('warmup', '10')
+    .split(',')
+    .map((w) => {
+      const v = Number(w);
+      if (!(Number.isInteger(v) && v >= 1))
+        throw new Error(`--warmup: whole numbers ≥ 1, comma-separated, got '${option('warmup', '10')}'`);
+      return v;
+    });
   const flagSets: string[][] = [];
-  args.forEach((a, i) => { if (a === '--flags') flagSets.push((args[i + 1] ?? '').split(' ').filter(Boolean)); });
+  args.forEach((a, i) => {
+    if (a === '--flags') flagSets.push((args[i + 1] ?? '').split(' ').filter(Boolean));
+  });
   if (!flagSets.length) flagSets.push([]);
   const sets = flagSets.flatMap((flags) => warmups.map((warmup) => ({ flags, warmup })));
-  const label = ({ flags, warmup }: { flags: string[]; warmup: number }) => `[${flags.join(' ') || 'no flags'}; warm-up ${warmup}]`;
+  const label = ({ flags, warmup }: { flags: string[]; warmup: number }) =>
+    `[${flags.join(' ') || 'no flags'}; warm-up ${warmup}]`;
   const rate = async (flags: string[], devices: number, warmup: number): Promise<number> =>
-    (JSON.parse(await child(flags, ['--one', String(devices), String(steps), String(warmup), String(batch)])) as { rate: number }).rate;
+    (
+      JSON.parse(await child(flags, ['--one', String(devices), String(steps), String(warmup), String(batch)])) as {
+        rate: number;
+      }
+    ).rate;
   const rows = sets.map(() => [] as { one: number; apart: number; job: number }[]);
-  console.log(`mnist-small, hybrid, per-device batch ${batch}, ${steps} steps after the warm-up; ${rounds} rounds taking turns`);
+  console.log(
+    `mnist-small, hybrid, per-device batch ${batch}, ${steps} steps after the warm-up; ${rounds} rounds taking turns`,
+  );
   for (let r = 0; r < rounds; r++) {
     for (const [i, set] of sets.entries()) {
       const { flags, warmup } = set;
@@ -117,13 +151,17 @@ if (args[0] === '--one') {
       const apart = (await Promise.all([rate(flags, 1, warmup), rate(flags, 1, warmup)])).reduce((a, b) => a + b, 0);
       const two = await rate(flags, 2, warmup);
       rows[i]!.push({ one: alone, apart: apart / alone, job: two / alone });
-      console.log(`round ${r + 1} ${label(set)}: 1 device ${alone.toFixed(0)} samples/s; 2 apart ${(apart / alone).toFixed(3)}×; 2 devices ${(two / alone).toFixed(3)}×`);
+      console.log(
+        `round ${r + 1} ${label(set)}: 1 device ${alone.toFixed(0)} samples/s; 2 apart ${(apart / alone).toFixed(3)}×; 2 devices ${(two / alone).toFixed(3)}×`,
+      );
     }
   }
   for (const [i, set] of sets.entries()) {
     const x = rows[i]!;
-    console.log(`medians ${label(set)}: 1 device ${median(x.map((v) => v.one)).toFixed(0)} samples/s; ` +
-      `2 apart ${median(x.map((v) => v.apart)).toFixed(3)}×; 2 devices ${median(x.map((v) => v.job)).toFixed(3)}×; ` +
-      `2 devices / 2 apart ${median(x.map((v) => v.job / v.apart)).toFixed(3)}`);
+    console.log(
+      `medians ${label(set)}: 1 device ${median(x.map((v) => v.one)).toFixed(0)} samples/s; ` +
+        `2 apart ${median(x.map((v) => v.apart)).toFixed(3)}×; 2 devices ${median(x.map((v) => v.job)).toFixed(3)}×; ` +
+        `2 devices / 2 apart ${median(x.map((v) => v.job / v.apart)).toFixed(3)}`,
+    );
   }
 }

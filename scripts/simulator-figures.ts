@@ -27,27 +27,58 @@ function option(args: string[], name: string, fallback: string): string {
   return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
 }
 
-interface Figure { name: string; config: string; flags: SimulateFlags; charts: (c: ChartSpec) => boolean; title?: (c: ChartSpec) => string; file: (c: ChartSpec) => string }
+interface Figure {
+  name: string;
+  config: string;
+  flags: SimulateFlags;
+  charts: (c: ChartSpec) => boolean;
+  title?: (c: ChartSpec) => string;
+  file: (c: ChartSpec) => string;
+}
 
 const scaling = (name: string, config: string, extra: SimulateFlags, what: string): Figure => ({
-  name, config, flags: { devices: '1..1024', link: LINKS, strategies: ALL, ...extra },
-  charts: (c) => c.id.endsWith('-throughput'), file: (c) => `${name}-${c.id.replace(/^link-/, '').replace(/-stragglers-none-throughput$/, '')}`, title: (c) => `${what}, samples/s — ${c.title.replace('Samples/s — link ', '').replace(', stragglers none', '')}`,
+  name,
+  config,
+  flags: { devices: '1..1024', link: LINKS, strategies: ALL, ...extra },
+  charts: (c) => c.id.endsWith('-throughput'),
+  file: (c) => `${name}-${c.id.replace(/^link-/, '').replace(/-stragglers-none-throughput$/, '')}`,
+  title: (c) => `${what}, samples/s — ${c.title.replace('Samples/s — link ', '').replace(', stragglers none', '')}`,
 });
 
 const FIGURES: Figure[] = [
   scaling('mnist', 'examples/mnist-small.yaml', {}, 'mnist-small, 64 per device'),
   scaling('alexnet', 'examples/alexnet-small.yaml', { batchSize: 64 }, 'alexnet-small, 64 per device'),
   // the trick cannot split this model (its dense layers sit on both sides of the LSTM): every row would be n/a
-  scaling('speech', 'examples/deepspeech-small.yaml', { batchSize: 16, seqLen: 50, strategies: ALL.replace('trick,', '') }, 'deepspeech-small, 16 × 50 frames per device'),
+  scaling(
+    'speech',
+    'examples/deepspeech-small.yaml',
+    { batchSize: 16, seqLen: 50, strategies: ALL.replace('trick,', '') },
+    'deepspeech-small, 16 × 50 frames per device',
+  ),
   {
-    name: 'trick', config: 'examples/alexnet-small.yaml',
-    flags: { batchSize: 64, devices: '2,4,8,16,64,256', strategies: 'hybrid,trick', link: '100gbit:5us,40gbit:10us,10gbit:50us,1gbit:100us,100mbit:2ms' },
-    charts: (c) => c.id.startsWith('trick-vs-hybrid-by-link'), file: () => 'trick-by-bandwidth', title: () => 'alexnet-small: the trick / hybrid, samples/s, by link bandwidth',
+    name: 'trick',
+    config: 'examples/alexnet-small.yaml',
+    flags: {
+      batchSize: 64,
+      devices: '2,4,8,16,64,256',
+      strategies: 'hybrid,trick',
+      link: '100gbit:5us,40gbit:10us,10gbit:50us,1gbit:100us,100mbit:2ms',
+    },
+    charts: (c) => c.id.startsWith('trick-vs-hybrid-by-link'),
+    file: () => 'trick-by-bandwidth',
+    title: () => 'alexnet-small: the trick / hybrid, samples/s, by link bandwidth',
   },
   {
-    name: 'stragglers', config: 'examples/mnist-small.yaml',
-    flags: { devices: '8,16,64,512', strategies: 'hybrid,async,bmuf:period=8', stragglers: 'none,lognormal:0.1,lognormal:0.2,lognormal:0.4,lognormal:0.6,lognormal:0.8,lognormal:1.2' },
-    charts: (c) => c.id.includes('-vs-hybrid-by-stragglers'), file: (c) => `${c.id.split('-')[0]}-by-stragglers`, title: (c) => `mnist-small, 10 Gbit/s: ${c.title.split(' by ')[0]} by straggler σ`,
+    name: 'stragglers',
+    config: 'examples/mnist-small.yaml',
+    flags: {
+      devices: '8,16,64,512',
+      strategies: 'hybrid,async,bmuf:period=8',
+      stragglers: 'none,lognormal:0.1,lognormal:0.2,lognormal:0.4,lognormal:0.6,lognormal:0.8,lognormal:1.2',
+    },
+    charts: (c) => c.id.includes('-vs-hybrid-by-stragglers'),
+    file: (c) => `${c.id.split('-')[0]}-by-stragglers`,
+    title: (c) => `mnist-small, 10 Gbit/s: ${c.title.split(' by ')[0]} by straggler σ`,
   },
 ];
 
@@ -57,7 +88,11 @@ const fmt = (x: number) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x
 function scalingTable(rows: SimRow[], counts: number[]): string {
   const out: string[] = [];
   for (const link of [...new Set(rows.map((r) => r.link.name))]) {
-    out.push(`\n${link}: samples/s (scaling efficiency)\n`, `| strategy | ${counts.join(' | ')} |`, `| --- | ${counts.map(() => '---:').join(' | ')} |`);
+    out.push(
+      `\n${link}: samples/s (scaling efficiency)\n`,
+      `| strategy | ${counts.join(' | ')} |`,
+      `| --- | ${counts.map(() => '---:').join(' | ')} |`,
+    );
     for (const s of [...new Set(rows.map((r) => r.strategy))]) {
       const cells = counts.map((g) => {
         const r = rows.find((q) => q.link.name === link && q.strategy === s && q.devices === g);
@@ -73,7 +108,10 @@ function scalingTable(rows: SimRow[], counts: number[]): string {
 function ratioTable(rows: SimRow[], strategy: string, by: 'link' | 'stragglers'): string {
   const key = (r: SimRow) => (by === 'link' ? r.link.name : r.stragglers.name);
   const devices = [...new Set(rows.map((r) => r.devices))].sort((a, b) => a - b);
-  const out = [`| ${by} | ${devices.map((d) => `${d} devices`).join(' | ')} |`, `| --- | ${devices.map(() => '---:').join(' | ')} |`];
+  const out = [
+    `| ${by} | ${devices.map((d) => `${d} devices`).join(' | ')} |`,
+    `| --- | ${devices.map(() => '---:').join(' | ')} |`,
+  ];
   for (const k of [...new Set(rows.map(key))]) {
     const cells = devices.map((d) => {
       const r = rows.find((q) => q.strategy === strategy && q.devices === d && key(q) === k);
@@ -92,15 +130,25 @@ export async function main(args: string[]): Promise<void> {
   let remeasure = args.includes('--remeasure');
   for (const f of FIGURES) {
     const t0 = performance.now();
-    const { setup, notes } = await buildSetup(join(REPO, f.config), { ...f.flags, steps, remeasure, log: (m) => process.stderr.write(`${m}\n`) });
+    const { setup, notes } = await buildSetup(join(REPO, f.config), {
+      ...f.flags,
+      steps,
+      remeasure,
+      log: (m) => process.stderr.write(`${m}\n`),
+    });
     remeasure = false;
     const rows = simulate(setup);
     const charts = buildCharts(rows, singleDeviceRate(setup)).filter(f.charts);
-    for (const c of charts) writeFileSync(join(out, `${f.file(c)}.svg`), chartSvg({ ...c, title: f.title ? f.title(c) : c.title }));
-    process.stderr.write(`${f.name}: ${rows.length} predictions, ${charts.length} figures in ${((performance.now() - t0) / 1000).toFixed(1)} s (${notes.join('; ')})\n`);
+    for (const c of charts)
+      writeFileSync(join(out, `${f.file(c)}.svg`), chartSvg({ ...c, title: f.title ? f.title(c) : c.title }));
+    process.stderr.write(
+      `${f.name}: ${rows.length} predictions, ${charts.length} figures in ${((performance.now() - t0) / 1000).toFixed(1)} s (${notes.join('; ')})\n`,
+    );
     console.log(`\n### ${f.name} (${f.config})\n`);
     if (f.name === 'trick') console.log(ratioTable(rows, 'trick', 'link'));
-    else if (f.name === 'stragglers') for (const s of ['async', 'bmuf:period=8']) console.log(`\n${s} / hybrid, link 10gbit:50us\n\n${ratioTable(rows, s, 'stragglers')}`);
+    else if (f.name === 'stragglers')
+      for (const s of ['async', 'bmuf:period=8'])
+        console.log(`\n${s} / hybrid, link 10gbit:50us\n\n${ratioTable(rows, s, 'stragglers')}`);
     else console.log(scalingTable(rows, [1, 8, 64, 1024]));
   }
 }

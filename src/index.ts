@@ -5,7 +5,15 @@
  *
  * @packageDocumentation
  */
-import { applyOverrides, loadConfig, resolveConfig, OVERRIDE_KEYS, type ConfigInput, type ConfigOverrides, type RunConfig } from './config/index.ts';
+import {
+  applyOverrides,
+  loadConfig,
+  resolveConfig,
+  OVERRIDE_KEYS,
+  type ConfigInput,
+  type ConfigOverrides,
+  type RunConfig,
+} from './config/index.ts';
 import { train as trainRun, type TrainResult } from './runtime/run/train.ts';
 import { checkTrainOptions, TRAIN_OPTION_KEYS, type TrainOptions } from './runtime/run/trainOptions.ts';
 
@@ -16,7 +24,7 @@ export type { TrainResult } from './runtime/run/train.ts';
 export type { TrainEvent, EventSink } from './runtime/events/events.ts';
 export { loadModel, predict, LoadedModel, type LoadModelOptions } from './runtime/infer/loadModel.ts';
 export type { Prediction, PredictInput, SampleInput } from './runtime/infer/predict.ts';
-export { type DataInfo, type Task } from './runtime/checkpoint/checkpointInfo.ts';
+export type { DataInfo, Task } from './runtime/checkpoint/checkpointInfo.ts';
 export { DATA_METADATA_KEY } from './data/metadata.ts';
 export { FaultPlan, type FaultPlanData } from './runtime/faults/faultPlan.ts';
 export { readMetrics } from './runtime/events/metrics.ts';
@@ -28,8 +36,21 @@ export { memoryDataset, removeMemoryDataset, type MemoryArrays, type MemorySampl
 export { CtcLoss, ctcGradScale, ctcReducedLoss, ctcMinFrames } from './nn/ctcLoss.ts';
 export type { CtcLossOptions, CtcLossResult, CtcReduction, CtcTargets } from './nn/ctcLoss.ts';
 export { greedyDecode, greedyDecodeBatch, labelsToText } from './speech/ctcDecode.ts';
-export { prefixBeamSearch, beamSearchBatch, type BeamHypothesis, type BeamSearchOptions } from './speech/prefixBeamSearch.ts';
-export { editDistance, splitWords, charErrors, wordErrors, errorRate, ErrorRates, type ErrorCount } from './speech/errorRates.ts';
+export {
+  prefixBeamSearch,
+  beamSearchBatch,
+  type BeamHypothesis,
+  type BeamSearchOptions,
+} from './speech/prefixBeamSearch.ts';
+export {
+  editDistance,
+  splitWords,
+  charErrors,
+  wordErrors,
+  errorRate,
+  ErrorRates,
+  type ErrorCount,
+} from './speech/errorRates.ts';
 
 /**
  * Trains a model and resolves when the run has ended (or rejects naming what went wrong).
@@ -45,13 +66,20 @@ export { editDistance, splitWords, charErrors, wordErrors, errorRate, ErrorRates
  * @returns the run directory, test accuracy and loss, throughput, steps, the checkpoint's path and,
  *   when `signal` stopped it, where.
  */
-export async function train(config: ConfigInput | RunConfig | string, options: TrainOptions & ConfigOverrides = {}): Promise<TrainResult> {
+export async function train(
+  config: ConfigInput | RunConfig | string,
+  options: TrainOptions & ConfigOverrides = {},
+): Promise<TrainResult> {
   checkTrainOptions(options, OVERRIDE_KEYS);
   const resolved = typeof config === 'string' ? loadConfig(config) : resolveConfig(config);
-  const runOptions: Record<string, unknown> = {}, overrides: Record<string, unknown> = {};
+  const runOptions: Record<string, unknown> = {},
+    overrides: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(options)) {
     if ((TRAIN_OPTION_KEYS as readonly string[]).includes(key)) runOptions[key] = value;
     else overrides[key] = value;
   }
-  return trainRun(applyOverrides(resolved, overrides as ConfigOverrides, 'train options', 'keys'), runOptions as TrainOptions);
+  return trainRun(
+    applyOverrides(resolved, overrides as ConfigOverrides, 'train options', 'keys'),
+    runOptions as TrainOptions,
+  );
 }

@@ -14,7 +14,11 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { addonScript } from '../gyp.mjs';
 
-const { artifact, finish, build, probe } = addonScript(import.meta.url, { name: 'paratrain_mpi', script: 'build:mpi', continuing: 'continuing without the optional MPI transport' });
+const { artifact, finish, build, probe } = addonScript(import.meta.url, {
+  name: 'paratrain_mpi',
+  script: 'build:mpi',
+  continuing: 'continuing without the optional MPI transport',
+});
 
 /** `mpicc --showme:<what>` split into words, or null when mpicc is absent or does not answer. */
 function showme(mpicc, what) {
@@ -27,9 +31,16 @@ try {
   if (process.env.PARATRAIN_MPI === '0') finish(true, 'skipped (PARATRAIN_MPI=0); the MPI transport stays unavailable');
   const mpicc = process.env.PARATRAIN_MPICC || 'mpicc';
   const incdirs = showme(mpicc, 'incdirs');
-  if (!incdirs) finish(true, `Open MPI not found (no working \`${mpicc} --showme\`); skipping the optional MPI transport (apt-get install libopenmpi-dev openmpi-bin to enable it)`);
+  if (!incdirs)
+    finish(
+      true,
+      `Open MPI not found (no working \`${mpicc} --showme\`); skipping the optional MPI transport (apt-get install libopenmpi-dev openmpi-bin to enable it)`,
+    );
   if (!incdirs.some((d) => existsSync(join(d, 'mpi.h')))) {
-    finish(true, `${mpicc} names no directory with mpi.h (${incdirs.join(' ') || 'none'}); skipping the optional MPI transport (apt-get install libopenmpi-dev)`);
+    finish(
+      true,
+      `${mpicc} names no directory with mpi.h (${incdirs.join(' ') || 'none'}); skipping the optional MPI transport (apt-get install libopenmpi-dev)`,
+    );
   }
   const libdirs = showme(mpicc, 'libdirs') ?? [];
   const libs = showme(mpicc, 'libs') ?? ['mpi'];
@@ -43,9 +54,14 @@ try {
     process.dlopen(m, ${JSON.stringify(artifact)}, os.constants.dlopen.RTLD_NOW | os.constants.dlopen.RTLD_GLOBAL);
     if (typeof m.exports.allreduce !== 'function') throw new Error('allreduce is missing');
     console.log(m.exports.state());`);
-  const version = spawnSync(join(dirname(mpicc === 'mpicc' ? '' : mpicc), 'ompi_info'), ['--version'], { encoding: 'utf8' });
+  const version = spawnSync(join(dirname(mpicc === 'mpicc' ? '' : mpicc), 'ompi_info'), ['--version'], {
+    encoding: 'utf8',
+  });
   const name = version.status === 0 ? version.stdout.split('\n')[0].trim() : 'MPI';
-  finish(true, `built build/native/paratrain_mpi.node against ${name} (${libdirs.join(' ') || 'default library path'})`);
+  finish(
+    true,
+    `built build/native/paratrain_mpi.node against ${name} (${libdirs.join(' ') || 'default library path'})`,
+  );
 } catch (err) {
   finish(false, `unexpected error: ${err?.message ?? err}`);
 }

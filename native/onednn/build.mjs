@@ -18,10 +18,17 @@ import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { addonScript } from '../gyp.mjs';
 
-const { artifact, finish, build, probe } = addonScript(import.meta.url, { name: 'paratrain_onednn', script: 'build:onednn', continuing: 'continuing without the optional onednn backend' });
+const { artifact, finish, build, probe } = addonScript(import.meta.url, {
+  name: 'paratrain_onednn',
+  script: 'build:onednn',
+  continuing: 'continuing without the optional onednn backend',
+});
 
 const TRIPLETS = {
-  x64: 'x86_64-linux-gnu', arm64: 'aarch64-linux-gnu', ppc64: 'powerpc64le-linux-gnu', s390x: 's390x-linux-gnu',
+  x64: 'x86_64-linux-gnu',
+  arm64: 'aarch64-linux-gnu',
+  ppc64: 'powerpc64le-linux-gnu',
+  s390x: 's390x-linux-gnu',
 };
 
 function searchDirs(envName, defaults) {
@@ -32,11 +39,19 @@ function searchDirs(envName, defaults) {
 function findOneDnn() {
   const triplet = TRIPLETS[process.arch];
   const includes = searchDirs('PARATRAIN_ONEDNN_INCLUDE', [
-    '/usr/include', '/usr/local/include', '/opt/intel/oneapi/dnnl/latest/include', '/opt/homebrew/include',
+    '/usr/include',
+    '/usr/local/include',
+    '/opt/intel/oneapi/dnnl/latest/include',
+    '/opt/homebrew/include',
   ]);
   const libdirs = searchDirs('PARATRAIN_ONEDNN_LIBDIR', [
-    ...(triplet ? [`/usr/lib/${triplet}`] : []), '/usr/lib64', '/usr/lib', '/usr/local/lib', '/usr/local/lib64',
-    '/opt/intel/oneapi/dnnl/latest/lib', '/opt/homebrew/lib',
+    ...(triplet ? [`/usr/lib/${triplet}`] : []),
+    '/usr/lib64',
+    '/usr/lib',
+    '/usr/local/lib',
+    '/usr/local/lib64',
+    '/opt/intel/oneapi/dnnl/latest/lib',
+    '/opt/homebrew/lib',
   ]);
   const include = includes.find((d) => existsSync(join(d, 'oneapi', 'dnnl', 'dnnl.h')));
   const lib = libdirs.flatMap((d) => ['libdnnl.so', 'libdnnl.dylib'].map((f) => join(d, f))).find((f) => existsSync(f));
@@ -50,24 +65,44 @@ function define(file, name) {
 }
 
 try {
-  if (process.env.PARATRAIN_ONEDNN === '0') finish(true, 'skipped (PARATRAIN_ONEDNN=0); the onednn backend stays unavailable');
+  if (process.env.PARATRAIN_ONEDNN === '0')
+    finish(true, 'skipped (PARATRAIN_ONEDNN=0); the onednn backend stays unavailable');
   const dnnl = findOneDnn();
   if (!dnnl.include || !dnnl.lib) {
     const missing = [!dnnl.include && 'oneapi/dnnl/dnnl.h', !dnnl.lib && 'libdnnl'].filter(Boolean).join(' and ');
-    finish(true, `oneDNN not found (no ${missing}); skipping the optional onednn backend (apt-get install libdnnl-dev to enable it)`);
+    finish(
+      true,
+      `oneDNN not found (no ${missing}); skipping the optional onednn backend (apt-get install libdnnl-dev to enable it)`,
+    );
   }
   const headers = join(dnnl.include, 'oneapi', 'dnnl');
   const major = Number(define(join(headers, 'dnnl_version.h'), 'DNNL_VERSION_MAJOR'));
-  const version = ['MAJOR', 'MINOR', 'PATCH'].map((p) => define(join(headers, 'dnnl_version.h'), `DNNL_VERSION_${p}`)).join('.');
-  if (major !== 2) finish(true, `oneDNN ${version} found, but the addon speaks oneDNN 2.x's C API; skipping the optional onednn backend`);
+  const version = ['MAJOR', 'MINOR', 'PATCH']
+    .map((p) => define(join(headers, 'dnnl_version.h'), `DNNL_VERSION_${p}`))
+    .join('.');
+  if (major !== 2)
+    finish(
+      true,
+      `oneDNN ${version} found, but the addon speaks oneDNN 2.x's C API; skipping the optional onednn backend`,
+    );
   const runtime = define(join(headers, 'dnnl_config.h'), 'DNNL_CPU_RUNTIME');
   // OpenMP: the addon calls omp_set_num_threads(1) on each calling thread, so it links libgomp.
   const extraLibs = runtime === 'DNNL_RUNTIME_OMP' ? ['-lgomp'] : runtime === 'DNNL_RUNTIME_SEQ' ? [] : null;
-  if (!extraLibs) finish(true, `oneDNN ${version} uses the ${runtime} CPU runtime; the addon runs oneDNN on one thread per device only with the OpenMP or sequential runtime; skipping the optional onednn backend`);
+  if (!extraLibs)
+    finish(
+      true,
+      `oneDNN ${version} uses the ${runtime} CPU runtime; the addon runs oneDNN on one thread per device only with the OpenMP or sequential runtime; skipping the optional onednn backend`,
+    );
 
-  build([`--onednn-include=${dnnl.include}`, `--onednn-libdir=${dnnl.libdir}`, `--onednn-extra-libs=${extraLibs.join(' ')}`]);
+  build([
+    `--onednn-include=${dnnl.include}`,
+    `--onednn-libdir=${dnnl.libdir}`,
+    `--onednn-extra-libs=${extraLibs.join(' ')}`,
+  ]);
 
-  const about = probe(`const i = require(${JSON.stringify(artifact)}).info(); console.log('oneDNN ' + i.version + ', ISA ' + i.isa + ', ' + i.runtime + ' runtime, ' + i.threads + ' thread per device')`);
+  const about = probe(
+    `const i = require(${JSON.stringify(artifact)}).info(); console.log('oneDNN ' + i.version + ', ISA ' + i.isa + ', ' + i.runtime + ' runtime, ' + i.threads + ' thread per device')`,
+  );
   finish(true, `built build/native/paratrain_onednn.node against ${realpathSync(dnnl.lib)} (${about})`);
 } catch (err) {
   finish(false, `unexpected error: ${err?.message ?? err}`);

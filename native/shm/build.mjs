@@ -9,10 +9,15 @@
 // - --verbose: shows node-gyp's output as it runs.
 import { addonScript } from '../gyp.mjs';
 
-const { artifact, finish, build, probe } = addonScript(import.meta.url, { name: 'paratrain_shm', script: 'build:shm', continuing: 'continuing without it (the shm transport uses its wasm kernel)' });
+const { artifact, finish, build, probe } = addonScript(import.meta.url, {
+  name: 'paratrain_shm',
+  script: 'build:shm',
+  continuing: 'continuing without it (the shm transport uses its wasm kernel)',
+});
 
 try {
-  if (process.env.PARATRAIN_SHM_NATIVE === '0') finish(true, 'skipped (PARATRAIN_SHM_NATIVE=0); the shm transport uses its wasm kernel');
+  if (process.env.PARATRAIN_SHM_NATIVE === '0')
+    finish(true, 'skipped (PARATRAIN_SHM_NATIVE=0); the shm transport uses its wasm kernel');
   build();
   const isa = probe(`const m = require(${JSON.stringify(artifact)});
     if (typeof m.reduce !== 'function' || typeof m.setIsa !== 'function') throw new Error('exports are missing');

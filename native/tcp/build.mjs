@@ -9,10 +9,15 @@
 // - --verbose: shows node-gyp's output as it runs.
 import { addonScript } from '../gyp.mjs';
 
-const { artifact, finish, build, probe } = addonScript(import.meta.url, { name: 'paratrain_tcp', script: 'build:tcp', continuing: 'continuing without it (the tcp transport uses its wasm kernel)' });
+const { artifact, finish, build, probe } = addonScript(import.meta.url, {
+  name: 'paratrain_tcp',
+  script: 'build:tcp',
+  continuing: 'continuing without it (the tcp transport uses its wasm kernel)',
+});
 
 try {
-  if (process.env.PARATRAIN_TCP_NATIVE === '0') finish(true, 'skipped (PARATRAIN_TCP_NATIVE=0); the tcp transport uses its wasm kernel');
+  if (process.env.PARATRAIN_TCP_NATIVE === '0')
+    finish(true, 'skipped (PARATRAIN_TCP_NATIVE=0); the tcp transport uses its wasm kernel');
   build();
   probe(`const m = require(${JSON.stringify(artifact)});
     if (typeof m.addHash !== 'function' || typeof m.hash !== 'function') throw new Error('exports are missing');`);

@@ -10,8 +10,18 @@ import { watchParent } from '../runtime/job/parentWatch.ts';
 import { installStopSignals, STOP_EXIT_CODES } from './signals.ts';
 
 export interface TrainFlags {
-  epochs?: number; batchSize?: number; lr?: number; seed?: number; devices?: number; strategy?: string;
-  backend?: string; data?: string; out?: string; force?: boolean; quiet?: boolean; slowDevice?: Map<number, number>;
+  epochs?: number;
+  batchSize?: number;
+  lr?: number;
+  seed?: number;
+  devices?: number;
+  strategy?: string;
+  backend?: string;
+  data?: string;
+  out?: string;
+  force?: boolean;
+  quiet?: boolean;
+  slowDevice?: Map<number, number>;
   /** seconds: rendezvous and communication deadline between processes */
   timeout?: number;
   transport?: 'tcp' | 'mpi';
@@ -21,8 +31,14 @@ export interface TrainFlags {
 
 export async function runTrain(configPath: string | undefined, flags: TrainFlags): Promise<void> {
   const config = applyOverrides(loadConfig(trainConfigPath(configPath, flags.resume)), {
-    epochs: flags.epochs, batchSize: flags.batchSize, lr: flags.lr, seed: flags.seed, devices: flags.devices,
-    strategy: flags.strategy, backend: flags.backend, dataDir: flags.data,
+    epochs: flags.epochs,
+    batchSize: flags.batchSize,
+    lr: flags.lr,
+    seed: flags.seed,
+    devices: flags.devices,
+    strategy: flags.strategy,
+    backend: flags.backend,
+    dataDir: flags.data,
   });
   // started by paratrain launch, torchrun, mpirun or srun: one process of a larger job
   const world = rendezvousFromEnv(process.env);
@@ -41,22 +57,48 @@ export async function runTrain(configPath: string | undefined, flags: TrainFlags
     setTimeout(() => process.exit(STOP_EXIT_CODES.SIGTERM), 10_000).unref();
   });
   try {
-    const result = await train(config, { out: flags.out, force: flags.force, onEvent: view.handle, log, faults, resume: flags.resume, initFrom: flags.initFrom, signal: stop.signal,
+    const result = await train(config, {
+      out: flags.out,
+      force: flags.force,
+      onEvent: view.handle,
+      log,
+      faults,
+      resume: flags.resume,
+      initFrom: flags.initFrom,
+      signal: stop.signal,
       command: ['paratrain', ...process.argv.slice(2)],
-      processes, transport: flags.transport, timeoutMs: flags.timeout === undefined ? undefined : flags.timeout * 1000 });
-    const summary = processes && world.rank !== 0
-      ? { rank: world.rank, samplesPerSecond: Math.round(result.samplesPerSecond), seconds: Number(result.seconds.toFixed(1)) }
-      : { runDir: result.runDir, testAccuracy: result.testAccuracy, ...(result.valAccuracy !== undefined ? { valAccuracy: result.valAccuracy } : {}),
-          ...(result.testCER !== undefined ? { testCER: result.testCER, testWER: result.testWER } : {}),
-          samplesPerSecond: Math.round(result.samplesPerSecond), seconds: Number(result.seconds.toFixed(1)) };
-    const ended = { ...(result.stopped ? { stopped: result.stopped } : {}), ...(result.earlyStopped ? { earlyStopped: result.earlyStopped } : {}) };
+      processes,
+      transport: flags.transport,
+      timeoutMs: flags.timeout === undefined ? undefined : flags.timeout * 1000,
+    });
+    const summary =
+      processes && world.rank !== 0
+        ? {
+            rank: world.rank,
+            samplesPerSecond: Math.round(result.samplesPerSecond),
+            seconds: Number(result.seconds.toFixed(1)),
+          }
+        : {
+            runDir: result.runDir,
+            testAccuracy: result.testAccuracy,
+            ...(result.valAccuracy !== undefined ? { valAccuracy: result.valAccuracy } : {}),
+            ...(result.testCER !== undefined ? { testCER: result.testCER, testWER: result.testWER } : {}),
+            samplesPerSecond: Math.round(result.samplesPerSecond),
+            seconds: Number(result.seconds.toFixed(1)),
+          };
+    const ended = {
+      ...(result.stopped ? { stopped: result.stopped } : {}),
+      ...(result.earlyStopped ? { earlyStopped: result.earlyStopped } : {}),
+    };
     process.stdout.write(`${JSON.stringify({ ...summary, ...ended })}\n`);
     if (result.stopped) {
       const { step, epoch, signal } = result.stopped;
       view.stopBar();
       if (result.runDir) {
-        process.stderr.write(`paratrain: stopped by ${signal} at step ${step} (epoch ${epoch}); the checkpoint is in ${result.runDir}; ` +
-          `resume with: paratrain train --resume ${result.runDir}\n`);
+        process.stderr.write(
+          `paratrain: stopped by ${signal} at step ${step} (epoch ${epoch}); the checkpoint is in ${result.runDir}; ` +
+            `resume with: paratrain train --resume ${result.runDir}\n`,
+        );
       }
       process.exitCode = STOP_EXIT_CODES[signal] ?? 143;
     }
@@ -77,11 +119,17 @@ function backendDetail(backend: object | null): string {
     if ('sequenceCells' in backend && typeof backend.sequenceCells === 'function') {
       // which recurrent layers run a direction as one oneDNN primitive (PARATRAIN_ONEDNN_RNN; AVX-512 only)
       const cells = (backend.sequenceCells as () => string[])();
-      parts.push(`recurrent layers as oneDNN primitives: ${!o.isa.includes('avx512') ? 'none (no AVX-512: they step)' : cells.length ? cells.join(', ') : 'none (PARATRAIN_ONEDNN_RNN)'}`);
+      parts.push(
+        `recurrent layers as oneDNN primitives: ${!o.isa.includes('avx512') ? 'none (no AVX-512: they step)' : cells.length ? cells.join(', ') : 'none (PARATRAIN_ONEDNN_RNN)'}`,
+      );
     }
   }
-  if ('relaxed' in backend) parts.push(`${'onednn' in backend ? 'other kernels: wasm ' : ''}${backend.relaxed ? 'relaxed SIMD (fused multiply-add)' : 'SIMD128'}`);
-  if ('blas' in backend && backend.blas && typeof backend.blas === 'object' && 'config' in backend.blas) parts.push(String(backend.blas.config));
+  if ('relaxed' in backend)
+    parts.push(
+      `${'onednn' in backend ? 'other kernels: wasm ' : ''}${backend.relaxed ? 'relaxed SIMD (fused multiply-add)' : 'SIMD128'}`,
+    );
+  if ('blas' in backend && backend.blas && typeof backend.blas === 'object' && 'config' in backend.blas)
+    parts.push(String(backend.blas.config));
   return parts.length ? ` — ${parts.join('; ')}` : '';
 }
 
@@ -90,7 +138,9 @@ export async function runInfo(): Promise<void> {
   for (const name of registeredBackends()) {
     const backend = await tryBackend(name);
     const why = backend ? undefined : backendUnavailableReason(name);
-    process.stdout.write(`${name.padEnd(8)} ${backend ? 'available' : `not available${why ? `: ${why}` : ''}`}${backendDetail(backend)}${backend === chosen ? '  (chosen by --backend auto)' : ''}\n`);
+    process.stdout.write(
+      `${name.padEnd(8)} ${backend ? 'available' : `not available${why ? `: ${why}` : ''}`}${backendDetail(backend)}${backend === chosen ? '  (chosen by --backend auto)' : ''}\n`,
+    );
   }
   process.stdout.write(`shm reduction (devices of one process): ${shmReduceDescription()}\n`);
   process.stdout.write(`node ${process.version}, ${(await import('node:os')).cpus().length} cores\n`);

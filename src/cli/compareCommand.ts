@@ -18,16 +18,30 @@ import { loadReportRuns, summaryTable, writeReport, REPORT_FILE } from '../repor
 import type { RunnerMessage, RunnerRequest } from './compareRunner.ts';
 
 export interface CompareFlags {
-  strategies?: string; devices?: number; epochs?: number; seed?: number; batchSize?: number; data?: string;
-  out?: string; force?: boolean; quiet?: boolean; slowDevice?: Map<number, number>;
+  strategies?: string;
+  devices?: number;
+  epochs?: number;
+  seed?: number;
+  batchSize?: number;
+  data?: string;
+  out?: string;
+  force?: boolean;
+  quiet?: boolean;
+  slowDevice?: Map<number, number>;
 }
 
 export const DEFAULT_COMPARE_STRATEGIES: readonly StrategyName[] = STRATEGY_NAMES;
 
 /** `'hybrid, async'` → `['hybrid', 'async']`; an unknown or repeated name is an error naming it. */
 export function parseStrategies(list: string): StrategyName[] {
-  const names = list.split(',').map((s) => s.trim()).filter((s) => s !== '');
-  if (names.length === 0) throw new Error(`--strategies: expected a comma-separated list of strategies (${STRATEGY_NAMES.join(', ')}), got '${list}'`);
+  const names = list
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  if (names.length === 0)
+    throw new Error(
+      `--strategies: expected a comma-separated list of strategies (${STRATEGY_NAMES.join(', ')}), got '${list}'`,
+    );
   const seen = new Set<string>();
   for (const name of names) {
     if (!(STRATEGY_NAMES as readonly string[]).includes(name)) {
@@ -39,17 +53,30 @@ export function parseStrategies(list: string): StrategyName[] {
   return names as StrategyName[];
 }
 
-export interface CompareResult { outDir: string; report: string; results: { strategy: StrategyName; result: TrainResult }[] }
+export interface CompareResult {
+  outDir: string;
+  report: string;
+  results: { strategy: StrategyName; result: TrainResult }[];
+}
 
 export async function runCompare(configPath: string, flags: CompareFlags): Promise<CompareResult> {
   const strategies = parseStrategies(flags.strategies ?? DEFAULT_COMPARE_STRATEGIES.join(','));
   const base = loadConfig(configPath);
-  const configs = strategies.map((strategy) => applyOverrides(base, {
-    epochs: flags.epochs, devices: flags.devices, seed: flags.seed, batchSize: flags.batchSize, dataDir: flags.data, strategy,
-  }));
+  const configs = strategies.map((strategy) =>
+    applyOverrides(base, {
+      epochs: flags.epochs,
+      devices: flags.devices,
+      seed: flags.seed,
+      batchSize: flags.batchSize,
+      dataDir: flags.data,
+      strategy,
+    }),
+  );
   const devices = configs[0]!.train.devices;
   if (devices < 2) {
-    throw new Error(`compare: the strategies differ only on 2 or more devices, and ${configPath} trains on ${devices}; pass --devices N with N ≥ 2`);
+    throw new Error(
+      `compare: the strategies differ only on 2 or more devices, and ${configPath} trains on ${devices}; pass --devices N with N ≥ 2`,
+    );
   }
   configs.forEach((c, i) => {
     try {
@@ -72,7 +99,12 @@ export async function runCompare(configPath: string, flags: CompareFlags): Promi
     try {
       // each run's command.txt names the comparison it is part of
       const command = ['paratrain', ...process.argv.slice(2)];
-      const result = await trainInChild({ config: configs[i]!, out: dir, force: Boolean(flags.force), faults: faults.toData(), command }, view.handle, log, strategy);
+      const result = await trainInChild(
+        { config: configs[i]!, out: dir, force: Boolean(flags.force), faults: faults.toData(), command },
+        view.handle,
+        log,
+        strategy,
+      );
       results.push({ strategy, result });
     } finally {
       view.stopBar();
@@ -80,7 +112,8 @@ export async function runCompare(configPath: string, flags: CompareFlags): Promi
   }
   const runs = loadReportRuns(strategies.map((s) => join(outDir, s)));
   const report = writeReport(runs, {
-    out: join(outDir, REPORT_FILE), force: true,
+    out: join(outDir, REPORT_FILE),
+    force: true,
     title: `paratrain compare: ${strategies.join(', ')} on ${devices} devices`,
   });
   process.stdout.write(summaryTable(runs));
@@ -92,13 +125,16 @@ export async function runCompare(configPath: string, flags: CompareFlags): Promi
 function prepareOutDir(dir: string, force: boolean): void {
   let entries: string[] | null = null;
   try {
-    if (!statSync(dir).isDirectory()) throw new Error(`compare: ${dir} exists and is not a directory; choose another --out`);
+    if (!statSync(dir).isDirectory())
+      throw new Error(`compare: ${dir} exists and is not a directory; choose another --out`);
     entries = readdirSync(dir);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }
   if (entries && entries.length > 0 && !force) {
-    throw new Error(`compare: ${dir} already holds files (${entries.slice(0, 5).join(', ')}${entries.length > 5 ? ', …' : ''}); choose another --out or pass --force to overwrite`);
+    throw new Error(
+      `compare: ${dir} already holds files (${entries.slice(0, 5).join(', ')}${entries.length > 5 ? ', …' : ''}); choose another --out or pass --force to overwrite`,
+    );
   }
   mkdirSync(dir, { recursive: true });
 }
@@ -113,10 +149,19 @@ function runnerCommand(): { path: string; execArgv: string[] } {
   return { path, execArgv };
 }
 
-function trainInChild(request: RunnerRequest, onEvent: EventSink, log: (m: string) => void, strategy: string): Promise<TrainResult> {
+function trainInChild(
+  request: RunnerRequest,
+  onEvent: EventSink,
+  log: (m: string) => void,
+  strategy: string,
+): Promise<TrainResult> {
   const { path, execArgv } = runnerCommand();
   return new Promise((resolve, reject) => {
-    const child = fork(path, [], { execArgv, serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const child = fork(path, [], {
+      execArgv,
+      serialization: 'advanced',
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     let outcome: { result?: TrainResult; error?: Error } = {};
     child.on('message', (m: RunnerMessage) => {
       if (m.type === 'event') onEvent(m.event);
@@ -128,11 +173,18 @@ function trainInChild(request: RunnerRequest, onEvent: EventSink, log: (m: strin
         outcome = { error: err };
       }
     });
-    child.on('error', (e) => reject(new Error(`compare: cannot start the training process for ${strategy}: ${e.message}`)));
+    child.on('error', (e) =>
+      reject(new Error(`compare: cannot start the training process for ${strategy}: ${e.message}`)),
+    );
     child.on('exit', (code, signal) => {
       if (outcome.error) reject(outcome.error);
       else if (outcome.result) resolve(outcome.result);
-      else reject(new Error(`compare: the training process for ${strategy} ended (${signal ?? `exit code ${code}`}) without a result; its run directory is ${request.out}`));
+      else
+        reject(
+          new Error(
+            `compare: the training process for ${strategy} ended (${signal ?? `exit code ${code}`}) without a result; its run directory is ${request.out}`,
+          ),
+        );
     });
     child.send(request satisfies RunnerRequest);
   });

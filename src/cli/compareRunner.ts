@@ -9,7 +9,13 @@ import { FaultPlan, type FaultPlanData } from '../runtime/faults/faultPlan.ts';
 import type { RunConfig } from '../config/runConfig.ts';
 import type { TrainEvent } from '../runtime/events/events.ts';
 
-export interface RunnerRequest { config: RunConfig; out: string; force: boolean; faults: FaultPlanData; command: string[] }
+export interface RunnerRequest {
+  config: RunConfig;
+  out: string;
+  force: boolean;
+  faults: FaultPlanData;
+  command: string[];
+}
 export type RunnerMessage =
   | { type: 'event'; event: TrainEvent }
   | { type: 'log'; message: string }
@@ -24,9 +30,16 @@ if (process.send) {
   process.once('message', async (request: RunnerRequest) => {
     try {
       const result = await train(request.config, {
-        out: request.out, force: request.force, faults: FaultPlan.fromData(request.faults), command: request.command,
-        onEvent: (event) => { process.send!({ type: 'event', event } satisfies RunnerMessage); },
-        log: (message) => { process.send!({ type: 'log', message } satisfies RunnerMessage); },
+        out: request.out,
+        force: request.force,
+        faults: FaultPlan.fromData(request.faults),
+        command: request.command,
+        onEvent: (event) => {
+          process.send!({ type: 'event', event } satisfies RunnerMessage);
+        },
+        log: (message) => {
+          process.send!({ type: 'log', message } satisfies RunnerMessage);
+        },
       });
       await send({ type: 'result', result });
     } catch (err) {

@@ -36,69 +36,148 @@ function collectSlowDevice(value: string, into: Map<number, number>): Map<number
   return into.set(rank, factor);
 }
 
-program.command('train')
+program
+  .command('train')
   .description('train the model a YAML config describes')
-  .argument('[config]', 'YAML run configuration, e.g. examples/mnist-small.yaml (with --resume: default RUN_DIR/config.yaml)')
-  .option('--resume <runDir>', 'continue the run in RUN_DIR from its newest complete checkpoint set (--epochs, --devices may change)')
-  .option('--init-from <checkpoint>', 'start a new run from a checkpoint\'s weights (fresh optimizer, step 0)')
+  .argument(
+    '[config]',
+    'YAML run configuration, e.g. examples/mnist-small.yaml (with --resume: default RUN_DIR/config.yaml)',
+  )
+  .option(
+    '--resume <runDir>',
+    'continue the run in RUN_DIR from its newest complete checkpoint set (--epochs, --devices may change)',
+  )
+  .option('--init-from <checkpoint>', "start a new run from a checkpoint's weights (fresh optimizer, step 0)")
   .option('--epochs <n>', 'number of epochs', positiveInt('epochs'))
   .option('--batch-size <n>', 'batch size (per device unless data.batchSizeScope is global)', positiveInt('batch-size'))
   .option('--lr <x>', 'base learning rate', positiveNumber('lr'))
-  .option('--seed <n>', 'random seed', (v) => { const n = Number(v); if (!Number.isInteger(n)) throw new Error(`--seed: expected an integer, got '${v}'`); return n; })
-  .option('--devices <n>', 'number of devices (worker threads; per process when started as several processes)', positiveInt('devices'))
+  .option('--seed <n>', 'random seed', (v) => {
+    const n = Number(v);
+    if (!Number.isInteger(n)) throw new Error(`--seed: expected an integer, got '${v}'`);
+    return n;
+  })
+  .option(
+    '--devices <n>',
+    'number of devices (worker threads; per process when started as several processes)',
+    positiveInt('devices'),
+  )
   .option('--strategy <name>', STRATEGY_NAMES.join(' | '))
   .addOption(new Option('--backend <name>', 'kernel backend').choices(['auto', 'js', 'wasm', 'native', 'onednn']))
   .option('--data <dir>', 'directory holding the Fashion-MNIST IDX files')
   .option('--out <dir>', 'run directory (default runs/<timestamp>, linked as runs/latest)')
   .option('--force', 'write into a non-empty --out directory')
-  .option('--slow-device <rank:factor>', 'make a device a straggler, e.g. 1:3 (repeatable)', collectSlowDevice, new Map<number, number>())
-  .addOption(new Option('--transport <name>', 'several processes: what carries the collectives (mpi: under mpirun, one device per process)').choices(['tcp', 'mpi']))
-  .option('--timeout <seconds>', 'several processes: deadline for the rendezvous and for any wait on another process (default 300)', positiveNumber('timeout'))
+  .option(
+    '--slow-device <rank:factor>',
+    'make a device a straggler, e.g. 1:3 (repeatable)',
+    collectSlowDevice,
+    new Map<number, number>(),
+  )
+  .addOption(
+    new Option(
+      '--transport <name>',
+      'several processes: what carries the collectives (mpi: under mpirun, one device per process)',
+    ).choices(['tcp', 'mpi']),
+  )
+  .option(
+    '--timeout <seconds>',
+    'several processes: deadline for the rendezvous and for any wait on another process (default 300)',
+    positiveNumber('timeout'),
+  )
   .option('--quiet', 'no progress output')
   .action(async (config: string | undefined, opts) => (await import('./commands.ts')).runTrain(config, opts));
 
-program.command('launch')
-  .description('start several paratrain processes on this host as one job (torchrun-style), e.g. launch --nproc-per-node 2 -- train examples/mnist-small.yaml')
+program
+  .command('launch')
+  .description(
+    'start several paratrain processes on this host as one job (torchrun-style), e.g. launch --nproc-per-node 2 -- train examples/mnist-small.yaml',
+  )
   .argument('<args...>', 'the paratrain command every process runs, after --')
   .option('--nproc-per-node <n>', 'processes on this host', positiveInt('nproc-per-node'), 1)
   .option('--nnodes <n>', 'hosts in the job (run launch once on each)', positiveInt('nnodes'), 1)
-  .option('--node-rank <n>', 'this host\'s index, 0 … nnodes − 1 (0 holds rank 0)', (v) => { const n = Number(v); if (!Number.isInteger(n) || n < 0) throw new Error(`--node-rank: expected a non-negative integer, got '${v}'`); return n; }, 0)
+  .option(
+    '--node-rank <n>',
+    "this host's index, 0 … nnodes − 1 (0 holds rank 0)",
+    (v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 0) throw new Error(`--node-rank: expected a non-negative integer, got '${v}'`);
+      return n;
+    },
+    0,
+  )
   .option('--master-addr <host>', 'address of node 0, reachable from every host', '127.0.0.1')
-  .option('--max-restarts <n>', 'when a process dies, restart the whole job from its last checkpoint (--resume), at most n times (one host)', (v) => { const n = Number(v); if (!Number.isInteger(n) || n < 0) throw new Error(`--max-restarts: expected a non-negative integer, got '${v}'`); return n; }, 0)
-  .option('--master-port <port>', 'first of the TCP ports node 0 listens on (port … port + devices per process + 1; a restart moves up 64)', (v) => { const n = Number(v); if (!Number.isInteger(n) || n < 1 || n > 65535) throw new Error(`--master-port: expected a TCP port 1–65535, got '${v}'`); return n; }, 29500)
+  .option(
+    '--max-restarts <n>',
+    'when a process dies, restart the whole job from its last checkpoint (--resume), at most n times (one host)',
+    (v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 0) throw new Error(`--max-restarts: expected a non-negative integer, got '${v}'`);
+      return n;
+    },
+    0,
+  )
+  .option(
+    '--master-port <port>',
+    'first of the TCP ports node 0 listens on (port … port + devices per process + 1; a restart moves up 64)',
+    (v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1 || n > 65535)
+        throw new Error(`--master-port: expected a TCP port 1–65535, got '${v}'`);
+      return n;
+    },
+    29500,
+  )
   .action(async (args: string[], opts) => (await import('./launchCommand.ts')).runLaunch(args, opts));
 
-program.command('eval')
-  .description('evaluate a checkpoint on the test set: loss, accuracy, per-class precision/recall/F1 and the confusion matrix')
-  .argument('[config]', 'the YAML configuration the checkpoint was trained with (default: the one stored in the checkpoint)')
+program
+  .command('eval')
+  .description(
+    'evaluate a checkpoint on the test set: loss, accuracy, per-class precision/recall/F1 and the confusion matrix',
+  )
+  .argument(
+    '[config]',
+    'the YAML configuration the checkpoint was trained with (default: the one stored in the checkpoint)',
+  )
   .requiredOption('--checkpoint <file>', 'a model.safetensors written by paratrain train')
   .option('--data <dir>', 'directory holding the dataset (overrides data.dir)')
   .addOption(new Option('--backend <name>', 'kernel backend').choices(['auto', 'js', 'wasm', 'native', 'onednn']))
   .option('--quiet', 'only the JSON line on stdout, no table on stderr')
   .action(async (config: string | undefined, opts) => (await import('./evalCommand.ts')).runEval(config, opts));
 
-program.command('predict')
+program
+  .command('predict')
   .description('predict classes, probabilities or values for new samples with a trained checkpoint')
   .usage('[CONFIG.yaml] --checkpoint FILE [options] INPUT...')
-  .argument('<inputs...>', 'CSV files (one sample per row), .npy arrays, PNG/JPEG images; an optional first CONFIG.yaml (default: the config stored in the checkpoint)')
+  .argument(
+    '<inputs...>',
+    'CSV files (one sample per row), .npy arrays, PNG/JPEG images; an optional first CONFIG.yaml (default: the config stored in the checkpoint)',
+  )
   .requiredOption('--checkpoint <file>', 'a model.safetensors written by paratrain train')
   .option('--output <file>', 'write the predictions here (default: stdout)')
   .addOption(new Option('--format <format>', 'output format').choices(['csv', 'json']).default('csv'))
-  .option('--label-column <column>', 'CSV inputs: the column holding the true label (header name or 0-based index), left out of the features; prints the accuracy')
+  .option(
+    '--label-column <column>',
+    'CSV inputs: the column holding the true label (header name or 0-based index), left out of the features; prints the accuracy',
+  )
   .addOption(new Option('--backend <name>', 'kernel backend').choices(['auto', 'js', 'wasm', 'native', 'onednn']))
   .option('--quiet', 'no accuracy line on stderr')
   .action(async (inputs: string[], opts) => (await import('./predictCommand.ts')).runPredict(inputs, opts));
 
-program.command('transcribe')
-  .description('turn WAV files into text with a trained speech model (loss: ctc): one line per file, the file and its transcript separated by a tab')
+program
+  .command('transcribe')
+  .description(
+    'turn WAV files into text with a trained speech model (loss: ctc): one line per file, the file and its transcript separated by a tab',
+  )
   .argument('<config>', 'the YAML configuration the checkpoint was trained with')
   .argument('<wavs...>', 'WAV files to transcribe')
   .requiredOption('--checkpoint <file>', 'a model.safetensors written by paratrain train')
   .option('--beam <n>', 'prefix beam search with this beam width (default: greedy decoding)', positiveInt('beam'))
   .addOption(new Option('--backend <name>', 'kernel backend').choices(['auto', 'js', 'wasm', 'native', 'onednn']))
-  .action(async (config: string, wavs: string[], opts) => (await import('./transcribeCommand.ts')).runTranscribe(config, wavs, opts));
+  .action(async (config: string, wavs: string[], opts) =>
+    (await import('./transcribeCommand.ts')).runTranscribe(config, wavs, opts),
+  );
 
-program.command('report')
+program
+  .command('report')
   .description('write one self-contained HTML report (and print a summary table) for one or more runs')
   .argument('<runDirs...>', 'run directories holding metrics.jsonl, e.g. runs/latest; several are overlaid')
   .option('--out <file>', 'output HTML file (default <first run dir>/report.html)')
@@ -106,39 +185,96 @@ program.command('report')
   .option('--title <text>', 'title of the report')
   .action(async (dirs: string[], opts) => (await import('./reportCommand.ts')).runReport(dirs, opts));
 
-program.command('compare')
-  .description('train one config with several strategies (same data, seed and devices) and write one report comparing them')
+program
+  .command('compare')
+  .description(
+    'train one config with several strategies (same data, seed and devices) and write one report comparing them',
+  )
   .argument('<config>', 'YAML run configuration, e.g. examples/mnist-small.yaml')
   .option('--strategies <list>', `comma-separated strategies (default: ${STRATEGY_NAMES.join(',')})`)
   .option('--devices <n>', 'number of devices for every run (at least 2)', positiveInt('devices'))
   .option('--epochs <n>', 'number of epochs', positiveInt('epochs'))
   .option('--batch-size <n>', 'batch size (per device unless data.batchSizeScope is global)', positiveInt('batch-size'))
-  .option('--seed <n>', 'random seed', (v) => { const n = Number(v); if (!Number.isInteger(n)) throw new Error(`--seed: expected an integer, got '${v}'`); return n; })
+  .option('--seed <n>', 'random seed', (v) => {
+    const n = Number(v);
+    if (!Number.isInteger(n)) throw new Error(`--seed: expected an integer, got '${v}'`);
+    return n;
+  })
   .option('--data <dir>', 'directory holding the Fashion-MNIST IDX files')
   .option('--out <dir>', 'where the runs and report.html go (default runs/compare-<timestamp>)')
   .option('--force', 'write into a non-empty --out directory')
-  .option('--slow-device <rank:factor>', 'make a device a straggler in every run, e.g. 1:3 (repeatable)', collectSlowDevice, new Map<number, number>())
+  .option(
+    '--slow-device <rank:factor>',
+    'make a device a straggler in every run, e.g. 1:3 (repeatable)',
+    collectSlowDevice,
+    new Map<number, number>(),
+  )
   .option('--quiet', 'no progress output')
-  .action(async (config: string, opts) => { await (await import('./compareCommand.ts')).runCompare(config, opts); });
+  .action(async (config: string, opts) => {
+    await (await import('./compareCommand.ts')).runCompare(config, opts);
+  });
 
-program.command('simulate')
-  .description('predict every strategy\'s step time, samples/s, scaling, traffic and staleness on many devices and links (docs/simulator.md)')
+program
+  .command('simulate')
+  .description(
+    "predict every strategy's step time, samples/s, scaling, traffic and staleness on many devices and links (docs/simulator.md)",
+  )
   .argument('[config]', 'YAML run configuration (default with --from: RUN_DIR/config.yaml)')
   .option('--devices <list>', 'device counts, e.g. 8,64,512 or 1..1024 (powers of two)', '1,2,4,8,16,32,64')
   .option('--link <list>', 'links as BANDWIDTH:LATENCY, comma-separated, e.g. 10gbit:50us,1gbit:100us', '10gbit:50us')
-  .option('--stragglers <list>', 'none, lognormal:σ, fixed:F@DEVICE, run (with --from), combined with +; several scenarios comma-separated', 'none')
-  .option('--strategies <list>', `strategies with options after colons, e.g. bmuf:period=8 (default: ${DEFAULT_SIM_STRATEGIES})`)
-  .option('--per-host <n>', 'devices per host: threads of one process over shared memory, hosts over TCP', positiveInt('per-host'), 1)
-  .option('--shm <bandwidth:latency>', 'shared memory between a process\'s threads', '16GB/s:5us')
-  .option('--host-rate <rate>', 'bytes/s one process\'s TCP ring loop hashes, reduces and forwards, or none', '1.4GB/s')
-  .option('--loopback <bandwidth:latency>', 'how devices in the parameter server\'s process reach it over loopback TCP (default: the --shm latency and the host rate)')
-  .option('--overlap <mode>', 'gradient buckets and backward: implemented (as paratrain runs them) or ideal', 'implemented')
-  .option('--batch-size <n>', 'simulate this per-device batch (weak scaling) instead of the config\'s', positiveInt('batch-size'))
-  .option('--from <runDir>', 'take the compute time (and its variation, --stragglers run) from a run\'s metrics.jsonl')
-  .addOption(new Option('--backend <name>', 'kernel backend to time the layers with').choices(['auto', 'js', 'wasm', 'native', 'onednn']))
+  .option(
+    '--stragglers <list>',
+    'none, lognormal:σ, fixed:F@DEVICE, run (with --from), combined with +; several scenarios comma-separated',
+    'none',
+  )
+  .option(
+    '--strategies <list>',
+    `strategies with options after colons, e.g. bmuf:period=8 (default: ${DEFAULT_SIM_STRATEGIES})`,
+  )
+  .option(
+    '--per-host <n>',
+    'devices per host: threads of one process over shared memory, hosts over TCP',
+    positiveInt('per-host'),
+    1,
+  )
+  .option('--shm <bandwidth:latency>', "shared memory between a process's threads", '16GB/s:5us')
+  .option('--host-rate <rate>', "bytes/s one process's TCP ring loop hashes, reduces and forwards, or none", '1.4GB/s')
+  .option(
+    '--loopback <bandwidth:latency>',
+    "how devices in the parameter server's process reach it over loopback TCP (default: the --shm latency and the host rate)",
+  )
+  .option(
+    '--overlap <mode>',
+    'gradient buckets and backward: implemented (as paratrain runs them) or ideal',
+    'implemented',
+  )
+  .option(
+    '--batch-size <n>',
+    "simulate this per-device batch (weak scaling) instead of the config's",
+    positiveInt('batch-size'),
+  )
+  .option('--from <runDir>', "take the compute time (and its variation, --stragglers run) from a run's metrics.jsonl")
+  .addOption(
+    new Option('--backend <name>', 'kernel backend to time the layers with').choices([
+      'auto',
+      'js',
+      'wasm',
+      'native',
+      'onednn',
+    ]),
+  )
   .option('--seq-len <n>', 'frames per sample for a model with variable-length input', positiveInt('seq-len'))
   .option('--steps <n>', 'steps simulated per device', positiveInt('steps'), 200)
-  .option('--seed <n>', 'seed of the straggler draws', (v) => { const n = Number(v); if (!Number.isInteger(n)) throw new Error(`--seed: expected an integer, got '${v}'`); return n; }, 1)
+  .option(
+    '--seed <n>',
+    'seed of the straggler draws',
+    (v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n)) throw new Error(`--seed: expected an integer, got '${v}'`);
+      return n;
+    },
+    1,
+  )
   .option('--remeasure', 'time the layers again instead of using the cache')
   .option('--report <file>', 'write an HTML report with the scaling curves')
   .option('--json <file>', 'write the predictions as JSON')
@@ -148,7 +284,8 @@ program.command('simulate')
   .option('--quiet', 'no progress notes')
   .action(async (config: string | undefined, opts) => (await import('./simulateCommand.ts')).runSimulate(config, opts));
 
-program.command('info')
+program
+  .command('info')
   .description('show the kernel backends found on this machine and which one is chosen, and the shm reduction kernel')
   .action(async () => (await import('./commands.ts')).runInfo());
 

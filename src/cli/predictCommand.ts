@@ -26,22 +26,35 @@ export function splitPredictArgs(args: readonly string[]): { config?: string; in
 }
 
 /** Where a command writes (tests pass their own). */
-export interface CommandOutput { out: { write(s: string): unknown }; err: { write(s: string): unknown } }
+export interface CommandOutput {
+  out: { write(s: string): unknown };
+  err: { write(s: string): unknown };
+}
 const STDIO: CommandOutput = { out: process.stdout, err: process.stderr };
 
 export async function runPredict(args: string[], flags: PredictFlags, io: CommandOutput = STDIO): Promise<void> {
   const { config, inputs } = splitPredictArgs(args);
-  if (inputs.length === 0) throw new Error('predict: no input files; give CSV rows (.csv), NumPy arrays (.npy) or images (.png, .jpg) after the options');
+  if (inputs.length === 0)
+    throw new Error(
+      'predict: no input files; give CSV rows (.csv), NumPy arrays (.npy) or images (.png, .jpg) after the options',
+    );
   if (flags.output !== undefined && inputs.some((f) => resolve(f) === resolve(flags.output!))) {
     throw new Error(`--output ${flags.output} is one of the inputs; write the predictions elsewhere`);
   }
   const model = await loadModel(flags.checkpoint, { config, backend: flags.backend });
-  const samples = readPredictInputs(inputs, model.inputShape, { labelColumn: flags.labelColumn, resize: model.config.data.dataset === 'imageFolder' && model.config.data.resize });
-  if (samples.truth && model.task === 'multiLabel') throw new Error('--label-column: a multi-label model\'s true labels are not one column; leave it out');
+  const samples = readPredictInputs(inputs, model.inputShape, {
+    labelColumn: flags.labelColumn,
+    resize: model.config.data.dataset === 'imageFolder' && model.config.data.resize,
+  });
+  if (samples.truth && model.task === 'multiLabel')
+    throw new Error("--label-column: a multi-label model's true labels are not one column; leave it out");
   if (samples.count === 0) throw new Error(`predict: ${inputs.join(', ')} hold no samples (a CSV with a header only?)`);
   const predictions = model.predict(samples.data);
   const truth = samples.truth?.map((t, i) => trueValue(model, t, samples.sources[i]!));
-  const text = flags.format === 'json' ? toJson(model, samples.sources, predictions, truth) : toCsv(model, samples.sources, predictions, truth);
+  const text =
+    flags.format === 'json'
+      ? toJson(model, samples.sources, predictions, truth)
+      : toCsv(model, samples.sources, predictions, truth);
   if (flags.output !== undefined) writeFileSync(flags.output, text);
   else io.out.write(text);
   if (truth && !flags.quiet) io.err.write(`${scoreLine(model, predictions, truth)}\n`);
@@ -51,7 +64,8 @@ export async function runPredict(args: string[], flags: PredictFlags, io: Comman
 function trueValue(model: LoadedModel, cell: string, source: string): number {
   if (model.task === 'regression') {
     const v = Number(cell);
-    if (cell === '' || !Number.isFinite(v)) throw new Error(`${source}: the label column holds '${cell}', not a number`);
+    if (cell === '' || !Number.isFinite(v))
+      throw new Error(`${source}: the label column holds '${cell}', not a number`);
     return v;
   }
   const byName = model.classNames?.indexOf(cell) ?? -1;
@@ -65,7 +79,9 @@ function trueValue(model: LoadedModel, cell: string, source: string): number {
 function scoreLine(model: LoadedModel, predictions: Prediction[], truth: number[]): string {
   if (model.task === 'regression') {
     let sum = 0;
-    predictions.forEach((p, i) => { sum += (p.values![0]! - truth[i]!) ** 2; });
+    predictions.forEach((p, i) => {
+      sum += (p.values![0]! - truth[i]!) ** 2;
+    });
     return `mean squared error on ${truth.length} labelled rows: ${(sum / Math.max(truth.length, 1)).toPrecision(6)}`;
   }
   const correct = predictions.filter((p, i) => p.class === truth[i]).length;
@@ -84,7 +100,8 @@ function names(model: LoadedModel): string[] {
 /** One row per sample: source, (true,) then the class, its name and a probability per class; or the values; or the labels. */
 function toCsv(model: LoadedModel, sources: string[], predictions: Prediction[], truth?: number[]): string {
   const header = ['source', ...(truth ? ['true'] : [])];
-  if (model.task === 'regression') header.push(...(model.outputs === 1 ? ['value'] : names(model).map((_, i) => `value_${i}`)));
+  if (model.task === 'regression')
+    header.push(...(model.outputs === 1 ? ['value'] : names(model).map((_, i) => `value_${i}`)));
   else if (model.task === 'multiLabel') header.push('labels', ...names(model).map((n) => `p_${n}`));
   else header.push('class', 'label', ...names(model).map((n) => `p_${n}`));
   const rows = predictions.map((p, i) => {
@@ -97,11 +114,23 @@ function toCsv(model: LoadedModel, sources: string[], predictions: Prediction[],
   return [header.map(cell).join(','), ...rows].join('\n') + '\n';
 }
 
-const truthCell = (model: LoadedModel, t: number) => (model.task === 'regression' ? t : model.classNames?.[t] ?? t);
+const truthCell = (model: LoadedModel, t: number) => (model.task === 'regression' ? t : (model.classNames?.[t] ?? t));
 
 function toJson(model: LoadedModel, sources: string[], predictions: Prediction[], truth?: number[]): string {
-  return JSON.stringify({
-    checkpoint: model.checkpoint, task: model.task, ...(model.task === 'regression' ? {} : { classNames: names(model) }),
-    predictions: predictions.map((p, i) => ({ source: sources[i], ...(truth ? { true: truthCell(model, truth[i]!) } : {}), ...p })),
-  }, null, 1) + '\n';
+  return (
+    JSON.stringify(
+      {
+        checkpoint: model.checkpoint,
+        task: model.task,
+        ...(model.task === 'regression' ? {} : { classNames: names(model) }),
+        predictions: predictions.map((p, i) => ({
+          source: sources[i],
+          ...(truth ? { true: truthCell(model, truth[i]!) } : {}),
+          ...p,
+        })),
+      },
+      null,
+      1,
+    ) + '\n'
+  );
 }

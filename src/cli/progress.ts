@@ -7,7 +7,8 @@ const pct = (x: number, digits = 2) => (Number.isFinite(x) ? `${(100 * x).toFixe
 /** A watched metric's value: accuracies as percentages, losses as numbers. */
 const formatMetric = (metric: string, value: number) => (metric.endsWith('Accuracy') ? pct(value) : value.toFixed(4));
 /** `, test CER 12.30%, WER 30.00%` for a speech model's error rates (nothing otherwise). */
-const rates = (what: string, cer: number | undefined, wer: number | undefined) => (cer === undefined ? '' : `, ${what}CER ${pct(cer)}, WER ${pct(wer ?? NaN)}`);
+const rates = (what: string, cer: number | undefined, wer: number | undefined) =>
+  cer === undefined ? '' : `, ${what}CER ${pct(cer)}, WER ${pct(wer ?? NaN)}`;
 
 /** `1m05s`, `42s`, `1h03m`. */
 export function formatEta(seconds: number): string {
@@ -37,14 +38,20 @@ export interface DeviceShare {
 }
 
 /** Shares of each device's time and the straggler flags (the rule is in report/stragglers.ts). */
-export function deviceShares(devices: { rank: number; computeMs: number; commMs: number; idleMs: number; samples: number }[]): DeviceShare[] {
+export function deviceShares(
+  devices: { rank: number; computeMs: number; commMs: number; idleMs: number; samples: number }[],
+): DeviceShare[] {
   const perSample = devices.map((d) => (d.samples > 0 ? d.computeMs / d.samples : NaN));
   const flags = findStragglers(perSample);
   return devices.map((d, i) => {
     const total = d.computeMs + d.commMs + d.idleMs;
     return {
-      rank: d.rank, compute: total > 0 ? d.computeMs / total : NaN, comm: total > 0 ? d.commMs / total : NaN,
-      idle: total > 0 ? d.idleMs / total : NaN, msPerSample: perSample[i]!, straggler: flags[i]!,
+      rank: d.rank,
+      compute: total > 0 ? d.computeMs / total : NaN,
+      comm: total > 0 ? d.commMs / total : NaN,
+      idle: total > 0 ? d.idleMs / total : NaN,
+      msPerSample: perSample[i]!,
+      straggler: flags[i]!,
     };
   });
 }
@@ -52,8 +59,10 @@ export function deviceShares(devices: { rank: number; computeMs: number; commMs:
 /** `device 1  compute 71%  comm 4%  idle 25%  2.10 ms/sample  ⚠ straggler` */
 export function formatDeviceShare(d: DeviceShare): string {
   const p = (x: number) => pct(x, 0).padStart(4);
-  return `device ${d.rank}  compute ${p(d.compute)}  comm ${p(d.comm)}  idle ${p(d.idle)}  ` +
-    `${Number.isFinite(d.msPerSample) ? d.msPerSample.toFixed(2) : '—'} ms/sample${d.straggler ? '  ⚠ straggler' : ''}`;
+  return (
+    `device ${d.rank}  compute ${p(d.compute)}  comm ${p(d.comm)}  idle ${p(d.idle)}  ` +
+    `${Number.isFinite(d.msPerSample) ? d.msPerSample.toFixed(2) : '—'} ms/sample${d.straggler ? '  ⚠ straggler' : ''}`
+  );
 }
 
 /**
@@ -82,7 +91,11 @@ export class ProgressView {
   private rankEpochs = new Map<number, Extract<TrainEvent, { type: 'rankEpoch' }>[]>();
 
   /** `prefix` starts every plain line (e.g. the strategy, when `compare` runs several). */
-  constructor(private readonly out: NodeJS.WritableStream & { isTTY?: boolean } = process.stderr, private readonly quiet = false, private readonly prefix = '') {
+  constructor(
+    private readonly out: NodeJS.WritableStream & { isTTY?: boolean } = process.stderr,
+    private readonly quiet = false,
+    private readonly prefix = '',
+  ) {
     this.tty = Boolean(out.isTTY) && !quiet;
   }
 
@@ -95,11 +108,13 @@ export class ProgressView {
         this.epochs = e.epochs;
         this.stepsPerEpoch = e.stepsPerEpoch;
         this.windows = Array.from({ length: this.devices }, () => ({ steps: [], stepInEpoch: -1 }));
-        this.line(`run ${e.runDir}: ${e.parameters.toLocaleString('en-US')} parameters, backend ${e.backend}, ` +
-          `${e.devices} device(s)${e.processes > 1 ? ` in ${e.processes} processes` : ''}, strategy ${e.strategy}, global batch ${e.globalBatch}`);
+        this.line(
+          `run ${e.runDir}: ${e.parameters.toLocaleString('en-US')} parameters, backend ${e.backend}, ` +
+            `${e.devices} device(s)${e.processes > 1 ? ` in ${e.processes} processes` : ''}, strategy ${e.strategy}, global batch ${e.globalBatch}`,
+        );
         this.line(`data: ${e.dataSource}`);
         this.started = performance.now();
-        this.lastLine = this.started;  // the first progress line 10 s into the run
+        this.lastLine = this.started; // the first progress line 10 s into the run
         break;
       case 'step':
         this.onStep(e);
@@ -111,21 +126,37 @@ export class ProgressView {
         break;
       }
       case 'epoch': {
-        this.line(`epoch ${e.epoch + 1}/${this.epochs}: loss ${e.loss.toFixed(4)}, train accuracy ${pct(e.accuracy)}${rates('train ', e.cer, e.wer)}, ` +
-          `${e.samplesPerSecond.toFixed(0)} samples/s${this.processSuffix}, ${e.seconds.toFixed(1)} s`);
+        this.line(
+          `epoch ${e.epoch + 1}/${this.epochs}: loss ${e.loss.toFixed(4)}, train accuracy ${pct(e.accuracy)}${rates('train ', e.cer, e.wer)}, ` +
+            `${e.samplesPerSecond.toFixed(0)} samples/s${this.processSuffix}, ${e.seconds.toFixed(1)} s`,
+        );
         const ranks = (this.rankEpochs.get(e.epoch) ?? []).sort((a, b) => a.rank - b.rank);
         this.rankEpochs.delete(e.epoch);
         // on a terminal the device lines are live; elsewhere each epoch ends with them
         if (!this.tty && ranks.length > 1) {
-          const shares = deviceShares(ranks.map((r) => ({ rank: r.rank, computeMs: r.computeMs, commMs: Math.max(0, r.syncMs - r.idleMs), idleMs: r.idleMs, samples: r.samples })));
+          const shares = deviceShares(
+            ranks.map((r) => ({
+              rank: r.rank,
+              computeMs: r.computeMs,
+              commMs: Math.max(0, r.syncMs - r.idleMs),
+              idleMs: r.idleMs,
+              samples: r.samples,
+            })),
+          );
           for (const d of shares) this.line(`  ${formatDeviceShare(d)}`);
         }
         break;
       }
       case 'eval': {
         const parts: string[] = [];
-        if (e.valLoss !== undefined) parts.push(`validation loss ${e.valLoss.toFixed(4)}, validation accuracy ${pct(e.valAccuracy ?? NaN)}${rates('validation ', e.valCER, e.valWER)}`);
-        if (e.testLoss !== undefined) parts.push(`test loss ${e.testLoss.toFixed(4)}, test accuracy ${pct(e.testAccuracy ?? NaN)}${rates('test ', e.testCER, e.testWER)}`);
+        if (e.valLoss !== undefined)
+          parts.push(
+            `validation loss ${e.valLoss.toFixed(4)}, validation accuracy ${pct(e.valAccuracy ?? NaN)}${rates('validation ', e.valCER, e.valWER)}`,
+          );
+        if (e.testLoss !== undefined)
+          parts.push(
+            `test loss ${e.testLoss.toFixed(4)}, test accuracy ${pct(e.testAccuracy ?? NaN)}${rates('test ', e.testCER, e.testWER)}`,
+          );
         this.line(`epoch ${e.epoch + 1}/${this.epochs}: ${parts.join('; ')}`);
         break;
       }
@@ -133,17 +164,24 @@ export class ProgressView {
         this.line(`best ${e.metric} so far (${formatMetric(e.metric, e.value)}): ${e.path}`);
         break;
       case 'earlyStopping':
-        if (e.wait > 0) this.line(`early stopping: ${e.metric} has not improved on ${formatMetric(e.metric, e.best)} (epoch ${e.bestEpoch + 1}) for ${e.wait} of ${e.patience} evaluations${e.stop ? '; stopping' : ''}`);
+        if (e.wait > 0)
+          this.line(
+            `early stopping: ${e.metric} has not improved on ${formatMetric(e.metric, e.best)} (epoch ${e.bestEpoch + 1}) for ${e.wait} of ${e.patience} evaluations${e.stop ? '; stopping' : ''}`,
+          );
         break;
       case 'earlyStopped':
-        this.line(`stopped early at step ${e.step} (epoch ${e.epoch}): ${e.metric} last improved in epoch ${e.bestEpoch}`);
+        this.line(
+          `stopped early at step ${e.step} (epoch ${e.epoch}): ${e.metric} last improved in epoch ${e.bestEpoch}`,
+        );
         break;
       case 'checkpoint':
         this.line(`checkpoint: ${e.path}`);
         break;
       case 'end':
         this.stopBar();
-        this.line(`done in ${e.seconds.toFixed(1)} s, ${e.samplesPerSecond.toFixed(0)} samples/s, test accuracy ${pct(e.testAccuracy)}${rates('test ', e.testCER, e.testWER)}`);
+        this.line(
+          `done in ${e.seconds.toFixed(1)} s, ${e.samplesPerSecond.toFixed(0)} samples/s, test accuracy ${pct(e.testAccuracy)}${rates('test ', e.testCER, e.testWER)}`,
+        );
         break;
     }
   };
@@ -153,13 +191,18 @@ export class ProgressView {
     if (this.firstStepAt === 0) this.firstStepAt = performance.now() - (e.computeMs + e.syncMs);
     const w = this.windows[e.rank];
     if (w) {
-      w.steps.push({ computeMs: e.computeMs, commMs: Math.max(0, e.syncMs - e.idleMs), idleMs: e.idleMs, samples: e.samples });
+      w.steps.push({
+        computeMs: e.computeMs,
+        commMs: Math.max(0, e.syncMs - e.idleMs),
+        idleMs: e.idleMs,
+        samples: e.samples,
+      });
       if (w.steps.length > WINDOW) w.steps.shift();
       w.stepInEpoch = e.stepInEpoch;
     }
     if (e.rank !== 0) {
       if (this.tty && this.multibar && performance.now() - this.lastRender > 100) this.renderDevices();
-      return;  // every device's samples count; the bar follows device 0
+      return; // every device's samples count; the bar follows device 0
     }
     // exponential moving averages: a readable trend rather than per-batch noise
     const k = e.step === 0 ? 1 : 0.05;
@@ -170,10 +213,14 @@ export class ProgressView {
     const done = e.epoch * e.stepsPerEpoch + e.stepInEpoch + 1;
     const total = this.epochs * e.stepsPerEpoch;
     // ETA from the pace since the first step (evaluations and checkpoints are not counted)
-    const eta = formatEta(((now - this.firstStepAt) / 1000) * (total - done) / Math.max(done, 1));
+    const eta = formatEta((((now - this.firstStepAt) / 1000) * (total - done)) / Math.max(done, 1));
     const payload = {
-      epoch: `${e.epoch + 1}/${this.epochs}`, step: `${e.stepInEpoch + 1}/${e.stepsPerEpoch}`, loss: this.loss.toFixed(4),
-      acc: pct(this.accuracy), rate: rate.toFixed(0), remaining: eta,
+      epoch: `${e.epoch + 1}/${this.epochs}`,
+      step: `${e.stepInEpoch + 1}/${e.stepsPerEpoch}`,
+      loss: this.loss.toFixed(4),
+      acc: pct(this.accuracy),
+      rate: rate.toFixed(0),
+      remaining: eta,
     };
     if (this.tty) {
       if (!this.multibar) this.startBars(total);
@@ -181,21 +228,45 @@ export class ProgressView {
       this.renderDevices();
     } else if (!this.quiet && now - this.lastLine > 10_000) {
       this.lastLine = now;
-      this.line(`epoch ${payload.epoch} step ${payload.step} loss ${payload.loss} acc ${payload.acc} ${payload.rate} samples/s ETA ${eta}`);
+      this.line(
+        `epoch ${payload.epoch} step ${payload.step} loss ${payload.loss} acc ${payload.acc} ${payload.rate} samples/s ETA ${eta}`,
+      );
     }
   }
 
   private startBars(total: number): void {
-    this.multibar = new cliProgress.MultiBar({
-      stream: this.out as NodeJS.WriteStream,
-      hideCursor: true, clearOnComplete: true, autopadding: true, forceRedraw: false, fps: 10,
-      format: `${this.prefix}epoch {epoch} step {step} [{bar}] loss {loss} | acc {acc} | {rate} samples/s | ETA {remaining}`,
-    }, cliProgress.Presets.shades_classic);
-    this.mainBar = this.multibar.create(total, 0, { epoch: '1', step: '0', loss: '—', acc: '—', rate: '0', remaining: '—' });
+    this.multibar = new cliProgress.MultiBar(
+      {
+        stream: this.out as NodeJS.WriteStream,
+        hideCursor: true,
+        clearOnComplete: true,
+        autopadding: true,
+        forceRedraw: false,
+        fps: 10,
+        format: `${this.prefix}epoch {epoch} step {step} [{bar}] loss {loss} | acc {acc} | {rate} samples/s | ETA {remaining}`,
+      },
+      cliProgress.Presets.shades_classic,
+    );
+    this.mainBar = this.multibar.create(total, 0, {
+      epoch: '1',
+      step: '0',
+      loss: '—',
+      acc: '—',
+      rate: '0',
+      remaining: '—',
+    });
     if (this.devices > 1) {
-      this.deviceBars = this.windows.map(() => this.multibar!.create(this.stepsPerEpoch, 0, { text: '' }, {
-        format: `${this.prefix}  [{bar}] {text}`, barsize: 16,
-      }));
+      this.deviceBars = this.windows.map(() =>
+        this.multibar!.create(
+          this.stepsPerEpoch,
+          0,
+          { text: '' },
+          {
+            format: `${this.prefix}  [{bar}] {text}`,
+            barsize: 16,
+          },
+        ),
+      );
     }
   }
 
@@ -203,9 +274,18 @@ export class ProgressView {
   private renderDevices(): void {
     this.lastRender = performance.now();
     if (this.deviceBars.length === 0) return;
-    const sums = this.windows.map((w, rank) => w.steps.reduce((a, s) => ({
-      rank, computeMs: a.computeMs + s.computeMs, commMs: a.commMs + s.commMs, idleMs: a.idleMs + s.idleMs, samples: a.samples + s.samples,
-    }), { rank, computeMs: 0, commMs: 0, idleMs: 0, samples: 0 }));
+    const sums = this.windows.map((w, rank) =>
+      w.steps.reduce(
+        (a, s) => ({
+          rank,
+          computeMs: a.computeMs + s.computeMs,
+          commMs: a.commMs + s.commMs,
+          idleMs: a.idleMs + s.idleMs,
+          samples: a.samples + s.samples,
+        }),
+        { rank, computeMs: 0, commMs: 0, idleMs: 0, samples: 0 },
+      ),
+    );
     deviceShares(sums).forEach((d, i) => {
       this.deviceBars[i]?.update(Math.max(0, this.windows[i]!.stepInEpoch + 1), { text: formatDeviceShare(d) });
     });

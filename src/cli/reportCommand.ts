@@ -5,11 +5,19 @@
 import { join } from 'node:path';
 import { loadReportRuns, summaryTable, writeReport, REPORT_FILE } from '../report/index.ts';
 
-export interface ReportFlags { out?: string; force?: boolean; title?: string }
+export interface ReportFlags {
+  out?: string;
+  force?: boolean;
+  title?: string;
+}
 
 export async function runReport(dirs: string[], flags: ReportFlags): Promise<void> {
   const runs = loadReportRuns(dirs);
-  const path = writeReport(runs, { out: flags.out ?? join(dirs[0]!, REPORT_FILE), force: flags.force, title: flags.title });
+  const path = writeReport(runs, {
+    out: flags.out ?? join(dirs[0]!, REPORT_FILE),
+    force: flags.force,
+    title: flags.title,
+  });
   process.stdout.write(summaryTable(runs));
   process.stdout.write(`report: ${path}\n`);
 }

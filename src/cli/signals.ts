@@ -29,7 +29,10 @@ export function installStopSignals(err: NodeJS.WritableStream, quiet: boolean): 
       err.write(`paratrain: second ${name}: exiting at once, without a checkpoint of this step\n`);
       process.exit(STOP_EXIT_CODES[name]);
     }
-    if (!quiet) err.write(`\nparatrain: ${why}: finishing the step in flight on every device, then writing a checkpoint (send it again to exit at once)\n`);
+    if (!quiet)
+      err.write(
+        `\nparatrain: ${why}: finishing the step in flight on every device, then writing a checkpoint (send it again to exit at once)\n`,
+      );
     controller.abort(name);
   };
   const handlers = STOP_SIGNALS.map((name) => [name, () => request(name)] as const);
@@ -37,6 +40,8 @@ export function installStopSignals(err: NodeJS.WritableStream, quiet: boolean): 
   return {
     signal: controller.signal,
     request,
-    dispose: () => { for (const [name, handler] of handlers) process.off(name, handler); },
+    dispose: () => {
+      for (const [name, handler] of handlers) process.off(name, handler);
+    },
   };
 }

@@ -5,7 +5,10 @@
  */
 import { runSimulation, type SimulateOutputFlags } from '../simulate/index.ts';
 
-export async function runSimulate(config: string | undefined, flags: SimulateOutputFlags & { quiet?: boolean }): Promise<void> {
+export async function runSimulate(
+  config: string | undefined,
+  flags: SimulateOutputFlags & { quiet?: boolean },
+): Promise<void> {
   const log = flags.quiet ? undefined : (m: string) => process.stderr.write(`${m}\n`);
   const r = await runSimulation(config, { ...flags, log });
   process.stdout.write(r.text);

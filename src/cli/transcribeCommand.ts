@@ -5,7 +5,11 @@
 import { loadConfig, applyOverrides } from '../config/index.ts';
 import { transcribe } from '../runtime/infer/transcribe.ts';
 
-export interface TranscribeFlags { checkpoint: string; beam?: number; backend?: string }
+export interface TranscribeFlags {
+  checkpoint: string;
+  beam?: number;
+  backend?: string;
+}
 
 export async function runTranscribe(configPath: string, files: string[], flags: TranscribeFlags): Promise<void> {
   const config = applyOverrides(loadConfig(configPath), { backend: flags.backend });

@@ -18,7 +18,10 @@ export class HierarchicalCommunicator implements Communicator {
   readonly rank: number;
   readonly size: number;
 
-  constructor(private readonly local: Communicator, private readonly cross: Communicator) {
+  constructor(
+    private readonly local: Communicator,
+    private readonly cross: Communicator,
+  ) {
     this.rank = cross.rank * local.size + local.rank;
     this.size = cross.size * local.size;
   }
@@ -67,11 +70,14 @@ export class HierarchicalCommunicator implements Communicator {
   }
 
   private route(peer: number, what: string): Communicator {
-    const p = this.place(peer), me = this.place(this.rank);
+    const p = this.place(peer),
+      me = this.place(this.rank);
     if (p.process === me.process) return this.local;
     if (p.thread === me.thread) return this.cross;
-    throw new Error(`${what}: rank ${this.rank} (process ${me.process}, thread ${me.thread}) has no direct link to rank ${peer} ` +
-      `(process ${p.process}, thread ${p.thread}); point-to-point works within a process or between threads of the same index`);
+    throw new Error(
+      `${what}: rank ${this.rank} (process ${me.process}, thread ${me.thread}) has no direct link to rank ${peer} ` +
+        `(process ${p.process}, thread ${p.thread}); point-to-point works within a process or between threads of the same index`,
+    );
   }
 
   private peerIndex(c: Communicator, peer: number): number {
@@ -93,7 +99,8 @@ export class HierarchicalCommunicator implements Communicator {
   }
 
   takeStats(): CollectiveStats {
-    const a = this.local.takeStats(), b = this.cross.takeStats();
+    const a = this.local.takeStats(),
+      b = this.cross.takeStats();
     return { commMs: a.commMs + b.commMs, idleMs: a.idleMs + b.idleMs, bytes: a.bytes + b.bytes };
   }
 }

@@ -70,16 +70,30 @@ function intVar(env: Env, name: string, style: string, min = 0): number {
 function portVar(env: Env, fallback: number): number {
   if (!present(env, 'MASTER_PORT')) return fallback;
   const port = intVar(env, 'MASTER_PORT', 'MASTER_PORT');
-  if (port < 1 || port > 65535) throw new RendezvousEnvError('MASTER_PORT', `MASTER_PORT=${port} is not a TCP port (1–65535)`);
+  if (port < 1 || port > 65535)
+    throw new RendezvousEnvError('MASTER_PORT', `MASTER_PORT=${port} is not a TCP port (1–65535)`);
   return port;
 }
 
-function checkRanks(rank: number, rankVar: string, worldSize: number, sizeVar: string, localRank: number, localVar: string): void {
+function checkRanks(
+  rank: number,
+  rankVar: string,
+  worldSize: number,
+  sizeVar: string,
+  localRank: number,
+  localVar: string,
+): void {
   if (rank >= worldSize) {
-    throw new RendezvousEnvError(rankVar, `${rankVar}=${rank} is out of range for ${sizeVar}=${worldSize} (ranks are 0…${worldSize - 1})`);
+    throw new RendezvousEnvError(
+      rankVar,
+      `${rankVar}=${rank} is out of range for ${sizeVar}=${worldSize} (ranks are 0…${worldSize - 1})`,
+    );
   }
   if (localRank > rank) {
-    throw new RendezvousEnvError(localVar, `${localVar}=${localRank} is larger than ${rankVar}=${rank}: a local rank counts ranks on one host, so it cannot exceed the global rank`);
+    throw new RendezvousEnvError(
+      localVar,
+      `${localVar}=${localRank} is larger than ${rankVar}=${rank}: a local rank counts ranks on one host, so it cannot exceed the global rank`,
+    );
   }
 }
 
@@ -107,8 +121,10 @@ export function rendezvousFromEnv(env: Env): RendezvousInfo {
   // torchrun style
   if (present(env, 'RANK') || present(env, 'WORLD_SIZE')) {
     const style = 'torchrun-style (RANK/WORLD_SIZE)';
-    if (!present(env, 'WORLD_SIZE')) throw new RendezvousEnvError('WORLD_SIZE', `RANK is set but WORLD_SIZE is not: set both (torchrun does)`);
-    if (!present(env, 'RANK')) throw new RendezvousEnvError('RANK', `WORLD_SIZE is set but RANK is not: set both (torchrun does)`);
+    if (!present(env, 'WORLD_SIZE'))
+      throw new RendezvousEnvError('WORLD_SIZE', `RANK is set but WORLD_SIZE is not: set both (torchrun does)`);
+    if (!present(env, 'RANK'))
+      throw new RendezvousEnvError('RANK', `WORLD_SIZE is set but RANK is not: set both (torchrun does)`);
     const rank = intVar(env, 'RANK', style);
     const worldSize = intVar(env, 'WORLD_SIZE', style, 1);
     const localRank = present(env, 'LOCAL_RANK') ? intVar(env, 'LOCAL_RANK', style) : rank;
@@ -116,11 +132,21 @@ export function rendezvousFromEnv(env: Env): RendezvousInfo {
     let masterAddr = env.MASTER_ADDR?.trim() ?? '';
     if (!masterAddr) {
       if (worldSize > 1) {
-        throw new RendezvousEnvError('MASTER_ADDR', `MASTER_ADDR is not set but WORLD_SIZE=${worldSize}: set it to the host of rank 0 (127.0.0.1 when every rank runs on this machine)`);
+        throw new RendezvousEnvError(
+          'MASTER_ADDR',
+          `MASTER_ADDR is not set but WORLD_SIZE=${worldSize}: set it to the host of rank 0 (127.0.0.1 when every rank runs on this machine)`,
+        );
       }
       masterAddr = '127.0.0.1';
     }
-    return { rank, worldSize, localRank, masterAddr, masterPort: portVar(env, DEFAULT_MASTER_PORT), source: 'torchrun' };
+    return {
+      rank,
+      worldSize,
+      localRank,
+      masterAddr,
+      masterPort: portVar(env, DEFAULT_MASTER_PORT),
+      source: 'torchrun',
+    };
   }
 
   // Open MPI
@@ -129,17 +155,29 @@ export function rendezvousFromEnv(env: Env): RendezvousInfo {
     const rank = intVar(env, 'OMPI_COMM_WORLD_RANK', style);
     const worldSize = intVar(env, 'OMPI_COMM_WORLD_SIZE', style, 1);
     const localRank = present(env, 'OMPI_COMM_WORLD_LOCAL_RANK') ? intVar(env, 'OMPI_COMM_WORLD_LOCAL_RANK', style) : 0;
-    checkRanks(rank, 'OMPI_COMM_WORLD_RANK', worldSize, 'OMPI_COMM_WORLD_SIZE', localRank, 'OMPI_COMM_WORLD_LOCAL_RANK');
+    checkRanks(
+      rank,
+      'OMPI_COMM_WORLD_RANK',
+      worldSize,
+      'OMPI_COMM_WORLD_SIZE',
+      localRank,
+      'OMPI_COMM_WORLD_LOCAL_RANK',
+    );
     let masterAddr = env.MASTER_ADDR?.trim() ?? '';
     if (!masterAddr) {
-      const localSize = present(env, 'OMPI_COMM_WORLD_LOCAL_SIZE') ? intVar(env, 'OMPI_COMM_WORLD_LOCAL_SIZE', style, 1) : undefined;
+      const localSize = present(env, 'OMPI_COMM_WORLD_LOCAL_SIZE')
+        ? intVar(env, 'OMPI_COMM_WORLD_LOCAL_SIZE', style, 1)
+        : undefined;
       const slurm = firstSlurmHost(env);
       if (worldSize === 1 || localSize === worldSize) masterAddr = '127.0.0.1';
       else if (slurm) masterAddr = slurm.host;
       else {
-        throw new RendezvousEnvError('MASTER_ADDR', `MASTER_ADDR is not set and the ${worldSize} Open MPI ranks ` +
-          `${localSize === undefined ? 'may span' : `span (OMPI_COMM_WORLD_LOCAL_SIZE=${localSize})`} several hosts: ` +
-          `pass rank 0's host, e.g. \`mpirun -x MASTER_ADDR=<host of rank 0> …\``);
+        throw new RendezvousEnvError(
+          'MASTER_ADDR',
+          `MASTER_ADDR is not set and the ${worldSize} Open MPI ranks ` +
+            `${localSize === undefined ? 'may span' : `span (OMPI_COMM_WORLD_LOCAL_SIZE=${localSize})`} several hosts: ` +
+            `pass rank 0's host, e.g. \`mpirun -x MASTER_ADDR=<host of rank 0> …\``,
+        );
       }
     }
     return { rank, worldSize, localRank, masterAddr, masterPort: portVar(env, DEFAULT_MASTER_PORT), source: 'openmpi' };
@@ -149,7 +187,11 @@ export function rendezvousFromEnv(env: Env): RendezvousInfo {
   if (present(env, 'SLURM_PROCID')) {
     const style = 'Slurm (srun)';
     const rank = intVar(env, 'SLURM_PROCID', style);
-    const sizeVar = present(env, 'SLURM_NTASKS') ? 'SLURM_NTASKS' : present(env, 'SLURM_NPROCS') ? 'SLURM_NPROCS' : 'SLURM_NTASKS';
+    const sizeVar = present(env, 'SLURM_NTASKS')
+      ? 'SLURM_NTASKS'
+      : present(env, 'SLURM_NPROCS')
+        ? 'SLURM_NPROCS'
+        : 'SLURM_NTASKS';
     const worldSize = intVar(env, sizeVar, style, 1);
     const localRank = present(env, 'SLURM_LOCALID') ? intVar(env, 'SLURM_LOCALID', style) : 0;
     checkRanks(rank, 'SLURM_PROCID', worldSize, sizeVar, localRank, 'SLURM_LOCALID');
@@ -159,14 +201,24 @@ export function rendezvousFromEnv(env: Env): RendezvousInfo {
       if (slurm) masterAddr = slurm.host;
       else if (worldSize === 1) masterAddr = '127.0.0.1';
       else {
-        throw new RendezvousEnvError('SLURM_JOB_NODELIST', `neither SLURM_JOB_NODELIST nor SLURM_NODELIST nor MASTER_ADDR is set, ` +
-          `so rank 0's host is unknown: run under srun inside an allocation, or set MASTER_ADDR`);
+        throw new RendezvousEnvError(
+          'SLURM_JOB_NODELIST',
+          `neither SLURM_JOB_NODELIST nor SLURM_NODELIST nor MASTER_ADDR is set, ` +
+            `so rank 0's host is unknown: run under srun inside an allocation, or set MASTER_ADDR`,
+        );
       }
     }
     return { rank, worldSize, localRank, masterAddr, masterPort: portVar(env, slurmPort(env)), source: 'slurm' };
   }
 
-  return { rank: 0, worldSize: 1, localRank: 0, masterAddr: env.MASTER_ADDR?.trim() || '127.0.0.1', masterPort: portVar(env, DEFAULT_MASTER_PORT), source: 'single' };
+  return {
+    rank: 0,
+    worldSize: 1,
+    localRank: 0,
+    masterAddr: env.MASTER_ADDR?.trim() || '127.0.0.1',
+    masterPort: portVar(env, DEFAULT_MASTER_PORT),
+    source: 'single',
+  };
 }
 
 /**
@@ -180,7 +232,8 @@ export function expandNodeList(list: string, limit = Infinity): string[] {
   if (!s) throw new Error('the node list is empty');
   // split at commas outside brackets
   const items: string[] = [];
-  let depth = 0, start = 0;
+  let depth = 0,
+    start = 0;
   for (let i = 0; i < s.length; i++) {
     const c = s[i];
     if (c === '[') {
@@ -237,12 +290,14 @@ function expandGroup(group: string, item: string): string[] {
   for (const part of group.split(',')) {
     const m = /^(\d+)(?:-(\d+))?$/.exec(part.trim());
     if (!m) throw new Error(`${JSON.stringify(part)} in ${JSON.stringify(item)} is not a number or a range like 01-04`);
-    const lo = m[1]!, hi = m[2];
+    const lo = m[1]!,
+      hi = m[2];
     if (hi === undefined) {
       out.push(lo);
       continue;
     }
-    const a = Number(lo), b = Number(hi);
+    const a = Number(lo),
+      b = Number(hi);
     if (b < a) throw new Error(`range ${part} in ${JSON.stringify(item)} runs backwards`);
     if (b - a > 1_000_000) throw new Error(`range ${part} in ${JSON.stringify(item)} is implausibly large`);
     for (let v = a; v <= b; v++) out.push(String(v).padStart(lo.length, '0'));

@@ -53,8 +53,10 @@ export function formatStall(r: StallReport): string {
   const name = (q: number) => r.names?.[q] ?? `rank ${q}`;
   const missing = r.missing.length ? r.missing.map(name).join(', ') : 'no rank it can name';
   const others = r.others.map((p) => `${name(p.rank)}: ${at(p)}`).join('; ');
-  return `${name(r.rank)} has waited ${r.seconds < 10 ? r.seconds.toFixed(1) : Math.round(r.seconds)} s in ${at({ step: currentStep, call: r.waitingIn })} for ${missing}` +
-    (others ? ` (where the others are — ${others})` : '');
+  return (
+    `${name(r.rank)} has waited ${r.seconds < 10 ? r.seconds.toFixed(1) : Math.round(r.seconds)} s in ${at({ step: currentStep, call: r.waitingIn })} for ${missing}` +
+    (others ? ` (where the others are — ${others})` : '')
+  );
 }
 
 /** Logs one stall (stderr line `paratrain: stall: …`) and hands it to the sink (a `stall` metrics event). */

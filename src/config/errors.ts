@@ -21,7 +21,10 @@ export class ConfigError extends Error {
  * - `noGot`: the message already shows the value (or there is none worth showing)
  * - `hint`: appended after the value: ` (did you mean 'relu'?)`
  */
-export interface IssueParams { noGot?: boolean; hint?: string }
+export interface IssueParams {
+  noGot?: boolean;
+  hint?: string;
+}
 
 /** `model.layers[3].conv2d.kernelSize` */
 export function formatPath(path: readonly PropertyKey[]): string {
@@ -64,7 +67,9 @@ function render(v: unknown, depth: number): string {
 
 /** Edit distance counting a swap of neighbours as one edit (optimal string alignment), for "did you mean" hints. */
 function editDistance(a: string, b: string): number {
-  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
   for (let i = 1; i <= a.length; i++) {
     for (let j = 1; j <= b.length; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
@@ -83,7 +88,10 @@ export function closestMatch(name: string, allowed: readonly string[]): string |
   let bestD = Infinity;
   for (const a of allowed) {
     const d = editDistance(n, a.toLowerCase());
-    if (d < bestD) { bestD = d; best = a; }
+    if (d < bestD) {
+      bestD = d;
+      best = a;
+    }
   }
   if (best === undefined) return undefined;
   const limit = Math.max(1, Math.floor(Math.max(n.length, best.length) / 3));
@@ -124,16 +132,26 @@ export interface FormatOptions {
 /** Zod's message for issues whose schema did not set one; ours are all set, this is the fallback. */
 function fallbackMessage(issue: z.core.$ZodIssue): string {
   switch (issue.code) {
-    case 'invalid_type': return `expected ${issue.expected}`;
-    case 'too_small': return `expected at least ${String(issue.minimum)}`;
-    case 'too_big': return `expected at most ${String(issue.maximum)}`;
-    case 'invalid_value': return `expected one of ${issue.values.map((x) => formatValue(x)).join(', ')}`;
-    default: return issue.message;
+    case 'invalid_type':
+      return `expected ${issue.expected}`;
+    case 'too_small':
+      return `expected at least ${String(issue.minimum)}`;
+    case 'too_big':
+      return `expected at most ${String(issue.maximum)}`;
+    case 'invalid_value':
+      return `expected one of ${issue.values.map((x) => formatValue(x)).join(', ')}`;
+    default:
+      return issue.message;
   }
 }
 
 /** One line per problem, in the order zod found them. */
-export function formatIssues(issues: readonly z.core.$ZodIssue[], root: unknown, source: string, opts: FormatOptions = {}): string[] {
+export function formatIssues(
+  issues: readonly z.core.$ZodIssue[],
+  root: unknown,
+  source: string,
+  opts: FormatOptions = {},
+): string[] {
   const lines: string[] = [];
   for (const issue of issues) {
     const path = issue.path;
@@ -144,10 +162,16 @@ export function formatIssues(issues: readonly z.core.$ZodIssue[], root: unknown,
       for (const msg of issue.message.split('\n')) lines.push(prefix + msg);
       continue;
     }
-    const custom = issue.message && !issue.message.startsWith('Invalid input') && !/^(Too (small|big)|Unrecognized|Invalid option)/.test(issue.message);
+    const custom =
+      issue.message &&
+      !issue.message.startsWith('Invalid input') &&
+      !/^(Too (small|big)|Unrecognized|Invalid option)/.test(issue.message);
     const msg = custom ? issue.message : fallbackMessage(issue);
     const params = (issue.code === 'custom' ? issue.params : undefined) as IssueParams | undefined;
-    if (params?.noGot) { lines.push(prefix + msg); continue; }
+    if (params?.noGot) {
+      lines.push(prefix + msg);
+      continue;
+    }
     const value = valueAt(root, path);
     if (value === undefined) lines.push(`${prefix}missing; ${msg}`);
     else lines.push(`${prefix}${msg}, got ${formatValue(value)}${params?.hint ?? ''}`);

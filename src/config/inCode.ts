@@ -33,7 +33,8 @@ export function defineConfig(config: ConfigInput): ConfigInput {
   return config;
 }
 
-const hasType = (v: unknown): boolean => v !== null && typeof v === 'object' && typeof (v as { type?: unknown }).type === 'string';
+const hasType = (v: unknown): boolean =>
+  v !== null && typeof v === 'object' && typeof (v as { type?: unknown }).type === 'string';
 
 /**
  * Whether `value` has the shape of a normalised RunConfig (what `loadConfig`/`parseConfig`
@@ -44,8 +45,16 @@ export function isRunConfig(value: unknown): value is RunConfig {
   if (value === null || typeof value !== 'object') return false;
   const c = value as Partial<Record<keyof RunConfig, unknown>>;
   const model = c.model as { layers?: unknown } | undefined;
-  return Array.isArray(model?.layers) && model.layers.every(hasType) && hasType(c.optimizer) && hasType((c.schedule as { decay?: unknown } | undefined)?.decay) &&
-    hasType((c.train as { strategy?: unknown } | undefined)?.strategy) && c.data !== null && typeof c.data === 'object' && hasType(c.loss);
+  return (
+    Array.isArray(model?.layers) &&
+    model.layers.every(hasType) &&
+    hasType(c.optimizer) &&
+    hasType((c.schedule as { decay?: unknown } | undefined)?.decay) &&
+    hasType((c.train as { strategy?: unknown } | undefined)?.strategy) &&
+    c.data !== null &&
+    typeof c.data === 'object' &&
+    hasType(c.loss)
+  );
 }
 
 /**
@@ -55,8 +64,11 @@ export function isRunConfig(value: unknown): value is RunConfig {
  */
 export function resolveConfig(config: ConfigInput | RunConfig, sourceName = 'config'): RunConfig {
   if (config === null || typeof config !== 'object' || Array.isArray(config)) {
-    throw new ConfigError([`${sourceName}: expected a config object (model, optimizer, data, train, …) or a RunConfig from loadConfig(), got ${
-      Array.isArray(config) ? 'an array' : config === null ? 'null' : typeof config}`]);
+    throw new ConfigError([
+      `${sourceName}: expected a config object (model, optimizer, data, train, …) or a RunConfig from loadConfig(), got ${
+        Array.isArray(config) ? 'an array' : config === null ? 'null' : typeof config
+      }`,
+    ]);
   }
   return parseConfig(isRunConfig(config) ? toYamlForm(config) : config, sourceName);
 }

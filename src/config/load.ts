@@ -39,13 +39,17 @@ export function parseYaml(text: string, sourceName: string): unknown {
       const { line, col } = lineCounter.linePos(err.pos[0]);
       let msg = err.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
       // the parser recurses per level: a stack overflow means nesting no config needs
-      if (/call stack/i.test(msg)) msg = 'nested too deeply (the parser ran out of stack); a config needs a few levels of nesting';
+      if (/call stack/i.test(msg))
+        msg = 'nested too deeply (the parser ran out of stack); a config needs a few levels of nesting';
       if (issues.some((i) => i.endsWith(msg))) continue;
       issues.push(`${sourceName}:${line}:${col}: YAML syntax error: ${msg}`);
       if (details.length === 0 && lines[line - 1] !== undefined) {
         // a long line is shown around the error only
         const from = Math.max(0, col - 61);
-        details.push(`    ${lines[line - 1]!.slice(from, from + 120)}`, `    ${' '.repeat(Math.max(0, col - 1 - from))}^`);
+        details.push(
+          `    ${lines[line - 1]!.slice(from, from + 120)}`,
+          `    ${' '.repeat(Math.max(0, col - 1 - from))}^`,
+        );
       }
     }
     throw new ConfigError(issues, details.join('\n'));
@@ -54,7 +58,9 @@ export function parseYaml(text: string, sourceName: string): unknown {
     return doc.toJS({ maxAliasCount: 100 });
   } catch (e) {
     // the yaml library refuses alias bombs (a few lines that expand to millions of nodes) here
-    throw new ConfigError([`${sourceName}: YAML aliases (*name) expand too much (${(e as Error).message.split('\n')[0]}); a config needs few or none`]);
+    throw new ConfigError([
+      `${sourceName}: YAML aliases (*name) expand too much (${(e as Error).message.split('\n')[0]}); a config needs few or none`,
+    ]);
   }
 }
 
@@ -70,7 +76,9 @@ export function parseConfig(raw: unknown, sourceName = 'config'): RunConfig {
 export function validate(raw: unknown, sourceName: string, opts?: FormatOptions): RunConfig {
   const input = dropNullValues(raw);
   if (input === undefined) {
-    throw new ConfigError([`${sourceName}: the config is empty; it needs at least a model section (model: { input: [28, 28, 1], layers: [...] })`]);
+    throw new ConfigError([
+      `${sourceName}: the config is empty; it needs at least a model section (model: { input: [28, 28, 1], layers: [...] })`,
+    ]);
   }
   const r = configSchema.safeParse(input);
   if (r.success) return r.data;

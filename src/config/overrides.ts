@@ -20,7 +20,16 @@ export interface ConfigOverrides {
 }
 
 /** Every ConfigOverrides key (checked against the interface at compile time). */
-export const OVERRIDE_KEYS = ['epochs', 'batchSize', 'lr', 'seed', 'devices', 'strategy', 'backend', 'dataDir'] as const satisfies readonly (keyof ConfigOverrides)[];
+export const OVERRIDE_KEYS = [
+  'epochs',
+  'batchSize',
+  'lr',
+  'seed',
+  'devices',
+  'strategy',
+  'backend',
+  'dataDir',
+] as const satisfies readonly (keyof ConfigOverrides)[];
 type Assert<T extends true> = T;
 export type _OverrideKeysComplete = Assert<keyof ConfigOverrides extends (typeof OVERRIDE_KEYS)[number] ? true : false>;
 
@@ -44,7 +53,12 @@ function num(v: number | string): unknown {
  * A new RunConfig with the overrides applied and validated like a config file. Problems are reported
  * against the flag: `command line: --epochs: expected a positive integer, got 0`.
  */
-export function applyOverrides(config: RunConfig, overrides: ConfigOverrides, sourceName = 'command line', names: 'flags' | 'keys' = 'flags'): RunConfig {
+export function applyOverrides(
+  config: RunConfig,
+  overrides: ConfigOverrides,
+  sourceName = 'command line',
+  names: 'flags' | 'keys' = 'flags',
+): RunConfig {
   const y = toYamlForm(config) as {
     optimizer: Record<string, Record<string, unknown>>;
     data: Record<string, unknown>;

@@ -7,7 +7,10 @@ import type { StrategySpec } from '../parallel/strategies/index.ts';
 export type EvalMetric = 'valLoss' | 'valAccuracy' | 'testLoss' | 'testAccuracy';
 
 /** A metric and which way is better. */
-export interface MetricGoal { metric: EvalMetric; mode: 'min' | 'max' }
+export interface MetricGoal {
+  metric: EvalMetric;
+  mode: 'min' | 'max';
+}
 
 /**
  * `train.best`: the metric that chooses RUN_DIR/model-best.safetensors. 'auto' (the default) is

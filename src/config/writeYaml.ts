@@ -13,7 +13,10 @@ import type { StrategySpec } from '../parallel/strategies/index.ts';
 export function toYamlForm(config: RunConfig): Record<string, unknown> {
   return {
     // a variable dimension (sequence frames) is written as the config writes it: null
-    model: { input: config.model.input.map((d) => (d === VARIABLE ? null : d)), layers: config.model.layers.map(layerToYaml) },
+    model: {
+      input: config.model.input.map((d) => (d === VARIABLE ? null : d)),
+      layers: config.model.layers.map(layerToYaml),
+    },
     loss: lossToYaml(config.loss),
     optimizer: optimizerToYaml(config.optimizer),
     schedule: { warmupSteps: config.schedule.warmupSteps, decay: decayToYaml(config.schedule.decay) },
@@ -30,10 +33,26 @@ function oneKey<T extends { type: string }>(spec: T): Record<string, Record<stri
 }
 const layerToYaml = (l: LayerSpec): Record<string, Record<string, unknown>> => {
   switch (l.type) {
-    case 'spatialSplit': return { spatialSplit: { tiles: [...l.tiles], ...(l.parallel ? { parallel: l.parallel } : {}), layers: l.layers.map(layerToYaml) } };
-    case 'residual': return { residual: { layers: l.layers.map(layerToYaml), shortcut: l.shortcut.map(layerToYaml), activation: l.activation } };
-    case 'add': return { add: { branches: l.branches.map((b) => b.map(layerToYaml)), activation: l.activation } };
-    default: return oneKey(l);
+    case 'spatialSplit':
+      return {
+        spatialSplit: {
+          tiles: [...l.tiles],
+          ...(l.parallel ? { parallel: l.parallel } : {}),
+          layers: l.layers.map(layerToYaml),
+        },
+      };
+    case 'residual':
+      return {
+        residual: {
+          layers: l.layers.map(layerToYaml),
+          shortcut: l.shortcut.map(layerToYaml),
+          activation: l.activation,
+        },
+      };
+    case 'add':
+      return { add: { branches: l.branches.map((b) => b.map(layerToYaml)), activation: l.activation } };
+    default:
+      return oneKey(l);
   }
 };
 /** A bare name when the loss has no options to say. */
@@ -48,8 +67,12 @@ export function configToYaml(config: RunConfig): string {
   const doc = new Document(toYamlForm(config));
   // `[3, 3]` and `{}` on one line, like people write them
   visit(doc, {
-    Seq(_, node) { if (node.items.every((x) => isScalar(x))) node.flow = true; },
-    Map(_, node) { if (node.items.length === 0) node.flow = true; },
+    Seq(_, node) {
+      if (node.items.every((x) => isScalar(x))) node.flow = true;
+    },
+    Map(_, node) {
+      if (node.items.length === 0) node.flow = true;
+    },
   });
   return doc.toString();
 }

@@ -14,7 +14,9 @@ export const MAX_FLOW_DEPTH = 64;
 /** Throws a ConfigError naming the line if `text` nests beyond the bounds above. */
 export function checkYamlDepth(text: string, sourceName: string): void {
   const tooDeep = (line: number, col: number, what: string) =>
-    new ConfigError([`${sourceName}:${line}:${col}: YAML nested too deeply (${what}); a config needs a few levels of nesting`]);
+    new ConfigError([
+      `${sourceName}:${line}:${col}: YAML nested too deeply (${what}); a config needs a few levels of nesting`,
+    ]);
   let flow = 0;
   let quote: '"' | "'" | undefined;
   const lines = text.split('\n');
@@ -37,6 +39,11 @@ export function checkYamlDepth(text: string, sourceName: string): void {
       } else if (ch === ']' || ch === '}') flow = Math.max(0, flow - 1);
       else if ((ch === '-' || ch === '?' || ch === ':') && (line[c + 1] === ' ' || c + 1 === line.length)) block++;
     }
-    if (block > MAX_BLOCK_DEPTH) throw tooDeep(l + 1, 1, `${block} levels of indentation and block indicators on one line, at most ${MAX_BLOCK_DEPTH}`);
+    if (block > MAX_BLOCK_DEPTH)
+      throw tooDeep(
+        l + 1,
+        1,
+        `${block} levels of indentation and block indicators on one line, at most ${MAX_BLOCK_DEPTH}`,
+      );
   }
 }

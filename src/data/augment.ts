@@ -11,7 +11,13 @@ import type { AugmentSpec } from './spec.ts';
 const AUGMENT_STREAM = 0xa067;
 
 /** The transform drawn for one sample. */
-export interface SampleTransform { flip: boolean; cropY: number; cropX: number; shiftY: number; shiftX: number }
+export interface SampleTransform {
+  flip: boolean;
+  cropY: number;
+  cropX: number;
+  shiftY: number;
+  shiftX: number;
+}
 
 /** Whether the spec asks for anything. */
 export function augments(spec: AugmentSpec | undefined): spec is AugmentSpec {
@@ -22,12 +28,15 @@ export function augments(spec: AugmentSpec | undefined): spec is AugmentSpec {
 export function checkAugment(spec: AugmentSpec | undefined, sampleShape: readonly number[]): void {
   if (!augments(spec)) return;
   if (sampleShape.length !== 3) {
-    throw new Error(`data.augment: flip, crop and shift work on images [H, W, C], but the samples are ${sampleShape.join('×')}; remove data.augment for this dataset`);
+    throw new Error(
+      `data.augment: flip, crop and shift work on images [H, W, C], but the samples are ${sampleShape.join('×')}; remove data.augment for this dataset`,
+    );
   }
   const [H, W] = sampleShape as [number, number, number];
   for (const key of ['crop', 'shift'] as const) {
     const v = spec[key] ?? 0;
-    if (v >= Math.min(H, W)) throw new Error(`data.augment.${key}: ${v} pixels is not less than the ${H}×${W} images; use a few pixels`);
+    if (v >= Math.min(H, W))
+      throw new Error(`data.augment.${key}: ${v} pixels is not less than the ${H}×${W} images; use a few pixels`);
   }
 }
 
@@ -35,7 +44,8 @@ export function checkAugment(spec: AugmentSpec | undefined, sampleShape: readonl
 export function drawTransform(spec: AugmentSpec, seed: number, epoch: number, index: number): SampleTransform {
   const rng = new CounterRng(seed, AUGMENT_STREAM, epoch, index);
   const flip = spec.flip === true && rng.at(0) < 0.5;
-  const crop = spec.crop ?? 0, shift = spec.shift ?? 0;
+  const crop = spec.crop ?? 0,
+    shift = spec.shift ?? 0;
   const offset = (i: number, r: number) => (r > 0 ? Math.floor(rng.at(i) * (2 * r + 1)) - r : 0);
   return { flip, cropY: offset(1, crop), cropX: offset(2, crop), shiftY: offset(3, shift), shiftX: offset(4, shift) };
 }
@@ -45,7 +55,13 @@ export function drawTransform(spec: AugmentSpec, seed: number, epoch: number, in
  * out(y, x) = shifted(y + cropY, x' + cropX), zero outside; shifted(q) = in(clamp(q + shift));
  * x' = W − 1 − x when flipped.
  */
-export function transformSample(images: Float32Array, offset: number, shape: readonly number[], t: SampleTransform, scratch: Float32Array): void {
+export function transformSample(
+  images: Float32Array,
+  offset: number,
+  shape: readonly number[],
+  t: SampleTransform,
+  scratch: Float32Array,
+): void {
   const [H, W, C] = shape as [number, number, number];
   const size = H * W * C;
   scratch.set(images.subarray(offset, offset + size));
@@ -69,7 +85,11 @@ export function transformSample(images: Float32Array, offset: number, shape: rea
 export class Augmenter {
   private readonly scratch: Float32Array;
 
-  constructor(readonly spec: AugmentSpec, readonly sampleShape: readonly number[], readonly seed: number) {
+  constructor(
+    readonly spec: AugmentSpec,
+    readonly sampleShape: readonly number[],
+    readonly seed: number,
+  ) {
     checkAugment(spec, sampleShape);
     this.scratch = new Float32Array(sampleShape.reduce((a, b) => a * b, 1));
   }
@@ -86,6 +106,10 @@ export class Augmenter {
 }
 
 /** The augmenter of a data spec, or null when it asks for none. */
-export function augmenterFor(spec: AugmentSpec | undefined, sampleShape: readonly number[], seed: number): Augmenter | null {
+export function augmenterFor(
+  spec: AugmentSpec | undefined,
+  sampleShape: readonly number[],
+  seed: number,
+): Augmenter | null {
   return augments(spec) ? new Augmenter(spec, sampleShape, seed) : null;
 }

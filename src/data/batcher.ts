@@ -36,31 +36,42 @@ export interface SequenceBatch {
  * they must be large enough) and returns views of exactly the batch's length. Without buffers it
  * allocates. Targets come along when the dataset has them.
  */
-export function gather(ds: Dataset, indices: ArrayLike<number>, intoImages?: Float32Array, intoLabels?: Int32Array,
-                       intoTargets?: Float32Array): Batch {
+export function gather(
+  ds: Dataset,
+  indices: ArrayLike<number>,
+  intoImages?: Float32Array,
+  intoLabels?: Int32Array,
+  intoTargets?: Float32Array,
+): Batch {
   const n = indices.length;
   const size = sampleSize(ds);
-  const per = ds.targets ? ds.targetSize ?? 0 : 0;
+  const per = ds.targets ? (ds.targetSize ?? 0) : 0;
   if (intoImages && intoImages.length < n * size) {
-    throw new Error(`gather(${ds.name}): the image buffer holds ${intoImages.length} values, the batch of ${n} needs ${n * size}`);
+    throw new Error(
+      `gather(${ds.name}): the image buffer holds ${intoImages.length} values, the batch of ${n} needs ${n * size}`,
+    );
   }
   if (intoLabels && intoLabels.length < n) {
     throw new Error(`gather(${ds.name}): the label buffer holds ${intoLabels.length} labels, the batch needs ${n}`);
   }
   if (intoTargets && intoTargets.length < n * per) {
-    throw new Error(`gather(${ds.name}): the target buffer holds ${intoTargets.length} values, the batch needs ${n * per}`);
+    throw new Error(
+      `gather(${ds.name}): the target buffer holds ${intoTargets.length} values, the batch needs ${n * per}`,
+    );
   }
   const images = intoImages ? intoImages.subarray(0, n * size) : new Float32Array(n * size);
   const labels = intoLabels ? intoLabels.subarray(0, n) : new Int32Array(n);
   const targets = per > 0 ? (intoTargets ? intoTargets.subarray(0, n * per) : new Float32Array(n * per)) : undefined;
-  const src = ds.images, tsrc = ds.targets;
+  const src = ds.images,
+    tsrc = ds.targets;
   for (let k = 0; k < n; k++) {
     const i = indices[k]!;
     if (!(i >= 0 && i < ds.count && Number.isInteger(i))) {
       throw new Error(`gather(${ds.name}): sample index ${i} is outside 0..${ds.count - 1}`);
     }
     // a plain loop: subarray()+set() would allocate a view per sample
-    const from = i * size, to = k * size;
+    const from = i * size,
+      to = k * size;
     for (let j = 0; j < size; j++) images[to + j] = src[from + j]!;
     labels[k] = ds.labels[i]!;
     if (targets) for (let j = 0; j < per; j++) targets[k * per + j] = tsrc![i * per + j]!;
@@ -78,14 +89,18 @@ export class Batcher {
   private labels: Int32Array;
   private targets: Float32Array;
 
-  constructor(readonly dataset: Dataset, capacity = 0, readonly augmenter: Augmenter | null = null) {
+  constructor(
+    readonly dataset: Dataset,
+    capacity = 0,
+    readonly augmenter: Augmenter | null = null,
+  ) {
     this.images = new Float32Array(capacity * sampleSize(dataset));
     this.labels = new Int32Array(capacity);
     this.targets = new Float32Array(capacity * this.perSample);
   }
 
   private get perSample(): number {
-    return this.dataset.targets ? this.dataset.targetSize ?? 0 : 0;
+    return this.dataset.targets ? (this.dataset.targetSize ?? 0) : 0;
   }
 
   /** The batch at `indices` (augmented as of `epoch`); its arrays are overwritten by the next call. */

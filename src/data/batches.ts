@@ -40,9 +40,21 @@ export interface TrainingBatches {
 /** The batches of `ds` for one rank. */
 export function trainingBatches(ds: Dataset, o: BatchOptions): TrainingBatches {
   if (ds.speech) return speechBatches(ds.speech, o);
-  const sampler = new GlobalBatchSampler({ count: ds.count, batchSize: o.batchSize, worldSize: o.worldSize, rank: o.rank, seed: o.seed, shuffle: o.shuffle, dropLast: false });
+  const sampler = new GlobalBatchSampler({
+    count: ds.count,
+    batchSize: o.batchSize,
+    worldSize: o.worldSize,
+    rank: o.rank,
+    seed: o.seed,
+    shuffle: o.shuffle,
+    dropLast: false,
+  });
   const batcher = new Batcher(ds, 0, augmenterFor(o.augment, ds.sampleShape, o.seed));
-  return { stepsPerEpoch: () => sampler.stepsPerEpoch(), epoch: (e) => sampler.epoch(e), gather: (b, e) => batcher.gather(b.indices, e) };
+  return {
+    stepsPerEpoch: () => sampler.stepsPerEpoch(),
+    epoch: (e) => sampler.epoch(e),
+    gather: (b, e) => batcher.gather(b.indices, e),
+  };
 }
 
 /** The label of the alphabet's space (symbol k is label k + 1), or undefined without one. */
@@ -56,15 +68,30 @@ export function speechBatch(ds: SpeechDataset, indices: ArrayLike<number>, minFr
   const b = gatherSpeechBatch(ds, indices, minFrames);
   const space = spaceLabel(ds);
   return {
-    images: b.inputs, labels: b.labels, count: b.count,
-    sequence: { frames: b.maxFrames, lengths: b.lengths, labelLengths: b.labelLengths, ...(space !== undefined ? { space } : {}),
-      describe: (k: number) => ds.sources[b.indices[k]!]! },
+    images: b.inputs,
+    labels: b.labels,
+    count: b.count,
+    sequence: {
+      frames: b.maxFrames,
+      lengths: b.lengths,
+      labelLengths: b.labelLengths,
+      ...(space !== undefined ? { space } : {}),
+      describe: (k: number) => ds.sources[b.indices[k]!]!,
+    },
   };
 }
 
 function speechBatches(ds: SpeechDataset, o: BatchOptions): TrainingBatches {
-  const sampler = new BucketBatchSampler({ lengths: ds.frames, batchSize: o.batchSize, worldSize: o.worldSize, rank: o.rank, seed: o.seed,
-    shuffle: o.shuffle, dropLast: false, poolBatches: o.poolBatches });
+  const sampler = new BucketBatchSampler({
+    lengths: ds.frames,
+    batchSize: o.batchSize,
+    worldSize: o.worldSize,
+    rank: o.rank,
+    seed: o.seed,
+    shuffle: o.shuffle,
+    dropLast: false,
+    poolBatches: o.poolBatches,
+  });
   let order: { epoch: number; permutation: Int32Array } | null = null;
   /** the longest utterance of the global batch `b` is a slice of (every rank computes the same) */
   const globalFrames = (b: RankBatch, epoch: number): number => {

@@ -6,12 +6,17 @@
  */
 
 /** One record: its fields and the 1-based line it starts on. */
-export interface CsvRecord { line: number; fields: string[] }
+export interface CsvRecord {
+  line: number;
+  fields: string[];
+}
 
 /** Splits CSV text into records. `file` names the source in errors. */
 export function parseCsv(text: string, file: string, delimiter = ','): CsvRecord[] {
   if (delimiter.length !== 1 || delimiter === '"' || delimiter === '\n' || delimiter === '\r') {
-    throw new Error(`${file}: the CSV delimiter must be one character other than a quote or a line end, got ${JSON.stringify(delimiter)}`);
+    throw new Error(
+      `${file}: the CSV delimiter must be one character other than a quote or a line end, got ${JSON.stringify(delimiter)}`,
+    );
   }
   const records: CsvRecord[] = [];
   let i = text.charCodeAt(0) === 0xfeff ? 1 : 0;
@@ -30,10 +35,17 @@ export function parseCsv(text: string, file: string, delimiter = ','): CsvRecord
         const quoteLine = line;
         i++;
         for (;;) {
-          if (i >= n) throw new Error(`${file}:${quoteLine}: a quoted field is never closed (a " without its closing "); close it or double the quotes inside it ("")`);
+          if (i >= n)
+            throw new Error(
+              `${file}:${quoteLine}: a quoted field is never closed (a " without its closing "); close it or double the quotes inside it ("")`,
+            );
           const c = text.charCodeAt(i);
           if (c === 0x22) {
-            if (text.charCodeAt(i + 1) === 0x22) { value += '"'; i += 2; continue; }
+            if (text.charCodeAt(i + 1) === 0x22) {
+              value += '"';
+              i += 2;
+              continue;
+            }
             i++;
             break;
           }
@@ -45,7 +57,9 @@ export function parseCsv(text: string, file: string, delimiter = ','): CsvRecord
         while (i < n && text.charCodeAt(i) === 0x20) i++;
         const c = text.charCodeAt(i);
         if (i < n && c !== d && c !== 0x0a && c !== 0x0d) {
-          throw new Error(`${file}:${line}: field ${fields.length + 1} has text after its closing quote; quote the whole field and double the quotes inside it ("")`);
+          throw new Error(
+            `${file}:${line}: field ${fields.length + 1} has text after its closing quote; quote the whole field and double the quotes inside it ("")`,
+          );
         }
       } else {
         const from = i;
@@ -58,7 +72,11 @@ export function parseCsv(text: string, file: string, delimiter = ','): CsvRecord
         if (value.trim() !== '') blank = false;
       }
       fields.push(value);
-      if (i < n && text.charCodeAt(i) === d) { i++; blank = false; continue; }
+      if (i < n && text.charCodeAt(i) === d) {
+        i++;
+        blank = false;
+        continue;
+      }
       // a line end (CRLF, LF or a lone CR) or the end of the text ends the record
       if (text.charCodeAt(i) === 0x0d) i++;
       if (text.charCodeAt(i) === 0x0a) i++;
@@ -76,10 +94,18 @@ const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
  * A cell as a number, or an error naming file:line, the column and the fix. Plain decimal notation
  * only: `0x10`, `1,5` and `''` are refused rather than read as 16, NaN or 0.
  */
-export function csvNumber(cell: string, file: string, line: number, column: number, columnName: string | undefined): number {
+export function csvNumber(
+  cell: string,
+  file: string,
+  line: number,
+  column: number,
+  columnName: string | undefined,
+): number {
   const s = cell.trim();
   if (DECIMAL.test(s)) return Number(s);
   const where = `${file}:${line}: column ${column + 1}${columnName !== undefined ? ` (${JSON.stringify(columnName)})` : ''}`;
   if (s === '') throw new Error(`${where} is empty (a missing value); fill it in or drop the row`);
-  throw new Error(`${where}: ${JSON.stringify(cell.length > 40 ? `${cell.slice(0, 40)}…` : cell)} is not a number; feature and target columns must hold plain decimal numbers (e.g. 3.5, -2e-3)`);
+  throw new Error(
+    `${where}: ${JSON.stringify(cell.length > 40 ? `${cell.slice(0, 40)}…` : cell)} is not a number; feature and target columns must hold plain decimal numbers (e.g. 3.5, -2e-3)`,
+  );
 }

@@ -42,13 +42,16 @@ export function taskOf(ds: Dataset): DatasetTask {
 
 /** What the model's last layer must produce per sample: a score per class, or a value per target. */
 export function outputUnits(ds: Dataset): number {
-  return taskOf(ds) === 'classification' ? ds.classes : ds.targetSize ?? 0;
+  return taskOf(ds) === 'classification' ? ds.classes : (ds.targetSize ?? 0);
 }
 
 /** A dataset's samples at `indices` (in that order), copied: the split of a set into training and validation. */
 export function subsetDataset(ds: Dataset, indices: ArrayLike<number>, name: string): Dataset {
-  const size = sampleSize(ds), t = ds.targetSize ?? 0, n = indices.length;
-  const images = new Float32Array(n * size), labels = new Int32Array(n);
+  const size = sampleSize(ds),
+    t = ds.targetSize ?? 0,
+    n = indices.length;
+  const images = new Float32Array(n * size),
+    labels = new Int32Array(n);
   const targets = ds.targets ? new Float32Array(n * t) : undefined;
   for (let k = 0; k < n; k++) {
     const i = indices[k]!;
@@ -66,9 +69,11 @@ export function sampleSize(ds: Dataset): number {
 
 /** The first n samples (all of them if n ≥ count): views into the same memory, no copy. */
 export function limitDataset(ds: Dataset, n: number): Dataset {
-  if (!Number.isInteger(n) || n < 0) throw new Error(`limitDataset(${ds.name}): the limit must be a whole number ≥ 0, got ${n}`);
+  if (!Number.isInteger(n) || n < 0)
+    throw new Error(`limitDataset(${ds.name}): the limit must be a whole number ≥ 0, got ${n}`);
   const count = Math.min(n, ds.count);
-  if (ds.speech) return { ...ds, sampleShape: [...ds.sampleShape], count, speech: limitSpeechDataset(ds.speech, count) };
+  if (ds.speech)
+    return { ...ds, sampleShape: [...ds.sampleShape], count, speech: limitSpeechDataset(ds.speech, count) };
   return {
     ...ds,
     sampleShape: [...ds.sampleShape],
@@ -93,7 +98,9 @@ export function datasetFromIdx(name: string, pair: IdxImagesAndLabels, classes: 
   for (let i = 0; i < count; i++) {
     const label = rawLabels[i]!;
     if (label >= classes) {
-      throw new Error(`${labelsPath}: label ${label} at index ${i} is outside 0..${classes - 1}; this is not a ${classes}-class labels file`);
+      throw new Error(
+        `${labelsPath}: label ${label} at index ${i} is outside 0..${classes - 1}; this is not a ${classes}-class labels file`,
+      );
     }
     labels[i] = label;
   }

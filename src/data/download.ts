@@ -32,7 +32,10 @@ export async function downloadFile(url: string, dest: string, options: DownloadO
   const { md5, connectTimeoutMs = 5000, idleTimeoutMs = 30000 } = options;
   const controller = new AbortController();
   let timedOut = '';
-  let timer = setTimeout(() => { timedOut = `no answer within ${connectTimeoutMs} ms`; controller.abort(); }, connectTimeoutMs);
+  let timer = setTimeout(() => {
+    timedOut = `no answer within ${connectTimeoutMs} ms`;
+    controller.abort();
+  }, connectTimeoutMs);
   const chunks: Uint8Array[] = [];
   const hash = createHash('md5');
   try {
@@ -41,7 +44,10 @@ export async function downloadFile(url: string, dest: string, options: DownloadO
     const reader = response.body.getReader();
     for (;;) {
       clearTimeout(timer);
-      timer = setTimeout(() => { timedOut = `download stalled for ${idleTimeoutMs} ms`; controller.abort(); }, idleTimeoutMs);
+      timer = setTimeout(() => {
+        timedOut = `download stalled for ${idleTimeoutMs} ms`;
+        controller.abort();
+      }, idleTimeoutMs);
       const { done, value } = await reader.read();
       if (done) break;
       hash.update(value);
@@ -54,7 +60,9 @@ export async function downloadFile(url: string, dest: string, options: DownloadO
   }
   const actual = hash.digest('hex');
   if (md5 && actual !== md5.toLowerCase()) {
-    throw new Error(`download of ${url} failed: MD5 ${actual} does not match the published ${md5}; the file was not saved (a proxy or mirror may have altered it)`);
+    throw new Error(
+      `download of ${url} failed: MD5 ${actual} does not match the published ${md5}; the file was not saved (a proxy or mirror may have altered it)`,
+    );
   }
   mkdirSync(dirname(dest), { recursive: true });
   const tmp = `${dest}.${process.pid}.${randomBytes(4).toString('hex')}.part`;

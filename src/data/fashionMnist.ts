@@ -46,7 +46,18 @@ export const FASHION_MNIST_RAW_MD5: Record<FileKey, string> = {
   testLabels: '15d484375f8d13e6eb1aabb0c3f46965',
 };
 
-export const FASHION_MNIST_CLASSES = ['T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat', 'Sandal', 'Shirt', 'Sneaker', 'Bag', 'Ankle boot'] as const;
+export const FASHION_MNIST_CLASSES = [
+  'T-shirt/top',
+  'Trouser',
+  'Pullover',
+  'Dress',
+  'Coat',
+  'Sandal',
+  'Shirt',
+  'Sneaker',
+  'Bag',
+  'Ankle boot',
+] as const;
 
 /** The shipped subset; two levels below the repo root both as src/data/ and as dist/data/. */
 export const FASHION_MNIST_SUBSET_DIR = fileURLToPath(new URL('../../data/fashion-mnist-subset', import.meta.url));
@@ -106,8 +117,18 @@ export function findFashionMnistFiles(dir: string): { paths: Partial<Record<File
 /** Loads the four files of a directory known to hold them all. */
 function loadDir(paths: Record<FileKey, string>): { train: Dataset; test: Dataset } {
   const classes = FASHION_MNIST_CLASSES.length;
-  const train = datasetFromIdx('fashion-mnist-train', readIdxImagesAndLabels(paths.trainImages, paths.trainLabels), classes, paths.trainLabels);
-  const test = datasetFromIdx('fashion-mnist-test', readIdxImagesAndLabels(paths.testImages, paths.testLabels), classes, paths.testLabels);
+  const train = datasetFromIdx(
+    'fashion-mnist-train',
+    readIdxImagesAndLabels(paths.trainImages, paths.trainLabels),
+    classes,
+    paths.trainLabels,
+  );
+  const test = datasetFromIdx(
+    'fashion-mnist-test',
+    readIdxImagesAndLabels(paths.testImages, paths.testLabels),
+    classes,
+    paths.testLabels,
+  );
   return { train, test };
 }
 
@@ -136,12 +157,16 @@ export async function loadFashionMnist(options: LoadFashionMnistOptions = {}): P
   if (options.dir !== undefined) {
     const dir = options.dir;
     if (!isDir(dir)) {
-      throw new Error(`Fashion-MNIST directory ${dir} does not exist; fix --data (or data.dir in the config), or leave it out to use the installed, cached or shipped copy`);
+      throw new Error(
+        `Fashion-MNIST directory ${dir} does not exist; fix --data (or data.dir in the config), or leave it out to use the installed, cached or shipped copy`,
+      );
     }
     const found = findFashionMnistFiles(dir);
     const paths = complete(found);
     if (!paths) {
-      throw new Error(`Fashion-MNIST directory ${dir} lacks ${found.missing.join(', ')}; put the four IDX files of the release there (raw or .gz)`);
+      throw new Error(
+        `Fashion-MNIST directory ${dir} lacks ${found.missing.join(', ')}; put the four IDX files of the release there (raw or .gz)`,
+      );
     }
     const { train, test } = loadDir(paths);
     return { train, test, source: `${dir} (${counts(train, test)})` };
@@ -180,8 +205,14 @@ export async function loadFashionMnist(options: LoadFashionMnistOptions = {}): P
   const subset = FASHION_MNIST_SUBSET_DIR;
   const paths = complete(findFashionMnistFiles(subset));
   if (!paths) {
-    throw new Error(`Fashion-MNIST not found: no data.dir given, ${DEBIAN_FASHION_MNIST_DIR} and ${cacheDir} do not hold the four files, and the shipped subset ${subset} is incomplete; install the Debian package dataset-fashion-mnist or set data.dir`);
+    throw new Error(
+      `Fashion-MNIST not found: no data.dir given, ${DEBIAN_FASHION_MNIST_DIR} and ${cacheDir} do not hold the four files, and the shipped subset ${subset} is incomplete; install the Debian package dataset-fashion-mnist or set data.dir`,
+    );
   }
   const { train, test } = loadDir(paths);
-  return { train, test, source: `shipped subset ${subset} (${counts(train, test)}; for the full 60,000 / 10,000 install dataset-fashion-mnist or set data.dir)` };
+  return {
+    train,
+    test,
+    source: `shipped subset ${subset} (${counts(train, test)}; for the full 60,000 / 10,000 install dataset-fashion-mnist or set data.dir)`,
+  };
 }

@@ -20,7 +20,10 @@ export function readDataFile(path: string, field?: string): Buffer {
     isDir = statSync(path).isDirectory();
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new Error(`${what}file ${path} not found; check the path (relative paths start at data.dir, else the working directory ${process.cwd()})`);
+    if (code === 'ENOENT')
+      throw new Error(
+        `${what}file ${path} not found; check the path (relative paths start at data.dir, else the working directory ${process.cwd()})`,
+      );
     throw new Error(`${what}cannot read ${path}: ${(e as Error).message}`);
   }
   if (isDir) throw new Error(`${what}${path} is a directory; expected a file`);

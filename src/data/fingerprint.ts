@@ -18,10 +18,14 @@ export function datasetFingerprint(ds: Dataset): Record<string, string> {
   // utterances: their count, frames, feature size, alphabet and a hash of labels and leading features
   if (ds.speech) return speechDatasetFingerprint(ds.speech);
   const n = Math.min(FINGERPRINT_SAMPLES, ds.count);
-  const hash = createHash('sha256').update(bytesOf(ds.images, n * sampleSize(ds))).update(bytesOf(ds.labels, n));
+  const hash = createHash('sha256')
+    .update(bytesOf(ds.images, n * sampleSize(ds)))
+    .update(bytesOf(ds.labels, n));
   if (ds.targets) hash.update(bytesOf(ds.targets, n * (ds.targetSize ?? 0)));
   const out: Record<string, string> = {
-    samples: String(ds.count), 'sample shape': ds.sampleShape.join('×'), classes: String(ds.classes),
+    samples: String(ds.count),
+    'sample shape': ds.sampleShape.join('×'),
+    classes: String(ds.classes),
     'first samples': short(hash),
   };
   // only what the data has, so Fashion-MNIST's fingerprint reads as before

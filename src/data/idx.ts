@@ -12,7 +12,14 @@ export interface IdxArray {
 }
 
 const UBYTE = 0x08;
-const TYPE_NAMES: Record<number, string> = { 0x08: 'ubyte', 0x09: 'int8', 0x0b: 'int16', 0x0c: 'int32', 0x0d: 'float32', 0x0e: 'float64' };
+const TYPE_NAMES: Record<number, string> = {
+  8: 'ubyte',
+  9: 'int8',
+  11: 'int16',
+  12: 'int32',
+  13: 'float32',
+  14: 'float64',
+};
 
 /** Whether `bytes` start with the gzip magic number (1f 8b). */
 export function isGzip(bytes: Uint8Array): boolean {
@@ -23,16 +30,22 @@ export function isGzip(bytes: Uint8Array): boolean {
 export function parseIdx(bytes: Uint8Array, file: string): IdxArray {
   const redownload = 'replace it with a fresh copy of the file';
   if (bytes.length < 4) {
-    throw new Error(`${file}: truncated IDX file: ${bytes.length} bytes, too short for the 4-byte header; ${redownload}`);
+    throw new Error(
+      `${file}: truncated IDX file: ${bytes.length} bytes, too short for the 4-byte header; ${redownload}`,
+    );
   }
   if (bytes[0] !== 0 || bytes[1] !== 0) {
     const head = Array.from(bytes.subarray(0, 4), (b) => b.toString(16).padStart(2, '0')).join(' ');
-    throw new Error(`${file}: bad magic number (first bytes ${head}, expected 00 00 08 <ndim>): not an IDX file; check the path points at an IDX images or labels file`);
+    throw new Error(
+      `${file}: bad magic number (first bytes ${head}, expected 00 00 08 <ndim>): not an IDX file; check the path points at an IDX images or labels file`,
+    );
   }
   const type = bytes[2]!;
   if (type !== UBYTE) {
     const name = TYPE_NAMES[type] ?? 'unknown';
-    throw new Error(`${file}: IDX value type 0x${type.toString(16).padStart(2, '0')} (${name}) is not supported; paratrain reads unsigned-byte (0x08) IDX files such as MNIST's and Fashion-MNIST's`);
+    throw new Error(
+      `${file}: IDX value type 0x${type.toString(16).padStart(2, '0')} (${name}) is not supported; paratrain reads unsigned-byte (0x08) IDX files such as MNIST's and Fashion-MNIST's`,
+    );
   }
   const ndim = bytes[3]!;
   if (ndim === 0) {
@@ -40,7 +53,9 @@ export function parseIdx(bytes: Uint8Array, file: string): IdxArray {
   }
   const headerBytes = 4 + 4 * ndim;
   if (bytes.length < headerBytes) {
-    throw new Error(`${file}: truncated IDX file: header needs ${headerBytes} bytes for ${ndim} dimensions, found ${bytes.length}; ${redownload}`);
+    throw new Error(
+      `${file}: truncated IDX file: header needs ${headerBytes} bytes for ${ndim} dimensions, found ${bytes.length}; ${redownload}`,
+    );
   }
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const dims: number[] = [];
@@ -52,10 +67,14 @@ export function parseIdx(bytes: Uint8Array, file: string): IdxArray {
   }
   const found = bytes.length - headerBytes;
   if (found < expected) {
-    throw new Error(`${file}: truncated IDX file: dims ${dims.join('×')} need ${expected} bytes of data, found ${found}; ${redownload}`);
+    throw new Error(
+      `${file}: truncated IDX file: dims ${dims.join('×')} need ${expected} bytes of data, found ${found}; ${redownload}`,
+    );
   }
   if (found > expected) {
-    throw new Error(`${file}: IDX file too long: dims ${dims.join('×')} need ${expected} bytes of data, found ${found}; the header does not match the data, ${redownload}`);
+    throw new Error(
+      `${file}: IDX file too long: dims ${dims.join('×')} need ${expected} bytes of data, found ${found}; the header does not match the data, ${redownload}`,
+    );
   }
   return { dims, data: bytes.subarray(headerBytes) };
 }
@@ -63,8 +82,10 @@ export function parseIdx(bytes: Uint8Array, file: string): IdxArray {
 /** Builds IDX bytes (type ubyte) from dims and data: the inverse of parseIdx. */
 export function encodeIdx(dims: readonly number[], data: Uint8Array): Uint8Array {
   const size = dims.reduce((a, b) => a * b, 1);
-  if (size !== data.length) throw new Error(`encodeIdx: dims ${dims.join('×')} need ${size} values, got ${data.length}`);
-  if (dims.length < 1 || dims.length > 255) throw new Error(`encodeIdx: an IDX file has 1 to 255 dimensions, got ${dims.length}`);
+  if (size !== data.length)
+    throw new Error(`encodeIdx: dims ${dims.join('×')} need ${size} values, got ${data.length}`);
+  if (dims.length < 1 || dims.length > 255)
+    throw new Error(`encodeIdx: an IDX file has 1 to 255 dimensions, got ${dims.length}`);
   const headerBytes = 4 + 4 * dims.length;
   const out = new Uint8Array(headerBytes + data.length);
   const view = new DataView(out.buffer);
@@ -83,7 +104,9 @@ export function readIdxFile(path: string): IdxArray {
       bytes = gunzipSync(bytes);
     } catch (err) {
       const why = err instanceof Error ? err.message : String(err);
-      throw new Error(`${path}: bad gzip data (${why}): the file is damaged or was only partly downloaded; replace it with a fresh copy`);
+      throw new Error(
+        `${path}: bad gzip data (${why}): the file is damaged or was only partly downloaded; replace it with a fresh copy`,
+      );
     }
   }
   // a plain Uint8Array view, not a Buffer: Buffer's slice() shares memory where Uint8Array's copies
@@ -110,15 +133,23 @@ export function readIdxImagesAndLabels(imagesPath: string, labelsPath: string): 
 /** The checks of readIdxImagesAndLabels, for arrays that did not come from files. */
 export function checkImagesAndLabels(images: IdxArray, labels: IdxArray, imagesPath: string, labelsPath: string): void {
   if (images.dims.length !== 3) {
-    throw new Error(`${imagesPath}: an images file has 3 dimensions (count × rows × columns), this one has ${images.dims.length} (${images.dims.join('×')}); check that the images and labels files are not swapped`);
+    throw new Error(
+      `${imagesPath}: an images file has 3 dimensions (count × rows × columns), this one has ${images.dims.length} (${images.dims.join('×')}); check that the images and labels files are not swapped`,
+    );
   }
   if (labels.dims.length !== 1) {
-    throw new Error(`${labelsPath}: a labels file has 1 dimension (count), this one has ${labels.dims.length} (${labels.dims.join('×')}); check that the images and labels files are not swapped`);
+    throw new Error(
+      `${labelsPath}: a labels file has 1 dimension (count), this one has ${labels.dims.length} (${labels.dims.join('×')}); check that the images and labels files are not swapped`,
+    );
   }
   if (images.dims[1] === 0 || images.dims[2] === 0) {
-    throw new Error(`${imagesPath}: images of ${images.dims[1]}×${images.dims[2]} pixels hold nothing; the header is damaged, replace it with a fresh copy of the file`);
+    throw new Error(
+      `${imagesPath}: images of ${images.dims[1]}×${images.dims[2]} pixels hold nothing; the header is damaged, replace it with a fresh copy of the file`,
+    );
   }
   if (images.dims[0] !== labels.dims[0]) {
-    throw new Error(`${imagesPath} has ${images.dims[0]} images but ${labelsPath} has ${labels.dims[0]} labels: the counts must match; use the images and labels files of the same split (train-… with train-…, t10k-… with t10k-…)`);
+    throw new Error(
+      `${imagesPath} has ${images.dims[0]} images but ${labelsPath} has ${labels.dims[0]} labels: the counts must match; use the images and labels files of the same split (train-… with train-…, t10k-… with t10k-…)`,
+    );
   }
 }

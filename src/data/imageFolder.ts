@@ -14,16 +14,29 @@ const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** The class folders of `dir`, sorted. */
 export function classFolders(dir: string, field: string): string[] {
-  if (!isDirectory(dir)) throw new Error(`${field}: image folder ${dir} does not exist or is not a folder; it should hold one sub-folder of images per class`);
-  const classes = readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name).sort(byCodeUnits);
-  if (classes.length === 0) throw new Error(`${field}: ${dir} has no class folders; put each class's images in a sub-folder named after it (${dir}/cat/1.png, ${dir}/dog/2.png)`);
+  if (!isDirectory(dir))
+    throw new Error(
+      `${field}: image folder ${dir} does not exist or is not a folder; it should hold one sub-folder of images per class`,
+    );
+  const classes = readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && !e.name.startsWith('.'))
+    .map((e) => e.name)
+    .sort(byCodeUnits);
+  if (classes.length === 0)
+    throw new Error(
+      `${field}: ${dir} has no class folders; put each class's images in a sub-folder named after it (${dir}/cat/1.png, ${dir}/dog/2.png)`,
+    );
   return classes;
 }
 
 /** The image files of one class folder, sorted. */
 function imageFiles(folder: string): string[] {
-  const files = readdirSync(folder, { withFileTypes: true }).filter((e) => e.isFile() && IMAGE.test(e.name) && !e.name.startsWith('.')).map((e) => e.name).sort(byCodeUnits);
-  if (files.length === 0) throw new Error(`${folder}: this class folder holds no .png or .jpg images; add images or remove the folder`);
+  const files = readdirSync(folder, { withFileTypes: true })
+    .filter((e) => e.isFile() && IMAGE.test(e.name) && !e.name.startsWith('.'))
+    .map((e) => e.name)
+    .sort(byCodeUnits);
+  if (files.length === 0)
+    throw new Error(`${folder}: this class folder holds no .png or .jpg images; add images or remove the folder`);
   return files.map((f) => join(folder, f));
 }
 
@@ -44,7 +57,9 @@ export function loadImageFolder(dir: string, field: string, o: ImageFolderOption
   for (const name of folders) {
     const label = classNames.indexOf(name);
     if (label < 0) {
-      throw new Error(`${field}: ${join(dir, name)} is a class the training folder does not have (its classes: ${classNames.join(', ')}); every class needs training images`);
+      throw new Error(
+        `${field}: ${join(dir, name)} is a class the training folder does not have (its classes: ${classNames.join(', ')}); every class needs training images`,
+      );
     }
     for (const path of imageFiles(join(dir, name))) files.push({ path, label });
   }
@@ -56,5 +71,14 @@ export function loadImageFolder(dir: string, field: string, o: ImageFolderOption
     imageToSample(decodeImage(readDataFile(f.path), f.path), o.shape, o.resize, f.path, images, i * size);
     labels[i] = f.label;
   });
-  return { name: dir, images, labels, count: files.length, sampleShape: [H, W, C], classes: classNames.length, classNames, task: 'classification' };
+  return {
+    name: dir,
+    images,
+    labels,
+    count: files.length,
+    sampleShape: [H, W, C],
+    classes: classNames.length,
+    classNames,
+    task: 'classification',
+  };
 }

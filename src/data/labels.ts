@@ -32,7 +32,9 @@ export function labelMapFromText(trainValues: readonly string[], given?: readonl
         const v = value.trim();
         const i = at.get(v) ?? (INTEGER.test(v) ? Number(v) : -1);
         if (i >= 0 && i < given.length) return i;
-        throw new Error(`${where}: label ${JSON.stringify(value)} is not one of data.classNames (${given.join(', ')}) nor an index 0..${given.length - 1}; fix the label or add the class to data.classNames`);
+        throw new Error(
+          `${where}: label ${JSON.stringify(value)} is not one of data.classNames (${given.join(', ')}) nor an index 0..${given.length - 1}; fix the label or add the class to data.classNames`,
+        );
       },
     };
   }
@@ -43,10 +45,13 @@ export function labelMapFromText(trainValues: readonly string[], given?: readonl
       index(value, where) {
         const v = value.trim();
         if (!INTEGER.test(v)) {
-          throw new Error(`${where}: label ${JSON.stringify(value)} is not a class index; the training set's labels are whole numbers ≥ 0, so every label must be one (or name the classes with data.classNames)`);
+          throw new Error(
+            `${where}: label ${JSON.stringify(value)} is not a class index; the training set's labels are whole numbers ≥ 0, so every label must be one (or name the classes with data.classNames)`,
+          );
         }
         const i = Number(v);
-        if (!Number.isSafeInteger(i) || i > 1_000_000) throw new Error(`${where}: label ${v} is too large for a class index (at most 1000000)`);
+        if (!Number.isSafeInteger(i) || i > 1_000_000)
+          throw new Error(`${where}: label ${v} is too large for a class index (at most 1000000)`);
         if (i > max) max = i;
         return i;
       },
@@ -61,7 +66,9 @@ export function labelMapFromText(trainValues: readonly string[], given?: readonl
       const i = at.get(value.trim());
       if (i !== undefined) return i;
       const shown = names.length > 12 ? `${names.slice(0, 12).join(', ')}, …` : names.join(', ');
-      throw new Error(`${where}: label ${JSON.stringify(value)} is not among the training set's classes (${shown}); every class must appear in the training data`);
+      throw new Error(
+        `${where}: label ${JSON.stringify(value)} is not among the training set's classes (${shown}); every class must appear in the training data`,
+      );
     },
   };
 }
@@ -70,14 +77,19 @@ export function labelMapFromText(trainValues: readonly string[], given?: readonl
  * The class count of numeric labels over every split (largest + 1), checked against `given` names.
  * `splits` name their source for errors.
  */
-export function classesOfIntegerLabels(splits: readonly { name: string; labels: Int32Array }[], given?: readonly string[]): number {
+export function classesOfIntegerLabels(
+  splits: readonly { name: string; labels: Int32Array }[],
+  given?: readonly string[],
+): number {
   let max = -1;
   for (const { name, labels } of splits) {
     for (let i = 0; i < labels.length; i++) {
       const v = labels[i]!;
       if (v < 0) throw new Error(`${name}: label ${v} of sample ${i} is negative; class labels are indices 0, 1, 2, …`);
       if (given && v >= given.length) {
-        throw new Error(`${name}: label ${v} of sample ${i} is outside 0..${given.length - 1}, the ${given.length} classes of data.classNames; fix the label or name every class`);
+        throw new Error(
+          `${name}: label ${v} of sample ${i} is outside 0..${given.length - 1}, the ${given.length} classes of data.classNames; fix the label or name every class`,
+        );
       }
       if (v > max) max = v;
     }

@@ -41,7 +41,9 @@ export function readDataMetadata(metadata: Record<string, string>, file = 'check
   try {
     v = JSON.parse(text);
   } catch (e) {
-    throw new Error(`${file}: metadata ${DATA_METADATA_KEY} is not JSON (${(e as Error).message}); the checkpoint is damaged`);
+    throw new Error(
+      `${file}: metadata ${DATA_METADATA_KEY} is not JSON (${(e as Error).message}); the checkpoint is damaged`,
+    );
   }
   const m = v as DataMetadata;
   if (!m || typeof m !== 'object' || typeof m.task !== 'string' || !Array.isArray(m.inputShape)) {

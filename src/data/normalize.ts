@@ -6,7 +6,10 @@
 import { sampleSize, type Dataset } from './dataset.ts';
 import type { NormalizeSpec } from './spec.ts';
 
-export interface Normalization { mean: number[]; std: number[] }
+export interface Normalization {
+  mean: number[];
+  std: number[];
+}
 
 /** Channels of a dataset's samples: the size of their last axis. */
 export function channelsOf(ds: Dataset): number {
@@ -15,12 +18,17 @@ export function channelsOf(ds: Dataset): number {
 
 /** Mean and standard deviation of every channel over every sample of `ds`. A constant channel gets std 1. */
 export function computeNormalization(ds: Dataset): Normalization {
-  const C = channelsOf(ds), n = ds.count * sampleSize(ds);
-  const sum = new Float64Array(C), sq = new Float64Array(C);
+  const C = channelsOf(ds),
+    n = ds.count * sampleSize(ds);
+  const sum = new Float64Array(C),
+    sq = new Float64Array(C);
   for (let i = 0; i < n; i++) sum[i % C] += ds.images[i]!;
   const per = n / C;
   const mean = Array.from(sum, (s) => s / per);
-  for (let i = 0; i < n; i++) { const d = ds.images[i]! - mean[i % C]!; sq[i % C] += d * d; }
+  for (let i = 0; i < n; i++) {
+    const d = ds.images[i]! - mean[i % C]!;
+    sq[i % C] += d * d;
+  }
   const std = Array.from(sq, (s) => Math.sqrt(s / per)).map((s) => (s > 1e-12 ? s : 1));
   return { mean, std };
 }
@@ -32,7 +40,9 @@ export function resolveNormalization(spec: NormalizeSpec, train: Dataset): Norma
   const expand = (v: number | number[], key: string): number[] => {
     if (typeof v === 'number') return new Array<number>(C).fill(v);
     if (v.length !== C) {
-      throw new Error(`data.normalize.${key}: ${v.length} values, but the samples of ${train.name} have ${C} channels (the last axis of ${train.sampleShape.join('×')}); give ${C} values or one for all`);
+      throw new Error(
+        `data.normalize.${key}: ${v.length} values, but the samples of ${train.name} have ${C} channels (the last axis of ${train.sampleShape.join('×')}); give ${C} values or one for all`,
+      );
     }
     return [...v];
   };
@@ -45,9 +55,13 @@ export function resolveNormalization(spec: NormalizeSpec, train: Dataset): Norma
  */
 export function normalizeValues(values: Float32Array, norm: Normalization): void {
   const C = norm.mean.length;
-  if (values.length % C !== 0) throw new Error(`normalizeValues: ${values.length} values are not whole samples of ${C} channels`);
+  if (values.length % C !== 0)
+    throw new Error(`normalizeValues: ${values.length} values are not whole samples of ${C} channels`);
   const scale = norm.std.map((s) => 1 / s);
-  for (let i = 0; i < values.length; i++) { const c = i % C; values[i] = (values[i]! - norm.mean[c]!) * scale[c]!; }
+  for (let i = 0; i < values.length; i++) {
+    const c = i % C;
+    values[i] = (values[i]! - norm.mean[c]!) * scale[c]!;
+  }
 }
 
 /** Normalises `ds`'s samples in place and records the values in it. */

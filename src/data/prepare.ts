@@ -9,7 +9,9 @@ import { checkAugment } from './augment.ts';
 import type { DataSpec } from './spec.ts';
 
 /** How the samples were transformed when loading (predict applies the same). */
-export interface PreprocessInfo { normalization?: Normalization }
+export interface PreprocessInfo {
+  normalization?: Normalization;
+}
 
 /** The splits a run uses. */
 export interface LoadedData {
@@ -27,10 +29,14 @@ export interface LoadedData {
 function checkAgree(train: Dataset, other: Dataset): void {
   const same = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((d, i) => d === b[i]);
   if (!same(train.sampleShape, other.sampleShape)) {
-    throw new Error(`${other.name} holds samples of ${other.sampleShape.join('×')} values, but the training set ${train.name} holds ${train.sampleShape.join('×')}; every split needs the same columns / image size`);
+    throw new Error(
+      `${other.name} holds samples of ${other.sampleShape.join('×')} values, but the training set ${train.name} holds ${train.sampleShape.join('×')}; every split needs the same columns / image size`,
+    );
   }
   if (taskOf(train) !== taskOf(other) || (train.targetSize ?? 0) !== (other.targetSize ?? 0)) {
-    throw new Error(`${other.name} has ${other.targetSize ?? 0} targets per sample (${taskOf(other)}), the training set ${train.name} ${train.targetSize ?? 0} (${taskOf(train)}); every split needs the same label columns`);
+    throw new Error(
+      `${other.name} has ${other.targetSize ?? 0} targets per sample (${taskOf(other)}), the training set ${train.name} ${train.targetSize ?? 0} (${taskOf(train)}); every split needs the same label columns`,
+    );
   }
 }
 
@@ -39,19 +45,28 @@ function checkFinite(ds: Dataset): void {
   const size = sampleSize(ds);
   for (let i = 0; i < ds.images.length; i++) {
     if (!Number.isFinite(ds.images[i]!)) {
-      throw new Error(`${ds.name}: sample ${Math.floor(i / size)} holds ${ds.images[i]} at position ${i % size}; features must be finite numbers (fill or drop missing values)`);
+      throw new Error(
+        `${ds.name}: sample ${Math.floor(i / size)} holds ${ds.images[i]} at position ${i % size}; features must be finite numbers (fill or drop missing values)`,
+      );
     }
   }
   const t = ds.targetSize ?? 1;
   if (ds.targets) {
     for (let i = 0; i < ds.targets.length; i++) {
-      if (!Number.isFinite(ds.targets[i]!)) throw new Error(`${ds.name}: sample ${Math.floor(i / t)} has target ${ds.targets[i]}; targets must be finite numbers`);
+      if (!Number.isFinite(ds.targets[i]!))
+        throw new Error(
+          `${ds.name}: sample ${Math.floor(i / t)} has target ${ds.targets[i]}; targets must be finite numbers`,
+        );
     }
   }
 }
 
 /** Limits, splits, checks and normalises the splits of `raw` as `spec` asks. */
-export function prepareSplits(raw: { train: Dataset; validation?: Dataset; test?: Dataset; source: string }, spec: DataSpec, seed: number): LoadedData {
+export function prepareSplits(
+  raw: { train: Dataset; validation?: Dataset; test?: Dataset; source: string },
+  spec: DataSpec,
+  seed: number,
+): LoadedData {
   let train = spec.trainLimit ? limitDataset(raw.train, spec.trainLimit) : raw.train;
   let validation = raw.validation;
   let source = raw.source;
@@ -72,7 +87,8 @@ export function prepareSplits(raw: { train: Dataset; validation?: Dataset; test?
     // a limited or unsplit set is a view of the loader's arrays; normalise a copy of those alone
     for (const ds of [train, validation, test]) {
       if (!ds) continue;
-      if (ds.images.byteOffset !== 0 || ds.images.length !== ds.images.buffer.byteLength / 4) ds.images = ds.images.slice();
+      if (ds.images.byteOffset !== 0 || ds.images.length !== ds.images.buffer.byteLength / 4)
+        ds.images = ds.images.slice();
       applyNormalization(ds, norm);
     }
     out.preprocess = { normalization: norm };

@@ -29,19 +29,31 @@ export interface LoadContext {
 }
 
 /** A type's splits as read; `validation` only when the config names one (a fraction is split later). */
-export interface RawSplits { train: Dataset; validation?: Dataset; test?: Dataset; source: string }
+export interface RawSplits {
+  train: Dataset;
+  validation?: Dataset;
+  test?: Dataset;
+  source: string;
+}
 
 type Loader<S extends DataSpec> = (spec: S, ctx: LoadContext) => Promise<RawSplits> | RawSplits;
 type Loaders = { [K in DatasetType]: Loader<Extract<DataSpec, { dataset: K }>> };
 
 /** A path the config names as a split, or undefined for a fraction / nothing. */
-const named = <T>(v: number | T | undefined): T | undefined => (v === undefined || typeof v === 'number' ? undefined : v);
+const named = <T>(v: number | T | undefined): T | undefined =>
+  v === undefined || typeof v === 'number' ? undefined : v;
 
-const counts = (s: RawSplits) => [s.train, s.validation, s.test].filter((d) => d).map((d) => d!.count.toLocaleString('en-US')).join(' / ');
+const counts = (s: RawSplits) =>
+  [s.train, s.validation, s.test]
+    .filter((d) => d)
+    .map((d) => d!.count.toLocaleString('en-US'))
+    .join(' / ');
 
 /** Sets every split's class count to the one from all their integer labels (and names, when given). */
 function integerClasses(splits: (Dataset | undefined)[], classNames?: string[]): void {
-  const present = splits.filter((d): d is Dataset => d !== undefined && (d.task ?? 'classification') === 'classification');
+  const present = splits.filter(
+    (d): d is Dataset => d !== undefined && (d.task ?? 'classification') === 'classification',
+  );
   const classes = classesOfIntegerLabels(present, classNames);
   for (const ds of present) {
     ds.classes = classes;
@@ -52,7 +64,8 @@ function integerClasses(splits: (Dataset | undefined)[], classNames?: string[]):
 const LOADERS: Loaders = {
   'fashion-mnist': async (spec, ctx) => {
     const data = await loadFashionMnist({ dir: spec.dir, log: ctx.log });
-    for (const ds of [data.train, data.test]) Object.assign(ds, { classNames: [...FASHION_MNIST_CLASSES], task: 'classification' });
+    for (const ds of [data.train, data.test])
+      Object.assign(ds, { classNames: [...FASHION_MNIST_CLASSES], task: 'classification' });
     return data;
   },
   idx: (spec) => {
@@ -61,7 +74,12 @@ const LOADERS: Loaders = {
     const testPair = idxPairOf(spec.test, 'test', spec.dir);
     const test = testPair && loadIdxPair(testPair, 'data.test');
     const v = named(spec.validation);
-    const validation = v && loadIdxPair({ images: resolveDataPath(v.images, spec.dir), labels: resolveDataPath(v.labels, spec.dir) }, 'data.validation');
+    const validation =
+      v &&
+      loadIdxPair(
+        { images: resolveDataPath(v.images, spec.dir), labels: resolveDataPath(v.labels, spec.dir) },
+        'data.validation',
+      );
     integerClasses([train, validation, test], spec.classNames);
     return { train, validation, test, source: `IDX ${trainPair.images}` };
   },
@@ -72,8 +90,12 @@ const LOADERS: Loaders = {
     return { train: train!, validation, test, source: `CSV ${files.train}` };
   },
   npy: (spec) => {
-    const resolve = (f: NpyFilesSpec): NpyFilesSpec => (typeof f === 'string' ? resolveDataPath(f, spec.dir) : { x: resolveDataPath(f.x, spec.dir), y: resolveDataPath(f.y, spec.dir) });
-    const load = (f: NpyFilesSpec | undefined, field: string) => f === undefined ? undefined : xyToDataset(readXY(resolve(f), spec.arrays, field), spec.task, spec.classNames);
+    const resolve = (f: NpyFilesSpec): NpyFilesSpec =>
+      typeof f === 'string'
+        ? resolveDataPath(f, spec.dir)
+        : { x: resolveDataPath(f.x, spec.dir), y: resolveDataPath(f.y, spec.dir) };
+    const load = (f: NpyFilesSpec | undefined, field: string) =>
+      f === undefined ? undefined : xyToDataset(readXY(resolve(f), spec.arrays, field), spec.task, spec.classNames);
     const train = load(spec.train, 'data.train')!;
     const validation = load(named(spec.validation), 'data.validation');
     const test = load(spec.test, 'data.test');
@@ -83,14 +105,18 @@ const LOADERS: Loaders = {
   imageFolder: (spec, ctx) => {
     const shape = ctx.inputShape;
     if (shape.length !== 3) {
-      throw new Error(`model.input: an image folder is loaded as images of model.input [H, W, C], but model.input is [${shape.join(', ')}]; write it as [height, width, channels] (channels 1 grey, 3 RGB, 4 RGBA) and flatten in the model`);
+      throw new Error(
+        `model.input: an image folder is loaded as images of model.input [H, W, C], but model.input is [${shape.join(', ')}]; write it as [height, width, channels] (channels 1 grey, 3 RGB, 4 RGBA) and flatten in the model`,
+      );
     }
     const o = { shape: shape as [number, number, number], resize: spec.resize };
     const train = loadImageFolder(resolveDataPath(spec.train, spec.dir), 'data.train', o);
     const more = { ...o, classNames: train.classNames };
     const v = named(spec.validation);
-    const validation = v === undefined ? undefined : loadImageFolder(resolveDataPath(v, spec.dir), 'data.validation', more);
-    const test = spec.test === undefined ? undefined : loadImageFolder(resolveDataPath(spec.test, spec.dir), 'data.test', more);
+    const validation =
+      v === undefined ? undefined : loadImageFolder(resolveDataPath(v, spec.dir), 'data.validation', more);
+    const test =
+      spec.test === undefined ? undefined : loadImageFolder(resolveDataPath(spec.test, spec.dir), 'data.test', more);
     return { train, validation, test, source: `image folder ${train.name} (${train.classes} classes)` };
   },
   memory: (spec) => {
@@ -99,7 +125,8 @@ const LOADERS: Loaders = {
     const validation = v === undefined ? undefined : memoryDatasetNamed(v, 'data.validation');
     const test = spec.test === undefined ? undefined : memoryDatasetNamed(spec.test, 'data.test');
     // the class count of integer labels spans every split
-    if ((train.task ?? 'classification') === 'classification') integerClasses([train, validation, test], train.classNames);
+    if ((train.task ?? 'classification') === 'classification')
+      integerClasses([train, validation, test], train.classNames);
     return { train, validation, test, source: train.name };
   },
   // utterances of WAV files with transcripts (docs/speech.md): dev.csv is the validation split
@@ -114,6 +141,7 @@ export async function loadDataset(spec: DataSpec, ctx: LoadContext): Promise<Loa
   const loader = LOADERS[spec.dataset] as Loader<DataSpec> | undefined;
   if (!loader) throw new Error(`data.dataset: unknown dataset type ${JSON.stringify(spec.dataset)}`);
   const raw = await loader(spec, ctx);
-  const source = spec.dataset === 'fashion-mnist' || spec.dataset === 'speech' ? raw.source : `${raw.source} (${counts(raw)})`;
+  const source =
+    spec.dataset === 'fashion-mnist' || spec.dataset === 'speech' ? raw.source : `${raw.source} (${counts(raw)})`;
   return prepareSplits({ ...raw, source }, spec, ctx.seed);
 }

@@ -37,7 +37,8 @@ export interface RankBatch {
 const SHUFFLE_STREAM = 0xda7a;
 
 function checkWhole(what: string, value: number, min: number): void {
-  if (!Number.isInteger(value) || value < min) throw new Error(`GlobalBatchSampler: ${what} must be a whole number ≥ ${min}, got ${value}`);
+  if (!Number.isInteger(value) || value < min)
+    throw new Error(`GlobalBatchSampler: ${what} must be a whole number ≥ ${min}, got ${value}`);
 }
 
 export class GlobalBatchSampler {
@@ -53,10 +54,14 @@ export class GlobalBatchSampler {
     }
     if (!Number.isFinite(seed)) throw new Error(`GlobalBatchSampler: seed must be a number, got ${seed}`);
     if (batchSize < worldSize) {
-      throw new Error(`global batch size ${batchSize} is smaller than the ${worldSize} devices: each device needs at least one sample per step; use a batch size of at least ${worldSize} or fewer devices`);
+      throw new Error(
+        `global batch size ${batchSize} is smaller than the ${worldSize} devices: each device needs at least one sample per step; use a batch size of at least ${worldSize} or fewer devices`,
+      );
     }
     if (dropLast && count > 0 && count < batchSize) {
-      throw new Error(`the dataset has ${count} samples, fewer than one global batch of ${batchSize}, so dropping the short last batch leaves no steps; use a smaller batch size or keep the last batch`);
+      throw new Error(
+        `the dataset has ${count} samples, fewer than one global batch of ${batchSize}, so dropping the short last batch leaves no steps; use a smaller batch size or keep the last batch`,
+      );
     }
     this.options = { ...options };
   }

@@ -53,7 +53,10 @@ export interface DataCommon {
 }
 
 /** An images file and a labels file in IDX format (raw or .gz). */
-export interface IdxPairSpec { images: string; labels: string }
+export interface IdxPairSpec {
+  images: string;
+  labels: string;
+}
 
 export interface FashionMnistDataSpec extends DataCommon {
   dataset: 'fashion-mnist';
@@ -143,4 +146,11 @@ export interface SpeechDataSpec extends DataCommon {
 }
 
 /** Normalised dataset and batching description (defaults filled in). */
-export type DataSpec = FashionMnistDataSpec | IdxDataSpec | CsvDataSpec | NpyDataSpec | ImageFolderDataSpec | MemoryDataSpec | SpeechDataSpec;
+export type DataSpec =
+  | FashionMnistDataSpec
+  | IdxDataSpec
+  | CsvDataSpec
+  | NpyDataSpec
+  | ImageFolderDataSpec
+  | MemoryDataSpec
+  | SpeechDataSpec;

@@ -16,31 +16,48 @@ import type { SpeechDataSpec } from './spec.ts';
 /** A loaded speech split as a Dataset (no copy: the utterances stay in `speech`). */
 export function speechAsDataset(ds: SpeechDataset, name = ds.name): Dataset {
   return {
-    name, images: new Float32Array(0), labels: new Int32Array(0), count: ds.count,
-    sampleShape: [VARIABLE, speechInputSize(ds)], classes: outputCount(ds.alphabet), classNames: [...ds.alphabet.symbols],
-    task: 'transcription', speech: ds,
+    name,
+    images: new Float32Array(0),
+    labels: new Int32Array(0),
+    count: ds.count,
+    sampleShape: [VARIABLE, speechInputSize(ds)],
+    classes: outputCount(ds.alphabet),
+    classNames: [...ds.alphabet.symbols],
+    task: 'transcription',
+    speech: ds,
   };
 }
 
 /** The speech dataset of a Dataset, or an error naming what needs one (a CTC loss on image data). */
 export function speechOf(ds: Dataset, what: string): SpeechDataset {
-  if (!ds.speech) throw new Error(`${what}: ${ds.name} is not a speech dataset; use data: { dataset: speech, dir: DIR }`);
+  if (!ds.speech)
+    throw new Error(`${what}: ${ds.name} is not a speech dataset; use data: { dataset: speech, dir: DIR }`);
   return ds.speech;
 }
 
 /** Reads `spec.dir`'s manifests (features from the cache or computed), each split as a Dataset. */
-export function loadSpeechSplits(spec: SpeechDataSpec, log?: (m: string) => void): { train: Dataset; validation?: Dataset; test: Dataset; source: string } {
+export function loadSpeechSplits(
+  spec: SpeechDataSpec,
+  log?: (m: string) => void,
+): { train: Dataset; validation?: Dataset; test: Dataset; source: string } {
   if (spec.dir === undefined) {
-    throw new Error('data.dir: a speech dataset needs its directory (train.csv, test.csv, optionally dev.csv); set data.dir or pass --data DIR');
+    throw new Error(
+      'data.dir: a speech dataset needs its directory (train.csv, test.csv, optionally dev.csv); set data.dir or pass --data DIR',
+    );
   }
   const loaded = loadSpeechData(spec.dir, {
-    features: spec.features, alphabet: spec.alphabet === undefined ? undefined : resolveDataPath(spec.alphabet, spec.dir),
-    cache: spec.cache, cacheDir: spec.cacheDir, log,
+    features: spec.features,
+    alphabet: spec.alphabet === undefined ? undefined : resolveDataPath(spec.alphabet, spec.dir),
+    cache: spec.cache,
+    cacheDir: spec.cacheDir,
+    log,
   });
   // names that say which manifest, as the messages about its lines do
   const named = (ds: SpeechDataset, file: string) => speechAsDataset(ds, join(spec.dir!, file));
   return {
-    train: named(loaded.train, 'train.csv'), test: named(loaded.test, 'test.csv'),
-    ...(loaded.validation ? { validation: named(loaded.validation, 'dev.csv') } : {}), source: loaded.source,
+    train: named(loaded.train, 'train.csv'),
+    test: named(loaded.test, 'test.csv'),
+    ...(loaded.validation ? { validation: named(loaded.validation, 'dev.csv') } : {}),
+    source: loaded.source,
   };
 }

@@ -9,10 +9,20 @@ import { subsetDataset, type Dataset } from './dataset.ts';
 const SPLIT_STREAM = 0x5b17;
 
 /** The indices of the validation part and of the training part, each ascending. */
-export function validationIndices(count: number, fraction: number, seed: number): { validation: Int32Array; train: Int32Array } {
+export function validationIndices(
+  count: number,
+  fraction: number,
+  seed: number,
+): { validation: Int32Array; train: Int32Array } {
   const n = Math.round(count * fraction);
-  if (n < 1) throw new Error(`data.validation: ${fraction} of ${count} training samples is no sample; use a larger fraction (at least ${(1 / count).toPrecision(2)})`);
-  if (n >= count) throw new Error(`data.validation: ${fraction} of ${count} training samples leaves none to train on; use a smaller fraction`);
+  if (n < 1)
+    throw new Error(
+      `data.validation: ${fraction} of ${count} training samples is no sample; use a larger fraction (at least ${(1 / count).toPrecision(2)})`,
+    );
+  if (n >= count)
+    throw new Error(
+      `data.validation: ${fraction} of ${count} training samples leaves none to train on; use a smaller fraction`,
+    );
   const order = new Int32Array(count);
   for (let i = 0; i < count; i++) order[i] = i;
   new CounterRng(seed, SPLIT_STREAM).shuffle(order);

@@ -24,8 +24,12 @@ const priorities = new Map<string, number>();
  * Registers `name`; `auto` tries backends by descending `priority`. `unavailable` says why the
  * factory gave null (read after it ran), for `paratrain info`.
  */
-export function registerBackend(name: string, factory: BackendFactory, priority: number,
-                                unavailable?: () => string | undefined): void {
+export function registerBackend(
+  name: string,
+  factory: BackendFactory,
+  priority: number,
+  unavailable?: () => string | undefined,
+): void {
   factories.set(name, factory);
   if (unavailable) reasons.set(name, unavailable);
   else reasons.delete(name);

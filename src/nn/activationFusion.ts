@@ -17,7 +17,10 @@ import { backwardReadsInput, type ActivationKind } from '../kernels/backend.ts';
  */
 
 /** The activation whose output a tensor is. */
-export interface ActivationOutput { kind: ActivationKind; cap?: number }
+export interface ActivationOutput {
+  kind: ActivationKind;
+  cap?: number;
+}
 
 const outputs = new WeakMap<Tensor, ActivationOutput>();
 const through = new WeakMap<Tensor, Tensor>();

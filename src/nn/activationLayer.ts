@@ -1,6 +1,6 @@
 import { Tensor } from '../tensor/tensor.ts';
 import { activationParam, backwardReadsInput, type ActivationKind, type Backend } from '../kernels/backend.ts';
-import { BaseLayer, BufferPool, type ForwardContext } from './layer.ts';
+import { BaseLayer, type BufferPool, type ForwardContext } from './layer.ts';
 import { keepLengths, zeroPadding } from './sequence.ts';
 import { gradThroughActivation, markActivationOutput } from './activationFusion.ts';
 
@@ -16,8 +16,14 @@ export class ActivationLayer extends BaseLayer {
   private saved: Tensor | null = null;
   private lengths: Int32Array | undefined;
 
-  constructor(backend: Backend, name: string, inputShape: readonly number[],
-              readonly kind: ActivationKind, cap?: number, pool?: BufferPool) {
+  constructor(
+    backend: Backend,
+    name: string,
+    inputShape: readonly number[],
+    readonly kind: ActivationKind,
+    cap?: number,
+    pool?: BufferPool,
+  ) {
     super(backend, name, inputShape, pool);
     this.outputShape = inputShape;
     this.cap = activationParam(kind, cap);
@@ -26,7 +32,8 @@ export class ActivationLayer extends BaseLayer {
   forward(x: Tensor, ctx: ForwardContext): Tensor {
     const y = new Tensor(x.shape, this.buffer('y', x.size));
     this.backend.activationForward(this.kind, x.data, y.data, this.cap);
-    this.lengths = x.shape.length === 3 && this.inputShape.length === 2 ? keepLengths(this.pool, ctx.lengths) : undefined;
+    this.lengths =
+      x.shape.length === 3 && this.inputShape.length === 2 ? keepLengths(this.pool, ctx.lengths) : undefined;
     if (this.lengths) zeroPadding(y.data, x.shape[0]!, x.shape[1]!, x.shape[2]!, this.lengths);
     this.saved = backwardReadsInput(this.kind) ? x : y;
     if (!this.lengths) markActivationOutput(y, this.kind, this.cap);

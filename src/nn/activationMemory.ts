@@ -12,7 +12,10 @@ export function savedActivationBytes(layers: readonly Layer[]): number {
   for (const layer of layers) {
     for (const a of layer.savedForBackward?.() ?? []) {
       let set = seen.get(a.buffer);
-      if (!set) { set = new Set(); seen.set(a.buffer, set); }
+      if (!set) {
+        set = new Set();
+        seen.set(a.buffer, set);
+      }
       const key = `${a.byteOffset}:${a.byteLength}`;
       if (set.has(key)) continue;
       set.add(key);

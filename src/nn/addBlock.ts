@@ -28,34 +28,50 @@ export class AddBlock extends BaseLayer {
   private readonly act: ActivationLayer | null;
   private readonly children: Layer[];
 
-  constructor(backend: Backend, name: string, inputShape: readonly number[], readonly branches: readonly Branch[],
-              readonly activation: ActivationKind = 'linear') {
+  constructor(
+    backend: Backend,
+    name: string,
+    inputShape: readonly number[],
+    readonly branches: readonly Branch[],
+    readonly activation: ActivationKind = 'linear',
+  ) {
     super(backend, name, inputShape);
-    if (branches.length < 2) throw this.error('needs at least two branches to add (a branch without layers is the identity)');
+    if (branches.length < 2)
+      throw this.error('needs at least two branches to add (a branch without layers is the identity)');
     const ends = branches.map((b) => (b.layers.length ? b.layers[b.layers.length - 1]!.outputShape : inputShape));
     const first = ends[0]!;
     ends.forEach((shape, b) => {
       if (!shapesEqual(shape, first)) throw this.error(mismatch(branches, ends, inputShape, b));
     });
     this.outputShape = first;
-    this.act = activation === 'linear' ? null : new ActivationLayer(backend, `${name} activation ${activation}`, first, activation);
+    this.act =
+      activation === 'linear'
+        ? null
+        : new ActivationLayer(backend, `${name} activation ${activation}`, first, activation);
     this.children = branches.flatMap((b) => b.layers);
   }
 
   override params(): ParamSpec[] {
-    return this.branches.flatMap((b) => b.layers.flatMap((l, k) => l.params().map((p) => ({ ...p, name: `${b.prefix}.${k}.${p.name}` }))));
+    return this.branches.flatMap((b) =>
+      b.layers.flatMap((l, k) => l.params().map((p) => ({ ...p, name: `${b.prefix}.${k}.${p.name}` }))),
+    );
   }
 
   override state(): StateSpec[] {
-    return this.branches.flatMap((b) => b.layers.flatMap((l, k) => l.state().map((s) => ({ ...s, name: `${b.prefix}.${k}.${s.name}` }))));
+    return this.branches.flatMap((b) =>
+      b.layers.flatMap((l, k) => l.state().map((s) => ({ ...s, name: `${b.prefix}.${k}.${s.name}` }))),
+    );
   }
 
   override bind(params: Float32Array[], grads: Float32Array[], state: Float32Array[]): void {
-    let p = 0, s = 0;
+    let p = 0,
+      s = 0;
     for (const l of this.children) {
-      const np = l.params().length, ns = l.state().length;
+      const np = l.params().length,
+        ns = l.state().length;
       l.bind(params.slice(p, p + np), grads.slice(p, p + np), state.slice(s, s + ns));
-      p += np; s += ns;
+      p += np;
+      s += ns;
     }
   }
 
@@ -89,7 +105,11 @@ export class AddBlock extends BaseLayer {
   /** Σ of the branch outputs into the block's own array, then the activation. */
   private finish(outs: Tensor[], ctx: ForwardContext): Tensor {
     const sum = new Tensor([outs[0]!.batch, ...this.outputShape], this.buffer('sum', outs[0]!.size));
-    addAll(this.backend, outs.map((o) => o.data), sum.data);
+    addAll(
+      this.backend,
+      outs.map((o) => o.data),
+      sum.data,
+    );
     return this.act ? this.act.forward(sum, ctx) : sum;
   }
 
@@ -113,7 +133,8 @@ export class AddBlock extends BaseLayer {
     for (const b of this.branches) {
       let g: Tensor | null = ds;
       for (let k = b.layers.length - 1; k >= 0 && g; k--) {
-        const l = b.layers[k]!, need = k > 0 || needInputGrad;
+        const l = b.layers[k]!,
+          need = k > 0 || needInputGrad;
         g = l.backwardAsync ? await l.backwardAsync(g, need) : l.backward(g, need);
       }
       grads.push(g);
@@ -126,7 +147,11 @@ export class AddBlock extends BaseLayer {
     if (!needInputGrad) return null;
     const batch = grads[0]!.batch;
     const dx = new Tensor([batch, ...this.inputShape], this.buffer('dx', grads[0]!.size));
-    addAll(this.backend, grads.map((g) => g!.data), dx.data);
+    addAll(
+      this.backend,
+      grads.map((g) => g!.data),
+      dx.data,
+    );
     return dx;
   }
 }
@@ -138,8 +163,14 @@ function addAll(backend: Backend, arrays: Float32Array[], into: Float32Array): v
 }
 
 /** Why branch `b` cannot be added to branch 0, and the projection that would fix a residual shortcut. */
-function mismatch(branches: readonly Branch[], ends: readonly (readonly number[])[], input: readonly number[], b: number): string {
-  const says = (k: number) => `${branches[k]!.path} ${branches[k]!.layers.length ? 'ends in' : 'is the identity:'} ${formatShape(ends[k]!)}`;
+function mismatch(
+  branches: readonly Branch[],
+  ends: readonly (readonly number[])[],
+  input: readonly number[],
+  b: number,
+): string {
+  const says = (k: number) =>
+    `${branches[k]!.path} ${branches[k]!.layers.length ? 'ends in' : 'is the identity:'} ${formatShape(ends[k]!)}`;
   const head = `its branches must end in the same shape to be added, but ${says(0)} and ${says(b)}`;
   const out = ends[0]!;
   if (input.length === 3 && out.length === 3) {

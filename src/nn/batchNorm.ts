@@ -24,9 +24,12 @@ export interface StatsReducer {
 export class BatchNorm extends BaseLayer {
   readonly outputShape: readonly number[];
   readonly channels: number;
-  private gamma!: Float32Array; private beta!: Float32Array;
-  private dgamma!: Float32Array; private dbeta!: Float32Array;
-  private runningMean!: Float32Array; private runningVar!: Float32Array;
+  private gamma!: Float32Array;
+  private beta!: Float32Array;
+  private dgamma!: Float32Array;
+  private dbeta!: Float32Array;
+  private runningMean!: Float32Array;
+  private runningVar!: Float32Array;
   private xhat: Float32Array | null = null;
   private readonly invStd: Float32Array;
   private readonly mean: Float32Array;
@@ -35,8 +38,13 @@ export class BatchNorm extends BaseLayer {
   private totalRows = 0;
   private reducer: StatsReducer | null = null;
 
-  constructor(backend: Backend, name: string, inputShape: readonly number[],
-              readonly momentum: number, readonly epsilon: number) {
+  constructor(
+    backend: Backend,
+    name: string,
+    inputShape: readonly number[],
+    readonly momentum: number,
+    readonly epsilon: number,
+  ) {
     super(backend, name, inputShape);
     this.outputShape = inputShape;
     this.channels = inputShape[inputShape.length - 1]!;
@@ -76,7 +84,8 @@ export class BatchNorm extends BaseLayer {
   }
 
   forward(x: Tensor, ctx: ForwardContext): Tensor {
-    if (ctx.training && this.reducer) throw this.error('synchronised batch statistics need the asynchronous pass (Sequential.forwardAsync)');
+    if (ctx.training && this.reducer)
+      throw this.error('synchronised batch statistics need the asynchronous pass (Sequential.forwardAsync)');
     if (ctx.training) {
       // the same two passes as the synchronised path, with local sums
       const s = this.sums(x);
@@ -105,7 +114,8 @@ export class BatchNorm extends BaseLayer {
 
   /** [Σx per channel…, rows] of this replica's batch. */
   private sums(x: Tensor): Float32Array {
-    const C = this.channels, rows = x.size / C;
+    const C = this.channels,
+      rows = x.size / C;
     const out = new Float32Array(C + 1);
     this.backend.biasGrad(x.data, out.subarray(0, C), rows, C);
     out[C] = rows;
@@ -113,13 +123,15 @@ export class BatchNorm extends BaseLayer {
   }
 
   private setMean(s: Float32Array): void {
-    const C = this.channels, rows = s[C]!;
+    const C = this.channels,
+      rows = s[C]!;
     for (let c = 0; c < C; c++) this.mean[c] = rows > 0 ? s[c]! / rows : 0;
   }
 
   /** Σ(x − mean)² per channel of this replica's batch. */
   private centredSquares(x: Tensor): Float32Array {
-    const C = this.channels, sq = new Float32Array(C);
+    const C = this.channels,
+      sq = new Float32Array(C);
     this.backend.channelCentredSquares(x.data, this.mean, sq, x.size / C, C);
     return sq;
   }
@@ -131,7 +143,7 @@ export class BatchNorm extends BaseLayer {
       const mean = this.mean[c]!;
       const variance = rows > 0 ? sq[c]! / rows : 0;
       this.invStd[c] = 1 / Math.sqrt(variance + this.epsilon);
-      const unbiased = rows > 1 ? variance * rows / (rows - 1) : variance;
+      const unbiased = rows > 1 ? (variance * rows) / (rows - 1) : variance;
       this.runningMean[c] = this.momentum * this.runningMean[c]! + (1 - this.momentum) * mean;
       this.runningVar[c] = this.momentum * this.runningVar[c]! + (1 - this.momentum) * unbiased;
     }
@@ -145,7 +157,8 @@ export class BatchNorm extends BaseLayer {
   }
 
   private normalise(x: Tensor): Tensor {
-    const C = this.channels, rows = x.size / C;
+    const C = this.channels,
+      rows = x.size / C;
     const y = new Tensor(x.shape, this.buffer('y', x.size));
     const xhat = this.buffer('xhat', x.size);
     this.backend.batchNormNormalise(x.data, this.mean, this.invStd, this.gamma, this.beta, xhat, y.data, rows, C);
@@ -158,7 +171,8 @@ export class BatchNorm extends BaseLayer {
   }
 
   backward(dy: Tensor): Tensor {
-    if (this.trainingPass && this.reducer) throw this.error('synchronised batch statistics need the asynchronous pass (Sequential.backwardAsync)');
+    if (this.trainingPass && this.reducer)
+      throw this.error('synchronised batch statistics need the asynchronous pass (Sequential.backwardAsync)');
     const sums = this.gradSums(dy);
     this.accumulateParamGrads(sums);
     return this.inputGrad(dy, sums);
@@ -177,19 +191,25 @@ export class BatchNorm extends BaseLayer {
 
   /** [Σdy per channel…, Σdy·x̂ per channel…] of this replica's batch. */
   private gradSums(dy: Tensor): Float32Array {
-    const C = this.channels, out = new Float32Array(2 * C);
+    const C = this.channels,
+      out = new Float32Array(2 * C);
     this.backend.batchNormGradSums(dy.data, this.xhat!, out, dy.size / C, C);
     return out;
   }
 
   private accumulateParamGrads(sums: Float32Array): void {
     const C = this.channels;
-    for (let c = 0; c < C; c++) { this.dbeta[c] += sums[c]!; this.dgamma[c] += sums[C + c]!; }
+    for (let c = 0; c < C; c++) {
+      this.dbeta[c] += sums[c]!;
+      this.dgamma[c] += sums[C + c]!;
+    }
   }
 
   private inputGrad(dy: Tensor, sums: Float32Array): Tensor {
-    const C = this.channels, rows = dy.size / C;
-    const dyd = dy.data, xhat = this.xhat!;
+    const C = this.channels,
+      rows = dy.size / C;
+    const dyd = dy.data,
+      xhat = this.xhat!;
     const dx = new Tensor(dy.shape, this.buffer('dx', dy.size));
     const dxd = dx.data;
     if (!this.trainingPass) {

@@ -17,21 +17,25 @@ export class BinaryCrossEntropy implements Loss {
 
   compute(outputs: Tensor, _labels: Int32Array, gradScale: number, targets?: Float32Array): LossResult {
     const { n, k, t } = targetRows('binaryCrossEntropy', outputs, targets);
-    const z = outputs.data, size = n * k;
+    const z = outputs.data,
+      size = n * k;
     if (this.grad.length < size) this.grad = this.backend.alloc(size);
     const grad = this.grad.length === size ? this.grad : this.grad.subarray(0, size);
     const g = gradScale / k;
-    let total = 0, correct = 0, exact = 0;
+    let total = 0,
+      correct = 0,
+      exact = 0;
     for (let r = 0, i = 0; r < n; r++) {
       let right = 0;
       for (let c = 0; c < k; c++, i++) {
-        const v = z[i]!, target = t[i]!;
+        const v = z[i]!,
+          target = t[i]!;
         const e = Math.exp(-Math.abs(v));
         total += Math.max(v, 0) - v * target + Math.log1p(e);
         // σ(v) without overflow: e = exp(−|v|) ≤ 1
         const sigma = v >= 0 ? 1 / (1 + e) : e / (1 + e);
         grad[i] = g * (sigma - target);
-        if ((v > 0) === (target >= 0.5)) right++;
+        if (v > 0 === target >= 0.5) right++;
       }
       correct += right / k;
       if (right === k) exact++;

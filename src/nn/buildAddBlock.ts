@@ -13,21 +13,34 @@ export type NestedBuilder = (spec: LayerSpec, key: number, inputShape: readonly 
  * the line to fix. `key` (the top-level index, or a nested block's key) keys nested dropout masks:
  * each nested layer gets its own key, distinct from every top-level index.
  */
-export function buildAddBlock(backend: Backend, spec: ResidualSpec | AddSpec, key: number, inputShape: readonly number[],
-                              name: string, build: NestedBuilder): AddBlock {
+export function buildAddBlock(
+  backend: Backend,
+  spec: ResidualSpec | AddSpec,
+  key: number,
+  inputShape: readonly number[],
+  name: string,
+  build: NestedBuilder,
+): AddBlock {
   const path = name.endsWith(` ${spec.type}`) ? name.slice(0, -spec.type.length - 1) : name;
-  const lists: { layers: LayerSpec[]; prefix: string; path: string }[] = spec.type === 'residual'
-    ? [{ layers: spec.layers, prefix: 'layers', path: `${path}.residual.layers` },
-       { layers: spec.shortcut, prefix: 'shortcut', path: `${path}.residual.shortcut` }]
-    : spec.branches.map((layers, b) => ({ layers, prefix: `branches.${b}`, path: `${path}.add.branches[${b}]` }));
+  const lists: { layers: LayerSpec[]; prefix: string; path: string }[] =
+    spec.type === 'residual'
+      ? [
+          { layers: spec.layers, prefix: 'layers', path: `${path}.residual.layers` },
+          { layers: spec.shortcut, prefix: 'shortcut', path: `${path}.residual.shortcut` },
+        ]
+      : spec.branches.map((layers, b) => ({ layers, prefix: `branches.${b}`, path: `${path}.add.branches[${b}]` }));
   if (spec.type === 'residual' && !spec.layers.length) {
-    throw new Error(`${name}: has no layers; list the block's layers under layers: (the shortcut is added to their output)`);
+    throw new Error(
+      `${name}: has no layers; list the block's layers under layers: (the shortcut is added to their output)`,
+    );
   }
   const branches: Branch[] = lists.map((list, b) => {
     let shape = inputShape;
     const layers = list.layers.map((inner, k) => {
       if (inner.type === 'spatialSplit') {
-        throw new Error(`${list.path}[${k}] spatialSplit: cannot be inside a ${spec.type} block; split the layers before or after the block`);
+        throw new Error(
+          `${list.path}[${k}] spatialSplit: cannot be inside a ${spec.type} block; split the layers before or after the block`,
+        );
       }
       // top bit set: never equal to a top-level layer index
       const layer = build(inner, (hashInts(key, b, k) | 0x80000000) >>> 0, shape, `${list.path}[${k}] ${inner.type}`);

@@ -19,8 +19,10 @@ export class Conv1D extends BaseLayer {
   readonly outputShape: readonly number[];
   readonly channels: number;
   private readonly padBefore: number;
-  private w!: Float32Array; private b: Float32Array | null = null;
-  private dw!: Float32Array; private db: Float32Array | null = null;
+  private w!: Float32Array;
+  private b: Float32Array | null = null;
+  private dw!: Float32Array;
+  private db: Float32Array | null = null;
   private col: Float32Array | null = null;
   private y: Tensor | null = null;
   private inDims: [number, number, number] = [0, 0, 0];
@@ -28,13 +30,23 @@ export class Conv1D extends BaseLayer {
   /** the output's valid frames per sample of the last forward (undefined without lengths) */
   private outLengths: Int32Array | undefined;
 
-  constructor(backend: Backend, name: string, inputShape: readonly number[], readonly filters: number,
-              readonly kernelSize: number, readonly stride: number, readonly padding: Padding,
-              readonly activation: ActivationKind, readonly useBias: boolean) {
+  constructor(
+    backend: Backend,
+    name: string,
+    inputShape: readonly number[],
+    readonly filters: number,
+    readonly kernelSize: number,
+    readonly stride: number,
+    readonly padding: Padding,
+    readonly activation: ActivationKind,
+    readonly useBias: boolean,
+  ) {
     super(backend, name, inputShape);
     if (!isSequenceShape(inputShape)) {
-      throw this.error(`expects a sequence [frames, channels] but receives ${formatShape(inputShape)}; ` +
-        'conv1d convolves over time (use conv2d for images)');
+      throw this.error(
+        `expects a sequence [frames, channels] but receives ${formatShape(inputShape)}; ` +
+          'conv1d convolves over time (use conv2d for images)',
+      );
     }
     this.channels = inputShape[1]!;
     this.padBefore = padding === 'same' ? Math.floor((kernelSize - 1) / 2) : 0;
@@ -58,47 +70,70 @@ export class Conv1D extends BaseLayer {
   }
 
   override params(): ParamSpec[] {
-    const K = this.kernelSize, C = this.channels, F = this.filters;
-    const fanIn = K * C, fanOut = K * F;
+    const K = this.kernelSize,
+      C = this.channels,
+      F = this.filters;
+    const fanIn = K * C,
+      fanOut = K * F;
     const kernel: ParamSpec = {
-      name: 'kernel', shape: [K, C, F],
+      name: 'kernel',
+      shape: [K, C, F],
       init: this.activation === 'relu' || this.activation === 'clippedRelu' ? 'heNormal' : 'glorotUniform',
-      fanIn, fanOut,
+      fanIn,
+      fanOut,
     };
     return this.useBias ? [kernel, { name: 'bias', shape: [F], init: 'zeros', fanIn, fanOut }] : [kernel];
   }
 
   override bind(params: Float32Array[], grads: Float32Array[]): void {
-    this.w = params[0]!; this.dw = grads[0]!;
-    if (this.useBias) { this.b = params[1]!; this.db = grads[1]!; }
+    this.w = params[0]!;
+    this.dw = grads[0]!;
+    if (this.useBias) {
+      this.b = params[1]!;
+      this.db = grads[1]!;
+    }
   }
 
   forward(x: Tensor, ctx: ForwardContext): Tensor {
     if (x.shape.length !== 3 || x.shape[2] !== this.channels) {
       throw this.error(`expects input [batch, frames, ${this.channels}], got ${formatShape(x.shape)}`);
     }
-    const [N, T, C] = this.inDims = sequenceDims(x);
-    const OT = this.outFrames(T), K = this.kernelSize, F = this.filters, KC = K * C;
-    if (OT < 1) throw this.error(`the batch's ${T} frames are fewer than kernelSize ${K} (padding valid); use padding: same or longer inputs`);
+    const [N, T, C] = (this.inDims = sequenceDims(x));
+    const OT = this.outFrames(T),
+      K = this.kernelSize,
+      F = this.filters,
+      KC = K * C;
+    if (OT < 1)
+      throw this.error(
+        `the batch's ${T} frames are fewer than kernelSize ${K} (padding valid); use padding: same or longer inputs`,
+      );
     if (ctx.lengths) checkLengths(ctx.lengths, N, T, this.name);
     this.inLengths = keepLengths(this.pool, ctx.lengths);
     this.outLengths = this.inLengths && this.mapLengths(this.inLengths, this.pool.i32('outLengths', N));
-    const col = this.col = this.buffer('col', N * OT * KC);
+    const col = (this.col = this.buffer('col', N * OT * KC));
     const xd = x.data;
     for (let n = 0; n < N; n++) {
-      const len = validFrames(this.inLengths, n, T), outLen = this.outFrames(len);
+      const len = validFrames(this.inLengths, n, T),
+        outLen = this.outFrames(len);
       for (let o = 0; o < OT; o++) {
         const row = (n * OT + o) * KC;
-        if (o >= outLen) { col.fill(0, row, row + KC); continue; }
+        if (o >= outLen) {
+          col.fill(0, row, row + KC);
+          continue;
+        }
         for (let k = 0; k < K; k++) {
-          const t = o * this.stride - this.padBefore + k, at = row + k * C;
-          if (t < 0 || t >= len) { col.fill(0, at, at + C); continue; }
+          const t = o * this.stride - this.padBefore + k,
+            at = row + k * C;
+          if (t < 0 || t >= len) {
+            col.fill(0, at, at + C);
+            continue;
+          }
           const from = (n * T + t) * C;
           for (let c = 0; c < C; c++) col[at + c] = xd[from + c]!;
         }
       }
     }
-    const y = this.y = new Tensor([N, OT, F], this.buffer('y', N * OT * F));
+    const y = (this.y = new Tensor([N, OT, F], this.buffer('y', N * OT * F)));
     this.backend.gemm(false, false, N * OT, F, KC, 1, col, this.w, 0, y.data);
     if (this.b) this.backend.biasAdd(y.data, this.b, y.data, N * OT, F);
     if (this.activation !== 'linear') this.backend.activationForward(this.activation, y.data, y.data);
@@ -113,8 +148,12 @@ export class Conv1D extends BaseLayer {
   }
 
   backward(dy: Tensor, needInputGrad = true): Tensor | null {
-    const [N, T, C] = this.inDims, K = this.kernelSize, F = this.filters, KC = K * C;
-    const OT = this.outFrames(T), rows = N * OT;
+    const [N, T, C] = this.inDims,
+      K = this.kernelSize,
+      F = this.filters,
+      KC = K * C;
+    const OT = this.outFrames(T),
+      rows = N * OT;
     // outputs at padded frames are constant zeros: whatever gradient reaches them is dropped
     const dz = this.buffer('dz', dy.size);
     this.backend.activationBackward(this.activation, this.y!.data, dy.data, dz);
@@ -128,13 +167,15 @@ export class Conv1D extends BaseLayer {
     const dxd = dx.data;
     dxd.fill(0);
     for (let n = 0; n < N; n++) {
-      const len = validFrames(this.inLengths, n, T), outLen = this.outFrames(len);
+      const len = validFrames(this.inLengths, n, T),
+        outLen = this.outFrames(len);
       for (let o = 0; o < outLen; o++) {
         const row = (n * OT + o) * KC;
         for (let k = 0; k < K; k++) {
           const t = o * this.stride - this.padBefore + k;
           if (t < 0 || t >= len) continue;
-          const at = row + k * C, to = (n * T + t) * C;
+          const at = row + k * C,
+            to = (n * T + t) * C;
           for (let c = 0; c < C; c++) dxd[to + c] += dcol[at + c]!;
         }
       }

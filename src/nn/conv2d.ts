@@ -1,6 +1,12 @@
 import { Tensor } from '../tensor/tensor.ts';
-import { backwardReadsInput, type ActivationKind, type Backend, type Conv2DGeometry, type Pool2DGeometry } from '../kernels/backend.ts';
-import { BaseLayer, BufferPool, type ForwardContext, type ParamSpec } from './layer.ts';
+import {
+  backwardReadsInput,
+  type ActivationKind,
+  type Backend,
+  type Conv2DGeometry,
+  type Pool2DGeometry,
+} from '../kernels/backend.ts';
+import { BaseLayer, type BufferPool, type ForwardContext, type ParamSpec } from './layer.ts';
 import type { Padding } from './spec.ts';
 import { windowGeometry } from './windowGeometry.ts';
 import { gradThroughActivation, markActivationOutput } from './activationFusion.ts';
@@ -12,19 +18,32 @@ export type ConvGeometry = Omit<Conv2DGeometry, 'N'>;
 export class Conv2D extends BaseLayer {
   readonly outputShape: readonly number[];
   readonly geometry: ConvGeometry;
-  private w!: Float32Array; private b: Float32Array | null = null;
-  private dw!: Float32Array; private db: Float32Array | null = null;
+  private w!: Float32Array;
+  private b: Float32Array | null = null;
+  private dw!: Float32Array;
+  private db: Float32Array | null = null;
   private x: Tensor | null = null;
   /** what the activation's backward reads: the output, or for gelu the pre-activation */
   private y: Tensor | null = null;
-  private get keepsZ(): boolean { return backwardReadsInput(this.activation); }
+  private get keepsZ(): boolean {
+    return backwardReadsInput(this.activation);
+  }
 
-  constructor(backend: Backend, name: string, inputShape: readonly number[], readonly filters: number,
-              kernelSize: [number, number], strides: [number, number], padding: Padding,
-              readonly activation: ActivationKind, readonly useBias: boolean,
-              tile?: { geometry: ConvGeometry; pool: BufferPool }) {
+  constructor(
+    backend: Backend,
+    name: string,
+    inputShape: readonly number[],
+    readonly filters: number,
+    kernelSize: [number, number],
+    strides: [number, number],
+    padding: Padding,
+    readonly activation: ActivationKind,
+    readonly useBias: boolean,
+    tile?: { geometry: ConvGeometry; pool: BufferPool },
+  ) {
     super(backend, name, inputShape, tile?.pool);
-    const g = tile?.geometry ?? windowGeometry(inputShape, kernelSize, strides, padding, 'kernel', (m) => this.error(m));
+    const g =
+      tile?.geometry ?? windowGeometry(inputShape, kernelSize, strides, padding, 'kernel', (m) => this.error(m));
     this.geometry = { ...g, F: filters };
     this.outputShape = [g.OH, g.OW, filters];
   }
@@ -36,26 +55,46 @@ export class Conv2D extends BaseLayer {
    */
   tile(geometry: ConvGeometry, pool: BufferPool): Conv2D {
     const { KH, KW, strideH, strideW, H, W, C } = geometry;
-    const t = new Conv2D(this.backend, this.name, [H, W, C], this.filters, [KH, KW], [strideH, strideW], 'valid',
-      this.activation, this.useBias, { geometry, pool });
-    t.w = this.w; t.b = this.b; t.dw = this.dw; t.db = this.db;
+    const t = new Conv2D(
+      this.backend,
+      this.name,
+      [H, W, C],
+      this.filters,
+      [KH, KW],
+      [strideH, strideW],
+      'valid',
+      this.activation,
+      this.useBias,
+      { geometry, pool },
+    );
+    t.w = this.w;
+    t.b = this.b;
+    t.dw = this.dw;
+    t.db = this.db;
     return t;
   }
 
   override params(): ParamSpec[] {
     const { KH, KW, C, F } = this.geometry;
-    const fanIn = KH * KW * C, fanOut = KH * KW * F;
+    const fanIn = KH * KW * C,
+      fanOut = KH * KW * F;
     const kernel: ParamSpec = {
-      name: 'kernel', shape: [KH, KW, C, F],
+      name: 'kernel',
+      shape: [KH, KW, C, F],
       init: this.activation === 'relu' || this.activation === 'clippedRelu' ? 'heNormal' : 'glorotUniform',
-      fanIn, fanOut,
+      fanIn,
+      fanOut,
     };
     return this.useBias ? [kernel, { name: 'bias', shape: [F], init: 'zeros', fanIn, fanOut }] : [kernel];
   }
 
   override bind(params: Float32Array[], grads: Float32Array[]): void {
-    this.w = params[0]!; this.dw = grads[0]!;
-    if (this.useBias) { this.b = params[1]!; this.db = grads[1]!; }
+    this.w = params[0]!;
+    this.dw = grads[0]!;
+    if (this.useBias) {
+      this.b = params[1]!;
+      this.db = grads[1]!;
+    }
   }
 
   forward(x: Tensor, _ctx: ForwardContext): Tensor {
@@ -65,13 +104,16 @@ export class Conv2D extends BaseLayer {
     const z = new Tensor([g.N, g.OH, g.OW, g.F], this.buffer(this.keepsZ ? 'z' : 'y', size));
     const y = this.keepsZ ? new Tensor(z.shape, this.buffer('y', size)) : z;
     // y = act(z) in the convolution's own pass where the backend fuses it (not when z is kept)
-    const fused = !this.keepsZ && this.activation !== 'linear' &&
+    const fused =
+      !this.keepsZ &&
+      this.activation !== 'linear' &&
       this.backend.conv2dForwardActivation?.(this.activation, x.data, this.w, this.b, y.data, g) === true;
     if (!fused) {
       this.backend.conv2dForward(x.data, this.w, this.b, z.data, g);
       if (this.activation !== 'linear') this.backend.activationForward(this.activation, z.data, y.data);
     }
-    this.x = x; this.y = this.keepsZ ? z : y;
+    this.x = x;
+    this.y = this.keepsZ ? z : y;
     markActivationOutput(y, this.activation);
     return y;
   }
@@ -103,7 +145,8 @@ export class Conv2D extends BaseLayer {
     if (this.keepsZ || !this.backend.convPoolForward) return false;
     const g = { ...this.geometry, N: x.batch };
     if (!this.backend.convPoolForward(this.activation, x.data, this.w, this.b, y, argmax, g, pool)) return false;
-    this.x = x; this.y = null;
+    this.x = x;
+    this.y = null;
     return true;
   }
 
@@ -115,7 +158,12 @@ export class Conv2D extends BaseLayer {
    */
   filterGradThrough(dyPool: Float32Array, yPool: Float32Array, argmax: Int32Array, pool: Pool2DGeometry): boolean {
     const g = { ...this.geometry, N: pool.N };
-    return this.backend.conv2dBackwardFilterPooled?.(this.x!.data, dyPool, argmax, this.dw, this.db, g, pool, { kind: this.activation, y: yPool }) === true;
+    return (
+      this.backend.conv2dBackwardFilterPooled?.(this.x!.data, dyPool, argmax, this.dw, this.db, g, pool, {
+        kind: this.activation,
+        y: yPool,
+      }) === true
+    );
   }
 
   /**
@@ -123,9 +171,18 @@ export class Conv2D extends BaseLayer {
    * activation backward: the filter gradient straight from it where the backend can and no input
    * gradient is needed (a first layer), else through the convolution's output gradient.
    */
-  backwardPooled(dyPool: Float32Array, argmax: Int32Array, pool: Pool2DGeometry, needInputGrad: boolean): Tensor | null {
+  backwardPooled(
+    dyPool: Float32Array,
+    argmax: Int32Array,
+    pool: Pool2DGeometry,
+    needInputGrad: boolean,
+  ): Tensor | null {
     const g = { ...this.geometry, N: pool.N };
-    if (!needInputGrad && this.backend.conv2dBackwardFilterPooled?.(this.x!.data, dyPool, argmax, this.dw, this.db, g, pool)) return null;
+    if (
+      !needInputGrad &&
+      this.backend.conv2dBackwardFilterPooled?.(this.x!.data, dyPool, argmax, this.dw, this.db, g, pool)
+    )
+      return null;
     const dz = this.buffer('dz', g.N * g.OH * g.OW * g.F);
     this.backend.maxPoolBackward(dyPool, argmax, dz, pool);
     return this.backwardFrom(dz, g, needInputGrad);

@@ -19,7 +19,10 @@ export class ConvPool {
   /** whether the last forward ran fused (then backward must too) */
   private fused = false;
 
-  constructor(readonly conv: Conv2D, readonly pool: Pool2D) {}
+  constructor(
+    readonly conv: Conv2D,
+    readonly pool: Pool2D,
+  ) {}
 
   forward(x: Tensor, ctx: ForwardContext): Tensor {
     const y = this.pool.forwardAfter(this.conv, x);
@@ -39,8 +42,12 @@ export function convPoolPairs(backend: Backend, layers: readonly Layer[]): (Conv
   const pairs: (ConvPool | undefined)[] = new Array(layers.length).fill(undefined);
   if (!backend.convPoolForward) return pairs;
   for (let i = 0; i + 1 < layers.length; i++) {
-    const conv = layers[i], pool = layers[i + 1];
-    if (conv instanceof Conv2D && pool instanceof Pool2D && pool.tiles) { pairs[i] = new ConvPool(conv, pool); i++; }
+    const conv = layers[i],
+      pool = layers[i + 1];
+    if (conv instanceof Conv2D && pool instanceof Pool2D && pool.tiles) {
+      pairs[i] = new ConvPool(conv, pool);
+      i++;
+    }
   }
   return pairs;
 }

@@ -40,8 +40,10 @@ export class CtcWorkspace {
   reserve(frames: number, states: number, classes: number): void {
     if (this.alpha.length < frames * states) this.alpha = new Float64Array(frames * states);
     if (this.betaA.length < states) {
-      this.betaA = new Float64Array(states); this.betaB = new Float64Array(states);
-      this.ext = new Int32Array(states); this.skip = new Uint8Array(states);
+      this.betaA = new Float64Array(states);
+      this.betaB = new Float64Array(states);
+      this.ext = new Int32Array(states);
+      this.skip = new Uint8Array(states);
     }
     if (this.acc.length < classes) this.acc = new Float64Array(classes);
   }
@@ -77,9 +79,21 @@ function logSum3(a: number, b: number, c: number): number {
  * Only the band of states that lie on some complete alignment is computed: at frame t a state
  * s ≤ 2t + 1 (reachable from the start) and s ≥ L − 2·(frames − t) (able to reach the end).
  */
-export function ctcSample(logProbs: Float64Array, frames: number, classes: number, labels: Int32Array,
-                          blank: number, ws: CtcWorkspace, grad: Float32Array | null, scale: number, at: CtcOffsets = NO_OFFSETS): number {
-  const S = at.labelCount ?? labels.length, L = 2 * S + 1, lo0 = at.labels ?? 0, g0 = at.grad ?? 0;
+export function ctcSample(
+  logProbs: Float64Array,
+  frames: number,
+  classes: number,
+  labels: Int32Array,
+  blank: number,
+  ws: CtcWorkspace,
+  grad: Float32Array | null,
+  scale: number,
+  at: CtcOffsets = NO_OFFSETS,
+): number {
+  const S = at.labelCount ?? labels.length,
+    L = 2 * S + 1,
+    lo0 = at.labels ?? 0,
+    g0 = at.grad ?? 0;
   if (frames === 0) return S === 0 ? 0 : Infinity;
   ws.reserve(frames, L, classes);
   const { alpha, ext, skip } = ws;
@@ -95,10 +109,16 @@ export function ctcSample(logProbs: Float64Array, frames: number, classes: numbe
   alpha[0] = logProbs[blank]!;
   if (L > 1) alpha[1] = logProbs[ext[1]!]!;
   for (let t = 1; t < frames; t++) {
-    const prev = (t - 1) * L, cur = t * L, lp = t * classes;
+    const prev = (t - 1) * L,
+      cur = t * L,
+      lp = t * classes;
     alpha.fill(-Infinity, cur, cur + L);
     for (let s = lo(t), end = hi(t); s <= end; s++) {
-      const a = logSum3(alpha[prev + s]!, s >= 1 ? alpha[prev + s - 1]! : -Infinity, skip[s] ? alpha[prev + s - 2]! : -Infinity);
+      const a = logSum3(
+        alpha[prev + s]!,
+        s >= 1 ? alpha[prev + s - 1]! : -Infinity,
+        skip[s] ? alpha[prev + s - 2]! : -Infinity,
+      );
       alpha[cur + s] = a + logProbs[lp + ext[s]!]!;
     }
   }
@@ -107,7 +127,8 @@ export function ctcSample(logProbs: Float64Array, frames: number, classes: numbe
   if (logP === -Infinity) return Infinity;
   if (grad === null) return -logP;
 
-  let beta = ws.betaA, next = ws.betaB;
+  let beta = ws.betaA,
+    next = ws.betaB;
   beta.fill(-Infinity, 0, L);
   beta[L - 1] = 0;
   if (L > 1) beta[L - 2] = 0;
@@ -115,7 +136,9 @@ export function ctcSample(logProbs: Float64Array, frames: number, classes: numbe
   for (let t = frames - 1; ; t--) {
     // the gradient of frame t from the posteriors e^{α_t + β_t − log p} (each ≤ 1: plain sums)
     acc.fill(0, 0, classes);
-    const row = t * L, first = lo(t), end = hi(t);
+    const row = t * L,
+      first = lo(t),
+      end = hi(t);
     for (let s = first; s <= end; s++) acc[ext[s]!] += Math.exp(alpha[row + s]! + beta[s]! - logP);
     const lp = t * classes;
     for (let k = 0; k < classes; k++) grad[g0 + lp + k] = scale * (Math.exp(logProbs[lp + k]!) - acc[k]!);
@@ -123,11 +146,15 @@ export function ctcSample(logProbs: Float64Array, frames: number, classes: numbe
     // β_{t−1}(s) = logsumexp over s′ ∈ {s, s+1, s+2 (skip)} of β_t(s′) + log y_t(l′_s′)
     next.fill(-Infinity, 0, L);
     for (let s = lo(t - 1), stop = hi(t - 1); s <= stop; s++) {
-      next[s] = logSum3(beta[s]! + logProbs[lp + ext[s]!]!,
+      next[s] = logSum3(
+        beta[s]! + logProbs[lp + ext[s]!]!,
         s + 1 < L ? beta[s + 1]! + logProbs[lp + ext[s + 1]!]! : -Infinity,
-        s + 2 < L && skip[s + 2] ? beta[s + 2]! + logProbs[lp + ext[s + 2]!]! : -Infinity);
+        s + 2 < L && skip[s + 2] ? beta[s + 2]! + logProbs[lp + ext[s + 2]!]! : -Infinity,
+      );
     }
-    const swap = beta; beta = next; next = swap;
+    const swap = beta;
+    beta = next;
+    next = swap;
   }
   return -logP;
 }
@@ -136,9 +163,16 @@ export function ctcSample(logProbs: Float64Array, frames: number, classes: numbe
  * Log-softmax of `frames` rows of `classes` float32 logits into float64 `out` (max subtracted
  * first, so large logits cannot overflow).
  */
-export function logSoftmaxRows(logits: Float32Array, offset: number, frames: number, classes: number, out: Float64Array): void {
+export function logSoftmaxRows(
+  logits: Float32Array,
+  offset: number,
+  frames: number,
+  classes: number,
+  out: Float64Array,
+): void {
   for (let t = 0; t < frames; t++) {
-    const base = offset + t * classes, o = t * classes;
+    const base = offset + t * classes,
+      o = t * classes;
     let max = -Infinity;
     for (let k = 0; k < classes; k++) max = Math.max(max, logits[base + k]!);
     let sum = 0;

@@ -87,7 +87,10 @@ export class CtcLoss {
   private readonly ws = new CtcWorkspace();
   private readonly offsets: Required<CtcOffsets> = { labels: 0, labelCount: 0, grad: 0 };
 
-  constructor(private readonly backend: Backend, options: CtcLossOptions = {}) {
+  constructor(
+    private readonly backend: Backend,
+    options: CtcLossOptions = {},
+  ) {
     this.blank = options.blank ?? 0;
     this.reduction = options.reduction ?? 'mean';
     this.zeroInfinity = options.zeroInfinity ?? false;
@@ -114,17 +117,36 @@ export class CtcLoss {
     const losses = this.losses.subarray(0, n);
     if (this.logProbs.length < frames * classes) this.logProbs = new Float64Array(frames * classes);
 
-    let lossSum = 0, impossible = 0;
-    const at = this.offsets, backward = gradScale !== 0;
+    let lossSum = 0,
+      impossible = 0;
+    const at = this.offsets,
+      backward = gradScale !== 0;
     for (let i = 0; i < n; i++) {
-      const base = i * frames * classes, valid = inputLengths[i]!;
-      at.labels = i * width; at.labelCount = labelLengths[i]!; at.grad = base;
+      const base = i * frames * classes,
+        valid = inputLengths[i]!;
+      at.labels = i * width;
+      at.labelCount = labelLengths[i]!;
+      at.grad = base;
       const weight = this.reduction === 'mean' ? 1 / Math.max(labelLengths[i]!, 1) : 1;
       logSoftmaxRows(logits.data, base, valid, classes, this.logProbs);
-      const loss = ctcSample(this.logProbs, valid, classes, labels, this.blank, this.ws, backward ? grad : null, gradScale * weight, at);
+      const loss = ctcSample(
+        this.logProbs,
+        valid,
+        classes,
+        labels,
+        this.blank,
+        this.ws,
+        backward ? grad : null,
+        gradScale * weight,
+        at,
+      );
       // padding frames never get gradient; nor does a sample without alignments
       grad.fill(0, base + (loss === Infinity || !backward ? 0 : valid * classes), base + frames * classes);
-      if (loss === Infinity && this.zeroInfinity) { impossible++; losses[i] = 0; continue; }
+      if (loss === Infinity && this.zeroInfinity) {
+        impossible++;
+        losses[i] = 0;
+        continue;
+      }
       losses[i] = loss;
       lossSum += weight * loss;
     }
@@ -133,23 +155,32 @@ export class CtcLoss {
 
   private check(logits: Tensor, t: CtcTargets): { n: number; frames: number; classes: number; width: number } {
     if (logits.shape.length !== 3) {
-      throw new Error(`CTC loss: logits must be [N, T, C] (batch, frames, classes), got shape [${logits.shape.join(', ')}]`);
+      throw new Error(
+        `CTC loss: logits must be [N, T, C] (batch, frames, classes), got shape [${logits.shape.join(', ')}]`,
+      );
     }
     const [n, frames, classes] = logits.shape as [number, number, number];
     if (this.blank >= classes) {
-      throw new Error(`CTC loss: blank ${this.blank} is not a class of the ${classes} logits per frame; set blank to 0 … ${classes - 1}`);
+      throw new Error(
+        `CTC loss: blank ${this.blank} is not a class of the ${classes} logits per frame; set blank to 0 … ${classes - 1}`,
+      );
     }
     if (t.inputLengths.length !== n || t.labelLengths.length !== n) {
-      throw new Error(`CTC loss: ${n} samples need ${n} input lengths and label lengths, got ${t.inputLengths.length} and ${t.labelLengths.length}`);
+      throw new Error(
+        `CTC loss: ${n} samples need ${n} input lengths and label lengths, got ${t.inputLengths.length} and ${t.labelLengths.length}`,
+      );
     }
     if (n === 0) return { n, frames, classes, width: 0 };
     if (t.labels.length % n !== 0) {
-      throw new Error(`CTC loss: labels must be padded to [N, S]: ${t.labels.length} values are not a multiple of the ${n} samples`);
+      throw new Error(
+        `CTC loss: labels must be padded to [N, S]: ${t.labels.length} values are not a multiple of the ${n} samples`,
+      );
     }
     const width = t.labels.length / n;
     const name = (i: number): string => `sample ${i} of the batch${t.describe ? ` (${t.describe(i)})` : ''}`;
     for (let i = 0; i < n; i++) {
-      const valid = t.inputLengths[i]!, len = t.labelLengths[i]!;
+      const valid = t.inputLengths[i]!,
+        len = t.labelLengths[i]!;
       if (!(valid >= 0 && valid <= frames)) {
         throw new Error(`CTC loss: ${name(i)} has input length ${valid}, outside 0 … ${frames} (the batch's frames)`);
       }
@@ -159,15 +190,19 @@ export class CtcLoss {
       for (let j = 0; j < len; j++) {
         const c = t.labels[i * width + j]!;
         if (c < 0 || c >= classes || c === this.blank) {
-          throw new Error(`CTC loss: ${name(i)} has label ${c} at position ${j}: labels are classes 0 … ${classes - 1} other than the blank (${this.blank})`);
+          throw new Error(
+            `CTC loss: ${name(i)} has label ${c} at position ${j}: labels are classes 0 … ${classes - 1} other than the blank (${this.blank})`,
+          );
         }
       }
       const need = ctcMinFrames(t.labels, len, i * width);
       if (need > valid && !this.zeroInfinity) {
         const repeats = need - len;
-        throw new Error(`CTC loss: ${name(i)} is too short for its transcript: ${valid} frames, but its ${len} labels` +
-          `${repeats > 0 ? ` with ${repeats} repeated adjacent label${repeats > 1 ? 's' : ''} (a blank must separate them)` : ''}` +
-          ` need at least ${need}; drop or trim the sample, produce more frames per second, or set zeroInfinity to count it as loss 0`);
+        throw new Error(
+          `CTC loss: ${name(i)} is too short for its transcript: ${valid} frames, but its ${len} labels` +
+            `${repeats > 0 ? ` with ${repeats} repeated adjacent label${repeats > 1 ? 's' : ''} (a blank must separate them)` : ''}` +
+            ` need at least ${need}; drop or trim the sample, produce more frames per second, or set zeroInfinity to count it as loss 0`,
+        );
       }
     }
     return { n, frames, classes, width };

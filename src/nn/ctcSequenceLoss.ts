@@ -22,7 +22,10 @@ export class CtcSequenceLoss implements Loss {
   private readonly ctc: CtcLoss;
   private classes = new Int32Array(0);
 
-  constructor(backend: Backend, readonly options: { blank: number; reduction: CtcReduction; zeroInfinity: boolean }) {
+  constructor(
+    backend: Backend,
+    readonly options: { blank: number; reduction: CtcReduction; zeroInfinity: boolean },
+  ) {
     this.ctc = new CtcLoss(backend, options);
   }
 
@@ -31,8 +34,17 @@ export class CtcSequenceLoss implements Loss {
     return label - 1 < this.options.blank ? label - 1 : label;
   }
 
-  compute(outputs: Tensor, labels: Int32Array, gradScale: number, _targets?: Float32Array, sequence?: SequenceTargets): LossResult {
-    if (!sequence) throw new Error('loss ctc: the batch has no sequence lengths; the CTC loss trains on a speech dataset (data: { dataset: speech, dir: DIR })');
+  compute(
+    outputs: Tensor,
+    labels: Int32Array,
+    gradScale: number,
+    _targets?: Float32Array,
+    sequence?: SequenceTargets,
+  ): LossResult {
+    if (!sequence)
+      throw new Error(
+        'loss ctc: the batch has no sequence lengths; the CTC loss trains on a speech dataset (data: { dataset: speech, dir: DIR })',
+      );
     const { inputLengths, labelLengths, describe } = sequence;
     const n = labelLengths.length;
     // data labels → classes (the identity for blank 0)
@@ -46,7 +58,11 @@ export class CtcSequenceLoss implements Loss {
   }
 
   /** Greedy decoding of each sample against its labels: exact transcripts and edit counts. */
-  private transcripts(outputs: Tensor, classes: Int32Array, s: SequenceTargets): { correct: number; errors: ErrorCounts } {
+  private transcripts(
+    outputs: Tensor,
+    classes: Int32Array,
+    s: SequenceTargets,
+  ): { correct: number; errors: ErrorCounts } {
     const [n, frames, c] = outputs.shape as [number, number, number];
     const width = n > 0 ? classes.length / n : 0;
     const space = s.space === undefined ? undefined : this.classOf(s.space);

@@ -10,20 +10,32 @@ import { isSequenceShape, keepLengths, zeroPadding } from './sequence.ts';
 export class Dense extends BaseLayer {
   readonly outputShape: readonly number[];
   readonly inFeatures: number;
-  private w!: Float32Array; private b: Float32Array | null = null;
-  private dw!: Float32Array; private db: Float32Array | null = null;
+  private w!: Float32Array;
+  private b: Float32Array | null = null;
+  private dw!: Float32Array;
+  private db: Float32Array | null = null;
   private x: Tensor | null = null;
   /** what the activation's backward reads: the output, or for gelu the pre-activation */
   private y: Tensor | null = null;
   private lengths: Int32Array | undefined;
-  private get keepsZ(): boolean { return backwardReadsInput(this.activation); }
+  private get keepsZ(): boolean {
+    return backwardReadsInput(this.activation);
+  }
 
-  constructor(backend: Backend, name: string, inputShape: readonly number[],
-              readonly units: number, readonly activation: ActivationKind, readonly useBias: boolean) {
+  constructor(
+    backend: Backend,
+    name: string,
+    inputShape: readonly number[],
+    readonly units: number,
+    readonly activation: ActivationKind,
+    readonly useBias: boolean,
+  ) {
     super(backend, name, inputShape);
     if (inputShape.length !== 1 && !isSequenceShape(inputShape)) {
-      throw this.error(`expects a flat input but receives shape [${inputShape.join(', ')}]; add a flatten layer before it ` +
-        '(a sequence [frames, features] is accepted too: dense then applies per frame)');
+      throw this.error(
+        `expects a flat input but receives shape [${inputShape.join(', ')}]; add a flatten layer before it ` +
+          '(a sequence [frames, features] is accepted too: dense then applies per frame)',
+      );
     }
     this.inFeatures = inputShape[inputShape.length - 1]!;
     this.outputShape = inputShape.length === 1 ? [units] : [inputShape[0]!, units];
@@ -31,9 +43,11 @@ export class Dense extends BaseLayer {
 
   override params(): ParamSpec[] {
     const kernel: ParamSpec = {
-      name: 'kernel', shape: [this.inFeatures, this.units],
+      name: 'kernel',
+      shape: [this.inFeatures, this.units],
       init: this.activation === 'relu' || this.activation === 'clippedRelu' ? 'heNormal' : 'glorotUniform',
-      fanIn: this.inFeatures, fanOut: this.units,
+      fanIn: this.inFeatures,
+      fanOut: this.units,
     };
     return this.useBias
       ? [kernel, { name: 'bias', shape: [this.units], init: 'zeros', fanIn: this.inFeatures, fanOut: this.units }]
@@ -41,8 +55,12 @@ export class Dense extends BaseLayer {
   }
 
   override bind(params: Float32Array[], grads: Float32Array[]): void {
-    this.w = params[0]!; this.dw = grads[0]!;
-    if (this.useBias) { this.b = params[1]!; this.db = grads[1]!; }
+    this.w = params[0]!;
+    this.dw = grads[0]!;
+    if (this.useBias) {
+      this.b = params[1]!;
+      this.db = grads[1]!;
+    }
   }
 
   forward(x: Tensor, ctx: ForwardContext): Tensor {
@@ -57,7 +75,8 @@ export class Dense extends BaseLayer {
     if (this.activation !== 'linear') this.backend.activationForward(this.activation, z.data, y.data);
     this.lengths = x.shape.length === 3 ? keepLengths(this.pool, ctx.lengths) : undefined;
     if (this.lengths) zeroPadding(y.data, x.shape[0]!, x.shape[1]!, this.units, this.lengths);
-    this.x = x; this.y = this.keepsZ ? z : y;
+    this.x = x;
+    this.y = this.keepsZ ? z : y;
     return y;
   }
 

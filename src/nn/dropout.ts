@@ -26,9 +26,15 @@ export class Dropout extends BaseLayer {
   private readonly featuresPerSample: number;
   private mask: Float32Array | null = null;
 
-  constructor(backend: Backend, name: string, inputShape: readonly number[],
-              readonly rate: number, private readonly layerKey: number, readonly masks: DropoutMasks = 'per-replica',
-              features?: { offset: number; total: number }) {
+  constructor(
+    backend: Backend,
+    name: string,
+    inputShape: readonly number[],
+    readonly rate: number,
+    private readonly layerKey: number,
+    readonly masks: DropoutMasks = 'per-replica',
+    features?: { offset: number; total: number },
+  ) {
     super(backend, name, inputShape);
     if (!(rate >= 0 && rate < 1)) throw this.error(`rate must be in [0, 1), got ${rate}`);
     this.outputShape = inputShape;
@@ -36,15 +42,21 @@ export class Dropout extends BaseLayer {
     this.featureOffset = features?.offset ?? 0;
     this.featuresPerSample = features?.total ?? this.perSample;
     if (this.featureOffset + this.perSample > this.featuresPerSample) {
-      throw this.error(`features [${this.featureOffset}, ${this.featureOffset + this.perSample}) lie outside a sample of ${this.featuresPerSample}`);
+      throw this.error(
+        `features [${this.featureOffset}, ${this.featureOffset + this.perSample}) lie outside a sample of ${this.featuresPerSample}`,
+      );
     }
   }
 
   forward(x: Tensor, ctx: ForwardContext): Tensor {
-    if (!ctx.training || this.rate === 0) { this.mask = null; return x; }
+    if (!ctx.training || this.rate === 0) {
+      this.mask = null;
+      return x;
+    }
     const mask = this.buffer('mask', x.size);
     const y = new Tensor(x.shape, this.buffer('y', x.size));
-    const keep = 1 - this.rate, scale = 1 / keep;
+    const keep = 1 - this.rate,
+      scale = 1 / keep;
     const perSample = this.masks === 'per-sample';
     // distinct stream constants keep the two schemes' draws unrelated
     const rng = perSample
@@ -56,7 +68,8 @@ export class Dropout extends BaseLayer {
       this.mask = mask;
       return y;
     }
-    const per = this.perSample, [k0, k1] = rng.key;
+    const per = this.perSample,
+      [k0, k1] = rng.key;
     if (per === this.featuresPerSample) {
       // whole samples: the batch's draws are one run of the stream, from the first sample's
       this.backend.dropoutForward(k0, k1, first * per, x.size, keep, scale, x.data, mask, y.data);
@@ -65,8 +78,19 @@ export class Dropout extends BaseLayer {
     }
     for (let n = 0; n < x.batch; n++) {
       // sample n's features are its own run of the stream (the backend draws them)
-      const base = (first + n) * this.featuresPerSample + this.featureOffset, i = n * per;
-      this.backend.dropoutForward(k0, k1, base, per, keep, scale, x.data.subarray(i, i + per), mask.subarray(i, i + per), y.data.subarray(i, i + per));
+      const base = (first + n) * this.featuresPerSample + this.featureOffset,
+        i = n * per;
+      this.backend.dropoutForward(
+        k0,
+        k1,
+        base,
+        per,
+        keep,
+        scale,
+        x.data.subarray(i, i + per),
+        mask.subarray(i, i + per),
+        y.data.subarray(i, i + per),
+      );
     }
     this.mask = mask;
     return y;
@@ -75,14 +99,28 @@ export class Dropout extends BaseLayer {
   /** Sequence masks: one stream per sample, position t·F + j; 0 at padded frames. */
   private maskSequence(x: Tensor, ctx: ForwardContext, first: number, mask: Float32Array, y: Float32Array): void {
     const [N, T, F] = x.shape as [number, number, number];
-    const keep = 1 - this.rate, scale = 1 / keep;
+    const keep = 1 - this.rate,
+      scale = 1 / keep;
     for (let n = 0; n < N; n++) {
-      const rng = this.masks === 'per-sample'
-        ? new CounterRng(ctx.seed, ctx.step, this.layerKey, 0x5e91, first + n)
-        : new CounterRng(ctx.seed, ctx.step, this.layerKey, 0x5e92, ctx.rank ?? 0, first + n);
-      const len = validFrames(ctx.lengths, n, T), base = n * T * F, valid = len * F, [k0, k1] = rng.key;
-      this.backend.dropoutForward(k0, k1, 0, valid, keep, scale, x.data.subarray(base, base + valid), mask.subarray(base, base + valid),
-        y.subarray(base, base + valid));
+      const rng =
+        this.masks === 'per-sample'
+          ? new CounterRng(ctx.seed, ctx.step, this.layerKey, 0x5e91, first + n)
+          : new CounterRng(ctx.seed, ctx.step, this.layerKey, 0x5e92, ctx.rank ?? 0, first + n);
+      const len = validFrames(ctx.lengths, n, T),
+        base = n * T * F,
+        valid = len * F,
+        [k0, k1] = rng.key;
+      this.backend.dropoutForward(
+        k0,
+        k1,
+        0,
+        valid,
+        keep,
+        scale,
+        x.data.subarray(base, base + valid),
+        mask.subarray(base, base + valid),
+        y.subarray(base, base + valid),
+      );
       mask.fill(0, base + valid, base + T * F);
       y.fill(0, base + valid, base + T * F);
     }

@@ -45,19 +45,27 @@ export interface FlatLayout {
  * layers); state likewise from `stateStart`.
  */
 export function planFlatLayout(slots: readonly LayerSlot[], paramStart = 0, stateStart = 0): FlatLayout {
-  let p = paramStart, s = stateStart;
-  const params: FlatEntry[][] = [], state: FlatEntry[][] = [];
+  let p = paramStart,
+    s = stateStart;
+  const params: FlatEntry[][] = [],
+    state: FlatEntry[][] = [];
   for (const { index, layer } of slots) {
-    params.push(layer.params().map((spec) => {
-      const size = shapeSize(spec.shape), e = { name: `layers.${index}.${spec.name}`, shape: spec.shape, offset: p, size };
-      p = alignFloats(p + size);
-      return e;
-    }));
-    state.push(layer.state().map((spec) => {
-      const size = shapeSize(spec.shape), e = { name: `layers.${index}.${spec.name}`, shape: spec.shape, offset: s, size };
-      s = alignFloats(s + size);
-      return e;
-    }));
+    params.push(
+      layer.params().map((spec) => {
+        const size = shapeSize(spec.shape),
+          e = { name: `layers.${index}.${spec.name}`, shape: spec.shape, offset: p, size };
+        p = alignFloats(p + size);
+        return e;
+      }),
+    );
+    state.push(
+      layer.state().map((spec) => {
+        const size = shapeSize(spec.shape),
+          e = { name: `layers.${index}.${spec.name}`, shape: spec.shape, offset: s, size };
+        s = alignFloats(s + size);
+        return e;
+      }),
+    );
   }
   return { params, state, paramLength: p, stateLength: s };
 }
@@ -82,8 +90,13 @@ const view = (buf: Float32Array, e: FlatEntry) => buf.subarray(e.offset, e.offse
 /** Gives every slot's layer its parameter, gradient and state views (in the order of params() and state()). */
 export function bindFlat(slots: readonly LayerSlot[], layout: FlatLayout, buffers: FlatBuffers): void {
   slots.forEach(({ layer }, k) => {
-    const p = layout.params[k]!, s = layout.state[k]!;
-    layer.bind(p.map((e) => view(buffers.params, e)), p.map((e) => view(buffers.grads, e)), s.map((e) => view(buffers.state, e)));
+    const p = layout.params[k]!,
+      s = layout.state[k]!;
+    layer.bind(
+      p.map((e) => view(buffers.params, e)),
+      p.map((e) => view(buffers.grads, e)),
+      s.map((e) => view(buffers.state, e)),
+    );
   });
 }
 
@@ -92,7 +105,12 @@ export function bindFlat(slots: readonly LayerSlot[], layout: FlatLayout, buffer
  * draws (seed, index) from `firstIndex` on — the index of its first parameter in the unsplit model —
  * so every replica starts identical, however the model is later split. Returns the next index.
  */
-export function initializeLayer(layer: Layer, views: readonly Float32Array[], seed: number, firstIndex: number): number {
+export function initializeLayer(
+  layer: Layer,
+  views: readonly Float32Array[],
+  seed: number,
+  firstIndex: number,
+): number {
   let index = firstIndex;
   layer.params().forEach((spec, j) => initParam(spec, views[j]!, seed, index++));
   return index;
@@ -104,10 +122,24 @@ export function initializeState(layer: Layer, views: readonly Float32Array[]): v
 }
 
 /** Deterministic initialisation of every slot (the whole model, its layers in order) from the seed. */
-export function initializeFlat(slots: readonly LayerSlot[], layout: FlatLayout, params: Float32Array, state: Float32Array, seed: number): void {
+export function initializeFlat(
+  slots: readonly LayerSlot[],
+  layout: FlatLayout,
+  params: Float32Array,
+  state: Float32Array,
+  seed: number,
+): void {
   let index = 0;
   slots.forEach(({ layer }, k) => {
-    index = initializeLayer(layer, layout.params[k]!.map((e) => view(params, e)), seed, index);
-    initializeState(layer, layout.state[k]!.map((e) => view(state, e)));
+    index = initializeLayer(
+      layer,
+      layout.params[k]!.map((e) => view(params, e)),
+      seed,
+      index,
+    );
+    initializeState(
+      layer,
+      layout.state[k]!.map((e) => view(state, e)),
+    );
   });
 }

@@ -10,7 +10,9 @@ export class Flatten extends BaseLayer {
   constructor(backend: Backend, name: string, inputShape: readonly number[]) {
     super(backend, name, inputShape);
     if (inputShape.includes(VARIABLE)) {
-      throw this.error(`cannot flatten a variable-length input ${formatShape(inputShape)}; end the sequence first (an lstm or gru with returnSequences: false)`);
+      throw this.error(
+        `cannot flatten a variable-length input ${formatShape(inputShape)}; end the sequence first (an lstm or gru with returnSequences: false)`,
+      );
     }
     this.outputShape = [shapeSize(inputShape)];
   }

@@ -1,6 +1,13 @@
 import type { Backend, PackedMatrix } from '../kernels/backend.ts';
 import type { BufferPool } from './layer.ts';
-import { finishBackward, sequenceBackward, sequenceForward, type Cell, type CellRun, type CellWeights } from './recurrentCell.ts';
+import {
+  finishBackward,
+  sequenceBackward,
+  sequenceForward,
+  type Cell,
+  type CellRun,
+  type CellWeights,
+} from './recurrentCell.ts';
 
 /**
  * One direction of a GRU, PyTorch's equations and gate order (r, z, n):
@@ -24,21 +31,28 @@ export class GruCell implements Cell {
   /** the backend's GRU over all steps ran the last forward: its workspace (else empty) */
   private workspace: Float32Array = new Float32Array(0);
 
-  constructor(private readonly backend: Backend, private readonly pool: BufferPool, private readonly key: string) {}
+  constructor(
+    private readonly backend: Backend,
+    private readonly pool: BufferPool,
+    private readonly key: string,
+  ) {}
 
   forward(w: CellWeights, run: CellRun): void {
     const { N, T, F, H, lengths, x, h } = run;
-    const G3 = 3 * H, NH = N * H, rows = T * N, b = this.backend;
+    const G3 = 3 * H,
+      NH = N * H,
+      rows = T * N,
+      b = this.backend;
     this.workspace = sequenceForward(b, this.pool, this.key, 'gru', w, run);
     if (this.workspace.length > 0) return;
-    const g = this.g = this.pool.f32(`${this.key}.g`, rows * G3);
-    const hn = this.hn = this.pool.f32(`${this.key}.hn`, rows * H);
+    const g = (this.g = this.pool.f32(`${this.key}.g`, rows * G3));
+    const hn = (this.hn = this.pool.f32(`${this.key}.hn`, rows * H));
     h.fill(0, 0, NH);
     if (rows === 0) return;
     const rec = this.pool.f32(`${this.key}.rec`, N * G3);
     b.gemm(false, true, rows, G3, F, 1, x, w.wih, 0, g);
     b.biasAdd(g, w.bih, g, rows, G3);
-    const whhT = this.packForward = b.packB(true, H, G3, w.whh, this.packForward);
+    const whhT = (this.packForward = b.packB(true, H, G3, w.whh, this.packForward));
     for (let t = 0; t < T; t++) {
       b.gemmPacked(false, N, G3, H, 1, h, whhT, 0, rec, t * NH, 0);
       b.gruCellForward(t, N, H, g, rec, w.bhh, hn, h, lengths);
@@ -47,7 +61,10 @@ export class GruCell implements Cell {
 
   backward(w: CellWeights, run: CellRun, dh: Float32Array, dx: Float32Array | null): void {
     const { N, T, H, lengths, h } = run;
-    const G3 = 3 * H, NH = N * H, rows = T * N, b = this.backend;
+    const G3 = 3 * H,
+      NH = N * H,
+      rows = T * N,
+      b = this.backend;
     if (this.workspace.length > 0) {
       sequenceBackward(b, this.pool, this.key, 'gru', w, run, this.workspace, dh, dx);
       return;
@@ -56,7 +73,7 @@ export class GruCell implements Cell {
     const dzx = this.pool.f32(`${this.key}.dzx`, rows * G3);
     const dzh = this.pool.f32(`${this.key}.dzh`, rows * G3);
     if (rows === 0) return;
-    const whh = this.packBackward = b.packB(false, G3, H, w.whh, this.packBackward);
+    const whh = (this.packBackward = b.packB(false, G3, H, w.whh, this.packBackward));
     for (let t = T - 1; t >= 0; t--) {
       b.gruCellBackward(t, N, H, this.g, this.hn, h, dh, dzx, dzh, lengths);
       // dL/dh of the previous step += dzh_t · W_hh (the direct z ⊙ dh' term is added by the cell)

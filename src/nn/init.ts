@@ -12,8 +12,12 @@ export function initParam(spec: ParamSpec, out: Float32Array, seed: number, para
 
 function fill(spec: ParamSpec, out: Float32Array, rng: CounterRng): void {
   switch (spec.init) {
-    case 'zeros': out.fill(0); return;
-    case 'ones': out.fill(1); return;
+    case 'zeros':
+      out.fill(0);
+      return;
+    case 'ones':
+      out.fill(1);
+      return;
     case 'rnnUniform': {
       const limit = 1 / Math.sqrt(spec.fanOut);
       for (let i = 0; i < out.length; i++) out[i] = (rng.next() * 2 - 1) * limit;

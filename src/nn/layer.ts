@@ -148,8 +148,12 @@ export abstract class BaseLayer implements Layer {
     this.pool = pool ?? new BufferPool(backend);
   }
 
-  params(): ParamSpec[] { return []; }
-  state(): StateSpec[] { return []; }
+  params(): ParamSpec[] {
+    return [];
+  }
+  state(): StateSpec[] {
+    return [];
+  }
   bind(_params: Float32Array[], _grads: Float32Array[], _state: Float32Array[]): void {}
   abstract forward(x: Tensor, ctx: ForwardContext): Tensor;
   abstract backward(dy: Tensor, needInputGrad?: boolean): Tensor | null;

@@ -12,8 +12,10 @@ import { isSequenceShape, validFrames } from './sequence.ts';
 export class LayerNorm extends BaseLayer {
   readonly outputShape: readonly number[];
   readonly features: number;
-  private gamma!: Float32Array; private beta!: Float32Array;
-  private dgamma!: Float32Array; private dbeta!: Float32Array;
+  private gamma!: Float32Array;
+  private beta!: Float32Array;
+  private dgamma!: Float32Array;
+  private dbeta!: Float32Array;
   private xhat: Float32Array | null = null;
   private invStd: Float32Array | null = null;
   /** per row: 1 when the row is a valid frame (or not a sequence), 0 at padding */
@@ -21,7 +23,12 @@ export class LayerNorm extends BaseLayer {
   /** Σdy·x̂ and Σdy per feature over a backward's rows, in float64 (thousands of frames) */
   private readonly sums: Float64Array;
 
-  constructor(backend: Backend, name: string, inputShape: readonly number[], readonly epsilon: number) {
+  constructor(
+    backend: Backend,
+    name: string,
+    inputShape: readonly number[],
+    readonly epsilon: number,
+  ) {
     super(backend, name, inputShape);
     this.outputShape = inputShape;
     this.features = inputShape[inputShape.length - 1]!;
@@ -45,7 +52,8 @@ export class LayerNorm extends BaseLayer {
   private markRows(x: Tensor, rows: number, ctx: ForwardContext): Int32Array {
     const valid = this.pool.i32('valid', rows);
     if (!isSequenceShape(this.inputShape) || x.shape.length !== 3 || !ctx.lengths) return valid.fill(1);
-    const N = x.shape[0]!, T = x.shape[1]!;
+    const N = x.shape[0]!,
+      T = x.shape[1]!;
     for (let n = 0; n < N; n++) {
       const len = validFrames(ctx.lengths, n, T);
       valid.fill(1, n * T, n * T + len).fill(0, n * T + len, (n + 1) * T);
@@ -54,20 +62,30 @@ export class LayerNorm extends BaseLayer {
   }
 
   forward(x: Tensor, ctx: ForwardContext): Tensor {
-    const D = this.features, rows = x.size / D;
-    const valid = this.valid = this.markRows(x, rows, ctx);
-    const xhat = this.xhat = this.buffer('xhat', x.size);
-    const invStd = this.invStd = this.buffer('invStd', rows);
+    const D = this.features,
+      rows = x.size / D;
+    const valid = (this.valid = this.markRows(x, rows, ctx));
+    const xhat = (this.xhat = this.buffer('xhat', x.size));
+    const invStd = (this.invStd = this.buffer('invStd', rows));
     const y = new Tensor(x.shape, this.buffer('y', x.size));
-    const xd = x.data, yd = y.data;
+    const xd = x.data,
+      yd = y.data;
     for (let r = 0; r < rows; r++) {
       const at = r * D;
-      if (!valid[r]) { xhat.fill(0, at, at + D); yd.fill(0, at, at + D); invStd[r] = 0; continue; }
+      if (!valid[r]) {
+        xhat.fill(0, at, at + D);
+        yd.fill(0, at, at + D);
+        invStd[r] = 0;
+        continue;
+      }
       let mean = 0;
       for (let j = 0; j < D; j++) mean += xd[at + j]!;
       mean /= D;
       let variance = 0;
-      for (let j = 0; j < D; j++) { const d = xd[at + j]! - mean; variance += d * d; }
+      for (let j = 0; j < D; j++) {
+        const d = xd[at + j]! - mean;
+        variance += d * d;
+      }
       const inv = 1 / Math.sqrt(variance / D + this.epsilon);
       invStd[r] = inv;
       for (let j = 0; j < D; j++) {
@@ -84,26 +102,43 @@ export class LayerNorm extends BaseLayer {
   }
 
   backward(dy: Tensor): Tensor {
-    const D = this.features, rows = dy.size / D;
-    const xhat = this.xhat!, invStd = this.invStd!, valid = this.valid!, dyd = dy.data;
+    const D = this.features,
+      rows = dy.size / D;
+    const xhat = this.xhat!,
+      invStd = this.invStd!,
+      valid = this.valid!,
+      dyd = dy.data;
     const dx = new Tensor(dy.shape, this.buffer('dx', dy.size));
-    const dxd = dx.data, sums = this.sums;
+    const dxd = dx.data,
+      sums = this.sums;
     sums.fill(0);
     // dx = invStd · (dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂)), dx̂ = dy·γ
     for (let r = 0; r < rows; r++) {
       const at = r * D;
-      if (!valid[r]) { dxd.fill(0, at, at + D); continue; }
-      let sum = 0, sumXhat = 0;
+      if (!valid[r]) {
+        dxd.fill(0, at, at + D);
+        continue;
+      }
+      let sum = 0,
+        sumXhat = 0;
       for (let j = 0; j < D; j++) {
-        const g = dyd[at + j]!, h = xhat[at + j]!, dh = g * this.gamma[j]!;
+        const g = dyd[at + j]!,
+          h = xhat[at + j]!,
+          dh = g * this.gamma[j]!;
         sums[j] += g * h;
         sums[D + j] += g;
-        sum += dh; sumXhat += dh * h;
+        sum += dh;
+        sumXhat += dh * h;
       }
-      const mean = sum / D, meanXhat = sumXhat / D, inv = invStd[r]!;
+      const mean = sum / D,
+        meanXhat = sumXhat / D,
+        inv = invStd[r]!;
       for (let j = 0; j < D; j++) dxd[at + j] = inv * (dyd[at + j]! * this.gamma[j]! - mean - xhat[at + j]! * meanXhat);
     }
-    for (let j = 0; j < D; j++) { this.dgamma[j] += sums[j]!; this.dbeta[j] += sums[D + j]!; }
+    for (let j = 0; j < D; j++) {
+      this.dgamma[j] += sums[j]!;
+      this.dbeta[j] += sums[D + j]!;
+    }
     return dx;
   }
 }

@@ -29,7 +29,12 @@ export interface SequenceTargets {
  * by the caller, over micro-batches and devices) before dividing: CER = charErrors / chars,
  * WER = wordErrors / words.
  */
-export interface ErrorCounts { charErrors: number; chars: number; wordErrors: number; words: number }
+export interface ErrorCounts {
+  charErrors: number;
+  chars: number;
+  wordErrors: number;
+  words: number;
+}
 
 /** One batch's loss, its metric counts and the gradient of the outputs. */
 export interface LossResult {
@@ -60,23 +65,42 @@ export interface LossResult {
  */
 export interface Loss {
   readonly task: Task;
-  compute(outputs: Tensor, labels: Int32Array, gradScale: number, targets?: Float32Array, sequence?: SequenceTargets): LossResult;
+  compute(
+    outputs: Tensor,
+    labels: Int32Array,
+    gradScale: number,
+    targets?: Float32Array,
+    sequence?: SequenceTargets,
+  ): LossResult;
 }
 
 /** Adds `b`'s counts into `a` (a fresh object when `a` is undefined); `b` undefined leaves `a`. */
 export function addErrorCounts(a: ErrorCounts | undefined, b: ErrorCounts | undefined): ErrorCounts | undefined {
   if (!b) return a;
   const out = a ?? { charErrors: 0, chars: 0, wordErrors: 0, words: 0 };
-  out.charErrors += b.charErrors; out.chars += b.chars; out.wordErrors += b.wordErrors; out.words += b.words;
+  out.charErrors += b.charErrors;
+  out.chars += b.chars;
+  out.wordErrors += b.wordErrors;
+  out.words += b.words;
   return out;
 }
 
 /** The [N, K] shape of `outputs` and a check that `targets` hold N·K values, naming the loss. */
-export function targetRows(what: string, outputs: Tensor, targets: Float32Array | undefined): { n: number; k: number; t: Float32Array } {
-  const n = outputs.batch, k = outputs.size / Math.max(n, 1);
-  if (!targets) throw new Error(`loss ${what}: the batch has no targets; it needs a regression or multi-label dataset (Dataset.targets)`);
+export function targetRows(
+  what: string,
+  outputs: Tensor,
+  targets: Float32Array | undefined,
+): { n: number; k: number; t: Float32Array } {
+  const n = outputs.batch,
+    k = outputs.size / Math.max(n, 1);
+  if (!targets)
+    throw new Error(
+      `loss ${what}: the batch has no targets; it needs a regression or multi-label dataset (Dataset.targets)`,
+    );
   if (targets.length < n * k) {
-    throw new Error(`loss ${what}: the model gives ${k} outputs per sample but the batch's targets hold ${targets.length / Math.max(n, 1)} per sample`);
+    throw new Error(
+      `loss ${what}: the model gives ${k} outputs per sample but the batch's targets hold ${targets.length / Math.max(n, 1)} per sample`,
+    );
   }
   return { n, k, t: targets };
 }

@@ -9,10 +9,14 @@ import { CtcSequenceLoss } from './ctcSequenceLoss.ts';
 /** The loss of the config's `loss:` field. */
 export function createLoss(backend: Backend, spec: LossSpec): Loss {
   switch (spec.type) {
-    case 'softmaxCrossEntropy': return new SoftmaxCrossEntropy(backend, spec.labelSmoothing);
-    case 'meanSquaredError': return new MeanSquaredError(backend);
-    case 'binaryCrossEntropy': return new BinaryCrossEntropy(backend);
-    case 'ctc': return new CtcSequenceLoss(backend, spec);
+    case 'softmaxCrossEntropy':
+      return new SoftmaxCrossEntropy(backend, spec.labelSmoothing);
+    case 'meanSquaredError':
+      return new MeanSquaredError(backend);
+    case 'binaryCrossEntropy':
+      return new BinaryCrossEntropy(backend);
+    case 'ctc':
+      return new CtcSequenceLoss(backend, spec);
   }
 }
 

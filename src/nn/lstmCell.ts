@@ -1,6 +1,13 @@
 import type { Backend, PackedMatrix } from '../kernels/backend.ts';
 import type { BufferPool } from './layer.ts';
-import { finishBackward, sequenceBackward, sequenceForward, type Cell, type CellRun, type CellWeights } from './recurrentCell.ts';
+import {
+  finishBackward,
+  sequenceBackward,
+  sequenceForward,
+  type Cell,
+  type CellRun,
+  type CellWeights,
+} from './recurrentCell.ts';
 
 /**
  * One direction of an LSTM, PyTorch's equations and gate order (i, f, g, o):
@@ -24,23 +31,30 @@ export class LstmCell implements Cell {
   /** the backend's LSTM over all steps ran the last forward: its workspace (else empty) */
   private workspace: Float32Array = new Float32Array(0);
 
-  constructor(private readonly backend: Backend, private readonly pool: BufferPool, private readonly key: string) {}
+  constructor(
+    private readonly backend: Backend,
+    private readonly pool: BufferPool,
+    private readonly key: string,
+  ) {}
 
   forward(w: CellWeights, run: CellRun): void {
     const { N, T, F, H, lengths, x, h } = run;
-    const G4 = 4 * H, NH = N * H, rows = T * N, b = this.backend;
+    const G4 = 4 * H,
+      NH = N * H,
+      rows = T * N,
+      b = this.backend;
     this.workspace = sequenceForward(b, this.pool, this.key, 'lstm', w, run);
     if (this.workspace.length > 0) return;
     h.fill(0, 0, NH);
-    const g = this.g = this.pool.f32(`${this.key}.g`, rows * G4);
-    const c = this.c = this.pool.f32(`${this.key}.c`, (T + 1) * NH);
+    const g = (this.g = this.pool.f32(`${this.key}.g`, rows * G4));
+    const c = (this.c = this.pool.f32(`${this.key}.c`, (T + 1) * NH));
     c.fill(0, 0, NH);
     if (rows === 0) return;
     const bias = this.pool.f32(`${this.key}.bias`, G4);
     for (let j = 0; j < G4; j++) bias[j] = w.bih[j]! + w.bhh[j]!;
     b.gemm(false, true, rows, G4, F, 1, x, w.wih, 0, g);
     b.biasAdd(g, bias, g, rows, G4);
-    const whhT = this.packForward = b.packB(true, H, G4, w.whh, this.packForward);
+    const whhT = (this.packForward = b.packB(true, H, G4, w.whh, this.packForward));
     for (let t = 0; t < T; t++) {
       b.gemmPacked(false, N, G4, H, 1, h, whhT, 1, g, t * NH, t * N * G4);
       b.lstmCellForward(t, N, H, g, c, h, lengths);
@@ -49,7 +63,10 @@ export class LstmCell implements Cell {
 
   backward(w: CellWeights, run: CellRun, dh: Float32Array, dx: Float32Array | null): void {
     const { N, T, H, lengths } = run;
-    const G4 = 4 * H, NH = N * H, rows = T * N, b = this.backend;
+    const G4 = 4 * H,
+      NH = N * H,
+      rows = T * N,
+      b = this.backend;
     if (this.workspace.length > 0) {
       sequenceBackward(b, this.pool, this.key, 'lstm', w, run, this.workspace, dh, dx);
       return;
@@ -59,7 +76,7 @@ export class LstmCell implements Cell {
     const dc = this.pool.f32(`${this.key}.dc`, NH);
     dc.fill(0);
     if (rows === 0) return;
-    const whh = this.packBackward = b.packB(false, G4, H, w.whh, this.packBackward);
+    const whh = (this.packBackward = b.packB(false, G4, H, w.whh, this.packBackward));
     for (let t = T - 1; t >= 0; t--) {
       b.lstmCellBackward(t, N, H, this.g, this.c, dh, dc, dz, lengths);
       // dL/dh of the previous step += dz_t · W_hh

@@ -15,12 +15,14 @@ export class MeanSquaredError implements Loss {
 
   compute(outputs: Tensor, _labels: Int32Array, gradScale: number, targets?: Float32Array): LossResult {
     const { n, k, t } = targetRows('meanSquaredError', outputs, targets);
-    const y = outputs.data, size = n * k;
+    const y = outputs.data,
+      size = n * k;
     // grow-only, like layer buffers: alternating micro-batch sizes must not allocate every time
     if (this.grad.length < size) this.grad = this.backend.alloc(size);
     const grad = this.grad.length === size ? this.grad : this.grad.subarray(0, size);
-    const g = 2 * gradScale / k;
-    let squares = 0, abs = 0;
+    const g = (2 * gradScale) / k;
+    let squares = 0,
+      abs = 0;
     for (let i = 0; i < size; i++) {
       const d = y[i]! - t[i]!;
       squares += d * d;

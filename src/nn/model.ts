@@ -1,10 +1,18 @@
-import { Tensor } from '../tensor/tensor.ts';
+import type { Tensor } from '../tensor/tensor.ts';
 import { formatShape } from '../tensor/shape.ts';
 import type { Backend } from '../kernels/backend.ts';
 import type { ForwardContext, Layer } from './layer.ts';
 import type { ModelSpec } from './spec.ts';
 import { buildLayer, checkOutputShape } from './buildLayer.ts';
-import { allocFlat, bindFlat, initializeFlat, planFlatLayout, type FlatEntry, type FlatLayout, type LayerSlot } from './flatLayout.ts';
+import {
+  allocFlat,
+  bindFlat,
+  initializeFlat,
+  planFlatLayout,
+  type FlatEntry,
+  type FlatLayout,
+  type LayerSlot,
+} from './flatLayout.ts';
 import { savedActivationBytes } from './activationMemory.ts';
 import type { TrainableModel } from './trainableModel.ts';
 import { convPoolPairs, type ConvPool } from './convPool.ts';
@@ -31,7 +39,12 @@ export class Sequential implements TrainableModel {
   readonly inputShape: readonly number[];
   readonly outputShape: readonly number[];
 
-  constructor(readonly backend: Backend, layers: Layer[], inputShape: readonly number[], options: ModelOptions = {}) {
+  constructor(
+    readonly backend: Backend,
+    layers: Layer[],
+    inputShape: readonly number[],
+    options: ModelOptions = {},
+  ) {
     this.layers = layers;
     this.inputShape = inputShape;
     this.outputShape = layers.length ? layers[layers.length - 1]!.outputShape : inputShape;
@@ -40,7 +53,9 @@ export class Sequential implements TrainableModel {
     this.paramEntries = this.layout.params.flat();
     this.stateEntries = this.layout.state.flat();
     const buffers = allocFlat(backend, this.layout.paramLength, this.layout.stateLength, options.shared);
-    this.params = buffers.params; this.grads = buffers.grads; this.state = buffers.state;
+    this.params = buffers.params;
+    this.grads = buffers.grads;
+    this.state = buffers.state;
     bindFlat(this.slots, this.layout, buffers);
     this.pairs = convPoolPairs(backend, layers);
   }
@@ -70,7 +85,11 @@ export class Sequential implements TrainableModel {
     for (let i = 0; i < this.layers.length; i++) {
       const pair = this.pairs[i];
       // a pair's layers are images: the context (sequence lengths) passes through unchanged
-      if (pair) { h = pair.forward(h, ctx); i++; continue; }
+      if (pair) {
+        h = pair.forward(h, ctx);
+        i++;
+        continue;
+      }
       const layer = this.layers[i]!;
       h = layer.forward(h, ctx);
       ctx = nextContext(layer, ctx);
@@ -90,7 +109,11 @@ export class Sequential implements TrainableModel {
     let h = x;
     for (let i = 0; i < this.layers.length; i++) {
       const pair = this.pairs[i];
-      if (pair) { h = pair.forward(h, ctx); i++; continue; }
+      if (pair) {
+        h = pair.forward(h, ctx);
+        i++;
+        continue;
+      }
       const layer = this.layers[i]!;
       h = layer.forwardAsync ? await layer.forwardAsync(h, ctx) : layer.forward(h, ctx);
       ctx = nextContext(layer, ctx);

@@ -13,8 +13,17 @@ export interface Block {
  * at (dstRow, dstCol), for every sample and channel. Spatial tiles are cut from images, halos
  * exchanged and tile results put back with it.
  */
-export function copyBlock(src: Block, srcRow: number, srcCol: number, dst: Block, dstRow: number, dstCol: number,
-                          rows: number, cols: number, add = false): void {
+export function copyBlock(
+  src: Block,
+  srcRow: number,
+  srcCol: number,
+  dst: Block,
+  dstRow: number,
+  dstCol: number,
+  rows: number,
+  cols: number,
+  add = false,
+): void {
   const C = src.c;
   if (dst.c !== C) throw new Error(`copyBlock: ${src.c} channels into ${dst.c}`);
   const n = src.data.length / (src.h * src.w * C);
@@ -24,7 +33,8 @@ export function copyBlock(src: Block, srcRow: number, srcCol: number, dst: Block
       const from = ((s * src.h + srcRow + r) * src.w + srcCol) * C;
       const to = ((s * dst.h + dstRow + r) * dst.w + dstCol) * C;
       if (add) {
-        const d = dst.data, x = src.data;
+        const d = dst.data,
+          x = src.data;
         for (let k = 0; k < span; k++) d[to + k] = d[to + k]! + x[from + k]!;
       } else {
         dst.data.set(src.data.subarray(from, from + span), to);

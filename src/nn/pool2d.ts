@@ -1,6 +1,6 @@
 import { Tensor } from '../tensor/tensor.ts';
 import type { Backend, Pool2DGeometry } from '../kernels/backend.ts';
-import { BaseLayer, BufferPool, type ForwardContext } from './layer.ts';
+import { BaseLayer, type BufferPool, type ForwardContext } from './layer.ts';
 import type { Padding } from './spec.ts';
 import { windowGeometry } from './windowGeometry.ts';
 import { activationOf, markGradThroughActivation, type ActivationOutput } from './activationFusion.ts';
@@ -14,18 +14,29 @@ export class Pool2D extends BaseLayer {
   /** the activation whose backward this max pool takes over (activationFusion.ts), its output x, and this pool's y */
   private absorbed: { act: ActivationOutput; x: Tensor; y: Tensor } | null = null;
 
-  constructor(backend: Backend, name: string, inputShape: readonly number[], readonly mode: 'max' | 'avg',
-              poolSize: [number, number], strides: [number, number], padding: Padding,
-              tile?: { geometry: Omit<Pool2DGeometry, 'N'>; pool: BufferPool }) {
+  constructor(
+    backend: Backend,
+    name: string,
+    inputShape: readonly number[],
+    readonly mode: 'max' | 'avg',
+    poolSize: [number, number],
+    strides: [number, number],
+    padding: Padding,
+    tile?: { geometry: Omit<Pool2DGeometry, 'N'>; pool: BufferPool },
+  ) {
     super(backend, name, inputShape, tile?.pool);
-    this.geometry = tile?.geometry ?? windowGeometry(inputShape, poolSize, strides, padding, 'pool window', (m) => this.error(m));
+    this.geometry =
+      tile?.geometry ?? windowGeometry(inputShape, poolSize, strides, padding, 'pool window', (m) => this.error(m));
     this.outputShape = [this.geometry.OH, this.geometry.OW, this.geometry.C];
   }
 
   /** The same pooling on a spatial tile (its own input size, leading padding and output size), see Conv2D.tile. */
   tile(geometry: Omit<Pool2DGeometry, 'N'>, pool: BufferPool): Pool2D {
     const { KH, KW, strideH, strideW, H, W, C } = geometry;
-    return new Pool2D(this.backend, this.name, [H, W, C], this.mode, [KH, KW], [strideH, strideW], 'valid', { geometry, pool });
+    return new Pool2D(this.backend, this.name, [H, W, C], this.mode, [KH, KW], [strideH, strideW], 'valid', {
+      geometry,
+      pool,
+    });
   }
 
   /** Windows that tile the input exactly (stride = window, no padding): what convPool.ts fuses. */
@@ -53,7 +64,12 @@ export class Pool2D extends BaseLayer {
   backwardBefore(conv: Conv2D, dy: Tensor, needInputGrad: boolean): Tensor | null {
     const g = { ...this.geometry, N: dy.batch };
     // a first layer: its filter gradient from dy directly, the activation's backward inside the same pass
-    if (!needInputGrad && conv.activation !== 'linear' && conv.filterGradThrough(dy.data, this.absorbed!.y.data, this.argmax, g)) return null;
+    if (
+      !needInputGrad &&
+      conv.activation !== 'linear' &&
+      conv.filterGradThrough(dy.data, this.absorbed!.y.data, this.argmax, g)
+    )
+      return null;
     let dyAct = dy.data;
     if (conv.activation !== 'linear') {
       dyAct = this.buffer('dyAct', dy.size);

@@ -40,32 +40,49 @@ export class Recurrent extends BaseLayer {
   private runs: CellRun[] = [];
   private dims: [number, number, number] = [0, 0, 0];
 
-  constructor(backend: Backend, name: string, inputShape: readonly number[],
-              readonly kind: RecurrentKind, readonly units: number, o: RecurrentOptions = {}) {
+  constructor(
+    backend: Backend,
+    name: string,
+    inputShape: readonly number[],
+    readonly kind: RecurrentKind,
+    readonly units: number,
+    o: RecurrentOptions = {},
+  ) {
     super(backend, name, inputShape);
     if (!isSequenceShape(inputShape)) {
-      throw this.error(`expects a sequence [frames, features] but receives ${formatShape(inputShape)}; ` +
-        'give the model a sequence input (model.input: [null, features]) or keep returnSequences: true on the layer before');
+      throw this.error(
+        `expects a sequence [frames, features] but receives ${formatShape(inputShape)}; ` +
+          'give the model a sequence input (model.input: [null, features]) or keep returnSequences: true on the layer before',
+      );
     }
     this.inFeatures = inputShape[1]!;
     this.returnSequences = o.returnSequences ?? true;
     this.bidirectional = o.bidirectional;
-    this.forgetBias = kind === 'lstm' ? o.forgetBias ?? 1 : 0;
+    this.forgetBias = kind === 'lstm' ? (o.forgetBias ?? 1) : 0;
     const directions = this.bidirectional ? 2 : 1;
     const width = this.bidirectional === 'concat' ? 2 * units : units;
     this.outputShape = this.returnSequences ? [inputShape[0]!, width] : [width];
     this.cells = [...Array(directions).keys()].map((d) =>
-      kind === 'lstm' ? new LstmCell(backend, this.pool, `d${d}`) : new GruCell(backend, this.pool, `d${d}`));
+      kind === 'lstm' ? new LstmCell(backend, this.pool, `d${d}`) : new GruCell(backend, this.pool, `d${d}`),
+    );
   }
 
-  get gates(): number { return this.kind === 'lstm' ? 4 : 3; }
+  get gates(): number {
+    return this.kind === 'lstm' ? 4 : 3;
+  }
 
   override params(): ParamSpec[] {
-    const GH = this.gates * this.units, H = this.units, F = this.inFeatures;
+    const GH = this.gates * this.units,
+      H = this.units,
+      F = this.inFeatures;
     return this.cells.flatMap((_, d) => {
       const sfx = d === 0 ? '_l0' : '_l0_reverse';
       const bias = (name: string, forget: boolean): ParamSpec => ({
-        name, shape: [GH], init: 'zeros', fanIn: F, fanOut: H,
+        name,
+        shape: [GH],
+        init: 'zeros',
+        fanIn: F,
+        fanOut: H,
         ...(forget && this.forgetBias !== 0 ? { initAdd: { start: H, end: 2 * H, value: this.forgetBias } } : {}),
       });
       return [
@@ -80,8 +97,18 @@ export class Recurrent extends BaseLayer {
   override bind(params: Float32Array[], grads: Float32Array[]): void {
     this.weights.length = 0;
     for (let d = 0; d < this.cells.length; d++) {
-      const p = params.slice(4 * d, 4 * d + 4), g = grads.slice(4 * d, 4 * d + 4);
-      this.weights.push({ wih: p[0]!, whh: p[1]!, bih: p[2]!, bhh: p[3]!, dwih: g[0]!, dwhh: g[1]!, dbih: g[2]!, dbhh: g[3]! });
+      const p = params.slice(4 * d, 4 * d + 4),
+        g = grads.slice(4 * d, 4 * d + 4);
+      this.weights.push({
+        wih: p[0]!,
+        whh: p[1]!,
+        bih: p[2]!,
+        bhh: p[3]!,
+        dwih: g[0]!,
+        dwhh: g[1]!,
+        dbih: g[2]!,
+        dbhh: g[3]!,
+      });
     }
   }
 
@@ -89,16 +116,24 @@ export class Recurrent extends BaseLayer {
     if (x.shape.length !== 3 || x.shape[2] !== this.inFeatures) {
       throw this.error(`expects input [batch, frames, ${this.inFeatures}], got ${formatShape(x.shape)}`);
     }
-    const [N, T, F] = this.dims = sequenceDims(x);
+    const [N, T, F] = (this.dims = sequenceDims(x));
     const lengths = this.pool.i32('lengths', N);
-    if (ctx.lengths) { checkLengths(ctx.lengths, N, T, this.name); lengths.set(ctx.lengths); } else lengths.fill(T);
+    if (ctx.lengths) {
+      checkLengths(ctx.lengths, N, T, this.name);
+      lengths.set(ctx.lengths);
+    } else lengths.fill(T);
     let steps = 0;
     for (let n = 0; n < N; n++) steps = Math.max(steps, lengths[n]!);
     const H = this.units;
     this.runs = this.cells.map((cell, d) => {
       const run: CellRun = {
-        N, T: steps, F, H, lengths,
-        x: this.pool.f32(`x${d}`, steps * N * F), h: this.pool.f32(`h${d}`, (steps + 1) * N * H),
+        N,
+        T: steps,
+        F,
+        H,
+        lengths,
+        x: this.pool.f32(`x${d}`, steps * N * F),
+        h: this.pool.f32(`h${d}`, (steps + 1) * N * H),
       };
       this.toTimeMajor(x.data, run, T, d === 1);
       cell.forward(this.weights[d]!, run);
@@ -109,23 +144,31 @@ export class Recurrent extends BaseLayer {
 
   /** The layer's output from the directions' hidden states. */
   private assemble(N: number, T: number): Tensor {
-    const H = this.units, D = this.outputShape[this.outputShape.length - 1]!;
-    const y = this.returnSequences ? new Tensor([N, T, D], this.buffer('y', N * T * D)) : new Tensor([N, D], this.buffer('y', N * D));
+    const H = this.units,
+      D = this.outputShape[this.outputShape.length - 1]!;
+    const y = this.returnSequences
+      ? new Tensor([N, T, D], this.buffer('y', N * T * D))
+      : new Tensor([N, D], this.buffer('y', N * D));
     const out = y.data;
     // every valid frame (every sample's row, without sequences) is written below; the padding is zeroed here
     if (this.returnSequences) zeroPadding(out, N, T, D, this.runs[0]!.lengths);
     this.runs.forEach((run, d) => {
-      const offset = this.bidirectional === 'concat' ? d * H : 0, NH = N * H;
+      const offset = this.bidirectional === 'concat' ? d * H : 0,
+        NH = N * H;
       const { from, to } = this.rowStarts(this.returnSequences ? run.T * N : N);
       let count = 0;
       for (let n = 0; n < N; n++) {
         const len = run.lengths[n]!;
         if (!this.returnSequences) {
           // the final state: block len (block 0, zeros, for an empty sample)
-          from[count] = len * NH + n * H; to[count++] = n * D + offset;
+          from[count] = len * NH + n * H;
+          to[count++] = n * D + offset;
           continue;
         }
-        for (let s = 0; s < len; s++) { from[count] = (s + 1) * NH + n * H; to[count++] = frameOf(n, s, len, T, d === 1) * D + offset; }
+        for (let s = 0; s < len; s++) {
+          from[count] = (s + 1) * NH + n * H;
+          to[count++] = frameOf(n, s, len, T, d === 1) * D + offset;
+        }
       }
       // a direction alone in its columns copies; the second of a sum adds to the first
       this.backend.copyRows(run.h, from, out, to, count, H, d === 1 && this.bidirectional !== 'concat');
@@ -140,7 +183,8 @@ export class Recurrent extends BaseLayer {
 
   /** run.x (time-major [steps·N, F], reversed per sample when `reverse`) from x [N, T, F]; zero at padding. */
   private toTimeMajor(x: Float32Array, run: CellRun, T: number, reverse: boolean): void {
-    const { N, F } = run, { from, to } = this.rowStarts(run.T * N);
+    const { N, F } = run,
+      { from, to } = this.rowStarts(run.T * N);
     for (let s = 0, i = 0; s < run.T; s++) {
       for (let n = 0; n < N; n++, i++) {
         const len = run.lengths[n]!;
@@ -156,22 +200,30 @@ export class Recurrent extends BaseLayer {
   }
 
   backward(dy: Tensor, needInputGrad = true): Tensor | null {
-    const [N, T, F] = this.dims, H = this.units, D = this.outputShape[this.outputShape.length - 1]!;
+    const [N, T, F] = this.dims,
+      H = this.units,
+      D = this.outputShape[this.outputShape.length - 1]!;
     const dx = needInputGrad ? new Tensor([N, T, F], this.buffer('dx', N * T * F)) : null;
     // the first direction writes every valid frame of dx: the padding is zeroed here
     if (dx) zeroPadding(dx.data, N, T, F, this.runs[0]!.lengths);
     this.runs.forEach((run, d) => {
-      const NH = N * H, steps = run.T, offset = this.bidirectional === 'concat' ? d * H : 0;
+      const NH = N * H,
+        steps = run.T,
+        offset = this.bidirectional === 'concat' ? d * H : 0;
       const dh = this.pool.f32(`dh${d}`, (steps + 1) * NH);
       // dL/dh of every step's output, 0 at the padding (with sequences every row is written, else
       // only the final state's); block 0 (h₋₁) is 0 too
-      if (this.returnSequences) dh.fill(0, 0, NH); else dh.fill(0);
+      if (this.returnSequences) dh.fill(0, 0, NH);
+      else dh.fill(0);
       const { from, to } = this.rowStarts(this.returnSequences ? steps * N : N);
       let count = 0;
       for (let n = 0; n < N; n++) {
         const len = run.lengths[n]!;
         if (!this.returnSequences) {
-          if (len > 0) { from[count] = n * D + offset; to[count++] = len * NH + n * H; }
+          if (len > 0) {
+            from[count] = n * D + offset;
+            to[count++] = len * NH + n * H;
+          }
           continue;
         }
         for (let s = 0; s < steps; s++) {
@@ -188,7 +240,10 @@ export class Recurrent extends BaseLayer {
         let rows = 0;
         for (let n = 0; n < N; n++) {
           const len = run.lengths[n]!;
-          for (let s = 0; s < len; s++) { at[rows] = (s * N + n) * F; into[rows++] = frameOf(n, s, len, T, d === 1) * F; }
+          for (let s = 0; s < len; s++) {
+            at[rows] = (s * N + n) * F;
+            into[rows++] = frameOf(n, s, len, T, d === 1) * F;
+          }
         }
         this.backend.copyRows(dxt, at, dx.data, into, rows, F, d === 1);
       }

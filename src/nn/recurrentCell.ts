@@ -13,14 +13,23 @@ import type { BufferPool } from './layer.ts';
 
 /** One direction's parameters and gradient views, PyTorch's layout: W_ih [G·H, F], W_hh [G·H, H]. */
 export interface CellWeights {
-  wih: Float32Array; whh: Float32Array; bih: Float32Array; bhh: Float32Array;
-  dwih: Float32Array; dwhh: Float32Array; dbih: Float32Array; dbhh: Float32Array;
+  wih: Float32Array;
+  whh: Float32Array;
+  bih: Float32Array;
+  bhh: Float32Array;
+  dwih: Float32Array;
+  dwhh: Float32Array;
+  dbih: Float32Array;
+  dbhh: Float32Array;
 }
 
 /** One direction's pass over a batch: sizes, valid steps per sample, input and hidden states. */
 export interface CellRun {
   /** samples, steps (the batch's longest valid length), input features, units */
-  N: number; T: number; F: number; H: number;
+  N: number;
+  T: number;
+  F: number;
+  H: number;
   /** valid steps of sample n (≤ T); steps past it are padding: zero state, no gradient */
   lengths: Int32Array;
   /** time-major input [T·N, F] (zero at padding) */
@@ -50,9 +59,18 @@ export interface Cell {
  * over all steps. When dzx and dzh are the same array (LSTM) the bias gradient is summed once into
  * `db` (scratch [G·H]) and added to both biases.
  */
-export function finishBackward(backend: Backend, w: CellWeights, run: CellRun, G: number,
-                               dzx: Float32Array, dzh: Float32Array, dx: Float32Array | null, db: Float32Array | null): void {
-  const rows = run.T * run.N, GH = G * run.H;
+export function finishBackward(
+  backend: Backend,
+  w: CellWeights,
+  run: CellRun,
+  G: number,
+  dzx: Float32Array,
+  dzh: Float32Array,
+  dx: Float32Array | null,
+  db: Float32Array | null,
+): void {
+  const rows = run.T * run.N,
+    GH = G * run.H;
   if (rows === 0) return;
   backend.gemm(true, false, GH, run.F, rows, 1, dzx, run.x, 1, w.dwih);
   backend.gemm(true, false, GH, run.H, rows, 1, dzh, run.h.subarray(0, rows * run.H), 1, w.dwhh);
@@ -77,16 +95,23 @@ const NO_WORKSPACE = new Float32Array(0);
  * done (the cell steps). The backend runs every sample through all T steps: the states it computed
  * past a sample's end are set to 0 here.
  */
-export function sequenceForward(backend: Backend, pool: BufferPool, key: string, cell: SequenceCell,
-                                w: CellWeights, run: CellRun): Float32Array {
+export function sequenceForward(
+  backend: Backend,
+  pool: BufferPool,
+  key: string,
+  cell: SequenceCell,
+  w: CellWeights,
+  run: CellRun,
+): Float32Array {
   const { N, T, F, H, lengths, x, h } = run;
   const NH = N * H;
-  const floats = N * T > 0 ? backend.recurrentSequenceWorkspace?.(cell, N, T, F, H) ?? 0 : 0;
+  const floats = N * T > 0 ? (backend.recurrentSequenceWorkspace?.(cell, N, T, F, H) ?? 0) : 0;
   if (floats === 0) return NO_WORKSPACE;
   const workspace = pool.f32(`${key}.workspace`, floats);
   h.fill(0, 0, NH);
   backend.recurrentSequenceForward!(cell, N, T, F, H, x, w, h.subarray(NH, (T + 1) * NH), workspace);
-  for (let n = 0; n < N; n++) for (let t = lengths[n]!; t < T; t++) h.fill(0, (t + 1) * NH + n * H, (t + 1) * NH + (n + 1) * H);
+  for (let n = 0; n < N; n++)
+    for (let t = lengths[n]!; t < T; t++) h.fill(0, (t + 1) * NH + n * H, (t + 1) * NH + (n + 1) * H);
   return workspace;
 }
 
@@ -94,10 +119,31 @@ export function sequenceForward(backend: Backend, pool: BufferPool, key: string,
  * Back through a direction `sequenceForward` ran (its workspace given), as Cell.backward. dh is 0
  * past each sample's end (nothing reads those outputs), so the padding sends back no gradient.
  */
-export function sequenceBackward(backend: Backend, pool: BufferPool, key: string, cell: SequenceCell, w: CellWeights, run: CellRun,
-                                 workspace: Float32Array, dh: Float32Array, dx: Float32Array | null): void {
+export function sequenceBackward(
+  backend: Backend,
+  pool: BufferPool,
+  key: string,
+  cell: SequenceCell,
+  w: CellWeights,
+  run: CellRun,
+  workspace: Float32Array,
+  dh: Float32Array,
+  dx: Float32Array | null,
+): void {
   const { N, T, F, H } = run;
   const NH = N * H;
-  backend.recurrentSequenceBackward!(cell, N, T, F, H, run.x, w, run.h.subarray(NH, (T + 1) * NH), workspace,
-    dh.subarray(NH, (T + 1) * NH), dx ?? pool.f32(`${key}.dxUnused`, T * N * F), w);
+  backend.recurrentSequenceBackward!(
+    cell,
+    N,
+    T,
+    F,
+    H,
+    run.x,
+    w,
+    run.h.subarray(NH, (T + 1) * NH),
+    workspace,
+    dh.subarray(NH, (T + 1) * NH),
+    dx ?? pool.f32(`${key}.dxUnused`, T * N * F),
+    w,
+  );
 }

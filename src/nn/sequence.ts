@@ -16,17 +16,24 @@ export const isSequenceShape = (shape: readonly number[]): boolean => shape.leng
  * frames may be variable (`null` in a config); every other dimension a positive integer.
  */
 export function checkModelInput(input: readonly number[]): void {
-  const ok = input.length >= 1 && input.length <= 3 &&
+  const ok =
+    input.length >= 1 &&
+    input.length <= 3 &&
     input.every((d, i) => (Number.isInteger(d) && d >= 1) || (d === VARIABLE && i === 0 && input.length === 2));
   if (!ok) {
-    throw new Error(`model.input: expected [features], [height, width, channels] or [frames, features] (frames may be null: variable) ` +
-      `of positive integers, got ${formatShape(input)}`);
+    throw new Error(
+      `model.input: expected [features], [height, width, channels] or [frames, features] (frames may be null: variable) ` +
+        `of positive integers, got ${formatShape(input)}`,
+    );
   }
 }
 
 /** `actual` (a tensor's shape) fits `expected`, where a VARIABLE dimension takes any size ≥ 1. */
 export function shapeFits(actual: readonly number[], expected: readonly number[]): boolean {
-  return actual.length === expected.length && expected.every((d, i) => d === actual[i] || (d === VARIABLE && actual[i]! >= 1));
+  return (
+    actual.length === expected.length &&
+    expected.every((d, i) => d === actual[i] || (d === VARIABLE && actual[i]! >= 1))
+  );
 }
 
 /** Size of a layer's output shape for the "empty output" check: variable dimensions count as 1. */
@@ -37,11 +44,16 @@ export const fixedSize = (shape: readonly number[]): number => shapeSize(shape.m
  * [0, frames], naming `what` (the model input, a layer).
  */
 export function checkLengths(lengths: Int32Array, n: number, frames: number, what: string): void {
-  if (lengths.length !== n) throw new Error(`${what}: ${lengths.length} sequence lengths for a batch of ${n} samples; give one length per sample`);
+  if (lengths.length !== n)
+    throw new Error(
+      `${what}: ${lengths.length} sequence lengths for a batch of ${n} samples; give one length per sample`,
+    );
   for (let i = 0; i < n; i++) {
     const l = lengths[i]!;
     if (!(l >= 0 && l <= frames)) {
-      throw new Error(`${what}: sample ${i} has length ${l} but the batch holds ${frames} frames; lengths must be in [0, ${frames}]`);
+      throw new Error(
+        `${what}: sample ${i} has length ${l} but the batch holds ${frames} frames; lengths must be in [0, ${frames}]`,
+      );
     }
   }
 }
@@ -67,7 +79,13 @@ export function keepLengths(pool: BufferPool, lengths: Int32Array | undefined): 
 }
 
 /** Zeroes frames t ≥ lengths[n] of data [N, T, F] in place (nothing without lengths). */
-export function zeroPadding(data: Float32Array, n: number, frames: number, features: number, lengths: Int32Array | undefined): void {
+export function zeroPadding(
+  data: Float32Array,
+  n: number,
+  frames: number,
+  features: number,
+  lengths: Int32Array | undefined,
+): void {
   if (!lengths) return;
   for (let s = 0; s < n; s++) {
     const len = validFrames(lengths, s, frames);

@@ -14,8 +14,12 @@ export class SoftmaxCrossEntropy implements Loss {
   readonly task = 'classification' as const;
   private grad: Float32Array = new Float32Array(0);
 
-  constructor(private readonly backend: Backend, readonly labelSmoothing = 0) {
-    if (!(labelSmoothing >= 0 && labelSmoothing < 1)) throw new Error(`loss.labelSmoothing: expected a number ≥ 0 and < 1, got ${labelSmoothing}`);
+  constructor(
+    private readonly backend: Backend,
+    readonly labelSmoothing = 0,
+  ) {
+    if (!(labelSmoothing >= 0 && labelSmoothing < 1))
+      throw new Error(`loss.labelSmoothing: expected a number ≥ 0 and < 1, got ${labelSmoothing}`);
   }
 
   /** `gradScale` is usually 1/N (mean loss); data-parallel and micro-batched runs pass 1/globalBatch. */
@@ -26,19 +30,31 @@ export class SoftmaxCrossEntropy implements Loss {
     if (this.grad.length < logits.size) this.grad = this.backend.alloc(logits.size);
     const grad = this.grad.length === logits.size ? this.grad : this.grad.subarray(0, logits.size);
     let lossSum = this.backend.softmaxCrossEntropy(logits.data, labels, n, classes, grad, gradScale);
-    if (this.labelSmoothing > 0) lossSum += smooth(logits.data, labels, n, classes, grad, gradScale, this.labelSmoothing);
+    if (this.labelSmoothing > 0)
+      lossSum += smooth(logits.data, labels, n, classes, grad, gradScale, this.labelSmoothing);
     return { lossSum, correct, dlogits: new Tensor(logits.shape, grad) };
   }
 }
 
 /** Label smoothing's share of the loss sum, adding its share of the gradient to `grad`. */
-function smooth(z: Float32Array, labels: Int32Array, rows: number, classes: number, grad: Float32Array, gradScale: number, eps: number): number {
+function smooth(
+  z: Float32Array,
+  labels: Int32Array,
+  rows: number,
+  classes: number,
+  grad: Float32Array,
+  gradScale: number,
+  eps: number,
+): number {
   let extra = 0;
-  const spread = gradScale * eps / classes;
+  const spread = (gradScale * eps) / classes;
   for (let r = 0; r < rows; r++) {
     const base = r * classes;
     let sum = 0;
-    for (let c = 0; c < classes; c++) { sum += z[base + c]!; grad[base + c] = grad[base + c]! - spread; }
+    for (let c = 0; c < classes; c++) {
+      sum += z[base + c]!;
+      grad[base + c] = grad[base + c]! - spread;
+    }
     const at = base + labels[r]!;
     extra += eps * (z[at]! - sum / classes);
     grad[at] = grad[at]! + gradScale * eps;
@@ -51,10 +67,14 @@ export function countCorrect(logits: Float32Array, labels: Int32Array, rows: num
   let correct = 0;
   for (let r = 0; r < rows; r++) {
     const base = r * classes;
-    let best = 0, bestValue = logits[base]!;
+    let best = 0,
+      bestValue = logits[base]!;
     for (let c = 1; c < classes; c++) {
       const v = logits[base + c]!;
-      if (v > bestValue) { bestValue = v; best = c; }
+      if (v > bestValue) {
+        bestValue = v;
+        best = c;
+      }
     }
     if (best === labels[r]) correct++;
   }

@@ -22,7 +22,9 @@ export class SoftmaxLayer extends BaseLayer {
 
   forward(x: Tensor, _ctx: ForwardContext): Tensor {
     const y = new Tensor(x.shape, this.buffer('y', x.size));
-    const xd = x.data, yd = y.data, K = this.width;
+    const xd = x.data,
+      yd = y.data,
+      K = this.width;
     for (let base = 0; base < x.size; base += K) {
       let max = -Infinity;
       for (let k = 0; k < K; k++) if (xd[base + k]! > max) max = xd[base + k]!;
@@ -42,7 +44,10 @@ export class SoftmaxLayer extends BaseLayer {
   /** dx = y ⊙ (dy − Σ_k dy_k·y_k), row by row. */
   backward(dy: Tensor): Tensor {
     const dx = new Tensor(dy.shape, this.buffer('dx', dy.size));
-    const yd = this.y!.data, g = dy.data, out = dx.data, K = this.width;
+    const yd = this.y!.data,
+      g = dy.data,
+      out = dx.data,
+      K = this.width;
     for (let base = 0; base < dy.size; base += K) {
       let dot = 0;
       for (let k = 0; k < K; k++) dot += g[base + k]! * yd[base + k]!;

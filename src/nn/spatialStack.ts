@@ -31,9 +31,17 @@ export class SerialSpatialStack implements Layer {
   peakTileBytes = 0;
 
   /** `name` defaults to the first and last layers' names with the grid. */
-  constructor(private readonly backend: Backend, readonly stack: readonly Layer[], tilesH: number, tilesW: number, name?: string) {
+  constructor(
+    private readonly backend: Backend,
+    readonly stack: readonly Layer[],
+    tilesH: number,
+    tilesW: number,
+    name?: string,
+  ) {
     this.plans = planTiles(stack, tilesH, tilesW);
-    this.name = name ?? `${stack[0]!.name}…${stack[stack.length - 1]!.name.replace(/^model\./, '')} (spatial ${tilesH}×${tilesW}, serial)`;
+    this.name =
+      name ??
+      `${stack[0]!.name}…${stack[stack.length - 1]!.name.replace(/^model\./, '')} (spatial ${tilesH}×${tilesW}, serial)`;
     this.inputShape = stack[0]!.inputShape;
     this.outputShape = stack[stack.length - 1]!.outputShape;
     this.pools = layerPools(backend, stack.length);
@@ -43,7 +51,9 @@ export class SerialSpatialStack implements Layer {
   params(): ParamSpec[] {
     return this.stack.flatMap((l, k) => l.params().map((p) => ({ ...p, name: `${k}.${p.name}` })));
   }
-  state(): StateSpec[] { return []; }
+  state(): StateSpec[] {
+    return [];
+  }
 
   bind(params: Float32Array[], grads: Float32Array[], state: Float32Array[]): void {
     let at = 0;
@@ -62,7 +72,8 @@ export class SerialSpatialStack implements Layer {
   }
 
   private tileInput(t: TileStack, x: Tensor): Tensor {
-    const p = t.plan, [h, w, c] = t.inputShape as [number, number, number];
+    const p = t.plan,
+      [h, w, c] = t.inputShape as [number, number, number];
     const xt = new Tensor([x.batch, h, w, c], this.io.f32('x', x.batch * h * w * c));
     copyBlock(blockOf(x), p.inRows.start, p.inCols.start, blockOf(xt), 0, 0, h, w);
     return xt;
@@ -71,15 +82,30 @@ export class SerialSpatialStack implements Layer {
   forward(x: Tensor, ctx: ForwardContext): Tensor {
     const [OH, OW, F] = this.outputShape as [number, number, number];
     const y = new Tensor([x.batch, OH, OW, F], this.io.f32('y', x.batch * OH * OW * F));
-    let largest: TileStack | null = null, largestBytes = -1;
+    let largest: TileStack | null = null,
+      largestBytes = -1;
     for (const t of this.tileStacks()) {
       const yt = t.forward(this.tileInput(t, x), ctx);
       const bytes = t.savedBytes();
-      if (bytes > largestBytes) { largest = t; largestBytes = bytes; }
-      copyBlock(blockOf(yt), 0, 0, blockOf(y), t.plan.outRows.start, t.plan.outCols.start, len(t.plan.outRows), len(t.plan.outCols));
+      if (bytes > largestBytes) {
+        largest = t;
+        largestBytes = bytes;
+      }
+      copyBlock(
+        blockOf(yt),
+        0,
+        0,
+        blockOf(y),
+        t.plan.outRows.start,
+        t.plan.outCols.start,
+        len(t.plan.outRows),
+        len(t.plan.outCols),
+      );
     }
     if (ctx.training) this.peakTileBytes = Math.max(this.peakTileBytes, largestBytes);
-    this.x = x; this.ctx = ctx; this.largest = largest;
+    this.x = x;
+    this.ctx = ctx;
+    this.largest = largest;
     return y;
   }
   private largest: TileStack | null = null;
@@ -94,16 +120,19 @@ export class SerialSpatialStack implements Layer {
   }
 
   backward(dy: Tensor, needInputGrad = true): Tensor | null {
-    const x = this.x!, ctx = this.ctx!;
+    const x = this.x!,
+      ctx = this.ctx!;
     const [H, W, C] = this.inputShape as [number, number, number];
     const dx = needInputGrad ? new Tensor([x.batch, H, W, C], this.io.f32('dx', x.size).fill(0)) : null;
     for (const t of this.tileStacks()) {
-      const p = t.plan, [oh, ow, f] = t.outputShape as [number, number, number];
+      const p = t.plan,
+        [oh, ow, f] = t.outputShape as [number, number, number];
       t.forward(this.tileInput(t, x), ctx);
       const dyt = new Tensor([x.batch, oh, ow, f], this.io.f32('dy', x.batch * oh * ow * f));
       copyBlock(blockOf(dy), p.outRows.start, p.outCols.start, blockOf(dyt), 0, 0, oh, ow);
       const dxt = t.backward(dyt);
-      if (dx) copyBlock(blockOf(dxt), 0, 0, blockOf(dx), p.inRows.start, p.inCols.start, len(p.inRows), len(p.inCols), true);
+      if (dx)
+        copyBlock(blockOf(dxt), 0, 0, blockOf(dx), p.inRows.start, p.inCols.start, len(p.inRows), len(p.inCols), true);
     }
     return dx;
   }

@@ -1,4 +1,4 @@
-import { Tensor } from '../tensor/tensor.ts';
+import type { Tensor } from '../tensor/tensor.ts';
 import type { Backend } from '../kernels/backend.ts';
 import { evenSlice } from '../tensor/shape.ts';
 import { BufferPool, type ForwardContext, type Layer } from './layer.ts';
@@ -19,9 +19,11 @@ export interface TilePlan {
   /** tile index (row-major over the tilesH × tilesW grid) */
   index: number;
   /** rows and columns of the stack's output this tile computes */
-  outRows: AxisRange; outCols: AxisRange;
+  outRows: AxisRange;
+  outCols: AxisRange;
   /** rows and columns of the stack's input it reads (own part plus halo) */
-  inRows: AxisRange; inCols: AxisRange;
+  inRows: AxisRange;
+  inCols: AxisRange;
   /** per layer, what to build the tile's layer from */
   layers: ({ geometry: ConvGeometry } | { shape: [number, number, number] })[];
 }
@@ -31,8 +33,10 @@ export function checkSpatialStack(layers: readonly Layer[]): void {
   if (layers.length === 0) throw new Error('spatial split: the stack has no layers');
   for (const l of layers) {
     if (!(l instanceof Conv2D || l instanceof Pool2D || l instanceof ActivationLayer) || l.inputShape.length !== 3) {
-      throw new Error(`${l.name}: cannot be part of a spatially split stack; only conv2d, maxPool2d, avgPool2d and ` +
-        `activation layers on images can (they read a bounded neighbourhood); end the split before this layer`);
+      throw new Error(
+        `${l.name}: cannot be part of a spatially split stack; only conv2d, maxPool2d, avgPool2d and ` +
+          `activation layers on images can (they read a bounded neighbourhood); end the split before this layer`,
+      );
     }
   }
 }
@@ -45,25 +49,38 @@ export function planTiles(layers: readonly Layer[], tilesH: number, tilesW: numb
   checkSpatialStack(layers);
   const last = layers[layers.length - 1]!;
   const [OH, OW] = last.outputShape as [number, number, number];
-  for (const [tiles, size, axis] of [[tilesH, OH, 'height'], [tilesW, OW, 'width']] as const) {
-    if (!Number.isInteger(tiles) || tiles < 1) throw new Error(`${last.name}: the number of tiles along ${axis} must be a positive integer, got ${tiles}`);
+  for (const [tiles, size, axis] of [
+    [tilesH, OH, 'height'],
+    [tilesW, OW, 'width'],
+  ] as const) {
+    if (!Number.isInteger(tiles) || tiles < 1)
+      throw new Error(`${last.name}: the number of tiles along ${axis} must be a positive integer, got ${tiles}`);
     if (tiles > size) {
-      throw new Error(`${last.name}: cannot split ${size} output ${axis === 'height' ? 'rows' : 'columns'} into ${tiles} tiles along ${axis}; ` +
-        `use at most ${size} tiles (or devices) along ${axis}`);
+      throw new Error(
+        `${last.name}: cannot split ${size} output ${axis === 'height' ? 'rows' : 'columns'} into ${tiles} tiles along ${axis}; ` +
+          `use at most ${size} tiles (or devices) along ${axis}`,
+      );
     }
   }
   const plans: TilePlan[] = [];
   for (let i = 0; i < tilesH; i++) {
     for (let j = 0; j < tilesW; j++) {
-      const outRows = evenSlice(OH, tilesH, i), outCols = evenSlice(OW, tilesW, j);
-      let rows = outRows, cols = outCols;
+      const outRows = evenSlice(OH, tilesH, i),
+        outCols = evenSlice(OW, tilesW, j);
+      let rows = outRows,
+        cols = outCols;
       const tileLayers: TilePlan['layers'] = [];
       for (let k = layers.length - 1; k >= 0; k--) {
         const l = layers[k]!;
         if (l instanceof Conv2D || l instanceof Pool2D) {
-          const t = tileWindowGeometry({ ...l.geometry, F: l instanceof Conv2D ? l.filters : l.geometry.C }, rows, cols);
+          const t = tileWindowGeometry(
+            { ...l.geometry, F: l instanceof Conv2D ? l.filters : l.geometry.C },
+            rows,
+            cols,
+          );
           tileLayers.unshift({ geometry: t.geometry });
-          rows = t.inRows; cols = t.inCols;
+          rows = t.inRows;
+          cols = t.inCols;
         } else {
           tileLayers.unshift({ shape: [rows.end - rows.start, cols.end - cols.start, l.inputShape[2]!] });
         }
@@ -84,7 +101,12 @@ export class TileStack {
   /** conv2d → max pool pairs the backend runs as one step, as in Sequential (convPool.ts) */
   private readonly pairs: (ConvPool | undefined)[];
 
-  constructor(backend: Backend, stack: readonly Layer[], readonly plan: TilePlan, pools: BufferPool[]) {
+  constructor(
+    backend: Backend,
+    stack: readonly Layer[],
+    readonly plan: TilePlan,
+    pools: BufferPool[],
+  ) {
     this.layers = stack.map((l, k) => {
       const p = plan.layers[k]!;
       if (l instanceof Conv2D) return l.tile((p as { geometry: ConvGeometry }).geometry, pools[k]!);
@@ -95,14 +117,21 @@ export class TileStack {
     this.pairs = convPoolPairs(backend, this.layers);
   }
 
-  get inputShape(): readonly number[] { return this.layers[0]!.inputShape; }
-  get outputShape(): readonly number[] { return this.layers[this.layers.length - 1]!.outputShape; }
+  get inputShape(): readonly number[] {
+    return this.layers[0]!.inputShape;
+  }
+  get outputShape(): readonly number[] {
+    return this.layers[this.layers.length - 1]!.outputShape;
+  }
 
   forward(x: Tensor, ctx: ForwardContext): Tensor {
     let h = x;
     for (let k = 0; k < this.layers.length; k++) {
       const pair = this.pairs[k];
-      if (pair) { h = pair.forward(h, ctx); k++; } else h = this.layers[k]!.forward(h, ctx);
+      if (pair) {
+        h = pair.forward(h, ctx);
+        k++;
+      } else h = this.layers[k]!.forward(h, ctx);
     }
     return h;
   }
@@ -112,7 +141,10 @@ export class TileStack {
     let g: Tensor = dy;
     for (let k = this.layers.length - 1; k >= 0; k--) {
       const pair = k > 0 ? this.pairs[k - 1] : undefined;
-      if (pair) { g = pair.backward(g, true)!; k--; } else g = this.layers[k]!.backward(g, true)!;
+      if (pair) {
+        g = pair.backward(g, true)!;
+        k--;
+      } else g = this.layers[k]!.backward(g, true)!;
     }
     return g;
   }

@@ -31,21 +31,50 @@ export interface DenseSpec {
   /** 'model' splits the layer's output units across devices ("one weird trick") */
   parallel: 'data' | 'model';
 }
-export interface FlattenSpec { type: 'flatten' }
-export interface ActivationSpec { type: 'relu' | 'tanh' | 'sigmoid' | 'gelu' }
-export interface ClippedReluSpec { type: 'clippedRelu'; cap: number }
+export interface FlattenSpec {
+  type: 'flatten';
+}
+export interface ActivationSpec {
+  type: 'relu' | 'tanh' | 'sigmoid' | 'gelu';
+}
+export interface ClippedReluSpec {
+  type: 'clippedRelu';
+  cap: number;
+}
 /** max(x, 0) + slope·min(x, 0); slope ≥ 0 (backward reads the output's sign) */
-export interface LeakyReluSpec { type: 'leakyRelu'; slope: number }
+export interface LeakyReluSpec {
+  type: 'leakyRelu';
+  slope: number;
+}
 /** softmax over the last axis: an output layer for probabilities (not with softmaxCrossEntropy, which includes it) */
-export interface SoftmaxSpec { type: 'softmax' }
+export interface SoftmaxSpec {
+  type: 'softmax';
+}
 /** y = activation(layers(x) + shortcut(x)); an empty shortcut is the identity (nn/addBlock.ts) */
-export interface ResidualSpec { type: 'residual'; layers: LayerSpec[]; shortcut: LayerSpec[]; activation: ActivationKind }
+export interface ResidualSpec {
+  type: 'residual';
+  layers: LayerSpec[];
+  shortcut: LayerSpec[];
+  activation: ActivationKind;
+}
 /** y = activation(Σ branches(x)); an empty branch is the identity */
-export interface AddSpec { type: 'add'; branches: LayerSpec[][]; activation: ActivationKind }
+export interface AddSpec {
+  type: 'add';
+  branches: LayerSpec[][];
+  activation: ActivationKind;
+}
 /** How dropout masks are keyed: per replica (default) or per global sample (split-invariant). */
 export type DropoutMasks = 'per-replica' | 'per-sample';
-export interface DropoutSpec { type: 'dropout'; rate: number; masks: DropoutMasks }
-export interface BatchNormSpec { type: 'batchNorm'; momentum: number; epsilon: number }
+export interface DropoutSpec {
+  type: 'dropout';
+  rate: number;
+  masks: DropoutMasks;
+}
+export interface BatchNormSpec {
+  type: 'batchNorm';
+  momentum: number;
+  epsilon: number;
+}
 
 /** How a bidirectional recurrent layer joins its two directions' outputs (absent: one direction). */
 export type BidirectionalMerge = 'concat' | 'sum';
@@ -70,11 +99,24 @@ export interface Conv1DSpec {
   useBias: boolean;
 }
 /** Normalisation over the last axis with gamma/beta (per frame of a sequence). */
-export interface LayerNormSpec { type: 'layerNorm'; epsilon: number }
+export interface LayerNormSpec {
+  type: 'layerNorm';
+  epsilon: number;
+}
 
 /** What a spatial split may hold: each output pixel reads a bounded window of input pixels. */
 export type SpatialLayerSpec = Conv2DSpec | Pool2DSpec | ActivationSpec | ClippedReluSpec | LeakyReluSpec;
-export const SPATIAL_LAYER_TYPES = ['conv2d', 'maxPool2d', 'avgPool2d', 'relu', 'tanh', 'sigmoid', 'clippedRelu', 'gelu', 'leakyRelu'] as const satisfies readonly SpatialLayerSpec['type'][];
+export const SPATIAL_LAYER_TYPES = [
+  'conv2d',
+  'maxPool2d',
+  'avgPool2d',
+  'relu',
+  'tanh',
+  'sigmoid',
+  'clippedRelu',
+  'gelu',
+  'leakyRelu',
+] as const satisfies readonly SpatialLayerSpec['type'][];
 
 /**
  * A stack of convolution/pooling/activation layers run tile after tile on one device (less
@@ -94,9 +136,22 @@ export interface SpatialSplitSpec {
 }
 
 export type LayerSpec =
-  | Conv2DSpec | Pool2DSpec | DenseSpec | FlattenSpec | ActivationSpec | ClippedReluSpec | DropoutSpec | BatchNormSpec
-  | SpatialSplitSpec | RecurrentSpec | Conv1DSpec | LayerNormSpec
-  | LeakyReluSpec | SoftmaxSpec | ResidualSpec | AddSpec;
+  | Conv2DSpec
+  | Pool2DSpec
+  | DenseSpec
+  | FlattenSpec
+  | ActivationSpec
+  | ClippedReluSpec
+  | DropoutSpec
+  | BatchNormSpec
+  | SpatialSplitSpec
+  | RecurrentSpec
+  | Conv1DSpec
+  | LayerNormSpec
+  | LeakyReluSpec
+  | SoftmaxSpec
+  | ResidualSpec
+  | AddSpec;
 
 export type LayerType = LayerSpec['type'];
 

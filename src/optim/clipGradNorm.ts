@@ -7,7 +7,10 @@
 /** Σ x² over `buf`, in float64 (finite for any finite float32 gradient). */
 export function sumOfSquares(buf: Float32Array): number {
   let s = 0;
-  for (let i = 0; i < buf.length; i++) { const x = buf[i]!; s += x * x; }
+  for (let i = 0; i < buf.length; i++) {
+    const x = buf[i]!;
+    s += x * x;
+  }
   return s;
 }
 

@@ -26,7 +26,12 @@ class Sgd implements Optimizer {
   stepCount = 0;
   private readonly velocity: Float32Array | null;
 
-  constructor(private readonly backend: Backend, readonly spec: Extract<OptimizerSpec, { type: 'sgd' }>, size: number, allocate: Allocate) {
+  constructor(
+    private readonly backend: Backend,
+    readonly spec: Extract<OptimizerSpec, { type: 'sgd' }>,
+    size: number,
+    allocate: Allocate,
+  ) {
     this.velocity = spec.momentum > 0 ? allocate(size) : null;
   }
 
@@ -51,7 +56,12 @@ class Adam implements Optimizer {
   private readonly m: Float32Array;
   private readonly v: Float32Array;
 
-  constructor(private readonly backend: Backend, readonly spec: Extract<OptimizerSpec, { type: 'adam' | 'adamw' }>, size: number, allocate: Allocate) {
+  constructor(
+    private readonly backend: Backend,
+    readonly spec: Extract<OptimizerSpec, { type: 'adam' | 'adamw' }>,
+    size: number,
+    allocate: Allocate,
+  ) {
     this.m = allocate(size);
     this.v = allocate(size);
   }
@@ -60,12 +70,24 @@ class Adam implements Optimizer {
     const { beta1, beta2, eps, weightDecay } = this.spec;
     this.stepCount++;
     this.backend.adamStep(params, grads, this.m, this.v, {
-      lr, beta1, beta2, eps, weightDecay, decoupled: this.spec.type === 'adamw', step: this.stepCount,
+      lr,
+      beta1,
+      beta2,
+      eps,
+      weightDecay,
+      decoupled: this.spec.type === 'adamw',
+      step: this.stepCount,
     });
   }
 
   state(): OptimizerState {
-    return { step: this.stepCount, buffers: [{ name: 'm', data: this.m }, { name: 'v', data: this.v }] };
+    return {
+      step: this.stepCount,
+      buffers: [
+        { name: 'm', data: this.m },
+        { name: 'v', data: this.v },
+      ],
+    };
   }
 
   loadState(state: OptimizerState): void {
@@ -77,9 +99,12 @@ class Adam implements Optimizer {
 
 function copyBuffer(state: OptimizerState, name: string, into: Float32Array): void {
   const found = state.buffers.find((b) => b.name === name);
-  if (!found) throw new Error(`optimizer state has no '${name}' buffer; the checkpoint was written with another optimizer`);
+  if (!found)
+    throw new Error(`optimizer state has no '${name}' buffer; the checkpoint was written with another optimizer`);
   if (found.data.length !== into.length) {
-    throw new Error(`optimizer state '${name}' holds ${found.data.length} values, the model needs ${into.length}; the checkpoint belongs to another model`);
+    throw new Error(
+      `optimizer state '${name}' holds ${found.data.length} values, the model needs ${into.length}; the checkpoint belongs to another model`,
+    );
   }
   into.set(found.data);
 }
@@ -93,6 +118,11 @@ export function optimizerStateSize(spec: OptimizerSpec, size: number): number {
 }
 
 /** An optimizer for a flat buffer of `size` parameters. */
-export function createOptimizer(backend: Backend, spec: OptimizerSpec, size: number, allocate: Allocate = (n) => backend.alloc(n)): Optimizer {
+export function createOptimizer(
+  backend: Backend,
+  spec: OptimizerSpec,
+  size: number,
+  allocate: Allocate = (n) => backend.alloc(n),
+): Optimizer {
   return spec.type === 'sgd' ? new Sgd(backend, spec, size, allocate) : new Adam(backend, spec, size, allocate);
 }

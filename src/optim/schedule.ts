@@ -6,13 +6,13 @@ import type { ScheduleSpec } from './spec.ts';
  */
 export function learningRateAt(step: number, baseLr: number, schedule: ScheduleSpec, totalSteps: number): number {
   const { warmupSteps, decay } = schedule;
-  if (step < warmupSteps) return baseLr * (step + 1) / warmupSteps;
+  if (step < warmupSteps) return (baseLr * (step + 1)) / warmupSteps;
   const t = step - warmupSteps;
   switch (decay.type) {
     case 'none':
       return baseLr;
     case 'step':
-      return baseLr * Math.pow(decay.gamma, Math.floor(t / decay.every));
+      return baseLr * decay.gamma ** Math.floor(t / decay.every);
     case 'cosine': {
       const span = Math.max(totalSteps - warmupSteps, 1);
       const progress = Math.min(t / span, 1);

@@ -43,24 +43,44 @@ export interface MicroBatchResult {
  * lengths and label counts too; every slice keeps the batch's T (padding never changes a result),
  * and the loss gets the model's output lengths of the slice's samples.
  */
-export async function accumulateMicroBatches(model: TrainableModel, loss: Loss, x: Tensor, labels: Int32Array,
-                                             ctx: ForwardContext, gradScale: number, k: number,
-                                             onReady?: (offset: number) => void, targets?: Float32Array, sequence?: SequenceBatch): Promise<MicroBatchResult> {
-  const n = sequence ? sequence.lengths.length : labels.length, per = x.size / Math.max(x.batch, 1);
-  const perTarget = targets ? targets.length / Math.max(n, 1) : 0, perLabel = labels.length / Math.max(n, 1);
+export async function accumulateMicroBatches(
+  model: TrainableModel,
+  loss: Loss,
+  x: Tensor,
+  labels: Int32Array,
+  ctx: ForwardContext,
+  gradScale: number,
+  k: number,
+  onReady?: (offset: number) => void,
+  targets?: Float32Array,
+  sequence?: SequenceBatch,
+): Promise<MicroBatchResult> {
+  const n = sequence ? sequence.lengths.length : labels.length,
+    per = x.size / Math.max(x.batch, 1);
+  const perTarget = targets ? targets.length / Math.max(n, 1) : 0,
+    perLabel = labels.length / Math.max(n, 1);
   const ranges = microBatchRanges(n, k, model.needsAsync);
   const total: MicroBatchResult = { lossSum: 0, correct: 0, samples: n };
   for (const [i, { start, end }] of ranges.entries()) {
     const xs = new Tensor([end - start, ...x.shape.slice(1)], x.data.subarray(start * per, end * per));
-    const sub: ForwardContext = { ...ctx, sampleOffset: ctx.sampleOffset + start, localOffset: (ctx.localOffset ?? 0) + start };
+    const sub: ForwardContext = {
+      ...ctx,
+      sampleOffset: ctx.sampleOffset + start,
+      localOffset: (ctx.localOffset ?? 0) + start,
+    };
     if (sequence) sub.lengths = sequence.lengths.subarray(start, end);
     const logits = await model.forwardAsync(xs, sub);
     // an empty slice (a device without samples in a step that communicates) has no loss
     if (end > start) {
-      const r = loss.compute(logits, labels.subarray(start * perLabel, end * perLabel), gradScale,
+      const r = loss.compute(
+        logits,
+        labels.subarray(start * perLabel, end * perLabel),
+        gradScale,
         targets && (ranges.length === 1 ? targets : targets.subarray(start * perTarget, end * perTarget)),
-        sequence && sequenceTargets(model, sequence, start, end, sub.lengths!, ctx.globalBatch));
-      total.lossSum += r.lossSum; total.correct += r.correct;
+        sequence && sequenceTargets(model, sequence, start, end, sub.lengths!, ctx.globalBatch),
+      );
+      total.lossSum += r.lossSum;
+      total.correct += r.correct;
       if (r.absErrorSum !== undefined) total.absErrorSum = (total.absErrorSum ?? 0) + r.absErrorSum;
       if (r.exactMatches !== undefined) total.exactMatches = (total.exactMatches ?? 0) + r.exactMatches;
       total.errors = addErrorCounts(total.errors, r.errors);
@@ -73,11 +93,20 @@ export async function accumulateMicroBatches(model: TrainableModel, loss: Loss, 
 }
 
 /** The loss's view of samples [start, end) of a sequence batch: the model's output lengths of `lengths`, their label counts. */
-function sequenceTargets(model: TrainableModel, s: SequenceBatch, start: number, end: number, lengths: Int32Array, globalBatch?: number): SequenceTargets {
+function sequenceTargets(
+  model: TrainableModel,
+  s: SequenceBatch,
+  start: number,
+  end: number,
+  lengths: Int32Array,
+  globalBatch?: number,
+): SequenceTargets {
   const describe = s.describe;
   return {
-    inputLengths: model.outputLengths ? model.outputLengths(lengths) : lengths, labelLengths: s.labelLengths.subarray(start, end),
-    ...(globalBatch !== undefined ? { globalBatch } : {}), ...(s.space !== undefined ? { space: s.space } : {}),
+    inputLengths: model.outputLengths ? model.outputLengths(lengths) : lengths,
+    labelLengths: s.labelLengths.subarray(start, end),
+    ...(globalBatch !== undefined ? { globalBatch } : {}),
+    ...(s.space !== undefined ? { space: s.space } : {}),
     ...(describe ? { describe: (k: number) => describe(start + k) } : {}),
   };
 }

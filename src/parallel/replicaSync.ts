@@ -6,7 +6,11 @@ import type { ReplicaView } from './strategy.ts';
  * shared-memory transport reads peers' registered buffers directly) and make every replica start
  * from rank 0's weights and state.
  */
-export async function registerAndBroadcast(comm: Communicator, replica: ReplicaView, extra: Float32Array[] = []): Promise<void> {
+export async function registerAndBroadcast(
+  comm: Communicator,
+  replica: ReplicaView,
+  extra: Float32Array[] = [],
+): Promise<void> {
   for (const buf of [replica.params, replica.grads, replica.state, ...extra]) await comm.register?.(buf);
   await comm.broadcast(replica.params, 0);
   await comm.broadcast(replica.state, 0);
@@ -23,12 +27,18 @@ export function scaleInPlace(buf: Float32Array, factor: number): void {
  * says whether it will take part in later rounds. Returns how many ranks are still active, so
  * finished ranks can keep joining rounds (with weight 0) until none is.
  */
-export async function weightedAverageRound(comm: Communicator, bufs: Float32Array[], weight: number, active: boolean,
-                                           scratch: Float32Array): Promise<{ totalWeight: number; active: number }> {
+export async function weightedAverageRound(
+  comm: Communicator,
+  bufs: Float32Array[],
+  weight: number,
+  active: boolean,
+  scratch: Float32Array,
+): Promise<{ totalWeight: number; active: number }> {
   scratch[0] = weight;
   scratch[1] = active ? 1 : 0;
   await comm.allreduce(scratch.subarray(0, 2), 'sum');
-  const totalWeight = scratch[0]!, stillActive = scratch[1]!;
+  const totalWeight = scratch[0]!,
+    stillActive = scratch[1]!;
   if (totalWeight > 0) {
     for (const buf of bufs) {
       scaleInPlace(buf, weight / totalWeight);

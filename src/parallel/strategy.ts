@@ -106,8 +106,12 @@ export interface Strategy {
 /** A saved tensor of a strategy's state copied into `into`; a missing or wrong-sized one is an error naming it. */
 export function restoreTensor(state: StrategyState, name: string, into: Float32Array): void {
   const t = state.tensors[name];
-  if (!t) throw new Error(`checkpoint: the strategy state has no '${name}'; the checkpoint was written by another strategy`);
-  if (t.length !== into.length) throw new Error(`checkpoint: the strategy state '${name}' holds ${t.length} values, this model needs ${into.length}`);
+  if (!t)
+    throw new Error(`checkpoint: the strategy state has no '${name}'; the checkpoint was written by another strategy`);
+  if (t.length !== into.length)
+    throw new Error(
+      `checkpoint: the strategy state '${name}' holds ${t.length} values, this model needs ${into.length}`,
+    );
   into.set(t);
 }
 

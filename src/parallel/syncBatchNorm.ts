@@ -18,7 +18,10 @@ export function synchroniseBatchNorm(model: Sequential, comm: Communicator): num
   let count = 0;
   // nested ones too (inside residual blocks), in the same order on every replica
   for (const layer of allLayers(model.layers)) {
-    if (layer instanceof BatchNorm) { layer.setReducer(reducer); count++; }
+    if (layer instanceof BatchNorm) {
+      layer.setReducer(reducer);
+      count++;
+    }
   }
   return count;
 }

@@ -84,7 +84,10 @@ function tryLoad(spec: AddonSpec): Outcome {
     return { addon: exports };
   } catch (err) {
     const message = (err as Error).message.split('\n')[0]!;
-    return { addon: null, reason: spec.loadFailureReason ? spec.loadFailureReason(path, message) : `${path} does not load: ${message}` };
+    return {
+      addon: null,
+      reason: spec.loadFailureReason ? spec.loadFailureReason(path, message) : `${path} does not load: ${message}`,
+    };
   } finally {
     for (const k of setEnv) delete process.env[k];
   }

@@ -62,8 +62,13 @@ export function summarize(run: RunData): RunSummary {
   const total = (f: (d: DeviceSummary) => number) => perDevice.reduce((n, d) => n + f(d), 0);
   const busy = total((d) => d.computeMs + d.commMs + d.idleMs);
   const stale = run.steps.filter((s) => s.staleness !== undefined);
-  const lastTime = maxOf([run.start.time], run.steps.map((s) => s.time), run.evals.map((e) => e.time));
-  const wallSeconds = run.end && Number.isFinite(run.end.seconds) ? run.end.seconds : (lastTime - run.start.time) / 1000;
+  const lastTime = maxOf(
+    [run.start.time],
+    run.steps.map((s) => s.time),
+    run.evals.map((e) => e.time),
+  );
+  const wallSeconds =
+    run.end && Number.isFinite(run.end.seconds) ? run.end.seconds : (lastTime - run.start.time) / 1000;
   const samples = total((d) => d.samples);
   const lastEval = run.evals.filter((e) => Number.isFinite(e.testAccuracy)).at(-1);
   const lastVal = run.evals.filter((e) => Number.isFinite(e.valAccuracy)).at(-1);
@@ -71,13 +76,17 @@ export function summarize(run: RunData): RunSummary {
     strategy: run.start.strategy,
     devices: run.start.devices,
     finished: run.end !== null,
-    testAccuracy: run.end && Number.isFinite(run.end.testAccuracy) ? run.end.testAccuracy : (lastEval?.testAccuracy ?? NaN),
+    testAccuracy:
+      run.end && Number.isFinite(run.end.testAccuracy) ? run.end.testAccuracy : (lastEval?.testAccuracy ?? NaN),
     valAccuracy: lastVal?.valAccuracy ?? NaN,
     best: run.best ? { metric: run.best.metric, value: run.best.value, epoch: run.best.epoch } : null,
     earlyStoppedEpoch: run.earlyStopped?.epoch ?? null,
     stalls: run.stalls.length,
     wallSeconds,
-    samplesPerSecond: run.end && Number.isFinite(run.end.samplesPerSecond) ? run.end.samplesPerSecond : samples / Math.max(wallSeconds, 1e-9),
+    samplesPerSecond:
+      run.end && Number.isFinite(run.end.samplesPerSecond)
+        ? run.end.samplesPerSecond
+        : samples / Math.max(wallSeconds, 1e-9),
     idleShare: busy > 0 ? total((d) => d.idleMs) / busy : 0,
     meanStaleness: stale.length > 0 ? stale.reduce((n, s) => n + s.staleness!, 0) / stale.length : null,
     dropped: run.steps.reduce((n, s) => n + (s.dropped ?? 0), 0),
@@ -90,9 +99,20 @@ export function summarize(run: RunData): RunSummary {
 }
 
 function deviceSummaries(steps: readonly StepInfo[], devices: number): DeviceSummary[] {
-  const ranks = maxOf([devices], steps.map((s) => s.rank + 1));
+  const ranks = maxOf(
+    [devices],
+    steps.map((s) => s.rank + 1),
+  );
   const out: DeviceSummary[] = Array.from({ length: ranks }, (_, rank) => ({
-    rank, steps: 0, samples: 0, computeMs: 0, commMs: 0, idleMs: 0, bytes: 0, computeMsPerSample: NaN, straggler: false,
+    rank,
+    steps: 0,
+    samples: 0,
+    computeMs: 0,
+    commMs: 0,
+    idleMs: 0,
+    bytes: 0,
+    computeMsPerSample: NaN,
+    straggler: false,
   }));
   for (const s of steps) {
     const d = out[s.rank];
@@ -106,7 +126,9 @@ function deviceSummaries(steps: readonly StepInfo[], devices: number): DeviceSum
   }
   for (const d of out) d.computeMsPerSample = d.samples > 0 ? d.computeMs / d.samples : NaN;
   const flags = findStragglers(out.map((d) => d.computeMsPerSample));
-  out.forEach((d, i) => { d.straggler = flags[i]!; });
+  out.forEach((d, i) => {
+    d.straggler = flags[i]!;
+  });
   return out;
 }
 
@@ -128,7 +150,16 @@ export interface StepSeries {
 export interface RunSeries {
   steps: StepSeries;
   /** evaluations of the test set; cer/wer (valCer/valWer): a speech model's error rates, NaN when not recorded */
-  evals: { step: number; time: number; accuracy: number; loss: number; cer: number; wer: number; valCer: number; valWer: number }[];
+  evals: {
+    step: number;
+    time: number;
+    accuracy: number;
+    loss: number;
+    cer: number;
+    wer: number;
+    valCer: number;
+    valWer: number;
+  }[];
   /** evaluations of the validation split (empty: none) */
   validation: { step: number; time: number; epoch: number; accuracy: number; loss: number }[];
   /** the learning rate of each step (downsampled like the steps; empty when the events do not record it) */
@@ -146,15 +177,45 @@ export function series(run: RunData): RunSeries {
   const t0 = run.start.time;
   return {
     steps: stepSeries(run.steps, t0, MAX_SERIES_POINTS),
-    evals: run.evals.filter((e) => Number.isFinite(e.testLoss) || Number.isFinite(e.testAccuracy) || e.valCER !== undefined)
-      .map((e) => ({ step: e.step, time: (e.time - t0) / 1000, accuracy: e.testAccuracy, loss: e.testLoss,
-        cer: e.testCER ?? NaN, wer: e.testWER ?? NaN, valCer: e.valCER ?? NaN, valWer: e.valWER ?? NaN })),
-    validation: run.evals.filter((e) => Number.isFinite(e.valLoss) || Number.isFinite(e.valAccuracy))
-      .map((e) => ({ step: e.step, time: (e.time - t0) / 1000, epoch: e.epoch, accuracy: e.valAccuracy, loss: e.valLoss })),
+    evals: run.evals
+      .filter((e) => Number.isFinite(e.testLoss) || Number.isFinite(e.testAccuracy) || e.valCER !== undefined)
+      .map((e) => ({
+        step: e.step,
+        time: (e.time - t0) / 1000,
+        accuracy: e.testAccuracy,
+        loss: e.testLoss,
+        cer: e.testCER ?? NaN,
+        wer: e.testWER ?? NaN,
+        valCer: e.valCER ?? NaN,
+        valWer: e.valWER ?? NaN,
+      })),
+    validation: run.evals
+      .filter((e) => Number.isFinite(e.valLoss) || Number.isFinite(e.valAccuracy))
+      .map((e) => ({
+        step: e.step,
+        time: (e.time - t0) / 1000,
+        epoch: e.epoch,
+        accuracy: e.valAccuracy,
+        loss: e.valLoss,
+      })),
     lr: lrSeries(run.steps, MAX_SERIES_POINTS),
-    stalls: run.stalls.map((x) => ({ time: round((x.time - t0) / 1000), rank: x.rank, seconds: round(x.seconds, 3), waitingIn: x.waitingIn, missing: x.missing })),
+    stalls: run.stalls.map((x) => ({
+      time: round((x.time - t0) / 1000),
+      rank: x.rank,
+      seconds: round(x.seconds, 3),
+      waitingIn: x.waitingIn,
+      missing: x.missing,
+    })),
     throughput: throughput(run.steps, t0, THROUGHPUT_POINTS),
-    timeline: timeline(run.steps, t0, maxOf([run.start.devices / run.start.processes], run.steps.map((s) => s.rank + 1)), MAX_TIMELINE_SEGMENTS),
+    timeline: timeline(
+      run.steps,
+      t0,
+      maxOf(
+        [run.start.devices / run.start.processes],
+        run.steps.map((s) => s.rank + 1),
+      ),
+      MAX_TIMELINE_SEGMENTS,
+    ),
     staleness: stalenessHistogram(run.steps),
   };
 }
@@ -165,19 +226,32 @@ export function stepSeries(steps: readonly StepInfo[], t0: number, maxPoints: nu
   for (const s of steps) {
     const a = byStep.get(s.step) ?? { w: 0, loss: 0, lossW: 0, acc: 0, accW: 0, time: 0 };
     const w = s.samples > 0 ? s.samples : 1;
-    if (Number.isFinite(s.loss)) { a.loss += w * s.loss; a.lossW += w; }
-    if (Number.isFinite(s.accuracy)) { a.acc += w * s.accuracy; a.accW += w; }
-    a.time = Math.max(a.time, s.time);  // the step is done when its last device reports it
+    if (Number.isFinite(s.loss)) {
+      a.loss += w * s.loss;
+      a.lossW += w;
+    }
+    if (Number.isFinite(s.accuracy)) {
+      a.acc += w * s.accuracy;
+      a.accW += w;
+    }
+    a.time = Math.max(a.time, s.time); // the step is done when its last device reports it
     byStep.set(s.step, a);
   }
   const keys = [...byStep.keys()].sort((a, b) => a - b);
   const step = keys;
   const time = keys.map((k) => (byStep.get(k)!.time - t0) / 1000);
-  const loss = keys.map((k) => { const a = byStep.get(k)!; return a.lossW > 0 ? a.loss / a.lossW : NaN; });
-  const accuracy = keys.map((k) => { const a = byStep.get(k)!; return a.accW > 0 ? a.acc / a.accW : NaN; });
+  const loss = keys.map((k) => {
+    const a = byStep.get(k)!;
+    return a.lossW > 0 ? a.loss / a.lossW : NaN;
+  });
+  const accuracy = keys.map((k) => {
+    const a = byStep.get(k)!;
+    return a.accW > 0 ? a.acc / a.accW : NaN;
+  });
   const [dStep, dTime, dLoss, dAcc] = downsample([step, time, loss, accuracy], maxPoints);
   return {
-    step: dStep!, time: dTime!,
+    step: dStep!,
+    time: dTime!,
     loss: dLoss!.map((x) => (Number.isFinite(x) ? x : null)),
     accuracy: dAcc!.map((x) => (Number.isFinite(x) ? x : null)),
     merged: Math.ceil(keys.length / Math.max(1, Math.min(maxPoints, keys.length))),
@@ -205,8 +279,13 @@ export function downsample(columns: readonly (readonly number[])[], maxPoints: n
   return columns.map((c) => {
     const out: number[] = [];
     for (let i = 0; i < n; i += size) {
-      let sum = 0, k = 0;
-      for (let j = i; j < Math.min(n, i + size); j++) if (Number.isFinite(c[j]!)) { sum += c[j]!; k++; }
+      let sum = 0,
+        k = 0;
+      for (let j = i; j < Math.min(n, i + size); j++)
+        if (Number.isFinite(c[j]!)) {
+          sum += c[j]!;
+          k++;
+        }
       out.push(k > 0 ? sum / k : NaN);
     }
     return out;
@@ -230,9 +309,15 @@ function throughput(steps: readonly StepInfo[], t0: number, points: number): Run
   // prefix sums of samples over the sorted events: samples in (a, b] by two binary searches
   const cum = [0];
   for (const s of sorted) cum.push(cum.at(-1)! + s.samples);
-  const upTo = (t: number) => {  // number of events with time ≤ t
-    let lo = 0, hi = sorted.length;
-    while (lo < hi) { const mid = (lo + hi) >> 1; if (sorted[mid]!.time <= t) lo = mid + 1; else hi = mid; }
+  const upTo = (t: number) => {
+    // number of events with time ≤ t
+    let lo = 0,
+      hi = sorted.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (sorted[mid]!.time <= t) lo = mid + 1;
+      else hi = mid;
+    }
     return lo;
   };
   const n = Math.max(2, points);
@@ -286,7 +371,13 @@ function timeline(steps: readonly StepInfo[], t0: number, ranks: number, maxSegm
 function stalenessHistogram(steps: readonly StepInfo[]): RunSeries['staleness'] {
   const stale = steps.filter((s) => s.staleness !== undefined);
   if (stale.length === 0) return null;
-  const max = Math.min(STALENESS_BINS - 1, maxOf([0], stale.map((s) => Math.round(s.staleness!))));
+  const max = Math.min(
+    STALENESS_BINS - 1,
+    maxOf(
+      [0],
+      stale.map((s) => Math.round(s.staleness!)),
+    ),
+  );
   const counts = new Array<number>(max + 1).fill(0);
   for (const s of stale) counts[Math.min(max, Math.max(0, Math.round(s.staleness!)))]!++;
   return { counts, dropped: steps.reduce((n, s) => n + (s.dropped ?? 0), 0) };

@@ -37,7 +37,8 @@ export function chartLibrarySource(): string {
 export function sanitize(source: string, file = 'chart library'): string {
   let s = source.replace(/^\/\/# sourceMappingURL=.*$/gm, '');
   s = s.replace(/\/\*![\s\S]*?\*\//g, (comment) => comment.replace(/https?:\/\//g, ''));
-  if (/https?:\/\//i.test(s)) throw new Error(`${file} contains a URL outside its licence comments; the report would not be self-contained`);
+  if (/https?:\/\//i.test(s))
+    throw new Error(`${file} contains a URL outside its licence comments; the report would not be self-contained`);
   if (/<\/script/i.test(s)) throw new Error(`${file} contains '</script'; it cannot be inlined into a report`);
   return s.trim();
 }

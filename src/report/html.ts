@@ -16,12 +16,35 @@ export const GENERATOR_MARK = '<meta name="generator" content="paratrain report"
 
 /** Every chart section, in page order: `<section id="chart-<id>">`; a report leaves out those with nothing to draw (chartsFor). */
 export const CHART_IDS = [
-  'loss-step', 'loss-time', 'accuracy-step', 'accuracy-time', 'validation', 'lr', 'throughput', 'device-share', 'timeline', 'staleness', 'stalls', 'bytes', 'memory',
+  'loss-step',
+  'loss-time',
+  'accuracy-step',
+  'accuracy-time',
+  'validation',
+  'lr',
+  'throughput',
+  'device-share',
+  'timeline',
+  'staleness',
+  'stalls',
+  'bytes',
+  'memory',
 ] as const;
 export type ChartId = (typeof CHART_IDS)[number];
 
 /** One colour per run (Tableau 10: distinct, and readable by most colour-blind people). */
-export const RUN_COLORS = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#b07aa1', '#76b7b2', '#edc948', '#ff9da7', '#9c755f', '#bab0ac'];
+export const RUN_COLORS = [
+  '#4e79a7',
+  '#f28e2b',
+  '#59a14f',
+  '#e15759',
+  '#b07aa1',
+  '#76b7b2',
+  '#edc948',
+  '#ff9da7',
+  '#9c755f',
+  '#bab0ac',
+];
 
 export interface ReportRun {
   label: string;
@@ -37,45 +60,96 @@ export interface HtmlOptions {
 }
 
 const SECTIONS: Record<ChartId, { title: string; note: string; wide?: boolean }> = {
-  'loss-step': { title: 'Loss vs step', note: 'Training loss of each step\'s batches over all devices (smoothed; dashed markers: test set).' },
-  'loss-time': { title: 'Loss vs wall time', note: 'The same loss against seconds since the run started: what a strategy buys per second.' },
-  'accuracy-step': { title: 'Accuracy vs step', note: 'Training accuracy (smoothed); dashed markers: test accuracy after each evaluation.' },
+  'loss-step': {
+    title: 'Loss vs step',
+    note: "Training loss of each step's batches over all devices (smoothed; dashed markers: test set).",
+  },
+  'loss-time': {
+    title: 'Loss vs wall time',
+    note: 'The same loss against seconds since the run started: what a strategy buys per second.',
+  },
+  'accuracy-step': {
+    title: 'Accuracy vs step',
+    note: 'Training accuracy (smoothed); dashed markers: test accuracy after each evaluation.',
+  },
   'accuracy-time': { title: 'Accuracy vs wall time', note: 'Accuracy against seconds since the run started.' },
-  validation: { title: 'Validation', note: 'Evaluations of the validation split after epochs: accuracy (solid, left axis) and loss (dashed, right axis); a star marks the evaluation model-best.safetensors holds.' },
-  lr: { title: 'Learning rate', note: 'The learning rate of each step: warmup, decay and linear scaling by the device count included.' },
+  validation: {
+    title: 'Validation',
+    note: 'Evaluations of the validation split after epochs: accuracy (solid, left axis) and loss (dashed, right axis); a star marks the evaluation model-best.safetensors holds.',
+  },
+  lr: {
+    title: 'Learning rate',
+    note: 'The learning rate of each step: warmup, decay and linear scaling by the device count included.',
+  },
   throughput: { title: 'Throughput', note: 'Training samples per second, all devices together.' },
-  'device-share': { title: 'Where each device\'s time went', note: 'Compute, communication (collectives, pushes, pulls, optimizer) and idle time waiting for peers. ⚠ marks a straggler: compute time per sample ≥ 1.5× the devices\' median.' },
-  timeline: { title: 'Device timeline', note: 'Each device\'s steps over wall time: compute, communication, idle. A straggler shows as longer compute bars while its peers sit idle.', wide: true },
-  staleness: { title: 'Staleness of applied gradients', note: 'How many updates the shared weights took between a device fetching them and its gradient being applied (recorded by the parameter-server strategies: async, and sync, where it is 0).' },
-  stalls: { title: 'Stalls', note: 'Waits in a collective longer than train.stallWarningSeconds: when, and how long the device had waited (hover: the call and the devices it waited for).' },
-  bytes: { title: 'Bytes communicated', note: 'Bytes the devices moved over the whole run: collectives (all-reduce, broadcast, …) and parameter-server pulls and pushes; hover for each device.' },
-  memory: { title: 'Peak memory', note: 'Peak resident memory of the training process (all devices\' threads).' },
+  'device-share': {
+    title: "Where each device's time went",
+    note: "Compute, communication (collectives, pushes, pulls, optimizer) and idle time waiting for peers. ⚠ marks a straggler: compute time per sample ≥ 1.5× the devices' median.",
+  },
+  timeline: {
+    title: 'Device timeline',
+    note: "Each device's steps over wall time: compute, communication, idle. A straggler shows as longer compute bars while its peers sit idle.",
+    wide: true,
+  },
+  staleness: {
+    title: 'Staleness of applied gradients',
+    note: 'How many updates the shared weights took between a device fetching them and its gradient being applied (recorded by the parameter-server strategies: async, and sync, where it is 0).',
+  },
+  stalls: {
+    title: 'Stalls',
+    note: 'Waits in a collective longer than train.stallWarningSeconds: when, and how long the device had waited (hover: the call and the devices it waited for).',
+  },
+  bytes: {
+    title: 'Bytes communicated',
+    note: 'Bytes the devices moved over the whole run: collectives (all-reduce, broadcast, …) and parameter-server pulls and pushes; hover for each device.',
+  },
+  memory: { title: 'Peak memory', note: "Peak resident memory of the training process (all devices' threads)." },
 };
 
 /** Renders the report. `runs` in the order they should be listed (and coloured). */
 export function renderHtml(runs: readonly ReportRun[], opts: HtmlOptions = {}): string {
-  const title = opts.title ?? (runs.length === 1 ? `paratrain report: ${runs[0]!.label}` : `paratrain report: ${runs.length} runs`);
+  const title =
+    opts.title ?? (runs.length === 1 ? `paratrain report: ${runs[0]!.label}` : `paratrain report: ${runs.length} runs`);
   const generated = opts.generated ?? new Date();
   const data = {
     stalenessBins: STALENESS_BINS,
     runs: runs.map((r, i) => ({
-      label: r.label, color: RUN_COLORS[i % RUN_COLORS.length], dir: r.run.dir,
-      summary: { ...r.summary, perDevice: r.summary.perDevice.map((d) => ({ rank: d.rank, computeMs: d.computeMs, commMs: d.commMs, idleMs: d.idleMs, bytes: d.bytes, straggler: d.straggler })) },
+      label: r.label,
+      color: RUN_COLORS[i % RUN_COLORS.length],
+      dir: r.run.dir,
+      summary: {
+        ...r.summary,
+        perDevice: r.summary.perDevice.map((d) => ({
+          rank: d.rank,
+          computeMs: d.computeMs,
+          commMs: d.commMs,
+          idleMs: d.idleMs,
+          bytes: d.bytes,
+          straggler: d.straggler,
+        })),
+      },
       series: r.series,
     })),
   };
   const shown = chartsFor(runs);
-  const sections = shown.map((id) => {
-    const s = SECTIONS[id];
-    return `<section class="chart${s.wide ? ' wide' : ''}" id="chart-${id}">
+  const sections =
+    shown
+      .map((id) => {
+        const s = SECTIONS[id];
+        return `<section class="chart${s.wide ? ' wide' : ''}" id="chart-${id}">
 <h2>${esc(s.title)}</h2>
 <p class="note">${esc(s.note)}</p>
 <div class="box"></div>
 </section>`;
-  }).join('\n') + errorRateSection(runs);
-  const left = CHART_IDS.filter((id) => !shown.includes(id)).map((id) => LEFT_OUT[id] ?? SECTIONS[id].title.toLowerCase());
+      })
+      .join('\n') + errorRateSection(runs);
+  const left = CHART_IDS.filter((id) => !shown.includes(id)).map(
+    (id) => LEFT_OUT[id] ?? SECTIONS[id].title.toLowerCase(),
+  );
   const leftOut = left.length ? ` Left out, having nothing to show: ${left.map(esc).join('; ')}.` : '';
-  const hyper = hyperparameterSection(runs.map((r, i) => ({ label: r.label, color: RUN_COLORS[i % RUN_COLORS.length]!, settings: r.run.settings })));
+  const hyper = hyperparameterSection(
+    runs.map((r, i) => ({ label: r.label, color: RUN_COLORS[i % RUN_COLORS.length]!, settings: r.run.settings })),
+  );
 
   return `<!DOCTYPE html>
 <html lang="en">
@@ -143,34 +217,66 @@ function errorRateSection(runs: readonly ReportRun[]): string {
 }
 
 function summaryTable(runs: readonly ReportRun[]): string {
-  const columns = nonEmptyColumns(['run', 'devices', 'test accuracy', 'val accuracy', 'best', 'early stop', 'wall time', 'samples/s', 'mean idle',
-    'mean staleness', 'stragglers', 'bytes sent', 'peak memory', 'bad steps', 'stalls'], runs);
+  const columns = nonEmptyColumns(
+    [
+      'run',
+      'devices',
+      'test accuracy',
+      'val accuracy',
+      'best',
+      'early stop',
+      'wall time',
+      'samples/s',
+      'mean idle',
+      'mean staleness',
+      'stragglers',
+      'bytes sent',
+      'peak memory',
+      'bad steps',
+      'stalls',
+    ],
+    runs,
+  );
   const head = columns.map((c) => `<th>${esc(c)}</th>`).join('');
-  const body = runs.map((r, i) => {
-    const row = summaryRow(r.label, r.summary);
-    return `<tr>${columns.map((c, j) => (j === 0
-      ? `<td><span class="swatch" style="background:${RUN_COLORS[i % RUN_COLORS.length]}"></span>${esc(row[c]!)}</td>`
-      : `<td class="num">${esc(row[c]!)}</td>`)).join('')}</tr>`;
-  }).join('\n');
+  const body = runs
+    .map((r, i) => {
+      const row = summaryRow(r.label, r.summary);
+      return `<tr>${columns
+        .map((c, j) =>
+          j === 0
+            ? `<td><span class="swatch" style="background:${RUN_COLORS[i % RUN_COLORS.length]}"></span>${esc(row[c]!)}</td>`
+            : `<td class="num">${esc(row[c]!)}</td>`,
+        )
+        .join('')}</tr>`;
+    })
+    .join('\n');
   return `<div class="wide-table"><table class="summary"><thead><tr>${head}</tr></thead><tbody>\n${body}\n</tbody></table></div>`;
 }
 
 function runDetails(runs: readonly ReportRun[]): string {
-  const items = runs.map((r) => {
-    const s = r.run.start;
-    const n = (x: number) => (Number.isFinite(x) ? x.toLocaleString('en-US') : '?');
-    return `<li><b>${esc(r.label)}</b>: <code>${esc(r.run.dir)}</code> — ${esc(s.strategy)}, ${n(s.devices)} device(s), backend ${esc(s.backend)}, ` +
-      `${n(s.parameters)} parameters, global batch ${n(s.globalBatch)}, ${n(s.epochs)} epoch(s) of ${n(s.stepsPerEpoch)} steps; data: ${esc(s.dataSource)}` +
-      `${r.run.earlyStopped ? ` — stopped early after epoch ${n(r.run.earlyStopped.epoch)} (${esc(r.run.earlyStopped.metric)} no longer improved)` : ''}` +
-      `${r.run.end ? '' : ' — <b>unfinished</b> (no end event)'}` +
-      `${(r.run.settings?.commands ?? []).map((c) => `<br><code class="command">${esc(c)}</code>`).join('')}</li>`;
-  }).join('\n');
+  const items = runs
+    .map((r) => {
+      const s = r.run.start;
+      const n = (x: number) => (Number.isFinite(x) ? x.toLocaleString('en-US') : '?');
+      return (
+        `<li><b>${esc(r.label)}</b>: <code>${esc(r.run.dir)}</code> — ${esc(s.strategy)}, ${n(s.devices)} device(s), backend ${esc(s.backend)}, ` +
+        `${n(s.parameters)} parameters, global batch ${n(s.globalBatch)}, ${n(s.epochs)} epoch(s) of ${n(s.stepsPerEpoch)} steps; data: ${esc(s.dataSource)}` +
+        `${r.run.earlyStopped ? ` — stopped early after epoch ${n(r.run.earlyStopped.epoch)} (${esc(r.run.earlyStopped.metric)} no longer improved)` : ''}` +
+        `${r.run.end ? '' : ' — <b>unfinished</b> (no end event)'}` +
+        `${(r.run.settings?.commands ?? []).map((c) => `<br><code class="command">${esc(c)}</code>`).join('')}</li>`
+      );
+    })
+    .join('\n');
   return `<details class="runs"><summary>Runs</summary><ul>\n${items}\n</ul></details>`;
 }
 
 /** JSON safe inside `<script>`: no `</script`, no `<!--`, and no literal `://`. */
 function jsonForScript(value: unknown): string {
-  return JSON.stringify(value).replace(/</g, '\\u003c').replace(/:\/\//g, ':\\/\\/').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+  return JSON.stringify(value)
+    .replace(/</g, '\\u003c')
+    .replace(/:\/\//g, ':\\/\\/')
+    .replace(/\u2028/g, '\\u2028')
+    .replace(/\u2029/g, '\\u2029');
 }
 
 const STYLE = `

@@ -5,12 +5,22 @@
 import { differingSettings, mergedKeys, type RunSettings } from './settings.ts';
 import { esc } from './escape.ts';
 
-interface Column { label: string; color: string; settings: RunSettings | null }
+interface Column {
+  label: string;
+  color: string;
+  settings: RunSettings | null;
+}
 
 function table(keys: readonly string[], columns: readonly Column[], differing: ReadonlySet<string>): string {
   const head = `<tr><th>hyperparameter</th>${columns.map((c) => `<th><span class="swatch" style="background:${c.color}"></span>${esc(c.label)}</th>`).join('')}</tr>`;
-  const rows = keys.map((k) => `<tr${differing.has(k) ? ' class="differs"' : ''}><td><code>${esc(k)}</code></td>${columns.map((c) =>
-    `<td>${esc(c.settings ? (c.settings.hyperparameters.get(k) ?? '—') : '—')}</td>`).join('')}</tr>`).join('\n');
+  const rows = keys
+    .map(
+      (k) =>
+        `<tr${differing.has(k) ? ' class="differs"' : ''}><td><code>${esc(k)}</code></td>${columns
+          .map((c) => `<td>${esc(c.settings ? (c.settings.hyperparameters.get(k) ?? '—') : '—')}</td>`)
+          .join('')}</tr>`,
+    )
+    .join('\n');
   return `<div class="wide-table"><table class="hyper"><thead>${head}</thead><tbody>\n${rows}\n</tbody></table></div>`;
 }
 
@@ -25,8 +35,10 @@ export function hyperparameterSection(columns: readonly Column[]): string {
   const note = missing.length ? ` (${missing.map(esc).join(', ')}: no config.yaml in the run directory)` : '';
   let head: string;
   if (columns.length < 2) head = '';
-  else if (differing.length === 0) head = `<p class="note">The runs share all ${all.length} hyperparameters${note}.</p>`;
-  else head = `<p class="note">What differs between the runs, from each run's <code>config.yaml</code>${note}:</p>\n${table(differing, columns, marked)}`;
+  else if (differing.length === 0)
+    head = `<p class="note">The runs share all ${all.length} hyperparameters${note}.</p>`;
+  else
+    head = `<p class="note">What differs between the runs, from each run's <code>config.yaml</code>${note}:</p>\n${table(differing, columns, marked)}`;
   const title = columns.length < 2 ? 'Hyperparameters' : 'Hyperparameters that differ';
   return `<section class="hyperparameters" id="hyperparameters">
 <h2>${title}</h2>

@@ -32,7 +32,9 @@ export function loadReportRuns(dirs: readonly string[]): ReportRun[] {
   if (dirs.length === 0) throw new Error('no run directory given; e.g. paratrain report runs/latest');
   const runs: RunData[] = dirs.flatMap((d) => {
     const children = existsSync(join(d, METRICS_FILE)) ? [] : childRuns(d);
-    return children.length > 0 ? children.map((c) => loadRun(c)).sort((a, b) => a.start.time - b.start.time) : [loadRun(d)];
+    return children.length > 0
+      ? children.map((c) => loadRun(c)).sort((a, b) => a.start.time - b.start.time)
+      : [loadRun(d)];
   });
   const labels = runLabels(runs);
   return runs.map((run, i) => ({ label: labels[i]!, run, summary: summarize(run), series: series(run) }));
@@ -59,7 +61,9 @@ export function writeReport(runs: readonly ReportRun[], opts: WriteReportOptions
   let out = opts.out ?? join(runs[0]!.run.dir, REPORT_FILE);
   if (isDirectory(out)) out = join(out, REPORT_FILE);
   if (!opts.force && exists(out) && !isOurReport(out)) {
-    throw new Error(`${out} already exists and is not a paratrain report; choose another --out or pass --force to overwrite it`);
+    throw new Error(
+      `${out} already exists and is not a paratrain report; choose another --out or pass --force to overwrite it`,
+    );
   }
   const html = renderHtml(runs, opts);
   const tmp = `${out}.tmp-${process.pid}`;
@@ -67,7 +71,11 @@ export function writeReport(runs: readonly ReportRun[], opts: WriteReportOptions
     writeFileSync(tmp, html);
     renameSync(tmp, out);
   } catch (e) {
-    try { unlinkSync(tmp); } catch { /* not written */ }
+    try {
+      unlinkSync(tmp);
+    } catch {
+      /* not written */
+    }
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') throw new Error(`cannot write the report ${out}: its folder does not exist`);
     throw new Error(`cannot write the report ${out}: ${(e as Error).message}`);
@@ -87,11 +95,20 @@ function childRuns(dir: string): string[] {
 }
 
 function exists(path: string): boolean {
-  try { statSync(path); return true; } catch { return false; }
+  try {
+    statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function isDirectory(path: string): boolean {
-  try { return statSync(path).isDirectory(); } catch { return false; }
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 function isOurReport(path: string): boolean {

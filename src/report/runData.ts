@@ -11,14 +11,34 @@ import { METRICS_FILE, readMetrics, type MetricEvent } from '../runtime/events/m
 import { readRunSettings, type RunSettings } from './settings.ts';
 
 export interface StartInfo {
-  time: number; dataSource: string; backend: string; devices: number;
+  time: number;
+  dataSource: string;
+  backend: string;
+  devices: number;
   /** processes of the job; the metrics hold process 0's devices (devices / processes of them) */
-  processes: number; strategy: string; parameters: number;
-  trainSamples: number; testSamples: number; epochs: number; stepsPerEpoch: number; globalBatch: number;
+  processes: number;
+  strategy: string;
+  parameters: number;
+  trainSamples: number;
+  testSamples: number;
+  epochs: number;
+  stepsPerEpoch: number;
+  globalBatch: number;
 }
 export interface StepInfo {
-  time: number; rank: number; epoch: number; step: number; loss: number; accuracy: number; samples: number;
-  computeMs: number; syncMs: number; idleMs: number; bytes: number; staleness?: number; dropped?: number;
+  time: number;
+  rank: number;
+  epoch: number;
+  step: number;
+  loss: number;
+  accuracy: number;
+  samples: number;
+  computeMs: number;
+  syncMs: number;
+  idleMs: number;
+  bytes: number;
+  staleness?: number;
+  dropped?: number;
   /** the update was skipped (NaN/Inf) */
   skipped?: boolean;
   /** the learning rate of the step */
@@ -26,14 +46,44 @@ export interface StepInfo {
 }
 /** An evaluation: of the test set (test…) and/or of the validation split (val…); NaN where not evaluated. */
 export interface EvalInfo {
-  time: number; epoch: number; step: number; testLoss: number; testAccuracy: number; valLoss: number; valAccuracy: number;
+  time: number;
+  epoch: number;
+  step: number;
+  testLoss: number;
+  testAccuracy: number;
+  valLoss: number;
+  valAccuracy: number;
   /** a speech model's error rates, on the test set and the validation set (absent: not recorded) */
-  testCER?: number; testWER?: number; valCER?: number; valWER?: number;
+  testCER?: number;
+  testWER?: number;
+  valCER?: number;
+  valWER?: number;
 }
 /** A wait in a collective longer than train.stallWarningSeconds: who waited, how long, in what, for whom. */
-export interface StallInfo { time: number; rank: number; seconds: number; waitingIn: string; missing: number[] }
-export interface EpochInfo { time: number; epoch: number; loss: number; accuracy: number; samples: number; seconds: number; samplesPerSecond: number }
-export interface EndInfo { time: number; seconds: number; samplesPerSecond: number; testAccuracy: number; testLoss: number; maxRssBytes?: number }
+export interface StallInfo {
+  time: number;
+  rank: number;
+  seconds: number;
+  waitingIn: string;
+  missing: number[];
+}
+export interface EpochInfo {
+  time: number;
+  epoch: number;
+  loss: number;
+  accuracy: number;
+  samples: number;
+  seconds: number;
+  samplesPerSecond: number;
+}
+export interface EndInfo {
+  time: number;
+  seconds: number;
+  samplesPerSecond: number;
+  testAccuracy: number;
+  testLoss: number;
+  maxRssBytes?: number;
+}
 
 /** One run, as read from its directory. */
 export interface RunData {
@@ -67,7 +117,8 @@ export function loadRun(dir: string): RunData {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new Error(`run directory ${dir} does not exist`);
     throw new Error(`cannot read run directory ${dir}: ${(e as Error).message}`);
   }
-  if (!st.isDirectory()) throw new Error(`${dir} is not a run directory (expected a directory holding ${METRICS_FILE})`);
+  if (!st.isDirectory())
+    throw new Error(`${dir} is not a run directory (expected a directory holding ${METRICS_FILE})`);
   const metricsPath = join(dir, METRICS_FILE);
   try {
     statSync(metricsPath);
@@ -79,7 +130,11 @@ export function loadRun(dir: string): RunData {
 }
 
 function safeRealpath(dir: string): string {
-  try { return realpathSync(dir); } catch { return resolve(dir); }
+  try {
+    return realpathSync(dir);
+  } catch {
+    return resolve(dir);
+  }
 }
 
 /**
@@ -94,11 +149,19 @@ function withResumedHistory(all: MetricEvent[], first: number): MetricEvent[] {
   let before = first - 1;
   while (before > 0 && all[before]!.type !== 'start') before--;
   const earlier = withResumedHistory(all, before).slice(1);
-  const at = resume.step, epoch = typeof resume.epoch === 'number' ? resume.epoch : 0;
-  const kept = earlier.filter((e) => (e.type === 'step' ? (e.step as number) < at
-    : e.type === 'eval' || e.type === 'best' ? (e.step as number) <= at
-    : e.type === 'stall' ? true
-    : e.type === 'epoch' || e.type === 'rankEpoch' ? (e.epoch as number) < epoch : false));
+  const at = resume.step,
+    epoch = typeof resume.epoch === 'number' ? resume.epoch : 0;
+  const kept = earlier.filter((e) =>
+    e.type === 'step'
+      ? (e.step as number) < at
+      : e.type === 'eval' || e.type === 'best'
+        ? (e.step as number) <= at
+        : e.type === 'stall'
+          ? true
+          : e.type === 'epoch' || e.type === 'rankEpoch'
+            ? (e.epoch as number) < epoch
+            : false,
+  );
   return [events[0]!, ...kept, ...events.slice(1)];
 }
 
@@ -106,8 +169,13 @@ function withResumedHistory(all: MetricEvent[], first: number): MetricEvent[] {
 export function parseRun(all: MetricEvent[], where: { dir: string; metricsPath: string; name: string }): RunData {
   const file = where.metricsPath;
   let first = -1;
-  for (let i = all.length - 1; i >= 0; i--) if (all[i]!.type === 'start') { first = i; break; }
-  if (first < 0) throw new Error(`metrics file ${file} has no 'start' event; it is empty or not written by paratrain train`);
+  for (let i = all.length - 1; i >= 0; i--)
+    if (all[i]!.type === 'start') {
+      first = i;
+      break;
+    }
+  if (first < 0)
+    throw new Error(`metrics file ${file} has no 'start' event; it is empty or not written by paratrain train`);
   const events = withResumedHistory(all, first);
 
   const count: Record<string, number> = {};
@@ -115,26 +183,56 @@ export function parseRun(all: MetricEvent[], where: { dir: string; metricsPath: 
     const v = e[field];
     if (typeof v === 'number') return v;
     if (v === undefined && fallback !== undefined) return fallback;
-    const n = (count[e.type] ?? 0);
-    throw new Error(`metrics file ${file}: ${e.type} event #${n + 1} has no numeric '${field}' (got ${JSON.stringify(v)})`);
+    const n = count[e.type] ?? 0;
+    throw new Error(
+      `metrics file ${file}: ${e.type} event #${n + 1} has no numeric '${field}' (got ${JSON.stringify(v)})`,
+    );
   };
-  const str = (e: MetricEvent, field: string, fallback: string): string => (typeof e[field] === 'string' ? e[field] as string : fallback);
+  const str = (e: MetricEvent, field: string, fallback: string): string =>
+    typeof e[field] === 'string' ? (e[field] as string) : fallback;
 
   const s = events[0]!;
   const start: StartInfo = {
-    time: num(s, 'time'), dataSource: str(s, 'dataSource', '?'), backend: str(s, 'backend', '?'),
-    devices: num(s, 'devices', 1), processes: num(s, 'processes', 1), strategy: str(s, 'strategy', '?'), parameters: num(s, 'parameters', NaN),
-    trainSamples: num(s, 'trainSamples', NaN), testSamples: num(s, 'testSamples', NaN), epochs: num(s, 'epochs', NaN),
-    stepsPerEpoch: num(s, 'stepsPerEpoch', NaN), globalBatch: num(s, 'globalBatch', NaN),
+    time: num(s, 'time'),
+    dataSource: str(s, 'dataSource', '?'),
+    backend: str(s, 'backend', '?'),
+    devices: num(s, 'devices', 1),
+    processes: num(s, 'processes', 1),
+    strategy: str(s, 'strategy', '?'),
+    parameters: num(s, 'parameters', NaN),
+    trainSamples: num(s, 'trainSamples', NaN),
+    testSamples: num(s, 'testSamples', NaN),
+    epochs: num(s, 'epochs', NaN),
+    stepsPerEpoch: num(s, 'stepsPerEpoch', NaN),
+    globalBatch: num(s, 'globalBatch', NaN),
   };
-  const run: RunData = { dir: where.dir, name: where.name, metricsPath: file, start, steps: [], evals: [], epochs: [], end: null, stalls: [], settings: null };
+  const run: RunData = {
+    dir: where.dir,
+    name: where.name,
+    metricsPath: file,
+    start,
+    steps: [],
+    evals: [],
+    epochs: [],
+    end: null,
+    stalls: [],
+    settings: null,
+  };
   for (const e of events.slice(1)) {
     switch (e.type) {
       case 'step': {
         const step: StepInfo = {
-          time: num(e, 'time'), rank: num(e, 'rank'), epoch: num(e, 'epoch', 0), step: num(e, 'step'),
-          loss: num(e, 'loss'), accuracy: num(e, 'accuracy', NaN), samples: num(e, 'samples', 0),
-          computeMs: num(e, 'computeMs', 0), syncMs: num(e, 'syncMs', 0), idleMs: num(e, 'idleMs', 0), bytes: num(e, 'bytes', 0),
+          time: num(e, 'time'),
+          rank: num(e, 'rank'),
+          epoch: num(e, 'epoch', 0),
+          step: num(e, 'step'),
+          loss: num(e, 'loss'),
+          accuracy: num(e, 'accuracy', NaN),
+          samples: num(e, 'samples', 0),
+          computeMs: num(e, 'computeMs', 0),
+          syncMs: num(e, 'syncMs', 0),
+          idleMs: num(e, 'idleMs', 0),
+          bytes: num(e, 'bytes', 0),
         };
         if (typeof e.staleness === 'number') step.staleness = e.staleness;
         if (typeof e.dropped === 'number') step.dropped = e.dropped;
@@ -144,31 +242,70 @@ export function parseRun(all: MetricEvent[], where: { dir: string; metricsPath: 
         break;
       }
       case 'eval':
-        addEval(run.evals, { time: num(e, 'time'), epoch: num(e, 'epoch', 0), step: num(e, 'step', NaN), testLoss: num(e, 'testLoss', NaN),
-          testAccuracy: num(e, 'testAccuracy', NaN), valLoss: num(e, 'valLoss', NaN), valAccuracy: num(e, 'valAccuracy', NaN),
-          ...Object.fromEntries((['testCER', 'testWER', 'valCER', 'valWER'] as const).filter((k) => typeof e[k] === 'number').map((k) => [k, e[k]])) });
+        addEval(run.evals, {
+          time: num(e, 'time'),
+          epoch: num(e, 'epoch', 0),
+          step: num(e, 'step', NaN),
+          testLoss: num(e, 'testLoss', NaN),
+          testAccuracy: num(e, 'testAccuracy', NaN),
+          valLoss: num(e, 'valLoss', NaN),
+          valAccuracy: num(e, 'valAccuracy', NaN),
+          ...Object.fromEntries(
+            (['testCER', 'testWER', 'valCER', 'valWER'] as const)
+              .filter((k) => typeof e[k] === 'number')
+              .map((k) => [k, e[k]]),
+          ),
+        });
         break;
       case 'best':
-        run.best = { metric: str(e, 'metric', '?'), value: num(e, 'value', NaN), epoch: num(e, 'epoch', 0), step: num(e, 'step', NaN) };
+        run.best = {
+          metric: str(e, 'metric', '?'),
+          value: num(e, 'value', NaN),
+          epoch: num(e, 'epoch', 0),
+          step: num(e, 'step', NaN),
+        };
         break;
       case 'earlyStopped':
         run.earlyStopped = { step: num(e, 'step', NaN), epoch: num(e, 'epoch', NaN), metric: str(e, 'metric', '?') };
         break;
       case 'stall':
-        run.stalls.push({ time: num(e, 'time'), rank: num(e, 'rank', -1), seconds: num(e, 'seconds', NaN), waitingIn: str(e, 'waitingIn', '?'),
-          missing: Array.isArray(e.missing) ? (e.missing as unknown[]).filter((r): r is number => typeof r === 'number') : [] });
+        run.stalls.push({
+          time: num(e, 'time'),
+          rank: num(e, 'rank', -1),
+          seconds: num(e, 'seconds', NaN),
+          waitingIn: str(e, 'waitingIn', '?'),
+          missing: Array.isArray(e.missing)
+            ? (e.missing as unknown[]).filter((r): r is number => typeof r === 'number')
+            : [],
+        });
         break;
       case 'epoch':
-        run.epochs.push({ time: num(e, 'time'), epoch: num(e, 'epoch', 0), loss: num(e, 'loss', NaN), accuracy: num(e, 'accuracy', NaN),
-          samples: num(e, 'samples', 0), seconds: num(e, 'seconds', NaN), samplesPerSecond: num(e, 'samplesPerSecond', NaN) });
+        run.epochs.push({
+          time: num(e, 'time'),
+          epoch: num(e, 'epoch', 0),
+          loss: num(e, 'loss', NaN),
+          accuracy: num(e, 'accuracy', NaN),
+          samples: num(e, 'samples', 0),
+          seconds: num(e, 'seconds', NaN),
+          samplesPerSecond: num(e, 'samplesPerSecond', NaN),
+        });
         break;
       case 'deviceLost':
-        (run.lost ??= []).push({ rank: num(e, 'rank'), step: num(e, 'step', NaN), reason: typeof e.reason === 'string' ? e.reason : '' });
+        (run.lost ??= []).push({
+          rank: num(e, 'rank'),
+          step: num(e, 'step', NaN),
+          reason: typeof e.reason === 'string' ? e.reason : '',
+        });
         break;
       case 'end':
-        run.end = { time: num(e, 'time'), seconds: num(e, 'seconds', NaN), samplesPerSecond: num(e, 'samplesPerSecond', NaN),
-          testAccuracy: num(e, 'testAccuracy', NaN), testLoss: num(e, 'testLoss', NaN),
-          maxRssBytes: typeof e.maxRssBytes === 'number' ? e.maxRssBytes : undefined };
+        run.end = {
+          time: num(e, 'time'),
+          seconds: num(e, 'seconds', NaN),
+          samplesPerSecond: num(e, 'samplesPerSecond', NaN),
+          testAccuracy: num(e, 'testAccuracy', NaN),
+          testLoss: num(e, 'testLoss', NaN),
+          maxRssBytes: typeof e.maxRssBytes === 'number' ? e.maxRssBytes : undefined,
+        };
         break;
       default:
         break; // rankEpoch, checkpoint and event types a later version adds: not needed here
@@ -184,8 +321,12 @@ export function parseRun(all: MetricEvent[], where: { dir: string; metricsPath: 
  */
 function addEval(evals: EvalInfo[], e: EvalInfo): void {
   const last = evals.at(-1);
-  if (!last || last.step !== e.step) { evals.push(e); return; }
-  for (const k of ['testLoss', 'testAccuracy', 'valLoss', 'valAccuracy'] as const) if (Number.isFinite(e[k])) last[k] = e[k];
+  if (!last || last.step !== e.step) {
+    evals.push(e);
+    return;
+  }
+  for (const k of ['testLoss', 'testAccuracy', 'valLoss', 'valAccuracy'] as const)
+    if (Number.isFinite(e[k])) last[k] = e[k];
   for (const k of ['testCER', 'testWER', 'valCER', 'valWER'] as const) if (e[k] !== undefined) last[k] = e[k];
   last.time = e.time;
 }
@@ -199,7 +340,9 @@ export function runLabels(runs: readonly RunData[]): string[] {
   const base = runs.map((r) => (r.start.devices > 1 ? `${r.start.strategy} ×${r.start.devices}` : r.start.strategy));
   const dup = (labels: string[], i: number) => labels.filter((l) => l === labels[i]).length > 1;
   let labels = runs.map((r, i) => (r.name === r.start.strategy && !dup(base, i) ? base[i]! : `${base[i]} (${r.name})`));
-  labels = labels.map((l, i) => (dup(labels, i) ? `${base[i]} (${basename(dirname(realDir(runs[i]!)))}/${runs[i]!.name})` : l));
+  labels = labels.map((l, i) =>
+    dup(labels, i) ? `${base[i]} (${basename(dirname(realDir(runs[i]!)))}/${runs[i]!.name})` : l,
+  );
   return labels.map((l, i) => (dup(labels, i) ? `${l} #${i + 1}` : l));
 }
 

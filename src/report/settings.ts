@@ -26,8 +26,12 @@ export function readRunSettings(dir: string): RunSettings | null {
   }
   let commands: string[] = [];
   try {
-    commands = readFileSync(join(dir, COMMAND_FILE), 'utf8').split('\n').filter((l) => l.trim() !== '');
-  } catch { /* an older run directory */ }
+    commands = readFileSync(join(dir, COMMAND_FILE), 'utf8')
+      .split('\n')
+      .filter((l) => l.trim() !== '');
+  } catch {
+    /* an older run directory */
+  }
   return { hyperparameters: flattenSettings(config), commands };
 }
 
@@ -76,7 +80,10 @@ export function mergedKeys(settings: readonly RunSettings[]): string[] {
     let after = -1;
     for (const k of s.hyperparameters.keys()) {
       const at = keys.indexOf(k);
-      if (at >= 0) { after = at; continue; }
+      if (at >= 0) {
+        after = at;
+        continue;
+      }
       // beside its parent when another run has it (`train.earlyStopping: false` before `train.earlyStopping.metric`)
       after = Math.max(after, keys.indexOf(k.replace(/(\.[^.[\]]+|\[\d+\])$/, '')));
       keys.splice(after + 1, 0, k);

@@ -22,7 +22,6 @@ export interface StrategyChoice {
   spec: StrategySpec;
 }
 
-
 function value(text: string): unknown {
   if (text === 'true') return true;
   if (text === 'false') return false;
@@ -35,7 +34,9 @@ export function parseStrategyChoice(item: string, config: RunConfig, flag = '--s
   const [name, ...opts] = item.trim().split(':');
   const kind = name as SimStrategyKind;
   if (!SIM_STRATEGY_NAMES.includes(kind)) {
-    throw new Error(`${flag}: unknown strategy '${name}'; expected one of ${SIM_STRATEGY_NAMES.join(', ')} (options after colons, e.g. bmuf:period=8)`);
+    throw new Error(
+      `${flag}: unknown strategy '${name}'; expected one of ${SIM_STRATEGY_NAMES.join(', ')} (options after colons, e.g. bmuf:period=8)`,
+    );
   }
   const base = kind === 'trick' ? 'hybrid' : kind;
   const options: Record<string, unknown> = {};
@@ -55,8 +56,15 @@ export function parseStrategyChoice(item: string, config: RunConfig, flag = '--s
 }
 
 /** A comma-separated list of choices (default: all seven). */
-export function parseStrategyChoices(text: string | undefined, config: RunConfig, flag = '--strategies'): StrategyChoice[] {
-  const items = (text ?? DEFAULT_SIM_STRATEGIES).split(',').map((s) => s.trim()).filter(Boolean);
+export function parseStrategyChoices(
+  text: string | undefined,
+  config: RunConfig,
+  flag = '--strategies',
+): StrategyChoice[] {
+  const items = (text ?? DEFAULT_SIM_STRATEGIES)
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (!items.length) throw new Error(`${flag}: no strategy given; e.g. ${DEFAULT_SIM_STRATEGIES}`);
   return items.map((i) => parseStrategyChoice(i, config, flag));
 }

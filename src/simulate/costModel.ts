@@ -141,7 +141,7 @@ export function shmAllreduce(n: number, L: number, s: ShmModel, registered = tru
   if (L <= 1 || n <= 0) return ZERO;
   const slice = n / L;
   const bytes = registered ? slice * (2 * L - 1) : n + slice * (L + 1) + n;
-  return { seconds: 2 * s.alpha + L * bytes / s.beta, bytes };
+  return { seconds: 2 * s.alpha + (L * bytes) / s.beta, bytes };
 }
 
 /** Shared-memory reduce-scatter of n bytes over L threads (this rank's slice only). */
@@ -149,14 +149,14 @@ export function shmReduceScatter(n: number, L: number, s: ShmModel, registered =
   if (L <= 1 || n <= 0) return ZERO;
   const slice = n / L;
   const bytes = registered ? slice * L : n + slice * (L + 1) + slice;
-  return { seconds: s.alpha + L * bytes / s.beta, bytes };
+  return { seconds: s.alpha + (L * bytes) / s.beta, bytes };
 }
 
 /** Shared-memory allgather of n bytes over L threads: every other rank's slice read and written. */
 export function shmAllgather(n: number, L: number, s: ShmModel, registered = true): CollectiveCost {
   if (L <= 1 || n <= 0) return ZERO;
-  const bytes = registered ? 2 * n * (L - 1) / L : 2 * n;
-  return { seconds: 2 * s.alpha + L * bytes / s.beta, bytes };
+  const bytes = registered ? (2 * n * (L - 1)) / L : 2 * n;
+  return { seconds: 2 * s.alpha + (L * bytes) / s.beta, bytes };
 }
 
 /** Where the ranks of a collective sit: `perHost` threads in each of `hosts` processes. */
@@ -185,7 +185,11 @@ export function allreduce(n: number, p: Placement, net: Network, registered = tr
   if (P <= 1) return shmAllreduce(n, L, net.shm, registered);
   if (L <= 1) return ringAllreduce(n, P, net.tcp);
   const slice = Math.ceil(n / 4 / L) * 4;
-  return add(shmReduceScatter(n, L, net.shm, registered), ringAllreduce(slice, P, net.tcp, L), shmAllgather(n, L, net.shm, registered));
+  return add(
+    shmReduceScatter(n, L, net.shm, registered),
+    ringAllreduce(slice, P, net.tcp, L),
+    shmAllgather(n, L, net.shm, registered),
+  );
 }
 
 /**

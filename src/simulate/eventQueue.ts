@@ -2,14 +2,18 @@
  * A binary min-heap of timed events for the event-driven simulations; ties go to the event pushed
  * first, so a simulation is deterministic.
  */
-export interface Timed { t: number }
+export interface Timed {
+  t: number;
+}
 
 /** Events by time, first pushed first among equal times. */
 export class EventQueue<E extends Timed> {
   private readonly items: { e: E; seq: number }[] = [];
   private seq = 0;
 
-  get size(): number { return this.items.length; }
+  get size(): number {
+    return this.items.length;
+  }
 
   push(e: E): void {
     const items = this.items;
@@ -37,7 +41,8 @@ export class EventQueue<E extends Timed> {
       items[0] = last;
       let i = 0;
       for (;;) {
-        const l = 2 * i + 1, r = l + 1;
+        const l = 2 * i + 1,
+          r = l + 1;
         let m = i;
         if (l < items.length && this.less(items[l]!, items[m]!)) m = l;
         if (r < items.length && this.less(items[r]!, items[m]!)) m = r;

@@ -66,16 +66,33 @@ export function readRunMeasurements(dir: string): RunMeasurements {
     list.push(s);
     byRank.set(s.rank, list);
   }
-  if (!byRank.size) throw new Error(`--from ${dir}: the run recorded no training steps; run it for at least a few steps`);
-  const out: RunMeasurements = { dir, strategy: run.start.strategy, devices: run.start.devices, processes: run.start.processes, perDeviceBatch: 0,
-    compute: [], syncWork: [], step: [], bytes: [], perDevice: [], staleness: [], trace: traceOf([...byRank.entries()].sort((a, b) => a[0] - b[0]).map((e) => e[1])) };
+  if (!byRank.size)
+    throw new Error(`--from ${dir}: the run recorded no training steps; run it for at least a few steps`);
+  const out: RunMeasurements = {
+    dir,
+    strategy: run.start.strategy,
+    devices: run.start.devices,
+    processes: run.start.processes,
+    perDeviceBatch: 0,
+    compute: [],
+    syncWork: [],
+    step: [],
+    bytes: [],
+    perDevice: [],
+    staleness: [],
+    trace: traceOf([...byRank.entries()].sort((a, b) => a[0] - b[0]).map((e) => e[1])),
+  };
   // steady state: after each device's warm-up, and only while every device was training (devices
   // of a short run start and end at different moments; alone, a device sees no staleness)
-  const ranks = [...byRank.entries()].sort((a, b) => a[0] - b[0]).map(([, steps]) => steps.slice(warmupSteps(steps.length)));
-  const from = Math.max(...ranks.map((s) => s[0]?.time ?? Infinity)), to = Math.min(...ranks.map((s) => s[s.length - 1]?.time ?? -Infinity));
+  const ranks = [...byRank.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .map(([, steps]) => steps.slice(warmupSteps(steps.length)));
+  const from = Math.max(...ranks.map((s) => s[0]?.time ?? Infinity)),
+    to = Math.min(...ranks.map((s) => s[s.length - 1]?.time ?? -Infinity));
   const window = ranks.map((steps) => steps.filter((s) => s.time >= from && s.time <= to));
   const together = window.every((s) => s.length >= 3);
-  let samples = 0, count = 0;
+  let samples = 0,
+    count = 0;
   for (const [k, steps] of ranks.entries()) {
     const kept = together ? window[k]! : steps;
     out.perDevice.push(steps.map((s) => (s.computeMs + s.syncMs) / 1000));
@@ -85,32 +102,43 @@ export function readRunMeasurements(dir: string): RunMeasurements {
       out.step.push((s.computeMs + s.syncMs) / 1000);
       out.bytes.push(s.bytes);
       if (s.staleness !== undefined && s.dropped !== 1) out.staleness.push(s.staleness);
-      samples += s.samples; count++;
+      samples += s.samples;
+      count++;
     }
   }
-  if (!count) throw new Error(`--from ${dir}: too few steps to measure after the warm-up; run it for at least 10 steps`);
-  const work = readMetrics(run.metricsPath).filter((e) => e.type === 'serverWork').pop();
-  if (work && typeof work.medianPushSeconds === 'number' && Number.isFinite(work.medianPushSeconds)) out.serverPushSeconds = work.medianPushSeconds;
+  if (!count)
+    throw new Error(`--from ${dir}: too few steps to measure after the warm-up; run it for at least 10 steps`);
+  const work = readMetrics(run.metricsPath)
+    .filter((e) => e.type === 'serverWork')
+    .pop();
+  if (work && typeof work.medianPushSeconds === 'number' && Number.isFinite(work.medianPushSeconds))
+    out.serverPushSeconds = work.medianPushSeconds;
   out.perDeviceBatch = samples / count;
   return out;
 }
 
 /** The step events processes other than 0 wrote (runtime/events/processMetrics.ts), every one of them. */
 export function otherProcessSteps(dir: string): StepInfo[] {
-  const files = readdirSync(dir).filter((f) => /^metrics\.process-\d+\.jsonl$/.test(f)).sort();
+  const files = readdirSync(dir)
+    .filter((f) => /^metrics\.process-\d+\.jsonl$/.test(f))
+    .sort();
   return files.flatMap((f) => {
     const metricsPath = join(dir, f);
     return parseRun(readMetrics(metricsPath), { dir, metricsPath, name: f }).steps;
   });
 }
 
-function traceOf(ranks: { time: number; computeMs: number; syncMs: number; staleness?: number; dropped?: number }[][]): RunMeasurements['trace'] {
+function traceOf(
+  ranks: { time: number; computeMs: number; syncMs: number; staleness?: number; dropped?: number }[][],
+): RunMeasurements['trace'] {
   const begun = ranks.map((steps) => steps[0]!.time - steps[0]!.computeMs - steps[0]!.syncMs);
   const first = Math.min(...begun);
   return {
     start: begun.map((t) => (t - first) / 1000),
     compute: ranks.map((steps) => steps.map((s) => s.computeMs / 1000)),
-    staleness: ranks.flatMap((steps) => steps.flatMap((s) => (s.staleness !== undefined && s.dropped !== 1 ? [s.staleness] : []))),
+    staleness: ranks.flatMap((steps) =>
+      steps.flatMap((s) => (s.staleness !== undefined && s.dropped !== 1 ? [s.staleness] : [])),
+    ),
   };
 }
 
@@ -123,7 +151,11 @@ export function costsFromRun(structure: ModelCosts, run: RunMeasurements): Model
   const shares = splitByFlops(structure.layers, perSample);
   return {
     ...structure,
-    layers: structure.layers.map((l, i) => ({ ...l, forward: { fixed: 0, perSample: shares[i]!.forward }, backward: { fixed: 0, perSample: shares[i]!.backward } })),
+    layers: structure.layers.map((l, i) => ({
+      ...l,
+      forward: { fixed: 0, perSample: shares[i]!.forward },
+      backward: { fixed: 0, perSample: shares[i]!.backward },
+    })),
     source: `compute from the run ${run.dir} (${run.strategy}, ${run.devices} devices: median ${(median(run.compute) * 1000).toFixed(1)} ms per step at ${+run.perDeviceBatch.toFixed(1)} samples), spread over layers by FLOPs`,
   };
 }

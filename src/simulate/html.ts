@@ -12,8 +12,19 @@ import { crossovers, scenarios, simCells, SIM_COLUMNS } from './table.ts';
 /** Marks files this module wrote (so --report may overwrite them without --force). */
 export const SIMULATE_MARK = '<meta name="generator" content="paratrain simulate">';
 
-const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/:\/\//g, ':&#47;&#47;');
-const json = (v: unknown) => JSON.stringify(v).replace(/</g, '\\u003c').replace(/:\/\//g, ':\\/\\/').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+const esc = (s: string) =>
+  s
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/:\/\//g, ':&#47;&#47;');
+const json = (v: unknown) =>
+  JSON.stringify(v)
+    .replace(/</g, '\\u003c')
+    .replace(/:\/\//g, ':\\/\\/')
+    .replace(/\u2028/g, '\\u2028')
+    .replace(/\u2029/g, '\\u2029');
 
 /** Draws every chart of #sim-data with Chart.js; sets window.paratrainSimulation = { charts, ready } when done. */
 const CLIENT = String.raw`
@@ -81,14 +92,18 @@ export interface SimulationReportOptions {
 }
 
 function tables(rows: readonly SimRow[]): string {
-  return scenarios(rows).map((g) => {
-    const head = SIM_COLUMNS.map((c) => `<th>${esc(c)}</th>`).join('');
-    const body = g.rows.map((r) => {
-      const cells = simCells(r);
-      return `<tr>${SIM_COLUMNS.map((c) => `<td${c === 'strategy' ? '' : ' class="num"'}>${esc(cells[c])}</td>`).join('')}</tr>`;
-    }).join('\n');
-    return `<details class="scenario"><summary>${esc(g.key)}</summary><table class="summary"><thead><tr>${head}</tr></thead><tbody>\n${body}\n</tbody></table></details>`;
-  }).join('\n');
+  return scenarios(rows)
+    .map((g) => {
+      const head = SIM_COLUMNS.map((c) => `<th>${esc(c)}</th>`).join('');
+      const body = g.rows
+        .map((r) => {
+          const cells = simCells(r);
+          return `<tr>${SIM_COLUMNS.map((c) => `<td${c === 'strategy' ? '' : ' class="num"'}>${esc(cells[c])}</td>`).join('')}</tr>`;
+        })
+        .join('\n');
+      return `<details class="scenario"><summary>${esc(g.key)}</summary><table class="summary"><thead><tr>${head}</tr></thead><tbody>\n${body}\n</tbody></table></details>`;
+    })
+    .join('\n');
 }
 
 function section(c: ChartSpec): string {
@@ -132,11 +147,22 @@ ${charts.map(section).join('\n')}
  * Writes the report to `out` and returns it. An existing file is replaced only when this command
  * wrote it or `force` is given; the file is written beside it and renamed over it.
  */
-export function writeSimulationReport(out: string, rows: readonly SimRow[], o: SimulationReportOptions, force = false): string {
+export function writeSimulationReport(
+  out: string,
+  rows: readonly SimRow[],
+  o: SimulationReportOptions,
+  force = false,
+): string {
   let existing = false;
-  try { existing = statSync(out).isFile(); } catch { /* none */ }
+  try {
+    existing = statSync(out).isFile();
+  } catch {
+    /* none */
+  }
   if (existing && !force && !readFileSync(out, 'utf8').slice(0, 1000).includes(SIMULATE_MARK)) {
-    throw new Error(`--report: ${out} already exists and is not a paratrain simulate report; choose another file or pass --force`);
+    throw new Error(
+      `--report: ${out} already exists and is not a paratrain simulate report; choose another file or pass --force`,
+    );
   }
   const html = renderSimulationHtml(rows, o);
   const tmp = `${out}.tmp-${process.pid}`;
@@ -144,8 +170,14 @@ export function writeSimulationReport(out: string, rows: readonly SimRow[], o: S
     writeFileSync(tmp, html);
     renameSync(tmp, out);
   } catch (e) {
-    try { unlinkSync(tmp); } catch { /* not written */ }
-    throw new Error(`--report: cannot write ${out}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'its folder does not exist' : (e as Error).message}`);
+    try {
+      unlinkSync(tmp);
+    } catch {
+      /* not written */
+    }
+    throw new Error(
+      `--report: cannot write ${out}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'its folder does not exist' : (e as Error).message}`,
+    );
   }
   return out;
 }

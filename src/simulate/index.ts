@@ -14,7 +14,15 @@ import { buildCharts } from './charts.ts';
 import { chartSvg } from './svg.ts';
 import { formatByteRate, formatDuration, formatRate } from './units.ts';
 
-export { simulate, singleDeviceRate, stalenessOf, placementOf, type SimRow, type SimulationSetup, type Staleness } from './simulate.ts';
+export {
+  simulate,
+  singleDeviceRate,
+  stalenessOf,
+  placementOf,
+  type SimRow,
+  type SimulationSetup,
+  type Staleness,
+} from './simulate.ts';
 export { buildSetup, parseShm, SIM_DEFAULTS, type SimulateFlags } from './setup.ts';
 export { parseLink, parseLinks, parseDevices, parseRate, parseDuration, type Link } from './units.ts';
 export { parseStragglers, parseStragglerList, StragglerSampler, type Stragglers } from './stragglers.ts';
@@ -50,7 +58,8 @@ export async function runSimulation(configPath: string | undefined, f: SimulateO
   const { setup, config, configPath: path, notes } = await buildSetup(configPath, f);
   const rows = simulate(setup);
   const oneDevice = singleDeviceRate(setup);
-  const batch = setup.batch.scope === 'perDevice' ? `${setup.batch.size} per device` : `${setup.batch.size} per step (global)`;
+  const batch =
+    setup.batch.scope === 'perDevice' ? `${setup.batch.size} per device` : `${setup.batch.size} per step (global)`;
   const header = [
     `paratrain simulate ${path}: ${config.model.layers.length} layers, ${setup.costs.paramFloats.toLocaleString('en-US')} parameters (flat), batch ${batch}`,
     ...notes,
@@ -62,9 +71,16 @@ export async function runSimulation(configPath: string | undefined, f: SimulateO
   const text = formatSimulation(rows, header);
   const result: SimulationResult = { rows, text };
   if (f.report) {
-    result.reportPath = writeSimulationReport(f.report, rows, {
-      title: f.title ?? `paratrain simulate: ${basename(path)}`, notes: header.slice(1), oneDevice,
-    }, f.force);
+    result.reportPath = writeSimulationReport(
+      f.report,
+      rows,
+      {
+        title: f.title ?? `paratrain simulate: ${basename(path)}`,
+        notes: header.slice(1),
+        oneDevice,
+      },
+      f.force,
+    );
   }
   if (f.svg) {
     mkdirSync(f.svg, { recursive: true });
@@ -76,7 +92,12 @@ export async function runSimulation(configPath: string | undefined, f: SimulateO
   }
   if (f.json) {
     // each device's step only for small jobs: 1,024 numbers a row would drown the file
-    const jsonRows = rows.map(({ deviceStepSeconds, ...r }) => ({ ...r, link: r.link.name, stragglers: r.stragglers.name, ...(deviceStepSeconds && r.devices <= 16 ? { deviceStepSeconds } : {}) }));
+    const jsonRows = rows.map(({ deviceStepSeconds, ...r }) => ({
+      ...r,
+      link: r.link.name,
+      stragglers: r.stragglers.name,
+      ...(deviceStepSeconds && r.devices <= 16 ? { deviceStepSeconds } : {}),
+    }));
     writeFileSync(f.json, JSON.stringify({ header, oneDevice, rows: jsonRows }, null, 1));
     result.jsonPath = f.json;
   }

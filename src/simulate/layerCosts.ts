@@ -52,7 +52,8 @@ export interface ModelCosts {
 /** A sequence model's VARIABLE time dimension replaced by `seqLen` (the length timing uses). */
 export function fixedShape(shape: readonly number[], seqLen: number | undefined, what: string): number[] {
   if (!shape.includes(VARIABLE)) return [...shape];
-  if (seqLen === undefined) throw new Error(`${what} has a variable number of frames; give --seq-len T (the frames per sample to simulate)`);
+  if (seqLen === undefined)
+    throw new Error(`${what} has a variable number of frames; give --seq-len T (the frames per sample to simulate)`);
   return shape.map((d) => (d === VARIABLE ? seqLen : d));
 }
 
@@ -74,10 +75,13 @@ export function layerFlops(layer: Layer, seqLen?: number): number {
  * Splits a measured time per sample over layers in proportion to their FLOPs (forward one share,
  * backward two, the first layer's backward one: it skips the input gradient).
  */
-export function splitByFlops(layers: readonly { flopsPerSample: number }[], secondsPerSample: number): { forward: number; backward: number }[] {
+export function splitByFlops(
+  layers: readonly { flopsPerSample: number }[],
+  secondsPerSample: number,
+): { forward: number; backward: number }[] {
   const weight = layers.map((l, i) => ({ f: l.flopsPerSample, b: l.flopsPerSample * (i === 0 ? 1 : 2) }));
   const total = weight.reduce((s, w) => s + w.f + w.b, 0) || 1;
-  return weight.map((w) => ({ forward: secondsPerSample * w.f / total, backward: secondsPerSample * w.b / total }));
+  return weight.map((w) => ({ forward: (secondsPerSample * w.f) / total, backward: (secondsPerSample * w.b) / total }));
 }
 
 /** Forward + backward seconds of layers [from, to) at batch b. */
@@ -94,11 +98,19 @@ export function computeTime(costs: ModelCosts, batch: number, from = 0, to = cos
 export function fitBatchTime(points: readonly { batch: number; seconds: number }[]): BatchTime {
   if (points.length === 1) return { fixed: 0, perSample: points[0]!.seconds / points[0]!.batch };
   const n = points.length;
-  const mx = points.reduce((s, p) => s + p.batch, 0) / n, my = points.reduce((s, p) => s + p.seconds, 0) / n;
-  const sxx = points.reduce((s, p) => s + (p.batch - mx) ** 2, 0), sxy = points.reduce((s, p) => s + (p.batch - mx) * (p.seconds - my), 0);
+  const mx = points.reduce((s, p) => s + p.batch, 0) / n,
+    my = points.reduce((s, p) => s + p.seconds, 0) / n;
+  const sxx = points.reduce((s, p) => s + (p.batch - mx) ** 2, 0),
+    sxy = points.reduce((s, p) => s + (p.batch - mx) * (p.seconds - my), 0);
   let perSample = sxx > 0 ? sxy / sxx : 0;
   let fixed = my - perSample * mx;
-  if (perSample < 0) { perSample = 0; fixed = my; }
-  if (fixed < 0) { fixed = 0; perSample = points.reduce((s, p) => s + p.seconds * p.batch, 0) / points.reduce((s, p) => s + p.batch ** 2, 0); }
+  if (perSample < 0) {
+    perSample = 0;
+    fixed = my;
+  }
+  if (fixed < 0) {
+    fixed = 0;
+    perSample = points.reduce((s, p) => s + p.seconds * p.batch, 0) / points.reduce((s, p) => s + p.batch ** 2, 0);
+  }
   return { fixed, perSample };
 }

@@ -36,7 +36,11 @@ export interface LockstepPlan {
 export type Overlap = 'implemented' | 'ideal';
 
 /** Gradient buckets as hybrid.ts forms them: [floats, ready time within backward] in launch order. */
-export function gradientBuckets(costs: ModelCosts, batch: number, bucketBytes: number): { floats: number; ready: number }[] {
+export function gradientBuckets(
+  costs: ModelCosts,
+  batch: number,
+  bucketBytes: number,
+): { floats: number; ready: number }[] {
   const bucketFloats = Math.max(1, Math.floor(bucketBytes / 4));
   let reducedFrom = costs.paramFloats;
   let t = 0;
@@ -55,9 +59,19 @@ export function gradientBuckets(costs: ModelCosts, batch: number, bucketBytes: n
 }
 
 /** hybrid: buckets of gradients all-reduced, then the optimizer step. */
-export function hybridPlan(costs: ModelCosts, batch: number, bucketBytes: number, p: Placement, net: Network, overlap: Overlap): LockstepPlan {
+export function hybridPlan(
+  costs: ModelCosts,
+  batch: number,
+  bucketBytes: number,
+  p: Placement,
+  net: Network,
+  overlap: Overlap,
+): LockstepPlan {
   const compute = computeTime(costs, batch);
-  const buckets = gradientBuckets(costs, batch, bucketBytes).map((b) => ({ ...b, cost: allreduce(b.floats * 4, p, net) }));
+  const buckets = gradientBuckets(costs, batch, bucketBytes).map((b) => ({
+    ...b,
+    cost: allreduce(b.floats * 4, p, net),
+  }));
   const update = costs.optimizerPerFloat * costs.paramFloats;
   const comm = buckets.reduce((s, b) => s + b.cost.seconds, 0);
   return {
@@ -73,13 +87,25 @@ export function hybridPlan(costs: ModelCosts, batch: number, bucketBytes: number
 }
 
 /** The trick: the section's exchanges, the replicated gradients' allreduce, the optimizer. */
-export function trickPlan(w: Extract<TrickWorkload, { feasible: true }>, costs: ModelCosts, p: Placement, net: Network): LockstepPlan {
+export function trickPlan(
+  w: Extract<TrickWorkload, { feasible: true }>,
+  costs: ModelCosts,
+  p: Placement,
+  net: Network,
+): LockstepPlan {
   const costsOf = w.exchanges.map((e) => {
     const n = e.floats * 4;
-    return e.op === 'allgather' ? allgather(n, p, net, true) : e.op === 'reduceScatter' ? reduceScatter(n, p, net, true) : allreduce(n, p, net, true);
+    return e.op === 'allgather'
+      ? allgather(n, p, net, true)
+      : e.op === 'reduceScatter'
+        ? reduceScatter(n, p, net, true)
+        : allreduce(n, p, net, true);
   });
   const grads = allreduce(w.replicatedFloats * 4, p, net);
-  const fixed = costsOf.reduce((s, c) => s + c.seconds, 0) + grads.seconds + costs.optimizerPerFloat * (w.replicatedFloats + w.shardFloats);
+  const fixed =
+    costsOf.reduce((s, c) => s + c.seconds, 0) +
+    grads.seconds +
+    costs.optimizerPerFloat * (w.replicatedFloats + w.shardFloats);
   return { compute: w.compute, bytes: costsOf.reduce((s, c) => s + c.bytes, 0) + grads.bytes, tail: () => fixed };
 }
 
@@ -87,9 +113,16 @@ export function trickPlan(w: Extract<TrickWorkload, { feasible: true }>, costs: 
 export type AveragingRule = { kind: 'bsp' | 'bmuf' | 'easgd'; period: number };
 
 /** bsp, bmuf, easgd (sync): local steps agreed every step, weights averaged every period. */
-export function averagingPlan(costs: ModelCosts, batch: number, rule: AveragingRule, p: Placement, net: Network): LockstepPlan {
+export function averagingPlan(
+  costs: ModelCosts,
+  batch: number,
+  rule: AveragingRule,
+  p: Placement,
+  net: Network,
+): LockstepPlan {
   const agree = allreduce(4, p, net);
-  const params = allreduce(costs.paramFloats * 4, p, net), state = allreduce(costs.stateFloats * 4, p, net);
+  const params = allreduce(costs.paramFloats * 4, p, net),
+    state = allreduce(costs.stateFloats * 4, p, net);
   // the elementwise work of a round (scaling, the centre or the block filter): about an SGD step's
   const arithmetic = costs.optimizerPerFloat * costs.paramFloats;
   const weights = rule.kind === 'bsp' ? allreduce(8, p, net) : { seconds: 0, bytes: 0 };
@@ -98,7 +131,11 @@ export function averagingPlan(costs: ModelCosts, batch: number, rule: AveragingR
     compute: computeTime(costs, batch),
     bytes: agree.bytes,
     tail: () => agree.seconds + update,
-    periodic: { every: rule.period, seconds: weights.seconds + params.seconds + state.seconds + arithmetic, bytes: weights.bytes + params.bytes + state.bytes },
+    periodic: {
+      every: rule.period,
+      seconds: weights.seconds + params.seconds + state.seconds + arithmetic,
+      bytes: weights.bytes + params.bytes + state.bytes,
+    },
   };
 }
 
@@ -113,12 +150,19 @@ export interface LockstepOutcome {
  * Runs `steps` steps of G devices: each step's factors drawn per device, the step taking
  * compute·max f + tail(max f) (+ the periodic round); a device idles (max f − f_i)·compute.
  */
-export function runLockstep(plan: LockstepPlan, G: number, steps: number, stragglers: StragglerSampler): LockstepOutcome {
+export function runLockstep(
+  plan: LockstepPlan,
+  G: number,
+  steps: number,
+  stragglers: StragglerSampler,
+): LockstepOutcome {
   const every = plan.periodic?.every ?? 1;
   const K = Math.max(every, Math.ceil(steps / every) * every);
-  let total = 0, idle = 0;
+  let total = 0,
+    idle = 0;
   for (let k = 0; k < K; k++) {
-    let fmax = 0, fsum = 0;
+    let fmax = 0,
+      fsum = 0;
     for (let d = 0; d < G; d++) {
       const f = stragglers.factor(d, k);
       fsum += f;

@@ -50,7 +50,10 @@ export function defaultSimulateCacheDir(env: NodeJS.ProcessEnv = process.env): s
   return join(root, 'simulate');
 }
 
-const median = (xs: number[]): number => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]!; };
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+};
 
 /** Parameter offsets and sizes per layer, from the flat layout's entry names (`layers.<i>.…`). */
 function paramsByLayer(model: Sequential): Map<number, { offset: number; floats: number }> {
@@ -67,14 +70,21 @@ function paramsByLayer(model: Sequential): Map<number, { offset: number; floats:
 }
 
 /** Times every layer's forward and backward at `batch`; returns [forward, backward] seconds per layer. */
-function timeLayers(backend: Backend, model: Sequential, batch: number, seqLen: number | undefined, reps: number): [number[], number[]] {
+function timeLayers(
+  backend: Backend,
+  model: Sequential,
+  batch: number,
+  seqLen: number | undefined,
+  reps: number,
+): [number[], number[]] {
   const rng = new CounterRng(7, batch);
   const shape = [batch, ...fixedShape(model.inputShape, seqLen, 'model.input')];
   const input = new Tensor(shape, backend.alloc(shape.reduce((a, b) => a * b, 1)));
   for (let i = 0; i < input.data.length; i++) input.data[i] = rng.next() - 0.5;
   const ctx = { training: true, seed: 1, step: 0, sampleOffset: 0 };
   const L = model.layers.length;
-  const fwd: number[][] = model.layers.map(() => []), bwd: number[][] = model.layers.map(() => []);
+  const fwd: number[][] = model.layers.map(() => []),
+    bwd: number[][] = model.layers.map(() => []);
   let dy: Float32Array | null = null;
   for (let r = 0; r <= reps; r++) {
     let h = input;
@@ -100,7 +110,8 @@ function timeLayers(backend: Backend, model: Sequential, batch: number, seqLen: 
 /** Seconds per parameter of one optimizer step of the model's size (median of a few). */
 function timeOptimizer(backend: Backend, spec: OptimizerSpec, floats: number): number {
   const opt = createOptimizer(backend, spec, floats);
-  const params = backend.alloc(floats), grads = backend.alloc(floats).fill(1e-3);
+  const params = backend.alloc(floats),
+    grads = backend.alloc(floats).fill(1e-3);
   const times: number[] = [];
   for (let r = 0; r < 6; r++) {
     const t0 = performance.now();
@@ -131,31 +142,57 @@ function kernelBuild(backendName: string): string[] {
 
 /** The cache file's key for a request on a backend (exported for its test). */
 export function profileCacheKey(req: ProfileRequest, backendName: string): string {
-  const what = { v: 1, model: req.model, optimizer: req.optimizer, backend: backendName, build: kernelBuild(backendName), batches: req.batches, seqLen: req.seqLen ?? null,
-    reps: req.repetitions ?? 5, node: process.version, cpu: cpus()[0]?.model ?? '', cores: cpus().length };
+  const what = {
+    v: 1,
+    model: req.model,
+    optimizer: req.optimizer,
+    backend: backendName,
+    build: kernelBuild(backendName),
+    batches: req.batches,
+    seqLen: req.seqLen ?? null,
+    reps: req.repetitions ?? 5,
+    node: process.version,
+    cpu: cpus()[0]?.model ?? '',
+    cores: cpus().length,
+  };
   return createHash('sha256').update(JSON.stringify(what)).digest('hex').slice(0, 24);
 }
 
 /** Per layer: parameters, output size and FLOPs, no times yet; plus the optimizer's time per parameter. */
-function structureOf(backend: Backend, model: Sequential, req: Pick<ProfileRequest, 'model' | 'optimizer' | 'seqLen'>): ModelCosts {
+function structureOf(
+  backend: Backend,
+  model: Sequential,
+  req: Pick<ProfileRequest, 'model' | 'optimizer' | 'seqLen'>,
+): ModelCosts {
   const params = paramsByLayer(model);
   const zero = { fixed: 0, perSample: 0 };
   return {
-    layers: model.layers.map((layer, i): LayerCost => ({
-      index: i, type: req.model.layers[i]!.type, name: layer.name, forward: zero, backward: zero,
-      paramOffset: params.get(i)?.offset ?? -1, paramFloats: params.get(i)?.floats ?? 0,
-      inputShape: fixedShape(layer.inputShape, req.seqLen, layer.name), outputShape: fixedShape(layer.outputShape, req.seqLen, layer.name),
-      outputElements: fixedShape(layer.outputShape, req.seqLen, layer.name).reduce((a, b) => a * b, 1),
-      flopsPerSample: layerFlops(layer, req.seqLen),
-    })),
-    paramFloats: model.params.length, stateFloats: model.state.length,
+    layers: model.layers.map(
+      (layer, i): LayerCost => ({
+        index: i,
+        type: req.model.layers[i]!.type,
+        name: layer.name,
+        forward: zero,
+        backward: zero,
+        paramOffset: params.get(i)?.offset ?? -1,
+        paramFloats: params.get(i)?.floats ?? 0,
+        inputShape: fixedShape(layer.inputShape, req.seqLen, layer.name),
+        outputShape: fixedShape(layer.outputShape, req.seqLen, layer.name),
+        outputElements: fixedShape(layer.outputShape, req.seqLen, layer.name).reduce((a, b) => a * b, 1),
+        flopsPerSample: layerFlops(layer, req.seqLen),
+      }),
+    ),
+    paramFloats: model.params.length,
+    stateFloats: model.state.length,
     optimizerPerFloat: timeOptimizer(backend, req.optimizer, model.params.length),
     source: 'structure only',
   };
 }
 
 /** The model's layers without measured times (`--from` fills them from a run). */
-export async function modelStructure(req: Pick<ProfileRequest, 'model' | 'optimizer' | 'seqLen' | 'backend'>): Promise<ModelCosts> {
+export async function modelStructure(
+  req: Pick<ProfileRequest, 'model' | 'optimizer' | 'seqLen' | 'backend'>,
+): Promise<ModelCosts> {
   const backend = await getBackend(req.backend);
   const model = buildModel(backend, req.model);
   return structureOf(backend, model, req);
@@ -170,16 +207,22 @@ export async function measureModelCosts(req: ProfileRequest): Promise<ModelCosts
     try {
       const cached = JSON.parse(readFileSync(file, 'utf8')) as ModelCosts;
       return { ...cached, source: `${cached.source} (cached in ${file})` };
-    } catch { /* not cached yet */ }
+    } catch {
+      /* not cached yet */
+    }
   }
   const reps = req.repetitions ?? 5;
   const model = buildModel(backend, req.model);
   model.initialize(1);
-  req.log?.(`simulate: timing ${model.layers.length} layers on the ${backend.name} backend at batch ${req.batches.join(' and ')} (cached afterwards)…`);
+  req.log?.(
+    `simulate: timing ${model.layers.length} layers on the ${backend.name} backend at batch ${req.batches.join(' and ')} (cached afterwards)…`,
+  );
   const timings = req.batches.map((b) => ({ batch: b, t: timeLayers(backend, model, b, req.seqLen, reps) }));
   // a machine with more runnable threads than cores times the layers slower than they run alone:
   // such a profile serves this simulation but is not kept for the next
-  const load = loadavg()[0]!, cores = cpus().length, busy = load > cores;
+  const load = loadavg()[0]!,
+    cores = cpus().length,
+    busy = load > cores;
   const structure = structureOf(backend, model, req);
   const costs: ModelCosts = {
     ...structure,
@@ -190,14 +233,19 @@ export async function measureModelCosts(req: ProfileRequest): Promise<ModelCosts
     })),
     source: `measured on this machine, ${backend.name} backend, one thread, batch ${req.batches.join(' and ')}, load average ${load.toFixed(1)} on ${cores} cores`,
   };
-  if (busy) req.log?.(`simulate: not caching these timings: the load average (${load.toFixed(1)}) was above the ${cores} cores, so layers ran slower than alone; rerun on a quieter machine`);
+  if (busy)
+    req.log?.(
+      `simulate: not caching these timings: the load average (${load.toFixed(1)}) was above the ${cores} cores, so layers ran slower than alone; rerun on a quieter machine`,
+    );
   if (file && dir && !busy) {
     try {
       mkdirSync(dir, { recursive: true });
       const tmp = `${file}.tmp-${process.pid}`;
       writeFileSync(tmp, JSON.stringify(costs));
       renameSync(tmp, file);
-    } catch { /* a cache that cannot be written only costs the next run the timing */ }
+    } catch {
+      /* a cache that cannot be written only costs the next run the timing */
+    }
   }
   return costs;
 }

@@ -84,7 +84,14 @@ type Ev =
   /** a server link's next transfer may have ended (stale when that link changed since: `generation`) */
   | { t: number; d: number; kind: 'linkCheck'; link: number; generation: number };
 
-interface Device { step: number; pending: number; version: number; ops: ('pull' | 'compute' | 'push' | 'exchange')[]; idle: number; busyUntil: number }
+interface Device {
+  step: number;
+  pending: number;
+  version: number;
+  ops: ('pull' | 'compute' | 'push' | 'exchange')[];
+  idle: number;
+  busyUntil: number;
+}
 
 /** Runs one parameter-server job to the end. */
 export function simulateServer(job: ServerJob, rule: ServerRule): ServerOutcome {
@@ -92,7 +99,8 @@ export function simulateServer(job: ServerJob, rule: ServerRule): ServerOutcome 
   const n = job.paramBytes;
   const inMemory = P <= 1;
   const hostOf = (d: number) => Math.floor(d / L);
-  const rate = streamRate(net.tcp), loop = loopbackOf(net);
+  const rate = streamRate(net.tcp),
+    loop = loopbackOf(net);
   // a message's latency: none in memory; over loopback for the server's own host, else the link's
   const alphaOf = (d: number) => (inMemory ? 0 : hostOf(d) === 0 ? loop.alpha : net.tcp.link.alpha);
   const cpu = new Fifo();
@@ -103,8 +111,16 @@ export function simulateServer(job: ServerJob, rule: ServerRule): ServerOutcome 
     const t = links[link]!.nextFinish();
     if (t < Infinity) q.push({ t, d: -1, kind: 'linkCheck', link, generation: links[link]!.generation });
   };
-  const dev: Device[] = Array.from({ length: G }, () => ({ step: 0, pending: 0, version: 0, ops: ['pull'], idle: 0, busyUntil: 0 }));
-  let applied = 0, dropped = 0;
+  const dev: Device[] = Array.from({ length: G }, () => ({
+    step: 0,
+    pending: 0,
+    version: 0,
+    ops: ['pull'],
+    idle: 0,
+    busyUntil: 0,
+  }));
+  let applied = 0,
+    dropped = 0;
   const staleness: number[] = [];
 
   /** A transfer of `bytes` from `at`; its arrival makes the event `then`. */
@@ -143,16 +159,23 @@ export function simulateServer(job: ServerJob, rule: ServerRule): ServerOutcome 
   };
 
   const stepsOf = (d: number) => job.trace?.compute[d]?.length ?? job.steps;
-  const computeOf = (d: number, k: number) => (job.trace ? job.trace.compute[d]![k]! : job.compute * job.stragglers.factor(d, k));
+  const computeOf = (d: number, k: number) =>
+    job.trace ? job.trace.compute[d]![k]! : job.compute * job.stragglers.factor(d, k);
   const startOf = (d: number) => job.trace?.start[d] ?? job.start?.[d] ?? 0;
   for (let d = 0; d < G; d++) q.push({ t: startOf(d), d, kind: 'ready' });
   for (let e = q.pop(); e; e = q.pop()) {
     if (e.kind === 'linkCheck') {
       const link = links[e.link]!;
-      if (e.generation === link.generation) { link.finishUntil(e.t); watchLink(e.link); }
+      if (e.generation === link.generation) {
+        link.finishUntil(e.t);
+        watchLink(e.link);
+      }
       continue;
     }
-    if (e.kind === 'send') { send(e); continue; }
+    if (e.kind === 'send') {
+      send(e);
+      continue;
+    }
     const s = dev[e.d]!;
     if (e.kind === 'pullAtServer') {
       // the copy (in memory) or the start of the send: the version is the one the server has now
@@ -168,12 +191,18 @@ export function simulateServer(job: ServerJob, rule: ServerRule): ServerOutcome 
       const stale = applied - s.version;
       const ok = rule.kind !== 'async' || rule.maxStaleness === undefined || stale <= rule.maxStaleness;
       const { end } = serve(e.d, e.t, (inMemory ? net.shm.alpha : 0) + (ok ? job.update : 0));
-      if (ok) { applied++; staleness.push(stale); } else { dropped++; s.ops.unshift('pull'); }
+      if (ok) {
+        applied++;
+        staleness.push(stale);
+      } else {
+        dropped++;
+        s.ops.unshift('pull');
+      }
       q.push({ t: end + alphaOf(e.d), d: e.d, kind: 'ready' });
       continue;
     }
     if (e.kind === 'exchangeAtServer') {
-      const { end } = serve(e.d, e.t, (inMemory ? net.shm.alpha + 2 * n / net.shm.beta : 0) + job.elastic);
+      const { end } = serve(e.d, e.t, (inMemory ? net.shm.alpha + (2 * n) / net.shm.beta : 0) + job.elastic);
       applied++;
       if (inMemory) q.push({ t: end, d: e.d, kind: 'ready' });
       else transfer(e.d, end, n, false, 'ready');
@@ -181,7 +210,10 @@ export function simulateServer(job: ServerJob, rule: ServerRule): ServerOutcome 
     }
     // ready: the device takes its next operation
     if (!s.ops.length) {
-      if (s.step >= stepsOf(e.d)) { s.busyUntil = e.t; continue; }
+      if (s.step >= stepsOf(e.d)) {
+        s.busyUntil = e.t;
+        continue;
+      }
       planStep(s);
     }
     const op = s.ops.shift()!;
@@ -210,8 +242,12 @@ export function simulateServer(job: ServerJob, rule: ServerRule): ServerOutcome 
     idleShare: dev.reduce((a, s, d) => a + s.idle / Math.max(busy[d]!, 1e-12), 0) / G,
     // in steady state (the pull before the first step stands for step 0's): a pull every fetchEvery
     // steps, a push every pushEvery, a pull after each dropped push; an exchange is n each way
-    bytesPerStep: rule.kind === 'async' ? n / rule.fetchEvery + n / rule.pushEvery + (dropped * n) / (G * steps) : (2 * n) / rule.period,
-    staleness, dropped,
+    bytesPerStep:
+      rule.kind === 'async'
+        ? n / rule.fetchEvery + n / rule.pushEvery + (dropped * n) / (G * steps)
+        : (2 * n) / rule.period,
+    staleness,
+    dropped,
   };
 }
 
@@ -235,12 +271,16 @@ export const PHASE_SAMPLES = 32;
 export function simulateServerOverPhases(job: ServerJob, rule: ServerRule, seed: number): ServerOutcome {
   const remote = job.hosts > 1 ? job.devices - job.perHost : 0;
   if (remote < 2 || job.trace) return simulateServer(job, rule);
-  const n = job.paramBytes, rate = streamRate(job.net.tcp), a = job.net.tcp.link.alpha;
-  const alone = 4 * a + 2 * n / rate + n / job.net.shm.beta + job.compute + job.update;
+  const n = job.paramBytes,
+    rate = streamRate(job.net.tcp),
+    a = job.net.tcp.link.alpha;
+  const alone = 4 * a + (2 * n) / rate + n / job.net.shm.beta + job.compute + job.update;
   const rng = new CounterRng(seed, 0x9a5e);
   const u = Array.from({ length: job.devices }, () => rng.next());
   const K = Math.min(PHASE_SAMPLES, Math.ceil((2 * PHASE_SAMPLES) / remote));
-  const runs = Array.from({ length: K }, (_, k) => simulateServer({ ...job, start: u.map((ud, d) => alone * ((ud + (k * d) / K) % 1)) }, rule));
+  const runs = Array.from({ length: K }, (_, k) =>
+    simulateServer({ ...job, start: u.map((ud, d) => alone * ((ud + (k * d) / K) % 1)) }, rule),
+  );
   const meanOf = (f: (o: ServerOutcome) => number) => runs.reduce((sum, o) => sum + f(o), 0) / runs.length;
   return {
     seconds: meanOf((o) => o.seconds),
@@ -259,14 +299,22 @@ export function simulateServerOverPhases(job: ServerJob, rule: ServerRule, seed:
  */
 export function simulateSync(job: ServerJob): ServerOutcome {
   const { devices: G, hosts: P, perHost: L, net } = job;
-  const n = job.paramBytes, inMemory = P <= 1;
-  const a = net.tcp.link.alpha, rate = streamRate(net.tcp), loop = loopbackOf(net);
-  let t = 0, work = 0;
+  const n = job.paramBytes,
+    inMemory = P <= 1;
+  const a = net.tcp.link.alpha,
+    rate = streamRate(net.tcp),
+    loop = loopbackOf(net);
+  let t = 0,
+    work = 0;
   for (let k = 0; k < job.steps; k++) {
     for (let d = 0; d < G; d++) {
       const local = inMemory || Math.floor(d / L) === 0;
       // in memory a pull copies the weights and a push runs the optimizer on the server's (no copy)
-      const pull = inMemory ? net.shm.alpha + n / net.shm.beta : local ? 2 * loop.alpha + n / loop.beta : 2 * a + n / rate;
+      const pull = inMemory
+        ? net.shm.alpha + n / net.shm.beta
+        : local
+          ? 2 * loop.alpha + n / loop.beta
+          : 2 * a + n / rate;
       const push = inMemory ? net.shm.alpha : pull;
       const turn = inMemory ? net.shm.alpha : local ? 2 * loop.alpha : 2 * a;
       const c = job.compute * job.stragglers.factor(d, k);
@@ -275,5 +323,13 @@ export function simulateSync(job: ServerJob): ServerOutcome {
       work += own;
     }
   }
-  return { seconds: t, stepSeconds: t / job.steps, deviceStepSeconds: new Array(G).fill(t / job.steps), idleShare: 1 - work / G / t, bytesPerStep: 2 * n, staleness: new Array(G * job.steps).fill(0), dropped: 0 };
+  return {
+    seconds: t,
+    stepSeconds: t / job.steps,
+    deviceStepSeconds: new Array(G).fill(t / job.steps),
+    idleShare: 1 - work / G / t,
+    bytesPerStep: 2 * n,
+    staleness: new Array(G * job.steps).fill(0),
+    dropped: 0,
+  };
 }

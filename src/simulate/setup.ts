@@ -44,8 +44,15 @@ export interface SimulateFlags {
 
 /** The flags' defaults (the CLI shows the same). */
 export const SIM_DEFAULTS = {
-  devices: '1,2,4,8,16,32,64', link: '10gbit:50us', stragglers: 'none', perHost: 1, shm: '16GB/s:5us', hostRate: '1.4GB/s',
-  overlap: 'implemented', steps: 200, seed: 1,
+  devices: '1,2,4,8,16,32,64',
+  link: '10gbit:50us',
+  stragglers: 'none',
+  perHost: 1,
+  shm: '16GB/s:5us',
+  hostRate: '1.4GB/s',
+  overlap: 'implemented',
+  steps: 200,
+  seed: 1,
 } as const;
 
 /** `16GB/s:5us` → the shared-memory model. */
@@ -56,31 +63,44 @@ export function parseShm(text: string, flag = '--shm'): ShmModel {
 }
 
 /** The config a simulation reads: CONFIG, or the run's config.yaml with --from. */
-export function simulationConfig(configPath: string | undefined, from: string | undefined): { config: RunConfig; path: string } {
+export function simulationConfig(
+  configPath: string | undefined,
+  from: string | undefined,
+): { config: RunConfig; path: string } {
   const path = configPath ?? (from ? join(from, 'config.yaml') : undefined);
-  if (!path) throw new Error('simulate: give a CONFIG (e.g. examples/mnist-small.yaml), or --from RUN_DIR to use that run\'s config.yaml');
-  if (!configPath && !existsSync(path)) throw new Error(`--from ${from}: the run has no config.yaml; give the CONFIG it was trained with`);
+  if (!path)
+    throw new Error(
+      "simulate: give a CONFIG (e.g. examples/mnist-small.yaml), or --from RUN_DIR to use that run's config.yaml",
+    );
+  if (!configPath && !existsSync(path))
+    throw new Error(`--from ${from}: the run has no config.yaml; give the CONFIG it was trained with`);
   return { config: loadConfig(path), path };
 }
 
 /** Builds the setup (measuring or reading the model's costs last, after every flag is checked). */
-export async function buildSetup(configPath: string | undefined, f: SimulateFlags): Promise<{ setup: SimulationSetup; config: RunConfig; configPath: string; notes: string[] }> {
+export async function buildSetup(
+  configPath: string | undefined,
+  f: SimulateFlags,
+): Promise<{ setup: SimulationSetup; config: RunConfig; configPath: string; notes: string[] }> {
   const { config, path } = simulationConfig(configPath, f.from);
   const devices = parseDevices(f.devices ?? SIM_DEFAULTS.devices);
   const links = parseLinks(f.link ?? SIM_DEFAULTS.link);
   const stragglers = parseStragglerList(f.stragglers ?? SIM_DEFAULTS.stragglers);
   const strategies = parseStrategyChoices(f.strategies, config);
   const perHost = f.perHost ?? SIM_DEFAULTS.perHost;
-  if (!Number.isInteger(perHost) || perHost < 1) throw new Error(`--per-host: expected a positive integer, got ${perHost}`);
+  if (!Number.isInteger(perHost) || perHost < 1)
+    throw new Error(`--per-host: expected a positive integer, got ${perHost}`);
   const shm = parseShm(f.shm ?? SIM_DEFAULTS.shm);
   const hostText = f.hostRate ?? SIM_DEFAULTS.hostRate;
   const hostRate = hostText === 'none' ? undefined : parseRate(hostText, '--host-rate');
   const loopback = f.loopback === undefined ? undefined : { name: 'loopback', ...parseShm(f.loopback, '--loopback') };
   const overlap = f.overlap ?? SIM_DEFAULTS.overlap;
-  if (overlap !== 'implemented' && overlap !== 'ideal') throw new Error(`--overlap: expected implemented or ideal, got '${overlap}'`);
-  const batch = f.batchSize !== undefined
-    ? { size: f.batchSize, scope: 'perDevice' as const }
-    : { size: config.data.batchSize, scope: config.data.batchSizeScope };
+  if (overlap !== 'implemented' && overlap !== 'ideal')
+    throw new Error(`--overlap: expected implemented or ideal, got '${overlap}'`);
+  const batch =
+    f.batchSize !== undefined
+      ? { size: f.batchSize, scope: 'perDevice' as const }
+      : { size: config.data.batchSize, scope: config.data.batchSizeScope };
   const steps = f.steps ?? SIM_DEFAULTS.steps;
   const notes: string[] = [];
   const run = f.from ? readRunMeasurements(f.from) : null;
@@ -88,16 +108,43 @@ export async function buildSetup(configPath: string | undefined, f: SimulateFlag
   const backend = f.backend ?? config.train.backend;
   let costs;
   if (run) {
-    costs = costsFromRun(await modelStructure({ model: dataParallel, optimizer: config.optimizer, seqLen: f.seqLen, backend }), run);
+    costs = costsFromRun(
+      await modelStructure({ model: dataParallel, optimizer: config.optimizer, seqLen: f.seqLen, backend }),
+      run,
+    );
   } else {
     const maxG = devices[devices.length - 1]!;
-    const batches = batch.scope === 'perDevice' ? [batch.size] : [...new Set([batch.size, Math.max(1, Math.ceil(batch.size / Math.min(maxG, batch.size)))])];
-    costs = await measureModelCosts({ model: dataParallel, optimizer: config.optimizer, backend, batches, seqLen: f.seqLen, remeasure: f.remeasure, log: f.log });
+    const batches =
+      batch.scope === 'perDevice'
+        ? [batch.size]
+        : [...new Set([batch.size, Math.max(1, Math.ceil(batch.size / Math.min(maxG, batch.size)))])];
+    costs = await measureModelCosts({
+      model: dataParallel,
+      optimizer: config.optimizer,
+      backend,
+      batches,
+      seqLen: f.seqLen,
+      remeasure: f.remeasure,
+      log: f.log,
+    });
   }
   notes.push(`compute: ${costs.source}`);
   const setup: SimulationSetup = {
-    trickModel: trickModelOf(config), costs, devices, links, stragglers, strategies, batch, perHost, shm, hostRate, loopback,
-    chunkBytes: f.chunkBytes, overlap, steps, seed: f.seed ?? SIM_DEFAULTS.seed,
+    trickModel: trickModelOf(config),
+    costs,
+    devices,
+    links,
+    stragglers,
+    strategies,
+    batch,
+    perHost,
+    shm,
+    hostRate,
+    loopback,
+    chunkBytes: f.chunkBytes,
+    overlap,
+    steps,
+    seed: f.seed ?? SIM_DEFAULTS.seed,
   };
   if (run) {
     const m = median(run.compute);
@@ -107,7 +154,7 @@ export async function buildSetup(configPath: string | undefined, f: SimulateFlag
       setup.serverUpdate = run.serverPushSeconds;
       notes.push(`server update from the run: ${(setup.serverUpdate * 1000).toFixed(2)} ms per push (its median)`);
     } else if (run.processes === 1 && ['async', 'sync', 'easgd'].includes(run.strategy) && run.syncWork.length) {
-      const pull = shm.alpha + costs.paramFloats * 4 / shm.beta;
+      const pull = shm.alpha + (costs.paramFloats * 4) / shm.beta;
       setup.serverUpdate = Math.max(0, median(run.syncWork) - pull);
       notes.push(`server update from the run: ${(setup.serverUpdate * 1000).toFixed(2)} ms per push`);
     }

@@ -47,7 +47,12 @@ export interface SimulationSetup {
 }
 
 /** Summary of a staleness distribution. */
-export interface Staleness { mean: number; p50: number; p95: number; max: number }
+export interface Staleness {
+  mean: number;
+  p50: number;
+  p95: number;
+  max: number;
+}
 
 /** One prediction: a strategy on G devices, one link, one straggler scenario. */
 export interface SimRow {
@@ -79,13 +84,21 @@ export function quantile(sorted: readonly number[], q: number): number {
 /** Mean, median, 95th percentile and maximum of staleness values. */
 export function stalenessOf(values: readonly number[]): Staleness {
   const s = [...values].sort((a, b) => a - b);
-  return { mean: s.reduce((a, b) => a + b, 0) / Math.max(1, s.length), p50: quantile(s, 0.5), p95: quantile(s, 0.95), max: s[s.length - 1] ?? NaN };
+  return {
+    mean: s.reduce((a, b) => a + b, 0) / Math.max(1, s.length),
+    p50: quantile(s, 0.5),
+    p95: quantile(s, 0.95),
+    max: s[s.length - 1] ?? NaN,
+  };
 }
 
 /** hosts × devices per host for G devices: `perHost` threads per process (fewer when G is smaller). */
 export function placementOf(G: number, perHost: number): Placement {
   if (G <= perHost) return { hosts: 1, perHost: G };
-  if (G % perHost !== 0) throw new Error(`--per-host ${perHost}: ${G} devices do not fill whole hosts; use device counts that are multiples of ${perHost}`);
+  if (G % perHost !== 0)
+    throw new Error(
+      `--per-host ${perHost}: ${G} devices do not fill whole hosts; use device counts that are multiples of ${perHost}`,
+    );
   return { hosts: G / perHost, perHost };
 }
 
@@ -93,12 +106,25 @@ export function placementOf(G: number, perHost: number): Placement {
 export function batchOf(setup: SimulationSetup, G: number): { total: number; perDevice: number } | string {
   const { size, scope } = setup.batch;
   if (scope === 'perDevice') return { total: size * G, perDevice: size };
-  if (size < G) return `a global batch of ${size} cannot be split over ${G} devices (simulate a per-device batch with --batch-size N)`;
+  if (size < G)
+    return `a global batch of ${size} cannot be split over ${G} devices (simulate a per-device batch with --batch-size N)`;
   return { total: size, perDevice: Math.ceil(size / G) };
 }
 
-function infeasible(base: Omit<SimRow, 'feasible' | 'stepSeconds' | 'samplesPerSecond' | 'efficiency' | 'bytesPerStep' | 'idleShare'>, reason: string): SimRow {
-  return { ...base, feasible: false, reason, stepSeconds: NaN, samplesPerSecond: NaN, efficiency: NaN, bytesPerStep: NaN, idleShare: NaN };
+function infeasible(
+  base: Omit<SimRow, 'feasible' | 'stepSeconds' | 'samplesPerSecond' | 'efficiency' | 'bytesPerStep' | 'idleShare'>,
+  reason: string,
+): SimRow {
+  return {
+    ...base,
+    feasible: false,
+    reason,
+    stepSeconds: NaN,
+    samplesPerSecond: NaN,
+    efficiency: NaN,
+    bytesPerStep: NaN,
+    idleShare: NaN,
+  };
 }
 
 /** One device alone: compute and the local optimizer step; the baseline of scaling efficiency. */
@@ -107,22 +133,55 @@ export function singleDeviceRate(setup: SimulationSetup): number {
   return b.total / (computeTime(setup.costs, b.total) + setup.costs.optimizerPerFloat * setup.costs.paramFloats);
 }
 
-function simulateOne(setup: SimulationSetup, choice: StrategyChoice, G: number, link: Link, stragglers: Stragglers, oneDevice: number): SimRow {
+function simulateOne(
+  setup: SimulationSetup,
+  choice: StrategyChoice,
+  G: number,
+  link: Link,
+  stragglers: Stragglers,
+  oneDevice: number,
+): SimRow {
   const base = { strategy: choice.label, kind: choice.kind, devices: G, link, stragglers };
   const batch = batchOf(setup, G);
   if (typeof batch === 'string') return infeasible(base, batch);
-  const net: Network = { tcp: { link, hostRate: setup.hostRate, chunkBytes: setup.chunkBytes, ...(setup.loopback ? { loopback: setup.loopback } : {}) }, shm: setup.shm };
+  const net: Network = {
+    tcp: {
+      link,
+      hostRate: setup.hostRate,
+      chunkBytes: setup.chunkBytes,
+      ...(setup.loopback ? { loopback: setup.loopback } : {}),
+    },
+    shm: setup.shm,
+  };
   const placement = placementOf(G, setup.perHost);
   const sampler = new StragglerSampler(stragglers, setup.seed, setup.runFactors);
-  const { costs } = setup, spec: StrategySpec = choice.spec;
-  const finish = (stepSeconds: number, samplesPerSecond: number, idleShare: number, bytesPerStep: number, staleness?: number[]): SimRow => ({
-    ...base, feasible: true, stepSeconds, samplesPerSecond, efficiency: samplesPerSecond / (G * oneDevice), idleShare, bytesPerStep,
+  const { costs } = setup,
+    spec: StrategySpec = choice.spec;
+  const finish = (
+    stepSeconds: number,
+    samplesPerSecond: number,
+    idleShare: number,
+    bytesPerStep: number,
+    staleness?: number[],
+  ): SimRow => ({
+    ...base,
+    feasible: true,
+    stepSeconds,
+    samplesPerSecond,
+    efficiency: samplesPerSecond / (G * oneDevice),
+    idleShare,
+    bytesPerStep,
     ...(staleness ? { staleness: stalenessOf(staleness) } : {}),
   });
   if (G === 1) {
     // one device runs no strategy: compute and its own optimizer step
     const u = costs.optimizerPerFloat * costs.paramFloats;
-    const o = runLockstep({ compute: computeTime(costs, batch.perDevice), tail: () => u, bytes: 0 }, 1, setup.steps, sampler);
+    const o = runLockstep(
+      { compute: computeTime(costs, batch.perDevice), tail: () => u, bytes: 0 },
+      1,
+      setup.steps,
+      sampler,
+    );
     return finish(o.stepSeconds, batch.total / o.stepSeconds, 0, 0);
   }
   if (choice.kind === 'trick') {
@@ -132,30 +191,58 @@ function simulateOne(setup: SimulationSetup, choice: StrategyChoice, G: number, 
     return finish(o.stepSeconds, batch.total / o.stepSeconds, o.idleShare, o.bytesPerStep);
   }
   if (spec.type === 'hybrid') {
-    const o = runLockstep(hybridPlan(costs, batch.perDevice, spec.bucketBytes, placement, net, setup.overlap), G, setup.steps, sampler);
+    const o = runLockstep(
+      hybridPlan(costs, batch.perDevice, spec.bucketBytes, placement, net, setup.overlap),
+      G,
+      setup.steps,
+      sampler,
+    );
     return finish(o.stepSeconds, batch.total / o.stepSeconds, o.idleShare, o.bytesPerStep);
   }
   if (spec.type === 'bsp' || spec.type === 'bmuf' || (spec.type === 'easgd' && spec.mode === 'sync')) {
-    const o = runLockstep(averagingPlan(costs, batch.perDevice, { kind: spec.type, period: spec.period }, placement, net), G, setup.steps, sampler);
+    const o = runLockstep(
+      averagingPlan(costs, batch.perDevice, { kind: spec.type, period: spec.period }, placement, net),
+      G,
+      setup.steps,
+      sampler,
+    );
     return finish(o.stepSeconds, batch.total / o.stepSeconds, o.idleShare, o.bytesPerStep);
   }
   const job = {
-    devices: G, hosts: placement.hosts, perHost: placement.perHost, steps: setup.steps,
-    compute: computeTime(costs, batch.perDevice), paramBytes: costs.paramFloats * 4,
+    devices: G,
+    hosts: placement.hosts,
+    perHost: placement.perHost,
+    steps: setup.steps,
+    compute: computeTime(costs, batch.perDevice),
+    paramBytes: costs.paramFloats * 4,
     update: setup.serverUpdate ?? costs.optimizerPerFloat * costs.paramFloats,
-    elastic: costs.optimizerPerFloat * costs.paramFloats, net, stragglers: sampler,
+    elastic: costs.optimizerPerFloat * costs.paramFloats,
+    net,
+    stragglers: sampler,
   };
   // every device steps on its own slice; the job's samples per step are the same as a lockstep step's
   const rate = (o: { seconds: number }) => (batch.total * setup.steps) / o.seconds;
   if (spec.type === 'sync') {
     const o = simulateSync(job);
-    return { ...finish(o.stepSeconds, rate(o), o.idleShare, o.bytesPerStep, o.staleness), deviceStepSeconds: o.deviceStepSeconds };
+    return {
+      ...finish(o.stepSeconds, rate(o), o.idleShare, o.bytesPerStep, o.staleness),
+      deviceStepSeconds: o.deviceStepSeconds,
+    };
   }
-  const rule = spec.type === 'async'
-    ? { kind: 'async' as const, fetchEvery: spec.fetchEvery, pushEvery: spec.pushEvery, maxStaleness: spec.maxStaleness }
-    : { kind: 'easgd' as const, period: spec.period };
+  const rule =
+    spec.type === 'async'
+      ? {
+          kind: 'async' as const,
+          fetchEvery: spec.fetchEvery,
+          pushEvery: spec.pushEvery,
+          maxStaleness: spec.maxStaleness,
+        }
+      : { kind: 'easgd' as const, period: spec.period };
   const o = simulateServerOverPhases(job, rule, setup.seed);
-  return { ...finish(o.stepSeconds, rate(o), o.idleShare, o.bytesPerStep, rule.kind === 'async' ? o.staleness : undefined), deviceStepSeconds: o.deviceStepSeconds };
+  return {
+    ...finish(o.stepSeconds, rate(o), o.idleShare, o.bytesPerStep, rule.kind === 'async' ? o.staleness : undefined),
+    deviceStepSeconds: o.deviceStepSeconds,
+  };
 }
 
 /** Every row of the setup: links × stragglers × strategies × device counts, in that order. */

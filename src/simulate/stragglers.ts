@@ -40,15 +40,18 @@ export function parseStragglers(text: string, flag = '--stragglers'): Stragglers
     let m = /^lognormal:([0-9.]+(?:e[-+]?\d+)?)$/i.exec(t);
     if (m) {
       const sigma = Number(m[1]);
-      if (!(sigma >= 0 && sigma <= 5)) throw new Error(`${flag}: lognormal σ must be between 0 and 5, got '${m[1]}'; ${EXAMPLE}`);
+      if (!(sigma >= 0 && sigma <= 5))
+        throw new Error(`${flag}: lognormal σ must be between 0 and 5, got '${m[1]}'; ${EXAMPLE}`);
       return { kind: 'lognormal', sigma };
     }
     m = /^fixed:([0-9.]+)@([0-9,]+)$/i.exec(t);
     if (m) {
       const factor = Number(m[1]);
       const devices = m[2]!.split(',').filter(Boolean).map(Number);
-      if (!(factor >= 1)) throw new Error(`${flag}: a fixed straggler's factor must be ≥ 1 (1: normal speed), got '${m[1]}'; ${EXAMPLE}`);
-      if (!devices.length || devices.some((d) => !Number.isInteger(d) || d < 0)) throw new Error(`${flag}: '${t}' names no device; ${EXAMPLE}`);
+      if (!(factor >= 1))
+        throw new Error(`${flag}: a fixed straggler's factor must be ≥ 1 (1: normal speed), got '${m[1]}'; ${EXAMPLE}`);
+      if (!devices.length || devices.some((d) => !Number.isInteger(d) || d < 0))
+        throw new Error(`${flag}: '${t}' names no device; ${EXAMPLE}`);
       return { kind: 'fixed', factor, devices };
     }
     throw new Error(`${flag}: '${t}' is not a straggler distribution; ${EXAMPLE}`);
@@ -58,7 +61,10 @@ export function parseStragglers(text: string, flag = '--stragglers'): Stragglers
 
 /** Scenarios separated by `;` or by commas between scenarios (`none,lognormal:0.2`); a fixed part's device list keeps its commas. */
 export function parseStragglerList(text: string, flag = '--stragglers'): Stragglers[] {
-  const items = text.split(/[;]|,(?=\s*(?:none|run|lognormal|fixed)\b)/i).map((s) => s.trim()).filter(Boolean);
+  const items = text
+    .split(/[;]|,(?=\s*(?:none|run|lognormal|fixed)\b)/i)
+    .map((s) => s.trim())
+    .filter(Boolean);
   return (items.length ? items : ['none']).map((s) => parseStragglers(s, flag));
 }
 
@@ -70,7 +76,11 @@ export function sigmaOf(s: Stragglers): number {
 /** Draws factor(device, step) for one scenario; `runFactors` backs the `run` part. */
 export class StragglerSampler {
   private readonly rngs = new Map<number, CounterRng>();
-  constructor(readonly scenario: Stragglers, private readonly seed: number, private readonly runFactors: readonly number[] = []) {
+  constructor(
+    readonly scenario: Stragglers,
+    private readonly seed: number,
+    private readonly runFactors: readonly number[] = [],
+  ) {
     if (scenario.parts.some((p) => p.kind === 'run') && !runFactors.length) {
       throw new Error(`--stragglers run replays a run's compute times: give the run with --from RUN_DIR`);
     }
@@ -82,7 +92,10 @@ export class StragglerSampler {
 
   private rng(device: number): CounterRng {
     let r = this.rngs.get(device);
-    if (!r) { r = new CounterRng(this.seed, 0x57a6, device); this.rngs.set(device, r); }
+    if (!r) {
+      r = new CounterRng(this.seed, 0x57a6, device);
+      this.rngs.set(device, r);
+    }
     return r;
   }
 
@@ -90,13 +103,17 @@ export class StragglerSampler {
   factor(device: number, step: number): number {
     let f = 1;
     for (const p of this.scenario.parts) {
-      if (p.kind === 'fixed') { if (p.devices.includes(device)) f *= p.factor; continue; }
+      if (p.kind === 'fixed') {
+        if (p.devices.includes(device)) f *= p.factor;
+        continue;
+      }
       const rng = this.rng(device);
       if (p.kind === 'lognormal') {
         if (p.sigma === 0) continue;
-        const u1 = 1 - rng.at(4 * step), u2 = rng.at(4 * step + 1);
+        const u1 = 1 - rng.at(4 * step),
+          u2 = rng.at(4 * step + 1);
         const z = Math.sqrt(-2 * Math.log(u1)) * Math.cos(2 * Math.PI * u2);
-        f *= Math.exp(p.sigma * z - p.sigma * p.sigma / 2);
+        f *= Math.exp(p.sigma * z - (p.sigma * p.sigma) / 2);
       } else {
         f *= this.runFactors[Math.floor(rng.at(4 * step + 2) * this.runFactors.length)]!;
       }

@@ -27,7 +27,6 @@ export type TrickWorkload =
   | { feasible: true; exchanges: Exchange[]; compute: number; replicatedFloats: number; shardFloats: number }
   | { feasible: false; reason: string };
 
-
 /** The model with every layer data-parallel (what the strategies other than the trick run). */
 export function stripMarks(spec: ModelSpec): ModelSpec {
   return {
@@ -58,18 +57,29 @@ export function trickWorkload(spec: ModelSpec, costs: ModelCosts, G: number, tot
   if (!modelParallelLayers(spec).length) return { feasible: false, reason: 'the model has no dense layer to split' };
   let plan;
   try {
-    plan = planModelParallelFrom(spec, G, costs.layers.map((l) => l.inputShape));
+    plan = planModelParallelFrom(
+      spec,
+      G,
+      costs.layers.map((l) => l.inputShape),
+    );
   } catch (e) {
     return { feasible: false, reason: (e as Error).message };
   }
-  const rows = Math.ceil(totalRows / G), padded = rows * G;
+  const rows = Math.ceil(totalRows / G),
+    padded = rows * G;
   const size = (shape: readonly number[]) => shape.reduce((a, b) => a * b, 1);
   const exchanges: Exchange[] = [];
-  let compute = 0, sharded = 0, splitParams = 0;
-  const at = (i: number, batch: number) => timeAt(costs.layers[i]!.forward, batch) + timeAt(costs.layers[i]!.backward, batch);
+  let compute = 0,
+    sharded = 0,
+    splitParams = 0;
+  const at = (i: number, batch: number) =>
+    timeAt(costs.layers[i]!.forward, batch) + timeAt(costs.layers[i]!.backward, batch);
   for (let i = 0; i < costs.layers.length; i++) if (i < plan.begin || i >= plan.end) compute += at(i, rows);
   for (const p of plan.layers) {
-    const c = costs.layers[p.index]!, name = c.name, input = size(c.inputShape), needsInputGrad = p.index > 0;
+    const c = costs.layers[p.index]!,
+      name = c.name,
+      input = size(c.inputShape),
+      needsInputGrad = p.index > 0;
     if (p.kind === 'elementwise') {
       compute += at(p.index, p.form === 'full' ? totalRows : rows);
       continue;
@@ -78,38 +88,91 @@ export function trickWorkload(spec: ModelSpec, costs: ModelCosts, G: number, tot
     if (p.kind === 'column') {
       splitParams += c.paramFloats;
       sharded += Math.ceil(c.paramFloats / G);
-      if (p.inputRows) exchanges.push({ what: `${name}: gather the section's input rows`, op: 'allgather', floats: padded * input });
-      if (p.gatherOutput) exchanges.push({ what: `${name}: gather the output units`, op: 'allgather', floats: totalRows * Math.ceil(p.spec.units / G) * G });
+      if (p.inputRows)
+        exchanges.push({ what: `${name}: gather the section's input rows`, op: 'allgather', floats: padded * input });
+      if (p.gatherOutput)
+        exchanges.push({
+          what: `${name}: gather the output units`,
+          op: 'allgather',
+          floats: totalRows * Math.ceil(p.spec.units / G) * G,
+        });
       if (needsInputGrad) {
-        exchanges.push(p.inputRows
-          ? { what: `${name}: backward, input gradients back to their rows`, op: 'reduceScatter', floats: padded * input }
-          : { what: `${name}: backward, sum of the partial input gradients`, op: 'allreduce', floats: totalRows * input });
+        exchanges.push(
+          p.inputRows
+            ? {
+                what: `${name}: backward, input gradients back to their rows`,
+                op: 'reduceScatter',
+                floats: padded * input,
+              }
+            : {
+                what: `${name}: backward, sum of the partial input gradients`,
+                op: 'allreduce',
+                floats: totalRows * input,
+              },
+        );
       }
     } else if (p.kind === 'row') {
       splitParams += c.paramFloats;
       sharded += Math.ceil(c.paramFloats / G);
       const units = p.spec.units;
-      exchanges.push(p.scatterRows
-        ? { what: `${name}: partial sums to the rows' devices`, op: 'reduceScatter', floats: padded * units }
-        : { what: `${name}: sum of the partial products`, op: 'allreduce', floats: totalRows * units });
-      if (p.scatterRows) exchanges.push({ what: `${name}: backward, gather the output gradients`, op: 'allgather', floats: padded * units });
+      exchanges.push(
+        p.scatterRows
+          ? { what: `${name}: partial sums to the rows' devices`, op: 'reduceScatter', floats: padded * units }
+          : { what: `${name}: sum of the partial products`, op: 'allreduce', floats: totalRows * units },
+      );
+      if (p.scatterRows)
+        exchanges.push({
+          what: `${name}: backward, gather the output gradients`,
+          op: 'allgather',
+          floats: padded * units,
+        });
     } else if (p.kind === 'channel') {
       splitParams += c.paramFloats;
       sharded += Math.ceil(c.paramFloats / G);
       const [oh, ow] = c.outputShape as [number, number, number];
-      if (p.inputRows) exchanges.push({ what: `${name}: gather the input images`, op: 'allgather', floats: padded * input });
-      exchanges.push({ what: `${name}: gather the output channels`, op: 'allgather', floats: totalRows * oh * ow * Math.ceil(p.spec.filters / G) * G });
-      if (needsInputGrad) exchanges.push({ what: `${name}: backward, sum of the partial input gradients`, op: 'allreduce', floats: totalRows * input });
+      if (p.inputRows)
+        exchanges.push({ what: `${name}: gather the input images`, op: 'allgather', floats: padded * input });
+      exchanges.push({
+        what: `${name}: gather the output channels`,
+        op: 'allgather',
+        floats: totalRows * oh * ow * Math.ceil(p.spec.filters / G) * G,
+      });
+      if (needsInputGrad)
+        exchanges.push({
+          what: `${name}: backward, sum of the partial input gradients`,
+          op: 'allreduce',
+          floats: totalRows * input,
+        });
     } else {
       const tiles = p.spec.tiles[0] * p.spec.tiles[1];
-      if (p.inputRows) exchanges.push({ what: `${name}: gather the input images`, op: 'allgather', floats: padded * input });
-      exchanges.push({ what: `${name}: gather the output tiles`, op: 'allgather', floats: Math.ceil(totalRows * c.outputElements * Math.ceil(tiles / G) / tiles) * G });
-      if (needsInputGrad) exchanges.push({ what: `${name}: backward, sum of the input gradients`, op: 'allreduce', floats: totalRows * input });
+      if (p.inputRows)
+        exchanges.push({ what: `${name}: gather the input images`, op: 'allgather', floats: padded * input });
+      exchanges.push({
+        what: `${name}: gather the output tiles`,
+        op: 'allgather',
+        floats: Math.ceil((totalRows * c.outputElements * Math.ceil(tiles / G)) / tiles) * G,
+      });
+      if (needsInputGrad)
+        exchanges.push({
+          what: `${name}: backward, sum of the input gradients`,
+          op: 'allreduce',
+          floats: totalRows * input,
+        });
     }
   }
   if (plan.sliceRowsAtEnd) {
     const last = costs.layers[plan.end - 1]!;
-    exchanges.push({ what: 'section exit: backward, gather the output gradients', op: 'allgather', floats: padded * last.outputElements });
+    exchanges.push({
+      what: 'section exit: backward, gather the output gradients',
+      op: 'allgather',
+      floats: padded * last.outputElements,
+    });
   }
-  return { feasible: true, exchanges, compute, replicatedFloats: costs.paramFloats - splitParams, shardFloats: sharded };
+  return {
+    feasible: true,
+    exchanges,
+    compute,
+    replicatedFloats: costs.paramFloats - splitParams,
+    shardFloats: sharded,
+  };
 }

@@ -51,10 +51,13 @@ export function parseAlphabet(text: string, name: string): Alphabet {
     const symbol = line.startsWith('\\#') ? line.slice(1) : line;
     const points = [...symbol];
     if (points.length !== 1) {
-      throw new Error(`${name}:${i + 1}: ${points.length === 0 ? 'an empty line' : `"${line}" has ${points.length} characters`}; each line holds one symbol (a line with one space is the space symbol, # starts a comment, \\# is the symbol #)`);
+      throw new Error(
+        `${name}:${i + 1}: ${points.length === 0 ? 'an empty line' : `"${line}" has ${points.length} characters`}; each line holds one symbol (a line with one space is the space symbol, # starts a comment, \\# is the symbol #)`,
+      );
     }
     const before = seen.get(symbol);
-    if (before !== undefined) throw new Error(`${name}:${i + 1}: ${showSymbol(symbol)} is already the symbol of line ${before}`);
+    if (before !== undefined)
+      throw new Error(`${name}:${i + 1}: ${showSymbol(symbol)} is already the symbol of line ${before}`);
     seen.set(symbol, i + 1);
     symbols.push(symbol);
   });
@@ -69,7 +72,9 @@ export function readAlphabet(path: string): Alphabet {
     text = readFileSync(path, 'utf8');
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    throw new Error(`${path}: cannot read the alphabet file${code === 'ENOENT' ? ': no such file' : ` (${(e as Error).message})`}`);
+    throw new Error(
+      `${path}: cannot read the alphabet file${code === 'ENOENT' ? ': no such file' : ` (${(e as Error).message})`}`,
+    );
   }
   return parseAlphabet(text, path);
 }
@@ -83,15 +88,23 @@ export function alphabetIndex(alphabet: Alphabet): Map<string, number> {
  * A transcript's label sequence (model output indices), lower-cased first. An empty transcript or a
  * character outside the alphabet is an error starting with `where` (the manifest's file:line).
  */
-export function encodeTranscript(transcript: string, index: Map<string, number>, alphabet: Alphabet, where: string): Int32Array {
-  if (transcript.trim() === '') throw new Error(`${where}: the transcript is empty; every utterance needs the text spoken in it`);
+export function encodeTranscript(
+  transcript: string,
+  index: Map<string, number>,
+  alphabet: Alphabet,
+  where: string,
+): Int32Array {
+  if (transcript.trim() === '')
+    throw new Error(`${where}: the transcript is empty; every utterance needs the text spoken in it`);
   const text = transcript.toLowerCase();
   const points = [...text];
   const labels = new Int32Array(points.length);
   for (let i = 0; i < points.length; i++) {
     const label = index.get(points[i]!);
     if (label === undefined) {
-      throw new Error(`${where}: the transcript "${transcript}" has ${showSymbol(points[i]!)}, which is not in the alphabet (${alphabet.source}); remove it from the transcript or add it to an alphabet file`);
+      throw new Error(
+        `${where}: the transcript "${transcript}" has ${showSymbol(points[i]!)}, which is not in the alphabet (${alphabet.source}); remove it from the transcript or add it to an alphabet file`,
+      );
     }
     labels[i] = label;
   }

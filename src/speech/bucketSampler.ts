@@ -44,8 +44,17 @@ export class BucketBatchSampler {
   constructor(options: BucketSamplerOptions) {
     const { lengths, batchSize, worldSize, rank, seed, shuffle, dropLast, poolBatches = 50 } = options;
     // the plain sampler's checks (batch vs devices, rank, seed, dropLast on a tiny set) and step count
-    this.steps = new GlobalBatchSampler({ count: lengths.length, batchSize, worldSize, rank, seed, shuffle, dropLast }).stepsPerEpoch();
-    if (!Number.isInteger(poolBatches) || poolBatches < 1) throw new Error(`BucketBatchSampler: poolBatches must be a whole number ≥ 1, got ${poolBatches}`);
+    this.steps = new GlobalBatchSampler({
+      count: lengths.length,
+      batchSize,
+      worldSize,
+      rank,
+      seed,
+      shuffle,
+      dropLast,
+    }).stepsPerEpoch();
+    if (!Number.isInteger(poolBatches) || poolBatches < 1)
+      throw new Error(`BucketBatchSampler: poolBatches must be a whole number ≥ 1, got ${poolBatches}`);
     for (let i = 0; i < lengths.length; i++) {
       if (!Number.isFinite(lengths[i]!)) throw new Error(`BucketBatchSampler: length ${i} is ${lengths[i]}`);
     }
@@ -79,7 +88,8 @@ export class BucketBatchSampler {
     for (let b = 0; b < full; b++) batchOrder[b] = b;
     new CounterRng(seed, epoch, BATCH_STREAM).shuffle(batchOrder);
     const out = new Int32Array(count);
-    for (let b = 0; b < full; b++) out.set(order.subarray(batchOrder[b]! * batchSize, (batchOrder[b]! + 1) * batchSize), b * batchSize);
+    for (let b = 0; b < full; b++)
+      out.set(order.subarray(batchOrder[b]! * batchSize, (batchOrder[b]! + 1) * batchSize), b * batchSize);
     out.set(order.subarray(full * batchSize), full * batchSize);
     return out;
   }
@@ -92,7 +102,12 @@ export class BucketBatchSampler {
       const batchStart = step * batchSize;
       const globalBatchSize = Math.min(batchSize, lengths.length - batchStart);
       const { start, end } = evenSlice(globalBatchSize, worldSize, rank);
-      yield { step, indices: order.subarray(batchStart + start, batchStart + end), globalOffset: batchStart + start, globalBatchSize };
+      yield {
+        step,
+        indices: order.subarray(batchStart + start, batchStart + end),
+        globalOffset: batchStart + start,
+        globalBatchSize,
+      };
     }
   }
 }

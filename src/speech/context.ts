@@ -14,11 +14,20 @@ export function contextSize(featureSize: number, context: number): number {
  * Writes the stacked frames of one utterance (`frames` rows of `featureSize` in `src`) into `out` at
  * `outOffset`: `frames` rows of contextSize(featureSize, context) values. Allocates when `out` is absent.
  */
-export function stackContext(src: Float32Array, frames: number, featureSize: number, context: number, out?: Float32Array, outOffset = 0): Float32Array {
-  if (!Number.isInteger(context) || context < 0) throw new Error(`stackContext: the context must be a whole number ≥ 0, got ${context}`);
+export function stackContext(
+  src: Float32Array,
+  frames: number,
+  featureSize: number,
+  context: number,
+  out?: Float32Array,
+  outOffset = 0,
+): Float32Array {
+  if (!Number.isInteger(context) || context < 0)
+    throw new Error(`stackContext: the context must be a whole number ≥ 0, got ${context}`);
   const width = contextSize(featureSize, context);
   const dst = out ?? new Float32Array(frames * width);
-  if (dst.length < outOffset + frames * width) throw new Error(`stackContext: the output holds ${dst.length - outOffset} values, ${frames}×${width} are needed`);
+  if (dst.length < outOffset + frames * width)
+    throw new Error(`stackContext: the output holds ${dst.length - outOffset} values, ${frames}×${width} are needed`);
   for (let t = 0; t < frames; t++) {
     const row = outOffset + t * width;
     for (let k = -context; k <= context; k++) {

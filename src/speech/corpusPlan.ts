@@ -14,22 +14,120 @@ export const DIGITS = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'se
 
 /** Short common words besides the digits (all in the default alphabet; two with an apostrophe). */
 export const WORDS = [
-  'yes', 'no', 'up', 'down', 'left', 'right', 'on', 'off', 'stop', 'go', 'start', 'open', 'close', 'back',
-  'next', 'play', 'call', 'help', 'home', 'read', 'water', 'fire', 'light', 'red', 'green', 'blue', 'black',
-  'white', 'big', 'small', 'hot', 'cold', 'good', 'new', 'old', 'fast', 'slow', 'cat', 'dog', 'bird',
-  'tree', 'house', 'car', 'book', 'day', 'night', 'time', 'and', 'the', "don't", "it's",
+  'yes',
+  'no',
+  'up',
+  'down',
+  'left',
+  'right',
+  'on',
+  'off',
+  'stop',
+  'go',
+  'start',
+  'open',
+  'close',
+  'back',
+  'next',
+  'play',
+  'call',
+  'help',
+  'home',
+  'read',
+  'water',
+  'fire',
+  'light',
+  'red',
+  'green',
+  'blue',
+  'black',
+  'white',
+  'big',
+  'small',
+  'hot',
+  'cold',
+  'good',
+  'new',
+  'old',
+  'fast',
+  'slow',
+  'cat',
+  'dog',
+  'bird',
+  'tree',
+  'house',
+  'car',
+  'book',
+  'day',
+  'night',
+  'time',
+  'and',
+  'the',
+  "don't",
+  "it's",
 ] as const;
 
 /** espeak-ng's English voices (accents). */
-export const ACCENTS = ['en', 'en-us', 'en-gb-scotland', 'en-gb-x-gbclan', 'en-gb-x-rp', 'en-gb-x-gbcwmd', 'en-029', 'en-us-nyc'] as const;
+export const ACCENTS = [
+  'en',
+  'en-us',
+  'en-gb-scotland',
+  'en-gb-x-gbclan',
+  'en-gb-x-rp',
+  'en-gb-x-gbcwmd',
+  'en-029',
+  'en-us-nyc',
+] as const;
 
 /** Speakers (espeak-ng variants, exact file names; '' is the accent's own default voice) per split. */
 export const SPEAKERS = {
   train: [
-    '', 'm1', 'm2', 'm3', 'm4', 'm7', 'm8', 'f1', 'f3', 'f5', 'klatt', 'klatt4', 'adam', 'Alex', 'Andrea', 'Andy',
-    'aunty', 'belinda', 'boris', 'caleb', 'ed', 'edward', 'Gene', 'gustave', 'Henrique', 'Hugo', 'iven', 'Jacky',
-    'john', 'Lee', 'max', 'Michael', 'Mike', 'paul', 'pedro', 'rob', 'robert', 'steph', 'victor', 'zac', 'anika',
-    'norbert', 'shelby', 'grandma', 'sandro', 'Marco',
+    '',
+    'm1',
+    'm2',
+    'm3',
+    'm4',
+    'm7',
+    'm8',
+    'f1',
+    'f3',
+    'f5',
+    'klatt',
+    'klatt4',
+    'adam',
+    'Alex',
+    'Andrea',
+    'Andy',
+    'aunty',
+    'belinda',
+    'boris',
+    'caleb',
+    'ed',
+    'edward',
+    'Gene',
+    'gustave',
+    'Henrique',
+    'Hugo',
+    'iven',
+    'Jacky',
+    'john',
+    'Lee',
+    'max',
+    'Michael',
+    'Mike',
+    'paul',
+    'pedro',
+    'rob',
+    'robert',
+    'steph',
+    'victor',
+    'zac',
+    'anika',
+    'norbert',
+    'shelby',
+    'grandma',
+    'sandro',
+    'Marco',
   ],
   dev: ['m6', 'f2', 'klatt2', 'Alicia', 'david', 'quincy'],
   test: ['m5', 'f4', 'klatt3', 'Annie', 'benjamin', 'linda', 'travis', 'grandpa'],
@@ -78,19 +176,35 @@ export function planUtterance(index: number, options: CorpusOptions): UtteranceP
   // a voice drawn uniformly from all pairs: each split's share is its share of the speakers
   const all = SPEAKERS.train.length + SPEAKERS.dev.length + SPEAKERS.test.length;
   const speakerIndex = rng.int(all);
-  const split: Split = speakerIndex < SPEAKERS.train.length ? 'train' : speakerIndex < SPEAKERS.train.length + SPEAKERS.dev.length ? 'dev' : 'test';
+  const split: Split =
+    speakerIndex < SPEAKERS.train.length
+      ? 'train'
+      : speakerIndex < SPEAKERS.train.length + SPEAKERS.dev.length
+        ? 'dev'
+        : 'test';
   const speakers = SPEAKERS[split];
-  const speaker = speakers[speakerIndex - (split === 'train' ? 0 : split === 'dev' ? SPEAKERS.train.length : SPEAKERS.train.length + SPEAKERS.dev.length)]!;
+  const speaker =
+    speakers[
+      speakerIndex -
+        (split === 'train' ? 0 : split === 'dev' ? SPEAKERS.train.length : SPEAKERS.train.length + SPEAKERS.dev.length)
+    ]!;
   const accent = ACCENTS[rng.int(ACCENTS.length)]!;
   const count = minWords + rng.int(maxWords - minWords + 1);
   const words: string[] = [];
   // half the words are digits: digit strings are the corpus's core
-  for (let w = 0; w < count; w++) words.push(rng.next() < 0.5 ? DIGITS[rng.int(DIGITS.length)]! : WORDS[rng.int(WORDS.length)]!);
+  for (let w = 0; w < count; w++)
+    words.push(rng.next() < 0.5 ? DIGITS[rng.int(DIGITS.length)]! : WORDS[rng.int(WORDS.length)]!);
   return {
-    index, split, voice: speaker === '' ? accent : `${accent}+${speaker}`,
-    rate: Math.round(uniform(130, 230)), pitch: Math.round(uniform(25, 75)), words,
-    snrDb: Math.round(uniform(15, 40) * 10) / 10, peak: Math.round(uniform(0.3, 0.9) * 100) / 100,
-    leadSeconds: Math.round(uniform(0.02, 0.1) * 1000) / 1000, tailSeconds: Math.round(uniform(0.02, 0.1) * 1000) / 1000,
+    index,
+    split,
+    voice: speaker === '' ? accent : `${accent}+${speaker}`,
+    rate: Math.round(uniform(130, 230)),
+    pitch: Math.round(uniform(25, 75)),
+    words,
+    snrDb: Math.round(uniform(15, 40) * 10) / 10,
+    peak: Math.round(uniform(0.3, 0.9) * 100) / 100,
+    leadSeconds: Math.round(uniform(0.02, 0.1) * 1000) / 1000,
+    tailSeconds: Math.round(uniform(0.02, 0.1) * 1000) / 1000,
   };
 }
 
@@ -105,8 +219,12 @@ const NOISE_STREAM = 0x401e;
 export function renderUtterance(speech: Float32Array, rate: number, plan: UtterancePlan, seed: number): Float32Array {
   let peak = 0;
   for (const v of speech) peak = Math.max(peak, Math.abs(v));
-  if (peak === 0) throw new Error(`utterance ${plan.index} ("${plan.words.join(' ')}", voice ${plan.voice}): the synthesiser produced silence`);
-  let first = 0, last = speech.length - 1;
+  if (peak === 0)
+    throw new Error(
+      `utterance ${plan.index} ("${plan.words.join(' ')}", voice ${plan.voice}): the synthesiser produced silence`,
+    );
+  let first = 0,
+    last = speech.length - 1;
   while (Math.abs(speech[first]!) < 0.01 * peak) first++;
   while (Math.abs(speech[last]!) < 0.01 * peak) last--;
   const gain = plan.peak / peak;
@@ -117,10 +235,12 @@ export function renderUtterance(speech: Float32Array, rate: number, plan: Uttera
   const margin = Math.round(0.02 * rate);
   first = Math.max(0, first - margin);
   last = Math.min(speech.length - 1, last + margin);
-  const lead = Math.round(plan.leadSeconds * rate), tail = Math.round(plan.tailSeconds * rate);
+  const lead = Math.round(plan.leadSeconds * rate),
+    tail = Math.round(plan.tailSeconds * rate);
   const out = new Float32Array(lead + (last - first + 1) + tail);
   for (let i = first; i <= last; i++) out[lead + i - first] = speech[i]! * gain;
   const rng = new CounterRng(seed, plan.index, NOISE_STREAM);
-  for (let i = 0; i < out.length; i++) out[i] = Math.max(-1, Math.min(32767 / 32768, out[i]! + noiseRms * rng.normal()));
+  for (let i = 0; i < out.length; i++)
+    out[i] = Math.max(-1, Math.min(32767 / 32768, out[i]! + noiseRms * rng.normal()));
   return out;
 }

@@ -9,16 +9,25 @@ import type { Tensor } from '../tensor/tensor.ts';
  */
 
 /** The [N, T, C] logits' sizes, checked against the per-sample frame counts. */
-export function sequenceShape(logits: Tensor, inputLengths: ArrayLike<number>, what: string): { n: number; frames: number; classes: number } {
+export function sequenceShape(
+  logits: Tensor,
+  inputLengths: ArrayLike<number>,
+  what: string,
+): { n: number; frames: number; classes: number } {
   if (logits.shape.length !== 3) {
-    throw new Error(`${what}: logits must be [N, T, C] (batch, frames, classes), got shape [${logits.shape.join(', ')}]`);
+    throw new Error(
+      `${what}: logits must be [N, T, C] (batch, frames, classes), got shape [${logits.shape.join(', ')}]`,
+    );
   }
   const [n, frames, classes] = logits.shape as [number, number, number];
-  if (inputLengths.length !== n) throw new Error(`${what}: ${n} samples need ${n} input lengths, got ${inputLengths.length}`);
+  if (inputLengths.length !== n)
+    throw new Error(`${what}: ${n} samples need ${n} input lengths, got ${inputLengths.length}`);
   for (let i = 0; i < n; i++) {
     const len = inputLengths[i]!;
     if (!(Number.isInteger(len) && len >= 0 && len <= frames)) {
-      throw new Error(`${what}: sample ${i} of the batch has input length ${len}, outside 0 … ${frames} (the batch's frames)`);
+      throw new Error(
+        `${what}: sample ${i} of the batch has input length ${len}, outside 0 … ${frames} (the batch's frames)`,
+      );
     }
   }
   return { n, frames, classes };
@@ -34,10 +43,14 @@ export function greedyDecode(logits: Float32Array, frames: number, classes: numb
   let prev = -1;
   for (let t = 0; t < frames; t++) {
     const base = offset + t * classes;
-    let best = 0, bestValue = logits[base]!;
+    let best = 0,
+      bestValue = logits[base]!;
     for (let k = 1; k < classes; k++) {
       const v = logits[base + k]!;
-      if (v > bestValue) { bestValue = v; best = k; }
+      if (v > bestValue) {
+        bestValue = v;
+        best = k;
+      }
     }
     if (best !== prev && best !== blank) out.push(best);
     prev = best;
@@ -49,7 +62,8 @@ export function greedyDecode(logits: Float32Array, frames: number, classes: numb
 export function greedyDecodeBatch(logits: Tensor, inputLengths: ArrayLike<number>, blank = 0): Int32Array[] {
   const { n, frames, classes } = sequenceShape(logits, inputLengths, 'greedy CTC decoding');
   const out: Int32Array[] = [];
-  for (let i = 0; i < n; i++) out.push(greedyDecode(logits.data, inputLengths[i]!, classes, blank, i * frames * classes));
+  for (let i = 0; i < n; i++)
+    out.push(greedyDecode(logits.data, inputLengths[i]!, classes, blank, i * frames * classes));
   return out;
 }
 
@@ -60,7 +74,9 @@ export function labelsToText(labels: ArrayLike<number>, symbols: readonly string
     const c = labels[j]!;
     const s = c === blank ? undefined : symbols[c < blank ? c : c - 1];
     if (s === undefined) {
-      throw new Error(`CTC decoding: class ${c} is not a symbol of the ${symbols.length}-symbol alphabet with blank ${blank} (classes 0 … ${symbols.length})`);
+      throw new Error(
+        `CTC decoding: class ${c} is not a symbol of the ${symbols.length}-symbol alphabet with blank ${blank} (classes 0 … ${symbols.length})`,
+      );
     }
     text += s;
   }

@@ -12,15 +12,21 @@
  * metrics stay finite JSON).
  */
 
-let rowA = new Int32Array(0), rowB = new Int32Array(0);
+let rowA = new Int32Array(0),
+  rowB = new Int32Array(0);
 
 /** Levenshtein distance between two sequences (elements compared with ===); O(|ref|·|hyp|) time, O(|hyp|) memory. */
 export function editDistance<T>(ref: ArrayLike<T>, hyp: ArrayLike<T>): number {
-  const n = ref.length, m = hyp.length;
+  const n = ref.length,
+    m = hyp.length;
   if (n === 0) return m;
   if (m === 0) return n;
-  if (rowA.length < m + 1) { rowA = new Int32Array(m + 1); rowB = new Int32Array(m + 1); }
-  let prev = rowA, cur = rowB;
+  if (rowA.length < m + 1) {
+    rowA = new Int32Array(m + 1);
+    rowB = new Int32Array(m + 1);
+  }
+  let prev = rowA,
+    cur = rowB;
   for (let j = 0; j <= m; j++) prev[j] = j;
   for (let i = 1; i <= n; i++) {
     cur[0] = i;
@@ -29,7 +35,9 @@ export function editDistance<T>(ref: ArrayLike<T>, hyp: ArrayLike<T>): number {
       const substitute = prev[j - 1]! + (r === hyp[j - 1] ? 0 : 1);
       cur[j] = Math.min(substitute, prev[j]! + 1, cur[j - 1]! + 1);
     }
-    const swap = prev; prev = cur; cur = swap;
+    const swap = prev;
+    prev = cur;
+    cur = swap;
   }
   return prev[m]!;
 }
@@ -70,14 +78,21 @@ export class ErrorRates {
   utterances = 0;
 
   add(reference: string, hypothesis: string): void {
-    const c = charErrors(reference, hypothesis), w = wordErrors(reference, hypothesis);
-    this.chars.errors += c.errors; this.chars.length += c.length;
-    this.words.errors += w.errors; this.words.length += w.length;
+    const c = charErrors(reference, hypothesis),
+      w = wordErrors(reference, hypothesis);
+    this.chars.errors += c.errors;
+    this.chars.length += c.length;
+    this.words.errors += w.errors;
+    this.words.length += w.length;
     this.utterances++;
   }
 
   /** character error rate over everything added */
-  get cer(): number { return errorRate(this.chars); }
+  get cer(): number {
+    return errorRate(this.chars);
+  }
   /** word error rate over everything added */
-  get wer(): number { return errorRate(this.words); }
+  get wer(): number {
+    return errorRate(this.words);
+  }
 }

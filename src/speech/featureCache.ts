@@ -54,7 +54,12 @@ export class FeatureCache {
     return join(dir, `${m}-${optionsHash}.feat`);
   }
 
-  constructor(readonly file: string, readonly manifest: string, readonly optionsHash: string, readonly featureSize: number) {
+  constructor(
+    readonly file: string,
+    readonly manifest: string,
+    readonly optionsHash: string,
+    readonly featureSize: number,
+  ) {
     let bytes: Buffer;
     try {
       bytes = readFileSync(file);
@@ -70,20 +75,29 @@ export class FeatureCache {
   }
 
   private load(bytes: Buffer): void {
-    if (bytes.length < MAGIC.length + 4 || bytes.toString('latin1', 0, MAGIC.length) !== MAGIC) throw new Error('not a paratrain feature cache');
+    if (bytes.length < MAGIC.length + 4 || bytes.toString('latin1', 0, MAGIC.length) !== MAGIC)
+      throw new Error('not a paratrain feature cache');
     const headerBytes = bytes.readUInt32LE(MAGIC.length);
     const dataStart = MAGIC.length + 4 + headerBytes;
     if (headerBytes % 4 !== 0 || dataStart > bytes.length) throw new Error('its header runs past the end of the file');
     const header = JSON.parse(bytes.toString('utf8', MAGIC.length + 4, dataStart)) as Header;
-    if (header.optionsHash !== this.optionsHash || header.featureSize !== this.featureSize || !Array.isArray(header.entries)) {
+    if (
+      header.optionsHash !== this.optionsHash ||
+      header.featureSize !== this.featureSize ||
+      !Array.isArray(header.entries)
+    ) {
       throw new Error('its header does not match its name');
     }
     let frames = 0;
     for (const e of header.entries) {
-      if (!Array.isArray(e) || e.length !== 4 || !Number.isInteger(e[3]) || e[3] < 0) throw new Error('a malformed entry');
+      if (!Array.isArray(e) || e.length !== 4 || !Number.isInteger(e[3]) || e[3] < 0)
+        throw new Error('a malformed entry');
       frames += e[3];
     }
-    if (bytes.length - dataStart !== frames * this.featureSize * 4) throw new Error(`it holds ${bytes.length - dataStart} bytes of features, its header lists ${frames * this.featureSize * 4}`);
+    if (bytes.length - dataStart !== frames * this.featureSize * 4)
+      throw new Error(
+        `it holds ${bytes.length - dataStart} bytes of features, its header lists ${frames * this.featureSize * 4}`,
+      );
     // one aligned copy, then views per entry
     const all = new Float32Array(frames * this.featureSize);
     new Uint8Array(all.buffer).set(bytes.subarray(dataStart));
@@ -123,7 +137,9 @@ export class FeatureCache {
     if (!this.changed && !this.stale() && this.ignored === undefined) return undefined;
     const entries = [...this.current.values()];
     const header: Header = {
-      manifest: resolve(this.manifest), optionsHash: this.optionsHash, featureSize: this.featureSize,
+      manifest: resolve(this.manifest),
+      optionsHash: this.optionsHash,
+      featureSize: this.featureSize,
       entries: entries.map(({ key, data }) => [key.path, key.size, key.mtimeMs, data.length / this.featureSize]),
     };
     let json = JSON.stringify(header);

@@ -43,9 +43,20 @@ export interface FeatureOptions {
 
 /** DeepSpeech's features (its `n_input` 26, 32 ms / 20 ms, TensorFlow's 40 filters, Hann), no context. */
 export const DEFAULT_FEATURE_OPTIONS: Readonly<FeatureOptions> = Object.freeze({
-  type: 'mfcc', sampleRate: 16000, windowMs: 32, stepMs: 20, melFilters: 40, coefficients: 26,
-  window: 'hann', preemphasis: 0, removeDcOffset: false, lowHz: 20, highHz: 0, lifter: 0,
-  normalize: 'utterance', context: 0,
+  type: 'mfcc',
+  sampleRate: 16000,
+  windowMs: 32,
+  stepMs: 20,
+  melFilters: 40,
+  coefficients: 26,
+  window: 'hann',
+  preemphasis: 0,
+  removeDcOffset: false,
+  lowHz: 20,
+  highHz: 0,
+  lifter: 0,
+  normalize: 'utterance',
+  context: 0,
 });
 
 /** Bumped when the computation changes, so old caches stop matching. */
@@ -81,9 +92,12 @@ export function resolveFeatureOptions(partial: Partial<FeatureOptions> = {}, pre
     if (!known.has(key)) throw new Error(`${prefix}.${key}: unknown option; the options are ${[...known].join(', ')}`);
   }
   const o: FeatureOptions = { ...DEFAULT_FEATURE_OPTIONS };
-  for (const [key, value] of Object.entries(partial)) if (value !== undefined) (o as unknown as Record<string, unknown>)[key] = value;
+  for (const [key, value] of Object.entries(partial))
+    if (value !== undefined) (o as unknown as Record<string, unknown>)[key] = value;
   const bad = (field: string, want: string): never => {
-    throw new Error(`${prefix}.${field}: ${want}, got ${JSON.stringify((o as unknown as Record<string, unknown>)[field])}`);
+    throw new Error(
+      `${prefix}.${field}: ${want}, got ${JSON.stringify((o as unknown as Record<string, unknown>)[field])}`,
+    );
   };
   if (o.type !== 'mfcc' && o.type !== 'logMel') bad('type', "must be 'mfcc' or 'logMel'");
   if (!Number.isInteger(o.sampleRate) || o.sampleRate < 1000) bad('sampleRate', 'must be a whole number of Hz ≥ 1000');
@@ -91,7 +105,8 @@ export function resolveFeatureOptions(partial: Partial<FeatureOptions> = {}, pre
   if (!(typeof o.stepMs === 'number' && o.stepMs > 0)) bad('stepMs', 'must be a positive number of milliseconds');
   if (!Number.isInteger(o.melFilters) || o.melFilters < 4) bad('melFilters', 'must be a whole number ≥ 4');
   if (!WINDOWS.includes(o.window)) bad('window', `must be one of ${WINDOWS.join(', ')}`);
-  if (!(typeof o.preemphasis === 'number' && o.preemphasis >= 0 && o.preemphasis <= 1)) bad('preemphasis', 'must be in [0, 1] (0: off)');
+  if (!(typeof o.preemphasis === 'number' && o.preemphasis >= 0 && o.preemphasis <= 1))
+    bad('preemphasis', 'must be in [0, 1] (0: off)');
   if (typeof o.removeDcOffset !== 'boolean') bad('removeDcOffset', 'must be true or false');
   if (!(typeof o.lifter === 'number' && o.lifter >= 0)) bad('lifter', 'must be ≥ 0 (0: off)');
   if (o.normalize !== 'utterance' && o.normalize !== 'none') bad('normalize', "must be 'utterance' or 'none'");
@@ -101,12 +116,17 @@ export function resolveFeatureOptions(partial: Partial<FeatureOptions> = {}, pre
   }
   const nyquist = o.sampleRate / 2;
   const high = o.highHz <= 0 ? o.highHz + nyquist : o.highHz;
-  if (!(typeof o.lowHz === 'number' && o.lowHz >= 0 && o.lowHz < nyquist)) bad('lowHz', `must be in [0, ${nyquist}) Hz (the Nyquist frequency at ${o.sampleRate} Hz)`);
+  if (!(typeof o.lowHz === 'number' && o.lowHz >= 0 && o.lowHz < nyquist))
+    bad('lowHz', `must be in [0, ${nyquist}) Hz (the Nyquist frequency at ${o.sampleRate} Hz)`);
   if (!(typeof o.highHz === 'number' && high > o.lowHz && high <= nyquist)) {
-    bad('highHz', `must lie above lowHz (${o.lowHz}) and at most ${nyquist} Hz; 0 or below counts down from the Nyquist frequency, giving ${high} Hz here`);
+    bad(
+      'highHz',
+      `must lie above lowHz (${o.lowHz}) and at most ${nyquist} Hz; 0 or below counts down from the Nyquist frequency, giving ${high} Hz here`,
+    );
   }
   const g = frameGeometry(o);
-  if (g.windowSize < 2) bad('windowMs', `gives ${g.windowSize} samples at ${o.sampleRate} Hz; a window needs at least 2`);
+  if (g.windowSize < 2)
+    bad('windowMs', `gives ${g.windowSize} samples at ${o.sampleRate} Hz; a window needs at least 2`);
   if (g.windowShift < 1) bad('stepMs', `gives ${g.windowShift} samples at ${o.sampleRate} Hz; a step needs at least 1`);
   return o;
 }
@@ -127,7 +147,12 @@ export function frameGeometry(o: FeatureOptions): FrameGeometry {
  */
 export function featureOptionsHash(o: FeatureOptions): string {
   const { normalize: _n, context: _c, ...rest } = o;
-  const fields = Object.keys(rest).sort().map((k) => [k, (rest as Record<string, unknown>)[k]]);
-  const text = JSON.stringify({ version: FEATURES_VERSION, fields: o.type === 'logMel' ? fields.filter(([k]) => k !== 'coefficients' && k !== 'lifter') : fields });
+  const fields = Object.keys(rest)
+    .sort()
+    .map((k) => [k, (rest as Record<string, unknown>)[k]]);
+  const text = JSON.stringify({
+    version: FEATURES_VERSION,
+    fields: o.type === 'logMel' ? fields.filter(([k]) => k !== 'coefficients' && k !== 'lifter') : fields,
+  });
   return createHash('sha256').update(text).digest('hex').slice(0, 16);
 }

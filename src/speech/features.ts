@@ -35,7 +35,8 @@ export function windowFunction(type: FeatureOptions['window'], n: number): Float
   const a = (2 * Math.PI) / (n - 1);
   for (let i = 0; i < n; i++) {
     const hann = 0.5 - 0.5 * Math.cos(a * i);
-    w[i] = type === 'hann' ? hann : type === 'hamming' ? 0.54 - 0.46 * Math.cos(a * i) : type === 'povey' ? Math.pow(hann, 0.85) : 1;
+    w[i] =
+      type === 'hann' ? hann : type === 'hamming' ? 0.54 - 0.46 * Math.cos(a * i) : type === 'povey' ? hann ** 0.85 : 1;
   }
   return w;
 }
@@ -88,7 +89,8 @@ export class FeatureExtractor {
     const out = new Float32Array(frames * featureSize);
     const frame = new Float64Array(fftSize);
     const power = new Float64Array(fftSize / 2 + 1);
-    const re = new Float64Array(fftSize / 2 + 1), im = new Float64Array(fftSize / 2 + 1);
+    const re = new Float64Array(fftSize / 2 + 1),
+      im = new Float64Array(fftSize / 2 + 1);
     const logMel = new Float64Array(melFilters);
     for (let f = 0; f < frames; f++) {
       const start = f * windowShift;

@@ -21,7 +21,8 @@ export class RealFft {
   private readonly sinFull: Float64Array;
 
   constructor(readonly n: number) {
-    if (!Number.isInteger(n) || n < 2 || (n & (n - 1)) !== 0) throw new Error(`RealFft: the length must be a power of two ≥ 2, got ${n}`);
+    if (!Number.isInteger(n) || n < 2 || (n & (n - 1)) !== 0)
+      throw new Error(`RealFft: the length must be a power of two ≥ 2, got ${n}`);
     const half = n / 2;
     this.half = half;
     this.re = new Float64Array(half);
@@ -51,7 +52,8 @@ export class RealFft {
   transform(input: ArrayLike<number>, outRe: Float64Array, outIm: Float64Array): void {
     const { half, re, im } = this;
     if (input.length !== this.n) throw new Error(`RealFft(${this.n}): the input has ${input.length} values`);
-    if (outRe.length < half + 1 || outIm.length < half + 1) throw new Error(`RealFft(${this.n}): the outputs need ${half + 1} values`);
+    if (outRe.length < half + 1 || outIm.length < half + 1)
+      throw new Error(`RealFft(${this.n}): the outputs need ${half + 1} values`);
     for (let i = 0; i < half; i++) {
       const j = this.bitReverse[i]!;
       re[j] = input[2 * i]!;
@@ -62,17 +64,28 @@ export class RealFft {
     for (let k = 0; k <= half; k++) {
       const a = k === half ? 0 : k;
       const b = k === 0 ? 0 : half - k;
-      const zr = re[a]!, zi = im[a]!, cr = re[b]!, ci = -im[b]!;
-      const evenRe = (zr + cr) / 2, evenIm = (zi + ci) / 2;
-      const oddRe = (zi - ci) / 2, oddIm = -(zr - cr) / 2; // (Z − conj Z')/(2i)
-      const wr = this.cosFull[k]!, wi = this.sinFull[k]!;
+      const zr = re[a]!,
+        zi = im[a]!,
+        cr = re[b]!,
+        ci = -im[b]!;
+      const evenRe = (zr + cr) / 2,
+        evenIm = (zi + ci) / 2;
+      const oddRe = (zi - ci) / 2,
+        oddIm = -(zr - cr) / 2; // (Z − conj Z')/(2i)
+      const wr = this.cosFull[k]!,
+        wi = this.sinFull[k]!;
       outRe[k] = evenRe + (wr * oddRe - wi * oddIm);
       outIm[k] = evenIm + (wr * oddIm + wi * oddRe);
     }
   }
 
   /** |X[k]|², k = 0 … n/2, into `out` (n/2 + 1 values). */
-  powerSpectrum(input: ArrayLike<number>, out: Float64Array, scratchRe = new Float64Array(this.half + 1), scratchIm = new Float64Array(this.half + 1)): void {
+  powerSpectrum(
+    input: ArrayLike<number>,
+    out: Float64Array,
+    scratchRe = new Float64Array(this.half + 1),
+    scratchIm = new Float64Array(this.half + 1),
+  ): void {
     this.transform(input, scratchRe, scratchIm);
     for (let k = 0; k <= this.half; k++) out[k] = scratchRe[k]! * scratchRe[k]! + scratchIm[k]! * scratchIm[k]!;
   }
@@ -85,12 +98,16 @@ export class RealFft {
       const span = size / 2;
       for (let start = 0; start < half; start += size) {
         for (let j = 0; j < span; j++) {
-          const wr = cosHalf[j * step]!, wi = sinHalf[j * step]!;
-          const p = start + j, q = p + span;
+          const wr = cosHalf[j * step]!,
+            wi = sinHalf[j * step]!;
+          const p = start + j,
+            q = p + span;
           const tr = wr * re[q]! - wi * im[q]!;
           const ti = wr * im[q]! + wi * re[q]!;
-          re[q] = re[p]! - tr; im[q] = im[p]! - ti;
-          re[p] = re[p]! + tr; im[p] = im[p]! + ti;
+          re[q] = re[p]! - tr;
+          im[q] = im[p]! - ti;
+          re[p] = re[p]! + tr;
+          im[p] = im[p]! + ti;
         }
       }
     }

@@ -22,8 +22,12 @@ export function labelWords(labels: ArrayLike<number>, space: number | undefined)
 }
 
 /** Adds the errors of `hyp` against `ref` into `into`: character edits and reference length, word edits and word count. */
-export function addLabelErrors(into: { charErrors: number; chars: number; wordErrors: number; words: number },
-                               ref: ArrayLike<number>, hyp: ArrayLike<number>, space: number | undefined): void {
+export function addLabelErrors(
+  into: { charErrors: number; chars: number; wordErrors: number; words: number },
+  ref: ArrayLike<number>,
+  hyp: ArrayLike<number>,
+  space: number | undefined,
+): void {
   into.charErrors += editDistance(ref, hyp);
   into.chars += ref.length;
   const refWords = labelWords(ref, space);

@@ -40,25 +40,39 @@ export function readManifest(csvPath: string, alphabet: Alphabet): ManifestEntry
     text = readFileSync(csvPath, 'utf8');
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    throw new Error(`${csvPath}: cannot read the manifest${code === 'ENOENT' ? ': no such file' : ` (${(e as Error).message})`}`);
+    throw new Error(
+      `${csvPath}: cannot read the manifest${code === 'ENOENT' ? ': no such file' : ` (${(e as Error).message})`}`,
+    );
   }
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   const records = parseCsv(text, csvPath);
-  if (records.length === 0) throw new Error(`${csvPath}: the manifest is empty; it needs the header wav_filename,wav_filesize,transcript and one row per utterance`);
+  if (records.length === 0)
+    throw new Error(
+      `${csvPath}: the manifest is empty; it needs the header wav_filename,wav_filesize,transcript and one row per utterance`,
+    );
   const header = records[0]!;
   const columns = header.fields.map((f) => f.trim());
   for (const want of REQUIRED) {
     if (!columns.includes(want)) {
-      throw new Error(`${csvPath}:${header.line}: the header has no ${want} column (found: ${columns.join(',')}); a manifest starts with wav_filename,wav_filesize,transcript`);
+      throw new Error(
+        `${csvPath}:${header.line}: the header has no ${want} column (found: ${columns.join(',')}); a manifest starts with wav_filename,wav_filesize,transcript`,
+      );
     }
   }
-  const col = { file: columns.indexOf('wav_filename'), size: columns.indexOf('wav_filesize'), text: columns.indexOf('transcript') };
+  const col = {
+    file: columns.indexOf('wav_filename'),
+    size: columns.indexOf('wav_filesize'),
+    text: columns.indexOf('transcript'),
+  };
   const base = dirname(csvPath);
   const index = alphabetIndex(alphabet);
   const entries: ManifestEntry[] = [];
   for (const { line, fields } of records.slice(1)) {
     const where = `${csvPath}:${line}`;
-    if (fields.length !== columns.length) throw new Error(`${where}: ${fields.length} fields, the header has ${columns.length}; quote a field that holds a comma`);
+    if (fields.length !== columns.length)
+      throw new Error(
+        `${where}: ${fields.length} fields, the header has ${columns.length}; quote a field that holds a comma`,
+      );
     const wavName = fields[col.file]!.trim();
     if (wavName === '') throw new Error(`${where}: wav_filename is empty`);
     const labels = encodeTranscript(fields[col.text]!, index, alphabet, where);
@@ -68,12 +82,16 @@ export function readManifest(csvPath: string, alphabet: Alphabet): ManifestEntry
       st = statSync(path);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      throw new Error(`${where}: ${wavName}: ${code === 'ENOENT' ? `no such file (looked for ${path}; a relative wav_filename is relative to the manifest's folder)` : (e as Error).message}`);
+      throw new Error(
+        `${where}: ${wavName}: ${code === 'ENOENT' ? `no such file (looked for ${path}; a relative wav_filename is relative to the manifest's folder)` : (e as Error).message}`,
+      );
     }
     if (!st.isFile()) throw new Error(`${where}: ${wavName}: not a file`);
     const declared = col.size >= 0 ? fields[col.size]!.trim() : '';
     if (declared !== '' && Number(declared) !== st.size) {
-      throw new Error(`${where}: wav_filesize is ${declared} but ${wavName} has ${st.size} bytes; the manifest is stale or names the wrong file (correct the size or leave the field empty)`);
+      throw new Error(
+        `${where}: wav_filesize is ${declared} but ${wavName} has ${st.size} bytes; the manifest is stale or names the wrong file (correct the size or leave the field empty)`,
+      );
     }
     entries.push({ where, wavName, path, size: st.size, mtimeMs: st.mtimeMs, transcript: fields[col.text]!, labels });
   }

@@ -20,7 +20,14 @@ export function melScale(hz: number): number {
  * The filters for `fftSize`-point frames at `sampleRate`. `highHz` ≤ 0 counts down from the Nyquist
  * frequency. A filter that no FFT bin falls into is an error (too many filters for the window), as in Kaldi.
  */
-export function melFilterbank(numFilters: number, fftSize: number, sampleRate: number, lowHz: number, highHz: number, field = 'features.melFilters'): MelFilter[] {
+export function melFilterbank(
+  numFilters: number,
+  fftSize: number,
+  sampleRate: number,
+  lowHz: number,
+  highHz: number,
+  field = 'features.melFilters',
+): MelFilter[] {
   const nyquist = sampleRate / 2;
   const high = highHz <= 0 ? highHz + nyquist : highHz;
   const binWidth = sampleRate / fftSize;
@@ -35,7 +42,8 @@ export function melFilterbank(numFilters: number, fftSize: number, sampleRate: n
     const left = melLow + m * delta;
     const center = melLow + (m + 1) * delta;
     const right = melLow + (m + 2) * delta;
-    let first = -1, last = -1;
+    let first = -1,
+      last = -1;
     const w = new Float64Array(numBins);
     for (let k = 0; k < numBins; k++) {
       const up = (binMel[k]! - left) / (center - left);
@@ -48,7 +56,9 @@ export function melFilterbank(numFilters: number, fftSize: number, sampleRate: n
       w[k] = v;
     }
     if (first < 0) {
-      throw new Error(`${field}: ${numFilters} mel filters between ${lowHz} and ${high} Hz are too many for a ${fftSize}-point FFT (filter ${m} covers no frequency bin); use fewer filters or a longer window`);
+      throw new Error(
+        `${field}: ${numFilters} mel filters between ${lowHz} and ${high} Hz are too many for a ${fftSize}-point FFT (filter ${m} covers no frequency bin); use fewer filters or a longer window`,
+      );
     }
     filters.push({ start: first, weights: w.slice(first, last + 1) });
   }

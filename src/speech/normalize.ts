@@ -12,7 +12,8 @@ export const NORMALIZE_EPSILON = 1e-10;
  * `frames` rows of `featureSize` values. Sums in float64.
  */
 export function normalizeUtterance(data: Float32Array, frames: number, featureSize: number): void {
-  if (data.length < frames * featureSize) throw new Error(`normalizeUtterance: ${data.length} values, ${frames}×${featureSize} expected`);
+  if (data.length < frames * featureSize)
+    throw new Error(`normalizeUtterance: ${data.length} values, ${frames}×${featureSize} expected`);
   if (frames === 0) return;
   for (let f = 0; f < featureSize; f++) {
     let sum = 0;

@@ -36,8 +36,13 @@ class Prefix {
   /** index in the current beam, valid while `frame` is the frame being processed */
   slot = -1;
   frame = -1;
-  constructor(readonly label: number, readonly parent: Prefix | null, readonly length: number,
-              public pb: number, public pnb: number) {}
+  constructor(
+    readonly label: number,
+    readonly parent: Prefix | null,
+    readonly length: number,
+    public pb: number,
+    public pnb: number,
+  ) {}
 
   labels(): Int32Array {
     const out = new Int32Array(this.length);
@@ -54,27 +59,41 @@ class Prefix {
  * probability from p alone: its score is known without making it, and only the extensions that
  * win a place in the beam become objects (at most beamWidth per frame).
  */
-export function prefixBeamSearch(logits: Float32Array, frames: number, classes: number,
-                                 options: BeamSearchOptions = {}, offset = 0): BeamHypothesis[] {
+export function prefixBeamSearch(
+  logits: Float32Array,
+  frames: number,
+  classes: number,
+  options: BeamSearchOptions = {},
+  offset = 0,
+): BeamHypothesis[] {
   const { beamWidth = 16, blank = 0 } = options;
-  if (!(Number.isInteger(beamWidth) && beamWidth >= 1)) throw new Error(`CTC beam search: beamWidth must be an integer ≥ 1, got ${beamWidth}`);
+  if (!(Number.isInteger(beamWidth) && beamWidth >= 1))
+    throw new Error(`CTC beam search: beamWidth must be an integer ≥ 1, got ${beamWidth}`);
   if (!(Number.isInteger(blank) && blank >= 0 && blank < classes)) {
     throw new Error(`CTC beam search: blank ${blank} is not a class of the ${classes} logits per frame`);
   }
-  const W = beamWidth, lp = new Float64Array(classes);
+  const W = beamWidth,
+    lp = new Float64Array(classes);
   // per beam member j: its next pb, pnb and total; per (j, k): the score of the new prefix j + k,
   // or the beam member that already is j + k (index + 1)
-  const nb = new Float64Array(W), nnb = new Float64Array(W), totals = new Float64Array(W);
-  const ext = new Float64Array(W * classes), member = new Int32Array(W * classes);
+  const nb = new Float64Array(W),
+    nnb = new Float64Array(W),
+    totals = new Float64Array(W);
+  const ext = new Float64Array(W * classes),
+    member = new Int32Array(W * classes);
   const ranked = new Float64Array(W + W * classes);
   let beam: Prefix[] = [new Prefix(-1, null, 0, 0, -Infinity)];
   for (let t = 0; t < frames; t++) {
     logSoftmaxRows(logits, offset + t * classes, 1, classes, lp);
     const n = beam.length;
     member.fill(0, 0, n * classes);
-    for (let j = 0; j < n; j++) { beam[j]!.slot = j; beam[j]!.frame = t; }
     for (let j = 0; j < n; j++) {
-      const q = beam[j]!, parent = q.parent;
+      beam[j]!.slot = j;
+      beam[j]!.frame = t;
+    }
+    for (let j = 0; j < n; j++) {
+      const q = beam[j]!,
+        parent = q.parent;
       if (parent !== null && parent.frame === t) member[parent.slot * classes + q.label] = j + 1;
     }
     for (let j = 0; j < n; j++) {
@@ -85,7 +104,8 @@ export function prefixBeamSearch(logits: Float32Array, frames: number, classes: 
       nnb[j] = p.parent !== null ? p.pnb + lp[p.label]! : -Infinity;
     }
     for (let j = 0; j < n; j++) {
-      const p = beam[j]!, total = totals[j]!;
+      const p = beam[j]!,
+        total = totals[j]!;
       for (let k = 0; k < classes; k++) {
         const i = j * classes + k;
         ext[i] = -Infinity;
@@ -112,7 +132,8 @@ export function prefixBeamSearch(logits: Float32Array, frames: number, classes: 
     for (let j = 0; j < n; j++) {
       if (!keep(totals[j]!)) continue;
       const p = beam[j]!;
-      p.pb = nb[j]!; p.pnb = nnb[j]!;
+      p.pb = nb[j]!;
+      p.pnb = nnb[j]!;
       next.push(p);
     }
     for (let i = 0; i < n * classes; i++) {
@@ -122,13 +143,18 @@ export function prefixBeamSearch(logits: Float32Array, frames: number, classes: 
     }
     beam = next;
   }
-  return beam.map((p) => ({ labels: p.labels(), logProb: logAdd(p.pb, p.pnb) }))
+  return beam
+    .map((p) => ({ labels: p.labels(), logProb: logAdd(p.pb, p.pnb) }))
     .filter((h) => h.logProb > -Infinity)
     .sort((a, b) => b.logProb - a.logProb);
 }
 
 /** The best hypothesis of prefix beam search for every sample of [N, T, C] logits. */
-export function beamSearchBatch(logits: Tensor, inputLengths: ArrayLike<number>, options: BeamSearchOptions = {}): BeamHypothesis[] {
+export function beamSearchBatch(
+  logits: Tensor,
+  inputLengths: ArrayLike<number>,
+  options: BeamSearchOptions = {},
+): BeamHypothesis[] {
   const { n, frames, classes } = sequenceShape(logits, inputLengths, 'CTC beam search');
   const out: BeamHypothesis[] = [];
   for (let i = 0; i < n; i++) {

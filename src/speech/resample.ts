@@ -24,7 +24,8 @@ export const RESAMPLE_OPTIONS = { method: 'sinc', LPF: true, LPFType: 'IIR' } as
  * The output has ⌊n · toRate / fromRate⌋ samples (± 1 from rounding).
  */
 export function resample(samples: Float64Array, fromRate: number, toRate: number): Float64Array {
-  if (!(fromRate > 0) || !(toRate > 0)) throw new Error(`resample: sample rates must be positive, got ${fromRate} → ${toRate} Hz`);
+  if (!(fromRate > 0) || !(toRate > 0))
+    throw new Error(`resample: sample rates must be positive, got ${fromRate} → ${toRate} Hz`);
   if (fromRate === toRate || samples.length === 0) return samples;
   // a 64-bit float container keeps the samples exact on the way through wavefile
   const wav = new WaveFile();

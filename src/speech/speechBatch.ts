@@ -6,7 +6,7 @@
  * of the CTC loss, src/nn/ctcLoss.ts, with the model's output lengths as `inputLengths`).
  */
 import { contextSize, stackContext } from './context.ts';
-import { type SpeechDataset } from './speechDataset.ts';
+import type { SpeechDataset } from './speechDataset.ts';
 
 export interface SpeechBatch {
   count: number;
@@ -36,10 +36,12 @@ export function gatherSpeechBatch(ds: SpeechDataset, indices: ArrayLike<number>,
   const n = indices.length;
   const lengths = new Int32Array(n);
   const labelLengths = new Int32Array(n);
-  let maxFrames = minFrames, maxLabels = 0;
+  let maxFrames = minFrames,
+    maxLabels = 0;
   for (let k = 0; k < n; k++) {
     const i = indices[k]!;
-    if (!(Number.isInteger(i) && i >= 0 && i < ds.count)) throw new Error(`gatherSpeechBatch(${ds.name}): utterance ${i} is outside 0 … ${ds.count - 1}`);
+    if (!(Number.isInteger(i) && i >= 0 && i < ds.count))
+      throw new Error(`gatherSpeechBatch(${ds.name}): utterance ${i} is outside 0 … ${ds.count - 1}`);
     lengths[k] = ds.frames[i]!;
     labelLengths[k] = ds.labelOffsets[i + 1]! - ds.labelOffsets[i]!;
     maxFrames = Math.max(maxFrames, lengths[k]!);
@@ -56,5 +58,15 @@ export function gatherSpeechBatch(ds: SpeechDataset, indices: ArrayLike<number>,
     stackContext(src, lengths[k]!, F, ds.context, inputs, k * maxFrames * inputSize);
     labels.set(ds.labels.subarray(ds.labelOffsets[i]!, ds.labelOffsets[i + 1]!), k * maxLabels);
   }
-  return { count: n, maxFrames, inputSize, inputs, lengths, maxLabels, labels, labelLengths, indices: Int32Array.from(indices) };
+  return {
+    count: n,
+    maxFrames,
+    inputSize,
+    inputs,
+    lengths,
+    maxLabels,
+    labels,
+    labelLengths,
+    indices: Int32Array.from(indices),
+  };
 }

@@ -47,26 +47,39 @@ export interface LoadedSpeechData {
 export function loadSpeechData(dir: string, options: SpeechDataOptions = {}): LoadedSpeechData {
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {
     const where = isAbsolute(dir) ? '' : ` (relative to the working directory ${process.cwd()})`;
-    throw new Error(`data.dir ${dir}${where}: no such directory; point data.dir or --data at a folder holding train.csv and test.csv (and optionally dev.csv), e.g. one made by scripts/make-speech-corpus.ts --out DIR`);
+    throw new Error(
+      `data.dir ${dir}${where}: no such directory; point data.dir or --data at a folder holding train.csv and test.csv (and optionally dev.csv), e.g. one made by scripts/make-speech-corpus.ts --out DIR`,
+    );
   }
   for (const need of ['train.csv', 'test.csv']) {
     if (!existsSync(join(dir, need))) {
-      throw new Error(`${dir}: no ${need}; a speech dataset directory holds train.csv and test.csv (and optionally dev.csv), each with the columns wav_filename,wav_filesize,transcript`);
+      throw new Error(
+        `${dir}: no ${need}; a speech dataset directory holds train.csv and test.csv (and optionally dev.csv), each with the columns wav_filename,wav_filesize,transcript`,
+      );
     }
   }
-  const manifests = [{ name: 'train', path: join(dir, 'train.csv') }, { name: 'test', path: join(dir, 'test.csv') }];
+  const manifests = [
+    { name: 'train', path: join(dir, 'train.csv') },
+    { name: 'test', path: join(dir, 'test.csv') },
+  ];
   if (existsSync(join(dir, 'dev.csv'))) manifests.push({ name: 'dev', path: join(dir, 'dev.csv') });
   const sets = loadSpeechManifests(manifests, options);
   const { alphabet, featureOptions } = sets[0]!;
   return {
-    train: sets[0]!, test: sets[1]!, ...(sets[2] ? { validation: sets[2] } : {}),
+    train: sets[0]!,
+    test: sets[1]!,
+    ...(sets[2] ? { validation: sets[2] } : {}),
     source: `${dir} (speech manifests: ${manifests.map((m) => `${m.name} ${sets.find((s) => s.name === m.name)!.count}`).join(', ')})`,
-    alphabet, featureOptions,
+    alphabet,
+    featureOptions,
   };
 }
 
 /** Loads manifests into datasets named as given; all are checked before any feature is computed. */
-export function loadSpeechManifests(manifests: { name: string; path: string }[], options: SpeechDataOptions = {}): SpeechDataset[] {
+export function loadSpeechManifests(
+  manifests: { name: string; path: string }[],
+  options: SpeechDataOptions = {},
+): SpeechDataset[] {
   const log = options.log ?? ((): void => {});
   const featureOptions = resolveFeatureOptions(options.features, options.featuresField ?? 'data.features');
   const alphabet = options.alphabet ? readAlphabet(options.alphabet) : DEFAULT_ALPHABET;
@@ -79,9 +92,16 @@ export function loadSpeechManifests(manifests: { name: string; path: string }[],
   const useCache = options.cache !== false;
   const cacheDir = options.cacheDir ?? defaultSpeechCacheDir();
   const caches: FeatureCache[] = [];
-  const progress = { done: 0, total: checked.reduce((a, m) => a + m.entries.length, 0), computed: 0, lastLog: Date.now() };
+  const progress = {
+    done: 0,
+    total: checked.reduce((a, m) => a + m.entries.length, 0),
+    computed: 0,
+    lastLog: Date.now(),
+  };
   const sets = checked.map(({ name, path, entries }) => {
-    const cache = useCache ? new FeatureCache(FeatureCache.fileFor(cacheDir, path, hash), path, hash, featureSize) : undefined;
+    const cache = useCache
+      ? new FeatureCache(FeatureCache.fileFor(cacheDir, path, hash), path, hash, featureSize)
+      : undefined;
     if (cache) caches.push(cache);
     if (cache?.ignored) log(cache.ignored);
     const parts = entries.map((entry) => {
@@ -93,10 +113,18 @@ export function loadSpeechManifests(manifests: { name: string; path: string }[],
       }
       progress.done++;
       if (Date.now() - progress.lastLog > 10_000) {
-        log(`speech features: ${progress.done} of ${progress.total} utterances (${progress.computed} computed, the rest cached)`);
+        log(
+          `speech features: ${progress.done} of ${progress.total} utterances (${progress.computed} computed, the rest cached)`,
+        );
         progress.lastLog = Date.now();
       }
-      return { features: raw, frames: raw.length / featureSize, labels: entry.labels, source: `${entry.where} (${entry.wavName})`, transcript: entry.transcript };
+      return {
+        features: raw,
+        frames: raw.length / featureSize,
+        labels: entry.labels,
+        source: `${entry.where} (${entry.wavName})`,
+        transcript: entry.transcript,
+      };
     });
     // packing copies, so normalising the packed frames leaves the cached ones raw
     const ds = packSpeechDataset(name, parts, featureSize, alphabet, featureOptions);
@@ -113,7 +141,10 @@ export function loadSpeechManifests(manifests: { name: string; path: string }[],
     const problem = cache.save();
     if (problem) log(problem);
   }
-  if (progress.computed > 0) log(`speech features: computed ${progress.computed} of ${progress.total} utterances${useCache ? `, cached in ${cacheDir}` : ''}`);
+  if (progress.computed > 0)
+    log(
+      `speech features: computed ${progress.computed} of ${progress.total} utterances${useCache ? `, cached in ${cacheDir}` : ''}`,
+    );
   return sets;
 }
 
@@ -123,7 +154,9 @@ function computeFeatures(entry: ManifestEntry, extractor: FeatureExtractor): Flo
   const audio = readWav(entry.path, o.sampleRate, `${entry.where}: ${entry.wavName}`);
   const { data, frames } = extractor.compute(audio.samples);
   if (frames === 0) {
-    throw new Error(`${entry.where}: ${entry.wavName}: ${(audio.samples.length / o.sampleRate).toFixed(3)} s of audio is shorter than one ${o.windowMs} ms analysis window; remove the line or the file`);
+    throw new Error(
+      `${entry.where}: ${entry.wavName}: ${(audio.samples.length / o.sampleRate).toFixed(3)} s of audio is shorter than one ${o.windowMs} ms analysis window; remove the line or the file`,
+    );
   }
   return data;
 }

@@ -4,9 +4,9 @@
  * dataset moves to worker threads as a handful of (shareable) buffers rather than thousands of arrays.
  */
 import { createHash } from 'node:crypto';
-import { type Alphabet } from './alphabet.ts';
+import type { Alphabet } from './alphabet.ts';
 import { contextSize } from './context.ts';
-import { type FeatureOptions } from './featureOptions.ts';
+import type { FeatureOptions } from './featureOptions.ts';
 
 export interface SpeechDataset {
   /** 'train', 'dev', 'test' (the manifest's name without .csv) */
@@ -45,8 +45,10 @@ export interface Utterance {
 }
 
 export function utterance(ds: SpeechDataset, i: number): Utterance {
-  if (!(Number.isInteger(i) && i >= 0 && i < ds.count)) throw new Error(`${ds.name}: utterance ${i} is outside 0 … ${ds.count - 1}`);
-  const f0 = ds.frameOffsets[i]!, f1 = ds.frameOffsets[i + 1]!;
+  if (!(Number.isInteger(i) && i >= 0 && i < ds.count))
+    throw new Error(`${ds.name}: utterance ${i} is outside 0 … ${ds.count - 1}`);
+  const f0 = ds.frameOffsets[i]!,
+    f1 = ds.frameOffsets[i + 1]!;
   return {
     features: ds.features.subarray(f0 * ds.featureSize, f1 * ds.featureSize),
     frames: f1 - f0,
@@ -62,14 +64,19 @@ export function speechInputSize(ds: SpeechDataset): number {
 
 /** The first n utterances (all if n ≥ count), as views into the same memory: `trainLimit`/`testLimit` for quick runs. */
 export function limitSpeechDataset(ds: SpeechDataset, n: number): SpeechDataset {
-  if (!Number.isInteger(n) || n < 0) throw new Error(`limitSpeechDataset(${ds.name}): the limit must be a whole number ≥ 0, got ${n}`);
+  if (!Number.isInteger(n) || n < 0)
+    throw new Error(`limitSpeechDataset(${ds.name}): the limit must be a whole number ≥ 0, got ${n}`);
   const count = Math.min(n, ds.count);
   return {
-    ...ds, count,
+    ...ds,
+    count,
     features: ds.features.subarray(0, ds.frameOffsets[count]! * ds.featureSize),
-    frameOffsets: ds.frameOffsets.subarray(0, count + 1), frames: ds.frames.subarray(0, count),
-    labels: ds.labels.subarray(0, ds.labelOffsets[count]!), labelOffsets: ds.labelOffsets.subarray(0, count + 1),
-    sources: ds.sources.slice(0, count), transcripts: ds.transcripts.slice(0, count),
+    frameOffsets: ds.frameOffsets.subarray(0, count + 1),
+    frames: ds.frames.subarray(0, count),
+    labels: ds.labels.subarray(0, ds.labelOffsets[count]!),
+    labelOffsets: ds.labelOffsets.subarray(0, count + 1),
+    sources: ds.sources.slice(0, count),
+    transcripts: ds.transcripts.slice(0, count),
   };
 }
 
@@ -77,13 +84,16 @@ export function limitSpeechDataset(ds: SpeechDataset, n: number): SpeechDataset 
 export function packSpeechDataset(
   name: string,
   parts: { features: Float32Array; frames: number; labels: Int32Array; source: string; transcript: string }[],
-  featureSize: number, alphabet: Alphabet, featureOptions: FeatureOptions,
+  featureSize: number,
+  alphabet: Alphabet,
+  featureOptions: FeatureOptions,
 ): SpeechDataset {
   const count = parts.length;
   const frameOffsets = new Int32Array(count + 1);
   const labelOffsets = new Int32Array(count + 1);
   for (let i = 0; i < count; i++) {
-    if (frameOffsets[i]! + parts[i]!.frames > 0x7fffffff) throw new Error(`${name}: more than 2³¹ frames in one dataset`);
+    if (frameOffsets[i]! + parts[i]!.frames > 0x7fffffff)
+      throw new Error(`${name}: more than 2³¹ frames in one dataset`);
     frameOffsets[i + 1] = frameOffsets[i]! + parts[i]!.frames;
     labelOffsets[i + 1] = labelOffsets[i]! + parts[i]!.labels.length;
   }
@@ -96,8 +106,19 @@ export function packSpeechDataset(
     frames[i] = p.frames;
   });
   return {
-    name, count, featureSize, context: featureOptions.context, features, frameOffsets, frames, labels, labelOffsets,
-    sources: parts.map((p) => p.source), transcripts: parts.map((p) => p.transcript), alphabet, featureOptions,
+    name,
+    count,
+    featureSize,
+    context: featureOptions.context,
+    features,
+    frameOffsets,
+    frames,
+    labels,
+    labelOffsets,
+    sources: parts.map((p) => p.source),
+    transcripts: parts.map((p) => p.transcript),
+    alphabet,
+    featureOptions,
   };
 }
 
@@ -112,8 +133,11 @@ export function shareSpeechDataset(ds: SpeechDataset): SpeechDataset {
   const i32 = (b: SharedArrayBuffer): Int32Array => new Int32Array(b);
   return {
     ...ds,
-    features: share(ds.features, f32), frames: share(ds.frames, i32), frameOffsets: share(ds.frameOffsets, i32),
-    labels: share(ds.labels, i32), labelOffsets: share(ds.labelOffsets, i32),
+    features: share(ds.features, f32),
+    frames: share(ds.frames, i32),
+    frameOffsets: share(ds.frameOffsets, i32),
+    labels: share(ds.labels, i32),
+    labelOffsets: share(ds.labelOffsets, i32),
   };
 }
 
@@ -125,10 +149,15 @@ export function shareSpeechDataset(ds: SpeechDataset): SpeechDataset {
 export function speechDatasetFingerprint(ds: SpeechDataset): Record<string, string> {
   const n = Math.min(16, ds.count);
   const bytes = (a: Float32Array | Int32Array): Uint8Array => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
-  const hash = createHash('sha256').update(bytes(ds.frames)).update(bytes(ds.labels))
+  const hash = createHash('sha256')
+    .update(bytes(ds.frames))
+    .update(bytes(ds.labels))
     .update(bytes(ds.features.subarray(0, ds.frameOffsets[n]! * ds.featureSize)));
   return {
-    utterances: String(ds.count), frames: String(ds.frameOffsets[ds.count]), 'feature size': `${ds.featureSize}×${2 * ds.context + 1}`,
-    alphabet: ds.alphabet.symbols.join(''), 'first utterances': `sha256:${hash.digest('hex').slice(0, 12)}`,
+    utterances: String(ds.count),
+    frames: String(ds.frameOffsets[ds.count]),
+    'feature size': `${ds.featureSize}×${2 * ds.context + 1}`,
+    alphabet: ds.alphabet.symbols.join(''),
+    'first utterances': `sha256:${hash.digest('hex').slice(0, 12)}`,
   };
 }

@@ -26,7 +26,14 @@ export interface Audio {
 
 /** The fields of wavefile's parsed header that are read here (its typings call them `object`). */
 interface Parsed {
-  fmt: { audioFormat: number; numChannels: number; sampleRate: number; bitsPerSample: number; blockAlign: number; subformat?: number[] };
+  fmt: {
+    audioFormat: number;
+    numChannels: number;
+    sampleRate: number;
+    bitsPerSample: number;
+    blockAlign: number;
+    subformat?: number[];
+  };
   data: { chunkSize: number; samples: Uint8Array };
 }
 
@@ -45,13 +52,17 @@ export function decodeWav(bytes: Uint8Array, name: string, targetRate?: number):
   try {
     wav = new WaveFile(bytes);
   } catch (e) {
-    throw new Error(`${name}: not a readable WAV file (${(e as Error).message.replace(/\.$/, '')}); expected RIFF/WAVE audio, e.g. made with \`sox INPUT -r 16000 -b 16 -c 1 OUT.wav\``);
+    throw new Error(
+      `${name}: not a readable WAV file (${(e as Error).message.replace(/\.$/, '')}); expected RIFF/WAVE audio, e.g. made with \`sox INPUT -r 16000 -b 16 -c 1 OUT.wav\``,
+    );
   }
   const { fmt, data } = wav as unknown as Parsed;
   const declared = data.chunkSize;
   // a size of 0x7ffff000 or more is the "unknown length" of a WAV streamed to a pipe (sox, espeak-ng, ffmpeg)
   if (data.samples.length < declared && declared < STREAMED_SIZE) {
-    throw new Error(`${name}: the WAV file is truncated: its data chunk declares ${declared} bytes, ${data.samples.length} are present`);
+    throw new Error(
+      `${name}: the WAV file is truncated: its data chunk declares ${declared} bytes, ${data.samples.length} are present`,
+    );
   }
   const bitDepth = wav.bitDepth;
   const channels = fmt.numChannels;
@@ -59,7 +70,10 @@ export function decodeWav(bytes: Uint8Array, name: string, targetRate?: number):
   if (!(channels >= 1)) throw new Error(`${name}: the WAV header declares ${channels} channels`);
   if (!(sourceRate > 0)) throw new Error(`${name}: the WAV header declares a sample rate of ${sourceRate} Hz`);
   // wavefile's IMA ADPCM decoder disagrees with sox's on sox-made files (its block layout differs): refuse it
-  if (bitDepth === '4') throw new Error(`${name}: IMA ADPCM WAV files are not supported; convert to 16-bit PCM, e.g. \`sox IN -e signed -b 16 OUT.wav\``);
+  if (bitDepth === '4')
+    throw new Error(
+      `${name}: IMA ADPCM WAV files are not supported; convert to 16-bit PCM, e.g. \`sox IN -e signed -b 16 OUT.wav\``,
+    );
   try {
     if (bitDepth === '8a') wav.fromALaw();
     else if (bitDepth === '8m') wav.fromMuLaw();
@@ -67,14 +81,15 @@ export function decodeWav(bytes: Uint8Array, name: string, targetRate?: number):
     throw new Error(`${name}: cannot expand the compressed (${bitDepth}) samples: ${(e as Error).message}`);
   }
   // wavefile reads a 32-bit float WAVE_FORMAT_EXTENSIBLE file as 32-bit integers: decode those here
-  const extensibleFloat = fmt.audioFormat === 0xfffe && fmt.subformat?.[0] === SUBFORMAT_FLOAT && fmt.bitsPerSample === 32;
+  const extensibleFloat =
+    fmt.audioFormat === 0xfffe && fmt.subformat?.[0] === SUBFORMAT_FLOAT && fmt.bitsPerSample === 32;
   const depth = extensibleFloat ? '32f' : wav.bitDepth;
   const { offset, scale } = sampleScale(depth, name);
   let raw: Float64Array | Float64Array[];
   try {
     raw = extensibleFloat
       ? float32Lanes(data.samples, channels, (wav as unknown as { container: string }).container === 'RIFX')
-      : wav.getSamples(false, Float64Array) as unknown as Float64Array | Float64Array[];
+      : (wav.getSamples(false, Float64Array) as unknown as Float64Array | Float64Array[]);
   } catch (e) {
     throw new Error(`${name}: cannot read the ${depth}-bit samples: ${(e as Error).message}`);
   }
@@ -87,7 +102,13 @@ export function decodeWav(bytes: Uint8Array, name: string, targetRate?: number):
   for (const lane of lanes) for (let i = 0; i < n; i++) mono[i] = mono[i]! + (lane[i]! - offset) * k;
   const rate = targetRate ?? sourceRate;
   const out = resample(mono, sourceRate, rate);
-  return { samples: Float32Array.from(out), sampleRate: rate, sourceRate, channels, bitDepth: extensibleFloat ? '32f' : bitDepth };
+  return {
+    samples: Float32Array.from(out),
+    sampleRate: rate,
+    sourceRate,
+    channels,
+    bitDepth: extensibleFloat ? '32f' : bitDepth,
+  };
 }
 
 /** Interleaved 32-bit floats to one array per channel. */
@@ -95,7 +116,8 @@ function float32Lanes(bytes: Uint8Array, channels: number, bigEndian: boolean): 
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const n = Math.floor(bytes.byteLength / (4 * channels));
   const lanes = Array.from({ length: channels }, () => new Float64Array(n));
-  for (let i = 0; i < n; i++) for (let c = 0; c < channels; c++) lanes[c]![i] = view.getFloat32((i * channels + c) * 4, !bigEndian);
+  for (let i = 0; i < n; i++)
+    for (let c = 0; c < channels; c++) lanes[c]![i] = view.getFloat32((i * channels + c) * 4, !bigEndian);
   return lanes;
 }
 
@@ -106,7 +128,10 @@ function float32Lanes(bytes: Uint8Array, channels: number, bigEndian: boolean): 
 function sampleScale(bitDepth: string, name: string): { offset: number; scale: number } {
   if (bitDepth === '32f' || bitDepth === '64') return { offset: 0, scale: 1 };
   const bits = Number(bitDepth);
-  if (!Number.isInteger(bits) || bits < 8 || bits > 32) throw new Error(`${name}: unsupported WAV sample format (${bitDepth}-bit); convert it to 16-bit PCM, e.g. \`sox IN -b 16 OUT.wav\``);
+  if (!Number.isInteger(bits) || bits < 8 || bits > 32)
+    throw new Error(
+      `${name}: unsupported WAV sample format (${bitDepth}-bit); convert it to 16-bit PCM, e.g. \`sox IN -b 16 OUT.wav\``,
+    );
   if (bits === 8) return { offset: 128, scale: 1 / 128 };
   const container = ((bits - 1) | 7) + 1;
   return { offset: 0, scale: 1 / 2 ** (container - 1) };

@@ -18,11 +18,17 @@ export interface WavInput {
 }
 
 /** Reads `path` and computes its model input under `options`; errors name the file. */
-export function wavFeatures(path: string, options: FeatureOptions, extractor = new FeatureExtractor(options)): WavInput {
+export function wavFeatures(
+  path: string,
+  options: FeatureOptions,
+  extractor = new FeatureExtractor(options),
+): WavInput {
   const audio = readWav(path, options.sampleRate);
   const { data, frames } = extractor.compute(audio.samples);
   if (frames === 0) {
-    throw new Error(`${path}: ${(audio.samples.length / options.sampleRate).toFixed(3)} s of audio is shorter than one ${options.windowMs} ms analysis window`);
+    throw new Error(
+      `${path}: ${(audio.samples.length / options.sampleRate).toFixed(3)} s of audio is shorter than one ${options.windowMs} ms analysis window`,
+    );
   }
   const f = extractor.geometry.featureSize;
   if (options.normalize === 'utterance') normalizeUtterance(data, frames, f);

@@ -11,8 +11,10 @@ const W1 = 0xbb67ae85;
 
 /** High 32 bits of the 64-bit product of two uint32 values. */
 function mulhi(a: number, b: number): number {
-  const aLo = a & 0xffff, aHi = a >>> 16;
-  const bLo = b & 0xffff, bHi = b >>> 16;
+  const aLo = a & 0xffff,
+    aHi = a >>> 16;
+  const bLo = b & 0xffff,
+    bHi = b >>> 16;
   const lo = aLo * bLo;
   const mid1 = aHi * bLo;
   const mid2 = aLo * bHi;
@@ -21,17 +23,33 @@ function mulhi(a: number, b: number): number {
 }
 
 /** Philox4x32-10: writes four uint32 outputs for counter (c0..c3) under key (k0, k1). */
-export function philox4x32(c0: number, c1: number, c2: number, c3: number, k0: number, k1: number, out: Uint32Array): void {
+export function philox4x32(
+  c0: number,
+  c1: number,
+  c2: number,
+  c3: number,
+  k0: number,
+  k1: number,
+  out: Uint32Array,
+): void {
   for (let round = 0; round < 10; round++) {
-    const hi0 = mulhi(M0, c0), lo0 = Math.imul(M0, c0) >>> 0;
-    const hi1 = mulhi(M1, c2), lo1 = Math.imul(M1, c2) >>> 0;
+    const hi0 = mulhi(M0, c0),
+      lo0 = Math.imul(M0, c0) >>> 0;
+    const hi1 = mulhi(M1, c2),
+      lo1 = Math.imul(M1, c2) >>> 0;
     const n0 = (hi1 ^ c1 ^ k0) >>> 0;
     const n2 = (hi0 ^ c3 ^ k1) >>> 0;
-    c0 = n0; c1 = lo1; c2 = n2; c3 = lo0;
+    c0 = n0;
+    c1 = lo1;
+    c2 = n2;
+    c3 = lo0;
     k0 = (k0 + W0) >>> 0;
     k1 = (k1 + W1) >>> 0;
   }
-  out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+  out[0] = c0;
+  out[1] = c1;
+  out[2] = c2;
+  out[3] = c3;
 }
 
 /** Mixes any number of integers into one uint32 (for deriving keys from seed and purpose). */

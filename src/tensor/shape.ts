@@ -39,7 +39,8 @@ export function samePaddingBefore(input: number, kernel: number, stride: number)
  * spatial tiles, micro-batches).
  */
 export function evenSlice(n: number, parts: number, index: number): { start: number; end: number } {
-  const base = Math.floor(n / parts), extra = n % parts;
+  const base = Math.floor(n / parts),
+    extra = n % parts;
   const start = index * base + Math.min(index, extra);
   return { start, end: start + base + (index < extra ? 1 : 0) };
 }

@@ -11,7 +11,9 @@ import { runCli, stderrLines, tmpDir, writeTinyConfig } from './helpers.ts';
 
 test('parseStrategies: names the bad or repeated strategy', () => {
   assert.deepEqual(parseStrategies('hybrid, async,bmuf'), ['hybrid', 'async', 'bmuf']);
-  assert.throws(() => parseStrategies('hybrid,downpour'), { message: "--strategies: unknown strategy 'downpour'; expected some of sync, async, hybrid, bsp, easgd, bmuf" });
+  assert.throws(() => parseStrategies('hybrid,downpour'), {
+    message: "--strategies: unknown strategy 'downpour'; expected some of sync, async, hybrid, bsp, easgd, bmuf",
+  });
   assert.throws(() => parseStrategies('bsp,bsp'), { message: "--strategies: 'bsp' is listed twice" });
   assert.throws(() => parseStrategies(' , '), /expected a comma-separated list/);
 });
@@ -21,12 +23,23 @@ test('paratrain compare: two strategies, same data and seed, one report and a ta
   try {
     const config = writeTinyConfig(dir, { devices: 1 });
     const out = join(dir, 'cmp');
-    const r = await runCli(['compare', config, '--strategies', 'hybrid,async', '--devices', '2', '--epochs', '1', '--out', out]);
+    const r = await runCli([
+      'compare',
+      config,
+      '--strategies',
+      'hybrid,async',
+      '--devices',
+      '2',
+      '--epochs',
+      '1',
+      '--out',
+      out,
+    ]);
     assert.equal(r.code, 0, r.stderr);
     // progress: plain lines (no TTY), each prefixed with its strategy
     assert.match(r.stderr, /^\[1\/2\] hybrid on 2 devices → /m);
     assert.match(r.stderr, /^\[2\/2\] async on 2 devices → /m);
-    assert.match(r.stderr, /^async:   device 1  compute +\d+%/m, 'per-device lines after each epoch');
+    assert.match(r.stderr, /^async: {3}device 1 {2}compute +\d+%/m, 'per-device lines after each epoch');
     const lines = r.stdout.trim().split('\n');
     assert.match(lines[0]!, /^strategy +devices +test accuracy +wall time +samples\/s +mean idle +mean staleness/);
     assert.match(lines[2]!, /^hybrid +2 +\d+\.\d\d% +\d+\.\d s +\d+ +\d+\.\d% +— /);
@@ -34,7 +47,10 @@ test('paratrain compare: two strategies, same data and seed, one report and a ta
     assert.equal(lines.at(-1), `report: ${join(out, 'report.html')}`);
     for (const s of ['hybrid', 'async']) {
       assert.ok(existsSync(join(out, s, 'metrics.jsonl')), s);
-      const start = JSON.parse(readFileSync(join(out, s, 'metrics.jsonl'), 'utf8').split('\n')[0]!) as { strategy: string; devices: number };
+      const start = JSON.parse(readFileSync(join(out, s, 'metrics.jsonl'), 'utf8').split('\n')[0]!) as {
+        strategy: string;
+        devices: number;
+      };
       assert.deepEqual([start.strategy, start.devices], [s, 2]);
     }
     const html = readFileSync(join(out, 'report.html'), 'utf8');
@@ -58,10 +74,18 @@ test('paratrain compare: bad input is one line naming the problem', { timeout: 6
       runCli(['compare', config, '--strategies', 'hybrid,async']),
       runCli(['compare', config, '--strategies', 'hybrid', '--devices', '2', '--out', used]),
     ]);
-    const one = (r: typeof badName) => { assert.equal(r.code, 1, r.stderr); const l = stderrLines(r); assert.equal(l.length, 1, r.stderr); return l[0]!; };
+    const one = (r: typeof badName) => {
+      assert.equal(r.code, 1, r.stderr);
+      const l = stderrLines(r);
+      assert.equal(l.length, 1, r.stderr);
+      return l[0]!;
+    };
     assert.match(one(badName), /^paratrain: --strategies: unknown strategy 'downpour'/);
     assert.match(one(oneDevice), /^paratrain: compare: the strategies differ only on 2 or more devices.*--devices N/);
-    assert.match(one(existing), /^paratrain: compare: .*used already holds files \(x\); choose another --out or pass --force/);
+    assert.match(
+      one(existing),
+      /^paratrain: compare: .*used already holds files \(x\); choose another --out or pass --force/,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -6,25 +6,74 @@ import type { TrainEvent } from '../../src/runtime/events/events.ts';
 
 class Capture extends Writable {
   text = '';
-  constructor(readonly isTTY: boolean, readonly columns = 160) { super(); }
-  override _write(chunk: Buffer, _enc: string, done: () => void): void { this.text += chunk.toString(); done(); }
+  constructor(
+    readonly isTTY: boolean,
+    readonly columns = 160,
+  ) {
+    super();
+  }
+  override _write(chunk: Buffer, _enc: string, done: () => void): void {
+    this.text += chunk.toString();
+    done();
+  }
 }
 
 /** Two epochs of a 3-device run in which device 2 computes 3× slower. */
 function events(): TrainEvent[] {
-  const out: TrainEvent[] = [{ type: 'start', runDir: 'runs/x', dataSource: 'subset', backend: 'wasm', devices: 3, processes: 1, strategy: 'hybrid',
-    parameters: 1000, trainSamples: 960, testSamples: 100, epochs: 2, stepsPerEpoch: 5, globalBatch: 96 }];
+  const out: TrainEvent[] = [
+    {
+      type: 'start',
+      runDir: 'runs/x',
+      dataSource: 'subset',
+      backend: 'wasm',
+      devices: 3,
+      processes: 1,
+      strategy: 'hybrid',
+      parameters: 1000,
+      trainSamples: 960,
+      testSamples: 100,
+      epochs: 2,
+      stepsPerEpoch: 5,
+      globalBatch: 96,
+    },
+  ];
   for (let epoch = 0; epoch < 2; epoch++) {
     for (let s = 0; s < 5; s++) {
       for (let rank = 0; rank < 3; rank++) {
         const computeMs = rank === 2 ? 30 : 10;
-        out.push({ type: 'step', rank, epoch, step: epoch * 5 + s, stepInEpoch: s, stepsPerEpoch: 5, loss: 2 - 0.1 * s, accuracy: 0.1 * s,
-          lr: 0.001, samples: 32, computeMs, syncMs: 32 - computeMs, idleMs: 30 - computeMs, bytes: 100 });
+        out.push({
+          type: 'step',
+          rank,
+          epoch,
+          step: epoch * 5 + s,
+          stepInEpoch: s,
+          stepsPerEpoch: 5,
+          loss: 2 - 0.1 * s,
+          accuracy: 0.1 * s,
+          lr: 0.001,
+          samples: 32,
+          computeMs,
+          syncMs: 32 - computeMs,
+          idleMs: 30 - computeMs,
+          bytes: 100,
+        });
       }
     }
     for (let rank = 0; rank < 3; rank++) {
       const computeMs = rank === 2 ? 150 : 50;
-      out.push({ type: 'rankEpoch', rank, epoch, lossSum: 300, correct: 100, samples: 160, seconds: 0.2, computeMs, syncMs: 160 - computeMs, idleMs: 150 - computeMs, bytes: 500 });
+      out.push({
+        type: 'rankEpoch',
+        rank,
+        epoch,
+        lossSum: 300,
+        correct: 100,
+        samples: 160,
+        seconds: 0.2,
+        computeMs,
+        syncMs: 160 - computeMs,
+        idleMs: 150 - computeMs,
+        bytes: 500,
+      });
     }
     out.push({ type: 'epoch', epoch, loss: 1.8, accuracy: 0.3, samples: 480, seconds: 0.2, samplesPerSecond: 2400 });
     out.push({ type: 'eval', epoch, step: epoch * 5 + 5, testLoss: 1.5, testAccuracy: 0.45 });
@@ -39,10 +88,13 @@ test('not a terminal: plain lines, and per epoch a line per device with the stra
   for (const e of events()) view.handle(e);
   const lines = out.text.trimEnd().split('\n');
   assert.ok(!out.text.includes('\x1b'), 'no escape sequences');
-  assert.match(lines[0]!, /^run runs\/x: 1,000 parameters, backend wasm, 3 device\(s\), strategy hybrid, global batch 96$/);
+  assert.match(
+    lines[0]!,
+    /^run runs\/x: 1,000 parameters, backend wasm, 3 device\(s\), strategy hybrid, global batch 96$/,
+  );
   assert.equal(lines[2], 'epoch 1/2: loss 1.8000, train accuracy 30.00%, 2400 samples/s, 0.2 s');
-  assert.match(lines[3]!, /^  device 0  compute +31%  comm +6%  idle +63%  0\.31 ms\/sample$/);
-  assert.match(lines[5]!, /^  device 2  compute +94%  comm +6%  idle +0%  0\.94 ms\/sample  ⚠ straggler$/);
+  assert.match(lines[3]!, /^ {2}device 0 {2}compute +31% {2}comm +6% {2}idle +63% {2}0\.31 ms\/sample$/);
+  assert.match(lines[5]!, /^ {2}device 2 {2}compute +94% {2}comm +6% {2}idle +0% {2}0\.94 ms\/sample {2}⚠ straggler$/);
   assert.equal(lines[6], 'epoch 1/2: test loss 1.5000, test accuracy 45.00%');
   assert.equal(lines.at(-1), 'done in 0.5 s, 1920 samples/s, test accuracy 45.00%');
   assert.equal(lines.filter((l) => l.includes('straggler')).length, 2, 'once per epoch');
@@ -63,11 +115,11 @@ test('on a terminal: a bar with epoch, step, loss, accuracy, samples/s and ETA, 
     const all = events();
     const cut = all.findIndex((e) => e.type === 'rankEpoch');
     for (const e of all.slice(0, cut)) view.handle(e);
-    await new Promise((r) => setTimeout(r, 300));  // the bars redraw on a timer
+    await new Promise((r) => setTimeout(r, 300)); // the bars redraw on a timer
     const live = out.text;
     assert.match(live, /epoch 1\/2 step 5\/5 \[[█░]+\] loss \d\.\d{4} \| acc \d+\.\d\d% \| \d+ samples\/s \| ETA \d+s/);
-    assert.match(live, /device 0  compute +31%  comm +6%  idle +63%/);
-    assert.match(live, /device 2  compute +94%  comm +6%  idle +0%  0\.94 ms\/sample  ⚠ straggler/);
+    assert.match(live, /device 0 {2}compute +31% {2}comm +6% {2}idle +63%/);
+    assert.match(live, /device 2 {2}compute +94% {2}comm +6% {2}idle +0% {2}0\.94 ms\/sample {2}⚠ straggler/);
     for (const e of all.slice(cut)) view.handle(e);
     assert.match(out.text, /epoch 2\/2: test loss 1\.5000/);
     assert.match(out.text, /done in 0\.5 s/);
@@ -81,7 +133,10 @@ test('device shares and ETA formatting', () => {
     { rank: 0, computeMs: 80, commMs: 10, idleMs: 10, samples: 100 },
     { rank: 1, computeMs: 200, commMs: 0, idleMs: 0, samples: 100 },
   ]);
-  assert.deepEqual(shares.map((s) => s.straggler), [false, true]);
+  assert.deepEqual(
+    shares.map((s) => s.straggler),
+    [false, true],
+  );
   assert.equal(formatDeviceShare(shares[0]!), 'device 0  compute  80%  comm  10%  idle  10%  0.80 ms/sample');
   assert.deepEqual([formatEta(5.2), formatEta(65), formatEta(3700), formatEta(NaN)], ['5s', '1m05s', '1h01m', '—']);
 });

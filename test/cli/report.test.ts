@@ -4,7 +4,9 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'nod
 import { join } from 'node:path';
 import { runCli, stderrLines, tmpDir, writeSyntheticRun } from './helpers.ts';
 
-test('paratrain report RUN_DIR…: a table on stdout and report.html in the first run directory', { timeout: 60_000 }, async () => {
+test('paratrain report RUN_DIR…: a table on stdout and report.html in the first run directory', {
+  timeout: 60_000,
+}, async () => {
   const dir = tmpDir('paratrain-cli-report-');
   try {
     writeSyntheticRun(join(dir, 'bsp'), { strategy: 'bsp', devices: 4, slow: { 3: 2 } });
@@ -12,13 +14,24 @@ test('paratrain report RUN_DIR…: a table on stdout and report.html in the firs
     const r = await runCli(['report', join(dir, 'bsp'), join(dir, 'async')]);
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout.trim().split('\n');
-    assert.match(lines[0]!, /^strategy +devices +test accuracy +wall time +samples\/s +mean idle +mean staleness +stragglers +run$/);
+    assert.match(
+      lines[0]!,
+      /^strategy +devices +test accuracy +wall time +samples\/s +mean idle +mean staleness +stragglers +run$/,
+    );
     assert.match(lines[2]!, /^bsp +4 +75\.00% .* device 3 +bsp ×4$/);
     assert.match(lines[3]!, /^async +4 +75\.00% .* 1\.00 +— +async ×4$/);
     assert.equal(lines.at(-1), `report: ${join(dir, 'bsp', 'report.html')}`);
     assert.ok(existsSync(join(dir, 'bsp', 'report.html')));
     const out = join(dir, 'both.html');
-    const again = await runCli(['report', join(dir, 'bsp'), join(dir, 'async'), '--out', out, '--title', 'BSP vs async']);
+    const again = await runCli([
+      'report',
+      join(dir, 'bsp'),
+      join(dir, 'async'),
+      '--out',
+      out,
+      '--title',
+      'BSP vs async',
+    ]);
     assert.equal(again.code, 0, again.stderr);
     assert.match(readFileSync(out, 'utf8'), /<title>BSP vs async<\/title>/);
   } finally {
@@ -41,7 +54,10 @@ test('paratrain report: bad run directories give one line naming the file, exit 
     ]);
     const expect: [typeof missing, string][] = [
       [missing, `paratrain: run directory ${join(dir, 'missing')} does not exist`],
-      [noMetrics, `paratrain: run directory ${join(dir, 'empty')} has no metrics.jsonl; is it a paratrain run directory?`],
+      [
+        noMetrics,
+        `paratrain: run directory ${join(dir, 'empty')} has no metrics.jsonl; is it a paratrain run directory?`,
+      ],
       [badLine, `paratrain: metrics file ${corrupt}: line ${badLineNo} is not valid JSON`],
     ];
     for (const [r, start] of expect) {
@@ -52,7 +68,11 @@ test('paratrain report: bad run directories give one line naming the file, exit 
       assert.equal(r.stdout, '');
     }
     assert.equal(foreign.code, 1);
-    assert.match(stderrLines(foreign)[0]!, /^paratrain: metrics file .*is not valid JSON/, 'the corrupt file is found before anything is written');
+    assert.match(
+      stderrLines(foreign)[0]!,
+      /^paratrain: metrics file .*is not valid JSON/,
+      'the corrupt file is found before anything is written',
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -14,7 +14,6 @@ import { assertSameTensors, tensorsOf, writeResumeConfig } from '../runtime/resu
 import { trainHere } from '../runtime/jobHelpers.ts';
 import { latestCompleteSet } from '../../src/runtime/checkpoint/checkpointSet.ts';
 
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A dead pid: a process that has exited. */
 function deadPid(): number {
@@ -29,8 +28,11 @@ test('kill -9 mid-epoch, then --resume: ends bit-identical to the uninterrupted 
 
   const runDir = join(dir, 'killed');
   // a straggler factor slows the run enough to kill it between sets
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'train', config, '--out', runDir, '--quiet', '--slow-device', '0:4'],
-    { cwd: REPO, env: { ...process.env, PARATRAIN_OFFLINE: '1' }, stdio: 'ignore' });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', MAIN, 'train', config, '--out', runDir, '--quiet', '--slow-device', '0:4'],
+    { cwd: REPO, env: { ...process.env, PARATRAIN_OFFLINE: '1' }, stdio: 'ignore' },
+  );
   const exited = new Promise((r) => child.on('close', r));
   const deadline = Date.now() + 180_000;
   while (!((latestCompleteSet(runDir)?.state.step ?? 0) >= 10) && Date.now() < deadline) await sleep(50);
@@ -50,7 +52,10 @@ test('a kill during a checkpoint write: the previous set is used and the leftove
   const dir = tmpDir();
   const config = writeResumeConfig(dir);
   const runDir = join(dir, 'run');
-  const failed = await runCli(['train', config, '--out', runDir, '--quiet'], { env: { PARATRAIN_FAIL_AT: '0:12' }, timeoutMs: 240_000 });
+  const failed = await runCli(['train', config, '--out', runDir, '--quiet'], {
+    env: { PARATRAIN_FAIL_AT: '0:12' },
+    timeoutMs: 240_000,
+  });
   assert.equal(failed.code, 1);
   assert.equal(latestCompleteSet(runDir)?.state.step, 10);
   // what a writer killed while writing set 15 and the model file leaves behind
@@ -64,8 +69,13 @@ test('a kill during a checkpoint write: the previous set is used and the leftove
   assert.equal(resumed.code, 0, resumed.stderr);
   assert.match(resumed.stderr, /removed what an interrupted run left/);
   assert.ok(!existsSync(partial) && !existsSync(unfinished));
-  assert.deepEqual(readdirSync(runDir).filter((n) => n.includes('.tmp-')), []);
-  const resume = readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').split('\n').find((l) => l.includes('"type":"resume"'))!;
+  assert.deepEqual(
+    readdirSync(runDir).filter((n) => n.includes('.tmp-')),
+    [],
+  );
+  const resume = readFileSync(join(runDir, 'metrics.jsonl'), 'utf8')
+    .split('\n')
+    .find((l) => l.includes('"type":"resume"'))!;
   assert.equal(JSON.parse(resume).step, 10);
 });
 
@@ -74,21 +84,32 @@ test('--resume errors: a missing run directory, no complete set, a changed model
   const config = writeResumeConfig(dir);
   const missing = await runCli(['train', '--resume', join(dir, 'nope')]);
   assert.equal(missing.code, 1);
-  assert.deepEqual(stderrLines(missing), [`paratrain: --resume ${join(dir, 'nope')}: no such run directory; give the directory of the run to continue (e.g. runs/latest)`]);
+  assert.deepEqual(stderrLines(missing), [
+    `paratrain: --resume ${join(dir, 'nope')}: no such run directory; give the directory of the run to continue (e.g. runs/latest)`,
+  ]);
 
   const empty = join(dir, 'empty');
   mkdirSync(empty);
   const none = await runCli(['train', config, '--resume', empty]);
   assert.equal(none.code, 1);
-  assert.match(stderrLines(none).join('\n'), /^paratrain: --resume .*: no complete checkpoint set in .*checkpoints \(the run stopped before its first one\); start the run again without --resume/);
+  assert.match(
+    stderrLines(none).join('\n'),
+    /^paratrain: --resume .*: no complete checkpoint set in .*checkpoints \(the run stopped before its first one\); start the run again without --resume/,
+  );
 
   const runDir = join(dir, 'run');
-  const failed = await runCli(['train', config, '--out', runDir, '--quiet'], { env: { PARATRAIN_FAIL_AT: '0:6' }, timeoutMs: 120_000 });
+  const failed = await runCli(['train', config, '--out', runDir, '--quiet'], {
+    env: { PARATRAIN_FAIL_AT: '0:6' },
+    timeoutMs: 120_000,
+  });
   assert.equal(failed.code, 1);
   const other = join(dir, 'other.yaml');
   writeFileSync(other, readFileSync(config, 'utf8').replace('units: 16', 'units: 32'));
   const changed = await runCli(['train', other, '--resume', runDir]);
   assert.equal(changed.code, 1);
   assert.equal(stderrLines(changed).length, 1);
-  assert.match(changed.stderr, /the config's model differs from the one the run trained .*resume with the run's own config .*config\.yaml\), or start a new run from its weights with --init-from/);
+  assert.match(
+    changed.stderr,
+    /the config's model differs from the one the run trained .*resume with the run's own config .*config\.yaml\), or start a new run from its weights with --init-from/,
+  );
 });

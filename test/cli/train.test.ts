@@ -16,7 +16,10 @@ test('paratrain train runs end to end: exit 0, metrics.jsonl and model.safetenso
     const summary = JSON.parse(r.stdout.trim()) as { runDir: string; testAccuracy: number };
     assert.equal(summary.runDir, out);
     assert.ok(summary.testAccuracy > 0 && summary.testAccuracy <= 1);
-    const events = readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string });
+    const events = readFileSync(join(out, 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string });
     const count = (type: string) => events.filter((e) => e.type === type).length;
     assert.equal(events[0]!.type, 'start');
     assert.equal(events.at(-1)!.type, 'end');
@@ -40,14 +43,27 @@ test('a truncated or corrupt IDX file is one clear line naming the file', { time
     const good = writeTinyConfig(dir);
     const data = join(dir, 'data');
     mkdirSync(data);
-    for (const f of ['train-images-idx3-ubyte.gz', 'train-labels-idx1-ubyte.gz', 't10k-images-idx3-ubyte.gz', 't10k-labels-idx1-ubyte.gz']) {
+    for (const f of [
+      'train-images-idx3-ubyte.gz',
+      'train-labels-idx1-ubyte.gz',
+      't10k-images-idx3-ubyte.gz',
+      't10k-labels-idx1-ubyte.gz',
+    ]) {
       writeFileSync(join(data, f), readFileSync(join(SUBSET, f)));
     }
     const labels = join(data, 't10k-labels-idx1-ubyte.gz');
     writeFileSync(labels, gzipSync(gunzipSync(readFileSync(labels)).subarray(0, 500)));
-    assertOneLineError(await runCli(['train', good, '--data', data, '--quiet']), /t10k-labels-idx1-ubyte\.gz.*truncated/i, 'truncated IDX');
+    assertOneLineError(
+      await runCli(['train', good, '--data', data, '--quiet']),
+      /t10k-labels-idx1-ubyte\.gz.*truncated/i,
+      'truncated IDX',
+    );
     writeFileSync(labels, Buffer.from('not gzip and not idx'));
-    assertOneLineError(await runCli(['train', good, '--data', data, '--quiet']), /t10k-labels-idx1-ubyte\.gz/, 'corrupt IDX');
+    assertOneLineError(
+      await runCli(['train', good, '--data', data, '--quiet']),
+      /t10k-labels-idx1-ubyte\.gz/,
+      'corrupt IDX',
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -63,12 +79,17 @@ function assertOneLineError(r: CliResult, pattern: RegExp, what: string): void {
   assert.doesNotMatch(r.stderr, /^\s+at /m, `${what}: no stack trace`);
 }
 
-test('bad input: one clear stderr line, non-zero exit, no stack trace (with --verbose: the trace)', { timeout: 60_000 }, async () => {
+test('bad input: one clear stderr line, non-zero exit, no stack trace (with --verbose: the trace)', {
+  timeout: 60_000,
+}, async () => {
   const dir = tmpDir('paratrain-cli-');
   try {
     const good = writeTinyConfig(dir);
     const badLayer = join(dir, 'bad-layer.yaml');
-    writeFileSync(badLayer, readFileSync(good, 'utf8').replace('maxPool2d: { poolSize: 2 }', 'maxPool3d: { poolSize: 2 }'));
+    writeFileSync(
+      badLayer,
+      readFileSync(good, 'utf8').replace('maxPool2d: { poolSize: 2 }', 'maxPool3d: { poolSize: 2 }'),
+    );
     const used = join(dir, 'used');
     mkdirSync(used);
     writeFileSync(join(used, 'notes.txt'), 'keep me');
@@ -82,7 +103,11 @@ test('bad input: one clear stderr line, non-zero exit, no stack trace (with --ve
     assertOneLineError(missingConfig, /config file not found: .*nope\.yaml/, 'missing config file');
     assertOneLineError(unknownLayer, /model\.layers\[1\]: unknown layer type 'maxPool3d'/, 'unknown layer type');
     assertOneLineError(missingData, /no-such-data does not exist/, 'missing --data directory');
-    assertOneLineError(existingOut, /run directory .*used already holds files \(notes\.txt\).*--force/, 'existing non-empty --out');
+    assertOneLineError(
+      existingOut,
+      /run directory .*used already holds files \(notes\.txt\).*--force/,
+      'existing non-empty --out',
+    );
     assert.equal(readFileSync(join(used, 'notes.txt'), 'utf8'), 'keep me');
     assert.notEqual(verbose.code, 0);
     assert.match(verbose.stderr, /^paratrain: run directory .*already holds files/);

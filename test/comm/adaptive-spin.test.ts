@@ -47,8 +47,11 @@ test('waitWhileEqual spins for the learned time and teaches it every wait that e
   assert.deepEqual(spin.waits, []);
   // another thread moves the word 40 ms later, long after the 1 ms spin: the wait sleeps and is recorded as long
   i32[0] = 0;
-  const w = new Worker(`const { workerData: a } = require('node:worker_threads');
-    setTimeout(() => { Atomics.store(a, 0, 2); Atomics.notify(a, 0); }, 40);`, { eval: true, workerData: i32 });
+  const w = new Worker(
+    `const { workerData: a } = require('node:worker_threads');
+    setTimeout(() => { Atomics.store(a, 0, 2); Atomics.notify(a, 0); }, 40);`,
+    { eval: true, workerData: i32 },
+  );
   const waited = waitWhileEqual(i32, 0, 0, { adaptiveSpin: spin, sliceMs: 5 });
   void w.terminate();
   assert.equal(i32[0], 2);
@@ -59,13 +62,18 @@ test('waitWhileEqual spins for the learned time and teaches it every wait that e
 
 test('worlds spin adaptively when every rank has a core, not at all beyond, and check a given spin', (t) => {
   const saved = process.env.PARATRAIN_SHM_SPIN;
-  t.after(() => { if (saved !== undefined) process.env.PARATRAIN_SHM_SPIN = saved; });
+  t.after(() => {
+    if (saved !== undefined) process.env.PARATRAIN_SHM_SPIN = saved;
+  });
   delete process.env.PARATRAIN_SHM_SPIN;
   assert.equal(createShmWorld(1).rankInit(0).spinMicros, 'adaptive');
   assert.equal(createShmWorld(availableParallelism() + 1).rankInit(0).spinMicros, 0);
   assert.equal(createShmWorld(1, { spinMicros: 200 }).rankInit(0).spinMicros, 200);
   for (const bad of [-1, Number.NaN, Infinity, 'fast']) {
-    assert.throws(() => createShmWorld(1, { spinMicros: bad as number }), /spinMicros must be a number of µs ≥ 0 or 'adaptive', got /);
+    assert.throws(
+      () => createShmWorld(1, { spinMicros: bad as number }),
+      /spinMicros must be a number of µs ≥ 0 or 'adaptive', got /,
+    );
   }
 });
 
@@ -76,10 +84,18 @@ test('PARATRAIN_SHM_SPIN sets the spin of worlds whose options do not, and a bad
   assert.equal(spinFromEnv({ PARATRAIN_SHM_SPIN: '250' }), 250);
   assert.equal(spinFromEnv({ PARATRAIN_SHM_SPIN: '0' }), 0);
   for (const bad of ['-1', 'fast', 'Infinity', '1ms']) {
-    assert.throws(() => spinFromEnv({ PARATRAIN_SHM_SPIN: bad }), new RegExp(`^ShmUsageError: PARATRAIN_SHM_SPIN: expected a number of µs ≥ 0 or 'adaptive', got '${bad}'; unset it for the default$`));
+    assert.throws(
+      () => spinFromEnv({ PARATRAIN_SHM_SPIN: bad }),
+      new RegExp(
+        `^ShmUsageError: PARATRAIN_SHM_SPIN: expected a number of µs ≥ 0 or 'adaptive', got '${bad}'; unset it for the default$`,
+      ),
+    );
   }
   const saved = process.env.PARATRAIN_SHM_SPIN;
-  t.after(() => { if (saved === undefined) delete process.env.PARATRAIN_SHM_SPIN; else process.env.PARATRAIN_SHM_SPIN = saved; });
+  t.after(() => {
+    if (saved === undefined) delete process.env.PARATRAIN_SHM_SPIN;
+    else process.env.PARATRAIN_SHM_SPIN = saved;
+  });
   process.env.PARATRAIN_SHM_SPIN = '50';
   assert.equal(createShmWorld(1).rankInit(0).spinMicros, 50);
   assert.equal(createShmWorld(availableParallelism() + 1).rankInit(0).spinMicros, 50);

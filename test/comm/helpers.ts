@@ -36,24 +36,37 @@ export async function runWorld(
   size: number,
   scenario: string,
   params: Record<string, unknown> = {},
-  opts: { world?: ShmWorldOptions; during?: (world: ShmWorld, workers: Worker[]) => Promise<void> | void; watch?: boolean; shared?: SharedArrayBuffer } = {},
+  opts: {
+    world?: ShmWorldOptions;
+    during?: (world: ShmWorld, workers: Worker[]) => Promise<void> | void;
+    watch?: boolean;
+    shared?: SharedArrayBuffer;
+  } = {},
 ): Promise<{ world: ShmWorld; results: RankResult[] }> {
   const world = createShmWorld(size, opts.world);
   const shared = opts.shared ?? new SharedArrayBuffer(64);
   const workers: Worker[] = [];
-  const ranks = Array.from({ length: size }, (_, rank) => new Promise<RankResult>((resolve, reject) => {
-    const w = spawnTsWorker(workerUrl, { init: world.rankInit(rank), scenario, params, shared });
-    workers.push(w);
-    if (opts.watch !== false) world.watch(w, rank);
-    let result: RankResult | undefined;
-    w.on('message', (m: RankResult) => { result = m; });
-    w.on('error', (err) => { if (!params.expectCrash) reject(err); });
-    w.on('exit', (code) => {
-      if (result) resolve(result);
-      else if (params.expectCrash) resolve({ rank, ok: false, failures: [], data: { crashed: true, code } });
-      else reject(new Error(`rank ${rank} exited with code ${code} without a result`));
-    });
-  }));
+  const ranks = Array.from(
+    { length: size },
+    (_, rank) =>
+      new Promise<RankResult>((resolve, reject) => {
+        const w = spawnTsWorker(workerUrl, { init: world.rankInit(rank), scenario, params, shared });
+        workers.push(w);
+        if (opts.watch !== false) world.watch(w, rank);
+        let result: RankResult | undefined;
+        w.on('message', (m: RankResult) => {
+          result = m;
+        });
+        w.on('error', (err) => {
+          if (!params.expectCrash) reject(err);
+        });
+        w.on('exit', (code) => {
+          if (result) resolve(result);
+          else if (params.expectCrash) resolve({ rank, ok: false, failures: [], data: { crashed: true, code } });
+          else reject(new Error(`rank ${rank} exited with code ${code} without a result`));
+        });
+      }),
+  );
   const during = Promise.resolve().then(() => opts.during?.(world, workers));
   const [results] = await Promise.all([Promise.all(ranks), during]);
   return { world, results };
@@ -64,7 +77,11 @@ export function inputFor(n: number, rank: number, seed: number): Float32Array {
   const out = new Float32Array(n);
   let s = (Math.imul(seed + 1, 0x9e3779b1) ^ Math.imul(rank + 7, 0x85ebca6b)) >>> 0 || 1;
   for (let i = 0; i < n; i++) {
-    s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
+    s ^= s << 13;
+    s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
     out[i] = (s / 4294967296) * 2 - 1;
   }
   return out;
@@ -84,7 +101,8 @@ export function serialSum(inputs: Float32Array[]): Float32Array {
 /** Index of the first element whose bits differ, or -1. */
 export function firstBitDiff(a: Float32Array, b: Float32Array): number {
   if (a.length !== b.length) return Math.min(a.length, b.length);
-  const ua = new Uint32Array(a.buffer, a.byteOffset, a.length), ub = new Uint32Array(b.buffer, b.byteOffset, b.length);
+  const ua = new Uint32Array(a.buffer, a.byteOffset, a.length),
+    ub = new Uint32Array(b.buffer, b.byteOffset, b.length);
   for (let i = 0; i < ua.length; i++) if (ua[i] !== ub[i]) return i;
   return -1;
 }
@@ -108,6 +126,9 @@ const mod = binaryen.parseText(readFileSync(process.argv[1], 'utf8'));
 mod.setFeatures(binaryen.Features.SIMD128 | binaryen.Features.Atomics);
 if (!mod.validate()) throw new Error('binaryen: the module does not validate');
 process.stdout.write(Buffer.from(mod.emitBinary()).toString('base64'));`;
-  return execFileSync(process.execPath, ['--input-type=module', '-e', script, fileURLToPath(wat)],
-    { cwd: fileURLToPath(new URL('../..', import.meta.url)), encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+  return execFileSync(process.execPath, ['--input-type=module', '-e', script, fileURLToPath(wat)], {
+    cwd: fileURLToPath(new URL('../..', import.meta.url)),
+    encoding: 'utf8',
+    env: { ...process.env, NODE_OPTIONS: '' },
+  });
 }

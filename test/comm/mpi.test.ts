@@ -22,26 +22,40 @@ import type { MpiRankResult } from './mpi/checks.ts';
 
 const rankScript = fileURLToPath(new URL('./mpi/rank.ts', import.meta.url));
 const hasMpirun = spawnSync('mpirun', ['--version'], { encoding: 'utf8' }).status === 0;
-const skip = !hasMpirun ? 'mpirun not found (apt-get install openmpi-bin libopenmpi-dev, then npm run build:mpi)'
-  : !mpiAddonPath() ? 'the MPI addon is not built (apt-get install libopenmpi-dev, then npm run build:mpi)'
-  : process.env.PARATRAIN_MPI === '0' ? 'PARATRAIN_MPI=0' : false;
+const skip = !hasMpirun
+  ? 'mpirun not found (apt-get install openmpi-bin libopenmpi-dev, then npm run build:mpi)'
+  : !mpiAddonPath()
+    ? 'the MPI addon is not built (apt-get install libopenmpi-dev, then npm run build:mpi)'
+    : process.env.PARATRAIN_MPI === '0'
+      ? 'PARATRAIN_MPI=0'
+      : false;
 
 /** Runs rank.ts on `np` processes (or one, without mpirun, when np is 0): exit code, output, every rank's result. */
-async function runJob(np: number, mode: string): Promise<{ code: number | null; output: string; results: MpiRankResult[] }> {
+async function runJob(
+  np: number,
+  mode: string,
+): Promise<{ code: number | null; output: string; results: MpiRankResult[] }> {
   const dir = mkdtempSync(join(tmpdir(), 'paratrain-mpi-'));
   try {
     const node = [process.execPath, '--import', 'tsx', rankScript, dir, mode];
     const asRoot = process.getuid?.() === 0 ? ['--allow-run-as-root'] : [];
     // --bind-to none: the machine is shared; do not pin ranks to cores
-    const [cmd, ...args] = np === 0 ? node : ['mpirun', ...asRoot, '--oversubscribe', '--bind-to', 'none', '-np', String(np), ...node];
+    const [cmd, ...args] =
+      np === 0 ? node : ['mpirun', ...asRoot, '--oversubscribe', '--bind-to', 'none', '-np', String(np), ...node];
     const child = spawn(cmd!, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
-    child.stdout.on('data', (d) => { output += d; });
-    child.stderr.on('data', (d) => { output += d; });
+    child.stdout.on('data', (d) => {
+      output += d;
+    });
+    child.stderr.on('data', (d) => {
+      output += d;
+    });
     const kill = setTimeout(() => child.kill('SIGKILL'), 90_000);
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
     clearTimeout(kill);
-    const files = readdirSync(dir).filter((f) => f.startsWith('rank-')).sort();
+    const files = readdirSync(dir)
+      .filter((f) => f.startsWith('rank-'))
+      .sort();
     const results = files.map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as MpiRankResult);
     return { code, output, results };
   } finally {
@@ -51,8 +65,16 @@ async function runJob(np: number, mode: string): Promise<{ code: number | null; 
 
 function assertAllPassed({ code, output, results }: Awaited<ReturnType<typeof runJob>>, np: number): MpiRankResult[] {
   assert.equal(code, 0, `the job exited with code ${code}:\n${output.slice(-3000)}`);
-  assert.equal(results.length, Math.max(np, 1), `expected ${Math.max(np, 1)} result files, got ${results.length}:\n${output.slice(-3000)}`);
-  const summary = JSON.stringify(results.map(({ rank, thread, failures, error }) => ({ rank, thread, failures, error })), null, 1);
+  assert.equal(
+    results.length,
+    Math.max(np, 1),
+    `expected ${Math.max(np, 1)} result files, got ${results.length}:\n${output.slice(-3000)}`,
+  );
+  const summary = JSON.stringify(
+    results.map(({ rank, thread, failures, error }) => ({ rank, thread, failures, error })),
+    null,
+    1,
+  );
   for (const r of results) {
     assert.equal(r.error, undefined, summary);
     assert.deepEqual(r.failures, [], summary);
@@ -65,17 +87,32 @@ function assertAllPassed({ code, output, results }: Awaited<ReturnType<typeof ru
   return results;
 }
 
-test('mpirun -np 2, MPI in the main thread: collectives, send/recv, broadcast match the serial reference', { skip, timeout: 120_000 }, async () => {
+test('mpirun -np 2, MPI in the main thread: collectives, send/recv, broadcast match the serial reference', {
+  skip,
+  timeout: 120_000,
+}, async () => {
   const results = assertAllPassed(await runJob(2, 'main'), 2);
-  assert.deepEqual(results.map((r) => r.thread), ['main', 'main']);
+  assert.deepEqual(
+    results.map((r) => r.thread),
+    ['main', 'main'],
+  );
 });
 
-test('mpirun -np 3 (oversubscribed), MPI in worker threads on ranks 0 and 2, the main thread on rank 1', { skip, timeout: 120_000 }, async () => {
+test('mpirun -np 3 (oversubscribed), MPI in worker threads on ranks 0 and 2, the main thread on rank 1', {
+  skip,
+  timeout: 120_000,
+}, async () => {
   const results = assertAllPassed(await runJob(3, 'mixed'), 3);
-  assert.deepEqual(results.map((r) => r.thread), ['worker', 'main', 'worker']);
+  assert.deepEqual(
+    results.map((r) => r.thread),
+    ['worker', 'main', 'worker'],
+  );
 });
 
-test('without mpirun, MPI starts a world of one (singleton) and every call still works', { skip, timeout: 120_000 }, async () => {
+test('without mpirun, MPI starts a world of one (singleton) and every call still works', {
+  skip,
+  timeout: 120_000,
+}, async () => {
   assertAllPassed(await runJob(0, 'worker'), 0);
 });
 
@@ -90,7 +127,7 @@ test('abort() on one rank ends the whole job at once, with its reason', { skip, 
 
 test('with PARATRAIN_MPI=0, init refuses with a clear MpiError', async () => {
   const before = process.env.PARATRAIN_MPI;
-  process.env.PARATRAIN_MPI = '0';  // this process never loads the addon otherwise
+  process.env.PARATRAIN_MPI = '0'; // this process never loads the addon otherwise
   try {
     await assert.rejects(MpiCommunicator.init(), (err: Error) => {
       assert.equal(err.name, 'MpiError');

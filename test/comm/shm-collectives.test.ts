@@ -17,7 +17,13 @@ const worlds: { size: number; cases: { sizes: number[]; kinds: string[] }[] }[] 
   { size: 3, cases: [{ sizes: [0, 1, 2, 7, BIG], kinds: ['plain', 'sab', 'arena', 'sub', 'wasm'] }] },
   { size: 4, cases: [{ sizes: [1, 3, 7, 4099, BIG], kinds: ['plain', 'sab', 'arena', 'sub'] }] },
   // 8 threads on 2 cores: keep the big case to one staged and one zero-copy kind
-  { size: 8, cases: [{ sizes: [0, 1, 7, 5003], kinds: ['plain', 'sab', 'arena', 'sub'] }, { sizes: [BIG], kinds: ['plain', 'arena'] }] },
+  {
+    size: 8,
+    cases: [
+      { sizes: [0, 1, 7, 5003], kinds: ['plain', 'sab', 'arena', 'sub'] },
+      { sizes: [BIG], kinds: ['plain', 'arena'] },
+    ],
+  },
 ];
 
 /** Every rank without failures, and every rank's allreduce results hashing alike. */
@@ -25,7 +31,8 @@ function assertCollectives(results: RankResult[]): void {
   for (const r of results) assert.deepEqual(r.failures, [], r.failures.join('\n'));
   const first = results[0]!.data.hashes as number[];
   assert.ok(first.length > 0);
-  for (const r of results) assert.deepEqual(r.data.hashes, first, `allreduce results of rank ${r.rank} differ from rank 0's`);
+  for (const r of results)
+    assert.deepEqual(r.data.hashes, first, `allreduce results of rank ${r.rank} differ from rank 0's`);
 }
 
 for (const w of worlds) {
@@ -35,13 +42,23 @@ for (const w of worlds) {
   const name = `collectives match the serial reference bit for bit, G=${w.size}, ${what}${sendrecv ? '; send/recv ring and in-order messages' : ''}`;
   test(name, { timeout: 120_000 }, async () => {
     const { results } = sendrecv
-      ? await runWorld(w.size, 'collectives+sendrecv', { cases: w.cases, sendSizes: [0, 1, 7, 70_001, BIG] }, { world: { mailboxBytes: 64 * 1024 } })
+      ? await runWorld(
+          w.size,
+          'collectives+sendrecv',
+          { cases: w.cases, sendSizes: [0, 1, 7, 70_001, BIG] },
+          { world: { mailboxBytes: 64 * 1024 } },
+        )
       : await runWorld(w.size, 'collectives', { cases: w.cases });
     assertCollectives(results);
   });
 }
 
 test('collectives through a small staging area (many rounds per call)', { timeout: 60_000 }, async () => {
-  const { results } = await runWorld(3, 'collectives', { sizes: [5, 10007], kinds: ['plain'] }, { world: { stagingBytes: 4096 } });
+  const { results } = await runWorld(
+    3,
+    'collectives',
+    { sizes: [5, 10007], kinds: ['plain'] },
+    { world: { stagingBytes: 4096 } },
+  );
   for (const r of results) assert.deepEqual(r.failures, [], r.failures.join('\n'));
 });

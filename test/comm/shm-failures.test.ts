@@ -22,7 +22,9 @@ function assertReleased(results: RankResult[], culprit: number, check: (e: Err, 
   }
 }
 
-test('a rank that throws releases the others blocked in a barrier (PeerFailedError naming it)', { timeout: 20_000 }, async () => {
+test('a rank that throws releases the others blocked in a barrier (PeerFailedError naming it)', {
+  timeout: 20_000,
+}, async () => {
   const { results, world } = await runWorld(4, 'abort', { mode: 'throw', culprit: 2, expectCrash: true });
   assert.equal(world.abortInfo()?.rank, 2);
   assertReleased(results, 2, (e) => {
@@ -33,12 +35,17 @@ test('a rank that throws releases the others blocked in a barrier (PeerFailedErr
 });
 
 test('world.abort() from the main thread releases ranks blocked in allreduce', { timeout: 20_000 }, async () => {
-  const { results } = await runWorld(3, 'abort', { mode: 'main', culprit: 0, allreduce: true }, {
-    during: async (world) => {
-      await new Promise((r) => setTimeout(r, 300));
-      world.abort('stopped by the test');
+  const { results } = await runWorld(
+    3,
+    'abort',
+    { mode: 'main', culprit: 0, allreduce: true },
+    {
+      during: async (world) => {
+        await new Promise((r) => setTimeout(r, 300));
+        world.abort('stopped by the test');
+      },
     },
-  });
+  );
   assertReleased(results, 0, (e) => {
     assert.equal(e.name, 'PeerFailedError');
     assert.equal(e.failedRank, -1);
@@ -61,10 +68,20 @@ test('comm.abort() from a rank releases the others', { timeout: 20_000 }, async 
 
 test('a wait timeout names the rank that had not arrived, and releases everyone', { timeout: 20_000 }, async () => {
   // 2 s: long enough that a worker merely slow to start on a loaded machine is not taken for the culprit
-  const { results } = await runWorld(3, 'abort', { mode: 'timeout', culprit: 1, delayMs: 3000 }, { world: { timeoutMs: 2000 } });
+  const { results } = await runWorld(
+    3,
+    'abort',
+    { mode: 'timeout', culprit: 1, delayMs: 3000 },
+    { world: { timeoutMs: 2000 } },
+  );
   const errs = results.filter((r) => r.rank !== 1).map(errOf);
   // the first rank to time out reports CommTimeoutError; others may see its abort instead
-  assert.ok(errs.some((e) => e?.name === 'CommTimeoutError' && e.missing?.includes(1) && /rank 1 had not arrived/.test(e.message)), JSON.stringify(errs));
+  assert.ok(
+    errs.some(
+      (e) => e?.name === 'CommTimeoutError' && e.missing?.includes(1) && /rank 1 had not arrived/.test(e.message),
+    ),
+    JSON.stringify(errs),
+  );
   for (const e of errs) assert.match(e!.message, /rank 1 had not arrived/);
   for (const r of results.filter((x) => x.rank !== 1)) assert.ok((r.data.elapsedMs as number) < 5000);
   assert.equal(errOf(results[1]!)?.name, 'PeerFailedError');
@@ -90,7 +107,7 @@ test('registering a non-shared buffer is an error on every rank, naming the rank
   }
 });
 
-test('a mutex makes G workers\' non-atomic increments exact', { timeout: 30_000 }, async () => {
+test("a mutex makes G workers' non-atomic increments exact", { timeout: 30_000 }, async () => {
   const shared = new SharedArrayBuffer(64);
   const iters = 3000;
   for (const size of [2, 4]) {

@@ -2,7 +2,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  Barrier, CommTimeoutError, createShmWorld, Mutex, PeerFailedError, ShmUsageError, waitUntil,
+  Barrier,
+  CommTimeoutError,
+  createShmWorld,
+  Mutex,
+  PeerFailedError,
+  ShmUsageError,
+  waitUntil,
 } from '../../src/comm/shm/index.ts';
 import { REDUCE_KERNEL_WASM_BASE64, ReduceKernel } from '../../src/comm/shm/reduceKernel.ts';
 import { assembleWat, firstBitDiff, inputFor, serialSum } from './helpers.ts';
@@ -32,36 +38,58 @@ test('SIMD reduce kernel equals the serial float32 sum (and mean) bit for bit, a
         }
         // in place into the first source
         kernel.reduce(srcAddrs, [srcAddrs[0]!], n, div);
-        assert.equal(firstBitDiff(new Float32Array(memory.buffer, srcAddrs[0]!, n), want), -1, `in place n=${n} nsrc=${nsrc}`);
+        assert.equal(
+          firstBitDiff(new Float32Array(memory.buffer, srcAddrs[0]!, n), want),
+          -1,
+          `in place n=${n} nsrc=${nsrc}`,
+        );
         // in place into every source (an allreduce of registered buffers), from fresh inputs
         inputs.forEach((x, k) => new Float32Array(memory.buffer, srcAddrs[k]!, n).set(x));
         kernel.reduce(srcAddrs, srcAddrs, n, div);
-        for (const a of srcAddrs) assert.equal(firstBitDiff(new Float32Array(memory.buffer, a, n), want), -1, `in place everywhere n=${n} nsrc=${nsrc}`);
+        for (const a of srcAddrs)
+          assert.equal(
+            firstBitDiff(new Float32Array(memory.buffer, a, n), want),
+            -1,
+            `in place everywhere n=${n} nsrc=${nsrc}`,
+          );
       }
     }
   }
 });
 
 test('the embedded reduce kernel is reduceKernel.wat', () => {
-  assert.equal(assembleWat(new URL('../../src/comm/shm/reduceKernel.wat', import.meta.url)), REDUCE_KERNEL_WASM_BASE64, 'rebuild the base64 from reduceKernel.wat');
+  assert.equal(
+    assembleWat(new URL('../../src/comm/shm/reduceKernel.wat', import.meta.url)),
+    REDUCE_KERNEL_WASM_BASE64,
+    'rebuild the base64 from reduceKernel.wat',
+  );
 });
 
 test('Mutex: tryLock, unlock errors, timeout, and abort wake-up on the main thread', () => {
   const m = Mutex.create({ timeoutMs: 50, observer: 'the test' });
   assert.equal(m.tryLock(), true);
   assert.equal(m.tryLock(), false);
-  assert.throws(() => m.lock(), (e: unknown) => e instanceof CommTimeoutError && /the test waited more than 50 ms for a mutex/.test(e.message));
+  assert.throws(
+    () => m.lock(),
+    (e: unknown) => e instanceof CommTimeoutError && /the test waited more than 50 ms for a mutex/.test(e.message),
+  );
   m.unlock();
   assert.equal(m.locked, false);
   assert.throws(() => m.unlock(), /not locked/);
-  assert.equal(m.withLock(() => 42), 42);
+  assert.equal(
+    m.withLock(() => 42),
+    42,
+  );
 
   const world = createShmWorld(2);
   const wm = world.mutex(3);
   wm.lock();
   world.abort('stop', 1);
   const t0 = performance.now();
-  assert.throws(() => world.mutex(3).lock(), (e: unknown) => e instanceof PeerFailedError && e.failedRank === 1 && /aborted by rank 1 .*: stop/.test(e.message));
+  assert.throws(
+    () => world.mutex(3).lock(),
+    (e: unknown) => e instanceof PeerFailedError && e.failedRank === 1 && /aborted by rank 1 .*: stop/.test(e.message),
+  );
   assert.ok(performance.now() - t0 < 500);
   assert.throws(() => world.mutex(99), ShmUsageError);
 });
@@ -69,14 +97,21 @@ test('Mutex: tryLock, unlock errors, timeout, and abort wake-up on the main thre
 test('Barrier: one party passes, a timeout names the missing party', () => {
   assert.equal(Barrier.create(1).wait(0), 0);
   const b = Barrier.create(3, { timeoutMs: 80 });
-  assert.throws(() => b.wait(0), (e: unknown) => e instanceof CommTimeoutError && e.missing.join() === '1,2' && /party 1, 2 had not arrived/.test(e.message));
+  assert.throws(
+    () => b.wait(0),
+    (e: unknown) =>
+      e instanceof CommTimeoutError && e.missing.join() === '1,2' && /party 1, 2 had not arrived/.test(e.message),
+  );
 });
 
 test('Barrier: a party paused between its two writes (counted, not yet marked) is still named, never an empty list', () => {
   // the barrier's words are [count, generation, arrived…]: party 2 has counted itself, then stalled
   const b = Barrier.create(3, { timeoutMs: 80 });
   Atomics.add(b.i32, 0, 1);
-  assert.throws(() => b.wait(0), (e: unknown) => e instanceof CommTimeoutError && e.missing.join() === '1,2');
+  assert.throws(
+    () => b.wait(0),
+    (e: unknown) => e instanceof CommTimeoutError && e.missing.join() === '1,2',
+  );
   // once released, every party that passed is marked with the generation it passed
   const c = Barrier.create(2);
   Atomics.add(c.i32, 0, 1);
@@ -90,7 +125,10 @@ test('waitUntil returns when the word is ready, throws on abort', () => {
   const world = createShmWorld(1);
   const i32 = new Int32Array(new SharedArrayBuffer(8));
   i32[0] = 5;
-  assert.equal(waitUntil(i32, 0, (v) => v === 5), 0);
+  assert.equal(
+    waitUntil(i32, 0, (v) => v === 5),
+    0,
+  );
   world.abort('no more');
   assert.throws(() => waitUntil(i32, 0, (v) => v === 6, world.abortFlag), PeerFailedError);
 });
@@ -102,7 +140,8 @@ test('world options are checked; the arena allocates aligned, zeroed, growing', 
   assert.throws(() => world.rankInit(2), /rank must be in 0..1/);
   const init = world.rankInit(1);
   assert.equal(structuredClone(init).control instanceof SharedArrayBuffer, true);
-  const a = world.alloc(5), b = world.alloc(6 << 20);
+  const a = world.alloc(5),
+    b = world.alloc(6 << 20);
   assert.equal(a.byteOffset % 64, 0);
   assert.equal(b.byteOffset % 64, 0);
   assert.ok(b.byteOffset >= a.byteOffset + 5 * 4);

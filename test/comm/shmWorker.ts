@@ -1,19 +1,22 @@
 /** One rank of an shm test world: runs a scenario and posts one RankResult. */
 import { parentPort, workerData } from 'node:worker_threads';
 import { ownedSlice } from '../../src/comm/communicator.ts';
-import {
-  CommTimeoutError, PeerFailedError, ShmCommunicator, type ShmInit,
-} from '../../src/comm/shm/index.ts';
+import { CommTimeoutError, PeerFailedError, ShmCommunicator, type ShmInit } from '../../src/comm/shm/index.ts';
 import { firstBitDiff, hashBits, inputFor, serialSum, type RankResult } from './helpers.ts';
 
 const { init, scenario, params, shared } = workerData as {
-  init: ShmInit; scenario: string; params: Record<string, any>; shared: SharedArrayBuffer;
+  init: ShmInit;
+  scenario: string;
+  params: Record<string, any>;
+  shared: SharedArrayBuffer;
 };
 const comm = await ShmCommunicator.connect(init);
 const { rank, size } = comm;
 const failures: string[] = [];
 const data: Record<string, unknown> = {};
-const fail = (msg: string) => { if (failures.length < 20) failures.push(`rank ${rank}: ${msg}`); };
+const fail = (msg: string) => {
+  if (failures.length < 20) failures.push(`rank ${rank}: ${msg}`);
+};
 
 function expectBits(what: string, got: Float32Array, want: Float32Array): void {
   const i = firstBitDiff(got, want);
@@ -25,7 +28,8 @@ type Kind = 'plain' | 'sab' | 'arena' | 'sub' | 'wasm';
 /** A buffer of n floats of the given kind (registered where the kind says so). */
 async function makeBuffer(kind: Kind, n: number): Promise<Float32Array> {
   switch (kind) {
-    case 'plain': return new Float32Array(n);
+    case 'plain':
+      return new Float32Array(n);
     case 'sab': {
       const b = new Float32Array(new SharedArrayBuffer(n * 4 + 4), 4, n); // byteOffset ≠ 0 on purpose
       await comm.register(b);
@@ -38,7 +42,11 @@ async function makeBuffer(kind: Kind, n: number): Promise<Float32Array> {
     }
     case 'wasm': {
       // a view into this rank's own shared wasm memory (like the wasm backend's buffers)
-      const memory = new WebAssembly.Memory({ initial: Math.ceil((n * 4 + 256) / 65536), maximum: 65536, shared: true });
+      const memory = new WebAssembly.Memory({
+        initial: Math.ceil((n * 4 + 256) / 65536),
+        maximum: 65536,
+        shared: true,
+      });
       const b = new Float32Array(memory.buffer, 100 + 4 * rank, n);
       await comm.register(b);
       return b;
@@ -58,50 +66,55 @@ async function collectives(): Promise<void> {
   data.nativeReduce = comm.useNativeReduce(!params.wasmOnly);
   const hashes: number[] = [];
   let seed = 0;
-  for (const { sizes, kinds } of cases) for (const n of sizes) {
-    seed++;
-    const inputs = Array.from({ length: size }, (_, r) => inputFor(n, r, seed));
-    const sum = serialSum(inputs);
-    const mean = new Float32Array(n);
-    for (let i = 0; i < n; i++) mean[i] = sum[i]! / size;
-    const mine = ownedSlice(n, size, rank);
-    for (const kind of kinds) {
-      const buf = await makeBuffer(kind, n);
-      const registered = comm.isRegistered(buf);
-      if (registered !== (kind !== 'plain')) fail(`${kind} n=${n}: isRegistered() is ${registered}`);
-      const tag = `${kind} n=${n}`;
-      // allreduce sum and mean
-      for (const [op, want] of [['sum', sum], ['mean', mean]] as const) {
+  for (const { sizes, kinds } of cases)
+    for (const n of sizes) {
+      seed++;
+      const inputs = Array.from({ length: size }, (_, r) => inputFor(n, r, seed));
+      const sum = serialSum(inputs);
+      const mean = new Float32Array(n);
+      for (let i = 0; i < n; i++) mean[i] = sum[i]! / size;
+      const mine = ownedSlice(n, size, rank);
+      for (const kind of kinds) {
+        const buf = await makeBuffer(kind, n);
+        const registered = comm.isRegistered(buf);
+        if (registered !== (kind !== 'plain')) fail(`${kind} n=${n}: isRegistered() is ${registered}`);
+        const tag = `${kind} n=${n}`;
+        // allreduce sum and mean
+        for (const [op, want] of [
+          ['sum', sum],
+          ['mean', mean],
+        ] as const) {
+          buf.set(inputs[rank]!);
+          await comm.allreduce(buf, op);
+          expectBits(`allreduce ${op} ${tag}`, buf, want);
+          hashes.push(hashBits(buf));
+        }
+        // reduceScatter: only the owned slice is defined afterwards
         buf.set(inputs[rank]!);
-        await comm.allreduce(buf, op);
-        expectBits(`allreduce ${op} ${tag}`, buf, want);
-        hashes.push(hashBits(buf));
+        const got = await comm.reduceScatter(buf, 'sum');
+        if (got.start !== mine.start || got.end !== mine.end)
+          fail(`reduceScatter ${tag}: returned ${JSON.stringify(got)}, expected ${JSON.stringify(mine)}`);
+        expectBits(`reduceScatter ${tag}`, buf.subarray(mine.start, mine.end), sum.subarray(mine.start, mine.end));
+        // allgather: each rank contributes its owned slice of its own input
+        buf.fill(-1234.5);
+        buf.set(inputs[rank]!.subarray(mine.start, mine.end), mine.start);
+        await comm.allgather(buf);
+        const gathered = new Float32Array(n);
+        for (let q = 0; q < size; q++) {
+          const s = ownedSlice(n, size, q);
+          gathered.set(inputs[q]!.subarray(s.start, s.end), s.start);
+        }
+        expectBits(`allgather ${tag}`, buf, gathered);
+        // broadcast from every root
+        for (let root = 0; root < size; root++) {
+          if (rank === root) buf.set(inputs[rank]!);
+          else buf.fill(-99);
+          await comm.broadcast(buf, root);
+          expectBits(`broadcast root ${root} ${tag}`, buf, inputs[root]!);
+        }
+        // the buffer of a different kind must not have been touched by zero-copy writes of others
       }
-      // reduceScatter: only the owned slice is defined afterwards
-      buf.set(inputs[rank]!);
-      const got = await comm.reduceScatter(buf, 'sum');
-      if (got.start !== mine.start || got.end !== mine.end) fail(`reduceScatter ${tag}: returned ${JSON.stringify(got)}, expected ${JSON.stringify(mine)}`);
-      expectBits(`reduceScatter ${tag}`, buf.subarray(mine.start, mine.end), sum.subarray(mine.start, mine.end));
-      // allgather: each rank contributes its owned slice of its own input
-      buf.fill(-1234.5);
-      buf.set(inputs[rank]!.subarray(mine.start, mine.end), mine.start);
-      await comm.allgather(buf);
-      const gathered = new Float32Array(n);
-      for (let q = 0; q < size; q++) {
-        const s = ownedSlice(n, size, q);
-        gathered.set(inputs[q]!.subarray(s.start, s.end), s.start);
-      }
-      expectBits(`allgather ${tag}`, buf, gathered);
-      // broadcast from every root
-      for (let root = 0; root < size; root++) {
-        if (rank === root) buf.set(inputs[rank]!);
-        else buf.fill(-99);
-        await comm.broadcast(buf, root);
-        expectBits(`broadcast root ${root} ${tag}`, buf, inputs[root]!);
-      }
-      // the buffer of a different kind must not have been touched by zero-copy writes of others
     }
-  }
   data.hashes = hashes;
   data.paths = comm.pathCounts();
 }
@@ -113,7 +126,8 @@ async function sendrecv(): Promise<void> {
     seed++;
     if (size === 1) {
       if (n <= 1000) {
-        const out = inputFor(n, 0, seed), back = new Float32Array(n);
+        const out = inputFor(n, 0, seed),
+          back = new Float32Array(n);
         await comm.send(out, 0, 5);
         await comm.recv(back, 0, 5);
         expectBits(`self send n=${n}`, back, out);
@@ -121,8 +135,10 @@ async function sendrecv(): Promise<void> {
       continue;
     }
     // ring: even ranks send first, odd ranks receive first (sends of large messages block)
-    const next = (rank + 1) % size, prev = (rank - 1 + size) % size;
-    const out = inputFor(n, rank, seed), got = new Float32Array(n).fill(7);
+    const next = (rank + 1) % size,
+      prev = (rank - 1 + size) % size;
+    const out = inputFor(n, rank, seed),
+      got = new Float32Array(n).fill(7);
     if (rank % 2 === 0) {
       await comm.send(out, next, n % 1000);
       await comm.recv(got, prev, n % 1000);
@@ -174,11 +190,14 @@ async function mutex(): Promise<void> {
 
 /** Everyone but the culprit blocks in a barrier (or allreduce); the culprit fails in some way. */
 async function abortScenario(): Promise<void> {
-  const mode: string = params.mode, culprit: number = params.culprit ?? size - 1;
+  const mode: string = params.mode,
+    culprit: number = params.culprit ?? size - 1;
   const t0 = performance.now();
   if (rank === culprit && mode === 'throw') {
     // an uncaught error: the worker dies, world.watch() on the main thread aborts the job
-    setTimeout(() => { throw new Error('boom from the culprit'); }, params.delayMs ?? 200);
+    setTimeout(() => {
+      throw new Error('boom from the culprit');
+    }, params.delayMs ?? 200);
     await new Promise(() => {});
   }
   try {
@@ -202,7 +221,8 @@ async function abortScenario(): Promise<void> {
     const e = err as Error;
     data.elapsedMs = performance.now() - t0;
     data.error = {
-      name: e.name, message: e.message,
+      name: e.name,
+      message: e.message,
       failedRank: err instanceof PeerFailedError ? err.failedRank : undefined,
       missing: err instanceof CommTimeoutError ? err.missing : undefined,
     };
@@ -239,7 +259,14 @@ async function stats(): Promise<void> {
 }
 
 const scenarios: Record<string, () => Promise<void>> = {
-  collectives, sendrecv, barriers, mutex, abort: abortScenario, mismatch, registerNonShared, stats,
+  collectives,
+  sendrecv,
+  barriers,
+  mutex,
+  abort: abortScenario,
+  mismatch,
+  registerNonShared,
+  stats,
 };
 try {
   // 'collectives+sendrecv': one world runs both, one after the other

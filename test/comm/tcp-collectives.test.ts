@@ -8,11 +8,14 @@ import assert from 'node:assert/strict';
 import { describe as summary, runJob } from './tcp/harness.ts';
 
 for (const N of [2, 3, 4]) {
-  test(`tcp collectives with ${N} processes match the serial reference, identically on every rank`, { timeout: 60_000 }, async () => {
+  test(`tcp collectives with ${N} processes match the serial reference, identically on every rank`, {
+    timeout: 60_000,
+  }, async () => {
     // small chunk sizes so that 1000003 floats travel as many pipelined frames; rank 1 keeps to
     // the wasm data path, rank 2 chunks differently (its frames are forwarded as they came)
     const results = await runJob({
-      worldSize: N, scenario: 'collectives',
+      worldSize: N,
+      scenario: 'collectives',
       options: (rank) => ({ chunkBytes: rank === 2 ? 100_000 : 256 * 1024, nativeDataPath: rank !== 1 }),
     });
     for (const r of results) assert.ok(r.ok, summary(results));

@@ -15,10 +15,14 @@ import { describe as summary, freePort, runJob, type RankResult } from './tcp/ha
 const errorOf = (r: RankResult) => `${r.error?.name}: ${r.error?.message}`;
 
 // Deadlines leave room for slow process start-up on a loaded 2-core machine (ranks start in separate processes).
-test('a rank that never arrives fails the rendezvous within the timeout, naming it and its expected host', { timeout: 30_000 }, async () => {
+test('a rank that never arrives fails the rendezvous within the timeout, naming it and its expected host', {
+  timeout: 30_000,
+}, async () => {
   const timeoutMs = 6000;
   const results = await runJob({
-    worldSize: 3, ranks: [0, 1], scenario: 'connect',
+    worldSize: 3,
+    ranks: [0, 1],
+    scenario: 'connect',
     options: () => ({ timeoutMs, hosts: ['127.0.0.1', '127.0.0.1', 'node-c.example'] }),
   });
   for (const r of results) {
@@ -31,9 +35,17 @@ test('a rank that never arrives fails the rendezvous within the timeout, naming 
   assert.deepEqual(results[0]!.error!.missing, [2]);
 });
 
-test('a missing master: every rank fails within the timeout naming rank 0 and its address', { timeout: 30_000 }, async () => {
+test('a missing master: every rank fails within the timeout naming rank 0 and its address', {
+  timeout: 30_000,
+}, async () => {
   const port = await freePort();
-  const results = await runJob({ worldSize: 2, ranks: [1], masterPort: port, scenario: 'connect', options: () => ({ timeoutMs: 2000 }) });
+  const results = await runJob({
+    worldSize: 2,
+    ranks: [1],
+    masterPort: port,
+    scenario: 'connect',
+    options: () => ({ timeoutMs: 2000 }),
+  });
   const r = results[0]!;
   assert.equal(r.error?.name, 'CommTimeoutError', summary(results));
   assert.match(r.error!.message, /rank 0/);
@@ -41,9 +53,12 @@ test('a missing master: every rank fails within the timeout naming rank 0 and it
   assert.ok(r.elapsedMs < 5000, `took ${r.elapsedMs} ms`);
 });
 
-test('a rank with the wrong secret is refused; the others fail cleanly naming it, and the master logs why', { timeout: 30_000 }, async () => {
+test('a rank with the wrong secret is refused; the others fail cleanly naming it, and the master logs why', {
+  timeout: 30_000,
+}, async () => {
   const results = await runJob({
-    worldSize: 3, scenario: 'connect',
+    worldSize: 3,
+    scenario: 'connect',
     options: (rank) => ({ timeoutMs: 9000, ...(rank === 2 ? { secret: 'another-secret-0123456789' } : {}) }),
   });
   const [r0, r1, r2] = results as [RankResult, RankResult, RankResult];
@@ -54,12 +69,18 @@ test('a rank with the wrong secret is refused; the others fail cleanly naming it
     assert.equal(r.error?.name, 'CommTimeoutError', summary(results));
     assert.match(r.error!.message, /rank 2\b/);
   }
-  assert.ok(r0.logs.some((l) => /warn: dropped a connection .*rendezvous port.*(secret|proof)/.test(l)), r0.logs.join('\n'));
+  assert.ok(
+    r0.logs.some((l) => /warn: dropped a connection .*rendezvous port.*(secret|proof)/.test(l)),
+    r0.logs.join('\n'),
+  );
 });
 
-test('a different config hash is refused at rendezvous with a message naming the rank, on every rank', { timeout: 30_000 }, async () => {
+test('a different config hash is refused at rendezvous with a message naming the rank, on every rank', {
+  timeout: 30_000,
+}, async () => {
   const results = await runJob({
-    worldSize: 3, scenario: 'connect',
+    worldSize: 3,
+    scenario: 'connect',
     options: (rank) => ({ timeoutMs: 15_000, configHash: rank === 2 ? 'sha256:bbbb' : 'sha256:aaaa' }),
   });
   for (const r of results) {
@@ -80,13 +101,24 @@ test('a different config hash is refused at rendezvous with a message naming the
 function poke(port: number, bytes: Buffer, ms = 5000): Promise<'dropped' | 'still open'> {
   return new Promise((resolve) => {
     const s = net.connect(port, '127.0.0.1', () => s.write(bytes));
-    const t = setTimeout(() => { s.destroy(); resolve('still open'); }, ms);
+    const t = setTimeout(() => {
+      s.destroy();
+      resolve('still open');
+    }, ms);
     s.on('error', () => {});
-    s.on('close', () => { clearTimeout(t); resolve('dropped'); });
+    s.on('close', () => {
+      clearTimeout(t);
+      resolve('dropped');
+    });
   });
 }
 
-async function strangerHandshake(port: number, claimRank: number, to: number, purpose: 'rendezvous' | 'data'): Promise<string> {
+async function strangerHandshake(
+  port: number,
+  claimRank: number,
+  to: number,
+  purpose: 'rendezvous' | 'data',
+): Promise<string> {
   const socket = await new Promise<net.Socket>((resolve, reject) => {
     const s = net.connect(port, '127.0.0.1', () => resolve(s));
     s.once('error', reject);
@@ -94,7 +126,13 @@ async function strangerHandshake(port: number, claimRank: number, to: number, pu
   const link = new Link(socket, 4096);
   try {
     await authenticateAsDialer(link, {
-      key: Buffer.from('not-the-secret-of-this-job'), purpose, myRank: claimRank, peerRank: to, job: '', peerDesc: `port ${port}`, deadlineMs: 5000,
+      key: Buffer.from('not-the-secret-of-this-job'),
+      purpose,
+      myRank: claimRank,
+      peerRank: to,
+      job: '',
+      peerDesc: `port ${port}`,
+      deadlineMs: 5000,
     });
     return 'authenticated';
   } catch (err) {
@@ -104,10 +142,14 @@ async function strangerHandshake(port: number, claimRank: number, to: number, pu
   }
 }
 
-test('garbage, oversized frames and strangers without the secret are dropped and logged (once per address); the job goes on', { timeout: 60_000 }, async () => {
+test('garbage, oversized frames and strangers without the secret are dropped and logged (once per address); the job goes on', {
+  timeout: 60_000,
+}, async () => {
   const verdicts: Record<string, string> = {};
   const results = await runJob({
-    worldSize: 2, scenario: 'collectives', params: { lengths: [7, 100_003] },
+    worldSize: 2,
+    scenario: 'collectives',
+    params: { lengths: [7, 100_003] },
     // while the world forms: attack the master's rendezvous port
     onListening: async (port) => {
       verdicts.rdzvGarbage = await poke(port, Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n'));
@@ -115,14 +157,27 @@ test('garbage, oversized frames and strangers without the secret are dropped and
     },
     // once it has formed: attack both ranks' data ports, then let them work
     onReady: async (addresses) => {
-      const p0 = addresses.get(0)!.port, p1 = addresses.get(1)!.port;
-      const oversized = encodeHeader({ type: FrameType.Hello, flags: 0, arg: 0, seq: 0, tag: 0, aux: 0, length: 1 << 30 }, 0);
-      const bigHello = encodeFrame({ type: FrameType.Hello, flags: 0, arg: 0, seq: 0, tag: 0, aux: 0 }, Buffer.alloc(8192, 0x7b));
-      const badCrc = encodeFrame({ type: FrameType.Hello, flags: 0, arg: 0, seq: 0, tag: 0, aux: 0 }, Buffer.from('{"v":1}'));
+      const p0 = addresses.get(0)!.port,
+        p1 = addresses.get(1)!.port;
+      const oversized = encodeHeader(
+        { type: FrameType.Hello, flags: 0, arg: 0, seq: 0, tag: 0, aux: 0, length: 1 << 30 },
+        0,
+      );
+      const bigHello = encodeFrame(
+        { type: FrameType.Hello, flags: 0, arg: 0, seq: 0, tag: 0, aux: 0 },
+        Buffer.alloc(8192, 0x7b),
+      );
+      const badCrc = encodeFrame(
+        { type: FrameType.Hello, flags: 0, arg: 0, seq: 0, tag: 0, aux: 0 },
+        Buffer.from('{"v":1}'),
+      );
       badCrc[badCrc.length - 2] ^= 0xff;
       const random = Buffer.from(Array.from({ length: 3000 }, (_, i) => (i * 7919 + 13) & 0xff));
       const [a, b, c, d, e] = await Promise.all([
-        poke(p1, random), poke(p0, oversized), poke(p1, bigHello), poke(p0, badCrc),
+        poke(p1, random),
+        poke(p0, oversized),
+        poke(p1, bigHello),
+        poke(p0, badCrc),
         strangerHandshake(p1, 0, 1, 'data'),
       ]);
       Object.assign(verdicts, { random: a, oversized: b, bigHello: c, badCrc: d, dataStranger: e });
@@ -130,22 +185,38 @@ test('garbage, oversized frames and strangers without the secret are dropped and
   });
   for (const r of results) assert.ok(r.ok, summary(results));
   assert.deepEqual(verdicts, {
-    rdzvGarbage: 'dropped', rdzvStranger: 'AuthenticationError',
-    random: 'dropped', oversized: 'dropped', bigHello: 'dropped', badCrc: 'dropped', dataStranger: 'AuthenticationError',
+    rdzvGarbage: 'dropped',
+    rdzvStranger: 'AuthenticationError',
+    random: 'dropped',
+    oversized: 'dropped',
+    bigHello: 'dropped',
+    badCrc: 'dropped',
+    dataStranger: 'AuthenticationError',
   });
   const [l0, l1] = [results[0]!.logs.join('\n'), results[1]!.logs.join('\n')];
   assert.match(l0, /rendezvous port: not a paratrain frame \(bad magic "GET "\)/);
   assert.match(l0, /rendezvous port: .*refused our proof/);
   // a data port admits strangers like the rendezvous port (strangers.ts): the first drop from an
   // address is logged, the rest counted; a process with the wrong secret is named every time
-  assert.match(l0, /rank 0's data port: (oversized hello frame: 1073741824 bytes|payload checksum mismatch).* \(further drops from 127\.0\.0\.1 are counted, not logged\)/);
+  assert.match(
+    l0,
+    /rank 0's data port: (oversized hello frame: 1073741824 bytes|payload checksum mismatch).* \(further drops from 127\.0\.0\.1 are counted, not logged\)/,
+  );
   assert.match(l1, /rank 1's data port: (not a paratrain frame \(bad magic|oversized hello frame: 8192 bytes)/);
   assert.match(l1, /rank 1's data port: .*refused our proof/);
-  for (const l of [l0, l1]) assert.ok(l.split('\n').filter((x) => /data port: (?!.*refused our proof)/.test(x)).length === 1, l);
+  for (const l of [l0, l1])
+    assert.ok(l.split('\n').filter((x) => /data port: (?!.*refused our proof)/.test(x)).length === 1, l);
 });
 
-test('a peer that dies mid-job fails the others quickly with PeerFailedError naming it', { timeout: 30_000 }, async () => {
-  const results = await runJob({ worldSize: 3, scenario: 'crash', params: { crashRank: 2 }, options: () => ({ timeoutMs: 20_000 }) });
+test('a peer that dies mid-job fails the others quickly with PeerFailedError naming it', {
+  timeout: 30_000,
+}, async () => {
+  const results = await runJob({
+    worldSize: 3,
+    scenario: 'crash',
+    params: { crashRank: 2 },
+    options: () => ({ timeoutMs: 20_000 }),
+  });
   assert.equal(results[2]!.exitCode, 3);
   for (const r of results.slice(0, 2)) {
     assert.equal(r.error?.name, 'PeerFailedError', summary(results));
@@ -154,7 +225,9 @@ test('a peer that dies mid-job fails the others quickly with PeerFailedError nam
   }
 });
 
-test('ranks calling a collective with different lengths fail with CollectiveMismatchError, not a hang', { timeout: 30_000 }, async () => {
+test('ranks calling a collective with different lengths fail with CollectiveMismatchError, not a hang', {
+  timeout: 30_000,
+}, async () => {
   const results = await runJob({ worldSize: 2, scenario: 'mismatch', options: () => ({ timeoutMs: 20_000 }) });
   const names = results.map((r) => r.error?.name);
   assert.ok(names.includes('CollectiveMismatchError'), summary(results));
@@ -169,7 +242,8 @@ test('a world of more than one rank without a secret refuses to start, naming th
   const { TcpCommunicator } = await import('../../src/comm/tcp/index.ts');
   await assert.rejects(
     TcpCommunicator.connect({ rank: 1, worldSize: 2, masterPort: 1, env: {}, timeoutMs: 1000 }),
-    (err: Error) => err.name === 'AuthenticationError' && /PARATRAIN_SECRET/.test(err.message) && /allowInsecure/.test(err.message),
+    (err: Error) =>
+      err.name === 'AuthenticationError' && /PARATRAIN_SECRET/.test(err.message) && /allowInsecure/.test(err.message),
   );
   // a world of one needs no secret and opens no socket
   const solo = await TcpCommunicator.connect({ rank: 0, worldSize: 1, env: {} });
@@ -181,8 +255,15 @@ test('a world of more than one rank without a secret refuses to start, naming th
   await solo.close();
 });
 
-test('a peer that dies in the middle of a large allreduce fails the others with PeerFailedError naming it', { timeout: 30_000 }, async () => {
-  const results = await runJob({ worldSize: 3, scenario: 'die-mid-call', params: { victim: 2 }, options: () => ({ timeoutMs: 20_000 }) });
+test('a peer that dies in the middle of a large allreduce fails the others with PeerFailedError naming it', {
+  timeout: 30_000,
+}, async () => {
+  const results = await runJob({
+    worldSize: 3,
+    scenario: 'die-mid-call',
+    params: { victim: 2 },
+    options: () => ({ timeoutMs: 20_000 }),
+  });
   assert.equal(results[2]!.exitCode, 3, summary(results));
   for (const r of results.slice(0, 2)) {
     assert.equal(r.error?.name, 'PeerFailedError', summary(results));
@@ -191,11 +272,17 @@ test('a peer that dies in the middle of a large allreduce fails the others with 
   }
 });
 
-test('a peer that aborts in the middle of a large allreduce and stays alive fails the others at once with its reason', { timeout: 60_000 }, async () => {
+test('a peer that aborts in the middle of a large allreduce and stays alive fails the others at once with its reason', {
+  timeout: 60_000,
+}, async () => {
   // the others run the native ring, which sees the Abort on the victim's other connection: before, it
   // came behind the data still queued on the ring (1–1.5 s here under load for these 32 MB)
-  const results = await runJob({ worldSize: 2, scenario: 'abort-mid-call', params: { victim: 1, floats: 8 << 20, lingerMs: 1500 },
-    options: () => ({ timeoutMs: 20_000, recvTimeoutMs: 30_000 }) });
+  const results = await runJob({
+    worldSize: 2,
+    scenario: 'abort-mid-call',
+    params: { victim: 1, floats: 8 << 20, lingerMs: 1500 },
+    options: () => ({ timeoutMs: 20_000, recvTimeoutMs: 30_000 }),
+  });
   const abortAt = results[1]!.data.abortAt as number;
   for (const r of results) {
     assert.equal(r.error?.name, 'PeerFailedError', summary(results));
@@ -205,27 +292,51 @@ test('a peer that aborts in the middle of a large allreduce and stays alive fail
   assert.ok(ms < 1000, `rank 0 noticed the abort after ${ms} ms`);
 });
 
-for (const scenario of ['stall-mid-call', 'stall-before-call']) test(`a peer that stalls (${scenario}) times the others out; the rank it sends to names it`, { timeout: 60_000 }, async () => {
-  const results = await runJob({ worldSize: 3, scenario, params: { victim: 2 }, stalledRank: 2, killAfterMs: 40_000, options: () => ({ timeoutMs: 20_000, recvTimeoutMs: 1500 }) });
-  for (const r of results.slice(0, 2)) {
-    assert.ok(r.error?.name === 'CommTimeoutError' || r.error?.name === 'PeerFailedError', summary(results));
-    // well under the 20 s timeout (recvTimeoutMs is 1.5 s; a loaded 2-core machine adds seconds)
-    assert.ok(r.elapsedMs < 15_000, `rank ${r.rank} took ${r.elapsedMs} ms`);
-  }
-  // rank 0 receives from the stalled rank; rank 1 sends to it and receives from rank 0, which it
-  // may time out on first (the same timeout): then rank 0 answers the blame naming rank 2; or
-  // rank 1's sends to rank 2 time out first, and its Abort names rank 2
-  assert.match(results[0]!.error!.message, /(timed out after 1500 ms (waiting for data from|sending to)|itself had been waiting \d+ ms for data from) rank 2 at/, summary(results));
-  assert.match(results[1]!.error!.message, /timed out after 1500 ms .*rank [02] at/, summary(results));
-});
+for (const scenario of ['stall-mid-call', 'stall-before-call'])
+  test(`a peer that stalls (${scenario}) times the others out; the rank it sends to names it`, {
+    timeout: 60_000,
+  }, async () => {
+    const results = await runJob({
+      worldSize: 3,
+      scenario,
+      params: { victim: 2 },
+      stalledRank: 2,
+      killAfterMs: 40_000,
+      options: () => ({ timeoutMs: 20_000, recvTimeoutMs: 1500 }),
+    });
+    for (const r of results.slice(0, 2)) {
+      assert.ok(r.error?.name === 'CommTimeoutError' || r.error?.name === 'PeerFailedError', summary(results));
+      // well under the 20 s timeout (recvTimeoutMs is 1.5 s; a loaded 2-core machine adds seconds)
+      assert.ok(r.elapsedMs < 15_000, `rank ${r.rank} took ${r.elapsedMs} ms`);
+    }
+    // rank 0 receives from the stalled rank; rank 1 sends to it and receives from rank 0, which it
+    // may time out on first (the same timeout): then rank 0 answers the blame naming rank 2; or
+    // rank 1's sends to rank 2 time out first, and its Abort names rank 2
+    assert.match(
+      results[0]!.error!.message,
+      /(timed out after 1500 ms (waiting for data from|sending to)|itself had been waiting \d+ ms for data from) rank 2 at/,
+      summary(results),
+    );
+    assert.match(results[1]!.error!.message, /timed out after 1500 ms .*rank [02] at/, summary(results));
+  });
 
-test('a rank blamed by a timeout while itself stuck on a stalled rank names the stalled rank', { timeout: 60_000 }, async () => {
+test('a rank blamed by a timeout while itself stuck on a stalled rank names the stalled rank', {
+  timeout: 60_000,
+}, async () => {
   // rank 1's timer is the shorter, so it always fires first and blames rank 0, which waits on rank 2
   const results = await runJob({
-    worldSize: 3, scenario: 'stall-before-call', params: { victim: 2 }, stalledRank: 2, killAfterMs: 40_000,
+    worldSize: 3,
+    scenario: 'stall-before-call',
+    params: { victim: 2 },
+    stalledRank: 2,
+    killAfterMs: 40_000,
     options: (rank) => ({ timeoutMs: 20_000, recvTimeoutMs: rank === 1 ? 1000 : 4000 }),
   });
   assert.match(results[1]!.error!.message, /timed out after 1000 ms waiting for data from rank 0 at/, summary(results));
   assert.equal(results[0]!.error?.name, 'PeerFailedError', summary(results));
-  assert.match(results[0]!.error!.message, /^job aborted by rank 1 .*rank 0 itself had been waiting \d+ ms for data from rank 2 at .*the likelier cause/, summary(results));
+  assert.match(
+    results[0]!.error!.message,
+    /^job aborted by rank 1 .*rank 0 itself had been waiting \d+ ms for data from rank 2 at .*the likelier cause/,
+    summary(results),
+  );
 });

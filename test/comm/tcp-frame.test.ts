@@ -1,7 +1,16 @@
 /** The tcp wire format: frames survive any split of the byte stream; anything malformed is a FrameError. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { encodeFrame, encodeHeader, FrameDecoder, FrameError, FrameType, HEADER_BYTES, MAGIC, type Frame } from '../../src/comm/tcp/frame.ts';
+import {
+  encodeFrame,
+  encodeHeader,
+  FrameDecoder,
+  FrameError,
+  FrameType,
+  HEADER_BYTES,
+  MAGIC,
+  type Frame,
+} from '../../src/comm/tcp/frame.ts';
 import { hashPayloadJs, DATA_PATH_WASM_BASE64, TcpDataPath } from '../../src/comm/tcp/dataPath.ts';
 import { PullReader } from '../../src/comm/tcp/link.ts';
 import { loadTcpNative } from '../../src/comm/tcp/nativeDataPath.ts';
@@ -10,7 +19,11 @@ import { assembleWat } from './helpers.ts';
 /** The two data paths: the wasm data path, and the native addon where it is built (npm run build:tcp). */
 const DATA_PATHS = [
   { name: 'wasm', native: false, skip: false as string | false },
-  { name: 'native', native: true, skip: loadTcpNative() ? false : 'the native tcp data path is not built (npm run build:tcp)' },
+  {
+    name: 'native',
+    native: true,
+    skip: loadTcpNative() ? false : 'the native tcp data path is not built (npm run build:tcp)',
+  },
 ];
 
 const frame = (seq: number, payload: Buffer, type: number = FrameType.Allreduce) =>
@@ -35,7 +48,10 @@ test('frames round-trip through every split of the stream, payloads 4-byte align
     const got = decodeAll(stream, pieces);
     assert.equal(got.length, 3);
     got.forEach((f, i) => {
-      assert.deepEqual([f.type, f.flags, f.arg, f.seq, f.tag, f.aux, f.length], [FrameType.Allreduce, 1, 2, i, 40 + i, 1000, payloads[i]!.length]);
+      assert.deepEqual(
+        [f.type, f.flags, f.arg, f.seq, f.tag, f.aux, f.length],
+        [FrameType.Allreduce, 1, 2, i, 40 + i, 1000, payloads[i]!.length],
+      );
       assert.ok(f.payload.equals(payloads[i]!));
       assert.equal(f.payload.byteOffset % 4, 0);
     });
@@ -48,16 +64,44 @@ test('malformed input is a FrameError and stops the decoder', () => {
   const good = frame(0, Buffer.from('abcd'));
   const cases: [string, Buffer, RegExp][] = [
     ['foreign bytes', Buffer.from('SSH-2.0-OpenSSH_9.2\r\n'), /bad magic "SSH-"/],
-    ['corrupt header', (() => { const b = Buffer.from(good); b[20] ^= 1; return b; })(), /header checksum/],
-    ['corrupt payload', (() => { const b = Buffer.from(good); b[HEADER_BYTES] ^= 1; return b; })(), /payload checksum mismatch/],
+    [
+      'corrupt header',
+      (() => {
+        const b = Buffer.from(good);
+        b[20] ^= 1;
+        return b;
+      })(),
+      /header checksum/,
+    ],
+    [
+      'corrupt payload',
+      (() => {
+        const b = Buffer.from(good);
+        b[HEADER_BYTES] ^= 1;
+        return b;
+      })(),
+      /payload checksum mismatch/,
+    ],
     ['sequence gap', frame(5, Buffer.from('abcd')), /sequence gap: got #5, expected #0/],
-    ['oversized', encodeHeader({ type: FrameType.P2P, flags: 0, arg: 0, seq: 0, tag: 0, aux: 0, length: 2048 }, 0), /oversized send\/recv frame: 2048 bytes, the maximum here is 1024/],
-    ['unknown type', encodeFrame({ type: 99, flags: 0, arg: 0, seq: 0, tag: 0, aux: 0 }), /unexpected frame type unknown type 99/],
+    [
+      'oversized',
+      encodeHeader({ type: FrameType.P2P, flags: 0, arg: 0, seq: 0, tag: 0, aux: 0, length: 2048 }, 0),
+      /oversized send\/recv frame: 2048 bytes, the maximum here is 1024/,
+    ],
+    [
+      'unknown type',
+      encodeFrame({ type: 99, flags: 0, arg: 0, seq: 0, tag: 0, aux: 0 }),
+      /unexpected frame type unknown type 99/,
+    ],
   ];
   for (const [what, bytes, message] of cases) {
     const got: Frame[] = [];
     const d = new FrameDecoder(1024, (f) => got.push(f));
-    assert.throws(() => d.push(bytes), (err: Error) => err instanceof FrameError && message.test(err.message), what);
+    assert.throws(
+      () => d.push(bytes),
+      (err: Error) => err instanceof FrameError && message.test(err.message),
+      what,
+    );
     d.push(good); // ignored after a failure
     assert.equal(got.length, 0, what);
   }
@@ -75,43 +119,53 @@ test('a replayed frame is rejected', () => {
   assert.equal(got.length, 1);
 });
 
-for (const dp of DATA_PATHS) test(`data payloads land in kernel slots, hashed on arrival, and the slots are reused (${dp.name})`, { skip: dp.skip }, () => {
-  const kernel = new TcpDataPath(2 << 20, dp.native); // small arenas: more get added on the way
-  assert.equal(!!kernel.native, dp.native);
-  const got: Frame[] = [];
-  const d = new FrameDecoder(1 << 22, (f) => got.push(f));
-  d.dataPath = kernel;
-  const floats = Float32Array.from({ length: 300_001 }, (_, i) => Math.sin(i));
-  const payload = Buffer.from(floats.buffer);
-  const stream = Buffer.concat([frame(0, payload), frame(1, payload.subarray(0, 44))]);
-  for (let off = 0; off < stream.length; off += 1000) d.push(stream.subarray(off, off + 1000));
-  assert.equal(got.length, 2);
-  assert.ok(got[0]!.payload.equals(payload));
-  assert.equal(got[0]!.check, hashPayloadJs(payload));
-  assert.ok(got[0]!.slot && kernel.isSlot(got[0]!.payload));
-  const first = got[0]!.payload;
-  kernel.putSlot(first);
-  kernel.putSlot(first); // a second put is ignored
-  d.push(frame(2, payload));
-  assert.ok(got[2]!.payload.buffer === first.buffer && got[2]!.payload.byteOffset === first.byteOffset, 'the slot is reused');
-  d.push(frame(3, payload));
-  assert.ok(got[3]!.payload.byteOffset !== first.byteOffset || got[3]!.payload.buffer !== first.buffer, 'but handed to one reader at a time');
-  // a corrupt data payload is caught by the hash
-  const bad = frame(4, payload.subarray(0, 4096));
-  bad[HEADER_BYTES + 100] ^= 0x10;
-  assert.throws(() => d.push(bad), /payload checksum mismatch in allreduce frame #4/);
-});
+for (const dp of DATA_PATHS)
+  test(`data payloads land in kernel slots, hashed on arrival, and the slots are reused (${dp.name})`, {
+    skip: dp.skip,
+  }, () => {
+    const kernel = new TcpDataPath(2 << 20, dp.native); // small arenas: more get added on the way
+    assert.equal(!!kernel.native, dp.native);
+    const got: Frame[] = [];
+    const d = new FrameDecoder(1 << 22, (f) => got.push(f));
+    d.dataPath = kernel;
+    const floats = Float32Array.from({ length: 300_001 }, (_, i) => Math.sin(i));
+    const payload = Buffer.from(floats.buffer);
+    const stream = Buffer.concat([frame(0, payload), frame(1, payload.subarray(0, 44))]);
+    for (let off = 0; off < stream.length; off += 1000) d.push(stream.subarray(off, off + 1000));
+    assert.equal(got.length, 2);
+    assert.ok(got[0]!.payload.equals(payload));
+    assert.equal(got[0]!.check, hashPayloadJs(payload));
+    assert.ok(got[0]!.slot && kernel.isSlot(got[0]!.payload));
+    const first = got[0]!.payload;
+    kernel.putSlot(first);
+    kernel.putSlot(first); // a second put is ignored
+    d.push(frame(2, payload));
+    assert.ok(
+      got[2]!.payload.buffer === first.buffer && got[2]!.payload.byteOffset === first.byteOffset,
+      'the slot is reused',
+    );
+    d.push(frame(3, payload));
+    assert.ok(
+      got[3]!.payload.byteOffset !== first.byteOffset || got[3]!.payload.buffer !== first.buffer,
+      'but handed to one reader at a time',
+    );
+    // a corrupt data payload is caught by the hash
+    const bad = frame(4, payload.subarray(0, 4096));
+    bad[HEADER_BYTES + 100] ^= 0x10;
+    assert.throws(() => d.push(bad), /payload checksum mismatch in allreduce frame #4/);
+  });
 
-for (const dp of DATA_PATHS) test(`the SIMD hash equals the JS reference for every length and offset (${dp.name})`, { skip: dp.skip }, () => {
-  const kernel = new TcpDataPath(1 << 20, dp.native);
-  const bytes = Buffer.from(Array.from({ length: 70_001 * 4 }, (_, i) => (i * 131 + (i >> 7)) & 0xff));
-  for (const at of [0, 4, 36]) {
-    for (const len of [0, 4, 60, 64, 68, 124, 128, 132, 256, 4092, 65536, 65540, 70_000 * 4]) {
-      const b = bytes.subarray(at, at + len);
-      assert.equal(kernel.hashBytes(b), hashPayloadJs(b), `length ${len} at byte ${at}`);
+for (const dp of DATA_PATHS)
+  test(`the SIMD hash equals the JS reference for every length and offset (${dp.name})`, { skip: dp.skip }, () => {
+    const kernel = new TcpDataPath(1 << 20, dp.native);
+    const bytes = Buffer.from(Array.from({ length: 70_001 * 4 }, (_, i) => (i * 131 + (i >> 7)) & 0xff));
+    for (const at of [0, 4, 36]) {
+      for (const len of [0, 4, 60, 64, 68, 124, 128, 132, 256, 4092, 65536, 65540, 70_000 * 4]) {
+        const b = bytes.subarray(at, at + len);
+        assert.equal(kernel.hashBytes(b), hashPayloadJs(b), `length ${len} at byte ${at}`);
+      }
     }
-  }
-});
+  });
 
 test('a changed bit or two swapped words change the hash; the embedded wasm is dataPath.wat', async () => {
   const bytes = Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 131 + (i >> 7)) & 0xff));
@@ -125,32 +179,41 @@ test('a changed bit or two swapped words change the hash; the embedded wasm is d
   a.writeUInt32LE(w1, 0);
   a.writeUInt32LE(w0, 4);
   assert.notEqual(hashPayloadJs(a), h);
-  assert.equal(assembleWat(new URL('../../src/comm/tcp/dataPath.wat', import.meta.url)), DATA_PATH_WASM_BASE64, 'rebuild the base64 from dataPath.wat');
+  assert.equal(
+    assembleWat(new URL('../../src/comm/tcp/dataPath.wat', import.meta.url)),
+    DATA_PATH_WASM_BASE64,
+    'rebuild the base64 from dataPath.wat',
+  );
 });
 
-for (const dp of DATA_PATHS) test(`the SIMD reduce step is float32 addition (and division), element by element (${dp.name})`, { skip: dp.skip }, () => {
-  const kernel = new TcpDataPath(1 << 20, dp.native);
-  for (const n of [1, 5, 16, 17, 16_387, 40_000]) {
-    for (const div of [0, 3]) {
-      const incoming = Float32Array.from({ length: n }, (_, i) => Math.fround(Math.cos(i) * 1e3));
-      const own = Float32Array.from({ length: n }, (_, i) => Math.fround(Math.sin(i * 0.7) / 7));
-      const slot = kernel.getSlot(n * 4);
-      slot.set(new Uint8Array(incoming.buffer));
-      const dst = own.slice();
-      const check = kernel.reduceInto(dst, slot, div, true);
-      const want = own.map((x, i) => (div ? Math.fround(Math.fround(incoming[i]! + x) / div) : Math.fround(incoming[i]! + x)));
-      assert.deepEqual(dst, want, `n=${n} div=${div}`);
-      assert.equal(check, hashPayloadJs(new Uint8Array(want.buffer)));
-      // without the hash, and into a view at an odd float offset
-      const big = new Float32Array(n + 3);
-      big.set(own, 3);
-      slot.set(new Uint8Array(incoming.buffer));
-      assert.equal(kernel.reduceInto(big.subarray(3), slot, div, false), 0);
-      assert.deepEqual(big.subarray(3), want, `n=${n} div=${div} at an offset`);
-      kernel.putSlot(slot);
+for (const dp of DATA_PATHS)
+  test(`the SIMD reduce step is float32 addition (and division), element by element (${dp.name})`, {
+    skip: dp.skip,
+  }, () => {
+    const kernel = new TcpDataPath(1 << 20, dp.native);
+    for (const n of [1, 5, 16, 17, 16_387, 40_000]) {
+      for (const div of [0, 3]) {
+        const incoming = Float32Array.from({ length: n }, (_, i) => Math.fround(Math.cos(i) * 1e3));
+        const own = Float32Array.from({ length: n }, (_, i) => Math.fround(Math.sin(i * 0.7) / 7));
+        const slot = kernel.getSlot(n * 4);
+        slot.set(new Uint8Array(incoming.buffer));
+        const dst = own.slice();
+        const check = kernel.reduceInto(dst, slot, div, true);
+        const want = own.map((x, i) =>
+          div ? Math.fround(Math.fround(incoming[i]! + x) / div) : Math.fround(incoming[i]! + x),
+        );
+        assert.deepEqual(dst, want, `n=${n} div=${div}`);
+        assert.equal(check, hashPayloadJs(new Uint8Array(want.buffer)));
+        // without the hash, and into a view at an odd float offset
+        const big = new Float32Array(n + 3);
+        big.set(own, 3);
+        slot.set(new Uint8Array(incoming.buffer));
+        assert.equal(kernel.reduceInto(big.subarray(3), slot, div, false), 0);
+        assert.deepEqual(big.subarray(3), want, `n=${n} div=${div} at an offset`);
+        kernel.putSlot(slot);
+      }
     }
-  }
-});
+  });
 
 test('a pull reader completes at most one frame per read, so a handshake can raise limits between frames', () => {
   const frames: Frame[] = [];
@@ -159,9 +222,12 @@ test('a pull reader completes at most one frame per read, so a handshake can rai
   const reader = new PullReader();
   reader.attach(d, (err) => assert.fail(err));
   // what the peer wrote: a Welcome right followed by data; the socket offers it all at once
-  const wire = Buffer.concat([encodeFrame({ type: FrameType.Welcome, flags: 0, arg: 0, seq: 0, tag: 0, aux: 0 }, Buffer.from('{}')),
-    encodeFrame({ type: FrameType.Barrier, flags: 0, arg: 0, seq: 1, tag: 0, aux: 0 }), encodeFrame({ type: FrameType.Barrier, flags: 0, arg: 1, seq: 2, tag: 0, aux: 0 })]);
-  for (let off = 0; off < wire.length;) {
+  const wire = Buffer.concat([
+    encodeFrame({ type: FrameType.Welcome, flags: 0, arg: 0, seq: 0, tag: 0, aux: 0 }, Buffer.from('{}')),
+    encodeFrame({ type: FrameType.Barrier, flags: 0, arg: 0, seq: 1, tag: 0, aux: 0 }),
+    encodeFrame({ type: FrameType.Barrier, flags: 0, arg: 1, seq: 2, tag: 0, aux: 0 }),
+  ]);
+  for (let off = 0; off < wire.length; ) {
     const target = reader.onread.buffer();
     const n = Math.min(target.length, wire.length - off);
     wire.copy(target, 0, off, off + n);
@@ -170,8 +236,14 @@ test('a pull reader completes at most one frame per read, so a handshake can rai
     reader.onread.callback(n, target);
     reads.push(frames.length - before);
   }
-  assert.deepEqual(frames.map((f) => f.type), [FrameType.Welcome, FrameType.Barrier, FrameType.Barrier]);
-  assert.ok(reads.every((k) => k <= 1), `frames completed per read: ${reads}`);
+  assert.deepEqual(
+    frames.map((f) => f.type),
+    [FrameType.Welcome, FrameType.Barrier, FrameType.Barrier],
+  );
+  assert.ok(
+    reads.every((k) => k <= 1),
+    `frames completed per read: ${reads}`,
+  );
 });
 
 test('a held data frame waits at its header until released, or is given away with its header bytes', () => {

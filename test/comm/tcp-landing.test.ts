@@ -11,7 +11,13 @@ import { LandingPlan } from '../../src/comm/tcp/landing.ts';
 import { loadTcpNative } from '../../src/comm/tcp/nativeDataPath.ts';
 
 const EXPECT = { type: FrameType.Allreduce, aux: 100, flags: 0, arg: 0 };
-const header = (floats: number, h: Partial<FrameHeader> = {}): FrameHeader => ({ ...EXPECT, seq: 0, tag: 7, length: floats * 4, ...h });
+const header = (floats: number, h: Partial<FrameHeader> = {}): FrameHeader => ({
+  ...EXPECT,
+  seq: 0,
+  tag: 7,
+  length: floats * 4,
+  ...h,
+});
 
 /** The float offset a plan gives a frame (via the returned bytes' offset), or 'slot'. */
 function where(plan: LandingPlan, bytes: Buffer, h: FrameHeader): number | 'slot' {
@@ -37,21 +43,35 @@ test('a plan lands frames of its landing ranges, in order, and leaves the others
 
 test('frames announced before the plan existed are skipped', () => {
   const bytes = Buffer.alloc(400);
-  const plan = new LandingPlan(bytes, EXPECT, [{ start: 50, end: 75, land: false }, { start: 0, end: 30, land: true }]);
+  const plan = new LandingPlan(bytes, EXPECT, [
+    { start: 50, end: 75, land: false },
+    { start: 0, end: 30, land: true },
+  ]);
   plan.skip(25 + 12);
   assert.equal(where(plan, bytes, header(18)), 12);
 });
 
 test('a frame that does not fit breaks the plan for good', () => {
-  for (const bad of [header(30), header(10, { aux: 99 }), header(10, { type: FrameType.Allgather }), header(10, { flags: 1 }), header(0)]) {
+  for (const bad of [
+    header(30),
+    header(10, { aux: 99 }),
+    header(10, { type: FrameType.Allgather }),
+    header(10, { flags: 1 }),
+    header(0),
+  ]) {
     const bytes = Buffer.alloc(400);
-    const plan = new LandingPlan(bytes, EXPECT, [{ start: 0, end: 20, land: true }, { start: 40, end: 60, land: true }]);
+    const plan = new LandingPlan(bytes, EXPECT, [
+      { start: 0, end: 20, land: true },
+      { start: 40, end: 60, land: true },
+    ]);
     assert.equal(where(plan, bytes, bad), 'slot');
     assert.equal(where(plan, bytes, header(10)), 'slot', 'later frames go to slots too');
   }
 });
 
-test('the decoder reads a landed payload into the given bytes and checks its hash', { skip: loadTcpNative() ? false : 'the native tcp data path is not built (npm run build:tcp)' }, () => {
+test('the decoder reads a landed payload into the given bytes and checks its hash', {
+  skip: loadTcpNative() ? false : 'the native tcp data path is not built (npm run build:tcp)',
+}, () => {
   const kernel = new TcpDataPath(1 << 20, true);
   const got: Frame[] = [];
   const d = new FrameDecoder(1 << 22, (f) => got.push(f));
@@ -61,7 +81,8 @@ test('the decoder reads a landed payload into the given bytes and checks its has
   d.landing = (h) => (h.tag === 1 ? target : undefined);
   const floats = Float32Array.from({ length: 777 }, (_, i) => Math.cos(i));
   const payload = Buffer.from(floats.buffer);
-  const at = (seq: number, tag: number, p: Buffer) => encodeFrame({ type: FrameType.Allgather, flags: 0, arg: 0, seq, tag, aux: 1000 }, p);
+  const at = (seq: number, tag: number, p: Buffer) =>
+    encodeFrame({ type: FrameType.Allgather, flags: 0, arg: 0, seq, tag, aux: 1000 }, p);
   const stream = Buffer.concat([at(0, 1, payload), at(1, 2, payload)]);
   for (let off = 0; off < stream.length; off += 333) d.push(stream.subarray(off, off + 333));
   assert.equal(got.length, 2);

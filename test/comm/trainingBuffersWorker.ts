@@ -21,15 +21,25 @@ await strategy.onStart?.(view);
 const afterStart = comm.pathCounts();
 
 // one step on a different batch per rank (kernels computing in the arena), then the update
-const per = 28 * 28, n = 4;
+const per = 28 * 28,
+  n = 4;
 const images = new Float32Array(n * per).map((_, i) => Math.sin(i * 0.37 + comm.rank));
 const labels = Int32Array.from({ length: n }, (_, i) => (i + comm.rank * 3) % 10);
 replica.zeroGrads();
-replica.computeGradients(images, labels, { training: true, seed: 1, step: 0, sampleOffset: comm.rank * n }, 1 / (2 * n));
+replica.computeGradients(
+  images,
+  labels,
+  { training: true, seed: 1, step: 0, sampleOffset: comm.rank * n },
+  1 / (2 * n),
+);
 const ownGrads = Float32Array.from(view.grads);
 await strategy.applyUpdate?.(view, { step: 0, epoch: 0, lr: 0.01, samples: n });
 parentPort!.postMessage({
   inArena: { params: comm.inArena(view.params), grads: comm.inArena(view.grads), state: comm.inArena(view.state) },
-  afterStart, afterStep: comm.pathCounts(), ownGrads, reduced: Float32Array.from(view.grads), params: Float32Array.from(view.params),
+  afterStart,
+  afterStep: comm.pathCounts(),
+  ownGrads,
+  reduced: Float32Array.from(view.grads),
+  params: Float32Array.from(view.params),
 });
 comm.close();

@@ -20,7 +20,10 @@ test('train.checkpointEvery: epochs (number or { epochs }), { steps }, default e
 
 test('train.checkpointEvery and keepLast: bad values name the field and the forms allowed', () => {
   for (const bad of [-1, { steps: 0 }, { minutes: 5 }, { steps: 2, epochs: 1 }, 'often']) {
-    assert.throws(() => train({ checkpointEvery: bad }), /c\.yaml: train\.checkpointEvery: expected a number of epochs \(0: only at the end\), \{ epochs: N \} or \{ steps: N \}/);
+    assert.throws(
+      () => train({ checkpointEvery: bad }),
+      /c\.yaml: train\.checkpointEvery: expected a number of epochs \(0: only at the end\), \{ epochs: N \} or \{ steps: N \}/,
+    );
   }
   assert.throws(() => train({ keepLast: 0 }), /train\.keepLast: expected a positive integer/);
 });

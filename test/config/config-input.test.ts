@@ -7,12 +7,29 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse } from 'yaml';
-import { defineConfig, parseConfig, parseYaml, resolveConfig, isRunConfig, ConfigError, loadConfig, type ConfigInput } from '../../src/config/index.ts';
+import {
+  defineConfig,
+  parseConfig,
+  parseYaml,
+  resolveConfig,
+  isRunConfig,
+  ConfigError,
+  loadConfig,
+  type ConfigInput,
+} from '../../src/config/index.ts';
 
 const MLP = new URL('../../examples/mlp.yaml', import.meta.url).pathname;
 
 const typed = defineConfig({
-  model: { input: [28, 28, 1], layers: [{ conv2d: { filters: 4, kernelSize: 3, activation: 'relu' } }, { maxPool2d: { poolSize: 2 } }, 'flatten', { dense: { units: 10 } }] },
+  model: {
+    input: [28, 28, 1],
+    layers: [
+      { conv2d: { filters: 4, kernelSize: 3, activation: 'relu' } },
+      { maxPool2d: { poolSize: 2 } },
+      'flatten',
+      { dense: { units: 10 } },
+    ],
+  },
   optimizer: { sgd: { lr: 0.1, momentum: 0.9 } },
   schedule: { warmupSteps: 2, decay: { cosine: { minLr: 0 } } },
   data: { batchSize: 32 },
@@ -51,7 +68,10 @@ test('a RunConfig is accepted as well (checked again through its YAML form); the
   assert.ok(!isRunConfig(typed));
   assert.deepStrictEqual(resolveConfig(run), run);
   // a RunConfig edited in code is held to the config's rules
-  assert.throws(() => resolveConfig({ ...run, train: { ...run.train, epochs: 0 } }), /config: train\.epochs: expected a positive integer, got 0/);
+  assert.throws(
+    () => resolveConfig({ ...run, train: { ...run.train, epochs: 0 } }),
+    /config: train\.epochs: expected a positive integer, got 0/,
+  );
 });
 
 test('an object with mistakes gets the messages the same YAML file gets', () => {
@@ -63,17 +83,28 @@ test('an object with mistakes gets the messages the same YAML file gets', () => 
 train: { epoch: 1, strategy: { bmuf: { periods: 2 } } }
 `;
   const messages = (f: () => unknown, source: string) => {
-    try { f(); } catch (e) {
+    try {
+      f();
+    } catch (e) {
       assert.ok(e instanceof ConfigError);
-      return e.issues.map((l) => { assert.ok(l.startsWith(`${source}: `), l); return l.slice(source.length + 2); });
+      return e.issues.map((l) => {
+        assert.ok(l.startsWith(`${source}: `), l);
+        return l.slice(source.length + 2);
+      });
     }
     assert.fail('expected a ConfigError');
   };
   const fromYaml = messages(() => parseConfig(parseYaml(text, 'f.yaml'), 'f.yaml'), 'f.yaml');
   const fromObject = messages(() => resolveConfig(parse(text) as ConfigInput), 'config');
   assert.deepStrictEqual(fromObject, fromYaml);
-  assert.ok(fromObject.some((m) => m.includes("unknown option 'unit' (did you mean 'units'?)")), fromObject.join('\n'));
-  assert.ok(fromObject.some((m) => m.includes("unknown option 'epoch' (did you mean 'epochs'?)")), fromObject.join('\n'));
+  assert.ok(
+    fromObject.some((m) => m.includes("unknown option 'unit' (did you mean 'units'?)")),
+    fromObject.join('\n'),
+  );
+  assert.ok(
+    fromObject.some((m) => m.includes("unknown option 'epoch' (did you mean 'epochs'?)")),
+    fromObject.join('\n'),
+  );
 });
 
 test('something that is not a config object is one clear error', () => {

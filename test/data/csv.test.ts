@@ -46,8 +46,10 @@ test('a 3-class CSV: string labels become sorted class indices, features by defa
   assert.match(data.source, /CSV .*train\.csv \(4 \/ 1\)/);
   // a label only in the test file is refused, naming it
   write(dir, 'bad-test.csv', 'x1,species,x2\n1,daisy,2\n');
-  await assert.rejects(loadDataset(spec({ train: 'train.csv', test: 'bad-test.csv', label: 'species', dir }), ctx),
-    /bad-test\.csv:2: column 2: label "daisy" is not among the training set's classes \(setosa, versicolor, virginica\)/);
+  await assert.rejects(
+    loadDataset(spec({ train: 'train.csv', test: 'bad-test.csv', label: 'species', dir }), ctx),
+    /bad-test\.csv:2: column 2: label "daisy" is not among the training set's classes \(setosa, versicolor, virginica\)/,
+  );
 });
 
 test('integer labels without a header: the last column by default, classes = largest label + 1 over every file', async () => {
@@ -58,7 +60,10 @@ test('integer labels without a header: the last column by default, classes = lar
   assert.equal(data.train.classes, 3);
   assert.equal(data.test!.classes, 3);
   assert.equal(data.train.classNames, undefined);
-  const named = await loadDataset(spec({ train: 'a.csv', header: false, label: 2, classNames: ['no', 'yes', 'maybe'], dir }), ctx);
+  const named = await loadDataset(
+    spec({ train: 'a.csv', header: false, label: 2, classNames: ['no', 'yes', 'maybe'], dir }),
+    ctx,
+  );
   assert.deepEqual(named.train.classNames, ['no', 'yes', 'maybe']);
   assert.equal(named.train.classes, 3);
 });
@@ -81,29 +86,68 @@ test('bad CSV files: a non-numeric cell names file:line and column, ragged rows,
   const dir = tmpDir();
   write(dir, 'text.csv', 'a,b,label\n1,2,x\n3,abc,y\n');
   await assert.rejects(loadDataset(spec({ train: 'text.csv', dir }), ctx), (e: Error) => {
-    assert.match(e.message, /text\.csv:3: column 2 \("b"\): "abc" is not a number; feature and target columns must hold plain decimal numbers/);
+    assert.match(
+      e.message,
+      /text\.csv:3: column 2 \("b"\): "abc" is not a number; feature and target columns must hold plain decimal numbers/,
+    );
     assert.ok(e.message.includes(join(dir, 'text.csv')), 'the full path of the file');
     return true;
   });
   write(dir, 'empty-cell.csv', 'a,b,label\n1,,x\n');
-  await assert.rejects(loadDataset(spec({ train: 'empty-cell.csv', dir }), ctx), /empty-cell\.csv:2: column 2 \("b"\) is empty \(a missing value\)/);
+  await assert.rejects(
+    loadDataset(spec({ train: 'empty-cell.csv', dir }), ctx),
+    /empty-cell\.csv:2: column 2 \("b"\) is empty \(a missing value\)/,
+  );
   write(dir, 'ragged.csv', 'a,b,label\n1,2,x\n\n3,4\n');
-  await assert.rejects(loadDataset(spec({ train: 'ragged.csv', dir }), ctx), /ragged\.csv:4: 2 fields, but the header \(line 1\) has 3; every row needs the same columns/);
-  await assert.rejects(loadDataset(spec({ train: 'text.csv', label: 'kind', dir }), ctx), /data\.label: .*text\.csv has no column "kind"; its columns are a, b, label/);
-  await assert.rejects(loadDataset(spec({ train: 'text.csv', label: 5, dir }), ctx), /data\.label: column index 5 is outside the 3 columns of .*text\.csv/);
-  await assert.rejects(loadDataset(spec({ train: 'text.csv', header: false, label: 'label', dir }), ctx), /data\.label: column "label" is a name, but data\.header is false/);
+  await assert.rejects(
+    loadDataset(spec({ train: 'ragged.csv', dir }), ctx),
+    /ragged\.csv:4: 2 fields, but the header \(line 1\) has 3; every row needs the same columns/,
+  );
+  await assert.rejects(
+    loadDataset(spec({ train: 'text.csv', label: 'kind', dir }), ctx),
+    /data\.label: .*text\.csv has no column "kind"; its columns are a, b, label/,
+  );
+  await assert.rejects(
+    loadDataset(spec({ train: 'text.csv', label: 5, dir }), ctx),
+    /data\.label: column index 5 is outside the 3 columns of .*text\.csv/,
+  );
+  await assert.rejects(
+    loadDataset(spec({ train: 'text.csv', header: false, label: 'label', dir }), ctx),
+    /data\.label: column "label" is a name, but data\.header is false/,
+  );
   write(dir, 'header-only.csv', 'a,b,label\n');
-  await assert.rejects(loadDataset(spec({ train: 'header-only.csv', dir }), ctx), /header-only\.csv: no data rows after the header/);
+  await assert.rejects(
+    loadDataset(spec({ train: 'header-only.csv', dir }), ctx),
+    /header-only\.csv: no data rows after the header/,
+  );
   await assert.rejects(loadDataset(spec({ train: 'missing.csv', dir }), ctx), /file .*missing\.csv not found/);
   write(dir, 'multi.csv', 'a,b,t\n1,2,0.5\n');
-  await assert.rejects(loadDataset(spec({ train: 'multi.csv', task: 'multiLabel', dir }), ctx), /multi\.csv:2: column 3 \("t"\) holds 0\.5; multi-label targets are 0 or 1/);
+  await assert.rejects(
+    loadDataset(spec({ train: 'multi.csv', task: 'multiLabel', dir }), ctx),
+    /multi\.csv:2: column 3 \("t"\) holds 0\.5; multi-label targets are 0 or 1/,
+  );
 });
 
 test('the csv config section: label vs targets by task, unknown keys named with the allowed ones', () => {
-  assert.throws(() => spec({ train: 'a.csv', targets: 'y' }), /data\.targets: targets are for task: regression or multiLabel/);
-  assert.throws(() => spec({ train: 'a.csv', task: 'regression', label: 'y' }), /data\.label: label is for task: classification/);
-  assert.throws(() => spec({ train: 'a.csv', labels: 'y' }), /data: unknown option 'labels' \(did you mean 'label'\?\); allowed: .*train, test, validation, task, header, delimiter, label/);
-  assert.throws(() => spec({ dataset: 'cvs', train: 'a.csv' }), /data\.dataset: expected one of fashion-mnist, idx, csv, npy, imageFolder, memory, speech, got 'cvs' \(did you mean 'csv'\?\)/);
+  assert.throws(
+    () => spec({ train: 'a.csv', targets: 'y' }),
+    /data\.targets: targets are for task: regression or multiLabel/,
+  );
+  assert.throws(
+    () => spec({ train: 'a.csv', task: 'regression', label: 'y' }),
+    /data\.label: label is for task: classification/,
+  );
+  assert.throws(
+    () => spec({ train: 'a.csv', labels: 'y' }),
+    /data: unknown option 'labels' \(did you mean 'label'\?\); allowed: .*train, test, validation, task, header, delimiter, label/,
+  );
+  assert.throws(
+    () => spec({ dataset: 'cvs', train: 'a.csv' }),
+    /data\.dataset: expected one of fashion-mnist, idx, csv, npy, imageFolder, memory, speech, got 'cvs' \(did you mean 'csv'\?\)/,
+  );
   assert.throws(() => spec({}), /data\.train: missing; expected a CSV file path/);
-  assert.throws(() => spec({ train: 'a.csv', validation: 1.5 }), /data\.validation: expected a fraction of the training set/);
+  assert.throws(
+    () => spec({ train: 'a.csv', validation: 1.5 }),
+    /data\.validation: expected a fraction of the training set/,
+  );
 });

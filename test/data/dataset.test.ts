@@ -33,7 +33,8 @@ test('gather copies the samples of an index list', () => {
 
 test('gather writes into given buffers and checks their size', () => {
   const ds = toy(6);
-  const img = new Float32Array(12), lab = new Int32Array(3);
+  const img = new Float32Array(12),
+    lab = new Int32Array(3);
   const b = gather(ds, [1, 2], img, lab);
   assert.equal(b.images.buffer, img.buffer);
   assert.equal(b.images.length, 8);

@@ -15,8 +15,12 @@ const md5 = createHash('md5').update(body).digest('hex');
 async function serve(fn: (url: string) => Promise<void>): Promise<void> {
   const server: Server = createServer((req, res) => {
     if (req.url === '/ok') res.end(body);
-    else if (req.url === '/hang') { /* never answers */ }
-    else { res.statusCode = 404; res.end('no'); }
+    else if (req.url === '/hang') {
+      /* never answers */
+    } else {
+      res.statusCode = 404;
+      res.end('no');
+    }
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -41,7 +45,10 @@ test('downloads, verifies the MD5, and renames into place', async () => {
 test('an MD5 mismatch keeps nothing', async () => {
   await serve(async (url) => {
     const dest = join(tmpDir(), 'file.gz');
-    await assert.rejects(downloadFile(`${url}/ok`, dest, { md5: '0'.repeat(32) }), /MD5 [0-9a-f]{32} does not match the published 0{32}; the file was not saved/);
+    await assert.rejects(
+      downloadFile(`${url}/ok`, dest, { md5: '0'.repeat(32) }),
+      /MD5 [0-9a-f]{32} does not match the published 0{32}; the file was not saved/,
+    );
     assert.ok(!existsSync(dest));
   });
 });
@@ -51,7 +58,10 @@ test('HTTP errors and silent servers fail fast', async () => {
     const dest = join(tmpDir(), 'file.gz');
     await assert.rejects(downloadFile(`${url}/missing`, dest), /download of .*\/missing failed: HTTP 404/);
     const started = Date.now();
-    await assert.rejects(downloadFile(`${url}/hang`, dest, { connectTimeoutMs: 200 }), /failed: no answer within 200 ms/);
+    await assert.rejects(
+      downloadFile(`${url}/hang`, dest, { connectTimeoutMs: 200 }),
+      /failed: no answer within 200 ms/,
+    );
     assert.ok(Date.now() - started < 2000);
     assert.ok(!existsSync(dest));
   });
@@ -63,5 +73,8 @@ test('a refused connection fails at once', async () => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   await new Promise((resolve) => server.close(resolve));
-  await assert.rejects(downloadFile(`http://127.0.0.1:${port}/x`, join(tmpDir(), 'x')), /failed: fetch failed: ECONNREFUSED/);
+  await assert.rejects(
+    downloadFile(`http://127.0.0.1:${port}/x`, join(tmpDir(), 'x')),
+    /failed: fetch failed: ECONNREFUSED/,
+  );
 });

@@ -3,7 +3,10 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import {
-  FASHION_MNIST_SUBSET_DIR, defaultFashionMnistCacheDir, findFashionMnistFiles, loadFashionMnist,
+  FASHION_MNIST_SUBSET_DIR,
+  defaultFashionMnistCacheDir,
+  findFashionMnistFiles,
+  loadFashionMnist,
 } from '../../src/data/fashionMnist.ts';
 import { tmpDir, writeFakeRelease } from './helpers.ts';
 
@@ -35,7 +38,10 @@ test('explicit dir with .gz files', async () => {
 test('explicit dir that does not exist gets its own message', async () => {
   const dir = join(tmpDir(), 'nope');
   await assert.rejects(loadFashionMnist({ dir, ...quiet }), (err: Error) => {
-    assert.equal(err.message, `Fashion-MNIST directory ${dir} does not exist; fix --data (or data.dir in the config), or leave it out to use the installed, cached or shipped copy`);
+    assert.equal(
+      err.message,
+      `Fashion-MNIST directory ${dir} does not exist; fix --data (or data.dir in the config), or leave it out to use the installed, cached or shipped copy`,
+    );
     return true;
   });
 });
@@ -44,14 +50,20 @@ test('explicit dir with missing files lists them', async () => {
   const dir = tmpDir();
   writeFakeRelease(dir, { skip: ['train-labels-idx1-ubyte', 't10k-images-idx3-ubyte'] });
   await assert.rejects(loadFashionMnist({ dir, ...quiet }), (err: Error) => {
-    assert.equal(err.message, `Fashion-MNIST directory ${dir} lacks train-labels-idx1-ubyte[.gz], t10k-images-idx3-ubyte[.gz]; put the four IDX files of the release there (raw or .gz)`);
+    assert.equal(
+      err.message,
+      `Fashion-MNIST directory ${dir} lacks train-labels-idx1-ubyte[.gz], t10k-images-idx3-ubyte[.gz]; put the four IDX files of the release there (raw or .gz)`,
+    );
     return true;
   });
 });
 
 test('an explicit dir is never silently replaced by another source', async () => {
   const dir = tmpDir();
-  await assert.rejects(loadFashionMnist({ dir, systemDirs: [], ...quiet }), /lacks train-images-idx3-ubyte\[\.gz\], train-labels-idx1-ubyte\[\.gz\], t10k-images/);
+  await assert.rejects(
+    loadFashionMnist({ dir, systemDirs: [], ...quiet }),
+    /lacks train-images-idx3-ubyte\[\.gz\], train-labels-idx1-ubyte\[\.gz\], t10k-images/,
+  );
 });
 
 test('the shipped subset: 4000 train / 1000 test, 400 / 100 per class', async () => {
@@ -59,14 +71,21 @@ test('the shipped subset: 4000 train / 1000 test, 400 / 100 per class', async ()
   const { train, test: t } = await loadFashionMnist({ dir: FASHION_MNIST_SUBSET_DIR, ...quiet });
   assert.equal(train.count, 4000);
   assert.equal(t.count, 1000);
-  for (const [ds, per] of [[train, 400], [t, 100]] as const) {
+  for (const [ds, per] of [
+    [train, 400],
+    [t, 100],
+  ] as const) {
     assert.equal(ds.classes, 10);
     assert.deepEqual(ds.sampleShape, [28, 28, 1]);
     const perClass = new Array(10).fill(0);
     for (const l of ds.labels) perClass[l]++;
     assert.deepEqual(perClass, new Array(10).fill(per));
-    let min = Infinity, max = -Infinity;
-    for (const v of ds.images) { if (v < min) min = v; if (v > max) max = v; }
+    let min = Infinity,
+      max = -Infinity;
+    for (const v of ds.images) {
+      if (v < min) min = v;
+      if (v > max) max = v;
+    }
     assert.equal(min, 0);
     assert.equal(max, 1);
   }
@@ -75,7 +94,12 @@ test('the shipped subset: 4000 train / 1000 test, 400 / 100 per class', async ()
 test('lookup falls through an empty cache to the shipped subset when downloads are off', async () => {
   const cacheDir = tmpDir();
   const lines: string[] = [];
-  const { train, source } = await loadFashionMnist({ systemDirs: [join(cacheDir, 'absent')], cacheDir, allowDownload: false, log: (m) => lines.push(m) });
+  const { train, source } = await loadFashionMnist({
+    systemDirs: [join(cacheDir, 'absent')],
+    cacheDir,
+    allowDownload: false,
+    log: (m) => lines.push(m),
+  });
   assert.equal(train.count, 4000);
   assert.match(source, /^shipped subset .*fashion-mnist-subset/);
   assert.deepEqual(lines, [], 'nothing to say when downloads are off');
@@ -99,7 +123,12 @@ test('PARATRAIN_OFFLINE=1 disables downloading', async () => {
 test('a system dir holding the files comes before the cache and the subset', async () => {
   const sys = tmpDir();
   writeFakeRelease(sys, { train: 7, test: 3, gz: true });
-  const { train, source } = await loadFashionMnist({ systemDirs: [sys], cacheDir: tmpDir(), allowDownload: false, ...quiet });
+  const { train, source } = await loadFashionMnist({
+    systemDirs: [sys],
+    cacheDir: tmpDir(),
+    allowDownload: false,
+    ...quiet,
+  });
   assert.equal(train.count, 7);
   assert.ok(source.startsWith(sys));
 });

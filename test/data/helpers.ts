@@ -18,13 +18,18 @@ export function tinyPair(count: number, rows = 2, cols = 3, classes = 10): { ima
 }
 
 /** Writes the four Fashion-MNIST files (optionally gzipped) of a tiny fake release into dir. */
-export function writeFakeRelease(dir: string, opts: { train?: number; test?: number; gz?: boolean; skip?: string[] } = {}): void {
+export function writeFakeRelease(
+  dir: string,
+  opts: { train?: number; test?: number; gz?: boolean; skip?: string[] } = {},
+): void {
   const { train = 12, test = 5, gz = false, skip = [] } = opts;
   const t = tinyPair(train, 28, 28);
   const v = tinyPair(test, 28, 28);
   const files: [string, Uint8Array][] = [
-    ['train-images-idx3-ubyte', t.images], ['train-labels-idx1-ubyte', t.labels],
-    ['t10k-images-idx3-ubyte', v.images], ['t10k-labels-idx1-ubyte', v.labels],
+    ['train-images-idx3-ubyte', t.images],
+    ['train-labels-idx1-ubyte', t.labels],
+    ['t10k-images-idx3-ubyte', v.images],
+    ['t10k-labels-idx1-ubyte', v.labels],
   ];
   for (const [name, bytes] of files) {
     if (skip.includes(name)) continue;

@@ -15,11 +15,18 @@ import { tmpDir } from './helpers.ts';
 
 const fixtures = fileURLToPath(new URL('./fixtures/numpy/', import.meta.url));
 const fixture = (name: string) => join(fixtures, name);
-const expected = JSON.parse(readFileSync(fixture('expected.json'), 'utf8')) as { x: number[]; xShape: number[]; y: number[]; u1: number[]; targets: number[] };
+const expected = JSON.parse(readFileSync(fixture('expected.json'), 'utf8')) as {
+  x: number[];
+  xShape: number[];
+  y: number[];
+  u1: number[];
+  targets: number[];
+};
 const read = (name: string) => parseNpy(readFileSync(fixture(name)), name);
 const close = (a: ArrayLike<number>, b: readonly number[]) => {
   assert.equal(a.length, b.length);
-  for (let i = 0; i < b.length; i++) assert.ok(Math.abs(a[i]! - b[i]!) <= 1e-6 * Math.max(1, Math.abs(b[i]!)), `index ${i}: ${a[i]} vs ${b[i]}`);
+  for (let i = 0; i < b.length; i++)
+    assert.ok(Math.abs(a[i]! - b[i]!) <= 1e-6 * Math.max(1, Math.abs(b[i]!)), `index ${i}: ${a[i]} vs ${b[i]}`);
 };
 
 test('numpy-written .npy files read back as numpy wrote them: f4, f8, big-endian, format 2.0, u1, i4, i8', () => {
@@ -30,7 +37,8 @@ test('numpy-written .npy files read back as numpy wrote them: f4, f8, big-endian
   }
   assert.equal(read('x_f8.npy').data instanceof Float64Array, true);
   assert.deepEqual(Array.from(read('x_u1.npy').data), expected.u1);
-  for (const name of ['y_i8.npy', 'y_i4.npy', 'y_u1.npy']) assert.deepEqual(Array.from(read(name).data), expected.y, name);
+  for (const name of ['y_i8.npy', 'y_i4.npy', 'y_u1.npy'])
+    assert.deepEqual(Array.from(read(name).data), expected.y, name);
   close(read('targets_f4.npy').data, expected.targets);
 });
 
@@ -48,7 +56,10 @@ test('bytes written here parse back; bad files name the file and the fix', () =>
   assert.deepEqual(Array.from(parseNpy(bytes, 'a.npy').data), [1, 2, 3, 4, 5, 6]);
   assert.equal((10 + new DataView(bytes.buffer).getUint16(8, true)) % 64, 0, 'data aligned to 64 bytes as numpy does');
   assert.deepEqual(Array.from(parseNpy(encodeNpy('i8', [3], [7, 0, 2]), 'y.npy').data), [7, 0, 2]);
-  assert.throws(() => parseNpy(bytes.subarray(0, bytes.length - 5), 'cut.npy'), /cut\.npy: truncated \.npy file: shape \(2, 3\) of <f4 needs 24 bytes of data, found 19/);
+  assert.throws(
+    () => parseNpy(bytes.subarray(0, bytes.length - 5), 'cut.npy'),
+    /cut\.npy: truncated \.npy file: shape \(2, 3\) of <f4 needs 24 bytes of data, found 19/,
+  );
   assert.throws(() => parseNpy(bytes.subarray(0, 40), 'cut.npy'), /cut\.npy: truncated \.npy file: the header needs/);
   assert.throws(() => parseNpy(new Uint8Array([1, 2, 3]), 'junk.npy'), /junk\.npy: not a \.npy file/);
   assert.throws(() => read('complex.npy'), /complex\.npy: dtype "<c8" is not supported \(float32, float64/);
@@ -57,37 +68,70 @@ test('bytes written here parse back; bad files name the file and the fix', () =>
 });
 
 function npyConfig(data: Record<string, unknown>) {
-  return parseConfig({ model: { input: [2, 2, 2], layers: [{ flatten: {} }, { dense: { units: 3 } }] }, data: { dataset: 'npy', ...data } });
+  return parseConfig({
+    model: { input: [2, 2, 2], layers: [{ flatten: {} }, { dense: { units: 3 } }] },
+    data: { dataset: 'npy', ...data },
+  });
 }
 const ctx = { inputShape: [2, 2, 2], seed: 1 };
 
 test('dataset npy: an .npz with named arrays, or x and y files; classes from the labels; bad labels name the record', async () => {
-  const fromNpz = await loadDataset(npyConfig({ train: fixture('xy_compressed.npz'), arrays: { x: 'features', y: 'labels' } }).data, ctx);
+  const fromNpz = await loadDataset(
+    npyConfig({ train: fixture('xy_compressed.npz'), arrays: { x: 'features', y: 'labels' } }).data,
+    ctx,
+  );
   assert.deepEqual(fromNpz.train.sampleShape, [2, 2, 2]);
   assert.equal(fromNpz.train.classes, 3);
   assert.deepEqual(Array.from(fromNpz.train.labels), expected.y);
   close(fromNpz.train.images, expected.x);
-  const fromFiles = await loadDataset(npyConfig({ train: { x: fixture('x_u1.npy'), y: fixture('y_i8.npy') } }).data, { ...ctx, inputShape: [8] });
-  close(fromFiles.train.images, expected.u1.map((v) => v / 255));
-  await assert.rejects(loadDataset(npyConfig({ train: fixture('xy.npz') , arrays: { x: 'features', y: 'y' } }).data, ctx),
-    /data\.arrays\.x: .*xy\.npz has no array "features"; it holds x, y/);
-  await assert.rejects(loadDataset(npyConfig({ train: fixture('x_f4.npy') }).data, ctx), /data\.train: .*x_f4\.npy is not an \.npz archive; one \.npy holds one array/);
-  await assert.rejects(loadDataset(npyConfig({ train: { x: fixture('x_f4.npy'), y: fixture('targets_f4.npy') } }).data, ctx),
-    /targets_f4\.npy: labels have shape \(3, 2\); classification takes one class index per sample/);
+  const fromFiles = await loadDataset(npyConfig({ train: { x: fixture('x_u1.npy'), y: fixture('y_i8.npy') } }).data, {
+    ...ctx,
+    inputShape: [8],
+  });
+  close(
+    fromFiles.train.images,
+    expected.u1.map((v) => v / 255),
+  );
+  await assert.rejects(
+    loadDataset(npyConfig({ train: fixture('xy.npz'), arrays: { x: 'features', y: 'y' } }).data, ctx),
+    /data\.arrays\.x: .*xy\.npz has no array "features"; it holds x, y/,
+  );
+  await assert.rejects(
+    loadDataset(npyConfig({ train: fixture('x_f4.npy') }).data, ctx),
+    /data\.train: .*x_f4\.npy is not an \.npz archive; one \.npy holds one array/,
+  );
+  await assert.rejects(
+    loadDataset(npyConfig({ train: { x: fixture('x_f4.npy'), y: fixture('targets_f4.npy') } }).data, ctx),
+    /targets_f4\.npy: labels have shape \(3, 2\); classification takes one class index per sample/,
+  );
   const dir = tmpDir();
   writeFileSync(join(dir, 'y.npy'), encodeNpy('f4', [3], [0, 1.5, 2]));
-  await assert.rejects(loadDataset(npyConfig({ train: { x: fixture('x_f4.npy'), y: 'y.npy' }, dir }).data, ctx),
-    /y\.npy: label 1\.5 of sample 1 is not a class index .*set data\.task: regression/);
+  await assert.rejects(
+    loadDataset(npyConfig({ train: { x: fixture('x_f4.npy'), y: 'y.npy' }, dir }).data, ctx),
+    /y\.npy: label 1\.5 of sample 1 is not a class index .*set data\.task: regression/,
+  );
   writeFileSync(join(dir, 'y2.npy'), encodeNpy('i4', [2], [0, 1]));
-  await assert.rejects(loadDataset(npyConfig({ train: { x: fixture('x_f4.npy'), y: 'y2.npy' }, dir }).data, ctx), /x_f4\.npy has 3 samples but .*y2\.npy has 2 labels/);
+  await assert.rejects(
+    loadDataset(npyConfig({ train: { x: fixture('x_f4.npy'), y: 'y2.npy' }, dir }).data, ctx),
+    /x_f4\.npy has 3 samples but .*y2\.npy has 2 labels/,
+  );
 });
 
 test('dataset npy: regression targets [N, k], an npz made here, a validation npz', async () => {
   const dir = tmpDir();
   const x = Array.from({ length: 12 }, (_, i) => i / 2);
-  writeFileSync(join(dir, 'train.npz'), zipSync({ 'x.npy': encodeNpy('f8', [6, 2], x), 'y.npy': encodeNpy('f4', [6, 1], [1, 2, 3, 4, 5, 6]) }));
-  writeFileSync(join(dir, 'val.npz'), zipSync({ 'x.npy': encodeNpy('f4', [2, 2], [1, 2, 3, 4]), 'y.npy': encodeNpy('f4', [2, 1], [9, 8]) }));
-  const spec = parseConfig({ model: { input: [2], layers: [{ dense: { units: 1 } }] }, data: { dataset: 'npy', task: 'regression', train: 'train.npz', validation: 'val.npz', dir } }).data;
+  writeFileSync(
+    join(dir, 'train.npz'),
+    zipSync({ 'x.npy': encodeNpy('f8', [6, 2], x), 'y.npy': encodeNpy('f4', [6, 1], [1, 2, 3, 4, 5, 6]) }),
+  );
+  writeFileSync(
+    join(dir, 'val.npz'),
+    zipSync({ 'x.npy': encodeNpy('f4', [2, 2], [1, 2, 3, 4]), 'y.npy': encodeNpy('f4', [2, 1], [9, 8]) }),
+  );
+  const spec = parseConfig({
+    model: { input: [2], layers: [{ dense: { units: 1 } }] },
+    data: { dataset: 'npy', task: 'regression', train: 'train.npz', validation: 'val.npz', dir },
+  }).data;
   const data = await loadDataset(spec, { inputShape: [2], seed: 1 });
   assert.equal(data.train.task, 'regression');
   assert.equal(data.train.targetSize, 1);

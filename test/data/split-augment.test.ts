@@ -18,14 +18,25 @@ test('validation indices: round(f·N) of them, disjoint from training, together 
   assert.equal(all.size, 1000, 'disjoint and complete');
   assert.deepEqual(validationIndices(1000, 0.1, 7), a, 'same seed, same split');
   assert.notDeepEqual(validationIndices(1000, 0.1, 8).validation, a.validation, 'another seed, another split');
-  assert.ok(a.validation.every((v, i) => i === 0 || v > a.validation[i - 1]!), 'file order kept');
+  assert.ok(
+    a.validation.every((v, i) => i === 0 || v > a.validation[i - 1]!),
+    'file order kept',
+  );
   assert.throws(() => validationIndices(5, 0.05, 1), /data\.validation: 0\.05 of 5 training samples is no sample/);
   assert.throws(() => validationIndices(2, 0.9, 1), /leaves none to train on/);
 });
 
 test('splitValidation copies the samples and labels of each part', () => {
-  const ds: Dataset = { name: 'd', images: Float32Array.from({ length: 20 }, (_, i) => i), labels: Int32Array.from({ length: 10 }, (_, i) => i % 3),
-    count: 10, sampleShape: [2], classes: 3, targets: Float32Array.from({ length: 10 }, (_, i) => i * 10), targetSize: 1 };
+  const ds: Dataset = {
+    name: 'd',
+    images: Float32Array.from({ length: 20 }, (_, i) => i),
+    labels: Int32Array.from({ length: 10 }, (_, i) => i % 3),
+    count: 10,
+    sampleShape: [2],
+    classes: 3,
+    targets: Float32Array.from({ length: 10 }, (_, i) => i * 10),
+    targetSize: 1,
+  };
   const { train, validation } = splitValidation(ds, 0.3, 1);
   assert.equal(validation.count, 3);
   for (const part of [train, validation]) {
@@ -42,7 +53,11 @@ test('transforms: flip mirrors, crop pads with zeros, shift fills with the edge'
   const img = () => Float32Array.from([1, 2, 3, 4, 5, 6]);
   const scratch = new Float32Array(6);
   const none = { flip: false, cropY: 0, cropX: 0, shiftY: 0, shiftX: 0 };
-  const run = (t: typeof none) => { const a = img(); transformSample(a, 0, [2, 3, 1], t, scratch); return Array.from(a); };
+  const run = (t: typeof none) => {
+    const a = img();
+    transformSample(a, 0, [2, 3, 1], t, scratch);
+    return Array.from(a);
+  };
   assert.deepEqual(run({ ...none, flip: true }), [3, 2, 1, 6, 5, 4]);
   assert.deepEqual(run({ ...none, cropX: 1 }), [2, 3, 0, 5, 6, 0]);
   assert.deepEqual(run({ ...none, cropY: -1 }), [0, 0, 0, 1, 2, 3]);
@@ -51,14 +66,31 @@ test('transforms: flip mirrors, crop pads with zeros, shift fills with the edge'
 });
 
 test('augmentation is a function of (seed, epoch, sample): the same in any batch split, different across epochs', () => {
-  const N = 24, shape = [4, 4, 2], size = 32;
-  const ds: Dataset = { name: 'img', images: Float32Array.from({ length: N * size }, (_, i) => (i * 37) % 101), labels: new Int32Array(N), count: N, sampleShape: shape, classes: 1 };
+  const N = 24,
+    shape = [4, 4, 2],
+    size = 32;
+  const ds: Dataset = {
+    name: 'img',
+    images: Float32Array.from({ length: N * size }, (_, i) => (i * 37) % 101),
+    labels: new Int32Array(N),
+    count: N,
+    sampleShape: shape,
+    classes: 1,
+  };
   const spec = { flip: true, crop: 1, shift: 1 };
   // one device with the global batch of 8 vs 3 devices taking their slices of the same global batches
   const epochOf = (devices: number, epoch: number) => {
     const out = new Float32Array(N * size);
     for (let rank = 0; rank < devices; rank++) {
-      const sampler = new GlobalBatchSampler({ count: N, batchSize: 8, worldSize: devices, rank, seed: 5, shuffle: true, dropLast: false });
+      const sampler = new GlobalBatchSampler({
+        count: N,
+        batchSize: 8,
+        worldSize: devices,
+        rank,
+        seed: 5,
+        shuffle: true,
+        dropLast: false,
+      });
       const batcher = new Batcher(ds, 0, new Augmenter(spec, shape, 5));
       for (const b of sampler.epoch(epoch)) {
         const { images } = batcher.gather(b.indices, epoch);
@@ -78,6 +110,12 @@ test('augmentation is a function of (seed, epoch, sample): the same in any batch
   for (const key of ['cropX', 'cropY', 'shiftX', 'shiftY'] as const) {
     assert.deepEqual([...new Set(draws.map((t) => t[key]))].sort(), [-1, 0, 1], key);
   }
-  assert.throws(() => new Augmenter(spec, [16], 1), /data\.augment: flip, crop and shift work on images \[H, W, C\], but the samples are 16/);
-  assert.throws(() => new Augmenter({ crop: 4 }, [4, 4, 1], 1), /data\.augment\.crop: 4 pixels is not less than the 4×4 images/);
+  assert.throws(
+    () => new Augmenter(spec, [16], 1),
+    /data\.augment: flip, crop and shift work on images \[H, W, C\], but the samples are 16/,
+  );
+  assert.throws(
+    () => new Augmenter({ crop: 4 }, [4, 4, 1], 1),
+    /data\.augment\.crop: 4 pixels is not less than the 4×4 images/,
+  );
 });

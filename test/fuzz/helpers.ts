@@ -27,9 +27,27 @@ type Mutation =
 const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('flip' as const), at: fc.nat(), bit: fc.nat(7) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('cut' as const), at: fc.nat() }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('insert' as const), at: fc.nat(), bytes: fc.uint8Array({ minLength: 1, maxLength: 16 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('delete' as const), at: fc.nat(), n: fc.integer({ min: 1, max: 16 }) }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('u32' as const), at: fc.nat(), value: fc.constantFrom(...INTERESTING_U32), little: fc.boolean() }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('insert' as const),
+      at: fc.nat(),
+      bytes: fc.uint8Array({ minLength: 1, maxLength: 16 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('delete' as const), at: fc.nat(), n: fc.integer({ min: 1, max: 16 }) }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('u32' as const),
+      at: fc.nat(),
+      value: fc.constantFrom(...INTERESTING_U32),
+      little: fc.boolean(),
+    }),
+  },
 );
 
 function apply(bytes: Uint8Array, m: Mutation): Uint8Array {
@@ -42,9 +60,12 @@ function apply(bytes: Uint8Array, m: Mutation): Uint8Array {
       out[at] = out[at]! ^ (1 << m.bit);
       return out;
     }
-    case 'cut': return bytes.slice(0, at);
-    case 'insert': return concat(bytes.subarray(0, at), m.bytes, bytes.subarray(at));
-    case 'delete': return concat(bytes.subarray(0, at), bytes.subarray(at + m.n));
+    case 'cut':
+      return bytes.slice(0, at);
+    case 'insert':
+      return concat(bytes.subarray(0, at), m.bytes, bytes.subarray(at));
+    case 'delete':
+      return concat(bytes.subarray(0, at), bytes.subarray(at + m.n));
     case 'u32': {
       if (n < 4) return bytes;
       const out = bytes.slice();
@@ -57,7 +78,10 @@ function apply(bytes: Uint8Array, m: Mutation): Uint8Array {
 export function concat(...parts: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((s, p) => s + p.length, 0));
   let o = 0;
-  for (const p of parts) { out.set(p, o); o += p.length; }
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
   return out;
 }
 
@@ -68,7 +92,9 @@ export function mutated(valid: fc.Arbitrary<Uint8Array>): fc.Arbitrary<Uint8Arra
 
 /** A splice: the head of one valid input followed by the tail of another. */
 export function spliced(valid: fc.Arbitrary<Uint8Array>): fc.Arbitrary<Uint8Array> {
-  return fc.tuple(valid, valid, fc.nat(), fc.nat()).map(([a, b, i, j]) => concat(a.subarray(0, i % (a.length + 1)), b.subarray(j % (b.length + 1))));
+  return fc
+    .tuple(valid, valid, fc.nat(), fc.nat())
+    .map(([a, b, i, j]) => concat(a.subarray(0, i % (a.length + 1)), b.subarray(j % (b.length + 1))));
 }
 
 export interface Expectation {
@@ -92,7 +118,11 @@ export function expectOnly<T>(fn: () => T, e: Expectation): T | undefined {
   try {
     result = fn();
   } catch (err) {
-    if (!e.expected(err)) throw new Error(`unexpected ${(err as Error)?.constructor?.name ?? typeof err}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+    if (!e.expected(err))
+      throw new Error(
+        `unexpected ${(err as Error)?.constructor?.name ?? typeof err}: ${(err as Error)?.message ?? String(err)}`,
+        { cause: err },
+      );
   }
   const ms = performance.now() - started;
   if (ms > (e.maxMs ?? 2000)) throw new Error(`one input took ${ms.toFixed(0)} ms (bound ${e.maxMs ?? 2000} ms)`);
@@ -105,5 +135,7 @@ export function expectOnly<T>(fn: () => T, e: Expectation): T | undefined {
 }
 
 /** A plain Error (the readers' documented class), not a TypeError/RangeError thrown by accident. */
-export const plainErrorNaming = (name: string) => (err: unknown): boolean =>
-  err instanceof Error && err.constructor === Error && err.message.includes(name) && !err.message.includes('\n');
+export const plainErrorNaming =
+  (name: string) =>
+  (err: unknown): boolean =>
+    err instanceof Error && err.constructor === Error && err.message.includes(name) && !err.message.includes('\n');

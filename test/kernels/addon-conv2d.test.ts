@@ -10,7 +10,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { assertClose, randomArray } from '../util/close.ts';
-import { referenceBackend as ref, CONV_CASES, convGeometry, convSizes, describeConv, assertConvAdjoint } from './reference.ts';
+import {
+  referenceBackend as ref,
+  CONV_CASES,
+  convGeometry,
+  convSizes,
+  describeConv,
+  assertConvAdjoint,
+} from './reference.ts';
 import { createNativeBackend, nativeUnavailableReason, type NativeBackend } from '../../src/kernels/native/index.ts';
 import { createOneDnnBackend, onednnUnavailableReason, type OneDnnBackend } from '../../src/kernels/onednn/index.ts';
 import type { Backend, Conv2DGeometry } from '../../src/kernels/backend.ts';
@@ -36,7 +43,9 @@ const sumTol = (terms: number) => ({ rtol: 1e-5, atol: 1e-5 * (1 + Math.sqrt(ter
  * network-shape check (onednn's plans at batch 64 are checked on their own below).
  */
 interface Variant {
-  name: string; b: Backend | null; skip: string | false;
+  name: string;
+  b: Backend | null;
+  skip: string | false;
   modes: { name: string; run<T>(fn: () => T): T }[];
   filterTol: (terms: number) => { rtol: number; atol: number };
   networkBatch: number;
@@ -48,7 +57,11 @@ function nativeChunk(bytes: number | undefined) {
     run<T>(fn: () => T): T {
       if (bytes === undefined) return fn();
       (native as NativeBackend).setConvChunkBytes(bytes);
-      try { return fn(); } finally { (native as NativeBackend).setConvChunkBytes(1 << 20); }
+      try {
+        return fn();
+      } finally {
+        (native as NativeBackend).setConvChunkBytes(1 << 20);
+      }
     },
   };
 }
@@ -58,16 +71,34 @@ function onednnDirect(on: boolean) {
     name: on ? 'own kernels' : 'oneDNN only',
     run<T>(fn: () => T): T {
       const before = onednn!.setDirect(on);
-      try { return fn(); } finally { onednn!.setDirect(before); }
+      try {
+        return fn();
+      } finally {
+        onednn!.setDirect(before);
+      }
     },
   };
 }
 
 const VARIANTS: Variant[] = [
   // each case also runs with 4 KiB im2col chunks (a few rows each, a short last chunk)
-  { name: 'native', b: native, skip: nativeSkip, modes: [nativeChunk(undefined), nativeChunk(4096)], filterTol: tol, networkBatch: 64 },
+  {
+    name: 'native',
+    b: native,
+    skip: nativeSkip,
+    modes: [nativeChunk(undefined), nativeChunk(4096)],
+    filterTol: tol,
+    networkBatch: 64,
+  },
   // batch 16 keeps the float64 reference quick; batch 64's plans are checked below
-  { name: 'onednn', b: onednn, skip: onednnSkip, modes: [onednnDirect(true), onednnDirect(false)], filterTol: sumTol, networkBatch: 16 },
+  {
+    name: 'onednn',
+    b: onednn,
+    skip: onednnSkip,
+    modes: [onednnDirect(true), onednnDirect(false)],
+    filterTol: sumTol,
+    networkBatch: 16,
+  },
 ];
 
 const CASES: Conv2DGeometry[] = [
@@ -86,20 +117,29 @@ const PLACEMENTS: readonly Placement[] = ['wasm', 'sab+3', 'js', 'mixed'];
 /** Places copies of arrays: in the backend's wasm memory, at float offset 3 of a SharedArrayBuffer, plain, or alternating. */
 class Placer {
   private n = 0;
-  constructor(private readonly b: Backend, private readonly where: Placement) {}
+  constructor(
+    private readonly b: Backend,
+    private readonly where: Placement,
+  ) {}
   f32(a: ArrayLike<number>): Float32Array {
     const kinds: Placement[] = ['wasm', 'sab+3', 'js'];
     const w = this.where === 'mixed' ? kinds[this.n++ % 3]! : this.where;
-    const out = w === 'wasm' ? this.b.alloc(a.length)
-      : w === 'sab+3' ? new Float32Array(new SharedArrayBuffer((a.length + 4) * 4), 12, a.length)
-        : new Float32Array(a.length);
+    const out =
+      w === 'wasm'
+        ? this.b.alloc(a.length)
+        : w === 'sab+3'
+          ? new Float32Array(new SharedArrayBuffer((a.length + 4) * 4), 12, a.length)
+          : new Float32Array(a.length);
     out.set(a);
     return out;
   }
 }
 
 /** conv(32, 3×3) on 28×28×1 and conv(64, 3×3) on 13×13×32, as in examples/mnist-small.yaml. */
-const network = (N: number) => [convGeometry(N, 28, 28, 1, 3, 3, 32, 1, 1, 'valid'), convGeometry(N, 13, 13, 32, 3, 3, 64, 1, 1, 'valid')];
+const network = (N: number) => [
+  convGeometry(N, 28, 28, 1, 3, 3, 32, 1, 1, 'valid'),
+  convGeometry(N, 13, 13, 32, 3, 3, 64, 1, 1, 'valid'),
+];
 
 for (const v of VARIANTS) {
   const { skip } = v;
@@ -108,16 +148,22 @@ for (const v of VARIANTS) {
     const b = v.b!;
     CASES.forEach((g, i) => {
       const s = convSizes(g);
-      const x = randomArray(s.x, 10 + i), w = randomArray(s.w, 20 + i), bias = randomArray(g.F, 30 + i);
+      const x = randomArray(s.x, 10 + i),
+        w = randomArray(s.w, 20 + i),
+        bias = randomArray(g.F, 30 + i);
       for (const withBias of [false, true]) {
         const want = new Float32Array(s.y);
         ref.conv2dForward(x, w, withBias ? bias : null, want, g);
-        for (const where of PLACEMENTS) for (const mode of v.modes) {
-          const p = new Placer(b, where);
-          const y = p.f32(new Float32Array(s.y).fill(NaN));
-          mode.run(() => b.conv2dForward(p.f32(x), p.f32(w), withBias ? p.f32(bias) : null, y, g));
-          assertClose(y, want, { ...tol(g.KH * g.KW * g.C), what: `${v.name} ${describeConv(g)} bias=${withBias} ${where} ${mode.name} y` });
-        }
+        for (const where of PLACEMENTS)
+          for (const mode of v.modes) {
+            const p = new Placer(b, where);
+            const y = p.f32(new Float32Array(s.y).fill(NaN));
+            mode.run(() => b.conv2dForward(p.f32(x), p.f32(w), withBias ? p.f32(bias) : null, y, g));
+            assertClose(y, want, {
+              ...tol(g.KH * g.KW * g.C),
+              what: `${v.name} ${describeConv(g)} bias=${withBias} ${where} ${mode.name} y`,
+            });
+          }
       }
     });
   });
@@ -126,15 +172,20 @@ for (const v of VARIANTS) {
     const b = v.b!;
     CASES.forEach((g, i) => {
       const s = convSizes(g);
-      const w = randomArray(s.w, 40 + i), dy = randomArray(s.y, 50 + i);
+      const w = randomArray(s.w, 40 + i),
+        dy = randomArray(s.y, 50 + i);
       const want = new Float32Array(s.x);
       ref.conv2dBackwardData(dy, w, want, g);
-      for (const where of PLACEMENTS) for (const mode of v.modes) {
-        const p = new Placer(b, where);
-        const dx = p.f32(new Float32Array(s.x).fill(NaN));
-        mode.run(() => b.conv2dBackwardData(p.f32(dy), p.f32(w), dx, g));
-        assertClose(dx, want, { ...tol(g.KH * g.KW * g.F), what: `${v.name} ${describeConv(g)} ${where} ${mode.name} dx` });
-      }
+      for (const where of PLACEMENTS)
+        for (const mode of v.modes) {
+          const p = new Placer(b, where);
+          const dx = p.f32(new Float32Array(s.x).fill(NaN));
+          mode.run(() => b.conv2dBackwardData(p.f32(dy), p.f32(w), dx, g));
+          assertClose(dx, want, {
+            ...tol(g.KH * g.KW * g.F),
+            what: `${v.name} ${describeConv(g)} ${where} ${mode.name} dx`,
+          });
+        }
     });
   });
 
@@ -142,27 +193,36 @@ for (const v of VARIANTS) {
     const b = v.b!;
     CASES.forEach((g, i) => {
       const s = convSizes(g);
-      const x = randomArray(s.x, 60 + i), dy = randomArray(s.y, 70 + i);
-      const dw0 = randomArray(s.w, 80 + i), db0 = randomArray(g.F, 90 + i);
-      const wantW = dw0.slice(), wantB = db0.slice();
+      const x = randomArray(s.x, 60 + i),
+        dy = randomArray(s.y, 70 + i);
+      const dw0 = randomArray(s.w, 80 + i),
+        db0 = randomArray(g.F, 90 + i);
+      const wantW = dw0.slice(),
+        wantB = db0.slice();
       ref.conv2dBackwardFilter(x, dy, wantW, wantB, g);
       const terms = g.N * g.OH * g.OW;
-      for (const where of PLACEMENTS) for (const mode of v.modes) {
-        const p = new Placer(b, where);
-        const dw = p.f32(dw0), db = p.f32(db0);
-        mode.run(() => b.conv2dBackwardFilter(p.f32(x), p.f32(dy), dw, db, g));
-        const what = `${v.name} ${describeConv(g)} ${where} ${mode.name}`;
-        assertClose(dw, wantW, { ...v.filterTol(terms), what: `${what} dw` });
-        assertClose(db, wantB, { ...v.filterTol(terms), what: `${what} db` });
-        const dwOnly = p.f32(dw0);
-        mode.run(() => b.conv2dBackwardFilter(p.f32(x), p.f32(dy), dwOnly, null, g));
-        assertClose(dwOnly, wantW, { ...v.filterTol(terms), what: `${what} dw without db` });
-      }
+      for (const where of PLACEMENTS)
+        for (const mode of v.modes) {
+          const p = new Placer(b, where);
+          const dw = p.f32(dw0),
+            db = p.f32(db0);
+          mode.run(() => b.conv2dBackwardFilter(p.f32(x), p.f32(dy), dw, db, g));
+          const what = `${v.name} ${describeConv(g)} ${where} ${mode.name}`;
+          assertClose(dw, wantW, { ...v.filterTol(terms), what: `${what} dw` });
+          assertClose(db, wantB, { ...v.filterTol(terms), what: `${what} db` });
+          const dwOnly = p.f32(dw0);
+          mode.run(() => b.conv2dBackwardFilter(p.f32(x), p.f32(dy), dwOnly, null, g));
+          assertClose(dwOnly, wantW, { ...v.filterTol(terms), what: `${what} dw without db` });
+        }
     });
     if (b === onednn) {
       const stats = onednn.stats();
       for (const kind of ['convForward', 'convBackwardData', 'convBackwardWeights'] as const) {
-        assert.equal(stats[kind].unsupported, 0, `${kind}: every case ran as a oneDNN primitive or the addon's own kernel`);
+        assert.equal(
+          stats[kind].unsupported,
+          0,
+          `${kind}: every case ran as a oneDNN primitive or the addon's own kernel`,
+        );
       }
     }
   });
@@ -171,14 +231,26 @@ for (const v of VARIANTS) {
     const b = v.b!;
     for (const [i, g] of network(v.networkBatch).entries()) {
       const s = convSizes(g);
-      const x = b.alloc(s.x), w = b.alloc(s.w), dy = b.alloc(s.y), bias = b.alloc(g.F);
-      x.set(randomArray(s.x, 200 + i)); w.set(randomArray(s.w, 210 + i)); dy.set(randomArray(s.y, 220 + i)); bias.set(randomArray(g.F, 230 + i));
-      const want = new Float32Array(s.y), wantW = new Float32Array(s.w), wantB = new Float32Array(g.F), wantX = new Float32Array(s.x);
+      const x = b.alloc(s.x),
+        w = b.alloc(s.w),
+        dy = b.alloc(s.y),
+        bias = b.alloc(g.F);
+      x.set(randomArray(s.x, 200 + i));
+      w.set(randomArray(s.w, 210 + i));
+      dy.set(randomArray(s.y, 220 + i));
+      bias.set(randomArray(g.F, 230 + i));
+      const want = new Float32Array(s.y),
+        wantW = new Float32Array(s.w),
+        wantB = new Float32Array(g.F),
+        wantX = new Float32Array(s.x);
       ref.conv2dForward(x, w, bias, want, g);
       ref.conv2dBackwardFilter(x, dy, wantW, wantB, g);
       ref.conv2dBackwardData(dy, w, wantX, g);
       for (const mode of v.modes) {
-        const y = b.alloc(s.y), dw = b.alloc(s.w), db = b.alloc(g.F), dx = b.alloc(s.x);
+        const y = b.alloc(s.y),
+          dw = b.alloc(s.w),
+          db = b.alloc(g.F),
+          dx = b.alloc(s.x);
         mode.run(() => {
           b.conv2dForward(x, w, bias, y, g);
           b.conv2dBackwardFilter(x, dy, dw, db, g);
@@ -202,26 +274,55 @@ for (const v of VARIANTS) {
     const g = convGeometry(2, 7, 7, 3, 3, 3, 5, 1, 1, 'valid');
     const s = convSizes(g);
     const f = (n: number) => new Float32Array(n);
-    assert.throws(() => b.conv2dForward(f(s.x - 1), f(s.w), null, f(s.y), g), /conv2dForward: x has \d+ values, needs \d+/);
+    assert.throws(
+      () => b.conv2dForward(f(s.x - 1), f(s.w), null, f(s.y), g),
+      /conv2dForward: x has \d+ values, needs \d+/,
+    );
     assert.throws(() => b.conv2dForward(f(s.x), f(s.w), f(g.F - 1), f(s.y), g), /bias has 4 values, needs 5/);
     assert.throws(() => b.conv2dBackwardData(f(s.y), f(s.w), f(s.x - 1), g), /conv2dBackwardData: dx has/);
-    assert.throws(() => b.conv2dBackwardFilter(f(s.x), f(s.y), f(s.w), f(1), g), /conv2dBackwardFilter: db has 1 values, needs 5/);
+    assert.throws(
+      () => b.conv2dBackwardFilter(f(s.x), f(s.y), f(s.w), f(1), g),
+      /conv2dBackwardFilter: db has 1 values, needs 5/,
+    );
     assert.throws(() => b.conv2dForward(f(s.x), f(s.w), null, f(s.y), { ...g, strideH: 0 }), /strides must be >= 1/);
-    assert.throws(() => b.conv2dForward(f(s.x), f(s.w), null, f(s.y), { ...g, padTop: -1 }), /geometry field padTop must be a non-negative integer/);
+    assert.throws(
+      () => b.conv2dForward(f(s.x), f(s.w), null, f(s.y), { ...g, padTop: -1 }),
+      /geometry field padTop must be a non-negative integer/,
+    );
     assert.throws(() => b.conv2dForward(f(s.x), f(s.w), null, f(s.y), { ...g, OH: 1e10 }), /geometry field OH/);
   });
 
-  test(`${v.name} conv2d with an empty window (C = 0) gives the bias, and its backward passes leave dw empty`, { skip }, () => {
+  test(`${v.name} conv2d with an empty window (C = 0) gives the bias, and its backward passes leave dw empty`, {
+    skip,
+  }, () => {
     const b = v.b!;
-    const g: Conv2DGeometry = { N: 2, H: 3, W: 3, C: 0, KH: 3, KW: 3, F: 4, strideH: 1, strideW: 1, padTop: 1, padLeft: 1, OH: 3, OW: 3 };
-    const none = new Float32Array(0), bias = Float32Array.of(1, 2, 3, 4);
+    const g: Conv2DGeometry = {
+      N: 2,
+      H: 3,
+      W: 3,
+      C: 0,
+      KH: 3,
+      KW: 3,
+      F: 4,
+      strideH: 1,
+      strideW: 1,
+      padTop: 1,
+      padLeft: 1,
+      OH: 3,
+      OW: 3,
+    };
+    const none = new Float32Array(0),
+      bias = Float32Array.of(1, 2, 3, 4);
     for (const withBias of [true, false]) {
-      const y = new Float32Array(2 * 9 * 4).fill(NaN), want = new Float32Array(2 * 9 * 4);
+      const y = new Float32Array(2 * 9 * 4).fill(NaN),
+        want = new Float32Array(2 * 9 * 4);
       b.conv2dForward(none, none, withBias ? bias : null, y, g);
       ref.conv2dForward(none, none, withBias ? bias : null, want, g);
       assert.deepEqual([...y], [...want]);
     }
-    const dy = randomArray(2 * 9 * 4, 5), db = Float32Array.of(1, 1, 1, 1), wantB = db.slice();
+    const dy = randomArray(2 * 9 * 4, 5),
+      db = Float32Array.of(1, 1, 1, 1),
+      wantB = db.slice();
     b.conv2dBackwardFilter(none, dy, none, db, g);
     ref.conv2dBackwardFilter(none, dy, none, wantB, g);
     assertClose(db, wantB, { what: 'db' });
@@ -230,14 +331,28 @@ for (const v of VARIANTS) {
 }
 
 // oneDNN 2.6 has direct NHWC kernels for all three passes with AVX-512; elsewhere it may rightly choose others.
-const avx512 = onednn?.onednn.isa.startsWith('avx512') ? false : `oneDNN dispatches ${onednn?.onednn.isa} here; the kernel choice is checked on AVX-512 machines`;
+const avx512 = onednn?.onednn.isa.startsWith('avx512')
+  ? false
+  : `oneDNN dispatches ${onednn?.onednn.isa} here; the kernel choice is checked on AVX-512 machines`;
 
-test('onednn conv2d at the network shapes (batch 64): oneDNN\'s direct kernels, not its im2col + gemm one; one input channel on the addon\'s own', { skip: onednnSkip || avx512 }, () => {
+test("onednn conv2d at the network shapes (batch 64): oneDNN's direct kernels, not its im2col + gemm one; one input channel on the addon's own", {
+  skip: onednnSkip || avx512,
+}, () => {
   const b = onednn!;
   for (const g of network(64)) {
     const s = convSizes(g);
-    const x = b.alloc(s.x), w = b.alloc(s.w), dy = b.alloc(s.y), y = b.alloc(s.y), dx = b.alloc(s.x), dw = b.alloc(s.w), db = b.alloc(g.F);
-    const passes = () => { b.conv2dForward(x, w, db, y, g); b.conv2dBackwardData(dy, w, dx, g); b.conv2dBackwardFilter(x, dy, dw, db, g); };
+    const x = b.alloc(s.x),
+      w = b.alloc(s.w),
+      dy = b.alloc(s.y),
+      y = b.alloc(s.y),
+      dx = b.alloc(s.x),
+      dw = b.alloc(s.w),
+      db = b.alloc(g.F);
+    const passes = () => {
+      b.conv2dForward(x, w, db, y, g);
+      b.conv2dBackwardData(dy, w, dx, g);
+      b.conv2dBackwardFilter(x, dy, dw, db, g);
+    };
     onednnDirect(false).run(passes);
     const stats = b.stats();
     for (const kind of ['convForward', 'convBackwardData', 'convBackwardWeights'] as const) {
@@ -246,24 +361,47 @@ test('onednn conv2d at the network shapes (batch 64): oneDNN\'s direct kernels, 
     passes();
     const after = b.stats();
     for (const kind of ['convForward', 'convBackwardData', 'convBackwardWeights'] as const) {
-      assert.equal(after[kind].direct - stats[kind].direct, g.C === 1 ? 1 : 0, `${describeConv(g)} ${kind}: the addon's own kernel ran ${g.C === 1 ? 'once' : 'never'}`);
+      assert.equal(
+        after[kind].direct - stats[kind].direct,
+        g.C === 1 ? 1 : 0,
+        `${describeConv(g)} ${kind}: the addon's own kernel ran ${g.C === 1 ? 'once' : 'never'}`,
+      );
     }
   }
 });
 
 // Without AVX-512, filter gradients run as im2col + dnnl_sgemm (native/onednn/gemmconv.c): twice oneDNN 2.6's jit:avx2 kernel.
-const noAvx512 = !onednn ? onednnSkip : onednn.onednn.isa.startsWith('avx512') ? 'this CPU has AVX-512: the primitive computes filter gradients' : false;
+const noAvx512 = !onednn
+  ? onednnSkip
+  : onednn.onednn.isa.startsWith('avx512')
+    ? 'this CPU has AVX-512: the primitive computes filter gradients'
+    : false;
 
-test('onednn without AVX-512: filter gradients of windows of 64 values or more at the network shapes (batch 64) are im2col + sgemm, the rest primitives', { skip: noAvx512 }, () => {
+test('onednn without AVX-512: filter gradients of windows of 64 values or more at the network shapes (batch 64) are im2col + sgemm, the rest primitives', {
+  skip: noAvx512,
+}, () => {
   const b = onednn!;
   for (const g of network(64)) {
     const s = convSizes(g);
-    const x = b.alloc(s.x), w = b.alloc(s.w), dy = b.alloc(s.y), y = b.alloc(s.y), dx = b.alloc(s.x), dw = b.alloc(s.w), db = b.alloc(g.F);
+    const x = b.alloc(s.x),
+      w = b.alloc(s.w),
+      dy = b.alloc(s.y),
+      y = b.alloc(s.y),
+      dx = b.alloc(s.x),
+      dw = b.alloc(s.w),
+      db = b.alloc(g.F);
     const before = b.stats();
-    b.conv2dForward(x, w, db, y, g); b.conv2dBackwardData(dy, w, dx, g); b.conv2dBackwardFilter(x, dy, dw, db, g);
+    b.conv2dForward(x, w, db, y, g);
+    b.conv2dBackwardData(dy, w, dx, g);
+    b.conv2dBackwardFilter(x, dy, dw, db, g);
     const after = b.stats();
     const gemm = g.KH * g.KW * g.C >= 64 ? 1 : 0;
-    assert.equal(after.convBackwardWeights.direct - before.convBackwardWeights.direct, gemm, `${describeConv(g)}: the filter gradient in the addon ${gemm} times`);
-    for (const kind of ['convForward', 'convBackwardData'] as const) assert.equal(after[kind].direct, before[kind].direct, `${describeConv(g)} ${kind}: a primitive`);
+    assert.equal(
+      after.convBackwardWeights.direct - before.convBackwardWeights.direct,
+      gemm,
+      `${describeConv(g)}: the filter gradient in the addon ${gemm} times`,
+    );
+    for (const kind of ['convForward', 'convBackwardData'] as const)
+      assert.equal(after[kind].direct, before[kind].direct, `${describeConv(g)} ${kind}: a primitive`);
   }
 });

@@ -17,8 +17,11 @@ function starts(rows: number, stride: number, seed: number, holes: boolean): Int
 }
 
 function run(B: Backend, width: number, rows: number, add: boolean) {
-  const stride = width + 3, from = randomArray(rows * stride, 7), to = randomArray(rows * stride + 5, 8);
-  const fromStarts = starts(rows, stride, 1, true), toStarts = starts(rows, stride, 2, false).map((s) => s + 2);
+  const stride = width + 3,
+    from = randomArray(rows * stride, 7),
+    to = randomArray(rows * stride + 5, 8);
+  const fromStarts = starts(rows, stride, 1, true),
+    toStarts = starts(rows, stride, 2, false).map((s) => s + 2);
   B.copyRows(from, fromStarts, to, toStarts, rows, width, add);
   return { from, fromStarts, toStarts, to };
 }
@@ -29,7 +32,8 @@ test('js copyRows: the rows copied or added, −1 rows zero (or untouched when a
     const want = randomArray(to.length, 8);
     for (let i = 0; i < 20; i++) {
       for (let j = 0; j < 6; j++) {
-        const f = fromStarts[i]!, t = toStarts[i]! + j;
+        const f = fromStarts[i]!,
+          t = toStarts[i]! + j;
         want[t] = f < 0 ? (add ? want[t]! : 0) : add ? Math.fround(want[t]! + from[f + j]!) : from[f + j]!;
       }
     }
@@ -42,8 +46,19 @@ test('js copyRows: the rows copied or added, −1 rows zero (or untouched when a
 for (const B of (await availableBackends()).filter((b) => b.name !== 'js')) {
   test(`${B.name} copyRows equals js bit for bit`, () => {
     for (const add of [false, true]) {
-      for (const [width, rows] of [[0, 4], [1, 9], [5, 13], [8, 7], [96, 64], [37, 0]] as const) {
-        assert.deepEqual(run(B, width, rows, add).to, run(jsBackend, width, rows, add).to, `${B.name}: width ${width}, ${rows} rows, add ${add}`);
+      for (const [width, rows] of [
+        [0, 4],
+        [1, 9],
+        [5, 13],
+        [8, 7],
+        [96, 64],
+        [37, 0],
+      ] as const) {
+        assert.deepEqual(
+          run(B, width, rows, add).to,
+          run(jsBackend, width, rows, add).to,
+          `${B.name}: width ${width}, ${rows} rows, add ${add}`,
+        );
       }
     }
   });
@@ -51,12 +66,17 @@ for (const B of (await availableBackends()).filter((b) => b.name !== 'js')) {
 
 for (const B of await availableBackends()) {
   test(`${B.name} copyRows refuses rows outside their arrays before writing`, () => {
-    const from = new Float32Array(10), to = new Float32Array(10).fill(3);
-    const call = (f: number[], t: number[], width = 4) => B.copyRows(from, Int32Array.from(f), to, Int32Array.from(t), f.length, width, false);
+    const from = new Float32Array(10),
+      to = new Float32Array(10).fill(3);
+    const call = (f: number[], t: number[], width = 4) =>
+      B.copyRows(from, Int32Array.from(f), to, Int32Array.from(t), f.length, width, false);
     assert.throws(() => call([0, 7], [0, 4]), /copyRows: row 1 reads from\[7 … 11\) of 10 values/);
     assert.throws(() => call([0, 0], [0, 7]), /copyRows: row 1 writes to\[7 … 11\) of 10 values/);
     assert.throws(() => call([-2], [0]), /copyRows: row 0 reads from\[-2/);
     assert.throws(() => B.copyRows(from, Int32Array.of(0), to, Int32Array.of(0), 2, 1, false), /2 rows need 2 starts/);
-    assert.ok(to.every((v) => v === 3), 'nothing written');
+    assert.ok(
+      to.every((v) => v === 3),
+      'nothing written',
+    );
   });
 }

@@ -15,11 +15,23 @@ import { availableBackends } from '../nn/sequenceHelpers.ts';
 // 16 draws from a block's start run four blocks at a time in the wasm kernel: [2³⁴ − 32, 64) crosses
 // block 2³², where the counter's high word changes between lanes; the onednn kernel runs 64 draws from
 // a block's start at a time (16 blocks), so [2³⁴ − 36, 300) crosses it inside such a run
-const CASES = [[0, 1], [0, 64], [3, 13], [1022, 1029], [5_000_000_003, 37], [2 ** 40 + 2, 9], [2 ** 34 - 32, 64], [2 ** 40, 48],
-  [5, 200], [2 ** 34 - 36, 300]] as const;
+const CASES = [
+  [0, 1],
+  [0, 64],
+  [3, 13],
+  [1022, 1029],
+  [5_000_000_003, 37],
+  [2 ** 40 + 2, 9],
+  [2 ** 34 - 32, 64],
+  [2 ** 40, 48],
+  [5, 200],
+  [2 ** 34 - 36, 300],
+] as const;
 
 function run(B: Backend, rng: CounterRng, counter: number, n: number, keep: number) {
-  const x = randomArray(n, n + 1), mask = new Float32Array(n), y = new Float32Array(n);
+  const x = randomArray(n, n + 1),
+    mask = new Float32Array(n),
+    y = new Float32Array(n);
   const [k0, k1] = rng.key;
   B.dropoutForward(k0, k1, counter, n, keep, 1 / keep, x, mask, y);
   return { x, mask, y };
@@ -46,10 +58,13 @@ for (const B of (await availableBackends()).filter((b) => b.name !== 'js')) {
   test(`${B.name} dropoutForward and dropoutBackward equal js bit for bit (mid-block and past 2³² counters)`, () => {
     for (const [counter, n] of CASES) {
       const rng = new CounterRng(9, counter);
-      const want = run(jsBackend, rng, counter, n, 0.7), got = run(B, rng, counter, n, 0.7);
+      const want = run(jsBackend, rng, counter, n, 0.7),
+        got = run(B, rng, counter, n, 0.7);
       assert.deepEqual(Array.from(got.mask), Array.from(want.mask), `${B.name} mask at counter ${counter}`);
       assert.deepEqual(Array.from(got.y), Array.from(want.y), `${B.name} y at counter ${counter}`);
-      const dy = randomArray(n, 5), dxWant = new Float32Array(n), dxGot = new Float32Array(n);
+      const dy = randomArray(n, 5),
+        dxWant = new Float32Array(n),
+        dxGot = new Float32Array(n);
       jsBackend.dropoutBackward(dy, want.mask, dxWant, n);
       B.dropoutBackward(dy, got.mask, dxGot, n);
       assert.deepEqual(Array.from(dxGot), Array.from(dxWant), `${B.name} dropoutBackward, ${n} elements`);
@@ -59,9 +74,11 @@ for (const B of (await availableBackends()).filter((b) => b.name !== 'js')) {
   test(`${B.name} dropoutForward equals js on signed zeros, infinities and NaN, keeping all and almost none`, () => {
     const special = [-1, -0, 0, Infinity, -Infinity, NaN, 3.4e38, -1e-45];
     for (const keep of [1, 0.5, 1e-3]) {
-      const n = 256, x = Float32Array.from({ length: n }, (_, i) => special[i % special.length]! * (1 + (i >> 3) / 64));
+      const n = 256,
+        x = Float32Array.from({ length: n }, (_, i) => special[i % special.length]! * (1 + (i >> 3) / 64));
       const out = (b: Backend) => {
-        const mask = new Float32Array(n).fill(7), y = new Float32Array(n).fill(7);
+        const mask = new Float32Array(n).fill(7),
+          y = new Float32Array(n).fill(7);
         b.dropoutForward(11, 12, 8, n, keep, 1 / keep, x, mask, y);
         return { mask: Array.from(mask), y: Array.from(y) };
       };

@@ -30,16 +30,24 @@ test('alloc gives zeroed arrays, SharedArrayBuffer-backed when shared', () => {
 test('the backend object runs the conv kernels (method wrappers pass arguments through)', () => {
   const g = CONV_CASES[4];
   const s = convSizes(g);
-  const x = randomArray(s.x, 1), w = randomArray(s.w, 2), b = randomArray(g.F, 3), dy = randomArray(s.y, 4);
-  const y = jsBackend.alloc(s.y, true), want = new Float32Array(s.y);
+  const x = randomArray(s.x, 1),
+    w = randomArray(s.w, 2),
+    b = randomArray(g.F, 3),
+    dy = randomArray(s.y, 4);
+  const y = jsBackend.alloc(s.y, true),
+    want = new Float32Array(s.y);
   jsBackend.conv2dForward(x, w, b, y, g);
   referenceBackend.conv2dForward(x, w, b, want, g);
   assertClose(y, want, { atol: 1e-5 });
-  const dx = new Float32Array(s.x), wdx = new Float32Array(s.x);
+  const dx = new Float32Array(s.x),
+    wdx = new Float32Array(s.x);
   jsBackend.conv2dBackwardData(dy, w, dx, g);
   referenceBackend.conv2dBackwardData(dy, w, wdx, g);
   assertClose(dx, wdx, { atol: 1e-5 });
-  const dw = new Float32Array(s.w), db = new Float32Array(g.F), wdw = new Float32Array(s.w), wdb = new Float32Array(g.F);
+  const dw = new Float32Array(s.w),
+    db = new Float32Array(g.F),
+    wdw = new Float32Array(s.w),
+    wdb = new Float32Array(g.F);
   jsBackend.conv2dBackwardFilter(x, dy, dw, db, g);
   referenceBackend.conv2dBackwardFilter(x, dy, wdw, wdb, g);
   assertClose(dw, wdw, { atol: 1e-5 });

@@ -2,15 +2,28 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { assertClose, randomArray } from '../util/close.ts';
 import { referenceBackend as ref } from './reference.ts';
-import { biasAdd, biasGrad, activationForward, activationBackward, axpy, scale } from '../../src/kernels/js/elementwise.ts';
+import {
+  biasAdd,
+  biasGrad,
+  activationForward,
+  activationBackward,
+  axpy,
+  scale,
+} from '../../src/kernels/js/elementwise.ts';
 import type { ActivationKind } from '../../src/kernels/backend.ts';
 
 const KINDS: ActivationKind[] = ['relu', 'clippedRelu', 'tanh', 'sigmoid', 'linear'];
 
 test('biasAdd matches the reference, also in place', () => {
-  for (const [rows, cols] of [[1, 1], [7, 33], [65, 3]]) {
-    const x = randomArray(rows * cols, rows), b = randomArray(cols, cols);
-    const y = new Float32Array(rows * cols).fill(NaN), want = new Float32Array(rows * cols);
+  for (const [rows, cols] of [
+    [1, 1],
+    [7, 33],
+    [65, 3],
+  ]) {
+    const x = randomArray(rows * cols, rows),
+      b = randomArray(cols, cols);
+    const y = new Float32Array(rows * cols).fill(NaN),
+      want = new Float32Array(rows * cols);
     biasAdd(x, b, y, rows, cols);
     ref.biasAdd(x, b, want, rows, cols);
     assert.deepEqual([...y], [...want]);
@@ -20,9 +33,15 @@ test('biasAdd matches the reference, also in place', () => {
 });
 
 test('biasGrad accumulates column sums', () => {
-  for (const [rows, cols] of [[1, 1], [7, 33], [1000, 3]]) {
-    const dy = randomArray(rows * cols, rows + cols), db0 = randomArray(cols, 5);
-    const db = db0.slice(), want = db0.slice();
+  for (const [rows, cols] of [
+    [1, 1],
+    [7, 33],
+    [1000, 3],
+  ]) {
+    const dy = randomArray(rows * cols, rows + cols),
+      db0 = randomArray(cols, 5);
+    const db = db0.slice(),
+      want = db0.slice();
     biasGrad(dy, db, rows, cols);
     ref.biasGrad(dy, want, rows, cols);
     assertClose(db, want, { atol: 1e-6 });
@@ -73,19 +92,25 @@ test('activations in place, and their backward from the output y matches central
       assertClose(alias, dx, { what: `${kind} dx = dy` });
 
       // Central differences in float64 away from the kinks at 0 and cap.
-      const c = cap ?? 20, h = 1e-4;
+      const c = cap ?? 20,
+        h = 1e-4;
       const f = (v: number) => {
         switch (kind) {
-          case 'relu': return Math.max(v, 0);
-          case 'clippedRelu': return Math.min(Math.max(v, 0), c);
-          case 'tanh': return Math.tanh(v);
-          case 'sigmoid': return 1 / (1 + Math.exp(-v));
-          default: return v;
+          case 'relu':
+            return Math.max(v, 0);
+          case 'clippedRelu':
+            return Math.min(Math.max(v, 0), c);
+          case 'tanh':
+            return Math.tanh(v);
+          case 'sigmoid':
+            return 1 / (1 + Math.exp(-v));
+          default:
+            return v;
         }
       };
       for (let i = 0; i < x.length; i++) {
         if (Math.abs(x[i]) < 1e-3 || Math.abs(x[i] - c) < 1e-3) continue;
-        const fd = dy[i] * (f(x[i] + h) - f(x[i] - h)) / (2 * h);
+        const fd = (dy[i] * (f(x[i] + h) - f(x[i] - h))) / (2 * h);
         assertClose([dx[i]], [fd], { rtol: 1e-3, atol: 1e-4, what: `${kind} cap=${cap} dx[${i}] at x=${x[i]}` });
       }
     }
@@ -93,7 +118,8 @@ test('activations in place, and their backward from the output y matches central
 });
 
 test('axpy and scale', () => {
-  const x = Float32Array.from([1, 2, 3]), y = Float32Array.from([10, 20, 30]);
+  const x = Float32Array.from([1, 2, 3]),
+    y = Float32Array.from([10, 20, 30]);
   axpy(0.5, x, y);
   assert.deepEqual([...y], [10.5, 21, 31.5]);
   scale(-2, y);

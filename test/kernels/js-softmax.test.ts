@@ -11,13 +11,19 @@ function byHand(logits: Float32Array, labels: Int32Array, rows: number, classes:
     let z = 0;
     for (let j = 0; j < classes; j++) z += Math.exp(logits[r * classes + j]);
     loss += -Math.log(Math.exp(logits[r * classes + labels[r]]) / z);
-    for (let j = 0; j < classes; j++) grad[r * classes + j] = (Math.exp(logits[r * classes + j]) / z - (j === labels[r] ? 1 : 0)) * scale;
+    for (let j = 0; j < classes; j++)
+      grad[r * classes + j] = (Math.exp(logits[r * classes + j]) / z - (j === labels[r] ? 1 : 0)) * scale;
   }
   return { loss, grad };
 }
 
 test('softmax cross-entropy: sum of losses and scaled gradient match float64 by hand', () => {
-  for (const [rows, classes] of [[1, 1], [1, 2], [5, 10], [33, 7]]) {
+  for (const [rows, classes] of [
+    [1, 1],
+    [1, 2],
+    [5, 10],
+    [33, 7],
+  ]) {
     const logits = randomArray(rows * classes, rows * 31 + classes).map((v) => v * 3);
     const labels = Int32Array.from({ length: rows }, (_, r) => (r * 7 + 3) % classes);
     const scale = 1 / rows;

@@ -23,12 +23,17 @@ const skip = onednn ? false : `onednn backend unavailable: ${onednnUnavailableRe
 const offered = onednn?.onednn.isa.includes('avx512') ?? false;
 const tol = { rtol: 1e-4, atol: 1e-5 };
 
-test('the cells onednn runs as whole-direction primitives: both by default, PARATRAIN_ONEDNN_RNN to choose', { skip }, () => {
+test('the cells onednn runs as whole-direction primitives: both by default, PARATRAIN_ONEDNN_RNN to choose', {
+  skip,
+}, () => {
   assert.deepEqual(sequenceCellsFromEnv(undefined), ['lstm', 'gru']);
   assert.deepEqual(sequenceCellsFromEnv('gru, LSTM,gru'), ['gru', 'lstm']);
   assert.deepEqual(sequenceCellsFromEnv('none'), []);
   assert.deepEqual(sequenceCellsFromEnv(''), []);
-  assert.throws(() => sequenceCellsFromEnv('lstm,rnn'), /PARATRAIN_ONEDNN_RNN=lstm,rnn: "rnn" is not a cell; use a comma-separated list of lstm and gru, or none/);
+  assert.throws(
+    () => sequenceCellsFromEnv('lstm,rnn'),
+    /PARATRAIN_ONEDNN_RNN=lstm,rnn: "rnn" is not a cell; use a comma-separated list of lstm and gru, or none/,
+  );
   const was = onednn!.setSequenceCells(['gru']);
   assert.equal(onednn!.recurrentSequenceWorkspace!('lstm', 2, 3, 4, 5), 0, 'a cell left out steps');
   assert.equal(onednn!.recurrentSequenceWorkspace!('gru', 2, 3, 4, 5) > 0, offered);
@@ -37,7 +42,12 @@ test('the cells onednn runs as whole-direction primitives: both by default, PARA
   onednn!.setSequenceCells(['lstm', 'gru']);
 });
 
-interface Stack { cell: SequenceCell; T: number; F: number; layers: { H: number; o: RecurrentOptions }[] }
+interface Stack {
+  cell: SequenceCell;
+  T: number;
+  F: number;
+  layers: { H: number; o: RecurrentOptions }[];
+}
 
 const CELLS: readonly SequenceCell[] = ['lstm', 'gru'];
 const GATES: Record<SequenceCell, number> = { lstm: 4, gru: 3 };
@@ -47,7 +57,15 @@ const GATES: Record<SequenceCell, number> = { lstm: 4, gru: 3 };
  * and gradients. The gradients start from the same random values on every backend (unless
  * `zeroGrads`), as a backward must add to them.
  */
-function run(B: Backend, s: Stack, N: number, lengths: number[], weights: Float32Array | null, inputGrad: boolean, zeroGrads = false) {
+function run(
+  B: Backend,
+  s: Stack,
+  N: number,
+  lengths: number[],
+  weights: Float32Array | null,
+  inputGrad: boolean,
+  zeroGrads = false,
+) {
   const layers: Layer[] = [];
   let shape: readonly number[] = [s.T, s.F];
   for (const [i, l] of s.layers.entries()) {
@@ -69,7 +87,12 @@ function run(B: Backend, s: Stack, N: number, lengths: number[], weights: Float3
     dx = layers[i]!.backward(dy, i > 0 || inputGrad);
     if (dx) dy = dx;
   }
-  return { params: model.params.slice(), y: y.data.slice(), dx: inputGrad ? dx!.data.slice() : null, grads: model.grads.slice() };
+  return {
+    params: model.params.slice(),
+    y: y.data.slice(),
+    dx: inputGrad ? dx!.data.slice() : null,
+    grads: model.grads.slice(),
+  };
 }
 
 function compare(s: Stack, N: number, lengths: number[], inputGrad: boolean, what: string): void {
@@ -82,9 +105,13 @@ function compare(s: Stack, N: number, lengths: number[], inputGrad: boolean, wha
 }
 
 for (const cell of CELLS) {
-  const name = cell.toUpperCase(), stats = `${cell}Forward` as const, bstats = `${cell}Backward` as const;
+  const name = cell.toUpperCase(),
+    stats = `${cell}Forward` as const,
+    bstats = `${cell}Backward` as const;
 
-  test(`onednn runs a whole ${name} direction as one oneDNN primitive where it offers one, and says when it does not`, { skip }, () => {
+  test(`onednn runs a whole ${name} direction as one oneDNN primitive where it offers one, and says when it does not`, {
+    skip,
+  }, () => {
     const before = onednn!.stats()[stats].plans;
     const size = onednn!.recurrentSequenceWorkspace!(cell, 3, 4, 5, 6);
     if (offered) {
@@ -96,30 +123,64 @@ for (const cell of CELLS) {
     }
   });
 
-  test(`onednn ${name} over whole directions equals wasm stepping: one direction, padded samples, both outputs`, { skip }, () => {
+  test(`onednn ${name} over whole directions equals wasm stepping: one direction, padded samples, both outputs`, {
+    skip,
+  }, () => {
     for (const returnSequences of [true, false]) {
-      compare({ cell, T: 7, F: 9, layers: [{ H: 16, o: { returnSequences } }] }, 5, [7, 3, 1, 6, 7], true, `returnSequences ${returnSequences}`);
+      compare(
+        { cell, T: 7, F: 9, layers: [{ H: 16, o: { returnSequences } }] },
+        5,
+        [7, 3, 1, 6, 7],
+        true,
+        `returnSequences ${returnSequences}`,
+      );
     }
   });
 
-  test(`onednn ${name} over whole directions equals wasm stepping: bidirectional (concat and sum), the reverse direction from each sample's end`, { skip }, () => {
+  test(`onednn ${name} over whole directions equals wasm stepping: bidirectional (concat and sum), the reverse direction from each sample's end`, {
+    skip,
+  }, () => {
     for (const bidirectional of ['concat', 'sum'] as const) {
       compare({ cell, T: 6, F: 8, layers: [{ H: 12, o: { bidirectional } }] }, 4, [6, 2, 5, 4], true, bidirectional);
-      compare({ cell, T: 6, F: 8, layers: [{ H: 12, o: { bidirectional, returnSequences: false } }] }, 4, [6, 2, 5, 4], true, `${bidirectional}, final states`);
+      compare(
+        { cell, T: 6, F: 8, layers: [{ H: 12, o: { bidirectional, returnSequences: false } }] },
+        4,
+        [6, 2, 5, 4],
+        true,
+        `${bidirectional}, final states`,
+      );
     }
   });
 
-  test(`onednn ${name}: the first step's dW_hh is 0 (oneDNN 2.6's LSTM took an uninitialised initial state until it was given one)`, { skip }, () => {
+  test(`onednn ${name}: the first step's dW_hh is 0 (oneDNN 2.6's LSTM took an uninitialised initial state until it was given one)`, {
+    skip,
+  }, () => {
     // T = 1: h₋₁ = 0, so every recurrent weight's gradient is exactly 0
-    const G = GATES[cell], F = 5, H = 6;
+    const G = GATES[cell],
+      F = 5,
+      H = 6;
     const got = run(onednn!, { cell, T: 1, F, layers: [{ H, o: {} }] }, 3, [1, 1, 1], null, true, true);
     const whh = got.grads.subarray(G * H * F, G * H * F + G * H * H);
-    assert.ok(whh.every((v) => v === 0), `dW_hh at T = 1: ${Array.from(whh.slice(0, 4))}…`);
+    assert.ok(
+      whh.every((v) => v === 0),
+      `dW_hh at T = 1: ${Array.from(whh.slice(0, 4))}…`,
+    );
   });
 
-  test(`onednn ${name}: stacked layers of one shape share a plan but not a workspace; a first layer computes no input gradient`, { skip }, () => {
+  test(`onednn ${name}: stacked layers of one shape share a plan but not a workspace; a first layer computes no input gradient`, {
+    skip,
+  }, () => {
     // layer 2 has F = H = 10 like layer 1's output: the same (N, T, F, H) as a third layer would; two of one shape here
-    const stack: Stack = { cell, T: 5, F: 10, layers: [{ H: 10, o: {} }, { H: 10, o: {} }, { H: 10, o: { bidirectional: 'concat' } }] };
+    const stack: Stack = {
+      cell,
+      T: 5,
+      F: 10,
+      layers: [
+        { H: 10, o: {} },
+        { H: 10, o: {} },
+        { H: 10, o: { bidirectional: 'concat' } },
+      ],
+    };
     compare(stack, 3, [5, 4, 2], false, 'three stacked');
     compare(stack, 3, [5, 5, 5], true, 'three stacked, full lengths');
   });

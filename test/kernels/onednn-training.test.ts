@@ -22,19 +22,30 @@ import type { Backend } from '../../src/kernels/backend.ts';
 
 const onednn = await createOneDnnBackend();
 const wasm = await createWasmBackend();
-const skip = !onednn ? `onednn backend unavailable: ${onednnUnavailableReason()}` : !wasm ? 'wasm backend unavailable (npm run build:wasm)' : false;
+const skip = !onednn
+  ? `onednn backend unavailable: ${onednnUnavailableReason()}`
+  : !wasm
+    ? 'wasm backend unavailable (npm run build:wasm)'
+    : false;
 
-const STEPS = 8, BATCH = 16, PER = 28 * 28;
+const STEPS = 8,
+  BATCH = 16,
+  PER = 28 * 28;
 
 /** Batch `k`: each image is noise plus a bright row at its class's height, so the network has something to learn. */
 function batch(k: number): { images: Float32Array; labels: Int32Array } {
-  const images = new Float32Array(BATCH * PER), labels = new Int32Array(BATCH);
+  const images = new Float32Array(BATCH * PER),
+    labels = new Int32Array(BATCH);
   let s = ((k + 1) * 2654435761) >>> 0;
   for (let n = 0; n < BATCH; n++) {
     const label = (n * 7 + k * 3) % 10;
     labels[n] = label;
     for (let i = 0; i < PER; i++) {
-      s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
+      s ^= s << 13;
+      s >>>= 0;
+      s ^= s >>> 17;
+      s ^= s << 5;
+      s >>>= 0;
       images[n * PER + i] = 0.3 * (s / 4294967296) + (Math.floor(i / 28) === 2 + label * 2 ? 0.7 : 0);
     }
   }
@@ -43,7 +54,10 @@ function batch(k: number): { images: Float32Array; labels: Int32Array } {
 
 /** Trains STEPS steps of mnist-small (with `optimizer` when given) and returns the per-step mean losses and the final weights. */
 function trainWith(backend: Backend, optimizer?: unknown): { losses: number[]; params: Float32Array } {
-  const raw = parse(readFileSync(new URL('../../examples/mnist-small.yaml', import.meta.url), 'utf8')) as Record<string, unknown>;
+  const raw = parse(readFileSync(new URL('../../examples/mnist-small.yaml', import.meta.url), 'utf8')) as Record<
+    string,
+    unknown
+  >;
   if (optimizer) raw.optimizer = optimizer;
   const config = parseConfig(raw, 'mnist-small');
   const replica = new Replica(backend, config);
@@ -51,7 +65,12 @@ function trainWith(backend: Backend, optimizer?: unknown): { losses: number[]; p
   for (let k = 0; k < STEPS; k++) {
     const { images, labels } = batch(k);
     replica.model.zeroGrads();
-    const r = replica.computeGradients(images, labels, { training: true, seed: 1, step: k, sampleOffset: k * BATCH }, 1 / BATCH);
+    const r = replica.computeGradients(
+      images,
+      labels,
+      { training: true, seed: 1, step: k, sampleOffset: k * BATCH },
+      1 / BATCH,
+    );
     replica.optimizer.step(replica.model.params, replica.model.grads, optimizer ? 0.01 : 0.001);
     losses.push(r.lossSum / BATCH);
   }
@@ -60,25 +79,38 @@ function trainWith(backend: Backend, optimizer?: unknown): { losses: number[]; p
 
 function assertLossesClose(a: number[], b: number[], rtol: number, what: string): void {
   a.forEach((loss, k) => {
-    assert.ok(Math.abs(loss - b[k]!) <= rtol * Math.abs(b[k]!), `${what} step ${k}: loss ${loss} (onednn) vs ${b[k]} (wasm)`);
+    assert.ok(
+      Math.abs(loss - b[k]!) <= rtol * Math.abs(b[k]!),
+      `${what} step ${k}: loss ${loss} (onednn) vs ${b[k]} (wasm)`,
+    );
   });
   assert.ok(b[STEPS - 1]! < b[0]!, `${what}: the loss falls: ${b.join(', ')}`);
 }
 
-test(`training mnist-small with onednn equals training with wasm within tolerance after ${STEPS} steps (SGD: losses and weights)`, { skip }, () => {
+test(`training mnist-small with onednn equals training with wasm within tolerance after ${STEPS} steps (SGD: losses and weights)`, {
+  skip,
+}, () => {
   const sgd = { sgd: { lr: 0.01, momentum: 0.9 } };
-  const a = trainWith(onednn!, sgd), b = trainWith(wasm!, sgd);
+  const a = trainWith(onednn!, sgd),
+    b = trainWith(wasm!, sgd);
   assertLossesClose(a.losses, b.losses, 1e-5, 'sgd');
-  let worst = 0, at = -1;
+  let worst = 0,
+    at = -1;
   for (let i = 0; i < a.params.length; i++) {
     const d = Math.abs(a.params[i]! - b.params[i]!);
-    if (d > worst) { worst = d; at = i; }
+    if (d > worst) {
+      worst = d;
+      at = i;
+    }
   }
   assert.ok(worst <= 1e-6, `weight ${at} differs by ${worst} (onednn ${a.params[at]}, wasm ${b.params[at]})`);
 });
 
-test(`training mnist-small with onednn equals training with wasm within tolerance after ${STEPS} steps (Adam: losses)`, { skip }, () => {
-  const a = trainWith(onednn!), b = trainWith(wasm!);
+test(`training mnist-small with onednn equals training with wasm within tolerance after ${STEPS} steps (Adam: losses)`, {
+  skip,
+}, () => {
+  const a = trainWith(onednn!),
+    b = trainWith(wasm!);
   assertLossesClose(a.losses, b.losses, 1e-3, 'adam');
   // every kernel of the step ran in oneDNN or the addon's own (none was handed back to wasm)
   const stats = onednn!.stats();

@@ -6,9 +6,14 @@ const seconds = Number(process.argv[2] ?? 3);
 const b = await tryBackend('onednn');
 if (!b) throw new Error('no onednn backend in the child');
 let signals = 0;
-process.on('SIGUSR2', () => { signals++; });
-const N = 32, H = 512;
-const W = b.alloc(4 * H * H).map((_, i) => Math.sin(i)), h = b.alloc(N * H).fill(0.5), C = b.alloc(800 * 4 * H);
+process.on('SIGUSR2', () => {
+  signals++;
+});
+const N = 32,
+  H = 512;
+const W = b.alloc(4 * H * H).map((_, i) => Math.sin(i)),
+  h = b.alloc(N * H).fill(0.5),
+  C = b.alloc(800 * 4 * H);
 const A = b.alloc(800 * 512).fill(0.1);
 const P = b.packB(true, H, 4 * H, W);
 console.log('ready');
@@ -16,10 +21,10 @@ let passes = 0;
 const t0 = performance.now();
 while (performance.now() - t0 < seconds * 1000) {
   for (let t = 0; t < 10; t++) b.gemmPacked(false, N, 4 * H, H, 1, h, P, 1, C, 0, t * N * 4 * H);
-  b.gemm(false, false, 800, 512, 512, 1, A, W, 0, C);       // B's rows 512 floats apart: padded, sgemm
-  b.gemm(false, true, 100, 4 * H, 512, 1, A, W, 0, C);      // the matmul primitive
+  b.gemm(false, false, 800, 512, 512, 1, A, W, 0, C); // B's rows 512 floats apart: padded, sgemm
+  b.gemm(false, true, 100, 4 * H, 512, 1, A, W, 0, C); // the matmul primitive
   passes++;
-  if (passes % 20 === 0) await new Promise((resolve) => setImmediate(resolve));  // the handler runs
+  if (passes % 20 === 0) await new Promise((resolve) => setImmediate(resolve)); // the handler runs
 }
 console.log(JSON.stringify({ passes, signals }));
 // exit once the parent has stopped sending (it closes stdin): a signal during exit would find no handler

@@ -23,7 +23,7 @@ test('views stay valid, and are still recognised as wasm memory, after the memor
   const early = b.alloc(64);
   early.set(Array.from({ length: 64 }, (_, i) => i));
   const before = b.memory.buffer.byteLength;
-  const big = b.alloc(48 << 20 >> 2); // 48 MiB forces growth
+  const big = b.alloc((48 << 20) >> 2); // 48 MiB forces growth
   assert.ok(b.memory.buffer.byteLength > before, 'memory grew');
   assert.notEqual(early.buffer, b.memory.buffer, 'the old view keeps its old SharedArrayBuffer object');
   assert.equal(early[63], 63);
@@ -56,7 +56,8 @@ test('two backends in one thread are independent; arrays of one are staged (copi
   const b2 = await createWasmBackend();
   assert.ok(b2);
   assert.notEqual(b2.memory, b.memory);
-  const x = b.alloc(5), y = b2.alloc(5);
+  const x = b.alloc(5),
+    y = b2.alloc(5);
   x.set([1, 2, 3, 4, 5]);
   b2.axpy(1, x, y);
   assert.deepEqual([...y], [1, 2, 3, 4, 5]);
@@ -64,7 +65,7 @@ test('two backends in one thread are independent; arrays of one are staged (copi
   assert.deepEqual([...x], [2, 4, 6, 8, 10]);
 });
 
-test('a worker thread builds its own instance; an alloc\'d array is shared memory the worker can update', async () => {
+test("a worker thread builds its own instance; an alloc'd array is shared memory the worker can update", async () => {
   const shared = b.alloc(8);
   shared.fill(2);
   // tsx's --import hooks do not reach worker threads on Node 20 (privatenumber/tsx#354), so the

@@ -10,8 +10,8 @@ const b = await wasmBackend();
 
 const CASES: Pool2DGeometry[] = [
   ...POOL_CASES,
-  poolGeometry(3, 26, 26, 32, 2, 2, 2, 2, 'valid'),   // the network's first pool (small batch)
-  poolGeometry(2, 11, 11, 64, 2, 2, 2, 2, 'valid'),   // and its second (odd size: last row/column dropped)
+  poolGeometry(3, 26, 26, 32, 2, 2, 2, 2, 'valid'), // the network's first pool (small batch)
+  poolGeometry(2, 11, 11, 64, 2, 2, 2, 2, 'valid'), // and its second (odd size: last row/column dropped)
   poolGeometry(1, 5, 5, 7, 4, 4, 1, 1, [3, 3, 3, 3]), // windows wholly in the padding
 ];
 
@@ -19,11 +19,13 @@ test('wasm max pool forward equals the reference exactly, argmax included', () =
   CASES.forEach((g, i) => {
     const s = poolSizes(g);
     const x = randomArray(s.x, 10 + i);
-    const wy = new Float32Array(s.y), wam = new Int32Array(s.y);
+    const wy = new Float32Array(s.y),
+      wam = new Int32Array(s.y);
     ref.maxPoolForward(x, wy, wam, g);
     for (const where of PLACEMENTS) {
       const p = new Placer(b, where);
-      const y = p.f32(new Float32Array(s.y).fill(NaN)), am = p.i32(new Int32Array(s.y).fill(-7));
+      const y = p.f32(new Float32Array(s.y).fill(NaN)),
+        am = p.i32(new Int32Array(s.y).fill(-7));
       b.maxPoolForward(p.f32(x), y, am, g);
       assert.deepEqual([...y], [...wy], `${describePool(g)} ${where} y`);
       assert.deepEqual([...am], [...wam], `${describePool(g)} ${where} argmax`);
@@ -37,7 +39,10 @@ test('wasm max pool: ties take the first cell, NaN wins, padding never wins', ()
   const x = randomArray(s.x, 3).map((v) => -1 - Math.abs(v));
   x[(1 * 4 + 1) * 8 + 5] = NaN;
   for (const input of [x, new Float32Array(s.x).fill(0.5)]) {
-    const y = new Float32Array(s.y), am = new Int32Array(s.y), wy = new Float32Array(s.y), wam = new Int32Array(s.y);
+    const y = new Float32Array(s.y),
+      am = new Int32Array(s.y),
+      wy = new Float32Array(s.y),
+      wam = new Int32Array(s.y);
     b.maxPoolForward(input, y, am, g);
     jsBackend.maxPoolForward(input, wy, wam, g); // the naive reference does not model NaN
     assert.deepEqual([...am], [...wam]);
@@ -48,10 +53,14 @@ test('wasm max pool: ties take the first cell, NaN wins, padding never wins', ()
 test('wasm max pool backward and avg pool forward/backward match the reference', () => {
   CASES.forEach((g, i) => {
     const s = poolSizes(g);
-    const x = randomArray(s.x, 20 + i), dy = randomArray(s.y, 30 + i);
-    const y = new Float32Array(s.y), am = new Int32Array(s.y);
+    const x = randomArray(s.x, 20 + i),
+      dy = randomArray(s.y, 30 + i);
+    const y = new Float32Array(s.y),
+      am = new Int32Array(s.y);
     ref.maxPoolForward(x, y, am, g);
-    const wdx = new Float32Array(s.x), wya = new Float32Array(s.y), wdxa = new Float32Array(s.x);
+    const wdx = new Float32Array(s.x),
+      wya = new Float32Array(s.y),
+      wdxa = new Float32Array(s.x);
     ref.maxPoolBackward(dy, am, wdx, g);
     ref.avgPoolForward(x, wya, g);
     ref.avgPoolBackward(dy, wdxa, g);

@@ -5,7 +5,10 @@ import { createWasmBackend, type WasmBackend } from '../../src/kernels/wasm/inde
 /** The wasm backend, or a failing assertion that says how to build it. */
 export async function wasmBackend(): Promise<WasmBackend> {
   const b = await createWasmBackend();
-  assert.ok(b, 'wasm backend unavailable: build/kernels.wasm is missing (run `npm run build:wasm`) or this Node lacks wasm SIMD');
+  assert.ok(
+    b,
+    'wasm backend unavailable: build/kernels.wasm is missing (run `npm run build:wasm`) or this Node lacks wasm SIMD',
+  );
   return b;
 }
 
@@ -18,7 +21,10 @@ export const PLACEMENTS: readonly Placement[] = ['wasm', 'js', 'mixed'];
 
 export class Placer {
   private n = 0;
-  constructor(private readonly b: WasmBackend, private readonly where: Placement) {}
+  constructor(
+    private readonly b: WasmBackend,
+    private readonly where: Placement,
+  ) {}
 
   /** A copy of `a` placed per this placement. */
   f32(a: ArrayLike<number>): Float32Array {
@@ -37,11 +43,19 @@ export class Placer {
 }
 
 /** assertClose, except that NaN must meet NaN at the same positions. */
-export function assertCloseNaN(actual: ArrayLike<number>, expected: ArrayLike<number>, opts: { rtol?: number; atol?: number; what?: string } = {}): void {
-  const a = Float64Array.from(actual), e = Float64Array.from(expected);
+export function assertCloseNaN(
+  actual: ArrayLike<number>,
+  expected: ArrayLike<number>,
+  opts: { rtol?: number; atol?: number; what?: string } = {},
+): void {
+  const a = Float64Array.from(actual),
+    e = Float64Array.from(expected);
   for (let i = 0; i < e.length; i++) {
     if (Number.isNaN(e[i]) || Number.isNaN(a[i])) {
-      assert.ok(Number.isNaN(e[i]) && Number.isNaN(a[i]), `${opts.what ?? 'values'}[${i}]: got ${a[i]}, expected ${e[i]}`);
+      assert.ok(
+        Number.isNaN(e[i]) && Number.isNaN(a[i]),
+        `${opts.what ?? 'values'}[${i}]: got ${a[i]}, expected ${e[i]}`,
+      );
       a[i] = e[i] = 0;
     }
   }

@@ -25,7 +25,8 @@ function parse(file: string): ts.SourceFile {
   return sf;
 }
 
-const hasExport = (node: ts.Node) => ts.canHaveModifiers(node) && (ts.getModifiers(node) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword);
+const hasExport = (node: ts.Node) =>
+  ts.canHaveModifiers(node) && (ts.getModifiers(node) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword);
 
 function documented(node: ts.Node): boolean {
   return ts.getJSDocCommentsAndTags(node).some((d) => {
@@ -37,10 +38,18 @@ function documented(node: ts.Node): boolean {
 /** The declarations a statement makes under their names (exported or not: `export { x }` may name a local). */
 function declared(statement: ts.Statement): [string, ts.Node][] {
   if (ts.isVariableStatement(statement)) {
-    return statement.declarationList.declarations.flatMap((d) => (ts.isIdentifier(d.name) ? [[d.name.text, d] as [string, ts.Node]] : []));
+    return statement.declarationList.declarations.flatMap((d) =>
+      ts.isIdentifier(d.name) ? [[d.name.text, d] as [string, ts.Node]] : [],
+    );
   }
-  if ((ts.isFunctionDeclaration(statement) || ts.isClassDeclaration(statement) || ts.isInterfaceDeclaration(statement) ||
-       ts.isTypeAliasDeclaration(statement) || ts.isEnumDeclaration(statement)) && statement.name) {
+  if (
+    (ts.isFunctionDeclaration(statement) ||
+      ts.isClassDeclaration(statement) ||
+      ts.isInterfaceDeclaration(statement) ||
+      ts.isTypeAliasDeclaration(statement) ||
+      ts.isEnumDeclaration(statement)) &&
+    statement.name
+  ) {
     return [[statement.name.text, statement]];
   }
   return [];
@@ -78,7 +87,8 @@ export function publicNames(entry: string): PublicName[] {
   const names = new Set<string>();
   for (const st of sf.statements) {
     if (hasExport(st)) for (const [n] of declared(st)) names.add(n);
-    if (ts.isExportDeclaration(st) && st.exportClause && ts.isNamedExports(st.exportClause)) for (const el of st.exportClause.elements) names.add(el.name.text);
+    if (ts.isExportDeclaration(st) && st.exportClause && ts.isNamedExports(st.exportClause))
+      for (const el of st.exportClause.elements) names.add(el.name.text);
   }
   return [...names].sort().map((name) => {
     const hit = resolveExport(entry, name);

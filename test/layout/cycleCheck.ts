@@ -11,28 +11,44 @@ export function importCycles(dir: string): string[][] {
   const files = sourceFiles(dir);
   const edges = new Map<string, string[]>();
   for (const f of files) {
-    const targets = moduleReferences(f).map((r) => r.target).filter((t): t is string => t !== null && t !== f);
-    edges.set(f, [...new Set(targets)].filter((t) => t.startsWith(dir)));
+    const targets = moduleReferences(f)
+      .map((r) => r.target)
+      .filter((t): t is string => t !== null && t !== f);
+    edges.set(
+      f,
+      [...new Set(targets)].filter((t) => t.startsWith(dir)),
+    );
   }
-  return stronglyConnected(files, edges).filter((c) => c.length > 1).map((c) => pathThrough(c, edges));
+  return stronglyConnected(files, edges)
+    .filter((c) => c.length > 1)
+    .map((c) => pathThrough(c, edges));
 }
 
 /** Tarjan's strongly connected components, iterative so a deep graph cannot overflow the stack. */
 function stronglyConnected(nodes: string[], edges: Map<string, string[]>): string[][] {
-  const index = new Map<string, number>(), low = new Map<string, number>(), onStack = new Set<string>();
-  const stack: string[] = [], out: string[][] = [];
+  const index = new Map<string, number>(),
+    low = new Map<string, number>(),
+    onStack = new Set<string>();
+  const stack: string[] = [],
+    out: string[][] = [];
   let next = 0;
   for (const root of nodes) {
     if (index.has(root)) continue;
     const work: { node: string; i: number }[] = [{ node: root, i: 0 }];
-    index.set(root, next); low.set(root, next++); stack.push(root); onStack.add(root);
+    index.set(root, next);
+    low.set(root, next++);
+    stack.push(root);
+    onStack.add(root);
     while (work.length > 0) {
       const top = work[work.length - 1];
       const succ = edges.get(top.node) ?? [];
       if (top.i < succ.length) {
         const w = succ[top.i++];
         if (!index.has(w)) {
-          index.set(w, next); low.set(w, next++); stack.push(w); onStack.add(w);
+          index.set(w, next);
+          low.set(w, next++);
+          stack.push(w);
+          onStack.add(w);
           work.push({ node: w, i: 0 });
         } else if (onStack.has(w)) low.set(top.node, Math.min(low.get(top.node)!, index.get(w)!));
         continue;
@@ -45,7 +61,11 @@ function stronglyConnected(nodes: string[], edges: Map<string, string[]>): strin
       if (low.get(top.node) === index.get(top.node)) {
         const component: string[] = [];
         let w: string;
-        do { w = stack.pop()!; onStack.delete(w); component.push(w); } while (w !== top.node);
+        do {
+          w = stack.pop()!;
+          onStack.delete(w);
+          component.push(w);
+        } while (w !== top.node);
         out.push(component);
       }
     }
@@ -68,7 +88,10 @@ function pathThrough(component: string[], edges: Map<string, string[]>): string[
         for (let p: string | undefined = n; p !== undefined && p !== start; p = from.get(p)) path.splice(1, 0, p);
         return [...path, start];
       }
-      if (!from.has(w)) { from.set(w, n); queue.push(w); }
+      if (!from.has(w)) {
+        from.set(w, n);
+        queue.push(w);
+      }
     }
   }
   return [...component, component[0]];

@@ -16,7 +16,11 @@ test('no import cycle in src/ (type-only imports count)', () => {
 test('src/runtime/ holds rooms only: every file is in a sub-folder', () => {
   const dir = join(REPO, 'src', 'runtime');
   const loose = readdirSync(dir).filter((n) => !statSync(join(dir, n)).isDirectory());
-  assert.deepEqual(loose, [], 'move each file into the room (sub-folder) of its concept, and give a new room a row in docs/architecture.md');
+  assert.deepEqual(
+    loose,
+    [],
+    'move each file into the room (sub-folder) of its concept, and give a new room a row in docs/architecture.md',
+  );
 });
 
 test('the cycle check finds a cycle through three files and a type-only import, and passes a tree without one', () => {

@@ -11,7 +11,12 @@ import { fileURLToPath } from 'node:url';
 const REPO = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 /** Pages other branches of this session write (the data and api helpers); a link to one may land before the page does. */
 const PENDING = new Set(['docs/data.md', 'docs/library.md']);
-const PAGES = ['README.md', ...readdirSync(join(REPO, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const PAGES = [
+  'README.md',
+  ...readdirSync(join(REPO, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens; repeats get -1, -2… */
 function slugs(markdown: string): Set<string> {
@@ -22,7 +27,11 @@ function slugs(markdown: string): Set<string> {
     if (line.startsWith('```')) fenced = !fenced;
     const m = !fenced && /^#{1,6} (.*)$/.exec(line);
     if (!m) continue;
-    const base = m[1]!.trim().toLowerCase().replace(/[^\p{L}\p{N}\- _]/gu, '').replace(/ /g, '-');
+    const base = m[1]!
+      .trim()
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\- _]/gu, '')
+      .replace(/ /g, '-');
     const n = seen.get(base) ?? 0;
     seen.set(base, n + 1);
     out.add(n === 0 ? base : `${base}-${n}`);

@@ -23,7 +23,13 @@ export interface LayerEntry {
   line: number;
 }
 
-const cells = (row: string) => row.trim().replace(/^\|/, '').replace(/\|$/, '').split('|').map((c) => c.trim());
+const cells = (row: string) =>
+  row
+    .trim()
+    .replace(/^\|/, '')
+    .replace(/\|$/, '')
+    .split('|')
+    .map((c) => c.trim());
 
 /** The layer table's entries; throws, naming the line, when the table is missing or a row is malformed. */
 export function parseLayerTable(markdown: string, docName = ARCHITECTURE_DOC): LayerEntry[] {
@@ -34,9 +40,11 @@ export function parseLayerTable(markdown: string, docName = ARCHITECTURE_DOC): L
   for (let i = header + 2; i < lines.length && lines[i]!.trim().startsWith('|'); i++) {
     const [rankCell = '', folderCell = ''] = cells(lines[i]!);
     const rank = Number(rankCell);
-    if (rankCell === '' || !Number.isFinite(rank)) throw new Error(`${docName}:${i + 1}: layer rank '${rankCell}' is not a number`);
+    if (rankCell === '' || !Number.isFinite(rank))
+      throw new Error(`${docName}:${i + 1}: layer rank '${rankCell}' is not a number`);
     const paths = [...folderCell.matchAll(/`(src\/[^`]*)`/g)].map((m) => m[1]!);
-    if (paths.length === 0) throw new Error(`${docName}:${i + 1}: the row names no \`src/…\` folder or file in its second column`);
+    if (paths.length === 0)
+      throw new Error(`${docName}:${i + 1}: the row names no \`src/…\` folder or file in its second column`);
     for (const p of paths) entries.push({ path: p.replace(/\/$/, ''), folder: p.endsWith('/'), rank, line: i + 1 });
   }
   if (entries.length === 0) throw new Error(`${docName}:${header + 1}: the layer table has no rows`);
@@ -75,7 +83,8 @@ export function checkLayers(root: string): LayerReport {
   for (const dir of sourceFolders(src)) {
     const path = repoPath(root, dir);
     const holdsFiles = sourceFiles(dir).some((f) => dirname(f) === dir);
-    if (holdsFiles && !listed.has(path)) report.unlistedFolders.push(`${path}/ has no row in the layer table of ${ARCHITECTURE_DOC}`);
+    if (holdsFiles && !listed.has(path))
+      report.unlistedFolders.push(`${path}/ has no row in the layer table of ${ARCHITECTURE_DOC}`);
   }
   for (const e of entries) {
     const p = join(root, e.path);
@@ -85,13 +94,19 @@ export function checkLayers(root: string): LayerReport {
   for (const file of sourceFiles(src)) {
     const path = repoPath(root, file);
     const from = layerOf(entries, path);
-    if (!from) { report.unlayeredFiles.push(`${path} is in no layer of ${ARCHITECTURE_DOC}`); continue; }
+    if (!from) {
+      report.unlayeredFiles.push(`${path} is in no layer of ${ARCHITECTURE_DOC}`);
+      continue;
+    }
     for (const ref of moduleReferences(file)) {
       if (!ref.target) continue;
       const to = layerOf(entries, repoPath(root, ref.target));
       if (to && to.rank > from.rank) {
-        const how = ref.kind === 'import' ? 'imports' : ref.kind === 'dynamic' ? 'imports dynamically' : 'starts by URL';
-        report.upward.push(`${path}:${ref.line} ${how} '${ref.specifier}': layer ${describe(from)} → layer ${describe(to)} points up the table`);
+        const how =
+          ref.kind === 'import' ? 'imports' : ref.kind === 'dynamic' ? 'imports dynamically' : 'starts by URL';
+        report.upward.push(
+          `${path}:${ref.line} ${how} '${ref.specifier}': layer ${describe(from)} → layer ${describe(to)} points up the table`,
+        );
       }
     }
   }

@@ -52,13 +52,23 @@ const DOC = `# layers
 
 test('the layer table parser reads ranks (3.5 too), folders and single files, and the most specific entry wins', () => {
   const entries = parseLayerTable(DOC);
-  assert.deepEqual(entries.map((e) => [e.path, e.folder, e.rank]),
-    [['src/low', true, 0], ['src/high', true, 1], ['src/high/sub', true, 1], ['src/index.ts', false, 1.5]]);
+  assert.deepEqual(
+    entries.map((e) => [e.path, e.folder, e.rank]),
+    [
+      ['src/low', true, 0],
+      ['src/high', true, 1],
+      ['src/high/sub', true, 1],
+      ['src/index.ts', false, 1.5],
+    ],
+  );
   assert.equal(layerOf(entries, 'src/high/sub/x.ts')?.path, 'src/high/sub');
   assert.equal(layerOf(entries, 'src/index.ts')?.rank, 1.5);
   assert.equal(layerOf(entries, 'src/other.ts'), null);
   assert.throws(() => parseLayerTable('no table here'), /no layer table/);
-  assert.throws(() => parseLayerTable('| rank | f |\n| - | - |\n| x | `src/a/` |'), /:3: layer rank 'x' is not a number/);
+  assert.throws(
+    () => parseLayerTable('| rank | f |\n| - | - |\n| x | `src/a/` |'),
+    /:3: layer rank 'x' is not a number/,
+  );
 });
 
 test('the layer check fails on an upward import, dynamic import and worker URL, naming file, import and both layers', () => {
@@ -86,7 +96,10 @@ test('the layer check fails on an upward import, dynamic import and worker URL, 
       `src/low/a.ts:5 starts by URL '../high/sub/w.ts': layer src/low/, rank 0 → layer src/high/sub/, rank 1 points up the table`,
     ]);
     assert.deepEqual(r.unlistedFolders, [`src/stray/ has no row in the layer table of ${ARCHITECTURE_DOC}`]);
-    assert.deepEqual(r.unlayeredFiles, [`src/loose.ts is in no layer of ${ARCHITECTURE_DOC}`, `src/stray/c.ts is in no layer of ${ARCHITECTURE_DOC}`]);
+    assert.deepEqual(r.unlayeredFiles, [
+      `src/loose.ts is in no layer of ${ARCHITECTURE_DOC}`,
+      `src/stray/c.ts is in no layer of ${ARCHITECTURE_DOC}`,
+    ]);
     assert.deepEqual(r.missingEntries, []);
   } finally {
     rmSync(root, { recursive: true, force: true });

@@ -11,14 +11,18 @@ const REPO = fileURLToPath(new URL('../../', import.meta.url));
 test('every file of src/ is reached from the entry points, not only from tests', (t) => {
   const r = checkReachability(REPO);
   // informational: files that only the benchmarks or scripts use are allowed, but worth knowing
-  if (r.onlyByTools.length > 0) t.diagnostic(`reached only from ${TOOL_FOLDERS.join('/, ')}/: ${r.onlyByTools.join(', ')}`);
+  if (r.onlyByTools.length > 0)
+    t.diagnostic(`reached only from ${TOOL_FOLDERS.join('/, ')}/: ${r.onlyByTools.join(', ')}`);
   const lines = r.unreached.map((f) => {
     const users = r.testUsers.get(f);
     return `${f} — ${users ? `reached only by tests: ${users.join(', ')}` : 'reached by nothing'}`;
   });
-  assert.deepEqual(r.unreached, [],
+  assert.deepEqual(
+    r.unreached,
+    [],
     `files of src/ that nothing but tests reaches from ${[...LIBRARY_ENTRIES, ...TOOL_FOLDERS.map((f) => `${f}/`)].join(', ')}` +
-    ` (wire them in or delete them):\n  ${lines.join('\n  ')}\n`);
+      ` (wire them in or delete them):\n  ${lines.join('\n  ')}\n`,
+  );
 });
 
 test('the reachability check follows imports, dynamic imports and worker URLs, and names what only tests reach', () => {
@@ -26,7 +30,8 @@ test('the reachability check follows imports, dynamic imports and worker URLs, a
   const files: Record<string, string> = {
     'src/index.ts': `export * from './lib/a.ts';\n`,
     'src/cli/main.ts': `import type { A } from '../lib/typesOnly.ts';\nexport const lazy = (): Promise<unknown> => import('../lib/lazy.ts');\nexport type { A };\n`,
-    'src/lib/a.ts': `declare function spawnModuleWorker(url: string, stem: string, data: unknown): void;\n` +
+    'src/lib/a.ts':
+      `declare function spawnModuleWorker(url: string, stem: string, data: unknown): void;\n` +
       `export const w = () => spawnModuleWorker(import.meta.url, './worker', {});\n` +
       `export const child = new URL(\`./child\${'.ts'}\`, import.meta.url);\n`,
     'src/lib/worker.ts': `export {};\n`,

@@ -18,7 +18,11 @@ test(`no file of src/ is over ${MAX_LINES} lines`, () => {
     .filter((f) => f.lines > MAX_LINES)
     .sort((a, b) => b.lines - a.lines)
     .map((f) => `${f.path}: ${f.lines} lines`);
-  assert.deepEqual(over, [], `split these into files with one job each (at most ${MAX_LINES} lines):\n  ${over.join('\n  ')}\n`);
+  assert.deepEqual(
+    over,
+    [],
+    `split these into files with one job each (at most ${MAX_LINES} lines):\n  ${over.join('\n  ')}\n`,
+  );
 });
 
 test('the line count is the one wc -l gives', () => {

@@ -60,7 +60,9 @@ export function resolveSpecifier(fromFile: string, specifier: string): string | 
 }
 
 const isImportMetaUrl = (n: ts.Node): boolean =>
-  ts.isPropertyAccessExpression(n) && n.name.text === 'url' && ts.isMetaProperty(n.expression) &&
+  ts.isPropertyAccessExpression(n) &&
+  n.name.text === 'url' &&
+  ts.isMetaProperty(n.expression) &&
   n.expression.keywordToken === ts.SyntaxKind.ImportKeyword;
 
 /** The literal text of a string or template argument (a template's text before its first substitution). */
@@ -79,7 +81,11 @@ export function moduleReferences(file: string, text = readFileSync(file, 'utf8')
     refs.push({ kind, specifier, line, target: resolveSpecifier(file, specifier) });
   };
   const visit = (n: ts.Node): void => {
-    if ((ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) && n.moduleSpecifier && ts.isStringLiteral(n.moduleSpecifier)) {
+    if (
+      (ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) &&
+      n.moduleSpecifier &&
+      ts.isStringLiteral(n.moduleSpecifier)
+    ) {
       add('import', n.moduleSpecifier.text, n);
     } else if (ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.ImportKeyword) {
       const path = n.arguments[0] && literalText(n.arguments[0]);

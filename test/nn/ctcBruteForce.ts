@@ -30,13 +30,19 @@ export function collapse(path: readonly number[], blank: number): number[] {
 
 /** Probability of every labelling that some alignment of the given frames produces (key: labels joined by ','). */
 export function labellingProbabilities(probs: number[][], blank: number): Map<string, number> {
-  const frames = probs.length, classes = probs[0]?.length ?? 0;
+  const frames = probs.length,
+    classes = probs[0]?.length ?? 0;
   const out = new Map<string, number>();
   const path = new Array<number>(frames).fill(0);
   const total = classes ** frames;
   for (let code = 0; code < total; code++) {
-    let c = code, p = 1;
-    for (let t = 0; t < frames; t++) { path[t] = c % classes; c = Math.floor(c / classes); p *= probs[t]![path[t]!]!; }
+    let c = code,
+      p = 1;
+    for (let t = 0; t < frames; t++) {
+      path[t] = c % classes;
+      c = Math.floor(c / classes);
+      p *= probs[t]![path[t]!]!;
+    }
     const key = collapse(path, blank).join(',');
     out.set(key, (out.get(key) ?? 0) + p);
   }
@@ -47,7 +53,13 @@ export function labellingProbabilities(probs: number[][], blank: number): Map<st
  * −log of the summed probability of the alignments of `frames` rows that collapse to `labels`,
  * summed in log space (max-shifted), so logits in the hundreds do not underflow.
  */
-export function bruteForceCtcLoss(logits: ArrayLike<number>, frames: number, classes: number, labels: readonly number[], blank: number): number {
+export function bruteForceCtcLoss(
+  logits: ArrayLike<number>,
+  frames: number,
+  classes: number,
+  labels: readonly number[],
+  blank: number,
+): number {
   const logProbs: number[][] = [];
   for (let t = 0; t < frames; t++) {
     const row = Array.from({ length: classes }, (_, k) => logits[t * classes + k]!);
@@ -55,11 +67,17 @@ export function bruteForceCtcLoss(logits: ArrayLike<number>, frames: number, cla
     const lse = max + Math.log(row.reduce((a, v) => a + Math.exp(v - max), 0));
     logProbs.push(row.map((v) => v - lse));
   }
-  const want = labels.join(','), matching: number[] = [];
+  const want = labels.join(','),
+    matching: number[] = [];
   const path = new Array<number>(frames).fill(0);
   for (let code = 0; code < classes ** frames; code++) {
-    let c = code, lp = 0;
-    for (let t = 0; t < frames; t++) { path[t] = c % classes; c = Math.floor(c / classes); lp += logProbs[t]![path[t]!]!; }
+    let c = code,
+      lp = 0;
+    for (let t = 0; t < frames; t++) {
+      path[t] = c % classes;
+      c = Math.floor(c / classes);
+      lp += logProbs[t]![path[t]!]!;
+    }
     if (collapse(path, blank).join(',') === want) matching.push(lp);
   }
   if (matching.length === 0) return Infinity;

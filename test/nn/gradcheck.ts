@@ -21,7 +21,11 @@ function sampleIndices(n: number, count: number): number[] {
 }
 
 export interface GradCheckOptions {
-  eps?: number; rtol?: number; atol?: number; samples?: number; ctx?: ForwardContext;
+  eps?: number;
+  rtol?: number;
+  atol?: number;
+  samples?: number;
+  ctx?: ForwardContext;
   /** input values; default uniform in [-1, 1) */
   input?: Float32Array;
   /** check dL/dinput (default true) */
@@ -39,7 +43,14 @@ export function gradCheckLayer(backend: Backend, layer: Layer, batch: number, o:
   // non-trivial values everywhere, including biases and BatchNorm's gamma/beta
   model.params.set(randomArray(model.params.length, 99).map((v, i) => model.params[i]! + 0.3 * v));
   const xShape = [batch, ...layer.inputShape];
-  const x = new Tensor(xShape, o.input ?? randomArray(xShape.reduce((a, b) => a * b), 17));
+  const x = new Tensor(
+    xShape,
+    o.input ??
+      randomArray(
+        xShape.reduce((a, b) => a * b),
+        17,
+      ),
+  );
   const y0 = layer.forward(x, ctx);
   const r = randomArray(y0.size, 23);
   model.zeroGrads();
@@ -53,13 +64,18 @@ export function gradCheckLayer(backend: Backend, layer: Layer, batch: number, o:
     for (const k of sampleIndices(size, samples)) {
       const i = offset + k;
       const saved = values[i]!;
-      values[i] = saved + eps; const fPlus = f();
-      values[i] = saved - eps; const fMinus = f();
+      values[i] = saved + eps;
+      const fPlus = f();
+      values[i] = saved - eps;
+      const fMinus = f();
       values[i] = saved;
       const numeric = (fPlus - fMinus) / (2 * eps);
       const a = analytic[i]!;
       const tol = atol + rtol * Math.max(Math.abs(a), Math.abs(numeric));
-      assert.ok(Math.abs(a - numeric) <= tol, `${layer.name} d/d${what}[${k}]: backward gives ${a}, finite differences ${numeric}`);
+      assert.ok(
+        Math.abs(a - numeric) <= tol,
+        `${layer.name} d/d${what}[${k}]: backward gives ${a}, finite differences ${numeric}`,
+      );
     }
   };
   if (checkInput) {

@@ -42,8 +42,10 @@ test('Flatten', () => {
 test('activations: relu, clipped relu, tanh, sigmoid', () => {
   gradCheckLayer(B, new ActivationLayer(B, 'relu', [10], 'relu'), 3, { eps: 1e-3, input: awayFromKinks(30, 4) });
   // values both under and over the cap (0.5) exercise both kinks of min(max(x,0),cap)
-  gradCheckLayer(B, new ActivationLayer(B, 'clippedRelu', [12], 'clippedRelu', 0.5), 2,
-    { eps: 1e-3, input: new Float32Array(24).map((_, i) => [-0.7, 0.2, 0.3, 0.9, 1.4, -0.2][i % 6]!) });
+  gradCheckLayer(B, new ActivationLayer(B, 'clippedRelu', [12], 'clippedRelu', 0.5), 2, {
+    eps: 1e-3,
+    input: new Float32Array(24).map((_, i) => [-0.7, 0.2, 0.3, 0.9, 1.4, -0.2][i % 6]!),
+  });
   gradCheckLayer(B, new ActivationLayer(B, 'tanh', [9], 'tanh'), 2);
   gradCheckLayer(B, new ActivationLayer(B, 'sigmoid', [9], 'sigmoid'), 2);
 });

@@ -17,13 +17,24 @@ import { assertClose } from '../util/close.ts';
 import { availableBackends, withLengths } from './sequenceHelpers.ts';
 
 interface Case {
-  kind: 'lstm' | 'gru'; bidirectional: boolean;
+  kind: 'lstm' | 'gru';
+  bidirectional: boolean;
   params: Record<string, { shape: number[]; values: number[] }>;
-  output: number[]; last: number[]; rSeq: number[]; rLast: number[];
-  gradsSeq: Record<string, number[]>; gradsLast: Record<string, number[]>;
+  output: number[];
+  last: number[];
+  rSeq: number[];
+  rLast: number[];
+  gradsSeq: Record<string, number[]>;
+  gradsLast: Record<string, number[]>;
 }
 const fixture = JSON.parse(readFileSync(new URL('./fixtures/rnn.json', import.meta.url), 'utf8')) as {
-  N: number; T: number; F: number; H: number; lengths: number[]; x: number[]; cases: Case[];
+  N: number;
+  T: number;
+  F: number;
+  H: number;
+  lengths: number[];
+  x: number[];
+  cases: Case[];
 };
 const { N, T, F, H } = fixture;
 const tol = { rtol: 1e-5, atol: 1e-6 };
@@ -34,11 +45,16 @@ type WithCells = { setSequenceCells?(cells: SequenceCells): SequenceCells };
 /** The fixture's case through one layer on B: outputs, final states, input and weight gradients, both outputs. */
 function check(B: Backend, c: Case, label: string): void {
   for (const returnSequences of [true, false]) {
-    const layer = new Recurrent(B, `torch ${label}`, [T, F], c.kind, H,
-      { returnSequences, ...(c.bidirectional ? { bidirectional: 'concat' as const } : {}) });
+    const layer = new Recurrent(B, `torch ${label}`, [T, F], c.kind, H, {
+      returnSequences,
+      ...(c.bidirectional ? { bidirectional: 'concat' as const } : {}),
+    });
     const model = new Sequential(B, [layer], [T, F]);
     // torch's state dict, by name: the layouts are the same
-    assert.deepStrictEqual(model.paramEntries.map((e) => e.name.replace('layers.0.', '')), Object.keys(c.params));
+    assert.deepStrictEqual(
+      model.paramEntries.map((e) => e.name.replace('layers.0.', '')),
+      Object.keys(c.params),
+    );
     for (const e of model.paramEntries) {
       const p = c.params[e.name.replace('layers.0.', '')]!;
       assert.deepStrictEqual(e.shape, p.shape, e.name);
@@ -52,7 +68,10 @@ function check(B: Backend, c: Case, label: string): void {
     const want = returnSequences ? c.gradsSeq : c.gradsLast;
     assertClose(dx.data, want.input!, { ...tol, what: `${label} d/dinput` });
     for (const e of model.paramEntries) {
-      assertClose(model.grads.subarray(e.offset, e.offset + e.size), want[e.name.replace('layers.0.', '')]!, { ...tol, what: `${label} d/d${e.name}` });
+      assertClose(model.grads.subarray(e.offset, e.offset + e.size), want[e.name.replace('layers.0.', '')]!, {
+        ...tol,
+        what: `${label} d/d${e.name}`,
+      });
     }
   }
 }

@@ -22,14 +22,24 @@ for (const B of backends) {
   test(`lstm on ${B.name}: one direction and both (concat, sum), all frames and the final state`, () => {
     gradCheckLayer(B, new Recurrent(B, 'lstm', [5, 3], 'lstm', 4), 4, { ctx });
     gradCheckLayer(B, new Recurrent(B, 'lstm bi concat', [5, 3], 'lstm', 3, { bidirectional: 'concat' }), 4, { ctx });
-    gradCheckLayer(B, new Recurrent(B, 'lstm bi sum last', [5, 2], 'lstm', 3, { bidirectional: 'sum', returnSequences: false }), 4, { ctx });
+    gradCheckLayer(
+      B,
+      new Recurrent(B, 'lstm bi sum last', [5, 2], 'lstm', 3, { bidirectional: 'sum', returnSequences: false }),
+      4,
+      { ctx },
+    );
     gradCheckLayer(B, new Recurrent(B, 'lstm last, no lengths', [4, 3], 'lstm', 2, { returnSequences: false }), 2);
   });
 
   test(`gru on ${B.name}: one direction and both (concat, sum), all frames and the final state`, () => {
     gradCheckLayer(B, new Recurrent(B, 'gru', [5, 3], 'gru', 4), 4, { ctx });
     gradCheckLayer(B, new Recurrent(B, 'gru bi sum', [5, 3], 'gru', 3, { bidirectional: 'sum' }), 4, { ctx });
-    gradCheckLayer(B, new Recurrent(B, 'gru bi concat last', [5, 2], 'gru', 3, { bidirectional: 'concat', returnSequences: false }), 4, { ctx });
+    gradCheckLayer(
+      B,
+      new Recurrent(B, 'gru bi concat last', [5, 2], 'gru', 3, { bidirectional: 'concat', returnSequences: false }),
+      4,
+      { ctx },
+    );
   });
 
   test(`conv1d on ${B.name}: same and valid, strides, activations`, () => {

@@ -23,22 +23,25 @@ import { availableBackends } from './sequenceHelpers.ts';
 
 const F = 6;
 const LENGTHS = [7, 4, 1, 5];
-const config = parseConfig({
-  model: {
-    input: [null, F],
-    layers: [
-      { conv1d: { filters: 8, kernelSize: 3, padding: 'same', activation: 'clippedRelu' } },
-      { dense: { units: 8, activation: 'tanh' } },
-      { layerNorm: {} },
-      { dropout: { rate: 0.3, masks: 'per-sample' } },
-      { conv1d: { filters: 7, kernelSize: 2, strides: 2, padding: 'valid' } },
-      { lstm: { units: 5, bidirectional: 'concat' } },
-      'sigmoid',
-      { gru: { units: 4, bidirectional: 'sum' } },
-      { dense: { units: 3 } },
-    ],
+const config = parseConfig(
+  {
+    model: {
+      input: [null, F],
+      layers: [
+        { conv1d: { filters: 8, kernelSize: 3, padding: 'same', activation: 'clippedRelu' } },
+        { dense: { units: 8, activation: 'tanh' } },
+        { layerNorm: {} },
+        { dropout: { rate: 0.3, masks: 'per-sample' } },
+        { conv1d: { filters: 7, kernelSize: 2, strides: 2, padding: 'valid' } },
+        { lstm: { units: 5, bidirectional: 'concat' } },
+        'sigmoid',
+        { gru: { units: 4, bidirectional: 'sum' } },
+        { dense: { units: 3 } },
+      ],
+    },
   },
-}, 'test');
+  'test',
+);
 
 function model(B: Backend): Sequential {
   const m = buildModel(B, config.model);
@@ -69,8 +72,10 @@ function pass(m: Sequential, T: number) {
     for (let t = 0; t < OT; t++) {
       for (let d = 0; d < D; d++) {
         const v = y.data[(n * OT + t) * D + d]!;
-        if (t < outLengths[n]!) { valid.push(v); dy[(n * OT + t) * D + d] = want[(n * 11 + t) * D + d]!; }
-        else assert.equal(v, 0, `output frame ${t} of sample ${n} is padding but holds ${v}`);
+        if (t < outLengths[n]!) {
+          valid.push(v);
+          dy[(n * OT + t) * D + d] = want[(n * 11 + t) * D + d]!;
+        } else assert.equal(v, 0, `output frame ${t} of sample ${n} is padding but holds ${v}`);
       }
     }
   }
@@ -84,7 +89,9 @@ const backends = await availableBackends();
 for (const B of backends) {
   test(`padding never changes a result: 7 vs 11 frames, garbage padding, on ${B.name}`, () => {
     const m = model(B);
-    const long = pass(m, 11), short = pass(m, 7), again = pass(m, 11);
+    const long = pass(m, 11),
+      short = pass(m, 7),
+      again = pass(m, 11);
     assert.deepStrictEqual(short.outLengths, [3, 2, 0, 2]);
     assert.deepStrictEqual([short.frames, long.frames], [3, 5]);
     assertClose(short.valid, long.valid, { rtol: 1e-5, atol: 1e-6, what: 'outputs on valid frames' });
@@ -99,26 +106,58 @@ for (const B of backends) {
     for (const kind of ['lstm', 'gru'] as const) {
       for (const bidirectional of [undefined, 'concat', 'sum'] as const) {
         const build = () => {
-          const m = buildModel(B, parseConfig({ model: { input: [null, 3], layers: [
-            { [kind]: { units: 4, ...(bidirectional ? { bidirectional } : {}) } }] } }, 't').model);
+          const m = buildModel(
+            B,
+            parseConfig(
+              {
+                model: {
+                  input: [null, 3],
+                  layers: [{ [kind]: { units: 4, ...(bidirectional ? { bidirectional } : {}) } }],
+                },
+              },
+              't',
+            ).model,
+          );
           m.initialize(4);
           return m;
         };
         // a pass of the layer with dx: its output, dx and gradients
         const run = (m: Sequential, lengths: number[], seed: number) => {
-          const y = m.forward(new Tensor([3, 5, 3], randomArray(45, seed).map((v) => 9 * v)), { ...TRAIN_CTX, lengths: Int32Array.from(lengths) });
+          const y = m.forward(
+            new Tensor(
+              [3, 5, 3],
+              randomArray(45, seed).map((v) => 9 * v),
+            ),
+            { ...TRAIN_CTX, lengths: Int32Array.from(lengths) },
+          );
           m.zeroGrads();
-          const dx = m.layers[0]!.backward(new Tensor(y.shape, randomArray(y.size, seed + 1).map((v) => 9 * v)), true)!;
+          const dx = m.layers[0]!.backward(
+            new Tensor(
+              y.shape,
+              randomArray(y.size, seed + 1).map((v) => 9 * v),
+            ),
+            true,
+          )!;
           return { y: y.data.slice(), dx: dx.data.slice(), grads: m.grads.slice() };
         };
         const what = `${kind} ${bidirectional ?? 'one direction'}`;
         const used = build();
         run(used, [5, 5, 5], 10);
-        const got = run(used, [5, 2, 0], 20), fresh = run(build(), [5, 2, 0], 20);
-        for (const [name, a] of [['output', got.y], ['dx', got.dx]] as const) {
+        const got = run(used, [5, 2, 0], 20),
+          fresh = run(build(), [5, 2, 0], 20);
+        for (const [name, a] of [
+          ['output', got.y],
+          ['dx', got.dx],
+        ] as const) {
           const width = a.length / 15;
-          for (const [n, len] of [[1, 2], [2, 0]]) {
-            assert.ok(a.subarray((n! * 5 + len!) * width, (n! + 1) * 5 * width).every((v) => v === 0), `${what}: sample ${n}'s padding is 0 in the ${name}`);
+          for (const [n, len] of [
+            [1, 2],
+            [2, 0],
+          ]) {
+            assert.ok(
+              a.subarray((n! * 5 + len!) * width, (n! + 1) * 5 * width).every((v) => v === 0),
+              `${what}: sample ${n}'s padding is 0 in the ${name}`,
+            );
           }
         }
         assert.deepStrictEqual(got, fresh, `${what}: the same output, dx and gradients as a fresh layer's`);
@@ -140,8 +179,13 @@ test('per-sample dropout masks on sequences do not depend on the batch split nor
   const d = new Dropout(jsBackend, 'dropout', [VARIABLE, 3], 0.5, 4, 'per-sample');
   const ctx = { ...TRAIN_CTX, sampleOffset: 20, lengths: Int32Array.from([4, 2, 3, 4]) };
   const whole = d.forward(new Tensor([4, 4, 3], new Float32Array(48).fill(1)), ctx).data.slice();
-  const halves = [0, 2].flatMap((first) => [...d.forward(new Tensor([2, 4, 3], new Float32Array(24).fill(1)),
-    { ...ctx, sampleOffset: 20 + first, lengths: ctx.lengths.subarray(first, first + 2) }).data]);
+  const halves = [0, 2].flatMap((first) => [
+    ...d.forward(new Tensor([2, 4, 3], new Float32Array(24).fill(1)), {
+      ...ctx,
+      sampleOffset: 20 + first,
+      lengths: ctx.lengths.subarray(first, first + 2),
+    }).data,
+  ]);
   assert.deepStrictEqual(halves, [...whole]);
   const padded = d.forward(new Tensor([4, 6, 3], new Float32Array(72).fill(1)), ctx).data;
   for (let n = 0; n < 4; n++) {
@@ -155,33 +199,83 @@ test('config: variable frames round-trip through YAML; shape errors name the lay
   assert.deepStrictEqual(config.model.input, [VARIABLE, F]);
   assert.match(configToYaml(config), /input: \[ null, 6 \]/);
   assert.deepStrictEqual(parseConfig(parseYaml(configToYaml(config), 'saved'), 'saved').model, config.model);
-  const build = (input: (number | null)[], layers: unknown[]) => buildModel(jsBackend, parseConfig({ model: { input, layers } }, 't').model);
-  assert.throws(() => build([28, 28, 1], [{ lstm: { units: 4 } }]), /model\.layers\[0\] lstm: expects a sequence \[frames, features\] but receives \[28, 28, 1\]/);
-  assert.throws(() => build([null, 4], [{ lstm: { units: 4, returnSequences: false } }, { lstm: { units: 2 } }]), /model\.layers\[1\] lstm: expects a sequence/);
-  assert.throws(() => build([null, 4], ['flatten']), /model\.layers\[0\] flatten: cannot flatten a variable-length input \[null, 4\]/);
+  const build = (input: (number | null)[], layers: unknown[]) =>
+    buildModel(jsBackend, parseConfig({ model: { input, layers } }, 't').model);
+  assert.throws(
+    () => build([28, 28, 1], [{ lstm: { units: 4 } }]),
+    /model\.layers\[0\] lstm: expects a sequence \[frames, features\] but receives \[28, 28, 1\]/,
+  );
+  assert.throws(
+    () => build([null, 4], [{ lstm: { units: 4, returnSequences: false } }, { lstm: { units: 2 } }]),
+    /model\.layers\[1\] lstm: expects a sequence/,
+  );
+  assert.throws(
+    () => build([null, 4], ['flatten']),
+    /model\.layers\[0\] flatten: cannot flatten a variable-length input \[null, 4\]/,
+  );
   assert.throws(() => build([null, 4], ['batchNorm']), /model\.layers\[0\] batchNorm: .*use layerNorm/);
-  assert.throws(() => build([3, 4], [{ conv1d: { filters: 2, kernelSize: 5 } }]), /model\.layers\[0\] conv1d: output shape \[0, 2\] is empty/);
-  assert.throws(() => parseConfig({ model: { input: [4, null], layers: ['relu'] } }, 't'), /model\.input: expected .*frames null when variable/);
-  assert.throws(() => parseConfig({ model: { input: [null, 4], layers: [{ gru: { units: 2, forgetBias: 1 } }] } }, 't'), /unknown option 'forgetBias'/);
-  const m = build([null, 4], [{ lstm: { units: 3, returnSequences: false, bidirectional: 'concat' } }, { dense: { units: 2 } }]);
+  assert.throws(
+    () => build([3, 4], [{ conv1d: { filters: 2, kernelSize: 5 } }]),
+    /model\.layers\[0\] conv1d: output shape \[0, 2\] is empty/,
+  );
+  assert.throws(
+    () => parseConfig({ model: { input: [4, null], layers: ['relu'] } }, 't'),
+    /model\.input: expected .*frames null when variable/,
+  );
+  assert.throws(
+    () => parseConfig({ model: { input: [null, 4], layers: [{ gru: { units: 2, forgetBias: 1 } }] } }, 't'),
+    /unknown option 'forgetBias'/,
+  );
+  const m = build(
+    [null, 4],
+    [{ lstm: { units: 3, returnSequences: false, bidirectional: 'concat' } }, { dense: { units: 2 } }],
+  );
   assert.deepStrictEqual(m.outputShape, [2]);
-  assert.throws(() => m.forward(new Tensor([2, 3, 4]), { ...TRAIN_CTX, lengths: Int32Array.from([3, 4]) }),
-    /model input: sample 1 has length 4 but the batch holds 3 frames/);
-  assert.throws(() => m.forward(new Tensor([2, 3, 5]), TRAIN_CTX), /model input: expected shape \[2, null, 4\], got \[2, 3, 5\]/);
+  assert.throws(
+    () => m.forward(new Tensor([2, 3, 4]), { ...TRAIN_CTX, lengths: Int32Array.from([3, 4]) }),
+    /model input: sample 1 has length 4 but the batch holds 3 frames/,
+  );
+  assert.throws(
+    () => m.forward(new Tensor([2, 3, 5]), TRAIN_CTX),
+    /model input: expected shape \[2, null, 4\], got \[2, 3, 5\]/,
+  );
 });
 
 test('initialisation: PyTorch-style uniform weights, zero biases, forgetBias on the forget gate of bias_ih only', () => {
-  const m = buildModel(jsBackend, parseConfig({ model: { input: [null, 3], layers: [
-    { lstm: { units: 4, bidirectional: 'sum', forgetBias: 2.5 } }, { gru: { units: 4 } }] } }, 't').model);
+  const m = buildModel(
+    jsBackend,
+    parseConfig(
+      {
+        model: {
+          input: [null, 3],
+          layers: [{ lstm: { units: 4, bidirectional: 'sum', forgetBias: 2.5 } }, { gru: { units: 4 } }],
+        },
+      },
+      't',
+    ).model,
+  );
   m.initialize(9);
-  const get = (name: string) => { const e = m.paramEntries.find((p) => p.name === name)!; return m.params.subarray(e.offset, e.offset + e.size); };
+  const get = (name: string) => {
+    const e = m.paramEntries.find((p) => p.name === name)!;
+    return m.params.subarray(e.offset, e.offset + e.size);
+  };
   for (const sfx of ['_l0', '_l0_reverse']) {
-    assert.deepStrictEqual([...get(`layers.0.bias_ih${sfx}`)], [0, 0, 0, 0, 2.5, 2.5, 2.5, 2.5, 0, 0, 0, 0, 0, 0, 0, 0]);
+    assert.deepStrictEqual(
+      [...get(`layers.0.bias_ih${sfx}`)],
+      [0, 0, 0, 0, 2.5, 2.5, 2.5, 2.5, 0, 0, 0, 0, 0, 0, 0, 0],
+    );
     assert.ok(get(`layers.0.bias_hh${sfx}`).every((v) => v === 0));
     const w = get(`layers.0.weight_hh${sfx}`);
     assert.ok(w.every((v) => Math.abs(v) <= 0.5) && w.some((v) => Math.abs(v) > 0.25), 'U(-1/sqrt(4), 1/sqrt(4))');
   }
   assert.ok(get('layers.1.bias_ih_l0').every((v) => v === 0));
-  assert.deepStrictEqual(m.paramEntries.filter((e) => e.name.startsWith('layers.1.')).map((e) => [e.name, e.shape]),
-    [['layers.1.weight_ih_l0', [12, 4]], ['layers.1.weight_hh_l0', [12, 4]], ['layers.1.bias_ih_l0', [12]], ['layers.1.bias_hh_l0', [12]]]);
+  assert.deepStrictEqual(
+    m.paramEntries.filter((e) => e.name.startsWith('layers.1.')).map((e) => [e.name, e.shape]),
+    [
+      ['layers.1.weight_ih_l0', [12, 4]],
+      ['layers.1.weight_hh_l0', [12, 4]],
+      ['layers.1.bias_ih_l0', [12]],
+      ['layers.1.bias_hh_l0', [12]],
+    ],
+  );
 });

@@ -10,4 +10,7 @@ export async function availableBackends(): Promise<Backend[]> {
 }
 
 /** A training context whose batch has these per-sample lengths. */
-export const withLengths = (...lengths: number[]): ForwardContext => ({ ...TRAIN_CTX, lengths: Int32Array.from(lengths) });
+export const withLengths = (...lengths: number[]): ForwardContext => ({
+  ...TRAIN_CTX,
+  lengths: Int32Array.from(lengths),
+});

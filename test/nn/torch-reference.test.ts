@@ -25,7 +25,11 @@ test('softmaxCrossEntropy with label smoothing 0, 0.1, 0.3 equals F.cross_entrop
   const n = shape[0];
   for (const b of backends) {
     for (const c of cases) {
-      const r = new SoftmaxCrossEntropy(b, c.labelSmoothing).compute(new Tensor(shape, f32(logits)), Int32Array.from(labels), 1 / n);
+      const r = new SoftmaxCrossEntropy(b, c.labelSmoothing).compute(
+        new Tensor(shape, f32(logits)),
+        Int32Array.from(labels),
+        1 / n,
+      );
       assertClose([r.lossSum / n], [c.loss], { ...TOL, what: `${b.name} loss ε=${c.labelSmoothing}` });
       assertClose(r.dlogits.data, c.grad, { ...TOL, what: `${b.name} gradient ε=${c.labelSmoothing}` });
     }
@@ -34,7 +38,12 @@ test('softmaxCrossEntropy with label smoothing 0, 0.1, 0.3 equals F.cross_entrop
 
 test('meanSquaredError equals F.mse_loss (mean over every element)', () => {
   const { outputs, targets, shape, loss, grad } = ref.meanSquaredError;
-  const r = new MeanSquaredError(jsBackend).compute(new Tensor(shape, f32(outputs)), new Int32Array(shape[0]), 1 / shape[0], f32(targets));
+  const r = new MeanSquaredError(jsBackend).compute(
+    new Tensor(shape, f32(outputs)),
+    new Int32Array(shape[0]),
+    1 / shape[0],
+    f32(targets),
+  );
   assertClose([r.lossSum / shape[0]], [loss], { ...TOL, what: 'mse loss' });
   assertClose(r.dlogits.data, grad, { ...TOL, what: 'mse gradient' });
 });
@@ -42,7 +51,12 @@ test('meanSquaredError equals F.mse_loss (mean over every element)', () => {
 test('binaryCrossEntropy equals F.binary_cross_entropy_with_logits, multi-hot and soft targets, logits up to ±100', () => {
   const { logits, shape, cases } = ref.binaryCrossEntropy;
   for (const c of cases) {
-    const r = new BinaryCrossEntropy(jsBackend).compute(new Tensor(shape, f32(logits)), new Int32Array(shape[0]), 1 / shape[0], f32(c.targets));
+    const r = new BinaryCrossEntropy(jsBackend).compute(
+      new Tensor(shape, f32(logits)),
+      new Int32Array(shape[0]),
+      1 / shape[0],
+      f32(c.targets),
+    );
     assert.ok(Number.isFinite(r.lossSum), 'finite at large logits');
     assertClose([r.lossSum / shape[0]], [c.loss], { ...TOL, what: 'bce loss' });
     assertClose(r.dlogits.data, c.grad, { ...TOL, what: 'bce gradient' });
@@ -54,7 +68,9 @@ test('gelu (exact, approximate=none) and leakyRelu (slopes 0.01, 0.2) equal PyTo
   for (const b of backends) {
     for (const c of cases) {
       const [name, slope] = c.name.split(':') as [ActivationKind, string | undefined];
-      const xs = f32(x), y = new Float32Array(xs.length), dx = new Float32Array(xs.length);
+      const xs = f32(x),
+        y = new Float32Array(xs.length),
+        dx = new Float32Array(xs.length);
       b.activationForward(name, xs, y, slope ? Number(slope) : undefined);
       assertClose(y, c.y, { rtol: 2e-6, atol: 1e-7, what: `${b.name} ${c.name} forward` });
       b.activationBackward(name, backwardReadsInput(name) ? xs : y, f32(r), dx, slope ? Number(slope) : undefined);
@@ -78,7 +94,9 @@ test('clipping by global norm equals torch.nn.utils.clip_grad_norm_ (norm return
     const norm = Math.sqrt(bufs.reduce((s: number, g: Float32Array) => s + sumOfSquares(g), 0));
     assertClose([norm], [c.norm], { ...TOL, what: 'norm' });
     assert.equal(clipToNorm(bufs, norm, c.maxNorm), c.maxNorm < c.norm);
-    bufs.forEach((g: Float32Array, k: number) => assertClose(g, c.clipped[k], { ...TOL, what: `clipped ${k} (max ${c.maxNorm})` }));
+    bufs.forEach((g: Float32Array, k: number) =>
+      assertClose(g, c.clipped[k], { ...TOL, what: `clipped ${k} (max ${c.maxNorm})` }),
+    );
   }
   // a non-finite norm is a bad step: nothing is scaled
   const g = Float32Array.from([1, 2]);

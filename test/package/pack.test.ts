@@ -20,10 +20,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO, SUBSET } from '../cli/helpers.ts';
 
-interface LockEntry { version: string; resolved?: string; integrity?: string; dependencies?: Record<string, string>; [k: string]: unknown }
+interface LockEntry {
+  version: string;
+  resolved?: string;
+  integrity?: string;
+  dependencies?: Record<string, string>;
+  [k: string]: unknown;
+}
 
 const TSC = join(REPO, 'node_modules', 'typescript', 'bin', 'tsc');
-const run = (cmd: string, args: string[], cwd: string) => execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, npm_config_update_notifier: 'false' } });
+const run = (cmd: string, args: string[], cwd: string) =>
+  execFileSync(cmd, args, {
+    cwd,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, npm_config_update_notifier: 'false' },
+  });
 
 /** dist/ brought up to date by npm run build's compile, then the package's files staged and packed; returns the tarball's path. */
 function pack(dir: string): string {
@@ -43,12 +55,18 @@ function pack(dir: string): string {
 
 /** A lockfile for a package depending on the tarball: paratrain's dependency closure as this repository locks it. */
 function userLockfile(tarball: string, name: string): object {
-  const lock = JSON.parse(readFileSync(join(REPO, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> };
+  const lock = JSON.parse(readFileSync(join(REPO, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, LockEntry>;
+  };
   const root = lock.packages['']! as LockEntry & { engines?: unknown };
   const packages: Record<string, object> = {
     '': { name, version: '1.0.0', dependencies: { paratrain: `file:${tarball}` } },
     'node_modules/paratrain': {
-      version: '0.1.0', resolved: `file:${tarball}`, license: 'MIT', dependencies: root.dependencies, bin: { paratrain: 'bin/paratrain.js' },
+      version: '0.1.0',
+      resolved: `file:${tarball}`,
+      license: 'MIT',
+      dependencies: root.dependencies,
+      bin: { paratrain: 'bin/paratrain.js' },
       integrity: `sha512-${createHash('sha512').update(readFileSync(tarball)).digest('base64')}`,
     },
   };
@@ -59,7 +77,12 @@ function userLockfile(tarball: string, name: string): object {
     if (packages[key]) continue;
     const entry = lock.packages[key];
     assert.ok(entry, `package-lock.json has no ${key} (a dependency of paratrain)`);
-    const { dev: _d, devOptional: _o, peer: _p, ...kept } = entry as LockEntry & { dev?: boolean; devOptional?: boolean; peer?: boolean };
+    const {
+      dev: _d,
+      devOptional: _o,
+      peer: _p,
+      ...kept
+    } = entry as LockEntry & { dev?: boolean; devOptional?: boolean; peer?: boolean };
     packages[key] = kept;
     todo.push(...Object.keys(entry.dependencies ?? {}));
   }
@@ -86,27 +109,64 @@ defineConfig({ model: { input: [4], layers: [{ dense: { unit: 3 } }] } });
 `;
 
 test('npm pack → npm ci --offline in another package → import paratrain from TypeScript: train, loadModel, predict', {
-  skip: process.env.PARATRAIN_PACK_TEST === '0' ? 'PARATRAIN_PACK_TEST=0' : false, timeout: 300_000,
+  skip: process.env.PARATRAIN_PACK_TEST === '0' ? 'PARATRAIN_PACK_TEST=0' : false,
+  timeout: 300_000,
 }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'paratrain-pack-'));
   const tarball = pack(dir);
   const user = join(dir, 'user');
   mkdirSync(user);
-  writeFileSync(join(user, 'package.json'), JSON.stringify({ name: 'user-of-paratrain', version: '1.0.0', private: true, type: 'module', dependencies: { paratrain: `file:${tarball}` } }));
+  writeFileSync(
+    join(user, 'package.json'),
+    JSON.stringify({
+      name: 'user-of-paratrain',
+      version: '1.0.0',
+      private: true,
+      type: 'module',
+      dependencies: { paratrain: `file:${tarball}` },
+    }),
+  );
   writeFileSync(join(user, 'package-lock.json'), JSON.stringify(userLockfile(tarball, 'user-of-paratrain')));
   run('npm', ['ci', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], user);
-  assert.ok(existsSync(join(user, 'node_modules', 'paratrain', 'dist', 'index.d.ts')), 'the package ships its declarations');
-  assert.ok(!existsSync(join(user, 'node_modules', 'paratrain', 'dist', '.tsbuildinfo')), 'not the compiler\'s build state');
+  assert.ok(
+    existsSync(join(user, 'node_modules', 'paratrain', 'dist', 'index.d.ts')),
+    'the package ships its declarations',
+  );
+  assert.ok(
+    !existsSync(join(user, 'node_modules', 'paratrain', 'dist', '.tsbuildinfo')),
+    "not the compiler's build state",
+  );
   writeFileSync(join(user, 'main.ts'), USER_MAIN);
-  writeFileSync(join(user, 'tsconfig.json'), JSON.stringify({
-    compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: true, types: ['node'], typeRoots: [join(REPO, 'node_modules', '@types')] },
-    files: ['main.ts'],
-  }));
+  writeFileSync(
+    join(user, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        strict: true,
+        skipLibCheck: true,
+        types: ['node'],
+        typeRoots: [join(REPO, 'node_modules', '@types')],
+      },
+      files: ['main.ts'],
+    }),
+  );
   run(process.execPath, [TSC, '-p', user], user);
   const output = run(process.execPath, [join(user, 'main.js'), SUBSET, join(dir, 'run')], user);
-  const r = JSON.parse(output.trim().split('\n').at(-1)!) as { steps: number[]; testAccuracy: number; label: string; probabilities: number };
+  const r = JSON.parse(output.trim().split('\n').at(-1)!) as {
+    steps: number[];
+    testAccuracy: number;
+    label: string;
+    probabilities: number;
+  };
   assert.deepStrictEqual(r.steps, [2, 2], 'two steps, each summed over 2 devices');
   assert.ok(r.testAccuracy >= 0 && r.testAccuracy <= 1);
-  assert.ok(['T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat', 'Sandal', 'Shirt', 'Sneaker', 'Bag', 'Ankle boot'].includes(r.label), r.label);
+  assert.ok(
+    ['T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat', 'Sandal', 'Shirt', 'Sneaker', 'Bag', 'Ankle boot'].includes(
+      r.label,
+    ),
+    r.label,
+  );
   assert.equal(r.probabilities, 10);
 });

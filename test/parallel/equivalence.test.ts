@@ -18,7 +18,9 @@ test('hybrid on 2 and 4 devices equals one device with the global batch (dropout
 test('hybrid with small gradient buckets (reduced during backward) equals one device', async () => {
   const single = await trainAndReadWeights(tinyConfig({ data: { batchSize: 16 } }));
   // 600 bytes: the dense layers' gradients go in separate buckets, the conv layer's in the last
-  const hybrid = await trainAndReadWeights(tinyConfig({ train: { devices: 2, strategy: { hybrid: { bucketBytes: 600 } } } }));
+  const hybrid = await trainAndReadWeights(
+    tinyConfig({ train: { devices: 2, strategy: { hybrid: { bucketBytes: 600 } } } }),
+  );
   assertClose(hybrid, single, { ...TOL, what: 'bucketed hybrid weights' });
 });
 
@@ -27,20 +29,26 @@ test('bucketed hybrid with a last step that leaves a device without samples equa
   // still make the same bucket calls as device 0 (it once reduced everything in one call and failed)
   const data = { trainLimit: 97 };
   const single = await trainAndReadWeights(tinyConfig({ data: { ...data, batchSize: 16 } }));
-  const hybrid = await trainAndReadWeights(tinyConfig({ data, train: { devices: 2, strategy: { hybrid: { bucketBytes: 600 } } } }));
+  const hybrid = await trainAndReadWeights(
+    tinyConfig({ data, train: { devices: 2, strategy: { hybrid: { bucketBytes: 600 } } } }),
+  );
   assertClose(hybrid, single, { ...TOL, what: 'bucketed hybrid weights with an empty device' });
 });
 
 test('bsp with period 1 and plain SGD equals hybrid', async () => {
   const sgd = { sgd: { lr: 0.1 } };
   const hybrid = await trainAndReadWeights(tinyConfig({ optimizer: sgd, train: { devices: 2, strategy: 'hybrid' } }));
-  const bsp = await trainAndReadWeights(tinyConfig({ optimizer: sgd, train: { devices: 2, strategy: { bsp: { period: 1 } } } }));
+  const bsp = await trainAndReadWeights(
+    tinyConfig({ optimizer: sgd, train: { devices: 2, strategy: { bsp: { period: 1 } } } }),
+  );
   assertClose(bsp, hybrid, { ...TOL, what: 'bsp K=1 weights' });
 });
 
 test('bmuf with block momentum 0 and block lr 1 equals bsp', async () => {
   const bsp = await trainAndReadWeights(tinyConfig({ train: { devices: 3, strategy: { bsp: { period: 3 } } } }));
-  const bmuf = await trainAndReadWeights(tinyConfig({ train: { devices: 3, strategy: { bmuf: { period: 3, blockMomentum: 0, blockLr: 1 } } } }));
+  const bmuf = await trainAndReadWeights(
+    tinyConfig({ train: { devices: 3, strategy: { bmuf: { period: 3, blockMomentum: 0, blockLr: 1 } } } }),
+  );
   assertClose(bmuf, bsp, { ...TOL, what: 'bmuf η=0 ζ=1 weights' });
 });
 
@@ -57,5 +65,8 @@ test('sync on 2 devices equals one device taking the same batches one after anot
   const sync = await trainAndReadWeights(tinyConfig({ layers, train: { devices: 2, strategy: 'sync' } }));
   assertClose(sync, single, { ...TOL, what: 'sync G=2 weights' });
   const bigger = await trainAndReadWeights(tinyConfig({ layers, data: { batchSize: 16 } }));
-  assert.ok(bigger.some((v, i) => Math.abs(v - single[i]!) > 1e-3), 'a different batch size must give different weights (the comparison is not vacuous)');
+  assert.ok(
+    bigger.some((v, i) => Math.abs(v - single[i]!) > 1e-3),
+    'a different batch size must give different weights (the comparison is not vacuous)',
+  );
 });

@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import { tinyConfig, trainAndReadWeights } from './helpers.ts';
 
 // (async and asynchronous EASGD go on without a device other than 0 that dies: test/runtime/lost-devices.test.ts)
-test('a device that throws stops the whole run with its rank and error, for every strategy — never a hang', { timeout: 120_000 }, async () => {
+test('a device that throws stops the whole run with its rank and error, for every strategy — never a hang', {
+  timeout: 120_000,
+}, async () => {
   for (const strategy of ['hybrid', 'sync', 'bsp', 'easgd', 'bmuf']) {
     const t0 = Date.now();
     await assert.rejects(

@@ -9,26 +9,37 @@ export function localGroup(size: number): Communicator[] {
   const queues = new Map<string, Float32Array[]>();
   const waiting = new Map<string, ((data: Float32Array) => void)[]>();
   const send = async (buf: Float32Array, from: number, to: number, tag: number) => {
-    const key = `${from}>${to}#${tag}`, copy = buf.slice(), w = waiting.get(key);
+    const key = `${from}>${to}#${tag}`,
+      copy = buf.slice(),
+      w = waiting.get(key);
     if (w?.length) w.shift()!(copy);
     else queues.set(key, [...(queues.get(key) ?? []), copy]);
   };
-  const recv = (buf: Float32Array, from: number, to: number, tag: number) => new Promise<void>((resolve, reject) => {
-    const key = `${from}>${to}#${tag}`;
-    const take = (data: Float32Array) => {
-      if (data.length !== buf.length) reject(new Error(`rank ${to} expected ${buf.length} values from rank ${from}, got ${data.length}`));
-      else { buf.set(data); resolve(); }
-    };
-    const q = queues.get(key);
-    if (q?.length) take(q.shift()!);
-    else waiting.set(key, [...(waiting.get(key) ?? []), take]);
-  });
+  const recv = (buf: Float32Array, from: number, to: number, tag: number) =>
+    new Promise<void>((resolve, reject) => {
+      const key = `${from}>${to}#${tag}`;
+      const take = (data: Float32Array) => {
+        if (data.length !== buf.length)
+          reject(new Error(`rank ${to} expected ${buf.length} values from rank ${from}, got ${data.length}`));
+        else {
+          buf.set(data);
+          resolve();
+        }
+      };
+      const q = queues.get(key);
+      if (q?.length) take(q.shift()!);
+      else waiting.set(key, [...(waiting.get(key) ?? []), take]);
+    });
   let pending: { buf: Float32Array; resolve: () => void }[] = [];
-  let kind = '', length = 0;
+  let kind = '',
+    length = 0;
   const arrive = (rank: number, what: string, buf: Float32Array, complete: (bufs: Float32Array[]) => void) =>
     new Promise<void>((resolve) => {
-      if (Object.keys(pending).length === 0) { kind = what; length = buf.length; }
-      else if (kind !== what || length !== buf.length) throw new Error(`rank ${rank} called ${what}[${buf.length}] while others are in ${kind}[${length}]`);
+      if (Object.keys(pending).length === 0) {
+        kind = what;
+        length = buf.length;
+      } else if (kind !== what || length !== buf.length)
+        throw new Error(`rank ${rank} called ${what}[${buf.length}] while others are in ${kind}[${length}]`);
       pending[rank] = { buf, resolve };
       if (Object.keys(pending).length < size) return;
       const all = pending;
@@ -42,17 +53,31 @@ export function localGroup(size: number): Communicator[] {
     if (op === 'mean') for (let i = 0; i < out.length; i++) out[i] = out[i]! / size;
     for (const b of bufs) b.set(out);
   };
-  return Array.from({ length: size }, (_, rank): Communicator => ({
-    rank, size,
-    allreduce: (buf, op = 'sum') => arrive(rank, 'allreduce', buf, (bufs) => reduce(bufs, op)),
-    reduceScatter: async (buf, op = 'sum') => { await arrive(rank, 'allreduce', buf, (bufs) => reduce(bufs, op)); return ownedSlice(buf.length, size, rank); },
-    allgather: (buf) => arrive(rank, 'allgather', buf, (bufs) => {
-      for (let r = 0; r < size; r++) { const { start, end } = ownedSlice(buf.length, size, r); for (const b of bufs) b.set(bufs[r]!.subarray(start, end), start); }
+  return Array.from(
+    { length: size },
+    (_, rank): Communicator => ({
+      rank,
+      size,
+      allreduce: (buf, op = 'sum') => arrive(rank, 'allreduce', buf, (bufs) => reduce(bufs, op)),
+      reduceScatter: async (buf, op = 'sum') => {
+        await arrive(rank, 'allreduce', buf, (bufs) => reduce(bufs, op));
+        return ownedSlice(buf.length, size, rank);
+      },
+      allgather: (buf) =>
+        arrive(rank, 'allgather', buf, (bufs) => {
+          for (let r = 0; r < size; r++) {
+            const { start, end } = ownedSlice(buf.length, size, r);
+            for (const b of bufs) b.set(bufs[r]!.subarray(start, end), start);
+          }
+        }),
+      broadcast: (buf, root) =>
+        arrive(rank, `broadcast${root}`, buf, (bufs) => {
+          for (const b of bufs) b.set(bufs[root]!);
+        }),
+      barrier: () => arrive(rank, 'barrier', new Float32Array(0), () => {}),
+      send: (buf, dest, tag = 0) => send(buf, rank, dest, tag),
+      recv: (buf, source, tag = 0) => recv(buf, source, rank, tag),
+      takeStats: () => ({ commMs: 0, idleMs: 0, bytes: 0 }),
     }),
-    broadcast: (buf, root) => arrive(rank, `broadcast${root}`, buf, (bufs) => { for (const b of bufs) b.set(bufs[root]!); }),
-    barrier: () => arrive(rank, 'barrier', new Float32Array(0), () => {}),
-    send: (buf, dest, tag = 0) => send(buf, rank, dest, tag),
-    recv: (buf, source, tag = 0) => recv(buf, source, rank, tag),
-    takeStats: () => ({ commMs: 0, idleMs: 0, bytes: 0 }),
-  }));
+  );
 }

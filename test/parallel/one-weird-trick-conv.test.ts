@@ -13,8 +13,14 @@ import { compareWithOneDevice } from './trickHelpers.ts';
 // ~24 steps of SGD with momentum or Adam the weights and optimizer state agree to ~1e-6 relative; we
 // allow rtol 1e-4 with atol 1e-5, as that test does (Adam amplifies rounding slightly).
 
-const compare = (layers: unknown[], devices: number, optimizer: unknown, watch: string, what: string, trainLimit?: number) =>
-  compareWithOneDevice(layers, devices, optimizer, watch, what, { trainLimit });
+const compare = (
+  layers: unknown[],
+  devices: number,
+  optimizer: unknown,
+  watch: string,
+  what: string,
+  trainLimit?: number,
+) => compareWithOneDevice(layers, devices, optimizer, watch, what, { trainLimit });
 
 // The section is layers 0–2: a channel-split conv as the very first layer (its input rows are the
 // batch itself), pooling between, a second channel-split conv with 'same' padding; the data-parallel
@@ -56,10 +62,25 @@ test('channel-split convs where some devices get no samples of the last batch', 
 });
 
 test('errors: more devices than filters names the conv; an unmarked conv inside the section', async () => {
-  const run = (layers: unknown[], devices: number) => train(tinyConfig({ layers, train: { devices, strategy: 'hybrid' } }), { out: mkdtempSync(join(tmpdir(), 'paratrain-trick-conv-err-')) + '/run' });
-  await assert.rejects(run([{ conv2d: { filters: 3, kernelSize: 3, parallel: 'model' } }, { flatten: {} }, { dense: { units: 10 } }], 4),
-    /model\.layers\[0\] conv2d: 'parallel: model' splits its 3 filters over 4 devices, but every device needs at least one; use at most 3 devices or a layer with at least 4 filters/);
-  await assert.rejects(run([{ conv2d: { filters: 4, kernelSize: 3, parallel: 'model' } }, { conv2d: { filters: 4, kernelSize: 3 } },
-    { conv2d: { filters: 4, kernelSize: 3, parallel: 'model' } }, { flatten: {} }, { dense: { units: 10 } }], 2),
-    /model\.layers\[1\] conv2d: lies between the model-parallel layers model\.layers\[0\] and model\.layers\[2\] but is not marked; add 'parallel: model' to it too/);
+  const run = (layers: unknown[], devices: number) =>
+    train(tinyConfig({ layers, train: { devices, strategy: 'hybrid' } }), {
+      out: mkdtempSync(join(tmpdir(), 'paratrain-trick-conv-err-')) + '/run',
+    });
+  await assert.rejects(
+    run([{ conv2d: { filters: 3, kernelSize: 3, parallel: 'model' } }, { flatten: {} }, { dense: { units: 10 } }], 4),
+    /model\.layers\[0\] conv2d: 'parallel: model' splits its 3 filters over 4 devices, but every device needs at least one; use at most 3 devices or a layer with at least 4 filters/,
+  );
+  await assert.rejects(
+    run(
+      [
+        { conv2d: { filters: 4, kernelSize: 3, parallel: 'model' } },
+        { conv2d: { filters: 4, kernelSize: 3 } },
+        { conv2d: { filters: 4, kernelSize: 3, parallel: 'model' } },
+        { flatten: {} },
+        { dense: { units: 10 } },
+      ],
+      2,
+    ),
+    /model\.layers\[1\] conv2d: lies between the model-parallel layers model\.layers\[0\] and model\.layers\[2\] but is not marked; add 'parallel: model' to it too/,
+  );
 });

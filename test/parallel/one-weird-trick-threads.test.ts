@@ -32,9 +32,12 @@ test('trick on 2 worker threads equals one device on the global batch (uneven la
 /** alexnet-small cut to a few steps; `modelParallel: false` drops every `parallel: model`. */
 function alexnet(modelParallel: boolean): RunConfig {
   const config = loadConfig(new URL('../../examples/alexnet-small.yaml', import.meta.url).pathname);
-  const layers = config.model.layers.map((l) => (l.type === 'dense' && !modelParallel ? { ...l, parallel: 'data' as const } : l));
+  const layers = config.model.layers.map((l) =>
+    l.type === 'dense' && !modelParallel ? { ...l, parallel: 'data' as const } : l,
+  );
   return {
-    ...config, model: { ...config.model, layers },
+    ...config,
+    model: { ...config.model, layers },
     data: { ...config.data, dir: SUBSET, trainLimit: 128, testLimit: 50 },
     train: { ...config.train, devices: 2, epochs: 1, evalEvery: 0 },
   };
@@ -43,7 +46,12 @@ function alexnet(modelParallel: boolean): RunConfig {
 /** Median bytes a device communicated per step. */
 async function bytesPerStep(config: RunConfig): Promise<number> {
   const bytes: number[] = [];
-  await train(config, { out: join(mkdtempSync(join(tmpdir(), 'paratrain-trick-bytes-')), 'run'), onEvent: (e: TrainEvent) => { if (e.type === 'step') bytes.push(e.bytes); } });
+  await train(config, {
+    out: join(mkdtempSync(join(tmpdir(), 'paratrain-trick-bytes-')), 'run'),
+    onEvent: (e: TrainEvent) => {
+      if (e.type === 'step') bytes.push(e.bytes);
+    },
+  });
   bytes.sort((a, b) => a - b);
   return bytes[bytes.length >> 1]!;
 }
@@ -54,5 +62,8 @@ test('alexnet-small with the trick moves activations, not FC weights: far fewer 
   assert.ok(trick > 0, 'the activation exchange is counted');
   console.log(`bytes per step: trick ${trick}, data parallel ${dataParallel}`);
   // FC weights are 97% of the 1.7M parameters; with 64 samples per step the activations are far smaller
-  assert.ok(trick * 3 < dataParallel, `trick ${trick} B/step should be well under data-parallel ${dataParallel} B/step`);
+  assert.ok(
+    trick * 3 < dataParallel,
+    `trick ${trick} B/step should be well under data-parallel ${dataParallel} B/step`,
+  );
 });

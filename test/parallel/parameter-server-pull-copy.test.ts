@@ -12,7 +12,12 @@ import { PsHeader } from '../../src/parallel/parameterServer/protocol.ts';
 import { createOptimizer } from '../../src/optim/optimizer.ts';
 import { jsBackend } from '../../src/kernels/js/index.ts';
 
-const REQUEST = 1, REPLY = 2, DATA = 3, PULL = 1, PUSH = 2, BYE = 6;
+const REQUEST = 1,
+  REPLY = 2,
+  DATA = 3,
+  PULL = 1,
+  PUSH = 2,
+  BYE = 6;
 
 /** Rank 0's side of a world of 3: messages to it are queued by (source, tag); its sends are held until `release`. */
 class SlowWire implements Partial<Communicator> {
@@ -33,22 +38,31 @@ class SlowWire implements Partial<Communicator> {
   put(source: number, tag: number, data: Float32Array): void {
     const b = this.box(source, tag);
     const w = b.waiters.shift();
-    if (w) w(data); else b.data.push(data);
+    if (w) w(data);
+    else b.data.push(data);
   }
   async recv(buf: Float32Array, source: number, tag = 0): Promise<void> {
     const b = this.box(source, tag);
-    const data = b.data.shift() ?? await new Promise<Float32Array>((resolve) => b.waiters.push(resolve));
+    const data = b.data.shift() ?? (await new Promise<Float32Array>((resolve) => b.waiters.push(resolve)));
     buf.set(data);
   }
   send(buf: Float32Array, dest: number, tag = 0): Promise<void> {
     // the bytes leave when the send completes: what the buffer holds then is what arrives
     const deliver = () => this.delivered.push({ dest, tag, data: buf.slice() });
     this.onSend?.(dest, tag);
-    if (dest === this.holdFor && tag === DATA) return new Promise((resolve) => this.held.push(() => { deliver(); resolve(); }));
+    if (dest === this.holdFor && tag === DATA)
+      return new Promise((resolve) =>
+        this.held.push(() => {
+          deliver();
+          resolve();
+        }),
+      );
     deliver();
     return Promise.resolve();
   }
-  release(): void { for (const r of this.held.splice(0)) r(); }
+  release(): void {
+    for (const r of this.held.splice(0)) r();
+  }
 }
 
 test('a pull is a copy: a push applied while it drains does not tear it', { timeout: 10_000 }, async () => {
@@ -58,7 +72,9 @@ test('a pull is a copy: a push applied while it drains does not tear it', { time
   const wire = new SlowWire();
   wire.holdFor = 1;
   // device 1's reply is sent once its push has been applied: then device 0's pull may finish draining
-  wire.onSend = (dest, tag) => { if (dest === 2 && tag === REPLY) queueMicrotask(() => wire.release()); };
+  wire.onSend = (dest, tag) => {
+    if (dest === 2 && tag === REPLY) queueMicrotask(() => wire.release());
+  };
   const opt = createOptimizer(jsBackend, { type: 'sgd', lr: 1, momentum: 0, nesterov: false, weightDecay: 0 }, n);
   const serving = serveParameterServer(wire as unknown as Communicator, params, opt);
   const h = new PsHeader();

@@ -13,42 +13,67 @@ import { jsBackend } from '../../src/kernels/js/index.ts';
 
 const secret = 'remote-ps-test-secret';
 
-async function world(devices: number, timeoutMs = 20_000): Promise<{ server: TcpCommunicator; clients: TcpCommunicator[] }> {
+async function world(
+  devices: number,
+  timeoutMs = 20_000,
+): Promise<{ server: TcpCommunicator; clients: TcpCommunicator[] }> {
   const size = devices + 1;
   let port!: (p: number) => void;
-  const portKnown = new Promise<number>((resolve) => { port = resolve; });
-  const server = TcpCommunicator.connect({ rank: 0, worldSize: size, masterPort: 0, secret, timeoutMs, onMasterListening: (a) => port(a.port) });
+  const portKnown = new Promise<number>((resolve) => {
+    port = resolve;
+  });
+  const server = TcpCommunicator.connect({
+    rank: 0,
+    worldSize: size,
+    masterPort: 0,
+    secret,
+    timeoutMs,
+    onMasterListening: (a) => port(a.port),
+  });
   const masterPort = await portKnown;
-  const clients = Array.from({ length: devices }, (_, i) => TcpCommunicator.connect({ rank: i + 1, worldSize: size, masterPort, secret, timeoutMs }));
+  const clients = Array.from({ length: devices }, (_, i) =>
+    TcpCommunicator.connect({ rank: i + 1, worldSize: size, masterPort, secret, timeoutMs }),
+  );
   const all = await Promise.all([server, ...clients]);
   return { server: all[0]!, clients: all.slice(1) };
 }
 
-test('remote parameter server: pull, push with the server optimizer, staleness, bound, elastic, turns', { timeout: 60_000 }, async () => {
+test('remote parameter server: pull, push with the server optimizer, staleness, bound, elastic, turns', {
+  timeout: 60_000,
+}, async () => {
   const n = 37;
   const { server, clients } = await world(2);
   const params = Float32Array.from({ length: n }, (_, i) => Math.cos(i));
   const spec = { type: 'sgd', lr: 0.1, momentum: 0.9, nesterov: false, weightDecay: 0 } as const;
   const serverOpt = createOptimizer(jsBackend, spec, n);
-  const reference = params.slice(), refOpt = createOptimizer(jsBackend, spec, n);
+  const reference = params.slice(),
+    refOpt = createOptimizer(jsBackend, spec, n);
   const serving = serveParameterServer(server, params, serverOpt);
   const [a, b] = clients.map((c) => new RemoteParameterServer(c)) as [RemoteParameterServer, RemoteParameterServer];
 
   const w = new Float32Array(n);
   assert.equal(await a.pull(w), 0);
   assert.deepEqual(w, reference);
-  const g1 = Float32Array.from({ length: n }, (_, i) => Math.sin(i)), g2 = Float32Array.from({ length: n }, (_, i) => 0.5 - i / n);
+  const g1 = Float32Array.from({ length: n }, (_, i) => Math.sin(i)),
+    g2 = Float32Array.from({ length: n }, (_, i) => 0.5 - i / n);
   assert.deepEqual(await a.push(g1, 0, 0.1), { staleness: 0, applied: true });
   assert.deepEqual(await b.push(g2, 0, 0.05), { staleness: 1, applied: true });
-  refOpt.stepCount = 0; refOpt.step(reference, g1, 0.1);
-  refOpt.stepCount = 1; refOpt.step(reference, g2, 0.05);
+  refOpt.stepCount = 0;
+  refOpt.step(reference, g1, 0.1);
+  refOpt.stepCount = 1;
+  refOpt.step(reference, g2, 0.05);
   assert.equal(await b.pull(w), 2);
   assert.deepEqual(w, reference, 'the server applied both pushes with its optimizer, in arrival order');
-  assert.deepEqual(await a.push(g1, 0, 0.1, 1), { staleness: 2, applied: false }, 'a gradient over the bound is dropped');
+  assert.deepEqual(
+    await a.push(g1, 0, 0.1, 1),
+    { staleness: 2, applied: false },
+    'a gradient over the bound is dropped',
+  );
   assert.equal(await a.pull(w), 2);
 
   // elastic: d = α(x − x̃); x̃ += d; x −= d
-  const x = w.map((v) => v + 1), alpha = 0.25;
+  const x = w.map((v) => v + 1),
+    alpha = 0.25;
   const centre = w.slice();
   await a.elasticExchange(x, alpha);
   const after = new Float32Array(n);
@@ -77,16 +102,26 @@ test('remote parameter server: pull, push with the server optimizer, staleness, 
   await Promise.all([server.close(), ...clients.map((c) => c.close())]);
 });
 
-test('remote parameter server: a device that waits for the others (FINISH, its turn) longer than its receive timeout hears keep-alives and finishes', { timeout: 60_000 }, async () => {
+test('remote parameter server: a device that waits for the others (FINISH, its turn) longer than its receive timeout hears keep-alives and finishes', {
+  timeout: 60_000,
+}, async () => {
   // receive timeout 1.5 s, keep-alives every 0.5 s; device b keeps device a waiting 4 s at each,
   // pulling every 0.3 s meanwhile (a device that works; the server's own wait for its requests times out too)
   const { server, clients } = await world(2, 1500);
   const params = new Float32Array(5);
-  const serving = serveParameterServer(server, params, createOptimizer(jsBackend, { type: 'sgd', lr: 0.1, momentum: 0, nesterov: false, weightDecay: 0 }, 5), { keepAliveMs: 500 });
+  const serving = serveParameterServer(
+    server,
+    params,
+    createOptimizer(jsBackend, { type: 'sgd', lr: 0.1, momentum: 0, nesterov: false, weightDecay: 0 }, 5),
+    { keepAliveMs: 500 },
+  );
   const [a, b] = clients.map((c) => new RemoteParameterServer(c)) as [RemoteParameterServer, RemoteParameterServer];
   const busy = async () => {
     const w = new Float32Array(5);
-    for (const end = Date.now() + 4000; Date.now() < end;) { await b.pull(w); await new Promise((r) => setTimeout(r, 300)); }
+    for (const end = Date.now() + 4000; Date.now() < end; ) {
+      await b.pull(w);
+      await new Promise((r) => setTimeout(r, 300));
+    }
   };
   const aWaits = a.waitTurn(1, 2);
   await b.waitTurn(0, 2);

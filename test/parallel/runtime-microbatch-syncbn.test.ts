@@ -26,7 +26,9 @@ test('activation bytes in metrics fall with micro-batches', async () => {
   const peaks: number[] = [];
   for (const k of [1, 4]) {
     const events: TrainEvent[] = [];
-    await trainAndReadWeights(tinyConfig({ data: { batchSize: 16, trainLimit: 32 }, train: { microBatches: k } }), { onEvent: (e) => events.push(e) });
+    await trainAndReadWeights(tinyConfig({ data: { batchSize: 16, trainLimit: 32 }, train: { microBatches: k } }), {
+      onEvent: (e) => events.push(e),
+    });
     const start = events.find((e) => e.type === 'start') as Extract<TrainEvent, { type: 'start' }>;
     const metrics = readMetrics(join(start.runDir, 'metrics.jsonl'));
     const epoch = metrics.find((e) => e.type === 'rankEpoch')!;
@@ -36,30 +38,51 @@ test('activation bytes in metrics fall with micro-batches', async () => {
 });
 
 test('per-replica dropout masks (the default) make hybrid differ from one device; per-sample masks make it equal', async () => {
-  const perReplica = (devices: number, batchSize: number) => tinyConfig({
-    data: { batchSize }, train: { devices, strategy: 'hybrid' },
-    layers: [
-      { conv2d: { filters: 4, kernelSize: 3, strides: 2, activation: 'relu' } }, { maxPool2d: { poolSize: 2 } }, { flatten: {} },
-      { dense: { units: 16, activation: 'relu' } }, { dropout: { rate: 0.3 } }, { dense: { units: 10 } },
-    ],
-  });
+  const perReplica = (devices: number, batchSize: number) =>
+    tinyConfig({
+      data: { batchSize },
+      train: { devices, strategy: 'hybrid' },
+      layers: [
+        { conv2d: { filters: 4, kernelSize: 3, strides: 2, activation: 'relu' } },
+        { maxPool2d: { poolSize: 2 } },
+        { flatten: {} },
+        { dense: { units: 16, activation: 'relu' } },
+        { dropout: { rate: 0.3 } },
+        { dense: { units: 10 } },
+      ],
+    });
   const single = await trainAndReadWeights(perReplica(1, 16));
   const hybrid = await trainAndReadWeights(perReplica(2, 8));
-  assert.ok(hybrid.some((v, i) => Math.abs(v - single[i]!) > 1e-3), 'per-replica masks: a G-device run draws other masks');
+  assert.ok(
+    hybrid.some((v, i) => Math.abs(v - single[i]!) > 1e-3),
+    'per-replica masks: a G-device run draws other masks',
+  );
   // (per-sample: test/parallel/equivalence.test.ts, whose tiny config sets masks: per-sample)
 });
 
 test('train.syncBatchNorm: hybrid on 2 devices with BatchNorm equals one device with the global batch', async () => {
   const layers = [
-    { conv2d: { filters: 4, kernelSize: 3, strides: 2 } }, { batchNorm: { momentum: 0.8 } }, { relu: {} },
-    { maxPool2d: { poolSize: 2 } }, { flatten: {} }, { dense: { units: 16 } }, { batchNorm: {} }, { relu: {} }, { dense: { units: 10 } },
+    { conv2d: { filters: 4, kernelSize: 3, strides: 2 } },
+    { batchNorm: { momentum: 0.8 } },
+    { relu: {} },
+    { maxPool2d: { poolSize: 2 } },
+    { flatten: {} },
+    { dense: { units: 16 } },
+    { batchNorm: {} },
+    { relu: {} },
+    { dense: { units: 10 } },
   ];
   // weights and the running statistics (checkpointed as layers.*.running*); 97 samples: the last
   // global batch has 1 sample: device 1 has none and still joins the statistics reductions
   const data = { trainLimit: 97 };
   const single = await trainAndReadWeights(tinyConfig({ layers, data: { ...data, batchSize: 16 } }));
-  const synced = await trainAndReadWeights(tinyConfig({ layers, data, train: { devices: 2, strategy: 'hybrid', syncBatchNorm: true } }));
+  const synced = await trainAndReadWeights(
+    tinyConfig({ layers, data, train: { devices: 2, strategy: 'hybrid', syncBatchNorm: true } }),
+  );
   assertClose(synced, single, { ...TOL, what: 'syncBatchNorm G=2 weights and running statistics' });
   const local = await trainAndReadWeights(tinyConfig({ layers, data, train: { devices: 2, strategy: 'hybrid' } }));
-  assert.ok(local.some((v, i) => Math.abs(v - single[i]!) > 1e-3), 'per-device statistics (the default) must differ');
+  assert.ok(
+    local.some((v, i) => Math.abs(v - single[i]!) > 1e-3),
+    'per-device statistics (the default) must differ',
+  );
 });

@@ -20,12 +20,18 @@ const TOL = { rtol: 1e-5, atol: 1e-5 };
 /** Stacks with 'same' and 'valid' padding, strides, non-square windows, pooling and activations. */
 const STACKS: { name: string; input: number[]; layers: LayerSpec[] }[] = [
   {
-    name: 'same convs, max pool, strided conv, avg pool same', input: [29, 23, 2],
-    layers: [conv(4, 3, { padding: 'same', activation: 'relu' }), pool('maxPool2d', 2),
-      conv(5, [3, 2], { strides: [2, 1], padding: 'same', activation: 'tanh' }), pool('avgPool2d', 3, 2, 'same')],
+    name: 'same convs, max pool, strided conv, avg pool same',
+    input: [29, 23, 2],
+    layers: [
+      conv(4, 3, { padding: 'same', activation: 'relu' }),
+      pool('maxPool2d', 2),
+      conv(5, [3, 2], { strides: [2, 1], padding: 'same', activation: 'tanh' }),
+      pool('avgPool2d', 3, 2, 'same'),
+    ],
   },
   {
-    name: 'valid 5×5, relu, strided valid conv, overlapping max pool', input: [19, 16, 3],
+    name: 'valid 5×5, relu, strided valid conv, overlapping max pool',
+    input: [19, 16, 3],
     layers: [conv(3, 5), { type: 'relu' }, conv(4, 3, { strides: [2, 2] }), pool('maxPool2d', 3, 1, 'same')],
   },
 ];
@@ -39,7 +45,12 @@ test('spatial split, serial: tile grids (uneven included) equal the unsplit stac
       const x = new Tensor([N, ...s.input], randomArray(N * s.input.reduce((a, b) => a * b), 3));
       const r = randomArray(N * ref.outputShape.reduce((a, b) => a * b), 9);
       const want = reference(ref, x, r);
-      for (const [th, tw] of [[3, 1], [2, 2], [4, 3], [1, 2]] as const) {
+      for (const [th, tw] of [
+        [3, 1],
+        [2, 2],
+        [4, 3],
+        [1, 2],
+      ] as const) {
         const what = `${backend.name} ${s.name} tiles ${th}×${tw}`;
         const stack = new SerialSpatialStack(backend, buildLayers(backend, s.layers, s.input), th, tw);
         const model = new Sequential(backend, [stack], s.input);
@@ -51,7 +62,10 @@ test('spatial split, serial: tile grids (uneven included) equal the unsplit stac
         assertClose(dx.data, want.dx, { ...TOL, what: `${what} input gradient` });
         assertClose(model.grads, want.grads, { ...TOL, what: `${what} weight gradients` });
         // one tile's activations at a time: less than the unsplit stack keeps
-        assert.ok(stack.peakTileBytes < ref.lastActivationBytes, `${what}: tile peak ${stack.peakTileBytes} ≥ unsplit ${ref.lastActivationBytes}`);
+        assert.ok(
+          stack.peakTileBytes < ref.lastActivationBytes,
+          `${what}: tile peak ${stack.peakTileBytes} ≥ unsplit ${ref.lastActivationBytes}`,
+        );
       }
     }
   }
@@ -64,23 +78,33 @@ test('spatial split, parallel: G devices (the model-parallel stage, replicated i
     const x = new Tensor([N, ...s.input], randomArray(N * s.input.reduce((a, b) => a * b), 5));
     const r = randomArray(N * ref.outputShape.reduce((a, b) => a * b), 7);
     const want = reference(ref, x, r);
-    for (const [th, tw] of [[3, 1], [2, 2], [1, 2]] as const) {
+    for (const [th, tw] of [
+      [3, 1],
+      [2, 2],
+      [1, 2],
+    ] as const) {
       const what = `${s.name} grid ${th}×${tw}`;
       const comms = localGroup(th * tw);
       const ranks = comms.map((comm) => {
         const serial = new SerialSpatialStack(backend, buildLayers(backend, s.layers, s.input), th, tw);
         const model = new Sequential(backend, [serial], s.input);
         model.params.set(ref.params);
-        return { comm, model, split: new SpatialParallelStage(backend, comm, 'stage', serial, [th, tw], s.input, { inputRows: false }) };
+        return {
+          comm,
+          model,
+          split: new SpatialParallelStage(backend, comm, 'stage', serial, [th, tw], s.input, { inputRows: false }),
+        };
       });
       // replicated input: every rank cuts its tiles; input gradients summed over ranks, weight gradients summed here
-      const outs = await Promise.all(ranks.map(async ({ comm, model, split }) => {
-        model.zeroGrads();
-        const y = await split.forwardAsync(x, { ...TRAIN, globalBatch: N });
-        const dx = (await split.backwardAsync(new Tensor(y.shape, r.slice())))!;
-        await comm.allreduce(model.grads, 'sum');
-        return { y: y.data.slice(), dx: dx.data.slice(), grads: model.grads.slice() };
-      }));
+      const outs = await Promise.all(
+        ranks.map(async ({ comm, model, split }) => {
+          model.zeroGrads();
+          const y = await split.forwardAsync(x, { ...TRAIN, globalBatch: N });
+          const dx = (await split.backwardAsync(new Tensor(y.shape, r.slice())))!;
+          await comm.allreduce(model.grads, 'sum');
+          return { y: y.data.slice(), dx: dx.data.slice(), grads: model.grads.slice() };
+        }),
+      );
       for (const [k, o] of outs.entries()) {
         assertClose(o.y, want.y, { ...TOL, what: `${what} rank ${k} output` });
         assertClose(o.dx, want.dx, { ...TOL, what: `${what} rank ${k} input gradient` });
@@ -94,16 +118,42 @@ test('spatial tiles: halos follow the receptive field through strides and same p
   // conv 3×3 stride 2 same on 8 rows pads 0 before, 1 after (TensorFlow's convention): output
   // row r reads middle rows 2r..2r+2; conv 3×3 same (halo 1 each side) widens that by one row
   // each way, clipped to the image
-  const layers = buildLayers(jsBackend, [conv(2, 3, { padding: 'same' }), conv(2, 3, { strides: [2, 2], padding: 'same' })], [8, 8, 1]);
+  const layers = buildLayers(
+    jsBackend,
+    [conv(2, 3, { padding: 'same' }), conv(2, 3, { strides: [2, 2], padding: 'same' })],
+    [8, 8, 1],
+  );
   const plans = planTiles(layers, 4, 1);
-  assert.deepEqual(plans.map((p) => [p.outRows.start, p.outRows.end]), [[0, 1], [1, 2], [2, 3], [3, 4]]);
-  assert.deepEqual(plans.map((p) => [p.inRows.start, p.inRows.end]), [[0, 4], [1, 6], [3, 8], [5, 8]]);
+  assert.deepEqual(
+    plans.map((p) => [p.outRows.start, p.outRows.end]),
+    [
+      [0, 1],
+      [1, 2],
+      [2, 3],
+      [3, 4],
+    ],
+  );
+  assert.deepEqual(
+    plans.map((p) => [p.inRows.start, p.inRows.end]),
+    [
+      [0, 4],
+      [1, 6],
+      [3, 8],
+      [5, 8],
+    ],
+  );
   assert.deepEqual(plans[0]!.inCols, { start: 0, end: 8 });
 });
 
 test('spatial split: impossible splits are refused naming the layer', () => {
   const layers = buildLayers(jsBackend, [conv(2, 3), pool('maxPool2d', 2)], [9, 9, 1]);
-  assert.throws(() => planTiles(layers, 5, 1), /model\.layers\[1\] maxPool2d: cannot split 3 output rows into 5 tiles along height; use at most 3/);
+  assert.throws(
+    () => planTiles(layers, 5, 1),
+    /model\.layers\[1\] maxPool2d: cannot split 3 output rows into 5 tiles along height; use at most 3/,
+  );
   const withBn = buildLayers(jsBackend, [conv(2, 3), { type: 'batchNorm', momentum: 0.9, epsilon: 1e-5 }], [9, 9, 1]);
-  assert.throws(() => planTiles(withBn, 2, 1), /model\.layers\[1\] batchNorm: cannot be part of a spatially split stack/);
+  assert.throws(
+    () => planTiles(withBn, 2, 1),
+    /model\.layers\[1\] batchNorm: cannot be part of a spatially split stack/,
+  );
 });

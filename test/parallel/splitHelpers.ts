@@ -37,10 +37,27 @@ export function reference(model: Sequential, x: Tensor, r: Float32Array) {
   return { y: yCopy, dx: g.data.slice(), grads: model.grads.slice(), shape: y.shape };
 }
 
-export const conv = (filters: number, k: number | [number, number], o: Partial<{ strides: [number, number]; padding: 'valid' | 'same'; activation: 'relu' | 'tanh' | 'linear' }> = {}): LayerSpec => ({
-  type: 'conv2d', filters, kernelSize: typeof k === 'number' ? [k, k] : k, strides: o.strides ?? [1, 1],
-  padding: o.padding ?? 'valid', activation: o.activation ?? 'linear', useBias: true,
+export const conv = (
+  filters: number,
+  k: number | [number, number],
+  o: Partial<{ strides: [number, number]; padding: 'valid' | 'same'; activation: 'relu' | 'tanh' | 'linear' }> = {},
+): LayerSpec => ({
+  type: 'conv2d',
+  filters,
+  kernelSize: typeof k === 'number' ? [k, k] : k,
+  strides: o.strides ?? [1, 1],
+  padding: o.padding ?? 'valid',
+  activation: o.activation ?? 'linear',
+  useBias: true,
 });
-export const pool = (type: 'maxPool2d' | 'avgPool2d', k: number, s = k, padding: 'valid' | 'same' = 'valid'): LayerSpec => ({
-  type, poolSize: [k, k], strides: [s, s], padding,
+export const pool = (
+  type: 'maxPool2d' | 'avgPool2d',
+  k: number,
+  s = k,
+  padding: 'valid' | 'same' = 'valid',
+): LayerSpec => ({
+  type,
+  poolSize: [k, k],
+  strides: [s, s],
+  padding,
 });

@@ -20,13 +20,25 @@ test('stall inspector, sync parameter server: device 0 waiting for its turn past
   const out = join(mkdtempSync(join(tmpdir(), 'paratrain-stall-ps-')), 'run');
   // 50× its compute: device 1's first step alone (≥ 10 ms of compute, far more with the kernels' first calls)
   // keeps device 0 waiting ≥ 0.5 s, past the 0.2 s threshold; a larger factor only makes the test wait longer
-  await train(config, { devices: 2, strategy: 'sync', epochs: 1, dataDir: SUBSET, out, slowDevices: new Map([[1, 50]]) });
-  const stalls = readMetrics(join(out, 'metrics.jsonl')).filter((e) => e.type === 'stall' && /turn/.test(e['waitingIn'] as string));
+  await train(config, {
+    devices: 2,
+    strategy: 'sync',
+    epochs: 1,
+    dataDir: SUBSET,
+    out,
+    slowDevices: new Map([[1, 50]]),
+  });
+  const stalls = readMetrics(join(out, 'metrics.jsonl')).filter(
+    (e) => e.type === 'stall' && /turn/.test(e['waitingIn'] as string),
+  );
   for (const s of stalls) {
     const other = 1 - (s['rank'] as number);
     assert.deepEqual(s['missing'], [other], 'the device holding the turn is named');
     const others = s['others'] as { rank: number; step: number; call: string }[];
-    assert.deepEqual(others.map((o) => [o.rank, o.call]), [[other, 'holding the turn (its batch on the server)']]);
+    assert.deepEqual(
+      others.map((o) => [o.rank, o.call]),
+      [[other, 'holding the turn (its batch on the server)']],
+    );
   }
   // the slowed device holds the turn for 50× a step: the fast one reports it, with its step
   const slowed = stalls.filter((s) => s['rank'] === 0);

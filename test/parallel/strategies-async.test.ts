@@ -14,7 +14,8 @@ function devices(count: number, initial: number[], o: AsyncOptions) {
   const steps = comms.map(() => 0);
   /** one step of device r with gradient g: beforeStep, then applyUpdate */
   const step = async (r: number, g: number[], lr = 1, samples = 1): Promise<StrategyStepStats | void> => {
-    const s = strategies[r]!, rep = replicas[r]!;
+    const s = strategies[r]!,
+      rep = replicas[r]!;
     await s.beforeStep!(rep, stepInfo(steps[r]!, lr, samples));
     rep.grads.set(g);
     return s.applyUpdate!(rep, stepInfo(steps[r]!++, lr, samples));
@@ -27,7 +28,11 @@ function devices(count: number, initial: number[], o: AsyncOptions) {
 test('async: the server applies each push as it arrives; staleness = server version − version computed on', async () => {
   const d = devices(2, [0], { fetchEvery: 1, pushEvery: 1 });
   await d.start();
-  assert.deepEqual(d.replicas.map((r) => r.params[0]), [0, 0], 'every device starts from the server\'s weights');
+  assert.deepEqual(
+    d.replicas.map((r) => r.params[0]),
+    [0, 0],
+    "every device starts from the server's weights",
+  );
   // both compute on version 0; rank 0 arrives first
   assert.deepEqual(await d.step(0, [1]), { staleness: 0, dropped: 0 });
   assert.deepEqual(await d.step(1, [2]), { staleness: 1, dropped: 0 });
@@ -37,9 +42,16 @@ test('async: the server applies each push as it arrives; staleness = server vers
   assert.equal(d.replicas[0]!.params[0], -3);
   assert.deepEqual(await d.step(1, [2]), { staleness: 0, dropped: 0 });
   assert.equal(d.replicas[1]!.params[0], -4);
-  assert.deepEqual(d.ps.pushes.map((p) => p.computedAt), [0, 0, 2, 3]);
+  assert.deepEqual(
+    d.ps.pushes.map((p) => p.computedAt),
+    [0, 0, 2, 3],
+  );
   await d.finish();
-  assert.deepEqual(d.replicas.map((r) => r.params[0]), [-6, -6], 'after onFinish every replica holds the server\'s weights');
+  assert.deepEqual(
+    d.replicas.map((r) => r.params[0]),
+    [-6, -6],
+    "after onFinish every replica holds the server's weights",
+  );
 });
 
 test('async: pushEvery n pushes the mean of n gradients (with the last lr); fetchEvery n refreshes every n steps', async () => {
@@ -53,7 +65,10 @@ test('async: pushEvery n pushes the mean of n gradients (with the last lr); fetc
   assert.deepEqual(await d.step(0, [3, 6], 0.5), { staleness: 0, dropped: 0 });
   assert.deepEqual([...rep.params], [-1, -1], 'no fetch before step 2');
   // mean gradient [2, 4] with lr 0.5: [10 − 1, 20 − 2]
-  assert.deepEqual(d.ps.pushes.map((p) => [p.grads, p.lr]), [[[2, 4], 0.5]]);
+  assert.deepEqual(
+    d.ps.pushes.map((p) => [p.grads, p.lr]),
+    [[[2, 4], 0.5]],
+  );
   assert.deepEqual([...d.ps.weights], [9, 18]);
   assert.deepEqual(await d.step(0, [4, 4], 1), {});
   assert.deepEqual([...rep.params], [9, 18], 'fetched before step 3');
@@ -70,7 +85,7 @@ test('async: a gradient staler than maxStaleness is dropped and the device refre
   // rank 1 computed on version 0, the server is at 1
   assert.deepEqual(await d.step(1, [5]), { staleness: 1, dropped: 1 });
   assert.deepEqual([...d.ps.weights], [-1], 'the stale gradient was not applied');
-  assert.equal(d.replicas[1]!.params[0], -1, 'rank 1 took the server\'s weights at once');
+  assert.equal(d.replicas[1]!.params[0], -1, "rank 1 took the server's weights at once");
   // its next gradient is computed on version 1: fresh
   assert.deepEqual(await d.step(1, [5]), { staleness: 0, dropped: 0 });
   assert.deepEqual([...d.ps.weights], [-6]);

@@ -16,28 +16,37 @@ async function run(make: (comm: Communicator) => Strategy, steps: number) {
   const replicas = [driftReplica(1, [0], [1]), driftReplica(3, [50], [5])];
   const seen: number[][] = [[], []];
   let theta = NaN;
-  await Promise.all(comms.map(async (comm, r) => {
-    const s = make(comm), rep = replicas[r]!;
-    await s.onStart!(rep);
-    for (let step = 0; step < steps; step++) {
-      rep.localStep(0);
-      rep.state[0] = rep.state[0]! + 2 * r;
-      await s.afterStep!(rep, stepInfo(step));
-      seen[r]!.push(rep.params[0]!);
-    }
-    if (r === 0) theta = (await s.modelParams!(rep))[0]!;
-    await s.onFinish!(rep);
-  }));
+  await Promise.all(
+    comms.map(async (comm, r) => {
+      const s = make(comm),
+        rep = replicas[r]!;
+      await s.onStart!(rep);
+      for (let step = 0; step < steps; step++) {
+        rep.localStep(0);
+        rep.state[0] = rep.state[0]! + 2 * r;
+        await s.afterStep!(rep, stepInfo(step));
+        seen[r]!.push(rep.params[0]!);
+      }
+      if (r === 0) theta = (await s.modelParams!(rep))[0]!;
+      await s.onFinish!(rep);
+    }),
+  );
   return { seen, theta, final: replicas.map((rep) => rep.params[0]!), state: replicas.map((rep) => rep.state[0]!) };
 }
 
 const bmuf = (o: BmufOptions) => (comm: Communicator) => bmufStrategy(comm, o);
 
 test('bmuf classic: Δ ← η·Δ + ζ·(w̄ − s); θ ← s + Δ; replicas restart from s = θ', async () => {
-  const { seen, theta, final, state } = await run(bmuf({ period: 2, blockMomentum: 0.5, blockLr: 1, nesterov: false }), 4);
+  const { seen, theta, final, state } = await run(
+    bmuf({ period: 2, blockMomentum: 0.5, blockLr: 1, nesterov: false }),
+    4,
+  );
   // block 1: 2 and 6 → w̄ 4; Δ = 0.5·0 + 1·(4 − 0) = 4; θ = 4; s = 4
   // block 2: 6 and 10 → w̄ 8; Δ = 0.5·4 + 1·(8 − 4) = 6; θ = 4 + 6 = 10; s = 10
-  assert.deepEqual(seen, [[1, 4, 5, 10], [3, 4, 7, 10]]);
+  assert.deepEqual(seen, [
+    [1, 4, 5, 10],
+    [3, 4, 7, 10],
+  ]);
   assert.equal(theta, 10);
   assert.deepEqual(final, [10, 10], 'the replicas end on the block model');
   // state is the plain mean at every block: from 1, rank 1 adds 2 per step: (1 + 5)/2 = 3, then (3 + 7)/2 = 5
@@ -48,7 +57,10 @@ test('bmuf Nesterov: the replicas restart from the look-ahead s = θ + η·Δ, t
   const { seen, theta, final } = await run(bmuf({ period: 2, blockMomentum: 0.5, blockLr: 1, nesterov: true }), 4);
   // block 1: w̄ 4; Δ = 4; θ = 4; s = 4 + 0.5·4 = 6
   // block 2: 8 and 12 → w̄ 10; Δ = 0.5·4 + (10 − 6) = 6; θ = 6 + 6 = 12; s = 12 + 3 = 15
-  assert.deepEqual(seen, [[1, 6, 7, 15], [3, 6, 9, 15]]);
+  assert.deepEqual(seen, [
+    [1, 6, 7, 15],
+    [3, 6, 9, 15],
+  ]);
   assert.equal(theta, 12, 'the model is θ, not the look-ahead');
   assert.deepEqual(final, [12, 12]);
 });
@@ -57,7 +69,10 @@ test('bmuf block learning rate ζ scales the block gradient; a partial last bloc
   const { seen, theta, final } = await run(bmuf({ period: 2, blockMomentum: 0.25, blockLr: 2, nesterov: false }), 3);
   // block 1: w̄ 4; Δ = 2·4 = 8; θ = s = 8
   // step 3 (a partial block): 9 and 11; onFinish: w̄ 10; Δ = 0.25·8 + 2·(10 − 8) = 6; θ = 14
-  assert.deepEqual(seen, [[1, 8, 9], [3, 8, 11]]);
+  assert.deepEqual(seen, [
+    [1, 8, 9],
+    [3, 8, 11],
+  ]);
   assert.equal(theta, 8, 'θ before the last block');
   assert.deepEqual(final, [14, 14]);
 });
@@ -65,13 +80,22 @@ test('bmuf block learning rate ζ scales the block gradient; a partial last bloc
 test('bmuf with η = 0, ζ = 1 is plain model averaging', async () => {
   const { seen } = await run(bmuf({ period: 1, blockMomentum: 0, blockLr: 1, nesterov: false }), 2);
   // 1 and 3 → 2; 3 and 5 → 4
-  assert.deepEqual(seen, [[2, 4], [2, 4]]);
+  assert.deepEqual(seen, [
+    [2, 4],
+    [2, 4],
+  ]);
 });
 
 test('bmuf entry: block momentum left out is 1 − 1/G (Chen & Huo)', async () => {
   assert.equal(defaultBlockMomentum(4), 0.75);
   // on 2 devices: η = 0.5, so the classic run above
-  const { seen, theta } = await run((comm) => bmufEntry.create({ type: 'bmuf', period: 2, blockLr: 1, nesterov: false }, { comm, ps: null }), 4);
-  assert.deepEqual(seen, [[1, 4, 5, 10], [3, 4, 7, 10]]);
+  const { seen, theta } = await run(
+    (comm) => bmufEntry.create({ type: 'bmuf', period: 2, blockLr: 1, nesterov: false }, { comm, ps: null }),
+    4,
+  );
+  assert.deepEqual(seen, [
+    [1, 4, 5, 10],
+    [3, 4, 7, 10],
+  ]);
   assert.equal(theta, 10);
 });

@@ -7,14 +7,26 @@ import { assertClose } from '../util/close.ts';
 
 /** Each rank's gradient per step (already scaled so that the mean over ranks is the global batch's). */
 const GRADS = [
-  [[1, 2, 3, 4, 5], [3, 2, 1, 0, -1], [-1, 5, 2, 2, 8]],
-  [[0, 1, 0, 1, 0], [2, 2, 2, 2, 2], [4, -3, 1, 0, 1]],
+  [
+    [1, 2, 3, 4, 5],
+    [3, 2, 1, 0, -1],
+    [-1, 5, 2, 2, 8],
+  ],
+  [
+    [0, 1, 0, 1, 0],
+    [2, 2, 2, 2, 2],
+    [4, -3, 1, 0, 1],
+  ],
 ];
 
 async function run(bucketBytes: number, readyOffsets: number[]) {
   const comms = localGroup(3);
   // different starting points: hybrid must start every replica from rank 0's
-  const replicas = [sgdReplica([1, 1, 1, 1, 1], [7]), sgdReplica([9, 9, 9, 9, 9], [8]), sgdReplica([5, 4, 3, 2, 1], [9])];
+  const replicas = [
+    sgdReplica([1, 1, 1, 1, 1], [7]),
+    sgdReplica([9, 9, 9, 9, 9], [8]),
+    sgdReplica([5, 4, 3, 2, 1], [9]),
+  ];
   const strategies = comms.map((c) => hybridStrategy(c, bucketBytes));
   await Promise.all(strategies.map((s, r) => s.onStart!(replicas[r]!)));
   const after: number[][][] = [];
@@ -33,7 +45,7 @@ function expected(): number[][] {
   let w = [1, 1, 1, 1, 1];
   const out: number[][] = [];
   for (const grads of GRADS) {
-    w = w.map((x, i) => x - 0.5 * (grads[0]![i]! + grads[1]![i]! + grads[2]![i]!) / 3);
+    w = w.map((x, i) => x - (0.5 * (grads[0]![i]! + grads[1]![i]! + grads[2]![i]!)) / 3);
     out.push(w);
   }
   return out;
@@ -45,9 +57,10 @@ test('hybrid: every replica starts from rank 0 and takes one step on the mean gr
   const want = expected();
   // step 1: 1 − 0.5·(1+3−1)/3 = 0.5, 1 − 0.5·(2+2+5)/3 = −0.5, …
   assertClose(want[0]!, [0.5, -0.5, 0, 0, -1], { what: 'hand computation' });
-  for (const [step, ws] of after.entries()) for (const w of ws) assertClose(w, want[step]!, { what: `weights after step ${step + 1}` });
+  for (const [step, ws] of after.entries())
+    for (const w of ws) assertClose(w, want[step]!, { what: `weights after step ${step + 1}` });
   for (const r of replicas) {
-    assert.deepEqual([...r.state], [7], 'BatchNorm state is rank 0\'s');
+    assert.deepEqual([...r.state], [7], "BatchNorm state is rank 0's");
     assertClose(r.grads, [2, 0, 1, 1, 1], { what: 'the reduced gradient (mean of the last step)' });
     assert.equal(r.localSteps, 2);
   }
@@ -56,11 +69,13 @@ test('hybrid: every replica starts from rank 0 and takes one step on the mean gr
 test('hybrid: one bucket after backward (bucket larger than the gradient) gives the same step', async () => {
   const { after } = await run(1 << 20, [3, 1]);
   const want = expected();
-  for (const [step, ws] of after.entries()) for (const w of ws) assertClose(w, want[step]!, { what: `weights after step ${step + 1}` });
+  for (const [step, ws] of after.entries())
+    for (const w of ws) assertClose(w, want[step]!, { what: `weights after step ${step + 1}` });
 });
 
 test('hybrid: without any onGradientsReady call the whole gradient is reduced after backward', async () => {
   const { after } = await run(8, []);
   const want = expected();
-  for (const [step, ws] of after.entries()) for (const w of ws) assertClose(w, want[step]!, { what: `weights after step ${step + 1}` });
+  for (const [step, ws] of after.entries())
+    for (const w of ws) assertClose(w, want[step]!, { what: `weights after step ${step + 1}` });
 });

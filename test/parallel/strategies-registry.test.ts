@@ -1,7 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  STRATEGIES, STRATEGY_NAMES, createStrategy, needsParameterServer, stepsInLockstep, runsModelParallel, checkRunStrategy,
+  STRATEGIES,
+  STRATEGY_NAMES,
+  createStrategy,
+  needsParameterServer,
+  stepsInLockstep,
+  runsModelParallel,
+  checkRunStrategy,
   type StrategySpec,
 } from '../../src/parallel/strategies/index.ts';
 import { parseConfig } from '../../src/config/index.ts';
@@ -9,11 +15,17 @@ import { localGroup } from './localGroup.ts';
 import { localParameterServer } from './strategyHarness.ts';
 
 /** Every strategy with its defaults, as the config schema gives them. */
-const specs = STRATEGY_NAMES.map((name) => parseConfig({ model: { input: [2], layers: [{ dense: { units: 2 } }] }, train: { strategy: name } }).train.strategy);
+const specs = STRATEGY_NAMES.map(
+  (name) =>
+    parseConfig({ model: { input: [2], layers: [{ dense: { units: 2 } }] }, train: { strategy: name } }).train.strategy,
+);
 
 test('registry: one entry per strategy, in the order messages list them', () => {
   assert.deepEqual(STRATEGY_NAMES, ['sync', 'async', 'hybrid', 'bsp', 'easgd', 'bmuf']);
-  assert.deepEqual(STRATEGIES.map((e) => e.name), STRATEGY_NAMES);
+  assert.deepEqual(
+    STRATEGIES.map((e) => e.name),
+    STRATEGY_NAMES,
+  );
 });
 
 test('registry: what each strategy needs from the run', () => {
@@ -31,21 +43,28 @@ test('registry: what each strategy needs from the run', () => {
   assert.equal(stepsInLockstep(asyncEasgd), false);
 });
 
-test('registry: createStrategy builds each strategy\'s hooks, with a parameter server where one is needed', () => {
+test("registry: createStrategy builds each strategy's hooks, with a parameter server where one is needed", () => {
   const [comm] = localGroup(1);
   for (const spec of specs) {
     const ps = needsParameterServer(spec) ? localParameterServer([0]) : null;
     assert.equal(createStrategy(spec, { comm: comm!, ps }).name, spec.type);
-    if (ps) assert.throws(() => createStrategy(spec, { comm: comm!, ps: null }), { message: `strategy ${spec.type} needs a parameter server` });
+    if (ps)
+      assert.throws(() => createStrategy(spec, { comm: comm!, ps: null }), {
+        message: `strategy ${spec.type} needs a parameter server`,
+      });
   }
 });
 
 test('registry: run checks name the field (options against the device count, syncBatchNorm needs lockstep)', () => {
   const easgd: StrategySpec = { type: 'easgd', alpha: 0.5, period: 1, mode: 'sync' };
-  assert.throws(() => checkRunStrategy({ strategy: easgd, devices: 2, syncBatchNorm: false }), /^Error: train\.strategy\.easgd\.alpha: /);
+  assert.throws(
+    () => checkRunStrategy({ strategy: easgd, devices: 2, syncBatchNorm: false }),
+    /^Error: train\.strategy\.easgd\.alpha: /,
+  );
   assert.throws(() => createStrategy(easgd, { comm: localGroup(2)[0]!, ps: null }), /alpha·devices < 1/);
   assert.throws(() => checkRunStrategy({ strategy: specs[1]!, devices: 2, syncBatchNorm: true }), {
-    message: 'train.syncBatchNorm: syncBatchNorm needs devices that step together (hybrid, bsp, bmuf, easgd with mode: sync); strategy async runs them at their own pace; use one of those or syncBatchNorm: false',
+    message:
+      'train.syncBatchNorm: syncBatchNorm needs devices that step together (hybrid, bsp, bmuf, easgd with mode: sync); strategy async runs them at their own pace; use one of those or syncBatchNorm: false',
   });
   checkRunStrategy({ strategy: specs[2]!, devices: 8, syncBatchNorm: true });
 });

@@ -26,12 +26,28 @@ export async function trainInProcess(config: RunConfig, bucketBytes = 1 << 30): 
   const data = await loadData(config);
   const checkpoint = join(mkdtempSync(join(tmpdir(), 'paratrain-trick-')), 'model.safetensors');
   const G = config.train.devices;
-  const base = { config, worldSize: G, backend: jsBackend, train: data.train, test: null, emit: () => {}, shared: false };
+  const base = {
+    config,
+    worldSize: G,
+    backend: jsBackend,
+    train: data.train,
+    test: null,
+    emit: () => {},
+    shared: false,
+  };
   if (G === 1) await runDevice({ ...base, rank: 0, strategy: localStrategy, checkpointPath: checkpoint });
   else {
-    await Promise.all(localGroup(G).map((comm) => runDevice({
-      ...base, rank: comm.rank, comm, strategy: hybridStrategy(comm, bucketBytes), checkpointPath: comm.rank === 0 ? checkpoint : null,
-    })));
+    await Promise.all(
+      localGroup(G).map((comm) =>
+        runDevice({
+          ...base,
+          rank: comm.rank,
+          comm,
+          strategy: hybridStrategy(comm, bucketBytes),
+          checkpointPath: comm.rank === 0 ? checkpoint : null,
+        }),
+      ),
+    );
   }
   return new Map([...readCheckpoint(checkpoint).tensors].map(([name, t]) => [name, t.data]));
 }
@@ -40,14 +56,36 @@ export async function trainInProcess(config: RunConfig, bucketBytes = 1 << 30): 
  * The split on `devices` devices against one device with the whole batch (every tensor of the
  * checkpoint, optimizer state included); `watch` must move in training, so the comparison is not vacuous.
  */
-export async function compareWithOneDevice(layers: unknown[], devices: number, optimizer: unknown, watch: string, what: string,
-                                           o: { trainLimit?: number; bucketBytes?: number } = {}): Promise<void> {
+export async function compareWithOneDevice(
+  layers: unknown[],
+  devices: number,
+  optimizer: unknown,
+  watch: string,
+  what: string,
+  o: { trainLimit?: number; bucketBytes?: number } = {},
+): Promise<void> {
   const common = { layers, optimizer, train: { epochs: 2, backend: 'js' } };
   const data = { trainLimit: o.trainLimit ?? 91 }; // 91: the last global batch is short and splits unevenly over the devices
-  const single = await trainInProcess(tinyConfig({ ...common, data: { ...data, batchSize: 8 * devices } }), o.bucketBytes);
-  const split = await trainInProcess(tinyConfig({ ...common, data, train: { ...common.train, devices, strategy: 'hybrid' } }), o.bucketBytes);
+  const single = await trainInProcess(
+    tinyConfig({ ...common, data: { ...data, batchSize: 8 * devices } }),
+    o.bucketBytes,
+  );
+  const split = await trainInProcess(
+    tinyConfig({ ...common, data, train: { ...common.train, devices, strategy: 'hybrid' } }),
+    o.bucketBytes,
+  );
   assert.deepStrictEqual([...split.keys()].sort(), [...single.keys()].sort(), `${what}: the same tensors`);
   for (const [name, d] of single) assertClose(split.get(name)!, d, { ...TOL, what: `${what} ${name}` });
-  const fresh = await trainInProcess(tinyConfig({ ...common, data: { ...data, batchSize: 8 * devices, trainLimit: 1 }, train: { ...common.train, epochs: 1 } }), o.bucketBytes);
-  assert.ok(single.get(watch)!.some((v, i) => Math.abs(v - fresh.get(watch)![i]!) > 1e-3), `${what}: ${watch} changed in training`);
+  const fresh = await trainInProcess(
+    tinyConfig({
+      ...common,
+      data: { ...data, batchSize: 8 * devices, trainLimit: 1 },
+      train: { ...common.train, epochs: 1 },
+    }),
+    o.bucketBytes,
+  );
+  assert.ok(
+    single.get(watch)!.some((v, i) => Math.abs(v - fresh.get(watch)![i]!) > 1e-3),
+    `${what}: ${watch} changed in training`,
+  );
 }

@@ -2,7 +2,16 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { appendFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { downsample, findStragglers, loadRun, runLabels, series, summarize, formatTable, MAX_SERIES_POINTS } from '../../src/report/index.ts';
+import {
+  downsample,
+  findStragglers,
+  loadRun,
+  runLabels,
+  series,
+  summarize,
+  formatTable,
+  MAX_SERIES_POINTS,
+} from '../../src/report/index.ts';
 import { tmpDir, writeSyntheticRun } from './helpers.ts';
 
 test('stragglers: compute per sample ≥ 1.5× the (lower) median', () => {
@@ -17,7 +26,10 @@ test('stragglers: compute per sample ≥ 1.5× the (lower) median', () => {
 test('downsample: bucket means, at most maxPoints, short series untouched', () => {
   assert.deepEqual(downsample([[1, 2, 3]], 5), [[1, 2, 3]]);
   const xs = Array.from({ length: 10 }, (_, i) => i);
-  assert.deepEqual(downsample([xs, xs.map((x) => 2 * x)], 5), [[0.5, 2.5, 4.5, 6.5, 8.5], [1, 5, 9, 13, 17]]);
+  assert.deepEqual(downsample([xs, xs.map((x) => 2 * x)], 5), [
+    [0.5, 2.5, 4.5, 6.5, 8.5],
+    [1, 5, 9, 13, 17],
+  ]);
   assert.deepEqual(downsample([[1, NaN, NaN, NaN]], 2), [[1, NaN]]);
   const long = Array.from({ length: 12_345 }, (_, i) => i);
   assert.ok(downsample([long], 2000)[0]!.length <= 2000);
@@ -33,7 +45,10 @@ test('a synthetic run is summarised: accuracy, idle share, stragglers, bytes, me
     assert.equal(s.devices, 4);
     assert.equal(s.finished, true);
     assert.equal(s.testAccuracy, 0.75);
-    assert.deepEqual(s.perDevice.map((d) => d.straggler), [false, false, true, false]);
+    assert.deepEqual(
+      s.perDevice.map((d) => d.straggler),
+      [false, false, true, false],
+    );
     // fast devices: 10 compute, 2 comm, 20 idle; the straggler: 30 compute, 2 comm, 0 idle
     assert.ok(Math.abs(s.idleShare - (3 * 20) / (3 * 32 + 32)) < 1e-9, `idle share ${s.idleShare}`);
     assert.equal(s.meanStaleness, null);
@@ -54,10 +69,16 @@ test('series: steps of all devices combined per step, long runs downsampled, sta
     writeSyntheticRun(join(dir, 'async'), { strategy: 'async', devices: 2, epochs: 3, stepsPerEpoch: 1500 });
     const run = loadRun(join(dir, 'async'));
     const s = series(run);
-    assert.ok(s.steps.step.length <= MAX_SERIES_POINTS && s.steps.step.length >= MAX_SERIES_POINTS / 2, `${s.steps.step.length} points`);
+    assert.ok(
+      s.steps.step.length <= MAX_SERIES_POINTS && s.steps.step.length >= MAX_SERIES_POINTS / 2,
+      `${s.steps.step.length} points`,
+    );
     assert.equal(s.steps.merged, 3);
     assert.equal(s.steps.step.length, s.steps.loss.length);
-    assert.ok(s.steps.time.every((t, i) => i === 0 || t >= s.steps.time[i - 1]!), 'time increases');
+    assert.ok(
+      s.steps.time.every((t, i) => i === 0 || t >= s.steps.time[i - 1]!),
+      'time increases',
+    );
     assert.deepEqual(s.staleness!.counts, [3000, 3000, 3000]);
     assert.equal(summarize(run).meanStaleness, 1);
     assert.equal(s.timeline.length, 2);
@@ -105,17 +126,28 @@ test('bad run directories give one clear line naming the directory or file', () 
   try {
     assert.throws(() => loadRun(join(dir, 'nope')), { message: `run directory ${join(dir, 'nope')} does not exist` });
     mkdirSync(join(dir, 'empty'));
-    assert.throws(() => loadRun(join(dir, 'empty')), { message: `run directory ${join(dir, 'empty')} has no metrics.jsonl; is it a paratrain run directory?` });
+    assert.throws(() => loadRun(join(dir, 'empty')), {
+      message: `run directory ${join(dir, 'empty')} has no metrics.jsonl; is it a paratrain run directory?`,
+    });
     writeFileSync(join(dir, 'file'), 'x');
     assert.throws(() => loadRun(join(dir, 'file')), /is not a run directory/);
     const path = writeSyntheticRun(join(dir, 'corrupt'));
     appendFileSync(path, '{"type":"step", oops\n{"type":"end"}\n');
-    assert.throws(() => loadRun(join(dir, 'corrupt')), (e: Error) => e.message.startsWith(`metrics file ${path}: line `) && e.message.includes('not valid JSON') && !e.message.includes('\n'));
+    assert.throws(
+      () => loadRun(join(dir, 'corrupt')),
+      (e: Error) =>
+        e.message.startsWith(`metrics file ${path}: line `) &&
+        e.message.includes('not valid JSON') &&
+        !e.message.includes('\n'),
+    );
     mkdirSync(join(dir, 'nostart'));
     writeFileSync(join(dir, 'nostart', 'metrics.jsonl'), '{"type":"step","time":1}\n');
     assert.throws(() => loadRun(join(dir, 'nostart')), /metrics file .*nostart.metrics\.jsonl has no 'start' event/);
     mkdirSync(join(dir, 'badstep'));
-    writeFileSync(join(dir, 'badstep', 'metrics.jsonl'), '{"type":"start","time":1}\n{"type":"step","time":2,"rank":"zero","step":0,"loss":1}\n');
+    writeFileSync(
+      join(dir, 'badstep', 'metrics.jsonl'),
+      '{"type":"start","time":1}\n{"type":"step","time":2,"rank":"zero","step":0,"loss":1}\n',
+    );
     assert.throws(() => loadRun(join(dir, 'badstep')), /step event #1 has no numeric 'rank' \(got "zero"\)/);
   } finally {
     rmSync(dir, { recursive: true, force: true });

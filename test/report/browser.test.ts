@@ -15,12 +15,22 @@ import { tmpDir, writeSyntheticRun, writeTinyConfig } from './helpers.ts';
 
 const missing = chromiumMissing();
 
-test('a report opens in headless Chromium with every chart that has data drawn and no errors', { skip: missing ?? false, timeout: 90_000 }, async (t) => {
+test('a report opens in headless Chromium with every chart that has data drawn and no errors', {
+  skip: missing ?? false,
+  timeout: 90_000,
+}, async (t) => {
   const dir = tmpDir('paratrain-browser-');
   // a real async run with a straggler, overlaid with a synthetic synchronous run
   const config = loadConfig(writeTinyConfig(dir, { devices: 2, strategy: 'async' }));
   const result = await train(config, { out: join(dir, 'async'), slowDevices: new Map([[1, 3]]) });
-  writeSyntheticRun(join(dir, 'hybrid'), { strategy: 'hybrid', devices: 2, slow: { 1: 2 }, epochs: 4, validation: true, stalls: true });
+  writeSyntheticRun(join(dir, 'hybrid'), {
+    strategy: 'hybrid',
+    devices: 2,
+    slow: { 1: 2 },
+    epochs: 4,
+    validation: true,
+    stalls: true,
+  });
   const runs = loadReportRuns([result.runDir, join(dir, 'hybrid')]);
   const shown = chartsFor(runs);
   assert.deepEqual(shown, [...CHART_IDS], 'this pair has something for every chart');
@@ -32,7 +42,10 @@ test('a report opens in headless Chromium with every chart that has data drawn a
 
   assert.deepEqual(page.consoleErrors, [], 'no console errors');
   assert.deepEqual(page.requests, [], 'nothing fetched: the report is self-contained');
-  assert.deepEqual(page.sections, shown.map((id) => `chart-${id}`));
+  assert.deepEqual(
+    page.sections,
+    shown.map((id) => `chart-${id}`),
+  );
   for (const id of shown) {
     const canvases = page.canvases.filter((c) => c.section === `chart-${id}`);
     assert.ok(canvases.length > 0, `${id}: has a chart`);

@@ -36,30 +36,60 @@ export interface PageCheck {
   sections: string[];
 }
 
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 /** Opens `htmlPath`, waits for the charts, inspects every canvas and saves a full-page screenshot. */
-export async function inspectReport(htmlPath: string, screenshotPath: string, viewport = { width: 1400, height: 900 }): Promise<PageCheck> {
+export async function inspectReport(
+  htmlPath: string,
+  screenshotPath: string,
+  viewport = { width: 1400, height: 900 },
+): Promise<PageCheck> {
   const { chromium } = await import('playwright-core');
   const userDataDir = mkdtempSync(join(tmpdir(), 'paratrain-chromium-'));
   const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM, headless: true, args: ARGS, viewport, deviceScaleFactor: 1,
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ARGS,
+    viewport,
+    deviceScaleFactor: 1,
   });
   try {
     const page = await context.newPage();
     const consoleErrors: string[] = [];
     const requests: string[] = [];
     const url = pathToFileURL(htmlPath).href;
-    page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+    page.on('console', (m) => {
+      if (m.type() === 'error') consoleErrors.push(m.text());
+    });
     page.on('pageerror', (e) => consoleErrors.push(`uncaught: ${e.message}`));
-    page.on('request', (r) => { if (r.url() !== url) requests.push(r.url()); });
+    page.on('request', (r) => {
+      if (r.url() !== url) requests.push(r.url());
+    });
     await page.goto(url, { waitUntil: 'load' });
-    await page.waitForFunction(() => (window as unknown as { paratrainReport?: { ready: boolean } }).paratrainReport?.ready === true, null, { timeout: 20_000 })
-      .catch(() => { /* reported below: no charts */ });
+    await page
+      .waitForFunction(
+        () => (window as unknown as { paratrainReport?: { ready: boolean } }).paratrainReport?.ready === true,
+        null,
+        { timeout: 20_000 },
+      )
+      .catch(() => {
+        /* reported below: no charts */
+      });
     await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
     const result = await page.evaluate(() => {
-      const w = window as unknown as { paratrainReport?: { charts: string[] }; Chart?: { getChart(c: HTMLCanvasElement): { data: { datasets: { data: unknown[] }[] } } | undefined } };
+      const w = window as unknown as {
+        paratrainReport?: { charts: string[] };
+        Chart?: { getChart(c: HTMLCanvasElement): { data: { datasets: { data: unknown[] }[] } } | undefined };
+      };
       const canvases = [...document.querySelectorAll('canvas')].map((c) => {
         const ctx = c.getContext('2d')!;
         const { data } = ctx.getImageData(0, 0, c.width, c.height);
@@ -73,7 +103,14 @@ export async function inspectReport(htmlPath: string, screenshotPath: string, vi
         }
         const chart = w.Chart?.getChart(c);
         const points = chart ? chart.data.datasets.reduce((n, d) => n + d.data.length, 0) : 0;
-        return { section: c.closest('section')?.id ?? '', width: c.width, height: c.height, inked, colours: colours.size, points };
+        return {
+          section: c.closest('section')?.id ?? '',
+          width: c.width,
+          height: c.height,
+          inked,
+          colours: colours.size,
+          points,
+        };
       });
       return {
         charts: w.paratrainReport?.charts ?? [],

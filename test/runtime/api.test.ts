@@ -32,11 +32,22 @@ test('library API: train(loadConfig(...), overrides) as in the README; its figur
   assert.equal(start['trainSamples'], 512);
   assert.equal(start['epochs'], 1);
   assert.equal(steps.length, 2 * Math.ceil(512 / 128));
-  assert.equal(steps.reduce((n, e) => n + (e['samples'] as number), 0), 512, 'every training sample seen once in the epoch');
+  assert.equal(
+    steps.reduce((n, e) => n + (e['samples'] as number), 0),
+    512,
+    'every training sample seen once in the epoch',
+  );
 
   // throughput: every sample of every epoch over the run's time, which lies inside the call's wall time
-  assert.ok(result.seconds > 0 && result.seconds <= wallSeconds, `run ${result.seconds} s within the call's ${wallSeconds} s`);
-  assertClose([result.samplesPerSecond], [512 * 1 / result.seconds], { rtol: 1e-12, atol: 0, what: 'samples/s = trainSamples·epochs/seconds' });
+  assert.ok(
+    result.seconds > 0 && result.seconds <= wallSeconds,
+    `run ${result.seconds} s within the call's ${wallSeconds} s`,
+  );
+  assertClose([result.samplesPerSecond], [(512 * 1) / result.seconds], {
+    rtol: 1e-12,
+    atol: 0,
+    what: 'samples/s = trainSamples·epochs/seconds',
+  });
   assert.equal(end['samplesPerSecond'], result.samplesPerSecond, 'the metrics file reports the same throughput');
   assert.equal(end['seconds'], result.seconds);
 
@@ -57,5 +68,9 @@ test('library API: train(loadConfig(...), overrides) as in the README; its figur
   const evaluated = JSON.parse(e.stdout.trim()) as { testSamples: number; testLoss: number; testAccuracy: number };
   assert.equal(evaluated.testSamples, 200);
   assert.equal(evaluated.testAccuracy, result.testAccuracy, 'eval of the checkpoint gives the accuracy train reported');
-  assertClose([evaluated.testLoss], [result.testLoss], { rtol: 1e-6, atol: 0, what: 'test loss, eval of the checkpoint vs train' });
+  assertClose([evaluated.testLoss], [result.testLoss], {
+    rtol: 1e-6,
+    atol: 0,
+    what: 'test loss, eval of the checkpoint vs train',
+  });
 });

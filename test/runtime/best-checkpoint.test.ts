@@ -22,7 +22,15 @@ test('a tracker improves only by more than minDelta, never on NaN, and ignores a
   assert.equal(t.update(0.995, 2, 30), 'worse', 'less than minDelta better');
   assert.equal(t.update(0.98, 3, 40), 'improved');
   assert.equal(t.update(0.5, 3, 40), 'repeat', 'the same step again (a resumed run re-evaluating)');
-  assert.deepEqual(t.state, { metric: 'valLoss', mode: 'min', best: 0.98, bestEpoch: 3, bestStep: 40, wait: 0, lastStep: 40 });
+  assert.deepEqual(t.state, {
+    metric: 'valLoss',
+    mode: 'min',
+    best: 0.98,
+    bestEpoch: 3,
+    bestStep: 40,
+    wait: 0,
+    lastStep: 40,
+  });
   const up = new MetricTracker({ metric: 'valAccuracy', mode: 'max' }, 0, t.state);
   assert.equal(up.state.best, null, 'a record of another metric is not taken over');
   assert.equal(up.update(0.5, 0, 1), 'improved');
@@ -32,21 +40,40 @@ test('a tracker improves only by more than minDelta, never on NaN, and ignores a
 
 test('model-best.safetensors follows the improvements of the watched metric, and only those', async () => {
   const dir = tmpDir('paratrain-best-');
-  const result = await trainSplit(evalConfig(dir, { train: 'epochs: 4, best: { metric: valLoss }' }), { out: join(dir, 'run') });
+  const result = await trainSplit(evalConfig(dir, { train: 'epochs: 4, best: { metric: valLoss }' }), {
+    out: join(dir, 'run'),
+  });
   const events = eventsOf(result.runDir);
   let best = Infinity;
   const improved: number[] = [];
-  for (const e of ofType(events, 'eval')) if ((e.valLoss as number) < best) { best = e.valLoss as number; improved.push(e.step as number); }
+  for (const e of ofType(events, 'eval'))
+    if ((e.valLoss as number) < best) {
+      best = e.valLoss as number;
+      improved.push(e.step as number);
+    }
   const written = ofType(events, 'best');
-  assert.deepEqual(written.map((e) => e.step), improved, 'a best event exactly where valLoss improved');
+  assert.deepEqual(
+    written.map((e) => e.step),
+    improved,
+    'a best event exactly where valLoss improved',
+  );
   const last = written.at(-1)!;
   assert.equal(last.value, best);
   const file = join(result.runDir, 'model-best.safetensors');
   const { metadata, tensors } = readCheckpoint(file);
-  assert.deepEqual([metadata['best.metric'], metadata['best.mode'], Number(metadata['best.value']), metadata.step, metadata.epoch],
-    ['valLoss', 'min', best, String(last.step), String((last.epoch as number) + 1)]);
+  assert.deepEqual(
+    [metadata['best.metric'], metadata['best.mode'], Number(metadata['best.value']), metadata.step, metadata.epoch],
+    ['valLoss', 'min', best, String(last.step), String((last.epoch as number) + 1)],
+  );
   assert.ok(![...tensors.keys()].some((n) => n.startsWith('optimizer.')), 'weights and state only');
-  assert.deepEqual(result.bestCheckpoint, { path: file, metric: 'valLoss', mode: 'min', value: best, epoch: (last.epoch as number) + 1, step: last.step });
+  assert.deepEqual(result.bestCheckpoint, {
+    path: file,
+    metric: 'valLoss',
+    mode: 'min',
+    value: best,
+    epoch: (last.epoch as number) + 1,
+    step: last.step,
+  });
   const state = JSON.parse(readFileSync(join(latestCompleteSet(result.runDir)!.dir, SET_STATE_FILE), 'utf8'));
   assert.equal(state.tracking.best.metric, 'valLoss', 'the record is in state.json');
 });
@@ -75,9 +102,14 @@ test('a resumed run keeps its best-so-far: a worse evaluation after the resume d
   const set = latestCompleteSet(first.runDir)!;
   const statePath = join(set.dir, SET_STATE_FILE);
   const state = JSON.parse(readFileSync(statePath, 'utf8'));
-  writeFileSync(statePath, JSON.stringify({ ...state, tracking: { best: { ...state.tracking.best, best: -1, bestEpoch: 0, bestStep: 12 } } }));
+  writeFileSync(
+    statePath,
+    JSON.stringify({ ...state, tracking: { best: { ...state.tracking.best, best: -1, bestEpoch: 0, bestStep: 12 } } }),
+  );
   const before = readFileSync(bestFile);
-  const resumed = await trainOnData({ ...config, train: { ...config.train, epochs: 4 } }, data, { resume: first.runDir });
+  const resumed = await trainOnData({ ...config, train: { ...config.train, epochs: 4 } }, data, {
+    resume: first.runDir,
+  });
   const attempt = eventsOf(first.runDir).slice(eventsOf(first.runDir).findIndex((e) => e.type === 'resume'));
   assert.equal(ofType(attempt, 'best').length, 0, 'no evaluation beat the record');
   assert.ok(readFileSync(bestFile).equals(before), 'model-best.safetensors untouched');

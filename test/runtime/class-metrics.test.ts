@@ -7,7 +7,11 @@ test('a 3-class example: confusion rows are true classes; a class never predicte
   // true:      0 0 0 1 1 2 2 2 2
   // predicted: 0 0 1 1 0 1 1 1 2
   const r = classReport([0, 0, 1, 1, 0, 1, 1, 1, 2], [0, 0, 0, 1, 1, 2, 2, 2, 2], ['a', 'b', 'c']);
-  assert.deepStrictEqual(r.confusion, [[2, 1, 0], [1, 1, 0], [0, 3, 1]]);
+  assert.deepStrictEqual(r.confusion, [
+    [2, 1, 0],
+    [1, 1, 0],
+    [0, 3, 1],
+  ]);
   assert.equal(r.accuracy, 4 / 9);
   const [a, b, c] = r.perClass;
   // a: tp 2, predicted 3, support 3 → p = r = 2/3; b: tp 1, predicted 5, support 2; c: tp 1, predicted 1, support 4

@@ -19,24 +19,52 @@ import { tmpDir } from '../cli/helpers.ts';
 import { evalConfig, eventsOf, ofType, splitData } from './evalHelpers.ts';
 import { assertSameTensors, tensorsOf } from './resumeHelpers.ts';
 
-const STALLED = { optimizer: '{ sgd: { lr: 1.0e-9 } }', train: 'epochs: 6, earlyStopping: { patience: 2, minDelta: 0.001 }' };
+const STALLED = {
+  optimizer: '{ sgd: { lr: 1.0e-9 } }',
+  train: 'epochs: 6, earlyStopping: { patience: 2, minDelta: 0.001 }',
+};
 
 /** The checks every early-stopped run of STALLED passes: stopped after epoch 3 of 6 (step `stop`), on every device. */
 function checkStoppedEarly(result: TrainResult, devices: number, stop: number): void {
   const events = eventsOf(result.runDir);
-  assert.deepEqual(result.earlyStopped, { step: stop, epoch: 3, metric: 'valLoss', patience: 2, best: result.earlyStopped!.best, bestEpoch: 1 });
+  assert.deepEqual(result.earlyStopped, {
+    step: stop,
+    epoch: 3,
+    metric: 'valLoss',
+    patience: 2,
+    best: result.earlyStopped!.best,
+    bestEpoch: 1,
+  });
   assert.equal(result.stopped, undefined, 'not a stop by a signal');
   assert.equal(result.steps, stop);
   const verdicts = ofType(events, 'earlyStopping');
-  assert.deepEqual(verdicts.map((e) => [e.epoch, e.wait, e.stop]), [[0, 0, false], [1, 1, false], [2, 2, true]]);
+  assert.deepEqual(
+    verdicts.map((e) => [e.epoch, e.wait, e.stop]),
+    [
+      [0, 0, false],
+      [1, 1, false],
+      [2, 2, true],
+    ],
+  );
   const steps = ofType(events, 'step');
   for (let rank = 0; rank < devices; rank++) {
-    assert.equal(Math.max(...steps.filter((e) => e.rank === rank).map((e) => e.step as number)), stop - 1, `device ${rank} ran steps 0 … ${stop - 1}`);
+    assert.equal(
+      Math.max(...steps.filter((e) => e.rank === rank).map((e) => e.step as number)),
+      stop - 1,
+      `device ${rank} ran steps 0 … ${stop - 1}`,
+    );
   }
   assert.equal(ofType(events, 'stopped').length, 0);
-  assert.deepEqual(ofType(events, 'earlyStopped').map((e) => [e.step, e.epoch, e.bestEpoch]), [[stop, 3, 1]]);
+  assert.deepEqual(
+    ofType(events, 'earlyStopped').map((e) => [e.step, e.epoch, e.bestEpoch]),
+    [[stop, 3, 1]],
+  );
   const tested = ofType(events, 'eval').filter((e) => 'testLoss' in e);
-  assert.deepEqual(tested.map((e) => e.step), [stop], 'the test set once, at the stop');
+  assert.deepEqual(
+    tested.map((e) => e.step),
+    [stop],
+    'the test set once, at the stop',
+  );
   assert.equal(result.testAccuracy, tested[0]!.testAccuracy);
   assert.equal(readCheckpoint(result.checkpoint).metadata.step, String(stop), 'the final checkpoint is of the stop');
   assert.equal(latestCompleteSet(result.runDir)!.state.step, stop, 'a checkpoint set to resume from');
@@ -74,11 +102,29 @@ test('holds: the devices wait after each evaluation but the last; a resumed run 
   assert.equal(firstHold(config, 10, null), 19, 'after epoch 2 (evalEvery 2)');
   assert.equal(holdAfter(config, 10, 1), 39);
   assert.equal(holdAfter(config, 10, 3), null, 'the last epoch has nothing to stop early');
-  const set = (step: number, lastStep?: number): SetState => ({ step, stepsPerEpoch: 10, ...(lastStep === undefined ? {}
-    : { tracking: { earlyStopping: { metric: 'valLoss', mode: 'min', best: 1, bestEpoch: 0, bestStep: lastStep, wait: 0, lastStep } } }) } as SetState);
-  assert.equal(reevaluatesAtStart(config, set(20, 0)), true, 'the set at step 20 came before epoch 2\'s evaluation');
+  const set = (step: number, lastStep?: number): SetState =>
+    ({
+      step,
+      stepsPerEpoch: 10,
+      ...(lastStep === undefined
+        ? {}
+        : {
+            tracking: {
+              earlyStopping: {
+                metric: 'valLoss',
+                mode: 'min',
+                best: 1,
+                bestEpoch: 0,
+                bestStep: lastStep,
+                wait: 0,
+                lastStep,
+              },
+            },
+          }),
+    }) as SetState;
+  assert.equal(reevaluatesAtStart(config, set(20, 0)), true, "the set at step 20 came before epoch 2's evaluation");
   assert.equal(firstHold(config, 10, set(20, 0)), 19, 'held before the first step until the verdict');
-  assert.equal(reevaluatesAtStart(config, set(20, 20)), false, 'already recorded (a stop\'s set)');
+  assert.equal(reevaluatesAtStart(config, set(20, 20)), false, "already recorded (a stop's set)");
   assert.equal(reevaluatesAtStart(config, set(30, 20)), false, 'epoch 3 does not evaluate');
   assert.equal(reevaluatesAtStart(config, set(25, 20)), false, 'mid-epoch');
   assert.equal(firstHold(config, 10, set(25, 20)), 39);
@@ -90,7 +136,8 @@ test('holds: the devices wait after each evaluation but the last; a resumed run 
 test('the stop gate: a hold lets devices run up to it; a release raises it; a stop request freezes within it', async () => {
   const gate = allocateStopGate(2, 4);
   const control = new StopGateControl(gate);
-  const a = new StopGateDevice(gate, 0), b = new StopGateDevice(gate, 1);
+  const a = new StopGateDevice(gate, 0),
+    b = new StopGateDevice(gate, 1);
   assert.equal(a.mayStart(4), true);
   const waiting = b.mayStart(5);
   assert.ok(waiting instanceof Promise, 'step 5 waits for the verdict');

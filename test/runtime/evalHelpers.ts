@@ -2,7 +2,13 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/index.ts';
-import { loadData, trainOnData, type LoadedData, type TrainOptions, type TrainResult } from '../../src/runtime/run/train.ts';
+import {
+  loadData,
+  trainOnData,
+  type LoadedData,
+  type TrainOptions,
+  type TrainResult,
+} from '../../src/runtime/run/train.ts';
 import { sampleSize, type Dataset } from '../../src/data/dataset.ts';
 import type { RunConfig } from '../../src/config/runConfig.ts';
 import { SUBSET } from '../cli/helpers.ts';
@@ -10,7 +16,13 @@ import { SUBSET } from '../cli/helpers.ts';
 /** Samples [from, to) of a dataset: views into the same memory. */
 export function sliceDataset(ds: Dataset, from: number, to: number): Dataset {
   const n = sampleSize(ds);
-  return { ...ds, name: `${ds.name}[${from}:${to}]`, images: ds.images.subarray(from * n, to * n), labels: ds.labels.subarray(from, to), count: to - from };
+  return {
+    ...ds,
+    name: `${ds.name}[${from}:${to}]`,
+    images: ds.images.subarray(from * n, to * n),
+    labels: ds.labels.subarray(from, to),
+    count: to - from,
+  };
 }
 
 /**
@@ -20,7 +32,9 @@ export function sliceDataset(ds: Dataset, from: number, to: number): Dataset {
  */
 export function evalConfig(dir: string, o: { train?: string; optimizer?: string } = {}): RunConfig {
   const path = join(dir, 'eval.yaml');
-  writeFileSync(path, `model:
+  writeFileSync(
+    path,
+    `model:
   input: [28, 28, 1]
   layers:
     - flatten: {}
@@ -29,7 +43,8 @@ export function evalConfig(dir: string, o: { train?: string; optimizer?: string 
 optimizer: ${o.optimizer ?? '{ adam: { lr: 0.01 } }'}
 data: { dir: ${JSON.stringify(SUBSET)}, batchSize: 16, trainLimit: 256, testLimit: 100 }
 train: { ${/\bepochs:/.test(o.train ?? '') ? '' : 'epochs: 3, '}seed: 7, backend: js${o.train ? `, ${o.train}` : ''} }
-`);
+`,
+  );
   return loadConfig(path);
 }
 
@@ -47,7 +62,10 @@ export async function trainSplit(config: RunConfig, options: TrainOptions, valid
 
 /** The events of a run directory's metrics.jsonl. */
 export function eventsOf(runDir: string): Record<string, unknown>[] {
-  return readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+  return readFileSync(join(runDir, 'metrics.jsonl'), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
 export const ofType = (events: Record<string, unknown>[], type: string) => events.filter((e) => e.type === type);

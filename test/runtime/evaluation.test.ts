@@ -21,12 +21,23 @@ test('with a validation split: each epoch evaluates it, the test set is evaluate
   assert.equal(start.validationSamples, 64);
   assert.equal(start.trainSamples, 192);
   const evals = ofType(events, 'eval');
-  assert.deepEqual(evals.map((e) => [e.epoch, e.step]), [[0, 12], [1, 24], [2, 36]]);
+  assert.deepEqual(
+    evals.map((e) => [e.epoch, e.step]),
+    [
+      [0, 12],
+      [1, 24],
+      [2, 36],
+    ],
+  );
   for (const e of evals) {
     assert.equal(typeof e.valLoss, 'number');
     assert.ok((e.valAccuracy as number) >= 0 && (e.valAccuracy as number) <= 1);
   }
-  assert.deepEqual(evals.map((e) => 'testLoss' in e), [false, false, true], 'the test set only at the end');
+  assert.deepEqual(
+    evals.map((e) => 'testLoss' in e),
+    [false, false, true],
+    'the test set only at the end',
+  );
   const final = evals[2]!;
   assert.equal(result.testAccuracy, final.testAccuracy);
   assert.equal(result.testLoss, final.testLoss);
@@ -42,26 +53,46 @@ test('without a validation split the test set is evaluated every epoch, as befor
   const dir = tmpDir('paratrain-eval-');
   const result = await trainSplit(evalConfig(dir, { train: 'epochs: 2' }), { out: join(dir, 'run') }, false);
   const evals = ofType(eventsOf(result.runDir), 'eval');
-  assert.deepEqual(evals.map((e) => Object.keys(e).filter((k) => /Loss|Accuracy/.test(k)).sort()), [['testAccuracy', 'testLoss'], ['testAccuracy', 'testLoss']]);
+  assert.deepEqual(
+    evals.map((e) =>
+      Object.keys(e)
+        .filter((k) => /Loss|Accuracy/.test(k))
+        .sort(),
+    ),
+    [
+      ['testAccuracy', 'testLoss'],
+      ['testAccuracy', 'testLoss'],
+    ],
+  );
   assert.equal(result.valAccuracy, undefined);
   assert.equal(result.testAccuracy, evals[1]!.testAccuracy);
   assert.equal(result.bestCheckpoint, undefined);
   assert.ok(!existsSync(join(result.runDir, 'model-best.safetensors')), 'best: auto picks nothing on the test set');
-  const written = parseYaml(readFileSync(join(result.runDir, 'config.yaml'), 'utf8'), 'config.yaml') as { train: Record<string, unknown> };
+  const written = parseYaml(readFileSync(join(result.runDir, 'config.yaml'), 'utf8'), 'config.yaml') as {
+    train: Record<string, unknown>;
+  };
   assert.equal(written.train.best, false, 'config.yaml records the resolved choice');
 });
 
 test('config.yaml records what auto resolved to; best and early stopping refuse metrics the data cannot measure', async () => {
   const dir = tmpDir('paratrain-eval-');
-  const result = await trainSplit(evalConfig(dir, { train: 'epochs: 1, earlyStopping: true' }), { out: join(dir, 'run') });
-  const written = parseYaml(readFileSync(join(result.runDir, 'config.yaml'), 'utf8'), 'config.yaml') as { train: Record<string, unknown> };
+  const result = await trainSplit(evalConfig(dir, { train: 'epochs: 1, earlyStopping: true' }), {
+    out: join(dir, 'run'),
+  });
+  const written = parseYaml(readFileSync(join(result.runDir, 'config.yaml'), 'utf8'), 'config.yaml') as {
+    train: Record<string, unknown>;
+  };
   assert.deepEqual(written.train.best, { metric: 'valAccuracy', mode: 'max' });
   assert.deepEqual(written.train.earlyStopping, { metric: 'valLoss', mode: 'min', patience: 5, minDelta: 0 });
 
   const out = join(dir, 'refused');
-  await assert.rejects(trainSplit(evalConfig(dir, { train: 'best: { metric: valAccuracy }' }), { out }, false),
-    { message: /^train\.best: valAccuracy is measured on a validation split, and this run has none; hold one out of the training data \(data\.validation: 0\.1\) or watch testAccuracy$/ });
-  await assert.rejects(trainSplit(evalConfig(dir, { train: 'earlyStopping: { metric: testLoss }' }), { out }),
-    { message: /^train\.earlyStopping: with a validation split the test set is evaluated once, at the end, so testLoss cannot be watched per epoch; watch valLoss$/ });
+  await assert.rejects(trainSplit(evalConfig(dir, { train: 'best: { metric: valAccuracy }' }), { out }, false), {
+    message:
+      /^train\.best: valAccuracy is measured on a validation split, and this run has none; hold one out of the training data \(data\.validation: 0\.1\) or watch testAccuracy$/,
+  });
+  await assert.rejects(trainSplit(evalConfig(dir, { train: 'earlyStopping: { metric: testLoss }' }), { out }), {
+    message:
+      /^train\.earlyStopping: with a validation split the test set is evaluated once, at the end, so testLoss cannot be watched per epoch; watch valLoss$/,
+  });
   assert.ok(!existsSync(out), 'refused before the run directory is made');
 });

@@ -17,13 +17,19 @@ const layers = (parallel: boolean) => [
   { dense: { units: 16, activation: 'relu', ...(parallel ? { parallel: 'model' } : {}) } },
   { dense: { units: 10, ...(parallel ? { parallel: 'model' } : {}) } },
 ];
-const configOf = (epochs: number, devices: number, parallel = false) => tinyConfig({
-  optimizer: { sgd: { lr: 0.05 } }, data: { shuffle: false }, layers: layers(parallel),
-  train: { epochs, devices, strategy: 'hybrid', checkpointEvery: 0 },
-});
+const configOf = (epochs: number, devices: number, parallel = false) =>
+  tinyConfig({
+    optimizer: { sgd: { lr: 0.05 } },
+    data: { shuffle: false },
+    layers: layers(parallel),
+    train: { epochs, devices, strategy: 'hybrid', checkpointEvery: 0 },
+  });
 const weights = (name: string) => name.startsWith('layers.');
 
-for (const [what, devices, parallel] of [['one device', 1, false], ['model-parallel dense layers on 2 devices', 2, true]] as const) {
+for (const [what, devices, parallel] of [
+  ['one device', 1, false],
+  ['model-parallel dense layers on 2 devices', 2, true],
+] as const) {
   test(`${what}: one epoch from a one-epoch run's weights equals the second epoch of a two-epoch run`, async () => {
     const first = await train(configOf(1, devices, parallel), { out: freshDir() });
     const both = await train(configOf(2, devices, parallel), { out: freshDir() });
@@ -34,10 +40,17 @@ for (const [what, devices, parallel] of [['one device', 1, false], ['model-paral
 
 test('initFrom a checkpoint of another architecture: refused before the run directory is made, naming the tensor and both shapes', async () => {
   const first = await train(configOf(1, 1), { out: freshDir() });
-  const wider = tinyConfig({ layers: [layers(false)[0], { flatten: {} }, { dense: { units: 32, activation: 'relu' } }, { dense: { units: 10 } }] });
+  const wider = tinyConfig({
+    layers: [layers(false)[0], { flatten: {} }, { dense: { units: 32, activation: 'relu' } }, { dense: { units: 10 } }],
+  });
   const out = freshDir();
-  await assert.rejects(train(wider, { out, initFrom: first.checkpoint }),
-    /checkpoint .*model\.safetensors: 'layers\.2\.kernel' has shape \[676, 16\], the model needs \[676, 32\]; it was written for a different model/);
+  await assert.rejects(
+    train(wider, { out, initFrom: first.checkpoint }),
+    /checkpoint .*model\.safetensors: 'layers\.2\.kernel' has shape \[676, 16\], the model needs \[676, 32\]; it was written for a different model/,
+  );
   assert.ok(!existsSync(out), 'no run directory is left behind');
-  await assert.rejects(train(configOf(1, 1), { out: freshDir(), initFrom: first.checkpoint, resume: '/nowhere' }), /--resume and --init-from: give one/);
+  await assert.rejects(
+    train(configOf(1, 1), { out: freshDir(), initFrom: first.checkpoint, resume: '/nowhere' }),
+    /--resume and --init-from: give one/,
+  );
 });

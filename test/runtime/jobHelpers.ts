@@ -11,12 +11,18 @@ import type { ConfigOverrides, TrainResult } from '../../src/index.ts';
 
 /** The shipped subset cut to its first `train` training images (the test set unchanged), written raw into dir. */
 export function cutSubset(dir: string, train: number): void {
-  for (const [prefix, keep] of [['train', train], ['t10k', Infinity]] as const) {
+  for (const [prefix, keep] of [
+    ['train', train],
+    ['t10k', Infinity],
+  ] as const) {
     const images = readIdxFile(join(SUBSET, `${prefix}-images-idx3-ubyte.gz`));
     const labels = readIdxFile(join(SUBSET, `${prefix}-labels-idx1-ubyte.gz`));
     const [count, rows, cols] = images.dims as [number, number, number];
     const n = Math.min(keep, count);
-    writeFileSync(join(dir, `${prefix}-images-idx3-ubyte`), encodeIdx([n, rows, cols], images.data.subarray(0, n * rows * cols)));
+    writeFileSync(
+      join(dir, `${prefix}-images-idx3-ubyte`),
+      encodeIdx([n, rows, cols], images.data.subarray(0, n * rows * cols)),
+    );
     writeFileSync(join(dir, `${prefix}-labels-idx1-ubyte`), encodeIdx([n], labels.data.subarray(0, n)));
   }
 }
@@ -24,10 +30,16 @@ export function cutSubset(dir: string, train: number): void {
 /** All layer tensors of a checkpoint, in name order, as one array. */
 export function weights(file: string): Float32Array {
   const { tensors } = readCheckpoint(file);
-  const parts = [...tensors.keys()].filter((n) => n.startsWith('layers.')).sort().map((n) => tensors.get(n)!.data);
+  const parts = [...tensors.keys()]
+    .filter((n) => n.startsWith('layers.'))
+    .sort()
+    .map((n) => tensors.get(n)!.data);
   const all = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
-  for (const p of parts) { all.set(p, at); at += p.length; }
+  for (const p of parts) {
+    all.set(p, at);
+    at += p.length;
+  }
   return all;
 }
 
@@ -60,13 +72,16 @@ export const TRICK_LAYERS = `
 /** A small convnet with dropout on 96 samples of the shipped subset, js backend; `extra` adds train fields. */
 export function tinyJobConfig(dir: string, extra = '', layers = CONVNET): string {
   const file = join(dir, 'tiny.yaml');
-  writeFileSync(file, `model:
+  writeFileSync(
+    file,
+    `model:
   input: [28, 28, 1]
   layers:${layers}
 optimizer: { sgd: { lr: 0.05, momentum: 0.9 } }
 data: { dir: ${SUBSET}, batchSize: 8, trainLimit: 96, testLimit: 100 }
 train: { epochs: 1, seed: 3, evalEvery: 0, backend: js${extra} }
-`);
+`,
+  );
   return file;
 }
 
@@ -76,15 +91,26 @@ export { randomPort };
 export const SECRET = 'paratrain-test-secret-0123456789abcdef';
 
 /** Runs a command from the repository root; resolves with its exit code and stdout + stderr interleaved. */
-export function runCommand(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs: number }): Promise<{ code: number | null; out: string }> {
+export function runCommand(
+  cmd: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; timeoutMs: number },
+): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { cwd: REPO, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => { out += d; });
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      out += d;
+    });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      out += d;
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs);
     child.on('error', reject);
-    child.on('close', (code) => { clearTimeout(timer); resolve({ code, out }); });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, out });
+    });
   });
 }
 
@@ -95,7 +121,11 @@ export function runCommand(cmd: string, args: string[], opts: { env?: NodeJS.Pro
  * the same job as separate processes, without their start-ups (2–3 s of CPU each under tsx).
  * Resolves with process 0's result.
  */
-export async function trainHere(configPath: string, out: string, o: ConfigOverrides & { processes?: number } = {}): Promise<TrainResult> {
+export async function trainHere(
+  configPath: string,
+  out: string,
+  o: ConfigOverrides & { processes?: number } = {},
+): Promise<TrainResult> {
   // the library's train (src/index.ts) applies the overrides as the CLI's flags do
   const { train, loadConfig } = await import('../../src/index.ts');
   const { processes = 1, ...overrides } = o;
@@ -103,7 +133,14 @@ export async function trainHere(configPath: string, out: string, o: ConfigOverri
   if (processes === 1) return train(config, { out, ...overrides });
   process.env['PARATRAIN_SECRET'] ??= SECRET;
   const masterPort = randomPort();
-  const results = await Promise.all(Array.from({ length: processes }, (_, rank) =>
-    train(config, { out, ...overrides, processes: { rank, worldSize: processes, masterAddr: '127.0.0.1', masterPort } })));
+  const results = await Promise.all(
+    Array.from({ length: processes }, (_, rank) =>
+      train(config, {
+        out,
+        ...overrides,
+        processes: { rank, worldSize: processes, masterAddr: '127.0.0.1', masterPort },
+      }),
+    ),
+  );
   return results[0]!;
 }

@@ -30,7 +30,10 @@ function tree(runDir: string): string[] {
 /** `paratrain train` that must die by SIGKILL at `crashAt`; returns its stderr. */
 function crashedRun(args: string[], crashAt: string): void {
   const r = spawnSync(process.execPath, ['--import', 'tsx', MAIN, ...args], {
-    cwd: REPO, env: { ...process.env, PARATRAIN_OFFLINE: '1', PARATRAIN_CRASH_AT: crashAt }, encoding: 'utf8', timeout: 120_000,
+    cwd: REPO,
+    env: { ...process.env, PARATRAIN_OFFLINE: '1', PARATRAIN_CRASH_AT: crashAt },
+    encoding: 'utf8',
+    timeout: 120_000,
   });
   assert.equal(r.signal, 'SIGKILL', `killed at ${crashAt}: ${r.stderr}`);
 }
@@ -48,14 +51,19 @@ const cases: { devices: number; crashAt: string; left: RegExp | null }[] = [
   { devices: 2, crashAt: 'checkpoint-tmp@3', left: /\.partial\/device-\d\.safetensors\.tmp-\d+$/ },
 ];
 
-test('SIGKILL at every moment of a checkpoint set write: the resume cleans up and ends bit-identical', { timeout: 300_000 }, async (t) => {
+test('SIGKILL at every moment of a checkpoint set write: the resume cleans up and ends bit-identical', {
+  timeout: 300_000,
+}, async (t) => {
   const dir = tmpDir();
   const cfg = tinyJobConfig(dir, ', checkpointEvery: { steps: 1 }, keepLast: 2, strategy: hybrid', WIDE);
   const config = loadConfig(cfg);
   // the uninterrupted runs and the resumes run in this process; only the runs that crash are children
   const reference = new Map<number, Map<string, Float32Array>>();
   for (const devices of [1, 2]) {
-    const whole = await train({ ...config, train: { ...config.train, devices } }, { out: join(dir, `whole-${devices}`) });
+    const whole = await train(
+      { ...config, train: { ...config.train, devices } },
+      { out: join(dir, `whole-${devices}`) },
+    );
     reference.set(devices, tensorsOf(whole.checkpoint));
   }
   for (const { devices, crashAt, left } of cases) {
@@ -63,10 +71,23 @@ test('SIGKILL at every moment of a checkpoint set write: the resume cleans up an
     crashedRun(['train', cfg, '--devices', String(devices), '--out', out, '--quiet'], crashAt);
     const after = tree(out);
     t.diagnostic(`${crashAt} on ${devices}: ${after.join(' ')}`);
-    if (left) assert.ok(after.some((f) => left.test(f)), `${crashAt}: the dead writer left ${left} (${after.join(', ')})`);
-    else assert.equal(after.filter((f) => /^step-\d+$/.test(f)).length, 3, `${crashAt}: three complete sets before pruning (${after.join(', ')})`);
+    if (left)
+      assert.ok(
+        after.some((f) => left.test(f)),
+        `${crashAt}: the dead writer left ${left} (${after.join(', ')})`,
+      );
+    else
+      assert.equal(
+        after.filter((f) => /^step-\d+$/.test(f)).length,
+        3,
+        `${crashAt}: three complete sets before pruning (${after.join(', ')})`,
+      );
     await train({ ...config, train: { ...config.train, devices } }, { resume: out });
-    assert.deepEqual(tree(out).filter((f) => /\.partial|\.tmp-/.test(f)), [], `${crashAt}: nothing of the dead writer is left`);
+    assert.deepEqual(
+      tree(out).filter((f) => /\.partial|\.tmp-/.test(f)),
+      [],
+      `${crashAt}: nothing of the dead writer is left`,
+    );
     assertSameTensors(reference.get(devices)!, tensorsOf(join(out, 'model.safetensors')));
   }
 });

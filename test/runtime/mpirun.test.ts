@@ -11,24 +11,67 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpDir, MAIN } from '../cli/helpers.ts';
 import { mpiAddonPath } from '../../src/comm/mpi/index.ts';
-import { assertClose, cutSubset, randomPort, runCommand, SECRET, tinyJobConfig, trainHere, weights } from './jobHelpers.ts';
+import {
+  assertClose,
+  cutSubset,
+  randomPort,
+  runCommand,
+  SECRET,
+  tinyJobConfig,
+  trainHere,
+  weights,
+} from './jobHelpers.ts';
 
-const skip = spawnSync('mpirun', ['--version']).status !== 0 ? 'mpirun not found (apt-get install openmpi-bin libopenmpi-dev)'
-  : !mpiAddonPath() ? 'the MPI addon is not built (apt-get install libopenmpi-dev, then npm run build:mpi)' : false;
+const skip =
+  spawnSync('mpirun', ['--version']).status !== 0
+    ? 'mpirun not found (apt-get install openmpi-bin libopenmpi-dev)'
+    : !mpiAddonPath()
+      ? 'the MPI addon is not built (apt-get install libopenmpi-dev, then npm run build:mpi)'
+      : false;
 
 /** mpirun -np 2 of `args`; with `rank1Args`, process 1 runs those instead (MPMD: `-np 1 A : -np 1 B`). */
-function mpirun(args: string[], env: Record<string, string> = {}, rank1Args?: string[]): Promise<{ code: number | null; out: string }> {
+function mpirun(
+  args: string[],
+  env: Record<string, string> = {},
+  rank1Args?: string[],
+): Promise<{ code: number | null; out: string }> {
   const asRoot = process.getuid?.() === 0 ? ['--allow-run-as-root'] : [];
   const vars = Object.keys(env).flatMap((k) => ['-x', k]);
   const node = [process.execPath, '--import', 'tsx', MAIN];
-  const programs = rank1Args ? ['-np', '1', ...node, ...args, ':', '-np', '1', ...node, ...rank1Args] : ['-np', '2', ...node, ...args];
-  return runCommand('mpirun', [...asRoot, '--oversubscribe', '--bind-to', 'none', '-x', 'PARATRAIN_SECRET', '-x', 'MASTER_PORT', ...vars,
-    ...programs], {
-    env: { ...process.env, PARATRAIN_SECRET: SECRET, MASTER_PORT: String(randomPort()), PARATRAIN_OFFLINE: '1', ...env }, timeoutMs: 120_000,
-  });
+  const programs = rank1Args
+    ? ['-np', '1', ...node, ...args, ':', '-np', '1', ...node, ...rank1Args]
+    : ['-np', '2', ...node, ...args];
+  return runCommand(
+    'mpirun',
+    [
+      ...asRoot,
+      '--oversubscribe',
+      '--bind-to',
+      'none',
+      '-x',
+      'PARATRAIN_SECRET',
+      '-x',
+      'MASTER_PORT',
+      ...vars,
+      ...programs,
+    ],
+    {
+      env: {
+        ...process.env,
+        PARATRAIN_SECRET: SECRET,
+        MASTER_PORT: String(randomPort()),
+        PARATRAIN_OFFLINE: '1',
+        ...env,
+      },
+      timeoutMs: 120_000,
+    },
+  );
 }
 
-test('mpirun -np 2 paratrain train, over tcp and over mpi, equals hybrid on 2 threads', { skip, timeout: 300_000 }, async () => {
+test('mpirun -np 2 paratrain train, over tcp and over mpi, equals hybrid on 2 threads', {
+  skip,
+  timeout: 300_000,
+}, async () => {
   const dir = tmpDir();
   const cfg = tinyJobConfig(dir, ', devices: 1, strategy: hybrid');
   // the same job on 2 threads, in this process
@@ -41,18 +84,39 @@ test('mpirun -np 2 paratrain train, over tcp and over mpi, equals hybrid on 2 th
   }
 });
 
-test('--transport mpi: a failing device ends the job with its cause; several devices per process are refused', { skip, timeout: 120_000 }, async () => {
+test('--transport mpi: a failing device ends the job with its cause; several devices per process are refused', {
+  skip,
+  timeout: 120_000,
+}, async () => {
   const dir = tmpDir();
   const cfg = tinyJobConfig(dir, ', devices: 1, strategy: hybrid');
-  const failed = await mpirun(['train', cfg, '--transport', 'mpi', '--out', join(dir, 'fail'), '--quiet'], { PARATRAIN_FAIL_AT: '1:2' });
+  const failed = await mpirun(['train', cfg, '--transport', 'mpi', '--out', join(dir, 'fail'), '--quiet'], {
+    PARATRAIN_FAIL_AT: '1:2',
+  });
   assert.notEqual(failed.code, 0);
   assert.match(failed.out, /device 1 \(process 1\) failed: injected failure at step 2/);
-  const refused = await mpirun(['train', cfg, '--transport', 'mpi', '--devices', '2', '--out', join(dir, 'two'), '--quiet']);
+  const refused = await mpirun([
+    'train',
+    cfg,
+    '--transport',
+    'mpi',
+    '--devices',
+    '2',
+    '--out',
+    join(dir, 'two'),
+    '--quiet',
+  ]);
   assert.notEqual(refused.code, 0);
-  assert.match(refused.out, /paratrain: --transport mpi: each process runs one device .* but train\.devices is 2; use --devices 1/);
+  assert.match(
+    refused.out,
+    /paratrain: --transport mpi: each process runs one device .* but train\.devices is 2; use --devices 1/,
+  );
 });
 
-test('--transport mpi: processes reading different data are refused before training, naming what differs', { skip, timeout: 120_000 }, async () => {
+test('--transport mpi: processes reading different data are refused before training, naming what differs', {
+  skip,
+  timeout: 120_000,
+}, async () => {
   const dir = tmpDir();
   const other = join(dir, 'other-data');
   mkdirSync(other);
@@ -61,6 +125,9 @@ test('--transport mpi: processes reading different data are refused before train
   const args = ['train', cfg, '--transport', 'mpi', '--out', join(dir, 'run'), '--quiet'];
   const r = await mpirun(args, {}, [...args, '--data', other]);
   assert.notEqual(r.code, 0);
-  assert.match(r.out, /process 1's training data differs from process 0's: samples 60 vs 96 .*other-data.*every process must read the same dataset/);
+  assert.match(
+    r.out,
+    /process 1's training data differs from process 0's: samples 60 vs 96 .*other-data.*every process must read the same dataset/,
+  );
   assert.doesNotMatch(r.out, /epoch 1/);
 });

@@ -13,8 +13,10 @@ import { tmpDir, MAIN } from '../cli/helpers.ts';
 import { assertClose, randomPort, runCommand, SECRET, tinyJobConfig, trainHere, weights } from './jobHelpers.ts';
 
 const id = `${process.pid % 100000}`;
-const A = `pt-a-${id}`, B = `pt-b-${id}`;
-const ADDR_A = '10.213.7.1', ADDR_B = '10.213.7.2';
+const A = `pt-a-${id}`,
+  B = `pt-b-${id}`;
+const ADDR_A = '10.213.7.1',
+  ADDR_B = '10.213.7.2';
 
 function ip(...args: string[]): { ok: boolean; err: string } {
   const r = spawnSync('ip', args, { encoding: 'utf8' });
@@ -29,10 +31,14 @@ function createHosts(): string | null {
   const steps: string[][] = [
     ['netns', 'add', B],
     ['link', 'add', `va${id}`, 'type', 'veth', 'peer', 'name', `vb${id}`],
-    ['link', 'set', `va${id}`, 'netns', A], ['link', 'set', `vb${id}`, 'netns', B],
-    ['-n', A, 'addr', 'add', `${ADDR_A}/24`, 'dev', `va${id}`], ['-n', B, 'addr', 'add', `${ADDR_B}/24`, 'dev', `vb${id}`],
-    ['-n', A, 'link', 'set', `va${id}`, 'up'], ['-n', B, 'link', 'set', `vb${id}`, 'up'],
-    ['-n', A, 'link', 'set', 'lo', 'up'], ['-n', B, 'link', 'set', 'lo', 'up'],
+    ['link', 'set', `va${id}`, 'netns', A],
+    ['link', 'set', `vb${id}`, 'netns', B],
+    ['-n', A, 'addr', 'add', `${ADDR_A}/24`, 'dev', `va${id}`],
+    ['-n', B, 'addr', 'add', `${ADDR_B}/24`, 'dev', `vb${id}`],
+    ['-n', A, 'link', 'set', `va${id}`, 'up'],
+    ['-n', B, 'link', 'set', `vb${id}`, 'up'],
+    ['-n', A, 'link', 'set', 'lo', 'up'],
+    ['-n', B, 'link', 'set', 'lo', 'up'],
   ];
   for (const s of steps) {
     const r = ip(...s);
@@ -47,16 +53,47 @@ function removeHosts(): void {
 }
 
 /** `paratrain launch` inside namespace `ns` as node `nodeRank`. */
-function launchIn(ns: string, nodeRank: number, port: number, args: string[]): Promise<{ code: number | null; out: string }> {
-  return runCommand('ip', ['netns', 'exec', ns, process.execPath, '--import', 'tsx', MAIN, 'launch', '--nnodes', '2', '--node-rank', String(nodeRank),
-    '--nproc-per-node', '2', '--master-addr', ADDR_A, '--master-port', String(port), '--', ...args],
-  { env: { ...process.env, PARATRAIN_SECRET: SECRET, PARATRAIN_OFFLINE: '1' }, timeoutMs: 150_000 });
+function launchIn(
+  ns: string,
+  nodeRank: number,
+  port: number,
+  args: string[],
+): Promise<{ code: number | null; out: string }> {
+  return runCommand(
+    'ip',
+    [
+      'netns',
+      'exec',
+      ns,
+      process.execPath,
+      '--import',
+      'tsx',
+      MAIN,
+      'launch',
+      '--nnodes',
+      '2',
+      '--node-rank',
+      String(nodeRank),
+      '--nproc-per-node',
+      '2',
+      '--master-addr',
+      ADDR_A,
+      '--master-port',
+      String(port),
+      '--',
+      ...args,
+    ],
+    { env: { ...process.env, PARATRAIN_SECRET: SECRET, PARATRAIN_OFFLINE: '1' }, timeoutMs: 150_000 },
+  );
 }
 
 const why = createHosts();
 if (why) removeHosts();
 
-test('2 hosts × 2 processes in network namespaces train hybrid (= 4 threads) and async', { skip: why ?? false, timeout: 400_000 }, async (t) => {
+test('2 hosts × 2 processes in network namespaces train hybrid (= 4 threads) and async', {
+  skip: why ?? false,
+  timeout: 400_000,
+}, async (t) => {
   t.after(removeHosts);
   const dir = tmpDir();
   const cfg = tinyJobConfig(dir, ', devices: 1');
@@ -70,5 +107,9 @@ test('2 hosts × 2 processes in network namespaces train hybrid (= 4 threads) an
   }
   // the same job on 4 threads, in this process
   await trainHere(cfg, join(dir, 'single'), { devices: 4, strategy: 'hybrid' });
-  assertClose(weights(join(dir, 'hybrid', 'model.safetensors')), weights(join(dir, 'single', 'model.safetensors')), 'hybrid across hosts vs 4 threads');
+  assertClose(
+    weights(join(dir, 'hybrid', 'model.safetensors')),
+    weights(join(dir, 'single', 'model.safetensors')),
+    'hybrid across hosts vs 4 threads',
+  );
 });

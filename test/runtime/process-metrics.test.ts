@@ -7,7 +7,7 @@ import { tmpDir } from '../cli/helpers.ts';
 import { ProcessMetrics, processMetricsFile } from '../../src/runtime/events/processMetrics.ts';
 import { readMetrics } from '../../src/runtime/events/metrics.ts';
 
-test('events before the first step wait for it (the run directory is process 0\'s to make), keeping their times', () => {
+test("events before the first step wait for it (the run directory is process 0's to make), keeping their times", () => {
   const dir = join(tmpDir(), 'run');
   const m = new ProcessMetrics(dir, 2, true);
   m.write({ type: 'start', devices: 4 });
@@ -17,7 +17,10 @@ test('events before the first step wait for it (the run directory is process 0\'
   m.close();
   m.write({ type: 'step', rank: 2, step: 1 });
   const events = readMetrics(join(dir, processMetricsFile(2)));
-  assert.deepEqual(events.map((e) => e.type), ['start', 'step', 'end']);
+  assert.deepEqual(
+    events.map((e) => e.type),
+    ['start', 'step', 'end'],
+  );
   assert.ok(events[0]!.time <= events[1]!.time);
 });
 

@@ -23,16 +23,28 @@ import { assertSameTensors, freshDir, tensorsOf } from './resumeHelpers.ts';
 const on = (config: RunConfig, devices: number): RunConfig => ({ ...config, train: { ...config.train, devices } });
 
 test('the resize rule: device r′ of G′ takes saved device ⌊r′·G/G′⌋', () => {
-  assert.deepEqual([0, 1].map((r) => sourceDevice(r, 4, 2)), [0, 2]);
-  assert.deepEqual([0, 1, 2].map((r) => sourceDevice(r, 2, 3)), [0, 0, 1]);
-  assert.deepEqual([0, 1, 2, 3].map((r) => sourceDevice(r, 4, 4)), [0, 1, 2, 3]);
+  assert.deepEqual(
+    [0, 1].map((r) => sourceDevice(r, 4, 2)),
+    [0, 2],
+  );
+  assert.deepEqual(
+    [0, 1, 2].map((r) => sourceDevice(r, 2, 3)),
+    [0, 0, 1],
+  );
+  assert.deepEqual(
+    [0, 1, 2, 3].map((r) => sourceDevice(r, 4, 4)),
+    [0, 1, 2, 3],
+  );
 });
 
 // the summation order of the gradient all-reduce changes with G: equal to within float rounding, accumulated over 12 steps
 const TOLERANCE = 2e-5;
 
 test('hybrid saved on 4 devices, resumed on 2, then on 3, ends where 4 devices all along end (tolerance 2e-5)', async () => {
-  const config = tinyConfig({ train: { epochs: 2, devices: 4, strategy: 'hybrid', checkpointEvery: { steps: 2 } }, data: { trainLimit: 192 } });
+  const config = tinyConfig({
+    train: { epochs: 2, devices: 4, strategy: 'hybrid', checkpointEvery: { steps: 2 } },
+    data: { trainLimit: 192 },
+  });
   const whole = tensorsOf((await train(config, { out: freshDir() })).checkpoint);
   const runDir = freshDir();
   await assert.rejects(train(config, { out: runDir, failAt: { rank: 3, step: 5 } }), /injected failure/);
@@ -40,17 +52,31 @@ test('hybrid saved on 4 devices, resumed on 2, then on 3, ends where 4 devices a
   const last = await train(on(config, 3), { resume: runDir });
   assertSameTensors(whole, tensorsOf(last.checkpoint), TOLERANCE);
   const resumes = readMetrics(join(runDir, 'metrics.jsonl')).filter((e) => e.type === 'resume');
-  assert.deepEqual(resumes.map((e) => [e.step, e.fromDevices, e.devices]), [[4, 4, 2], [8, 2, 3]]);
+  assert.deepEqual(
+    resumes.map((e) => [e.step, e.fromDevices, e.devices]),
+    [
+      [4, 4, 2],
+      [8, 2, 3],
+    ],
+  );
 });
 
 /** A communicator for one device of `size` whose broadcasts leave buffers alone (onStart's start-up only). */
-const quietComm = (rank: number, size: number) => ({ rank, size, broadcast: async () => {}, allreduce: async () => {} }) as unknown as Communicator;
+const quietComm = (rank: number, size: number) =>
+  ({ rank, size, broadcast: async () => {}, allreduce: async () => {} }) as unknown as Communicator;
 
 test('bmuf saved on 4 devices resumes on 2: block model, momentum and start point carry over, local models follow the rule, the run completes', async () => {
-  const config = tinyConfig({ train: { epochs: 2, devices: 4, strategy: { bmuf: { period: 3 } }, checkpointEvery: { steps: 2 } }, data: { trainLimit: 192 },
+  const config = tinyConfig({
+    train: { epochs: 2, devices: 4, strategy: { bmuf: { period: 3 } }, checkpointEvery: { steps: 2 } },
+    data: { trainLimit: 192 },
     layers: [
-      { conv2d: { filters: 4, kernelSize: 3, strides: 2 } }, { batchNorm: {} }, { relu: {} }, { flatten: {} }, { dense: { units: 10 } },
-    ] });
+      { conv2d: { filters: 4, kernelSize: 3, strides: 2 } },
+      { batchNorm: {} },
+      { relu: {} },
+      { flatten: {} },
+      { dense: { units: 10 } },
+    ],
+  });
   const runDir = freshDir();
   await assert.rejects(train(config, { out: runDir, failAt: { rank: 0, step: 5 } }), /injected failure/);
   const point = latestCompleteSet(runDir)!;
@@ -63,11 +89,18 @@ test('bmuf saved on 4 devices resumes on 2: block model, momentum and start poin
     await strategy.onStart!(replica.view());
     restoreDeviceState(point, rank, 2, replica, strategy);
     const from = saved[rank * 2]!;
-    assert.deepEqual(replica.model.params, from.get('params')!.data, `device ${rank} starts from saved device ${rank * 2}'s local model`);
-    const mean = new Float32Array(replica.model.state.length).map((_, i) => saved.reduce((s, t) => s + t.get('state')!.data[i]!, 0) / 4);
+    assert.deepEqual(
+      replica.model.params,
+      from.get('params')!.data,
+      `device ${rank} starts from saved device ${rank * 2}'s local model`,
+    );
+    const mean = new Float32Array(replica.model.state.length).map(
+      (_, i) => saved.reduce((s, t) => s + t.get('state')!.data[i]!, 0) / 4,
+    );
     assert.deepEqual(replica.model.state, mean, 'BatchNorm statistics are the mean over the saved devices');
     const s = strategy.saveState!();
-    for (const name of ['theta', 'delta', 'start']) assert.deepEqual(s.tensors[name], saved[0]!.get(`strategy.${name}`)!.data, `${name} is the saved job's`);
+    for (const name of ['theta', 'delta', 'start'])
+      assert.deepEqual(s.tensors[name], saved[0]!.get(`strategy.${name}`)!.data, `${name} is the saved job's`);
     assert.equal(s.counters.steps, 1, 'one step into the block, as saved');
   }
   const result = await train(resized, { resume: runDir });

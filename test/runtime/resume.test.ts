@@ -27,11 +27,20 @@ test('one device: stopped at step 9 and resumed equals the uninterrupted run, bi
   // appended, not truncated: the first attempt's steps are still there
   assert.equal(events.filter((e) => e.type === 'start').length, 2);
   // keepLast 3: of the sets at 4, 8, 12, 16, 20, 24 the last three remain
-  assert.deepEqual(readdirSync(join(runDir, 'checkpoints')).sort(), ['step-00000016', 'step-00000020', 'step-00000024']);
+  assert.deepEqual(readdirSync(join(runDir, 'checkpoints')).sort(), [
+    'step-00000016',
+    'step-00000020',
+    'step-00000024',
+  ]);
   assert.ok(existsSync(join(runDir, 'config.yaml')));
 });
 
-for (const strategy of ['hybrid', { bsp: { period: 3 } }, { bmuf: { period: 3 } }, { easgd: { alpha: 0.2, period: 2, mode: 'sync' } }]) {
+for (const strategy of [
+  'hybrid',
+  { bsp: { period: 3 } },
+  { bmuf: { period: 3 } },
+  { easgd: { alpha: 0.2, period: 2, mode: 'sync' } },
+]) {
   const name = typeof strategy === 'string' ? strategy : Object.keys(strategy)[0];
   test(`${name} on 2 devices: stopped at step 7 and resumed equals the uninterrupted run, bit for bit`, async () => {
     const config = tinyConfig({ train: { epochs: 2, devices: 2, strategy, checkpointEvery: every } });
@@ -56,8 +65,10 @@ test('model-parallel dense layers (hybrid, 2 devices): stopped at step 7 and res
   assertSameTensors(whole, resumed);
   // its shards are cut for 2 devices: another count is refused before any work, naming the fixes
   const three = { ...config, train: { ...config.train, devices: 3, epochs: 3 } };
-  await assert.rejects(train(three, { resume: runDir }),
-    /model-parallel layers \(model\.layers\[3\], model\.layers\[5\]\) split over 2 devices.*resume with --devices 2.*--init-from .*step-\d+\/model\.safetensors/);
+  await assert.rejects(
+    train(three, { resume: runDir }),
+    /model-parallel layers \(model\.layers\[3\], model\.layers\[5\]\) split over 2 devices.*resume with --devices 2.*--init-from .*step-\d+\/model\.safetensors/,
+  );
 });
 
 test('async (parameter server) on 2 devices: a crashed run resumes from the saved server weights and completes', async () => {

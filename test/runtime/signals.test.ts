@@ -15,7 +15,12 @@ import { readCheckpoint } from '../../src/runtime/checkpoint/checkpoint.ts';
 import { train } from '../../src/runtime/run/train.ts';
 import { loadConfig } from '../../src/config/index.ts';
 
-interface Run { code: number | null; signal: NodeJS.Signals | null; stderr: string; stdout: string }
+interface Run {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stderr: string;
+  stdout: string;
+}
 
 /**
  * Starts the CLI; once metrics.jsonl in `runDir` holds a step event (or, with `trigger`, once stderr
@@ -25,33 +30,50 @@ interface Run { code: number | null; signal: NodeJS.Signals | null; stderr: stri
 function runAndSignal(args: string[], runDir: string, signals: NodeJS.Signals[], trigger?: RegExp): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
-      cwd: REPO, env: { ...process.env, PARATRAIN_OFFLINE: '1' }, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: REPO,
+      env: { ...process.env, PARATRAIN_OFFLINE: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
-    let stdout = '', stderr = '', sent = 0;
+    let stdout = '',
+      stderr = '',
+      sent = 0;
     const acknowledged = () => (stderr.match(/finishing the step in flight/g) ?? []).length;
     const metrics = join(runDir, 'metrics.jsonl');
-    const started = () => trigger ? trigger.test(stderr) : existsSync(metrics) && readFileSync(metrics, 'utf8').includes('"type":"step"');
+    const started = () =>
+      trigger ? trigger.test(stderr) : existsSync(metrics) && readFileSync(metrics, 'utf8').includes('"type":"step"');
     const poll = setInterval(() => {
       if (sent === 0 ? !started() : acknowledged() < sent) return;
       child.kill(signals[sent++]!);
       if (sent === signals.length) clearInterval(poll);
     }, 20);
-    child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d; });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      stdout += d;
+    });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+    });
     const killer = setTimeout(() => child.kill('SIGKILL'), 120_000);
     child.on('error', reject);
-    child.on('close', (code, signal) => { clearInterval(poll); clearTimeout(killer); resolve({ code, signal, stderr, stdout }); });
+    child.on('close', (code, signal) => {
+      clearInterval(poll);
+      clearTimeout(killer);
+      resolve({ code, signal, stderr, stdout });
+    });
   });
 }
 
 function events(runDir: string): Record<string, unknown>[] {
-  return readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  return readFileSync(join(runDir, 'metrics.jsonl'), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 }
 
 /** Each device's last step index. */
 function lastSteps(runDir: string): Map<number, number> {
   const last = new Map<number, number>();
-  for (const e of events(runDir)) if (e.type === 'step') last.set(e.rank as number, Math.max(last.get(e.rank as number) ?? -1, e.step as number));
+  for (const e of events(runDir))
+    if (e.type === 'step') last.set(e.rank as number, Math.max(last.get(e.rank as number) ?? -1, e.step as number));
   return last;
 }
 
@@ -78,9 +100,14 @@ function longJob(dir: string): string {
   return file;
 }
 
-test('SIGINT stops a 2-device hybrid run at one step on both devices, with a checkpoint, and exits 130', { timeout: 180_000 }, async () => {
-  const dir = tmpDir('paratrain-signal-'), out = join(dir, 'run');
-  const r = await runAndSignal(['train', longJob(dir), '--devices', '2', '--strategy', 'hybrid', '--out', out], out, ['SIGINT']);
+test('SIGINT stops a 2-device hybrid run at one step on both devices, with a checkpoint, and exits 130', {
+  timeout: 180_000,
+}, async () => {
+  const dir = tmpDir('paratrain-signal-'),
+    out = join(dir, 'run');
+  const r = await runAndSignal(['train', longJob(dir), '--devices', '2', '--strategy', 'hybrid', '--out', out], out, [
+    'SIGINT',
+  ]);
   checkStopped(r, out, 'SIGINT', 130, 2);
   // the report reads a stopped run
   const report = await runCli(['report', out]);
@@ -88,30 +115,61 @@ test('SIGINT stops a 2-device hybrid run at one step on both devices, with a che
 });
 
 test('SIGTERM stops the run the same way and exits 143', { timeout: 180_000 }, async () => {
-  const dir = tmpDir('paratrain-signal-'), out = join(dir, 'run');
-  const r = await runAndSignal(['train', longJob(dir), '--devices', '2', '--strategy', 'hybrid', '--out', out, '--quiet'], out, ['SIGTERM']);
+  const dir = tmpDir('paratrain-signal-'),
+    out = join(dir, 'run');
+  const r = await runAndSignal(
+    ['train', longJob(dir), '--devices', '2', '--strategy', 'hybrid', '--out', out, '--quiet'],
+    out,
+    ['SIGTERM'],
+  );
   checkStopped(r, out, 'SIGTERM', 143, 2);
 });
 
 test('a second SIGINT exits at once (130) with one line', { timeout: 180_000 }, async () => {
-  const dir = tmpDir('paratrain-signal-'), out = join(dir, 'run');
+  const dir = tmpDir('paratrain-signal-'),
+    out = join(dir, 'run');
   // a straggler makes every step long (100× its compute, seconds for the first): once device 0, inside a step,
   // has waited 0.2 s for it (the stall inspector's line names device 0's step; not a start-up skew), the first
   // SIGINT asks for a graceful stop, which must wait for that step; the second, sent once the first is
   // acknowledged, lands well before (sending them after the first step made the test wait that step out)
   const cfg = longJob(dir);
   writeFileSync(cfg, readFileSync(cfg, 'utf8').replace('backend: js', 'backend: js, stallWarningSeconds: 0.2'));
-  const r = await runAndSignal(['train', cfg, '--devices', '2', '--strategy', 'hybrid', '--out', out, '--slow-device', '1:100'],
-    out, ['SIGINT', 'SIGINT'], /stall: rank 0 has waited [\d.]+ s in .* at step \d+ for rank 1/);
+  const r = await runAndSignal(
+    ['train', cfg, '--devices', '2', '--strategy', 'hybrid', '--out', out, '--slow-device', '1:100'],
+    out,
+    ['SIGINT', 'SIGINT'],
+    /stall: rank 0 has waited [\d.]+ s in .* at step \d+ for rank 1/,
+  );
   assert.equal(r.code, 130, r.stderr);
   assert.match(r.stderr, /paratrain: second SIGINT: exiting at once/);
   assert.ok(!events(out).some((e) => e.type === 'stopped'), 'no graceful stop was recorded');
 });
 
-test('a 2-process launch job sent SIGINT stops both processes at the same step and exits 130', { timeout: 240_000 }, async () => {
-  const dir = tmpDir('paratrain-signal-'), out = join(dir, 'run');
-  const r = await runAndSignal(['launch', '--nproc-per-node', '2', '--master-port', String(randomPort()), '--',
-    'train', longJob(dir), '--devices', '1', '--strategy', 'hybrid', '--out', out], out, ['SIGINT']);
+test('a 2-process launch job sent SIGINT stops both processes at the same step and exits 130', {
+  timeout: 240_000,
+}, async () => {
+  const dir = tmpDir('paratrain-signal-'),
+    out = join(dir, 'run');
+  const r = await runAndSignal(
+    [
+      'launch',
+      '--nproc-per-node',
+      '2',
+      '--master-port',
+      String(randomPort()),
+      '--',
+      'train',
+      longJob(dir),
+      '--devices',
+      '1',
+      '--strategy',
+      'hybrid',
+      '--out',
+      out,
+    ],
+    out,
+    ['SIGINT'],
+  );
   // rank 0 records its device and process 1's device reports through the same step counts
   assert.equal(r.code, 130, r.stderr);
   const stopped = events(out).find((e) => e.type === 'stopped');
@@ -122,26 +180,39 @@ test('a 2-process launch job sent SIGINT stops both processes at the same step a
   const rank1 = r.stdout.split('\n').find((l) => l.startsWith('[process 1] {'));
   assert.ok(rank1, r.stdout);
   assert.match(r.stderr, /stopped by SIGINT at step \d+/);
-  assert.equal(JSON.parse(rank1.slice('[process 1] '.length)).stopped?.step, stopped.step, 'process 1 stopped after the same steps');
+  assert.equal(
+    JSON.parse(rank1.slice('[process 1] '.length)).stopped?.step,
+    stopped.step,
+    'process 1 stopped after the same steps',
+  );
 });
 
-test('the library: aborting TrainOptions.signal stops the run; the result says stopped', { timeout: 120_000 }, async () => {
+test('the library: aborting TrainOptions.signal stops the run; the result says stopped', {
+  timeout: 120_000,
+}, async () => {
   const dir = tmpDir('paratrain-signal-');
   const config = loadConfig(longJob(dir));
   const controller = new AbortController();
   const stepsSeen = new Map<number, number>();
-  const result = await train({ ...config, train: { ...config.train, devices: 2 } }, {
-    out: join(dir, 'run'), signal: controller.signal,
-    onEvent: (e) => {
-      if (e.type !== 'step') return;
-      stepsSeen.set(e.rank, e.step);
-      if (e.step === 7 && e.rank === 0) controller.abort('SIGINT');
+  const result = await train(
+    { ...config, train: { ...config.train, devices: 2 } },
+    {
+      out: join(dir, 'run'),
+      signal: controller.signal,
+      onEvent: (e) => {
+        if (e.type !== 'step') return;
+        stepsSeen.set(e.rank, e.step);
+        if (e.step === 7 && e.rank === 0) controller.abort('SIGINT');
+      },
     },
-  });
+  );
   assert.ok(result.stopped, 'result.stopped');
   assert.equal(result.stopped.signal, 'SIGINT');
   // the devices' step events reach the main thread late, so they may be a few steps past 7 by the abort
-  assert.ok(result.stopped.step >= 8 && result.stopped.step <= 40, `stopped soon after the abort (${result.stopped.step})`);
+  assert.ok(
+    result.stopped.step >= 8 && result.stopped.step <= 40,
+    `stopped soon after the abort (${result.stopped.step})`,
+  );
   assert.equal(result.steps, result.stopped.step);
   for (const [rank, s] of stepsSeen) assert.equal(s, result.stopped.step - 1, `device ${rank}`);
   assert.ok(existsSync(result.checkpoint));

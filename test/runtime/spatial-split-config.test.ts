@@ -30,13 +30,19 @@ const HEAD = [{ flatten: {} }, { dense: { units: 10 } }];
  * The tiny model with its convolution stack plain or inside a spatialSplit with `tiles` (after a
  * first convolution, so the split's input gradient — overlapping halos added — is used too).
  */
-function config(tiles: [number, number] | null, o: { optimizer?: unknown; train?: Record<string, unknown> } = {}): RunConfig {
+function config(
+  tiles: [number, number] | null,
+  o: { optimizer?: unknown; train?: Record<string, unknown> } = {},
+): RunConfig {
   const layers = tiles ? [FIRST, { spatialSplit: { tiles, layers: STACK } }, ...HEAD] : [FIRST, ...STACK, ...HEAD];
   return tinyConfig({ ...o, layers, data: { batchSize: 8, trainLimit: 48 } });
 }
 
 /** Final weights by the unsplit model's names: 'layers.1.<k>.kernel' of a split model is 'layers.<1+k>.kernel'. */
-async function weights(c: RunConfig, options: TrainOptions = {}): Promise<{ byName: Map<string, Float32Array>; checkpoint: string; testAccuracy: number }> {
+async function weights(
+  c: RunConfig,
+  options: TrainOptions = {},
+): Promise<{ byName: Map<string, Float32Array>; checkpoint: string; testAccuracy: number }> {
   const out = join(mkdtempSync(join(tmpdir(), 'paratrain-spatial-')), 'run');
   const result = await train(c, { out, ...options });
   const split = c.model.layers[1]!.type === 'spatialSplit' ? STACK.length : 0;
@@ -56,13 +62,22 @@ function assertSameWeights(a: Map<string, Float32Array>, b: Map<string, Float32A
   for (const [name, data] of b) assertClose(a.get(name)!, data, { ...TOL, what: `${what} ${name}` });
 }
 
-test('spatialSplit from the config: training equals the unsplit model (1 device SGD, with micro-batches too; hybrid on 2 devices Adam)', { timeout: 120_000 }, async () => {
+test('spatialSplit from the config: training equals the unsplit model (1 device SGD, with micro-batches too; hybrid on 2 devices Adam)', {
+  timeout: 120_000,
+}, async () => {
   const plain = await weights(config(null));
-  for (const tiles of [[2, 1], [3, 2]] as [number, number][]) {
+  for (const tiles of [
+    [2, 1],
+    [3, 2],
+  ] as [number, number][]) {
     assertSameWeights((await weights(config(tiles))).byName, plain.byName, `tiles ${tiles.join('×')} SGD`);
   }
   // the split is a layer like any other: micro-batches of it too
-  assertSameWeights((await weights(config([2, 1], { train: { microBatches: 3 } }))).byName, plain.byName, 'tiles 2×1 with microBatches 3');
+  assertSameWeights(
+    (await weights(config([2, 1], { train: { microBatches: 3 } }))).byName,
+    plain.byName,
+    'tiles 2×1 with microBatches 3',
+  );
   const hybrid = { optimizer: { adam: { lr: 0.01 } }, train: { devices: 2, strategy: 'hybrid' } };
   const plainHybrid = await weights(config(null, hybrid));
   assertSameWeights((await weights(config([2, 2], hybrid))).byName, plainHybrid.byName, 'tiles 2×2 hybrid G=2 Adam');
@@ -82,12 +97,22 @@ test('spatialSplit: the activation bytes in the step events fall with more tiles
   assert.ok(two < whole && four < two, `activation bytes: unsplit ${whole}, 2 tiles ${two}, 4 tiles ${four}`);
 });
 
-test('paratrain eval loads a checkpoint of a model with a spatialSplit (names layers.<i>.<k>.kernel)', { timeout: 60_000 }, async () => {
+test('paratrain eval loads a checkpoint of a model with a spatialSplit (names layers.<i>.<k>.kernel)', {
+  timeout: 60_000,
+}, async () => {
   const c = config([2, 1]);
   const run = await weights(c);
   const names = [...readCheckpoint(run.checkpoint).tensors.keys()].filter((n) => n.startsWith('layers.')).sort();
-  assert.deepEqual(names, ['layers.0.bias', 'layers.0.kernel', 'layers.1.0.bias', 'layers.1.0.kernel', 'layers.1.2.bias', 'layers.1.2.kernel',
-    'layers.3.bias', 'layers.3.kernel']);
+  assert.deepEqual(names, [
+    'layers.0.bias',
+    'layers.0.kernel',
+    'layers.1.0.bias',
+    'layers.1.0.kernel',
+    'layers.1.2.bias',
+    'layers.1.2.kernel',
+    'layers.3.bias',
+    'layers.3.kernel',
+  ]);
   const dir = mkdtempSync(join(tmpdir(), 'paratrain-spatial-eval-'));
   try {
     const file = join(dir, 'split.yaml');

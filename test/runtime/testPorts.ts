@@ -10,13 +10,20 @@ import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-const FIRST = 20000, END = 32000;
+const FIRST = 20000,
+  END = 32000;
 /** ports per block (one process's), and per job: base … base + devices + 1, and + 64 per launch restart */
-const BLOCK = 512, SPAN = 128;
+const BLOCK = 512,
+  SPAN = 128;
 const CLAIMS = join(tmpdir(), 'paratrain-test-ports');
 
 const alive = (pid: number) => {
-  try { process.kill(pid, 0); return true; } catch (e) { return (e as NodeJS.ErrnoException).code === 'EPERM'; }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
 };
 
 /**
@@ -48,7 +55,8 @@ function claimBlock(): number {
   return -1;
 }
 
-let block = -1, used = BLOCK;
+let block = -1,
+  used = BLOCK;
 
 /** A base port for one job (its ports: base … base + 127), unused by any other test that claims ports this way. */
 export function randomPort(): number {

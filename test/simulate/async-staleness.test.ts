@@ -25,29 +25,67 @@ const TOLERANCE = 0.3;
 /** every device sleeps SLOWDOWN − 1 times its compute after computing (paratrain's straggler injection), so the three overlap even when other work holds the cores */
 const SLOWDOWN = 8;
 
-test('async on 3 devices: the replayed run\'s mean staleness within 0.3 of the measured', { timeout: 120_000 }, async (t) => {
+test("async on 3 devices: the replayed run's mean staleness within 0.3 of the measured", {
+  timeout: 120_000,
+}, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'paratrain-sim-async-'));
   try {
     const base = loadConfig(new URL('../../examples/mlp.yaml', import.meta.url).pathname);
     // 1 epoch of the shipped subset (4,000 images): 42 steps per device of 32 samples
-    const config = applyOverrides(base, { devices: 3, strategy: 'async', epochs: 1, batchSize: 32, dataDir: SUBSET, seed: 5 });
+    const config = applyOverrides(base, {
+      devices: 3,
+      strategy: 'async',
+      epochs: 1,
+      batchSize: 32,
+      dataDir: SUBSET,
+      seed: 5,
+    });
     config.data.testLimit = 100;
     const run = join(dir, 'run');
-    await train(config, { out: run, slowDevices: new Map([[0, SLOWDOWN], [1, SLOWDOWN], [2, SLOWDOWN]]) });
+    await train(config, {
+      out: run,
+      slowDevices: new Map([
+        [0, SLOWDOWN],
+        [1, SLOWDOWN],
+        [2, SLOWDOWN],
+      ]),
+    });
     const measured = readRunMeasurements(run);
     assert.equal(measured.trace.staleness.length, 3 * 42);
     const { setup } = await buildSetup(undefined, { from: run, devices: '3', perHost: 3, strategies: 'async' });
     assert.ok(setup.serverUpdate !== undefined);
-    const o = simulateServer({
-      devices: 3, hosts: 1, perHost: 3, steps: 0, compute: 0, paramBytes: setup.costs.paramFloats * 4, update: setup.serverUpdate,
-      elastic: 0, net: { tcp: { link: setup.links[0]! }, shm: setup.shm }, stragglers: new StragglerSampler(NO_STRAGGLERS, 1), trace: measured.trace,
-    }, { kind: 'async', fetchEvery: 1, pushEvery: 1 });
-    const real = mean(measured.trace.staleness), sim = mean(o.staleness);
-    const p95 = (xs: number[]) => quantile([...xs].sort((a, b) => a - b), 0.95);
-    t.diagnostic(`staleness mean: measured ${real.toFixed(3)}, simulated ${sim.toFixed(3)}; p95 ${p95(measured.trace.staleness)} and ${p95(o.staleness)}; ` +
-      `devices started at ${measured.trace.start.map((s) => s.toFixed(2)).join(', ')} s`);
+    const o = simulateServer(
+      {
+        devices: 3,
+        hosts: 1,
+        perHost: 3,
+        steps: 0,
+        compute: 0,
+        paramBytes: setup.costs.paramFloats * 4,
+        update: setup.serverUpdate,
+        elastic: 0,
+        net: { tcp: { link: setup.links[0]! }, shm: setup.shm },
+        stragglers: new StragglerSampler(NO_STRAGGLERS, 1),
+        trace: measured.trace,
+      },
+      { kind: 'async', fetchEvery: 1, pushEvery: 1 },
+    );
+    const real = mean(measured.trace.staleness),
+      sim = mean(o.staleness);
+    const p95 = (xs: number[]) =>
+      quantile(
+        [...xs].sort((a, b) => a - b),
+        0.95,
+      );
+    t.diagnostic(
+      `staleness mean: measured ${real.toFixed(3)}, simulated ${sim.toFixed(3)}; p95 ${p95(measured.trace.staleness)} and ${p95(o.staleness)}; ` +
+        `devices started at ${measured.trace.start.map((s) => s.toFixed(2)).join(', ')} s`,
+    );
     assert.equal(o.staleness.length, 3 * 42);
-    assert.ok(Math.abs(real - sim) <= TOLERANCE, `measured mean staleness ${real.toFixed(3)}, simulated ${sim.toFixed(3)}: differ by more than ${TOLERANCE}`);
+    assert.ok(
+      Math.abs(real - sim) <= TOLERANCE,
+      `measured mean staleness ${real.toFixed(3)}, simulated ${sim.toFixed(3)}: differ by more than ${TOLERANCE}`,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

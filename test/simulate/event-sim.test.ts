@@ -16,7 +16,14 @@ const close = (a: number, b: number, eps = 1e-12) => assert.ok(Math.abs(a - b) <
 /** Two devices, one process: a pull copies for 1 ms, a push updates for 2 ms, a step computes 10 ms. */
 function inMemoryJob(steps: number): ServerJob {
   return {
-    devices: 2, hosts: 1, perHost: 2, steps, compute: 10 * ms, paramBytes: 1e6, update: 2 * ms, elastic: 0,
+    devices: 2,
+    hosts: 1,
+    perHost: 2,
+    steps,
+    compute: 10 * ms,
+    paramBytes: 1e6,
+    update: 2 * ms,
+    elastic: 0,
     net: { tcp: { link: parseLink('1gbit:0us') }, shm: { alpha: 0, beta: 1e9 } },
     stragglers: new StragglerSampler(NO_STRAGGLERS, 1),
   };
@@ -30,7 +37,7 @@ test('async, two devices, in-memory server: the lock is one FIFO queue (traced b
   const o = simulateServer(inMemoryJob(2), { kind: 'async', fetchEvery: 1, pushEvery: 1 });
   assert.deepEqual(o.staleness, [0, 1, 0, 1]);
   close(o.seconds, 30 * ms);
-  close(o.stepSeconds, (28 + 30) / 2 / 2 * ms);
+  close(o.stepSeconds, ((28 + 30) / 2 / 2) * ms);
   // waits: d0 2 ms of 28 (its pull behind d1's push), d1 1 ms at each of its 4 calls, of 30
   close(o.idleShare, (2 / 28 + 4 / 30) / 2);
   // per step: one pull and one push (the pull before the first step is start-up)
@@ -45,10 +52,13 @@ test('async with a staleness bound: a dropped gradient is followed by a pull', (
   assert.deepEqual(o.staleness, [0, 0]);
 });
 
-test('async over a link: transfers queue on the server host\'s link, then wait α', () => {
+test("async over a link: transfers queue on the server host's link, then wait α", () => {
   // 2 processes × 1 device: device 0 shares the server's host (loopback), device 1 crosses a 1 MB/s link with α = 1 ms
   const job: ServerJob = {
-    ...inMemoryJob(1), hosts: 2, perHost: 1, paramBytes: 1000,
+    ...inMemoryJob(1),
+    hosts: 2,
+    perHost: 1,
+    paramBytes: 1000,
     net: { tcp: { link: { name: 'slow', alpha: 1 * ms, beta: 1e6 } }, shm: { alpha: 0, beta: 1e9 } },
   };
   const o = simulateServer(job, { kind: 'async', fetchEvery: 1, pushEvery: 1 });
@@ -61,8 +71,14 @@ test('async over a link: transfers queue on the server host\'s link, then wait �
 
 test('async: a device beside the server reaches it over loopback (its own α and β), not the link', () => {
   const job: ServerJob = {
-    ...inMemoryJob(1), hosts: 2, perHost: 1, paramBytes: 1000,
-    net: { tcp: { link: { name: 'slow', alpha: 1 * ms, beta: 1e6 }, loopback: { name: 'lo', alpha: 0.1 * ms, beta: 1e7 } }, shm: { alpha: 0, beta: 1e9 } },
+    ...inMemoryJob(1),
+    hosts: 2,
+    perHost: 1,
+    paramBytes: 1000,
+    net: {
+      tcp: { link: { name: 'slow', alpha: 1 * ms, beta: 1e6 }, loopback: { name: 'lo', alpha: 0.1 * ms, beta: 1e7 } },
+      shm: { alpha: 0, beta: 1e9 },
+    },
   };
   const o = simulateServer(job, { kind: 'async', fetchEvery: 1, pushEvery: 1 });
   // d0: request 0.1, copy 1 µs, 1000 B at 10 MB/s (0.1) + 0.1 → 0.301; compute → 10.301; push 0.1 + 0.1 → 10.501,
@@ -71,7 +87,7 @@ test('async: a device beside the server reaches it over loopback (its own α and
   close(o.deviceStepSeconds[1]!, 18.001 * ms, 1e-9);
 });
 
-test('sync: devices take turns; a step is the sum of every device\'s pull, compute and push', () => {
+test("sync: devices take turns; a step is the sum of every device's pull, compute and push", () => {
   const o = simulateSync(inMemoryJob(3));
   // per device turn: pull 1 ms + compute 10 + update 2; 2 devices × 3 steps
   close(o.seconds, 3 * 2 * 13 * ms);
@@ -88,7 +104,12 @@ test('a straggler in a lockstep step: everyone waits for it', () => {
   close(o.idleShare, ((2 - 5 / 4) * 10) / 23);
   assert.equal(o.bytesPerStep, 100);
   // with a periodic round every 3 steps (simulated steps rounded up to whole periods)
-  const p = runLockstep({ ...plan, periodic: { every: 3, seconds: 6 * ms, bytes: 30 } }, 4, 10, new StragglerSampler(NO_STRAGGLERS, 1));
+  const p = runLockstep(
+    { ...plan, periodic: { every: 3, seconds: 6 * ms, bytes: 30 } },
+    4,
+    10,
+    new StragglerSampler(NO_STRAGGLERS, 1),
+  );
   close(p.stepSeconds, 15 * ms);
   assert.equal(p.bytesPerStep, 110);
 });
@@ -102,7 +123,10 @@ test('straggler distributions: log-normal with mean 1, fixed devices, parse erro
   // deterministic: the same seed, device and step give the same factor
   assert.equal(new StragglerSampler(parseStragglers('lognormal:0.5'), 3).factor(2, 9), s.factor(2, 9));
   assert.equal(new StragglerSampler(parseStragglers('fixed:1.5@3,4'), 1).factor(4, 0), 1.5);
-  assert.deepEqual(parseStragglerList('none,lognormal:0.2,fixed:2@0,1').map((x) => x.name), ['none', 'lognormal:0.2', 'fixed:2@0,1']);
+  assert.deepEqual(
+    parseStragglerList('none,lognormal:0.2,fixed:2@0,1').map((x) => x.name),
+    ['none', 'lognormal:0.2', 'fixed:2@0,1'],
+  );
   assert.throws(() => parseStragglers('gamma:2'), /--stragglers: 'gamma:2' is not a straggler distribution/);
   assert.throws(() => new StragglerSampler(parseStragglers('run'), 1), /--from RUN_DIR/);
 });

@@ -11,7 +11,10 @@ import { profileCacheKey, type ProfileRequest } from '../../src/simulate/profile
 import { wasmFileUrl } from '../../src/kernels/wasm/loader.ts';
 
 const req = {
-  model: { input: [4], layers: [{ type: 'dense', units: 3 }] }, optimizer: { type: 'sgd', lr: 0.1 }, backend: 'wasm', batches: [8],
+  model: { input: [4], layers: [{ type: 'dense', units: 3 }] },
+  optimizer: { type: 'sgd', lr: 0.1 },
+  backend: 'wasm',
+  batches: [8],
 } as unknown as ProfileRequest;
 
 test('the profile cache key changes when the wasm kernels are rebuilt, and differs between backends', () => {

@@ -13,13 +13,19 @@ const close = (a: number, b: number, eps = 1e-9) => assert.ok(Math.abs(a - b) <=
 
 /** Runs a link's transfers to their ends: `starts` as [time, bytes]; returns each one's end. */
 function ends(rate: number, starts: [number, number][]): number[] {
-  const link = new SharedLink(rate), out: number[] = [];
+  const link = new SharedLink(rate),
+    out: number[] = [];
   const pending = starts.map(([t, bytes], i) => ({ t, bytes, i })).sort((a, b) => a.t - b.t);
   for (;;) {
-    const next = pending[0], finish = link.nextFinish();
+    const next = pending[0],
+      finish = link.nextFinish();
     if (!next && finish === Infinity) return out;
-    if (next && next.t <= finish) { pending.shift(); link.start(next.t, next.bytes, (at) => { out[next.i] = at; }); }
-    else link.finishUntil(finish);
+    if (next && next.t <= finish) {
+      pending.shift();
+      link.start(next.t, next.bytes, (at) => {
+        out[next.i] = at;
+      });
+    } else link.finishUntil(finish);
   }
 }
 
@@ -30,16 +36,26 @@ test('a shared link: one transfer alone moves at the full rate', () => {
 test('a shared link: overlapping transfers split the rate equally while they overlap (not first come, first served)', () => {
   // 1000 B/s. A: 1000 B from 0; B: 1000 B from 0.5. A alone moves 500 by 0.5; then 500 B/s each: A's
   // last 500 B end at 1.5 (FIFO: 1.0); B has moved 500 by then, its last 500 alone: 2.0
-  const [a, b] = ends(1000, [[0, 1000], [0.5, 1000]]);
+  const [a, b] = ends(1000, [
+    [0, 1000],
+    [0.5, 1000],
+  ]);
   close(a!, 1.5);
   close(b!, 2.0);
   // two that start together end together, after both their bytes at the full rate
-  const [c, d] = ends(1000, [[0, 1000], [0, 1000]]);
+  const [c, d] = ends(1000, [
+    [0, 1000],
+    [0, 1000],
+  ]);
   close(c!, 2);
   close(d!, 2);
   // three: C (300 B) ends when each has moved 300 at a third of the rate (0.9); then 700 B left
   // between A and B at half (1.4 more): 2.3 for the two of 1000 B, which is all 2300 B at 1000 B/s
-  const [e, f, g] = ends(1000, [[0, 1000], [0, 1000], [0, 300]]);
+  const [e, f, g] = ends(1000, [
+    [0, 1000],
+    [0, 1000],
+    [0, 300],
+  ]);
   close(g!, 0.9);
   close(e!, 2.3);
   close(f!, 2.3);
@@ -48,9 +64,20 @@ test('a shared link: overlapping transfers split the rate equally while they ove
 /** Three processes, one device each: devices 1 and 2 pull and push 1000 B over a 1000 B/s link (α 0); compute 0.1 s; no server work. */
 function remoteJob(start?: number[]): ServerJob {
   return {
-    devices: 3, hosts: 3, perHost: 1, steps: 4, compute: 0.1, paramBytes: 1000, update: 0, elastic: 0,
-    net: { tcp: { link: { name: 'test', alpha: 0, beta: 1000 }, loopback: { name: 'lo', alpha: 0, beta: 1e9 } }, shm: { alpha: 0, beta: 1e12 } },
-    stragglers: new StragglerSampler(NO_STRAGGLERS, 1), ...(start ? { start } : {}),
+    devices: 3,
+    hosts: 3,
+    perHost: 1,
+    steps: 4,
+    compute: 0.1,
+    paramBytes: 1000,
+    update: 0,
+    elastic: 0,
+    net: {
+      tcp: { link: { name: 'test', alpha: 0, beta: 1000 }, loopback: { name: 'lo', alpha: 0, beta: 1e9 } },
+      shm: { alpha: 0, beta: 1e12 },
+    },
+    stragglers: new StragglerSampler(NO_STRAGGLERS, 1),
+    ...(start ? { start } : {}),
   };
 }
 const rule = { kind: 'async' as const, fetchEvery: 1, pushEvery: 1 };

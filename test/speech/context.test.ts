@@ -7,11 +7,7 @@ test('context windows stack ±C frames time-major, zero-padded at the edges (wor
   // 3 frames of 2 values: [1,2] [3,4] [5,6]; C = 1 → rows of 6: previous, current, next
   const src = new Float32Array([1, 2, 3, 4, 5, 6]);
   assert.equal(contextSize(2, 1), 6);
-  assert.deepEqual(Array.from(stackContext(src, 3, 2, 1)), [
-    0, 0, 1, 2, 3, 4,
-    1, 2, 3, 4, 5, 6,
-    3, 4, 5, 6, 0, 0,
-  ]);
+  assert.deepEqual(Array.from(stackContext(src, 3, 2, 1)), [0, 0, 1, 2, 3, 4, 1, 2, 3, 4, 5, 6, 3, 4, 5, 6, 0, 0]);
   // C = 2 on 2 frames of 1 value: both neighbours beyond the edges are zeros
   assert.deepEqual(Array.from(stackContext(new Float32Array([7, 8]), 2, 1, 2)), [0, 0, 7, 8, 0, 0, 7, 8, 0, 0]);
   // C = 0 is the identity; an offset into a larger (padded) output leaves the rest alone

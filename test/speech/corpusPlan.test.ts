@@ -28,7 +28,7 @@ test('the corpus plan is deterministic, spelled in the default alphabet, and its
   assert.ok(planUtterance(5, { seed: 3, minWords: 2, maxWords: 2 }).words.length === 2);
 });
 
-test('rendering trims the synthesiser\'s silence, sets the peak and adds noise at the planned SNR', () => {
+test("rendering trims the synthesiser's silence, sets the peak and adds noise at the planned SNR", () => {
   const rate = 16000;
   const speech = new Float32Array(8000);
   for (let i = 3000; i < 5000; i++) speech[i] = 0.2 * Math.sin(i / 5);
@@ -46,16 +46,27 @@ test('rendering trims the synthesiser\'s silence, sets the peak and adds noise a
 
 test('the shipped data/speech-mini: every manifest line checks out, and no test or dev speaker is in training', () => {
   const dir = fileURLToPath(new URL('../../data/speech-mini/', import.meta.url));
-  const counts = Object.fromEntries((['train', 'dev', 'test'] as const).map((s) => [s, readManifest(join(dir, `${s}.csv`), DEFAULT_ALPHABET).length]));
+  const counts = Object.fromEntries(
+    (['train', 'dev', 'test'] as const).map((s) => [s, readManifest(join(dir, `${s}.csv`), DEFAULT_ALPHABET).length]),
+  );
   assert.deepEqual(counts, { train: 224, dev: 34, test: 42 });
-  const rows = readFileSync(join(dir, 'utterances.csv'), 'utf8').trim().split('\n').slice(1).map((l) => l.split(','));
+  const rows = readFileSync(join(dir, 'utterances.csv'), 'utf8')
+    .trim()
+    .split('\n')
+    .slice(1)
+    .map((l) => l.split(','));
   assert.equal(rows.length, 300);
-  const speakers = (split: string): Set<string> => new Set(rows.filter((r) => r[1] === split).map((r) => r[2]!.split('+')[1] ?? ''));
+  const speakers = (split: string): Set<string> =>
+    new Set(rows.filter((r) => r[1] === split).map((r) => r[2]!.split('+')[1] ?? ''));
   const train = speakers('train');
-  for (const s of [...speakers('dev'), ...speakers('test')]) assert.ok(!train.has(s), `speaker ${s} is also in training`);
+  for (const s of [...speakers('dev'), ...speakers('test')])
+    assert.ok(!train.has(s), `speaker ${s} is also in training`);
   // the plan reproduces the shipped corpus's choices
   for (const r of rows.slice(0, 20)) {
     const p = planUtterance(Number(r[0]!.slice(5, 11)), { seed: 1, minWords: 1, maxWords: 2 });
-    assert.deepEqual([p.split, p.voice, String(p.rate), String(p.pitch), p.words.join(' ')], [r[1], r[2], r[3], r[4], r[8]]);
+    assert.deepEqual(
+      [p.split, p.voice, String(p.rate), String(p.pitch), p.words.join(' ')],
+      [r[1], r[2], r[3], r[4], r[8]],
+    );
   }
 });

@@ -11,7 +11,9 @@ const fromProbs = (rows: number[][]): Float32Array => Float32Array.from(rows.fla
 /** One-hot-ish logits: class k of each frame gets `high`. */
 const peaked = (classes: number, path: number[], high = 8): Float32Array => {
   const out = new Float32Array(path.length * classes);
-  path.forEach((k, t) => { out[t * classes + k] = high; });
+  path.forEach((k, t) => {
+    out[t * classes + k] = high;
+  });
   return out;
 };
 
@@ -31,15 +33,23 @@ test('greedy decoding: best path, repeats merged, blanks dropped; blank anywhere
   assert.throws(() => labelsToText([0], symbols, 0), /class 0 is not a symbol/);
 });
 
-test('greedy and beam decoding of a batch read only each sample\'s valid frames', () => {
-  const N = 2, T = 4, C = 3;
+test("greedy and beam decoding of a batch read only each sample's valid frames", () => {
+  const N = 2,
+    T = 4,
+    C = 3;
   const logits = new Float32Array(N * T * C);
   logits.set(peaked(3, [1, 0, 2, 2]), 0);
   logits.set(peaked(3, [2, 2, 1, 1]), T * C);
   // sample 1 has 2 valid frames: the rest is padding that would decode as 1
   const t = new Tensor([N, T, C], logits);
-  assert.deepEqual(greedyDecodeBatch(t, [4, 2]).map((l) => [...l]), [[1, 2], [2]]);
-  assert.deepEqual(beamSearchBatch(t, [4, 2], { beamWidth: 4 }).map((h) => [...h.labels]), [[1, 2], [2]]);
+  assert.deepEqual(
+    greedyDecodeBatch(t, [4, 2]).map((l) => [...l]),
+    [[1, 2], [2]],
+  );
+  assert.deepEqual(
+    beamSearchBatch(t, [4, 2], { beamWidth: 4 }).map((h) => [...h.labels]),
+    [[1, 2], [2]],
+  );
   assert.throws(() => greedyDecodeBatch(t, [4, 5]), /sample 1 of the batch has input length 5, outside 0 … 4/);
   assert.throws(() => beamSearchBatch(t, [4]), /2 samples need 2 input lengths/);
   assert.throws(() => prefixBeamSearch(logits, 4, 3, { beamWidth: 0 }), /beamWidth must be an integer ≥ 1/);
@@ -48,7 +58,10 @@ test('greedy and beam decoding of a batch read only each sample\'s valid frames'
 
 test('beam search finds the most probable labelling where the best path is wrong', () => {
   // two frames, P(blank) = 0.6, P(a) = 0.4: the best path is "" (0.36) but "a" has 0.24 + 0.24 + 0.16 = 0.64
-  const logits = fromProbs([[0.6, 0.4], [0.6, 0.4]]);
+  const logits = fromProbs([
+    [0.6, 0.4],
+    [0.6, 0.4],
+  ]);
   assert.deepEqual([...greedyDecode(logits, 2, 2)], []);
   const beam = prefixBeamSearch(logits, 2, 2, { beamWidth: 2 });
   assert.deepEqual([...beam[0]!.labels], [1]);
@@ -60,11 +73,13 @@ test('beam search finds the most probable labelling where the best path is wrong
   assert.deepEqual([...prefixBeamSearch(peaked(2, [1, 1]), 2, 2)[0]!.labels], [1]);
 });
 
-test('beam search against brute force: an unpruned beam gives every labelling\'s exact probability, the best first', () => {
+test("beam search against brute force: an unpruned beam gives every labelling's exact probability, the best first", () => {
   // T ≤ 5, C ≤ 3: at most 3^5 alignments; a width of 64 never prunes (at most 1 + 2 + … labellings)
   let greedyWrong = 0;
   for (let n = 0; n < 40; n++) {
-    const frames = 1 + (n % 5), classes = 2 + (n % 2), blank = n % classes;
+    const frames = 1 + (n % 5),
+      classes = 2 + (n % 2),
+      blank = n % classes;
     const logits = randomArray(frames * classes, 100 + n).map((v) => 1.5 * v);
     const exact = labellingProbabilities(softmaxRows(logits, frames, classes), blank);
     const beam = prefixBeamSearch(logits, frames, classes, { beamWidth: 64, blank });
@@ -73,7 +88,10 @@ test('beam search against brute force: an unpruned beam gives every labelling\'s
       assert.ok(Math.abs(h.logProb - Math.log(p)) < 1e-9, `case ${n}: ${[...h.labels]} ${h.logProb} vs ${Math.log(p)}`);
     }
     const best = Math.max(...exact.values());
-    assert.ok(Math.abs(Math.exp(beam[0]!.logProb) - best) < 1e-12, `case ${n}: beam's best ${Math.exp(beam[0]!.logProb)} vs ${best}`);
+    assert.ok(
+      Math.abs(Math.exp(beam[0]!.logProb) - best) < 1e-12,
+      `case ${n}: beam's best ${Math.exp(beam[0]!.logProb)} vs ${best}`,
+    );
     assert.equal(beam.length, [...exact.values()].filter((p) => p > 0).length, `case ${n}: every labelling`);
     const greedyP = exact.get([...greedyDecode(logits, frames, classes, blank)].join(','))!;
     assert.ok(Math.exp(beam[0]!.logProb) >= greedyP - 1e-12, `case ${n}: beam worse than greedy`);
@@ -84,12 +102,18 @@ test('beam search against brute force: an unpruned beam gives every labelling\'s
 
 test('beam search equals greedy where the best path dominates (width 1 and wider)', () => {
   for (let n = 0; n < 20; n++) {
-    const frames = 3 + (n % 8), classes = 3 + (n % 4), blank = n % classes;
+    const frames = 3 + (n % 8),
+      classes = 3 + (n % 4),
+      blank = n % classes;
     const path = Array.from(randomArray(frames, 300 + n), (v) => Math.floor(((v + 1) / 2) * classes));
     const logits = peaked(classes, path, 12);
     const greedy = [...greedyDecode(logits, frames, classes, blank)];
     for (const beamWidth of [1, 4]) {
-      assert.deepEqual([...prefixBeamSearch(logits, frames, classes, { beamWidth, blank })[0]!.labels], greedy, `case ${n}, width ${beamWidth}`);
+      assert.deepEqual(
+        [...prefixBeamSearch(logits, frames, classes, { beamWidth, blank })[0]!.labels],
+        greedy,
+        `case ${n}, width ${beamWidth}`,
+      );
     }
   }
 });

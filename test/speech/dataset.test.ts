@@ -8,7 +8,12 @@ import { resolveFeatureOptions } from '../../src/speech/featureOptions.ts';
 import { normalizeUtterance } from '../../src/speech/normalize.ts';
 import { gatherSpeechBatch } from '../../src/speech/speechBatch.ts';
 import { loadSpeechData } from '../../src/speech/speechData.ts';
-import { limitSpeechDataset, shareSpeechDataset, speechDatasetFingerprint, utterance } from '../../src/speech/speechDataset.ts';
+import {
+  limitSpeechDataset,
+  shareSpeechDataset,
+  speechDatasetFingerprint,
+  utterance,
+} from '../../src/speech/speechDataset.ts';
 import { readWav } from '../../src/speech/wav.ts';
 import { csv, tmpDir, toneWav, writeTree } from './helpers.ts';
 
@@ -16,16 +21,31 @@ import { csv, tmpDir, toneWav, writeTree } from './helpers.ts';
 function makeSet(): string {
   const dir = tmpDir();
   writeTree(dir, {
-    'wavs/a.wav': toneWav(0.30, 1), 'wavs/b.wav': toneWav(0.45, 2), 'wavs/c.wav': toneWav(0.25, 3), 'wavs/d.wav': toneWav(0.6, 4),
-    'wavs/e.wav': toneWav(0.35, 5), 'wavs/f.wav': toneWav(0.4, 6),
-    'train.csv': csv([['wavs/a.wav', 'Three Seven'], ['wavs/b.wav', "don't stop"], ['wavs/c.wav', 'go'], ['wavs/d.wav', 'one two three']]),
-    'dev.csv': csv([['wavs/e.wav', 'yes'], ['wavs/a.wav', 'no']]),
-    'test.csv': csv([['wavs/f.wav', 'left'], ['wavs/c.wav', 'right']]),
+    'wavs/a.wav': toneWav(0.3, 1),
+    'wavs/b.wav': toneWav(0.45, 2),
+    'wavs/c.wav': toneWav(0.25, 3),
+    'wavs/d.wav': toneWav(0.6, 4),
+    'wavs/e.wav': toneWav(0.35, 5),
+    'wavs/f.wav': toneWav(0.4, 6),
+    'train.csv': csv([
+      ['wavs/a.wav', 'Three Seven'],
+      ['wavs/b.wav', "don't stop"],
+      ['wavs/c.wav', 'go'],
+      ['wavs/d.wav', 'one two three'],
+    ]),
+    'dev.csv': csv([
+      ['wavs/e.wav', 'yes'],
+      ['wavs/a.wav', 'no'],
+    ]),
+    'test.csv': csv([
+      ['wavs/f.wav', 'left'],
+      ['wavs/c.wav', 'right'],
+    ]),
   });
   return dir;
 }
 
-test('a speech directory loads: labels are alphabet index + 1, features are the extractor\'s, normalised per utterance', () => {
+test("a speech directory loads: labels are alphabet index + 1, features are the extractor's, normalised per utterance", () => {
   const dir = makeSet();
   try {
     const data = loadSpeechData(dir, { cache: false, features: { context: 2 } });
@@ -34,7 +54,10 @@ test('a speech directory loads: labels are alphabet index + 1, features are the 
     assert.equal(data.test.count, 2);
     // default alphabet: ' ' → 1, a → 2 … z → 27, ' → 28 (0 is the blank)
     const u0 = utterance(data.train, 0);
-    assert.deepEqual(Array.from(u0.labels), [...'three seven'].map((c) => (c === ' ' ? 1 : c.charCodeAt(0) - 96 + 1)));
+    assert.deepEqual(
+      Array.from(u0.labels),
+      [...'three seven'].map((c) => (c === ' ' ? 1 : c.charCodeAt(0) - 96 + 1)),
+    );
     assert.equal(utterance(data.train, 1).labels[3], 28);
     assert.equal(u0.source, `${join(dir, 'train.csv')}:2 (wavs/a.wav)`);
     assert.equal(data.train.transcripts[0], 'Three Seven');
@@ -57,7 +80,10 @@ test('a speech directory loads: labels are alphabet index + 1, features are the 
     const pastEnd = batch.inputs.subarray(batch.lengths[0]! * 130, T * 130);
     assert.ok(pastEnd.every((v) => v === 0));
     // frame 0 of sample 1, centre block = its own features; the two blocks before it are padding zeros
-    assert.deepEqual(Array.from(batch.inputs.subarray(T * 130 + 52, T * 130 + 78)), Array.from(u0.features.subarray(0, 26)));
+    assert.deepEqual(
+      Array.from(batch.inputs.subarray(T * 130 + 52, T * 130 + 78)),
+      Array.from(u0.features.subarray(0, 26)),
+    );
     assert.ok(batch.inputs.subarray(T * 130, T * 130 + 52).every((v) => v === 0));
     assert.match(speechDatasetFingerprint(data.train)['first utterances']!, /^sha256:[0-9a-f]{12}$/);
     // limits are views; shared copies are equal and live in SharedArrayBuffers
@@ -78,7 +104,9 @@ test('the feature cache reads back what computing gives; a changed option or fil
   const cacheDir = join(dir, 'cache');
   try {
     const logs: string[] = [];
-    const log = (m: string): void => { logs.push(m); };
+    const log = (m: string): void => {
+      logs.push(m);
+    };
     const fresh = loadSpeechData(dir, { cache: false });
     const first = loadSpeechData(dir, { cacheDir, log });
     assert.match(logs.pop()!, /computed 8 of 8 utterances, cached in/);
@@ -113,25 +141,71 @@ test('the feature cache reads back what computing gives; a changed option or fil
 
 test('bad manifests: one line naming file:line, and no cache written', () => {
   const cases: [string, Record<string, string | Uint8Array>, RegExp][] = [
-    ['missing WAV', { 'test.csv': csv([['wavs/f.wav', 'left'], ['wavs/zz.wav', 'right']]) }, /test\.csv:3: wavs\/zz\.wav: no such file \(looked for .*zz\.wav; a relative wav_filename is relative to the manifest's folder\)$/],
-    ['non-WAV file', { 'wavs/f.wav': 'not audio at all' }, /test\.csv:2: wavs\/f\.wav: not a readable WAV file \(Not a supported format\)/],
-    ['empty transcript', { 'dev.csv': csv([['wavs/e.wav', 'yes'], ['wavs/a.wav', '  ']]) }, /dev\.csv:3: the transcript is empty/],
-    ['unknown character', { 'train.csv': csv([['wavs/a.wav', 'three'], ['wavs/b.wav', 'seven!']]) }, /train\.csv:3: the transcript "seven!" has '!' \(U\+0021\), which is not in the alphabet \(default \(space, a–z, apostrophe\)\)/],
-    ['too short', { 'wavs/c.wav': toneWav(0.02, 3) }, /train\.csv:4: wavs\/c\.wav: 0\.020 s of audio is shorter than one 32 ms analysis window/],
-    ['wrong size', { 'test.csv': 'wav_filename,wav_filesize,transcript\nwavs/f.wav,12,left\n' }, /test\.csv:2: wav_filesize is 12 but wavs\/f\.wav has \d+ bytes/],
+    [
+      'missing WAV',
+      {
+        'test.csv': csv([
+          ['wavs/f.wav', 'left'],
+          ['wavs/zz.wav', 'right'],
+        ]),
+      },
+      /test\.csv:3: wavs\/zz\.wav: no such file \(looked for .*zz\.wav; a relative wav_filename is relative to the manifest's folder\)$/,
+    ],
+    [
+      'non-WAV file',
+      { 'wavs/f.wav': 'not audio at all' },
+      /test\.csv:2: wavs\/f\.wav: not a readable WAV file \(Not a supported format\)/,
+    ],
+    [
+      'empty transcript',
+      {
+        'dev.csv': csv([
+          ['wavs/e.wav', 'yes'],
+          ['wavs/a.wav', '  '],
+        ]),
+      },
+      /dev\.csv:3: the transcript is empty/,
+    ],
+    [
+      'unknown character',
+      {
+        'train.csv': csv([
+          ['wavs/a.wav', 'three'],
+          ['wavs/b.wav', 'seven!'],
+        ]),
+      },
+      /train\.csv:3: the transcript "seven!" has '!' \(U\+0021\), which is not in the alphabet \(default \(space, a–z, apostrophe\)\)/,
+    ],
+    [
+      'too short',
+      { 'wavs/c.wav': toneWav(0.02, 3) },
+      /train\.csv:4: wavs\/c\.wav: 0\.020 s of audio is shorter than one 32 ms analysis window/,
+    ],
+    [
+      'wrong size',
+      { 'test.csv': 'wav_filename,wav_filesize,transcript\nwavs/f.wav,12,left\n' },
+      /test\.csv:2: wav_filesize is 12 but wavs\/f\.wav has \d+ bytes/,
+    ],
     ['no header', { 'test.csv': 'wavs/f.wav,12,left\n' }, /test\.csv:1: the header has no wav_filename column/],
-    ['field count', { 'test.csv': 'wav_filename,wav_filesize,transcript\nwavs/f.wav,left\n' }, /test\.csv:2: 2 fields, the header has 3/],
+    [
+      'field count',
+      { 'test.csv': 'wav_filename,wav_filesize,transcript\nwavs/f.wav,left\n' },
+      /test\.csv:2: 2 fields, the header has 3/,
+    ],
   ];
   for (const [what, files, message] of cases) {
     const dir = makeSet();
     const cacheDir = join(dir, 'cache');
     try {
       writeTree(dir, files);
-      assert.throws(() => loadSpeechData(dir, { cacheDir }), (e: Error) => {
-        assert.match(e.message, message, what);
-        assert.equal(e.message.split('\n').length, 1, `${what}: one line`);
-        return true;
-      });
+      assert.throws(
+        () => loadSpeechData(dir, { cacheDir }),
+        (e: Error) => {
+          assert.match(e.message, message, what);
+          assert.equal(e.message.split('\n').length, 1, `${what}: one line`);
+          return true;
+        },
+      );
       assert.ok(!existsSync(cacheDir), `${what}: nothing written`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -146,11 +220,17 @@ test('bad manifests: one line naming file:line, and no cache written', () => {
   }
 });
 
-test('alphabet files: DeepSpeech\'s format, and quoted CSV fields', () => {
+test("alphabet files: DeepSpeech's format, and quoted CSV fields", () => {
   const a = parseAlphabet('# comment\n \na\nb\n\\#\n', 'alphabet.txt');
   assert.deepEqual(a.symbols, [' ', 'a', 'b', '#']);
-  assert.throws(() => parseAlphabet('a\nab\n', 'alphabet.txt'), /alphabet\.txt:2: "ab" has 2 characters; each line holds one symbol/);
-  assert.throws(() => parseAlphabet('a\nb\na\n', 'alphabet.txt'), /alphabet\.txt:3: 'a' \(U\+0061\) is already the symbol of line 1/);
+  assert.throws(
+    () => parseAlphabet('a\nab\n', 'alphabet.txt'),
+    /alphabet\.txt:2: "ab" has 2 characters; each line holds one symbol/,
+  );
+  assert.throws(
+    () => parseAlphabet('a\nb\na\n', 'alphabet.txt'),
+    /alphabet\.txt:3: 'a' \(U\+0061\) is already the symbol of line 1/,
+  );
   const dir = makeSet();
   try {
     writeTree(dir, {
@@ -159,7 +239,10 @@ test('alphabet files: DeepSpeech\'s format, and quoted CSV fields', () => {
       'test.csv': 'transcript,wav_filename\n21,wavs/f.wav\n',
       'dev.csv': 'wav_filename,wav_filesize,transcript\n',
     });
-    assert.throws(() => loadSpeechData(dir, { cache: false, alphabet: join(dir, 'alphabet.txt') }), /dev\.csv: the manifest lists no utterances/);
+    assert.throws(
+      () => loadSpeechData(dir, { cache: false, alphabet: join(dir, 'alphabet.txt') }),
+      /dev\.csv: the manifest lists no utterances/,
+    );
     rmSync(join(dir, 'dev.csv'));
     const data = loadSpeechData(dir, { cache: false, alphabet: join(dir, 'alphabet.txt') });
     assert.deepEqual(Array.from(data.train.labels), [3, 2, 4, 1, 3]);

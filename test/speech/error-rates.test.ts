@@ -1,7 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { charErrors, editDistance, errorRate, ErrorRates, splitWords, wordErrors } from '../../src/speech/errorRates.ts';
+import {
+  charErrors,
+  editDistance,
+  errorRate,
+  ErrorRates,
+  splitWords,
+  wordErrors,
+} from '../../src/speech/errorRates.ts';
 
 test('edit distance and error rates: hand-computed cases', () => {
   assert.equal(editDistance('kitten', 'sitting'), 3); // k→s, e→i, +g
@@ -40,8 +47,16 @@ test('corpus CER/WER sum errors and reference lengths (not a mean of per-utteran
 // Made by test/speech/fixtures/error-rates.py: its own DP, checked against torchaudio's edit_distance.
 test('edit distances and corpus rates equal the Python reference', () => {
   const f = JSON.parse(readFileSync(new URL('./fixtures/error-rates.json', import.meta.url), 'utf8')) as {
-    pairs: { reference: string; hypothesis: string; charErrors: number; chars: number; wordErrors: number; words: number }[];
-    cer: number; wer: number;
+    pairs: {
+      reference: string;
+      hypothesis: string;
+      charErrors: number;
+      chars: number;
+      wordErrors: number;
+      words: number;
+    }[];
+    cer: number;
+    wer: number;
   };
   const rates = new ErrorRates();
   for (const p of f.pairs) {

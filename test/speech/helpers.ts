@@ -13,7 +13,10 @@ export function toneWav(seconds: number, seed: number, rate = 16000): Uint8Array
   const x = new Array<number>(n);
   for (let i = 0; i < n; i++) {
     const t = i / rate;
-    x[i] = Math.round(8000 * Math.sin(2 * Math.PI * (300 + 97 * seed) * t) + 3000 * Math.sin(2 * Math.PI * (1500 + 211 * seed) * t * (1 + t)));
+    x[i] = Math.round(
+      8000 * Math.sin(2 * Math.PI * (300 + 97 * seed) * t) +
+        3000 * Math.sin(2 * Math.PI * (1500 + 211 * seed) * t * (1 + t)),
+    );
   }
   const wav = new wavefile.WaveFile();
   wav.fromScratch(1, rate, '16', x);

@@ -17,7 +17,7 @@ test('a speech model with CTC gives the same loss and gradients whatever the pad
   const config = speechConfig({
     width: 9,
     layers: [
-      { conv1d: { filters: 6, kernelSize: 3, activation: 'relu' } },       // valid: 2 frames fewer
+      { conv1d: { filters: 6, kernelSize: 3, activation: 'relu' } }, // valid: 2 frames fewer
       { layerNorm: {} },
       { dropout: { rate: 0.3, masks: 'per-sample' } },
       { lstm: { units: 4, bidirectional: 'concat' } },
@@ -30,17 +30,33 @@ test('a speech model with CTC gives the same loss and gradients whatever the pad
   const run = async (extra: number) => {
     const b = speechBatch(ds, indices, 0);
     const padded = speechBatch(ds, indices, b.sequence!.frames + extra);
-    const s = padded.sequence!, width = 9;
+    const s = padded.sequence!,
+      width = 9;
     // garbage where the padding is
     for (let k = 0; k < indices.length; k++) {
-      for (let t = s.lengths[k]!; t < s.frames; t++) padded.images.fill(1e3 * (t + 1) * (k % 2 ? -1 : 1), (k * s.frames + t) * width, (k * s.frames + t + 1) * width);
+      for (let t = s.lengths[k]!; t < s.frames; t++)
+        padded.images.fill(
+          1e3 * (t + 1) * (k % 2 ? -1 : 1),
+          (k * s.frames + t) * width,
+          (k * s.frames + t + 1) * width,
+        );
     }
     replica.zeroGrads();
     const ctx = { training: true, seed: 3, step: 2, sampleOffset: 0, lengths: s.lengths };
-    const r = await replica.computeGradientsAsync(padded.images, padded.labels, ctx, 1 / indices.length, undefined, indices.length, undefined, s);
+    const r = await replica.computeGradientsAsync(
+      padded.images,
+      padded.labels,
+      ctx,
+      1 / indices.length,
+      undefined,
+      indices.length,
+      undefined,
+      s,
+    );
     return { r, grads: replica.model.grads.slice(), frames: s.frames };
   };
-  const tight = await run(0), loose = await run(9);
+  const tight = await run(0),
+    loose = await run(9);
   assert.equal(loose.frames, tight.frames + 9);
   assert.ok(Number.isFinite(tight.r.lossSum) && tight.r.lossSum > 0);
   assert.equal(loose.r.lossSum, tight.r.lossSum, 'loss');

@@ -23,7 +23,8 @@ const data = syntheticSpeech(30);
 const test_ = syntheticSpeech(9, { seed: 2 });
 
 function sameWeights(a: Map<string, Float32Array>, b: Map<string, Float32Array>, what: string): void {
-  for (const [name, t] of b) if (name.startsWith('layers.')) assertClose(a.get(name)!, t, { ...TOL, what: `${what}: ${name}` });
+  for (const [name, t] of b)
+    if (name.startsWith('layers.')) assertClose(a.get(name)!, t, { ...TOL, what: `${what}: ${name}` });
 }
 
 test('hybrid on 2 and 4 devices equals one device on variable-length batches (dropout, bidirectional LSTM, CTC)', async () => {
@@ -32,12 +33,16 @@ test('hybrid on 2 and 4 devices equals one device on variable-length batches (dr
   for (const devices of [2, 4]) {
     const many = await trainInMemory(speechConfig({ train: { devices, strategy: 'hybrid' } }), data, test_, ONE_BUCKET);
     sameWeights(many.tensors, one.tensors, `hybrid ×${devices}`);
-    const cer = (r: typeof one) => r.events.filter((e) => e.type === 'eval').map((e) => (e as { testCER: number }).testCER);
+    const cer = (r: typeof one) =>
+      r.events.filter((e) => e.type === 'eval').map((e) => (e as { testCER: number }).testCER);
     assert.deepEqual(cer(many), cer(one), 'the same test CER');
   }
   const other = await trainInMemory(speechConfig({ data: { batchSize: 10 } }), data);
   const k = 'layers.2.weight_hh_l0';
-  assert.ok(other.tensors.get(k)!.some((v, i) => Math.abs(v - one.tensors.get(k)![i]!) > 1e-3), 'another batch gives other weights: the comparison is not vacuous');
+  assert.ok(
+    other.tensors.get(k)!.some((v, i) => Math.abs(v - one.tensors.get(k)![i]!) > 1e-3),
+    'another batch gives other weights: the comparison is not vacuous',
+  );
   const evalEvent = one.events.find((e): e is Extract<TrainEvent, { type: 'eval' }> => e.type === 'eval')!;
   assert.ok(evalEvent.testCER! >= 0 && evalEvent.testWER! >= 0, 'eval events carry testCER and testWER');
 });
@@ -58,12 +63,22 @@ test('a per-frame dense stack split over the frames (parallel: model) equals it 
   const batch = { batchSize: 6 };
   const unsplit = await trainInMemory(speechConfig({ layers: layers('data'), data: batch }), data, test_);
   for (const devices of [2, 3]) {
-    const split = await trainInMemory(speechConfig({ layers: layers('model'), data: batch, train: { devices, strategy: 'hybrid' } }), data, test_, ONE_BUCKET);
+    const split = await trainInMemory(
+      speechConfig({ layers: layers('model'), data: batch, train: { devices, strategy: 'hybrid' } }),
+      data,
+      test_,
+      ONE_BUCKET,
+    );
     sameWeights(split.tensors, unsplit.tensors, `split over ${devices} devices`);
   }
   // the section may end the model: the alphabet layer itself column-split, its outputs gathered
   const last = [{ lstm: { units: 5 } }, { dense: { units: 29, parallel: 'model' } }];
   const whole = await trainInMemory(speechConfig({ layers: [{ lstm: { units: 5 } }, { dense: { units: 29 } }] }), data);
-  const tail = await trainInMemory(speechConfig({ layers: last, train: { devices: 2, strategy: 'hybrid' } }), data, null, ONE_BUCKET);
+  const tail = await trainInMemory(
+    speechConfig({ layers: last, train: { devices: 2, strategy: 'hybrid' } }),
+    data,
+    null,
+    ONE_BUCKET,
+  );
   sameWeights(tail.tensors, whole.tensors, 'split output layer');
 });

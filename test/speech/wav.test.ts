@@ -12,7 +12,10 @@ const { WaveFile } = wavefile;
 /** A test signal in [−0.9, 0.9]: two tones, distinct per channel. */
 function signal(n: number, rate: number, channel = 0): Float64Array {
   const x = new Float64Array(n);
-  for (let i = 0; i < n; i++) x[i] = 0.6 * Math.sin((2 * Math.PI * (440 + 100 * channel) * i) / rate) + 0.3 * Math.sin((2 * Math.PI * 1234 * i) / rate + channel);
+  for (let i = 0; i < n; i++)
+    x[i] =
+      0.6 * Math.sin((2 * Math.PI * (440 + 100 * channel) * i) / rate) +
+      0.3 * Math.sin((2 * Math.PI * 1234 * i) / rate + channel);
   return x;
 }
 
@@ -25,12 +28,18 @@ function encode(x: Float64Array, bitDepth: string): number[] {
 }
 
 test('PCM 8/16/24/32-bit and float 32/64-bit read back within quantisation, mono and stereo', () => {
-  const rate = 16000, n = 800;
+  const rate = 16000,
+    n = 800;
   for (const bitDepth of ['8', '16', '24', '32', '32f', '64']) {
     for (const channels of [1, 2]) {
       const lanes = Array.from({ length: channels }, (_, c) => signal(n, rate, c));
       const wav = new WaveFile();
-      wav.fromScratch(channels, rate, bitDepth, channels === 1 ? encode(lanes[0]!, bitDepth) : lanes.map((l) => encode(l, bitDepth)));
+      wav.fromScratch(
+        channels,
+        rate,
+        bitDepth,
+        channels === 1 ? encode(lanes[0]!, bitDepth) : lanes.map((l) => encode(l, bitDepth)),
+      );
       const audio = decodeWav(wav.toBuffer(), `${bitDepth}-bit`);
       assert.equal(audio.samples.length, n);
       assert.equal(audio.channels, channels);
@@ -39,7 +48,10 @@ test('PCM 8/16/24/32-bit and float 32/64-bit read back within quantisation, mono
       const tol = 2 ** -(bits - 1) + 1e-7; // half a step per channel, plus float32 storage
       for (let i = 0; i < n; i++) {
         const want = lanes.reduce((a, l) => a + l[i]!, 0) / channels;
-        assert.ok(Math.abs(audio.samples[i]! - want) <= tol, `${bitDepth}-bit ×${channels} sample ${i}: ${audio.samples[i]} vs ${want}`);
+        assert.ok(
+          Math.abs(audio.samples[i]! - want) <= tol,
+          `${bitDepth}-bit ×${channels} sample ${i}: ${audio.samples[i]} vs ${want}`,
+        );
       }
     }
   }
@@ -50,7 +62,8 @@ test('µ-law and A-law are expanded, IMA ADPCM refused; a 32-bit float WAVE_FORM
   for (const law of ['mu', 'a'] as const) {
     const wav = new WaveFile();
     wav.fromScratch(1, 8000, '16', encode(x, '16'));
-    if (law === 'mu') wav.toMuLaw(); else wav.toALaw();
+    if (law === 'mu') wav.toMuLaw();
+    else wav.toALaw();
     const audio = decodeWav(wav.toBuffer(), law);
     assert.equal(audio.samples.length, x.length);
     for (let i = 0; i < x.length; i++) assert.ok(Math.abs(audio.samples[i]! - x[i]!) < 0.04, `${law}-law sample ${i}`);
@@ -58,13 +71,24 @@ test('µ-law and A-law are expanded, IMA ADPCM refused; a 32-bit float WAVE_FORM
   const adpcm = new WaveFile();
   adpcm.fromScratch(1, 8000, '16', encode(x, '16'));
   adpcm.toIMAADPCM();
-  assert.throws(() => decodeWav(adpcm.toBuffer(), 'a.wav'), /a\.wav: IMA ADPCM WAV files are not supported; convert to 16-bit PCM/);
+  assert.throws(
+    () => decodeWav(adpcm.toBuffer(), 'a.wav'),
+    /a\.wav: IMA ADPCM WAV files are not supported; convert to 16-bit PCM/,
+  );
   // hand-made extensible header: fmt chunk of 40 bytes, sub-format GUID 00000003-0000-0010-8000-00aa00389b71
   const samples = new Float32Array([0.5, -0.25, 0.125, 1]);
   const fmt = Buffer.alloc(48);
-  fmt.write('fmt ', 0); fmt.writeUInt32LE(40, 4);
-  fmt.writeUInt16LE(0xfffe, 8); fmt.writeUInt16LE(1, 10); fmt.writeUInt32LE(16000, 12); fmt.writeUInt32LE(64000, 16);
-  fmt.writeUInt16LE(4, 20); fmt.writeUInt16LE(32, 22); fmt.writeUInt16LE(22, 24); fmt.writeUInt16LE(32, 26); fmt.writeUInt32LE(4, 28);
+  fmt.write('fmt ', 0);
+  fmt.writeUInt32LE(40, 4);
+  fmt.writeUInt16LE(0xfffe, 8);
+  fmt.writeUInt16LE(1, 10);
+  fmt.writeUInt32LE(16000, 12);
+  fmt.writeUInt32LE(64000, 16);
+  fmt.writeUInt16LE(4, 20);
+  fmt.writeUInt16LE(32, 22);
+  fmt.writeUInt16LE(22, 24);
+  fmt.writeUInt16LE(32, 26);
+  fmt.writeUInt32LE(4, 28);
   Buffer.from([3, 0, 0, 0, 0, 0, 0x10, 0, 0x80, 0, 0, 0xaa, 0, 0x38, 0x9b, 0x71]).copy(fmt, 32);
   const data = Buffer.concat([Buffer.from('data'), Buffer.alloc(4), Buffer.from(samples.buffer)]);
   data.writeUInt32LE(16, 4);
@@ -73,11 +97,16 @@ test('µ-law and A-law are expanded, IMA ADPCM refused; a 32-bit float WAVE_FORM
   assert.deepEqual(Array.from(decodeWav(riff, 'extensible').samples), [0.5, -0.25, 0.125, 1]);
 });
 
-test('resampling keeps a tone\'s frequency and the length, and removes what the new rate cannot hold', () => {
+test("resampling keeps a tone's frequency and the length, and removes what the new rate cannot hold", () => {
   const amplitudeAt = (x: Float32Array, f: number, rate: number): number => {
-    let c = 0, s = 0;
-    const lo = 400, hi = x.length - 400;
-    for (let i = lo; i < hi; i++) { c += x[i]! * Math.cos((2 * Math.PI * f * i) / rate); s += x[i]! * Math.sin((2 * Math.PI * f * i) / rate); }
+    let c = 0,
+      s = 0;
+    const lo = 400,
+      hi = x.length - 400;
+    for (let i = lo; i < hi; i++) {
+      c += x[i]! * Math.cos((2 * Math.PI * f * i) / rate);
+      s += x[i]! * Math.sin((2 * Math.PI * f * i) / rate);
+    }
     return (2 * Math.hypot(c, s)) / (hi - lo);
   };
   for (const from of [8000, 11025, 22050, 44100]) {
@@ -106,14 +135,23 @@ test('resampling keeps a tone\'s frequency and the length, and removes what the 
 test('a missing, non-WAV, truncated or empty file is one error naming it', () => {
   const dir = mkdtempSync(join(tmpdir(), 'paratrain-wav-'));
   try {
-    assert.throws(() => readWav(join(dir, 'nope.wav'), 16000, 'nope.wav (train.csv:3)'), /^Error: nope\.wav \(train\.csv:3\): no such file$/);
+    assert.throws(
+      () => readWav(join(dir, 'nope.wav'), 16000, 'nope.wav (train.csv:3)'),
+      /^Error: nope\.wav \(train\.csv:3\): no such file$/,
+    );
     writeFileSync(join(dir, 'text.wav'), 'wav_filename,wav_filesize,transcript\n');
-    assert.throws(() => readWav(join(dir, 'text.wav')), /text\.wav: not a readable WAV file \(Not a supported format\)/);
+    assert.throws(
+      () => readWav(join(dir, 'text.wav')),
+      /text\.wav: not a readable WAV file \(Not a supported format\)/,
+    );
     const wav = new WaveFile();
     wav.fromScratch(1, 16000, '16', new Array(1000).fill(7));
     const bytes = wav.toBuffer();
     writeFileSync(join(dir, 'cut.wav'), bytes.subarray(0, 500));
-    assert.throws(() => readWav(join(dir, 'cut.wav')), /cut\.wav: the WAV file is truncated: its data chunk declares 2000 bytes, 456 are present/);
+    assert.throws(
+      () => readWav(join(dir, 'cut.wav')),
+      /cut\.wav: the WAV file is truncated: its data chunk declares 2000 bytes, 456 are present/,
+    );
     const empty = new WaveFile();
     empty.fromScratch(1, 16000, '16', []);
     writeFileSync(join(dir, 'empty.wav'), empty.toBuffer());

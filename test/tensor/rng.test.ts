@@ -13,26 +13,45 @@ test('Philox4x32-10 matches the Random123 known-answer vectors', () => {
 });
 
 test('CounterRng: random access equals sequential draws; keys separate streams', () => {
-  const a = new CounterRng(1, 2, 3), b = new CounterRng(1, 2, 3), c = new CounterRng(1, 2, 4);
+  const a = new CounterRng(1, 2, 3),
+    b = new CounterRng(1, 2, 3),
+    c = new CounterRng(1, 2, 4);
   const seq = Array.from({ length: 10 }, () => a.next());
-  assert.deepEqual(seq, Array.from({ length: 10 }, (_, i) => b.at(i)));
-  assert.notDeepEqual(seq, Array.from({ length: 10 }, (_, i) => c.at(i)));
+  assert.deepEqual(
+    seq,
+    Array.from({ length: 10 }, (_, i) => b.at(i)),
+  );
+  assert.notDeepEqual(
+    seq,
+    Array.from({ length: 10 }, (_, i) => c.at(i)),
+  );
   assert.ok(seq.every((u) => u >= 0 && u < 1));
 });
 
 test('CounterRng: uniform mean and normal moments are plausible', () => {
   const r = new CounterRng(42);
-  let s = 0, s2 = 0; const n = 20000;
+  let s = 0,
+    s2 = 0;
+  const n = 20000;
   for (let i = 0; i < n; i++) s += r.next();
   assert.ok(Math.abs(s / n - 0.5) < 0.01);
   s = 0;
-  for (let i = 0; i < n; i++) { const z = r.normal(); s += z; s2 += z * z; }
+  for (let i = 0; i < n; i++) {
+    const z = r.normal();
+    s += z;
+    s2 += z * z;
+  }
   assert.ok(Math.abs(s / n) < 0.03 && Math.abs(s2 / n - 1) < 0.05);
 });
 
 test('shuffle is a permutation and depends on the key', () => {
-  const a = Int32Array.from({ length: 100 }, (_, i) => i), b = a.slice();
-  new CounterRng(1).shuffle(a); new CounterRng(2).shuffle(b);
-  assert.deepEqual([...a].sort((x, y) => x - y), [...Array(100).keys()]);
+  const a = Int32Array.from({ length: 100 }, (_, i) => i),
+    b = a.slice();
+  new CounterRng(1).shuffle(a);
+  new CounterRng(2).shuffle(b);
+  assert.deepEqual(
+    [...a].sort((x, y) => x - y),
+    [...Array(100).keys()],
+  );
   assert.notDeepEqual(a, b);
 });

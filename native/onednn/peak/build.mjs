@@ -5,12 +5,18 @@
 // peak was not measured). PARATRAIN_PEAK=0 skips it.
 import { addonScript } from '../../gyp.mjs';
 
-const { artifact, finish, build, probe } = addonScript(import.meta.url, { name: 'paratrain_peak', script: 'build:peak', continuing: 'benchmarks will not print the FMA peak' });
+const { artifact, finish, build, probe } = addonScript(import.meta.url, {
+  name: 'paratrain_peak',
+  script: 'build:peak',
+  continuing: 'benchmarks will not print the FMA peak',
+});
 
 try {
   if (process.env.PARATRAIN_PEAK === '0') finish(true, 'skipped (PARATRAIN_PEAK=0)');
   build();
-  probe(`const m = require(${JSON.stringify(artifact)}); if (typeof m.fmaPeak !== 'function') throw new Error('fmaPeak is missing')`);
+  probe(
+    `const m = require(${JSON.stringify(artifact)}); if (typeof m.fmaPeak !== 'function') throw new Error('fmaPeak is missing')`,
+  );
   finish(true, 'built build/native/paratrain_peak.node');
 } catch (err) {
   finish(false, `unexpected error: ${err?.message ?? err}`);

@@ -45,7 +45,8 @@ export interface MpiAddon {
   finalize(): void;
 }
 
-const HOW_TO_BUILD = 'install Open MPI (apt-get install libopenmpi-dev openmpi-bin), then run `npm run build:mpi` (or `npm rebuild`)';
+const HOW_TO_BUILD =
+  'install Open MPI (apt-get install libopenmpi-dev openmpi-bin), then run `npm run build:mpi` (or `npm rebuild`)';
 
 const SPEC: AddonSpec = {
   file: 'paratrain_mpi.node',

@@ -25,7 +25,8 @@ function int(what: string, v: unknown, lo: number, hi: number, rank: number): nu
 }
 
 function checkBuffer(buf: unknown, rank: number, call: string): asserts buf is Float32Array {
-  if (!(buf instanceof Float32Array)) throw new TypeError(`MpiCommunicator (rank ${rank}): ${call} needs a Float32Array`);
+  if (!(buf instanceof Float32Array))
+    throw new TypeError(`MpiCommunicator (rank ${rank}): ${call} needs a Float32Array`);
 }
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -66,20 +67,28 @@ export class MpiCommunicator implements Communicator {
     const addon = loadMpiAddon();
     if (!addon) throw new MpiError(`the MPI transport is not available: ${mpiUnavailableReason()}`);
     if (addon.state() === 'finalized') {
-      throw new MpiError('MpiCommunicator.init: MPI was already finalised in this process (close() ends MPI for good; start a new process)');
+      throw new MpiError(
+        'MpiCommunicator.init: MPI was already finalised in this process (close() ends MPI for good; start a new process)',
+      );
     }
     if (addon.state() === 'initialized') {
-      throw new MpiError('MpiCommunicator.init: MPI is already initialised in this process (one MpiCommunicator per process: use the existing one, from the thread that created it)');
+      throw new MpiError(
+        'MpiCommunicator.init: MPI is already initialised in this process (one MpiCommunicator per process: use the existing one, from the thread that created it)',
+      );
     }
     let info;
     try {
       info = addon.init();
     } catch (err) {
-      throw new MpiError(`MpiCommunicator.init: ${(err as Error).message} (run the job with mpirun; see README, Open MPI transport)`);
+      throw new MpiError(
+        `MpiCommunicator.init: ${(err as Error).message} (run the job with mpirun; see README, Open MPI transport)`,
+      );
     }
     if (info.provided < 1) {
       addon.finalize();
-      throw new MpiError(`MpiCommunicator.init: this MPI provides thread level ${info.provided}; MPI_THREAD_FUNNELED (1) is needed to use it from a worker thread`);
+      throw new MpiError(
+        `MpiCommunicator.init: this MPI provides thread level ${info.provided}; MPI_THREAD_FUNNELED (1) is needed to use it from a worker thread`,
+      );
     }
     return new MpiCommunicator(addon, info.rank, info.size, info.library);
   }
@@ -87,7 +96,10 @@ export class MpiCommunicator implements Communicator {
   /** Runs one blocking MPI call (timed unless `timed` is false); an MPI failure makes this communicator unusable. */
   private call<T>(name: string, bytes: number, fn: () => T, timed = true): T {
     if (this.closed) throw new MpiError(`MpiCommunicator (rank ${this.rank}): ${name} after close()`);
-    if (this.failure) throw new MpiError(`MpiCommunicator (rank ${this.rank}): ${name} after an earlier MPI failure: ${this.failure.message}`);
+    if (this.failure)
+      throw new MpiError(
+        `MpiCommunicator (rank ${this.rank}): ${name} after an earlier MPI failure: ${this.failure.message}`,
+      );
     const t0 = performance.now();
     try {
       const out = fn();
@@ -106,19 +118,21 @@ export class MpiCommunicator implements Communicator {
   async allreduce(buf: Float32Array, op: ReduceOp = 'sum'): Promise<void> {
     checkBuffer(buf, this.rank, 'allreduce');
     const code = this.op(op);
-    this.call('allreduce', (4 * (this.size - 1) / this.size) * buf.byteLength, () => this.addon.allreduce(buf, code));
+    this.call('allreduce', ((4 * (this.size - 1)) / this.size) * buf.byteLength, () => this.addon.allreduce(buf, code));
   }
 
   async reduceScatter(buf: Float32Array, op: ReduceOp = 'sum'): Promise<{ start: number; end: number }> {
     checkBuffer(buf, this.rank, 'reduceScatter');
     const code = this.op(op);
-    this.call('reduceScatter', (2 * (this.size - 1) / this.size) * buf.byteLength, () => this.addon.reduceScatter(buf, code));
+    this.call('reduceScatter', ((2 * (this.size - 1)) / this.size) * buf.byteLength, () =>
+      this.addon.reduceScatter(buf, code),
+    );
     return ownedSlice(buf.length, this.size, this.rank);
   }
 
   async allgather(buf: Float32Array): Promise<void> {
     checkBuffer(buf, this.rank, 'allgather');
-    this.call('allgather', (2 * (this.size - 1) / this.size) * buf.byteLength, () => this.addon.allgather(buf));
+    this.call('allgather', ((2 * (this.size - 1)) / this.size) * buf.byteLength, () => this.addon.allgather(buf));
   }
 
   async broadcast(buf: Float32Array, root: number): Promise<void> {
@@ -152,12 +166,16 @@ export class MpiCommunicator implements Communicator {
       got = await this.complete(req, what);
     } catch (err) {
       if (/truncat/i.test((err as Error).message)) {
-        throw new CollectiveMismatchError(`rank ${this.rank}: ${what}: the message is longer than the buffer (${(err as Error).message})`);
+        throw new CollectiveMismatchError(
+          `rank ${this.rank}: ${what}: the message is longer than the buffer (${(err as Error).message})`,
+        );
       }
       throw err;
     }
     if (got !== buf.length) {
-      throw new CollectiveMismatchError(`rank ${this.rank}: ${what} expected ${buf.length} floats, but the message has ${String(got)}`);
+      throw new CollectiveMismatchError(
+        `rank ${this.rank}: ${what} expected ${buf.length} floats, but the message has ${String(got)}`,
+      );
     }
   }
 
@@ -172,7 +190,7 @@ export class MpiCommunicator implements Communicator {
         else await sleep(1);
       }
     } finally {
-      this.commMs += performance.now() - t0;  // the whole wait, polls and the gaps between them
+      this.commMs += performance.now() - t0; // the whole wait, polls and the gaps between them
     }
   }
 
@@ -198,7 +216,8 @@ export class MpiCommunicator implements Communicator {
 
   private op(op: ReduceOp): 0 | 1 {
     const code = Object.hasOwn(OPS, op) ? OPS[op] : undefined;
-    if (code === undefined) throw new RangeError(`MpiCommunicator (rank ${this.rank}): op must be 'sum' or 'mean', got ${String(op)}`);
+    if (code === undefined)
+      throw new RangeError(`MpiCommunicator (rank ${this.rank}): op must be 'sum' or 'mean', got ${String(op)}`);
     return code;
   }
 }

@@ -5,7 +5,8 @@
  */
 import { PeerFailedError, UNKNOWN_PARTY } from './errors.ts';
 
-const CLAIMED = 1, COMPLETE = 2;
+const CLAIMED = 1,
+  COMPLETE = 2;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -28,7 +29,10 @@ const flagsByBuffer = new WeakMap<ArrayBufferLike, AbortFlag>();
 
 export class AbortFlag {
   private readonly bytes: Uint8Array;
-  constructor(readonly i32: Int32Array, private readonly slots: AbortSlots) {
+  constructor(
+    readonly i32: Int32Array,
+    private readonly slots: AbortSlots,
+  ) {
     this.bytes = new Uint8Array(i32.buffer, i32.byteOffset + slots.reasonByte, slots.reasonBytes);
     flagsByBuffer.set(i32.buffer, this);
   }

@@ -14,9 +14,15 @@ export class AdaptiveSpin {
   /** the share of recent waits that ended within maxMicros: a moving average over about `window` waits */
   private shortShare = 1;
 
-  constructor(readonly minMicros = 50, readonly maxMicros = 1000, readonly window = 16) {
+  constructor(
+    readonly minMicros = 50,
+    readonly maxMicros = 1000,
+    readonly window = 16,
+  ) {
     if (!(minMicros >= 0 && maxMicros >= minMicros && window >= 1)) {
-      throw new RangeError(`AdaptiveSpin: need 0 ≤ minMicros ≤ maxMicros and window ≥ 1, got ${minMicros}, ${maxMicros}, ${window}`);
+      throw new RangeError(
+        `AdaptiveSpin: need 0 ≤ minMicros ≤ maxMicros and window ≥ 1, got ${minMicros}, ${maxMicros}, ${window}`,
+      );
     }
   }
 

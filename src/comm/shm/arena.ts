@@ -52,7 +52,8 @@ export class Arena {
 
   /** Allocates `length` zeroed floats (never freed; the arena lives as long as the world). */
   alloc(length: number): Float32Array {
-    if (!Number.isInteger(length) || length < 0) throw new ShmUsageError(`alloc: length must be a non-negative integer, got ${length}`);
+    if (!Number.isInteger(length) || length < 0)
+      throw new ShmUsageError(`alloc: length must be a non-negative integer, got ${length}`);
     return this.lock.withLock(() => {
       const top = Math.max(Atomics.load(this.control, this.layout.heapTop) * ALIGN, this.layout.heapBase);
       const start = alignUp(top);

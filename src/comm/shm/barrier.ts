@@ -8,7 +8,9 @@
 import { CommTimeoutError } from './errors.ts';
 import { waitWhileEqual, type WaitOptions } from './wait.ts';
 
-const COUNT = 0, GEN = 1, ARRIVED = 2;
+const COUNT = 0,
+  GEN = 1,
+  ARRIVED = 2;
 
 export class Barrier {
   /** Int32 words a barrier for `parties` occupies. */
@@ -29,9 +31,12 @@ export class Barrier {
     /** how error messages name a party ('rank' for a communicator) */
     readonly partyLabel = 'party',
   ) {
-    if (!(i32.buffer instanceof SharedArrayBuffer)) throw new TypeError('Barrier needs an Int32Array over a SharedArrayBuffer');
-    if (!Number.isInteger(parties) || parties < 1) throw new RangeError(`Barrier parties must be a positive integer, got ${parties}`);
-    if (base < 0 || base + Barrier.words(parties) > i32.length) throw new RangeError('Barrier words fall outside the Int32Array');
+    if (!(i32.buffer instanceof SharedArrayBuffer))
+      throw new TypeError('Barrier needs an Int32Array over a SharedArrayBuffer');
+    if (!Number.isInteger(parties) || parties < 1)
+      throw new RangeError(`Barrier parties must be a positive integer, got ${parties}`);
+    if (base < 0 || base + Barrier.words(parties) > i32.length)
+      throw new RangeError('Barrier words fall outside the Int32Array');
   }
 
   /**
@@ -54,7 +59,9 @@ export class Barrier {
     if (party !== undefined) Atomics.store(i32, base + ARRIVED + party, (gen + 1) | 0);
     return waitWhileEqual(i32, base + GEN, gen, opts, () => {
       const missing = this.missing(gen);
-      const who = missing.length ? `${this.partyLabel} ${missing.join(', ')} had not arrived` : `${this.partyLabel}s did not all arrive`;
+      const who = missing.length
+        ? `${this.partyLabel} ${missing.join(', ')} had not arrived`
+        : `${this.partyLabel}s did not all arrive`;
       return new CommTimeoutError(
         `${opts.observer ?? (party !== undefined ? `${this.partyLabel} ${party}` : `a ${this.partyLabel}`)} waited more than ${opts.timeoutMs} ms at a barrier: ${who}`,
         missing,

@@ -10,7 +10,11 @@ import { DESC_WORDS, type Layout } from './layout.ts';
 import type { Match } from './registry.ts';
 import { currentTrainingStep } from '../stallInspector.ts';
 
-export const OP_BARRIER = 1, OP_ALLREDUCE = 2, OP_REDUCE_SCATTER = 3, OP_ALLGATHER = 4, OP_BROADCAST = 5;
+export const OP_BARRIER = 1,
+  OP_ALLREDUCE = 2,
+  OP_REDUCE_SCATTER = 3,
+  OP_ALLGATHER = 4,
+  OP_BROADCAST = 5;
 const OP_NAMES = ['?', 'barrier', 'allreduce', 'reduceScatter', 'allgather', 'broadcast'];
 /** reduce ops by their number in a descriptor */
 export const REDOPS: ReduceOp[] = ['sum', 'mean'];
@@ -18,7 +22,12 @@ export const REDOPS: ReduceOp[] = ['sum', 'mean'];
 export class CallDescriptors {
   private seq = 0;
 
-  constructor(private readonly control: Int32Array, private readonly layout: Layout, private readonly rank: number, private readonly size: number) {}
+  constructor(
+    private readonly control: Int32Array,
+    private readonly layout: Layout,
+    private readonly rank: number,
+    private readonly size: number,
+  ) {}
 
   /** Writes this rank's descriptor of the call about to happen (checked at the first barrier). */
   write(op: number, n: number, m: Match | null, root: number, redop: number): void {
@@ -39,20 +48,28 @@ export class CallDescriptors {
 
   /** Rank q's latest call as words ('allreduce #57 of 11072 floats') and its training step, for the stall inspector. */
   position(q: number): { step: number; call: string } {
-    const c = this.control, G = this.size;
+    const c = this.control,
+      G = this.size;
     const slot = (k: number) => this.layout.descBase + (k * G + q) * DESC_WORDS;
-    const a = slot(0), b = slot(1);
+    const a = slot(0),
+      b = slot(1);
     const base = Atomics.load(c, b) > Atomics.load(c, a) ? b : a;
-    const op = Atomics.load(c, base + 1), n = Atomics.load(c, base + 2);
-    const call = op === 0 ? 'no collective yet' : op === OP_BARRIER ? `barrier #${Atomics.load(c, base)}`
-      : `${OP_NAMES[op] ?? `op ${op}`} #${Atomics.load(c, base)} of ${n} floats`;
+    const op = Atomics.load(c, base + 1),
+      n = Atomics.load(c, base + 2);
+    const call =
+      op === 0
+        ? 'no collective yet'
+        : op === OP_BARRIER
+          ? `barrier #${Atomics.load(c, base)}`
+          : `${OP_NAMES[op] ?? `op ${op}`} #${Atomics.load(c, base)} of ${n} floats`;
     return { step: Atomics.load(c, this.layout.stepBase + q), call };
   }
 
   /** Throws CollectiveMismatchError unless every rank wrote the same descriptor for the current call. */
   check(): void {
     const seq = this.seq - 1;
-    const c = this.control, G = this.size;
+    const c = this.control,
+      G = this.size;
     const at = (q: number) => this.layout.descBase + ((seq & 1) * G + q) * DESC_WORDS;
     const mine = at(this.rank);
     let ok = true;
@@ -71,7 +88,11 @@ export class CallDescriptors {
       const w = (k: number) => Atomics.load(c, b + k);
       const op = OP_NAMES[w(1)] ?? `op ${w(1)}`;
       const args: string[] = [];
-      if (w(1) !== OP_BARRIER) args.push(`length ${w(2)}`, w(3) ? `registered buffer #${w(4)}${w(5) ? ` at +${w(5)}` : ''}` : 'unregistered buffer');
+      if (w(1) !== OP_BARRIER)
+        args.push(
+          `length ${w(2)}`,
+          w(3) ? `registered buffer #${w(4)}${w(5) ? ` at +${w(5)}` : ''}` : 'unregistered buffer',
+        );
       if (w(1) === OP_BROADCAST) args.push(`root ${w(6)}`);
       if (w(1) === OP_ALLREDUCE || w(1) === OP_REDUCE_SCATTER) args.push(REDOPS[w(7)] ?? `op ${w(7)}`);
       return `rank ${q}: call #${w(0)} ${op}(${args.join(', ')})`;

@@ -84,10 +84,13 @@ export class ShmCollectives {
     private readonly stats: { bytes: number },
     private readonly call: CallMeeting,
   ) {
-    const L = layout, G = size;
+    const L = layout,
+      G = size;
     const stageAddr = (q: number, h: number) => L.stagingBase + q * L.stagingBytes + h * (L.stagingBytes / 2);
     this.halfFloats = L.stagingBytes / 2 / 4;
-    this.stageViews = [0, 1].map((h) => Array.from({ length: G }, (_, q) => arena.f32(stageAddr(q, h), this.halfFloats)));
+    this.stageViews = [0, 1].map((h) =>
+      Array.from({ length: G }, (_, q) => arena.f32(stageAddr(q, h), this.halfFloats)),
+    );
     this.stageAddrs = [0, 1].map((h) => Array.from({ length: G }, (_, q) => stageAddr(q, h)));
     this.scratchAddr = L.scratchBase + rank * SCRATCH_BYTES;
     this.scratchFloats = SCRATCH_BYTES / 4;
@@ -124,7 +127,8 @@ export class ShmCollectives {
       this.reduceStaged(buf, div, all, op, redop);
       return;
     }
-    const n = buf.length, { start, end } = ownedSlice(n, this.size, this.rank);
+    const n = buf.length,
+      { start, end } = ownedSlice(n, this.size, this.rank);
     const native = this.native !== null && end - start >= NATIVE_MIN_FLOATS;
     if (native) this.paths.native++;
     if (m.reg.addrs) this.paths.inPlace++;
@@ -140,7 +144,8 @@ export class ShmCollectives {
   private reduceRegistered(m: Match, start: number, end: number, div: number, all: boolean, native: boolean): void {
     const len = end - start;
     if (len <= 0) return;
-    const G = this.size, { reg, offset } = m;
+    const G = this.size,
+      { reg, offset } = m;
     if (native) {
       const views = reg.views;
       this.native!.reduce(views, all ? views : [views[this.rank]!], offset + start, len, div);
@@ -154,9 +159,13 @@ export class ShmCollectives {
       this.stats.bytes += len * 4 * (G - 1 + (all ? G : 1));
       return;
     }
-    const CH = this.chunkFloats, views = reg.views, slots = this.slotViews, out = [this.slotAddrs[0]!];
+    const CH = this.chunkFloats,
+      views = reg.views,
+      slots = this.slotViews,
+      out = [this.slotAddrs[0]!];
     for (let c0 = start; c0 < end; c0 += CH) {
-      const c1 = Math.min(end, c0 + CH), w = c1 - c0;
+      const c1 = Math.min(end, c0 + CH),
+        w = c1 - c0;
       for (let q = 0; q < G; q++) slots[q]!.set(views[q]!.subarray(offset + c0, offset + c1));
       this.kernel.reduce(this.slotAddrs, out, w, div);
       const res = w === CH ? slots[0]! : slots[0]!.subarray(0, w);
@@ -167,7 +176,10 @@ export class ShmCollectives {
   }
 
   private reduceStaged(buf: Float32Array, div: number, all: boolean, op: number, redop: number): void {
-    const n = buf.length, G = this.size, H = this.halfFloats, me = this.rank;
+    const n = buf.length,
+      G = this.size,
+      H = this.halfFloats,
+      me = this.rank;
     this.call.begin(op, n, null, -1, redop);
     if (all && n <= SMALL_FLOATS && n <= H && n <= this.scratchFloats) {
       // small: everyone reduces everything, one barrier
@@ -187,13 +199,16 @@ export class ShmCollectives {
     const rounds = Math.max(1, Math.ceil(Math.ceil(n / G) / P));
     const srcs = this.addrTmp;
     for (let t = 0; t < rounds; t++) {
-      const h = this.nextHalf(), mine = this.stageViews[h]![me]!;
+      const h = this.nextHalf(),
+        mine = this.stageViews[h]![me]!;
       for (let q = 0; q < G; q++) {
-        const a = slices[q]!.start + t * P, b = Math.min(slices[q]!.end, a + P);
+        const a = slices[q]!.start + t * P,
+          b = Math.min(slices[q]!.end, a + P);
         if (b > a) mine.set(buf.subarray(a, b), q * P);
       }
       this.call.arrive(t === 0);
-      const a = slices[me]!.start + t * P, L = Math.min(slices[me]!.end, a + P) - a;
+      const a = slices[me]!.start + t * P,
+        L = Math.min(slices[me]!.end, a + P) - a;
       if (L > 0) {
         for (let q = 0; q < G; q++) srcs[q] = this.stageAddrs[h]![q]! + me * P * 4;
         this.kernel.reduce(srcs, [srcs[me]!], L, div);
@@ -201,7 +216,8 @@ export class ShmCollectives {
       if (all) {
         this.call.arrive(false);
         for (let q = 0; q < G; q++) {
-          const aq = slices[q]!.start + t * P, Lq = Math.min(slices[q]!.end, aq + P) - aq;
+          const aq = slices[q]!.start + t * P,
+            Lq = Math.min(slices[q]!.end, aq + P) - aq;
           if (Lq > 0) buf.set(this.stageViews[h]![q]!.subarray(q * P, q * P + Lq), aq);
         }
       } else if (L > 0) {
@@ -213,7 +229,8 @@ export class ShmCollectives {
   }
 
   allgatherRegistered(buf: Float32Array, m: Match): void {
-    const n = buf.length, G = this.size;
+    const n = buf.length,
+      G = this.size;
     this.countRegistered(m);
     this.call.begin(OP_ALLGATHER, n, m, -1, 0);
     this.call.arrive(true);
@@ -227,19 +244,24 @@ export class ShmCollectives {
   }
 
   allgatherStaged(buf: Float32Array): void {
-    const n = buf.length, G = this.size, H = this.halfFloats, me = this.rank;
+    const n = buf.length,
+      G = this.size,
+      H = this.halfFloats,
+      me = this.rank;
     this.paths.staged++;
     this.call.begin(OP_ALLGATHER, n, null, -1, 0);
     const slices = Array.from({ length: G }, (_, q) => ownedSlice(n, G, q));
     const rounds = Math.max(1, Math.ceil(Math.ceil(n / G) / H));
     for (let t = 0; t < rounds; t++) {
       const h = this.nextHalf();
-      const a = slices[me]!.start + t * H, b = Math.min(slices[me]!.end, a + H);
+      const a = slices[me]!.start + t * H,
+        b = Math.min(slices[me]!.end, a + H);
       if (b > a) this.stageViews[h]![me]!.set(buf.subarray(a, b));
       this.call.arrive(t === 0);
       for (let q = 0; q < G; q++) {
         if (q === me) continue;
-        const aq = slices[q]!.start + t * H, Lq = Math.min(slices[q]!.end, aq + H) - aq;
+        const aq = slices[q]!.start + t * H,
+          Lq = Math.min(slices[q]!.end, aq + H) - aq;
         if (Lq > 0) buf.set(this.stageViews[h]![q]!.subarray(0, Lq), aq);
       }
     }
@@ -259,13 +281,15 @@ export class ShmCollectives {
   }
 
   broadcastStaged(buf: Float32Array, root: number): void {
-    const n = buf.length, H = this.halfFloats;
+    const n = buf.length,
+      H = this.halfFloats;
     this.paths.staged++;
     this.call.begin(OP_BROADCAST, n, null, root, 0);
     const rounds = Math.max(1, Math.ceil(n / H));
     for (let t = 0; t < rounds; t++) {
       const h = this.nextHalf();
-      const a = t * H, b = Math.min(n, a + H);
+      const a = t * H,
+        b = Math.min(n, a + H);
       if (this.rank === root && b > a) this.stageViews[h]![root]!.set(buf.subarray(a, b));
       this.call.arrive(t === 0);
       if (this.rank !== root && b > a) buf.set(this.stageViews[h]![root]!.subarray(0, b - a), a);

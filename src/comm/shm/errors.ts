@@ -4,7 +4,14 @@
  */
 
 // moved to src/comm/errors.ts (shared with the tcp transport); re-exported so shm imports keep working
-export { MAIN_THREAD, UNKNOWN_PARTY, describeParty, PeerFailedError, CommTimeoutError, CollectiveMismatchError } from '../errors.ts';
+export {
+  MAIN_THREAD,
+  UNKNOWN_PARTY,
+  describeParty,
+  PeerFailedError,
+  CommTimeoutError,
+  CollectiveMismatchError,
+} from '../errors.ts';
 
 /** Misuse that one rank can detect by itself: non-shared buffer, bad rank, self-send too large, … */
 export class ShmUsageError extends Error {

@@ -93,9 +93,16 @@ export class HandleExchange<T> {
     for (;;) {
       const c = Atomics.load(this.control, this.connectedWord);
       if (c >= this.size) break;
-      waitWhileEqual(this.control, this.connectedWord, c, this.waitOpts, () => new CommTimeoutError(
-        `${this.waitOpts.observer ?? `rank ${this.rank}`} waited more than ${this.waitOpts.timeoutMs} ms for all ${this.size} ranks to connect (${c} connected)`,
-      ));
+      waitWhileEqual(
+        this.control,
+        this.connectedWord,
+        c,
+        this.waitOpts,
+        () =>
+          new CommTimeoutError(
+            `${this.waitOpts.observer ?? `rank ${this.rank}`} waited more than ${this.waitOpts.timeoutMs} ms for all ${this.size} ranks to connect (${c} connected)`,
+          ),
+      );
     }
     this.peersReady = true;
   }

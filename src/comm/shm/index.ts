@@ -15,7 +15,14 @@
  * A device thread's kernels keep their heap in the arena (`useSharedHeap(comm.heapSource())`, see
  * runtime/device/deviceBackend.ts), so a replica's flat buffers are arena buffers: reduced in place.
  */
-export { createShmWorld, spinFromEnv, ShmWorld, type ShmInit, type ShmInit as ShmRankInit, type ShmWorldOptions } from './world.ts';
+export {
+  createShmWorld,
+  spinFromEnv,
+  ShmWorld,
+  type ShmInit,
+  type ShmInit as ShmRankInit,
+  type ShmWorldOptions,
+} from './world.ts';
 export { ShmCommunicator } from './shmCommunicator.ts';
 export type { PathCounts } from './collectives.ts';
 export { Barrier } from './barrier.ts';
@@ -23,4 +30,11 @@ export { Mutex } from './mutex.ts';
 export { AbortFlag, type AbortInfo } from './abort.ts';
 export { waitWhileEqual, waitUntil, type WaitOptions } from './wait.ts';
 export { AdaptiveSpin } from './adaptiveSpin.ts';
-export { PeerFailedError, CommTimeoutError, CollectiveMismatchError, ShmUsageError, MAIN_THREAD, UNKNOWN_PARTY } from './errors.ts';
+export {
+  PeerFailedError,
+  CommTimeoutError,
+  CollectiveMismatchError,
+  ShmUsageError,
+  MAIN_THREAD,
+  UNKNOWN_PARTY,
+} from './errors.ts';

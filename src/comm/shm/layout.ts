@@ -67,12 +67,18 @@ export interface Layout extends LayoutParams {
 export function computeLayout(p: LayoutParams): Layout {
   const { size, mutexes } = p;
   let w = 8;
-  const barrier = w; w += 2 + size;
-  const allocLock = w; w += 1;
-  const mutexBase = w; w += mutexes;
-  const descBase = w; w += 2 * size * DESC_WORDS;
-  const stepBase = w; w += size;
-  const mailboxBase = w; w += size * size * MAILBOX_WORDS;
+  const barrier = w;
+  w += 2 + size;
+  const allocLock = w;
+  w += 1;
+  const mutexBase = w;
+  w += mutexes;
+  const descBase = w;
+  w += 2 * size * DESC_WORDS;
+  const stepBase = w;
+  w += size;
+  const mailboxBase = w;
+  w += size * size * MAILBOX_WORDS;
   const reasonByte = alignUp(w * 4, 16);
   const controlBytes = alignUp(reasonByte + REASON_BYTES, 64);
   const stagingBytes = alignUp(p.stagingBytes, 2 * ALIGN);
@@ -83,9 +89,28 @@ export function computeLayout(p: LayoutParams): Layout {
   const stagingBase = alignUp(mailboxData + size * size * mailboxBytes);
   const heapBase = alignUp(stagingBase + size * stagingBytes);
   return {
-    ...p, stagingBytes, mailboxBytes,
-    magic: 0, sizeWord: 1, abortFlag: 2, abortRank: 3, reasonLen: 4, connected: 5, heapTop: 6,
-    barrier, allocLock, mutexBase, descBase, stepBase, mailboxBase, reasonByte, controlBytes,
-    tableBase, scratchBase, mailboxData, stagingBase, heapBase,
+    ...p,
+    stagingBytes,
+    mailboxBytes,
+    magic: 0,
+    sizeWord: 1,
+    abortFlag: 2,
+    abortRank: 3,
+    reasonLen: 4,
+    connected: 5,
+    heapTop: 6,
+    barrier,
+    allocLock,
+    mutexBase,
+    descBase,
+    stepBase,
+    mailboxBase,
+    reasonByte,
+    controlBytes,
+    tableBase,
+    scratchBase,
+    mailboxData,
+    stagingBase,
+    heapBase,
   };
 }

@@ -12,8 +12,12 @@ import { MAILBOX_WORDS } from './layout.ts';
 import { waitWhileEqual, type WaitOptions } from './wait.ts';
 import { CommTimeoutError } from './errors.ts';
 
-const STATE = 0, TAG = 1, TOTAL = 2, CHUNK = 3;
-const EMPTY = 0, FULL = 1;
+const STATE = 0,
+  TAG = 1,
+  TOTAL = 2,
+  CHUNK = 3;
+const EMPTY = 0,
+  FULL = 1;
 
 export class Mailboxes {
   private readonly capacity: number;
@@ -36,9 +40,12 @@ export class Mailboxes {
 
   /** Returns ms spent waiting for the receiver to drain the mailbox. */
   send(buf: Float32Array, dest: number, tag: number, opts: WaitOptions): number {
-    const n = buf.length, cap = this.capacity;
+    const n = buf.length,
+      cap = this.capacity;
     if (dest === this.rank && n > cap) {
-      throw new ShmUsageError(`send to self (rank ${dest}) of ${n} floats does not fit the ${cap}-float mailbox and would deadlock; raise mailboxBytes or copy locally`);
+      throw new ShmUsageError(
+        `send to self (rank ${dest}) of ${n} floats does not fit the ${cap}-float mailbox and would deadlock; raise mailboxBytes or copy locally`,
+      );
     }
     const h = this.header(this.rank, dest);
     const c = this.control;
@@ -46,9 +53,17 @@ export class Mailboxes {
     let off = 0;
     do {
       const m = Math.min(cap, n - off);
-      waited += waitWhileEqual(c, h + STATE, FULL, opts, () => new CommTimeoutError(
-        `${opts.observer} waited more than ${opts.timeoutMs} ms to send to rank ${dest}: rank ${dest} has not received the previous message`, [dest],
-      ));
+      waited += waitWhileEqual(
+        c,
+        h + STATE,
+        FULL,
+        opts,
+        () =>
+          new CommTimeoutError(
+            `${opts.observer} waited more than ${opts.timeoutMs} ms to send to rank ${dest}: rank ${dest} has not received the previous message`,
+            [dest],
+          ),
+      );
       if (m > 0) this.payload(this.rank, dest, m).set(buf.subarray(off, off + m));
       Atomics.store(c, h + TAG, tag);
       Atomics.store(c, h + TOTAL, n);
@@ -71,14 +86,24 @@ export class Mailboxes {
     let waited = 0;
     let off = 0;
     do {
-      waited += waitWhileEqual(c, h + STATE, EMPTY, opts, () => new CommTimeoutError(
-        `${opts.observer} waited more than ${opts.timeoutMs} ms to receive from rank ${source}: rank ${source} has not sent`, [source],
-      ));
-      const gotTag = Atomics.load(c, h + TAG), total = Atomics.load(c, h + TOTAL), m = Atomics.load(c, h + CHUNK);
+      waited += waitWhileEqual(
+        c,
+        h + STATE,
+        EMPTY,
+        opts,
+        () =>
+          new CommTimeoutError(
+            `${opts.observer} waited more than ${opts.timeoutMs} ms to receive from rank ${source}: rank ${source} has not sent`,
+            [source],
+          ),
+      );
+      const gotTag = Atomics.load(c, h + TAG),
+        total = Atomics.load(c, h + TOTAL),
+        m = Atomics.load(c, h + CHUNK);
       if (gotTag !== tag || total !== n) {
         throw new ShmUsageError(
           `rank ${this.rank} expected a message of ${n} floats with tag ${tag} from rank ${source}, but rank ${source} sent ${total} floats with tag ${gotTag} ` +
-          '(the shm transport delivers messages between two ranks in order; match sends and receives in order, with the same length)',
+            '(the shm transport delivers messages between two ranks in order; match sends and receives in order, with the same length)',
         );
       }
       if (m > 0) buf.set(this.payload(source, this.rank, m), off);

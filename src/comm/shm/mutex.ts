@@ -7,7 +7,9 @@
 import { CommTimeoutError } from './errors.ts';
 import { waitWhileEqual, type WaitOptions } from './wait.ts';
 
-const FREE = 0, LOCKED = 1, CONTENDED = 2;
+const FREE = 0,
+  LOCKED = 1,
+  CONTENDED = 2;
 
 export class Mutex {
   /** A mutex on a fresh SharedArrayBuffer; share it by posting `mutex.i32` (and `index`). */
@@ -15,9 +17,15 @@ export class Mutex {
     return new Mutex(new Int32Array(new SharedArrayBuffer(4)), 0, opts);
   }
 
-  constructor(readonly i32: Int32Array, readonly index = 0, readonly opts: WaitOptions = {}) {
-    if (!(i32.buffer instanceof SharedArrayBuffer)) throw new TypeError('Mutex needs an Int32Array over a SharedArrayBuffer');
-    if (!Number.isInteger(index) || index < 0 || index >= i32.length) throw new RangeError(`Mutex index ${index} is outside the Int32Array`);
+  constructor(
+    readonly i32: Int32Array,
+    readonly index = 0,
+    readonly opts: WaitOptions = {},
+  ) {
+    if (!(i32.buffer instanceof SharedArrayBuffer))
+      throw new TypeError('Mutex needs an Int32Array over a SharedArrayBuffer');
+    if (!Number.isInteger(index) || index < 0 || index >= i32.length)
+      throw new RangeError(`Mutex index ${index} is outside the Int32Array`);
   }
 
   tryLock(): boolean {
@@ -35,7 +43,9 @@ export class Mutex {
     while (c !== FREE) {
       const left = timeout > 0 ? timeout - (performance.now() - t0) : 0;
       if (timeout > 0 && left <= 0) throw this.timeoutError(opts);
-      waitWhileEqual(i32, index, CONTENDED, { ...opts, timeoutMs: timeout > 0 ? left : 0 }, () => this.timeoutError(opts));
+      waitWhileEqual(i32, index, CONTENDED, { ...opts, timeoutMs: timeout > 0 ? left : 0 }, () =>
+        this.timeoutError(opts),
+      );
       c = Atomics.exchange(i32, index, CONTENDED);
     }
     return performance.now() - t0;
@@ -68,6 +78,8 @@ export class Mutex {
   }
 
   private timeoutError(opts: WaitOptions): CommTimeoutError {
-    return new CommTimeoutError(`${opts.observer ?? 'a thread'} waited more than ${opts.timeoutMs} ms for a mutex (word ${this.index})`);
+    return new CommTimeoutError(
+      `${opts.observer ?? 'a thread'} waited more than ${opts.timeoutMs} ms for a mutex (word ${this.index})`,
+    );
   }
 }

@@ -39,7 +39,10 @@ export class ReduceKernel {
   private readonly maxEntries: number;
 
   /** `tableByte`: this thread's own TABLE_BYTES scratch in the arena for the address table. */
-  constructor(memory: WebAssembly.Memory, private readonly tableByte: number) {
+  constructor(
+    memory: WebAssembly.Memory,
+    private readonly tableByte: number,
+  ) {
     const instance = new WebAssembly.Instance(kernelModule(), { env: { memory } });
     this.fn = instance.exports.reduce as ReduceFn;
     this.fn2 = instance.exports.reduce2 as Reduce2Fn;
@@ -50,14 +53,17 @@ export class ReduceKernel {
   /** See the file comment. Addresses are arena byte offsets; `div` 0 means no division. */
   reduce(srcs: ArrayLike<number>, dsts: ArrayLike<number>, n: number, div = 0): void {
     if (n <= 0) return;
-    const ns = srcs.length, nd = dsts.length;
-    if (ns < 1 || ns + nd > this.maxEntries) throw new RangeError(`reduce kernel: bad source/destination count ${ns}/${nd}`);
+    const ns = srcs.length,
+      nd = dsts.length;
+    if (ns < 1 || ns + nd > this.maxEntries)
+      throw new RangeError(`reduce kernel: bad source/destination count ${ns}/${nd}`);
     let done = 0;
     if (ns === 2 && (nd === 1 || nd === 2)) {
       done = this.fn2(srcs[0]!, srcs[1]!, dsts[0]!, nd === 2 ? dsts[1]! : 0, nd, n, div);
       if (done === n) return;
     }
-    const t = this.table, skip = done * 4;
+    const t = this.table,
+      skip = done * 4;
     for (let k = 0; k < ns; k++) t[k] = srcs[k]! + skip;
     for (let k = 0; k < nd; k++) t[ns + k] = dsts[k]! + skip;
     this.fn(this.tableByte, ns, nd, n - done, div);

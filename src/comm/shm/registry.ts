@@ -59,17 +59,23 @@ export class Registry {
   match(buf: Float32Array): Match | null {
     const regs = this.regs;
     for (let i = 0; i < regs.length; i++) {
-      const reg = regs[i]!, own = reg.own;
+      const reg = regs[i]!,
+        own = reg.own;
       if (!reg.active) continue;
       if (own === buf) return { reg, offset: 0 };
-      if (own.buffer === buf.buffer && buf.byteOffset >= own.byteOffset && buf.byteOffset + buf.byteLength <= own.byteOffset + own.byteLength) {
+      if (
+        own.buffer === buf.buffer &&
+        buf.byteOffset >= own.byteOffset &&
+        buf.byteOffset + buf.byteLength <= own.byteOffset + own.byteLength
+      ) {
         return { reg, offset: (buf.byteOffset - own.byteOffset) / 4 };
       }
     }
     // a view into the arena made over a newer buffer object (after a grow): match by address
     if (this.arena.owns(buf)) {
       for (let i = 0; i < regs.length; i++) {
-        const reg = regs[i]!, own = reg.own;
+        const reg = regs[i]!,
+          own = reg.own;
         if (!reg.active || !reg.addrs) continue;
         if (buf.byteOffset >= own.byteOffset && buf.byteOffset + buf.byteLength <= own.byteOffset + own.byteLength) {
           return { reg, offset: (buf.byteOffset - own.byteOffset) / 4 };

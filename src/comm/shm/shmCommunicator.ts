@@ -20,7 +20,15 @@ import { CallDescriptors, OP_BARRIER, REDOPS } from './callDescriptor.ts';
 import { ShmCollectives, type PathCounts } from './collectives.ts';
 import { PeerFailedError, ShmUsageError } from './errors.ts';
 import { HandleExchange } from './exchange.ts';
-import { computeLayout, KERNEL_STATIC_BYTES, LAYOUT_VERSION, MAGIC, REASON_BYTES, TABLE_BYTES, type Layout } from './layout.ts';
+import {
+  computeLayout,
+  KERNEL_STATIC_BYTES,
+  LAYOUT_VERSION,
+  MAGIC,
+  REASON_BYTES,
+  TABLE_BYTES,
+  type Layout,
+} from './layout.ts';
 import { Mailboxes } from './mailbox.ts';
 import { Mutex } from './mutex.ts';
 import { ReduceKernel } from './reduceKernel.ts';
@@ -56,8 +64,12 @@ export class ShmCommunicator implements Communicator {
   }
 
   private constructor(init: ShmInit) {
-    if (!init || init.kind !== 'paratrain.shm') throw new ShmUsageError('ShmCommunicator.connect: not an init object from world.rankInit(rank)');
-    if (init.version !== LAYOUT_VERSION) throw new ShmUsageError(`ShmCommunicator.connect: init version ${init.version}, this code speaks ${LAYOUT_VERSION}`);
+    if (!init || init.kind !== 'paratrain.shm')
+      throw new ShmUsageError('ShmCommunicator.connect: not an init object from world.rankInit(rank)');
+    if (init.version !== LAYOUT_VERSION)
+      throw new ShmUsageError(
+        `ShmCommunicator.connect: init version ${init.version}, this code speaks ${LAYOUT_VERSION}`,
+      );
     this.rank = init.rank;
     this.size = init.size;
     this.worldId = init.worldId;
@@ -66,12 +78,20 @@ export class ShmCommunicator implements Communicator {
     if (this.control[this.layout.magic] !== MAGIC || this.control[this.layout.sizeWord] !== init.size) {
       throw new ShmUsageError('ShmCommunicator.connect: the control block does not match the init object');
     }
-    const L = this.layout, G = this.size;
+    const L = this.layout,
+      G = this.size;
     this.abortFlag = new AbortFlag(this.control, {
-      flag: L.abortFlag, rank: L.abortRank, reasonLen: L.reasonLen, reasonByte: L.reasonByte, reasonBytes: REASON_BYTES,
+      flag: L.abortFlag,
+      rank: L.abortRank,
+      reasonLen: L.reasonLen,
+      reasonByte: L.reasonByte,
+      reasonBytes: REASON_BYTES,
     });
     this.waitOpts = {
-      abort: this.abortFlag, timeoutMs: init.timeoutMs, sliceMs: init.sliceMs, observer: `rank ${this.rank}`,
+      abort: this.abortFlag,
+      timeoutMs: init.timeoutMs,
+      sliceMs: init.sliceMs,
+      observer: `rank ${this.rank}`,
       ...(init.spinMicros === 'adaptive' ? { adaptiveSpin: new AdaptiveSpin() } : { spinMicros: init.spinMicros }),
     };
     if (init.stallMs > 0) this.waitOpts.stall = { afterMs: init.stallMs, warn: (ms) => this.reportStall(ms) };
@@ -81,11 +101,29 @@ export class ShmCommunicator implements Communicator {
     this.mailboxes = new Mailboxes(this.control, L, this.arena, this.rank);
     this.descriptors = new CallDescriptors(this.control, L, this.rank, G);
     const kernel = new ReduceKernel(init.memory, L.tableBase + this.rank * TABLE_BYTES);
-    this.collectives = new ShmCollectives(this.rank, G, L, this.arena, kernel, loadShmNative(), this.registry, this.stats, {
-      begin: (op, n, m, root, redop) => this.descriptors.write(op, n, m, root, redop),
-      arrive: (validate) => this.arrive(validate),
-    });
-    this.exchange = new HandleExchange<BufferHandle>(init.worldId, this.rank, G, this.control, L.connected, this.abortFlag, this.waitOpts);
+    this.collectives = new ShmCollectives(
+      this.rank,
+      G,
+      L,
+      this.arena,
+      kernel,
+      loadShmNative(),
+      this.registry,
+      this.stats,
+      {
+        begin: (op, n, m, root, redop) => this.descriptors.write(op, n, m, root, redop),
+        arrive: (validate) => this.arrive(validate),
+      },
+    );
+    this.exchange = new HandleExchange<BufferHandle>(
+      init.worldId,
+      this.rank,
+      G,
+      this.control,
+      L.connected,
+      this.abortFlag,
+      this.waitOpts,
+    );
   }
 
   // ---------------------------------------------------------------- Communicator
@@ -201,11 +239,21 @@ export class ShmCommunicator implements Communicator {
     const seq = this.regSeq++;
     let handle: BufferHandle;
     if (!(buf instanceof Float32Array)) {
-      handle = { sab: null, byteOffset: 0, length: 0, arena: false, error: `rank ${this.rank} passed ${describeValue(buf)} to register(), not a Float32Array` };
+      handle = {
+        sab: null,
+        byteOffset: 0,
+        length: 0,
+        arena: false,
+        error: `rank ${this.rank} passed ${describeValue(buf)} to register(), not a Float32Array`,
+      };
     } else if (!(buf.buffer instanceof SharedArrayBuffer)) {
       handle = {
-        sab: null, byteOffset: 0, length: buf.length, arena: false,
-        error: `rank ${this.rank}'s buffer (${buf.length} floats) is backed by an ArrayBuffer, not a SharedArrayBuffer, so peers cannot read it; ` +
+        sab: null,
+        byteOffset: 0,
+        length: buf.length,
+        arena: false,
+        error:
+          `rank ${this.rank}'s buffer (${buf.length} floats) is backed by an ArrayBuffer, not a SharedArrayBuffer, so peers cannot read it; ` +
           'allocate it with comm.alloc(n), new Float32Array(new SharedArrayBuffer(n * 4)), or in a shared wasm memory',
       };
     } else {
@@ -222,7 +270,9 @@ export class ShmCommunicator implements Communicator {
     if (errors.length) throw new ShmUsageError(`register: ${errors.join('; ')}`);
     const lengths = handles.map((h) => h.length);
     if (lengths.some((l) => l !== lengths[0])) {
-      throw new ShmUsageError(`register: ranks registered buffers of different lengths (${lengths.map((l, r) => `rank ${r}: ${l}`).join(', ')}); register corresponding buffers in the same order on every rank`);
+      throw new ShmUsageError(
+        `register: ranks registered buffers of different lengths (${lengths.map((l, r) => `rank ${r}: ${l}`).join(', ')}); register corresponding buffers in the same order on every rank`,
+      );
     }
     this.registry.add(buf, handles);
   }
@@ -261,7 +311,12 @@ export class ShmCommunicator implements Communicator {
    * every array it allocates — a replica's flat params, grads and state — in the arena, so
    * registering them gives the in-place path. Regions are reserved from the arena (never freed).
    */
-  heapSource(): { memory: WebAssembly.Memory; staticBytes: number; reserve(bytes: number): number; buffer(): ArrayBufferLike } {
+  heapSource(): {
+    memory: WebAssembly.Memory;
+    staticBytes: number;
+    reserve(bytes: number): number;
+    buffer(): ArrayBufferLike;
+  } {
     return {
       memory: this.arena.memory,
       staticBytes: KERNEL_STATIC_BYTES,
@@ -277,7 +332,10 @@ export class ShmCommunicator implements Communicator {
 
   /** Mutex slot `i` of the world (same lock as `world.mutex(i)`), abort-aware. */
   mutex(i: number): Mutex {
-    if (!Number.isInteger(i) || i < 0 || i >= this.layout.mutexes) throw new ShmUsageError(`mutex: index must be in 0..${this.layout.mutexes - 1} (raise 'mutexes' in createShmWorld options), got ${i}`);
+    if (!Number.isInteger(i) || i < 0 || i >= this.layout.mutexes)
+      throw new ShmUsageError(
+        `mutex: index must be in 0..${this.layout.mutexes - 1} (raise 'mutexes' in createShmWorld options), got ${i}`,
+      );
     return new Mutex(this.control, this.layout.mutexBase + i, this.waitOpts);
   }
 
@@ -286,7 +344,10 @@ export class ShmCommunicator implements Communicator {
    * clonable): `new Mutex(comm.lockWord(i))` is the same lock as `comm.mutex(i)`, and abort-aware.
    */
   lockWord(i = 0): Int32Array {
-    if (!Number.isInteger(i) || i < 0 || i >= this.layout.mutexes) throw new ShmUsageError(`lockWord: index must be in 0..${this.layout.mutexes - 1} (raise 'mutexes' in createShmWorld options), got ${i}`);
+    if (!Number.isInteger(i) || i < 0 || i >= this.layout.mutexes)
+      throw new ShmUsageError(
+        `lockWord: index must be in 0..${this.layout.mutexes - 1} (raise 'mutexes' in createShmWorld options), got ${i}`,
+      );
     return new Int32Array(this.control.buffer, (this.layout.mutexBase + i) * 4, 1);
   }
 
@@ -322,7 +383,8 @@ export class ShmCommunicator implements Communicator {
       this.abortFlag.check(this.waitOpts.observer);
       return fn();
     } catch (err) {
-      if (!(err instanceof PeerFailedError)) this.abortFlag.raise(this.rank, `${what} failed on rank ${this.rank}: ${errorText(err)}`);
+      if (!(err instanceof PeerFailedError))
+        this.abortFlag.raise(this.rank, `${what} failed on rank ${this.rank}: ${errorText(err)}`);
       throw err;
     } finally {
       this.stats.commMs += performance.now() - t0;
@@ -336,22 +398,32 @@ export class ShmCommunicator implements Communicator {
   }
 
   private checkBuf(buf: Float32Array, what: string): void {
-    if (!(buf instanceof Float32Array)) throw new ShmUsageError(`${what}: expected a Float32Array, got ${describeValue(buf)}`);
+    if (!(buf instanceof Float32Array))
+      throw new ShmUsageError(`${what}: expected a Float32Array, got ${describeValue(buf)}`);
   }
 
   private checkRank(r: number, what: string): void {
-    if (!Number.isInteger(r) || r < 0 || r >= this.size) throw new ShmUsageError(`${what} must be a rank in 0..${this.size - 1}, got ${r}`);
+    if (!Number.isInteger(r) || r < 0 || r >= this.size)
+      throw new ShmUsageError(`${what} must be a rank in 0..${this.size - 1}, got ${r}`);
   }
 
   private checkTag(tag: number): void {
-    if (!Number.isInteger(tag) || tag < -(2 ** 31) || tag >= 2 ** 31) throw new ShmUsageError(`tag must be a 32-bit integer, got ${tag}`);
+    if (!Number.isInteger(tag) || tag < -(2 ** 31) || tag >= 2 ** 31)
+      throw new ShmUsageError(`tag must be a 32-bit integer, got ${tag}`);
   }
 
   /** The stall inspector's report of a long wait: who has not reached the barrier, where everyone is. */
   private reportStall(waitedMs: number): void {
-    const others = Array.from({ length: this.size }, (_, q) => ({ rank: q, ...this.descriptors.position(q) })).filter((p) => p.rank !== this.rank);
-    reportStall({ rank: this.rank, waitingIn: this.descriptors.position(this.rank).call, seconds: waitedMs / 1000,
-      missing: this.worldBarrier.missing().filter((q) => q !== this.rank), others });
+    const others = Array.from({ length: this.size }, (_, q) => ({ rank: q, ...this.descriptors.position(q) })).filter(
+      (p) => p.rank !== this.rank,
+    );
+    reportStall({
+      rank: this.rank,
+      waitingIn: this.descriptors.position(this.rank).call,
+      seconds: waitedMs / 1000,
+      missing: this.worldBarrier.missing().filter((q) => q !== this.rank),
+      others,
+    });
   }
 
   /** Meet every rank; on the first barrier of a call, check all ranks made the same call. */

@@ -32,13 +32,18 @@ export interface WaitOptions {
  * `onTimeout` builds the error thrown when `timeoutMs` expires (default: a generic one).
  */
 export function waitWhileEqual(
-  i32: Int32Array, index: number, value: number, opts: WaitOptions = {}, onTimeout?: () => Error,
+  i32: Int32Array,
+  index: number,
+  value: number,
+  opts: WaitOptions = {},
+  onTimeout?: () => Error,
 ): number {
   if (Atomics.load(i32, index) !== value) return 0;
   const t0 = performance.now();
   const learned = opts.adaptiveSpin;
-  const spin = learned ? learned.micros : opts.spinMicros ?? 0;
-  if (!(spin > 0 && spinWhileEqual(i32, index, value, t0 + spin / 1000))) sleepWhileEqual(i32, index, value, t0, opts, onTimeout);
+  const spin = learned ? learned.micros : (opts.spinMicros ?? 0);
+  if (!(spin > 0 && spinWhileEqual(i32, index, value, t0 + spin / 1000)))
+    sleepWhileEqual(i32, index, value, t0, opts, onTimeout);
   const waited = performance.now() - t0;
   learned?.record(waited);
   return waited;
@@ -62,7 +67,12 @@ function spinWhileEqual(i32: Int32Array, index: number, value: number, until: nu
 
 /** Sleeps while the word holds `value`, in slices, checking the abort word, the deadline and the stall inspector between them. */
 function sleepWhileEqual(
-  i32: Int32Array, index: number, value: number, t0: number, opts: WaitOptions, onTimeout?: () => Error,
+  i32: Int32Array,
+  index: number,
+  value: number,
+  t0: number,
+  opts: WaitOptions,
+  onTimeout?: () => Error,
 ): void {
   const abort = opts.abort ?? AbortFlag.for(i32.buffer);
   const slice = opts.sliceMs ?? 100;
@@ -73,7 +83,9 @@ function sleepWhileEqual(
     abort?.check(opts.observer);
     const now = performance.now();
     if (now >= deadline) {
-      throw onTimeout ? onTimeout() : new CommTimeoutError(`${opts.observer ?? 'a waiter'} waited more than ${timeout} ms`);
+      throw onTimeout
+        ? onTimeout()
+        : new CommTimeoutError(`${opts.observer ?? 'a waiter'} waited more than ${timeout} ms`);
     }
     Atomics.wait(i32, index, value, Math.min(slice, deadline - now));
     // the word moved: the wait succeeded (even if an abort came right after; the next wait sees it)
@@ -91,7 +103,10 @@ function sleepWhileEqual(
  * Returns the milliseconds spent waiting.
  */
 export function waitUntil(
-  i32: Int32Array, index: number, ready: (value: number) => boolean, guard?: AbortFlag | WaitOptions,
+  i32: Int32Array,
+  index: number,
+  ready: (value: number) => boolean,
+  guard?: AbortFlag | WaitOptions,
 ): number {
   const opts: WaitOptions = guard instanceof AbortFlag ? { abort: guard } : (guard ?? {});
   let waited = 0;

@@ -67,7 +67,9 @@ export function spinFromEnv(env: NodeJS.ProcessEnv = process.env): number | 'ada
   if (v === 'adaptive') return v;
   const us = Number(v);
   if (!(us >= 0 && Number.isFinite(us))) {
-    throw new ShmUsageError(`PARATRAIN_SHM_SPIN: expected a number of µs ≥ 0 or 'adaptive', got '${env.PARATRAIN_SHM_SPIN}'; unset it for the default`);
+    throw new ShmUsageError(
+      `PARATRAIN_SHM_SPIN: expected a number of µs ≥ 0 or 'adaptive', got '${env.PARATRAIN_SHM_SPIN}'; unset it for the default`,
+    );
   }
   return us;
 }
@@ -91,32 +93,52 @@ export class ShmWorld {
   private arena?: Arena;
 
   constructor(size: number, options: ShmWorldOptions = {}) {
-    if (!Number.isInteger(size) || size < 1 || size > 256) throw new ShmUsageError(`createShmWorld: size must be an integer in 1..256, got ${size}`);
+    if (!Number.isInteger(size) || size < 1 || size > 256)
+      throw new ShmUsageError(`createShmWorld: size must be an integer in 1..256, got ${size}`);
     const stagingBytes = options.stagingBytes ?? 4 << 20;
     const mailboxBytes = options.mailboxBytes ?? 256 << 10;
     const mutexes = options.mutexes ?? 16;
     const arenaMaxBytes = Math.min(options.arenaMaxBytes ?? MAX_ARENA, MAX_ARENA);
-    if (!(stagingBytes >= 2 * 64 * size)) throw new ShmUsageError(`createShmWorld: stagingBytes must be at least ${2 * 64 * size} for ${size} ranks, got ${stagingBytes}`);
-    if (!(mailboxBytes >= 64)) throw new ShmUsageError(`createShmWorld: mailboxBytes must be at least 64, got ${mailboxBytes}`);
-    if (!Number.isInteger(mutexes) || mutexes < 0) throw new ShmUsageError(`createShmWorld: mutexes must be a non-negative integer, got ${mutexes}`);
+    if (!(stagingBytes >= 2 * 64 * size))
+      throw new ShmUsageError(
+        `createShmWorld: stagingBytes must be at least ${2 * 64 * size} for ${size} ranks, got ${stagingBytes}`,
+      );
+    if (!(mailboxBytes >= 64))
+      throw new ShmUsageError(`createShmWorld: mailboxBytes must be at least 64, got ${mailboxBytes}`);
+    if (!Number.isInteger(mutexes) || mutexes < 0)
+      throw new ShmUsageError(`createShmWorld: mutexes must be a non-negative integer, got ${mutexes}`);
     const spin = options.spinMicros;
-    if (spin !== undefined && spin !== 'adaptive' && !(typeof spin === 'number' && spin >= 0 && Number.isFinite(spin))) {
-      throw new ShmUsageError(`createShmWorld: spinMicros must be a number of µs ≥ 0 or 'adaptive', got ${String(spin)}`);
+    if (
+      spin !== undefined &&
+      spin !== 'adaptive' &&
+      !(typeof spin === 'number' && spin >= 0 && Number.isFinite(spin))
+    ) {
+      throw new ShmUsageError(
+        `createShmWorld: spinMicros must be a number of µs ≥ 0 or 'adaptive', got ${String(spin)}`,
+      );
     }
     this.size = size;
     this.layout = computeLayout({ size, mutexes, stagingBytes, mailboxBytes });
     const arenaBytes = this.layout.heapBase + (options.arenaBytes ?? 0);
-    if (arenaBytes > arenaMaxBytes) throw new ShmUsageError(`createShmWorld: staging, mailboxes and arenaBytes need ${arenaBytes} bytes, more than arenaMaxBytes ${arenaMaxBytes}`);
+    if (arenaBytes > arenaMaxBytes)
+      throw new ShmUsageError(
+        `createShmWorld: staging, mailboxes and arenaBytes need ${arenaBytes} bytes, more than arenaMaxBytes ${arenaMaxBytes}`,
+      );
     this.control = new SharedArrayBuffer(this.layout.controlBytes);
     this.i32 = new Int32Array(this.control);
     this.i32[this.layout.magic] = MAGIC;
     this.i32[this.layout.sizeWord] = size;
     this.memory = new WebAssembly.Memory({
-      initial: Math.ceil(arenaBytes / PAGE), maximum: Math.floor(arenaMaxBytes / PAGE), shared: true,
+      initial: Math.ceil(arenaBytes / PAGE),
+      maximum: Math.floor(arenaMaxBytes / PAGE),
+      shared: true,
     });
     this.abortFlag = new AbortFlag(this.i32, {
-      flag: this.layout.abortFlag, rank: this.layout.abortRank, reasonLen: this.layout.reasonLen,
-      reasonByte: this.layout.reasonByte, reasonBytes: REASON_BYTES,
+      flag: this.layout.abortFlag,
+      rank: this.layout.abortRank,
+      reasonLen: this.layout.reasonLen,
+      reasonByte: this.layout.reasonByte,
+      reasonBytes: REASON_BYTES,
     });
     this.opts = {
       arenaMaxBytes,
@@ -129,11 +151,22 @@ export class ShmWorld {
 
   /** The structured-clonable init object for worker `rank`. */
   rankInit(rank: number): ShmInit {
-    if (!Number.isInteger(rank) || rank < 0 || rank >= this.size) throw new ShmUsageError(`rankInit: rank must be in 0..${this.size - 1}, got ${rank}`);
+    if (!Number.isInteger(rank) || rank < 0 || rank >= this.size)
+      throw new ShmUsageError(`rankInit: rank must be in 0..${this.size - 1}, got ${rank}`);
     return {
-      kind: 'paratrain.shm', version: LAYOUT_VERSION, worldId: this.worldId, rank, size: this.size,
-      control: this.control, memory: this.memory,
-      params: { size: this.size, mutexes: this.layout.mutexes, stagingBytes: this.layout.stagingBytes, mailboxBytes: this.layout.mailboxBytes },
+      kind: 'paratrain.shm',
+      version: LAYOUT_VERSION,
+      worldId: this.worldId,
+      rank,
+      size: this.size,
+      control: this.control,
+      memory: this.memory,
+      params: {
+        size: this.size,
+        mutexes: this.layout.mutexes,
+        stagingBytes: this.layout.stagingBytes,
+        mailboxBytes: this.layout.mailboxBytes,
+      },
       ...this.opts,
     };
   }
@@ -161,7 +194,10 @@ export class ShmWorld {
 
   /** Mutex slot `i` of the control block (the same lock as `comm.mutex(i)` on every rank). */
   mutex(i: number): Mutex {
-    if (!Number.isInteger(i) || i < 0 || i >= this.layout.mutexes) throw new ShmUsageError(`mutex: index must be in 0..${this.layout.mutexes - 1} (raise 'mutexes' in createShmWorld options), got ${i}`);
+    if (!Number.isInteger(i) || i < 0 || i >= this.layout.mutexes)
+      throw new ShmUsageError(
+        `mutex: index must be in 0..${this.layout.mutexes - 1} (raise 'mutexes' in createShmWorld options), got ${i}`,
+      );
     return new Mutex(this.i32, this.layout.mutexBase + i, this.waitOptions());
   }
 

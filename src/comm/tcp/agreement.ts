@@ -28,13 +28,27 @@ export function parseAgreements(v: unknown): Agreement[] {
   if (!Array.isArray(v) || v.length > MAX_AGREEMENTS) throw new FrameError('malformed registration: agreements');
   return v.map((a: unknown) => {
     const q = a as Record<string, unknown>;
-    if (typeof q !== 'object' || q === null || !isStr(q.what, 100) || !isStr(q.source, 1024) || !isStr(q.fix, 300) ||
-        typeof q.fields !== 'object' || q.fields === null || Array.isArray(q.fields)) {
+    if (
+      typeof q !== 'object' ||
+      q === null ||
+      !isStr(q.what, 100) ||
+      !isStr(q.source, 1024) ||
+      !isStr(q.fix, 300) ||
+      typeof q.fields !== 'object' ||
+      q.fields === null ||
+      Array.isArray(q.fields)
+    ) {
       throw new FrameError('malformed registration: agreements');
     }
     const entries = Object.entries(q.fields as Record<string, unknown>);
-    if (entries.length > MAX_FIELDS || entries.some(([k, f]) => k.length > 100 || !isStr(f, 200))) throw new FrameError('malformed registration: agreements');
-    return { what: q.what, source: q.source, fix: q.fix, fields: Object.fromEntries(entries) as Record<string, string> };
+    if (entries.length > MAX_FIELDS || entries.some(([k, f]) => k.length > 100 || !isStr(f, 200)))
+      throw new FrameError('malformed registration: agreements');
+    return {
+      what: q.what,
+      source: q.source,
+      fix: q.fix,
+      fields: Object.fromEntries(entries) as Record<string, string>,
+    };
   });
 }
 
@@ -43,10 +57,16 @@ export function parseAgreements(v: unknown): Agreement[] {
  * "process 1's training data differs from process 0's: samples 3000 vs 4000 (from /a vs /b);
  * every process must read the same dataset" — or undefined when they agree.
  */
-export function disagreement(mine: readonly Agreement[], theirs: readonly Agreement[], me: string, them: string): string | undefined {
+export function disagreement(
+  mine: readonly Agreement[],
+  theirs: readonly Agreement[],
+  me: string,
+  them: string,
+): string | undefined {
   for (const a of mine) {
     const b = theirs.find((t) => t.what === a.what);
-    if (!b) return `${them} did not say what its ${a.what} is, but ${me} did: it runs another version of paratrain; ${a.fix}`;
+    if (!b)
+      return `${them} did not say what its ${a.what} is, but ${me} did: it runs another version of paratrain; ${a.fix}`;
     const keys = [...new Set([...Object.keys(a.fields), ...Object.keys(b.fields)])];
     const differ = keys.filter((k) => a.fields[k] !== b.fields[k]);
     if (differ.length === 0) continue;
@@ -55,5 +75,7 @@ export function disagreement(mine: readonly Agreement[], theirs: readonly Agreem
     return `${them}'s ${a.what} differs from ${me}'s: ${diffs} (${from}); ${a.fix}`;
   }
   const extra = theirs.find((t) => !mine.some((a) => a.what === t.what));
-  return extra ? `${me} did not say what its ${extra.what} is, but ${them} did: it runs another version of paratrain; ${extra.fix}` : undefined;
+  return extra
+    ? `${me} did not say what its ${extra.what} is, but ${them} did: it runs another version of paratrain; ${extra.fix}`
+    : undefined;
 }

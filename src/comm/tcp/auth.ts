@@ -40,7 +40,9 @@ interface Ctx {
 
 function mac(key: Buffer, role: 'acceptor' | 'dialer', ctx: Ctx, nd: string, na: string): Buffer {
   return createHmac('sha256', key)
-    .update(`paratrain/${PROTOCOL_VERSION}|${role}|${ctx.purpose}|${ctx.dir}|${ctx.dialer}>${ctx.acceptor}|${ctx.job}|${nd}|${na}`)
+    .update(
+      `paratrain/${PROTOCOL_VERSION}|${role}|${ctx.purpose}|${ctx.dir}|${ctx.dialer}>${ctx.acceptor}|${ctx.job}|${nd}|${na}`,
+    )
     .digest();
 }
 
@@ -106,27 +108,43 @@ export async function authenticateAsDialer(link: Link, a: DialAuth): Promise<voi
   const nd = randomBytes(32).toString('hex');
   const dir = a.dir ?? 'send';
   const ctx: Ctx = { purpose: a.purpose, dir, dialer: a.myRank, acceptor: a.peerRank, job: a.job };
-  await withDeadline(link, (async () => {
-    void link.sendJson(FrameType.Hello, { v: PROTOCOL_VERSION, purpose: a.purpose, dir, rank: a.myRank, to: a.peerRank, job: a.job, nonce: nd });
-    const ch = await expect(link, [FrameType.Challenge, FrameType.Refuse], 'a challenge');
-    const chBody = parseJson(ch);
-    if (ch.type === FrameType.Refuse) throw refusal(a.peerDesc, chBody);
-    if (!isNonce(chBody.nonce)) throw new FrameError('challenge without a valid nonce');
-    if (!proofMatches(mac(a.key, 'acceptor', ctx, nd, chBody.nonce), chBody.proof)) {
-      link.refuse('authentication failed: your proof does not match our shared secret');
-      throw new AuthenticationError(`${a.peerDesc} did not prove knowledge of the shared secret: the processes of this job ` +
-        `were given different secrets (PARATRAIN_SECRET, or the secret/secretFile option) — give every rank the same one`);
-    }
-    void link.sendJson(FrameType.Proof, { proof: mac(a.key, 'dialer', ctx, nd, chBody.nonce).toString('hex') });
-    const w = await expect(link, [FrameType.Welcome, FrameType.Refuse], 'a welcome');
-    if (w.type === FrameType.Refuse) throw refusal(a.peerDesc, parseJson(w));
-  })(), a.deadlineMs, `authentication with ${a.peerDesc}`);
+  await withDeadline(
+    link,
+    (async () => {
+      void link.sendJson(FrameType.Hello, {
+        v: PROTOCOL_VERSION,
+        purpose: a.purpose,
+        dir,
+        rank: a.myRank,
+        to: a.peerRank,
+        job: a.job,
+        nonce: nd,
+      });
+      const ch = await expect(link, [FrameType.Challenge, FrameType.Refuse], 'a challenge');
+      const chBody = parseJson(ch);
+      if (ch.type === FrameType.Refuse) throw refusal(a.peerDesc, chBody);
+      if (!isNonce(chBody.nonce)) throw new FrameError('challenge without a valid nonce');
+      if (!proofMatches(mac(a.key, 'acceptor', ctx, nd, chBody.nonce), chBody.proof)) {
+        link.refuse('authentication failed: your proof does not match our shared secret');
+        throw new AuthenticationError(
+          `${a.peerDesc} did not prove knowledge of the shared secret: the processes of this job ` +
+            `were given different secrets (PARATRAIN_SECRET, or the secret/secretFile option) — give every rank the same one`,
+        );
+      }
+      void link.sendJson(FrameType.Proof, { proof: mac(a.key, 'dialer', ctx, nd, chBody.nonce).toString('hex') });
+      const w = await expect(link, [FrameType.Welcome, FrameType.Refuse], 'a welcome');
+      if (w.type === FrameType.Refuse) throw refusal(a.peerDesc, parseJson(w));
+    })(),
+    a.deadlineMs,
+    `authentication with ${a.peerDesc}`,
+  );
   link.peerRank = a.peerRank;
 }
 
 function refusal(peerDesc: string, body: Record<string, unknown>): Error {
   const msg = typeof body.message === 'string' ? body.message.slice(0, 500) : 'no reason given';
-  if (/authentication/i.test(msg)) return new AuthenticationError(`${peerDesc} refused this rank: ${msg} — give every rank the same secret`);
+  if (/authentication/i.test(msg))
+    return new AuthenticationError(`${peerDesc} refused this rank: ${msg} — give every rank the same secret`);
   return new RendezvousError(`${peerDesc} refused this rank: ${msg}`);
 }
 
@@ -147,50 +165,73 @@ export interface AcceptAuth {
  * caller logs it and drops the connection — it never concerns the job.
  */
 export async function authenticateAsAcceptor(link: Link, a: AcceptAuth): Promise<{ rank: number; dir: Direction }> {
-  const peer = await withDeadline(link, (async () => {
-    const hello = await expect(link, [FrameType.Hello], 'a hello');
-    const h = parseJson(hello);
-    if (h.v !== PROTOCOL_VERSION) {
-      link.refuse(`protocol version ${show(h.v, 40)} is not supported (this rank speaks ${PROTOCOL_VERSION})`);
-      throw new FrameError(`protocol version ${show(h.v, 40)} from a paratrain of another version`);
-    }
-    if (!isRank(h.rank) || !isRank(h.to) || !isNonce(h.nonce) || typeof h.purpose !== 'string' || typeof h.job !== 'string' ||
-        (h.dir !== 'send' && h.dir !== 'recv')) {
-      throw new FrameError('malformed hello');
-    }
-    const dir: Direction = h.dir;
-    if (h.purpose !== a.purpose) {
-      link.refuse(`this is the ${a.purpose} port of rank ${a.myRank}, not a ${h.purpose} port`);
-      throw new RendezvousError(`a peer claiming rank ${h.rank} dialled this ${a.purpose} port for ${h.purpose}`);
-    }
-    // the peer's own view of `to` and `job` enters the proofs, so a peer with the right secret that
-    // reached the wrong rank or job is told exactly that, after authentication, below
-    const ctx: Ctx = { purpose: a.purpose, dir, dialer: h.rank, acceptor: h.to, job: h.job };
-    const na = randomBytes(32).toString('hex');
-    void link.sendJson(FrameType.Challenge, { nonce: na, proof: mac(a.key, 'acceptor', ctx, h.nonce, na).toString('hex') });
-    const pf = await expect(link, [FrameType.Proof, FrameType.Refuse], 'a proof');
-    const body = parseJson(pf);
-    if (pf.type === FrameType.Refuse) {
-      throw new AuthenticationError(`peer claiming rank ${h.rank} refused our proof (${show(body.message)}): the secrets differ`, h.rank);
-    }
-    // checked after the proof so that only authenticated peers learn why they are refused
-    if (!proofMatches(mac(a.key, 'dialer', ctx, h.nonce, na), body.proof)) {
-      link.refuse('authentication failed: your proof does not match our shared secret');
-      throw new AuthenticationError(`peer claiming rank ${h.rank} failed authentication (wrong shared secret)`, h.rank);
-    }
-    if (h.to !== a.myRank || h.job !== a.job) {
-      const why = h.to !== a.myRank ? `you dialled rank ${h.to}, this is rank ${a.myRank}` : `you belong to another job (${h.job || 'none'})`;
-      link.refuse(why);
-      throw new RendezvousError(`rank ${h.rank} reached the wrong process: ${why}`);
-    }
-    const problem = a.check(h.rank, dir);
-    if (problem) {
-      link.refuse(problem);
-      throw new RendezvousError(`refused rank ${h.rank}: ${problem}`);
-    }
-    void link.sendJson(FrameType.Welcome, {});
-    return { rank: h.rank, dir };
-  })(), a.deadlineMs, 'the handshake');
+  const peer = await withDeadline(
+    link,
+    (async () => {
+      const hello = await expect(link, [FrameType.Hello], 'a hello');
+      const h = parseJson(hello);
+      if (h.v !== PROTOCOL_VERSION) {
+        link.refuse(`protocol version ${show(h.v, 40)} is not supported (this rank speaks ${PROTOCOL_VERSION})`);
+        throw new FrameError(`protocol version ${show(h.v, 40)} from a paratrain of another version`);
+      }
+      if (
+        !isRank(h.rank) ||
+        !isRank(h.to) ||
+        !isNonce(h.nonce) ||
+        typeof h.purpose !== 'string' ||
+        typeof h.job !== 'string' ||
+        (h.dir !== 'send' && h.dir !== 'recv')
+      ) {
+        throw new FrameError('malformed hello');
+      }
+      const dir: Direction = h.dir;
+      if (h.purpose !== a.purpose) {
+        link.refuse(`this is the ${a.purpose} port of rank ${a.myRank}, not a ${h.purpose} port`);
+        throw new RendezvousError(`a peer claiming rank ${h.rank} dialled this ${a.purpose} port for ${h.purpose}`);
+      }
+      // the peer's own view of `to` and `job` enters the proofs, so a peer with the right secret that
+      // reached the wrong rank or job is told exactly that, after authentication, below
+      const ctx: Ctx = { purpose: a.purpose, dir, dialer: h.rank, acceptor: h.to, job: h.job };
+      const na = randomBytes(32).toString('hex');
+      void link.sendJson(FrameType.Challenge, {
+        nonce: na,
+        proof: mac(a.key, 'acceptor', ctx, h.nonce, na).toString('hex'),
+      });
+      const pf = await expect(link, [FrameType.Proof, FrameType.Refuse], 'a proof');
+      const body = parseJson(pf);
+      if (pf.type === FrameType.Refuse) {
+        throw new AuthenticationError(
+          `peer claiming rank ${h.rank} refused our proof (${show(body.message)}): the secrets differ`,
+          h.rank,
+        );
+      }
+      // checked after the proof so that only authenticated peers learn why they are refused
+      if (!proofMatches(mac(a.key, 'dialer', ctx, h.nonce, na), body.proof)) {
+        link.refuse('authentication failed: your proof does not match our shared secret');
+        throw new AuthenticationError(
+          `peer claiming rank ${h.rank} failed authentication (wrong shared secret)`,
+          h.rank,
+        );
+      }
+      if (h.to !== a.myRank || h.job !== a.job) {
+        const why =
+          h.to !== a.myRank
+            ? `you dialled rank ${h.to}, this is rank ${a.myRank}`
+            : `you belong to another job (${h.job || 'none'})`;
+        link.refuse(why);
+        throw new RendezvousError(`rank ${h.rank} reached the wrong process: ${why}`);
+      }
+      const problem = a.check(h.rank, dir);
+      if (problem) {
+        link.refuse(problem);
+        throw new RendezvousError(`refused rank ${h.rank}: ${problem}`);
+      }
+      void link.sendJson(FrameType.Welcome, {});
+      return { rank: h.rank, dir };
+    })(),
+    a.deadlineMs,
+    'the handshake',
+  );
   link.peerRank = peer.rank;
   return peer;
 }

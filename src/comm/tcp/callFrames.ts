@@ -40,7 +40,10 @@ export interface CallContext {
 export function describeCall(type: number, n: number, flags: number, arg: number): string {
   const name = frameTypeName(type);
   if (type === FrameType.Barrier) return 'barrier';
-  const op = type === FrameType.Allreduce || type === FrameType.ReduceScatter ? `(${flags === 1 ? 'mean' : flags === 0 ? 'sum' : `op ${flags}`})` : '';
+  const op =
+    type === FrameType.Allreduce || type === FrameType.ReduceScatter
+      ? `(${flags === 1 ? 'mean' : flags === 0 ? 'sum' : `op ${flags}`})`
+      : '';
   const root = type === FrameType.Broadcast ? ` from root ${arg}` : '';
   return `${name}${op} of ${n} floats${root}`;
 }
@@ -51,7 +54,19 @@ export function checkLength(buf: Float32Array): void {
 }
 
 /** Sends floats [a, b) of `bytes` (the buffer's bytes) to `out` in frames of at most chunkFloats. */
-export function sendRange(ctx: CallContext, out: Link, sends: Promise<void>[], bytes: Buffer, a: number, b: number, type: number, tag: number, aux: number, flags: number, arg: number): void {
+export function sendRange(
+  ctx: CallContext,
+  out: Link,
+  sends: Promise<void>[],
+  bytes: Buffer,
+  a: number,
+  b: number,
+  type: number,
+  tag: number,
+  aux: number,
+  flags: number,
+  arg: number,
+): void {
   const c = ctx.links.chunkFloats;
   // the first frame goes at once (its checksum is all it waits for), so the next rank starts;
   // the rest as one writev: the OS kernel moves big writes far more cheaply
@@ -65,20 +80,47 @@ export function sendRange(ctx: CallContext, out: Link, sends: Promise<void>[], b
 }
 
 /** Sends floats [a, b) as one frame (forwarding what one frame brought), with a known checksum if given. */
-export function sendFrame(ctx: CallContext, out: Link, sends: Promise<void>[], bytes: Buffer, a: number, b: number, type: number, tag: number, aux: number, flags: number, arg: number, check: number | undefined): void {
+export function sendFrame(
+  ctx: CallContext,
+  out: Link,
+  sends: Promise<void>[],
+  bytes: Buffer,
+  a: number,
+  b: number,
+  type: number,
+  tag: number,
+  aux: number,
+  flags: number,
+  arg: number,
+  check: number | undefined,
+): void {
   sends.push(out.send(type, tag, aux, bytes.subarray(a * 4, b * 4), flags, arg, check));
   ctx.stats.bytes += (b - a) * 4;
 }
 
 /** Validates a collective data frame from rank p against this rank's own call; returns its floats. */
-export function dataOf(ctx: CallContext, f: Frame, p: number, seq: number, type: number, n: number, flags: number, arg: number, room: number): Float32Array {
+export function dataOf(
+  ctx: CallContext,
+  f: Frame,
+  p: number,
+  seq: number,
+  type: number,
+  n: number,
+  flags: number,
+  arg: number,
+  room: number,
+): Float32Array {
   if (f.type !== type || f.aux !== n || f.flags !== flags || f.arg !== arg) {
-    throw new CollectiveMismatchError(`collective #${seq}: rank ${ctx.rank} called ${describeCall(type, n, flags, arg)}, ` +
-      `but rank ${p} called ${describeCall(f.type, f.aux, f.flags, f.arg)}`);
+    throw new CollectiveMismatchError(
+      `collective #${seq}: rank ${ctx.rank} called ${describeCall(type, n, flags, arg)}, ` +
+        `but rank ${p} called ${describeCall(f.type, f.aux, f.flags, f.arg)}`,
+    );
   }
   if (f.length % 4 !== 0 || f.length / 4 > room) {
-    throw new CollectiveMismatchError(`collective #${seq} (${describeCall(type, n, flags, arg)}): rank ${p} sent ${f.length} bytes where ` +
-      `rank ${ctx.rank} expected at most ${room} floats`);
+    throw new CollectiveMismatchError(
+      `collective #${seq} (${describeCall(type, n, flags, arg)}): rank ${p} sent ${f.length} bytes where ` +
+        `rank ${ctx.rank} expected at most ${room} floats`,
+    );
   }
   ctx.stats.bytes += f.length;
   return new Float32Array(f.payload.buffer, f.payload.byteOffset, f.length / 4);

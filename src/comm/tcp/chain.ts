@@ -9,16 +9,24 @@ import { FrameType } from './frame.ts';
 import type { FrameQueue } from './queue.ts';
 
 export async function broadcast(ctx: CallContext, buf: Float32Array, root: number): Promise<void> {
-  const N = ctx.size, r = ctx.rank, n = buf.length;
+  const N = ctx.size,
+    r = ctx.rank,
+    n = buf.length;
   const seq = ctx.router.nextSeq();
   if (N === 1) return;
   const pos = (r - root + N) % N;
-  const left = (r - 1 + N) % N, right = (r + 1) % N;
+  const left = (r - 1 + N) % N,
+    right = (r + 1) % N;
   const type = FrameType.Broadcast;
   const bytes = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
   const sends: Promise<void>[] = [];
   const q = pos > 0 ? ctx.router.collQueue(left, seq) : undefined;
-  const unplan = pos > 0 ? ctx.router.planLanding(left, seq, bytes, { type, aux: n, flags: 0, arg: root }, [{ start: 0, end: n, land: true }]) : () => {};
+  const unplan =
+    pos > 0
+      ? ctx.router.planLanding(left, seq, bytes, { type, aux: n, flags: 0, arg: root }, [
+          { start: 0, end: n, land: true },
+        ])
+      : () => {};
   try {
     const out = pos < N - 1 ? await ctx.links.outLink(right) : undefined;
     if (pos === 0) {
@@ -26,13 +34,14 @@ export async function broadcast(ctx: CallContext, buf: Float32Array, root: numbe
     } else {
       const what = `${describeCall(type, n, 0, root)} (collective #${seq})`;
       let first = true;
-      for (let cur = 0; cur < n;) {
+      for (let cur = 0; cur < n; ) {
         const t = performance.now();
         const f = await ctx.router.take(q!, left, what);
         if (first) ctx.stats.idleMs += performance.now() - t;
         first = false;
         const src = dataOf(ctx, f, left, seq, type, n, 0, root, n - cur);
-        if (src.length === 0) throw new CollectiveMismatchError(`collective #${seq}: rank ${left} sent an empty data frame`);
+        if (src.length === 0)
+          throw new CollectiveMismatchError(`collective #${seq}: rank ${left} sent an empty data frame`);
         ctx.router.store(f, src, buf, cur, seq);
         if (out) sendFrame(ctx, out, sends, bytes, cur, cur + src.length, type, seq, n, 0, root, f.check);
         cur += src.length;
@@ -46,7 +55,8 @@ export async function broadcast(ctx: CallContext, buf: Float32Array, root: numbe
 }
 
 export async function barrier(ctx: CallContext): Promise<void> {
-  const N = ctx.size, r = ctx.rank;
+  const N = ctx.size,
+    r = ctx.rank;
   const seq = ctx.router.nextSeq();
   const sends: Promise<void>[] = [];
   const t0 = performance.now();
@@ -62,7 +72,9 @@ export async function barrier(ctx: CallContext): Promise<void> {
       sends.push((await ctx.links.outLink(to)).send(FrameType.Barrier, seq, 0, undefined, 0, round));
       const f = await ctx.router.take(q, from, `barrier (collective #${seq}, round ${round})`);
       if (f.type !== FrameType.Barrier || f.arg !== round || f.length !== 0) {
-        throw new CollectiveMismatchError(`collective #${seq}: rank ${r} called barrier, but rank ${from} called ${describeCall(f.type, f.aux, f.flags, f.arg)}`);
+        throw new CollectiveMismatchError(
+          `collective #${seq}: rank ${r} called barrier, but rank ${from} called ${describeCall(f.type, f.aux, f.flags, f.arg)}`,
+        );
       }
     }
     await Promise.all(sends);

@@ -10,7 +10,10 @@ export class DataEngines {
   private nativeRingInstance: NativeRing | null | undefined;
 
   /** `nativeDataPath`: use the native addon where it is built (TcpConnectOptions.nativeDataPath) */
-  constructor(private readonly nativeDataPath: boolean, private readonly maxFrameBytes: number) {}
+  constructor(
+    private readonly nativeDataPath: boolean,
+    private readonly maxFrameBytes: number,
+  ) {}
 
   get dataPath(): TcpDataPath {
     return (this.dataPathInstance ??= new TcpDataPath(undefined, this.nativeDataPath));
@@ -19,7 +22,8 @@ export class DataEngines {
   /** the native ring (native/tcp/ring.c), or null where the addon lacks it, nativeDataPath is off or PARATRAIN_TCP_NATIVE_RING=0 */
   get nativeRing(): NativeRing | null {
     if (this.nativeRingInstance === undefined) {
-      this.nativeRingInstance = process.env.PARATRAIN_TCP_NATIVE_RING === '0' ? null : NativeRing.of(this.dataPath.native, this.maxFrameBytes);
+      this.nativeRingInstance =
+        process.env.PARATRAIN_TCP_NATIVE_RING === '0' ? null : NativeRing.of(this.dataPath.native, this.maxFrameBytes);
     }
     return this.nativeRingInstance;
   }

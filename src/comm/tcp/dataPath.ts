@@ -26,7 +26,11 @@ import { loadTcpNative, type TcpNativeAddon } from './nativeDataPath.ts';
 export const DATA_PATH_WASM_BASE64 =
   'AGFzbQEAAAABDgJgA39/fwBgBH9/f30AAg8BA2VudgZtZW1vcnkCAAEDAwIAAQcOAgRoYXNoAAADYWRkAAEKsgUCgQQCAX8Le0Gx893xef0RIQxB95Svr3j9ESENIAD9AAQAIQQgAP0ABBAhBSAA/QAEICEGIAD9AAQwIQcgAP0ABEAhCCAA/QAEUCEJIAD9AARgIQogAP0ABHAhCyABIAJqIQMCQANAIAEgA08NASAEIAH9AAQAIA39tQH9rgEhDiAOQQ39qwEgDkET/a0B/VAgDP21ASEEIAUgAf0ABBAgDf21Af2uASEOIA5BDf2rASAOQRP9rQH9UCAM/bUBIQUgBiAB/QAEICAN/bUB/a4BIQ4gDkEN/asBIA5BE/2tAf1QIAz9tQEhBiAHIAH9AAQwIA39tQH9rgEhDiAOQQ39qwEgDkET/a0B/VAgDP21ASEHIAggAf0ABEAgDf21Af2uASEOIA5BDf2rASAOQRP9rQH9UCAM/bUBIQggCSAB/QAEUCAN/bUB/a4BIQ4gDkEN/asBIA5BE/2tAf1QIAz9tQEhCSAKIAH9AARgIA39tQH9rgEhDiAOQQ39qwEgDkET/a0B/VAgDP21ASEKIAsgAf0ABHAgDf21Af2uASEOIA5BDf2rASAOQRP9rQH9UCAM/bUBIQsgAUGAAWohAQwACwALIAAgBP0LBAAgACAF/QsEECAAIAb9CwQgIAAgB/0LBDAgACAI/QsEQCAAIAn9CwRQIAAgCv0LBGAgACAL/QsEcAusAQMDfwJ7AX0gA/0TIQcgA0MAAAAAXCEGIAAgAkECdGohBCAEQRBrIQUCQANAIAAgBUoNASAA/QAEACAB/QAEAP3kASEIIAYEQCAIIAf95wEhCAsgACAI/QsEACAAQRBqIQAgAUEQaiEBDAALAAsCQANAIAAgBE8NASAAKgIAIAEqAgCSIQkgBgRAIAkgA5UhCQsgACAJOAIAIABBBGohACABQQRqIQEMAAsACws=';
 
-const P1 = 2654435761, P2 = 2246822519, P3 = 3266489917, P4 = 668265263, P5 = 374761393;
+const P1 = 2654435761,
+  P2 = 2246822519,
+  P3 = 3266489917,
+  P4 = 668265263,
+  P5 = 374761393;
 /** hash lanes, and the bytes of a stripe (one word per lane): the hash runs over whole stripes */
 const LANES = 32;
 export const HASH_STRIPE = LANES * 4;
@@ -160,7 +164,10 @@ export class TcpDataPath {
   private readonly lanes = newHashLanes();
 
   /** `native`: use the addon when it is built (default), or never */
-  constructor(private readonly arenaBytes = ARENA_BYTES, native = true) {
+  constructor(
+    private readonly arenaBytes = ARENA_BYTES,
+    native = true,
+  ) {
     this.native = native ? loadTcpNative() : null;
     this.addArena(arenaBytes);
   }
@@ -263,10 +270,16 @@ export class TcpDataPath {
       this.native.addHash(dst, b, div, wantHash ? this.lanes : null);
       if (!wantHash) return 0;
       const full = wholeStripes(dst.length * 4);
-      return finalize(this.lanes, new Uint32Array(dst.buffer, dst.byteOffset + full, dst.length - (full >> 2)), dst.length * 4);
+      return finalize(
+        this.lanes,
+        new Uint32Array(dst.buffer, dst.byteOffset + full, dst.length - (full >> 2)),
+        dst.length * 4,
+      );
     }
     const a = this.arenaOf.get(b.buffer)!;
-    const n = dst.length, pf = PIECE / 4, base = b.byteOffset >> 2;
+    const n = dst.length,
+      pf = PIECE / 4,
+      base = b.byteOffset >> 2;
     if (wantHash) a.loadState(INITIAL);
     for (let o = 0; o < n; o += pf) {
       const m = Math.min(pf, n - o);

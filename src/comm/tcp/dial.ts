@@ -7,15 +7,33 @@ import net from 'node:net';
 import { CommTimeoutError, RendezvousError } from '../errors.ts';
 import { hostPort, PullReader } from './link.ts';
 
-const RETRYABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'EPIPE', 'ECONNABORTED']);
+const RETRYABLE = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'EPIPE',
+  'ECONNABORTED',
+]);
 
 /**
  * Connects to `host:port` within `deadline`, retrying refused/unreachable attempts with backoff
  * (the peer may not be listening yet). Throws CommTimeoutError naming `who` and the address, or
  * what `stop` returns as soon as it returns something (the job failed meanwhile: stop retrying).
  */
-export async function dialWithRetry(host: string, port: number, deadline: number, timeoutMs: number, who: string, me: string, rank: number,
-  stop: () => Error | undefined = () => undefined): Promise<{ socket: net.Socket; reader: PullReader }> {
+export async function dialWithRetry(
+  host: string,
+  port: number,
+  deadline: number,
+  timeoutMs: number,
+  who: string,
+  me: string,
+  rank: number,
+  stop: () => Error | undefined = () => undefined,
+): Promise<{ socket: net.Socket; reader: PullReader }> {
   let delay = 50;
   let lastError = 'no attempt';
   for (;;) {
@@ -23,17 +41,25 @@ export async function dialWithRetry(host: string, port: number, deadline: number
     if (stopped) throw stopped;
     const remaining = deadline - Date.now();
     if (remaining <= 0) {
-      throw new CommTimeoutError(`${me} could not connect to ${who} at ${hostPort(host, port)} within ${timeoutMs} ms (last error: ${lastError})` +
-        (rank === 0 ? ': is rank 0 running, and do MASTER_ADDR/MASTER_PORT point at it?' : ': is that process still running, and is the address reachable from here?'), [rank]);
+      throw new CommTimeoutError(
+        `${me} could not connect to ${who} at ${hostPort(host, port)} within ${timeoutMs} ms (last error: ${lastError})` +
+          (rank === 0
+            ? ': is rank 0 running, and do MASTER_ADDR/MASTER_PORT point at it?'
+            : ': is that process still running, and is the address reachable from here?'),
+        [rank],
+      );
     }
     try {
       return await new Promise<{ socket: net.Socket; reader: PullReader }>((resolve, reject) => {
         const reader = new PullReader();
         const socket = net.connect({ host, port, onread: reader.onread });
-        const t = setTimeout(() => {
-          socket.destroy();
-          reject(Object.assign(new Error('connect timed out'), { code: 'ETIMEDOUT' }));
-        }, Math.min(remaining, 5000));
+        const t = setTimeout(
+          () => {
+            socket.destroy();
+            reject(Object.assign(new Error('connect timed out'), { code: 'ETIMEDOUT' }));
+          },
+          Math.min(remaining, 5000),
+        );
         socket.once('connect', () => {
           clearTimeout(t);
           socket.removeAllListeners('error');

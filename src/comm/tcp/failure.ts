@@ -37,8 +37,12 @@ export class FailureState {
   /** the pieces that stop their waits and connections on a failure, in registration order */
   private readonly cleanups: ((err: Error, abort: AbortBody) => void)[] = [];
 
-  constructor(private readonly rank: number, private readonly log: TcpLog, private readonly onFailure: ((err: Error) => void) | undefined,
-              private readonly rankNames?: readonly string[]) {}
+  constructor(
+    private readonly rank: number,
+    private readonly log: TcpLog,
+    private readonly onFailure: ((err: Error) => void) | undefined,
+    private readonly rankNames?: readonly string[],
+  ) {}
 
   /** Why the communicator failed, if it did. */
   get failure(): Error | undefined {
@@ -76,12 +80,19 @@ export class FailureState {
     for (const l of [...this.listeners]) l(err);
     // logged with the world's names for its ranks (`process 1`), when it has them
     const name = (r: number) => this.rankNames?.[r];
-    this.log('error', err instanceof PeerFailedError && name(err.failedRank) && name(this.rank)
-      ? `job aborted by ${name(err.failedRank)} (noticed by ${name(this.rank)}): ${err.reason}` : err.message);
+    this.log(
+      'error',
+      err instanceof PeerFailedError && name(err.failedRank) && name(this.rank)
+        ? `job aborted by ${name(err.failedRank)} (noticed by ${name(this.rank)}): ${err.reason}`
+        : err.message,
+    );
     const origin = err instanceof PeerFailedError ? err.failedRank : this.rank;
     const reason = err instanceof PeerFailedError ? err.reason : `${err.name}: ${err.message}`;
     // whom this rank's own timed-out wait blames, and for how long it waited (see likelierCause)
-    const blame = err instanceof CommTimeoutError && err.waitedMs !== undefined ? { blames: err.missing, waitedMs: err.waitedMs } : {};
+    const blame =
+      err instanceof CommTimeoutError && err.waitedMs !== undefined
+        ? { blames: err.missing, waitedMs: err.waitedMs }
+        : {};
     for (const c of this.cleanups) c(err, { origin, reason, ...blame });
     try {
       this.onFailure?.(err);
@@ -100,10 +111,22 @@ export function peerDied(rank: number, p: number, desc: string, what: string): P
  * The failure an Abort frame from rank `p` reports: its origin and reason, plus the likelier
  * cause when the Abort blames this rank (see likelierCause).
  */
-export function abortError(rank: number, p: number, payload: Buffer, cause: (origin: number, theirMs: number) => string): PeerFailedError {
-  let origin = p, reason = 'no reason given', blamedWaitMs = 0;
+export function abortError(
+  rank: number,
+  p: number,
+  payload: Buffer,
+  cause: (origin: number, theirMs: number) => string,
+): PeerFailedError {
+  let origin = p,
+    reason = 'no reason given',
+    blamedWaitMs = 0;
   try {
-    const b = JSON.parse(payload.toString('utf8')) as { origin?: unknown; reason?: unknown; blames?: unknown; waitedMs?: unknown };
+    const b = JSON.parse(payload.toString('utf8')) as {
+      origin?: unknown;
+      reason?: unknown;
+      blames?: unknown;
+      waitedMs?: unknown;
+    };
     if (typeof b.origin === 'number' && Number.isInteger(b.origin)) origin = b.origin;
     if (typeof b.reason === 'string') reason = b.reason.slice(0, 2000);
     if (Array.isArray(b.blames) && b.blames.includes(rank) && typeof b.waitedMs === 'number') blamedWaitMs = b.waitedMs;
@@ -119,7 +142,13 @@ export function abortError(rank: number, p: number, payload: Buffer, cause: (ori
  * least half that long for another rank (not `origin`), that rank is the likelier cause — the
  * race between timers decides only which of its victims speaks first. '' when there is no such wait.
  */
-export function likelierCause(rank: number, waits: Iterable<PeerWait>, origin: number, theirMs: number, peerDesc: (p: number) => string): string {
+export function likelierCause(
+  rank: number,
+  waits: Iterable<PeerWait>,
+  origin: number,
+  theirMs: number,
+  peerDesc: (p: number) => string,
+): string {
   let worst: PeerWait | undefined;
   for (const w of waits) if (w.peer !== origin && (!worst || w.since < worst.since)) worst = w;
   const ms = worst ? performance.now() - worst.since : 0;

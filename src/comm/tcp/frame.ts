@@ -68,8 +68,23 @@ export const FrameType = {
 export type FrameType = (typeof FrameType)[keyof typeof FrameType];
 
 const TYPE_NAMES: Record<number, string> = {
-  1: 'hello', 2: 'challenge', 3: 'proof', 4: 'welcome', 5: 'refuse', 6: 'register', 7: 'table',
-  16: 'allreduce', 17: 'reduceScatter', 18: 'allgather', 19: 'broadcast', 20: 'barrier', 24: 'send/recv', 26: 'where', 27: 'here', 30: 'abort', 31: 'bye',
+  1: 'hello',
+  2: 'challenge',
+  3: 'proof',
+  4: 'welcome',
+  5: 'refuse',
+  6: 'register',
+  7: 'table',
+  16: 'allreduce',
+  17: 'reduceScatter',
+  18: 'allgather',
+  19: 'broadcast',
+  20: 'barrier',
+  24: 'send/recv',
+  26: 'where',
+  27: 'here',
+  30: 'abort',
+  31: 'bye',
 };
 
 export function frameTypeName(type: number): string {
@@ -288,7 +303,8 @@ export class FrameDecoder {
         this.emit(Buffer.alloc(0), check, false);
         return;
       }
-      if (this.isData && len % 4 !== 0) throw new FrameError(`${frameTypeName(this.header.type)} frame of ${len} bytes: not whole float32s`);
+      if (this.isData && len % 4 !== 0)
+        throw new FrameError(`${frameTypeName(this.header.type)} frame of ${len} bytes: not whole float32s`);
       if (this.isData && this.dataPath && this.hold?.(this.header)) this.held = true;
       else this.startPayload(this.header);
       return;
@@ -332,8 +348,11 @@ export class FrameDecoder {
     this.payloadFill += take;
     if (this.payloadFill === payload.length) {
       const len = payload.length;
-      const check = hashing ? this.dataPath!.finish(this.lanes!, payload, this.hashed)
-        : this.isData ? hashPayloadJs(payload) : this.runningCrc >>> 0;
+      const check = hashing
+        ? this.dataPath!.finish(this.lanes!, payload, this.hashed)
+        : this.isData
+          ? hashPayloadJs(payload)
+          : this.runningCrc >>> 0;
       if (check !== this.expectedCrc) {
         if (this.inSlot) this.dataPath!.putSlot(payload);
         throw this.mismatch(len, check);
@@ -348,14 +367,21 @@ export class FrameDecoder {
     const crc = crc32(b.subarray(0, 28)) >>> 0;
     if (crc !== b.readUInt32LE(28)) throw new FrameError('header checksum mismatch (corrupt or foreign data)');
     const h: FrameHeader = {
-      type: b.readUInt8(4), flags: b.readUInt8(5), arg: b.readUInt16LE(6), seq: b.readUInt32LE(8),
-      tag: b.readUInt32LE(12), aux: b.readUInt32LE(16), length: b.readUInt32LE(20),
+      type: b.readUInt8(4),
+      flags: b.readUInt8(5),
+      arg: b.readUInt16LE(6),
+      seq: b.readUInt32LE(8),
+      tag: b.readUInt32LE(12),
+      aux: b.readUInt32LE(16),
+      length: b.readUInt32LE(20),
     };
     if (!(h.type in TYPE_NAMES) || (this.allowedTypes && !this.allowedTypes.has(h.type))) {
       throw new FrameError(`unexpected frame type ${frameTypeName(h.type)} here`);
     }
     if (h.length > this.maxFrameBytes) {
-      throw new FrameError(`oversized ${frameTypeName(h.type)} frame: ${h.length} bytes, the maximum here is ${this.maxFrameBytes}`);
+      throw new FrameError(
+        `oversized ${frameTypeName(h.type)} frame: ${h.length} bytes, the maximum here is ${this.maxFrameBytes}`,
+      );
     }
     if (h.seq !== this.nextSeq) {
       throw new FrameError(`frame sequence gap: got #${h.seq}, expected #${this.nextSeq} (replayed or lost frame)`);
@@ -367,8 +393,10 @@ export class FrameDecoder {
 
   private mismatch(len: number, got: number): FrameError {
     const h = this.header!;
-    return new FrameError(`payload checksum mismatch in ${frameTypeName(h.type)} frame #${h.seq} ` +
-      `(${len} bytes: got ${got.toString(16)}, the header says ${this.expectedCrc.toString(16)})`);
+    return new FrameError(
+      `payload checksum mismatch in ${frameTypeName(h.type)} frame #${h.seq} ` +
+        `(${len} bytes: got ${got.toString(16)}, the header says ${this.expectedCrc.toString(16)})`,
+    );
   }
 
   private emit(payload: Buffer, check: number, slot: boolean, landed = false): void {
@@ -391,6 +419,7 @@ export function parseJson(frame: Frame): Record<string, unknown> {
   } catch {
     throw new FrameError(`${frameTypeName(frame.type)} frame carries malformed JSON`);
   }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new FrameError(`${frameTypeName(frame.type)} frame is not a JSON object`);
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw new FrameError(`${frameTypeName(frame.type)} frame is not a JSON object`);
   return v as Record<string, unknown>;
 }

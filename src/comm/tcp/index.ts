@@ -106,5 +106,18 @@ export type { RankAddress, WorldTable } from './rendezvous.ts';
 export type { Agreement } from './agreement.ts';
 export type { TcpLog, TcpLogLevel } from './log.ts';
 export { FrameError, MAGIC, HEADER_BYTES, FrameType } from './frame.ts';
-export { PeerFailedError, CommTimeoutError, CollectiveMismatchError, AuthenticationError, ConfigMismatchError, RendezvousError } from '../errors.ts';
-export { rendezvousFromEnv, expandNodeList, RendezvousEnvError, type RendezvousInfo, type RendezvousSource } from '../rendezvous.ts';
+export {
+  PeerFailedError,
+  CommTimeoutError,
+  CollectiveMismatchError,
+  AuthenticationError,
+  ConfigMismatchError,
+  RendezvousError,
+} from '../errors.ts';
+export {
+  rendezvousFromEnv,
+  expandNodeList,
+  RendezvousEnvError,
+  type RendezvousInfo,
+  type RendezvousSource,
+} from '../rendezvous.ts';

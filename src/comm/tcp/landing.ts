@@ -54,7 +54,16 @@ export class LandingPlan {
     const r = this.ranges[this.i];
     const m = h.length / 4;
     const e = this.expect;
-    if (!r || h.type !== e.type || h.aux !== e.aux || h.flags !== e.flags || h.arg !== e.arg || !Number.isInteger(m) || m === 0 || this.pos + m > r.end) {
+    if (
+      !r ||
+      h.type !== e.type ||
+      h.aux !== e.aux ||
+      h.flags !== e.flags ||
+      h.arg !== e.arg ||
+      !Number.isInteger(m) ||
+      m === 0 ||
+      this.pos + m > r.end
+    ) {
       this.broken = true;
       return undefined;
     }

@@ -8,7 +8,16 @@
  */
 import type { Socket } from 'node:net';
 import { PeerFailedError } from '../errors.ts';
-import { encodeHeader, FrameDecoder, FrameError, FrameType, isDataType, payloadCheck, type Frame, type FrameHeader } from './frame.ts';
+import {
+  encodeHeader,
+  FrameDecoder,
+  FrameError,
+  FrameType,
+  isDataType,
+  payloadCheck,
+  type Frame,
+  type FrameHeader,
+} from './frame.ts';
 import type { TcpDataPath } from './dataPath.ts';
 
 const noop = () => {};
@@ -45,7 +54,8 @@ export class PullReader {
     callback: (n: number, buf: Uint8Array): boolean => {
       try {
         if (buf.buffer === this.scratch.buffer) {
-          if (this.decoder) this.decoder.push(this.scratch.subarray(0, n)); // buf is a view at its start
+          if (this.decoder)
+            this.decoder.push(this.scratch.subarray(0, n)); // buf is a view at its start
           else this.early.push(Buffer.from(this.scratch.subarray(0, n)));
         } else this.decoder?.didRead(n);
       } catch (err) {
@@ -171,7 +181,9 @@ export class Link {
     const f = this.inbox.shift();
     if (f) return Promise.resolve(f);
     if (this.ended) return Promise.reject(this.endError ?? new Error(`connection to ${this.remote} closed`));
-    return new Promise((resolve, reject) => { this.waiter = { resolve, reject }; });
+    return new Promise((resolve, reject) => {
+      this.waiter = { resolve, reject };
+    });
   }
 
   setHandler(fn: (frame: Frame) => void): void {
@@ -194,9 +206,21 @@ export class Link {
    * promise resolves (the bytes have been handed to the kernel). The promise never causes an
    * unhandled rejection by itself: a failed write also ends the link.
    */
-  send(type: number, tag: number, aux: number, payload?: Uint8Array, flags = 0, arg = 0, check?: number): Promise<void> {
+  send(
+    type: number,
+    tag: number,
+    aux: number,
+    payload?: Uint8Array,
+    flags = 0,
+    arg = 0,
+    check?: number,
+  ): Promise<void> {
     const len = payload ? payload.length : 0;
-    const crc = check ?? (len && this.dataPath && isDataType(type) ? this.dataPath.hashBytes(payload!) : payloadCheck(type, payload ?? EMPTY));
+    const crc =
+      check ??
+      (len && this.dataPath && isDataType(type)
+        ? this.dataPath.hashBytes(payload!)
+        : payloadCheck(type, payload ?? EMPTY));
     const header = encodeHeader({ type, flags, arg, seq: this.sendSeq, tag, aux, length: len }, crc);
     this.sendSeq = (this.sendSeq + 1) >>> 0;
     this.bytesOut += len;
@@ -222,7 +246,10 @@ export class Link {
   /** A failed write names the peer: PeerFailedError once authenticated. */
   private peerError(err: Error): Error {
     if (this.peerRank < 0) return err;
-    return new PeerFailedError(this.peerRank, `connection to rank ${this.peerRank} (${this.remote}) failed: ${err.message}`);
+    return new PeerFailedError(
+      this.peerRank,
+      `connection to rank ${this.peerRank} (${this.remote}) failed: ${err.message}`,
+    );
   }
 
   sendJson(type: number, body: unknown): Promise<void> {

@@ -31,7 +31,14 @@ export class LostPeers {
   /** Marks rank p lost with `err` (first reason wins); `failWaits` fails the calls waiting for it. */
   lose(p: number, err: Error, failWaits: (err: PeerFailedError) => void): void {
     if (this.lost.has(p)) return;
-    const e = err instanceof PeerFailedError && err.failedRank === p ? err : new PeerFailedError(p, err instanceof PeerFailedError ? err.reason : err.message, err instanceof PeerFailedError ? undefined : 'its hub');
+    const e =
+      err instanceof PeerFailedError && err.failedRank === p
+        ? err
+        : new PeerFailedError(
+            p,
+            err instanceof PeerFailedError ? err.reason : err.message,
+            err instanceof PeerFailedError ? undefined : 'its hub',
+          );
     this.lost.set(p, e);
     failWaits(e);
     try {

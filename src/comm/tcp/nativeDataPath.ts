@@ -22,8 +22,16 @@ export interface TcpNativeAddon {
    * Runs ring steps on two socket descriptors (native/tcp/ring.h; see nativeRing.ts); an error message or undefined.
    * `watch`: other sockets that hand the ring back once readable (an addon built before it ignores them).
    */
-  ring?(inFd: number, outFd: number, buf: Float32Array, slot: Uint8Array, steps: Float64Array, io: Float64Array, head: Uint8Array,
-        watch?: Int32Array): string | undefined;
+  ring?(
+    inFd: number,
+    outFd: number,
+    buf: Float32Array,
+    slot: Uint8Array,
+    steps: Float64Array,
+    io: Float64Array,
+    head: Uint8Array,
+    watch?: Int32Array,
+  ): string | undefined;
 }
 
 const SPEC: AddonSpec = {

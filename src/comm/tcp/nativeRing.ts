@@ -42,9 +42,14 @@ export type NativeRingOutcome =
   /** a peer's Abort is waiting to be read (on the ring's left link or another): the call is to fail with it */
   | { kind: 'aborted'; bytes: number };
 
-const STATUS_HANDOVER = 1, STATUS_ERROR = 2, STATUS_ABORTED = 3;
+const STATUS_HANDOVER = 1,
+  STATUS_ERROR = 2,
+  STATUS_ABORTED = 3;
 const ABORT_IN = 1;
-const ERR_FRAME = 1, ERR_IO_OUT = 4, ERR_TIMEOUT_IN = 5, ERR_TIMEOUT_OUT = 6;
+const ERR_FRAME = 1,
+  ERR_IO_OUT = 4,
+  ERR_TIMEOUT_IN = 5,
+  ERR_TIMEOUT_OUT = 6;
 
 export class NativeRing {
   private readonly io = new Float64Array(25);
@@ -52,7 +57,10 @@ export class NativeRing {
   private readonly head = Buffer.alloc(64);
   private slot: Uint8Array | undefined;
 
-  private constructor(private readonly ring: NonNullable<TcpNativeAddon['ring']>, private readonly slotBytes: number) {}
+  private constructor(
+    private readonly ring: NonNullable<TcpNativeAddon['ring']>,
+    private readonly slotBytes: number,
+  ) {}
 
   /** The native ring of `addon` (slots of `maxFrameBytes`), or null where the addon has none. */
   static of(addon: TcpNativeAddon | null, maxFrameBytes: number): NativeRing | null {
@@ -73,9 +81,18 @@ export class NativeRing {
    * Runs steps[step…] from float `cur`, after sending floats [sendStart, sendEnd) in frames of
    * chunkFloats (none when equal). Blocks this thread until done, handed over or failed.
    */
-  run(inLink: Link, out: Link, buf: Float32Array, steps: readonly RingStep[], step: number, cur: number,
-    send: { start: number; end: number }, fields: RingFrameFields, o: { chunkFloats: number; maxFrameBytes: number; sliceMs: number; timeoutMs: number },
-    watch: readonly number[] = []): NativeRingOutcome {
+  run(
+    inLink: Link,
+    out: Link,
+    buf: Float32Array,
+    steps: readonly RingStep[],
+    step: number,
+    cur: number,
+    send: { start: number; end: number },
+    fields: RingFrameFields,
+    o: { chunkFloats: number; maxFrameBytes: number; sliceMs: number; timeoutMs: number },
+    watch: readonly number[] = [],
+  ): NativeRingOutcome {
     this.slot ??= new Uint8Array(this.slotBytes);
     const st = new Float64Array(steps.length * 5);
     steps.forEach((s, i) => st.set([s.start, s.end, s.reduce ? 1 : 0, s.forward ? 1 : 0, s.div], i * 5));
@@ -84,8 +101,23 @@ export class NativeRing {
     // a held header is read already: the native side starts with it
     const held = inLink.frames.takeHeld();
     if (held) held.copy(this.head);
-    io.set([send.start, send.end, fields.type, fields.flags, fields.arg, fields.tag >>> 0, fields.aux >>> 0, o.chunkFloats,
-      o.maxFrameBytes, o.sliceMs, o.timeoutMs, inLink.frames.expectedSeq, out.sendSeq, step, cur]);
+    io.set([
+      send.start,
+      send.end,
+      fields.type,
+      fields.flags,
+      fields.arg,
+      fields.tag >>> 0,
+      fields.aux >>> 0,
+      o.chunkFloats,
+      o.maxFrameBytes,
+      o.sliceMs,
+      o.timeoutMs,
+      inLink.frames.expectedSeq,
+      out.sendSeq,
+      step,
+      cur,
+    ]);
     io[18] = held ? held.length : 0;
     inLink.socket.pause();
     let message: string | undefined;
@@ -111,7 +143,14 @@ export class NativeRing {
     if (status === STATUS_ERROR) {
       const kind = io[16]!;
       const side = kind === ERR_IO_OUT || kind === ERR_TIMEOUT_OUT ? 'out' : 'in';
-      return { kind: 'error', side, timeout: kind === ERR_TIMEOUT_IN || kind === ERR_TIMEOUT_OUT, malformed: kind === ERR_FRAME, message: message ?? 'native ring failed', bytes };
+      return {
+        kind: 'error',
+        side,
+        timeout: kind === ERR_TIMEOUT_IN || kind === ERR_TIMEOUT_OUT,
+        malformed: kind === ERR_FRAME,
+        message: message ?? 'native ring failed',
+        bytes,
+      };
     }
     // the header bytes already read belong to the decoder; a malformed one ends the link there
     const fill = io[18]!;
@@ -122,14 +161,23 @@ export class NativeRing {
         inLink.destroy(err as Error);
       }
     }
-    return { kind: status === STATUS_HANDOVER ? 'handover' : 'done', step: io[13]!, cur: io[14]!, idleMs: io[19]!, bytes };
+    return {
+      kind: status === STATUS_HANDOVER ? 'handover' : 'done',
+      step: io[13]!,
+      cur: io[14]!,
+      idleMs: io[19]!,
+      bytes,
+    };
   }
 
   /** The rest of a frame the aborted ring was in the middle of sending goes through Node, so what follows (this rank's Abort) starts at a frame boundary. */
   private finishPartialSend(out: Link, buf: Float32Array): void {
     const [written, payloadFloat, length] = [this.io[22]!, this.io[23]!, this.io[24]!];
     if (written <= 0) return;
-    const frame = Buffer.concat([this.head.subarray(32, 64), Buffer.from(buf.buffer, buf.byteOffset + payloadFloat * 4, length)]);
+    const frame = Buffer.concat([
+      this.head.subarray(32, 64),
+      Buffer.from(buf.buffer, buf.byteOffset + payloadFloat * 4, length),
+    ]);
     out.socket.write(frame.subarray(written));
   }
 }

@@ -108,7 +108,10 @@ export function resolveOptions(o: TcpConnectOptions): ResolvedOptions {
   const timeoutMs = checkInt('timeoutMs', o.timeoutMs ?? 300_000, 1, 2 ** 31 - 1);
   const maxFrameBytes = checkInt('maxFrameBytes', o.maxFrameBytes ?? 8 * MiB, 64 * 1024, 1024 * MiB);
   return {
-    rank, worldSize, timeoutMs, maxFrameBytes,
+    rank,
+    worldSize,
+    timeoutMs,
+    maxFrameBytes,
     masterAddr: o.masterAddr ?? '127.0.0.1',
     masterPort: checkInt('masterPort', o.masterPort ?? 29500, rank === 0 ? 0 : 1, 65535),
     listenHost: o.listenHost,

@@ -17,12 +17,40 @@ import { hostPort, Link } from './link.ts';
 import type { TcpLog } from './log.ts';
 import type { ResolvedOptions } from './options.ts';
 import { dialWithRetry } from './dial.ts';
-import { DATA_AUTH_DEADLINE_MS, remoteAddress, StrangerGate, STRANGERS_PER_ADDRESS, STRANGERS_TOTAL } from './strangers.ts';
-import { registerWithMaster, RendezvousMaster, type RankAddress, type Registration, type WorldTable } from './rendezvous.ts';
+import {
+  DATA_AUTH_DEADLINE_MS,
+  remoteAddress,
+  StrangerGate,
+  STRANGERS_PER_ADDRESS,
+  STRANGERS_TOTAL,
+} from './strangers.ts';
+import {
+  registerWithMaster,
+  RendezvousMaster,
+  type RankAddress,
+  type Registration,
+  type WorldTable,
+} from './rendezvous.ts';
 
-const HANDSHAKE_TYPES = new Set<number>([FrameType.Hello, FrameType.Challenge, FrameType.Proof, FrameType.Welcome, FrameType.Refuse]);
-const DATA_TYPES = new Set<number>([FrameType.Allreduce, FrameType.ReduceScatter, FrameType.Allgather, FrameType.Broadcast,
-  FrameType.Barrier, FrameType.P2P, FrameType.Where, FrameType.Here, FrameType.Abort, FrameType.Bye]);
+const HANDSHAKE_TYPES = new Set<number>([
+  FrameType.Hello,
+  FrameType.Challenge,
+  FrameType.Proof,
+  FrameType.Welcome,
+  FrameType.Refuse,
+]);
+const DATA_TYPES = new Set<number>([
+  FrameType.Allreduce,
+  FrameType.ReduceScatter,
+  FrameType.Allgather,
+  FrameType.Broadcast,
+  FrameType.Barrier,
+  FrameType.P2P,
+  FrameType.Where,
+  FrameType.Here,
+  FrameType.Abort,
+  FrameType.Bye,
+]);
 /** what a dialer accepts back on its (outbound) connection */
 const BACK_TYPES = new Set<number>([FrameType.Abort, FrameType.Bye]);
 /** how long a dial whose handshake broke waits for the job's own failure before blaming the peer it dialled */
@@ -72,9 +100,16 @@ export class PeerLinks {
     this.inLinks = new Array(N).fill(undefined);
     this.inWaiters = new Array(N).fill(undefined);
     this.outWaiters = new Array(N).fill(undefined);
-    this.tableKnown = new Promise((resolve) => { this.tableReady = resolve; });
+    this.tableKnown = new Promise((resolve) => {
+      this.tableReady = resolve;
+    });
     // every other rank may dial twice (send and receive) at once, possibly all from one host: never evict them for each other
-    this.strangers = new StrangerGate(`rank ${o.rank}'s data port`, log, Math.max(STRANGERS_PER_ADDRESS, 2 * N), Math.max(STRANGERS_TOTAL, 4 * N));
+    this.strangers = new StrangerGate(
+      `rank ${o.rank}'s data port`,
+      log,
+      Math.max(STRANGERS_PER_ADDRESS, 2 * N),
+      Math.max(STRANGERS_TOTAL, 4 * N),
+    );
   }
 
   /** Every rank's data address, host name and pid, by rank. */
@@ -94,7 +129,11 @@ export class PeerLinks {
   async form(): Promise<void> {
     const o = this.o;
     if (o.worldSize === 1) {
-      this.setTable({ job: 'single', peers: [{ rank: 0, host: '', port: 0, hostname: os.hostname(), pid: process.pid }], maxFrameBytes: o.maxFrameBytes });
+      this.setTable({
+        job: 'single',
+        peers: [{ rank: 0, host: '', port: 0, hostname: os.hostname(), pid: process.pid }],
+        maxFrameBytes: o.maxFrameBytes,
+      });
       return;
     }
     const deadline = Date.now() + o.timeoutMs;
@@ -104,14 +143,29 @@ export class PeerLinks {
       if (o.rank === 0) {
         const bind = o.listenHost ?? o.masterAddr;
         const self = await this.listen(bind, isWildcard(bind) ? o.masterAddr : bind);
-        master = new RendezvousMaster({ host: bind, port: o.masterPort, key: this.key, self, deadline, timeoutMs: o.timeoutMs, hosts: o.hosts,
-          rankNames: o.rankNames, log: this.log });
+        master = new RendezvousMaster({
+          host: bind,
+          port: o.masterPort,
+          key: this.key,
+          self,
+          deadline,
+          timeoutMs: o.timeoutMs,
+          hosts: o.hosts,
+          rankNames: o.rankNames,
+          log: this.log,
+        });
         const addr = await master.listen();
         o.onMasterListening?.(addr);
         table = await master.table;
       } else {
         table = await registerWithMaster({
-          masterAddr: o.masterAddr, masterPort: o.masterPort, rank: o.rank, key: this.key, deadline, timeoutMs: o.timeoutMs, log: this.log,
+          masterAddr: o.masterAddr,
+          masterPort: o.masterPort,
+          rank: o.rank,
+          key: this.key,
+          deadline,
+          timeoutMs: o.timeoutMs,
+          log: this.log,
           listen: (local) => {
             const bind = o.listenHost ?? local;
             return this.listen(bind, isWildcard(bind) ? local : bind);
@@ -131,9 +185,15 @@ export class PeerLinks {
     const server = net.createServer((socket) => this.onAccept(socket));
     server.on('error', (err) => this.log('warn', `data listener: ${err.message}`));
     await new Promise<void>((resolve, reject) => {
-      const onError = (err: NodeJS.ErrnoException) => reject(new RendezvousError(
-        `rank ${this.rank} cannot listen on ${hostPort(bind, this.o.listenPort)}: ${err.code ?? err.message}` +
-        (err.code === 'EADDRNOTAVAIL' ? ' — that address does not belong to this host (check listenHost / MASTER_ADDR)' : '')));
+      const onError = (err: NodeJS.ErrnoException) =>
+        reject(
+          new RendezvousError(
+            `rank ${this.rank} cannot listen on ${hostPort(bind, this.o.listenPort)}: ${err.code ?? err.message}` +
+              (err.code === 'EADDRNOTAVAIL'
+                ? ' — that address does not belong to this host (check listenHost / MASTER_ADDR)'
+                : ''),
+          ),
+        );
       server.once('error', onError);
       server.listen(this.o.listenPort, bind, () => {
         server.off('error', onError);
@@ -145,8 +205,15 @@ export class PeerLinks {
     const host = this.o.advertiseHost ?? advertise;
     this.listenAddr = { host, port };
     return {
-      rank: this.rank, worldSize: this.size, host, port, hostname: os.hostname(), pid: process.pid,
-      configHash: this.o.configHash, maxFrameBytes: this.o.maxFrameBytes, ...(this.o.agreements.length ? { agreements: [...this.o.agreements] } : {}),
+      rank: this.rank,
+      worldSize: this.size,
+      host,
+      port,
+      hostname: os.hostname(),
+      pid: process.pid,
+      configHash: this.o.configHash,
+      maxFrameBytes: this.o.maxFrameBytes,
+      ...(this.o.agreements.length ? { agreements: [...this.o.agreements] } : {}),
     };
   }
 
@@ -164,7 +231,8 @@ export class PeerLinks {
    */
   private async connectRing(deadline: number): Promise<void> {
     const N = this.size;
-    const left = (this.rank - 1 + N) % N, right = (this.rank + 1) % N;
+    const left = (this.rank - 1 + N) % N,
+      right = (this.rank + 1) % N;
     await Promise.all([this.dial(left, 'recv', deadline), this.accepted(right, 'out', deadline)]);
   }
 
@@ -182,11 +250,19 @@ export class PeerLinks {
     if (this.failures.failure) return Promise.reject(this.failures.failure);
     const waiters = kind === 'in' ? this.inWaiters : this.outWaiters;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        waiters[p] = undefined;
-        reject(new CommTimeoutError(`rank ${this.rank}: ${this.peerDesc(p)} did not connect within ${this.o.timeoutMs} ms after the rendezvous — ` +
-          `did it fail, or can it not reach ${this.listenAddr ? hostPort(this.listenAddr.host, this.listenAddr.port) : 'this rank'} (firewall, wrong interface: see listenHost)?`, [p]));
-      }, Math.max(0, deadline - Date.now()));
+      const timer = setTimeout(
+        () => {
+          waiters[p] = undefined;
+          reject(
+            new CommTimeoutError(
+              `rank ${this.rank}: ${this.peerDesc(p)} did not connect within ${this.o.timeoutMs} ms after the rendezvous — ` +
+                `did it fail, or can it not reach ${this.listenAddr ? hostPort(this.listenAddr.host, this.listenAddr.port) : 'this rank'} (firewall, wrong interface: see listenHost)?`,
+              [p],
+            ),
+          );
+        },
+        Math.max(0, deadline - Date.now()),
+      );
       waiters[p] = (err) => {
         clearTimeout(timer);
         if (err) reject(err);
@@ -203,19 +279,35 @@ export class PeerLinks {
     const l = this.outLinks[p];
     if (l) return Promise.resolve(l);
     if (this.failures.failure) return Promise.reject(this.failures.failure);
-    this.outDialing[p] ??= this.dial(p, 'send', deadline).finally(() => { this.outDialing[p] = undefined; });
+    this.outDialing[p] ??= this.dial(p, 'send', deadline).finally(() => {
+      this.outDialing[p] = undefined;
+    });
     return this.outDialing[p]!;
   }
 
   /** Dials rank p to send to it ('send') or to receive from it ('recv'). */
   private async dial(p: number, dir: Direction, deadline: number): Promise<Link> {
     const a = this.peersTable[p]!;
-    const { socket, reader } = await dialWithRetry(a.host, a.port, deadline, this.o.timeoutMs, `rank ${p} (${a.hostname})`, `rank ${this.rank}`, p,
-      () => this.failures.failure ?? (this.failures.closed ? new Error('communicator closed') : undefined));
+    const { socket, reader } = await dialWithRetry(
+      a.host,
+      a.port,
+      deadline,
+      this.o.timeoutMs,
+      `rank ${p} (${a.hostname})`,
+      `rank ${this.rank}`,
+      p,
+      () => this.failures.failure ?? (this.failures.closed ? new Error('communicator closed') : undefined),
+    );
     const link = new Link(socket, PRE_AUTH_MAX_FRAME, HANDSHAKE_TYPES, reader);
     try {
       await authenticateAsDialer(link, {
-        key: this.key, purpose: 'data', dir, myRank: this.rank, peerRank: p, job: this.job, peerDesc: this.peerDesc(p),
+        key: this.key,
+        purpose: 'data',
+        dir,
+        myRank: this.rank,
+        peerRank: p,
+        job: this.job,
+        peerDesc: this.peerDesc(p),
         deadlineMs: Math.max(1000, Math.min(deadline - Date.now(), 10_000)),
       });
     } catch (err) {
@@ -262,10 +354,19 @@ export class PeerLinks {
         clearTimeout(tableTimer);
         if (link.isEnded) throw new Error('closed before the handshake');
         return authenticateAsAcceptor(link, {
-          key: this.key, purpose: 'data', myRank: this.rank, job: this.job, deadlineMs: Math.min(this.o.timeoutMs, DATA_AUTH_DEADLINE_MS),
-          check: (r, dir) => (r >= this.size ? `rank ${r} is out of range (world of ${this.size})`
-            : r === this.rank ? 'a rank cannot connect to itself'
-            : (dir === 'send' ? this.inLinks[r] : this.outLinks[r] ?? this.outDialing[r]) ? `rank ${r} is already connected that way` : undefined),
+          key: this.key,
+          purpose: 'data',
+          myRank: this.rank,
+          job: this.job,
+          deadlineMs: Math.min(this.o.timeoutMs, DATA_AUTH_DEADLINE_MS),
+          check: (r, dir) =>
+            r >= this.size
+              ? `rank ${r} is out of range (world of ${this.size})`
+              : r === this.rank
+                ? 'a rank cannot connect to itself'
+                : (dir === 'send' ? this.inLinks[r] : (this.outLinks[r] ?? this.outDialing[r]))
+                  ? `rank ${r} is already connected that way`
+                  : undefined,
         });
       })
       .then(({ rank: p, dir }) => {

@@ -10,7 +10,20 @@ export async function send(ctx: CallContext, buf: Float32Array, dest: number, ta
   const n = buf.length;
   if (dest === ctx.rank) {
     const payload = Buffer.from(new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength));
-    ctx.router.p2pQueue(dest, tag).push({ type: FrameType.P2P, flags: 0, arg: 0, seq: 0, tag, aux: n, length: payload.length, payload, check: 0, slot: false });
+    ctx.router
+      .p2pQueue(dest, tag)
+      .push({
+        type: FrameType.P2P,
+        flags: 0,
+        arg: 0,
+        seq: 0,
+        tag,
+        aux: n,
+        length: payload.length,
+        payload,
+        check: 0,
+        slot: false,
+      });
     ctx.stats.bytes += payload.length;
     return;
   }
@@ -21,7 +34,20 @@ export async function send(ctx: CallContext, buf: Float32Array, dest: number, ta
     const out = await ctx.links.outLink(dest);
     const sends: Promise<void>[] = [];
     if (n === 0) sends.push(out.send(FrameType.P2P, tag, 0));
-    else sendRange(ctx, out, sends, Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength), 0, n, FrameType.P2P, tag, n, 0, 0);
+    else
+      sendRange(
+        ctx,
+        out,
+        sends,
+        Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength),
+        0,
+        n,
+        FrameType.P2P,
+        tag,
+        n,
+        0,
+        0,
+      );
     await Promise.all(sends);
   } catch (err) {
     // a failed write to a star world's spoke is its loss, whichever of the write and the link's end is noticed first
@@ -34,11 +60,18 @@ export async function send(ctx: CallContext, buf: Float32Array, dest: number, ta
  * Runs `body` once every earlier recv from (source, tag) has ended: one reader at a time, so
  * that a message's frames are never split between two recvs.
  */
-export async function oneReaderAtATime(ctx: CallContext, source: number, tag: number, body: () => Promise<void>): Promise<void> {
+export async function oneReaderAtATime(
+  ctx: CallContext,
+  source: number,
+  tag: number,
+  body: () => Promise<void>,
+): Promise<void> {
   const key = `${source}/${tag}`;
   const before = ctx.recvLocks.get(key) ?? Promise.resolve();
   let release!: () => void;
-  const mine = new Promise<void>((resolve) => { release = resolve; });
+  const mine = new Promise<void>((resolve) => {
+    release = resolve;
+  });
   const chain = before.then(() => mine);
   ctx.recvLocks.set(key, chain);
   try {
@@ -54,7 +87,8 @@ export async function oneReaderAtATime(ctx: CallContext, source: number, tag: nu
 export async function recv(ctx: CallContext, buf: Float32Array, source: number, tag: number): Promise<void> {
   const q = ctx.router.p2pQueue(source, tag);
   const what = `recv of ${buf.length} floats with tag ${tag}`;
-  let got = 0, total = -1;
+  let got = 0,
+    total = -1;
   const t = performance.now();
   do {
     const f = await ctx.router.take(q, source, what);
@@ -64,7 +98,9 @@ export async function recv(ctx: CallContext, buf: Float32Array, source: number, 
     }
     const m = f.length / 4;
     if (f.length % 4 !== 0 || f.aux !== total || got + m > total) {
-      throw new CollectiveMismatchError(`rank ${source} sent a malformed message with tag ${tag} (frame of ${f.length} bytes in a message of ${total} floats)`);
+      throw new CollectiveMismatchError(
+        `rank ${source} sent a malformed message with tag ${tag} (frame of ${f.length} bytes in a message of ${total} floats)`,
+      );
     }
     if (got < buf.length) {
       const src = new Float32Array(f.payload.buffer, f.payload.byteOffset, m);
@@ -75,6 +111,8 @@ export async function recv(ctx: CallContext, buf: Float32Array, source: number, 
     if (source !== ctx.rank) ctx.stats.bytes += f.length;
   } while (got < total);
   if (total !== buf.length) {
-    throw new CollectiveMismatchError(`rank ${ctx.rank}: recv from rank ${source} with tag ${tag} expected ${buf.length} floats, but the message has ${total}`);
+    throw new CollectiveMismatchError(
+      `rank ${ctx.rank}: recv from rank ${source} with tag ${tag} expected ${buf.length} floats, but the message has ${total}`,
+    );
   }
 }

@@ -4,7 +4,9 @@ import type { Frame } from './frame.ts';
 export class FrameQueue {
   private frames: (Frame | undefined)[] = [];
   private head = 0;
-  private waiter: { resolve: (f: Frame) => void; reject: (e: Error) => void; timer: NodeJS.Timeout; since: number } | undefined;
+  private waiter:
+    | { resolve: (f: Frame) => void; reject: (e: Error) => void; timer: NodeJS.Timeout; since: number }
+    | undefined;
   private error: Error | undefined;
 
   get waiting(): boolean {
@@ -54,11 +56,16 @@ export class FrameQueue {
       };
       const since = performance.now();
       const warnFirst = stall !== undefined && stall.afterMs < ms;
-      const timer = setTimeout(warnFirst ? () => {
-        const w = this.waiter!;
-        w.timer = setTimeout(expire, ms - stall.afterMs);
-        stall.warn(since);
-      } : expire, warnFirst ? stall.afterMs : ms);
+      const timer = setTimeout(
+        warnFirst
+          ? () => {
+              const w = this.waiter!;
+              w.timer = setTimeout(expire, ms - stall.afterMs);
+              stall.warn(since);
+            }
+          : expire,
+        warnFirst ? stall.afterMs : ms,
+      );
       this.waiter = { resolve, reject, timer, since };
     });
   }

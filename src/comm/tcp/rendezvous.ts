@@ -52,21 +52,45 @@ export interface WorldTable {
   maxFrameBytes: number;
 }
 
-const HANDSHAKE_TYPES = new Set<number>([FrameType.Hello, FrameType.Challenge, FrameType.Proof, FrameType.Welcome, FrameType.Refuse]);
+const HANDSHAKE_TYPES = new Set<number>([
+  FrameType.Hello,
+  FrameType.Challenge,
+  FrameType.Proof,
+  FrameType.Welcome,
+  FrameType.Refuse,
+]);
 const REGISTER_TYPES = new Set<number>([FrameType.Register, FrameType.Refuse]);
 const TABLE_TYPES = new Set<number>([FrameType.Table, FrameType.Refuse]);
 
 const isStr = (v: unknown, max = 1024): v is string => typeof v === 'string' && v.length <= max;
-const isInt = (v: unknown, lo: number, hi: number): v is number => typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi;
+const isInt = (v: unknown, lo: number, hi: number): v is number =>
+  typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi;
 
 export function parseRegistration(f: Frame): Registration {
   const b = parseJson(f);
-  if (!isInt(b.rank, 0, 65535) || !isInt(b.worldSize, 1, 65536) || !isStr(b.host, 255) || !isInt(b.port, 1, 65535) ||
-      !isStr(b.hostname, 255) || !isInt(b.pid, 0, 2 ** 31) || !isStr(b.configHash) || !isInt(b.maxFrameBytes, 1, 2 ** 31)) {
+  if (
+    !isInt(b.rank, 0, 65535) ||
+    !isInt(b.worldSize, 1, 65536) ||
+    !isStr(b.host, 255) ||
+    !isInt(b.port, 1, 65535) ||
+    !isStr(b.hostname, 255) ||
+    !isInt(b.pid, 0, 2 ** 31) ||
+    !isStr(b.configHash) ||
+    !isInt(b.maxFrameBytes, 1, 2 ** 31)
+  ) {
     throw new FrameError('malformed registration');
   }
-  return { rank: b.rank, worldSize: b.worldSize, host: b.host, port: b.port, hostname: b.hostname, pid: b.pid, configHash: b.configHash,
-    maxFrameBytes: b.maxFrameBytes, agreements: parseAgreements(b.agreements) };
+  return {
+    rank: b.rank,
+    worldSize: b.worldSize,
+    host: b.host,
+    port: b.port,
+    hostname: b.hostname,
+    pid: b.pid,
+    configHash: b.configHash,
+    maxFrameBytes: b.maxFrameBytes,
+    agreements: parseAgreements(b.agreements),
+  };
 }
 
 function describeReg(r: RankAddress): string {
@@ -132,7 +156,12 @@ export class RendezvousMaster {
     this.table.catch(() => {});
     // a world's ranks may all register at once from one host: never evict them for each other
     const n = o.self.worldSize;
-    this.strangers = new StrangerGate('the rendezvous port', o.log, Math.max(STRANGERS_PER_ADDRESS, n), Math.max(STRANGERS_TOTAL, 2 * n));
+    this.strangers = new StrangerGate(
+      'the rendezvous port',
+      o.log,
+      Math.max(STRANGERS_PER_ADDRESS, n),
+      Math.max(STRANGERS_TOTAL, 2 * n),
+    );
     this.server = net.createServer((socket) => this.onConnection(socket));
     this.server.on('error', (err) => this.o.log('warn', `rendezvous server: ${err.message}`));
   }
@@ -141,9 +170,17 @@ export class RendezvousMaster {
   async listen(): Promise<{ host: string; port: number }> {
     await new Promise<void>((resolve, reject) => {
       const onError = (err: NodeJS.ErrnoException) => {
-        reject(new RendezvousError(`rank 0 cannot listen for the rendezvous on ${hostPort(this.o.host, this.o.port)}: ${err.code ?? err.message}` +
-          (err.code === 'EADDRINUSE' ? ' — another job (or a previous run still exiting) uses MASTER_PORT; pick another port' : '') +
-          (err.code === 'EADDRNOTAVAIL' ? ' — MASTER_ADDR is not an address of this host; start rank 0 on the host MASTER_ADDR names' : '')));
+        reject(
+          new RendezvousError(
+            `rank 0 cannot listen for the rendezvous on ${hostPort(this.o.host, this.o.port)}: ${err.code ?? err.message}` +
+              (err.code === 'EADDRINUSE'
+                ? ' — another job (or a previous run still exiting) uses MASTER_PORT; pick another port'
+                : '') +
+              (err.code === 'EADDRNOTAVAIL'
+                ? ' — MASTER_ADDR is not an address of this host; start rank 0 on the host MASTER_ADDR names'
+                : ''),
+          ),
+        );
       };
       this.server.once('error', onError);
       this.server.listen(this.o.port, this.o.host, () => {
@@ -177,11 +214,19 @@ export class RendezvousMaster {
   private async handle(link: Link): Promise<void> {
     const handshakeMs = Math.min(this.o.timeoutMs, 10_000);
     await authenticateAsAcceptor(link, {
-      key: this.o.key, purpose: 'rendezvous', myRank: 0, job: '', deadlineMs: Math.min(this.o.timeoutMs, AUTH_DEADLINE_MS), check: () => undefined,
+      key: this.o.key,
+      purpose: 'rendezvous',
+      myRank: 0,
+      job: '',
+      deadlineMs: Math.min(this.o.timeoutMs, AUTH_DEADLINE_MS),
+      check: () => undefined,
     });
     this.strangers.settle(link);
     link.raiseLimits(64 * 1024, REGISTER_TYPES);
-    const timer = setTimeout(() => link.destroy(new FrameError(`no registration within ${handshakeMs} ms`)), handshakeMs);
+    const timer = setTimeout(
+      () => link.destroy(new FrameError(`no registration within ${handshakeMs} ms`)),
+      handshakeMs,
+    );
     let f: Frame;
     try {
       f = await link.next();
@@ -194,31 +239,56 @@ export class RendezvousMaster {
 
   private register(reg: Registration, link: Link): void {
     if (this.failure || this.settled) {
-      const err = this.failure ?? new RendezvousError(`the world of ${this.o.self.worldSize} ranks has already formed without ${describeReg(reg)}`);
+      const err =
+        this.failure ??
+        new RendezvousError(
+          `the world of ${this.o.self.worldSize} ranks has already formed without ${describeReg(reg)}`,
+        );
       link.sendJsonAndClose(FrameType.Refuse, refusalBody(err));
       return;
     }
     const me = this.o.self;
     const W = me.worldSize;
     if (reg.worldSize !== W) {
-      this.fail(new RendezvousError(`${describeReg(reg)} was started with world size ${reg.worldSize}, but rank 0 (${me.hostname}) with ${W}: ` +
-        `every process of a job must get the same WORLD_SIZE`), link);
+      this.fail(
+        new RendezvousError(
+          `${describeReg(reg)} was started with world size ${reg.worldSize}, but rank 0 (${me.hostname}) with ${W}: ` +
+            `every process of a job must get the same WORLD_SIZE`,
+        ),
+        link,
+      );
       return;
     }
     if (reg.rank === 0 || reg.rank >= W) {
-      this.fail(new RendezvousError(reg.rank === 0
-        ? `two processes were started as rank 0: ${describeReg(reg)} and the master (${me.hostname}, pid ${me.pid}) — every rank needs its own RANK`
-        : `${describeReg(reg)} is out of range: the world has ${W} ranks (0…${W - 1})`), link);
+      this.fail(
+        new RendezvousError(
+          reg.rank === 0
+            ? `two processes were started as rank 0: ${describeReg(reg)} and the master (${me.hostname}, pid ${me.pid}) — every rank needs its own RANK`
+            : `${describeReg(reg)} is out of range: the world has ${W} ranks (0…${W - 1})`,
+        ),
+        link,
+      );
       return;
     }
     const dup = this.regs.get(reg.rank);
     if (dup) {
-      this.fail(new RendezvousError(`two processes were started as rank ${reg.rank}: ${describeReg(dup.reg)} and ${describeReg(reg)} — every rank needs its own RANK`), link);
+      this.fail(
+        new RendezvousError(
+          `two processes were started as rank ${reg.rank}: ${describeReg(dup.reg)} and ${describeReg(reg)} — every rank needs its own RANK`,
+        ),
+        link,
+      );
       return;
     }
     if (reg.configHash !== me.configHash) {
-      this.fail(new ConfigMismatchError(`${describeReg(reg)} has a different model configuration from rank 0 (${me.hostname}): ` +
-        `config hash ${shortHash(reg.configHash)} vs ${shortHash(me.configHash)} — start every process with the same configuration`, reg.rank), link);
+      this.fail(
+        new ConfigMismatchError(
+          `${describeReg(reg)} has a different model configuration from rank 0 (${me.hostname}): ` +
+            `config hash ${shortHash(reg.configHash)} vs ${shortHash(me.configHash)} — start every process with the same configuration`,
+          reg.rank,
+        ),
+        link,
+      );
       return;
     }
     const differs = disagreement(me.agreements ?? [], reg.agreements ?? [], this.name(0), this.name(reg.rank));
@@ -231,10 +301,16 @@ export class RendezvousMaster {
       // a registered rank that goes away before the table is sent cannot be part of the world
       if (!this.settled && !this.failure && this.regs.get(reg.rank)?.link === link) {
         this.regs.delete(reg.rank);
-        this.o.log('warn', `rank ${reg.rank} (${reg.hostname}) disconnected from the rendezvous before the world formed; waiting for it again`);
+        this.o.log(
+          'warn',
+          `rank ${reg.rank} (${reg.hostname}) disconnected from the rendezvous before the world formed; waiting for it again`,
+        );
       }
     });
-    this.o.log('debug', `rendezvous: ${describeReg(reg)} registered from ${reg.host}:${reg.port} (${this.regs.size + 1}/${W})`);
+    this.o.log(
+      'debug',
+      `rendezvous: ${describeReg(reg)} registered from ${reg.host}:${reg.port} (${this.regs.size + 1}/${W})`,
+    );
     if (this.regs.size === W - 1) this.complete();
   }
 
@@ -282,13 +358,27 @@ export class RendezvousMaster {
     const missing = Array.from({ length: W }, (_, r) => r).filter((r) => r !== 0 && !this.regs.has(r));
     const expected = (r: number) => {
       const auth = this.authFailures.get(r);
-      if (auth) return `a process claiming rank ${r} connected from ${auth} but failed authentication: its secret differs`;
+      if (auth)
+        return `a process claiming rank ${r} connected from ${auth} but failed authentication: its secret differs`;
       return this.o.hosts?.[r] ? `expected on host ${this.o.hosts[r]}` : 'host unknown: it never contacted the master';
     };
-    const names = missing.slice(0, 8).map((r) => `${this.name(r)} (${expected(r)})`).join(', ') + (missing.length > 8 ? `, and ${missing.length - 8} more` : '');
-    this.fail(new CommTimeoutError(`rendezvous timed out after ${this.o.timeoutMs} ms: the master (rank 0 at ${this.address}) never heard from ${names}; ` +
-      `${this.regs.size + 1} of ${W} ranks arrived — ` + (flood ? `meanwhile ${flood} were dropped: something else floods MASTER_PORT (a port scan, ` +
-      'another job?): firewall the port or pick another; and ' : '') + 'is every rank started, with MASTER_ADDR/MASTER_PORT pointing at rank 0 and the same secret?', missing));
+    const names =
+      missing
+        .slice(0, 8)
+        .map((r) => `${this.name(r)} (${expected(r)})`)
+        .join(', ') + (missing.length > 8 ? `, and ${missing.length - 8} more` : '');
+    this.fail(
+      new CommTimeoutError(
+        `rendezvous timed out after ${this.o.timeoutMs} ms: the master (rank 0 at ${this.address}) never heard from ${names}; ` +
+          `${this.regs.size + 1} of ${W} ranks arrived — ` +
+          (flood
+            ? `meanwhile ${flood} were dropped: something else floods MASTER_PORT (a port scan, ` +
+              'another job?): firewall the port or pick another; and '
+            : '') +
+          'is every rank started, with MASTER_ADDR/MASTER_PORT pointing at rank 0 and the same secret?',
+        missing,
+      ),
+    );
     this.closeServer();
   }
 
@@ -329,11 +419,24 @@ export async function registerWithMaster(o: RegisterOptions): Promise<WorldTable
   const masterDesc = `the master (rank 0) at ${hostPort(o.masterAddr, o.masterPort)}`;
   const me = `rank ${o.rank}`;
   for (;;) {
-    const { socket, reader } = await dialWithRetry(o.masterAddr, o.masterPort, o.deadline, o.timeoutMs, 'the master (rank 0)', me, 0);
+    const { socket, reader } = await dialWithRetry(
+      o.masterAddr,
+      o.masterPort,
+      o.deadline,
+      o.timeoutMs,
+      'the master (rank 0)',
+      me,
+      0,
+    );
     const link = new Link(socket, PRE_AUTH_MAX_FRAME, HANDSHAKE_TYPES, reader);
     try {
       await authenticateAsDialer(link, {
-        key: o.key, purpose: 'rendezvous', myRank: o.rank, peerRank: 0, job: '', peerDesc: masterDesc,
+        key: o.key,
+        purpose: 'rendezvous',
+        myRank: o.rank,
+        peerRank: 0,
+        job: '',
+        peerDesc: masterDesc,
         deadlineMs: Math.max(1, Math.min(o.deadline - Date.now(), 10_000)),
       });
     } catch (err) {
@@ -341,7 +444,10 @@ export async function registerWithMaster(o: RegisterOptions): Promise<WorldTable
       // a connection reset during the handshake (master restarting) is retried; a refusal is not
       if ((err as Error).name === 'AuthenticationError' || (err as Error).name === 'RendezvousError') throw err;
       if (Date.now() >= o.deadline) {
-        throw new CommTimeoutError(`${me}: the handshake with ${masterDesc} did not complete within ${o.timeoutMs} ms (${(err as Error).message})`, [0]);
+        throw new CommTimeoutError(
+          `${me}: the handshake with ${masterDesc} did not complete within ${o.timeoutMs} ms (${(err as Error).message})`,
+          [0],
+        );
       }
       o.log('debug', `handshake with ${masterDesc} failed (${(err as Error).message}); retrying`);
       await new Promise((r) => setTimeout(r, 200));
@@ -356,13 +462,26 @@ export async function registerWithMaster(o: RegisterOptions): Promise<WorldTable
       const f = await Promise.race([
         link.next(),
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new CommTimeoutError(`${me} registered with ${masterDesc}, but the world did not form within ` +
-            `${o.timeoutMs} ms: the master was still waiting for other ranks (its log names them)`, [])), remaining);
+          timer = setTimeout(
+            () =>
+              reject(
+                new CommTimeoutError(
+                  `${me} registered with ${masterDesc}, but the world did not form within ` +
+                    `${o.timeoutMs} ms: the master was still waiting for other ranks (its log names them)`,
+                  [],
+                ),
+              ),
+            remaining,
+          );
         }),
-      ]).catch((err: Error) => {
-        if (err instanceof CommTimeoutError) throw err;
-        throw new RendezvousError(`${masterDesc} closed the connection during the rendezvous (${err.message}): did rank 0 fail? Its log says why`);
-      }).finally(() => clearTimeout(timer));
+      ])
+        .catch((err: Error) => {
+          if (err instanceof CommTimeoutError) throw err;
+          throw new RendezvousError(
+            `${masterDesc} closed the connection during the rendezvous (${err.message}): did rank 0 fail? Its log says why`,
+          );
+        })
+        .finally(() => clearTimeout(timer));
       const body = parseJson(f);
       if (f.type === FrameType.Refuse) throw errorFromRefusal(body, masterDesc);
       return parseTable(body, masterDesc);
@@ -377,8 +496,16 @@ export function parseTable(b: Record<string, unknown>, masterDesc: string): Worl
   if (!isStr(b.job, 64) || !isInt(b.maxFrameBytes, 1, 2 ** 31) || !Array.isArray(b.peers)) throw bad();
   const peers = b.peers.map((p: unknown, i: number) => {
     const q = p as Record<string, unknown>;
-    if (typeof q !== 'object' || q === null || q.rank !== i || !isStr(q.host, 255) || !isInt(q.port, 1, 65535) ||
-        !isStr(q.hostname, 255) || !isInt(q.pid, 0, 2 ** 31)) throw bad();
+    if (
+      typeof q !== 'object' ||
+      q === null ||
+      q.rank !== i ||
+      !isStr(q.host, 255) ||
+      !isInt(q.port, 1, 65535) ||
+      !isStr(q.hostname, 255) ||
+      !isInt(q.pid, 0, 2 ** 31)
+    )
+      throw bad();
     return { rank: i, host: q.host, port: q.port, hostname: q.hostname, pid: q.pid };
   });
   return { job: b.job, peers, maxFrameBytes: b.maxFrameBytes };

@@ -50,12 +50,20 @@ function divideBy(dst: Float32Array, d: number): void {
 }
 
 /** Runs one ring call on `buf` in place. */
-export async function ring(ctx: CallContext, buf: Float32Array, op: ReduceOp, call: (typeof RING_CALLS)[keyof typeof RING_CALLS]): Promise<void> {
+export async function ring(
+  ctx: CallContext,
+  buf: Float32Array,
+  op: ReduceOp,
+  call: (typeof RING_CALLS)[keyof typeof RING_CALLS],
+): Promise<void> {
   const { type, rs, ag } = call;
-  const N = ctx.size, r = ctx.rank, n = buf.length;
+  const N = ctx.size,
+    r = ctx.rank,
+    n = buf.length;
   const seq = ctx.router.nextSeq();
   if (N === 1) return;
-  const left = (r - 1 + N) % N, right = (r + 1) % N;
+  const left = (r - 1 + N) % N,
+    right = (r + 1) % N;
   const q = ctx.router.collQueue(left, seq);
   let unplan = () => {};
   try {
@@ -65,13 +73,22 @@ export async function ring(ctx: CallContext, buf: Float32Array, op: ReduceOp, ca
     const what = `${describeCall(type, n, flags, 0)} (collective #${seq})`;
     // what arrives, step by step: reduce-scatter, then allgather (see index.ts)
     const steps: RingStep[] = [];
-    for (let s = 0; rs && s < N - 1; s++) steps.push({ ...seg(r - 2 - s), reduce: true, forward: s < N - 2 || ag, div: s === N - 2 && op === 'mean' ? N : 0 });
+    for (let s = 0; rs && s < N - 1; s++)
+      steps.push({
+        ...seg(r - 2 - s),
+        reduce: true,
+        forward: s < N - 2 || ag,
+        div: s === N - 2 && op === 'mean' ? N : 0,
+      });
     for (let s = 0; ag && s < N - 1; s++) steps.push({ ...seg(r - 1 - s), reduce: false, forward: s < N - 2, div: 0 });
     const first = rs ? seg(r - 1) : seg(r);
     const fields = { type, flags, arg: 0, tag: seq, aux: n };
     const out = await ctx.links.outLink(right);
     const sends: Promise<void>[] = [];
-    let step = 0, cur = steps[0]!.start, sent = false, waited = false;
+    let step = 0,
+      cur = steps[0]!.start,
+      sent = false,
+      waited = false;
     /** false after a hand-over until the JS ring has taken a frame: the event loop gets its turn */
     let mayNative = true;
 
@@ -79,12 +96,27 @@ export async function ring(ctx: CallContext, buf: Float32Array, op: ReduceOp, ca
     const native = (): boolean | 'aborted' => {
       const nativeRing = ctx.engines.nativeRing;
       const inLink = ctx.links.inLinks[left];
-      if (!mayNative || !nativeRing || ctx.active !== 1 || !q.isEmpty || !NativeRing.ready(inLink, out, seq)) return false;
+      if (!mayNative || !nativeRing || ctx.active !== 1 || !q.isEmpty || !NativeRing.ready(inLink, out, seq))
+        return false;
       unplan();
       unplan = () => {};
-      const res = nativeRing.run(inLink, out, buf, steps, step, cur, sent ? { start: 0, end: 0 } : first, fields, {
-        chunkFloats: nativeChunkFloats(first.end - first.start, ctx.links.chunkFloats), maxFrameBytes: ctx.o.maxFrameBytes, sliceMs: NATIVE_SLICE_MS, timeoutMs: ctx.o.recvTimeoutMs,
-      }, ctx.links.watchFds(inLink));
+      const res = nativeRing.run(
+        inLink,
+        out,
+        buf,
+        steps,
+        step,
+        cur,
+        sent ? { start: 0, end: 0 } : first,
+        fields,
+        {
+          chunkFloats: nativeChunkFloats(first.end - first.start, ctx.links.chunkFloats),
+          maxFrameBytes: ctx.o.maxFrameBytes,
+          sliceMs: NATIVE_SLICE_MS,
+          timeoutMs: ctx.o.recvTimeoutMs,
+        },
+        ctx.links.watchFds(inLink),
+      );
       ctx.stats.bytes += res.bytes;
       sent = true;
       if (res.kind === 'aborted') return 'aborted';
@@ -139,7 +171,8 @@ export async function ring(ctx: CallContext, buf: Float32Array, op: ReduceOp, ca
           addInto(dst, src);
           if (s.div) divideBy(dst, s.div);
         }
-        if (s.forward) sendFrame(ctx, out, sends, bytes, cur, cur + m, type, seq, n, flags, 0, f.slot ? check : undefined);
+        if (s.forward)
+          sendFrame(ctx, out, sends, bytes, cur, cur + m, type, seq, n, flags, 0, f.slot ? check : undefined);
       } else {
         ctx.router.store(f, src, buf, cur, seq);
         // the same bytes go on: their checksum is known
@@ -159,16 +192,30 @@ const ABORT_READ_MS = 10_000;
 
 /** The job's failure once the peer's Abort the native ring saw has been read (the event loop reads it now). */
 async function peerAbort(ctx: CallContext, what: string): Promise<Error> {
-  return await ctx.failures.within(ABORT_READ_MS) ??
-    new Error(`rank ${ctx.rank}: ${what}: a peer's Abort was seen on a connection but not read within ${ABORT_READ_MS} ms`);
+  return (
+    (await ctx.failures.within(ABORT_READ_MS)) ??
+    new Error(
+      `rank ${ctx.rank}: ${what}: a peer's Abort was seen on a connection but not read within ${ABORT_READ_MS} ms`,
+    )
+  );
 }
 
 /** The error of a failed native ring run, as the JavaScript ring would report it; ends the link concerned. */
-function nativeRingError(ctx: CallContext, res: Extract<NativeRingOutcome, { kind: 'error' }>, left: number, right: number, what: string): Error {
+function nativeRingError(
+  ctx: CallContext,
+  res: Extract<NativeRingOutcome, { kind: 'error' }>,
+  left: number,
+  right: number,
+  what: string,
+): Error {
   const p = res.side === 'in' ? left : right;
   if (res.timeout) {
-    return new CommTimeoutError(`rank ${ctx.rank}: ${what} timed out after ${ctx.o.recvTimeoutMs} ms ` +
-      `${res.side === 'in' ? 'waiting for data from' : 'sending to'} ${ctx.links.peerDesc(p)} (${res.message})`, [p], ctx.o.recvTimeoutMs);
+    return new CommTimeoutError(
+      `rank ${ctx.rank}: ${what} timed out after ${ctx.o.recvTimeoutMs} ms ` +
+        `${res.side === 'in' ? 'waiting for data from' : 'sending to'} ${ctx.links.peerDesc(p)} (${res.message})`,
+      [p],
+      ctx.o.recvTimeoutMs,
+    );
   }
   const link = res.side === 'in' ? ctx.links.inLinks[left] : ctx.links.outLinks[right];
   const err = res.malformed ? new FrameError(res.message) : new Error(res.message);

@@ -90,7 +90,12 @@ export class FrameRouter {
     link.onEnd((err) => {
       forget();
       if (this.failures.usable || bye) return;
-      const what = err?.name === 'FrameError' ? `sent a malformed frame (${err.message})` : err ? `connection failed (${err.message})` : 'connection closed unexpectedly';
+      const what =
+        err?.name === 'FrameError'
+          ? `sent a malformed frame (${err.message})`
+          : err
+            ? `connection failed (${err.message})`
+            : 'connection closed unexpectedly';
       this.failOrLose(p, peerDied(this.rank, p, this.links.peerDesc(p), what));
     });
   }
@@ -98,7 +103,9 @@ export class FrameRouter {
   /** Fails the job on rank p's loss, or (a star world, lostPeers.ts) only the calls that need p. */
   failOrLose(p: number, err: Error): void {
     if (!this.lost.tolerates(p)) return this.failures.fail(err);
-    this.lost.lose(p, err, (e) => { for (const q of this.queuesOf(p)) q.fail(e); });
+    this.lost.lose(p, err, (e) => {
+      for (const q of this.queuesOf(p)) q.fail(e);
+    });
   }
 
   /**
@@ -125,16 +132,22 @@ export class FrameRouter {
         this.whereabouts?.onFrame(p, f);
         return;
       case FrameType.Abort:
-        this.failOrLose(p, abortError(this.rank, p, f.payload,
-          (origin, theirMs) => likelierCause(this.rank, this.waits(), origin, theirMs, (q) => this.links.peerDesc(q))));
+        this.failOrLose(
+          p,
+          abortError(this.rank, p, f.payload, (origin, theirMs) =>
+            likelierCause(this.rank, this.waits(), origin, theirMs, (q) => this.links.peerDesc(q)),
+          ),
+        );
         return;
       default: {
         const qs = this.collQueues[p]!;
         let q = qs.get(f.tag);
         if (!q) {
           if (f.tag < this.seq) {
-            throw new CollectiveMismatchError(`${this.links.peerDesc(p)} sent ${frameTypeName(f.type)} data for collective #${f.tag}, which rank ${this.rank} ` +
-              `has already finished: the ranks called collectives with different lengths or in a different order`);
+            throw new CollectiveMismatchError(
+              `${this.links.peerDesc(p)} sent ${frameTypeName(f.type)} data for collective #${f.tag}, which rank ${this.rank} ` +
+                `has already finished: the ranks called collectives with different lengths or in a different order`,
+            );
           }
           q = new FrameQueue();
           qs.set(f.tag, q);
@@ -146,7 +159,8 @@ export class FrameRouter {
 
   /** Where a data frame from p whose header just arrived should be read to (undefined: a slot). */
   private landing(p: number, h: FrameHeader): Buffer | undefined {
-    if (h.type !== FrameType.Allreduce && h.type !== FrameType.Allgather && h.type !== FrameType.Broadcast) return undefined;
+    if (h.type !== FrameType.Allreduce && h.type !== FrameType.Allgather && h.type !== FrameType.Broadcast)
+      return undefined;
     const plan = this.plans[p]!.get(h.tag);
     if (plan) return plan.take(h);
     if (h.tag >= this.seq) this.announced[p]!.set(h.tag, (this.announced[p]!.get(h.tag) ?? 0) + h.length / 4);
@@ -157,7 +171,13 @@ export class FrameRouter {
    * Lands the frames of collective `seq` from p per `ranges` (native data path only: the wasm one
    * cannot hash the caller's memory in place). Returns a function that removes the plan.
    */
-  planLanding(p: number, seq: number, bytes: Buffer, expect: Pick<FrameHeader, 'type' | 'aux' | 'flags' | 'arg'>, ranges: LandingRange[]): () => void {
+  planLanding(
+    p: number,
+    seq: number,
+    bytes: Buffer,
+    expect: Pick<FrameHeader, 'type' | 'aux' | 'flags' | 'arg'>,
+    ranges: LandingRange[],
+  ): () => void {
     const early = this.announced[p]!.get(seq) ?? 0;
     this.announced[p]!.delete(seq);
     if (!this.engines.dataPath.native) return () => {};
@@ -173,7 +193,9 @@ export class FrameRouter {
       buf.set(src, cur);
       this.engines.dataPath.putSlot(f.payload);
     } else if (f.payload.buffer !== buf.buffer || f.payload.byteOffset !== buf.byteOffset + cur * 4) {
-      throw new CollectiveMismatchError(`collective #${seq}: a frame landed at the wrong place (rank ${this.rank}, float ${cur})`);
+      throw new CollectiveMismatchError(
+        `collective #${seq}: a frame landed at the wrong place (rank ${this.rank}, float ${cur})`,
+      );
     }
   }
 
@@ -182,7 +204,13 @@ export class FrameRouter {
     this.byeFrom[p] = true;
     if (this.failures.usable) return;
     if (this.waitsFor(p)) {
-      this.failures.fail(new PeerFailedError(p, `${this.links.peerDesc(p)} closed its communicator while rank ${this.rank} still waited for its data (did the ranks call different collectives?)`, `rank ${this.rank}`));
+      this.failures.fail(
+        new PeerFailedError(
+          p,
+          `${this.links.peerDesc(p)} closed its communicator while rank ${this.rank} still waited for its data (did the ranks call different collectives?)`,
+          `rank ${this.rank}`,
+        ),
+      );
     }
   }
 
@@ -240,12 +268,30 @@ export class FrameRouter {
     if (gone) return Promise.reject(gone);
     this.links.inLinks[p]?.releaseHeld();
     if (q.isEmpty && this.byeFrom[p]) {
-      return Promise.reject(new PeerFailedError(p, `${this.links.peerDesc(p)} closed its communicator before sending the data of ${what} (did the ranks call different collectives?)`, `rank ${this.rank}`));
+      return Promise.reject(
+        new PeerFailedError(
+          p,
+          `${this.links.peerDesc(p)} closed its communicator before sending the data of ${what} (did the ranks call different collectives?)`,
+          `rank ${this.rank}`,
+        ),
+      );
     }
     const w = this.whereabouts;
-    return q.take(this.recvTimeoutMs, () => new CommTimeoutError(
-      `rank ${this.rank}: ${what} timed out after ${this.recvTimeoutMs} ms waiting for data from ${this.links.peerDesc(p)}`, [p], this.recvTimeoutMs),
-    w && w.stallMs > 0 ? { afterMs: w.stallMs, warn: (since) => void w.inspect(p, what, since, [...this.p2pQueues[p]!.values()].includes(q)) } : undefined);
+    return q.take(
+      this.recvTimeoutMs,
+      () =>
+        new CommTimeoutError(
+          `rank ${this.rank}: ${what} timed out after ${this.recvTimeoutMs} ms waiting for data from ${this.links.peerDesc(p)}`,
+          [p],
+          this.recvTimeoutMs,
+        ),
+      w && w.stallMs > 0
+        ? {
+            afterMs: w.stallMs,
+            warn: (since) => void w.inspect(p, what, since, [...this.p2pQueues[p]!.values()].includes(q)),
+          }
+        : undefined,
+    );
   }
 
   /** Fails every queue's reader (the job failed, or the communicator closed). */

@@ -27,10 +27,15 @@ function fromFile(path: string, origin: string, log: TcpLog): Buffer {
     data = readFileSync(path);
     const mode = statSync(path).mode;
     if (process.platform !== 'win32' && (mode & 0o077) !== 0) {
-      log('warn', `the secret file ${path} (${origin}) can be read by other users (mode ${(mode & 0o777).toString(8)}): chmod 600 it`);
+      log(
+        'warn',
+        `the secret file ${path} (${origin}) can be read by other users (mode ${(mode & 0o777).toString(8)}): chmod 600 it`,
+      );
     }
   } catch (err) {
-    throw new AuthenticationError(`cannot read the shared secret from ${path} (${origin}): ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new AuthenticationError(
+      `cannot read the shared secret from ${path} (${origin}): ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
   // one trailing newline (echo/openssl output) is not part of the secret
   const s = data.toString('utf8').replace(/\r?\n$/, '');
@@ -56,15 +61,24 @@ export function resolveSecret(o: SecretOptions, log: TcpLog): Buffer {
     origin = o.env.PARATRAIN_SECRET_FILE;
   }
   if (key) {
-    if (key.length < 16) log('warn', `the shared secret from ${origin} is only ${key.length} bytes: use at least 16 random bytes (e.g. \`openssl rand -hex 32\`)`);
+    if (key.length < 16)
+      log(
+        'warn',
+        `the shared secret from ${origin} is only ${key.length} bytes: use at least 16 random bytes (e.g. \`openssl rand -hex 32\`)`,
+      );
     return key;
   }
   if (o.worldSize <= 1) return INSECURE_KEY;
   if (o.allowInsecure) {
-    log('warn', 'no shared secret and allowInsecure is set: connections are NOT authenticated — anyone who can reach these ports can join or disturb the job');
+    log(
+      'warn',
+      'no shared secret and allowInsecure is set: connections are NOT authenticated — anyone who can reach these ports can join or disturb the job',
+    );
     return INSECURE_KEY;
   }
-  throw new AuthenticationError(`a world of ${o.worldSize} ranks needs a shared secret so that only its own processes can connect: ` +
-    'set PARATRAIN_SECRET to the same value on every host (e.g. `export PARATRAIN_SECRET=$(openssl rand -hex 32)`), ' +
-    'or PARATRAIN_SECRET_FILE / the secretFile option to a file holding it; allowInsecure: true skips this on a trusted machine');
+  throw new AuthenticationError(
+    `a world of ${o.worldSize} ranks needs a shared secret so that only its own processes can connect: ` +
+      'set PARATRAIN_SECRET to the same value on every host (e.g. `export PARATRAIN_SECRET=$(openssl rand -hex 32)`), ' +
+      'or PARATRAIN_SECRET_FILE / the secretFile option to a file holding it; allowInsecure: true skips this on a trusted machine',
+  );
 }

@@ -33,14 +33,20 @@ export class StrangerGate {
   private readonly dropped = new Map<string, number>();
   private readonly evicted = new WeakSet<Link>();
 
-  constructor(private readonly port: string, private readonly log: TcpLog,
-    private readonly perAddress = STRANGERS_PER_ADDRESS, private readonly total = STRANGERS_TOTAL) {}
+  constructor(
+    private readonly port: string,
+    private readonly log: TcpLog,
+    private readonly perAddress = STRANGERS_PER_ADDRESS,
+    private readonly total = STRANGERS_TOTAL,
+  ) {}
 
   /** Admits a new connection from `address` (no port), dropping the oldest stranger that must make room. */
   admit(link: Link, address: string): void {
     const ofAddress = [...this.pending].filter(([, a]) => a === address);
-    if (ofAddress.length >= this.perAddress) this.evict(ofAddress[0]![0], `more than ${this.perAddress} unauthenticated connections from ${address}`);
-    else if (this.pending.size >= this.total) this.evict(this.oldestOfBusiestAddress(), `more than ${this.total} unauthenticated connections`);
+    if (ofAddress.length >= this.perAddress)
+      this.evict(ofAddress[0]![0], `more than ${this.perAddress} unauthenticated connections from ${address}`);
+    else if (this.pending.size >= this.total)
+      this.evict(this.oldestOfBusiestAddress(), `more than ${this.total} unauthenticated connections`);
     this.pending.set(link, address);
   }
 
@@ -77,7 +83,11 @@ export class StrangerGate {
     const byCount = [...this.dropped].sort((a, b) => b[1] - a[1]);
     if (byCount.length === 0) return undefined;
     const [[addr, n], ...rest] = byCount as [[string, number], ...[string, number][]];
-    const more = rest.slice(0, 3).map(([a, m]) => `${m} from ${a}`).join(', ') + (rest.length > 3 ? `, and ${rest.length - 3} more addresses` : '');
+    const more =
+      rest
+        .slice(0, 3)
+        .map(([a, m]) => `${m} from ${a}`)
+        .join(', ') + (rest.length > 3 ? `, and ${rest.length - 3} more addresses` : '');
     return `${n} unauthenticated connection${n === 1 ? '' : 's'} from ${addr}${more ? ` (and ${more})` : ''}`;
   }
 
@@ -86,7 +96,10 @@ export class StrangerGate {
     this.pending.delete(link);
     this.evicted.add(link);
     link.destroy();
-    this.count(address, `dropped the oldest unauthenticated connection from ${link.remote} to ${this.port} to make room: ${why}`);
+    this.count(
+      address,
+      `dropped the oldest unauthenticated connection from ${link.remote} to ${this.port} to make room: ${why}`,
+    );
   }
 
   private count(address: string, line: string): void {

@@ -43,9 +43,19 @@ export class TcpCommunicator implements Communicator {
    */
   static async connect(options: TcpConnectOptions): Promise<TcpCommunicator> {
     const o = resolveOptions(options);
-    if (os.endianness() !== 'LE') throw new RendezvousError('the tcp transport sends little-endian float32 and refuses big-endian hosts');
+    if (os.endianness() !== 'LE')
+      throw new RendezvousError('the tcp transport sends little-endian float32 and refuses big-endian hosts');
     const log = cappedWarnings(options.log ?? stderrLog(o.rankNames?.[o.rank] ?? o.rank));
-    const key = resolveSecret({ secret: options.secret, secretFile: options.secretFile, allowInsecure: options.allowInsecure, worldSize: o.worldSize, env: options.env ?? process.env }, log);
+    const key = resolveSecret(
+      {
+        secret: options.secret,
+        secretFile: options.secretFile,
+        allowInsecure: options.allowInsecure,
+        worldSize: o.worldSize,
+        env: options.env ?? process.env,
+      },
+      log,
+    );
     const failures = new FailureState(o.rank, log, o.onFailure, o.rankNames);
     const engines = new DataEngines(o.nativeDataPath, o.maxFrameBytes);
     let router: FrameRouter | undefined;
@@ -56,8 +66,16 @@ export class TcpCommunicator implements Communicator {
     failures.onFail((err, abort) => links.abortAll(err, abort));
     router.whereabouts = new Whereabouts(links, failures, () => router!.entered, o.stallMs, o.rankNames);
     const comm = new TcpCommunicator({
-      rank: o.rank, size: o.worldSize, o, links, router, failures, engines,
-      stats: { commMs: 0, idleMs: 0, bytes: 0 }, active: 0, recvLocks: new Map(),
+      rank: o.rank,
+      size: o.worldSize,
+      o,
+      links,
+      router,
+      failures,
+      engines,
+      stats: { commMs: 0, idleMs: 0, bytes: 0 },
+      active: 0,
+      recvLocks: new Map(),
     });
     try {
       await links.form();
@@ -69,9 +87,17 @@ export class TcpCommunicator implements Communicator {
   }
 
   /** connect() with rank, world size and master from the environment (rendezvousFromEnv). */
-  static async fromEnv(options: Omit<TcpConnectOptions, 'rank' | 'worldSize' | 'masterAddr' | 'masterPort'> = {}): Promise<TcpCommunicator> {
+  static async fromEnv(
+    options: Omit<TcpConnectOptions, 'rank' | 'worldSize' | 'masterAddr' | 'masterPort'> = {},
+  ): Promise<TcpCommunicator> {
     const r = rendezvousFromEnv(options.env ?? process.env);
-    return TcpCommunicator.connect({ ...options, rank: r.rank, worldSize: r.worldSize, masterAddr: r.masterAddr, masterPort: r.masterPort });
+    return TcpCommunicator.connect({
+      ...options,
+      rank: r.rank,
+      worldSize: r.worldSize,
+      masterAddr: r.masterAddr,
+      masterPort: r.masterPort,
+    });
   }
 
   /** Every rank's data address, host name and pid, by rank. */
@@ -130,7 +156,9 @@ export class TcpCommunicator implements Communicator {
     checkLength(buf);
     checkInt('source', source, 0, this.size - 1);
     checkInt('tag', tag, 0, 0xffffffff);
-    await oneReaderAtATime(this.ctx, source, tag, () => this.call(() => recv(this.ctx, buf, source, tag), `recv from rank ${source} with tag ${tag}`, buf.length, false));
+    await oneReaderAtATime(this.ctx, source, tag, () =>
+      this.call(() => recv(this.ctx, buf, source, tag), `recv from rank ${source} with tag ${tag}`, buf.length, false),
+    );
   }
 
   // ---------------------------------------------------------------- failure, close, stats
@@ -191,7 +219,10 @@ export class TcpCommunicator implements Communicator {
     const t0 = performance.now();
     this.ctx.active++;
     const seq = collective ? router.entered : undefined;
-    const where = router.whereabouts?.enter(seq, () => `${name}${seq !== undefined ? ` #${seq}` : ''}${n >= 0 ? ` of ${n} floats` : ''}`);
+    const where = router.whereabouts?.enter(
+      seq,
+      () => `${name}${seq !== undefined ? ` #${seq}` : ''}${n >= 0 ? ` of ${n} floats` : ''}`,
+    );
     try {
       return await body();
     } catch (err) {

@@ -46,8 +46,13 @@ export class Whereabouts {
   /** the ranks this rank waits for before it can answer rank p's request (the parameter server's FINISH and turns) */
   awaiting: ((p: number) => number[]) | undefined;
 
-  constructor(private readonly links: PeerLinks, private readonly failures: FailureState, private readonly entered: () => number,
-              readonly stallMs: number, private readonly names: readonly string[] | undefined) {}
+  constructor(
+    private readonly links: PeerLinks,
+    private readonly failures: FailureState,
+    private readonly entered: () => number,
+    readonly stallMs: number,
+    private readonly names: readonly string[] | undefined,
+  ) {}
 
   /** A call begins (its words are made only if someone asks). */
   enter(seq: number | undefined, label: () => string): CallRecord {
@@ -65,9 +70,18 @@ export class Whereabouts {
   onFrame(p: number, f: Frame): void {
     if (f.type === FrameType.Where) {
       const awaiting = this.awaiting?.(p) ?? [];
-      const here: HereAnswer = { entered: this.entered(), calls: [...this.active].map((c) => c.label()), last: this.last?.label() ?? null,
-        step: currentTrainingStep(), ...(this.note ? { note: this.note() } : {}), ...(awaiting.length ? { awaiting } : {}) };
-      this.links.outLink(p).then((l) => l.send(FrameType.Here, f.tag, 0, Buffer.from(JSON.stringify(here), 'utf8'))).catch(() => {});
+      const here: HereAnswer = {
+        entered: this.entered(),
+        calls: [...this.active].map((c) => c.label()),
+        last: this.last?.label() ?? null,
+        step: currentTrainingStep(),
+        ...(this.note ? { note: this.note() } : {}),
+        ...(awaiting.length ? { awaiting } : {}),
+      };
+      this.links
+        .outLink(p)
+        .then((l) => l.send(FrameType.Here, f.tag, 0, Buffer.from(JSON.stringify(here), 'utf8')))
+        .catch(() => {});
       return;
     }
     const probe = this.probes.get(f.tag);
@@ -86,41 +100,67 @@ export class Whereabouts {
    */
   async inspect(p: number, what: string, since: number, p2p: boolean): Promise<void> {
     if (this.failures.usable) return;
-    const me = this.links.rank, size = this.links.size;
+    const me = this.links.rank,
+      size = this.links.size;
     const id = this.nextProbe++;
     const answers = new Map<number, HereAnswer>();
     const window = Math.min(MAX_ANSWER_WINDOW_MS, Math.max(50, this.stallMs / 2));
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, window);
-      this.probes.set(id, { answers, done: () => { clearTimeout(timer); resolve(); } });
+      this.probes.set(id, {
+        answers,
+        done: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      });
       for (let q = 0; q < size; q++) {
-        if (q !== me) this.links.outLink(q).then((l) => l.send(FrameType.Where, id, 0)).catch(() => {});
+        if (q !== me)
+          this.links
+            .outLink(q)
+            .then((l) => l.send(FrameType.Where, id, 0))
+            .catch(() => {});
       }
     });
     this.probes.delete(id);
     if (this.failures.usable) return;
     // the collective waited in (its number is in `what`), and this rank's words for it
     const seq = p2p ? undefined : Number(/collective #(\d+)/.exec(what)?.[1] ?? NaN);
-    const mine = [...this.active].find((c) => (p2p ? c.seq === undefined && c.label().startsWith(`recv from rank ${p} `) : c.seq === seq));
+    const mine = [...this.active].find((c) =>
+      p2p ? c.seq === undefined && c.label().startsWith(`recv from rank ${p} `) : c.seq === seq,
+    );
     const missing: number[] = [];
     const others: RankPosition[] = [];
     for (let q = 0; q < size; q++) {
       if (q === me) continue;
       const a = answers.get(q);
       if (!a) {
-        others.push({ rank: q, step: -1, call: `no answer within ${window} ms (busy outside communication: computing, or stopped)` });
+        others.push({
+          rank: q,
+          step: -1,
+          call: `no answer within ${window} ms (busy outside communication: computing, or stopped)`,
+        });
         if (!p2p) missing.push(q);
         continue;
       }
-      const where = a.note ?? (a.calls.length ? a.calls.join(' and ') : a.last ? `last seen in ${a.last}` : 'no call yet');
+      const where =
+        a.note ?? (a.calls.length ? a.calls.join(' and ') : a.last ? `last seen in ${a.last}` : 'no call yet');
       others.push({ rank: q, step: a.step, call: where });
       if (seq !== undefined && !Number.isNaN(seq) && a.entered <= seq) missing.push(q);
     }
     // a recv: the rank it waits for, or whom that rank itself waits for to answer (a server's other devices)
-    const through = p2p ? answers.get(p)?.awaiting?.filter((q) => Number.isInteger(q) && q >= 0 && q < size && q !== me) : undefined;
+    const through = p2p
+      ? answers.get(p)?.awaiting?.filter((q) => Number.isInteger(q) && q >= 0 && q < size && q !== me)
+      : undefined;
     if (through?.length) missing.splice(0, missing.length, ...through);
     else if (p2p || missing.length === 0) missing.splice(0, missing.length, p);
-    reportStall({ rank: me, waitingIn: mine?.label() ?? what, seconds: (performance.now() - since) / 1000, missing, others,
-      ...(this.names ? { names: this.names } : {}) });
+    reportStall({
+      rank: me,
+      waitingIn: mine?.label() ?? what,
+      seconds: (performance.now() - since) / 1000,
+      missing,
+      others,
+      ...(this.names ? { names: this.names } : {}),
+    });
   }
 }

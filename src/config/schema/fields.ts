@@ -29,13 +29,18 @@ export const openUnit = () => field<number>((v) => isNum(v) && v > 0 && v < 1, '
 export const factor = () => field<number>((v) => isNum(v) && v > 0 && v <= 1, 'expected a number > 0 and ≤ 1');
 export const bool = () => field<boolean>((v) => typeof v === 'boolean', 'expected true or false');
 export const str = (what: string) => field<string>((v) => typeof v === 'string' && v.length > 0, `expected ${what}`);
-export const seedField = () => field<number>((v) => isInt(v) && v >= 0 && v <= 0xffffffff, 'expected an integer from 0 to 4294967295');
+export const seedField = () =>
+  field<number>((v) => isInt(v) && v >= 0 && v <= 0xffffffff, 'expected an integer from 0 to 4294967295');
 
 export function oneOf<const T extends readonly string[]>(values: T) {
   return z.custom<T[number]>().superRefine((v, ctx) => {
     if (typeof v === 'string' && values.includes(v)) return;
     const hint = typeof v === 'string' ? didYouMean(v, values) : '';
-    ctx.addIssue({ code: 'custom', message: `expected one of ${values.join(', ')}`, params: { hint } satisfies IssueParams });
+    ctx.addIssue({
+      code: 'custom',
+      message: `expected one of ${values.join(', ')}`,
+      params: { hint } satisfies IssueParams,
+    });
   });
 }
 
@@ -46,7 +51,8 @@ export function size2(name: string) {
     `expected a positive integer or [height, width] of positive integers for ${name}`,
   );
 }
-export const toPair = (v: number | [number, number]): [number, number] => (typeof v === 'number' ? [v, v] : [v[0], v[1]]);
+export const toPair = (v: number | [number, number]): [number, number] =>
+  typeof v === 'number' ? [v, v] : [v[0], v[1]];
 
 // ---------------------------------------------------------------------------------------------
 // Strict maps: unknown keys are errors that name the key and the allowed ones.
@@ -59,7 +65,8 @@ export function strict<S extends z.core.$ZodLooseShape>(shape: S, noun = 'option
   const allowed = Object.keys(shape);
   return z.strictObject(shape, {
     error: (iss) => {
-      if (iss.code === 'unrecognized_keys') return iss.keys.map((k) => unknownKeyMessage(k, allowed, noun, owner)).join('\n');
+      if (iss.code === 'unrecognized_keys')
+        return iss.keys.map((k) => unknownKeyMessage(k, allowed, noun, owner)).join('\n');
       if (iss.code === 'invalid_type') {
         return allowed.length
           ? `expected a map of ${noun}s (${allowed.join(', ')})${example ? ` such as ${example}` : ''}`
@@ -96,8 +103,12 @@ export interface OneKeyMapConfig<C extends Record<string, z.ZodType>> {
  * check them). Written out rather than as a named alias, so editors and the reference show the
  * resulting union (`'flatten' | { dense: { units: number; … } } | …`), not the schema's types.
  */
-export function oneKeyMap<C extends Record<string, z.ZodType>>(cfg: OneKeyMapConfig<C>):
-  z.ZodType<z.output<C[keyof C]>, { [K in keyof C & string]: K | { [P in K]: z.input<C[K]> | null } }[keyof C & string]> {
+export function oneKeyMap<C extends Record<string, z.ZodType>>(
+  cfg: OneKeyMapConfig<C>,
+): z.ZodType<
+  z.output<C[keyof C]>,
+  { [K in keyof C & string]: K | { [P in K]: z.input<C[K]> | null } }[keyof C & string]
+> {
   const names = Object.keys(cfg.choices);
   const list = names.join(', ');
   const fail = (ctx: z.core.$RefinementCtx, message: string) => {
@@ -113,11 +124,16 @@ export function oneKeyMap<C extends Record<string, z.ZodType>>(cfg: OneKeyMapCon
     } else if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
       const keys = Object.keys(v);
       if (keys.length !== 1) {
-        const hint = keys.length > 1 && keys.filter((k) => k in cfg.choices).length === 1
-          ? ` (are the options of '${keys.find((k) => k in cfg.choices)}' indented under it?)`
-          : '';
-        return fail(ctx, `expected a one-key map naming the ${cfg.noun}, such as ${cfg.example}, got ${
-          keys.length ? `${keys.length} keys (${keys.join(', ')})` : 'an empty map'}${hint}`);
+        const hint =
+          keys.length > 1 && keys.filter((k) => k in cfg.choices).length === 1
+            ? ` (are the options of '${keys.find((k) => k in cfg.choices)}' indented under it?)`
+            : '';
+        return fail(
+          ctx,
+          `expected a one-key map naming the ${cfg.noun}, such as ${cfg.example}, got ${
+            keys.length ? `${keys.length} keys (${keys.join(', ')})` : 'an empty map'
+          }${hint}`,
+        );
       }
       name = keys[0]!;
       opts = (v as Record<string, unknown>)[name];
@@ -136,12 +152,21 @@ export function oneKeyMap<C extends Record<string, z.ZodType>>(cfg: OneKeyMapCon
       return z.NEVER;
     }
     return r.data as z.output<C[keyof C]>;
-  // the parse accepts any value (and says what is wrong with it); its declared input is what a config may hold
-  }) as unknown as z.ZodType<z.output<C[keyof C]>, { [K in keyof C & string]: K | { [P in K]: z.input<C[K]> | null } }[keyof C & string]>;
+    // the parse accepts any value (and says what is wrong with it); its declared input is what a config may hold
+  }) as unknown as z.ZodType<
+    z.output<C[keyof C]>,
+    { [K in keyof C & string]: K | { [P in K]: z.input<C[K]> | null } }[keyof C & string]
+  >;
 }
 
 /** The fields a strategy's file builds its options schema from (parallel/strategies/entry.ts). */
 export const optionFields: OptionFields = {
   options: (shape, owner) => strict(shape, 'option', owner),
-  posInt, nonNegInt, posNum, unitRange, openUnit, bool, oneOf,
+  posInt,
+  nonNegInt,
+  posNum,
+  unitRange,
+  openUnit,
+  bool,
+  oneOf,
 };

@@ -24,45 +24,61 @@ export { BACKENDS } from './train.ts';
 
 export const SECTIONS = ['model', 'loss', 'optimizer', 'schedule', 'data', 'train'] as const;
 
-export const configSchema = strict({
-  model: modelSchema,
-  loss: lossSchema,
-  optimizer: optimizerSchema,
-  schedule: scheduleSchema,
-  data: dataSchema,
-  train: trainSchema,
-}, 'section', undefined, '`model: { input: [28, 28, 1], layers: [...] }`').transform((o, ctx): RunConfig => {
+export const configSchema = strict(
+  {
+    model: modelSchema,
+    loss: lossSchema,
+    optimizer: optimizerSchema,
+    schedule: scheduleSchema,
+    data: dataSchema,
+    train: trainSchema,
+  },
+  'section',
+  undefined,
+  '`model: { input: [28, 28, 1], layers: [...] }`',
+).transform((o, ctx): RunConfig => {
   // checks that involve more than one field
   if (o.data.batchSizeScope === 'global' && o.data.batchSize % o.train.devices !== 0) {
     ctx.addIssue({
-      code: 'custom', path: ['data', 'batchSize'],
+      code: 'custom',
+      path: ['data', 'batchSize'],
       message: `with batchSizeScope: global the batch is split across train.devices (${o.train.devices}), so it must be a multiple of ${o.train.devices}`,
     });
   }
   if (o.train.devices > 1 && !runsModelParallel(o.train.strategy) && modelParallelLayers(o.model).length) {
     ctx.addIssue({
-      code: 'custom', path: ['train', 'strategy'], params: { noGot: true } satisfies IssueParams,
+      code: 'custom',
+      path: ['train', 'strategy'],
+      params: { noGot: true } satisfies IssueParams,
       message: modelParallelStrategyMessage(o.model, o.train.strategy.type),
     });
   }
   if (o.train.devices > 1 && o.train.microBatches > 1 && modelParallelLayers(o.model).length) {
     ctx.addIssue({
-      code: 'custom', path: ['train', 'microBatches'],
+      code: 'custom',
+      path: ['train', 'microBatches'],
       message: `micro-batching is not supported together with model-parallel layers ('parallel: model') on several devices; use microBatches: 1 or make the layers data-parallel`,
     });
   }
-  const perDevice = o.data.batchSizeScope === 'global' ? Math.floor(o.data.batchSize / o.train.devices) : o.data.batchSize;
+  const perDevice =
+    o.data.batchSizeScope === 'global' ? Math.floor(o.data.batchSize / o.train.devices) : o.data.batchSize;
   if (o.train.microBatches > perDevice) {
     ctx.addIssue({
-      code: 'custom', path: ['train', 'microBatches'],
+      code: 'custom',
+      path: ['train', 'microBatches'],
       message: `${o.train.microBatches} micro-batches of a per-device batch of ${perDevice} samples leaves some empty; use at most ${perDevice} (or a larger data.batchSize)`,
     });
   }
   const squashed = lossAfterLastLayer(o.model.layers, o.loss);
-  if (squashed) ctx.addIssue({ code: 'custom', path: ['loss'], params: { noGot: true } satisfies IssueParams, message: squashed });
+  if (squashed)
+    ctx.addIssue({ code: 'custom', path: ['loss'], params: { noGot: true } satisfies IssueParams, message: squashed });
   // synchronised statistics need every device in the same forward pass at the same time
   if (o.train.syncBatchNorm && o.train.devices > 1 && !stepsInLockstep(o.train.strategy)) {
-    ctx.addIssue({ code: 'custom', path: ['train', 'syncBatchNorm'], message: syncBatchNormStrategyMessage(o.train.strategy) });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['train', 'syncBatchNorm'],
+      message: syncBatchNormStrategyMessage(o.train.strategy),
+    });
   }
   return { model: o.model, loss: o.loss, optimizer: o.optimizer, schedule: o.schedule, data: o.data, train: o.train };
 });
@@ -71,4 +87,3 @@ export const configSchema = strict({
 type Assert<T extends true> = T;
 type Equals<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 export type _ConfigSchemaProducesRunConfig = Assert<Equals<z.output<typeof configSchema>, RunConfig>>;
-

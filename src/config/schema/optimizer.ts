@@ -12,7 +12,9 @@ const sgd = strict({
 }).transform((o, ctx): OptimizerSpec => {
   if (o.nesterov && o.momentum === 0) {
     ctx.addIssue({
-      code: 'custom', path: ['nesterov'], params: { noGot: true } satisfies IssueParams,
+      code: 'custom',
+      path: ['nesterov'],
+      params: { noGot: true } satisfies IssueParams,
       message: 'nesterov: true needs momentum > 0; set momentum (e.g. 0.9) or nesterov: false',
     });
   }
@@ -26,16 +28,27 @@ function adamLike(type: 'adam' | 'adamw', weightDecay: number) {
     beta2: unitRange().default(0.999),
     eps: posNum().default(1e-8),
     weightDecay: nonNegNum().default(weightDecay),
-  }).transform((o): OptimizerSpec => ({ type, lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps, weightDecay: o.weightDecay }));
+  }).transform(
+    (o): OptimizerSpec => ({ type, lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps, weightDecay: o.weightDecay }),
+  );
 }
 
-const OPTIMIZERS = { sgd, adam: adamLike('adam', 0), adamw: adamLike('adamw', 0.01) } satisfies Record<OptimizerSpec['type'], z.ZodType<OptimizerSpec>>;
+const OPTIMIZERS = { sgd, adam: adamLike('adam', 0), adamw: adamLike('adamw', 0.01) } satisfies Record<
+  OptimizerSpec['type'],
+  z.ZodType<OptimizerSpec>
+>;
 export const OPTIMIZER_TYPES = Object.keys(OPTIMIZERS) as OptimizerSpec['type'][];
-export const optimizerSchema = oneKeyMap({ noun: 'optimizer', choices: OPTIMIZERS, example: '`adam: { lr: 0.001 }`' }).prefault('adam');
+export const optimizerSchema = oneKeyMap({
+  noun: 'optimizer',
+  choices: OPTIMIZERS,
+  example: '`adam: { lr: 0.001 }`',
+}).prefault('adam');
 
 const DECAYS = {
   none: strict({}, 'option', 'none').transform((): DecaySpec => ({ type: 'none' })),
-  step: strict({ every: posInt(), gamma: factor().default(0.1) }).transform((o): DecaySpec => ({ type: 'step', every: o.every, gamma: o.gamma })),
+  step: strict({ every: posInt(), gamma: factor().default(0.1) }).transform(
+    (o): DecaySpec => ({ type: 'step', every: o.every, gamma: o.gamma }),
+  ),
   cosine: strict({ minLr: nonNegNum().default(0) }).transform((o): DecaySpec => ({ type: 'cosine', minLr: o.minLr })),
 } satisfies Record<DecaySpec['type'], z.ZodType<DecaySpec>>;
 

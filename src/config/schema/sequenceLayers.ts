@@ -17,19 +17,28 @@ const lstm = strict({
   returnSequences: bool().default(true),
   bidirectional: oneOf(MERGES).optional(),
   forgetBias: num().default(1),
-}).transform((o): RecurrentSpec => ({
-  type: 'lstm', units: o.units, returnSequences: o.returnSequences, forgetBias: o.forgetBias,
-  ...(o.bidirectional ? { bidirectional: o.bidirectional } : {}),
-}));
+}).transform(
+  (o): RecurrentSpec => ({
+    type: 'lstm',
+    units: o.units,
+    returnSequences: o.returnSequences,
+    forgetBias: o.forgetBias,
+    ...(o.bidirectional ? { bidirectional: o.bidirectional } : {}),
+  }),
+);
 
 const gru = strict({
   units: posInt(),
   returnSequences: bool().default(true),
   bidirectional: oneOf(MERGES).optional(),
-}).transform((o): RecurrentSpec => ({
-  type: 'gru', units: o.units, returnSequences: o.returnSequences,
-  ...(o.bidirectional ? { bidirectional: o.bidirectional } : {}),
-}));
+}).transform(
+  (o): RecurrentSpec => ({
+    type: 'gru',
+    units: o.units,
+    returnSequences: o.returnSequences,
+    ...(o.bidirectional ? { bidirectional: o.bidirectional } : {}),
+  }),
+);
 
 const conv1d = strict({
   filters: posInt(),
@@ -40,8 +49,9 @@ const conv1d = strict({
   useBias: bool().default(true),
 }).transform((o): Conv1DSpec => ({ type: 'conv1d', ...o }));
 
-const layerNorm = strict({ epsilon: posNum().default(1e-5) })
-  .transform((o): LayerNormSpec => ({ type: 'layerNorm', epsilon: o.epsilon }));
+const layerNorm = strict({ epsilon: posNum().default(1e-5) }).transform(
+  (o): LayerNormSpec => ({ type: 'layerNorm', epsilon: o.epsilon }),
+);
 
 export const SEQUENCE_LAYERS = { lstm, gru, conv1d, layerNorm };
 
@@ -52,6 +62,8 @@ const dim = (v: unknown) => isInt(v) && v > 0;
  * may be `null` (variable: each batch decides, as Keras's None); null becomes VARIABLE in the spec.
  */
 export const modelInput = field<(number | null)[]>(
-  (v) => Array.isArray(v) && (v.length === 1 || v.length === 3 ? v.every(dim) : v.length === 2 && (v[0] === null || dim(v[0])) && dim(v[1])),
+  (v) =>
+    Array.isArray(v) &&
+    (v.length === 1 || v.length === 3 ? v.every(dim) : v.length === 2 && (v[0] === null || dim(v[0])) && dim(v[1])),
   'expected [height, width, channels], [features] or a sequence [frames, features] (frames null when variable) of positive integers',
 ).transform((v) => v.map((d) => d ?? VARIABLE));

@@ -8,58 +8,83 @@ import type { BestSpec, EarlyStoppingSpec, EvalMetric } from '../runConfig.ts';
 import type { IssueParams } from '../errors.ts';
 import { nonNegNum, oneOf, posInt, strict } from './fields.ts';
 
-export const EVAL_METRICS = ['valLoss', 'valAccuracy', 'testLoss', 'testAccuracy'] as const satisfies readonly EvalMetric[];
+export const EVAL_METRICS = [
+  'valLoss',
+  'valAccuracy',
+  'testLoss',
+  'testAccuracy',
+] as const satisfies readonly EvalMetric[];
 
 /** The better direction of a metric: down for a loss, up for an accuracy. */
 export const naturalMode = (metric: EvalMetric): 'min' | 'max' => (metric.endsWith('Loss') ? 'min' : 'max');
 
-const goalSchema = strict({
-  metric: oneOf(EVAL_METRICS),
-  mode: oneOf(['min', 'max'] as const).optional(),
-}, 'option', undefined, '`{ metric: valAccuracy, mode: max }`');
+const goalSchema = strict(
+  {
+    metric: oneOf(EVAL_METRICS),
+    mode: oneOf(['min', 'max'] as const).optional(),
+  },
+  'option',
+  undefined,
+  '`{ metric: valAccuracy, mode: max }`',
+);
 
 const BEST_EXPECTED = 'expected auto, false or { metric: valAccuracy|valLoss|testAccuracy|testLoss, mode: max|min }';
 
 /** `train.best`: 'auto' (default), false, or { metric, mode } with mode defaulting to the metric's better direction. */
 export function bestField() {
-  return z.unknown().default('auto').transform((v, ctx): BestSpec => {
-    if (v === undefined || v === 'auto') return 'auto';
-    if (v === false) return false;
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) {
-      ctx.addIssue({ code: 'custom', message: BEST_EXPECTED });
-      return z.NEVER;
-    }
-    const r = goalSchema.safeParse(v);
-    if (!r.success) {
-      for (const iss of r.error.issues) ctx.addIssue(iss as z.core.$ZodRawIssue);
-      return z.NEVER;
-    }
-    return { metric: r.data.metric, mode: r.data.mode ?? naturalMode(r.data.metric) };
-  });
+  return z
+    .unknown()
+    .default('auto')
+    .transform((v, ctx): BestSpec => {
+      if (v === undefined || v === 'auto') return 'auto';
+      if (v === false) return false;
+      if (v === null || typeof v !== 'object' || Array.isArray(v)) {
+        ctx.addIssue({ code: 'custom', message: BEST_EXPECTED });
+        return z.NEVER;
+      }
+      const r = goalSchema.safeParse(v);
+      if (!r.success) {
+        for (const iss of r.error.issues) ctx.addIssue(iss as z.core.$ZodRawIssue);
+        return z.NEVER;
+      }
+      return { metric: r.data.metric, mode: r.data.mode ?? naturalMode(r.data.metric) };
+    });
 }
 
-const earlyStoppingSchema = strict({
-  metric: oneOf([...EVAL_METRICS, 'auto'] as const).default('auto'),
-  mode: oneOf(['min', 'max', 'auto'] as const).default('auto'),
-  patience: posInt().default(5),
-  minDelta: nonNegNum().default(0),
-}, 'option', undefined, '`{ metric: valLoss, patience: 5, minDelta: 0.001 }`');
+const earlyStoppingSchema = strict(
+  {
+    metric: oneOf([...EVAL_METRICS, 'auto'] as const).default('auto'),
+    mode: oneOf(['min', 'max', 'auto'] as const).default('auto'),
+    patience: posInt().default(5),
+    minDelta: nonNegNum().default(0),
+  },
+  'option',
+  undefined,
+  '`{ metric: valLoss, patience: 5, minDelta: 0.001 }`',
+);
 
 /** `train.earlyStopping`: false (default), true (every default), or { metric, mode, patience, minDelta }. */
 export function earlyStoppingField() {
-  return z.unknown().default(false).transform((v, ctx): EarlyStoppingSpec | false => {
-    if (v === undefined || v === false) return false;
-    const r = earlyStoppingSchema.safeParse(v === true ? {} : v);
-    if (!r.success) {
-      for (const iss of r.error.issues) ctx.addIssue(iss as z.core.$ZodRawIssue);
-      return z.NEVER;
-    }
-    const { metric, mode, patience, minDelta } = r.data;
-    if (metric === 'auto' && mode !== 'auto') {
-      ctx.addIssue({ code: 'custom', path: ['mode'], params: { noGot: true } satisfies IssueParams,
-        message: `mode ${mode} needs a metric to apply to; give both, e.g. { metric: valAccuracy, mode: max }` });
-      return z.NEVER;
-    }
-    return { metric, mode: mode === 'auto' && metric !== 'auto' ? naturalMode(metric) : mode, patience, minDelta };
-  });
+  return z
+    .unknown()
+    .default(false)
+    .transform((v, ctx): EarlyStoppingSpec | false => {
+      if (v === undefined || v === false) return false;
+      const r = earlyStoppingSchema.safeParse(v === true ? {} : v);
+      if (!r.success) {
+        for (const iss of r.error.issues) ctx.addIssue(iss as z.core.$ZodRawIssue);
+        return z.NEVER;
+      }
+      const { metric, mode, patience, minDelta } = r.data;
+      if (metric === 'auto' && mode !== 'auto') {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['mode'],
+          params: { noGot: true } satisfies IssueParams,
+          message: `mode ${mode} needs a metric to apply to; give both, e.g. { metric: valAccuracy, mode: max }`,
+        });
+        return z.NEVER;
+      }
+      return { metric, mode: mode === 'auto' && metric !== 'auto' ? naturalMode(metric) : mode, patience, minDelta };
+    });
 }

@@ -13,10 +13,15 @@ import { bestField, earlyStoppingField } from './tracking.ts';
 type StrategyOptionsInput<N extends StrategyName> = Partial<Omit<Extract<StrategySpec, { type: N }>, 'type'>>;
 
 // every strategy's options, in the registry's order (the order messages list them)
-const strategyChoices = Object.fromEntries(STRATEGIES.map((e) => [e.name, e.schema(optionFields)])) as
-  { [N in StrategyName]: z.ZodType<StrategySpec, StrategyOptionsInput<N>> };
+const strategyChoices = Object.fromEntries(STRATEGIES.map((e) => [e.name, e.schema(optionFields)])) as {
+  [N in StrategyName]: z.ZodType<StrategySpec, StrategyOptionsInput<N>>;
+};
 
-export const strategySchema = oneKeyMap({ noun: 'strategy', choices: strategyChoices, example: '`bmuf: { period: 4 }`' });
+export const strategySchema = oneKeyMap({
+  noun: 'strategy',
+  choices: strategyChoices,
+  example: '`bmuf: { period: 4 }`',
+});
 
 export const BACKENDS = ['js', 'wasm', 'native', 'onednn', 'auto'] as const;
 
@@ -39,15 +44,30 @@ export const trainSchema = section({
   earlyStopping: earlyStoppingField(),
 }).transform((o, ctx): TrainSpec => {
   if (o.earlyStopping && o.evalEvery === 0) {
-    ctx.addIssue({ code: 'custom', path: ['earlyStopping'], params: { noGot: true },
-      message: 'early stopping watches the evaluation after epochs, but train.evalEvery is 0 (only at the end); set evalEvery: 1 (or N) or leave earlyStopping out' });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['earlyStopping'],
+      params: { noGot: true },
+      message:
+        'early stopping watches the evaluation after epochs, but train.evalEvery is 0 (only at the end); set evalEvery: 1 (or N) or leave earlyStopping out',
+    });
   }
   return {
-    epochs: o.epochs, devices: o.devices, strategy: o.strategy, seed: o.seed, backend: o.backend,
-    lrScaling: o.lrScaling, evalEvery: o.evalEvery, checkpointEvery: o.checkpointEvery, keepLast: o.keepLast,
-    microBatches: o.microBatches, syncBatchNorm: o.syncBatchNorm,
-    maxBadSteps: o.maxBadSteps, stallWarningSeconds: o.stallWarningSeconds,
-    best: o.best, earlyStopping: o.earlyStopping,
+    epochs: o.epochs,
+    devices: o.devices,
+    strategy: o.strategy,
+    seed: o.seed,
+    backend: o.backend,
+    lrScaling: o.lrScaling,
+    evalEvery: o.evalEvery,
+    checkpointEvery: o.checkpointEvery,
+    keepLast: o.keepLast,
+    microBatches: o.microBatches,
+    syncBatchNorm: o.syncBatchNorm,
+    maxBadSteps: o.maxBadSteps,
+    stallWarningSeconds: o.stallWarningSeconds,
+    best: o.best,
+    earlyStopping: o.earlyStopping,
     // absent unless set, so configs without clipping normalise as before
     ...(o.clipGradNorm !== undefined ? { clipGradNorm: o.clipGradNorm } : {}),
   };

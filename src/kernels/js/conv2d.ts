@@ -26,13 +26,27 @@ function chunkRows(P: number, rowLen: number, budget: number): number {
 
 /** A 1×1, stride-1, unpadded convolution is already a GEMM on x itself. */
 function isPointwise(g: Conv2DGeometry): boolean {
-  return g.KH === 1 && g.KW === 1 && g.strideH === 1 && g.strideW === 1 && g.padTop === 0 && g.padLeft === 0 &&
-    g.OH === g.H && g.OW === g.W;
+  return (
+    g.KH === 1 &&
+    g.KW === 1 &&
+    g.strideH === 1 &&
+    g.strideW === 1 &&
+    g.padTop === 0 &&
+    g.padLeft === 0 &&
+    g.OH === g.H &&
+    g.OW === g.W
+  );
 }
 
 /** y[N,OH,OW,F] = conv(x, w) (+ bias). */
-export function conv2dForward(x: Float32Array, w: Float32Array, bias: Float32Array | null, y: Float32Array,
-                              g: Conv2DGeometry, budget = IM2COL_BUDGET): void {
+export function conv2dForward(
+  x: Float32Array,
+  w: Float32Array,
+  bias: Float32Array | null,
+  y: Float32Array,
+  g: Conv2DGeometry,
+  budget = IM2COL_BUDGET,
+): void {
   const { N, C, KH, KW, F, OH, OW } = g;
   const P = N * OH * OW;
   if (P === 0 || F === 0) return;
@@ -52,8 +66,13 @@ export function conv2dForward(x: Float32Array, w: Float32Array, bias: Float32Arr
 }
 
 /** dx[N,H,W,C] (overwritten) = convolution transposed applied to dy. */
-export function conv2dBackwardData(dy: Float32Array, w: Float32Array, dx: Float32Array, g: Conv2DGeometry,
-                                   budget = IM2COL_BUDGET): void {
+export function conv2dBackwardData(
+  dy: Float32Array,
+  w: Float32Array,
+  dx: Float32Array,
+  g: Conv2DGeometry,
+  budget = IM2COL_BUDGET,
+): void {
   const { N, H, W, C, KH, KW, F, OH, OW } = g;
   const P = N * OH * OW;
   if (isPointwise(g)) {
@@ -74,8 +93,14 @@ export function conv2dBackwardData(dy: Float32Array, w: Float32Array, dx: Float3
 }
 
 /** dw[KH,KW,C,F] += im2col(x)ᵀ · dy; db[F] += Σ dy when given. */
-export function conv2dBackwardFilter(x: Float32Array, dy: Float32Array, dw: Float32Array, db: Float32Array | null,
-                                     g: Conv2DGeometry, budget = IM2COL_BUDGET): void {
+export function conv2dBackwardFilter(
+  x: Float32Array,
+  dy: Float32Array,
+  dw: Float32Array,
+  db: Float32Array | null,
+  g: Conv2DGeometry,
+  budget = IM2COL_BUDGET,
+): void {
   const { N, C, KH, KW, F, OH, OW } = g;
   const P = N * OH * OW;
   if (P === 0) return;

@@ -8,12 +8,22 @@ const TO_UNIT = 1 / 4294967296;
  * y[i] = x[i]·mask[i] (the product in float64, rounded once). The wasm kernel
  * (assembly/dropout.ts) draws the same numbers: the same masks.
  */
-export function dropoutForward(k0: number, k1: number, counter: number, n: number, keep: number, scale: number,
-                               x: Float32Array, mask: Float32Array, y: Float32Array): void {
+export function dropoutForward(
+  k0: number,
+  k1: number,
+  counter: number,
+  n: number,
+  keep: number,
+  scale: number,
+  x: Float32Array,
+  mask: Float32Array,
+  y: Float32Array,
+): void {
   const block = new Uint32Array(4);
   let blockIndex = -1;
   for (let j = 0; j < n; j++) {
-    const i = counter + j, b = Math.floor(i / 4);
+    const i = counter + j,
+      b = Math.floor(i / 4);
     if (b !== blockIndex) {
       philox4x32(b >>> 0, Math.floor(b / 4294967296) >>> 0, 0, 0, k0, k1, block);
       blockIndex = b;

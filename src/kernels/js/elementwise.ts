@@ -10,8 +10,22 @@ export { DEFAULT_RELU_CAP } from '../backend.ts';
 export function normalCdf(x: number): number {
   const z = Math.abs(x) * Math.SQRT1_2;
   const t = 1 / (1 + 0.5 * z);
-  const erfc = t * Math.exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +
-    t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))));
+  const erfc =
+    t *
+    Math.exp(
+      -z * z -
+        1.26551223 +
+        t *
+          (1.00002368 +
+            t *
+              (0.37409196 +
+                t *
+                  (0.09678418 +
+                    t *
+                      (-0.18628806 +
+                        t *
+                          (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))),
+    );
   return x >= 0 ? 1 - 0.5 * erfc : 0.5 * erfc;
 }
 
@@ -38,14 +52,21 @@ export function biasGrad(dy: Float32Array, db: Float32Array, rows: number, cols:
 
 /** y = f(x) elementwise (y may be x). Written so NaN propagates, as in PyTorch. */
 export function activationForward(kind: ActivationKind, x: Float32Array, y: Float32Array, param?: number): void {
-  const n = x.length, cap = activationParam(kind, param);
+  const n = x.length,
+    cap = activationParam(kind, param);
   if (y.length < n) throw new Error(`activationForward: output has ${y.length} values, input ${n}`);
   switch (kind) {
     case 'relu':
-      for (let i = 0; i < n; i++) { const v = x[i]; y[i] = v < 0 ? 0 : v; }
+      for (let i = 0; i < n; i++) {
+        const v = x[i];
+        y[i] = v < 0 ? 0 : v;
+      }
       return;
     case 'clippedRelu':
-      for (let i = 0; i < n; i++) { const v = x[i]; y[i] = v < 0 ? 0 : v > cap ? cap : v; }
+      for (let i = 0; i < n; i++) {
+        const v = x[i];
+        y[i] = v < 0 ? 0 : v > cap ? cap : v;
+      }
       return;
     case 'tanh':
       for (let i = 0; i < n; i++) y[i] = Math.tanh(x[i]);
@@ -57,12 +78,18 @@ export function activationForward(kind: ActivationKind, x: Float32Array, y: Floa
     case 'leakyRelu': {
       // the slope as float32, like the wasm kernel's, so both round the same product
       const slope = Math.fround(cap);
-      for (let i = 0; i < n; i++) { const v = x[i]; y[i] = v < 0 ? slope * v : v; }
+      for (let i = 0; i < n; i++) {
+        const v = x[i];
+        y[i] = v < 0 ? slope * v : v;
+      }
       return;
     }
     case 'gelu':
       // x·Φ(x), exact (erf) form
-      for (let i = 0; i < n; i++) { const v = x[i]; y[i] = v * normalCdf(v); }
+      for (let i = 0; i < n; i++) {
+        const v = x[i];
+        y[i] = v * normalCdf(v);
+      }
       return;
     case 'linear':
       if (y !== x) y.set(x.subarray(0, n));
@@ -76,9 +103,15 @@ export function activationForward(kind: ActivationKind, x: Float32Array, y: Floa
  * dx = dy · f'(x), with f' expressed through the forward output y (dx may be dy); for gelu `y` is
  * the forward input x instead (backwardReadsInput).
  */
-export function activationBackward(kind: ActivationKind, y: Float32Array, dy: Float32Array, dx: Float32Array,
-                                   param?: number): void {
-  const n = y.length, cap = activationParam(kind, param);
+export function activationBackward(
+  kind: ActivationKind,
+  y: Float32Array,
+  dy: Float32Array,
+  dx: Float32Array,
+  param?: number,
+): void {
+  const n = y.length,
+    cap = activationParam(kind, param);
   if (dy.length < n || dx.length < n) {
     throw new Error(`activationBackward: y has ${y.length} values, dy ${dy.length}, dx ${dx.length}`);
   }
@@ -88,13 +121,22 @@ export function activationBackward(kind: ActivationKind, y: Float32Array, dy: Fl
       return;
     case 'clippedRelu':
       // At the ceiling the output is flat, as PyTorch's hardtanh backward treats it.
-      for (let i = 0; i < n; i++) { const v = y[i]; dx[i] = v > 0 && v < cap ? dy[i] : 0; }
+      for (let i = 0; i < n; i++) {
+        const v = y[i];
+        dx[i] = v > 0 && v < cap ? dy[i] : 0;
+      }
       return;
     case 'tanh':
-      for (let i = 0; i < n; i++) { const v = y[i]; dx[i] = dy[i] * (1 - v * v); }
+      for (let i = 0; i < n; i++) {
+        const v = y[i];
+        dx[i] = dy[i] * (1 - v * v);
+      }
       return;
     case 'sigmoid':
-      for (let i = 0; i < n; i++) { const v = y[i]; dx[i] = dy[i] * v * (1 - v); }
+      for (let i = 0; i < n; i++) {
+        const v = y[i];
+        dx[i] = dy[i] * v * (1 - v);
+      }
       return;
     case 'leakyRelu': {
       // with slope ≥ 0, y > 0 exactly where x > 0; at 0 the slope applies, as in PyTorch

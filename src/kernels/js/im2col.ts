@@ -61,7 +61,10 @@ export function col2im(col: Float32Array, g: Conv2DGeometry, p0: number, p1: num
     const skipAfter = (KW - kwHi) * C;
     for (let kh = 0; kh < KH; kh++) {
       const ih = ih0 + kh;
-      if (ih < 0 || ih >= H) { src += KWC; continue; }
+      if (ih < 0 || ih >= H) {
+        src += KWC;
+        continue;
+      }
       src += skipBefore;
       let dst = ((n * H + ih) * W + iw0 + kwLo) * C;
       for (let i = 0; i < addLen; i++) dx[dst++] += col[src++];

@@ -16,16 +16,23 @@ function checkLengths(what: string, n: number, arrays: Record<string, Float32Arr
  * m = β1·m + (1−β1)·g; v = β2·v + (1−β2)·g²; p −= lr·m̂/(√v̂ + ε) with m̂, v̂ bias-corrected by step t.
  * Adam (decoupled = false) first adds wd·p to g (L2); AdamW (decoupled = true) first does p −= lr·wd·p.
  */
-export function adamStep(params: Float32Array, grads: Float32Array, m: Float32Array, v: Float32Array, p: AdamParams): void {
+export function adamStep(
+  params: Float32Array,
+  grads: Float32Array,
+  m: Float32Array,
+  v: Float32Array,
+  p: AdamParams,
+): void {
   const n = params.length;
   checkLengths('adamStep', n, { grads, m, v });
   const { lr, beta1, beta2, eps, weightDecay, decoupled, step } = p;
   if (!(step >= 1)) throw new Error(`adamStep: step must be 1-based, got ${step}`);
-  const bc1 = 1 - Math.pow(beta1, step);
-  const bc2 = 1 - Math.pow(beta2, step);
+  const bc1 = 1 - beta1 ** step;
+  const bc2 = 1 - beta2 ** step;
   const l2 = decoupled ? 0 : weightDecay;
   const shrink = decoupled ? 1 - lr * weightDecay : 1;
-  const c1 = 1 - beta1, c2 = 1 - beta2;
+  const c1 = 1 - beta1,
+    c2 = 1 - beta2;
   for (let i = 0; i < n; i++) {
     let w = params[i];
     const g = grads[i] + l2 * w;
@@ -34,7 +41,7 @@ export function adamStep(params: Float32Array, grads: Float32Array, m: Float32Ar
     const vi = beta2 * v[i] + c2 * g * g;
     m[i] = mi;
     v[i] = vi;
-    params[i] = w - lr * (mi / bc1) / (Math.sqrt(vi / bc2) + eps);
+    params[i] = w - (lr * (mi / bc1)) / (Math.sqrt(vi / bc2) + eps);
   }
 }
 

@@ -13,18 +13,26 @@ export function maxPoolForward(x: Float32Array, y: Float32Array, argmax: Int32Ar
   for (let n = 0; n < N; n++) {
     for (let oh = 0; oh < OH; oh++) {
       const ih0 = oh * strideH - padTop;
-      const hLo = Math.max(0, ih0), hHi = Math.min(H, ih0 + KH);
+      const hLo = Math.max(0, ih0),
+        hHi = Math.min(H, ih0 + KH);
       for (let ow = 0; ow < OW; ow++, o += C) {
         const iw0 = ow * strideW - padLeft;
-        const wLo = Math.max(0, iw0), wHi = Math.min(W, iw0 + KW);
+        const wLo = Math.max(0, iw0),
+          wHi = Math.min(W, iw0 + KW);
         if (hLo >= hHi || wLo >= wHi) {
           // A window wholly in the padding has no input to take: 0, routed nowhere.
-          for (let c = 0; c < C; c++) { y[o + c] = 0; argmax[o + c] = -1; }
+          for (let c = 0; c < C; c++) {
+            y[o + c] = 0;
+            argmax[o + c] = -1;
+          }
           continue;
         }
         // Start from the first cell of the window, then scan the rest.
         const first = ((n * H + hLo) * W + wLo) * C;
-        for (let c = 0; c < C; c++) { y[o + c] = x[first + c]; argmax[o + c] = first + c; }
+        for (let c = 0; c < C; c++) {
+          y[o + c] = x[first + c];
+          argmax[o + c] = first + c;
+        }
         for (let ih = hLo; ih < hHi; ih++) {
           for (let iw = ih === hLo ? wLo + 1 : wLo; iw < wHi; iw++) {
             const base = ((n * H + ih) * W + iw) * C;
@@ -32,7 +40,10 @@ export function maxPoolForward(x: Float32Array, y: Float32Array, argmax: Int32Ar
               const v = x[base + c];
               const best = y[o + c];
               // Strictly greater keeps the first of ties; NaN wins, as in PyTorch.
-              if (v > best || v !== v) { y[o + c] = v; argmax[o + c] = base + c; }
+              if (v > best || v !== v) {
+                y[o + c] = v;
+                argmax[o + c] = base + c;
+              }
             }
           }
         }
@@ -59,10 +70,12 @@ export function avgPoolForward(x: Float32Array, y: Float32Array, g: Pool2DGeomet
   for (let n = 0; n < N; n++) {
     for (let oh = 0; oh < OH; oh++) {
       const ih0 = oh * strideH - padTop;
-      const hLo = Math.max(0, ih0), hHi = Math.min(H, ih0 + KH);
+      const hLo = Math.max(0, ih0),
+        hHi = Math.min(H, ih0 + KH);
       for (let ow = 0; ow < OW; ow++, o += C) {
         const iw0 = ow * strideW - padLeft;
-        const wLo = Math.max(0, iw0), wHi = Math.min(W, iw0 + KW);
+        const wLo = Math.max(0, iw0),
+          wHi = Math.min(W, iw0 + KW);
         const cells = Math.max(0, hHi - hLo) * Math.max(0, wHi - wLo);
         for (let c = 0; c < C; c++) y[o + c] = 0;
         if (cells === 0) continue;
@@ -87,10 +100,12 @@ export function avgPoolBackward(dy: Float32Array, dx: Float32Array, g: Pool2DGeo
   for (let n = 0; n < N; n++) {
     for (let oh = 0; oh < OH; oh++) {
       const ih0 = oh * strideH - padTop;
-      const hLo = Math.max(0, ih0), hHi = Math.min(H, ih0 + KH);
+      const hLo = Math.max(0, ih0),
+        hHi = Math.min(H, ih0 + KH);
       for (let ow = 0; ow < OW; ow++, o += C) {
         const iw0 = ow * strideW - padLeft;
-        const wLo = Math.max(0, iw0), wHi = Math.min(W, iw0 + KW);
+        const wLo = Math.max(0, iw0),
+          wHi = Math.min(W, iw0 + KW);
         const cells = Math.max(0, hHi - hLo) * Math.max(0, wHi - wLo);
         if (cells === 0) continue;
         const inv = 1 / cells;

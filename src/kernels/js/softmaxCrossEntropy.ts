@@ -3,8 +3,14 @@
  * maximum subtracted so exp never overflows. Returns the SUM of per-row losses (the caller picks
  * the mean's divisor) and writes dlogits = (softmax − onehot) · gradScale; dlogits may be logits.
  */
-export function softmaxCrossEntropy(logits: Float32Array, labels: Int32Array, rows: number, classes: number,
-                                    dlogits: Float32Array, gradScale: number): number {
+export function softmaxCrossEntropy(
+  logits: Float32Array,
+  labels: Int32Array,
+  rows: number,
+  classes: number,
+  dlogits: Float32Array,
+  gradScale: number,
+): number {
   // Check every label before writing, so a bad batch leaves logits intact when dlogits aliases them.
   for (let r = 0; r < rows; r++) {
     const label = labels[r];

@@ -29,17 +29,74 @@ export interface BlasInfo {
 
 /** The addon's exports (see native/paratrain_native.c). Sizes are non-negative 32-bit integers. */
 export interface NativeAddon {
-  sgemm(transA: boolean, transB: boolean, M: number, N: number, K: number,
-        alpha: number, A: Float32Array, B: Float32Array, beta: number, C: Float32Array): void;
-  conv2dForward(x: Float32Array, w: Float32Array, bias: Float32Array | null, y: Float32Array,
-                N: number, H: number, W: number, C: number, KH: number, KW: number, F: number,
-                sh: number, sw: number, pt: number, pl: number, OH: number, OW: number): void;
-  conv2dBackwardData(dy: Float32Array, w: Float32Array, dx: Float32Array,
-                     N: number, H: number, W: number, C: number, KH: number, KW: number, F: number,
-                     sh: number, sw: number, pt: number, pl: number, OH: number, OW: number): void;
-  conv2dBackwardFilter(x: Float32Array, dy: Float32Array, dw: Float32Array, db: Float32Array | null,
-                       N: number, H: number, W: number, C: number, KH: number, KW: number, F: number,
-                       sh: number, sw: number, pt: number, pl: number, OH: number, OW: number): void;
+  sgemm(
+    transA: boolean,
+    transB: boolean,
+    M: number,
+    N: number,
+    K: number,
+    alpha: number,
+    A: Float32Array,
+    B: Float32Array,
+    beta: number,
+    C: Float32Array,
+  ): void;
+  conv2dForward(
+    x: Float32Array,
+    w: Float32Array,
+    bias: Float32Array | null,
+    y: Float32Array,
+    N: number,
+    H: number,
+    W: number,
+    C: number,
+    KH: number,
+    KW: number,
+    F: number,
+    sh: number,
+    sw: number,
+    pt: number,
+    pl: number,
+    OH: number,
+    OW: number,
+  ): void;
+  conv2dBackwardData(
+    dy: Float32Array,
+    w: Float32Array,
+    dx: Float32Array,
+    N: number,
+    H: number,
+    W: number,
+    C: number,
+    KH: number,
+    KW: number,
+    F: number,
+    sh: number,
+    sw: number,
+    pt: number,
+    pl: number,
+    OH: number,
+    OW: number,
+  ): void;
+  conv2dBackwardFilter(
+    x: Float32Array,
+    dy: Float32Array,
+    dw: Float32Array,
+    db: Float32Array | null,
+    N: number,
+    H: number,
+    W: number,
+    C: number,
+    KH: number,
+    KW: number,
+    F: number,
+    sh: number,
+    sw: number,
+    pt: number,
+    pl: number,
+    OH: number,
+    OW: number,
+  ): void;
   /**
    * The pre-packed sgemm of recurrent.c (absent from addons built before it: the backend then
    * falls back to sgemm). packedKernel: 'avx512f' when this CPU runs it, else null (packB and
@@ -49,8 +106,19 @@ export interface NativeAddon {
   packedKernel?(): string | null;
   packedLength?(K: number, N: number): number;
   packB?(transB: boolean, K: number, N: number, B: Float32Array, P: Float32Array): void;
-  gemmPacked?(transA: boolean, M: number, N: number, K: number, alpha: number, A: Float32Array, aOffset: number,
-              P: Float32Array, beta: number, C: Float32Array, cOffset: number): void;
+  gemmPacked?(
+    transA: boolean,
+    M: number,
+    N: number,
+    K: number,
+    alpha: number,
+    A: Float32Array,
+    aOffset: number,
+    P: Float32Array,
+    beta: number,
+    C: Float32Array,
+    cOffset: number,
+  ): void;
   /** Target bytes of one im2col chunk in this thread (default 1 MiB, minimum 4 KiB). */
   setConvChunkBytes(bytes: number): void;
   /** OpenBLAS's thread count; sets it first when `n` is given (benchmarks only: paratrain wants 1). */

@@ -41,14 +41,20 @@ export interface NativeBackend extends Backend {
  */
 class NativePacked implements PackedMatrix {
   readonly backend = 'native';
-  constructor(readonly K: number, readonly N: number, public transB: boolean, public B: Float32Array,
-              readonly panels: Float32Array | null) {}
+  constructor(
+    readonly K: number,
+    readonly N: number,
+    public transB: boolean,
+    public B: Float32Array,
+    readonly panels: Float32Array | null,
+  ) {}
 }
 
 /** The addon's packed gemm when this CPU runs it and PARATRAIN_NATIVE_PACKED is not 0. */
 function packedGemm(addon: NativeAddon) {
   const { packedKernel, packedLength, packB, gemmPacked } = addon;
-  if (process.env.PARATRAIN_NATIVE_PACKED === '0' || !packedKernel || !packedLength || !packB || !gemmPacked) return null;
+  if (process.env.PARATRAIN_NATIVE_PACKED === '0' || !packedKernel || !packedLength || !packB || !gemmPacked)
+    return null;
   const kernel = packedKernel();
   return kernel ? { kernel, packedLength, packB, gemmPacked } : null;
 }
@@ -59,19 +65,50 @@ function nativePacking(addon: NativeAddon): Pick<NativeBackend, 'packB' | 'gemmP
     packedKernel: prepacked?.kernel ?? null,
     packB: (transB: boolean, K: number, N: number, B: Float32Array, into?: PackedMatrix | null): PackedMatrix => {
       if (B.length < K * N) throw new RangeError(`packB: B has ${B.length} values, needs ${K * N}`);
-      const p = into instanceof NativePacked && into.K === K && into.N === N ? into
-        : new NativePacked(K, N, transB, B, prepacked ? new Float32Array(prepacked.packedLength(K, N)) : null);
-      p.transB = transB; p.B = B;
+      const p =
+        into instanceof NativePacked && into.K === K && into.N === N
+          ? into
+          : new NativePacked(K, N, transB, B, prepacked ? new Float32Array(prepacked.packedLength(K, N)) : null);
+      p.transB = transB;
+      p.B = B;
       if (prepacked && p.panels) prepacked.packB(transB, K, N, B, p.panels);
       return p;
     },
-    gemmPacked: (transA: boolean, M: number, N: number, K: number, alpha: number, A: Float32Array, P: PackedMatrix,
-                 beta: number, C: Float32Array, aOffset = 0, cOffset = 0): void => {
-      if (!(P instanceof NativePacked)) throw new Error(`gemmPacked: the pack was made by the ${P.backend} backend, not native`);
-      if (P.K !== K || P.N !== N) throw new RangeError(`gemmPacked: the pack is ${P.K}×${P.N}, the product needs ${K}×${N}`);
-      if (prepacked && P.panels) { prepacked.gemmPacked(transA, M, N, K, alpha, A, aOffset, P.panels, beta, C, cOffset); return; }
-      if (A.length < aOffset + M * K || C.length < cOffset + M * N) throw new RangeError(`gemmPacked: A or C is too short for ${M}×${N}×${K} at offsets ${aOffset}, ${cOffset}`);
-      addon.sgemm(transA, P.transB, M, N, K, alpha, A.subarray(aOffset, aOffset + M * K), P.B, beta, C.subarray(cOffset, cOffset + M * N));
+    gemmPacked: (
+      transA: boolean,
+      M: number,
+      N: number,
+      K: number,
+      alpha: number,
+      A: Float32Array,
+      P: PackedMatrix,
+      beta: number,
+      C: Float32Array,
+      aOffset = 0,
+      cOffset = 0,
+    ): void => {
+      if (!(P instanceof NativePacked))
+        throw new Error(`gemmPacked: the pack was made by the ${P.backend} backend, not native`);
+      if (P.K !== K || P.N !== N)
+        throw new RangeError(`gemmPacked: the pack is ${P.K}×${P.N}, the product needs ${K}×${N}`);
+      if (prepacked && P.panels) {
+        prepacked.gemmPacked(transA, M, N, K, alpha, A, aOffset, P.panels, beta, C, cOffset);
+        return;
+      }
+      if (A.length < aOffset + M * K || C.length < cOffset + M * N)
+        throw new RangeError(`gemmPacked: A or C is too short for ${M}×${N}×${K} at offsets ${aOffset}, ${cOffset}`);
+      addon.sgemm(
+        transA,
+        P.transB,
+        M,
+        N,
+        K,
+        alpha,
+        A.subarray(aOffset, aOffset + M * K),
+        P.B,
+        beta,
+        C.subarray(cOffset, cOffset + M * N),
+      );
     },
   };
 }
@@ -91,20 +128,94 @@ export async function createNativeBackend(): Promise<NativeBackend | null> {
     blas: addon.info(),
     base: baseName,
     setConvChunkBytes: (bytes: number): void => addon.setConvChunkBytes(bytes),
-    gemm: (transA: boolean, transB: boolean, M: number, N: number, K: number,
-           alpha: number, A: Float32Array, B: Float32Array, beta: number, C: Float32Array): void =>
-      addon.sgemm(transA, transB, M, N, K, alpha, A, B, beta, C),
+    gemm: (
+      transA: boolean,
+      transB: boolean,
+      M: number,
+      N: number,
+      K: number,
+      alpha: number,
+      A: Float32Array,
+      B: Float32Array,
+      beta: number,
+      C: Float32Array,
+    ): void => addon.sgemm(transA, transB, M, N, K, alpha, A, B, beta, C),
     ...nativePacking(addon),
     // Every convolution goes to OpenBLAS: bench/kernels.ts measured it ahead of wasm on all six
     // conv kernels of mnist-small, even the first layer's (K = 3·3·1 = 9, where im2col dominates).
-    conv2dForward: (x: Float32Array, w: Float32Array, bias: Float32Array | null, y: Float32Array, g: Conv2DGeometry): void => {
-      addon.conv2dForward(x, w, bias, y, g.N, g.H, g.W, g.C, g.KH, g.KW, g.F, g.strideH, g.strideW, g.padTop, g.padLeft, g.OH, g.OW);
+    conv2dForward: (
+      x: Float32Array,
+      w: Float32Array,
+      bias: Float32Array | null,
+      y: Float32Array,
+      g: Conv2DGeometry,
+    ): void => {
+      addon.conv2dForward(
+        x,
+        w,
+        bias,
+        y,
+        g.N,
+        g.H,
+        g.W,
+        g.C,
+        g.KH,
+        g.KW,
+        g.F,
+        g.strideH,
+        g.strideW,
+        g.padTop,
+        g.padLeft,
+        g.OH,
+        g.OW,
+      );
     },
     conv2dBackwardData: (dy: Float32Array, w: Float32Array, dx: Float32Array, g: Conv2DGeometry): void => {
-      addon.conv2dBackwardData(dy, w, dx, g.N, g.H, g.W, g.C, g.KH, g.KW, g.F, g.strideH, g.strideW, g.padTop, g.padLeft, g.OH, g.OW);
+      addon.conv2dBackwardData(
+        dy,
+        w,
+        dx,
+        g.N,
+        g.H,
+        g.W,
+        g.C,
+        g.KH,
+        g.KW,
+        g.F,
+        g.strideH,
+        g.strideW,
+        g.padTop,
+        g.padLeft,
+        g.OH,
+        g.OW,
+      );
     },
-    conv2dBackwardFilter: (x: Float32Array, dy: Float32Array, dw: Float32Array, db: Float32Array | null, g: Conv2DGeometry): void => {
-      addon.conv2dBackwardFilter(x, dy, dw, db, g.N, g.H, g.W, g.C, g.KH, g.KW, g.F, g.strideH, g.strideW, g.padTop, g.padLeft, g.OH, g.OW);
+    conv2dBackwardFilter: (
+      x: Float32Array,
+      dy: Float32Array,
+      dw: Float32Array,
+      db: Float32Array | null,
+      g: Conv2DGeometry,
+    ): void => {
+      addon.conv2dBackwardFilter(
+        x,
+        dy,
+        dw,
+        db,
+        g.N,
+        g.H,
+        g.W,
+        g.C,
+        g.KH,
+        g.KW,
+        g.F,
+        g.strideH,
+        g.strideW,
+        g.padTop,
+        g.padLeft,
+        g.OH,
+        g.OW,
+      );
     },
   };
   // Every other method (and wasm's memory, allocInt32, owns, free, relaxed, tune) comes from the base.

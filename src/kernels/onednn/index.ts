@@ -29,13 +29,27 @@
  *
  * oneDNN runs on the calling thread only (see ./addon.ts); one backend per thread, like wasm.
  */
-import type { ActivationKind, Backend, Conv2DGeometry, PackedMatrix, Pool2DGeometry, SequenceCell } from '../backend.ts';
+import type {
+  ActivationKind,
+  Backend,
+  Conv2DGeometry,
+  PackedMatrix,
+  Pool2DGeometry,
+  SequenceCell,
+} from '../backend.ts';
 import { jsBackend } from '../js/index.ts';
 import { BackendSettingError } from '../registry.ts';
 import { createWasmBackend, type WasmBackend } from '../wasm/index.ts';
 import { loadOneDnnAddon, type OneDnnInfo, type OneDnnStats } from './addon.ts';
 
-export { loadOneDnnAddon, onednnAddonPath, onednnUnavailableReason, type OneDnnAddon, type OneDnnInfo, type OneDnnStats } from './addon.ts';
+export {
+  loadOneDnnAddon,
+  onednnAddonPath,
+  onednnUnavailableReason,
+  type OneDnnAddon,
+  type OneDnnInfo,
+  type OneDnnStats,
+} from './addon.ts';
 
 export interface OneDnnBackend extends Backend {
   /** What oneDNN reports about itself: version, the ISA it dispatched, its runtime, threads in use. */
@@ -68,11 +82,22 @@ class OneDnnPacked implements PackedMatrix {
   /** B in the matmul's own layout, and the products it fits (`transA,M`; '' none yet, or B changed since) */
   packed: Float32Array | null = null;
   packedFor = '';
-  constructor(readonly K: number, readonly N: number, public transB: boolean, readonly data: Float32Array) {}
+  constructor(
+    readonly K: number,
+    readonly N: number,
+    public transB: boolean,
+    readonly data: Float32Array,
+  ) {}
 }
 
 /** The activations the addon runs as oneDNN eltwise primitives; the others (gelu, leakyRelu) run on the base backend. */
-const ACTIVATIONS: Partial<Record<ActivationKind, number>> = { relu: 0, clippedRelu: 1, tanh: 2, sigmoid: 3, linear: 4 };
+const ACTIVATIONS: Partial<Record<ActivationKind, number>> = {
+  relu: 0,
+  clippedRelu: 1,
+  tanh: 2,
+  sigmoid: 3,
+  linear: 4,
+};
 const DEFAULT_RELU_CAP = 20;
 /** The addon's cell codes (native/onednn/rnn.c). */
 const SEQUENCE_CELLS: Record<SequenceCell, number> = { lstm: 0, gru: 1 };
@@ -87,10 +112,15 @@ const SEQUENCE_CELLS_DEFAULT: readonly SequenceCell[] = ['lstm', 'gru'];
 /** PARATRAIN_ONEDNN_RNN: a comma-separated list of cells (lstm, gru), or none; unset: the default. */
 export function sequenceCellsFromEnv(value = process.env.PARATRAIN_ONEDNN_RNN): SequenceCell[] {
   if (value === undefined) return [...SEQUENCE_CELLS_DEFAULT];
-  const names = value.split(',').map((v) => v.trim().toLowerCase()).filter((v) => v !== '' && v !== 'none');
+  const names = value
+    .split(',')
+    .map((v) => v.trim().toLowerCase())
+    .filter((v) => v !== '' && v !== 'none');
   for (const name of names) {
     if (!(name in SEQUENCE_CELLS)) {
-      throw new BackendSettingError(`PARATRAIN_ONEDNN_RNN=${value}: "${name}" is not a cell; use a comma-separated list of lstm and gru, or none (every recurrent layer steps)`);
+      throw new BackendSettingError(
+        `PARATRAIN_ONEDNN_RNN=${value}: "${name}" is not a cell; use a comma-separated list of lstm and gru, or none (every recurrent layer steps)`,
+      );
     }
   }
   return [...new Set(names as SequenceCell[])];
@@ -98,14 +128,30 @@ export function sequenceCellsFromEnv(value = process.env.PARATRAIN_ONEDNN_RNN): 
 
 /** A sequence call for a shape the workspace size said is not offered: the caller's mistake. */
 function noSequence(fn: string, cell: SequenceCell, N: number, T: number, F: number, H: number): never {
-  throw new Error(`${fn}: oneDNN has no ${cell.toUpperCase()} primitive for N=${N} T=${T} F=${F} H=${H} (ask recurrentSequenceWorkspace first)`);
+  throw new Error(
+    `${fn}: oneDNN has no ${cell.toUpperCase()} primitive for N=${N} T=${T} F=${F} H=${H} (ask recurrentSequenceWorkspace first)`,
+  );
 }
 
 /** The activations a convolution applies in its own pass (exact: max and min), and the code for none. */
 const FUSED_ACTIVATIONS: Partial<Record<ActivationKind, number>> = { relu: 0, clippedRelu: 1 };
 const NO_ACTIVATION = 4;
 
-type Geometry13 = [number, number, number, number, number, number, number, number, number, number, number, number, number];
+type Geometry13 = [
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+];
 type Geometry12 = [number, number, number, number, number, number, number, number, number, number, number, number];
 
 function conv(g: Conv2DGeometry): Geometry13 {
@@ -126,10 +172,15 @@ export async function createOneDnnBackend(): Promise<OneDnnBackend | null> {
   const wasm: WasmBackend | null = await createWasmBackend();
   const base: Backend = wasm ?? jsBackend;
   const gemm: Backend['gemm'] = (transA, transB, M, N, K, alpha, A, B, beta, C) => {
-    if (!addon.sgemm(transA, transB, M, N, K, alpha, A, B, beta, C)) base.gemm(transA, transB, M, N, K, alpha, A, B, beta, C);
+    if (!addon.sgemm(transA, transB, M, N, K, alpha, A, B, beta, C))
+      base.gemm(transA, transB, M, N, K, alpha, A, B, beta, C);
   };
   let sequenceCells = sequenceCellsFromEnv();
-  const overrides: Partial<OneDnnBackend> & Pick<OneDnnBackend, 'name' | 'onednn' | 'base' | 'stats' | 'setGemm' | 'setDirect' | 'setSequenceCells' | 'sequenceCells'> = {
+  const overrides: Partial<OneDnnBackend> &
+    Pick<
+      OneDnnBackend,
+      'name' | 'onednn' | 'base' | 'stats' | 'setGemm' | 'setDirect' | 'setSequenceCells' | 'sequenceCells'
+    > = {
     name: 'onednn',
     onednn: addon.info(),
     base: wasm ? 'wasm' : 'js',
@@ -146,24 +197,32 @@ export async function createOneDnnBackend(): Promise<OneDnnBackend | null> {
     // the recurrent layers' per-step products: B is copied once per pass, each step is one matmul primitive call
     packB: (transB, K, N, B, into) => {
       // a pack of the same size is refilled in place, as the other backends do
-      const p = into instanceof OneDnnPacked && into.K === K && into.N === N ? into : new OneDnnPacked(K, N, transB, base.alloc(K * N));
+      const p =
+        into instanceof OneDnnPacked && into.K === K && into.N === N
+          ? into
+          : new OneDnnPacked(K, N, transB, base.alloc(K * N));
       p.transB = transB;
       p.data.set(B.subarray(0, K * N));
       p.packedFor = '';
       return p;
     },
     gemmPacked: (transA, M, N, K, alpha, A, P, beta, C, aOffset = 0, cOffset = 0) => {
-      if (!(P instanceof OneDnnPacked)) throw new Error(`gemmPacked: the pack was made by the ${P.backend} backend, not onednn`);
-      if (P.K !== K || P.N !== N) throw new RangeError(`gemmPacked: the pack is ${P.K}×${P.N}, the product needs ${K}×${N}`);
-      const a = A.subarray(aOffset, aOffset + M * K), c = C.subarray(cOffset, cOffset + M * N);
+      if (!(P instanceof OneDnnPacked))
+        throw new Error(`gemmPacked: the pack was made by the ${P.backend} backend, not onednn`);
+      if (P.K !== K || P.N !== N)
+        throw new RangeError(`gemmPacked: the pack is ${P.K}×${P.N}, the product needs ${K}×${N}`);
+      const a = A.subarray(aOffset, aOffset + M * K),
+        c = C.subarray(cOffset, cOffset + M * N);
       const shape = `${transA},${M}`;
       if (P.packedFor !== shape && P.packedFor !== `none ${shape}`) {
         // reorder B once per pass (packB), in the first product's shape
         const size = addon.packedWeightsSize(transA, P.transB, M, N, K);
         if (size > 0 && (!P.packed || P.packed.length < size)) P.packed = base.alloc(size);
-        P.packedFor = size > 0 && addon.packWeights(transA, P.transB, M, N, K, P.data, P.packed!) ? shape : `none ${shape}`;
+        P.packedFor =
+          size > 0 && addon.packWeights(transA, P.transB, M, N, K, P.data, P.packed!) ? shape : `none ${shape}`;
       }
-      if (P.packedFor === shape && addon.gemmPackedWeights(transA, P.transB, M, N, K, alpha, a, P.packed!, beta, c)) return;
+      if (P.packedFor === shape && addon.gemmPackedWeights(transA, P.transB, M, N, K, alpha, a, P.packed!, beta, c))
+        return;
       gemm(transA, P.transB, M, N, K, alpha, a, P.data, beta, c);
     },
     conv2dForward: (x, w, bias, y, g) => {
@@ -177,12 +236,28 @@ export async function createOneDnnBackend(): Promise<OneDnnBackend | null> {
     // conv → relu → 2×2 max pool of a first layer, without its largest activation (native/onednn/convpool.c)
     convPoolForward: (kind, x, w, bias, y, argmax, g, q, cap) => {
       const code = kind === 'linear' ? NO_ACTIVATION : FUSED_ACTIVATIONS[kind];
-      return code !== undefined && addon.convPoolForward(x, w, bias, y, argmax, ...conv(g), ...pool(q), code, cap ?? DEFAULT_RELU_CAP);
+      return (
+        code !== undefined &&
+        addon.convPoolForward(x, w, bias, y, argmax, ...conv(g), ...pool(q), code, cap ?? DEFAULT_RELU_CAP)
+      );
     },
     conv2dBackwardFilterPooled: (x, dyPool, argmax, dw, db, g, q, through) => {
       const code = through ? FUSED_ACTIVATIONS[through.kind] : NO_ACTIVATION;
-      return code !== undefined &&
-        addon.conv2dBackwardFilterPooled(x, dyPool, argmax, dw, db, ...conv(g), ...pool(q), code, through?.y ?? null, through?.cap ?? DEFAULT_RELU_CAP);
+      return (
+        code !== undefined &&
+        addon.conv2dBackwardFilterPooled(
+          x,
+          dyPool,
+          argmax,
+          dw,
+          db,
+          ...conv(g),
+          ...pool(q),
+          code,
+          through?.y ?? null,
+          through?.cap ?? DEFAULT_RELU_CAP,
+        )
+      );
     },
     conv2dBackwardData: (dy, w, dx, g) => {
       if (!addon.conv2dBackwardData(dy, w, dx, ...conv(g))) base.conv2dBackwardData(dy, w, dx, g);
@@ -212,44 +287,73 @@ export async function createOneDnnBackend(): Promise<OneDnnBackend | null> {
       if (!addon.channelCentredSquares(x, mean, out, rows, C)) base.channelCentredSquares(x, mean, out, rows, C);
     },
     batchNormNormalise: (x, mean, invStd, gamma, beta, xhat, y, rows, C) => {
-      if (!addon.batchNormNormalise(x, mean, invStd, gamma, beta, xhat, y, rows, C)) base.batchNormNormalise(x, mean, invStd, gamma, beta, xhat, y, rows, C);
+      if (!addon.batchNormNormalise(x, mean, invStd, gamma, beta, xhat, y, rows, C))
+        base.batchNormNormalise(x, mean, invStd, gamma, beta, xhat, y, rows, C);
     },
     batchNormGradSums: (dy, xhat, out, rows, C) => {
       if (!addon.batchNormGradSums(dy, xhat, out, rows, C)) base.batchNormGradSums(dy, xhat, out, rows, C);
     },
     batchNormInputGrad: (dy, xhat, gamma, invStd, sums, M, dx, rows, C) => {
-      if (!addon.batchNormInputGrad(dy, xhat, gamma, invStd, sums, M, dx, rows, C)) base.batchNormInputGrad(dy, xhat, gamma, invStd, sums, M, dx, rows, C);
+      if (!addon.batchNormInputGrad(dy, xhat, gamma, invStd, sums, M, dx, rows, C))
+        base.batchNormInputGrad(dy, xhat, gamma, invStd, sums, M, dx, rows, C);
     },
     dropoutForward: (k0, k1, counter, n, keep, scale, x, mask, y) => {
-      if (!addon.dropoutForward(k0, k1, counter, n, keep, scale, x, mask, y)) base.dropoutForward(k0, k1, counter, n, keep, scale, x, mask, y);
+      if (!addon.dropoutForward(k0, k1, counter, n, keep, scale, x, mask, y))
+        base.dropoutForward(k0, k1, counter, n, keep, scale, x, mask, y);
     },
     lstmCellForward: (t, N, H, gates, c, h, lengths) => {
       if (!addon.lstmCellForward(t, N, H, gates, c, h, lengths)) base.lstmCellForward(t, N, H, gates, c, h, lengths);
     },
     lstmCellBackward: (t, N, H, gates, c, dh, dc, dz, lengths) => {
-      if (!addon.lstmCellBackward(t, N, H, gates, c, dh, dc, dz, lengths)) base.lstmCellBackward(t, N, H, gates, c, dh, dc, dz, lengths);
+      if (!addon.lstmCellBackward(t, N, H, gates, c, dh, dc, dz, lengths))
+        base.lstmCellBackward(t, N, H, gates, c, dh, dc, dz, lengths);
     },
     // a direction's whole recurrence as one oneDNN primitive; both plans exist once the workspace size is known
-    recurrentSequenceWorkspace: (cell, N, T, F, H) => sequenceCells.includes(cell) ? addon.rnnWorkspaceSize(SEQUENCE_CELLS[cell], N, T, F, H) : 0,
+    recurrentSequenceWorkspace: (cell, N, T, F, H) =>
+      sequenceCells.includes(cell) ? addon.rnnWorkspaceSize(SEQUENCE_CELLS[cell], N, T, F, H) : 0,
     recurrentSequenceForward: (cell, N, T, F, H, x, w, h, workspace) => {
-      if (!addon.rnnForward(SEQUENCE_CELLS[cell], N, T, F, H, x, w.wih, w.whh, w.bih, w.bhh, h, workspace)) noSequence('recurrentSequenceForward', cell, N, T, F, H);
+      if (!addon.rnnForward(SEQUENCE_CELLS[cell], N, T, F, H, x, w.wih, w.whh, w.bih, w.bhh, h, workspace))
+        noSequence('recurrentSequenceForward', cell, N, T, F, H);
     },
     recurrentSequenceBackward: (cell, N, T, F, H, x, w, h, workspace, dh, dx, g) => {
-      if (!addon.rnnBackward(SEQUENCE_CELLS[cell], N, T, F, H, x, w.wih, w.whh, w.bih, w.bhh, h, workspace, dh, dx, g.dwih, g.dwhh, g.dbih, g.dbhh)) {
+      if (
+        !addon.rnnBackward(
+          SEQUENCE_CELLS[cell],
+          N,
+          T,
+          F,
+          H,
+          x,
+          w.wih,
+          w.whh,
+          w.bih,
+          w.bhh,
+          h,
+          workspace,
+          dh,
+          dx,
+          g.dwih,
+          g.dwhh,
+          g.dbih,
+          g.dbhh,
+        )
+      ) {
         noSequence('recurrentSequenceBackward', cell, N, T, F, H);
       }
     },
     activationForward: (kind, x, y, cap) => {
       const code = ACTIVATIONS[kind];
-      if (code === undefined || !addon.activationForward(code, x, y, cap ?? DEFAULT_RELU_CAP)) base.activationForward(kind, x, y, cap);
+      if (code === undefined || !addon.activationForward(code, x, y, cap ?? DEFAULT_RELU_CAP))
+        base.activationForward(kind, x, y, cap);
     },
     activationBackward: (kind, y, dy, dx, cap) => {
       const code = ACTIVATIONS[kind];
-      if (code === undefined || !addon.activationBackward(code, y, dy, dx, cap ?? DEFAULT_RELU_CAP)) base.activationBackward(kind, y, dy, dx, cap);
+      if (code === undefined || !addon.activationBackward(code, y, dy, dx, cap ?? DEFAULT_RELU_CAP))
+        base.activationBackward(kind, y, dy, dx, cap);
     },
     softmaxCrossEntropy: (logits, labels, rows, classes, dlogits, gradScale) =>
-      addon.softmaxCrossEntropy(logits, labels, rows, classes, dlogits, gradScale)
-        ?? base.softmaxCrossEntropy(logits, labels, rows, classes, dlogits, gradScale),
+      addon.softmaxCrossEntropy(logits, labels, rows, classes, dlogits, gradScale) ??
+      base.softmaxCrossEntropy(logits, labels, rows, classes, dlogits, gradScale),
   };
   // Every other method (and wasm's memory, allocInt32, owns, free, relaxed, tune) comes from the base.
   return Object.assign(Object.create(base) as Backend, overrides) as OneDnnBackend;

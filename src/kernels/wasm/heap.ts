@@ -53,10 +53,16 @@ export class WasmHeap {
   private limit = 0;
   private reserved = 0;
 
-  constructor(memory: WebAssembly.Memory, heapBase: number, private readonly source?: HeapSource) {
+  constructor(
+    memory: WebAssembly.Memory,
+    heapBase: number,
+    private readonly source?: HeapSource,
+  ) {
     this.memory = memory;
     if (source && heapBase > source.staticBytes) {
-      throw new Error(`wasm heap: the kernels' static data ends at byte ${heapBase}, past the ${source.staticBytes} bytes the shared memory keeps for it`);
+      throw new Error(
+        `wasm heap: the kernels' static data ends at byte ${heapBase}, past the ${source.staticBytes} bytes the shared memory keeps for it`,
+      );
     }
     this.top = source ? 0 : roundUp(heapBase);
     this.current = source ? source.buffer() : memory.buffer;
@@ -89,9 +95,14 @@ export class WasmHeap {
       const bytes = Math.max(size, MIN_RESERVE_BYTES);
       try {
         this.top = this.source!.reserve(bytes);
-        if (this.top % ALIGN !== 0) throw new Error(`wasm heap: the shared memory reserved a region at byte ${this.top}, not ${ALIGN}-byte aligned`);
+        if (this.top % ALIGN !== 0)
+          throw new Error(
+            `wasm heap: the shared memory reserved a region at byte ${this.top}, not ${ALIGN}-byte aligned`,
+          );
       } catch (err) {
-        throw new RangeError(`wasm heap exhausted: the memory this process's device threads share cannot hold ${bytes} more bytes (${(err as Error).message})`);
+        throw new RangeError(
+          `wasm heap exhausted: the memory this process's device threads share cannot hold ${bytes} more bytes (${(err as Error).message})`,
+        );
       }
       this.limit = this.top + bytes;
       this.reserved += bytes;
@@ -110,7 +121,8 @@ export class WasmHeap {
     if (this.source) return this.allocShared(size);
     const ptr = this.top;
     const end = ptr + size;
-    if (end > 2 ** 32) throw new RangeError(`wasm heap exhausted: cannot allocate ${size} bytes beyond the 4 GiB limit of wasm32`);
+    if (end > 2 ** 32)
+      throw new RangeError(`wasm heap exhausted: cannot allocate ${size} bytes beyond the 4 GiB limit of wasm32`);
     const have = this.memory.buffer.byteLength;
     if (end > have) {
       const pages = Math.max(Math.ceil((end - have) / PAGE), MIN_GROW_PAGES);
@@ -154,7 +166,8 @@ export class WasmHeap {
   }
 
   private allocTyped(length: number, int: boolean): WasmArray {
-    if (!Number.isInteger(length) || length < 0) throw new RangeError(`alloc: length must be a non-negative integer, got ${length}`);
+    if (!Number.isInteger(length) || length < 0)
+      throw new RangeError(`alloc: length must be a non-negative integer, got ${length}`);
     const bytes = length * 4;
     const ptr = this.allocBytes(bytes);
     this.live.set(ptr, roundUp(bytes));

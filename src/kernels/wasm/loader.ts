@@ -19,51 +19,284 @@ export interface KernelExports {
   setGemmScratch(ptr: number): void;
   setBlocking(mc: number, kc: number, nc: number): void;
   setConvChunkBytes(bytes: number): void;
-  gemm(transA: number, transB: number, M: number, N: number, K: number, alpha: number, A: number, B: number, beta: number, C: number): void;
-  gemmStrided(transA: number, transB: number, M: number, N: number, K: number, alpha: number,
-              A: number, lda: number, B: number, ldb: number, beta: number, C: number, ldc: number): void;
+  gemm(
+    transA: number,
+    transB: number,
+    M: number,
+    N: number,
+    K: number,
+    alpha: number,
+    A: number,
+    B: number,
+    beta: number,
+    C: number,
+  ): void;
+  gemmStrided(
+    transA: number,
+    transB: number,
+    M: number,
+    N: number,
+    K: number,
+    alpha: number,
+    A: number,
+    lda: number,
+    B: number,
+    ldb: number,
+    beta: number,
+    C: number,
+    ldc: number,
+  ): void;
   kSlice(K: number): number;
   packedNc(): number;
   packBFull(transB: number, B: number, ldb: number, K: number, N: number, kcb: number, ncb: number, dst: number): void;
-  gemmPacked(transA: number, M: number, N: number, K: number, alpha: number, A: number, lda: number,
-             P: number, kcb: number, ncb: number, beta: number, C: number, ldc: number): void;
+  gemmPacked(
+    transA: number,
+    M: number,
+    N: number,
+    K: number,
+    alpha: number,
+    A: number,
+    lda: number,
+    P: number,
+    kcb: number,
+    ncb: number,
+    beta: number,
+    C: number,
+    ldc: number,
+  ): void;
   lstmCellForward(t: number, N: number, H: number, gates: number, c: number, h: number, lengths: number): void;
-  lstmCellBackward(t: number, N: number, H: number, gates: number, c: number, dh: number, dc: number, dz: number, lengths: number): void;
-  gruCellForward(t: number, N: number, H: number, gates: number, rec: number, bhh: number, hn: number, h: number, lengths: number): void;
-  gruCellBackward(t: number, N: number, H: number, gates: number, hn: number, h: number, dh: number, dzx: number, dzh: number, lengths: number): void;
-  conv2dForward(x: number, w: number, bias: number, y: number, N: number, H: number, W: number, C: number,
-                KH: number, KW: number, F: number, sh: number, sw: number, pt: number, pl: number, OH: number, OW: number,
-                col: number, colBytes: number): void;
-  conv2dBackwardData(dy: number, w: number, dx: number, N: number, H: number, W: number, C: number,
-                     KH: number, KW: number, F: number, sh: number, sw: number, pt: number, pl: number, OH: number, OW: number,
-                     col: number, colBytes: number): void;
-  conv2dBackwardFilter(x: number, dy: number, dw: number, N: number, H: number, W: number, C: number,
-                       KH: number, KW: number, F: number, sh: number, sw: number, pt: number, pl: number, OH: number, OW: number,
-                       col: number, colBytes: number): void;
-  maxPoolForward(x: number, y: number, argmax: number, N: number, H: number, W: number, C: number,
-                 KH: number, KW: number, sh: number, sw: number, pt: number, pl: number, OH: number, OW: number): void;
+  lstmCellBackward(
+    t: number,
+    N: number,
+    H: number,
+    gates: number,
+    c: number,
+    dh: number,
+    dc: number,
+    dz: number,
+    lengths: number,
+  ): void;
+  gruCellForward(
+    t: number,
+    N: number,
+    H: number,
+    gates: number,
+    rec: number,
+    bhh: number,
+    hn: number,
+    h: number,
+    lengths: number,
+  ): void;
+  gruCellBackward(
+    t: number,
+    N: number,
+    H: number,
+    gates: number,
+    hn: number,
+    h: number,
+    dh: number,
+    dzx: number,
+    dzh: number,
+    lengths: number,
+  ): void;
+  conv2dForward(
+    x: number,
+    w: number,
+    bias: number,
+    y: number,
+    N: number,
+    H: number,
+    W: number,
+    C: number,
+    KH: number,
+    KW: number,
+    F: number,
+    sh: number,
+    sw: number,
+    pt: number,
+    pl: number,
+    OH: number,
+    OW: number,
+    col: number,
+    colBytes: number,
+  ): void;
+  conv2dBackwardData(
+    dy: number,
+    w: number,
+    dx: number,
+    N: number,
+    H: number,
+    W: number,
+    C: number,
+    KH: number,
+    KW: number,
+    F: number,
+    sh: number,
+    sw: number,
+    pt: number,
+    pl: number,
+    OH: number,
+    OW: number,
+    col: number,
+    colBytes: number,
+  ): void;
+  conv2dBackwardFilter(
+    x: number,
+    dy: number,
+    dw: number,
+    N: number,
+    H: number,
+    W: number,
+    C: number,
+    KH: number,
+    KW: number,
+    F: number,
+    sh: number,
+    sw: number,
+    pt: number,
+    pl: number,
+    OH: number,
+    OW: number,
+    col: number,
+    colBytes: number,
+  ): void;
+  maxPoolForward(
+    x: number,
+    y: number,
+    argmax: number,
+    N: number,
+    H: number,
+    W: number,
+    C: number,
+    KH: number,
+    KW: number,
+    sh: number,
+    sw: number,
+    pt: number,
+    pl: number,
+    OH: number,
+    OW: number,
+  ): void;
   maxPoolBackward(dy: number, argmax: number, dx: number, outLen: number, inLen: number): void;
-  avgPoolForward(x: number, y: number, N: number, H: number, W: number, C: number,
-                 KH: number, KW: number, sh: number, sw: number, pt: number, pl: number, OH: number, OW: number): void;
-  avgPoolBackward(dy: number, dx: number, N: number, H: number, W: number, C: number,
-                  KH: number, KW: number, sh: number, sw: number, pt: number, pl: number, OH: number, OW: number): void;
+  avgPoolForward(
+    x: number,
+    y: number,
+    N: number,
+    H: number,
+    W: number,
+    C: number,
+    KH: number,
+    KW: number,
+    sh: number,
+    sw: number,
+    pt: number,
+    pl: number,
+    OH: number,
+    OW: number,
+  ): void;
+  avgPoolBackward(
+    dy: number,
+    dx: number,
+    N: number,
+    H: number,
+    W: number,
+    C: number,
+    KH: number,
+    KW: number,
+    sh: number,
+    sw: number,
+    pt: number,
+    pl: number,
+    OH: number,
+    OW: number,
+  ): void;
   biasAdd(x: number, bias: number, y: number, rows: number, cols: number): void;
   biasGrad(dy: number, db: number, rows: number, cols: number, acc: number): void;
   dropoutBackward(dy: number, mask: number, dx: number, n: number): void;
-  copyRows(from: number, fromStarts: number, to: number, toStarts: number, count: number, width: number, add: number): void;
-  dropoutForward(k0: number, k1: number, counter: number, n: number, keep: number, scale: number, x: number, mask: number, y: number): void;
+  copyRows(
+    from: number,
+    fromStarts: number,
+    to: number,
+    toStarts: number,
+    count: number,
+    width: number,
+    add: number,
+  ): void;
+  dropoutForward(
+    k0: number,
+    k1: number,
+    counter: number,
+    n: number,
+    keep: number,
+    scale: number,
+    x: number,
+    mask: number,
+    y: number,
+  ): void;
   channelCentredSquares(x: number, mean: number, out: number, rows: number, C: number, acc: number): void;
-  batchNormNormalise(x: number, mean: number, invStd: number, gamma: number, beta: number, xhat: number, y: number, rows: number, C: number): void;
+  batchNormNormalise(
+    x: number,
+    mean: number,
+    invStd: number,
+    gamma: number,
+    beta: number,
+    xhat: number,
+    y: number,
+    rows: number,
+    C: number,
+  ): void;
   batchNormGradSums(dy: number, xhat: number, out: number, rows: number, C: number, acc: number): void;
-  batchNormInputGrad(dy: number, xhat: number, gamma: number, invStd: number, sums: number, M: number, dx: number, rows: number, C: number, acc: number): void;
+  batchNormInputGrad(
+    dy: number,
+    xhat: number,
+    gamma: number,
+    invStd: number,
+    sums: number,
+    M: number,
+    dx: number,
+    rows: number,
+    C: number,
+    acc: number,
+  ): void;
   activationForward(kind: number, x: number, y: number, n: number, cap: number): void;
   activationBackward(kind: number, y: number, dy: number, dx: number, n: number, cap: number): void;
-  softmaxCrossEntropy(logits: number, labels: number, rows: number, classes: number, dlogits: number, gradScale: number): number;
+  softmaxCrossEntropy(
+    logits: number,
+    labels: number,
+    rows: number,
+    classes: number,
+    dlogits: number,
+    gradScale: number,
+  ): number;
   axpy(alpha: number, x: number, y: number, n: number): void;
   scale(alpha: number, x: number, n: number): void;
-  adamStep(params: number, grads: number, m: number, v: number, n: number, lr: number, beta1: number, beta2: number,
-           c1: number, c2: number, eps: number, l2: number, shrink: number, invBc1: number, invBc2: number): void;
-  sgdStep(params: number, grads: number, velocity: number, n: number, lr: number, momentum: number, nesterov: number, wd: number): void;
+  adamStep(
+    params: number,
+    grads: number,
+    m: number,
+    v: number,
+    n: number,
+    lr: number,
+    beta1: number,
+    beta2: number,
+    c1: number,
+    c2: number,
+    eps: number,
+    l2: number,
+    shrink: number,
+    invBc1: number,
+    invBc2: number,
+  ): void;
+  sgdStep(
+    params: number,
+    grads: number,
+    velocity: number,
+    n: number,
+    lr: number,
+    momentum: number,
+    nesterov: number,
+    wd: number,
+  ): void;
   zeroF32(dst: number, n: number): void;
 }
 
@@ -108,20 +341,25 @@ async function instantiate(module: WebAssembly.Module, shared?: WebAssembly.Memo
 /** A 5×7×9 gemm in wasm against a float64 loop, so a miscompiled relaxed path is caught at load. */
 function selfTest(k: LoadedKernels): boolean {
   const e = k.exports;
-  const M = 5, N = 7, K = 9;
+  const M = 5,
+    N = 7,
+    K = 9;
   const base = (e.heapBase() + 15) & ~15;
   const scratch = base + 4096;
   e.setGemmScratch(scratch);
   const f = new Float32Array(k.memory.buffer);
-  const a = base / 4, b = a + M * K, c = b + K * N;
+  const a = base / 4,
+    b = a + M * K,
+    c = b + K * N;
   for (let i = 0; i < M * K; i++) f[a + i] = ((i * 7) % 11) / 11 - 0.5;
   for (let i = 0; i < K * N; i++) f[b + i] = ((i * 5) % 13) / 13 - 0.5;
   e.gemm(0, 0, M, N, K, 1, a * 4, b * 4, 0, c * 4);
-  for (let i = 0; i < M; i++) for (let j = 0; j < N; j++) {
-    let s = 0;
-    for (let p = 0; p < K; p++) s += f[a + i * K + p]! * f[b + p * N + j]!;
-    if (Math.abs(f[c + i * N + j]! - s) > 1e-5) return false;
-  }
+  for (let i = 0; i < M; i++)
+    for (let j = 0; j < N; j++) {
+      let s = 0;
+      for (let p = 0; p < K; p++) s += f[a + i * K + p]! * f[b + p * N + j]!;
+      if (Math.abs(f[c + i * N + j]! - s) > 1e-5) return false;
+    }
   f.fill(0, a, c + M * N);
   return true;
 }
@@ -135,16 +373,25 @@ async function compileBest(variant: 'best' | 'simd'): Promise<{ module: WebAssem
     const bytes = await readOrNull(wasmFileUrl('kernels-relaxed.wasm'));
     if (bytes) {
       if (!WebAssembly.validate(bytes)) {
-        try { setFlagsFromString('--experimental-wasm-relaxed-simd'); } catch { /* not this V8 */ }
+        try {
+          setFlagsFromString('--experimental-wasm-relaxed-simd');
+        } catch {
+          /* not this V8 */
+        }
       }
       try {
         if (WebAssembly.validate(bytes)) {
           const module = await WebAssembly.compile(bytes);
           if (selfTest(await instantiate(module))) return { module, relaxed: true };
         }
-      } catch { /* fall back to plain SIMD */ }
+      } catch {
+        /* fall back to plain SIMD */
+      }
     }
-    if (want === '1') throw new Error('PARATRAIN_WASM_RELAXED=1 but the relaxed-SIMD kernels are unusable on this Node (or build/kernels-relaxed.wasm is missing)');
+    if (want === '1')
+      throw new Error(
+        'PARATRAIN_WASM_RELAXED=1 but the relaxed-SIMD kernels are unusable on this Node (or build/kernels-relaxed.wasm is missing)',
+      );
   }
   const bytes = await readOrNull(wasmFileUrl('kernels.wasm'));
   if (!bytes || !WebAssembly.validate(bytes)) return null;
@@ -156,7 +403,9 @@ async function compileBest(variant: 'best' | 'simd'): Promise<{ module: WebAssem
  * over `memory`, a shared one with room for the static data), or null when unavailable.
  * `relaxed: false` forces the plain SIMD128 module (benchmarks compare both).
  */
-export async function loadKernels(opts: { relaxed?: boolean; memory?: WebAssembly.Memory } = {}): Promise<LoadedKernels | null> {
+export async function loadKernels(
+  opts: { relaxed?: boolean; memory?: WebAssembly.Memory } = {},
+): Promise<LoadedKernels | null> {
   const variant = opts.relaxed === false ? 'simd' : 'best';
   let pending = compiled.get(variant);
   if (!pending) compiled.set(variant, (pending = compileBest(variant)));

@@ -20,10 +20,12 @@ export interface RowSplit {
 
 /** The split of a global batch of n samples over `size` ranks: the same rule as the data sampler. */
 export function rowSplit(n: number, size: number): RowSplit {
-  const counts: number[] = [], starts: number[] = [];
+  const counts: number[] = [],
+    starts: number[] = [];
   for (let r = 0; r < size; r++) {
     const { start, end } = ownedSlice(n, size, r);
-    counts.push(end - start); starts.push(start);
+    counts.push(end - start);
+    starts.push(start);
   }
   return { counts, starts, total: n };
 }
@@ -33,9 +35,13 @@ export function rowSplit(n: number, size: number): RowSplit {
  * or in a section over frames (ctx.rowsPerSample) its samples' frames.
  */
 export function sectionRows(ctx: ForwardContext, size: number): RowSplit {
-  if (ctx.globalBatch === undefined) throw new Error('a model-parallel layer needs ctx.globalBatch (the samples of the step over all devices)');
-  const split = rowSplit(ctx.globalBatch, size), t = ctx.rowsPerSample ?? 1;
-  return t === 1 ? split : { counts: split.counts.map((c) => c * t), starts: split.starts.map((s) => s * t), total: split.total * t };
+  if (ctx.globalBatch === undefined)
+    throw new Error('a model-parallel layer needs ctx.globalBatch (the samples of the step over all devices)');
+  const split = rowSplit(ctx.globalBatch, size),
+    t = ctx.rowsPerSample ?? 1;
+  return t === 1
+    ? split
+    : { counts: split.counts.map((c) => c * t), starts: split.starts.map((s) => s * t), total: split.total * t };
 }
 
 /** Reusable padded buffers, one per purpose, grown on demand. */
@@ -43,7 +49,10 @@ export class ExchangeScratch {
   private buffers = new Map<string, Float32Array>();
   get(key: string, length: number): Float32Array {
     let b = this.buffers.get(key);
-    if (!b || b.length !== length) { b = new Float32Array(length); this.buffers.set(key, b); }
+    if (!b || b.length !== length) {
+      b = new Float32Array(length);
+      this.buffers.set(key, b);
+    }
     return b;
   }
 }
@@ -57,7 +66,10 @@ export class ExchangeScratch {
  */
 export class CollectiveBuffers {
   private buffers = new Map<string, Float32Array>();
-  constructor(private readonly backend: Backend, private readonly comm: Communicator) {}
+  constructor(
+    private readonly backend: Backend,
+    private readonly comm: Communicator,
+  ) {}
   async get(key: string, length: number): Promise<Float32Array> {
     let b = this.buffers.get(key);
     if (!b || b.length < length) {
@@ -72,9 +84,16 @@ export class CollectiveBuffers {
 const isEven = (counts: readonly number[]) => counts.every((c) => c === counts[0]);
 
 /** out[total × width] = every rank's `local` rows [counts[rank] × width], concatenated in rank order. */
-export async function allgatherRows(comm: Communicator, local: Float32Array, split: RowSplit, width: number,
-                                    out: Float32Array, scratch: ExchangeScratch): Promise<void> {
-  const { counts, starts } = split, r = comm.rank;
+export async function allgatherRows(
+  comm: Communicator,
+  local: Float32Array,
+  split: RowSplit,
+  width: number,
+  out: Float32Array,
+  scratch: ExchangeScratch,
+): Promise<void> {
+  const { counts, starts } = split,
+    r = comm.rank;
   if (isEven(counts)) {
     out.set(local.subarray(0, counts[r]! * width), starts[r]! * width);
     await comm.allgather(out.subarray(0, split.total * width));
@@ -84,16 +103,24 @@ export async function allgatherRows(comm: Communicator, local: Float32Array, spl
   const padded = scratch.get('rows', block * comm.size);
   padded.set(local.subarray(0, counts[r]! * width), r * block);
   await comm.allgather(padded);
-  for (let q = 0; q < comm.size; q++) out.set(padded.subarray(q * block, q * block + counts[q]! * width), starts[q]! * width);
+  for (let q = 0; q < comm.size; q++)
+    out.set(padded.subarray(q * block, q * block + counts[q]! * width), starts[q]! * width);
 }
 
 /**
  * The adjoint of allgatherRows: `full` [total × width] holds this rank's partial sums for every row;
  * `local` [counts[rank] × width] receives the sum over ranks of this rank's rows. `full` is clobbered.
  */
-export async function reduceScatterRows(comm: Communicator, full: Float32Array, split: RowSplit, width: number,
-                                        local: Float32Array, scratch: ExchangeScratch): Promise<void> {
-  const { counts, starts } = split, r = comm.rank;
+export async function reduceScatterRows(
+  comm: Communicator,
+  full: Float32Array,
+  split: RowSplit,
+  width: number,
+  local: Float32Array,
+  scratch: ExchangeScratch,
+): Promise<void> {
+  const { counts, starts } = split,
+    r = comm.rank;
   const mine = counts[r]! * width;
   if (isEven(counts)) {
     const { start } = await comm.reduceScatter(full.subarray(0, split.total * width), 'sum');
@@ -118,8 +145,14 @@ export interface ColumnSplit {
 }
 
 /** out[rows × total] = every rank's column block `shard` [rows × (end − start)], side by side. */
-export async function allgatherColumns(comm: Communicator, shard: Float32Array, rows: number, split: ColumnSplit,
-                                       out: Float32Array, scratch: ExchangeScratch): Promise<void> {
+export async function allgatherColumns(
+  comm: Communicator,
+  shard: Float32Array,
+  rows: number,
+  split: ColumnSplit,
+  out: Float32Array,
+  scratch: ExchangeScratch,
+): Promise<void> {
   const widths = split.ranges.map((c) => c.end - c.start);
   const block = rows * Math.max(...widths);
   const padded = scratch.get('columns', block * comm.size);
@@ -127,13 +160,22 @@ export async function allgatherColumns(comm: Communicator, shard: Float32Array, 
   await comm.allgather(padded);
   const total = split.total;
   for (let q = 0; q < comm.size; q++) {
-    const w = widths[q]!, from = split.ranges[q]!.start, base = q * block;
+    const w = widths[q]!,
+      from = split.ranges[q]!.start,
+      base = q * block;
     for (let n = 0; n < rows; n++) out.set(padded.subarray(base + n * w, base + (n + 1) * w), n * total + from);
   }
 }
 
 /** shard[rows × (end − start)] = columns [start, end) of full [rows × total]. */
-export function takeColumns(full: Float32Array, rows: number, total: number, start: number, end: number, shard: Float32Array): void {
+export function takeColumns(
+  full: Float32Array,
+  rows: number,
+  total: number,
+  start: number,
+  end: number,
+  shard: Float32Array,
+): void {
   const w = end - start;
   for (let n = 0; n < rows; n++) shard.set(full.subarray(n * total + start, n * total + end), n * w);
 }
@@ -142,8 +184,14 @@ export function takeColumns(full: Float32Array, rows: number, total: number, sta
  * The entry of a model-parallel section whose first stage works on whole samples: every device's
  * rows of `x` (samples of `shape`) gathered, so each device holds the job's whole batch.
  */
-export async function gatherSectionInput(comm: Communicator, x: Tensor, rows: RowSplit, shape: readonly number[],
-                                         buffers: CollectiveBuffers, scratch: ExchangeScratch): Promise<Tensor> {
+export async function gatherSectionInput(
+  comm: Communicator,
+  x: Tensor,
+  rows: RowSplit,
+  shape: readonly number[],
+  buffers: CollectiveBuffers,
+  scratch: ExchangeScratch,
+): Promise<Tensor> {
   const width = shapeSize(shape);
   const all = await buffers.get('input', rows.total * width);
   await allgatherRows(comm, x.data, rows, width, all, scratch);

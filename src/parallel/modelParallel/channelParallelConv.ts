@@ -5,7 +5,13 @@ import type { Communicator } from '../../comm/communicator.ts';
 import type { ForwardContext, ParamSpec } from '../../nn/layer.ts';
 import type { Conv2DSpec } from '../../nn/spec.ts';
 import { ChannelSplitConv2D } from './channelSplit.ts';
-import { gatherSectionInput, sectionRows, CollectiveBuffers, ExchangeScratch, type RowSplit } from './activationExchange.ts';
+import {
+  gatherSectionInput,
+  sectionRows,
+  CollectiveBuffers,
+  ExchangeScratch,
+  type RowSplit,
+} from './activationExchange.ts';
 import { SectionLayer, shardParamSpecs } from './sectionLayer.ts';
 
 /**
@@ -22,18 +28,32 @@ import { SectionLayer, shardParamSpecs } from './sectionLayer.ts';
 export class ChannelParallelConv extends SectionLayer {
   readonly conv: ChannelSplitConv2D;
   readonly outputShape: readonly number[];
-  private kernel!: Float32Array; private bias: Float32Array | null = null;
-  private dKernel!: Float32Array; private dBias: Float32Array | null = null;
+  private kernel!: Float32Array;
+  private bias: Float32Array | null = null;
+  private dKernel!: Float32Array;
+  private dBias: Float32Array | null = null;
   private readonly shared: CollectiveBuffers;
   private readonly scratch = new ExchangeScratch();
   private rows: RowSplit | null = null;
 
-  constructor(private readonly backend: Backend, private readonly comm: Communicator, readonly name: string, private readonly spec: Conv2DSpec,
-              readonly inputShape: readonly number[], private readonly o: { inputRows: boolean; weightGradScale: number }) {
+  constructor(
+    private readonly backend: Backend,
+    private readonly comm: Communicator,
+    readonly name: string,
+    private readonly spec: Conv2DSpec,
+    readonly inputShape: readonly number[],
+    private readonly o: { inputRows: boolean; weightGradScale: number },
+  ) {
     super();
     this.conv = new ChannelSplitConv2D(backend, comm, {
-      name, inputShape, filters: spec.filters, kernelSize: spec.kernelSize, strides: spec.strides, padding: spec.padding,
-      activation: spec.activation, useBias: spec.useBias,
+      name,
+      inputShape,
+      filters: spec.filters,
+      kernelSize: spec.kernelSize,
+      strides: spec.strides,
+      padding: spec.padding,
+      activation: spec.activation,
+      useBias: spec.useBias,
     });
     this.outputShape = this.conv.outputShape;
     this.shared = new CollectiveBuffers(backend, comm);
@@ -41,8 +61,18 @@ export class ChannelParallelConv extends SectionLayer {
 
   /** This device's kernel [KH, KW, C, mine] and bias [mine] slices, drawn like the unsplit layer's. */
   override params(): ParamSpec[] {
-    const { kernelSize: [KH, KW], filters, activation } = this.spec, C = this.inputShape[2]!;
-    return shardParamSpecs(this.conv.local.params().map((p) => p.shape), activation, KH * KW * C, KH * KW * filters);
+    const {
+        kernelSize: [KH, KW],
+        filters,
+        activation,
+      } = this.spec,
+      C = this.inputShape[2]!;
+    return shardParamSpecs(
+      this.conv.local.params().map((p) => p.shape),
+      activation,
+      KH * KW * C,
+      KH * KW * filters,
+    );
   }
 
   /** the whole batch's input and this device's channels of the output (the split conv's own arrays) */
@@ -52,13 +82,17 @@ export class ChannelParallelConv extends SectionLayer {
 
   /** This device's kernel and bias slices (and their gradients) in the model's flat buffers. */
   override bind(params: Float32Array[], grads: Float32Array[]): void {
-    this.kernel = params[0]!; this.dKernel = grads[0]!;
-    this.bias = params[1] ?? null; this.dBias = grads[1] ?? null;
+    this.kernel = params[0]!;
+    this.dKernel = grads[0]!;
+    this.bias = params[1] ?? null;
+    this.dBias = grads[1] ?? null;
   }
 
   async forwardAsync(x: Tensor, ctx: ForwardContext): Promise<Tensor> {
     const rows = sectionRows(ctx, this.comm.size);
-    const input = this.o.inputRows ? await gatherSectionInput(this.comm, x, rows, this.inputShape, this.shared, this.scratch) : x;
+    const input = this.o.inputRows
+      ? await gatherSectionInput(this.comm, x, rows, this.inputShape, this.shared, this.scratch)
+      : x;
     this.rows = rows;
     // the optimizer updates the flat buffer: the split layer computes on a copy taken each step
     this.conv.params.set(this.kernel);
@@ -67,14 +101,17 @@ export class ChannelParallelConv extends SectionLayer {
   }
 
   async backwardAsync(dy: Tensor, needInputGrad = true): Promise<Tensor | null> {
-    const g = this.conv.grads, k = this.kernel.length;
+    const g = this.conv.grads,
+      k = this.kernel.length;
     g.fill(0);
     const dx = await this.conv.backward(dy, needInputGrad);
     this.backend.axpy(this.o.weightGradScale, g.subarray(0, k), this.dKernel);
     if (this.dBias) this.backend.axpy(this.o.weightGradScale, g.subarray(k, k + this.dBias.length), this.dBias);
     if (!dx || !this.o.inputRows) return dx;
     // dx is the whole batch's, summed over devices: this device's rows go back to its layers
-    const rows = this.rows!, r = this.comm.rank, width = shapeSize(this.inputShape);
+    const rows = this.rows!,
+      r = this.comm.rank,
+      width = shapeSize(this.inputShape);
     const start = rows.starts[r]! * width;
     return new Tensor([rows.counts[r]!, ...this.inputShape], dx.data.subarray(start, start + rows.counts[r]! * width));
   }

@@ -6,7 +6,8 @@ import { Conv2D } from '../../nn/conv2d.ts';
 import type { Conv2DSpec } from '../../nn/spec.ts';
 
 /** The convolution's fields of its spec, plus where it sits. */
-export interface ChannelSplitOptions extends Pick<Conv2DSpec, 'filters' | 'kernelSize' | 'strides' | 'padding' | 'activation' | 'useBias'> {
+export interface ChannelSplitOptions
+  extends Pick<Conv2DSpec, 'filters' | 'kernelSize' | 'strides' | 'padding' | 'activation' | 'useBias'> {
   /** e.g. 'model.layers[0] conv2d', for errors */
   name: string;
   inputShape: readonly number[];
@@ -32,15 +33,31 @@ export class ChannelSplitConv2D {
   /** channels in the largest rank's slice (allgather moves equal slices) */
   private readonly widest: number;
 
-  constructor(backend: Backend, private readonly comm: Communicator, readonly o: ChannelSplitOptions) {
+  constructor(
+    backend: Backend,
+    private readonly comm: Communicator,
+    readonly o: ChannelSplitOptions,
+  ) {
     if (comm.size > o.filters) {
-      throw new Error(`${o.name}: cannot split ${o.filters} filters by channel over ${comm.size} devices; ` +
-        `use at most ${o.filters} devices or more filters`);
+      throw new Error(
+        `${o.name}: cannot split ${o.filters} filters by channel over ${comm.size} devices; ` +
+          `use at most ${o.filters} devices or more filters`,
+      );
     }
     this.channels = ownedSlice(o.filters, comm.size, comm.rank);
     this.widest = Math.ceil(o.filters / comm.size);
     const mine = this.channels.end - this.channels.start;
-    this.local = new Conv2D(backend, o.name, o.inputShape, mine, o.kernelSize, o.strides, o.padding, o.activation, o.useBias);
+    this.local = new Conv2D(
+      backend,
+      o.name,
+      o.inputShape,
+      mine,
+      o.kernelSize,
+      o.strides,
+      o.padding,
+      o.activation,
+      o.useBias,
+    );
     const [kernel, bias] = this.local.params();
     this.kernelSize = kernel!.shape.reduce((a, b) => a * b);
     const size = this.kernelSize + (bias ? mine : 0);
@@ -55,22 +72,30 @@ export class ChannelSplitConv2D {
 
   /** Takes this rank's channels from the whole layer's kernel [KH, KW, C, F] and bias [F]. */
   loadSlice(kernel: Float32Array, bias: Float32Array | null): void {
-    const { start, end } = this.channels, F = this.o.filters, mine = end - start;
-    for (let i = 0, rows = kernel.length / F; i < rows; i++) this.params.set(kernel.subarray(i * F + start, i * F + end), i * mine);
+    const { start, end } = this.channels,
+      F = this.o.filters,
+      mine = end - start;
+    for (let i = 0, rows = kernel.length / F; i < rows; i++)
+      this.params.set(kernel.subarray(i * F + start, i * F + end), i * mine);
     if (bias && this.o.useBias) this.params.set(bias.subarray(start, end), this.kernelSize);
   }
 
   /** Writes this rank's weight gradients into the whole layer's gradient arrays (others untouched). */
   storeGradSlice(dKernel: Float32Array, dBias: Float32Array | null): void {
-    const { start, end } = this.channels, F = this.o.filters, mine = end - start;
-    for (let i = 0, rows = dKernel.length / F; i < rows; i++) dKernel.set(this.grads.subarray(i * mine, (i + 1) * mine), i * F + start);
+    const { start, end } = this.channels,
+      F = this.o.filters,
+      mine = end - start;
+    for (let i = 0, rows = dKernel.length / F; i < rows; i++)
+      dKernel.set(this.grads.subarray(i * mine, (i + 1) * mine), i * F + start);
     if (dBias && this.o.useBias) dBias.set(this.grads.subarray(this.kernelSize, this.kernelSize + mine), start);
   }
 
   /** The whole output [N, OH, OW, F] on every rank. */
   async forward(x: Tensor, ctx: ForwardContext): Promise<Tensor> {
     const part = this.local.forward(x, ctx);
-    const { size, rank } = this.comm, F = this.o.filters, W = this.widest;
+    const { size, rank } = this.comm,
+      F = this.o.filters,
+      W = this.widest;
     const pixels = part.size / (this.channels.end - this.channels.start);
     const chunk = pixels * W;
     const all = this.pool.f32('gather', chunk * size);
@@ -78,7 +103,9 @@ export class ChannelSplitConv2D {
     await this.comm.allgather(all);
     const y = new Tensor([x.batch, ...this.outputShape], this.pool.f32('y', pixels * F));
     for (let r = 0; r < size; r++) {
-      const { start, end } = ownedSlice(F, size, r), c = end - start, base = r * chunk;
+      const { start, end } = ownedSlice(F, size, r),
+        c = end - start,
+        base = r * chunk;
       for (let p = 0; p < pixels; p++) y.data.set(all.subarray(base + p * c, base + (p + 1) * c), p * F + start);
     }
     return y;
@@ -86,7 +113,9 @@ export class ChannelSplitConv2D {
 
   /** From the whole output gradient: this rank's weight gradients, and the input gradient summed over ranks. */
   async backward(dy: Tensor, needInputGrad = true): Promise<Tensor | null> {
-    const { start, end } = this.channels, F = this.o.filters, mine = end - start;
+    const { start, end } = this.channels,
+      F = this.o.filters,
+      mine = end - start;
     const pixels = dy.size / F;
     const part = new Tensor([dy.batch, ...this.local.outputShape], this.pool.f32('dy', pixels * mine));
     for (let p = 0; p < pixels; p++) part.data.set(dy.data.subarray(p * F + start, p * F + end), p * mine);

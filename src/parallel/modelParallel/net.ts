@@ -6,7 +6,13 @@ import { outputLengths, zeroPadding } from '../../nn/sequence.ts';
 import type { ModelSpec } from '../../nn/spec.ts';
 import type { ForwardContext, Layer } from '../../nn/layer.ts';
 import {
-  allocFlat, bindFlat, initializeLayer, initializeState, planFlatLayout, type FlatEntry, type LayerSlot,
+  allocFlat,
+  bindFlat,
+  initializeLayer,
+  initializeState,
+  planFlatLayout,
+  type FlatEntry,
+  type LayerSlot,
 } from '../../nn/flatLayout.ts';
 import { buildLayer } from '../../nn/buildLayer.ts';
 import { savedActivationBytes } from '../../nn/activationMemory.ts';
@@ -63,32 +69,51 @@ export class ModelParallelNet implements TrainableModel {
   private inputShapes: (readonly number[])[] = [];
   private framesAtSection: { frames: number; lengths: Int32Array | undefined } = { frames: 0, lengths: undefined };
 
-  constructor(readonly backend: Backend, readonly spec: ModelSpec, readonly comm: Communicator, options: { shared?: boolean } = {}) {
+  constructor(
+    readonly backend: Backend,
+    readonly spec: ModelSpec,
+    readonly comm: Communicator,
+    options: { shared?: boolean } = {},
+  ) {
     this.unsplit = [];
     let shape: readonly number[] = spec.input;
-    spec.layers.forEach((l, i) => { const layer = buildLayer(backend, l, i, shape); this.unsplit.push(layer); shape = layer.outputShape; });
+    spec.layers.forEach((l, i) => {
+      const layer = buildLayer(backend, l, i, shape);
+      this.unsplit.push(layer);
+      shape = layer.outputShape;
+    });
     this.inputShape = spec.input;
     this.outputShape = shape;
     const begin = modelParallelLayers(spec)[0] ?? 0;
-    this.plan = planModelParallelFrom(spec, comm.size, this.unsplit.map((l) => l.inputShape));
+    this.plan = planModelParallelFrom(
+      spec,
+      comm.size,
+      this.unsplit.map((l) => l.inputShape),
+    );
     const { end } = this.plan;
-    const local = (from: number, to: number) => this.unsplit.slice(from, to).map((layer, k) => ({ index: from + k, layer, shard: false }));
+    const local = (from: number, to: number) =>
+      this.unsplit.slice(from, to).map((layer, k) => ({ index: from + k, layer, shard: false }));
     const inSection = buildSectionLayers(backend, comm, this.plan, this.unsplit);
     const all = [...local(0, begin), ...inSection, ...local(end, this.unsplit.length)];
     this.layers = all.map((s) => s.layer);
     this.section = { start: begin, end: begin + inSection.length };
 
     // layout: replicated layers (prefix, parallel spatialSplits, tail: layer order), then this device's shards
-    const replicated: LayerSlot[] = all.filter((s) => !s.shard), shards: LayerSlot[] = all.filter((s) => s.shard);
-    const head = planFlatLayout(replicated), rest = planFlatLayout(shards, head.paramLength, head.stateLength);
+    const replicated: LayerSlot[] = all.filter((s) => !s.shard),
+      shards: LayerSlot[] = all.filter((s) => s.shard);
+    const head = planFlatLayout(replicated),
+      rest = planFlatLayout(shards, head.paramLength, head.stateLength);
     this.replicatedLength = head.paramLength;
     this.replicatedEntries = head.params.flat();
     this.stateEntries = head.state.flat();
     const own = shardLayout(this.plan, comm.rank);
     this.shardEntries = own.entries.map((e) => ({ ...e, offset: e.offset + head.paramLength }));
-    if (rest.paramLength !== head.paramLength + own.length) throw new Error('ModelParallelNet: the shard layout disagrees with the section\'s layers');
+    if (rest.paramLength !== head.paramLength + own.length)
+      throw new Error("ModelParallelNet: the shard layout disagrees with the section's layers");
     const buffers = allocFlat(backend, rest.paramLength, rest.stateLength, options.shared);
-    this.params = buffers.params; this.grads = buffers.grads; this.state = buffers.state;
+    this.params = buffers.params;
+    this.grads = buffers.grads;
+    this.state = buffers.state;
     bindFlat(replicated, head, buffers);
     bindFlat(shards, rest, buffers);
     const first = new Map(replicated.map((s, k) => [s.layer, head.params[k]![0]?.offset ?? -1]));
@@ -102,7 +127,8 @@ export class ModelParallelNet implements TrainableModel {
   initialize(seed: number): void {
     let index = 0;
     for (const [i, layer] of this.unsplit.entries()) {
-      const views = (entries: FlatEntry[], buf: Float32Array) => entries.filter((e) => e.name.startsWith(`layers.${i}.`)).map((e) => buf.subarray(e.offset, e.offset + e.size));
+      const views = (entries: FlatEntry[], buf: Float32Array) =>
+        entries.filter((e) => e.name.startsWith(`layers.${i}.`)).map((e) => buf.subarray(e.offset, e.offset + e.size));
       const replicated = views(this.replicatedEntries, this.params);
       if (replicated.length || !this.shardEntries.some((e) => e.layer === i)) {
         index = initializeLayer(layer, replicated, seed, index);
@@ -130,11 +156,15 @@ export class ModelParallelNet implements TrainableModel {
    * every step, even with no rows. Returns this device's rows of the output.
    */
   async forwardAsync(x: Tensor, ctx: ForwardContext): Promise<Tensor> {
-    const rows = sectionRows(ctx, this.comm.size), mine = rows.counts[this.comm.rank]!;
+    const rows = sectionRows(ctx, this.comm.size),
+      mine = rows.counts[this.comm.rank]!;
     if (x.batch !== mine) {
-      throw new Error(`device ${this.comm.rank}: got ${x.batch} samples but the global batch of ${rows.total} gives it ${mine}`);
+      throw new Error(
+        `device ${this.comm.rank}: got ${x.batch} samples but the global batch of ${rows.total} gives it ${mine}`,
+      );
     }
-    let h = x, c = ctx;
+    let h = x,
+      c = ctx;
     const { frames } = this.plan;
     for (const [k, layer] of this.layers.entries()) {
       // over frames: the section's rows are the samples' frames, padded to the step's longest
@@ -147,11 +177,13 @@ export class ModelParallelNet implements TrainableModel {
       if (mine === 0 && this.isLocal(k)) h = new Tensor([0, ...this.emptyShape(layer, h)], new Float32Array(0));
       else h = layer.forwardAsync ? await layer.forwardAsync(h, c) : layer.forward(h, c);
       if (frames && k === this.section.end - 1) {
-        const { frames: t, lengths } = this.framesAtSection, u = h.shape[1]!;
+        const { frames: t, lengths } = this.framesAtSection,
+          u = h.shape[1]!;
         h = h.reshape([mine, t, u]);
         zeroPadding(h.data, mine, t, u, lengths);
         c = { ...c, rowsPerSample: undefined };
-      } else if (c.lengths && layer.outputLengths && this.isLocal(k)) c = { ...c, lengths: layer.outputLengths(c.lengths) };
+      } else if (c.lengths && layer.outputLengths && this.isLocal(k))
+        c = { ...c, lengths: layer.outputLengths(c.lengths) };
     }
     if (ctx.training) {
       // without rows the data-parallel layers did not run: what they hold is an earlier step's
@@ -166,13 +198,15 @@ export class ModelParallelNet implements TrainableModel {
    * says replicated grads[offset:] are final, in the same order on every device (with or without rows).
    */
   async backwardAsync(dy: Tensor, onReady?: (offset: number) => void): Promise<void> {
-    const mine = dy.batch, { frames } = this.plan;
+    const mine = dy.batch,
+      { frames } = this.plan;
     let g: Tensor | null = dy;
     for (let k = this.layers.length - 1; k >= 0 && g; k--) {
       const layer = this.layers[k]!;
       if (frames && k === this.section.end - 1) {
         // padded frames take no gradient into the section (what comes back is 0 there already)
-        const { frames: t, lengths } = this.framesAtSection, u = g.shape[2]!;
+        const { frames: t, lengths } = this.framesAtSection,
+          u = g.shape[2]!;
         zeroPadding(g.data, mine, t, u, lengths);
         g = g.reshape([mine * t, u]);
       }
@@ -228,14 +262,18 @@ export class ModelParallelNet implements TrainableModel {
    */
   async gatherWhole(sources: Float32Array[], into: WholeModelTarget | null): Promise<void> {
     const { comm } = this;
-    if (into) for (const [k, src] of sources.entries()) this.placeIntoFull(src, 0, into.buffers[k]!, into.paramEntries, true);
+    if (into)
+      for (const [k, src] of sources.entries()) this.placeIntoFull(src, 0, into.buffers[k]!, into.paramEntries, true);
     // each device's shards reach rank 0 by broadcasts (collectives work between any two ranks on every
     // transport, point to point not always: hierarchical worlds link only some pairs)
     for (let r = 1; r < comm.size; r++) {
       const length = this.shardLength(r);
       if (length === 0) continue; // a section of parallel spatialSplits only: every weight is replicated
       for (const [k, src] of sources.entries()) {
-        const shard = comm.rank === r ? src.subarray(this.replicatedLength, this.replicatedLength + length) : new Float32Array(length);
+        const shard =
+          comm.rank === r
+            ? src.subarray(this.replicatedLength, this.replicatedLength + length)
+            : new Float32Array(length);
         await comm.broadcast(shard, r);
         if (into) this.placeIntoFull(shard, r, into.buffers[k]!, into.paramEntries, false);
       }
@@ -253,18 +291,26 @@ export class ModelParallelNet implements TrainableModel {
    * replicated part when `withReplicated`. Optimizer buffers share the params' layout, so they
    * travel the same way.
    */
-  placeIntoFull(src: Float32Array, rank: number, dst: Float32Array, entries: readonly FlatEntry[], withReplicated: boolean): void {
+  placeIntoFull(
+    src: Float32Array,
+    rank: number,
+    dst: Float32Array,
+    entries: readonly FlatEntry[],
+    withReplicated: boolean,
+  ): void {
     const at = (name: string) => {
       const e = entries.find((x) => x.name === name);
       if (!e) throw new Error(`placeIntoFull: the unsplit model has no tensor '${name}'`);
       return dst.subarray(e.offset, e.offset + e.size);
     };
-    if (withReplicated) for (const e of this.replicatedEntries) at(e.name).set(src.subarray(e.offset, e.offset + e.size));
+    if (withReplicated)
+      for (const e of this.replicatedEntries) at(e.name).set(src.subarray(e.offset, e.offset + e.size));
     const layout = shardLayout(this.plan, rank);
     const base = rank === this.comm.rank ? this.replicatedLength : 0;
     for (const p of this.plan.layers) {
       if (p.kind === 'elementwise' || p.kind === 'spatial') continue;
-      const kernel = at(`layers.${p.index}.kernel`), bias = p.spec.useBias ? at(`layers.${p.index}.bias`) : undefined;
+      const kernel = at(`layers.${p.index}.kernel`),
+        bias = p.spec.useBias ? at(`layers.${p.index}.bias`) : undefined;
       copyShard(p.index, { kernel, bias }, layout.entries, src, base, false);
     }
   }

@@ -41,8 +41,15 @@ export type PlannedLayer =
    * an activation, dropout, flatten or pooling applied to `form`; `features` is the unsplit width,
    * `inputShape` the unsplit per-sample shape
    */
-  | { index: number; kind: 'elementwise'; spec: LayerSpec; form: ActivationForm; features: number; shardOf: number | null;
-      inputShape: readonly number[] };
+  | {
+      index: number;
+      kind: 'elementwise';
+      spec: LayerSpec;
+      form: ActivationForm;
+      features: number;
+      shardOf: number | null;
+      inputShape: readonly number[];
+    };
 
 export interface ModelParallelPlan {
   begin: number;
@@ -55,11 +62,21 @@ export interface ModelParallelPlan {
   sliceRowsAtEnd: boolean;
 }
 
-const ELEMENTWISE = new Set<LayerSpec['type']>(['relu', 'tanh', 'sigmoid', 'clippedRelu', 'gelu', 'leakyRelu', 'dropout', 'flatten']);
+const ELEMENTWISE = new Set<LayerSpec['type']>([
+  'relu',
+  'tanh',
+  'sigmoid',
+  'clippedRelu',
+  'gelu',
+  'leakyRelu',
+  'dropout',
+  'flatten',
+]);
 const POOLING = new Set<LayerSpec['type']>(['maxPool2d', 'avgPool2d']);
 
 const layerName = (spec: LayerSpec, i: number) => `model.layers[${i}] ${spec.type}`;
-const isMarked = (l: LayerSpec) => (l.type === 'dense' || l.type === 'conv2d' || l.type === 'spatialSplit') && l.parallel === 'model';
+const isMarked = (l: LayerSpec) =>
+  (l.type === 'dense' || l.type === 'conv2d' || l.type === 'spatialSplit') && l.parallel === 'model';
 
 /** Indices of the layers (dense, conv2d, spatialSplit) marked `parallel: model`. */
 export function modelParallelLayers(spec: ModelSpec): number[] {
@@ -69,38 +86,53 @@ export function modelParallelLayers(spec: ModelSpec): number[] {
 /** Why a strategy other than hybrid cannot run model-parallel layers, and the fix. */
 export function modelParallelStrategyMessage(spec: ModelSpec, strategy: string): string {
   const first = modelParallelLayers(spec)[0];
-  return `'parallel: model' (model.layers[${first}]) needs the synchronous hybrid strategy: the model-parallel layers exchange ` +
+  return (
+    `'parallel: model' (model.layers[${first}]) needs the synchronous hybrid strategy: the model-parallel layers exchange ` +
     `activations every step while the other layers all-reduce gradients; got ${strategy} — use strategy hybrid (--strategy hybrid) ` +
-    `or remove 'parallel: model'`;
+    `or remove 'parallel: model'`
+  );
 }
 
 /**
  * The split of `spec` over `devices` devices. `inputShapes[i]` is layer i's per-sample input shape
  * in the unsplit model (the built layers give them). Errors name the layer and the fix.
  */
-export function planModelParallelFrom(spec: ModelSpec, devices: number, inputShapes: readonly (readonly number[])[]): ModelParallelPlan {
+export function planModelParallelFrom(
+  spec: ModelSpec,
+  devices: number,
+  inputShapes: readonly (readonly number[])[],
+): ModelParallelPlan {
   const marked = modelParallelLayers(spec);
   if (!marked.length) throw new Error('planModelParallel: no layer is marked parallel: model');
-  const begin = marked[0]!, end = marked[marked.length - 1]! + 1;
+  const begin = marked[0]!,
+    end = marked[marked.length - 1]! + 1;
   const first = spec.layers[begin]!;
   const frames = first.type === 'dense' && inputShapes[begin]!.length === 2;
   if (first.type === 'dense' && inputShapes[begin]!.length !== 1 && !frames) {
-    throw new Error(`model.layers[${begin}] dense: expects a flat input but receives shape [${inputShapes[begin]!.join(', ')}]; add a flatten layer before it`);
+    throw new Error(
+      `model.layers[${begin}] dense: expects a flat input but receives shape [${inputShapes[begin]!.join(', ')}]; add a flatten layer before it`,
+    );
   }
   // messages keep the dense-only wording where the section has no convolution
   const convs = marked.some((i) => spec.layers[i]!.type !== 'dense');
   const between = `between the model-parallel ${convs ? '' : 'dense '}layers model.layers[${begin}] and model.layers[${end - 1}]`;
   const layers: PlannedLayer[] = [];
-  let form: ActivationForm = 'rows', shardOf: number | null = null;
+  let form: ActivationForm = 'rows',
+    shardOf: number | null = null;
   for (let i = begin; i < end; i++) {
     const l = spec.layers[i]!;
     // over frames, every layer of the section sees one frame's features per row
-    const inputShape = frames ? inputShapes[i]!.slice(1) : inputShapes[i]!, features = shapeSize(inputShape);
+    const inputShape = frames ? inputShapes[i]!.slice(1) : inputShapes[i]!,
+      features = shapeSize(inputShape);
     if (frames && l.type !== 'dense' && !ELEMENTWISE.has(l.type)) {
-      throw new Error(`${layerName(l, i)}: cannot lie ${between} over the frames of a sequence; only per-frame dense layers and activations can — move it before model.layers[${begin}] or after model.layers[${end - 1}]`);
+      throw new Error(
+        `${layerName(l, i)}: cannot lie ${between} over the frames of a sequence; only per-frame dense layers and activations can — move it before model.layers[${begin}] or after model.layers[${end - 1}]`,
+      );
     }
     if (frames && (l.type === 'dropout' || l.type === 'flatten')) {
-      throw new Error(`${layerName(l, i)}: cannot lie ${between} over the frames of a sequence; only per-frame dense layers and activations can — move it after model.layers[${end - 1}]`);
+      throw new Error(
+        `${layerName(l, i)}: cannot lie ${between} over the frames of a sequence; only per-frame dense layers and activations can — move it after model.layers[${end - 1}]`,
+      );
     }
     if (l.type === 'dense' && l.parallel === 'model') {
       if (form === 'shard') {
@@ -109,31 +141,44 @@ export function planModelParallelFrom(spec: ModelSpec, devices: number, inputSha
         shardOf = null;
       } else {
         unitShards(l.units, devices, layerName(l, i));
-        layers.push({ index: i, kind: 'column', spec: l, inFeatures: features, inputRows: form === 'rows', gatherOutput: i === end - 1 });
+        layers.push({
+          index: i,
+          kind: 'column',
+          spec: l,
+          inFeatures: features,
+          inputRows: form === 'rows',
+          gatherOutput: i === end - 1,
+        });
         form = i === end - 1 ? 'full' : 'shard';
         shardOf = i === end - 1 ? null : i;
       }
     } else if (l.type === 'conv2d' && l.parallel === 'model') {
       if (form === 'shard') {
-        throw new Error(`${layerName(l, i)}: cannot follow a column-parallel dense layer inside the model-parallel section; ` +
-          `put the model-parallel convolutions before the model-parallel dense layers`);
+        throw new Error(
+          `${layerName(l, i)}: cannot follow a column-parallel dense layer inside the model-parallel section; ` +
+            `put the model-parallel convolutions before the model-parallel dense layers`,
+        );
       }
       unitShards(l.filters, devices, layerName(l, i), 'filters');
       layers.push({ index: i, kind: 'channel', spec: l, inputShape, inputRows: form === 'rows' });
       form = 'full';
     } else if (l.type === 'spatialSplit' && l.parallel === 'model') {
       if (form === 'shard') {
-        throw new Error(`${layerName(l, i)}: cannot follow a column-parallel dense layer inside the model-parallel section; ` +
-          `put the model-parallel spatialSplit before the model-parallel dense layers`);
+        throw new Error(
+          `${layerName(l, i)}: cannot follow a column-parallel dense layer inside the model-parallel section; ` +
+            `put the model-parallel spatialSplit before the model-parallel dense layers`,
+        );
       }
       layers.push({ index: i, kind: 'spatial', spec: l, inputShape, inputRows: form === 'rows' });
       form = 'full';
     } else if (ELEMENTWISE.has(l.type) || (POOLING.has(l.type) && form === 'full')) {
       layers.push({ index: i, kind: 'elementwise', spec: l, form, features, shardOf, inputShape });
     } else {
-      throw new Error(l.type === 'dense' || l.type === 'conv2d' || l.type === 'spatialSplit'
-        ? `${layerName(l, i)}: lies ${between} but is not marked; add 'parallel: model' to it too, or move it after model.layers[${end - 1}]`
-        : `${layerName(l, i)}: cannot lie ${between}; only activations, dropout${convs ? ', flatten and pooling' : ' and flatten'} can — move it before model.layers[${begin}] or after model.layers[${end - 1}]`);
+      throw new Error(
+        l.type === 'dense' || l.type === 'conv2d' || l.type === 'spatialSplit'
+          ? `${layerName(l, i)}: lies ${between} but is not marked; add 'parallel: model' to it too, or move it after model.layers[${end - 1}]`
+          : `${layerName(l, i)}: cannot lie ${between}; only activations, dropout${convs ? ', flatten and pooling' : ' and flatten'} can — move it before model.layers[${begin}] or after model.layers[${end - 1}]`,
+      );
     }
   }
   return { begin, end, devices, layers, frames, sliceRowsAtEnd: form === 'full' };

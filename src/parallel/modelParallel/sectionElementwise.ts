@@ -9,13 +9,27 @@ import { sectionRows } from './activationExchange.ts';
  * batch-wide key). Needs no communication.
  */
 export class SectionElementwise implements Layer {
-  constructor(private readonly layer: Layer, private readonly rank: number, private readonly devices: number) {}
+  constructor(
+    private readonly layer: Layer,
+    private readonly rank: number,
+    private readonly devices: number,
+  ) {}
 
-  get name(): string { return this.layer.name; }
-  get inputShape(): readonly number[] { return this.layer.inputShape; }
-  get outputShape(): readonly number[] { return this.layer.outputShape; }
-  params(): ParamSpec[] { return []; }
-  state(): StateSpec[] { return []; }
+  get name(): string {
+    return this.layer.name;
+  }
+  get inputShape(): readonly number[] {
+    return this.layer.inputShape;
+  }
+  get outputShape(): readonly number[] {
+    return this.layer.outputShape;
+  }
+  params(): ParamSpec[] {
+    return [];
+  }
+  state(): StateSpec[] {
+    return [];
+  }
   bind(): void {}
 
   forward(x: Tensor, ctx: ForwardContext): Tensor {

@@ -14,8 +14,12 @@ export abstract class SectionLayer implements Layer {
   abstract readonly outputShape: readonly number[];
   readonly needsAsync = true;
 
-  params(): ParamSpec[] { return []; }
-  state(): StateSpec[] { return []; }
+  params(): ParamSpec[] {
+    return [];
+  }
+  state(): StateSpec[] {
+    return [];
+  }
   bind(_params: Float32Array[], _grads: Float32Array[], _state?: Float32Array[]): void {}
 
   forward(_x: Tensor, _ctx: ForwardContext): Tensor {
@@ -33,7 +37,18 @@ export abstract class SectionLayer implements Layer {
  * The specs of a shard's kernel (and bias): this device's shapes, with the unsplit layer's
  * initialisation and fans (its values are drawn for the unsplit layer, then cut; see ModelParallelNet).
  */
-export function shardParamSpecs(shapes: number[][], activation: ActivationKind, fanIn: number, fanOut: number): ParamSpec[] {
+export function shardParamSpecs(
+  shapes: number[][],
+  activation: ActivationKind,
+  fanIn: number,
+  fanOut: number,
+): ParamSpec[] {
   const init = activation === 'relu' || activation === 'clippedRelu' ? 'heNormal' : 'glorotUniform';
-  return shapes.map((shape, k) => ({ name: k === 0 ? 'kernel' : 'bias', shape, init: k === 0 ? init : 'zeros', fanIn, fanOut }));
+  return shapes.map((shape, k) => ({
+    name: k === 0 ? 'kernel' : 'bias',
+    shape,
+    init: k === 0 ? init : 'zeros',
+    fanIn,
+    fanOut,
+  }));
 }

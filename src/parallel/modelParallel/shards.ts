@@ -34,23 +34,56 @@ export function shardLayout(plan: ModelParallelPlan, rank: number): { entries: S
   for (const p of plan.layers) {
     if (p.kind === 'elementwise' || p.kind === 'spatial') continue;
     if (p.kind === 'channel') {
-      const { filters: units, kernelSize: [KH, KW], useBias } = p.spec, inFeatures = KH * KW * p.inputShape[2]!;
+      const {
+          filters: units,
+          kernelSize: [KH, KW],
+          useBias,
+        } = p.spec,
+        inFeatures = KH * KW * p.inputShape[2]!;
       const range = unitShards(units, plan.devices, `model.layers[${p.index}] conv2d`, 'filters').ranges[rank]!;
       const w = range.end - range.start;
-      for (const [param, size] of (useBias ? [['kernel', inFeatures * w], ['bias', w]] : [['kernel', inFeatures * w]]) as ['kernel' | 'bias', number][]) {
-        entries.push({ name: `layers.${p.index}.${param}`, layer: p.index, param, kind: 'column', offset: at, size, range, inFeatures, units });
+      for (const [param, size] of (useBias
+        ? [
+            ['kernel', inFeatures * w],
+            ['bias', w],
+          ]
+        : [['kernel', inFeatures * w]]) as ['kernel' | 'bias', number][]) {
+        entries.push({
+          name: `layers.${p.index}.${param}`,
+          layer: p.index,
+          param,
+          kind: 'column',
+          offset: at,
+          size,
+          range,
+          inFeatures,
+          units,
+        });
         at = alignFloats(at + size);
       }
       continue;
     }
     const name = `model.layers[${p.index}] dense`;
     const { units, useBias } = p.spec;
-    const range = p.kind === 'column' ? unitShards(units, plan.devices, name).ranges[rank]! : unitShards(p.inFeatures, plan.devices, name, 'input features').ranges[rank]!;
+    const range =
+      p.kind === 'column'
+        ? unitShards(units, plan.devices, name).ranges[rank]!
+        : unitShards(p.inFeatures, plan.devices, name, 'input features').ranges[rank]!;
     const w = range.end - range.start;
-    const shapes: [('kernel' | 'bias'), number][] = [['kernel', p.kind === 'column' ? p.inFeatures * w : w * units]];
+    const shapes: ['kernel' | 'bias', number][] = [['kernel', p.kind === 'column' ? p.inFeatures * w : w * units]];
     if (useBias) shapes.push(['bias', p.kind === 'column' ? w : units]);
     for (const [param, size] of shapes) {
-      entries.push({ name: `layers.${p.index}.${param}`, layer: p.index, param, kind: p.kind, offset: at, size, range, inFeatures: p.inFeatures, units });
+      entries.push({
+        name: `layers.${p.index}.${param}`,
+        layer: p.index,
+        param,
+        kind: p.kind,
+        offset: at,
+        size,
+        range,
+        inFeatures: p.inFeatures,
+        units,
+      });
       at = alignFloats(at + size);
     }
   }
@@ -61,11 +94,21 @@ export function shardLayout(plan: ModelParallelPlan, rank: number): { entries: S
  * Between a full kernel/bias and the shard entries of layer `layer` found at `base` in `buf`:
  * into the shard (`toShard`) or back into the full tensors.
  */
-export function copyShard(layer: number, full: { kernel: Float32Array; bias?: Float32Array }, entries: ShardEntry[], buf: Float32Array,
-                          base: number, toShard: boolean): void {
+export function copyShard(
+  layer: number,
+  full: { kernel: Float32Array; bias?: Float32Array },
+  entries: ShardEntry[],
+  buf: Float32Array,
+  base: number,
+  toShard: boolean,
+): void {
   const mine = entries.filter((e) => e.layer === layer);
-  const k = mine.find((e) => e.param === 'kernel')!, b = mine.find((e) => e.param === 'bias');
-  const shard = { kernel: buf.subarray(base + k.offset, base + k.offset + k.size), bias: b ? buf.subarray(base + b.offset, base + b.offset + b.size) : undefined };
+  const k = mine.find((e) => e.param === 'kernel')!,
+    b = mine.find((e) => e.param === 'bias');
+  const shard = {
+    kernel: buf.subarray(base + k.offset, base + k.offset + k.size),
+    bias: b ? buf.subarray(base + b.offset, base + b.offset + b.size) : undefined,
+  };
   if (k.kind === 'column') columnShardCopy(full, shard, k.inFeatures, k.units, k.range, toShard);
   else rowShardCopy(full, shard, k.units, k.range, toShard);
 }

@@ -16,26 +16,38 @@ export class SliceRows extends SectionLayer {
   private readonly shared: CollectiveBuffers;
   private rows: RowSplit | null = null;
 
-  constructor(private readonly comm: Communicator, backend: Backend, readonly inputShape: readonly number[]) {
+  constructor(
+    private readonly comm: Communicator,
+    backend: Backend,
+    readonly inputShape: readonly number[],
+  ) {
     super();
-    this.name = 'model-parallel section exit (this device\'s rows)';
+    this.name = "model-parallel section exit (this device's rows)";
     this.shared = new CollectiveBuffers(backend, comm);
   }
 
-  get outputShape(): readonly number[] { return this.inputShape; }
+  get outputShape(): readonly number[] {
+    return this.inputShape;
+  }
 
   /** a view of its input: nothing of its own */
-  savedForBackward(): readonly ArrayBufferView[] { return []; }
+  savedForBackward(): readonly ArrayBufferView[] {
+    return [];
+  }
 
   async forwardAsync(x: Tensor, ctx: ForwardContext): Promise<Tensor> {
     const rows = sectionRows(ctx, this.comm.size);
-    const width = x.size / x.batch, r = this.comm.rank, start = rows.starts[r]! * width;
+    const width = x.size / x.batch,
+      r = this.comm.rank,
+      start = rows.starts[r]! * width;
     this.rows = rows;
     return new Tensor([rows.counts[r]!, ...x.shape.slice(1)], x.data.subarray(start, start + rows.counts[r]! * width));
   }
 
   async backwardAsync(dy: Tensor): Promise<Tensor> {
-    const rows = this.rows!, sample = dy.shape.slice(1), width = shapeSize(sample);
+    const rows = this.rows!,
+      sample = dy.shape.slice(1),
+      width = shapeSize(sample);
     const grad = await this.shared.get('grad', rows.total * width);
     await allgatherRows(this.comm, dy.data, rows, width, grad, this.scratch);
     return new Tensor([rows.total, ...sample], grad);

@@ -7,7 +7,13 @@ import type { SerialSpatialStack } from '../../nn/spatialStack.ts';
 import { layerPools, planTiles, TileStack, type TilePlan } from '../../nn/spatialTiles.ts';
 import { blockOf, copyBlock } from '../../nn/nhwcBlock.ts';
 import type { AxisRange } from '../../nn/windowGeometry.ts';
-import { gatherSectionInput, sectionRows, CollectiveBuffers, ExchangeScratch, type RowSplit } from './activationExchange.ts';
+import {
+  gatherSectionInput,
+  sectionRows,
+  CollectiveBuffers,
+  ExchangeScratch,
+  type RowSplit,
+} from './activationExchange.ts';
 import { SectionLayer } from './sectionLayer.ts';
 
 const len = (r: AxisRange) => r.end - r.start;
@@ -39,8 +45,15 @@ export class SpatialParallelStage extends SectionLayer {
   private rows: RowSplit | null = null;
 
   /** `unsplit` is the model's serial layer for the same stack: it holds the weights' views (bound through this stage). */
-  constructor(private readonly backend: Backend, private readonly comm: Communicator, readonly name: string, private readonly unsplit: SerialSpatialStack,
-              tiles: readonly [number, number], readonly inputShape: readonly number[], private readonly o: { inputRows: boolean }) {
+  constructor(
+    private readonly backend: Backend,
+    private readonly comm: Communicator,
+    readonly name: string,
+    private readonly unsplit: SerialSpatialStack,
+    tiles: readonly [number, number],
+    readonly inputShape: readonly number[],
+    private readonly o: { inputRows: boolean },
+  ) {
     super();
     this.stack = unsplit.stack;
     this.plans = planTiles(this.stack, tiles[0], tiles[1]);
@@ -63,7 +76,9 @@ export class SpatialParallelStage extends SectionLayer {
   /** The tiles this device computes, each with its own scratch (its activations live until backward); made after bind, as tiles share the stack's views. */
   get mine(): TileStack[] {
     const own = this.assignment[this.comm.rank]!;
-    this.tiles ??= this.plans.slice(own.start, own.end).map((p) => new TileStack(this.backend, this.stack, p, layerPools(this.backend, this.stack.length)));
+    this.tiles ??= this.plans
+      .slice(own.start, own.end)
+      .map((p) => new TileStack(this.backend, this.stack, p, layerPools(this.backend, this.stack.length)));
     return this.tiles;
   }
 
@@ -75,19 +90,31 @@ export class SpatialParallelStage extends SectionLayer {
   /** Floats of one device's packed output tiles for n samples: the largest over devices (allgather moves equal blocks). */
   private chunk(n: number): number {
     const F = this.outputShape[2]!;
-    return n * F * Math.max(...this.assignment.map((a) => this.plans.slice(a.start, a.end).reduce((s, p) => s + len(p.outRows) * len(p.outCols), 0)));
+    return (
+      n *
+      F *
+      Math.max(
+        ...this.assignment.map((a) =>
+          this.plans.slice(a.start, a.end).reduce((s, p) => s + len(p.outRows) * len(p.outCols), 0),
+        ),
+      )
+    );
   }
 
   async forwardAsync(x: Tensor, ctx: ForwardContext): Promise<Tensor> {
     const rows = sectionRows(ctx, this.comm.size);
-    const input = this.o.inputRows ? await gatherSectionInput(this.comm, x, rows, this.inputShape, this.shared, this.scratch) : x;
+    const input = this.o.inputRows
+      ? await gatherSectionInput(this.comm, x, rows, this.inputShape, this.shared, this.scratch)
+      : x;
     this.rows = rows;
-    const n = input.batch, [OH, OW, F] = this.outputShape as [number, number, number];
+    const n = input.batch,
+      [OH, OW, F] = this.outputShape as [number, number, number];
     const chunk = this.chunk(n);
     const packed = await this.shared.get('tiles', chunk * this.comm.size);
     let at = this.comm.rank * chunk;
     for (const t of this.mine) {
-      const p = t.plan, [h, w, c] = t.inputShape as [number, number, number];
+      const p = t.plan,
+        [h, w, c] = t.inputShape as [number, number, number];
       const xt = new Tensor([n, h, w, c], this.io.f32(`x${p.index}`, n * h * w * c));
       copyBlock(blockOf(input), p.inRows.start, p.inCols.start, blockOf(xt), 0, 0, h, w);
       const yt = t.forward(xt, ctx);
@@ -99,8 +126,19 @@ export class SpatialParallelStage extends SectionLayer {
     for (const [r, a] of this.assignment.entries()) {
       let from = r * chunk;
       for (const p of this.plans.slice(a.start, a.end)) {
-        const h = len(p.outRows), w = len(p.outCols), size = n * h * w * F;
-        copyBlock({ data: packed.subarray(from, from + size), h, w, c: F }, 0, 0, blockOf(y), p.outRows.start, p.outCols.start, h, w);
+        const h = len(p.outRows),
+          w = len(p.outCols),
+          size = n * h * w * F;
+        copyBlock(
+          { data: packed.subarray(from, from + size), h, w, c: F },
+          0,
+          0,
+          blockOf(y),
+          p.outRows.start,
+          p.outCols.start,
+          h,
+          w,
+        );
         from += size;
       }
     }
@@ -109,20 +147,26 @@ export class SpatialParallelStage extends SectionLayer {
 
   /** dy is the whole output's gradient (the same on every device). */
   async backwardAsync(dy: Tensor, needInputGrad = true): Promise<Tensor | null> {
-    const n = dy.batch, [H, W, C] = this.inputShape as [number, number, number];
+    const n = dy.batch,
+      [H, W, C] = this.inputShape as [number, number, number];
     const dx = needInputGrad ? new Tensor([n, H, W, C], (await this.shared.get('dx', n * H * W * C)).fill(0)) : null;
     for (const t of this.mine) {
-      const p = t.plan, [oh, ow, f] = t.outputShape as [number, number, number];
+      const p = t.plan,
+        [oh, ow, f] = t.outputShape as [number, number, number];
       const dyt = new Tensor([n, oh, ow, f], this.io.f32('dy', n * oh * ow * f));
       copyBlock(blockOf(dy), p.outRows.start, p.outCols.start, blockOf(dyt), 0, 0, oh, ow);
       const dxt = t.backward(dyt); // the weight gradients accumulate into the stack's (replicated) views
-      if (dx) copyBlock(blockOf(dxt), 0, 0, blockOf(dx), p.inRows.start, p.inCols.start, len(p.inRows), len(p.inCols), true);
+      if (dx)
+        copyBlock(blockOf(dxt), 0, 0, blockOf(dx), p.inRows.start, p.inCols.start, len(p.inRows), len(p.inCols), true);
     }
     if (!dx) return null;
     await this.comm.allreduce(dx.data, 'sum');
     if (!this.o.inputRows) return dx;
     // dx is the whole batch's: this device's rows go back to its data-parallel layers
-    const rows = this.rows!, r = this.comm.rank, width = H * W * C, start = rows.starts[r]! * width;
+    const rows = this.rows!,
+      r = this.comm.rank,
+      width = H * W * C,
+      start = rows.starts[r]! * width;
     return new Tensor([rows.counts[r]!, ...this.inputShape], dx.data.subarray(start, start + rows.counts[r]! * width));
   }
 }

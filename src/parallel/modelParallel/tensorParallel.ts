@@ -2,7 +2,15 @@ import { ownedSlice, type Communicator } from '../../comm/communicator.ts';
 import type { ActivationKind, Backend } from '../../kernels/backend.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import {
-  allgatherColumns, allgatherRows, reduceScatterRows, sectionRows, takeColumns, CollectiveBuffers, ExchangeScratch, type ColumnSplit, type RowSplit,
+  allgatherColumns,
+  allgatherRows,
+  reduceScatterRows,
+  sectionRows,
+  takeColumns,
+  CollectiveBuffers,
+  ExchangeScratch,
+  type ColumnSplit,
+  type RowSplit,
 } from './activationExchange.ts';
 import type { ForwardContext, ParamSpec } from '../../nn/layer.ts';
 import { SectionLayer, shardParamSpecs } from './sectionLayer.ts';
@@ -24,8 +32,10 @@ import { SectionLayer, shardParamSpecs } from './sectionLayer.ts';
 /** The units [start, end) of each rank; an error naming the layer when a rank would get none. */
 export function unitShards(units: number, size: number, layer: string, what = 'units'): ColumnSplit {
   if (size > units) {
-    throw new Error(`${layer}: 'parallel: model' splits its ${units} ${what} over ${size} devices, but every device needs at least one; ` +
-      `use at most ${units} devices or a layer with at least ${size} ${what}`);
+    throw new Error(
+      `${layer}: 'parallel: model' splits its ${units} ${what} over ${size} devices, but every device needs at least one; ` +
+        `use at most ${units} devices or a layer with at least ${size} ${what}`,
+    );
   }
   return { ranges: Array.from({ length: size }, (_, r) => ownedSlice(units, size, r)), total: units };
 }
@@ -46,16 +56,25 @@ export interface RowOptions {
 }
 
 abstract class TensorParallelDense extends SectionLayer {
-  protected w!: Float32Array; protected b: Float32Array | null = null;
-  protected dw!: Float32Array; protected db: Float32Array | null = null;
+  protected w!: Float32Array;
+  protected b: Float32Array | null = null;
+  protected dw!: Float32Array;
+  protected db: Float32Array | null = null;
   protected readonly scratch = new ExchangeScratch();
   /** activation buffers that collectives run on (the global batch's rows) */
   protected readonly shared: CollectiveBuffers;
   private buffers = new Map<string, Float32Array>();
 
-  constructor(protected readonly backend: Backend, protected readonly comm: Communicator, readonly name: string,
-              readonly inFeatures: number, readonly units: number, readonly activation: ActivationKind,
-              readonly useBias: boolean, protected readonly weightGradScale: number) {
+  constructor(
+    protected readonly backend: Backend,
+    protected readonly comm: Communicator,
+    readonly name: string,
+    readonly inFeatures: number,
+    readonly units: number,
+    readonly activation: ActivationKind,
+    readonly useBias: boolean,
+    protected readonly weightGradScale: number,
+  ) {
     super();
     this.shared = new CollectiveBuffers(backend, comm);
   }
@@ -69,22 +88,32 @@ abstract class TensorParallelDense extends SectionLayer {
   }
 
   override bind(params: Float32Array[], grads: Float32Array[]): void {
-    this.w = params[0]!; this.dw = grads[0]!;
-    if (this.useBias) { this.b = params[1]!; this.db = grads[1]!; }
+    this.w = params[0]!;
+    this.dw = grads[0]!;
+    if (this.useBias) {
+      this.b = params[1]!;
+      this.db = grads[1]!;
+    }
   }
 
   /** A backend-owned scratch array kept across steps (grow-only: batches of sequences change size every step). */
   protected buffer(key: string, length: number): Float32Array {
     // a device may hold no rows of a short last batch: keep a real allocation, hand out an empty view
     let b = this.buffers.get(key);
-    if (!b || b.length < length) { b = this.backend.alloc(Math.max(length, 1)); this.buffers.set(key, b); }
+    if (!b || b.length < length) {
+      b = this.backend.alloc(Math.max(length, 1));
+      this.buffers.set(key, b);
+    }
     return length === b.length ? b : b.subarray(0, length);
   }
 
   /** db += weightGradScale · Σ_rows dz */
   protected biasGrad(dz: Float32Array, rows: number, cols: number): void {
     if (!this.db) return;
-    if (this.weightGradScale === 1) { this.backend.biasGrad(dz, this.db, rows, cols); return; }
+    if (this.weightGradScale === 1) {
+      this.backend.biasGrad(dz, this.db, rows, cols);
+      return;
+    }
     const tmp = this.buffer('dbScratch', cols).fill(0);
     this.backend.biasGrad(dz, tmp, rows, cols);
     this.backend.axpy(this.weightGradScale, tmp, this.db);
@@ -106,8 +135,16 @@ export class ColumnParallelDense extends TensorParallelDense {
   private yShard: Float32Array | null = null;
   private rows: RowSplit | null = null;
 
-  constructor(backend: Backend, comm: Communicator, name: string, inFeatures: number, units: number,
-              activation: ActivationKind, useBias: boolean, options: ColumnOptions = {}) {
+  constructor(
+    backend: Backend,
+    comm: Communicator,
+    name: string,
+    inFeatures: number,
+    units: number,
+    activation: ActivationKind,
+    useBias: boolean,
+    options: ColumnOptions = {},
+  ) {
     super(backend, comm, name, inFeatures, units, activation, useBias, options.weightGradScale ?? 1);
     this.split = unitShards(units, comm.size, name);
     ({ start: this.start, end: this.end } = this.split.ranges[comm.rank]!);
@@ -115,10 +152,18 @@ export class ColumnParallelDense extends TensorParallelDense {
     this.gatherOutput = options.gatherOutput ?? false;
   }
 
-  get width(): number { return this.end - this.start; }
-  get inputShape(): readonly number[] { return [this.inFeatures]; }
-  get outputShape(): readonly number[] { return [this.gatherOutput ? this.units : this.width]; }
-  shardShapes(): number[][] { return this.useBias ? [[this.inFeatures, this.width], [this.width]] : [[this.inFeatures, this.width]]; }
+  get width(): number {
+    return this.end - this.start;
+  }
+  get inputShape(): readonly number[] {
+    return [this.inFeatures];
+  }
+  get outputShape(): readonly number[] {
+    return [this.gatherOutput ? this.units : this.width];
+  }
+  shardShapes(): number[][] {
+    return this.useBias ? [[this.inFeatures, this.width], [this.width]] : [[this.inFeatures, this.width]];
+  }
 
   /** the whole batch's input (gathered at the section's entry), and the output shard backward's activation reads */
   savedForBackward(): readonly ArrayBufferView[] {
@@ -132,7 +177,9 @@ export class ColumnParallelDense extends TensorParallelDense {
    * [total × width] (this rank's units) or [total × units] (gatherOutput).
    */
   async forwardAsync(x: Tensor, ctx: ForwardContext): Promise<Tensor> {
-    const rows = sectionRows(ctx, this.comm.size), n = rows.total, w = this.width;
+    const rows = sectionRows(ctx, this.comm.size),
+      n = rows.total,
+      w = this.width;
     let input = x;
     if (this.inputRows) {
       input = new Tensor([n, this.inFeatures], await this.shared.get('x', n * this.inFeatures));
@@ -142,7 +189,9 @@ export class ColumnParallelDense extends TensorParallelDense {
     this.backend.gemm(false, false, n, w, this.inFeatures, 1, input.data, this.w, 0, y);
     if (this.b) this.backend.biasAdd(y, this.b, y, n, w);
     if (this.activation !== 'linear') this.backend.activationForward(this.activation, y, y);
-    this.x = input; this.yShard = y; this.rows = rows;
+    this.x = input;
+    this.yShard = y;
+    this.rows = rows;
     if (!this.gatherOutput) return new Tensor([n, w], y);
     const full = new Tensor([n, this.units], this.buffer('yFull', n * this.units));
     await allgatherColumns(this.comm, y, n, this.split, full.data, this.scratch);
@@ -154,7 +203,9 @@ export class ColumnParallelDense extends TensorParallelDense {
    * device's rows (inputRows; reduce-scatter) or every row (all-reduce); null without needInputGrad.
    */
   async backwardAsync(dy: Tensor, needInputGrad = true): Promise<Tensor | null> {
-    const rows = this.rows!, n = rows.total, w = this.width;
+    const rows = this.rows!,
+      n = rows.total,
+      w = this.width;
     let dz = dy.data;
     if (this.gatherOutput) {
       dz = this.buffer('dyShard', n * w);
@@ -196,18 +247,34 @@ export class RowParallelDense extends TensorParallelDense {
   private y: Tensor | null = null;
   private rows: RowSplit | null = null;
 
-  constructor(backend: Backend, comm: Communicator, name: string, inFeatures: number, units: number,
-              activation: ActivationKind, useBias: boolean, options: RowOptions = {}) {
+  constructor(
+    backend: Backend,
+    comm: Communicator,
+    name: string,
+    inFeatures: number,
+    units: number,
+    activation: ActivationKind,
+    useBias: boolean,
+    options: RowOptions = {},
+  ) {
     super(backend, comm, name, inFeatures, units, activation, useBias, options.weightGradScale ?? 1);
     this.split = unitShards(inFeatures, comm.size, name, 'input features');
     ({ start: this.start, end: this.end } = this.split.ranges[comm.rank]!);
     this.scatterRows = options.scatterRows ?? false;
   }
 
-  get width(): number { return this.end - this.start; }
-  get inputShape(): readonly number[] { return [this.width]; }
-  get outputShape(): readonly number[] { return [this.units]; }
-  shardShapes(): number[][] { return this.useBias ? [[this.width, this.units], [this.units]] : [[this.width, this.units]]; }
+  get width(): number {
+    return this.end - this.start;
+  }
+  get inputShape(): readonly number[] {
+    return [this.width];
+  }
+  get outputShape(): readonly number[] {
+    return [this.units];
+  }
+  shardShapes(): number[][] {
+    return this.useBias ? [[this.width, this.units], [this.units]] : [[this.width, this.units]];
+  }
 
   /** the input shard, and the output backward's activation reads */
   savedForBackward(): readonly ArrayBufferView[] {
@@ -217,7 +284,9 @@ export class RowParallelDense extends TensorParallelDense {
 
   /** x: [total × width], this rank's input features. Returns [total × units], or this device's rows (scatterRows). */
   async forwardAsync(x: Tensor, ctx: ForwardContext): Promise<Tensor> {
-    const rows = sectionRows(ctx, this.comm.size), n = rows.total, u = this.units;
+    const rows = sectionRows(ctx, this.comm.size),
+      n = rows.total,
+      u = this.units;
     const partial = await this.shared.get('partial', n * u);
     this.backend.gemm(false, false, n, u, this.width, 1, x.data, this.w, 0, partial);
     let y: Tensor;
@@ -231,13 +300,17 @@ export class RowParallelDense extends TensorParallelDense {
     }
     if (this.b) this.backend.biasAdd(y.data, this.b, y.data, y.batch, u);
     if (this.activation !== 'linear') this.backend.activationForward(this.activation, y.data, y.data);
-    this.x = x; this.y = y; this.rows = rows;
+    this.x = x;
+    this.y = y;
+    this.rows = rows;
     return y;
   }
 
   /** dy: like forward's output (every row, the same on every device, or this device's rows). Returns [total × width]. */
   async backwardAsync(dy: Tensor, needInputGrad = true): Promise<Tensor | null> {
-    const rows = this.rows!, n = rows.total, u = this.units;
+    const rows = this.rows!,
+      n = rows.total,
+      u = this.units;
     let dz = dy.data;
     if (this.activation !== 'linear') {
       dz = this.buffer('dz', dy.size);
@@ -258,22 +331,40 @@ export class RowParallelDense extends TensorParallelDense {
 }
 
 /** Copies this rank's shard out of (toShard) or into (toFull) a full [in, out] kernel and [out] bias. */
-export function columnShardCopy(full: { kernel: Float32Array; bias?: Float32Array }, shard: { kernel: Float32Array; bias?: Float32Array },
-                                inFeatures: number, units: number, range: { start: number; end: number }, toShard: boolean): void {
+export function columnShardCopy(
+  full: { kernel: Float32Array; bias?: Float32Array },
+  shard: { kernel: Float32Array; bias?: Float32Array },
+  inFeatures: number,
+  units: number,
+  range: { start: number; end: number },
+  toShard: boolean,
+): void {
   const w = range.end - range.start;
   for (let i = 0; i < inFeatures; i++) {
-    const f = full.kernel.subarray(i * units + range.start, i * units + range.end), s = shard.kernel.subarray(i * w, (i + 1) * w);
-    if (toShard) s.set(f); else f.set(s);
+    const f = full.kernel.subarray(i * units + range.start, i * units + range.end),
+      s = shard.kernel.subarray(i * w, (i + 1) * w);
+    if (toShard) s.set(f);
+    else f.set(s);
   }
   if (full.bias && shard.bias) {
-    if (toShard) shard.bias.set(full.bias.subarray(range.start, range.end)); else full.bias.set(shard.bias, range.start);
+    if (toShard) shard.bias.set(full.bias.subarray(range.start, range.end));
+    else full.bias.set(shard.bias, range.start);
   }
 }
 
 /** Row-split counterpart of columnShardCopy; the bias is replicated, copied whole. */
-export function rowShardCopy(full: { kernel: Float32Array; bias?: Float32Array }, shard: { kernel: Float32Array; bias?: Float32Array },
-                             units: number, range: { start: number; end: number }, toShard: boolean): void {
+export function rowShardCopy(
+  full: { kernel: Float32Array; bias?: Float32Array },
+  shard: { kernel: Float32Array; bias?: Float32Array },
+  units: number,
+  range: { start: number; end: number },
+  toShard: boolean,
+): void {
   const f = full.kernel.subarray(range.start * units, range.end * units);
-  if (toShard) shard.kernel.set(f); else f.set(shard.kernel);
-  if (full.bias && shard.bias) { if (toShard) shard.bias.set(full.bias); else full.bias.set(shard.bias); }
+  if (toShard) shard.kernel.set(f);
+  else f.set(shard.kernel);
+  if (full.bias && shard.bias) {
+    if (toShard) shard.bias.set(full.bias);
+    else full.bias.set(shard.bias);
+  }
 }

@@ -36,7 +36,10 @@ export interface ServeOptions {
 function wokenWithin(waiters: (() => void)[], ms: number | undefined): Promise<boolean> {
   return new Promise((resolve) => {
     const timer = ms ? setTimeout(() => resolve(false), ms) : undefined;
-    waiters.push(() => { clearTimeout(timer); resolve(true); });
+    waiters.push(() => {
+      clearTimeout(timer);
+      resolve(true);
+    });
   });
 }
 
@@ -48,10 +51,18 @@ function wokenWithin(waiters: (() => void)[], ms: number | undefined): Promise<b
  * transport failure (the communicator then aborts the job on every rank), or drops the device (see
  * ServeOptions.survivesLostDevices).
  */
-export async function serveParameterServer(comm: Communicator, params: Float32Array, optimizer: Optimizer, o: ServeOptions = {}): Promise<void> {
-  let version = o.version ?? 0, turn = 0;
+export async function serveParameterServer(
+  comm: Communicator,
+  params: Float32Array,
+  optimizer: Optimizer,
+  o: ServeOptions = {},
+): Promise<void> {
+  let version = o.version ?? 0,
+    turn = 0;
   const turnWaiters: (() => void)[] = [];
-  const wakeTurnWaiters = () => { for (const w of turnWaiters.splice(0)) w(); };
+  const wakeTurnWaiters = () => {
+    for (const w of turnWaiters.splice(0)) w();
+  };
   // devices done (finished or dropped), and the FINISH requests waiting for the rest
   const done = new Set<number>();
   const finishWaiters: (() => void)[] = [];
@@ -64,14 +75,23 @@ export async function serveParameterServer(comm: Communicator, params: Float32Ar
   // what each device's request in progress waits for (a stall report names those devices)
   const waitingIn = new Array<'finish' | 'turn' | null>(comm.size).fill(null);
   const awaiting = (p: number): number[] => {
-    if (waitingIn[p] === 'finish') return Array.from({ length: comm.size - 1 }, (_, d) => d + 1).filter((q) => !done.has(q));
+    if (waitingIn[p] === 'finish')
+      return Array.from({ length: comm.size - 1 }, (_, d) => d + 1).filter((q) => !done.has(q));
     if (waitingIn[p] === 'turn' && turnOf) return [(turn % turnOf) + 1];
     return [];
   };
-  o.describe?.(() => `serving${turnOf ? `, the turn is device ${turn % turnOf}'s` : ''}; devices last asked at steps ` +
-    lastStep.slice(1).map((s, d) => `${d}: ${done.has(d + 1) ? 'done' : s}`).join(', '), awaiting);
+  o.describe?.(
+    () =>
+      `serving${turnOf ? `, the turn is device ${turn % turnOf}'s` : ''}; devices last asked at steps ` +
+      lastStep
+        .slice(1)
+        .map((s, d) => `${d}: ${done.has(d + 1) ? 'done' : s}`)
+        .join(', '),
+    awaiting,
+  );
   const serve = async (device: number) => {
-    const req = new PsHeader(), reply = new PsHeader();
+    const req = new PsHeader(),
+      reply = new PsHeader();
     const buf = new Float32Array(params.length);
     for (;;) {
       await comm.recv(req.wire, device, PsTag.Request);
@@ -104,11 +124,12 @@ export async function serveParameterServer(comm: Communicator, params: Float32Ar
         case PsOp.Elastic: {
           await comm.recv(buf, device, PsTag.Data);
           // a replica holding NaN/Inf must not poison the centre: no exchange
-          if (allFinite(buf)) for (let i = 0; i < params.length; i++) {
-            const d = a * (buf[i]! - params[i]!);
-            params[i] = params[i]! + d;
-            buf[i] = buf[i]! - d;
-          }
+          if (allFinite(buf))
+            for (let i = 0; i < params.length; i++) {
+              const d = a * (buf[i]! - params[i]!);
+              params[i] = params[i]! + d;
+              buf[i] = buf[i]! - d;
+            }
           version++;
           await comm.send(buf, device, PsTag.Data);
           break;
@@ -116,7 +137,9 @@ export async function serveParameterServer(comm: Communicator, params: Float32Ar
         case PsOp.WaitTurn:
           turnOf = b;
           waitingIn[device] = 'turn';
-          while (turn % b !== a) if (!(await wokenWithin(turnWaiters, o.keepAliveMs))) await comm.send(reply.set(STILL_WAITING).wire, device, PsTag.Reply);
+          while (turn % b !== a)
+            if (!(await wokenWithin(turnWaiters, o.keepAliveMs)))
+              await comm.send(reply.set(STILL_WAITING).wire, device, PsTag.Reply);
           waitingIn[device] = null;
           await comm.send(reply.set(0).wire, device, PsTag.Reply);
           break;
@@ -127,7 +150,9 @@ export async function serveParameterServer(comm: Communicator, params: Float32Ar
         case PsOp.Finish:
           markDone(device);
           waitingIn[device] = 'finish';
-          while (done.size < comm.size - 1) if (!(await wokenWithin(finishWaiters, o.keepAliveMs))) await comm.send(reply.set(STILL_WAITING).wire, device, PsTag.Reply);
+          while (done.size < comm.size - 1)
+            if (!(await wokenWithin(finishWaiters, o.keepAliveMs)))
+              await comm.send(reply.set(STILL_WAITING).wire, device, PsTag.Reply);
           waitingIn[device] = null;
           await comm.send(reply.set(0).wire, device, PsTag.Reply);
           break;

@@ -42,7 +42,12 @@ export interface ParameterServer {
    * unless it is staler than `maxStaleness` (then it is dropped). Returns its staleness
    * (server version at arrival − computedAt) and whether it was applied.
    */
-  push(grads: Float32Array, computedAt: number, lr: number, maxStaleness?: number): Promise<{ staleness: number; applied: boolean }>;
+  push(
+    grads: Float32Array,
+    computedAt: number,
+    lr: number,
+    maxStaleness?: number,
+  ): Promise<{ staleness: number; applied: boolean }>;
   /** Elastic averaging step, atomically: d = α(x − x̃); x̃ += d; x −= d. */
   elasticExchange(x: Float32Array, alpha: number): Promise<void>;
   /** Blocks until it is `rank`'s turn in round-robin order (the sync strategy). */

@@ -17,8 +17,21 @@
  *                               optimizer buffer (a copy taken at once: checkpoint sets)
  * A request's last value is the step the device is at (named if it dies).
  */
-export const enum PsOp { Pull = 1, Push = 2, Elastic = 3, WaitTurn = 4, PassTurn = 5, Bye = 6, Finish = 7, Snapshot = 8 }
-export const enum PsTag { Request = 1, Reply = 2, Data = 3 }
+export enum PsOp {
+  Pull = 1,
+  Push = 2,
+  Elastic = 3,
+  WaitTurn = 4,
+  PassTurn = 5,
+  Bye = 6,
+  Finish = 7,
+  Snapshot = 8,
+}
+export enum PsTag {
+  Request = 1,
+  Reply = 2,
+  Data = 3,
+}
 /** The first value of a keep-alive reply to WAIT_TURN or FINISH: not yet. */
 export const STILL_WAITING = 1;
 
@@ -28,7 +41,11 @@ export class PsHeader {
   readonly wire = new Float32Array(this.values.buffer);
 
   set(a: number, b = 0, c = 0, d = 0, e = 0): this {
-    this.values[0] = a; this.values[1] = b; this.values[2] = c; this.values[3] = d; this.values[4] = e;
+    this.values[0] = a;
+    this.values[1] = b;
+    this.values[2] = c;
+    this.values[3] = d;
+    this.values[4] = e;
     return this;
   }
 }

@@ -44,7 +44,9 @@ export class RemoteParameterServer implements ParameterServer {
 
   /** The reply that ends a wait, past the server's keep-alives. */
   private async awaitEnd(): Promise<void> {
-    while ((await this.answer())[0] === STILL_WAITING) { /* the others are not there yet */ }
+    while ((await this.answer())[0] === STILL_WAITING) {
+      /* the others are not there yet */
+    }
   }
 
   pull(into: Float32Array): Promise<number> {
@@ -56,7 +58,12 @@ export class RemoteParameterServer implements ParameterServer {
     });
   }
 
-  push(grads: Float32Array, computedAt: number, lr: number, maxStaleness?: number): Promise<{ staleness: number; applied: boolean }> {
+  push(
+    grads: Float32Array,
+    computedAt: number,
+    lr: number,
+    maxStaleness?: number,
+  ): Promise<{ staleness: number; applied: boolean }> {
     return this.timed(grads.byteLength, async () => {
       await this.send(PsOp.Push, computedAt, lr, maxStaleness ?? -1);
       await this.comm.send(grads, 0, PsTag.Data);
@@ -74,10 +81,14 @@ export class RemoteParameterServer implements ParameterServer {
   }
 
   waitTurn(rank: number, size: number): Promise<void> {
-    return this.timed(0, async () => {
-      await this.send(PsOp.WaitTurn, rank, size);
-      await this.awaitEnd();
-    }, true);
+    return this.timed(
+      0,
+      async () => {
+        await this.send(PsOp.WaitTurn, rank, size);
+        await this.awaitEnd();
+      },
+      true,
+    );
   }
 
   passTurn(): Promise<void> {
@@ -89,10 +100,14 @@ export class RemoteParameterServer implements ParameterServer {
   }
 
   finish(): Promise<void> {
-    return this.timed(0, async () => {
-      await this.send(PsOp.Finish);
-      await this.awaitEnd();
-    }, true);
+    return this.timed(
+      0,
+      async () => {
+        await this.send(PsOp.Finish);
+        await this.awaitEnd();
+      },
+      true,
+    );
   }
 
   snapshot(): Promise<ParameterServerSnapshot> {

@@ -16,14 +16,23 @@ export interface SharedLock {
  * Blocks until `word` of `control` satisfies `ready`, waking on notify; throws when the job aborts.
  * `stall`: called once if the wait passes the stall inspector's threshold. Returns ms waited.
  */
-export type WaitUntil = (control: Int32Array, word: number, ready: (value: number) => boolean, stall?: (waitedMs: number) => void) => number;
+export type WaitUntil = (
+  control: Int32Array,
+  word: number,
+  ready: (value: number) => boolean,
+  stall?: (waitedMs: number) => void,
+) => number;
 
 /**
  * Slots of the control block: the version, the sync strategy's turn, the count of devices done
  * (finished, or lost: see markDeviceDone), the device count, then one done flag per device, then
  * each device's training step when it last asked for its turn (for stall reports).
  */
-const VERSION = 0, TURN = 1, DONE = 2, DEVICES = 3, FLAGS = 4;
+const VERSION = 0,
+  TURN = 1,
+  DONE = 2,
+  DEVICES = 3,
+  FLAGS = 4;
 
 /** Shared memory of a parameter server, created once by the main thread and handed to every device. */
 export interface SharedParameterServerMemory {
@@ -33,7 +42,12 @@ export interface SharedParameterServerMemory {
 }
 
 /** The server's optimizer over its state buffer in shared memory (the same views in every thread). */
-function sharedOptimizer(memory: SharedParameterServerMemory, backend: Backend, spec: OptimizerSpec, paramCount: number): Optimizer {
+function sharedOptimizer(
+  memory: SharedParameterServerMemory,
+  backend: Backend,
+  spec: OptimizerSpec,
+  paramCount: number,
+): Optimizer {
   let offset = 0;
   const state = new Float32Array(memory.optimizerState);
   return createOptimizer(backend, spec, paramCount, (n) => {
@@ -44,7 +58,12 @@ function sharedOptimizer(memory: SharedParameterServerMemory, backend: Backend, 
 }
 
 /** The server's shared memory, starting from `start` (weights alone: a fresh server). */
-export function allocateParameterServer(paramCount: number, spec: OptimizerSpec, start: Float32Array | ParameterServerStart, devices: number): SharedParameterServerMemory {
+export function allocateParameterServer(
+  paramCount: number,
+  spec: OptimizerSpec,
+  start: Float32Array | ParameterServerStart,
+  devices: number,
+): SharedParameterServerMemory {
   if (start instanceof Float32Array) start = { params: start, version: 0, optimizer: null };
   const initial = start.params;
   const memory = {
@@ -83,8 +102,14 @@ export class SharedParameterServer implements ParameterServer {
   /** time in server calls, of it idle (lock, turn), and bytes moved, since the last takeStats() */
   private stats: ParameterServerStats = { commMs: 0, idleMs: 0, bytes: 0 };
 
-  constructor(private readonly memory: SharedParameterServerMemory, private readonly rank: number, backend: Backend, spec: OptimizerSpec,
-              private readonly mutex: SharedLock, private readonly waitUntil: WaitUntil) {
+  constructor(
+    private readonly memory: SharedParameterServerMemory,
+    private readonly rank: number,
+    backend: Backend,
+    spec: OptimizerSpec,
+    private readonly mutex: SharedLock,
+    private readonly waitUntil: WaitUntil,
+  ) {
     this.control = new Int32Array(memory.control);
     this.params = new Float32Array(memory.params);
     this.optimizer = sharedOptimizer(memory, backend, spec, this.params.length);
@@ -116,7 +141,12 @@ export class SharedParameterServer implements ParameterServer {
     });
   }
 
-  async push(grads: Float32Array, computedAt: number, lr: number, maxStaleness?: number): Promise<{ staleness: number; applied: boolean }> {
+  async push(
+    grads: Float32Array,
+    computedAt: number,
+    lr: number,
+    maxStaleness?: number,
+  ): Promise<{ staleness: number; applied: boolean }> {
     return this.locked(grads.byteLength, () => {
       const version = Atomics.load(this.control, VERSION);
       const staleness = version - computedAt;
@@ -132,7 +162,8 @@ export class SharedParameterServer implements ParameterServer {
 
   async snapshot(): Promise<ParameterServerSnapshot> {
     return this.locked(0, () => ({
-      params: this.params.slice(), version: Atomics.load(this.control, VERSION),
+      params: this.params.slice(),
+      version: Atomics.load(this.control, VERSION),
       optimizer: this.optimizer.state().buffers.map((b) => b.data.slice()),
     }));
   }
@@ -155,19 +186,39 @@ export class SharedParameterServer implements ParameterServer {
   async waitTurn(rank: number, size: number): Promise<void> {
     const t0 = performance.now();
     Atomics.store(this.control, FLAGS + Atomics.load(this.control, DEVICES) + rank, currentTrainingStep());
-    this.stats.idleMs += this.waitUntil(this.control, TURN, (turn) => turn % size === rank, (ms) => this.reportTurnStall(size, ms));
+    this.stats.idleMs += this.waitUntil(
+      this.control,
+      TURN,
+      (turn) => turn % size === rank,
+      (ms) => this.reportTurnStall(size, ms),
+    );
     this.stats.commMs += performance.now() - t0;
   }
 
   /** The stall inspector: this device waited too long for its turn; the device holding it is named. */
   private reportTurnStall(size: number, waitedMs: number): void {
-    const c = this.control, holder = Atomics.load(c, TURN) % size, steps = FLAGS + Atomics.load(c, DEVICES);
-    const others = Array.from({ length: size }, (_, q) => q).filter((q) => q !== this.rank).map((q) => ({
-      rank: q, step: Atomics.load(c, steps + q),
-      call: Atomics.load(c, FLAGS + q) ? 'done' : q === holder ? 'holding the turn (its batch on the server)' : 'waiting for its turn',
-    }));
-    reportStall({ rank: this.rank, waitingIn: 'sync, waiting for its turn on the parameter server', seconds: waitedMs / 1000, missing: [holder], others,
-      names: Array.from({ length: size }, (_, q) => `device ${q}`) });
+    const c = this.control,
+      holder = Atomics.load(c, TURN) % size,
+      steps = FLAGS + Atomics.load(c, DEVICES);
+    const others = Array.from({ length: size }, (_, q) => q)
+      .filter((q) => q !== this.rank)
+      .map((q) => ({
+        rank: q,
+        step: Atomics.load(c, steps + q),
+        call: Atomics.load(c, FLAGS + q)
+          ? 'done'
+          : q === holder
+            ? 'holding the turn (its batch on the server)'
+            : 'waiting for its turn',
+      }));
+    reportStall({
+      rank: this.rank,
+      waitingIn: 'sync, waiting for its turn on the parameter server',
+      seconds: waitedMs / 1000,
+      missing: [holder],
+      others,
+      names: Array.from({ length: size }, (_, q) => `device ${q}`),
+    });
   }
 
   async finish(): Promise<void> {

@@ -21,7 +21,10 @@ export interface AsyncOptions {
  * gradient over the staleness bound is dropped and the device refreshes its weights at once.
  */
 export function asyncStrategy(ps: ParameterServer, comm: Communicator, o: AsyncOptions): Strategy {
-  let version = 0, steps = 0, pending = 0, lastLr = 0;
+  let version = 0,
+    steps = 0,
+    pending = 0,
+    lastLr = 0;
   let accumulated: Float32Array;
   const push = async (replica: ReplicaView) => {
     if (pending > 1) for (let i = 0; i < accumulated.length; i++) accumulated[i] = accumulated[i]! / pending;
@@ -68,21 +71,30 @@ export function asyncStrategy(ps: ParameterServer, comm: Communicator, o: AsyncO
       restoreTensor(state, 'accumulated', accumulated);
       // the version stays the one onStart pulled: the resumed server counts its updates afresh
       steps = counter(state, 'steps');
-      pending = counter(state, 'pending'); lastLr = counter(state, 'lastLr');
+      pending = counter(state, 'pending');
+      lastLr = counter(state, 'lastLr');
     },
   };
 }
 
-export interface AsyncSpec extends AsyncOptions { type: 'async' }
+export interface AsyncSpec extends AsyncOptions {
+  type: 'async';
+}
 
 export const asyncEntry: StrategyEntry<AsyncSpec> = {
   name: 'async',
-  schema: (f) => f.options({ fetchEvery: f.posInt().default(1), pushEvery: f.posInt().default(1), maxStaleness: f.nonNegInt().optional() })
-    .transform((o): AsyncSpec => {
-      const s: AsyncSpec = { type: 'async', fetchEvery: o.fetchEvery, pushEvery: o.pushEvery };
-      if (o.maxStaleness !== undefined) s.maxStaleness = o.maxStaleness;
-      return s;
-    }),
+  schema: (f) =>
+    f
+      .options({
+        fetchEvery: f.posInt().default(1),
+        pushEvery: f.posInt().default(1),
+        maxStaleness: f.nonNegInt().optional(),
+      })
+      .transform((o): AsyncSpec => {
+        const s: AsyncSpec = { type: 'async', fetchEvery: o.fetchEvery, pushEvery: o.pushEvery };
+        if (o.maxStaleness !== undefined) s.maxStaleness = o.maxStaleness;
+        return s;
+      }),
   needsParameterServer: () => true,
   lockstep: false,
   survivesLostDevices: () => true,

@@ -27,7 +27,8 @@ export function bmufStrategy(comm: Communicator, o: BmufOptions): Strategy {
     steps = 0;
     await comm.allreduce(replica.params, 'mean');
     await comm.allreduce(replica.state, 'mean');
-    const p = replica.params, { blockMomentum: eta, blockLr: zeta, nesterov } = o;
+    const p = replica.params,
+      { blockMomentum: eta, blockLr: zeta, nesterov } = o;
     for (let i = 0; i < p.length; i++) {
       const d = eta * delta[i]! + zeta * (p[i]! - start[i]!);
       delta[i] = d;
@@ -65,7 +66,13 @@ export function bmufStrategy(comm: Communicator, o: BmufOptions): Strategy {
 }
 
 /** blockMomentum left out: `defaultBlockMomentum(devices)` */
-export interface BmufSpec { type: 'bmuf'; period: number; blockMomentum?: number; blockLr: number; nesterov: boolean }
+export interface BmufSpec {
+  type: 'bmuf';
+  period: number;
+  blockMomentum?: number;
+  blockLr: number;
+  nesterov: boolean;
+}
 
 /** BMUF's block momentum when the config leaves it out: η = 1 − 1/G (Chen & Huo). */
 export function defaultBlockMomentum(devices: number): number {
@@ -74,15 +81,26 @@ export function defaultBlockMomentum(devices: number): number {
 
 export const bmufEntry: StrategyEntry<BmufSpec> = {
   name: 'bmuf',
-  schema: (f) => f.options({ period: f.posInt().default(1), blockMomentum: f.unitRange().optional(), blockLr: f.posNum().default(1), nesterov: f.bool().default(false) })
-    .transform((o): BmufSpec => {
-      const s: BmufSpec = { type: 'bmuf', period: o.period, blockLr: o.blockLr, nesterov: o.nesterov };
-      if (o.blockMomentum !== undefined) s.blockMomentum = o.blockMomentum;
-      return s;
-    }),
+  schema: (f) =>
+    f
+      .options({
+        period: f.posInt().default(1),
+        blockMomentum: f.unitRange().optional(),
+        blockLr: f.posNum().default(1),
+        nesterov: f.bool().default(false),
+      })
+      .transform((o): BmufSpec => {
+        const s: BmufSpec = { type: 'bmuf', period: o.period, blockLr: o.blockLr, nesterov: o.nesterov };
+        if (o.blockMomentum !== undefined) s.blockMomentum = o.blockMomentum;
+        return s;
+      }),
   needsParameterServer: () => false,
   lockstep: true,
-  create: (spec, { comm }) => bmufStrategy(comm, {
-    period: spec.period, blockMomentum: spec.blockMomentum ?? defaultBlockMomentum(comm.size), blockLr: spec.blockLr, nesterov: spec.nesterov,
-  }),
+  create: (spec, { comm }) =>
+    bmufStrategy(comm, {
+      period: spec.period,
+      blockMomentum: spec.blockMomentum ?? defaultBlockMomentum(comm.size),
+      blockLr: spec.blockLr,
+      nesterov: spec.nesterov,
+    }),
 };

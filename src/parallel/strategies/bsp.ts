@@ -10,7 +10,8 @@ import type { StrategyEntry } from './entry.ts';
  * others' rounds with weight 0 (so collectives stay matched) until every device has finished.
  */
 export function bspStrategy(comm: Communicator, period: number): Strategy {
-  let samples = 0, steps = 0;
+  let samples = 0,
+    steps = 0;
   const scratch = new Float32Array(2);
   return {
     name: 'bsp',
@@ -21,12 +22,15 @@ export function bspStrategy(comm: Communicator, period: number): Strategy {
       samples += info.samples;
       if (++steps < period) return;
       await weightedAverageRound(comm, [replica.params, replica.state], samples, true, scratch);
-      samples = 0; steps = 0;
+      samples = 0;
+      steps = 0;
     },
     async onFinish(replica) {
       let round = await weightedAverageRound(comm, [replica.params, replica.state], samples, false, scratch);
-      samples = 0; steps = 0;
-      while (round.active > 0) round = await weightedAverageRound(comm, [replica.params, replica.state], 0, false, scratch);
+      samples = 0;
+      steps = 0;
+      while (round.active > 0)
+        round = await weightedAverageRound(comm, [replica.params, replica.state], 0, false, scratch);
     },
     saveState: () => ({ tensors: {}, counters: { samples, steps } }),
     restoreState(state) {
@@ -36,11 +40,15 @@ export function bspStrategy(comm: Communicator, period: number): Strategy {
   };
 }
 
-export interface BspSpec { type: 'bsp'; period: number }
+export interface BspSpec {
+  type: 'bsp';
+  period: number;
+}
 
 export const bspEntry: StrategyEntry<BspSpec> = {
   name: 'bsp',
-  schema: (f) => f.options({ period: f.posInt().default(1) }).transform((o): BspSpec => ({ type: 'bsp', period: o.period })),
+  schema: (f) =>
+    f.options({ period: f.posInt().default(1) }).transform((o): BspSpec => ({ type: 'bsp', period: o.period })),
   needsParameterServer: () => false,
   lockstep: true,
   create: (spec, { comm }) => bspStrategy(comm, spec.period),

@@ -29,7 +29,8 @@ export function easgdSyncStrategy(comm: Communicator, alpha: number, period: num
       steps = 0;
       mean.set(replica.params);
       await comm.allreduce(mean, 'mean');
-      const x = replica.params, g = comm.size;
+      const x = replica.params,
+        g = comm.size;
       for (let i = 0; i < x.length; i++) {
         const c = centre[i]!;
         x[i] = x[i]! - alpha * (x[i]! - c);
@@ -72,27 +73,43 @@ export function easgdAsyncStrategy(ps: ParameterServer, comm: Communicator, alph
     },
     modelParams: serverWeights(ps),
     saveState: () => ({ tensors: {}, counters: { steps } }),
-    restoreState(state) { steps = counter(state, 'steps'); },
+    restoreState(state) {
+      steps = counter(state, 'steps');
+    },
   };
 }
 
-export interface EasgdSpec { type: 'easgd'; alpha: number; period: number; mode: 'sync' | 'async' }
+export interface EasgdSpec {
+  type: 'easgd';
+  alpha: number;
+  period: number;
+  mode: 'sync' | 'async';
+}
 
 export const easgdEntry: StrategyEntry<EasgdSpec> = {
   name: 'easgd',
-  schema: (f) => f.options({ alpha: f.openUnit().default(0.1), period: f.posInt().default(1), mode: f.oneOf(['sync', 'async'] as const).default('sync') })
-    .transform((o): EasgdSpec => ({ type: 'easgd', alpha: o.alpha, period: o.period, mode: o.mode })),
+  schema: (f) =>
+    f
+      .options({
+        alpha: f.openUnit().default(0.1),
+        period: f.posInt().default(1),
+        mode: f.oneOf(['sync', 'async'] as const).default('sync'),
+      })
+      .transform((o): EasgdSpec => ({ type: 'easgd', alpha: o.alpha, period: o.period, mode: o.mode })),
   // asynchronous: the centre lives on the server
   needsParameterServer: (spec) => spec.mode === 'async',
   lockstep: { when: 'mode: sync', test: (spec) => spec.mode === 'sync' },
   survivesLostDevices: (spec) => spec.mode === 'async',
   check(spec, devices) {
     if (spec.mode === 'sync' && spec.alpha * devices >= 1) {
-      throw new Error(`train.strategy.easgd.alpha: synchronous EASGD needs alpha·devices < 1 (the centre's moving rate), ` +
-        `got ${spec.alpha}·${devices} = ${+(spec.alpha * devices).toFixed(4)}; use alpha < ${+(1 / devices).toFixed(4)}`);
+      throw new Error(
+        `train.strategy.easgd.alpha: synchronous EASGD needs alpha·devices < 1 (the centre's moving rate), ` +
+          `got ${spec.alpha}·${devices} = ${+(spec.alpha * devices).toFixed(4)}; use alpha < ${+(1 / devices).toFixed(4)}`,
+      );
     }
   },
-  create: (spec, ctx) => spec.mode === 'sync'
-    ? easgdSyncStrategy(ctx.comm, spec.alpha, spec.period)
-    : easgdAsyncStrategy(requireParameterServer(ctx, 'easgd'), ctx.comm, spec.alpha, spec.period),
+  create: (spec, ctx) =>
+    spec.mode === 'sync'
+      ? easgdSyncStrategy(ctx.comm, spec.alpha, spec.period)
+      : easgdAsyncStrategy(requireParameterServer(ctx, 'easgd'), ctx.comm, spec.alpha, spec.period),
 };

@@ -46,7 +46,10 @@ export function hybridStrategy(comm: Communicator, bucketBytes: number): Strateg
       inFlight = [];
       reducedFrom = -1;
       // a model split entirely (no replicated gradient to carry the flag) agrees on it alone
-      const bad = replica.grads.length > 0 ? !allFinite(replica.grads) : await anyBad((v) => comm.allreduce(v, 'sum'), flag, localBad);
+      const bad =
+        replica.grads.length > 0
+          ? !allFinite(replica.grads)
+          : await anyBad((v) => comm.allreduce(v, 'sum'), flag, localBad);
       if (bad) return { skipped: true };
       // clipping acts on the reduced gradient, so G devices clip exactly as one device would
       await replica.clipGradients?.();
@@ -64,8 +67,10 @@ export interface HybridSpec {
 
 export const hybridEntry: StrategyEntry<HybridSpec> = {
   name: 'hybrid',
-  schema: (f) => f.options({ bucketBytes: f.posInt().default(4 * 1024 * 1024) })
-    .transform((o): HybridSpec => ({ type: 'hybrid', bucketBytes: o.bucketBytes })),
+  schema: (f) =>
+    f
+      .options({ bucketBytes: f.posInt().default(4 * 1024 * 1024) })
+      .transform((o): HybridSpec => ({ type: 'hybrid', bucketBytes: o.bucketBytes })),
   needsParameterServer: () => false,
   lockstep: true,
   modelParallel: true,

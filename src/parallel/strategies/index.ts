@@ -52,7 +52,9 @@ export function stepsInLockstep(spec: StrategySpec): boolean {
 export function syncBatchNormStrategyMessage(spec: StrategySpec): string {
   // those that always step together, then those that do in some mode
   const always = STRATEGIES.filter((e) => e.lockstep === true).map((e) => e.name);
-  const sometimes = STRATEGIES.flatMap((e) => (typeof e.lockstep === 'object' ? [`${e.name} with ${e.lockstep.when}`] : []));
+  const sometimes = STRATEGIES.flatMap((e) =>
+    typeof e.lockstep === 'object' ? [`${e.name} with ${e.lockstep.when}`] : [],
+  );
   return `syncBatchNorm needs devices that step together (${[...always, ...sometimes].join(', ')}); strategy ${spec.type} runs them at their own pace; use one of those or syncBatchNorm: false`;
 }
 

@@ -37,7 +37,9 @@ export function syncStrategy(ps: ParameterServer, comm: Communicator): Strategy 
   };
 }
 
-export interface SyncSpec { type: 'sync' }
+export interface SyncSpec {
+  type: 'sync';
+}
 
 export const syncEntry: StrategyEntry<SyncSpec> = {
   name: 'sync',

@@ -27,7 +27,14 @@ export function readBestCheckpoint(path: string): BestCheckpoint | null {
     const m = readCheckpoint(path).metadata;
     const mode = m['best.mode'];
     if (m['best.metric'] === undefined || (mode !== 'min' && mode !== 'max')) return null;
-    return { path, metric: m['best.metric'], mode, value: Number(m['best.value']), epoch: Number(m.epoch), step: Number(m.step) };
+    return {
+      path,
+      metric: m['best.metric'],
+      mode,
+      value: Number(m['best.value']),
+      epoch: Number(m.epoch),
+      step: Number(m.step),
+    };
   } catch {
     return null;
   }

@@ -74,16 +74,23 @@ function encodeHeader(tensors: readonly CheckpointTensor[], metadata: Record<str
 function checkTensors(path: string, tensors: readonly CheckpointTensor[], metadata: Record<string, string>): void {
   const seen = new Set<string>();
   for (const t of tensors) {
-    if (typeof t.name !== 'string' || t.name.length === 0) throw new Error(`checkpoint ${path}: every tensor needs a non-empty name`);
-    if (t.name === '__metadata__') throw new Error(`checkpoint ${path}: '__metadata__' is reserved and cannot name a tensor`);
+    if (typeof t.name !== 'string' || t.name.length === 0)
+      throw new Error(`checkpoint ${path}: every tensor needs a non-empty name`);
+    if (t.name === '__metadata__')
+      throw new Error(`checkpoint ${path}: '__metadata__' is reserved and cannot name a tensor`);
     if (seen.has(t.name)) throw new Error(`checkpoint ${path}: two tensors are named '${t.name}'`);
     seen.add(t.name);
     if (!Array.isArray(t.shape) || !t.shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
-      throw new Error(`checkpoint ${path}: tensor '${t.name}' has shape ${JSON.stringify(t.shape)}; expected non-negative integers`);
+      throw new Error(
+        `checkpoint ${path}: tensor '${t.name}' has shape ${JSON.stringify(t.shape)}; expected non-negative integers`,
+      );
     }
-    if (!(t.data instanceof Float32Array)) throw new Error(`checkpoint ${path}: tensor '${t.name}' data must be a Float32Array`);
+    if (!(t.data instanceof Float32Array))
+      throw new Error(`checkpoint ${path}: tensor '${t.name}' data must be a Float32Array`);
     if (elementCount(t.shape) !== t.data.length) {
-      throw new Error(`checkpoint ${path}: tensor '${t.name}' has shape [${t.shape.join(', ')}] (${elementCount(t.shape)} values) but ${t.data.length} values of data`);
+      throw new Error(
+        `checkpoint ${path}: tensor '${t.name}' has shape [${t.shape.join(', ')}] (${elementCount(t.shape)} values) but ${t.data.length} values of data`,
+      );
     }
   }
   for (const [k, v] of Object.entries(metadata)) {
@@ -95,7 +102,11 @@ function checkTensors(path: string, tensors: readonly CheckpointTensor[], metada
  * Writes `tensors` (F32, in this order) and string `metadata` to `path` in the safetensors format.
  * Atomic: either the old file or the complete new one is at `path`, never a partial file.
  */
-export function writeCheckpoint(path: string, tensors: readonly CheckpointTensor[], metadata: Record<string, string> = {}): void {
+export function writeCheckpoint(
+  path: string,
+  tensors: readonly CheckpointTensor[],
+  metadata: Record<string, string> = {},
+): void {
   checkTensors(path, tensors, metadata);
   const header = encodeHeader(tensors, metadata);
   const tmp = `${path}.tmp-${process.pid}`;
@@ -110,15 +121,31 @@ export function writeCheckpoint(path: string, tensors: readonly CheckpointTensor
     fd = undefined;
     renameSync(tmp, path);
   } catch (e) {
-    if (fd !== undefined) { try { closeSync(fd); } catch { /* already failing */ } }
-    try { unlinkSync(tmp); } catch { /* never created */ }
+    if (fd !== undefined) {
+      try {
+        closeSync(fd);
+      } catch {
+        /* already failing */
+      }
+    }
+    try {
+      unlinkSync(tmp);
+    } catch {
+      /* never created */
+    }
     throw new Error(`cannot write checkpoint ${path}: ${(e as Error).message}`, { cause: e });
   }
   // make the rename itself durable; not every platform can fsync a directory
   try {
     const dfd = openSync(dirname(path), 'r');
-    try { fsyncSync(dfd); } finally { closeSync(dfd); }
-  } catch { /* best effort */ }
+    try {
+      fsyncSync(dfd);
+    } finally {
+      closeSync(dfd);
+    }
+  } catch {
+    /* best effort */
+  }
 }
 
 /** Reads a safetensors file of F32 tensors. Every problem is one line naming the file. */
@@ -148,7 +175,8 @@ export function parseCheckpoint(bytes: Uint8Array, path: string): Checkpoint {
     throw corrupt(`the header length (${n64} bytes) reaches beyond the end of the file (${bytes.length} bytes)`);
   }
   const n = Number(n64);
-  if (n > MAX_HEADER) throw corrupt(`the header length (${n} bytes) is larger than any real header (${MAX_HEADER} bytes at most)`);
+  if (n > MAX_HEADER)
+    throw corrupt(`the header length (${n} bytes) is larger than any real header (${MAX_HEADER} bytes at most)`);
   if (n < 2) throw corrupt(`the header length is ${n} bytes, too short for a JSON header`);
 
   let header: unknown;
@@ -159,7 +187,8 @@ export function parseCheckpoint(bytes: Uint8Array, path: string): Checkpoint {
   } catch (e) {
     throw corrupt(`the header is not valid JSON (${(e as Error).message})`);
   }
-  if (header === null || typeof header !== 'object' || Array.isArray(header)) throw corrupt('the header is not a JSON object');
+  if (header === null || typeof header !== 'object' || Array.isArray(header))
+    throw corrupt('the header is not a JSON object');
 
   const dataStart = 8 + n;
   const dataLength = bytes.length - dataStart;
@@ -167,7 +196,8 @@ export function parseCheckpoint(bytes: Uint8Array, path: string): Checkpoint {
   const entries: { name: string; shape: number[]; begin: number; end: number }[] = [];
   for (const [name, info] of Object.entries(header as Record<string, unknown>)) {
     if (name === '__metadata__') {
-      if (info === null || typeof info !== 'object' || Array.isArray(info)) throw corrupt('__metadata__ is not a map of strings');
+      if (info === null || typeof info !== 'object' || Array.isArray(info))
+        throw corrupt('__metadata__ is not a map of strings');
       for (const [k, v] of Object.entries(info as Record<string, unknown>)) {
         if (typeof v !== 'string') throw corrupt(`__metadata__ '${k}' is not a string`);
         metadata[k] = v;
@@ -175,24 +205,41 @@ export function parseCheckpoint(bytes: Uint8Array, path: string): Checkpoint {
       continue;
     }
     if (info === null || typeof info !== 'object') throw corrupt(`tensor '${name}' has no description`);
-    const { dtype, shape, data_offsets: offsets } = info as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
+    const {
+      dtype,
+      shape,
+      data_offsets: offsets,
+    } = info as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
     if (typeof dtype !== 'string') throw corrupt(`tensor '${name}' has no dtype`);
     if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
       throw corrupt(`tensor '${name}' has shape ${JSON.stringify(shape)}; expected a list of non-negative integers`);
     }
-    if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every((o) => Number.isSafeInteger(o) && o >= 0) || offsets[0] > offsets[1]) {
-      throw corrupt(`tensor '${name}' has data_offsets ${JSON.stringify(offsets)}; expected [begin, end] with 0 ≤ begin ≤ end`);
+    if (
+      !Array.isArray(offsets) ||
+      offsets.length !== 2 ||
+      !offsets.every((o) => Number.isSafeInteger(o) && o >= 0) ||
+      offsets[0] > offsets[1]
+    ) {
+      throw corrupt(
+        `tensor '${name}' has data_offsets ${JSON.stringify(offsets)}; expected [begin, end] with 0 ≤ begin ≤ end`,
+      );
     }
     if (dtype !== 'F32') {
-      throw new Error(`checkpoint ${path}: tensor '${name}' has dtype ${dtype}, which paratrain does not read (only F32); convert it to float32`);
+      throw new Error(
+        `checkpoint ${path}: tensor '${name}' has dtype ${dtype}, which paratrain does not read (only F32); convert it to float32`,
+      );
     }
     const [begin, end] = offsets as [number, number];
     if (end > dataLength) {
-      throw corrupt(`tensor '${name}' lies at bytes ${begin}..${end} of the data, but the data holds only ${dataLength} bytes`);
+      throw corrupt(
+        `tensor '${name}' lies at bytes ${begin}..${end} of the data, but the data holds only ${dataLength} bytes`,
+      );
     }
     const expected = elementCount(shape) * 4;
     if (end - begin !== expected) {
-      throw corrupt(`tensor '${name}' has shape [${shape.join(', ')}] (${expected} bytes of F32) but its data_offsets span ${end - begin} bytes`);
+      throw corrupt(
+        `tensor '${name}' has shape [${shape.join(', ')}] (${expected} bytes of F32) but its data_offsets span ${end - begin} bytes`,
+      );
     }
     entries.push({ name, shape: shape as number[], begin, end });
   }

@@ -35,19 +35,26 @@ export interface DataInfo {
 export function configOfCheckpoint(path: string, metadata: Record<string, string>): RunConfig {
   const text = metadata['config'];
   if (text === undefined) {
-    throw new Error(`checkpoint ${path} holds no config (metadata 'config'); give the config it was trained with (paratrain eval CONFIG --checkpoint ${path})`);
+    throw new Error(
+      `checkpoint ${path} holds no config (metadata 'config'); give the config it was trained with (paratrain eval CONFIG --checkpoint ${path})`,
+    );
   }
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch (e) {
-    throw new Error(`checkpoint ${path}: its metadata 'config' is not JSON (${(e as Error).message}); give the config it was trained with`);
+    throw new Error(
+      `checkpoint ${path}: its metadata 'config' is not JSON (${(e as Error).message}); give the config it was trained with`,
+    );
   }
   try {
     return resolveConfig(raw as RunConfig, `checkpoint ${path} (its stored config)`);
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
-    throw new ConfigError([...e.issues, `the config stored in ${path} does not validate with this paratrain; give the config it was trained with`]);
+    throw new ConfigError([
+      ...e.issues,
+      `the config stored in ${path} does not validate with this paratrain; give the config it was trained with`,
+    ]);
   }
 }
 
@@ -62,12 +69,21 @@ function taskOfLoss(loss: string): Task {
  * The checkpoint's data description, checked against the model (`inputShape`, `outputs` scores per
  * sample); errors name the checkpoint and the metadata field.
  */
-export function dataInfoOf(path: string, metadata: Record<string, string>, config: RunConfig, outputs: number): DataInfo {
+export function dataInfoOf(
+  path: string,
+  metadata: Record<string, string>,
+  config: RunConfig,
+  outputs: number,
+): DataInfo {
   const text = metadata[DATA_METADATA_KEY];
   const inputShape = [...config.model.input];
   if (text === undefined) {
     const fashion = config.data.dataset === 'fashion-mnist' && outputs === FASHION_MNIST_CLASSES.length;
-    return { task: taskOfLoss(config.loss.type), inputShape, ...(fashion ? { classNames: [...FASHION_MNIST_CLASSES] } : {}) };
+    return {
+      task: taskOfLoss(config.loss.type),
+      inputShape,
+      ...(fashion ? { classNames: [...FASHION_MNIST_CLASSES] } : {}),
+    };
   }
   const bad = (what: string) => new Error(`checkpoint ${path}: metadata '${DATA_METADATA_KEY}' ${what}`);
   let raw: unknown;
@@ -83,11 +99,14 @@ export function dataInfoOf(path: string, metadata: Record<string, string>, confi
   const info: DataInfo = { task: task as Task, inputShape };
   if (o.inputShape !== undefined) {
     if (!isNumbers(o.inputShape) || !shapesEqual(o.inputShape, inputShape)) {
-      throw bad(`says the input is ${Array.isArray(o.inputShape) ? formatShape(o.inputShape as number[]) : JSON.stringify(o.inputShape)} but the model takes ${formatShape(inputShape)}`);
+      throw bad(
+        `says the input is ${Array.isArray(o.inputShape) ? formatShape(o.inputShape as number[]) : JSON.stringify(o.inputShape)} but the model takes ${formatShape(inputShape)}`,
+      );
     }
   }
   if (o.classNames !== undefined) {
-    if (!Array.isArray(o.classNames) || !o.classNames.every((n) => typeof n === 'string')) throw bad('has classNames that are not a list of strings');
+    if (!Array.isArray(o.classNames) || !o.classNames.every((n) => typeof n === 'string'))
+      throw bad('has classNames that are not a list of strings');
     if (info.task !== 'regression' && o.classNames.length !== outputs) {
       throw bad(`names ${o.classNames.length} classes but the model produces ${outputs} scores per sample`);
     }
@@ -100,7 +119,9 @@ export function dataInfoOf(path: string, metadata: Record<string, string>, confi
     }
     const channels = inputShape[inputShape.length - 1]!;
     if (n.mean.length !== 1 && n.mean.length !== channels) {
-      throw bad(`has a normalization of ${n.mean.length} channels but the input ${formatShape(inputShape)} has ${channels}`);
+      throw bad(
+        `has a normalization of ${n.mean.length} channels but the input ${formatShape(inputShape)} has ${channels}`,
+      );
     }
     if (n.std.some((s) => !(s > 0))) throw bad('has a normalization std that is not positive');
     info.normalization = { mean: [...n.mean], std: [...n.std] };

@@ -122,7 +122,11 @@ export function removeLeftovers(runDir: string): string[] {
   const root = join(runDir, CHECKPOINTS_DIR);
   removed.push(...removeStaleTemps(root).map((n) => join(CHECKPOINTS_DIR, n)));
   let names: string[] = [];
-  try { names = readdirSync(root); } catch { /* no sets yet */ }
+  try {
+    names = readdirSync(root);
+  } catch {
+    /* no sets yet */
+  }
   for (const name of names) {
     const dir = join(root, name);
     const incomplete = name.endsWith('.partial') || (SET_NAME.test(name) && readSetState(dir) === null);

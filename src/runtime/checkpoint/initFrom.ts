@@ -18,7 +18,10 @@ export function checkInitFrom(path: string, config: RunConfig): void {
   loadModelCheckpoint(path, model);
   const known = new Set([...model.paramEntries, ...model.stateEntries].map((e) => e.name));
   const extra = [...readCheckpoint(path).tensors.keys()].find((n) => n.startsWith('layers.') && !known.has(n));
-  if (extra) throw new Error(`--init-from ${path}: the checkpoint has a tensor '${extra}' the config's model lacks; it was written for a different model (compare the model.layers of both configs)`);
+  if (extra)
+    throw new Error(
+      `--init-from ${path}: the checkpoint has a tensor '${extra}' the config's model lacks; it was written for a different model (compare the model.layers of both configs)`,
+    );
 }
 
 /** Puts the checkpoint's weights and state into this device's model (a split model takes its shards). */
@@ -37,7 +40,8 @@ export function loadInitialWeights(path: string, model: TrainableModel): void {
   for (const e of model.stateEntries) model.state.set(get(e.name), e.offset);
   for (const p of model.plan.layers) {
     if (p.kind === 'elementwise' || p.kind === 'spatial') continue;
-    const kernel = get(`layers.${p.index}.kernel`), bias = p.spec.useBias ? get(`layers.${p.index}.bias`) : undefined;
+    const kernel = get(`layers.${p.index}.kernel`),
+      bias = p.spec.useBias ? get(`layers.${p.index}.bias`) : undefined;
     copyShard(p.index, { kernel, bias }, model.shardEntries, model.params, 0, true);
   }
 }

@@ -7,10 +7,23 @@ import { readCheckpoint, writeCheckpoint } from './checkpoint.ts';
  * Model checkpoints: every parameter and state tensor under its stable name ('layers.3.kernel'),
  * optimizer buffers under 'optimizer.<name>' (flat), and the config in the metadata.
  */
-export function saveModelCheckpoint(path: string, model: Sequential, optimizer: Optimizer | null, metadata: Record<string, string>): void {
+export function saveModelCheckpoint(
+  path: string,
+  model: Sequential,
+  optimizer: Optimizer | null,
+  metadata: Record<string, string>,
+): void {
   const tensors = [
-    ...model.paramEntries.map((e) => ({ name: e.name, shape: e.shape, data: model.params.subarray(e.offset, e.offset + e.size) })),
-    ...model.stateEntries.map((e) => ({ name: e.name, shape: e.shape, data: model.state.subarray(e.offset, e.offset + e.size) })),
+    ...model.paramEntries.map((e) => ({
+      name: e.name,
+      shape: e.shape,
+      data: model.params.subarray(e.offset, e.offset + e.size),
+    })),
+    ...model.stateEntries.map((e) => ({
+      name: e.name,
+      shape: e.shape,
+      data: model.state.subarray(e.offset, e.offset + e.size),
+    })),
   ];
   const meta: Record<string, string> = { ...metadata, format: 'paratrain-checkpoint-1' };
   if (optimizer) {
@@ -23,14 +36,23 @@ export function saveModelCheckpoint(path: string, model: Sequential, optimizer: 
 }
 
 /** Loads weights (and optimizer state when given) into a built model; mismatches name the tensor. */
-export function loadModelCheckpoint(path: string, model: Sequential, optimizer: Optimizer | null = null): Record<string, string> {
+export function loadModelCheckpoint(
+  path: string,
+  model: Sequential,
+  optimizer: Optimizer | null = null,
+): Record<string, string> {
   const { tensors, metadata } = readCheckpoint(path);
   const fill = (entries: typeof model.paramEntries, into: Float32Array) => {
     for (const e of entries) {
       const t = tensors.get(e.name);
-      if (!t) throw new Error(`checkpoint ${path} has no tensor '${e.name}': it was written for a different model (compare the model.layers of both configs)`);
+      if (!t)
+        throw new Error(
+          `checkpoint ${path} has no tensor '${e.name}': it was written for a different model (compare the model.layers of both configs)`,
+        );
       if (!shapesEqual(t.shape, e.shape)) {
-        throw new Error(`checkpoint ${path}: '${e.name}' has shape ${formatShape(t.shape)}, the model needs ${formatShape(e.shape)}; it was written for a different model`);
+        throw new Error(
+          `checkpoint ${path}: '${e.name}' has shape ${formatShape(t.shape)}, the model needs ${formatShape(e.shape)}; it was written for a different model`,
+        );
       }
       into.set(t.data, e.offset);
     }
@@ -38,7 +60,9 @@ export function loadModelCheckpoint(path: string, model: Sequential, optimizer: 
   fill(model.paramEntries, model.params);
   fill(model.stateEntries, model.state);
   if (optimizer && metadata['optimizer.type'] === optimizer.spec.type) {
-    const buffers = [...tensors].filter(([name]) => name.startsWith('optimizer.')).map(([name, t]) => ({ name: name.slice(10), data: t.data }));
+    const buffers = [...tensors]
+      .filter(([name]) => name.startsWith('optimizer.'))
+      .map(([name, t]) => ({ name: name.slice(10), data: t.data }));
     optimizer.loadState({ step: Number(metadata['optimizer.step'] ?? 0), buffers });
   }
   return metadata;

@@ -34,7 +34,13 @@ export interface RunCommand {
 export function commandLine(start: RunCommand, argv: readonly string[] = process.argv): string {
   if (start.command) return start.command.map(quote).join(' ');
   // functions, signals and fault plans are not data; sizes and paths are
-  const plain = Object.entries(start.options ?? {}).filter(([, v]) => v !== undefined && v !== null && (typeof v !== 'object' || v.constructor === Object || Array.isArray(v)) && typeof v !== 'function');
+  const plain = Object.entries(start.options ?? {}).filter(
+    ([, v]) =>
+      v !== undefined &&
+      v !== null &&
+      (typeof v !== 'object' || v.constructor === Object || Array.isArray(v)) &&
+      typeof v !== 'function',
+  );
   return `train(config, ${JSON.stringify(Object.fromEntries(plain))})  # paratrain's library, called by: ${argv.map(quote).join(' ')}`;
 }
 
@@ -43,7 +49,11 @@ export function writeRunConfig(runDir: string, config: RunConfig, start: RunComm
   writeFileDurable(join(runDir, CONFIG_FILE), configToYaml(config));
   let before = '';
   if (resumed) {
-    try { before = readFileSync(join(runDir, COMMAND_FILE), 'utf8'); } catch { /* a run directory from before command.txt */ }
+    try {
+      before = readFileSync(join(runDir, COMMAND_FILE), 'utf8');
+    } catch {
+      /* a run directory from before command.txt */
+    }
   }
   writeFileDurable(join(runDir, COMMAND_FILE), `${before}${commandLine(start)}\n`);
 }

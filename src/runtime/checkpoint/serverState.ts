@@ -22,16 +22,23 @@ export const SET_SERVER_FILE = 'server.safetensors';
 
 /** The names of `spec`'s optimizer buffers, in the order the optimizer allocates them (a snapshot's order). */
 function bufferNames(spec: OptimizerSpec): string[] {
-  return createOptimizer(jsBackend, spec, 0).state().buffers.map((b) => b.name);
+  return createOptimizer(jsBackend, spec, 0)
+    .state()
+    .buffers.map((b) => b.name);
 }
 
 /** Writes the server's snapshot into the (partial) set directory `dir`. */
 export function writeServerState(dir: string, snapshot: ParameterServerSnapshot, spec: OptimizerSpec): void {
   const names = bufferNames(spec);
-  const tensors = [{ name: 'params', shape: [snapshot.params.length], data: snapshot.params },
-    ...snapshot.optimizer.map((data, i) => ({ name: `optimizer.${names[i]}`, shape: [data.length], data }))];
-  writeCheckpoint(join(dir, SET_SERVER_FILE), tensors,
-    { format: 'paratrain-server-1', version: String(snapshot.version), 'optimizer.type': spec.type });
+  const tensors = [
+    { name: 'params', shape: [snapshot.params.length], data: snapshot.params },
+    ...snapshot.optimizer.map((data, i) => ({ name: `optimizer.${names[i]}`, shape: [data.length], data })),
+  ];
+  writeCheckpoint(join(dir, SET_SERVER_FILE), tensors, {
+    format: 'paratrain-server-1',
+    version: String(snapshot.version),
+    'optimizer.type': spec.type,
+  });
 }
 
 /** Reads a set's server file into a server start, checking it fits the model and the optimizer. */
@@ -40,16 +47,24 @@ function readServerState(path: string, spec: OptimizerSpec, paramCount: number):
   const fits = (name: string) => {
     const t = tensors.get(name);
     if (!t || t.data.length !== paramCount) {
-      throw new Error(`checkpoint set: ${path} ${t ? `holds ${t.data.length} values in '${name}', the model needs ${paramCount}` : `has no '${name}'`}; ` +
-        'it was written for another model or optimizer; resume with the run\'s own config');
+      throw new Error(
+        `checkpoint set: ${path} ${t ? `holds ${t.data.length} values in '${name}', the model needs ${paramCount}` : `has no '${name}'`}; ` +
+          "it was written for another model or optimizer; resume with the run's own config",
+      );
     }
     return t.data;
   };
   if (metadata['optimizer.type'] !== spec.type) {
-    throw new Error(`checkpoint set: ${path} was written with optimizer ${metadata['optimizer.type']}, the config asks for ${spec.type}; keep the optimizer to resume (or start a new run with --init-from)`);
+    throw new Error(
+      `checkpoint set: ${path} was written with optimizer ${metadata['optimizer.type']}, the config asks for ${spec.type}; keep the optimizer to resume (or start a new run with --init-from)`,
+    );
   }
   const version = Number(metadata.version ?? 0);
-  return { params: fits('params'), version, optimizer: { step: version, buffers: bufferNames(spec).map((name) => ({ name, data: fits(`optimizer.${name}`) })) } };
+  return {
+    params: fits('params'),
+    version,
+    optimizer: { step: version, buffers: bufferNames(spec).map((name) => ({ name, data: fits(`optimizer.${name}`) })) },
+  };
 }
 
 /**

@@ -27,8 +27,14 @@ export class BadStepGuard {
   inEpoch = 0;
   private readonly scratch = new Float32Array(1);
 
-  constructor(private readonly maxBadSteps: number, private readonly rank: number, private readonly worldSize: number,
-              private readonly strategy: Strategy, private readonly faults: FaultPlan, private readonly lr: number) {}
+  constructor(
+    private readonly maxBadSteps: number,
+    private readonly rank: number,
+    private readonly worldSize: number,
+    private readonly strategy: Strategy,
+    private readonly faults: FaultPlan,
+    private readonly lr: number,
+  ) {}
 
   /** The injected NaN (FaultPlan `nan`) for this device and step, or undefined. */
   poisonAt(step: number): Poison | undefined {
@@ -52,21 +58,38 @@ export class BadStepGuard {
   }
 
   /** Counts the step; after maxBadSteps skipped in a row, locates the fault and throws. */
-  async record(skipped: boolean, at: { step: number; epoch: number; lossSum: number }, locate: () => Promise<string | null>): Promise<void> {
+  async record(
+    skipped: boolean,
+    at: { step: number; epoch: number; lossSum: number },
+    locate: () => Promise<string | null>,
+  ): Promise<void> {
     const { step } = at;
-    if (!skipped) { this.streak = 0; return; }
+    if (!skipped) {
+      this.streak = 0;
+      return;
+    }
     if (this.streak === 0) this.streakStart = step;
-    this.streak++; this.total++; this.inEpoch++;
+    this.streak++;
+    this.total++;
+    this.inEpoch++;
     if (this.streak < this.maxBadSteps) return;
     const mine = await locate();
-    const origin = this.strategy.agree ? await this.agreeOnOrigin(mine) : mine === null ? null : { rank: this.rank, where: mine };
-    const what = origin ? `non-finite values first appeared on device ${origin.rank} in ${origin.where}`
+    const origin = this.strategy.agree
+      ? await this.agreeOnOrigin(mine)
+      : mine === null
+        ? null
+        : { rank: this.rank, where: mine };
+    const what = origin
+      ? `non-finite values first appeared on device ${origin.rank} in ${origin.where}`
       : `the gradients summed over the devices were non-finite (no single device's were)`;
-    const head = Number.isFinite(at.lossSum) ? `the gradients are non-finite at step ${step + 1} (epoch ${at.epoch + 1})`
+    const head = Number.isFinite(at.lossSum)
+      ? `the gradients are non-finite at step ${step + 1} (epoch ${at.epoch + 1})`
       : `the loss is ${at.lossSum} at step ${step + 1} (epoch ${at.epoch + 1}) on device ${this.rank}`;
-    throw new Error(`training diverged: ${head}; lower optimizer.lr (now ${this.lr}) or add schedule.warmupSteps ` +
-      `(or raise train.maxBadSteps): ${this.streak} steps in a row (steps ${this.streakStart + 1}–${step + 1}) were skipped because ` +
-      `${what}; the last checkpoint written before them is kept`);
+    throw new Error(
+      `training diverged: ${head}; lower optimizer.lr (now ${this.lr}) or add schedule.warmupSteps ` +
+        `(or raise train.maxBadSteps): ${this.streak} steps in a row (steps ${this.streakStart + 1}–${step + 1}) were skipped because ` +
+        `${what}; the last checkpoint written before them is kept`,
+    );
   }
 
   /** Every device learns every device's diagnosis (its text travels as character codes); the lowest rank that saw one wins. */

@@ -19,8 +19,10 @@ export async function deviceBackend(name: string, local: ShmCommunicator): Promi
         try {
           return source.reserve(bytes);
         } catch (err) {
-          throw new Error(`${(err as Error).message}. The ${local.size} device threads of this process share one memory of at most 4 GiB; ` +
-            'use fewer devices per process, a smaller batch, or PARATRAIN_SHM_HEAP=0 (each device its own memory; collectives then copy through scratch)');
+          throw new Error(
+            `${(err as Error).message}. The ${local.size} device threads of this process share one memory of at most 4 GiB; ` +
+              'use fewer devices per process, a smaller batch, or PARATRAIN_SHM_HEAP=0 (each device its own memory; collectives then copy through scratch)',
+          );
         }
       },
     });

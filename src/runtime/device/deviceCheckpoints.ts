@@ -78,18 +78,38 @@ export function deviceCheckpointHooks(o: DeviceCheckpointOptions) {
     // a split model's gather is collective: every device takes part
     const full = await replica.gather(rank, true);
     if (full && dir) {
-      const params = full !== (replica as unknown) ? full.model.params : strategy.modelParams ? await strategy.modelParams(o.view) : o.view.params;
-      withParams(full, params, () => saveModelCheckpoint(join(dir, SET_MODEL_FILE), full.model, full.optimizer,
-        { config: JSON.stringify(config), step: String(stepsDone), epoch: String(Math.floor(stepsDone / stepsPerEpoch)), strategy: strategy.name,
-          ...(o.train ? dataMetadata({ train: o.train }) : {}) }));
+      const params =
+        full !== (replica as unknown)
+          ? full.model.params
+          : strategy.modelParams
+            ? await strategy.modelParams(o.view)
+            : o.view.params;
+      withParams(full, params, () =>
+        saveModelCheckpoint(join(dir, SET_MODEL_FILE), full.model, full.optimizer, {
+          config: JSON.stringify(config),
+          step: String(stepsDone),
+          epoch: String(Math.floor(stepsDone / stepsPerEpoch)),
+          strategy: strategy.name,
+          ...(o.train ? dataMetadata({ train: o.train }) : {}),
+        }),
+      );
     }
     // every device's files are on disk before the set is declared complete (and the server's read)
     if (worldSize > 1 && !alone) await o.comm!.barrier();
     if (rank !== 0 || !setup.runDir) return;
     const state: SetState = {
-      format: 'paratrain-set-1', step: stepsDone, epoch: Math.floor(stepsDone / stepsPerEpoch), stepInEpoch: stepsDone % stepsPerEpoch,
-      devices: worldSize, processes: setup.processes, globalBatch: globalBatchSize(config), stepsPerEpoch, strategy: worldSize > 1 ? config.train.strategy.type : 'single device',
-      configHash: setup.configHash, modelHash: modelHash(config), time: Date.now(),
+      format: 'paratrain-set-1',
+      step: stepsDone,
+      epoch: Math.floor(stepsDone / stepsPerEpoch),
+      stepInEpoch: stepsDone % stepsPerEpoch,
+      devices: worldSize,
+      processes: setup.processes,
+      globalBatch: globalBatchSize(config),
+      stepsPerEpoch,
+      strategy: worldSize > 1 ? config.train.strategy.type : 'single device',
+      configHash: setup.configHash,
+      modelHash: modelHash(config),
+      time: Date.now(),
     };
     const tracking = o.tracking?.();
     if (tracking) state.tracking = tracking;
@@ -98,13 +118,17 @@ export function deviceCheckpointHooks(o: DeviceCheckpointOptions) {
   };
   return {
     firstStep: resume?.state.step ?? 0,
-    afterStart: resume && !(alone && rank !== 0) ? () => restoreDeviceState(resume, rank, worldSize, replica, strategy) : undefined,
+    afterStart:
+      resume && !(alone && rank !== 0)
+        ? () => restoreDeviceState(resume, rank, worldSize, replica, strategy)
+        : undefined,
     async onStepEnd(stepsDone: number, stepsPerEpoch: number, totalSteps: number): Promise<void> {
       if (setDue(config, stepsDone, stepsPerEpoch, totalSteps)) await writeSet(stepsDone, stepsPerEpoch);
     },
     /** a graceful stop: a set at the stop step (unless the step's own set was just written), to resume from */
     async onStop(stepsDone: number, stepsPerEpoch: number, totalSteps: number): Promise<void> {
-      if (stepsDone > 0 && !setDue(config, stepsDone, stepsPerEpoch, totalSteps)) await writeSet(stepsDone, stepsPerEpoch);
+      if (stepsDone > 0 && !setDue(config, stepsDone, stepsPerEpoch, totalSteps))
+        await writeSet(stepsDone, stepsPerEpoch);
     },
   };
 }

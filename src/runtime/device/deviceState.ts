@@ -21,18 +21,30 @@ import type { Strategy, StrategyState } from '../../parallel/strategy.ts';
 const flat = (name: string, data: Float32Array): CheckpointTensor => ({ name, shape: [data.length], data });
 
 /** Writes this device's file into the (partial) set directory `dir`. */
-export function writeDeviceState(dir: string, rank: number, replica: Replica<TrainableModel>, strategy: Strategy, step: number): void {
+export function writeDeviceState(
+  dir: string,
+  rank: number,
+  replica: Replica<TrainableModel>,
+  strategy: Strategy,
+  step: number,
+): void {
   const { model, optimizer } = replica;
   const opt = optimizer.state();
   const saved = strategy.saveState?.() ?? { tensors: {}, counters: {} };
   const tensors = [
-    flat('params', model.params), flat('state', model.state),
+    flat('params', model.params),
+    flat('state', model.state),
     ...opt.buffers.map((b) => flat(`optimizer.${b.name}`, b.data)),
     ...Object.entries(saved.tensors).map(([name, data]) => flat(`strategy.${name}`, data)),
   ];
   writeCheckpoint(join(dir, deviceFileName(rank)), tensors, {
-    format: 'paratrain-device-1', rank: String(rank), step: String(step), strategy: strategy.name,
-    'optimizer.type': optimizer.spec.type, 'optimizer.step': String(opt.step), 'strategy.counters': JSON.stringify(saved.counters),
+    format: 'paratrain-device-1',
+    rank: String(rank),
+    step: String(step),
+    strategy: strategy.name,
+    'optimizer.type': optimizer.spec.type,
+    'optimizer.step': String(opt.step),
+    'strategy.counters': JSON.stringify(saved.counters),
   });
 }
 
@@ -43,8 +55,14 @@ function readDeviceFile(point: ResumePoint, rank: number): DeviceFile {
   try {
     return readCheckpoint(path);
   } catch (e) {
-    const multi = point.state.processes > 1 ? ' (in a job of several processes every process writes its devices\' files only when --out names one directory on a shared file system)' : '';
-    throw new Error(`${(e as Error).message}; the checkpoint set ${point.dir} is missing device ${rank}'s state${multi}; resume from an earlier set or start afresh`, { cause: e });
+    const multi =
+      point.state.processes > 1
+        ? " (in a job of several processes every process writes its devices' files only when --out names one directory on a shared file system)"
+        : '';
+    throw new Error(
+      `${(e as Error).message}; the checkpoint set ${point.dir} is missing device ${rank}'s state${multi}; resume from an earlier set or start afresh`,
+      { cause: e },
+    );
   }
 }
 
@@ -52,21 +70,29 @@ function tensor(file: DeviceFile, name: string, length: number, what: string): F
   const t = file.tensors.get(name);
   if (!t) throw new Error(`checkpoint set: ${what} has no '${name}'; it was written by another version or model`);
   if (t.data.length !== length) {
-    throw new Error(`checkpoint set: '${name}' of ${what} holds ${t.data.length} values, this device needs ${length}; the checkpoint was written for a different model or device layout`);
+    throw new Error(
+      `checkpoint set: '${name}' of ${what} holds ${t.data.length} values, this device needs ${length}; the checkpoint was written for a different model or device layout`,
+    );
   }
   return t.data;
 }
 
 /** The saved device this device takes its state from (the resize rule; itself on the same size). */
 export function sourceDevice(rank: number, savedDevices: number, devices: number): number {
-  return Math.floor(rank * savedDevices / devices);
+  return Math.floor((rank * savedDevices) / devices);
 }
 
 /**
  * Puts this device's saved state back (after the strategy's onStart): the same device's on the
  * same size, else by the resize rule above.
  */
-export function restoreDeviceState(point: ResumePoint, rank: number, devices: number, replica: Replica<TrainableModel>, strategy: Strategy): void {
+export function restoreDeviceState(
+  point: ResumePoint,
+  rank: number,
+  devices: number,
+  replica: Replica<TrainableModel>,
+  strategy: Strategy,
+): void {
   const saved = point.state.devices;
   const from = sourceDevice(rank, saved, devices);
   const file = readDeviceFile(point, from);
@@ -79,20 +105,30 @@ export function restoreDeviceState(point: ResumePoint, rank: number, devices: nu
     // per-replica statistics merge into their mean
     const sum = new Float64Array(model.state.length);
     for (let r = 0; r < saved; r++) {
-      const s = r === from ? tensor(file, 'state', sum.length, what) : tensor(readDeviceFile(point, r), 'state', sum.length, `device ${r}'s state`);
+      const s =
+        r === from
+          ? tensor(file, 'state', sum.length, what)
+          : tensor(readDeviceFile(point, r), 'state', sum.length, `device ${r}'s state`);
       for (let i = 0; i < sum.length; i++) sum[i] = sum[i]! + s[i]!;
     }
     for (let i = 0; i < sum.length; i++) model.state[i] = sum[i]! / saved;
   }
   const meta = file.metadata;
   if (meta['optimizer.type'] !== optimizer.spec.type) {
-    throw new Error(`checkpoint set ${point.dir} was written with optimizer ${meta['optimizer.type']}, the config asks for ${optimizer.spec.type}; keep the optimizer to resume (or start a new run with --init-from)`);
+    throw new Error(
+      `checkpoint set ${point.dir} was written with optimizer ${meta['optimizer.type']}, the config asks for ${optimizer.spec.type}; keep the optimizer to resume (or start a new run with --init-from)`,
+    );
   }
   const names = optimizer.state().buffers.map((b) => b.name);
-  optimizer.loadState({ step: Number(meta['optimizer.step'] ?? 0),
-    buffers: names.map((name) => ({ name, data: tensor(file, `optimizer.${name}`, model.params.length, what) })) });
+  optimizer.loadState({
+    step: Number(meta['optimizer.step'] ?? 0),
+    buffers: names.map((name) => ({ name, data: tensor(file, `optimizer.${name}`, model.params.length, what) })),
+  });
   if (!strategy.restoreState) return;
-  const state: StrategyState = { tensors: {}, counters: JSON.parse(meta['strategy.counters'] ?? '{}') as Record<string, number> };
+  const state: StrategyState = {
+    tensors: {},
+    counters: JSON.parse(meta['strategy.counters'] ?? '{}') as Record<string, number>,
+  };
   for (const [name, t] of file.tensors) if (name.startsWith('strategy.')) state.tensors[name.slice(9)] = t.data;
   strategy.restoreState(state);
 }

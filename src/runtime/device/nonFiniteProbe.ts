@@ -13,9 +13,16 @@ import type { ShardEntry } from '../../parallel/modelParallel/shards.ts';
 export interface ProbedReplica {
   readonly model: TrainableModel;
   zeroGrads(): void;
-  computeGradientsAsync(images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number,
-                        onGradientsReady: undefined, globalBatchSize: number, targets?: Float32Array,
-                        sequence?: SequenceBatch): Promise<{ lossSum: number }>;
+  computeGradientsAsync(
+    images: Float32Array,
+    labels: Int32Array,
+    ctx: ForwardContext,
+    gradScale: number,
+    onGradientsReady: undefined,
+    globalBatchSize: number,
+    targets?: Float32Array,
+    sequence?: SequenceBatch,
+  ): Promise<{ lossSum: number }>;
 }
 
 /** One step's inputs, to run it again for the diagnosis. */
@@ -46,16 +53,31 @@ export async function locateNonFinite(replica: ProbedReplica, b: ProbeBatch): Pr
   let where: string | null = null;
   const n = b.sequence ? b.sequence.lengths.length : b.labels.length;
   if (model instanceof Sequential && !model.needsAsync && n > 0) {
-    let h = new Tensor([n, ...model.inputShape.map((d) => (d === VARIABLE ? b.sequence!.frames : d))], b.images.slice());
+    let h = new Tensor(
+      [n, ...model.inputShape.map((d) => (d === VARIABLE ? b.sequence!.frames : d))],
+      b.images.slice(),
+    );
     let ctx: ForwardContext = { ...b.ctx, training: true };
     for (const layer of model.layers) {
       h = layer.forward(h, ctx);
-      if (!allFinite(h.data)) { where = `the output of ${layer.name}`; break; }
+      if (!allFinite(h.data)) {
+        where = `the output of ${layer.name}`;
+        break;
+      }
       if (ctx.lengths && layer.outputLengths) ctx = { ...ctx, lengths: layer.outputLengths(ctx.lengths) };
     }
   }
   replica.zeroGrads();
-  const r = await replica.computeGradientsAsync(b.images, b.labels, b.ctx, b.gradScale, undefined, b.globalBatchSize, b.targets, b.sequence);
+  const r = await replica.computeGradientsAsync(
+    b.images,
+    b.labels,
+    b.ctx,
+    b.gradScale,
+    undefined,
+    b.globalBatchSize,
+    b.targets,
+    b.sequence,
+  );
   const split = model.replicatedLength;
   b.poison?.(model.grads.subarray(0, split), model.grads.subarray(split));
   if (where) return where;
@@ -68,7 +90,14 @@ export async function locateNonFinite(replica: ProbedReplica, b: ProbeBatch): Pr
 
 /** The model's parameter tensors by name: a whole model's, or a split one's replicated tensors then this device's shards ("its shard of layers.5.kernel"). */
 function gradientEntries(model: TrainableModel): { name: string; offset: number; size: number }[] {
-  const m = model as { paramEntries?: readonly FlatEntry[]; replicatedEntries?: readonly FlatEntry[]; shardEntries?: readonly ShardEntry[] };
+  const m = model as {
+    paramEntries?: readonly FlatEntry[];
+    replicatedEntries?: readonly FlatEntry[];
+    shardEntries?: readonly ShardEntry[];
+  };
   if (m.paramEntries) return [...m.paramEntries];
-  return [...m.replicatedEntries ?? [], ...(m.shardEntries ?? []).map((e) => ({ name: `its shard of ${e.name}`, offset: e.offset, size: e.size }))];
+  return [
+    ...(m.replicatedEntries ?? []),
+    ...(m.shardEntries ?? []).map((e) => ({ name: `its shard of ${e.name}`, offset: e.offset, size: e.size })),
+  ];
 }

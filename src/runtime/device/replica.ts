@@ -54,7 +54,12 @@ export class Replica<M extends TrainableModel = Sequential> {
   private whole: Replica | null = null;
 
   /** `model` defaults to the config's whole model, built and initialised here. */
-  constructor(readonly backend: Backend, readonly config: RunConfig, options: { shared?: boolean } = {}, model?: M) {
+  constructor(
+    readonly backend: Backend,
+    readonly config: RunConfig,
+    options: { shared?: boolean } = {},
+    model?: M,
+  ) {
     if (model) this.model = model;
     else {
       const built = buildModel(backend, config.model, options);
@@ -66,11 +71,15 @@ export class Replica<M extends TrainableModel = Sequential> {
     // a CTC model gives logits per frame [T, C] (speechChecks.ts says more before a run)
     const perFrame = this.loss.task === 'transcription';
     if (perFrame && this.model.outputShape.length !== 2) {
-      throw new Error(`model: loss ctc needs an output per frame [frames, classes], but the last layer's output shape is [${this.model.outputShape.join(', ')}]; keep the frames and end with dense`);
+      throw new Error(
+        `model: loss ctc needs an output per frame [frames, classes], but the last layer's output shape is [${this.model.outputShape.join(', ')}]; keep the frames and end with dense`,
+      );
     }
     if (!perFrame && this.model.outputShape.length !== 1) {
-      throw new Error(`model: the last layer must produce one ${this.loss.task === 'classification' ? 'score per class' : 'value per target'}, ` +
-        `but its output shape is [${this.model.outputShape.join(', ')}]; end with flatten and dense`);
+      throw new Error(
+        `model: the last layer must produce one ${this.loss.task === 'classification' ? 'score per class' : 'value per target'}, ` +
+          `but its output shape is [${this.model.outputShape.join(', ')}]; end with flatten and dense`,
+      );
     }
   }
 
@@ -78,7 +87,12 @@ export class Replica<M extends TrainableModel = Sequential> {
   view(): ReplicaView {
     const { params, grads, state, replicatedLength: r } = this.model;
     const replicated = (a: Float32Array) => (r === a.length ? a : a.subarray(0, r));
-    const view: ReplicaView = { params: replicated(params), grads: replicated(grads), state, localStep: (lr) => this.optimizer.step(params, grads, lr) };
+    const view: ReplicaView = {
+      params: replicated(params),
+      grads: replicated(grads),
+      state,
+      localStep: (lr) => this.optimizer.step(params, grads, lr),
+    };
     if (this.config.train.clipGradNorm !== undefined) view.clipGradients = (g) => this.clipGradients(g);
     return view;
   }
@@ -89,7 +103,8 @@ export class Replica<M extends TrainableModel = Sequential> {
    */
   private async clipGradients(grads?: Float32Array): Promise<void> {
     const max = this.config.train.clipGradNorm!;
-    const all = this.model.grads, r = this.model.replicatedLength;
+    const all = this.model.grads,
+      r = this.model.replicatedLength;
     let squares: number;
     if (grads) squares = sumOfSquares(grads);
     else {
@@ -127,7 +142,11 @@ export class Replica<M extends TrainableModel = Sequential> {
    * data-parallel layers skip steps where the device has no rows, so they cannot take part in
    * collectives: its BatchNorm stays per device.)
    */
-  static create(backend: Backend, config: RunConfig, options: { shared?: boolean; comm?: Communicator } = {}): Replica<TrainableModel> {
+  static create(
+    backend: Backend,
+    config: RunConfig,
+    options: { shared?: boolean; comm?: Communicator } = {},
+  ): Replica<TrainableModel> {
     const { comm } = options;
     if (!comm || comm.size < 2 || !isModelParallel(config)) {
       const replica = new Replica(backend, config, options);
@@ -167,11 +186,17 @@ export class Replica<M extends TrainableModel = Sequential> {
     const whole = rank === 0 ? (this.whole ??= new Replica(this.backend, this.config)) : null;
     const full = whole?.model;
     const buffers = full ? [full.params, ...sources.slice(1).map(() => new Float32Array(full.params.length))] : [];
-    await model.gatherWhole(sources, full ? { buffers, paramEntries: full.paramEntries, state: full.state, stateEntries: full.stateEntries } : null);
+    await model.gatherWhole(
+      sources,
+      full ? { buffers, paramEntries: full.paramEntries, state: full.state, stateEntries: full.stateEntries } : null,
+    );
     if (!whole) return null;
     if (withOptimizer) {
       const names = this.optimizer.state().buffers.map((b) => b.name);
-      whole.optimizer.loadState({ step: this.optimizer.stepCount, buffers: names.map((name, k) => ({ name, data: buffers[k + 1]! })) });
+      whole.optimizer.loadState({
+        step: this.optimizer.stepCount,
+        buffers: names.map((name, k) => ({ name, data: buffers[k + 1]! })),
+      });
     }
     return whole;
   }
@@ -201,8 +226,15 @@ export class Replica<M extends TrainableModel = Sequential> {
    * several devices' or micro-batches' gradients are summed. `targets`: the batch's regression
    * values or multi-hot labels (losses other than softmaxCrossEntropy).
    */
-  computeGradients(this: Replica<Sequential>, images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number,
-                   onGradientsReady?: (offset: number) => void, targets?: Float32Array): StepResult {
+  computeGradients(
+    this: Replica<Sequential>,
+    images: Float32Array,
+    labels: Int32Array,
+    ctx: ForwardContext,
+    gradScale: number,
+    onGradientsReady?: (offset: number) => void,
+    targets?: Float32Array,
+  ): StepResult {
     const n = labels.length;
     const logits = this.model.forward(this.batchTensor(images, n), { ...ctx, training: true });
     const { lossSum, correct, dlogits } = this.loss.compute(logits, labels, gradScale, targets);
@@ -218,13 +250,32 @@ export class Replica<M extends TrainableModel = Sequential> {
    * this device's rows of a step of `globalBatchSize` samples (a model-parallel section computes on
    * all of them); `gradScale` is the data-parallel one, a split model rescales its shards' itself.
    */
-  async computeGradientsAsync(images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number,
-                              onGradientsReady?: (offset: number) => void, globalBatchSize?: number, targets?: Float32Array,
-                              sequence?: SequenceBatch): Promise<StepResult> {
+  async computeGradientsAsync(
+    images: Float32Array,
+    labels: Int32Array,
+    ctx: ForwardContext,
+    gradScale: number,
+    onGradientsReady?: (offset: number) => void,
+    globalBatchSize?: number,
+    targets?: Float32Array,
+    sequence?: SequenceBatch,
+  ): Promise<StepResult> {
     // a sequence batch: [n, T, F] with per-sample lengths, labels padded [n, S]
-    const x = sequence ? this.batchTensor(images, sequence.lengths.length, sequence.frames) : this.batchTensor(images, labels.length);
-    return accumulateMicroBatches(this.model, this.loss, x, labels, { ...ctx, training: true, globalBatch: globalBatchSize }, gradScale,
-      this.config.train.microBatches, onGradientsReady, targets, sequence);
+    const x = sequence
+      ? this.batchTensor(images, sequence.lengths.length, sequence.frames)
+      : this.batchTensor(images, labels.length);
+    return accumulateMicroBatches(
+      this.model,
+      this.loss,
+      x,
+      labels,
+      { ...ctx, training: true, globalBatch: globalBatchSize },
+      gradScale,
+      this.config.train.microBatches,
+      onGradientsReady,
+      targets,
+      sequence,
+    );
   }
 
   /** Where this device's step on `batch` first holds a NaN/Inf (see nonFiniteProbe.ts). */

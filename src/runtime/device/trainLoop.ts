@@ -21,9 +21,16 @@ export interface TrainableReplica {
   view(): ReplicaView;
   zeroGrads(): void;
   /** forward and backward of this device's samples (in train.microBatches slices), accumulating gradients */
-  computeGradientsAsync(images: Float32Array, labels: Int32Array, ctx: ForwardContext, gradScale: number,
-                        onGradientsReady: ((offset: number) => void) | undefined, globalBatchSize: number, targets?: Float32Array,
-                        sequence?: SequenceBatch): Promise<StepResult>;
+  computeGradientsAsync(
+    images: Float32Array,
+    labels: Int32Array,
+    ctx: ForwardContext,
+    gradScale: number,
+    onGradientsReady: ((offset: number) => void) | undefined,
+    globalBatchSize: number,
+    targets?: Float32Array,
+    sequence?: SequenceBatch,
+  ): Promise<StepResult>;
   /** true when forward/backward contain collectives, so a device runs the step even without samples */
   readonly stepsWithoutSamples: boolean;
   /** the offsets backward passes to onGradientsReady, in order (announced by a device that skips a step) */
@@ -79,7 +86,11 @@ export function viewOf(replica: TrainableReplica): ReplicaView {
   return replica.view();
 }
 
-export interface CommStats { commMs: number; idleMs: number; bytes: number }
+export interface CommStats {
+  commMs: number;
+  idleMs: number;
+  bytes: number;
+}
 const NO_COMM: CommStats = { commMs: 0, idleMs: 0, bytes: 0 };
 
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
@@ -99,7 +110,12 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
   const slowdown = faults.slowdownFor(rank);
   // a model-parallel section exchanges frames: every device's slice then has the global batch's frames
   const sampler = trainingBatches(o.train, {
-    batchSize: globalBatchSize(config), worldSize, rank, seed: config.train.seed, shuffle: config.data.shuffle, augment: config.data.augment,
+    batchSize: globalBatchSize(config),
+    worldSize,
+    rank,
+    seed: config.train.seed,
+    shuffle: config.data.shuffle,
+    augment: config.data.augment,
     poolBatches: config.data.dataset === 'speech' ? config.data.poolBatches : undefined,
     padToGlobalBatch: worldSize > 1 && modelParallelLayers(config.model).length > 0,
   });
@@ -108,22 +124,40 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
   const baseLr = baseLearningRate(config);
   const view = viewOf(replica);
   const shards = replica.shardGrads?.() ?? new Float32Array(0);
-  const onGradientsReady = strategy.onGradientsReady ? (offset: number) => strategy.onGradientsReady!(view, offset) : undefined;
+  const onGradientsReady = strategy.onGradientsReady
+    ? (offset: number) => strategy.onGradientsReady!(view, offset)
+    : undefined;
   const guard = new BadStepGuard(config.train.maxBadSteps, rank, worldSize, strategy, faults, config.optimizer.lr);
   await strategy.onStart?.(view);
   await o.afterStart?.();
   takeCommStats();
   const firstStep = o.firstStep ?? 0;
-  let step = Math.floor(firstStep / stepsPerEpoch) * stepsPerEpoch, stopped = false;
+  let step = Math.floor(firstStep / stepsPerEpoch) * stepsPerEpoch,
+    stopped = false;
   for (let epoch = step / stepsPerEpoch; epoch < config.train.epochs && !stopped; epoch++) {
     const epochStart = performance.now();
     guard.inEpoch = 0;
-    const sum: { lossSum: number; correct: number; samples: number; computeMs: number; syncMs: number; idleMs: number; bytes: number;
-      peakActivationBytes: number; errors?: ErrorCounts } = { lossSum: 0, correct: 0, samples: 0, computeMs: 0, syncMs: 0, idleMs: 0, bytes: 0, peakActivationBytes: 0 };
+    const sum: {
+      lossSum: number;
+      correct: number;
+      samples: number;
+      computeMs: number;
+      syncMs: number;
+      idleMs: number;
+      bytes: number;
+      peakActivationBytes: number;
+      errors?: ErrorCounts;
+    } = { lossSum: 0, correct: 0, samples: 0, computeMs: 0, syncMs: 0, idleMs: 0, bytes: 0, peakActivationBytes: 0 };
     const epochFirstStep = Math.max(step, firstStep);
     for (const batch of sampler.epoch(epoch)) {
-      if (step < firstStep) { step++; continue; }
-      if (o.mayStart && !(await o.mayStart(step))) { stopped = true; break; }
+      if (step < firstStep) {
+        step++;
+        continue;
+      }
+      if (o.mayStart && !(await o.mayStart(step))) {
+        stopped = true;
+        break;
+      }
       const n = batch.indices.length;
       const lr = learningRateAt(step, baseLr, config.schedule, totalSteps);
       const info: StepInfo = { step, epoch, lr, samples: n };
@@ -140,10 +174,34 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
       if (n > 0 || replica.stepsWithoutSamples) {
         const { images, labels, targets, sequence } = sampler.gather(batch, epoch);
         // Scale by the GLOBAL batch: the mean over devices of these gradients is the global mean.
-        probe = { images, labels, targets, sequence,
-          ctx: { training: true, seed: config.train.seed, step, sampleOffset: batch.globalOffset, rank, localOffset: 0, ...(sequence ? { lengths: sequence.lengths } : {}) },
-          gradScale: worldSize / batch.globalBatchSize, globalBatchSize: batch.globalBatchSize, poison: guard.poisonAt(step) };
-        r = await replica.computeGradientsAsync(images, labels, probe.ctx, probe.gradScale, onGradientsReady, batch.globalBatchSize, targets, sequence);
+        probe = {
+          images,
+          labels,
+          targets,
+          sequence,
+          ctx: {
+            training: true,
+            seed: config.train.seed,
+            step,
+            sampleOffset: batch.globalOffset,
+            rank,
+            localOffset: 0,
+            ...(sequence ? { lengths: sequence.lengths } : {}),
+          },
+          gradScale: worldSize / batch.globalBatchSize,
+          globalBatchSize: batch.globalBatchSize,
+          poison: guard.poisonAt(step),
+        };
+        r = await replica.computeGradientsAsync(
+          images,
+          labels,
+          probe.ctx,
+          probe.gradScale,
+          onGradientsReady,
+          batch.globalBatchSize,
+          targets,
+          sequence,
+        );
         probe.poison?.(view.grads, shards);
       } else if (onGradientsReady) {
         // its zero gradients are final at once; the same announcements keep bucketed reductions in step
@@ -162,27 +220,58 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
       await strategy.afterStep?.(view, info);
       const t3 = performance.now();
       const after = takeCommStats();
-      const idleMs = before.idleMs + during.idleMs + after.idleMs, bytes = before.bytes + during.bytes + after.bytes;
-      const computeMs = t2 - t1 - during.commMs, syncMs = (t1 - t0) + during.commMs + (t3 - t2);
+      const idleMs = before.idleMs + during.idleMs + after.idleMs,
+        bytes = before.bytes + during.bytes + after.bytes;
+      const computeMs = t2 - t1 - during.commMs,
+        syncMs = t1 - t0 + during.commMs + (t3 - t2);
       const skipped = stats?.skipped === true;
       // a skipped step's non-finite loss stays out of the epoch's loss
       if (!skipped) sum.lossSum += r.lossSum;
-      sum.correct += r.correct; sum.samples += r.samples;
+      sum.correct += r.correct;
+      sum.samples += r.samples;
       if (!skipped) sum.errors = addErrorCounts(sum.errors, r.errors);
-      sum.computeMs += computeMs; sum.syncMs += syncMs; sum.idleMs += idleMs; sum.bytes += bytes;
+      sum.computeMs += computeMs;
+      sum.syncMs += syncMs;
+      sum.idleMs += idleMs;
+      sum.bytes += bytes;
       sum.peakActivationBytes = Math.max(sum.peakActivationBytes, activationBytes);
       emit({
-        type: 'step', rank, epoch, step, stepInEpoch: batch.step, stepsPerEpoch,
-        loss: r.samples ? r.lossSum / r.samples : 0, accuracy: r.samples ? r.correct / r.samples : 0,
-        lr, samples: r.samples, computeMs, syncMs, idleMs, bytes, activationBytes, ...(stats ?? {}), ...(gradNorm !== undefined ? { gradNorm } : {}), ...(skipped || guard.total > 0 ? { badSteps: guard.total + (skipped ? 1 : 0) } : {}),
+        type: 'step',
+        rank,
+        epoch,
+        step,
+        stepInEpoch: batch.step,
+        stepsPerEpoch,
+        loss: r.samples ? r.lossSum / r.samples : 0,
+        accuracy: r.samples ? r.correct / r.samples : 0,
+        lr,
+        samples: r.samples,
+        computeMs,
+        syncMs,
+        idleMs,
+        bytes,
+        activationBytes,
+        ...(stats ?? {}),
+        ...(gradNorm !== undefined ? { gradNorm } : {}),
+        ...(skipped || guard.total > 0 ? { badSteps: guard.total + (skipped ? 1 : 0) } : {}),
       });
-      await guard.record(skipped, { step, epoch, lossSum: r.lossSum }, async () => (probe && replica.locateNonFinite ? replica.locateNonFinite(probe) : null));
+      await guard.record(skipped, { step, epoch, lossSum: r.lossSum }, async () =>
+        probe && replica.locateNonFinite ? replica.locateNonFinite(probe) : null,
+      );
       step++;
       await o.onStepEnd?.(step, stepsPerEpoch, totalSteps);
     }
     // an epoch the stop left without steps is not reported, and the stop is that of the epoch before
     const ran = step > epochFirstStep;
-    if (ran) emit({ type: 'rankEpoch', rank, epoch, ...sum, ...(guard.inEpoch > 0 ? { badSteps: guard.inEpoch } : {}), seconds: (performance.now() - epochStart) / 1000 });
+    if (ran)
+      emit({
+        type: 'rankEpoch',
+        rank,
+        epoch,
+        ...sum,
+        ...(guard.inEpoch > 0 ? { badSteps: guard.inEpoch } : {}),
+        seconds: (performance.now() - epochStart) / 1000,
+      });
     // a stop's checkpoint set holds the state before the final consolidation, as a resume needs it
     if (stopped) await o.onStop?.(step, stepsPerEpoch, totalSteps);
     // the final consolidation (last average, last push) comes before the last evaluation

@@ -40,7 +40,11 @@ export function argmaxRows(scores: Float32Array, count: number): Int32Array {
 }
 
 /** The report for predicted vs true classes (both in 0 … classes − 1). */
-export function classReport(predicted: ArrayLike<number>, truth: ArrayLike<number>, classNames: readonly string[]): ClassReport {
+export function classReport(
+  predicted: ArrayLike<number>,
+  truth: ArrayLike<number>,
+  classNames: readonly string[],
+): ClassReport {
   const k = classNames.length;
   const confusion = Array.from({ length: k }, () => new Array<number>(k).fill(0));
   let correct = 0;
@@ -59,7 +63,10 @@ export function classReport(predicted: ArrayLike<number>, truth: ArrayLike<numbe
   });
   const mean = (f: (x: ClassFigures) => number) => perClass.reduce((a, x) => a + f(x), 0) / Math.max(k, 1);
   return {
-    classNames: [...classNames], confusion, perClass, samples: truth.length,
+    classNames: [...classNames],
+    confusion,
+    perClass,
+    samples: truth.length,
     accuracy: truth.length ? correct / truth.length : 0,
     macro: { precision: mean((x) => x.precision), recall: mean((x) => x.recall), f1: mean((x) => x.f1) },
   };

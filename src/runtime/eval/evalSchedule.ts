@@ -40,7 +40,11 @@ const lastStepOf = (epoch: number, stepsPerEpoch: number) => (epoch + 1) * steps
  * The first hold of a run with early stopping (null: none): the last step before the first verdict.
  * A resumed run that evaluates at its start holds before its first step.
  */
-export function firstHold(config: RunConfig, stepsPerEpoch: number, resumed: SetState | null | undefined): number | null {
+export function firstHold(
+  config: RunConfig,
+  stepsPerEpoch: number,
+  resumed: SetState | null | undefined,
+): number | null {
   if (!config.train.earlyStopping) return null;
   const start = resumed?.step ?? 0;
   if (reevaluatesAtStart(config, resumed)) return start - 1;

@@ -11,13 +11,19 @@ import type { Replica } from '../device/replica.ts';
 import { evaluateSpeech } from './speechEvaluation.ts';
 import type { EvalResult } from './evalResult.ts';
 
-
 /** Evaluates `replica` on `ds` in batches of `batchSize` samples. */
 export function evaluateReplica(replica: Replica<Sequential>, ds: Dataset, batchSize = 500): EvalResult {
   // utterances: length-sorted batches, greedy transcripts against the labels (CER, WER)
-  if (ds.speech) return evaluateSpeech(replica.model, replica.loss, ds.speech, (images, n, frames) => replica.batchTensor(images, n, frames));
-  const per = ds.images.length / ds.count, perTarget = ds.targets ? ds.targetSize ?? 0 : 0;
-  let lossSum = 0, correct = 0, absErrorSum = 0, exactMatches = 0;
+  if (ds.speech)
+    return evaluateSpeech(replica.model, replica.loss, ds.speech, (images, n, frames) =>
+      replica.batchTensor(images, n, frames),
+    );
+  const per = ds.images.length / ds.count,
+    perTarget = ds.targets ? (ds.targetSize ?? 0) : 0;
+  let lossSum = 0,
+    correct = 0,
+    absErrorSum = 0,
+    exactMatches = 0;
   const ctx: ForwardContext = { training: false, seed: 0, step: 0, sampleOffset: 0 };
   for (let start = 0; start < ds.count; start += batchSize) {
     const n = Math.min(batchSize, ds.count - start);
@@ -25,8 +31,10 @@ export function evaluateReplica(replica: Replica<Sequential>, ds: Dataset, batch
     const logits = replica.model.forward(x, ctx);
     const targets = ds.targets?.subarray(start * perTarget, (start + n) * perTarget);
     const r = replica.loss.compute(logits, ds.labels.subarray(start, start + n), 0, targets);
-    lossSum += r.lossSum; correct += r.correct;
-    absErrorSum += r.absErrorSum ?? 0; exactMatches += r.exactMatches ?? 0;
+    lossSum += r.lossSum;
+    correct += r.correct;
+    absErrorSum += r.absErrorSum ?? 0;
+    exactMatches += r.exactMatches ?? 0;
   }
   const count = ds.count;
   const result: EvalResult = { loss: lossSum / count, accuracy: correct / count };

@@ -59,11 +59,15 @@ export class DeviceEvaluation {
     const saved = o.resumed?.tracking;
     const keeps = o.rank === 0;
     this.best = keeps && goals.best ? new MetricTracker(goals.best, 0, saved?.best) : null;
-    this.stopper = keeps && goals.earlyStopping ? new MetricTracker(goals.earlyStopping, goals.earlyStopping.minDelta, saved?.earlyStopping) : null;
+    this.stopper =
+      keeps && goals.earlyStopping
+        ? new MetricTracker(goals.earlyStopping, goals.earlyStopping.minDelta, saved?.earlyStopping)
+        : null;
     this.patience = goals.earlyStopping?.patience ?? 0;
     // a model-best file written after the resumed set (a crash came before the next set) may be better than the set's record
     const onDisk = this.best && o.resumed && this.bestPath ? readBestCheckpoint(this.bestPath) : null;
-    if (onDisk && onDisk.metric === goals.best!.metric && onDisk.mode === goals.best!.mode) this.best!.adopt(onDisk.value, onDisk.epoch - 1, onDisk.step);
+    if (onDisk && onDisk.metric === goals.best!.metric && onDisk.mode === goals.best!.mode)
+      this.best!.adopt(onDisk.value, onDisk.epoch - 1, onDisk.step);
   }
 
   private get bestPath(): string | null {
@@ -73,14 +77,21 @@ export class DeviceEvaluation {
   /** The watched metrics' records, for a checkpoint set's state.json (device 0; undefined when none is watched). */
   tracking(): SetState['tracking'] {
     if (!this.best && !this.stopper) return undefined;
-    return { ...(this.best ? { best: this.best.state } : {}), ...(this.stopper ? { earlyStopping: this.stopper.state } : {}) };
+    return {
+      ...(this.best ? { best: this.best.state } : {}),
+      ...(this.stopper ? { earlyStopping: this.stopper.state } : {}),
+    };
   }
 
   /** After a resumed device's state is back: the evaluation its set was taken before, when a record lacks it (every device). */
   async atStart(): Promise<void> {
     const { resumed, config } = this.o;
     if (!resumed || !reevaluatesAtStart(config, resumed)) return;
-    await this.evaluate(resumed.step / resumed.stepsPerEpoch - 1, resumed.step, { perEpoch: true, finalTest: false, gatherOptimizer: false });
+    await this.evaluate(resumed.step / resumed.stepsPerEpoch - 1, resumed.step, {
+      perEpoch: true,
+      finalTest: false,
+      gatherOptimizer: false,
+    });
   }
 
   /** The trainLoop's onEpochEnd: evaluations and RUN_DIR/model.safetensors (every device: a split model's gather is collective). */
@@ -92,15 +103,29 @@ export class DeviceEvaluation {
     const perEpoch = !stopped && evalDue(config, epoch);
     const checkpointDue = stopped || modelFileDue(config, epoch);
     if (!perEpoch && !checkpointDue) return;
-    await this.evaluate(epoch, step, { perEpoch, finalTest: (!stopped && last) || (stopped && this.stopVerdict), gatherOptimizer: checkpointDue, checkpoint: checkpointDue });
+    await this.evaluate(epoch, step, {
+      perEpoch,
+      finalTest: (!stopped && last) || (stopped && this.stopVerdict),
+      gatherOptimizer: checkpointDue,
+      checkpoint: checkpointDue,
+    });
   }
 
-  private async evaluate(epoch: number, step: number, what: { perEpoch: boolean; finalTest: boolean; gatherOptimizer: boolean; checkpoint?: boolean }): Promise<void> {
+  private async evaluate(
+    epoch: number,
+    step: number,
+    what: { perEpoch: boolean; finalTest: boolean; gatherOptimizer: boolean; checkpoint?: boolean },
+  ): Promise<void> {
     const o = this.o;
     const full = await o.replica.gather(o.rank, what.gatherOptimizer);
     if (!full) return;
     // a gathered model holds the job's weights; a whole one may stand for the strategy's (server, centre, block model)
-    const params = full !== (o.replica as unknown) ? full.model.params : o.strategy.modelParams ? await o.strategy.modelParams(o.view) : o.view.params;
+    const params =
+      full !== (o.replica as unknown)
+        ? full.model.params
+        : o.strategy.modelParams
+          ? await o.strategy.modelParams(o.view)
+          : o.view.params;
     withParams(full, params, () => {
       const event: EvalEvent = { type: 'eval', epoch, step };
       const perEpochSet = o.validation ?? o.test;
@@ -117,8 +142,13 @@ export class DeviceEvaluation {
       if (evaluated) o.emit(event);
       if (what.perEpoch) this.record(event, full);
       if (what.checkpoint && o.checkpointPath) {
-        saveModelCheckpoint(o.checkpointPath, full.model, full.optimizer,
-          { config: JSON.stringify(o.config), epoch: String(epoch + 1), step: String(step), strategy: o.strategy.name, ...dataMetadata({ train: o.train }) });
+        saveModelCheckpoint(o.checkpointPath, full.model, full.optimizer, {
+          config: JSON.stringify(o.config),
+          epoch: String(epoch + 1),
+          step: String(step),
+          strategy: o.strategy.name,
+          ...dataMetadata({ train: o.train }),
+        });
         o.emit({ type: 'checkpoint', epoch, path: o.checkpointPath });
       }
     });
@@ -128,11 +158,21 @@ export class DeviceEvaluation {
   private record(event: EvalEvent, full: Replica): void {
     const o = this.o;
     const value = (metric: EvalMetric) => event[metric] ?? NaN;
-    if (this.best && this.best.update(value(this.best.state.metric), event.epoch, event.step) === 'improved' && this.bestPath) {
+    if (
+      this.best &&
+      this.best.update(value(this.best.state.metric), event.epoch, event.step) === 'improved' &&
+      this.bestPath
+    ) {
       const { metric, mode, best } = this.best.state;
       saveModelCheckpoint(this.bestPath, full.model, null, {
-        config: JSON.stringify(o.config), epoch: String(event.epoch + 1), step: String(event.step), strategy: o.strategy.name,
-        ...dataMetadata({ train: o.train }), 'best.metric': metric, 'best.mode': mode, 'best.value': String(best),
+        config: JSON.stringify(o.config),
+        epoch: String(event.epoch + 1),
+        step: String(event.step),
+        strategy: o.strategy.name,
+        ...dataMetadata({ train: o.train }),
+        'best.metric': metric,
+        'best.mode': mode,
+        'best.value': String(best),
       });
       o.emit({ type: 'best', epoch: event.epoch, step: event.step, metric, value: best!, path: this.bestPath });
     }
@@ -141,8 +181,18 @@ export class DeviceEvaluation {
       const s = this.stopper.state;
       const stop = s.wait >= this.patience && event.epoch < o.config.train.epochs - 1;
       this.stopVerdict = stop;
-      o.emit({ type: 'earlyStopping', epoch: event.epoch, step: event.step, metric: s.metric, value: value(s.metric),
-        best: s.best ?? NaN, bestEpoch: s.bestEpoch, wait: s.wait, patience: this.patience, stop });
+      o.emit({
+        type: 'earlyStopping',
+        epoch: event.epoch,
+        step: event.step,
+        metric: s.metric,
+        value: value(s.metric),
+        best: s.best ?? NaN,
+        bestEpoch: s.bestEpoch,
+        wait: s.wait,
+        patience: this.patience,
+        stop,
+      });
     }
   }
 }

@@ -14,7 +14,10 @@ export class StepEventBatcher {
   private pending: TrainEvent[] = [];
   private last = performance.now();
 
-  constructor(private readonly send: (events: TrainEvent[]) => void, private readonly intervalMs = STEP_BATCH_MS) {}
+  constructor(
+    private readonly send: (events: TrainEvent[]) => void,
+    private readonly intervalMs = STEP_BATCH_MS,
+  ) {}
 
   emit(event: TrainEvent): void {
     if (event.type !== 'step') {

@@ -36,11 +36,16 @@ export interface MetricsWriterOptions {
 function replacer(_key: string, value: unknown): unknown {
   if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
   if (typeof value === 'bigint') return value.toString();
-  if (ArrayBuffer.isView(value) && !(value instanceof DataView)) return Array.from(value as unknown as ArrayLike<number>);
+  if (ArrayBuffer.isView(value) && !(value instanceof DataView))
+    return Array.from(value as unknown as ArrayLike<number>);
   return value;
 }
 
-const NON_FINITE: Record<string, number> = { NaN: Number.NaN, Infinity: Number.POSITIVE_INFINITY, '-Infinity': Number.NEGATIVE_INFINITY };
+const NON_FINITE: Record<string, number> = {
+  NaN: Number.NaN,
+  Infinity: Number.POSITIVE_INFINITY,
+  '-Infinity': Number.NEGATIVE_INFINITY,
+};
 
 function reviver(_key: string, value: unknown): unknown {
   return typeof value === 'string' && Object.hasOwn(NON_FINITE, value) ? NON_FINITE[value] : value;

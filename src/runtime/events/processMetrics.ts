@@ -29,7 +29,11 @@ export class ProcessMetrics implements EventRecorder {
   private early: { event: { type: string }; time: number }[] = [];
   private closed = false;
 
-  constructor(private readonly dir: string, private readonly process: number, private readonly truncate: boolean) {}
+  constructor(
+    private readonly dir: string,
+    private readonly process: number,
+    private readonly truncate: boolean,
+  ) {}
 
   write<E extends { type: string }>(event: E): void {
     if (this.closed) return;

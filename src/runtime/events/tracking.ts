@@ -7,7 +7,10 @@ import type { Dataset } from '../../data/dataset.ts';
 import type { EvalMetric, MetricGoal, RunConfig } from '../../config/runConfig.ts';
 
 /** What the watched metrics are measured on: a validation split, or the test set. */
-export interface TrackedData { train: Dataset; validation?: Dataset }
+export interface TrackedData {
+  train: Dataset;
+  validation?: Dataset;
+}
 
 const naturalMode = (metric: EvalMetric): 'min' | 'max' => (metric.endsWith('Loss') ? 'min' : 'max');
 
@@ -25,15 +28,18 @@ function classifies(ds: Dataset): boolean {
 export function resolveTracking(config: RunConfig, data: TrackedData): RunConfig {
   const validation = data.validation !== undefined;
   const { best, earlyStopping } = config.train;
-  const resolvedBest = best === 'auto'
-    ? (validation ? goal(classifies(data.validation!) ? 'valAccuracy' : 'valLoss') : false)
-    : best;
+  const resolvedBest =
+    best === 'auto' ? (validation ? goal(classifies(data.validation!) ? 'valAccuracy' : 'valLoss') : false) : best;
   if (resolvedBest) checkMeasurable('train.best', resolvedBest.metric, validation);
   let resolvedStop = earlyStopping;
   if (earlyStopping) {
     const metric = earlyStopping.metric === 'auto' ? (validation ? 'valLoss' : 'testLoss') : earlyStopping.metric;
     checkMeasurable('train.earlyStopping', metric, validation);
-    resolvedStop = { ...earlyStopping, metric, mode: earlyStopping.mode === 'auto' ? naturalMode(metric) : earlyStopping.mode };
+    resolvedStop = {
+      ...earlyStopping,
+      metric,
+      mode: earlyStopping.mode === 'auto' ? naturalMode(metric) : earlyStopping.mode,
+    };
   }
   return { ...config, train: { ...config.train, best: resolvedBest, earlyStopping: resolvedStop } };
 }
@@ -42,12 +48,16 @@ const goal = (metric: EvalMetric): MetricGoal => ({ metric, mode: naturalMode(me
 
 function checkMeasurable(field: string, metric: EvalMetric, validation: boolean): void {
   if (metric.startsWith('val') && !validation) {
-    throw new Error(`${field}: ${metric} is measured on a validation split, and this run has none; ` +
-      `hold one out of the training data (data.validation: 0.1) or watch test${metric.slice(3)}`);
+    throw new Error(
+      `${field}: ${metric} is measured on a validation split, and this run has none; ` +
+        `hold one out of the training data (data.validation: 0.1) or watch test${metric.slice(3)}`,
+    );
   }
   if (metric.startsWith('test') && validation) {
-    throw new Error(`${field}: with a validation split the test set is evaluated once, at the end, so ${metric} cannot be watched per epoch; ` +
-      `watch val${metric.slice(4)}`);
+    throw new Error(
+      `${field}: with a validation split the test set is evaluated once, at the end, so ${metric} cannot be watched per epoch; ` +
+        `watch val${metric.slice(4)}`,
+    );
   }
 }
 
@@ -55,14 +65,17 @@ function checkMeasurable(field: string, metric: EvalMetric, validation: boolean)
  * The watched metrics of a resolved config (null: not watched). A config train() has not resolved
  * (devices run directly, as tests do) watches no best: `auto` needs the data to choose.
  */
-export function trackedGoals(config: RunConfig): { best: MetricGoal | null; earlyStopping: (MetricGoal & { patience: number; minDelta: number }) | null } {
+export function trackedGoals(config: RunConfig): {
+  best: MetricGoal | null;
+  earlyStopping: (MetricGoal & { patience: number; minDelta: number }) | null;
+} {
   const { best, earlyStopping } = config.train;
   if (earlyStopping && (earlyStopping.metric === 'auto' || earlyStopping.mode === 'auto')) {
     throw new Error('trackedGoals: train.earlyStopping is not resolved (resolveTracking) yet');
   }
   return {
     best: best === 'auto' ? null : best || null,
-    earlyStopping: earlyStopping ? earlyStopping as MetricGoal & { patience: number; minDelta: number } : null,
+    earlyStopping: earlyStopping ? (earlyStopping as MetricGoal & { patience: number; minDelta: number }) : null,
   };
 }
 
@@ -87,9 +100,10 @@ export class MetricTracker {
 
   constructor(goal: MetricGoal, minDelta = 0, saved?: TrackerState | null) {
     this.minDelta = minDelta;
-    this.s = saved && saved.metric === goal.metric && saved.mode === goal.mode
-      ? { ...saved }
-      : { metric: goal.metric, mode: goal.mode, best: null, bestEpoch: -1, bestStep: -1, wait: 0, lastStep: -1 };
+    this.s =
+      saved && saved.metric === goal.metric && saved.mode === goal.mode
+        ? { ...saved }
+        : { metric: goal.metric, mode: goal.mode, best: null, bestEpoch: -1, bestStep: -1, wait: 0, lastStep: -1 };
   }
 
   /**
@@ -102,7 +116,9 @@ export class MetricTracker {
     if (step <= this.s.lastStep) return 'repeat';
     this.s.lastStep = step;
     const { best, mode } = this.s;
-    const better = Number.isFinite(value) && (best === null || (mode === 'max' ? value > best + this.minDelta : value < best - this.minDelta));
+    const better =
+      Number.isFinite(value) &&
+      (best === null || (mode === 'max' ? value > best + this.minDelta : value < best - this.minDelta));
     if (!better) {
       this.s.wait++;
       return 'worse';

@@ -41,40 +41,56 @@ export class FaultPlan {
     this.slowSource = data.slowSource ?? 'slowDevices';
     this.failSource = data.failSource ?? 'failAt';
     for (const [rank, factor] of data.slow ?? []) {
-      if (!wholeAtLeastZero(rank)) throw new Error(`${this.slowSource}: a device rank is a whole number ≥ 0, got ${rank}`);
-      if (!(Number.isFinite(factor) && factor >= 1)) throw new Error(`${this.slowSource}: device ${rank}'s slowdown factor must be a number ≥ 1 (1: normal speed), got ${factor}`);
+      if (!wholeAtLeastZero(rank))
+        throw new Error(`${this.slowSource}: a device rank is a whole number ≥ 0, got ${rank}`);
+      if (!(Number.isFinite(factor) && factor >= 1))
+        throw new Error(
+          `${this.slowSource}: device ${rank}'s slowdown factor must be a number ≥ 1 (1: normal speed), got ${factor}`,
+        );
     }
     for (const [rank, step] of data.fail ?? []) {
-      if (!wholeAtLeastZero(rank)) throw new Error(`${this.failSource}: a device rank is a whole number ≥ 0, got ${rank}`);
-      if (!wholeAtLeastZero(step)) throw new Error(`${this.failSource}: device ${rank}'s failing step must be a whole number ≥ 0, got ${step}`);
+      if (!wholeAtLeastZero(rank))
+        throw new Error(`${this.failSource}: a device rank is a whole number ≥ 0, got ${rank}`);
+      if (!wholeAtLeastZero(step))
+        throw new Error(`${this.failSource}: device ${rank}'s failing step must be a whole number ≥ 0, got ${step}`);
     }
     for (const [rank, step, where] of data.nan ?? []) {
-      if (!wholeAtLeastZero(rank) || !wholeAtLeastZero(step)) throw new Error(`nanAt: expected a device rank and a step, whole numbers ≥ 0, got ${rank}:${step}`);
-      if (where !== undefined && where !== 'shard') throw new Error(`nanAt: device ${rank} at step ${step}: the third field may only be 'shard', got ${JSON.stringify(where)}`);
+      if (!wholeAtLeastZero(rank) || !wholeAtLeastZero(step))
+        throw new Error(`nanAt: expected a device rank and a step, whole numbers ≥ 0, got ${rank}:${step}`);
+      if (where !== undefined && where !== 'shard')
+        throw new Error(
+          `nanAt: device ${rank} at step ${step}: the third field may only be 'shard', got ${JSON.stringify(where)}`,
+        );
     }
-    this.nan = [...data.nan ?? []];
+    this.nan = [...(data.nan ?? [])];
     this.slow = new Map(data.slow);
     this.fail = new Map(data.fail);
   }
 
   /** From TrainOptions' fields: `slowDevices` (rank → factor) and `failAt`. */
-  static fromOptions(o: { slowDevices?: ReadonlyMap<number, number>; failAt?: { rank: number; step: number } }): FaultPlan {
-    return new FaultPlan({ slow: [...o.slowDevices ?? []], fail: o.failAt ? [[o.failAt.rank, o.failAt.step]] : [] });
+  static fromOptions(o: {
+    slowDevices?: ReadonlyMap<number, number>;
+    failAt?: { rank: number; step: number };
+  }): FaultPlan {
+    return new FaultPlan({ slow: [...(o.slowDevices ?? [])], fail: o.failAt ? [[o.failAt.rank, o.failAt.step]] : [] });
   }
 
   /** From the command line: the `--slow-device` flags (collected by parseSlowDevice) and PARATRAIN_FAIL_AT. */
   static fromCli(o: { slowDevice?: ReadonlyMap<number, number>; failAtEnv?: string }): FaultPlan {
     const failAt = FaultPlan.parseFailAt(o.failAtEnv);
     return new FaultPlan({
-      slow: [...o.slowDevice ?? []], fail: failAt ? [[failAt.rank, failAt.step]] : [],
-      slowSource: '--slow-device', failSource: 'PARATRAIN_FAIL_AT',
+      slow: [...(o.slowDevice ?? [])],
+      fail: failAt ? [[failAt.rank, failAt.step]] : [],
+      slowSource: '--slow-device',
+      failSource: 'PARATRAIN_FAIL_AT',
     });
   }
 
   /** `--slow-device 1:2.5` → [1, 2.5]: rank 1 computes 2.5× slower. */
   static parseSlowDevice(value: string): [number, number] {
     const m = /^(\d+):(\d+(?:\.\d+)?)$/.exec(value);
-    if (!m || Number(m[2]) < 1) throw new Error(`--slow-device: expected RANK:FACTOR with FACTOR ≥ 1 (e.g. 1:3), got '${value}'`);
+    if (!m || Number(m[2]) < 1)
+      throw new Error(`--slow-device: expected RANK:FACTOR with FACTOR ≥ 1 (e.g. 1:3), got '${value}'`);
     return [Number(m[1]), Number(m[2])];
   }
 
@@ -91,19 +107,29 @@ export class FaultPlan {
   }
 
   toData(): FaultPlanData {
-    return { slow: [...this.slow], fail: [...this.fail], nan: [...this.nan], slowSource: this.slowSource, failSource: this.failSource };
+    return {
+      slow: [...this.slow],
+      fail: [...this.fail],
+      nan: [...this.nan],
+      slowSource: this.slowSource,
+      failSource: this.failSource,
+    };
   }
 
   /** Refuses a fault on a device the job does not have (it would silently never happen). */
   checkDevices(devices: number): void {
     const check = (source: string, ranks: Iterable<number>) => {
       for (const rank of ranks) {
-        if (rank >= devices) throw new Error(`${source}: there is no device ${rank} among ${devices} (ranks 0..${devices - 1})`);
+        if (rank >= devices)
+          throw new Error(`${source}: there is no device ${rank} among ${devices} (ranks 0..${devices - 1})`);
       }
     };
     check(this.slowSource, this.slow.keys());
     check(this.failSource, this.fail.keys());
-    check('nanAt', this.nan.map(([rank]) => rank));
+    check(
+      'nanAt',
+      this.nan.map(([rank]) => rank),
+    );
   }
 
   /** How many times as long device `rank`'s compute takes (1: normal speed). */
@@ -119,6 +145,6 @@ export class FaultPlan {
   /** Whether device `rank`'s gradient is to become NaN at global step `step`: 'whole' (its first float), 'shard' (its shard's first), or false. */
   poisonsAt(rank: number, step: number): 'whole' | 'shard' | false {
     const hit = this.nan.find(([r, s]) => r === rank && s === step);
-    return hit ? hit[2] ?? 'whole' : false;
+    return hit ? (hit[2] ?? 'whole') : false;
   }
 }

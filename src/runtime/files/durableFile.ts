@@ -11,8 +11,14 @@ import { dirname, join } from 'node:path';
 export function fsyncDir(dir: string): void {
   try {
     const fd = openSync(dir, 'r');
-    try { fsyncSync(fd); } finally { closeSync(fd); }
-  } catch { /* best effort */ }
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    /* best effort */
+  }
 }
 
 /** Writes `text` to `path` atomically and durably. */
@@ -30,7 +36,11 @@ export function writeFileDurable(path: string, text: string): void {
     }
     renameSync(tmp, path);
   } catch (e) {
-    try { unlinkSync(tmp); } catch { /* never created */ }
+    try {
+      unlinkSync(tmp);
+    } catch {
+      /* never created */
+    }
     throw new Error(`cannot write ${path}: ${(e as Error).message}`, { cause: e });
   }
   fsyncDir(dirname(path));

@@ -6,7 +6,16 @@
  * With `out`, a directory that already holds files is refused unless `force` is given. Nothing is
  * ever deleted here.
  */
-import { mkdirSync, readdirSync, renameSync, statSync, symlinkSync, unlinkSync, writeFileSync, lstatSync } from 'node:fs';
+import {
+  mkdirSync,
+  readdirSync,
+  renameSync,
+  statSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+  lstatSync,
+} from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { makeWritableDir, runDirError } from './writableDir.ts';
@@ -55,7 +64,9 @@ export function createRunDir(opts: RunDirOptions = {}): string {
   if (out !== undefined) {
     const existing = listDir(out);
     if (existing !== null && existing.length > 0 && !force) {
-      throw new Error(`run directory ${out} already holds files (${describeFiles(existing)}); choose another --out or pass --force to overwrite`);
+      throw new Error(
+        `run directory ${out} already holds files (${describeFiles(existing)}); choose another --out or pass --force to overwrite`,
+      );
     }
     makeWritableDir(out);
     return out;
@@ -87,7 +98,9 @@ export function pointLatestAt(root: string, name: string): void {
   let replaceable = true;
   try {
     replaceable = lstatSync(latest).isSymbolicLink();
-  } catch { /* missing: fine */ }
+  } catch {
+    /* missing: fine */
+  }
   if (replaceable) {
     try {
       symlinkSync(name, tmp, 'dir');
@@ -95,15 +108,25 @@ export function pointLatestAt(root: string, name: string): void {
         renameSync(tmp, latest);
         return;
       } catch {
-        try { unlinkSync(tmp); } catch { /* gone */ }
+        try {
+          unlinkSync(tmp);
+        } catch {
+          /* gone */
+        }
       }
-    } catch { /* symlinks not allowed here: fall back to latest.txt */ }
+    } catch {
+      /* symlinks not allowed here: fall back to latest.txt */
+    }
   }
   try {
     writeFileSync(tmp, `${name}\n`);
     renameSync(tmp, join(root, 'latest.txt'));
   } catch {
-    try { unlinkSync(tmp); } catch { /* gone */ }
+    try {
+      unlinkSync(tmp);
+    } catch {
+      /* gone */
+    }
     // pointing at the newest run is a convenience; the run itself goes on
   }
 }

@@ -21,14 +21,23 @@ export function runDirError(dir: string, e: unknown): Error {
 
 function describeCode(code: string): string {
   switch (code) {
-    case 'EACCES': case 'EPERM': return 'permission denied';
-    case 'EROFS': return 'read-only file system';
-    case 'ENOENT': return 'this place does not accept new directories';
-    case 'ENOTDIR': return 'a part of the path is a file, not a directory';
-    case 'ENOSPC': return 'no space left on the device';
-    case 'EDQUOT': return 'disk quota exceeded';
-    case 'ENAMETOOLONG': return 'the path is too long';
-    default: return 'the file system refused';
+    case 'EACCES':
+    case 'EPERM':
+      return 'permission denied';
+    case 'EROFS':
+      return 'read-only file system';
+    case 'ENOENT':
+      return 'this place does not accept new directories';
+    case 'ENOTDIR':
+      return 'a part of the path is a file, not a directory';
+    case 'ENOSPC':
+      return 'no space left on the device';
+    case 'EDQUOT':
+      return 'disk quota exceeded';
+    case 'ENAMETOOLONG':
+      return 'the path is too long';
+    default:
+      return 'the file system refused';
   }
 }
 
@@ -49,7 +58,8 @@ export function makeWritableDir(dir: string): void {
       if (dirname(p) === p) break;
       continue;
     }
-    if (!isDir) throw new Error(`cannot use run directory ${dir}: ${p} is a file, not a directory; choose another --out`);
+    if (!isDir)
+      throw new Error(`cannot use run directory ${dir}: ${p} is a file, not a directory; choose another --out`);
     break;
   }
   const created: string[] = [];
@@ -68,7 +78,11 @@ export function makeWritableDir(dir: string): void {
     unlinkSync(probe);
   } catch (e) {
     for (const p of created.reverse()) {
-      try { rmdirSync(p); } catch { /* not ours to clean any more */ }
+      try {
+        rmdirSync(p);
+      } catch {
+        /* not ours to clean any more */
+      }
     }
     throw runDirError(dir, e);
   }

@@ -33,7 +33,10 @@ export interface Evaluation {
   testLoss: number;
   testAccuracy: number;
   /** regression: MAE; multi-label: exact match; speech (loss ctc): greedy decoding's CER and WER */
-  testMae?: number; testExactMatch?: number; testCER?: number; testWER?: number;
+  testMae?: number;
+  testExactMatch?: number;
+  testCER?: number;
+  testWER?: number;
   /** classifiers: per-class figures and the confusion matrix */
   report?: ClassReport;
 }
@@ -41,7 +44,8 @@ export interface Evaluation {
 /** Evaluates `checkpoint` on its config's test set. */
 export async function evaluateCheckpoint(checkpoint: string, o: EvaluateOptions = {}): Promise<Evaluation> {
   const { metadata } = readCheckpoint(checkpoint);
-  const stored: RunConfig = o.configPath !== undefined ? loadConfig(o.configPath) : configOfCheckpoint(checkpoint, metadata);
+  const stored: RunConfig =
+    o.configPath !== undefined ? loadConfig(o.configPath) : configOfCheckpoint(checkpoint, metadata);
   const config = applyOverrides(stored, { dataDir: o.dataDir, backend: o.backend });
   const backend = await getBackend(config.train.backend);
   const replica = new Replica(backend, config);
@@ -50,7 +54,13 @@ export async function evaluateCheckpoint(checkpoint: string, o: EvaluateOptions 
   const test = data.test;
   if (!test) throw new Error(`eval: ${data.source} has no test set to evaluate ${checkpoint} on`);
   const r = evaluateReplica(replica, test);
-  const result: Evaluation = { checkpoint, testSamples: test.count, testLoss: r.loss, testAccuracy: r.accuracy, ...evalExtras(r) };
+  const result: Evaluation = {
+    checkpoint,
+    testSamples: test.count,
+    testLoss: r.loss,
+    testAccuracy: r.accuracy,
+    ...evalExtras(r),
+  };
   // a speech model's figures are its error rates: no per-class report
   if (config.loss.type === 'ctc') return result;
   const info = dataInfoOf(checkpoint, metadata, config, replica.classes);

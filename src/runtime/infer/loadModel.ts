@@ -63,7 +63,8 @@ export class LoadedModel {
     this.classNames = data.classNames;
     this.normalization = data.normalization;
     const last = config.model.layers[config.model.layers.length - 1]!.type as string;
-    this.applied = (this.task === 'classification' && last === 'softmax') || (this.task === 'multiLabel' && last === 'sigmoid');
+    this.applied =
+      (this.task === 'classification' && last === 'softmax') || (this.task === 'multiLabel' && last === 'sigmoid');
   }
 
   /**
@@ -104,15 +105,27 @@ export class LoadedModel {
  */
 export async function loadModel(checkpoint: string, options: LoadModelOptions = {}): Promise<LoadedModel> {
   const { metadata } = readCheckpoint(checkpoint);
-  const config = options.config === undefined ? configOfCheckpoint(checkpoint, metadata)
-    : typeof options.config === 'string' ? loadConfig(options.config) : resolveConfig(options.config);
+  const config =
+    options.config === undefined
+      ? configOfCheckpoint(checkpoint, metadata)
+      : typeof options.config === 'string'
+        ? loadConfig(options.config)
+        : resolveConfig(options.config);
   const backend = await getBackend(options.backend ?? config.train.backend);
   const model = buildModel(backend, config.model);
   loadModelCheckpoint(checkpoint, model);
   if (model.outputShape.length !== 1) {
-    throw new Error(`checkpoint ${checkpoint}: the model's output is ${model.outputShape.join('×')} per sample; predict needs one score per class or value (end with dense)`);
+    throw new Error(
+      `checkpoint ${checkpoint}: the model's output is ${model.outputShape.join('×')} per sample; predict needs one score per class or value (end with dense)`,
+    );
   }
-  return new LoadedModel(checkpoint, config, model, backend, dataInfoOf(checkpoint, metadata, config, model.outputShape[0]!));
+  return new LoadedModel(
+    checkpoint,
+    config,
+    model,
+    backend,
+    dataInfoOf(checkpoint, metadata, config, model.outputShape[0]!),
+  );
 }
 
 /** `model.predict(inputs)`, as a function. */

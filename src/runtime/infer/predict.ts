@@ -31,7 +31,13 @@ export interface Prediction {
 }
 
 function flatten(sample: SampleInput, into: number[]): void {
-  if (typeof sample === 'object' && sample !== null && 'length' in sample && sample.length > 0 && typeof (sample as ArrayLike<unknown>)[0] === 'object') {
+  if (
+    typeof sample === 'object' &&
+    sample !== null &&
+    'length' in sample &&
+    sample.length > 0 &&
+    typeof (sample as ArrayLike<unknown>)[0] === 'object'
+  ) {
     for (const part of sample as readonly SampleInput[]) flatten(part, into);
     return;
   }
@@ -43,7 +49,11 @@ function flatten(sample: SampleInput, into: number[]): void {
  * `inputs` as one Float32Array of `count` samples of `inputShape`; a wrong size names the sample
  * and the shape the model takes.
  */
-export function packInputs(inputs: PredictInput, inputShape: readonly number[], what = 'predict'): { data: Float32Array; count: number } {
+export function packInputs(
+  inputs: PredictInput,
+  inputShape: readonly number[],
+  what = 'predict',
+): { data: Float32Array; count: number } {
   const per = shapeSize(inputShape);
   const takes = `the model takes ${formatShape(inputShape)} = ${per} values per sample`;
   if (inputs === null || typeof inputs !== 'object' || typeof inputs.length !== 'number') {
@@ -71,7 +81,10 @@ export function packInputs(inputs: PredictInput, inputShape: readonly number[], 
     }
   }
   for (let i = 0; i < data.length; i++) {
-    if (!Number.isFinite(data[i])) throw new Error(`${what}: sample ${Math.floor(i / per)} holds ${data[i]} at value ${i % per}; inputs must be finite numbers`);
+    if (!Number.isFinite(data[i]))
+      throw new Error(
+        `${what}: sample ${Math.floor(i / per)} holds ${data[i]} at value ${i % per}; inputs must be finite numbers`,
+      );
   }
   return { data, count };
 }
@@ -88,7 +101,13 @@ export function normalizeInPlace(data: Float32Array, normalization: DataInfo['no
 }
 
 /** What the model's raw outputs mean for the task; `applied` says the last layer already computed it. */
-export function toPredictions(outputs: Float32Array, count: number, task: Task, classNames: readonly string[] | undefined, applied: boolean): Prediction[] {
+export function toPredictions(
+  outputs: Float32Array,
+  count: number,
+  task: Task,
+  classNames: readonly string[] | undefined,
+  applied: boolean,
+): Prediction[] {
   const k = outputs.length / count;
   const name = (c: number) => classNames?.[c] ?? String(c);
   const out: Prediction[] = [];

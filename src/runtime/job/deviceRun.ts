@@ -36,22 +36,50 @@ export interface DeviceOptions {
   mayStart?: (step: number) => boolean | Promise<boolean>;
 }
 
-
 /** Everything one device does in a run: build its replica, train, and (rank 0) evaluate and checkpoint. */
 export async function runDevice(o: DeviceOptions): Promise<void> {
   const { config, rank } = o;
-  if (o.worldSize > 1 && isModelParallel(config) && !o.comm) throw new Error('runDevice: model-parallel layers need the devices\' communicator');
+  if (o.worldSize > 1 && isModelParallel(config) && !o.comm)
+    throw new Error("runDevice: model-parallel layers need the devices' communicator");
   const replica = Replica.create(o.backend, config, { shared: o.shared, comm: o.comm });
   const view = viewOf(replica);
   const evaluation = new DeviceEvaluation({
-    config, rank, replica, strategy: o.strategy, view, emit: o.emit, train: o.train, validation: o.validation ?? null, test: o.test,
-    checkpointPath: o.checkpointPath, resumed: o.checkpoints?.resume?.state ?? null,
+    config,
+    rank,
+    replica,
+    strategy: o.strategy,
+    view,
+    emit: o.emit,
+    train: o.train,
+    validation: o.validation ?? null,
+    test: o.test,
+    checkpointPath: o.checkpointPath,
+    resumed: o.checkpoints?.resume?.state ?? null,
   });
-  const checkpoints = deviceCheckpointHooks({ setup: o.checkpoints, config, rank, worldSize: o.worldSize, replica, strategy: o.strategy, view, comm: o.comm,
-    emit: o.emit, train: o.train, tracking: () => evaluation.tracking() });
+  const checkpoints = deviceCheckpointHooks({
+    setup: o.checkpoints,
+    config,
+    rank,
+    worldSize: o.worldSize,
+    replica,
+    strategy: o.strategy,
+    view,
+    comm: o.comm,
+    emit: o.emit,
+    train: o.train,
+    tracking: () => evaluation.tracking(),
+  });
   await runTrainLoop({
-    replica, strategy: o.strategy, config, train: o.train, rank, worldSize: o.worldSize, emit: o.emit,
-    takeCommStats: o.takeCommStats, faults: o.faults, mayStart: o.mayStart,
+    replica,
+    strategy: o.strategy,
+    config,
+    train: o.train,
+    rank,
+    worldSize: o.worldSize,
+    emit: o.emit,
+    takeCommStats: o.takeCommStats,
+    faults: o.faults,
+    mayStart: o.mayStart,
     ...checkpoints,
     afterStart: async () => {
       await checkpoints.afterStart?.();

@@ -66,20 +66,43 @@ try {
   if (init.remotePs) {
     ps = await links!.remoteParameterServer(init.remotePs);
   } else if (init.ps) {
-    ps = new SharedParameterServer(init.ps, rank, backend, config.optimizer, local.mutex(0),
-      (control, word, ready, stall) => waitUntil(control, word, ready, { abort: local.abortSignal(),
-        ...(stall && config.train.stallWarningSeconds > 0 ? { stall: { afterMs: config.train.stallWarningSeconds * 1000, warn: stall } } : {}) }));
+    ps = new SharedParameterServer(
+      init.ps,
+      rank,
+      backend,
+      config.optimizer,
+      local.mutex(0),
+      (control, word, ready, stall) =>
+        waitUntil(control, word, ready, {
+          abort: local.abortSignal(),
+          ...(stall && config.train.stallWarningSeconds > 0
+            ? { stall: { afterMs: config.train.stallWarningSeconds * 1000, warn: stall } }
+            : {}),
+        }),
+    );
   }
   const strategy = createStrategy(config.train.strategy, { comm, ps });
   setStallSink((report) => events.emit({ type: 'stall', ...report }));
   await runDevice({
-    config, rank, worldSize: size, backend, strategy, train: init.train, validation: init.validation, test: init.test,
-    checkpointPath: init.checkpointPath, checkpoints: init.checkpoints, shared: true, comm, faults: FaultPlan.fromData(init.faults),
+    config,
+    rank,
+    worldSize: size,
+    backend,
+    strategy,
+    train: init.train,
+    validation: init.validation,
+    test: init.test,
+    checkpointPath: init.checkpointPath,
+    checkpoints: init.checkpoints,
+    shared: true,
+    comm,
+    faults: FaultPlan.fromData(init.faults),
     emit: (event) => events.emit(event),
     mayStart: init.stop ? StopGateDevice.check(init.stop.gate, init.stop.local) : undefined,
     takeCommStats: () => {
       // collectives and the parameter server both count as communication
-      const s = comm.takeStats(), p = ps?.takeStats() ?? { commMs: 0, idleMs: 0, bytes: 0 };
+      const s = comm.takeStats(),
+        p = ps?.takeStats() ?? { commMs: 0, idleMs: 0, bytes: 0 };
       return { commMs: s.commMs + p.commMs, idleMs: s.idleMs + p.idleMs, bytes: s.bytes + p.bytes };
     },
   });
@@ -91,7 +114,8 @@ try {
   // a device that stopped because another failed passes on that device's reason, so every process
   // reports the root cause ("device 3 failed: …"), not the chain of devices that noticed it
   const name = deviceName(init.rank, { threads: init.comm.size, processes: init.size / init.comm.size });
-  const cause = e instanceof PeerFailedError && e.reason.startsWith('device ') ? e.reason : `${name} failed: ${e.message}`;
+  const cause =
+    e instanceof PeerFailedError && e.reason.startsWith('device ') ? e.reason : `${name} failed: ${e.message}`;
   // tell the other processes at once rather than leaving them to time out
   links?.abort(cause);
   // the steps it finished reach the metrics before its error

@@ -25,17 +25,30 @@ export interface RestartOptions extends LaunchOptions {
 export async function launchWithRestarts(o: RestartOptions): Promise<number> {
   if (o.maxRestarts === 0) return (await launchJob(o)).code;
   if (o.nnodes > 1) {
-    throw new Error(`--max-restarts: restarting a job is supported on one host only (--nnodes 1, here ${o.nnodes}); run without --max-restarts`);
+    throw new Error(
+      `--max-restarts: restarting a job is supported on one host only (--nnodes 1, here ${o.nnodes}); run without --max-restarts`,
+    );
   }
   const { args, runDir } = withRunDir(o.args);
   const err = o.err ?? process.stderr;
   for (let restart = 0; ; restart++) {
-    const attempt = await launchJob({ ...o, args: restart === 0 ? args : resumeArgs(args, runDir),
-      masterPort: o.masterPort + restart * RESTART_PORT_STRIDE });
+    const attempt = await launchJob({
+      ...o,
+      args: restart === 0 ? args : resumeArgs(args, runDir),
+      masterPort: o.masterPort + restart * RESTART_PORT_STRIDE,
+    });
     const { failure } = attempt;
-    if (!failure || attempt.interrupted || (failure.code !== null && STOP_CODES.has(failure.code)) || restart >= o.maxRestarts) return attempt.code;
+    if (
+      !failure ||
+      attempt.interrupted ||
+      (failure.code !== null && STOP_CODES.has(failure.code)) ||
+      restart >= o.maxRestarts
+    )
+      return attempt.code;
     const why = failure.signal ? `signal ${failure.signal}` : `exit code ${failure.code}`;
-    err.write(`paratrain launch: process ${failure.rank} died (${why}); restarting the job from its last checkpoint (restart ${restart + 1} of ${o.maxRestarts})\n`);
+    err.write(
+      `paratrain launch: process ${failure.rank} died (${why}); restarting the job from its last checkpoint (restart ${restart + 1} of ${o.maxRestarts})\n`,
+    );
   }
 }
 
@@ -60,7 +73,10 @@ export function withRunDir(args: readonly string[]): { args: string[]; runDir: s
 export function resumeArgs(args: readonly string[], runDir: string): string[] {
   const rest: string[] = [];
   for (let i = 0; i < args.length; i++) {
-    if (args[i] === '--out') { i++; continue; }
+    if (args[i] === '--out') {
+      i++;
+      continue;
+    }
     if (args[i]!.startsWith('--out=')) continue;
     rest.push(args[i]!);
   }

@@ -64,8 +64,10 @@ export async function launchJob(o: LaunchOptions): Promise<JobOutcome> {
   const env: NodeJS.ProcessEnv = { ...base };
   if (!base.PARATRAIN_SECRET && !base.PARATRAIN_SECRET_FILE) {
     if (o.nnodes > 1) {
-      throw new Error('launch: a job on several hosts needs a shared secret: set PARATRAIN_SECRET (the same value on every host) ' +
-        'or PARATRAIN_SECRET_FILE (a file only the job can read), e.g. PARATRAIN_SECRET=$(openssl rand -hex 32)');
+      throw new Error(
+        'launch: a job on several hosts needs a shared secret: set PARATRAIN_SECRET (the same value on every host) ' +
+          'or PARATRAIN_SECRET_FILE (a file only the job can read), e.g. PARATRAIN_SECRET=$(openssl rand -hex 32)',
+      );
     }
     // one host: a fresh secret that only these processes know
     env.PARATRAIN_SECRET = randomBytes(32).toString('hex');
@@ -79,11 +81,22 @@ export async function launchJob(o: LaunchOptions): Promise<JobOutcome> {
   let killTimer: NodeJS.Timeout | undefined;
   const timers: NodeJS.Timeout[] = [];
   const alive = () => children.filter((c) => c.exitCode === null && c.signalCode === null);
-  const signal = (c: ChildProcess, s: NodeJS.Signals) => { signalled.add(c); c.kill(s); };
-  const killLater = () => timers.push(setTimeout(() => { for (const c of alive()) signal(c, 'SIGKILL'); }, o.killGraceMs ?? 10_000));
+  const signal = (c: ChildProcess, s: NodeJS.Signals) => {
+    signalled.add(c);
+    c.kill(s);
+  };
+  const killLater = () =>
+    timers.push(
+      setTimeout(() => {
+        for (const c of alive()) signal(c, 'SIGKILL');
+      }, o.killGraceMs ?? 10_000),
+    );
   const stopOthers = () => {
     if (killTimer) return;
-    killTimer = setTimeout(() => { for (const c of alive()) signal(c, 'SIGTERM'); killLater(); }, o.graceMs ?? 10_000);
+    killTimer = setTimeout(() => {
+      for (const c of alive()) signal(c, 'SIGTERM');
+      killLater();
+    }, o.graceMs ?? 10_000);
   };
   const forward = (s: NodeJS.Signals) => () => {
     if (interrupted) killLater();
@@ -100,8 +113,14 @@ export async function launchJob(o: LaunchOptions): Promise<JobOutcome> {
         // its own process group: a terminal's Ctrl-C reaches it once, forwarded by the launcher
         detached: true,
         env: {
-          ...env, [LAUNCHER_PID_VAR]: String(process.pid), RANK: String(rank), WORLD_SIZE: String(worldSize), LOCAL_RANK: String(local),
-          LOCAL_WORLD_SIZE: String(o.nprocPerNode), MASTER_ADDR: o.masterAddr, MASTER_PORT: String(o.masterPort),
+          ...env,
+          [LAUNCHER_PID_VAR]: String(process.pid),
+          RANK: String(rank),
+          WORLD_SIZE: String(worldSize),
+          LOCAL_RANK: String(local),
+          LOCAL_WORLD_SIZE: String(o.nprocPerNode),
+          MASTER_ADDR: o.masterAddr,
+          MASTER_PORT: String(o.masterPort),
         },
         stdio: rank === 0 ? 'inherit' : ['ignore', 'pipe', 'pipe'],
       });
@@ -122,7 +141,8 @@ export async function launchJob(o: LaunchOptions): Promise<JobOutcome> {
           if (failed) {
             const external = killedBy !== null && !signalled.has(child);
             failures.push({ rank, code, signal: killedBy, external });
-            if (external) (o.err ?? process.stderr).write(`paratrain launch: process ${rank} was killed by ${killedBy}\n`);
+            if (external)
+              (o.err ?? process.stderr).write(`paratrain launch: process ${rank} was killed by ${killedBy}\n`);
             stopOthers();
           }
           resolve();
@@ -137,7 +157,7 @@ export async function launchJob(o: LaunchOptions): Promise<JobOutcome> {
   }
   const cause = failures.find((f) => f.external) ?? failures[0];
   const failure: JobOutcome['failure'] = cause ? { rank: cause.rank, code: cause.code, signal: cause.signal } : null;
-  const code = !failure ? 0 : failure.code ?? 128 + (signalNumber(failure.signal) ?? 1);
+  const code = !failure ? 0 : (failure.code ?? 128 + (signalNumber(failure.signal) ?? 1));
   return { code, failure, interrupted };
 }
 

@@ -9,8 +9,11 @@ import type { EventSink } from '../events/events.ts';
 export class LostDevices {
   private readonly lost = new Set<number>();
 
-  constructor(private readonly job: JobShape & { devices: number; strategy: string },
-              private readonly emit: EventSink, private readonly log: ((m: string) => void) | undefined) {}
+  constructor(
+    private readonly job: JobShape & { devices: number; strategy: string },
+    private readonly emit: EventSink,
+    private readonly log: ((m: string) => void) | undefined,
+  ) {}
 
   get count(): number {
     return this.lost.size;
@@ -21,7 +24,9 @@ export class LostDevices {
     if (this.lost.has(device)) return;
     this.lost.add(device);
     const left = this.job.devices - this.lost.size;
-    this.log?.(`paratrain: ${deviceName(device, this.job)} died at step ${step} (${reason}); ${this.job.strategy} goes on with ${left} of ${this.job.devices} devices`);
+    this.log?.(
+      `paratrain: ${deviceName(device, this.job)} died at step ${step} (${reason}); ${this.job.strategy} goes on with ${left} of ${this.job.devices} devices`,
+    );
     this.emit({ type: 'deviceLost', rank: device, step, reason });
   }
 }
@@ -42,19 +47,24 @@ export function lostLinkReason(device: number, job: JobShape, reason: string): s
  * every device of every process (hostParameterServer's onDeviceLost).
  */
 export function threadLosses(o: {
-  lost: LostDevices; job: JobShape; serverReports: boolean;
+  lost: LostDevices;
+  job: JobShape;
+  serverReports: boolean;
   /** frees the others from waiting for it (the shared-memory server's finish) */
   release: (device: number) => void;
   log: ((m: string) => void) | undefined;
 }): { absorb(device: number, message: string): boolean; sawStep(device: number, step: number): void } {
   const reached = new Map<number, number>();
   return {
-    sawStep: (device, step) => { reached.set(device, step + 1); },
+    sawStep: (device, step) => {
+      reached.set(device, step + 1);
+    },
     absorb(device, message) {
       if (device === 0) return false;
       o.release(device);
       const reason = lostLinkReason(device, o.job, message);
-      if (o.serverReports) o.log?.(`paratrain: ${deviceName(device, o.job)} failed (${reason}); the parameter server drops it`);
+      if (o.serverReports)
+        o.log?.(`paratrain: ${deviceName(device, o.job)} failed (${reason}); the parameter server drops it`);
       else o.lost.report(device, reached.get(device) ?? 0, reason);
       return true;
     },

@@ -11,19 +11,28 @@ import { disagreement, type Agreement } from '../../comm/tcp/agreement.ts';
 export async function joinMpiWorld(spec: Extract<CrossWorldSpec, { transport: 'mpi' }>): Promise<MpiCommunicator> {
   const comm = await MpiCommunicator.init();
   if (comm.rank !== spec.rank || comm.size !== spec.worldSize) {
-    comm.abort(`paratrain: MPI says this is rank ${comm.rank} of ${comm.size}, the environment said ${spec.rank} of ${spec.worldSize}; ` +
-      'start the job with mpirun (not by hand or another launcher) when using --transport mpi');
+    comm.abort(
+      `paratrain: MPI says this is rank ${comm.rank} of ${comm.size}, the environment said ${spec.rank} of ${spec.worldSize}; ` +
+        'start the job with mpirun (not by hand or another launcher) when using --transport mpi',
+    );
   }
   const hash = Float32Array.from(spec.configHash, (c) => c.charCodeAt(0));
   const fromRoot = hash.slice();
   await comm.broadcast(fromRoot, 0);
   if (fromRoot.some((v, i) => v !== hash[i])) {
     const root = String.fromCharCode(...fromRoot);
-    comm.abort(`paratrain: process ${comm.rank} has a different model configuration from process 0: config hash ${spec.configHash} vs ${root} — start every process with the same configuration`);
+    comm.abort(
+      `paratrain: process ${comm.rank} has a different model configuration from process 0: config hash ${spec.configHash} vs ${root} — start every process with the same configuration`,
+    );
   }
   const theirs = await broadcastText(comm, JSON.stringify(spec.agreements ?? []));
   if (comm.rank !== 0) {
-    const differs = disagreement(JSON.parse(theirs) as Agreement[], spec.agreements ?? [], 'process 0', `process ${comm.rank}`);
+    const differs = disagreement(
+      JSON.parse(theirs) as Agreement[],
+      spec.agreements ?? [],
+      'process 0',
+      `process ${comm.rank}`,
+    );
     if (differs) comm.abort(`paratrain: ${differs}`);
   }
   return comm;

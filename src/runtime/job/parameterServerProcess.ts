@@ -7,15 +7,22 @@ import { tcpOptionsOf, type TcpWorldSpec } from './processWorld.ts';
 import type { RunConfig } from '../../config/runConfig.ts';
 
 /** The server's work over a run: pushes handled and the median seconds of one (the 'serverWork' metrics event). */
-export interface ServerWork { pushes: number; medianPushSeconds: number }
+export interface ServerWork {
+  pushes: number;
+  medianPushSeconds: number;
+}
 
 /**
  * The parameter server of a multi-process job, in process 0's main thread: the weights and the
  * optimizer live here (a resumed job's as its checkpoint set saved them) and every device, in whatever process, pushes and pulls over TCP. Resolves
  * once every device has said goodbye (or, with world.dropsLostDevices, was lost: see ServeOptions), with the work it did.
  */
-export async function hostParameterServer(config: RunConfig, start: ParameterServerStart, world: TcpWorldSpec,
-                                          onDeviceLost?: ServeOptions['onDeviceLost']): Promise<ServerWork> {
+export async function hostParameterServer(
+  config: RunConfig,
+  start: ParameterServerStart,
+  world: TcpWorldSpec,
+  onDeviceLost?: ServeOptions['onDeviceLost'],
+): Promise<ServerWork> {
   const backend = await getBackend(config.train.backend);
   const comm = await TcpCommunicator.connect(tcpOptionsOf(world));
   try {
@@ -25,10 +32,15 @@ export async function hostParameterServer(config: RunConfig, start: ParameterSer
     // a resumed server carries on: its optimizer slots and its update count (Adam's step) as saved
     if (start.optimizer) optimizer.loadState(start.optimizer);
     const pushes: number[] = [];
-    await serveParameterServer(comm, params, optimizer, { survivesLostDevices: world.dropsLostDevices === true, onDeviceLost, version: start.version,
-      describe: (words, awaiting) => comm.describeWhereabouts(words, awaiting), onUpdate: (s) => pushes.push(s),
+    await serveParameterServer(comm, params, optimizer, {
+      survivesLostDevices: world.dropsLostDevices === true,
+      onDeviceLost,
+      version: start.version,
+      describe: (words, awaiting) => comm.describeWhereabouts(words, awaiting),
+      onUpdate: (s) => pushes.push(s),
       // the devices' waits for data time out after world.timeoutMs (their receive timeout)
-      keepAliveMs: world.timeoutMs / 2 });
+      keepAliveMs: world.timeoutMs / 2,
+    });
     pushes.sort((a, b) => a - b);
     return { pushes: pushes.length, medianPushSeconds: pushes.length ? pushes[pushes.length >> 1]! : NaN };
   } catch (err) {

@@ -29,7 +29,9 @@ export interface ProcessPlacement {
 }
 
 /** The cross-process world of a thread: TCP, or MPI (one device thread per process). */
-export type CrossWorldSpec = ({ transport: 'tcp' } & TcpWorldSpec) | { transport: 'mpi'; rank: number; worldSize: number; configHash: string; agreements?: Agreement[] };
+export type CrossWorldSpec =
+  | ({ transport: 'tcp' } & TcpWorldSpec)
+  | { transport: 'mpi'; rank: number; worldSize: number; configHash: string; agreements?: Agreement[] };
 
 /** What a thread needs to join one TCP world. */
 export interface TcpWorldSpec {
@@ -51,25 +53,59 @@ export interface TcpWorldSpec {
 }
 
 export function crossWorldOf(p: ProcessPlacement, thread: number): CrossWorldSpec {
-  if (p.transport === 'mpi') return { transport: 'mpi', rank: p.process, worldSize: p.processes, configHash: p.configHash, agreements: p.agreements };
+  if (p.transport === 'mpi')
+    return {
+      transport: 'mpi',
+      rank: p.process,
+      worldSize: p.processes,
+      configHash: p.configHash,
+      agreements: p.agreements,
+    };
   // a cross world's ranks are the processes: messages say `process p`, as the launcher does
-  return { transport: 'tcp', rank: p.process, worldSize: p.processes, masterAddr: p.masterAddr, masterPort: p.masterPort + thread,
-    configHash: p.configHash, agreements: p.agreements, timeoutMs: p.timeoutMs, rankNames: Array.from({ length: p.processes }, (_, q) => `process ${q}`), stallMs: p.stallMs ?? 0 };
+  return {
+    transport: 'tcp',
+    rank: p.process,
+    worldSize: p.processes,
+    masterAddr: p.masterAddr,
+    masterPort: p.masterPort + thread,
+    configHash: p.configHash,
+    agreements: p.agreements,
+    timeoutMs: p.timeoutMs,
+    rankNames: Array.from({ length: p.processes }, (_, q) => `process ${q}`),
+    stallMs: p.stallMs ?? 0,
+  };
 }
 
 /** Rank 0 is the server (process 0's main thread); device g is rank g + 1. */
-export function parameterServerWorldOf(p: ProcessPlacement, threads: number, rank: number, devices: number, dropsLostDevices = false): TcpWorldSpec {
+export function parameterServerWorldOf(
+  p: ProcessPlacement,
+  threads: number,
+  rank: number,
+  devices: number,
+  dropsLostDevices = false,
+): TcpWorldSpec {
   const job = { threads, processes: p.processes };
-  return { rank, worldSize: devices + 1, masterAddr: p.masterAddr, masterPort: p.masterPort + threads,
-    configHash: p.configHash, agreements: p.agreements, timeoutMs: p.timeoutMs,
-    rankNames: ['the parameter server (process 0)', ...Array.from({ length: devices }, (_, d) => deviceName(d, job))], ...(rank === 0 ? { recvTimeoutMs: 7 * 24 * 3600_000 } : {}),
+  return {
+    rank,
+    worldSize: devices + 1,
+    masterAddr: p.masterAddr,
+    masterPort: p.masterPort + threads,
+    configHash: p.configHash,
+    agreements: p.agreements,
+    timeoutMs: p.timeoutMs,
+    rankNames: ['the parameter server (process 0)', ...Array.from({ length: devices }, (_, d) => deviceName(d, job))],
+    ...(rank === 0 ? { recvTimeoutMs: 7 * 24 * 3600_000 } : {}),
     ...(dropsLostDevices ? { dropsLostDevices } : {}),
     // devices report a server that does not answer; the server waiting for requests is no stall
-    stallMs: rank === 0 ? 0 : p.stallMs ?? 0 };
+    stallMs: rank === 0 ? 0 : (p.stallMs ?? 0),
+  };
 }
 
 /** connect() options of a TCP world: a parameter-server world that drops lost devices isolates them (TcpConnectOptions.onPeerLost). */
-export function tcpOptionsOf(spec: TcpWorldSpec, onPeerLost: (rank: number, err: Error) => void = () => {}): TcpWorldSpec & { onPeerLost?: (rank: number, err: Error) => void } {
+export function tcpOptionsOf(
+  spec: TcpWorldSpec,
+  onPeerLost: (rank: number, err: Error) => void = () => {},
+): TcpWorldSpec & { onPeerLost?: (rank: number, err: Error) => void } {
   return spec.dropsLostDevices ? { ...spec, onPeerLost } : spec;
 }
 
@@ -80,7 +116,10 @@ export function tcpOptionsOf(spec: TcpWorldSpec, onPeerLost: (rank: number, err:
 export function configHash(config: RunConfig): string {
   const { dir: _dir, ...data } = config.data;
   const { backend: _backend, ...train } = config.train;
-  return createHash('sha256').update(JSON.stringify({ ...config, data, train })).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(JSON.stringify({ ...config, data, train }))
+    .digest('hex')
+    .slice(0, 16);
 }
 
 /**

@@ -18,7 +18,13 @@ import type { ProcessPlacement } from './processWorld.ts';
  * step, 'earlyStopping'), which ends the run there as a stop does.
  */
 const TAG = 0x5709;
-const enum Kind { Request = 1, Freeze = 2, Report = 3, Final = 4, Hold = 5 }
+enum Kind {
+  Request = 1,
+  Freeze = 2,
+  Report = 3,
+  Final = 4,
+  Hold = 5,
+}
 /** what a stop may be caused by; the wire carries the index, so new causes go at the end ('abort': the library's AbortSignal aborted for another reason) */
 const SIGNALS = ['SIGINT', 'SIGTERM', 'abort', 'earlyStopping', 'SIGUSR1'] as const;
 /** HOLD(NO_HOLD): no further hold */
@@ -36,12 +42,25 @@ export interface StopControlOptions {
   log?: (message: string) => void;
 }
 
-export interface StopDecision { lastStep: number; signal: string }
+export interface StopDecision {
+  lastStep: number;
+  signal: string;
+}
 
-const signalName = (reason: unknown): string => (SIGNALS.includes(reason as typeof SIGNALS[number]) ? reason as string : 'abort');
+const signalName = (reason: unknown): string =>
+  SIGNALS.includes(reason as (typeof SIGNALS)[number]) ? (reason as string) : 'abort';
 const encode = (kind: Kind, value = 0, signal = '') =>
-  new Float32Array([kind, Math.floor(value / 65536), value % 65536, SIGNALS.indexOf(signal as typeof SIGNALS[number])]);
-const decode = (m: Float32Array) => ({ kind: m[0] as Kind, value: m[1]! * 65536 + m[2]!, signal: SIGNALS[m[3]!] ?? 'SIGTERM' });
+  new Float32Array([
+    kind,
+    Math.floor(value / 65536),
+    value % 65536,
+    SIGNALS.indexOf(signal as (typeof SIGNALS)[number]),
+  ]);
+const decode = (m: Float32Array) => ({
+  kind: m[0] as Kind,
+  value: m[1]! * 65536 + m[2]!,
+  signal: SIGNALS[m[3]!] ?? 'SIGTERM',
+});
 
 export class StopControl {
   private readonly gate: StopGateControl;
@@ -56,14 +75,15 @@ export class StopControl {
     this.o = o;
     this.gate = new StopGateControl(o.gate);
     const p = o.placement;
-    if (p && p.processes > 1) this.forming = this.form(p).catch((err: Error) => {
-      if (this.closing) return;
-      o.log?.(`note: the stop control world did not form (${err.message}); a signal stops this process alone`);
-      this.forming = null;
-      if (o.signal?.aborted) this.stopAlone(signalName(o.signal.reason));
-      // early stopping's verdicts cannot reach the other processes: this one must not wait for them
-      else if (this.gate.holding) this.abandon('the stop control world did not form');
-    });
+    if (p && p.processes > 1)
+      this.forming = this.form(p).catch((err: Error) => {
+        if (this.closing) return;
+        o.log?.(`note: the stop control world did not form (${err.message}); a signal stops this process alone`);
+        this.forming = null;
+        if (o.signal?.aborted) this.stopAlone(signalName(o.signal.reason));
+        // early stopping's verdicts cannot reach the other processes: this one must not wait for them
+        else if (this.gate.holding) this.abandon('the stop control world did not form');
+      });
     if (o.signal?.aborted) queueMicrotask(() => this.requested());
     else o.signal?.addEventListener('abort', () => this.requested(), { once: true });
   }
@@ -114,14 +134,21 @@ export class StopControl {
 
   private async form(p: ProcessPlacement): Promise<void> {
     this.comm = await TcpCommunicator.connect({
-      rank: p.process, worldSize: p.processes, masterAddr: p.masterAddr, masterPort: p.masterPort + this.o.threads + 1,
-      configHash: p.configHash, timeoutMs: p.timeoutMs, recvTimeoutMs: CONTROL_RECV_TIMEOUT_MS, log: () => {},
+      rank: p.process,
+      worldSize: p.processes,
+      masterAddr: p.masterAddr,
+      masterPort: p.masterPort + this.o.threads + 1,
+      configHash: p.configHash,
+      timeoutMs: p.timeoutMs,
+      recvTimeoutMs: CONTROL_RECV_TIMEOUT_MS,
+      log: () => {},
     });
     if (this.closing) return;
     if (p.process === 0) for (let q = 1; q < p.processes; q++) void this.listen(q);
     else void this.listen(0);
     // a signal that came while the world was forming
-    if (this.o.signal?.aborted && p.process !== 0) void this.send(0, encode(Kind.Request, 0, signalName(this.o.signal.reason)));
+    if (this.o.signal?.aborted && p.process !== 0)
+      void this.send(0, encode(Kind.Request, 0, signalName(this.o.signal.reason)));
   }
 
   private requested(): void {
@@ -166,15 +193,24 @@ export class StopControl {
         await this.comm!.recv(buf, peer, TAG);
         const m = decode(buf);
         if (m.kind === Kind.Request) this.begin(m.signal);
-        else if (m.kind === Kind.Report) { this.reports.set(peer, m.value); this.maybeFinal(); }
-        else if (m.kind === Kind.Freeze) { this.signal ??= m.signal; await this.send(0, encode(Kind.Report, this.gate.freeze())); }
-        else if (m.kind === Kind.Final) { this.signal = m.signal; this.gate.finalize(m.value); return; }
-        else if (m.kind === Kind.Hold) this.gate.release(m.value === NO_HOLD ? null : m.value);
+        else if (m.kind === Kind.Report) {
+          this.reports.set(peer, m.value);
+          this.maybeFinal();
+        } else if (m.kind === Kind.Freeze) {
+          this.signal ??= m.signal;
+          await this.send(0, encode(Kind.Report, this.gate.freeze()));
+        } else if (m.kind === Kind.Final) {
+          this.signal = m.signal;
+          this.gate.finalize(m.value);
+          return;
+        } else if (m.kind === Kind.Hold) this.gate.release(m.value === NO_HOLD ? null : m.value);
       }
     } catch (err) {
       // a peer that finished or failed: the device worlds report failures; a stop in flight here has lost its partner
       if (!this.closing && this.signal !== null && this.gate.lastStep === null) {
-        this.o.log?.(`note: process ${peer} left during the stop (${(err as Error).message}); stopping this process alone`);
+        this.o.log?.(
+          `note: process ${peer} left during the stop (${(err as Error).message}); stopping this process alone`,
+        );
         this.stopAlone(this.signal);
       } else if (!this.closing && peer === 0 && this.gate.holding && this.gate.lastStep === null) {
         this.abandon(`process 0 left (${(err as Error).message})`);
@@ -192,7 +228,11 @@ export class StopControl {
 }
 
 /** What the run reports when stopped before its natural end: steps done and the (1-based) epoch of the last. */
-export function stoppedAt(decision: StopDecision | null | undefined, stepsPerEpoch: number, epochs: number): { step: number; epoch: number; signal: string } | undefined {
+export function stoppedAt(
+  decision: StopDecision | null | undefined,
+  stepsPerEpoch: number,
+  epochs: number,
+): { step: number; epoch: number; signal: string } | undefined {
   if (!decision || decision.lastStep + 1 >= stepsPerEpoch * epochs) return undefined;
   const step = decision.lastStep + 1;
   return { step, epoch: Math.max(1, Math.ceil(step / stepsPerEpoch)), signal: decision.signal };

@@ -25,8 +25,16 @@
  * frozen LIMIT at the hold. A run that fails while devices wait at a hold sets ABORT, and they throw.
  */
 /** Atomics.waitAsync (Node ≥ 16; not yet in this TypeScript lib) */
-const waitAsync = (Atomics as unknown as { waitAsync(a: Int32Array, i: number, v: number): { async: boolean; value: Promise<string> | string } }).waitAsync;
-const LIMIT = 0, FINAL = 1, SEQ = 2, ABORT = 3, CLAIMS = 4;
+const waitAsync = (
+  Atomics as unknown as {
+    waitAsync(a: Int32Array, i: number, v: number): { async: boolean; value: Promise<string> | string };
+  }
+).waitAsync;
+const LIMIT = 0,
+  FINAL = 1,
+  SEQ = 2,
+  ABORT = 3,
+  CLAIMS = 4;
 const NONE = 0x7fffffff;
 
 export type StopGateMemory = SharedArrayBuffer;
@@ -54,7 +62,11 @@ export class StopGateDevice {
   }
 
   /** The trainLoop's mayStart for device `local` of the gate. */
-  static check(memory: StopGateMemory, local: number, yieldEachStep = false): (step: number) => boolean | Promise<boolean> {
+  static check(
+    memory: StopGateMemory,
+    local: number,
+    yieldEachStep = false,
+  ): (step: number) => boolean | Promise<boolean> {
     const device = new StopGateDevice(memory, local, yieldEachStep);
     return (step) => device.mayStart(step);
   }
@@ -90,7 +102,8 @@ export class StopGateDevice {
       if (step <= Atomics.load(w, LIMIT)) return true;
       Atomics.store(w, this.claim, step - 1);
       if (Atomics.load(w, FINAL)) return false;
-      if (Atomics.load(w, ABORT)) throw new Error('the run failed while this device waited for the verdict on an evaluation');
+      if (Atomics.load(w, ABORT))
+        throw new Error('the run failed while this device waited for the verdict on an evaluation');
       const r = waitAsync(w, SEQ, seq);
       if (r.async) await r.value;
     }

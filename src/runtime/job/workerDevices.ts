@@ -55,8 +55,12 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
   const remotePs = placement !== undefined && needsParameterServer(spec);
   // async and asynchronous EASGD go on without a dead device; their devices need no world across processes
   const survives = survivesLostDevices(spec);
-  const job = { threads, processes: placement?.processes ?? 1, devices: config.train.devices,
-    strategy: spec.type === 'easgd' ? 'asynchronous EASGD' : spec.type };
+  const job = {
+    threads,
+    processes: placement?.processes ?? 1,
+    devices: config.train.devices,
+    strategy: spec.type === 'easgd' ? 'asynchronous EASGD' : spec.type,
+  };
   let failure: Error | null = null;
   // a callback of the user's that throws (train's sink rethrows it) stops every device; train reports its error
   const emit: EventSink = (event) => {
@@ -78,19 +82,33 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
     const start = serverStart(o.checkpoints, model, config.optimizer);
     if (!remotePs) ps = allocateParameterServer(model.params.length, config.optimizer, start, config.train.devices);
     else if (placement.process === 0) {
-      serving = hostParameterServer(config, start, parameterServerWorldOf(placement, threads, 0, config.train.devices, survives),
-        (device, step, reason) => lost.report(device, step, lostLinkReason(device, job, reason)))
-        .then((work) => { if (work.pushes) emit({ type: 'serverWork', ...work }); });
+      serving = hostParameterServer(
+        config,
+        start,
+        parameterServerWorldOf(placement, threads, 0, config.train.devices, survives),
+        (device, step, reason) => lost.report(device, step, lostLinkReason(device, job, reason)),
+      ).then((work) => {
+        if (work.pushes) emit({ type: 'serverWork', ...work });
+      });
     }
   }
   const train = shareDataset(o.train);
   const test = o.test && shareDataset(o.test);
   const validation = o.validation ? shareDataset(o.validation) : null;
   if (threads > availableParallelism()) {
-    o.log?.(`note: ${threads} devices on ${availableParallelism()} cores share the cores; expect no speed-up beyond ${availableParallelism()}`);
+    o.log?.(
+      `note: ${threads} devices on ${availableParallelism()} cores share the cores; expect no speed-up beyond ${availableParallelism()}`,
+    );
   }
-  const losses = threadLosses({ lost, job, log: o.log, serverReports: remotePs && placement.process === 0,
-    release: (device) => { if (ps) markDeviceDone(ps, device); } });
+  const losses = threadLosses({
+    lost,
+    job,
+    log: o.log,
+    serverReports: remotePs && placement.process === 0,
+    release: (device) => {
+      if (ps) markDeviceDone(ps, device);
+    },
+  });
   const fail = (rank: number, message: string) => {
     if (failure || (survives && losses.absorb(rank, message))) return;
     failure = new Error(message.startsWith('device ') ? message : `${deviceName(rank, job)} failed: ${message}`);
@@ -99,32 +117,48 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
     if (o.stopGate) abortStopGate(o.stopGate);
   };
   const serverDone = serving?.catch((err: Error) => fail(0, `the parameter server failed: ${err.message}`));
-  const finished = Array.from({ length: threads }, (_, local) => new Promise<void>((resolve) => {
-    const rank = firstRank + local;
-    const init: DeviceWorkerInit = {
-      config, rank, size: config.train.devices, comm: world.rankInit(local), ps,
-      cross: placement && placement.processes > 1 && !(survives && placement.transport === 'tcp') ? crossWorldOf(placement, local) : null,
-      remotePs: remotePs ? parameterServerWorldOf(placement!, threads, rank + 1, config.train.devices, survives) : null,
-      train, validation: rank === 0 ? validation : null, test: rank === 0 ? test : null,
-      checkpointPath: rank === 0 ? o.checkpointPath : null, checkpoints: o.checkpoints, faults: o.faults.toData(),
-      stop: o.stopGate ? { gate: o.stopGate, local } : null,
-    };
-    const worker = spawnModuleWorker(import.meta.url, './deviceWorker', init);
-    worker.on('message', (m: DeviceWorkerMessage) => {
-      if (m.kind === 'events') {
-        for (const event of m.events) {
-          if (event.type === 'step') losses.sawStep(rank, event.step);
-          emit(event);
-        }
-      }
-      else if (m.kind === 'error') fail(rank, m.message);
-    });
-    worker.on('error', (err) => fail(rank, err.message));
-    worker.on('exit', (code) => {
-      if (code !== 0) fail(rank, `its thread exited with code ${code}`);
-      resolve();
-    });
-  }));
+  const finished = Array.from(
+    { length: threads },
+    (_, local) =>
+      new Promise<void>((resolve) => {
+        const rank = firstRank + local;
+        const init: DeviceWorkerInit = {
+          config,
+          rank,
+          size: config.train.devices,
+          comm: world.rankInit(local),
+          ps,
+          cross:
+            placement && placement.processes > 1 && !(survives && placement.transport === 'tcp')
+              ? crossWorldOf(placement, local)
+              : null,
+          remotePs: remotePs
+            ? parameterServerWorldOf(placement!, threads, rank + 1, config.train.devices, survives)
+            : null,
+          train,
+          validation: rank === 0 ? validation : null,
+          test: rank === 0 ? test : null,
+          checkpointPath: rank === 0 ? o.checkpointPath : null,
+          checkpoints: o.checkpoints,
+          faults: o.faults.toData(),
+          stop: o.stopGate ? { gate: o.stopGate, local } : null,
+        };
+        const worker = spawnModuleWorker(import.meta.url, './deviceWorker', init);
+        worker.on('message', (m: DeviceWorkerMessage) => {
+          if (m.kind === 'events') {
+            for (const event of m.events) {
+              if (event.type === 'step') losses.sawStep(rank, event.step);
+              emit(event);
+            }
+          } else if (m.kind === 'error') fail(rank, m.message);
+        });
+        worker.on('error', (err) => fail(rank, err.message));
+        worker.on('exit', (code) => {
+          if (code !== 0) fail(rank, `its thread exited with code ${code}`);
+          resolve();
+        });
+      }),
+  );
   await Promise.all(finished);
   await serverDone;
   if (failure) throw failure;

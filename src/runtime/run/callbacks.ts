@@ -18,20 +18,32 @@ export interface UserCallbacks {
 }
 
 /** Devices firstRank … firstRank + devices − 1 are this process's. */
-export function userCallbacks(o: Pick<TrainOptions, 'onEvent' | 'onStep' | 'onEpoch'>, devices: number, firstRank = 0): UserCallbacks {
+export function userCallbacks(
+  o: Pick<TrainOptions, 'onEvent' | 'onStep' | 'onEpoch'>,
+  devices: number,
+  firstRank = 0,
+): UserCallbacks {
   let failure: { error: unknown } | null = null;
   const pending = new Map<number, StepEvent[]>();
   const lost = new Set<number>();
   const ours = (rank: number) => rank >= firstRank && rank < firstRank + devices;
-  const complete = (list: StepEvent[]) => list.length + [...lost].filter((r) => !list.some((e) => e.rank === r)).length >= devices;
+  const complete = (list: StepEvent[]) =>
+    list.length + [...lost].filter((r) => !list.some((e) => e.rank === r)).length >= devices;
   const stepDone = (step: number, list: StepEvent[]) => {
     pending.delete(step);
     const samples = list.reduce((n, e) => n + e.samples, 0);
     const per = (f: (e: StepEvent) => number) => list.reduce((n, e) => n + f(e) * e.samples, 0) / Math.max(samples, 1);
     const first = list[0]!;
     const summary: StepSummary = {
-      epoch: first.epoch, step, stepInEpoch: first.stepInEpoch, stepsPerEpoch: first.stepsPerEpoch,
-      loss: per((e) => e.loss), accuracy: per((e) => e.accuracy), lr: first.lr, samples, devices: list.length,
+      epoch: first.epoch,
+      step,
+      stepInEpoch: first.stepInEpoch,
+      stepsPerEpoch: first.stepsPerEpoch,
+      loss: per((e) => e.loss),
+      accuracy: per((e) => e.accuracy),
+      lr: first.lr,
+      samples,
+      devices: list.length,
     };
     o.onStep!(summary);
   };
@@ -62,6 +74,8 @@ export function userCallbacks(o: Pick<TrainOptions, 'onEvent' | 'onStep' | 'onEp
         throw error;
       }
     },
-    get failure() { return failure; },
+    get failure() {
+      return failure;
+    },
   };
 }

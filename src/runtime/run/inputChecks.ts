@@ -15,7 +15,10 @@ import type { RunConfig } from '../../config/runConfig.ts';
  * (same bytes), or differ from it by a trailing axis of 1 ([28, 28] data for a [28, 28, 1] model).
  * Comparing only the total size let a 56×14 set train as 28×28.
  */
-export function checkDataShape(config: RunConfig, data: { train: Dataset; validation?: Dataset; test?: Dataset }): void {
+export function checkDataShape(
+  config: RunConfig,
+  data: { train: Dataset; validation?: Dataset; test?: Dataset },
+): void {
   const input = config.model.input;
   const squeeze = (s: readonly number[]) => (s.length > 1 && s[s.length - 1] === 1 ? s.slice(0, -1) : [...s]);
   for (const ds of [data.train, data.validation, data.test]) {
@@ -24,8 +27,10 @@ export function checkDataShape(config: RunConfig, data: { train: Dataset; valida
     const same = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((d, i) => d === b[i]);
     const flat = input.length === 1 && input[0] === shapeSize(sample);
     if (!same(input, sample) && !flat && !same(squeeze(input), squeeze(sample))) {
-      throw new Error(`model.input: the model takes ${formatShape(input)} per sample but ${ds.name} holds ${sample.join('×')} samples; ` +
-        `set model.input: [${sample.join(', ')}] (or [${shapeSize(sample)}] for a flat input), or point the data config (data.dir, --data) at the data the model was made for`);
+      throw new Error(
+        `model.input: the model takes ${formatShape(input)} per sample but ${ds.name} holds ${sample.join('×')} samples; ` +
+          `set model.input: [${sample.join(', ')}] (or [${shapeSize(sample)}] for a flat input), or point the data config (data.dir, --data) at the data the model was made for`,
+      );
     }
   }
 }
@@ -33,7 +38,9 @@ export function checkDataShape(config: RunConfig, data: { train: Dataset; valida
 /** A run needs something to train on (0 samples used to end "successfully" with rc 0). */
 export function checkNotEmpty(train: Dataset): void {
   if (train.count === 0) {
-    throw new Error(`data: the training set ${train.name} holds 0 samples; point the data config (data.train, data.dir, --data) at a set with samples, or raise data.trainLimit`);
+    throw new Error(
+      `data: the training set ${train.name} holds 0 samples; point the data config (data.train, data.dir, --data) at a set with samples, or raise data.trainLimit`,
+    );
   }
 }
 
@@ -49,8 +56,10 @@ export function maxDeviceThreads(cores = availableParallelism()): number {
 export function checkDeviceThreads(threads: number, cores = availableParallelism()): void {
   const max = maxDeviceThreads(cores);
   if (threads > max) {
-    throw new Error(`train.devices (--devices): ${threads} device threads in one process are more than this machine can run (${cores} cores, at most ${max}: 4 per core, at least 16); ` +
-      `use --devices ${Math.min(max, Math.max(1, cores))} or spread the job over processes (paratrain launch)`);
+    throw new Error(
+      `train.devices (--devices): ${threads} device threads in one process are more than this machine can run (${cores} cores, at most ${max}: 4 per core, at least 16); ` +
+        `use --devices ${Math.min(max, Math.max(1, cores))} or spread the job over processes (paratrain launch)`,
+    );
   }
 }
 
@@ -73,8 +82,12 @@ const SHARED_HEAP_BYTES = 2 ** 32;
  * With several device threads on a wasm-based backend (`sharedHeap`, runtime/device/deviceBackend.ts)
  * they share one memory of 4 GiB, activations included: refused over that too.
  */
-export function checkModelFits(config: RunConfig, threads: number, limitBytes = totalmem() / 2,
-                               sharedHeap = threads > 1 && config.train.backend !== 'js' && process.env.PARATRAIN_SHM_HEAP !== '0'): void {
+export function checkModelFits(
+  config: RunConfig,
+  threads: number,
+  limitBytes = totalmem() / 2,
+  sharedHeap = threads > 1 && config.train.backend !== 'js' && process.env.PARATRAIN_SHM_HEAP !== '0',
+): void {
   const sizes = layerSizes(jsBackend, config.model);
   const buffers = 2 + optimizerSlots(config);
   const devices = config.train.devices;
@@ -83,20 +96,24 @@ export function checkModelFits(config: RunConfig, threads: number, limitBytes = 
   sizes.forEach((s, i) => {
     const spec = config.model.layers[i]!;
     const split = 'parallel' in spec && spec.parallel === 'model' && devices > 1 ? devices : 1;
-    const bytes = 4 * (s.params * buffers + s.state) / split;
+    const bytes = (4 * (s.params * buffers + s.state)) / split;
     perDevice += bytes;
     if (bytes > largest.bytes) largest = { name: s.name, bytes, params: s.params };
   });
   const total = perDevice * threads;
   if (total > limitBytes) {
     const [field, type] = largest.name.split(' ');
-    throw new Error(`${field}: this ${type} layer has ${largest.params.toLocaleString('en-US')} parameters, ${GB(largest.bytes)} per device ` +
-      `(parameters, gradients and ${buffers - 2} optimizer slots of 4 bytes); the model needs ${GB(total)} on ${threads} device(s), ` +
-      `more than the limit of ${GB(limitBytes)} (half this machine's memory); make the layer smaller`);
+    throw new Error(
+      `${field}: this ${type} layer has ${largest.params.toLocaleString('en-US')} parameters, ${GB(largest.bytes)} per device ` +
+        `(parameters, gradients and ${buffers - 2} optimizer slots of 4 bytes); the model needs ${GB(total)} on ${threads} device(s), ` +
+        `more than the limit of ${GB(limitBytes)} (half this machine's memory); make the layer smaller`,
+    );
   }
   if (sharedHeap && total > SHARED_HEAP_BYTES) {
-    throw new Error(`model: its flat buffers (parameters, gradients, ${buffers - 2} optimizer slots) need ${GB(total)} on the ${threads} device threads ` +
-      `of this process, more than the 4 GiB of wasm memory they share; run fewer device threads per process (more processes), ` +
-      `make the model smaller, or set PARATRAIN_SHM_HEAP=0 (each device thread its own 4 GiB; collectives then copy through scratch)`);
+    throw new Error(
+      `model: its flat buffers (parameters, gradients, ${buffers - 2} optimizer slots) need ${GB(total)} on the ${threads} device threads ` +
+        `of this process, more than the 4 GiB of wasm memory they share; run fewer device threads per process (more processes), ` +
+        `make the model smaller, or set PARATRAIN_SHM_HEAP=0 (each device thread its own 4 GiB; collectives then copy through scratch)`,
+    );
   }
 }

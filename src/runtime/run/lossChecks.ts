@@ -20,22 +20,29 @@ const WHAT: Record<Task, string> = {
  * per sample differ from the dataset's targets per sample.
  */
 export function checkLossMatchesData(config: RunConfig, ds: Dataset, outputShape: readonly number[]): void {
-  const task: Task = ds.task ?? 'classification', wants = lossTask(config.loss);
+  const task: Task = ds.task ?? 'classification',
+    wants = lossTask(config.loss);
   if (task !== wants) {
-    throw new Error(`loss: ${config.loss.type} trains on ${WHAT[wants]}, but ${ds.name} is ${WHAT[task]}; ` +
-      `use loss: ${TASK_LOSSES[task]} for this data, or data that matches the loss`);
+    throw new Error(
+      `loss: ${config.loss.type} trains on ${WHAT[wants]}, but ${ds.name} is ${WHAT[task]}; ` +
+        `use loss: ${TASK_LOSSES[task]} for this data, or data that matches the loss`,
+    );
   }
   // a speech model's outputs are checked against the alphabet in speechChecks.ts
   if (task === 'classification' || task === 'transcription') return;
   const per = ds.targetSize ?? 0;
   if (!ds.targets || per < 1 || ds.targets.length !== ds.count * per) {
-    throw new Error(`data: ${ds.name} is ${WHAT[task]} but holds no targets (${ds.targets ? `${ds.targets.length} values for ${ds.count} samples of ${per}` : 'none'}); ` +
-      `a ${task} dataset needs targets with targetSize values per sample`);
+    throw new Error(
+      `data: ${ds.name} is ${WHAT[task]} but holds no targets (${ds.targets ? `${ds.targets.length} values for ${ds.count} samples of ${per}` : 'none'}); ` +
+        `a ${task} dataset needs targets with targetSize values per sample`,
+    );
   }
   const outputs = outputShape.reduce((a, b) => a * b, 1);
   if (outputShape.length !== 1 || outputs !== per) {
     const last = config.model.layers.length - 1;
-    throw new Error(`model.layers[${last}]: the model gives ${outputShape.join('×')} outputs per sample but ${ds.name} has ${per} ` +
-      `${task === 'regression' ? 'target values' : 'labels'} per sample; end with a dense layer of ${per} units`);
+    throw new Error(
+      `model.layers[${last}]: the model gives ${outputShape.join('×')} outputs per sample but ${ds.name} has ${per} ` +
+        `${task === 'regression' ? 'target values' : 'labels'} per sample; end with a dense layer of ${per} units`,
+    );
   }
 }

@@ -23,12 +23,20 @@ export interface RunStart {
 }
 
 /** Checks the resume/fine-tune options and fits the job's config before any work: errors name the fix. */
-export function planRunStart(start: RunStart, config: RunConfig, leader: boolean): { config: RunConfig; resume: ResumePlan | null } {
+export function planRunStart(
+  start: RunStart,
+  config: RunConfig,
+  leader: boolean,
+): { config: RunConfig; resume: ResumePlan | null } {
   if (start.resume !== undefined && start.initFrom !== undefined) {
-    throw new Error('--resume and --init-from: give one; --resume continues a run, --init-from starts a new one from a checkpoint\'s weights');
+    throw new Error(
+      "--resume and --init-from: give one; --resume continues a run, --init-from starts a new one from a checkpoint's weights",
+    );
   }
   if (start.resume !== undefined && start.out !== undefined && start.out !== start.resume) {
-    throw new Error(`--out ${start.out} with --resume ${start.resume}: a resumed run writes into its own directory; leave out --out`);
+    throw new Error(
+      `--out ${start.out} with --resume ${start.resume}: a resumed run writes into its own directory; leave out --out`,
+    );
   }
   if (start.initFrom !== undefined) checkInitFrom(start.initFrom, config);
   if (start.resume === undefined) return { config, resume: null };
@@ -41,8 +49,14 @@ export function planRunStart(start: RunStart, config: RunConfig, leader: boolean
  * Opens the run directory (process 0; '' elsewhere) and says what the devices do about checkpoint
  * sets. `userConfig` is what config.yaml records (devices per process).
  */
-export function openRunDir(start: RunStart, userConfig: RunConfig, resume: ResumePlan | null, leader: boolean, processes: number,
-                           configHash: string): { runDir: string; checkpoints: CheckpointSetup } {
+export function openRunDir(
+  start: RunStart,
+  userConfig: RunConfig,
+  resume: ResumePlan | null,
+  leader: boolean,
+  processes: number,
+  configHash: string,
+): { runDir: string; checkpoints: CheckpointSetup } {
   let runDir = '';
   if (leader) {
     runDir = start.resume ?? createRunDir({ out: start.out, force: start.force });
@@ -50,6 +64,15 @@ export function openRunDir(start: RunStart, userConfig: RunConfig, resume: Resum
     writeRunConfig(runDir, userConfig, how, start.resume !== undefined);
   }
   // processes other than 0 write their devices' set files only into a directory they were told of
-  const deviceDir = leader ? runDir : start.resume ?? start.out ?? null;
-  return { runDir, checkpoints: { runDir: deviceDir, processes, configHash, resume: resume?.point ?? null, initFrom: start.initFrom ?? null } };
+  const deviceDir = leader ? runDir : (start.resume ?? start.out ?? null);
+  return {
+    runDir,
+    checkpoints: {
+      runDir: deviceDir,
+      processes,
+      configHash,
+      resume: resume?.point ?? null,
+      initFrom: start.initFrom ?? null,
+    },
+  };
 }

@@ -23,8 +23,14 @@ export interface ResumePlan {
 
 /** Checks `--resume runDir` before any work: the directory exists and is a run directory. */
 export function checkResumeDir(runDir: string): void {
-  if (!existsSync(runDir)) throw new Error(`--resume ${runDir}: no such run directory; give the directory of the run to continue (e.g. runs/latest)`);
-  if (!statSync(runDir).isDirectory()) throw new Error(`--resume ${runDir}: not a directory; give the directory of the run to continue (e.g. runs/latest)`);
+  if (!existsSync(runDir))
+    throw new Error(
+      `--resume ${runDir}: no such run directory; give the directory of the run to continue (e.g. runs/latest)`,
+    );
+  if (!statSync(runDir).isDirectory())
+    throw new Error(
+      `--resume ${runDir}: not a directory; give the directory of the run to continue (e.g. runs/latest)`,
+    );
 }
 
 /**
@@ -39,24 +45,38 @@ export function planResume(runDir: string, config: RunConfig, clean: boolean, lo
   }
   const latest = latestCompleteSet(runDir);
   if (!latest) {
-    throw new Error(`--resume ${runDir}: no complete checkpoint set in ${join(runDir, CHECKPOINTS_DIR)} (the run stopped before its first one); ` +
-      `start the run again without --resume, with train.checkpointEvery: { steps: N } to save sooner`);
+    throw new Error(
+      `--resume ${runDir}: no complete checkpoint set in ${join(runDir, CHECKPOINTS_DIR)} (the run stopped before its first one); ` +
+        `start the run again without --resume, with train.checkpointEvery: { steps: N } to save sooner`,
+    );
   }
   const { state } = latest;
   if (state.modelHash !== modelHash(config)) {
-    throw new Error(`--resume ${runDir}: the config's model differs from the one the run trained (checkpoint ${latest.dir}); ` +
-      `resume with the run's own config (${join(runDir, CONFIG_FILE)}), or start a new run from its weights with --init-from ${join(latest.dir, 'model.safetensors')}`);
+    throw new Error(
+      `--resume ${runDir}: the config's model differs from the one the run trained (checkpoint ${latest.dir}); ` +
+        `resume with the run's own config (${join(runDir, CONFIG_FILE)}), or start a new run from its weights with --init-from ${join(latest.dir, 'model.safetensors')}`,
+    );
   }
   checkModelParallelSize(runDir, latest.dir, config, state.devices);
   const fitted = fitToSavedJob(config, state.devices, state.globalBatch);
   const { stepsPerEpoch } = state;
   if (state.step >= stepsPerEpoch * fitted.train.epochs) {
-    throw new Error(`--resume ${runDir}: the run is complete (step ${state.step}, epoch ${state.epoch} of ${fitted.train.epochs}); ` +
-      `pass --epochs with more than ${Math.ceil(state.step / stepsPerEpoch)} to train it further`);
+    throw new Error(
+      `--resume ${runDir}: the run is complete (step ${state.step}, epoch ${state.epoch} of ${fitted.train.epochs}); ` +
+        `pass --epochs with more than ${Math.ceil(state.step / stepsPerEpoch)} to train it further`,
+    );
   }
   return {
-    point: latest, config: fitted,
-    event: { type: 'resume', step: state.step, epoch: state.epoch, fromDevices: state.devices, devices: config.train.devices, checkpoint: latest.dir },
+    point: latest,
+    config: fitted,
+    event: {
+      type: 'resume',
+      step: state.step,
+      epoch: state.epoch,
+      fromDevices: state.devices,
+      devices: config.train.devices,
+      checkpoint: latest.dir,
+    },
   };
 }
 
@@ -70,9 +90,11 @@ function checkModelParallelSize(runDir: string, setDir: string, config: RunConfi
   if (devices === savedDevices) return;
   const split = modelParallelLayers(config.model);
   if (split.length === 0) return;
-  throw new Error(`--resume ${runDir}: the run trained its model-parallel layers (${split.map((i) => `model.layers[${i}]`).join(', ')}) split over ${savedDevices} device${savedDevices === 1 ? '' : 's'}, ` +
-    `and a model-parallel run resumes on the same device count only; resume with --devices ${savedDevices} (for a job of several processes: processes × devices = ${savedDevices}), ` +
-    `or start a new run on ${devices} devices from its weights with --init-from ${join(setDir, 'model.safetensors')}`);
+  throw new Error(
+    `--resume ${runDir}: the run trained its model-parallel layers (${split.map((i) => `model.layers[${i}]`).join(', ')}) split over ${savedDevices} device${savedDevices === 1 ? '' : 's'}, ` +
+      `and a model-parallel run resumes on the same device count only; resume with --devices ${savedDevices} (for a job of several processes: processes × devices = ${savedDevices}), ` +
+      `or start a new run on ${devices} devices from its weights with --init-from ${join(setDir, 'model.safetensors')}`,
+  );
 }
 
 /**
@@ -84,14 +106,20 @@ export function fitToSavedJob(config: RunConfig, savedDevices: number, savedGlob
   const devices = config.train.devices;
   if (devices === savedDevices && globalBatchSize(config) === savedGlobalBatch) return config;
   const data = { ...config.data, batchSize: savedGlobalBatch, batchSizeScope: 'global' as const };
-  const optimizer = config.train.lrScaling === 'linear' ? { ...config.optimizer, lr: config.optimizer.lr * savedDevices / devices } : config.optimizer;
+  const optimizer =
+    config.train.lrScaling === 'linear'
+      ? { ...config.optimizer, lr: (config.optimizer.lr * savedDevices) / devices }
+      : config.optimizer;
   return { ...config, data, optimizer };
 }
 
 /** The config `paratrain train` reads: the one given, or with --resume the run's own config.yaml. */
 export function trainConfigPath(given: string | undefined, resume: string | undefined): string {
   if (given !== undefined) return given;
-  if (resume === undefined) throw new Error('train: give a YAML run configuration (e.g. paratrain train examples/mnist-small.yaml), or --resume RUN_DIR');
+  if (resume === undefined)
+    throw new Error(
+      'train: give a YAML run configuration (e.g. paratrain train examples/mnist-small.yaml), or --resume RUN_DIR',
+    );
   checkResumeDir(resume);
   return join(resume, CONFIG_FILE);
 }

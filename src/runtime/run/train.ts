@@ -5,7 +5,11 @@ import { loadData, type LoadedData } from './loadData.ts';
 import { localStrategy } from '../../parallel/strategy.ts';
 import { checkRunStrategy, runsModelParallel } from '../../parallel/strategies/index.ts';
 import { buildModel } from '../../nn/model.ts';
-import { modelParallelLayers, modelParallelStrategyMessage, planModelParallelFrom } from '../../parallel/modelParallel/plan.ts';
+import {
+  modelParallelLayers,
+  modelParallelStrategyMessage,
+  planModelParallelFrom,
+} from '../../parallel/modelParallel/plan.ts';
 import { jsBackend } from '../../kernels/js/index.ts';
 import { runDevice } from '../job/deviceRun.ts';
 import { runWorkerDevices } from '../job/workerDevices.ts';
@@ -77,12 +81,19 @@ function checkRun(config: RunConfig, data: LoadedData, threads: number): number 
   const model = buildModel(jsBackend, config.model);
   const split = modelParallelLayers(config.model);
   if (split.length && config.train.devices > 1) {
-    if (!runsModelParallel(config.train.strategy)) throw new Error(`train.strategy: ${modelParallelStrategyMessage(config.model, config.train.strategy.type)}`);
+    if (!runsModelParallel(config.train.strategy))
+      throw new Error(`train.strategy: ${modelParallelStrategyMessage(config.model, config.train.strategy.type)}`);
     // (the schema checks these per process; a job of several processes has more devices than its config says)
     if (config.train.microBatches > 1) {
-      throw new Error(`train.microBatches: micro-batching is not supported together with model-parallel layers ('parallel: model') on several devices; use microBatches: 1 or make the layers data-parallel`);
+      throw new Error(
+        `train.microBatches: micro-batching is not supported together with model-parallel layers ('parallel: model') on several devices; use microBatches: 1 or make the layers data-parallel`,
+      );
     }
-    planModelParallelFrom(config.model, config.train.devices, model.layers.map((l) => l.inputShape));
+    planModelParallelFrom(
+      config.model,
+      config.train.devices,
+      model.layers.map((l) => l.inputShape),
+    );
   }
   // the loss must fit the task first: its message says more than a count of output units
   checkLossMatchesData(config, data.train, model.outputShape);
@@ -91,26 +102,37 @@ function checkRun(config: RunConfig, data: LoadedData, threads: number): number 
   if (devices > 1) checkRunStrategy(config.train);
   const globalBatch = globalBatchSize(config);
   if (globalBatch < devices) {
-    throw new Error(`data.batchSize: a global batch of ${globalBatch} cannot be split over ${devices} devices; use at least ${devices}`);
+    throw new Error(
+      `data.batchSize: a global batch of ${globalBatch} cannot be split over ${devices} devices; use at least ${devices}`,
+    );
   }
   return model.parameterCount;
 }
 
 /** The last layer gives one score per class (classification) or one value per target: sizes from the data. */
 function checkOutputUnits(config: RunConfig, outputShape: readonly number[], data: LoadedData): void {
-  const units = outputUnits(data.train), task = taskOf(data.train);
+  const units = outputUnits(data.train),
+    task = taskOf(data.train);
   if (task === 'transcription') return; // per frame, against the alphabet: speechChecks.ts
   if (outputShape.length === 1 && outputShape[0] === units) return;
   const last = config.model.layers.length - 1;
-  const what = task === 'classification' ? `${units} classes` : task === 'regression' ? `${units} regression target${units === 1 ? '' : 's'}` : `${units} labels (multi-label)`;
+  const what =
+    task === 'classification'
+      ? `${units} classes`
+      : task === 'regression'
+        ? `${units} regression target${units === 1 ? '' : 's'}`
+        : `${units} labels (multi-label)`;
   const per = task === 'regression' ? 'values' : 'scores';
-  throw new Error(`model.layers[${last}]: the model produces ${outputShape.join('×')} ${per} per sample but ${data.train.name} has ${what}; end with a dense layer of ${units} units`);
+  throw new Error(
+    `model.layers[${last}]: the model produces ${outputShape.join('×')} ${per} per sample but ${data.train.name} has ${what}; end with a dense layer of ${units} units`,
+  );
 }
 
 /** The run's injected faults, from `faults` or from the slowDevices/failAt shorthands. */
 function faultPlanOf(options: TrainOptions): FaultPlan {
   const shorthand = options.slowDevices !== undefined || options.failAt !== undefined;
-  if (options.faults && shorthand) throw new Error('TrainOptions: give the injected faults either as faults or as slowDevices/failAt, not both');
+  if (options.faults && shorthand)
+    throw new Error('TrainOptions: give the injected faults either as faults or as slowDevices/failAt, not both');
   return options.faults ?? (shorthand ? FaultPlan.fromOptions(options) : FaultPlan.none);
 }
 
@@ -120,15 +142,25 @@ export async function train(userConfig: RunConfig, options: TrainOptions = {}): 
 }
 
 /** Trains on data already in memory (config.data only batches it): its splits as given. */
-export async function trainOnData(userConfig: RunConfig, data: LoadedData, options: TrainOptions = {}): Promise<TrainResult> {
+export async function trainOnData(
+  userConfig: RunConfig,
+  data: LoadedData,
+  options: TrainOptions = {},
+): Promise<TrainResult> {
   return runTraining(userConfig, options, () => Promise.resolve(data));
 }
 
-async function runTraining(userConfig: RunConfig, options: TrainOptions, load: (config: RunConfig) => Promise<LoadedData>): Promise<TrainResult> {
+async function runTraining(
+  userConfig: RunConfig,
+  options: TrainOptions,
+  load: (config: RunConfig) => Promise<LoadedData>,
+): Promise<TrainResult> {
   const world = options.processes && options.processes.worldSize > 1 ? options.processes : undefined;
   const threads = userConfig.train.devices;
   // the job's maths (global batch, sharding, lr scaling, strategy checks) count every device of every process
-  const jobConfig: RunConfig = world ? { ...userConfig, train: { ...userConfig.train, devices: threads * world.worldSize } } : userConfig;
+  const jobConfig: RunConfig = world
+    ? { ...userConfig, train: { ...userConfig.train, devices: threads * world.worldSize } }
+    : userConfig;
   const leader = !world || world.rank === 0;
   // resuming keeps the saved job's global batch and learning rate (fitted when the device count changed)
   const planned = planRunStart(options, jobConfig, leader);
@@ -143,64 +175,130 @@ async function runTraining(userConfig: RunConfig, options: TrainOptions, load: (
   const devices = config.train.devices;
   const transport = options.transport ?? 'tcp';
   if (transport === 'mpi' && world && threads > 1) {
-    throw new Error(`--transport mpi: each process runs one device (MPI is driven by one thread per process), but train.devices is ${threads}; ` +
-      `use --devices 1 and start more processes (mpirun -np ${threads * world.worldSize}), or --transport tcp`);
+    throw new Error(
+      `--transport mpi: each process runs one device (MPI is driven by one thread per process), but train.devices is ${threads}; ` +
+        `use --devices 1 and start more processes (mpirun -np ${threads * world.worldSize}), or --transport tcp`,
+    );
   }
   const placement: ProcessPlacement | undefined = world && {
-    process: world.rank, processes: world.worldSize, masterAddr: world.masterAddr, masterPort: world.masterPort,
-    configHash: configHash(userConfig), timeoutMs: options.timeoutMs ?? 300_000, transport, stallMs: config.train.stallWarningSeconds * 1000,
+    process: world.rank,
+    processes: world.worldSize,
+    masterAddr: world.masterAddr,
+    masterPort: world.masterPort,
+    configHash: configHash(userConfig),
+    timeoutMs: options.timeoutMs ?? 300_000,
+    transport,
+    stallMs: config.train.stallWarningSeconds * 1000,
     agreements: dataAgreements(data.source, data.train, data.test, data.validation),
   };
-  const { runDir, checkpoints } = openRunDir(options, { ...config, train: { ...config.train, devices: threads } }, resume, leader,
-    world?.worldSize ?? 1, configHash(config));
+  const { runDir, checkpoints } = openRunDir(
+    options,
+    { ...config, train: { ...config.train, devices: threads } },
+    resume,
+    leader,
+    world?.worldSize ?? 1,
+    configHash(config),
+  );
   // a resumed run appends, --force or not (a launcher's restart keeps the job's flags)
   // processes other than 0 record their own devices' events beside it (processMetrics.ts)
-  const metrics: EventRecorder | null = leader ? new MetricsWriter(runDir, { truncate: options.force && !resume })
-    : checkpoints.runDir ? new ProcessMetrics(checkpoints.runDir, world!.rank, Boolean(options.force) && !resume) : null;
+  const metrics: EventRecorder | null = leader
+    ? new MetricsWriter(runDir, { truncate: options.force && !resume })
+    : checkpoints.runDir
+      ? new ProcessMetrics(checkpoints.runDir, world!.rank, Boolean(options.force) && !resume)
+      : null;
   const checkpoint = leader ? join(runDir, 'model.safetensors') : '';
   const globalBatch = globalBatchSize(config);
   const stepsPerEpoch = Math.ceil(data.train.count / globalBatch);
   // evaluated after epochs: the validation split, else the test set; the test set (when there is one) also at the end
-  let last: { testLoss: number; testAccuracy: number; testCER?: number; testWER?: number } = { testLoss: NaN, testAccuracy: NaN };
-  let lastVal: { valLoss: number; valAccuracy: number } | null = null, devicesLost = 0;
+  let last: { testLoss: number; testAccuracy: number; testCER?: number; testWER?: number } = {
+    testLoss: NaN,
+    testAccuracy: NaN,
+  };
+  let lastVal: { valLoss: number; valAccuracy: number } | null = null,
+    devicesLost = 0;
   let verdict: Extract<TrainEvent, { type: 'earlyStopping' }> | null = null;
   // early stopping: the devices wait after each evaluation (from this step on) for device 0's verdict
   let hold = firstHold(config, stepsPerEpoch, resume?.point.state);
   const stopGate = options.signal || config.train.earlyStopping ? allocateStopGate(threads, hold) : undefined;
-  const stopControl = stopGate && new StopControl({ gate: stopGate, signal: options.signal, placement, threads, log: options.log });
+  const stopControl =
+    stopGate && new StopControl({ gate: stopGate, signal: options.signal, placement, threads, log: options.log });
   // a callback that throws stops the run, which then rejects with its error (callbacks.ts)
   const callbacks = userCallbacks(options, threads, world ? world.rank * threads : 0);
   // epochs are summarised over this process's devices (all of them unless the job spans processes)
-  const emit = epochAggregator(threads, (event: TrainEvent) => {
-    if (event.type === 'eval' && event.testLoss !== undefined) {
-      last = { testLoss: event.testLoss, testAccuracy: event.testAccuracy!, ...(event.testCER !== undefined ? { testCER: event.testCER, testWER: event.testWER! } : {}) };
-    }
-    if (event.type === 'eval' && event.valLoss !== undefined) lastVal = { valLoss: event.valLoss, valAccuracy: event.valAccuracy! };
-    if (event.type === 'earlyStopping' && stopControl && hold !== null && event.step === hold + 1) {
-      verdict = event;
-      if (event.stop) stopControl.stopEarly(hold);
-      else stopControl.release(hold = holdAfter(config, stepsPerEpoch, event.epoch));
-    }
-    if (event.type === 'deviceLost') devicesLost++;
-    metrics?.write(event);
-    callbacks.sink(event);
-  }, world ? world.rank * threads : 0);
+  const emit = epochAggregator(
+    threads,
+    (event: TrainEvent) => {
+      if (event.type === 'eval' && event.testLoss !== undefined) {
+        last = {
+          testLoss: event.testLoss,
+          testAccuracy: event.testAccuracy!,
+          ...(event.testCER !== undefined ? { testCER: event.testCER, testWER: event.testWER! } : {}),
+        };
+      }
+      if (event.type === 'eval' && event.valLoss !== undefined)
+        lastVal = { valLoss: event.valLoss, valAccuracy: event.valAccuracy! };
+      if (event.type === 'earlyStopping' && stopControl && hold !== null && event.step === hold + 1) {
+        verdict = event;
+        if (event.stop) stopControl.stopEarly(hold);
+        else stopControl.release((hold = holdAfter(config, stepsPerEpoch, event.epoch)));
+      }
+      if (event.type === 'deviceLost') devicesLost++;
+      metrics?.write(event);
+      callbacks.sink(event);
+    },
+    world ? world.rank * threads : 0,
+  );
   const started = performance.now();
   try {
     emit({
-      type: 'start', runDir, dataSource: data.source, backend: backend.name, devices, processes: world?.worldSize ?? 1,
-      strategy: devices > 1 ? config.train.strategy.type : 'single device', parameters,
-      trainSamples: data.train.count, testSamples: data.test?.count ?? 0, ...(data.validation ? { validationSamples: data.validation.count } : {}), epochs: config.train.epochs, stepsPerEpoch, globalBatch,
+      type: 'start',
+      runDir,
+      dataSource: data.source,
+      backend: backend.name,
+      devices,
+      processes: world?.worldSize ?? 1,
+      strategy: devices > 1 ? config.train.strategy.type : 'single device',
+      parameters,
+      trainSamples: data.train.count,
+      testSamples: data.test?.count ?? 0,
+      ...(data.validation ? { validationSamples: data.validation.count } : {}),
+      epochs: config.train.epochs,
+      stepsPerEpoch,
+      globalBatch,
     });
     if (resume) emit(resume.event);
     if (devices === 1) {
       await runDevice({
-        config, rank: 0, worldSize: 1, backend, strategy: localStrategy, train: data.train, validation: data.validation ?? null, test: data.test ?? null,
-        checkpointPath: checkpoint, emit, shared: false, faults, checkpoints, mayStart: stopGate && StopGateDevice.check(stopGate, 0, true),
+        config,
+        rank: 0,
+        worldSize: 1,
+        backend,
+        strategy: localStrategy,
+        train: data.train,
+        validation: data.validation ?? null,
+        test: data.test ?? null,
+        checkpointPath: checkpoint,
+        emit,
+        shared: false,
+        faults,
+        checkpoints,
+        mayStart: stopGate && StopGateDevice.check(stopGate, 0, true),
       });
     } else {
-      await runWorkerDevices({ config, threads, placement, train: data.train, validation: data.validation, test: data.test ?? null, checkpointPath: leader ? checkpoint : null,
-        checkpoints, emit, faults, log: options.log, stopGate });
+      await runWorkerDevices({
+        config,
+        threads,
+        placement,
+        train: data.train,
+        validation: data.validation,
+        test: data.test ?? null,
+        checkpointPath: leader ? checkpoint : null,
+        checkpoints,
+        emit,
+        faults,
+        log: options.log,
+        stopGate,
+      });
     }
     await stopControl?.close();
     const ended = stoppedAt(stopControl?.decision, stepsPerEpoch, config.train.epochs);
@@ -213,16 +311,36 @@ async function runTraining(userConfig: RunConfig, options: TrainOptions, load: (
     // a resumed run counts the steps it ran; a stopped one those before the stop
     const startStep = resume ? resume.point.state.step : 0;
     const endStep = ended ? ended.step : stepsPerEpoch * config.train.epochs;
-    const samplesPerSecond = Math.max(0, Math.min(endStep * globalBatch, data.train.count * config.train.epochs) - startStep * globalBatch) / seconds;
+    const samplesPerSecond =
+      Math.max(0, Math.min(endStep * globalBatch, data.train.count * config.train.epochs) - startStep * globalBatch) /
+      seconds;
     const bestCheckpoint = leader && config.train.best ? bestCheckpointOf(runDir) : null;
     const errorRates = last.testCER !== undefined ? { testCER: last.testCER, testWER: last.testWER! } : {};
     const result: TrainResult = {
-      runDir, testAccuracy: last.testAccuracy, testLoss: last.testLoss, ...errorRates, samplesPerSecond, seconds,
-      steps: ended?.step ?? stepsPerEpoch * config.train.epochs, checkpoint, ...(stopped ? { stopped } : {}),
-      ...(lastVal ?? {}), ...(bestCheckpoint ? { bestCheckpoint } : {}), ...(early ? { earlyStopped: early } : {}),
+      runDir,
+      testAccuracy: last.testAccuracy,
+      testLoss: last.testLoss,
+      ...errorRates,
+      samplesPerSecond,
+      seconds,
+      steps: ended?.step ?? stepsPerEpoch * config.train.epochs,
+      checkpoint,
+      ...(stopped ? { stopped } : {}),
+      ...(lastVal ?? {}),
+      ...(bestCheckpoint ? { bestCheckpoint } : {}),
+      ...(early ? { earlyStopped: early } : {}),
     };
-    emit({ type: 'end', seconds, samplesPerSecond, testAccuracy: last.testAccuracy, testLoss: last.testLoss, ...(lastVal ?? {}), ...errorRates,
-      maxRssBytes: process.resourceUsage().maxRSS * 1024, ...(devicesLost ? { devicesLost } : {}) });
+    emit({
+      type: 'end',
+      seconds,
+      samplesPerSecond,
+      testAccuracy: last.testAccuracy,
+      testLoss: last.testLoss,
+      ...(lastVal ?? {}),
+      ...errorRates,
+      maxRssBytes: process.resourceUsage().maxRSS * 1024,
+      ...(devicesLost ? { devicesLost } : {}),
+    });
     return result;
   } catch (err) {
     // the devices stopped because a callback threw: that is the error to report
@@ -234,9 +352,18 @@ async function runTraining(userConfig: RunConfig, options: TrainOptions, load: (
 }
 
 /** What an early stop reports: where, and (process 0, from device 0's last verdict) the watched metric's best. */
-function earlyStopOf(at: { step: number; epoch: number }, config: RunConfig, verdict: Extract<TrainEvent, { type: 'earlyStopping' }> | null): NonNullable<TrainResult['earlyStopped']> {
+function earlyStopOf(
+  at: { step: number; epoch: number },
+  config: RunConfig,
+  verdict: Extract<TrainEvent, { type: 'earlyStopping' }> | null,
+): NonNullable<TrainResult['earlyStopped']> {
   const spec = config.train.earlyStopping;
   const metric = verdict?.metric ?? (spec ? spec.metric : '?');
-  return { step: at.step, epoch: at.epoch, metric, patience: spec ? spec.patience : 0,
-    ...(verdict ? { best: verdict.best, bestEpoch: verdict.bestEpoch + 1 } : {}) };
+  return {
+    step: at.step,
+    epoch: at.epoch,
+    metric,
+    patience: spec ? spec.patience : 0,
+    ...(verdict ? { best: verdict.best, bestEpoch: verdict.bestEpoch + 1 } : {}),
+  };
 }

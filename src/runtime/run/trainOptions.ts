@@ -91,11 +91,27 @@ export interface TrainOptions {
 
 /** Every TrainOptions key; the compile-time check below keeps it equal to the interface. */
 export const TRAIN_OPTION_KEYS = [
-  'out', 'force', 'onEvent', 'onStep', 'onEpoch', 'log', 'faults', 'slowDevices', 'failAt', 'processes', 'timeoutMs', 'transport',
-  'resume', 'initFrom', 'signal', 'command',
+  'out',
+  'force',
+  'onEvent',
+  'onStep',
+  'onEpoch',
+  'log',
+  'faults',
+  'slowDevices',
+  'failAt',
+  'processes',
+  'timeoutMs',
+  'transport',
+  'resume',
+  'initFrom',
+  'signal',
+  'command',
 ] as const satisfies readonly (keyof TrainOptions)[];
 type Assert<T extends true> = T;
-export type _TrainOptionKeysComplete = Assert<keyof TrainOptions extends (typeof TRAIN_OPTION_KEYS)[number] ? true : false>;
+export type _TrainOptionKeysComplete = Assert<
+  keyof TrainOptions extends (typeof TRAIN_OPTION_KEYS)[number] ? true : false
+>;
 
 const FUNCTIONS = ['onEvent', 'onStep', 'onEpoch', 'log'] as const;
 const STRINGS = ['out', 'resume', 'initFrom'] as const;
@@ -108,24 +124,32 @@ const STRINGS = ['out', 'resume', 'initFrom'] as const;
 export function checkTrainOptions(options: unknown, alsoAllowed: readonly string[] = []): void {
   if (options === undefined) return;
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    throw new ConfigError([`train options: expected an object such as { epochs: 2, out: 'runs/a' }, got ${formatValue(options)}`]);
+    throw new ConfigError([
+      `train options: expected an object such as { epochs: 2, out: 'runs/a' }, got ${formatValue(options)}`,
+    ]);
   }
   const o = options as Record<string, unknown>;
   const allowed = [...TRAIN_OPTION_KEYS, ...alsoAllowed];
   const problems: string[] = [];
-  const bad = (key: string, expected: string) => problems.push(`train options: ${key}: expected ${expected}, got ${formatValue(o[key])}`);
+  const bad = (key: string, expected: string) =>
+    problems.push(`train options: ${key}: expected ${expected}, got ${formatValue(o[key])}`);
   for (const key of Object.keys(o)) {
     if (!allowed.includes(key)) problems.push(`train options: ${unknownKeyMessage(key, allowed, 'option')}`);
   }
   for (const key of FUNCTIONS) if (o[key] !== undefined && typeof o[key] !== 'function') bad(key, 'a function');
-  for (const key of STRINGS) if (o[key] !== undefined && (typeof o[key] !== 'string' || o[key] === '')) bad(key, 'a path');
+  for (const key of STRINGS)
+    if (o[key] !== undefined && (typeof o[key] !== 'string' || o[key] === '')) bad(key, 'a path');
   if (o.force !== undefined && typeof o.force !== 'boolean') bad('force', 'true or false');
-  if (o.command !== undefined && !(Array.isArray(o.command) && o.command.every((a) => typeof a === 'string'))) bad('command', 'a list of strings (the command line)');
-  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) bad('signal', 'an AbortSignal (new AbortController().signal)');
+  if (o.command !== undefined && !(Array.isArray(o.command) && o.command.every((a) => typeof a === 'string')))
+    bad('command', 'a list of strings (the command line)');
+  if (o.signal !== undefined && !(o.signal instanceof AbortSignal))
+    bad('signal', 'an AbortSignal (new AbortController().signal)');
   if (o.faults !== undefined && !(o.faults instanceof FaultPlan)) bad('faults', 'a FaultPlan');
-  if (o.slowDevices !== undefined && !(o.slowDevices instanceof Map)) bad('slowDevices', 'a Map of device rank → slowdown factor');
+  if (o.slowDevices !== undefined && !(o.slowDevices instanceof Map))
+    bad('slowDevices', 'a Map of device rank → slowdown factor');
   if (o.failAt !== undefined && !isRecord(o.failAt, ['rank', 'step'])) bad('failAt', '{ rank, step }');
-  if (o.timeoutMs !== undefined && !(typeof o.timeoutMs === 'number' && o.timeoutMs > 0)) bad('timeoutMs', 'a positive number of milliseconds');
+  if (o.timeoutMs !== undefined && !(typeof o.timeoutMs === 'number' && o.timeoutMs > 0))
+    bad('timeoutMs', 'a positive number of milliseconds');
   if (o.transport !== undefined && o.transport !== 'tcp' && o.transport !== 'mpi') bad('transport', "'tcp' or 'mpi'");
   if (o.processes !== undefined && !isRecord(o.processes, ['rank', 'worldSize', 'masterAddr', 'masterPort'])) {
     bad('processes', '{ rank, worldSize, masterAddr, masterPort } (rendezvousFromEnv(process.env) gives it)');
@@ -133,7 +157,9 @@ export function checkTrainOptions(options: unknown, alsoAllowed: readonly string
   // these only mean something between processes: silently ignoring them would hide a mistake
   for (const key of ['timeoutMs', 'transport'] as const) {
     if (o[key] !== undefined && o.processes === undefined) {
-      problems.push(`train options: ${key} applies to a job of several processes; give processes (e.g. rendezvousFromEnv(process.env)) or leave ${key} out`);
+      problems.push(
+        `train options: ${key} applies to a job of several processes; give processes (e.g. rendezvousFromEnv(process.env)) or leave ${key} out`,
+      );
     }
   }
   if (problems.length) throw new ConfigError(problems);

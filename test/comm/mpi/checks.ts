@@ -26,13 +26,20 @@ const hash = (a: Float32Array) => crc32(new Uint8Array(a.buffer, a.byteOffset, a
 const LENGTHS = [1, 2, 7, 1001, 300007];
 
 export async function runChecks(comm: MpiCommunicator, out: MpiRankResult): Promise<void> {
-  const N = comm.size, r = comm.rank;
-  const check = (cond: boolean, what: string) => { if (!cond && out.failures.length < 30) out.failures.push(what); };
+  const N = comm.size,
+    r = comm.rank;
+  const check = (cond: boolean, what: string) => {
+    if (!cond && out.failures.length < 30) out.failures.push(what);
+  };
   check(comm.library.length > 0, 'library version string is empty');
 
   for (const n of LENGTHS) {
     const mine = (seed: number) => Float32Array.from({ length: n }, (_, i) => inputValue(r, i, seed));
-    const absSum = (i: number, seed: number) => { let s = 0; for (let k = 0; k < N; k++) s += Math.abs(Math.fround(inputValue(k, i, seed))); return s; };
+    const absSum = (i: number, seed: number) => {
+      let s = 0;
+      for (let k = 0; k < N; k++) s += Math.abs(Math.fround(inputValue(k, i, seed)));
+      return s;
+    };
     // MPI may add in another order than the serial reference: allow ~8 float32 ulps of Σ|x|
     // (1e-6 relative); with 2 ranks there is one addition, so the result must be exact.
     const close = (got: number, want: number, i: number, seed: number) =>
@@ -43,12 +50,19 @@ export async function runChecks(comm: MpiCommunicator, out: MpiRankResult): Prom
       const buf = mine(seed);
       await comm.allreduce(buf, op);
       const ref = serialSum(N, n, seed);
-      let bad = 0, first = -1;
+      let bad = 0,
+        first = -1;
       for (let i = 0; i < n; i++) {
         const want = op === 'mean' ? Math.fround(ref[i]! / N) : ref[i]!;
-        if (!close(buf[i]!, want, i, seed)) { bad++; if (first < 0) first = i; }
+        if (!close(buf[i]!, want, i, seed)) {
+          bad++;
+          if (first < 0) first = i;
+        }
       }
-      check(bad === 0, `allreduce(${op}) n=${n}: ${bad} elements off the serial reference (first at ${first}: ${buf[first]} vs ${ref[first]})`);
+      check(
+        bad === 0,
+        `allreduce(${op}) n=${n}: ${bad} elements off the serial reference (first at ${first}: ${buf[first]} vs ${ref[first]})`,
+      );
       out.hashes[`allreduce-${op}-${n}`] = hash(buf);
     }
 
@@ -57,10 +71,14 @@ export async function runChecks(comm: MpiCommunicator, out: MpiRankResult): Prom
       const buf = mine(seed);
       const { start, end } = await comm.reduceScatter(buf, op);
       const own = ownedSlice(n, N, r);
-      check(start === own.start && end === own.end, `reduceScatter n=${n}: returned [${start}, ${end}), owned is [${own.start}, ${own.end})`);
+      check(
+        start === own.start && end === own.end,
+        `reduceScatter n=${n}: returned [${start}, ${end}), owned is [${own.start}, ${own.end})`,
+      );
       const ref = serialSum(N, n, seed);
       let bad = 0;
-      for (let i = start; i < end; i++) if (!close(buf[i]!, op === 'mean' ? Math.fround(ref[i]! / N) : ref[i]!, i, seed)) bad++;
+      for (let i = start; i < end; i++)
+        if (!close(buf[i]!, op === 'mean' ? Math.fround(ref[i]! / N) : ref[i]!, i, seed)) bad++;
       check(bad === 0, `reduceScatter(${op}) n=${n}: ${bad} owned elements off the serial reference`);
     }
 
@@ -78,7 +96,7 @@ export async function runChecks(comm: MpiCommunicator, out: MpiRankResult): Prom
     }
 
     {
-      const root = N - 1;  // a non-zero root whenever N > 1
+      const root = N - 1; // a non-zero root whenever N > 1
       const buf = mine(6);
       await comm.broadcast(buf, root);
       let bad = 0;
@@ -93,7 +111,10 @@ export async function runChecks(comm: MpiCommunicator, out: MpiRankResult): Prom
     const view = whole.subarray(3, 8).fill(r + 1);
     await comm.allreduce(view, 'sum');
     const want = (N * (N + 1)) / 2;
-    check(view.every((v) => v === want) && whole[2] === 7 && whole[8] === 7, `allreduce of a subarray: got [${Array.from(whole)}]`);
+    check(
+      view.every((v) => v === want) && whole[2] === 7 && whole[8] === 7,
+      `allreduce of a subarray: got [${Array.from(whole)}]`,
+    );
   }
 
   await comm.barrier();
@@ -101,12 +122,19 @@ export async function runChecks(comm: MpiCommunicator, out: MpiRankResult): Prom
   // send/recv around the ring, both posted before either completes (MPI's rendezvous protocol
   // for a 1 MB message would deadlock two blocking sends); tags are matched, not arrival order
   {
-    const right = (r + 1) % N, left = (r + N - 1) % N;
+    const right = (r + 1) % N,
+      left = (r + N - 1) % N;
     const n = 262_145;
     const a = Float32Array.from({ length: n }, (_, i) => inputValue(r, i, 7));
     const b = Float32Array.from({ length: 5 }, (_, i) => inputValue(r, i, 8));
-    const ga = new Float32Array(n), gb = new Float32Array(5);
-    await Promise.all([comm.send(a, right, 11), comm.send(b, right, 12), comm.recv(gb, left, 12), comm.recv(ga, left, 11)]);
+    const ga = new Float32Array(n),
+      gb = new Float32Array(5);
+    await Promise.all([
+      comm.send(a, right, 11),
+      comm.send(b, right, 12),
+      comm.recv(gb, left, 12),
+      comm.recv(ga, left, 11),
+    ]);
     let bad = 0;
     for (let i = 0; i < n; i++) if (!Object.is(ga[i], Math.fround(inputValue(left, i, 7)))) bad++;
     for (let i = 0; i < 5; i++) if (!Object.is(gb[i], Math.fround(inputValue(left, i, 8)))) bad++;
@@ -119,15 +147,29 @@ export async function runChecks(comm: MpiCommunicator, out: MpiRankResult): Prom
 
     // a message of the wrong length is a clear error naming both lengths
     const short = Float32Array.of(1, 2);
-    const [, err] = await Promise.all([comm.send(short, right, 14), comm.recv(new Float32Array(4), left, 14).then(() => undefined, (e: Error) => e)]);
-    check(err?.name === 'CollectiveMismatchError' && /expected 4 floats, but the message has 2/.test(err.message),
-      `recv of the wrong length: ${err ? `${err.name}: ${err.message}` : 'no error'}`);
+    const [, err] = await Promise.all([
+      comm.send(short, right, 14),
+      comm.recv(new Float32Array(4), left, 14).then(
+        () => undefined,
+        (e: Error) => e,
+      ),
+    ]);
+    check(
+      err?.name === 'CollectiveMismatchError' && /expected 4 floats, but the message has 2/.test(err.message),
+      `recv of the wrong length: ${err ? `${err.name}: ${err.message}` : 'no error'}`,
+    );
   }
 
   // bad arguments are refused before MPI sees them, naming the rank and the argument
   {
-    const err = await comm.broadcast(new Float32Array(1), N).then(() => undefined, (e: Error) => e);
-    check(err instanceof RangeError && err.message.includes(`rank ${r}`) && err.message.includes('root'), `broadcast root out of range: ${err?.message ?? 'no error'}`);
+    const err = await comm.broadcast(new Float32Array(1), N).then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    check(
+      err instanceof RangeError && err.message.includes(`rank ${r}`) && err.message.includes('root'),
+      `broadcast root out of range: ${err?.message ?? 'no error'}`,
+    );
   }
 
   const stats = comm.takeStats();

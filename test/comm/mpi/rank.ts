@@ -29,22 +29,37 @@ function write(result: MpiRankResult): void {
 /** The main thread's checks while a worker thread owns MPI. */
 async function refusedHere(): Promise<string[]> {
   const failures: string[] = [];
-  const init = await MpiCommunicator.init().then(() => undefined, (e: Error) => e);
-  if (!init || !/already initialised/.test(init.message)) failures.push(`main thread init while a worker owns MPI: ${init?.message ?? 'no error'}`);
+  const init = await MpiCommunicator.init().then(
+    () => undefined,
+    (e: Error) => e,
+  );
+  if (!init || !/already initialised/.test(init.message))
+    failures.push(`main thread init while a worker owns MPI: ${init?.message ?? 'no error'}`);
   let direct: Error | undefined;
-  try { loadMpiAddon()!.barrier(); } catch (e) { direct = e as Error; }
-  if (!direct || !/another thread/.test(direct.message)) failures.push(`main thread MPI call while a worker owns MPI: ${direct?.message ?? 'no error'}`);
+  try {
+    loadMpiAddon()!.barrier();
+  } catch (e) {
+    direct = e as Error;
+  }
+  if (!direct || !/another thread/.test(direct.message))
+    failures.push(`main thread MPI call while a worker owns MPI: ${direct?.message ?? 'no error'}`);
   return failures;
 }
 
 if (mode === 'abort') {
   const comm = await MpiCommunicator.init();
   if (comm.rank === 1) {
-    await new Promise((resolve) => setTimeout(resolve, 200));  // the others are in the allreduce by then
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the others are in the allreduce by then
     comm.abort('rank 1 gives up on purpose (test)', 3);
   }
   await comm.allreduce(new Float32Array(1000));
-  write({ rank: comm.rank, size: comm.size, thread: 'main', failures: ['the allreduce returned although rank 1 aborted'], hashes: {} });
+  write({
+    rank: comm.rank,
+    size: comm.size,
+    thread: 'main',
+    failures: ['the allreduce returned although rank 1 aborted'],
+    hashes: {},
+  });
 } else if (!inWorker) {
   write(await runRank('main'));
 } else {
@@ -53,11 +68,24 @@ if (mode === 'abort') {
   let result: MpiRankResult | undefined;
   worker.on('message', (m: { type: 'initialised' } | { type: 'result'; result: MpiRankResult }) => {
     if (m.type === 'result') result = m.result;
-    else void refusedHere().then((f) => { mainFailures.push(...f); worker.postMessage('go'); });
+    else
+      void refusedHere().then((f) => {
+        mainFailures.push(...f);
+        worker.postMessage('go');
+      });
   });
-  worker.on('error', (e) => { mainFailures.push(`worker error: ${e.message}`); });
+  worker.on('error', (e) => {
+    mainFailures.push(`worker error: ${e.message}`);
+  });
   const code = await new Promise<number>((resolve) => worker.on('exit', resolve));
-  const r = result ?? { rank: envRank, size: -1, thread: 'worker', failures: [], hashes: {}, error: `the worker exited with code ${code} without a result` };
+  const r = result ?? {
+    rank: envRank,
+    size: -1,
+    thread: 'worker',
+    failures: [],
+    hashes: {},
+    error: `the worker exited with code ${code} without a result`,
+  };
   r.failures.push(...mainFailures);
   write(r);
 }

@@ -2,8 +2,9 @@
 import { parentPort } from 'node:worker_threads';
 import { runRank } from './runRank.ts';
 
-const handshake = () => new Promise<void>((resolve) => {
-  parentPort!.once('message', () => resolve());
-  parentPort!.postMessage({ type: 'initialised' });
-});
+const handshake = () =>
+  new Promise<void>((resolve) => {
+    parentPort!.once('message', () => resolve());
+    parentPort!.postMessage({ type: 'initialised' });
+  });
 parentPort!.postMessage({ type: 'result', result: await runRank('worker', handshake) });

@@ -83,45 +83,69 @@ export async function runJob(o: JobOptions): Promise<RankResult[]> {
   const exited = new Set<number>();
   let stalledChild: ChildProcess | undefined;
 
-  const start = (rank: number, masterPort: number): Promise<RankResult> => new Promise((resolve) => {
-    const spec: WorkerSpec = {
-      rank, worldSize: o.worldSize, masterPort, scenario: o.scenario,
-      options: { secret: SECRET, ...(o.options?.(rank) ?? {}) }, params: o.params ?? {}, waitForGo: !!o.onReady,
-    };
-    const child = fork(workerPath, [JSON.stringify(spec)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    children.push(child);
-    if (rank === o.stalledRank) stalledChild = child;
-    let result: RankResult | undefined;
-    const kill = setTimeout(() => child.kill('SIGKILL'), o.killAfterMs ?? 45_000);
-    child.on('message', (m: WorkerMessage) => {
-      if (m.type === 'listening') listeningPort?.(m.port);
-      else if (m.type === 'ready') {
-        addresses.set(m.rank, m.address);
-        if (o.onReady && addresses.size === ranks.length) {
-          readyHook = Promise.resolve(o.onReady(addresses)).then(() => {
-            for (const c of children) if (c.connected) c.send({ type: 'go' });
-          });
+  const start = (rank: number, masterPort: number): Promise<RankResult> =>
+    new Promise((resolve) => {
+      const spec: WorkerSpec = {
+        rank,
+        worldSize: o.worldSize,
+        masterPort,
+        scenario: o.scenario,
+        options: { secret: SECRET, ...(o.options?.(rank) ?? {}) },
+        params: o.params ?? {},
+        waitForGo: !!o.onReady,
+      };
+      const child = fork(workerPath, [JSON.stringify(spec)], {
+        execArgv: ['--import', 'tsx'],
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      });
+      children.push(child);
+      if (rank === o.stalledRank) stalledChild = child;
+      let result: RankResult | undefined;
+      const kill = setTimeout(() => child.kill('SIGKILL'), o.killAfterMs ?? 45_000);
+      child.on('message', (m: WorkerMessage) => {
+        if (m.type === 'listening') listeningPort?.(m.port);
+        else if (m.type === 'ready') {
+          addresses.set(m.rank, m.address);
+          if (o.onReady && addresses.size === ranks.length) {
+            readyHook = Promise.resolve(o.onReady(addresses)).then(() => {
+              for (const c of children) if (c.connected) c.send({ type: 'go' });
+            });
+          }
+        } else if (m.type === 'result') result = m.result;
+      });
+      child.on('exit', (code, signal) => {
+        clearTimeout(kill);
+        exited.add(rank);
+        if (o.stalledRank !== undefined && exited.size === ranks.length - 1 && !exited.has(o.stalledRank)) {
+          stalledChild?.kill('SIGKILL');
         }
-      } else if (m.type === 'result') result = m.result;
-    });
-    child.on('exit', (code, signal) => {
-      clearTimeout(kill);
-      exited.add(rank);
-      if (o.stalledRank !== undefined && exited.size === ranks.length - 1 && !exited.has(o.stalledRank)) {
-        stalledChild?.kill('SIGKILL');
-      }
-      listeningPort?.(-1);
-      resolve(result ? { ...result, exitCode: code } : {
-        rank, ok: false, failures: [], data: {}, logs: [], elapsedMs: -1, exitCode: code,
-        error: { name: 'NoResult', message: `rank ${rank} exited (code ${code}, signal ${signal}) without a result` },
+        listeningPort?.(-1);
+        resolve(
+          result
+            ? { ...result, exitCode: code }
+            : {
+                rank,
+                ok: false,
+                failures: [],
+                data: {},
+                logs: [],
+                elapsedMs: -1,
+                exitCode: code,
+                error: {
+                  name: 'NoResult',
+                  message: `rank ${rank} exited (code ${code}, signal ${signal}) without a result`,
+                },
+              },
+        );
       });
     });
-  });
 
   const done: Promise<RankResult>[] = [];
   let masterPort = o.masterPort ?? 0;
   if (ranks.includes(0)) {
-    const port = new Promise<number>((resolve) => { listeningPort = resolve; });
+    const port = new Promise<number>((resolve) => {
+      listeningPort = resolve;
+    });
     done.push(start(0, 0));
     masterPort = await port;
     listeningPort = undefined;
@@ -135,6 +159,11 @@ export async function runJob(o: JobOptions): Promise<RankResult[]> {
 
 /** A readable summary for assertion messages. */
 export function describe(results: RankResult[]): string {
-  return results.map((r) => `rank ${r.rank}: ${r.ok ? 'ok' : r.error ? `${r.error.name}: ${r.error.message}` : r.failures.join('; ')}` +
-    (r.logs.length ? `\n    logs: ${r.logs.join('\n          ')}` : '')).join('\n');
+  return results
+    .map(
+      (r) =>
+        `rank ${r.rank}: ${r.ok ? 'ok' : r.error ? `${r.error.name}: ${r.error.message}` : r.failures.join('; ')}` +
+        (r.logs.length ? `\n    logs: ${r.logs.join('\n          ')}` : ''),
+    )
+    .join('\n');
 }

@@ -29,13 +29,16 @@ function check(cond: boolean, what: string): void {
 const hash = (a: Float32Array) => crc32(new Uint8Array(a.buffer, a.byteOffset, a.byteLength)).toString(16);
 
 let goResolve: () => void = () => {};
-const go = new Promise<void>((resolve) => { goResolve = resolve; });
+const go = new Promise<void>((resolve) => {
+  goResolve = resolve;
+});
 process.on('message', (m: { type: string }) => {
   if (m.type === 'go') goResolve();
 });
 
 async function collectives(comm: TcpCommunicator): Promise<void> {
-  const N = comm.size, r = comm.rank;
+  const N = comm.size,
+    r = comm.rank;
   const lengths = (spec.params.lengths as number[] | undefined) ?? [1, 7, 1000003];
   for (const n of lengths) {
     const mine = (seed: number) => Float32Array.from({ length: n }, (_, i) => inputValue(r, i, seed));
@@ -62,7 +65,10 @@ async function collectives(comm: TcpCommunicator): Promise<void> {
       const buf = mine(n + 2);
       const { start, end } = await comm.reduceScatter(buf, 'sum');
       const own = ownedSlice(n, N, r);
-      check(start === own.start && end === own.end, `reduceScatter n=${n}: returned [${start}, ${end}), owned is [${own.start}, ${own.end})`);
+      check(
+        start === own.start && end === own.end,
+        `reduceScatter n=${n}: returned [${start}, ${end}), owned is [${own.start}, ${own.end})`,
+      );
       const ref = serialSum(N, n, n + 2);
       let bad = 0;
       for (let i = start; i < end; i++) if (!(Math.abs(buf[i]! - ref[i]!) <= tol)) bad++;
@@ -115,16 +121,22 @@ async function collectives(comm: TcpCommunicator): Promise<void> {
     const a = Float32Array.from({ length: n }, (_, i) => inputValue(r, i, 11));
     const b = Float32Array.from({ length: n }, (_, i) => inputValue(r, i, 12));
     await Promise.all([comm.allreduce(a), comm.allreduce(b, 'mean')]);
-    const ra = serialSum(N, n, 11), rb = serialSum(N, n, 12);
+    const ra = serialSum(N, n, 11),
+      rb = serialSum(N, n, 12);
     let bad = 0;
-    for (let i = 0; i < n; i++) if (!(Math.abs(a[i]! - ra[i]!) <= 4e-6 * N && Math.abs(b[i]! - rb[i]! / N) <= 4e-6)) bad++;
+    for (let i = 0; i < n; i++)
+      if (!(Math.abs(a[i]! - ra[i]!) <= 4e-6 * N && Math.abs(b[i]! - rb[i]! / N) <= 4e-6)) bad++;
     check(bad === 0, `concurrent allreduces: ${bad} elements wrong`);
     data['allreduce-concurrent'] = hash(a) + hash(b);
-    const to = (r + 2) % N, from = (r - 2 + N) % N;
+    const to = (r + 2) % N,
+      from = (r - 2 + N) % N;
     const got = new Float32Array(1000);
     await Promise.all([comm.send(a.subarray(0, 1000), to, 3), comm.recv(got, from, 3)]);
     const want = serialSum(N, 1000, 11);
-    check(got.every((x, i) => x === want[i] || Math.abs(x - want[i]!) <= 4e-6 * N), 'send/recv to rank+2 wrong');
+    check(
+      got.every((x, i) => x === want[i] || Math.abs(x - want[i]!) <= 4e-6 * N),
+      'send/recv to rank+2 wrong',
+    );
   }
   // a message behind a collective its receiver has not called yet: rank 1 waits for rank 0's
   // message first, which rank 0 sent after its first frames of the allreduce (they are held
@@ -138,22 +150,36 @@ async function collectives(comm: TcpCommunicator): Promise<void> {
     } else if (r === 1) {
       const got = new Float32Array(10);
       await comm.recv(got, 0, 21);
-      check(got.every((v) => v === 100), 'the message sent behind an allreduce is wrong');
+      check(
+        got.every((v) => v === 100),
+        'the message sent behind an allreduce is wrong',
+      );
       await comm.allreduce(c);
     } else await comm.allreduce(c);
-    check(c.every((v) => v === (N * (N + 1)) / 2), 'the allreduce with a message behind it is wrong');
+    check(
+      c.every((v) => v === (N * (N + 1)) / 2),
+      'the allreduce with a message behind it is wrong',
+    );
   }
   const stats = comm.takeStats();
-  check(stats.bytes > 0 && stats.commMs > 0 && stats.idleMs >= 0 && stats.idleMs <= stats.commMs + 1, `implausible stats ${JSON.stringify(stats)}`);
+  check(
+    stats.bytes > 0 && stats.commMs > 0 && stats.idleMs >= 0 && stats.idleMs <= stats.commMs + 1,
+    `implausible stats ${JSON.stringify(stats)}`,
+  );
   data.stats = stats;
 }
 
 async function main(): Promise<void> {
   const t0 = Date.now();
   const opts: TcpConnectOptions = {
-    rank: spec.rank, worldSize: spec.worldSize, masterPort: spec.masterPort, timeoutMs: 20_000,
+    rank: spec.rank,
+    worldSize: spec.worldSize,
+    masterPort: spec.masterPort,
+    timeoutMs: 20_000,
     ...spec.options,
-    log: (level, message) => { logs.push(`${level}: ${message}`); },
+    log: (level, message) => {
+      logs.push(`${level}: ${message}`);
+    },
     onMasterListening: ({ port }) => void send({ type: 'listening', port }),
   };
   let comm: TcpCommunicator | undefined;
@@ -188,7 +214,10 @@ async function main(): Promise<void> {
         const victim = comm.rank === spec.params.victim;
         await comm.barrier();
         if (victim) {
-          setTimeout(() => (spec.scenario === 'die-mid-call' ? process.exit(3) : process.kill(process.pid, 'SIGSTOP')), 5);
+          setTimeout(
+            () => (spec.scenario === 'die-mid-call' ? process.exit(3) : process.kill(process.pid, 'SIGSTOP')),
+            5,
+          );
         }
         await comm.allreduce(new Float32Array(8 << 20).fill(1));
         break;
@@ -197,7 +226,11 @@ async function main(): Promise<void> {
         // the victim aborts the job in the middle of one large allreduce and stays alive
         const victim = comm.rank === spec.params.victim;
         await comm.barrier();
-        if (victim) setTimeout(() => { data.abortAt = Date.now(); comm!.abort('the victim gave up'); }, 5);
+        if (victim)
+          setTimeout(() => {
+            data.abortAt = Date.now();
+            comm!.abort('the victim gave up');
+          }, 5);
         try {
           await comm.allreduce(new Float32Array(spec.params.floats as number).fill(1));
         } finally {
@@ -239,11 +272,19 @@ async function main(): Promise<void> {
         throw new Error(`unknown scenario ${spec.scenario}`);
     }
     await comm.close();
-    await send({ type: 'result', result: { rank: spec.rank, ok: failures.length === 0, failures, data, logs, elapsedMs: Date.now() - t0 } });
+    await send({
+      type: 'result',
+      result: { rank: spec.rank, ok: failures.length === 0, failures, data, logs, elapsedMs: Date.now() - t0 },
+    });
   } catch (err) {
     const e = err as Error & { missing?: number[]; rank?: number; failedRank?: number };
     const result: RankResult = {
-      rank: spec.rank, ok: false, failures, data, logs, elapsedMs: Date.now() - t0,
+      rank: spec.rank,
+      ok: false,
+      failures,
+      data,
+      logs,
+      elapsedMs: Date.now() - t0,
       error: { name: e.name, message: e.message, missing: e.missing, rank: e.rank, failedRank: e.failedRank },
     };
     await comm?.close().catch(() => {});
