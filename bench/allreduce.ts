@@ -2,7 +2,7 @@
  * Shared-memory allreduce bandwidth against Open MPI, in one run: 2 ranks (worker threads),
  * allreduce(sum) on registered buffers of 1, 4 and 16 MB. Each cell is the median over timed
  * repetitions (after a warm-up; the buffer refilled between calls, outside the timing, like the
- * MPI ranks do; the kinds taking turns call by call) of the slower rank's time for one call,
+ * MPI ranks do; each kind's calls in one block, below) of the slower rank's time for one call,
  * entered together after a barrier.
  * Algorithm bandwidth = buffer bytes / time. The kinds of buffer:
  *
@@ -12,14 +12,14 @@
  *            heap lives in the arena, registered by the hybrid strategy's onStart
  *   wasm     (where the native reduction is built) another such replica's grads, reduced by the
  *            wasm kernel (comm.useNativeReduce(false) for its calls): the two kernels side by side
- *   copy     the same replica's grads on a wasm backend with its own memory (PARATRAIN_SHM_HEAP=0,
- *            and every device before): reduced where they are by the native kernel where it is
+ *   copy     the same replica's grads on a wasm backend with its own memory (PARATRAIN_SHM_HEAP=0):
+ *            reduced where they are by the native kernel where it is
  *            built, else chunks copied through the rank's arena scratch and back
  *   sab      (optional) a plain SharedArrayBuffer, like `copy`
  *
  * The reduction kernel is the native one (native/shm, src/comm/shm/nativeReduce.ts) where it is
  * built, else wasm SIMD; the run prints which, and the `wasm` kind measures the wasm kernel in the
- * same calls' turns. PARATRAIN_SHM_NATIVE=0 before the command runs the wasm kernel throughout.
+ * same rounds. PARATRAIN_SHM_NATIVE=0 before the command runs the wasm kernel throughout.
  *
  * The path each kind took is read from the transport's counters (comm.pathCounts()), not assumed.
  * Then `mpirun -np 2` of bench/allreduceMpi.ts measures Open MPI's MPI_Allreduce at the same sizes
@@ -28,8 +28,8 @@
  *
  *   npm run bench -- allreduce [--sizes 1,4,16] [--reps 21] [--rounds 5] [--kinds arena,replica,wasm,copy] [--spin µs] [--no-mpi]
  *
- * Ours and Open MPI take turns for `--rounds` rounds (Open MPI's own figure moved threefold between
- * runs on the shared machine): a cell is the median over the rounds, a ratio the median of the
+ * Ours and Open MPI take turns for `--rounds` rounds (Open MPI's own figure can move threefold
+ * between runs on a shared machine): a cell is the median over the rounds, a ratio the median of the
  * rounds' own ratios, and the rounds' figures are printed below the table. Both sides' speeds are
  * bimodal on the shared VM (Open MPI at 1 MB: 9–10 GB/s in some `mpirun` jobs and 2–3 in others,
  * with nothing of ours running), so a round's ratio can pit one side's slow spell against the
@@ -38,9 +38,9 @@
  * `throughput`.
  *
  * Each kind's calls run in one block after its own warm-up, as Open MPI's do on its one buffer.
- * Until session 35 the kinds took turns call by call; at 4 MB that cycled 4 kinds × 2 ranks × 4 MB
- * through the caches, more than this VM's share of the L3, while Open MPI's 2 × 4 MB stayed in it:
- * whole rounds of ours then ran 6–13 GB/s at 4 MB, against 49–74 with one kind alone.
+ * Kinds taking turns call by call would cycle 4 kinds × 2 ranks × 4 MB through the caches at 4 MB,
+ * more than a small VM's share of the L3, while Open MPI's 2 × 4 MB stays in it: on a 2-core Zen 4
+ * whole rounds then run 6–13 GB/s at 4 MB, against 49–74 with one kind alone.
  *
  * `--spin` sets how long the ranks' waits spin before sleeping (default: the transport's, as in
  * training). MPI's ranks poll without sleeping; on a loaded machine a sleeping rank's wake-up,

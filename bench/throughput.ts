@@ -5,11 +5,12 @@
  * once a step, the functions cross its tier-up counts one at a time, up to 30 ms of compiling
  * each), and with every core a device those threads take a device's core while the other waits
  * for it: a start-up cost of a run, not its rate. So the default warm-up runs past most of it
- * (session 35: 6 rounds taking turns, 2 devices over 1 gave a median 1.95× after 1,500 steps
- * against 1.87× after 10), and since it is longer than `--steps` + 10 the benchmark also prints
- * steps 10 to 10 + `--steps` of the same runs, the window V8 is still compiling in. Where Debian's
- * python3-torch is installed, PyTorch on 1 process and DDP (gloo, 2 processes, 1 thread each, same
- * network and per-rank batch) run in the same benchmark and the ratios are printed.
+ * (scripts/scaling-probe.ts --warmup 10,1500 on a 2-core Zen 4: 2 devices over 1 a median 1.95×
+ * after 1,500 steps against 1.87× after 10), and since it is longer than `--steps` + 10 the
+ * benchmark also prints steps 10 to 10 + `--steps` of the same runs, the window V8 is still
+ * compiling in. Where Debian's python3-torch is installed, PyTorch on 1 process and DDP (gloo, 2
+ * processes, 1 thread each, same network and per-rank batch) run in the same benchmark and the
+ * ratios are printed.
  * The kernel backend is `auto` (onednn, then native, then wasm: whichever is built) unless
  * --backend names one. Each run trains as many epochs as the data needs for its steps (the shipped
  * Fashion-MNIST subset holds 31 global steps of 2 × 64) and stops gracefully after them, with no
@@ -186,14 +187,9 @@ async function paratrainStepTimes(
  * G unconnected 1-device jobs at once, each in its own process: their samples/s summed over the
  * window in which every one of them was stepping (from the last one's first counted step to the
  * first one's last), after the warm-up and, when it holds them, in steps [EARLY_FROM, EARLY_FROM + steps].
+ * Each child is this script's `throughput --one-job`, at the same fixed batch as the connected runs.
  */
-async function sideBySideSamplesPerSecond(
-  g: number,
-  steps: number,
-  warmup: number,
-  batch: number,
-  backend: string,
-): Promise<Rates> {
+async function sideBySideSamplesPerSecond(g: number, steps: number, warmup: number, backend: string): Promise<Rates> {
   const script = new URL('./main.ts', import.meta.url).pathname;
   const args = [
     '--import',
@@ -313,7 +309,7 @@ export async function main(args: string[]): Promise<void> {
     for (const g of devices)
       perRound.get(g)!.push(keep(String(g), await paratrainSamplesPerSecond(g, steps, warmup, batch, backend)));
     for (const g of side) {
-      sideRound.get(g)!.push(keep(`${g} apart`, await sideBySideSamplesPerSecond(g, steps, warmup, batch, backend)));
+      sideRound.get(g)!.push(keep(`${g} apart`, await sideBySideSamplesPerSecond(g, steps, warmup, backend)));
       const probe = await coreScaling(g, FMA_SECONDS);
       if (probe) {
         fma.get(g)!.push(probe.scaling);

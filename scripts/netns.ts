@@ -5,7 +5,7 @@
  * scripts/net-delay.py: this kernel has no sch_netem). Packets from host i to host j: i's veth (tbf) → router → TUN → relay (held d) →
  * TUN → policy route → j's veth (tbf) → j. The MTU (default 9,000, jumbo frames) trades the
  * relay's per-packet cost (Python: fewer, larger packets) against tbf's burst, one packet: after a
- * pause that much of a message crosses at once, faster than the link (64 KiB packets made every
+ * pause that much of a message crosses at once, faster than the link (64 KiB packets make every
  * small collective 5 ms too fast at 100 Mbit/s). Addresses are 10.99.N.10 + i inside these namespaces
  * only; every name carries a random tag, and destroy() removes all of it (namespaces take their
  * veths and the TUN device with them).

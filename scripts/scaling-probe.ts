@@ -1,5 +1,5 @@
 /**
- * Where a 2-device job's scaling goes (docs/results.md, session 34): for each set of V8 flags, in
+ * Where a 2-device job's scaling goes (docs/results.md, `throughput`): for each set of V8 flags, in
  * rounds taking turns, a 1-device job alone, two unconnected 1-device jobs at once (one process
  * each: the machine's ceiling) and a 2-device job, each in a fresh process with those flags;
  * mnist-small, hybrid, onednn where built, samples/s of rank 0's steps after the warm-up.

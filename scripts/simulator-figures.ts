@@ -1,9 +1,9 @@
 /**
- * The simulator's figures for docs/simulator.md (issue 20): scaling curves from 1 to 1,024 devices
+ * The simulator's figures for docs/simulator.md: scaling curves from 1 to 1,024 devices
  * for mnist-small, alexnet-small and the speech example on three link types; where the trick
  * overtakes pure data parallelism as bandwidth falls; where bmuf and async overtake hybrid as
  * stragglers grow. Writes one SVG per figure into --out (default docs/img/simulator) and prints the
- * Markdown tables docs/simulator.md and docs/results.md quote.
+ * Markdown tables docs/simulator.md quotes.
  *
  *   node --import tsx scripts/simulator-figures.ts [--out docs/img/simulator] [--steps 200] [--remeasure]
  *
