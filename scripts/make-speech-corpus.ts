@@ -15,7 +15,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { BucketBatchSampler } from '../src/speech/bucketSampler.ts';
+import { BucketBatchSampler } from '../src/data/bucketSampler.ts';
 import {
   ACCENTS,
   SPEAKERS,

@@ -1,5 +1,5 @@
 import type { Tensor } from '../tensor/tensor.ts';
-import { backwardReadsInput, type ActivationKind } from '../kernels/backend.ts';
+import { backwardReadsInput, type ActivationKind } from '../kernels/activation.ts';
 
 /**
  * Max pooling straight after an element-wise activation f (a conv2d's own, or an activation layer)

@@ -1,5 +1,6 @@
 import { Tensor } from '../tensor/tensor.ts';
-import { activationParam, backwardReadsInput, type ActivationKind, type Backend } from '../kernels/backend.ts';
+import { activationParam, backwardReadsInput, type ActivationKind } from '../kernels/activation.ts';
+import type { Backend } from '../kernels/backend.ts';
 import { BaseLayer, type BufferPool, type ForwardContext } from './layer.ts';
 import { keepLengths, zeroPadding } from './sequence.ts';
 import { gradThroughActivation, markActivationOutput } from './activationFusion.ts';

@@ -1,8 +1,10 @@
 import { Tensor } from '../tensor/tensor.ts';
 import { formatShape, shapesEqual } from '../tensor/shape.ts';
-import type { ActivationKind, Backend } from '../kernels/backend.ts';
+import type { ActivationKind } from '../kernels/activation.ts';
+import type { Backend } from '../kernels/backend.ts';
 import { BaseLayer, allLayers, type ForwardContext, type Layer, type ParamSpec, type StateSpec } from './layer.ts';
 import { ActivationLayer } from './activationLayer.ts';
+import { communicates, runLater, runNow, settle, type Pass } from './pass.ts';
 
 /** One branch of an add block: its layers (none: the identity) and the prefix of its tensors' names. */
 export interface Branch {
@@ -84,19 +86,20 @@ export class AddBlock extends BaseLayer {
   }
 
   forward(x: Tensor, ctx: ForwardContext): Tensor {
-    const outs = this.branches.map((b) => {
-      let h = x;
-      for (const l of b.layers) h = l.forward(h, ctx);
-      return h;
-    });
-    return this.finish(outs, ctx);
+    return runNow(this.forwardPass(x, ctx, false));
   }
 
-  async forwardAsync(x: Tensor, ctx: ForwardContext): Promise<Tensor> {
+  forwardAsync(x: Tensor, ctx: ForwardContext): Promise<Tensor> {
+    return runLater(this.forwardPass(x, ctx, true));
+  }
+
+  /** Every branch in order, then their sum; with `communicating`, a layer that needs to communicates (pass.ts). */
+  private *forwardPass(x: Tensor, ctx: ForwardContext, communicating: boolean): Pass<Tensor> {
     const outs: Tensor[] = [];
     for (const b of this.branches) {
       let h = x;
-      for (const l of b.layers) h = l.forwardAsync ? await l.forwardAsync(h, ctx) : l.forward(h, ctx);
+      for (const l of b.layers)
+        h = communicates(l, communicating) ? yield* settle(l.forwardAsync!(h, ctx)) : l.forward(h, ctx);
       outs.push(h);
     }
     return this.finish(outs, ctx);
@@ -118,16 +121,15 @@ export class AddBlock extends BaseLayer {
   }
 
   backward(dy: Tensor, needInputGrad = true): Tensor | null {
-    const ds = this.act ? this.act.backward(dy) : dy;
-    const grads = this.branches.map((b) => {
-      let g: Tensor | null = ds;
-      for (let k = b.layers.length - 1; k >= 0 && g; k--) g = b.layers[k]!.backward(g, k > 0 || needInputGrad);
-      return g;
-    });
-    return this.inputGrad(grads, needInputGrad);
+    return runNow(this.backwardPass(dy, needInputGrad, false));
   }
 
-  async backwardAsync(dy: Tensor, needInputGrad = true): Promise<Tensor | null> {
+  backwardAsync(dy: Tensor, needInputGrad = true): Promise<Tensor | null> {
+    return runLater(this.backwardPass(dy, needInputGrad, true));
+  }
+
+  /** The activation's backward, every branch's in order, then the sum of their input gradients. */
+  private *backwardPass(dy: Tensor, needInputGrad: boolean, communicating: boolean): Pass<Tensor | null> {
     const ds = this.act ? this.act.backward(dy) : dy;
     const grads: (Tensor | null)[] = [];
     for (const b of this.branches) {
@@ -135,7 +137,7 @@ export class AddBlock extends BaseLayer {
       for (let k = b.layers.length - 1; k >= 0 && g; k--) {
         const l = b.layers[k]!,
           need = k > 0 || needInputGrad;
-        g = l.backwardAsync ? await l.backwardAsync(g, need) : l.backward(g, need);
+        g = communicates(l, communicating) ? yield* settle(l.backwardAsync!(g, need)) : l.backward(g, need);
       }
       grads.push(g);
     }

@@ -1,6 +1,7 @@
 import { Tensor } from '../tensor/tensor.ts';
 import { formatShape, VARIABLE } from '../tensor/shape.ts';
-import type { ActivationKind, Backend } from '../kernels/backend.ts';
+import type { ActivationKind } from '../kernels/activation.ts';
+import type { Backend } from '../kernels/backend.ts';
 import { BaseLayer, type ForwardContext, type ParamSpec } from './layer.ts';
 import type { Padding } from './spec.ts';
 import { checkLengths, isSequenceShape, keepLengths, sequenceDims, validFrames, zeroPadding } from './sequence.ts';

@@ -1,11 +1,8 @@
 import { Tensor } from '../tensor/tensor.ts';
-import {
-  backwardReadsInput,
-  type ActivationKind,
-  type Backend,
-  type Conv2DGeometry,
-  type Pool2DGeometry,
-} from '../kernels/backend.ts';
+import { backwardReadsInput, type ActivationKind } from '../kernels/activation.ts';
+import type { Backend } from '../kernels/backend.ts';
+import type { Conv2DGeometry } from '../kernels/convKernels.ts';
+import type { Pool2DGeometry } from '../kernels/poolKernels.ts';
 import { BaseLayer, type BufferPool, type ForwardContext, type ParamSpec } from './layer.ts';
 import type { Padding } from './spec.ts';
 import { windowGeometry } from './windowGeometry.ts';

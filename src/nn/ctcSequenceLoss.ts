@@ -1,5 +1,5 @@
 /**
- * `loss: ctc` — the CTC loss (ctcLoss.ts) as a Loss of the training loop, for speech data: outputs
+ * `loss: ctc` — the CTC loss (ctc/ctcLoss.ts) as a Loss of the training loop, for speech data: outputs
  * [N, T, C] (per-frame logits), labels padded to [N, S] as the speech batch holds them (symbol k of
  * the alphabet is label k + 1), and a SequenceTargets with the model's output lengths. Besides the
  * loss and its gradient it reports what the transcripts look like: each sample greedy-decoded over
@@ -7,15 +7,15 @@
  * (summed by the caller over micro-batches and devices before dividing: CER, WER).
  *
  * Classes: the blank is class `blank`; the alphabet's symbols are the other classes in order
- * (ctcDecode.ts's convention), so with blank 0 (the default) class c is label c, and with the
+ * (ctc/ctcDecode.ts's convention), so with blank 0 (the default) class c is label c, and with the
  * blank last (DeepSpeech's) label l is class l − 1.
  */
 import type { Tensor } from '../tensor/tensor.ts';
 import type { Backend } from '../kernels/backend.ts';
-import { CtcLoss, ctcGradScale, type CtcReduction } from './ctcLoss.ts';
+import { CtcLoss, ctcGradScale, type CtcReduction } from '../ctc/ctcLoss.ts';
 import type { ErrorCounts, Loss, LossResult, SequenceTargets } from './loss.ts';
-import { greedyDecode } from '../speech/ctcDecode.ts';
-import { addLabelErrors } from '../speech/labelErrors.ts';
+import { greedyDecode } from '../ctc/ctcDecode.ts';
+import { addLabelErrors } from '../ctc/labelErrors.ts';
 
 export class CtcSequenceLoss implements Loss {
   readonly task = 'transcription' as const;

@@ -1,5 +1,6 @@
 import { Tensor } from '../tensor/tensor.ts';
-import { backwardReadsInput, type ActivationKind, type Backend } from '../kernels/backend.ts';
+import { backwardReadsInput, type ActivationKind } from '../kernels/activation.ts';
+import type { Backend } from '../kernels/backend.ts';
 import { BaseLayer, type ForwardContext, type ParamSpec } from './layer.ts';
 import { isSequenceShape, keepLengths, zeroPadding } from './sequence.ts';
 

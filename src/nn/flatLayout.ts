@@ -112,13 +112,13 @@ export function initializeLayer(
   firstIndex: number,
 ): number {
   let index = firstIndex;
-  layer.params().forEach((spec, j) => initParam(spec, views[j]!, seed, index++));
+  for (const [j, spec] of layer.params().entries()) initParam(spec, views[j]!, seed, index++);
   return index;
 }
 
 /** A layer's state at its spec's starting value (views in state() order). */
 export function initializeState(layer: Layer, views: readonly Float32Array[]): void {
-  layer.state().forEach((spec, j) => views[j]!.fill(spec.init === 'ones' ? 1 : 0));
+  for (const [j, spec] of layer.state().entries()) views[j]!.fill(spec.init === 'ones' ? 1 : 0);
 }
 
 /** Deterministic initialisation of every slot (the whole model, its layers in order) from the seed. */

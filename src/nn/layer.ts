@@ -79,12 +79,13 @@ export interface Layer {
   forward(x: Tensor, ctx: ForwardContext): Tensor;
   backward(dy: Tensor, needInputGrad?: boolean): Tensor | null;
   /**
-   * Layers that communicate (synchronised BatchNorm) implement these; the model's async passes
-   * prefer them. Their sync forward/backward then refuse to run where communication is needed.
+   * Layers that may communicate (synchronised BatchNorm) implement these; a pass that lets layers
+   * communicate runs a layer through them while its `needsAsync` is true (nn/pass.ts). Their sync
+   * forward/backward then refuse to run where communication is needed.
    */
   forwardAsync?(x: Tensor, ctx: ForwardContext): Promise<Tensor>;
   backwardAsync?(dy: Tensor, needInputGrad?: boolean): Promise<Tensor | null>;
-  /** True when the sync passes cannot be used (the layer must communicate in training). */
+  /** True when the sync passes cannot be used (the layer must communicate in training); such a layer has the async ones. */
   readonly needsAsync?: boolean;
   /** The batch-sized arrays the last forward keeps for backward (activation memory accounting). */
   savedForBackward?(): readonly ArrayBufferView[];

@@ -1,4 +1,5 @@
-import type { Backend, PackedMatrix } from '../kernels/backend.ts';
+import type { Backend } from '../kernels/backend.ts';
+import type { PackedMatrix } from '../kernels/matrixKernels.ts';
 import type { BufferPool } from './layer.ts';
 import {
   finishBackward,

@@ -17,6 +17,7 @@ import { savedActivationBytes } from './activationMemory.ts';
 import type { TrainableModel } from './trainableModel.ts';
 import { convPoolPairs, type ConvPool } from './convPool.ts';
 import { checkLengths, checkModelInput, isSequenceShape, outputLengths, shapeFits } from './sequence.ts';
+import { communicates, runLater, runNow, settle, type Pass } from './pass.ts';
 
 export type { FlatEntry } from './flatLayout.ts';
 
@@ -79,7 +80,23 @@ export class Sequential implements TrainableModel {
     initializeFlat(this.slots, this.layout, this.params, this.state, seed);
   }
 
+  /** The forward pass, synchronously: a layer that must communicate refuses to run (use forwardAsync). */
   forward(x: Tensor, ctx: ForwardContext): Tensor {
+    return runNow(this.forwardPass(x, ctx, false));
+  }
+
+  /** True when some layer communicates in training (synchronised BatchNorm): use the async passes. */
+  get needsAsync(): boolean {
+    return this.layers.some((l) => l.needsAsync === true);
+  }
+
+  /** The forward pass, awaiting the layers that communicate (every replica runs the same layers in the same order). */
+  forwardAsync(x: Tensor, ctx: ForwardContext): Promise<Tensor> {
+    return runLater(this.forwardPass(x, ctx, true));
+  }
+
+  /** The one forward loop; with `communicating`, a layer that needs to communicates (pass.ts). */
+  private *forwardPass(x: Tensor, ctx: ForwardContext, communicating: boolean): Pass<Tensor> {
     this.checkInput(x, ctx);
     let h = x;
     for (let i = 0; i < this.layers.length; i++) {
@@ -91,31 +108,7 @@ export class Sequential implements TrainableModel {
         continue;
       }
       const layer = this.layers[i]!;
-      h = layer.forward(h, ctx);
-      ctx = nextContext(layer, ctx);
-    }
-    if (ctx.training) this.countActivations();
-    return h;
-  }
-
-  /** True when some layer communicates in training (synchronised BatchNorm): use the async passes. */
-  get needsAsync(): boolean {
-    return this.layers.some((l) => l.needsAsync === true);
-  }
-
-  /** forward, awaiting layers that communicate (every replica runs the same layers in the same order). */
-  async forwardAsync(x: Tensor, ctx: ForwardContext): Promise<Tensor> {
-    this.checkInput(x, ctx);
-    let h = x;
-    for (let i = 0; i < this.layers.length; i++) {
-      const pair = this.pairs[i];
-      if (pair) {
-        h = pair.forward(h, ctx);
-        i++;
-        continue;
-      }
-      const layer = this.layers[i]!;
-      h = layer.forwardAsync ? await layer.forwardAsync(h, ctx) : layer.forward(h, ctx);
+      h = communicates(layer, communicating) ? yield* settle(layer.forwardAsync!(h, ctx)) : layer.forward(h, ctx);
       ctx = nextContext(layer, ctx);
     }
     if (ctx.training) this.countActivations();
@@ -159,31 +152,24 @@ export class Sequential implements TrainableModel {
   /**
    * Back-propagates dL/doutput, accumulating into `grads`; the first layer skips its input gradient.
    * After each layer with parameters, `onReady(offset)` says grads[offset:] are final, so their
-   * reduction can start while earlier layers still compute.
+   * reduction can start while earlier layers still compute. Synchronously: a layer that must
+   * communicate refuses to run (use backwardAsync).
    */
   backward(dy: Tensor, onReady?: (offset: number) => void): void {
-    let g: Tensor | null = dy;
-    for (let i = this.layers.length - 1; i >= 0 && g; i--) {
-      const pair = i > 0 ? this.pairs[i - 1] : undefined;
-      if (pair) {
-        g = pair.backward(g, i - 1 > 0);
-        this.ready(i, onReady);
-        i--;
-      } else {
-        g = this.layers[i]!.backward(g, i > 0);
-      }
-      this.ready(i, onReady);
-    }
+    runNow(this.backwardPass(dy, onReady, false));
   }
 
-  /** Tells onReady that layer i's gradients are final (layers with parameters only). */
-  private ready(i: number, onReady?: (offset: number) => void): void {
-    const first = this.firstParamOffset[i]!;
-    if (onReady && first >= 0) onReady(first);
+  /** backward, awaiting the layers that communicate; see backward. */
+  backwardAsync(dy: Tensor, onReady?: (offset: number) => void): Promise<void> {
+    return runLater(this.backwardPass(dy, onReady, true));
   }
 
-  /** backward, awaiting layers that communicate; see backward. */
-  async backwardAsync(dy: Tensor, onReady?: (offset: number) => void): Promise<void> {
+  /** The one backward loop; with `communicating`, a layer that needs to communicates (pass.ts). */
+  private *backwardPass(
+    dy: Tensor,
+    onReady: ((offset: number) => void) | undefined,
+    communicating: boolean,
+  ): Pass<void> {
     let g: Tensor | null = dy;
     for (let i = this.layers.length - 1; i >= 0 && g; i--) {
       const pair = i > 0 ? this.pairs[i - 1] : undefined;
@@ -193,10 +179,18 @@ export class Sequential implements TrainableModel {
         i--;
       } else {
         const layer = this.layers[i]!;
-        g = layer.backwardAsync ? await layer.backwardAsync(g, i > 0) : layer.backward(g, i > 0);
+        g = communicates(layer, communicating)
+          ? yield* settle(layer.backwardAsync!(g, i > 0))
+          : layer.backward(g, i > 0);
       }
       this.ready(i, onReady);
     }
+  }
+
+  /** Tells onReady that layer i's gradients are final (layers with parameters only). */
+  private ready(i: number, onReady?: (offset: number) => void): void {
+    const first = this.firstParamOffset[i]!;
+    if (onReady && first >= 0) onReady(first);
   }
 
   get gradientReadyOffsets(): readonly number[] {

@@ -1,5 +1,6 @@
 import { Tensor } from '../tensor/tensor.ts';
-import type { Backend, Pool2DGeometry } from '../kernels/backend.ts';
+import type { Backend } from '../kernels/backend.ts';
+import type { Pool2DGeometry } from '../kernels/poolKernels.ts';
 import { BaseLayer, type BufferPool, type ForwardContext } from './layer.ts';
 import type { Padding } from './spec.ts';
 import { windowGeometry } from './windowGeometry.ts';

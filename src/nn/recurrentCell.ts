@@ -8,7 +8,8 @@
  * state of frame t's row and dW_hh = dZᵀ·H[0 : T·N] lines up row for row. A reverse direction
  * gets its input already reversed per sample (step s is frame len − 1 − s), so it runs the same code.
  */
-import type { Backend, SequenceCell } from '../kernels/backend.ts';
+import type { Backend } from '../kernels/backend.ts';
+import type { SequenceCell } from '../kernels/recurrentKernels.ts';
 import type { BufferPool } from './layer.ts';
 
 /** One direction's parameters and gradient views, PyTorch's layout: W_ih [G·H, F], W_hh [G·H, H]. */

@@ -1,4 +1,4 @@
-import type { ActivationKind } from '../kernels/backend.ts';
+import type { ActivationKind } from '../kernels/activation.ts';
 
 /** Normalised layer descriptions (defaults filled in), as the config loader produces them. */
 export type Padding = 'valid' | 'same';

@@ -1,5 +1,5 @@
 import { windowOutputSize, samePaddingBefore } from '../tensor/shape.ts';
-import type { Pool2DGeometry } from '../kernels/backend.ts';
+import type { Pool2DGeometry } from '../kernels/poolKernels.ts';
 import type { Padding } from './spec.ts';
 
 /**

@@ -20,7 +20,7 @@ const MAGIC = 'PTFEAT1\n';
 
 /** The default cache directory: $PARATRAIN_CACHE, else $XDG_CACHE_HOME/paratrain, else ~/.cache/paratrain; then speech-features/. */
 export function defaultSpeechCacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  const root = env['PARATRAIN_CACHE'] || join(env['XDG_CACHE_HOME'] || join(homedir(), '.cache'), 'paratrain');
+  const root = env.PARATRAIN_CACHE || join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'paratrain');
   return join(root, 'speech-features');
 }
 

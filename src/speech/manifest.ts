@@ -6,7 +6,7 @@
  * it resolves and stats every file and encodes every transcript, so bad lines are found before any
  * feature is computed or anything is written.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync, type Stats } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { alphabetIndex, encodeTranscript, type Alphabet } from './alphabet.ts';
 import { parseCsv } from '../data/csv.ts';
@@ -77,7 +77,7 @@ export function readManifest(csvPath: string, alphabet: Alphabet): ManifestEntry
     if (wavName === '') throw new Error(`${where}: wav_filename is empty`);
     const labels = encodeTranscript(fields[col.text]!, index, alphabet, where);
     const path = isAbsolute(wavName) ? wavName : resolve(base, wavName);
-    let st;
+    let st: Stats;
     try {
       st = statSync(path);
     } catch (e) {

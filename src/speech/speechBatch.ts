@@ -3,7 +3,7 @@
  * zeros to the batch's longest utterance (context windows stacked here, not stored), the frame count
  * of each sample (frames past it are padding, which layers and the loss ignore: the forward context's
  * `lengths`), and the label sequences padded to the longest, [N, S], with their lengths (the targets
- * of the CTC loss, src/nn/ctcLoss.ts, with the model's output lengths as `inputLengths`).
+ * of the CTC loss, src/ctc/ctcLoss.ts, with the model's output lengths as `inputLengths`).
  */
 import { contextSize, stackContext } from './context.ts';
 import type { SpeechDataset } from './speechDataset.ts';

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { jsBackend } from '../../src/kernels/js/index.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
-import { CtcLoss, ctcGradScale, ctcMinFrames, ctcReducedLoss, type CtcTargets } from '../../src/nn/ctcLoss.ts';
+import { CtcLoss, ctcGradScale, ctcMinFrames, ctcReducedLoss, type CtcTargets } from '../../src/ctc/ctcLoss.ts';
 import { assertClose, randomArray } from '../util/close.ts';
 import { bruteForceCtcLoss } from './ctcBruteForce.ts';
 
@@ -15,7 +15,7 @@ function targets(
   pad = -1,
 ): CtcTargets {
   const labels = new Int32Array(rows.length * width).fill(pad);
-  rows.forEach((r, i) => labels.set(r, i * width));
+  for (const [i, r] of rows.entries()) labels.set(r, i * width);
   return {
     labels,
     labelLengths: Int32Array.from(rows.map((r) => r.length)),

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { jsBackend } from '../../src/kernels/js/index.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
-import { CtcLoss, ctcGradScale, ctcReducedLoss, type CtcReduction } from '../../src/nn/ctcLoss.ts';
+import { CtcLoss, ctcGradScale, ctcReducedLoss, type CtcReduction } from '../../src/ctc/ctcLoss.ts';
 import { assertClose } from '../util/close.ts';
 
 // Made by test/nn/fixtures/ctc-torch.py (torch 1.13, float64 from the stored float32 logits).

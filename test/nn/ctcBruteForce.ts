@@ -1,7 +1,7 @@
 /**
  * Independent CTC reference for tiny cases: enumerate every alignment (C^T paths), collapse it
  * (merge repeats, drop blanks) and sum the probabilities of the paths per labelling. No
- * recursion shared with src/nn/ctcForwardBackward.ts.
+ * recursion shared with src/ctc/ctcForwardBackward.ts.
  */
 
 /** softmax of each of the `frames` rows of `classes` logits, in float64 */

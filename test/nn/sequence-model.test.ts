@@ -55,7 +55,7 @@ function model(B: Backend): Sequential {
 function batch(T: number): Float32Array {
   const x = randomArray(LENGTHS.length * T * F, 1000 + T).map((v) => 7 * v);
   const valid = randomArray(LENGTHS.length * 11 * F, 42);
-  LENGTHS.forEach((len, n) => x.set(valid.subarray(n * 11 * F, (n * 11 + len) * F), n * T * F));
+  for (const [n, len] of LENGTHS.entries()) x.set(valid.subarray(n * 11 * F, (n * 11 + len) * F), n * T * F);
   return x;
 }
 

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { jsBackend } from '../../src/kernels/js/index.ts';
 import { createWasmBackend } from '../../src/kernels/wasm/index.ts';
-import { backwardReadsInput, type ActivationKind, type Backend } from '../../src/kernels/backend.ts';
+import { backwardReadsInput, type ActivationKind } from '../../src/kernels/activation.ts';
+import type { Backend } from '../../src/kernels/backend.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { SoftmaxCrossEntropy } from '../../src/nn/softmaxCrossEntropy.ts';
 import { MeanSquaredError } from '../../src/nn/meanSquaredError.ts';
@@ -94,9 +95,8 @@ test('clipping by global norm equals torch.nn.utils.clip_grad_norm_ (norm return
     const norm = Math.sqrt(bufs.reduce((s: number, g: Float32Array) => s + sumOfSquares(g), 0));
     assertClose([norm], [c.norm], { ...TOL, what: 'norm' });
     assert.equal(clipToNorm(bufs, norm, c.maxNorm), c.maxNorm < c.norm);
-    bufs.forEach((g: Float32Array, k: number) =>
-      assertClose(g, c.clipped[k], { ...TOL, what: `clipped ${k} (max ${c.maxNorm})` }),
-    );
+    for (const [k, g] of bufs.entries())
+      assertClose(g, c.clipped[k], { ...TOL, what: `clipped ${k} (max ${c.maxNorm})` });
   }
   // a non-finite norm is a bad step: nothing is scaled
   const g = Float32Array.from([1, 2]);

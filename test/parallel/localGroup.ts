@@ -30,22 +30,27 @@ export function localGroup(size: number): Communicator[] {
       if (q?.length) take(q.shift()!);
       else waiting.set(key, [...(waiting.get(key) ?? []), take]);
     });
-  let pending: { buf: Float32Array; resolve: () => void }[] = [];
-  let kind = '',
-    length = 0;
+  // a rank's n-th collective meets the other ranks' n-th: a rank may start its next one (hybrid's
+  // gradient buckets) before the others have joined the last, as with the real transports
+  const slots = new Map<
+    number,
+    { what: string; length: number; pending: { buf: Float32Array; resolve: () => void }[] }
+  >();
+  const calls = new Array<number>(size).fill(0);
   const arrive = (rank: number, what: string, buf: Float32Array, complete: (bufs: Float32Array[]) => void) =>
     new Promise<void>((resolve) => {
-      if (Object.keys(pending).length === 0) {
-        kind = what;
-        length = buf.length;
-      } else if (kind !== what || length !== buf.length)
-        throw new Error(`rank ${rank} called ${what}[${buf.length}] while others are in ${kind}[${length}]`);
-      pending[rank] = { buf, resolve };
-      if (Object.keys(pending).length < size) return;
-      const all = pending;
-      pending = [];
-      complete(all.map((p) => p.buf));
-      for (const p of all) p.resolve();
+      const n = calls[rank]!++;
+      let slot = slots.get(n);
+      if (!slot) slots.set(n, (slot = { what, length: buf.length, pending: [] }));
+      else if (slot.what !== what || slot.length !== buf.length)
+        throw new Error(
+          `rank ${rank} called ${what}[${buf.length}] as its collective #${n}, others ${slot.what}[${slot.length}]`,
+        );
+      slot.pending[rank] = { buf, resolve };
+      if (Object.keys(slot.pending).length < size) return;
+      slots.delete(n);
+      complete(slot.pending.map((p) => p.buf));
+      for (const p of slot.pending) p.resolve();
     });
   const reduce = (bufs: Float32Array[], op: ReduceOp) => {
     const out = new Float32Array(bufs[0]!.length);

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BucketBatchSampler } from '../../src/speech/bucketSampler.ts';
+import { BucketBatchSampler } from '../../src/data/bucketSampler.ts';
 import { CounterRng } from '../../src/tensor/rng.ts';
 
 const rng = new CounterRng(99);

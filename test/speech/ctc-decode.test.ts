@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Tensor } from '../../src/tensor/tensor.ts';
-import { greedyDecode, greedyDecodeBatch, labelsToText } from '../../src/speech/ctcDecode.ts';
-import { beamSearchBatch, prefixBeamSearch } from '../../src/speech/prefixBeamSearch.ts';
+import { greedyDecode, greedyDecodeBatch, labelsToText } from '../../src/ctc/ctcDecode.ts';
+import { beamSearchBatch, prefixBeamSearch } from '../../src/ctc/prefixBeamSearch.ts';
 import { labellingProbabilities, softmaxRows } from '../nn/ctcBruteForce.ts';
 import { randomArray } from '../util/close.ts';
 

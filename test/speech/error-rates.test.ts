@@ -1,14 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import {
-  charErrors,
-  editDistance,
-  errorRate,
-  ErrorRates,
-  splitWords,
-  wordErrors,
-} from '../../src/speech/errorRates.ts';
+import { charErrors, editDistance, errorRate, ErrorRates, splitWords, wordErrors } from '../../src/ctc/errorRates.ts';
 
 test('edit distance and error rates: hand-computed cases', () => {
   assert.equal(editDistance('kitten', 'sitting'), 3); // k→s, e→i, +g

@@ -118,7 +118,8 @@ test('train on speech-mini, then transcribe, eval and report', { timeout: 120_00
     wavs,
     'one line per file, in order',
   );
-  lines.forEach((l, i) => assert.equal(l.split('\t')[1], greedy[i]!.text, 'file, a tab, the greedy transcript'));
+  for (const [i, l] of lines.entries())
+    assert.equal(l.split('\t')[1], greedy[i]!.text, 'file, a tab, the greedy transcript');
 
   // eval prints the error rates; report charts them
   const r = JSON.parse(

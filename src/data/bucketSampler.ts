@@ -10,10 +10,10 @@
  *
  * Without shuffling, the whole set is sorted by length (shortest first) and cut in order, as
  * DeepSpeech orders its training set by size. Each global batch is split across ranks by the rule of
- * data/sampler.ts (contiguous, as even as possible, lower ranks get the extra sample), so G devices
+ * sampler.ts (contiguous, as even as possible, lower ranks get the extra sample), so G devices
  * with a global batch of B see exactly the batches one device with batch B sees.
  */
-import { GlobalBatchSampler, type RankBatch } from '../data/sampler.ts';
+import { GlobalBatchSampler, type RankBatch } from './sampler.ts';
 import { CounterRng } from '../tensor/rng.ts';
 import { evenSlice } from '../tensor/shape.ts';
 

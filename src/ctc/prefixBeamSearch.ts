@@ -1,5 +1,5 @@
 import type { Tensor } from '../tensor/tensor.ts';
-import { logAdd, logSoftmaxRows } from '../nn/ctcForwardBackward.ts';
+import { logAdd, logSoftmaxRows } from './ctcForwardBackward.ts';
 import { sequenceShape } from './ctcDecode.ts';
 
 /**
