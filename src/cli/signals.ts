@@ -1,7 +1,7 @@
 /**
  * SIGINT, SIGTERM and SIGUSR1 during `paratrain train`: the first asks the run to stop gracefully
  * (every device finishes the step in flight, all agree on one step, the checkpoint is written; see
- * runtime/job/stopGate.ts), the second exits at once. Exit codes follow the shell's 128 + signal:
+ * runtime/job/stop/protocol.ts), the second exits at once. Exit codes follow the shell's 128 + signal:
  * 130 for SIGINT, 143 for SIGTERM, 138 for SIGUSR1.
  *
  * SIGUSR1 is there for the launchers that relay it and nothing else at once: Open MPI's mpirun

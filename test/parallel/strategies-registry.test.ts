@@ -7,10 +7,12 @@ import {
   needsParameterServer,
   stepsInLockstep,
   runsModelParallel,
-  checkRunStrategy,
+  checkStrategy,
   type StrategySpec,
 } from '../../src/parallel/strategies/index.ts';
 import { parseConfig } from '../../src/config/index.ts';
+import { multiDeviceIssues } from '../../src/config/schema/deviceChecks.ts';
+import type { RunConfig } from '../../src/config/runConfig.ts';
 import { localGroup } from './localGroup.ts';
 import { localParameterServer } from './strategyHarness.ts';
 
@@ -57,14 +59,20 @@ test("registry: createStrategy builds each strategy's hooks, with a parameter se
 
 test('registry: run checks name the field (options against the device count, syncBatchNorm needs lockstep)', () => {
   const easgd: StrategySpec = { type: 'easgd', alpha: 0.5, period: 1, mode: 'sync' };
-  assert.throws(
-    () => checkRunStrategy({ strategy: easgd, devices: 2, syncBatchNorm: false }),
-    /^Error: train\.strategy\.easgd\.alpha: /,
-  );
+  assert.throws(() => checkStrategy(easgd, 2), /^Error: train\.strategy\.easgd\.alpha: /);
   assert.throws(() => createStrategy(easgd, { comm: localGroup(2)[0]!, ps: null }), /alpha·devices < 1/);
-  assert.throws(() => checkRunStrategy({ strategy: specs[1]!, devices: 2, syncBatchNorm: true }), {
-    message:
-      'train.syncBatchNorm: syncBatchNorm needs devices that step together (hybrid, bsp, bmuf, easgd with mode: sync); strategy async runs them at their own pace; use one of those or syncBatchNorm: false',
-  });
-  checkRunStrategy({ strategy: specs[2]!, devices: 8, syncBatchNorm: true });
+  const train = (strategy: StrategySpec, syncBatchNorm: boolean) =>
+    ({ model: { input: [4], layers: [] }, train: { strategy, syncBatchNorm, microBatches: 1 } }) as unknown as Pick<
+      RunConfig,
+      'model' | 'train'
+    >;
+  assert.deepEqual(multiDeviceIssues(train(specs[1]!, true), 2), [
+    {
+      path: ['train', 'syncBatchNorm'],
+      message:
+        'syncBatchNorm needs devices that step together (hybrid, bsp, bmuf, easgd with mode: sync); strategy async runs them at their own pace; use one of those or syncBatchNorm: false',
+    },
+  ]);
+  assert.deepEqual(multiDeviceIssues(train(specs[1]!, true), 1), []);
+  assert.deepEqual(multiDeviceIssues(train(specs[2]!, true), 8), []);
 });

@@ -27,13 +27,13 @@ test('library API: train(loadConfig(...), overrides) as in the README; its figur
   const end = events.find((e) => e.type === 'end')!;
   const evals = events.filter((e) => e.type === 'eval');
   const steps = events.filter((e) => e.type === 'step');
-  assert.equal(start['devices'], 2);
-  assert.equal(start['strategy'], 'bmuf');
-  assert.equal(start['trainSamples'], 512);
-  assert.equal(start['epochs'], 1);
+  assert.equal(start.devices, 2);
+  assert.equal(start.strategy, 'bmuf');
+  assert.equal(start.trainSamples, 512);
+  assert.equal(start.epochs, 1);
   assert.equal(steps.length, 2 * Math.ceil(512 / 128));
   assert.equal(
-    steps.reduce((n, e) => n + (e['samples'] as number), 0),
+    steps.reduce((n, e) => n + (e.samples as number), 0),
     512,
     'every training sample seen once in the epoch',
   );
@@ -48,17 +48,17 @@ test('library API: train(loadConfig(...), overrides) as in the README; its figur
     atol: 0,
     what: 'samples/s = trainSamples·epochs/seconds',
   });
-  assert.equal(end['samplesPerSecond'], result.samplesPerSecond, 'the metrics file reports the same throughput');
-  assert.equal(end['seconds'], result.seconds);
+  assert.equal(end.samplesPerSecond, result.samplesPerSecond, 'the metrics file reports the same throughput');
+  assert.equal(end.seconds, result.seconds);
 
   // accuracy: the last evaluation in the metrics file, the end event, and eval of the checkpoint agree
   const lastEval = evals[evals.length - 1]!;
-  assert.equal(lastEval['testAccuracy'], result.testAccuracy);
-  assert.equal(lastEval['testLoss'], result.testLoss);
-  assert.equal(end['testAccuracy'], result.testAccuracy);
+  assert.equal(lastEval.testAccuracy, result.testAccuracy);
+  assert.equal(lastEval.testLoss, result.testLoss);
+  assert.equal(end.testAccuracy, result.testAccuracy);
   assert.ok(existsSync(result.checkpoint));
   const ckpt = readCheckpoint(result.checkpoint);
-  assert.equal(JSON.parse(ckpt.metadata['config']!).train.strategy.type, 'bmuf');
+  assert.equal(JSON.parse(ckpt.metadata.config!).train.strategy.type, 'bmuf');
   const yaml = parse(readFileSync(MLP, 'utf8')) as { data?: Record<string, unknown> };
   yaml.data = { ...yaml.data, testLimit: 200 };
   const evalConfig = join(dir, 'mlp.yaml');

@@ -43,14 +43,14 @@ test('Adam at lr 1000 on a deep tiny MLP: NaN steps are skipped, and after exact
     /training diverged: the loss is NaN at step \d+ \(epoch 2\) on device 0; lower optimizer\.lr \(now 1000\) .*: 10 steps in a row \(steps \d+–\d+\) were skipped because non-finite values first appeared on device 0 in the output of model\.layers\[\d+\] dense; the last checkpoint/,
   );
   const steps = readMetrics(join(out, 'metrics.jsonl')).filter((e) => e.type === 'step');
-  const skipped = steps.filter((e) => e['skipped'] === true);
+  const skipped = steps.filter((e) => e.skipped === true);
   assert.equal(skipped.length, 10, 'exactly maxBadSteps skipped steps, then the stop');
-  assert.equal(steps[steps.length - 1]!['badSteps'], 10);
-  assert.ok(steps.length > 10 && steps[0]!['skipped'] === undefined, 'the first step was applied');
+  assert.equal(steps[steps.length - 1]!.badSteps, 10);
+  assert.ok(steps.length > 10 && steps[0]!.skipped === undefined, 'the first step was applied');
   // the epoch-1 checkpoint was written before the stop (8 steps per epoch) and holds no NaN: the stop did not overwrite it
   const ckpt = join(out, 'model.safetensors');
   assert.ok(existsSync(ckpt));
-  assert.equal(readCheckpoint(ckpt).metadata['epoch'], '1');
+  assert.equal(readCheckpoint(ckpt).metadata.epoch, '1');
   assert.ok(finiteWeights(ckpt));
 });
 
@@ -67,7 +67,7 @@ for (const strategy of ['hybrid', 'bsp', 'async'] as const) {
       faults: new FaultPlan({ nan: [[1, 2]] }),
     });
     const events = readMetrics(join(out, 'metrics.jsonl'));
-    const skipped = events.filter((e) => e.type === 'step' && e['skipped'] === true);
+    const skipped = events.filter((e) => e.type === 'step' && e.skipped === true);
     const expected =
       strategy === 'async'
         ? [[1, 2]]
@@ -75,9 +75,9 @@ for (const strategy of ['hybrid', 'bsp', 'async'] as const) {
             [0, 2],
             [1, 2],
           ];
-    assert.deepEqual(skipped.map((e) => [e['rank'], e['step']]).sort(), expected);
+    assert.deepEqual(skipped.map((e) => [e.rank, e.step]).sort(), expected);
     const epoch = events.find((e) => e.type === 'epoch')!;
-    assert.equal(epoch['badSteps'], 1);
+    assert.equal(epoch.badSteps, 1);
     assert.ok(finiteWeights(result.checkpoint), 'no NaN reached the weights');
     assert.ok(result.testAccuracy > 0.4, `the run trained on: accuracy ${result.testAccuracy}`);
     // `paratrain report` shows the count in its summary table
@@ -116,9 +116,9 @@ test("hybrid, 2 devices, model-parallel dense layers: a NaN in device 1's shard 
     train(config, { devices: 2, strategy: 'hybrid', epochs: 1, dataDir: SUBSET, out, faults }),
     /training diverged: the gradients are non-finite at step 4 .*: 2 steps in a row \(steps 3–4\) were skipped because non-finite values first appeared on device 1 in the gradient of its shard of layers\.2\.kernel/,
   );
-  const skipped = readMetrics(join(out, 'metrics.jsonl')).filter((e) => e.type === 'step' && e['skipped'] === true);
+  const skipped = readMetrics(join(out, 'metrics.jsonl')).filter((e) => e.type === 'step' && e.skipped === true);
   assert.deepEqual(
-    skipped.map((e) => [e['rank'], e['step']]).sort(),
+    skipped.map((e) => [e.rank, e.step]).sort(),
     [
       [0, 2],
       [0, 3],

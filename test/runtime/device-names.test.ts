@@ -26,7 +26,7 @@ test("the TCP worlds name their ranks by the same rule: processes in a cross wor
   const cross = crossWorldOf(p, 1);
   assert.ok(cross.transport === 'tcp');
   assert.deepEqual(cross.rankNames, ['process 0', 'process 1']);
-  assert.deepEqual(parameterServerWorldOf(p, 2, 4, 4).rankNames, [
+  assert.deepEqual(parameterServerWorldOf(p, { processes: 2, threads: 2, devices: 4, process: 1 }, 4).rankNames, [
     'the parameter server (process 0)',
     'device 0 (process 0)',
     'device 1 (process 0)',

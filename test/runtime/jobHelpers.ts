@@ -131,7 +131,7 @@ export async function trainHere(
   const { processes = 1, ...overrides } = o;
   const config = loadConfig(configPath);
   if (processes === 1) return train(config, { out, ...overrides });
-  process.env['PARATRAIN_SECRET'] ??= SECRET;
+  process.env.PARATRAIN_SECRET ??= SECRET;
   const masterPort = randomPort();
   const results = await Promise.all(
     Array.from({ length: processes }, (_, rank) =>

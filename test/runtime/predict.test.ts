@@ -65,9 +65,8 @@ test('regression and multi-label checkpoints; absent metadata: no normalisation,
   const reg = await loadModel(
     writeFeatureCheckpoint(join(dir, 'r.safetensors'), { task: 'regression', inputShape: [4] }),
   );
-  reg
-    .predict(ROWS)
-    .forEach((q, s) => assertClose(q.values!, raw[s]!, { rtol: 1e-5, atol: 1e-6, what: `values of ${s}` }));
+  for (const [s, q] of reg.predict(ROWS).entries())
+    assertClose(q.values!, raw[s]!, { rtol: 1e-5, atol: 1e-6, what: `values of ${s}` });
   const multi = await loadModel(
     writeFeatureCheckpoint(join(dir, 'ml.safetensors'), {
       task: 'multiLabel',

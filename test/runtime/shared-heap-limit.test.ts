@@ -20,10 +20,10 @@ const config = (backend: string) =>
 
 test('flat buffers over the 4 GiB the device threads share are refused, naming the ways out', () => {
   assert.throws(
-    () => checkModelFits(config('wasm'), 2, Infinity),
+    () => checkModelFits(config('wasm'), { threads: 2, devices: 2 }, Infinity),
     /need 6\.0 GiB on the 2 device threads of this process, more than the 4 GiB of wasm memory they share; .*PARATRAIN_SHM_HEAP=0/,
   );
-  checkModelFits(config('wasm'), 1, Infinity); // one thread: its own memory
-  checkModelFits(config('wasm'), 2, Infinity, false); // PARATRAIN_SHM_HEAP=0
-  checkModelFits(config('js'), 2, Infinity); // js allocates plain SharedArrayBuffers
+  checkModelFits(config('wasm'), { threads: 1, devices: 1 }, Infinity); // one thread: its own memory
+  checkModelFits(config('wasm'), { threads: 2, devices: 2 }, Infinity, false); // PARATRAIN_SHM_HEAP=0
+  checkModelFits(config('js'), { threads: 2, devices: 2 }, Infinity); // js allocates plain SharedArrayBuffers
 });

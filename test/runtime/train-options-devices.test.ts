@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { train, defineConfig, readMetrics, type StepSummary } from '../../src/index.ts';
+import { train, defineConfig, loadConfig, readMetrics, type StepSummary } from '../../src/index.ts';
 import { SUBSET, tmpDir } from '../cli/helpers.ts';
 import { randomPort } from './jobHelpers.ts';
 
@@ -45,12 +45,12 @@ test('2 devices: onStep sums each step over both devices; aborting the signal st
   );
   assert.ok(steps.every((s) => s.devices === 2 && s.samples === 16));
   // the summary is the sample-weighted mean of the devices' step events
-  const events = readMetrics(join(out, 'metrics.jsonl')).filter((e) => e.type === 'step' && e['step'] === 0);
-  const mean = events.reduce((n, e) => n + (e['loss'] as number) * (e['samples'] as number), 0) / 16;
+  const events = readMetrics(join(out, 'metrics.jsonl')).filter((e) => e.type === 'step' && e.step === 0);
+  const mean = events.reduce((n, e) => n + (e.loss as number) * (e.samples as number), 0) / 16;
   assert.ok(Math.abs(steps[0]!.loss - mean) < 1e-12, `${steps[0]!.loss} vs ${mean}`);
   const last = new Map<number, number>();
   for (const e of readMetrics(join(out, 'metrics.jsonl')))
-    if (e.type === 'step') last.set(e['rank'] as number, e['step'] as number);
+    if (e.type === 'step') last.set(e.rank as number, e.step as number);
   assert.deepStrictEqual(
     [...last.values()],
     [r.stopped.step - 1, r.stopped.step - 1],
@@ -102,7 +102,20 @@ test('processes, transport and timeoutMs: two processes of one job (both in this
   assert.equal(p1.runDir, '', 'process 1 writes no run directory');
   assert.equal(p0.steps, 4);
   const start = readMetrics(join(out, 'metrics.jsonl')).find((e) => e.type === 'start')!;
-  assert.deepStrictEqual([start['devices'], start['processes']], [2, 2]);
+  assert.deepStrictEqual([start.devices, start.processes], [2, 2]);
+  assert.equal(loadConfig(join(out, 'config.yaml')).train.devices, 1, 'config.yaml keeps the devices of one process');
+  // what several devices ask of the config is asked of the job's 2 devices, though train.devices is 1
+  await assert.rejects(
+    train(
+      { ...one, train: { ...one.train, strategy: 'async', syncBatchNorm: true } },
+      {
+        out: join(dir, 'syncbn'),
+        processes: { rank: 0, worldSize: 2, masterAddr: '127.0.0.1', masterPort: randomPort() },
+        timeoutMs: 1500,
+      },
+    ),
+    /train\.syncBatchNorm: syncBatchNorm needs devices that step together .*strategy async runs them at their own pace/,
+  );
   // transport is used: mpi runs one device per process
   await assert.rejects(
     train(tiny(), {

@@ -167,7 +167,7 @@ test('onEvent, onStep and onEpoch see the run; log gets the notes; resume and in
   const metricSteps = readMetrics(join(out, 'metrics.jsonl')).filter((e) => e.type === 'step');
   assert.deepStrictEqual(
     steps.map((s) => s.loss),
-    metricSteps.map((e) => e['loss']),
+    metricSteps.map((e) => e.loss),
     "onStep losses are the metrics file's",
   );
   assert.deepStrictEqual(

@@ -7,7 +7,7 @@
  * Nested layers may be any layer but spatialSplit, and not `parallel: model`.
  */
 import { z } from 'zod';
-import type { ActivationKind } from '../../kernels/backend.ts';
+import type { ActivationKind } from '../../kernels/activation.ts';
 import type { AddSpec, LayerSpec, ResidualSpec } from '../../nn/spec.ts';
 import type { IssueParams } from '../errors.ts';
 import { oneKeyMap, oneOf, strict } from './fields.ts';
@@ -54,7 +54,7 @@ export function addBlockSchemas<B extends Record<string, z.ZodType<LayerSpec>>>(
     'add',
     '`{ branches: [[...], []], activation: relu }`',
   ).transform((o, ctx): AddSpec => {
-    o.branches.forEach((b, i) => refuseModelParallel(b, ['branches', i], ctx));
+    for (const [i, b] of o.branches.entries()) refuseModelParallel(b, ['branches', i], ctx);
     return { type: 'add', branches: o.branches, activation: o.activation };
   });
 

@@ -7,8 +7,6 @@
  */
 import type { z } from 'zod';
 import type { RunConfig } from '../runConfig.ts';
-import { runsModelParallel, stepsInLockstep, syncBatchNormStrategyMessage } from '../../parallel/strategies/index.ts';
-import { modelParallelLayers, modelParallelStrategyMessage } from '../../parallel/modelParallel/plan.ts';
 import type { IssueParams } from '../errors.ts';
 import { strict } from './fields.ts';
 import { modelSchema } from './model.ts';
@@ -16,6 +14,7 @@ import { lossAfterLastLayer, lossSchema } from './loss.ts';
 import { optimizerSchema, scheduleSchema } from './optimizer.ts';
 import { dataSchema } from './data.ts';
 import { trainSchema } from './train.ts';
+import { multiDeviceIssues } from './deviceChecks.ts';
 
 export { LAYER_TYPES } from './model.ts';
 export { OPTIMIZER_TYPES } from './optimizer.ts';
@@ -45,20 +44,9 @@ export const configSchema = strict(
       message: `with batchSizeScope: global the batch is split across train.devices (${o.train.devices}), so it must be a multiple of ${o.train.devices}`,
     });
   }
-  if (o.train.devices > 1 && !runsModelParallel(o.train.strategy) && modelParallelLayers(o.model).length) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['train', 'strategy'],
-      params: { noGot: true } satisfies IssueParams,
-      message: modelParallelStrategyMessage(o.model, o.train.strategy.type),
-    });
-  }
-  if (o.train.devices > 1 && o.train.microBatches > 1 && modelParallelLayers(o.model).length) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['train', 'microBatches'],
-      message: `micro-batching is not supported together with model-parallel layers ('parallel: model') on several devices; use microBatches: 1 or make the layers data-parallel`,
-    });
+  // what several devices ask of the config; the run asks it again of the job's devices (deviceChecks.ts)
+  for (const { path, message, noGot } of multiDeviceIssues(o, o.train.devices)) {
+    ctx.addIssue({ code: 'custom', path, message, ...(noGot ? { params: { noGot } satisfies IssueParams } : {}) });
   }
   const perDevice =
     o.data.batchSizeScope === 'global' ? Math.floor(o.data.batchSize / o.train.devices) : o.data.batchSize;
@@ -72,14 +60,6 @@ export const configSchema = strict(
   const squashed = lossAfterLastLayer(o.model.layers, o.loss);
   if (squashed)
     ctx.addIssue({ code: 'custom', path: ['loss'], params: { noGot: true } satisfies IssueParams, message: squashed });
-  // synchronised statistics need every device in the same forward pass at the same time
-  if (o.train.syncBatchNorm && o.train.devices > 1 && !stepsInLockstep(o.train.strategy)) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['train', 'syncBatchNorm'],
-      message: syncBatchNormStrategyMessage(o.train.strategy),
-    });
-  }
   return { model: o.model, loss: o.loss, optimizer: o.optimizer, schedule: o.schedule, data: o.data, train: o.train };
 });
 

@@ -23,7 +23,7 @@ import type {
 import { SPATIAL_LAYER_TYPES } from '../../nn/spec.ts';
 import { jsBackend } from '../../kernels/js/index.ts';
 import { buildLayer, buildSpatialLayers } from '../../nn/buildLayer.ts';
-import type { ActivationKind } from '../../kernels/backend.ts';
+import type { ActivationKind } from '../../kernels/activation.ts';
 import type { IssueParams } from '../errors.ts';
 import {
   bool,

@@ -4,7 +4,7 @@
  * See docs/speech.md.
  */
 import type { Conv1DSpec, LayerNormSpec, RecurrentSpec } from '../../nn/spec.ts';
-import type { ActivationKind } from '../../kernels/backend.ts';
+import type { ActivationKind } from '../../kernels/activation.ts';
 import { VARIABLE } from '../../tensor/shape.ts';
 import { bool, field, isInt, isNum, oneOf, posInt, posNum, strict } from './fields.ts';
 

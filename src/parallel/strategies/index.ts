@@ -68,17 +68,6 @@ export function checkStrategy(spec: StrategySpec, devices: number): void {
   entryOf(spec).check?.(spec, devices);
 }
 
-/**
- * The strategy checks of a run on several devices: its options against the device count, then
- * synchronised BatchNorm's need for devices in lockstep. Errors name the config field.
- */
-export function checkRunStrategy(train: { strategy: StrategySpec; devices: number; syncBatchNorm: boolean }): void {
-  checkStrategy(train.strategy, train.devices);
-  if (train.syncBatchNorm && !stepsInLockstep(train.strategy)) {
-    throw new Error(`train.syncBatchNorm: ${syncBatchNormStrategyMessage(train.strategy)}`);
-  }
-}
-
 /** The hooks one device of `ctx.comm` runs for `spec`. */
 export function createStrategy(spec: StrategySpec, ctx: StrategyContext): Strategy {
   checkStrategy(spec, ctx.comm.size);

@@ -1,4 +1,4 @@
-import type { ReplicaView, StepInfo, Strategy, StrategyStepStats } from '../../parallel/strategy.ts';
+import type { ReplicaView, StepInfo, Strategy } from '../../parallel/strategy.ts';
 import { allFinite, anyBad } from '../../parallel/nonFinite.ts';
 import type { FaultPlan } from '../faults/faultPlan.ts';
 
@@ -8,21 +8,39 @@ const WHERE_CHARS = 96;
 /** An injected NaN: poisons the replicated gradient, or this device's model-parallel shards' (FaultPlan `nan`). */
 export type Poison = (replicated: Float32Array, shards: Float32Array) => void;
 
+/** The injected NaN (FaultPlan `nan`) of device `rank` at `step`, applied after its backward; undefined: none. */
+export function poisonAt(faults: FaultPlan, rank: number, step: number): Poison | undefined {
+  const where = faults.poisonsAt(rank, step);
+  if (!where) return undefined;
+  return (replicated, shards) => {
+    const g = where === 'shard' ? shards : replicated;
+    if (g.length > 0) g[0] = NaN;
+  };
+}
+
+/** Where a diverging step ran, for the error that stops the run. */
+export interface BadStepAt {
+  step: number;
+  epoch: number;
+  lossSum: number;
+}
+
 /**
  * Steps with a NaN/Inf loss or gradient are skipped, never applied: no optimizer update, no
  * momentum change. Who decides:
  *   - a strategy with applyUpdate decides itself (hybrid: the flag rides in the reduced gradient;
  *     sync/async: the device does not push; see the strategies);
- *   - otherwise (one device, bsp, bmuf, easgd): this device checks its loss and gradient (one pass)
- *     and, in a lockstep strategy, the devices agree through `strategy.agree`, so all skip together.
- * After `maxBadSteps` skipped steps in a row the run stops with one error naming the device and the
- * layer where the non-finite value first appeared (the loop throws: the end-of-run save never runs,
- * so the last good checkpoint stays).
+ *   - otherwise (one device, bsp, bmuf, easgd): this guard checks the device's loss and gradient
+ *     (one pass) and, in a lockstep strategy, the devices agree through `strategy.agree`, so all
+ *     skip together (`skips`).
+ * The guard counts the skipped steps (`record`). After `maxBadSteps` skipped in a row the run stops
+ * with one error naming the device and the layer where the non-finite value first appeared
+ * (`stopIfDiverged`: the loop throws, the end-of-run save never runs, so the last good checkpoint stays).
  */
-export class BadStepGuard {
-  /** skipped steps on this device: in a row, in the run, in the current epoch */
+export class NonFiniteGuard {
   private streak = 0;
   private streakStart = 0;
+  /** skipped steps on this device in the run, and in the current epoch */
   total = 0;
   inEpoch = 0;
   private readonly scratch = new Float32Array(1);
@@ -32,38 +50,21 @@ export class BadStepGuard {
     private readonly rank: number,
     private readonly worldSize: number,
     private readonly strategy: Strategy,
-    private readonly faults: FaultPlan,
     private readonly lr: number,
   ) {}
 
-  /** The injected NaN (FaultPlan `nan`) for this device and step, or undefined. */
-  poisonAt(step: number): Poison | undefined {
-    const where = this.faults.poisonsAt(this.rank, step);
-    if (!where) return undefined;
-    return (replicated, shards) => {
-      const g = where === 'shard' ? shards : replicated;
-      if (g.length > 0) g[0] = NaN;
-    };
+  /** Whether this step is skipped rather than applied by the device's optimizer (every device of a lockstep job agrees). */
+  async skips(view: ReplicaView, info: StepInfo): Promise<boolean> {
+    const bad = info.lossNonFinite === true || info.shardsNonFinite === true || !allFinite(view.grads);
+    return this.strategy.agree ? anyBad((v) => this.strategy.agree!(v), this.scratch, bad) : bad;
   }
 
-  /** The update of one step: the strategy's, or the local optimizer step unless the step is bad. */
-  async update(view: ReplicaView, info: StepInfo): Promise<StrategyStepStats | void> {
-    if (this.strategy.applyUpdate) return this.strategy.applyUpdate(view, info);
-    let bad = info.lossNonFinite === true || info.shardsNonFinite === true || !allFinite(view.grads);
-    if (this.strategy.agree) bad = await anyBad((v) => this.strategy.agree!(v), this.scratch, bad);
-    if (bad) return { skipped: true };
-    // train.clipGradNorm: a device's own gradient (one device, bsp, easgd, bmuf), finite here
-    await view.clipGradients?.();
-    view.localStep(info.lr);
+  epochStarts(): void {
+    this.inEpoch = 0;
   }
 
-  /** Counts the step; after maxBadSteps skipped in a row, locates the fault and throws. */
-  async record(
-    skipped: boolean,
-    at: { step: number; epoch: number; lossSum: number },
-    locate: () => Promise<string | null>,
-  ): Promise<void> {
-    const { step } = at;
+  /** Counts the step that ran at `step`: skipped, or applied (which ends a run of skipped steps). */
+  record(skipped: boolean, step: number): void {
     if (!skipped) {
       this.streak = 0;
       return;
@@ -72,7 +73,12 @@ export class BadStepGuard {
     this.streak++;
     this.total++;
     this.inEpoch++;
+  }
+
+  /** After maxBadSteps skipped in a row: locates the fault (`locate`: this device's diagnosis), agrees on it, and throws. */
+  async stopIfDiverged(at: BadStepAt, locate: () => Promise<string | null>): Promise<void> {
     if (this.streak < this.maxBadSteps) return;
+    const { step } = at;
     const mine = await locate();
     const origin = this.strategy.agree
       ? await this.agreeOnOrigin(mine)

@@ -104,7 +104,7 @@ export function deviceCheckpointHooks(o: DeviceCheckpointOptions) {
       stepInEpoch: stepsDone % stepsPerEpoch,
       devices: worldSize,
       processes: setup.processes,
-      globalBatch: globalBatchSize(config),
+      globalBatch: globalBatchSize(config, worldSize),
       stepsPerEpoch,
       strategy: worldSize > 1 ? config.train.strategy.type : 'single device',
       configHash: setup.configHash,

@@ -13,7 +13,6 @@ import { ModelParallelNet } from '../../parallel/modelParallel/net.ts';
 import { modelParallelLayers } from '../../parallel/modelParallel/plan.ts';
 import { synchroniseBatchNorm } from '../../parallel/syncBatchNorm.ts';
 import { createOptimizer, type Optimizer } from '../../optim/optimizer.ts';
-import type { Dataset } from '../../data/dataset.ts';
 import type { RunConfig } from '../../config/runConfig.ts';
 import type { ReplicaView } from '../../parallel/strategy.ts';
 import { accumulateMicroBatches } from '../../parallel/microbatch.ts';

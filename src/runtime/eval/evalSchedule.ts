@@ -2,7 +2,7 @@
  * When the run evaluates, decided from the config (and a resumed set's state) alone so every
  * device of every process agrees without talking; and, with early stopping, the holds: the last
  * step the devices may run before device 0's verdict on an evaluation lets them go on or stops them
- * (runtime/job/stopGate.ts carries it, runtime/job/stopControl.ts across processes).
+ * (the stop protocol carries it: runtime/job/stop/protocol.ts).
  */
 import type { RunConfig } from '../../config/runConfig.ts';
 import type { SetState } from '../checkpoint/checkpointSet.ts';

@@ -1,6 +1,6 @@
 import type { StallReport } from '../../comm/stallInspector.ts';
 import { addErrorCounts, type ErrorCounts } from '../../nn/loss.ts';
-import { errorRate } from '../../speech/errorRates.ts';
+import { errorRate } from '../../ctc/errorRates.ts';
 
 /** Everything a run reports, as it happens; the CLI renders them, the metrics file stores them. */
 export type TrainEvent =

@@ -15,6 +15,7 @@ import {
   unlinkSync,
   writeFileSync,
   lstatSync,
+  type Stats,
 } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -38,7 +39,7 @@ export function timestampName(d = new Date()): string {
 
 /** Lists a directory's entries, or null when it does not exist. Throws if `dir` is not a directory. */
 function listDir(dir: string): string[] | null {
-  let st;
+  let st: Stats;
   try {
     st = statSync(dir);
   } catch (e) {

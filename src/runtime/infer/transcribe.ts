@@ -15,8 +15,8 @@ import { DEFAULT_ALPHABET, readAlphabet } from '../../speech/alphabet.ts';
 import { resolveFeatureOptions, type FeatureOptions } from '../../speech/featureOptions.ts';
 import { FeatureExtractor } from '../../speech/features.ts';
 import { wavFeatures } from '../../speech/wavFeatures.ts';
-import { greedyDecode, labelsToText } from '../../speech/ctcDecode.ts';
-import { prefixBeamSearch } from '../../speech/prefixBeamSearch.ts';
+import { greedyDecode, labelsToText } from '../../ctc/ctcDecode.ts';
+import { prefixBeamSearch } from '../../ctc/prefixBeamSearch.ts';
 import type { RunConfig } from '../../config/runConfig.ts';
 
 export interface TranscribeOptions {

@@ -5,19 +5,17 @@
  * the device's rank in the job's collectives. Messages name a device as `device d`, adding
  * `(process p)` when the job spans processes, and a process as `process p`.
  */
-export interface JobShape {
-  /** device threads per process (L) */
-  threads: number;
-  /** processes in the job (P; 1: the job is this process) */
-  processes: number;
-}
+import type { JobShape } from './jobShape.ts';
+
+/** What a name needs of the job's shape (jobShape.ts). */
+export type Numbering = Pick<JobShape, 'threads' | 'processes'>;
 
 /** The process that holds device d. */
-export function processOf(device: number, job: JobShape): number {
+export function processOf(device: number, job: Numbering): number {
   return Math.floor(device / job.threads);
 }
 
 /** `device 3 (process 1)` in a job of processes, `device 3` in a job of one. */
-export function deviceName(device: number, job: JobShape): string {
+export function deviceName(device: number, job: Numbering): string {
   return job.processes > 1 ? `device ${device} (process ${processOf(device, job)})` : `device ${device}`;
 }

@@ -16,14 +16,14 @@ import type { ProcessLinks } from './processLinks.ts';
 import type { RunConfig } from '../../config/runConfig.ts';
 import { FaultPlan, type FaultPlanData } from '../faults/faultPlan.ts';
 import type { CheckpointSetup } from '../checkpoint/checkpointSetup.ts';
-import { StopGateDevice, type StopGateMemory } from './stopGate.ts';
+import { StopGateDevice } from './stop/deviceSide.ts';
+import type { StopGateMemory } from './stop/protocol.ts';
 import { deviceName } from './deviceNames.ts';
 
 /** What the main thread gives each device thread. */
 export interface DeviceWorkerInit {
-  /** the job's configuration (train.devices: devices in the whole job) */
   config: RunConfig;
-  /** global rank and the job's device count */
+  /** this device's rank among the job's devices, and their number (JobShape.devices) */
   rank: number;
   size: number;
   /** this process's shared-memory world of device threads */

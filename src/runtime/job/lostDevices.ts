@@ -1,4 +1,5 @@
-import { deviceName, type JobShape } from './deviceNames.ts';
+import { deviceName, type Numbering } from './deviceNames.ts';
+import type { JobShape } from './jobShape.ts';
 import type { EventSink } from '../events/events.ts';
 
 /**
@@ -10,7 +11,7 @@ export class LostDevices {
   private readonly lost = new Set<number>();
 
   constructor(
-    private readonly job: JobShape & { devices: number; strategy: string },
+    private readonly job: JobShape & { strategy: string },
     private readonly emit: EventSink,
     private readonly log: ((m: string) => void) | undefined,
   ) {}
@@ -32,7 +33,7 @@ export class LostDevices {
 }
 
 /** Why a device's link to the parameter server ended: its own last words, or its process's silence. */
-export function lostLinkReason(device: number, job: JobShape, reason: string): string {
+export function lostLinkReason(device: number, job: Numbering, reason: string): string {
   // a device thread that failed aborts its links with "device d failed: …" (deviceWorker.ts)
   const failed = /^device \d+( \(process \d+\))? failed: /;
   if (failed.test(reason)) return reason.replace(failed, '');
@@ -48,7 +49,7 @@ export function lostLinkReason(device: number, job: JobShape, reason: string): s
  */
 export function threadLosses(o: {
   lost: LostDevices;
-  job: JobShape;
+  job: Numbering;
   serverReports: boolean;
   /** frees the others from waiting for it (the shared-memory server's finish) */
   release: (device: number) => void;

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { RunConfig } from '../../config/runConfig.ts';
 import { deviceName } from './deviceNames.ts';
+import type { JobShape } from './jobShape.ts';
 import type { Agreement } from '../../comm/tcp/agreement.ts';
 import { datasetFingerprint } from '../../data/fingerprint.ts';
 import type { Dataset } from '../../data/dataset.ts';
@@ -76,24 +77,25 @@ export function crossWorldOf(p: ProcessPlacement, thread: number): CrossWorldSpe
   };
 }
 
-/** Rank 0 is the server (process 0's main thread); device g is rank g + 1. */
+/** Rank 0 is the server (process 0's main thread); device g of the job (`shape`) is rank g + 1. */
 export function parameterServerWorldOf(
   p: ProcessPlacement,
-  threads: number,
+  shape: JobShape,
   rank: number,
-  devices: number,
   dropsLostDevices = false,
 ): TcpWorldSpec {
-  const job = { threads, processes: p.processes };
   return {
     rank,
-    worldSize: devices + 1,
+    worldSize: shape.devices + 1,
     masterAddr: p.masterAddr,
-    masterPort: p.masterPort + threads,
+    masterPort: p.masterPort + shape.threads,
     configHash: p.configHash,
     agreements: p.agreements,
     timeoutMs: p.timeoutMs,
-    rankNames: ['the parameter server (process 0)', ...Array.from({ length: devices }, (_, d) => deviceName(d, job))],
+    rankNames: [
+      'the parameter server (process 0)',
+      ...Array.from({ length: shape.devices }, (_, d) => deviceName(d, shape)),
+    ],
     ...(rank === 0 ? { recvTimeoutMs: 7 * 24 * 3600_000 } : {}),
     ...(dropsLostDevices ? { dropsLostDevices } : {}),
     // devices report a server that does not answer; the server waiting for requests is no stall

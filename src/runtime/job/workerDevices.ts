@@ -7,6 +7,7 @@ import { needsParameterServer, survivesLostDevices } from '../../parallel/strate
 import { allocateParameterServer, markDeviceDone } from '../../parallel/parameterServer/shared.ts';
 import { LostDevices, lostLinkReason, threadLosses } from './lostDevices.ts';
 import { deviceName } from './deviceNames.ts';
+import { firstDeviceOf, type JobShape } from './jobShape.ts';
 import type { DeviceWorkerInit, DeviceWorkerMessage } from './deviceWorker.ts';
 import { spawnModuleWorker } from './spawnWorker.ts';
 import { hostParameterServer } from './parameterServerProcess.ts';
@@ -15,14 +16,14 @@ import type { EventSink } from '../events/events.ts';
 import type { FaultPlan } from '../faults/faultPlan.ts';
 import type { CheckpointSetup } from '../checkpoint/checkpointSetup.ts';
 import { serverStart } from '../checkpoint/serverState.ts';
-import { abortStopGate, type StopGateMemory } from './stopGate.ts';
+import { abortStopGate } from './stop/controlSide.ts';
+import type { StopGateMemory } from './stop/protocol.ts';
 import type { RunConfig } from '../../config/runConfig.ts';
 
 export interface WorkerDevicesOptions {
-  /** the job's configuration: train.devices is the number of devices in the whole job */
   config: RunConfig;
-  /** device threads in this process (config.train.devices unless the job spans processes) */
-  threads: number;
+  /** the job's processes and devices; this process runs shape.threads of them */
+  shape: JobShape;
   /** where this process sits in a multi-process job; absent: the job is this process */
   placement?: ProcessPlacement;
   train: Dataset;
@@ -34,7 +35,7 @@ export interface WorkerDevicesOptions {
   checkpoints: CheckpointSetup;
   emit: EventSink;
   faults: FaultPlan;
-  /** this process's stop gate (stopGate.ts); absent: the run cannot be stopped */
+  /** this process's stop gate (stop/protocol.ts); absent: the run cannot be stopped */
   stopGate?: StopGateMemory;
   log?: (message: string) => void;
 }
@@ -48,19 +49,15 @@ export interface WorkerDevicesOptions {
  * which goes on without it (lostDevices.ts).
  */
 export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
-  const { config, threads, placement } = o;
-  const firstRank = placement ? placement.process * threads : 0;
+  const { config, shape, placement } = o;
+  const { threads } = shape;
+  const firstRank = firstDeviceOf(shape);
   const world = createShmWorld(threads, { stallMs: config.train.stallWarningSeconds * 1000 });
   const spec = config.train.strategy;
   const remotePs = placement !== undefined && needsParameterServer(spec);
   // async and asynchronous EASGD go on without a dead device; their devices need no world across processes
   const survives = survivesLostDevices(spec);
-  const job = {
-    threads,
-    processes: placement?.processes ?? 1,
-    devices: config.train.devices,
-    strategy: spec.type === 'easgd' ? 'asynchronous EASGD' : spec.type,
-  };
+  const job = { ...shape, strategy: spec.type === 'easgd' ? 'asynchronous EASGD' : spec.type };
   let failure: Error | null = null;
   // a callback of the user's that throws (train's sink rethrows it) stops every device; train reports its error
   const emit: EventSink = (event) => {
@@ -80,12 +77,12 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
     const model = buildModel(jsBackend, config.model);
     model.initialize(config.train.seed);
     const start = serverStart(o.checkpoints, model, config.optimizer);
-    if (!remotePs) ps = allocateParameterServer(model.params.length, config.optimizer, start, config.train.devices);
+    if (!remotePs) ps = allocateParameterServer(model.params.length, config.optimizer, start, shape.devices);
     else if (placement.process === 0) {
       serving = hostParameterServer(
         config,
         start,
-        parameterServerWorldOf(placement, threads, 0, config.train.devices, survives),
+        parameterServerWorldOf(placement, shape, 0, survives),
         (device, step, reason) => lost.report(device, step, lostLinkReason(device, job, reason)),
       ).then((work) => {
         if (work.pushes) emit({ type: 'serverWork', ...work });
@@ -125,16 +122,14 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
         const init: DeviceWorkerInit = {
           config,
           rank,
-          size: config.train.devices,
+          size: shape.devices,
           comm: world.rankInit(local),
           ps,
           cross:
             placement && placement.processes > 1 && !(survives && placement.transport === 'tcp')
               ? crossWorldOf(placement, local)
               : null,
-          remotePs: remotePs
-            ? parameterServerWorldOf(placement!, threads, rank + 1, config.train.devices, survives)
-            : null,
+          remotePs: remotePs ? parameterServerWorldOf(placement!, shape, rank + 1, survives) : null,
           train,
           validation: rank === 0 ? validation : null,
           test: rank === 0 ? test : null,

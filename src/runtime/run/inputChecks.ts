@@ -1,14 +1,76 @@
 /**
- * Checks of the run's input that need the data or the machine (the schema checks the config alone):
- * run before the run directory is made, so bad input is one line naming the field and the fix, and
- * nothing is written or allocated for a run that cannot start.
+ * Checks of the run's input that need the job's shape, the data or the machine (the schema checks
+ * the config alone): run before the run directory is made, so bad input is one line naming the
+ * field and the fix, and nothing is written or allocated for a run that cannot start.
  */
 import { availableParallelism, totalmem } from 'node:os';
 import { formatShape, shapeSize } from '../../tensor/shape.ts';
 import { jsBackend } from '../../kernels/js/index.ts';
+import { buildModel } from '../../nn/model.ts';
 import { layerSizes } from '../../nn/modelSize.ts';
 import type { Dataset } from '../../data/dataset.ts';
+import { spinFromEnv } from '../../comm/shm/index.ts';
+import { checkStrategy } from '../../parallel/strategies/index.ts';
+import { modelParallelLayers, planModelParallelFrom } from '../../parallel/modelParallel/plan.ts';
 import type { RunConfig } from '../../config/runConfig.ts';
+import { multiDeviceIssues } from '../../config/schema/deviceChecks.ts';
+import type { FaultPlan } from '../faults/faultPlan.ts';
+import type { JobShape } from '../job/jobShape.ts';
+import { globalBatchSize } from '../device/trainLoop.ts';
+import type { LoadedData } from './loadData.ts';
+import { checkLossMatchesData, checkOutputUnits } from './lossChecks.ts';
+import { checkSpeechRun } from './speechChecks.ts';
+
+/**
+ * What the job's shape and the launch environment allow, before the data is read: the device
+ * threads of a process on this machine, one thread per process under MPI, injected faults on
+ * devices the job has, the shared-memory spin setting.
+ */
+export function checkLaunch(shape: JobShape, transport: 'tcp' | 'mpi', faults: FaultPlan): void {
+  checkDeviceThreads(shape.threads);
+  if (transport === 'mpi' && shape.processes > 1 && shape.threads > 1) {
+    throw new Error(
+      `--transport mpi: each process runs one device (MPI is driven by one thread per process), but train.devices is ${shape.threads}; ` +
+        `use --devices 1 and start more processes (mpirun -np ${shape.devices}), or --transport tcp`,
+    );
+  }
+  faults.checkDevices(shape.devices);
+  spinFromEnv();
+}
+
+/**
+ * The config and the data against each other and against the job's devices; returns the model's
+ * parameter count.
+ */
+export function checkRun(config: RunConfig, data: LoadedData, shape: JobShape): number {
+  checkNotEmpty(data.train);
+  checkSpeechRun(config, data);
+  checkDataShape(config, data);
+  checkModelFits(config, shape);
+  const { devices } = shape;
+  // the schema asked this of train.devices; a job of several processes has more devices than that
+  const [issue] = multiDeviceIssues(config, devices);
+  if (issue) throw new Error(`${issue.path.join('.')}: ${issue.message}`);
+  const model = buildModel(jsBackend, config.model);
+  if (devices > 1 && modelParallelLayers(config.model).length > 0) {
+    planModelParallelFrom(
+      config.model,
+      devices,
+      model.layers.map((l) => l.inputShape),
+    );
+  }
+  // the loss must fit the task first: its message says more than a count of output units
+  checkLossMatchesData(config, data.train, model.outputShape);
+  checkOutputUnits(config, model.outputShape, data);
+  if (devices > 1) checkStrategy(config.train.strategy, devices);
+  const globalBatch = globalBatchSize(config, devices);
+  if (globalBatch < devices) {
+    throw new Error(
+      `data.batchSize: a global batch of ${globalBatch} cannot be split over ${devices} devices; use at least ${devices}`,
+    );
+  }
+  return model.parameterCount;
+}
 
 /**
  * The model's input must be the data's per-sample shape [H, W, C], or its flattened form [H·W·C]
@@ -78,19 +140,20 @@ const SHARED_HEAP_BYTES = 2 ** 32;
 /**
  * The model's flat buffers (parameters, gradients, optimizer slots, state) for every device thread
  * of this process, computed from the layer specs without allocating: refused over half the
- * machine's memory, naming the largest layer. Model-parallel layers count 1/devices per device.
- * With several device threads on a wasm-based backend (`sharedHeap`, runtime/device/deviceBackend.ts)
- * they share one memory of 4 GiB, activations included: refused over that too.
+ * machine's memory, naming the largest layer. Model-parallel layers count 1/devices per device
+ * (the job's devices). With several device threads on a wasm-based backend (`sharedHeap`,
+ * runtime/device/deviceBackend.ts) they share one memory of 4 GiB, activations included: refused
+ * over that too.
  */
 export function checkModelFits(
   config: RunConfig,
-  threads: number,
+  shape: Pick<JobShape, 'threads' | 'devices'>,
   limitBytes = totalmem() / 2,
-  sharedHeap = threads > 1 && config.train.backend !== 'js' && process.env.PARATRAIN_SHM_HEAP !== '0',
+  sharedHeap = shape.threads > 1 && config.train.backend !== 'js' && process.env.PARATRAIN_SHM_HEAP !== '0',
 ): void {
   const sizes = layerSizes(jsBackend, config.model);
   const buffers = 2 + optimizerSlots(config);
-  const devices = config.train.devices;
+  const { threads, devices } = shape;
   let perDevice = 0;
   let largest = { name: '', bytes: 0, params: 0 };
   sizes.forEach((s, i) => {

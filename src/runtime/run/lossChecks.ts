@@ -5,7 +5,7 @@
  */
 import { lossTask, TASK_LOSSES } from '../../nn/losses.ts';
 import type { Task } from '../../nn/loss.ts';
-import type { Dataset } from '../../data/dataset.ts';
+import { outputUnits, taskOf, type Dataset } from '../../data/dataset.ts';
 import type { RunConfig } from '../../config/runConfig.ts';
 
 const WHAT: Record<Task, string> = {
@@ -45,4 +45,23 @@ export function checkLossMatchesData(config: RunConfig, ds: Dataset, outputShape
         `${task === 'regression' ? 'target values' : 'labels'} per sample; end with a dense layer of ${per} units`,
     );
   }
+}
+
+/** The last layer gives one score per class (classification) or one value per target: sizes from the data. */
+export function checkOutputUnits(config: RunConfig, outputShape: readonly number[], data: { train: Dataset }): void {
+  const units = outputUnits(data.train),
+    task = taskOf(data.train);
+  if (task === 'transcription') return; // per frame, against the alphabet: speechChecks.ts
+  if (outputShape.length === 1 && outputShape[0] === units) return;
+  const last = config.model.layers.length - 1;
+  const what =
+    task === 'classification'
+      ? `${units} classes`
+      : task === 'regression'
+        ? `${units} regression target${units === 1 ? '' : 's'}`
+        : `${units} labels (multi-label)`;
+  const per = task === 'regression' ? 'values' : 'scores';
+  throw new Error(
+    `model.layers[${last}]: the model produces ${outputShape.join('×')} ${per} per sample but ${data.train.name} has ${what}; end with a dense layer of ${units} units`,
+  );
 }

@@ -9,6 +9,7 @@ import { checkResumeDir, planResume, type ResumePlan } from './resume.ts';
 import { checkInitFrom } from '../checkpoint/initFrom.ts';
 import { writeRunConfig, type RunCommand } from '../checkpoint/runConfigFiles.ts';
 import type { CheckpointSetup } from '../checkpoint/checkpointSetup.ts';
+import type { JobShape } from '../job/jobShape.ts';
 
 export interface RunStart {
   out?: string;
@@ -22,11 +23,11 @@ export interface RunStart {
   command?: readonly string[];
 }
 
-/** Checks the resume/fine-tune options and fits the job's config before any work: errors name the fix. */
+/** Checks the resume/fine-tune options and fits the config to a resumed job before any work: errors name the fix. */
 export function planRunStart(
   start: RunStart,
   config: RunConfig,
-  leader: boolean,
+  shape: JobShape,
 ): { config: RunConfig; resume: ResumePlan | null } {
   if (start.resume !== undefined && start.initFrom !== undefined) {
     throw new Error(
@@ -41,27 +42,28 @@ export function planRunStart(
   if (start.initFrom !== undefined) checkInitFrom(start.initFrom, config);
   if (start.resume === undefined) return { config, resume: null };
   checkResumeDir(start.resume);
-  const resume = planResume(start.resume, config, leader, start.log);
+  // process 0 cleans what a dead writer left
+  const resume = planResume(start.resume, config, shape.devices, shape.process === 0, start.log);
   return { config: resume.config, resume };
 }
 
 /**
  * Opens the run directory (process 0; '' elsewhere) and says what the devices do about checkpoint
- * sets. `userConfig` is what config.yaml records (devices per process).
+ * sets. `config` is what config.yaml records.
  */
 export function openRunDir(
   start: RunStart,
-  userConfig: RunConfig,
+  config: RunConfig,
   resume: ResumePlan | null,
-  leader: boolean,
-  processes: number,
+  shape: JobShape,
   configHash: string,
 ): { runDir: string; checkpoints: CheckpointSetup } {
   let runDir = '';
+  const leader = shape.process === 0;
   if (leader) {
     runDir = start.resume ?? createRunDir({ out: start.out, force: start.force });
     const how: RunCommand = start.command ? { command: start.command } : { options: start as Record<string, unknown> };
-    writeRunConfig(runDir, userConfig, how, start.resume !== undefined);
+    writeRunConfig(runDir, config, how, start.resume !== undefined);
   }
   // processes other than 0 write their devices' set files only into a directory they were told of
   const deviceDir = leader ? runDir : (start.resume ?? start.out ?? null);
@@ -69,7 +71,7 @@ export function openRunDir(
     runDir,
     checkpoints: {
       runDir: deviceDir,
-      processes,
+      processes: shape.processes,
       configHash,
       resume: resume?.point ?? null,
       initFrom: start.initFrom ?? null,

@@ -1,7 +1,7 @@
 /**
  * Opening a run to resume (`--resume RUN_DIR`): remove what a dead writer left, find the newest
- * complete checkpoint set, check the config still describes the same model, and fit the job's
- * config to the saved run when the device count changed (the global batch, the data order and the
+ * complete checkpoint set, check the config still describes the same model, and fit the config
+ * to the saved run when the job's device count changed (the global batch, the data order and the
  * learning rate stay the saved job's).
  */
 import { existsSync, statSync } from 'node:fs';
@@ -16,7 +16,7 @@ import { modelParallelLayers } from '../../parallel/modelParallel/plan.ts';
 
 export interface ResumePlan {
   point: ResumePoint;
-  /** the job's config, fitted to the saved run */
+  /** the config, fitted to the saved run */
   config: RunConfig;
   event: Extract<TrainEvent, { type: 'resume' }>;
 }
@@ -34,10 +34,16 @@ export function checkResumeDir(runDir: string): void {
 }
 
 /**
- * The resume plan for `runDir` with the job's `config` (devices: the whole job). `clean`: remove
- * leftovers (process 0 only); `log` reports what was removed.
+ * The resume plan for `runDir` with `config` on a job of `devices` devices (JobShape.devices).
+ * `clean`: remove leftovers (process 0 only); `log` reports what was removed.
  */
-export function planResume(runDir: string, config: RunConfig, clean: boolean, log?: (m: string) => void): ResumePlan {
+export function planResume(
+  runDir: string,
+  config: RunConfig,
+  devices: number,
+  clean: boolean,
+  log?: (m: string) => void,
+): ResumePlan {
   checkResumeDir(runDir);
   if (clean) {
     const removed = removeLeftovers(runDir);
@@ -57,8 +63,8 @@ export function planResume(runDir: string, config: RunConfig, clean: boolean, lo
         `resume with the run's own config (${join(runDir, CONFIG_FILE)}), or start a new run from its weights with --init-from ${join(latest.dir, 'model.safetensors')}`,
     );
   }
-  checkModelParallelSize(runDir, latest.dir, config, state.devices);
-  const fitted = fitToSavedJob(config, state.devices, state.globalBatch);
+  checkModelParallelSize(runDir, latest.dir, config, devices, state.devices);
+  const fitted = fitToSavedJob(config, devices, state.devices, state.globalBatch);
   const { stepsPerEpoch } = state;
   if (state.step >= stepsPerEpoch * fitted.train.epochs) {
     throw new Error(
@@ -74,7 +80,7 @@ export function planResume(runDir: string, config: RunConfig, clean: boolean, lo
       step: state.step,
       epoch: state.epoch,
       fromDevices: state.devices,
-      devices: config.train.devices,
+      devices,
       checkpoint: latest.dir,
     },
   };
@@ -85,8 +91,13 @@ export function planResume(runDir: string, config: RunConfig, clean: boolean, lo
  * resizing): on another count they cannot be put back, so the run resumes on its own count, or a new
  * run starts from the gathered model.
  */
-function checkModelParallelSize(runDir: string, setDir: string, config: RunConfig, savedDevices: number): void {
-  const devices = config.train.devices;
+function checkModelParallelSize(
+  runDir: string,
+  setDir: string,
+  config: RunConfig,
+  devices: number,
+  savedDevices: number,
+): void {
   if (devices === savedDevices) return;
   const split = modelParallelLayers(config.model);
   if (split.length === 0) return;
@@ -98,13 +109,17 @@ function checkModelParallelSize(runDir: string, setDir: string, config: RunConfi
 }
 
 /**
- * The job's config on its new device count, doing the saved job's maths: the same global batch
- * (a per-device batch becomes a global one; the sampler splits it as evenly as it can) and, with
- * linear learning-rate scaling, the same scaled learning rate.
+ * The config on the job's new device count `devices`, doing the saved job's maths: the same global
+ * batch (a per-device batch becomes a global one; the sampler splits it as evenly as it can) and,
+ * with linear learning-rate scaling, the same scaled learning rate.
  */
-export function fitToSavedJob(config: RunConfig, savedDevices: number, savedGlobalBatch: number): RunConfig {
-  const devices = config.train.devices;
-  if (devices === savedDevices && globalBatchSize(config) === savedGlobalBatch) return config;
+export function fitToSavedJob(
+  config: RunConfig,
+  devices: number,
+  savedDevices: number,
+  savedGlobalBatch: number,
+): RunConfig {
+  if (devices === savedDevices && globalBatchSize(config, devices) === savedGlobalBatch) return config;
   const data = { ...config.data, batchSize: savedGlobalBatch, batchSizeScope: 'global' as const };
   const optimizer =
     config.train.lrScaling === 'linear'

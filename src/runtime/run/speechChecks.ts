@@ -8,7 +8,7 @@
 import { formatShape, VARIABLE } from '../../tensor/shape.ts';
 import { jsBackend } from '../../kernels/js/index.ts';
 import { buildModel } from '../../nn/model.ts';
-import { ctcMinFrames } from '../../nn/ctcLoss.ts';
+import { ctcMinFrames } from '../../ctc/ctcLoss.ts';
 import { outputCount } from '../../speech/alphabet.ts';
 import type { SpeechDataset } from '../../speech/speechDataset.ts';
 import type { Dataset } from '../../data/dataset.ts';

@@ -1,31 +1,21 @@
 import { join } from 'node:path';
 import { getBackend } from '../../kernels/index.ts';
-import { outputUnits, taskOf } from '../../data/dataset.ts';
 import { loadData, type LoadedData } from './loadData.ts';
 import { localStrategy } from '../../parallel/strategy.ts';
-import { checkRunStrategy, runsModelParallel } from '../../parallel/strategies/index.ts';
-import { buildModel } from '../../nn/model.ts';
-import {
-  modelParallelLayers,
-  modelParallelStrategyMessage,
-  planModelParallelFrom,
-} from '../../parallel/modelParallel/plan.ts';
-import { jsBackend } from '../../kernels/js/index.ts';
 import { runDevice } from '../job/deviceRun.ts';
 import { runWorkerDevices } from '../job/workerDevices.ts';
-import { spinFromEnv } from '../../comm/shm/index.ts';
 import { configHash, dataAgreements, type ProcessPlacement } from '../job/processWorld.ts';
+import { firstDeviceOf, jobShapeOf } from '../job/jobShape.ts';
 import { globalBatchSize } from '../device/trainLoop.ts';
-import { checkDataShape, checkDeviceThreads, checkModelFits, checkNotEmpty } from './inputChecks.ts';
-import { checkLossMatchesData } from './lossChecks.ts';
-import { checkSpeechRun } from './speechChecks.ts';
+import { checkLaunch, checkRun } from './inputChecks.ts';
 import { planRunStart, openRunDir } from './openRun.ts';
 import { MetricsWriter } from '../events/metrics.ts';
 import { ProcessMetrics, type EventRecorder } from '../events/processMetrics.ts';
-import { epochAggregator, type EventSink, type TrainEvent } from '../events/events.ts';
+import { epochAggregator, type TrainEvent } from '../events/events.ts';
 import { FaultPlan } from '../faults/faultPlan.ts';
-import { allocateStopGate, StopGateDevice } from '../job/stopGate.ts';
-import { StopControl, stoppedAt } from '../job/stopControl.ts';
+import { allocateStopGate } from '../job/stop/protocol.ts';
+import { StopGateDevice } from '../job/stop/deviceSide.ts';
+import { StopControl, stoppedAt } from '../job/stop/controlSide.ts';
 import { resolveTracking } from '../events/tracking.ts';
 import { firstHold, holdAfter } from '../eval/evalSchedule.ts';
 import { bestCheckpointOf, type BestCheckpoint } from '../checkpoint/bestCheckpoint.ts';
@@ -70,64 +60,6 @@ export interface TrainResult {
 
 export { loadData, type LoadedData };
 
-/** Checks what can be checked before any device starts, so bad input fails fast and names the field. */
-function checkRun(config: RunConfig, data: LoadedData, threads: number): number {
-  checkDeviceThreads(threads);
-  spinFromEnv();
-  checkNotEmpty(data.train);
-  checkSpeechRun(config, data);
-  checkDataShape(config, data);
-  checkModelFits(config, threads);
-  const model = buildModel(jsBackend, config.model);
-  const split = modelParallelLayers(config.model);
-  if (split.length && config.train.devices > 1) {
-    if (!runsModelParallel(config.train.strategy))
-      throw new Error(`train.strategy: ${modelParallelStrategyMessage(config.model, config.train.strategy.type)}`);
-    // (the schema checks these per process; a job of several processes has more devices than its config says)
-    if (config.train.microBatches > 1) {
-      throw new Error(
-        `train.microBatches: micro-batching is not supported together with model-parallel layers ('parallel: model') on several devices; use microBatches: 1 or make the layers data-parallel`,
-      );
-    }
-    planModelParallelFrom(
-      config.model,
-      config.train.devices,
-      model.layers.map((l) => l.inputShape),
-    );
-  }
-  // the loss must fit the task first: its message says more than a count of output units
-  checkLossMatchesData(config, data.train, model.outputShape);
-  checkOutputUnits(config, model.outputShape, data);
-  const { devices } = config.train;
-  if (devices > 1) checkRunStrategy(config.train);
-  const globalBatch = globalBatchSize(config);
-  if (globalBatch < devices) {
-    throw new Error(
-      `data.batchSize: a global batch of ${globalBatch} cannot be split over ${devices} devices; use at least ${devices}`,
-    );
-  }
-  return model.parameterCount;
-}
-
-/** The last layer gives one score per class (classification) or one value per target: sizes from the data. */
-function checkOutputUnits(config: RunConfig, outputShape: readonly number[], data: LoadedData): void {
-  const units = outputUnits(data.train),
-    task = taskOf(data.train);
-  if (task === 'transcription') return; // per frame, against the alphabet: speechChecks.ts
-  if (outputShape.length === 1 && outputShape[0] === units) return;
-  const last = config.model.layers.length - 1;
-  const what =
-    task === 'classification'
-      ? `${units} classes`
-      : task === 'regression'
-        ? `${units} regression target${units === 1 ? '' : 's'}`
-        : `${units} labels (multi-label)`;
-  const per = task === 'regression' ? 'values' : 'scores';
-  throw new Error(
-    `model.layers[${last}]: the model produces ${outputShape.join('×')} ${per} per sample but ${data.train.name} has ${what}; end with a dense layer of ${units} units`,
-  );
-}
-
 /** The run's injected faults, from `faults` or from the slowDevices/failAt shorthands. */
 function faultPlanOf(options: TrainOptions): FaultPlan {
   const shorthand = options.slowDevices !== undefined || options.failAt !== undefined;
@@ -156,33 +88,24 @@ async function runTraining(
   load: (config: RunConfig) => Promise<LoadedData>,
 ): Promise<TrainResult> {
   const world = options.processes && options.processes.worldSize > 1 ? options.processes : undefined;
-  const threads = userConfig.train.devices;
-  // the job's maths (global batch, sharding, lr scaling, strategy checks) count every device of every process
-  const jobConfig: RunConfig = world
-    ? { ...userConfig, train: { ...userConfig.train, devices: threads * world.worldSize } }
-    : userConfig;
-  const leader = !world || world.rank === 0;
-  // resuming keeps the saved job's global batch and learning rate (fitted when the device count changed)
-  const planned = planRunStart(options, jobConfig, leader);
-  const { resume } = planned;
+  // the job's processes and devices, passed beside the config (whose train.devices is per process)
+  const shape = jobShapeOf(userConfig.train.devices, world);
+  const { threads, devices } = shape;
+  const leader = shape.process === 0;
+  const transport = options.transport ?? 'tcp';
   const faults = faultPlanOf(options);
-  faults.checkDevices(planned.config.train.devices);
+  checkLaunch(shape, transport, faults);
+  // resuming keeps the saved job's global batch and learning rate (fitted when the device count changed)
+  const planned = planRunStart(options, userConfig, shape);
+  const { resume } = planned;
   const backend = await getBackend(planned.config.train.backend);
   const data = await load(planned.config);
   // train.best and train.earlyStopping watch what this data can measure (config.yaml records the choice)
   const config = resolveTracking(planned.config, data);
-  const parameters = checkRun(config, data, threads);
-  const devices = config.train.devices;
-  const transport = options.transport ?? 'tcp';
-  if (transport === 'mpi' && world && threads > 1) {
-    throw new Error(
-      `--transport mpi: each process runs one device (MPI is driven by one thread per process), but train.devices is ${threads}; ` +
-        `use --devices 1 and start more processes (mpirun -np ${threads * world.worldSize}), or --transport tcp`,
-    );
-  }
+  const parameters = checkRun(config, data, shape);
   const placement: ProcessPlacement | undefined = world && {
-    process: world.rank,
-    processes: world.worldSize,
+    process: shape.process,
+    processes: shape.processes,
     masterAddr: world.masterAddr,
     masterPort: world.masterPort,
     configHash: configHash(userConfig),
@@ -191,23 +114,16 @@ async function runTraining(
     stallMs: config.train.stallWarningSeconds * 1000,
     agreements: dataAgreements(data.source, data.train, data.test, data.validation),
   };
-  const { runDir, checkpoints } = openRunDir(
-    options,
-    { ...config, train: { ...config.train, devices: threads } },
-    resume,
-    leader,
-    world?.worldSize ?? 1,
-    configHash(config),
-  );
+  const { runDir, checkpoints } = openRunDir(options, config, resume, shape, configHash(config));
   // a resumed run appends, --force or not (a launcher's restart keeps the job's flags)
   // processes other than 0 record their own devices' events beside it (processMetrics.ts)
   const metrics: EventRecorder | null = leader
     ? new MetricsWriter(runDir, { truncate: options.force && !resume })
     : checkpoints.runDir
-      ? new ProcessMetrics(checkpoints.runDir, world!.rank, Boolean(options.force) && !resume)
+      ? new ProcessMetrics(checkpoints.runDir, shape.process, Boolean(options.force) && !resume)
       : null;
   const checkpoint = leader ? join(runDir, 'model.safetensors') : '';
-  const globalBatch = globalBatchSize(config);
+  const globalBatch = globalBatchSize(config, devices);
   const stepsPerEpoch = Math.ceil(data.train.count / globalBatch);
   // evaluated after epochs: the validation split, else the test set; the test set (when there is one) also at the end
   let last: { testLoss: number; testAccuracy: number; testCER?: number; testWER?: number } = {
@@ -223,7 +139,7 @@ async function runTraining(
   const stopControl =
     stopGate && new StopControl({ gate: stopGate, signal: options.signal, placement, threads, log: options.log });
   // a callback that throws stops the run, which then rejects with its error (callbacks.ts)
-  const callbacks = userCallbacks(options, threads, world ? world.rank * threads : 0);
+  const callbacks = userCallbacks(options, threads, firstDeviceOf(shape));
   // epochs are summarised over this process's devices (all of them unless the job spans processes)
   const emit = epochAggregator(
     threads,
@@ -246,7 +162,7 @@ async function runTraining(
       metrics?.write(event);
       callbacks.sink(event);
     },
-    world ? world.rank * threads : 0,
+    firstDeviceOf(shape),
   );
   const started = performance.now();
   try {
@@ -256,7 +172,7 @@ async function runTraining(
       dataSource: data.source,
       backend: backend.name,
       devices,
-      processes: world?.worldSize ?? 1,
+      processes: shape.processes,
       strategy: devices > 1 ? config.train.strategy.type : 'single device',
       parameters,
       trainSamples: data.train.count,
@@ -287,7 +203,7 @@ async function runTraining(
     } else {
       await runWorkerDevices({
         config,
-        threads,
+        shape,
         placement,
         train: data.train,
         validation: data.validation,

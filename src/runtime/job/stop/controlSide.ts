@@ -1,35 +1,102 @@
-import { TcpCommunicator } from '../../comm/tcp/index.ts';
-import { StopGateControl, abortStopGate, type StopGateMemory } from './stopGate.ts';
-import type { ProcessPlacement } from './processWorld.ts';
-
 /**
- * The main thread's part of a graceful stop (see stopGate.ts for the devices' part). In one
- * process, a stop request freezes the gate and makes that the last step. In a job of several
- * processes the main threads form a small control world over TCP (port P + threads + 1, beside the
- * device worlds, so a run that is never stopped exchanges nothing after forming it):
- *   a process whose signal fired sends REQUEST to process 0;
- *   process 0 (on its own signal or the first REQUEST) freezes its gate and sends FREEZE to all;
- *   each process freezes its gate and answers REPORT(its last step);
- *   process 0 takes the largest and sends FINAL(step); every gate is finalized with it.
- * Every device of every process thus runs the same steps 0 … last and stops.
- *
- * Early stopping goes through the same world: process 0's main thread hears device 0's verdict on
- * each evaluation and sends HOLD(next hold) — every gate is released up to it — or FINAL(the held
- * step, 'earlyStopping'), which ends the run there as a stop does.
+ * The main thread's side of the graceful stop (protocol.ts): its gate's control (freeze, release,
+ * finalize, abort) and the controller that hears the stop request and early stopping's verdicts,
+ * alone or with the other processes over the control world.
  */
-const TAG = 0x5709;
-enum Kind {
-  Request = 1,
-  Freeze = 2,
-  Report = 3,
-  Final = 4,
-  Hold = 5,
-}
-/** what a stop may be caused by; the wire carries the index, so new causes go at the end ('abort': the library's AbortSignal aborted for another reason) */
-const SIGNALS = ['SIGINT', 'SIGTERM', 'abort', 'earlyStopping', 'SIGUSR1'] as const;
-/** HOLD(NO_HOLD): no further hold */
-const NO_HOLD = 0x7fffffff;
+import { TcpCommunicator } from '../../../comm/tcp/index.ts';
+import type { ProcessPlacement } from '../processWorld.ts';
+import {
+  CONTROL_TAG,
+  decode,
+  encode,
+  FINAL,
+  Kind,
+  LIMIT,
+  NO_HOLD,
+  NONE,
+  ABORT,
+  SEQ,
+  CLAIMS,
+  signalName,
+  type StopGateMemory,
+} from './protocol.ts';
+
 const CONTROL_RECV_TIMEOUT_MS = 7 * 24 * 3600_000;
+
+/** The main thread's side of the gate. */
+export class StopGateControl {
+  private readonly words: Int32Array;
+  /** the last step allowed until a release (NONE: no hold) */
+  private held: number;
+  /** the LIMIT a stop request froze (null: none yet) */
+  private frozen: number | null = null;
+
+  constructor(memory: StopGateMemory) {
+    this.words = new Int32Array(memory);
+    this.held = Atomics.load(this.words, LIMIT);
+  }
+
+  /** Stops this process's devices from starting any step beyond those already claimed; returns that last step. */
+  freeze(): number {
+    if (this.frozen !== null) return this.frozen;
+    const w = this.words;
+    // a claim beyond the hold is withdrawn, never run: the frozen limit stays within it
+    let limit = Math.min(this.largestClaim(), this.held);
+    for (let round = 0; round < 10_000; round++) {
+      Atomics.store(w, LIMIT, limit);
+      const claimed = Math.min(this.largestClaim(), this.held);
+      if (claimed <= limit) break;
+      limit = claimed;
+    }
+    this.frozen = limit;
+    this.changed();
+    return limit;
+  }
+
+  /** Early stopping's verdict "go on": the devices may run up to `hold` (null: to the end). A frozen or final gate stays. */
+  release(hold: number | null): void {
+    this.held = hold ?? NONE;
+    if (this.frozen !== null || this.lastStep !== null) return;
+    Atomics.store(this.words, LIMIT, this.held);
+    this.changed();
+  }
+
+  /** The job's last step (at least every process's frozen limit): devices run up to it, then stop. */
+  finalize(lastStep: number): void {
+    Atomics.store(this.words, LIMIT, this.frozen === null ? lastStep : Math.max(lastStep, this.frozen));
+    Atomics.store(this.words, FINAL, 1);
+    this.changed();
+  }
+
+  /** Whether the devices are held for a verdict (early stopping) that has not lifted the last hold yet. */
+  get holding(): boolean {
+    return this.held !== NONE;
+  }
+
+  /** The agreed last step, or null while none is. */
+  get lastStep(): number | null {
+    return Atomics.load(this.words, FINAL) ? Atomics.load(this.words, LIMIT) : null;
+  }
+
+  private largestClaim(): number {
+    let m = -1;
+    for (let i = CLAIMS; i < this.words.length; i++) m = Math.max(m, Atomics.load(this.words, i));
+    return m;
+  }
+
+  private changed(): void {
+    Atomics.add(this.words, SEQ, 1);
+    Atomics.notify(this.words, SEQ);
+  }
+}
+
+/** The run failed: devices waiting at the gate (for early stopping's verdict) throw instead of waiting forever. */
+export function abortStopGate(memory: StopGateMemory): void {
+  const words = new Int32Array(memory);
+  Atomics.store(words, ABORT, 1);
+  Atomics.add(words, SEQ, 1);
+  Atomics.notify(words, SEQ);
+}
 
 export interface StopControlOptions {
   gate: StopGateMemory;
@@ -47,21 +114,10 @@ export interface StopDecision {
   signal: string;
 }
 
-const signalName = (reason: unknown): string =>
-  SIGNALS.includes(reason as (typeof SIGNALS)[number]) ? (reason as string) : 'abort';
-const encode = (kind: Kind, value = 0, signal = '') =>
-  new Float32Array([
-    kind,
-    Math.floor(value / 65536),
-    value % 65536,
-    SIGNALS.indexOf(signal as (typeof SIGNALS)[number]),
-  ]);
-const decode = (m: Float32Array) => ({
-  kind: m[0] as Kind,
-  value: m[1]! * 65536 + m[2]!,
-  signal: SIGNALS[m[3]!] ?? 'SIGTERM',
-});
-
+/**
+ * A process's controller of the stop: it turns the signal into a stop (alone, or through process
+ * 0 in the control world), relays early stopping's verdicts, and finalizes this process's gate.
+ */
 export class StopControl {
   private readonly gate: StopGateControl;
   private readonly o: StopControlOptions;
@@ -154,7 +210,10 @@ export class StopControl {
   private requested(): void {
     const sig = signalName(this.o.signal?.reason);
     const p = this.o.placement;
-    if (!p || p.processes <= 1) return this.stopAlone(sig);
+    if (!p || p.processes <= 1) {
+      this.stopAlone(sig);
+      return;
+    }
     if (!this.comm) {
       // the control world is still forming (it sends the request once formed) or never formed
       if (!this.forming) this.stopAlone(sig);
@@ -190,7 +249,7 @@ export class StopControl {
     const buf = new Float32Array(4);
     try {
       for (;;) {
-        await this.comm!.recv(buf, peer, TAG);
+        await this.comm!.recv(buf, peer, CONTROL_TAG);
         const m = decode(buf);
         if (m.kind === Kind.Request) this.begin(m.signal);
         else if (m.kind === Kind.Report) {
@@ -220,7 +279,7 @@ export class StopControl {
 
   private async send(peer: number, message: Float32Array): Promise<void> {
     try {
-      await this.comm!.send(message, peer, TAG);
+      await this.comm!.send(message, peer, CONTROL_TAG);
     } catch {
       // the peer is gone; its recv loop here (or its devices' worlds) reports that
     }
