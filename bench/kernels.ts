@@ -17,7 +17,8 @@
  * layers at batch 64. A full run takes about a minute and a half.
  */
 import { pathToFileURL } from 'node:url';
-import type { Backend, Conv2DGeometry } from '../src/kernels/backend.ts';
+import type { Backend } from '../src/kernels/backend.ts';
+import type { Conv2DGeometry } from '../src/kernels/convKernels.ts';
 import { jsBackend } from '../src/kernels/js/index.ts';
 import { createWasmBackend } from '../src/kernels/wasm/index.ts';
 import { createNativeBackend, nativeUnavailableReason } from '../src/kernels/native/index.ts';

@@ -162,7 +162,7 @@ export async function main(args: string[]): Promise<void> {
   for (let r = 0; r < rounds; r++) {
     for (let j = 0; j < runs.length; j++) {
       const run = runs[(j + r) % runs.length]!;
-      run.steppers.forEach((s, i) => run.rates[i]!.push(s.slice(seconds / rounds)));
+      for (const [i, s] of run.steppers.entries()) run.rates[i]!.push(s.slice(seconds / rounds));
     }
   }
   const results = new Map<string, number[]>(runs.map((run) => [run.name, run.rates.map(median)]));

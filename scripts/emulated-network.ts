@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import { loadConfig, configToYaml, type RunConfig } from '../src/config/index.ts';
-import { parseLinks, formatRate, formatDuration, type Link } from '../src/simulate/units.ts';
+import { parseLinks, formatRate, formatDuration } from '../src/simulate/units.ts';
 import { parseStrategyChoices, type StrategyChoice } from '../src/simulate/choices.ts';
 import { markForTrick, stripMarks } from '../src/simulate/trick.ts';
 import { readRunMeasurements, mean, type RunMeasurements } from '../src/simulate/fromRun.ts';

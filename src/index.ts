@@ -33,15 +33,15 @@ export { getBackend, registeredBackends } from './kernels/index.ts';
 export { rendezvousFromEnv, type RendezvousInfo } from './comm/rendezvous.ts';
 export { memoryDataset, removeMemoryDataset, type MemoryArrays, type MemorySamples } from './data/memory.ts';
 // speech: CTC loss, decoding and error rates (the training loop uses them through loss: ctc and data: { dataset: speech })
-export { CtcLoss, ctcGradScale, ctcReducedLoss, ctcMinFrames } from './nn/ctcLoss.ts';
-export type { CtcLossOptions, CtcLossResult, CtcReduction, CtcTargets } from './nn/ctcLoss.ts';
-export { greedyDecode, greedyDecodeBatch, labelsToText } from './speech/ctcDecode.ts';
+export { CtcLoss, ctcGradScale, ctcReducedLoss, ctcMinFrames } from './ctc/ctcLoss.ts';
+export type { CtcLossOptions, CtcLossResult, CtcReduction, CtcTargets } from './ctc/ctcLoss.ts';
+export { greedyDecode, greedyDecodeBatch, labelsToText } from './ctc/ctcDecode.ts';
 export {
   prefixBeamSearch,
   beamSearchBatch,
   type BeamHypothesis,
   type BeamSearchOptions,
-} from './speech/prefixBeamSearch.ts';
+} from './ctc/prefixBeamSearch.ts';
 export {
   editDistance,
   splitWords,
@@ -50,7 +50,7 @@ export {
   errorRate,
   ErrorRates,
   type ErrorCount,
-} from './speech/errorRates.ts';
+} from './ctc/errorRates.ts';
 
 /**
  * Trains a model and resolves when the run has ended (or rejects naming what went wrong).

@@ -59,9 +59,8 @@ export function formatEval(samples: number, loss: number, accuracy: number, repo
     const cw = Math.max(4, ...report.confusion.flat().map((n) => String(n).length + 1));
     lines.push('', 'confusion matrix (rows: true class, columns: predicted class)');
     lines.push(`${''.padEnd(w)} ${report.perClass.map((c) => String(c.class).padStart(cw)).join('')}`);
-    report.confusion.forEach((row, i) =>
-      lines.push(`${names[i]!.padEnd(w)} ${row.map((n) => String(n).padStart(cw)).join('')}`),
-    );
+    for (const [i, row] of report.confusion.entries())
+      lines.push(`${names[i]!.padEnd(w)} ${row.map((n) => String(n).padStart(cw)).join('')}`);
   }
   return `${lines.join('\n')}\n`;
 }

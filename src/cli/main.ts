@@ -295,7 +295,7 @@ try {
   const verbose = process.argv.includes('--verbose');
   const message = err instanceof Error ? err.message : String(err);
   process.stderr.write(`paratrain: ${message}\n`);
-  if (verbose && err instanceof Error && err.stack) process.stderr.write(err.stack + '\n');
+  if (verbose && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
   process.exitCode = 1;
   // a failed job may leave sockets open (peers, a rendezvous still listening): do not wait on them
   setTimeout(() => process.exit(1), 2000).unref();

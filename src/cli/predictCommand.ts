@@ -111,26 +111,21 @@ function toCsv(model: LoadedModel, sources: string[], predictions: Prediction[],
     else row.push(p.class!, p.label!, ...p.probabilities!);
     return row.map(cell).join(',');
   });
-  return [header.map(cell).join(','), ...rows].join('\n') + '\n';
+  return `${[header.map(cell).join(','), ...rows].join('\n')}\n`;
 }
 
 const truthCell = (model: LoadedModel, t: number) => (model.task === 'regression' ? t : (model.classNames?.[t] ?? t));
 
 function toJson(model: LoadedModel, sources: string[], predictions: Prediction[], truth?: number[]): string {
-  return (
-    JSON.stringify(
-      {
-        checkpoint: model.checkpoint,
-        task: model.task,
-        ...(model.task === 'regression' ? {} : { classNames: names(model) }),
-        predictions: predictions.map((p, i) => ({
-          source: sources[i],
-          ...(truth ? { true: truthCell(model, truth[i]!) } : {}),
-          ...p,
-        })),
-      },
-      null,
-      1,
-    ) + '\n'
-  );
+  const document = {
+    checkpoint: model.checkpoint,
+    task: model.task,
+    ...(model.task === 'regression' ? {} : { classNames: names(model) }),
+    predictions: predictions.map((p, i) => ({
+      source: sources[i],
+      ...(truth ? { true: truthCell(model, truth[i]!) } : {}),
+      ...p,
+    })),
+  };
+  return `${JSON.stringify(document, null, 1)}\n`;
 }

@@ -11,7 +11,7 @@ import { Batcher, type Batch } from './batcher.ts';
 import { augmenterFor } from './augment.ts';
 import type { AugmentSpec } from './spec.ts';
 import type { Dataset } from './dataset.ts';
-import { BucketBatchSampler } from '../speech/bucketSampler.ts';
+import { BucketBatchSampler } from './bucketSampler.ts';
 import { gatherSpeechBatch } from '../speech/speechBatch.ts';
 import type { SpeechDataset } from '../speech/speechDataset.ts';
 

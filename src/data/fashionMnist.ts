@@ -84,12 +84,12 @@ export interface FashionMnist {
 
 /** The default download cache, following PARATRAIN_CACHE, then XDG_CACHE_HOME, then ~/.cache. */
 export function defaultFashionMnistCacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  const root = env['PARATRAIN_CACHE'] || join(env['XDG_CACHE_HOME'] || join(homedir(), '.cache'), 'paratrain');
+  const root = env.PARATRAIN_CACHE || join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'paratrain');
   return join(root, 'fashion-mnist');
 }
 
 function offlineByEnv(env: NodeJS.ProcessEnv = process.env): boolean {
-  const v = (env['PARATRAIN_OFFLINE'] ?? '').trim().toLowerCase();
+  const v = (env.PARATRAIN_OFFLINE ?? '').trim().toLowerCase();
   return v !== '' && v !== '0' && v !== 'false' && v !== 'no';
 }
 

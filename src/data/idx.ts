@@ -91,7 +91,7 @@ export function encodeIdx(dims: readonly number[], data: Uint8Array): Uint8Array
   const view = new DataView(out.buffer);
   out[2] = UBYTE;
   out[3] = dims.length;
-  dims.forEach((n, d) => view.setUint32(4 + 4 * d, n, false));
+  for (const [d, n] of dims.entries()) view.setUint32(4 + 4 * d, n, false);
   out.set(data, headerBytes);
   return out;
 }

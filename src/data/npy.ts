@@ -154,7 +154,7 @@ export function encodeNpy(
   const shapeText = shape.length === 1 ? `(${shape[0]},)` : `(${shape.join(', ')})`;
   let header = `{'descr': '${dtype === 'u1' ? '|' : '<'}${dtype}', 'fortran_order': False, 'shape': ${shapeText}, }`;
   // header padded so the data starts on a multiple of 64 bytes, ending in a newline
-  header += ' '.repeat(63 - ((10 + header.length) % 64)) + '\n';
+  header += `${' '.repeat(63 - ((10 + header.length) % 64))}\n`;
   const out = new Uint8Array(10 + header.length + values.length * kind.bytes);
   out.set(MAGIC);
   out[6] = 1;

@@ -72,7 +72,7 @@ export interface Strategy {
    * After backward, instead of the plain local optimizer step: e.g. all-reduce gradients then step,
    * or push gradients to a parameter server. Default: replica.localStep(lr).
    */
-  applyUpdate?(replica: ReplicaView, info: StepInfo): Promise<StrategyStepStats | void>;
+  applyUpdate?(replica: ReplicaView, info: StepInfo): Promise<StrategyStepStats | undefined>;
   /** After the update: e.g. every K steps average models, elastic pull, block momentum. */
   afterStep?(replica: ReplicaView, info: StepInfo): Promise<void>;
   /** When this replica has no more data: leave averaging cleanly, final consolidation. */

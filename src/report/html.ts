@@ -3,7 +3,8 @@
  * a Content-Security-Policy forbids every fetch), so it can be mailed, archived or opened offline.
  */
 import type { RunData } from './runData.ts';
-import { STALENESS_BINS, type RunSeries, type RunSummary } from './analyze.ts';
+import { STALENESS_BINS, type RunSeries } from './series.ts';
+import type { RunSummary } from './analyze.ts';
 import { chartLibrarySource } from './chartLibrary.ts';
 import { CLIENT_SCRIPT } from './clientScript.ts';
 import { nonEmptyColumns, summaryRow } from './table.ts';

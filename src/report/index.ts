@@ -6,7 +6,8 @@ import { existsSync, readdirSync, readFileSync, renameSync, statSync, writeFileS
 import { METRICS_FILE } from '../runtime/events/metrics.ts';
 import { join } from 'node:path';
 import { loadRun, runLabels, type RunData } from './runData.ts';
-import { series, summarize } from './analyze.ts';
+import { series } from './series.ts';
+import { summarize } from './analyze.ts';
 import { GENERATOR_MARK, renderHtml, type HtmlOptions, type ReportRun } from './html.ts';
 import { formatTable } from './table.ts';
 
@@ -16,8 +17,10 @@ export { differingSettings, flattenSettings, readRunSettings } from './settings.
 export type { RunSettings } from './settings.ts';
 export { loadRun, parseRun, runLabels } from './runData.ts';
 export type { RunData } from './runData.ts';
-export { summarize, series, downsample, MAX_SERIES_POINTS } from './analyze.ts';
-export type { RunSummary, RunSeries, DeviceSummary } from './analyze.ts';
+export { summarize } from './analyze.ts';
+export { series, downsample, MAX_SERIES_POINTS } from './series.ts';
+export type { RunSummary, DeviceSummary } from './analyze.ts';
+export type { RunSeries } from './series.ts';
 export { formatTable, summaryRow } from './table.ts';
 export { findStragglers, STRAGGLER_RATIO } from './stragglers.ts';
 

@@ -5,7 +5,7 @@
  * 'end'. A run killed early has no 'end' (it is reported as unfinished). Should a file hold several
  * runs one after another, the last one is used.
  */
-import { realpathSync, statSync } from 'node:fs';
+import { realpathSync, statSync, type Stats } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { METRICS_FILE, readMetrics, type MetricEvent } from '../runtime/events/metrics.ts';
 import { readRunSettings, type RunSettings } from './settings.ts';
@@ -110,7 +110,7 @@ export interface RunData {
 
 /** Reads `<dir>/metrics.jsonl`. Throws one-line errors naming the directory or file. */
 export function loadRun(dir: string): RunData {
-  let st;
+  let st: Stats;
   try {
     st = statSync(dir);
   } catch (e) {

@@ -44,7 +44,7 @@ const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof
  */
 export function flattenSettings(value: unknown, path = '', out = new Map<string, string>()): Map<string, string> {
   if (Array.isArray(value) && value.some((v) => isMap(v) || Array.isArray(v))) {
-    value.forEach((v, i) => flattenSettings(v, `${path}[${i}]`, out));
+    for (const [i, v] of value.entries()) flattenSettings(v, `${path}[${i}]`, out);
     if (value.length === 0) out.set(path, '[]');
   } else if (Array.isArray(value)) {
     out.set(path, `[${value.map((v) => String(v)).join(', ')}]`);

@@ -101,13 +101,12 @@ export function formatTable(
       .map((v, i) => (NUMERIC.has(columns[i]!) ? v.padStart(width[i]!) : v.padEnd(width[i]!)))
       .join('  ')
       .trimEnd();
-  return (
-    [
-      line([...columns]),
-      line(width.map((w) => '-'.repeat(w))),
-      ...cells.map((row) => line(columns.map((c) => row[c] ?? ''))),
-    ].join('\n') + '\n'
-  );
+  const lines = [
+    line([...columns]),
+    line(width.map((w) => '-'.repeat(w))),
+    ...cells.map((row) => line(columns.map((c) => row[c] ?? ''))),
+  ];
+  return `${lines.join('\n')}\n`;
 }
 
 /** The terminal's columns; those that hold nothing for any run (val accuracy without validation, bad steps when none…) are left out. */

@@ -46,7 +46,7 @@ export interface ProfileRequest {
 
 /** The simulate cache, following PARATRAIN_CACHE, then XDG_CACHE_HOME, then ~/.cache. */
 export function defaultSimulateCacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  const root = env['PARATRAIN_CACHE'] || join(env['XDG_CACHE_HOME'] || join(homedir(), '.cache'), 'paratrain');
+  const root = env.PARATRAIN_CACHE || join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'paratrain');
   return join(root, 'simulate');
 }
 

@@ -12,6 +12,7 @@ import { parseStrategyChoices } from './choices.ts';
 import { measureModelCosts, modelStructure } from './profile.ts';
 import { costsFromRun, median, readRunMeasurements } from './fromRun.ts';
 import { stripMarks } from './trick.ts';
+import type { ModelCosts } from './layerCosts.ts';
 import { trickModelOf, type SimulationSetup } from './simulate.ts';
 import type { ShmModel } from './costModel.ts';
 
@@ -106,7 +107,7 @@ export async function buildSetup(
   const run = f.from ? readRunMeasurements(f.from) : null;
   const dataParallel = stripMarks(config.model);
   const backend = f.backend ?? config.train.backend;
-  let costs;
+  let costs: ModelCosts;
   if (run) {
     costs = costsFromRun(
       await modelStructure({ model: dataParallel, optimizer: config.optimizer, seqLen: f.seqLen, backend }),

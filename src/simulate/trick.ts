@@ -8,7 +8,7 @@
  * an element-wise layer on the 'full' form (every device, every sample, all features) costs the
  * unsplit layer at the whole batch.
  */
-import { planModelParallelFrom, modelParallelLayers } from '../parallel/modelParallel/plan.ts';
+import { planModelParallelFrom, modelParallelLayers, type ModelParallelPlan } from '../parallel/modelParallel/plan.ts';
 import type { LayerSpec, ModelSpec } from '../nn/spec.ts';
 import { timeAt, type ModelCosts } from './layerCosts.ts';
 
@@ -55,7 +55,7 @@ export function markForTrick(spec: ModelSpec): ModelSpec {
  */
 export function trickWorkload(spec: ModelSpec, costs: ModelCosts, G: number, totalRows: number): TrickWorkload {
   if (!modelParallelLayers(spec).length) return { feasible: false, reason: 'the model has no dense layer to split' };
-  let plan;
+  let plan: ModelParallelPlan;
   try {
     plan = planModelParallelFrom(
       spec,

@@ -91,7 +91,7 @@ test('examples/alexnet-small.yaml trains with its FC layers model-parallel on 2 
       train: Record<string, unknown>;
     };
     Object.assign(yaml.data, { dir: SUBSET, trainLimit: 192, testLimit: 100 });
-    for (const layer of yaml.model.layers) if (layer['dropout']) layer['dropout']['masks'] = 'per-sample';
+    for (const layer of yaml.model.layers) if (layer.dropout) layer.dropout.masks = 'per-sample';
     const config = join(dir, 'alexnet.yaml');
     writeFileSync(config, stringify(yaml));
     const out = join(dir, 'run'),

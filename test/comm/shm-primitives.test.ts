@@ -44,7 +44,7 @@ test('SIMD reduce kernel equals the serial float32 sum (and mean) bit for bit, a
           `in place n=${n} nsrc=${nsrc}`,
         );
         // in place into every source (an allreduce of registered buffers), from fresh inputs
-        inputs.forEach((x, k) => new Float32Array(memory.buffer, srcAddrs[k]!, n).set(x));
+        for (const [k, x] of inputs.entries()) new Float32Array(memory.buffer, srcAddrs[k]!, n).set(x);
         kernel.reduce(srcAddrs, srcAddrs, n, div);
         for (const a of srcAddrs)
           assert.equal(

@@ -28,7 +28,7 @@ async function runDevices(backendName: string, env: NodeJS.ProcessEnv = process.
   const workers = [0, 1].map(
     (rank) => new Worker(code, { eval: true, env, workerData: { init: world.rankInit(rank), config, backendName } }),
   );
-  workers.forEach((w, rank) => world.watch(w, rank));
+  for (const [rank, w] of workers.entries()) world.watch(w, rank);
   try {
     return await Promise.all(
       workers.map(

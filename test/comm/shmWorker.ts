@@ -4,10 +4,34 @@ import { ownedSlice } from '../../src/comm/communicator.ts';
 import { CommTimeoutError, PeerFailedError, ShmCommunicator, type ShmInit } from '../../src/comm/shm/index.ts';
 import { firstBitDiff, hashBits, inputFor, serialSum, type RankResult } from './helpers.ts';
 
+type Kind = 'plain' | 'sab' | 'arena' | 'sub' | 'wasm';
+
+/** What the scenarios read from runWorld's params: each scenario's own fields, set by its tests. */
+interface ScenarioParams {
+  /** collectives: cases of lengths × buffer kinds, or one case as sizes and kinds */
+  cases?: { sizes: number[]; kinds: Kind[] }[];
+  sizes?: number[];
+  kinds?: Kind[];
+  /** collectives: ask the communicator not to use the native reduction */
+  wasmOnly?: boolean;
+  /** sendrecv: the message lengths (default: sizes) */
+  sendSizes?: number[];
+  /** barriers */
+  rounds?: number;
+  /** mutex */
+  slot?: number;
+  iters?: number;
+  /** abort: how the culprit fails, which rank it is, after how long, and whether the others wait in an allreduce */
+  mode?: 'throw' | 'comm' | 'timeout' | 'main';
+  culprit?: number;
+  delayMs?: number;
+  allreduce?: boolean;
+}
+
 const { init, scenario, params, shared } = workerData as {
   init: ShmInit;
   scenario: string;
-  params: Record<string, any>;
+  params: ScenarioParams;
   shared: SharedArrayBuffer;
 };
 const comm = await ShmCommunicator.connect(init);
@@ -22,8 +46,6 @@ function expectBits(what: string, got: Float32Array, want: Float32Array): void {
   const i = firstBitDiff(got, want);
   if (i >= 0) fail(`${what}: element ${i} is ${got[i]}, expected ${want[i]} (length ${got.length} vs ${want.length})`);
 }
-
-type Kind = 'plain' | 'sab' | 'arena' | 'sub' | 'wasm';
 
 /** A buffer of n floats of the given kind (registered where the kind says so). */
 async function makeBuffer(kind: Kind, n: number): Promise<Float32Array> {
@@ -61,7 +83,7 @@ async function makeBuffer(kind: Kind, n: number): Promise<Float32Array> {
 
 async function collectives(): Promise<void> {
   // cases of lengths × buffer kinds (params.cases), or one (params.sizes, params.kinds)
-  const cases: { sizes: number[]; kinds: Kind[] }[] = params.cases ?? [{ sizes: params.sizes, kinds: params.kinds }];
+  const cases: { sizes: number[]; kinds: Kind[] }[] = params.cases ?? [{ sizes: params.sizes!, kinds: params.kinds! }];
   // whether the native reduction will run, as the communicator answers (params.wasmOnly: asked not to)
   data.nativeReduce = comm.useNativeReduce(!params.wasmOnly);
   const hashes: number[] = [];
@@ -120,7 +142,7 @@ async function collectives(): Promise<void> {
 }
 
 async function sendrecv(): Promise<void> {
-  const sizes: number[] = params.sendSizes ?? params.sizes;
+  const sizes = params.sendSizes ?? params.sizes!;
   let seed = 100;
   for (const n of sizes) {
     seed++;
@@ -162,7 +184,7 @@ async function sendrecv(): Promise<void> {
 
 async function barriers(): Promise<void> {
   const counter = new Int32Array(shared);
-  const rounds: number = params.rounds;
+  const rounds = params.rounds!;
   for (let k = 1; k <= rounds; k++) {
     Atomics.add(counter, 0, 1);
     await comm.barrier();
@@ -175,7 +197,7 @@ async function barriers(): Promise<void> {
 async function mutex(): Promise<void> {
   const counter = new Int32Array(shared);
   const m = comm.mutex(params.slot ?? 0);
-  const iters: number = params.iters;
+  const iters = params.iters!;
   await comm.barrier();
   for (let k = 0; k < iters; k++) {
     m.lock();
@@ -190,8 +212,8 @@ async function mutex(): Promise<void> {
 
 /** Everyone but the culprit blocks in a barrier (or allreduce); the culprit fails in some way. */
 async function abortScenario(): Promise<void> {
-  const mode: string = params.mode,
-    culprit: number = params.culprit ?? size - 1;
+  const mode = params.mode!,
+    culprit = params.culprit ?? size - 1;
   const t0 = performance.now();
   if (rank === culprit && mode === 'throw') {
     // an uncaught error: the worker dies, world.watch() on the main thread aborts the job

@@ -27,13 +27,13 @@ test('stall inspector on shm: a device slowed beyond train.stallWarningSeconds i
   // a device thread starting 0.2 s after the other (a loaded machine) is a stall too, before the first step (no
   // collective yet, or onStart's broadcast of rank 0's weights): not this test's, whose steps only all-reduce
   const stalls = readMetrics(join(out, 'metrics.jsonl')).filter(
-    (e) => e.type === 'stall' && !/^(no collective yet|broadcast #)/.test(e['waitingIn'] as string),
+    (e) => e.type === 'stall' && !/^(no collective yet|broadcast #)/.test(e.waitingIn as string),
   );
   assert.ok(stalls.length >= 1, 'a stall was reported');
   for (const s of stalls) {
-    assert.equal(s['rank'], 0, 'the fast device waits');
-    assert.deepEqual(s['missing'], [1], 'for the slowed one');
-    const others = s['others'] as { rank: number; step: number; call: string }[];
+    assert.equal(s.rank, 0, 'the fast device waits');
+    assert.deepEqual(s.missing, [1], 'for the slowed one');
+    const others = s.others as { rank: number; step: number; call: string }[];
     assert.equal(others.length, 1);
     assert.equal(others[0]!.rank, 1);
     // the slowed device may not have entered any collective yet (it is slow from its first step)
@@ -42,7 +42,7 @@ test('stall inspector on shm: a device slowed beyond train.stallWarningSeconds i
       /^(allreduce #\d+ of \d+ floats|broadcast #\d+ of \d+ floats|barrier #\d+|no collective yet)$/,
     );
     assert.ok(Number.isInteger(others[0]!.step));
-    assert.match(s['waitingIn'] as string, /^allreduce #\d+ of \d+ floats$/);
+    assert.match(s.waitingIn as string, /^allreduce #\d+ of \d+ floats$/);
   }
   // one warning per stall: at most one per step the slow device held up (2 steps)
   assert.ok(stalls.length <= 2, `${stalls.length} warnings`);

@@ -4,13 +4,13 @@ import assert from 'node:assert/strict';
 import {
   encodeFrame,
   encodeHeader,
-  FrameDecoder,
   FrameError,
   FrameType,
   HEADER_BYTES,
   MAGIC,
   type Frame,
 } from '../../src/comm/tcp/frame.ts';
+import { FrameDecoder } from '../../src/comm/tcp/frameDecoder.ts';
 import { hashPayloadJs, DATA_PATH_WASM_BASE64, TcpDataPath } from '../../src/comm/tcp/dataPath.ts';
 import { PullReader } from '../../src/comm/tcp/link.ts';
 import { loadTcpNative } from '../../src/comm/tcp/nativeDataPath.ts';

@@ -5,7 +5,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { encodeFrame, FrameDecoder, FrameType, type Frame, type FrameHeader } from '../../src/comm/tcp/frame.ts';
+import { encodeFrame, FrameType, type Frame, type FrameHeader } from '../../src/comm/tcp/frame.ts';
+import { FrameDecoder } from '../../src/comm/tcp/frameDecoder.ts';
 import { hashPayloadJs, TcpDataPath } from '../../src/comm/tcp/dataPath.ts';
 import { LandingPlan } from '../../src/comm/tcp/landing.ts';
 import { loadTcpNative } from '../../src/comm/tcp/nativeDataPath.ts';

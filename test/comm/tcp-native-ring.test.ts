@@ -12,7 +12,8 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { once } from 'node:events';
 import { spawn } from 'node:child_process';
-import { encodeFrame, FrameDecoder, FrameType, type Frame } from '../../src/comm/tcp/frame.ts';
+import { encodeFrame, FrameType, type Frame } from '../../src/comm/tcp/frame.ts';
+import { FrameDecoder } from '../../src/comm/tcp/frameDecoder.ts';
 import { TcpDataPath } from '../../src/comm/tcp/dataPath.ts';
 import { Link, PullReader } from '../../src/comm/tcp/link.ts';
 import { loadTcpNative } from '../../src/comm/tcp/nativeDataPath.ts';
@@ -491,7 +492,8 @@ test("a peer's Abort on another connection while the ring sends to a right neigh
     const data = frames.slice(0, -1);
     assert.equal(frames.at(-1)?.type, FrameType.Abort, `the Abort arrived after ${frames.length - 1} data frames`);
     assert.ok(data.length > 0 && data.length < 32, `${data.length} of the 32 frames were sent before the abort`);
-    data.forEach((f, k) => assert.deepEqual(floatsOf(f), buf.subarray(k << 18, (k + 1) << 18), `frame ${k}`));
+    for (const [k, f] of data.entries())
+      assert.deepEqual(floatsOf(f), buf.subarray(k << 18, (k + 1) << 18), `frame ${k}`);
   } finally {
     peer.kill();
     other.close();

@@ -107,16 +107,16 @@ test('lookup falls through an empty cache to the shipped subset when downloads a
 
 test('PARATRAIN_OFFLINE=1 disables downloading', async () => {
   const cacheDir = tmpDir();
-  const saved = process.env['PARATRAIN_OFFLINE'];
-  process.env['PARATRAIN_OFFLINE'] = '1';
+  const saved = process.env.PARATRAIN_OFFLINE;
+  process.env.PARATRAIN_OFFLINE = '1';
   try {
     const lines: string[] = [];
     const { source } = await loadFashionMnist({ systemDirs: [], cacheDir, log: (m) => lines.push(m) });
     assert.match(source, /^shipped subset/);
     assert.deepEqual(lines, []);
   } finally {
-    if (saved === undefined) delete process.env['PARATRAIN_OFFLINE'];
-    else process.env['PARATRAIN_OFFLINE'] = saved;
+    if (saved === undefined) delete process.env.PARATRAIN_OFFLINE;
+    else process.env.PARATRAIN_OFFLINE = saved;
   }
 });
 

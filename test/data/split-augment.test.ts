@@ -94,7 +94,7 @@ test('augmentation is a function of (seed, epoch, sample): the same in any batch
       const batcher = new Batcher(ds, 0, new Augmenter(spec, shape, 5));
       for (const b of sampler.epoch(epoch)) {
         const { images } = batcher.gather(b.indices, epoch);
-        b.indices.forEach((i, k) => out.set(images.subarray(k * size, (k + 1) * size), i * size));
+        for (const [k, i] of b.indices.entries()) out.set(images.subarray(k * size, (k + 1) * size), i * size);
       }
     }
     return out;

@@ -59,7 +59,7 @@ const wild = fc.oneof(
     '-0',
   ),
   fc.integer({ min: 1, max: 1500 }).map((d) => '['.repeat(d) + ']'.repeat(d)),
-  fc.integer({ min: 1, max: 1500 }).map((d) => '{a: '.repeat(d) + '1' + '}'.repeat(d)),
+  fc.integer({ min: 1, max: 1500 }).map((d) => `${'{a: '.repeat(d)}1${'}'.repeat(d)}`),
   fc.string({ maxLength: 20 }).map((s) => JSON.stringify(s)),
 );
 const FIELDS = [

@@ -3,8 +3,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { crc32 } from 'node:zlib';
 import fc from 'fast-check';
+import { FrameDecoder } from '../../src/comm/tcp/frameDecoder.ts';
 import {
-  FrameDecoder,
   FrameError,
   FrameType,
   HEADER_BYTES,

@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 
-export const FUZZ_SEED = Number(process.env['PARATRAIN_FUZZ_SEED'] ?? 18_2025);
+export const FUZZ_SEED = Number(process.env.PARATRAIN_FUZZ_SEED ?? 18_2025);
 
 /** fast-check parameters: the fixed seed and `numRuns` (chosen so the whole suite stays under ~20 s). */
 export function runs(numRuns: number): { seed: number; numRuns: number; endOnFailure: boolean } {

@@ -63,7 +63,7 @@ test('fuzz IDX: forged headers claiming huge sizes are refused before anything i
       const head = new Uint8Array(4 + 4 * dims.length);
       head[2] = 0x08;
       head[3] = ndim;
-      dims.forEach((d, k) => new DataView(head.buffer).setUint32(4 + 4 * k, d, false));
+      for (const [k, d] of dims.entries()) new DataView(head.buffer).setUint32(4 + 4 * k, d, false);
       const out = new Uint8Array(head.length + tail.length);
       out.set(head);
       out.set(tail, head.length);

@@ -109,7 +109,7 @@ test('fuzz safetensors: forged headers and header lengths are refused before any
 });
 
 test('regression: deeply nested JSON in the header is refused as corrupt, not a stack overflow', () => {
-  const json = new TextEncoder().encode('{"a":' + '['.repeat(200_000) + ']'.repeat(200_000) + '}');
+  const json = new TextEncoder().encode(`{"a":${'['.repeat(200_000)}${']'.repeat(200_000)}}`);
   const len = new Uint8Array(8);
   new DataView(len.buffer).setBigUint64(0, BigInt(json.length), true);
   assert.throws(

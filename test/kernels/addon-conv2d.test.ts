@@ -19,8 +19,9 @@ import {
   assertConvAdjoint,
 } from './reference.ts';
 import { createNativeBackend, nativeUnavailableReason, type NativeBackend } from '../../src/kernels/native/index.ts';
-import { createOneDnnBackend, onednnUnavailableReason, type OneDnnBackend } from '../../src/kernels/onednn/index.ts';
-import type { Backend, Conv2DGeometry } from '../../src/kernels/backend.ts';
+import { createOneDnnBackend, onednnUnavailableReason } from '../../src/kernels/onednn/index.ts';
+import type { Backend } from '../../src/kernels/backend.ts';
+import type { Conv2DGeometry } from '../../src/kernels/convKernels.ts';
 
 const native = await createNativeBackend();
 const onednn = await createOneDnnBackend();

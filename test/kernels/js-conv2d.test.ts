@@ -11,7 +11,7 @@ import {
   absDot64,
 } from './reference.ts';
 import { conv2dForward, conv2dBackwardData, conv2dBackwardFilter } from '../../src/kernels/js/conv2d.ts';
-import type { Conv2DGeometry } from '../../src/kernels/backend.ts';
+import type { Conv2DGeometry } from '../../src/kernels/convKernels.ts';
 
 // Each case runs with the default im2col budget (one chunk) and with a budget of 3 rows so the
 // chunking over output pixels, including a short last chunk, is exercised.

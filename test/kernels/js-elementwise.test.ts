@@ -10,7 +10,7 @@ import {
   axpy,
   scale,
 } from '../../src/kernels/js/elementwise.ts';
-import type { ActivationKind } from '../../src/kernels/backend.ts';
+import type { ActivationKind } from '../../src/kernels/activation.ts';
 
 const KINDS: ActivationKind[] = ['relu', 'clippedRelu', 'tanh', 'sigmoid', 'linear'];
 

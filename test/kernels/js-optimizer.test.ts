@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { assertClose } from '../util/close.ts';
 import { adamStep, sgdStep } from '../../src/kernels/js/optimizerSteps.ts';
-import type { AdamParams } from '../../src/kernels/backend.ts';
+import type { AdamParams } from '../../src/kernels/optimizerKernels.ts';
 
 const f32 = (v: number[]) => Float32Array.from(v);
 

@@ -13,7 +13,7 @@ import { referenceBackend as ref, POOL_CASES, poolSizes, describePool } from './
 import { createNativeBackend, nativeUnavailableReason, type NativeBackend } from '../../src/kernels/native/index.ts';
 import { getBackend, registeredBackends, tryBackend } from '../../src/kernels/index.ts';
 import type { WasmBackend } from '../../src/kernels/wasm/index.ts';
-import type { ActivationKind } from '../../src/kernels/backend.ts';
+import type { ActivationKind } from '../../src/kernels/activation.ts';
 
 const native = await createNativeBackend();
 const skip = native ? false : `native backend unavailable: ${nativeUnavailableReason()}`;

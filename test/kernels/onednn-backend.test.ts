@@ -15,7 +15,8 @@ import { referenceBackend as ref, POOL_CASES, poolSizes, describePool, convGeome
 import { createOneDnnBackend, onednnUnavailableReason, type OneDnnBackend } from '../../src/kernels/onednn/index.ts';
 import { getBackend, registeredBackends, tryBackend } from '../../src/kernels/index.ts';
 import type { WasmBackend } from '../../src/kernels/wasm/index.ts';
-import type { ActivationKind, Pool2DGeometry } from '../../src/kernels/backend.ts';
+import type { ActivationKind } from '../../src/kernels/activation.ts';
+import type { Pool2DGeometry } from '../../src/kernels/poolKernels.ts';
 import { loadAddon } from '../../src/platform/addon.ts';
 import { coreScaling } from '../../bench/peak.ts';
 

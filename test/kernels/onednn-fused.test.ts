@@ -13,7 +13,9 @@ import { assertClose, randomArray } from '../util/close.ts';
 import { referenceBackend as ref, convGeometry, convSizes, describeConv, poolGeometry } from './reference.ts';
 import { createOneDnnBackend, onednnUnavailableReason, type OneDnnBackend } from '../../src/kernels/onednn/index.ts';
 import type { WasmBackend } from '../../src/kernels/wasm/index.ts';
-import type { ActivationKind, Conv2DGeometry, Pool2DGeometry } from '../../src/kernels/backend.ts';
+import type { ActivationKind } from '../../src/kernels/activation.ts';
+import type { Conv2DGeometry } from '../../src/kernels/convKernels.ts';
+import type { Pool2DGeometry } from '../../src/kernels/poolKernels.ts';
 
 const onednn = await createOneDnnBackend();
 const b = onednn as OneDnnBackend & WasmBackend;

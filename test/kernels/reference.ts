@@ -11,7 +11,10 @@
  * Also exported: geometry builders, the shared conv/pool shape cases, and float64 dot products
  * for adjoint ("dot-product") tests.
  */
-import type { Backend, Conv2DGeometry, Pool2DGeometry, ActivationKind } from '../../src/kernels/backend.ts';
+import type { Backend } from '../../src/kernels/backend.ts';
+import type { Conv2DGeometry } from '../../src/kernels/convKernels.ts';
+import type { Pool2DGeometry } from '../../src/kernels/poolKernels.ts';
+import type { ActivationKind } from '../../src/kernels/activation.ts';
 
 export type ReferenceBackend = Pick<
   Backend,

@@ -1,5 +1,4 @@
 import { test } from 'node:test';
-import assert from 'node:assert/strict';
 import { assertClose, randomArray } from '../util/close.ts';
 import {
   referenceBackend as ref,
@@ -10,7 +9,7 @@ import {
   assertConvAdjoint,
 } from './reference.ts';
 import { wasmBackend, Placer, PLACEMENTS } from './wasmHelpers.ts';
-import type { Conv2DGeometry } from '../../src/kernels/backend.ts';
+import type { Conv2DGeometry } from '../../src/kernels/convKernels.ts';
 
 const b = await wasmBackend();
 

@@ -4,7 +4,8 @@ import { assertClose, randomArray } from '../util/close.ts';
 import { referenceBackend as ref } from './reference.ts';
 import { jsBackend } from '../../src/kernels/js/index.ts';
 import { wasmBackend, Placer, PLACEMENTS, assertCloseNaN } from './wasmHelpers.ts';
-import type { ActivationKind, AdamParams, SgdParams } from '../../src/kernels/backend.ts';
+import type { ActivationKind } from '../../src/kernels/activation.ts';
+import type { AdamParams, SgdParams } from '../../src/kernels/optimizerKernels.ts';
 
 const b = await wasmBackend();
 const KINDS: ActivationKind[] = ['relu', 'clippedRelu', 'tanh', 'sigmoid', 'linear'];

@@ -4,7 +4,7 @@ import { randomArray } from '../util/close.ts';
 import { jsBackend } from '../../src/kernels/js/index.ts';
 import { normalCdf } from '../../src/kernels/js/elementwise.ts';
 import { wasmBackend, Placer, PLACEMENTS, assertCloseNaN } from './wasmHelpers.ts';
-import type { ActivationKind } from '../../src/kernels/backend.ts';
+import type { ActivationKind } from '../../src/kernels/activation.ts';
 
 const b = await wasmBackend();
 const LENGTHS = [1, 3, 4, 7, 33, 129, 1000];

@@ -4,7 +4,7 @@ import { assertClose, randomArray } from '../util/close.ts';
 import { referenceBackend as ref, POOL_CASES, poolGeometry, poolSizes, describePool } from './reference.ts';
 import { jsBackend } from '../../src/kernels/js/index.ts';
 import { wasmBackend, Placer, PLACEMENTS } from './wasmHelpers.ts';
-import type { Pool2DGeometry } from '../../src/kernels/backend.ts';
+import type { Pool2DGeometry } from '../../src/kernels/poolKernels.ts';
 
 const b = await wasmBackend();
 

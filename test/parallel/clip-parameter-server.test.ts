@@ -45,9 +45,8 @@ test('sync clips the gradient it pushes; a non-finite one is neither clipped nor
 });
 
 test('async clips the gradient it pushes: the mean over pushEvery steps', async () => {
-  const [comm] = localGroup(1);
   const ps = localParameterServer([0, 0], undefined, 1);
-  const s = asyncStrategy(ps, comm!, { fetchEvery: 1, pushEvery: 2 }),
+  const s = asyncStrategy(ps, { fetchEvery: 1, pushEvery: 2 }),
     rep = clippingReplica();
   await s.onStart!(rep);
   for (const [step, g] of [

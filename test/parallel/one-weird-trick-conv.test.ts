@@ -64,7 +64,7 @@ test('channel-split convs where some devices get no samples of the last batch', 
 test('errors: more devices than filters names the conv; an unmarked conv inside the section', async () => {
   const run = (layers: unknown[], devices: number) =>
     train(tinyConfig({ layers, train: { devices, strategy: 'hybrid' } }), {
-      out: mkdtempSync(join(tmpdir(), 'paratrain-trick-conv-err-')) + '/run',
+      out: join(mkdtempSync(join(tmpdir(), 'paratrain-trick-conv-err-')), 'run'),
     });
   await assert.rejects(
     run([{ conv2d: { filters: 3, kernelSize: 3, parallel: 'model' } }, { flatten: {} }, { dense: { units: 10 } }], 4),

@@ -104,7 +104,7 @@ test('on worker threads (wasm, shared memory) with evaluation: the same weights 
 test('errors: an unmarked spatialSplit inside the section; more tiles than output rows', async () => {
   const run = async (layers: unknown[], devices: number) =>
     train(tinyConfig({ layers, train: { devices, strategy: 'hybrid' } }), {
-      out: mkdtempSync(join(tmpdir(), 'paratrain-trick-spatial-err-')) + '/run',
+      out: join(mkdtempSync(join(tmpdir(), 'paratrain-trick-spatial-err-')), 'run'),
     });
   const inner = [{ conv2d: { filters: 2, kernelSize: 3 } }];
   await assert.rejects(

@@ -148,7 +148,7 @@ test('trick where some devices get no samples of the last batch, and where the f
 test('errors: more devices than units, layers that cannot sit between model-parallel layers, a strategy other than hybrid', async () => {
   const run = (layers: unknown[], devices: number) =>
     train(tinyConfig({ layers, train: { devices, strategy: 'hybrid' } }), {
-      out: mkdtempSync(join(tmpdir(), 'paratrain-trick-err-')) + '/run',
+      out: join(mkdtempSync(join(tmpdir(), 'paratrain-trick-err-')), 'run'),
     });
   await assert.rejects(
     run([...conv, { dense: { units: 3, activation: 'relu', parallel: 'model' } }, { dense: { units: 10 } }], 4),

@@ -29,22 +29,22 @@ test('stall inspector, sync parameter server: device 0 waiting for its turn past
     slowDevices: new Map([[1, 50]]),
   });
   const stalls = readMetrics(join(out, 'metrics.jsonl')).filter(
-    (e) => e.type === 'stall' && /turn/.test(e['waitingIn'] as string),
+    (e) => e.type === 'stall' && /turn/.test(e.waitingIn as string),
   );
   for (const s of stalls) {
-    const other = 1 - (s['rank'] as number);
-    assert.deepEqual(s['missing'], [other], 'the device holding the turn is named');
-    const others = s['others'] as { rank: number; step: number; call: string }[];
+    const other = 1 - (s.rank as number);
+    assert.deepEqual(s.missing, [other], 'the device holding the turn is named');
+    const others = s.others as { rank: number; step: number; call: string }[];
     assert.deepEqual(
       others.map((o) => [o.rank, o.call]),
       [[other, 'holding the turn (its batch on the server)']],
     );
   }
   // the slowed device holds the turn for 50× a step: the fast one reports it, with its step
-  const slowed = stalls.filter((s) => s['rank'] === 0);
+  const slowed = stalls.filter((s) => s.rank === 0);
   assert.ok(slowed.length >= 1, 'device 0 reported waiting for device 1');
   for (const s of slowed) {
-    const step = (s['others'] as { step: number }[])[0]!.step;
+    const step = (s.others as { step: number }[])[0]!.step;
     assert.ok(Number.isInteger(step) && step >= 0, `device 1's step ${step}`);
   }
   // one warning per stall: at most one per turn device 1 held (256 samples / global batch)

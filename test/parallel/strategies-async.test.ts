@@ -2,18 +2,16 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { asyncStrategy, type AsyncOptions } from '../../src/parallel/strategies/async.ts';
 import type { Strategy, StrategyStepStats } from '../../src/parallel/strategy.ts';
-import { localGroup } from './localGroup.ts';
 import { sgdReplica, localParameterServer, stepInfo, type TestReplica } from './strategyHarness.ts';
 
-/** Async devices need no collective until onFinish: the test drives them one at a time, in a chosen order. */
+/** Async devices share only the parameter server: the test drives them one at a time, in a chosen order. */
 function devices(count: number, initial: number[], o: AsyncOptions) {
-  const comms = localGroup(count);
   const ps = localParameterServer(initial, undefined, count);
-  const replicas = comms.map(() => sgdReplica(initial.map(() => 99)));
-  const strategies = comms.map((c) => asyncStrategy(ps, c, o));
-  const steps = comms.map(() => 0);
+  const replicas = Array.from({ length: count }, () => sgdReplica(initial.map(() => 99)));
+  const strategies = replicas.map(() => asyncStrategy(ps, o));
+  const steps = replicas.map(() => 0);
   /** one step of device r with gradient g: beforeStep, then applyUpdate */
-  const step = async (r: number, g: number[], lr = 1, samples = 1): Promise<StrategyStepStats | void> => {
+  const step = async (r: number, g: number[], lr = 1, samples = 1): Promise<StrategyStepStats | undefined> => {
     const s = strategies[r]!,
       rep = replicas[r]!;
     await s.beforeStep!(rep, stepInfo(steps[r]!, lr, samples));

@@ -31,9 +31,11 @@ async function run(bucketBytes: number, readyOffsets: number[]) {
   await Promise.all(strategies.map((s, r) => s.onStart!(replicas[r]!)));
   const after: number[][][] = [];
   for (const [step, grads] of GRADS.entries()) {
-    replicas.forEach((rep, r) => rep.grads.set(grads[r]!));
+    for (const [r, rep] of replicas.entries()) rep.grads.set(grads[r]!);
     // backward finishes the last layers first: every rank reports the same offsets in the same order
-    for (const offset of readyOffsets) strategies.forEach((s, r) => s.onGradientsReady!(replicas[r]!, offset));
+    for (const offset of readyOffsets) {
+      for (const [r, s] of strategies.entries()) s.onGradientsReady!(replicas[r]!, offset);
+    }
     await Promise.all(strategies.map((s, r) => s.applyUpdate!(replicas[r]!, stepInfo(step, 0.5))));
     after.push(replicas.map((rep) => [...rep.params]));
   }

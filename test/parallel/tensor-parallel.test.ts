@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { jsBackend } from '../../src/kernels/js/index.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { Dense } from '../../src/nn/dense.ts';
-import type { ActivationKind } from '../../src/kernels/backend.ts';
+import type { ActivationKind } from '../../src/kernels/activation.ts';
 import { rowSplit, takeColumns, type RowSplit } from '../../src/parallel/modelParallel/activationExchange.ts';
 import {
   ColumnParallelDense,

@@ -215,6 +215,6 @@ export function writeSyntheticRun(dir: string, opts: SyntheticRun = {}): string 
     });
   }
   const path = join(dir, 'metrics.jsonl');
-  writeFileSync(path, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+  writeFileSync(path, `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`);
   return path;
 }

@@ -4,7 +4,7 @@
  */
 import { ownedSlice, type CollectiveStats, type Communicator, type ReduceOp } from '../communicator.ts';
 import { CollectiveMismatchError } from '../errors.ts';
-import { loadMpiAddon, mpiUnavailableReason, type MpiAddon } from './addon.ts';
+import { loadMpiAddon, mpiUnavailableReason, type MpiAddon, type MpiInitInfo } from './addon.ts';
 
 const OPS: Record<ReduceOp, 0 | 1> = { sum: 0, mean: 1 };
 /** Open MPI's MPI_TAG_UB is 2^31 − 1 (the standard guarantees only 32767; the addon checks the real bound). */
@@ -76,7 +76,7 @@ export class MpiCommunicator implements Communicator {
         'MpiCommunicator.init: MPI is already initialised in this process (one MpiCommunicator per process: use the existing one, from the thread that created it)',
       );
     }
-    let info;
+    let info: MpiInitInfo;
     try {
       info = addon.init();
     } catch (err) {

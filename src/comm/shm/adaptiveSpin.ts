@@ -7,8 +7,8 @@
  * time when they share one. So a waiter spins long (`maxMicros`) while most of its recent waits
  * ended within that, and briefly (`minMicros`) once most did not: a peer descheduled or far behind,
  * which is what an oversubscribed machine looks like. (libgomp's default is alike: spin, and
- * spin little when there are more threads than CPUs.) 2 devices training mnist-small on 2 cores
- * made 1.82–1.84× one device with a 1 ms spin against 1.63–1.73× with 50 µs (docs/results.md).
+ * spin little when there are more threads than CPUs.) `PARATRAIN_SHM_SPIN` overrides it; compare
+ * the two with `npm run bench -- throughput`.
  */
 export class AdaptiveSpin {
   /** the share of recent waits that ended within maxMicros: a moving average over about `window` waits */

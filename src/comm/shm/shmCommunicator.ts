@@ -16,7 +16,8 @@ import { AbortFlag } from './abort.ts';
 import { AdaptiveSpin } from './adaptiveSpin.ts';
 import { Arena } from './arena.ts';
 import { Barrier } from './barrier.ts';
-import { CallDescriptors, OP_BARRIER, REDOPS } from './callDescriptor.ts';
+import { CallDescriptors, OP_BARRIER } from './callDescriptor.ts';
+import { checkBuffer, checkRank, checkTag, errorText, reduceOpCode } from './callChecks.ts';
 import { ShmCollectives, type PathCounts } from './collectives.ts';
 import { PeerFailedError, ShmUsageError } from './errors.ts';
 import { HandleExchange } from './exchange.ts';
@@ -34,6 +35,7 @@ import { Mutex } from './mutex.ts';
 import { ReduceKernel } from './reduceKernel.ts';
 import { loadShmNative } from './nativeReduce.ts';
 import { Registry, type BufferHandle } from './registry.ts';
+import { checkRegistrations, registrationHandle } from './registration.ts';
 import type { WaitOptions } from './wait.ts';
 import { reportStall } from '../stallInspector.ts';
 import type { ShmInit } from './world.ts';
@@ -64,7 +66,7 @@ export class ShmCommunicator implements Communicator {
   }
 
   private constructor(init: ShmInit) {
-    if (!init || init.kind !== 'paratrain.shm')
+    if (init?.kind !== 'paratrain.shm')
       throw new ShmUsageError('ShmCommunicator.connect: not an init object from world.rankInit(rank)');
     if (init.version !== LAYOUT_VERSION)
       throw new ShmUsageError(
@@ -166,16 +168,16 @@ export class ShmCommunicator implements Communicator {
 
   allreduceSync(buf: Float32Array, op: ReduceOp = 'sum'): void {
     this.guard('allreduce', () => {
-      const redop = this.checkOp(op);
-      this.checkBuf(buf, 'allreduce');
+      const redop = reduceOpCode(op);
+      checkBuffer(buf, 'allreduce');
       this.collectives.reduce(buf, redop, true);
     });
   }
 
   reduceScatterSync(buf: Float32Array, op: ReduceOp = 'sum'): { start: number; end: number } {
     return this.guard('reduceScatter', () => {
-      const redop = this.checkOp(op);
-      this.checkBuf(buf, 'reduceScatter');
+      const redop = reduceOpCode(op);
+      checkBuffer(buf, 'reduceScatter');
       this.collectives.reduce(buf, redop, false);
       return ownedSlice(buf.length, this.size, this.rank);
     });
@@ -183,7 +185,7 @@ export class ShmCommunicator implements Communicator {
 
   allgatherSync(buf: Float32Array): void {
     this.guard('allgather', () => {
-      this.checkBuf(buf, 'allgather');
+      checkBuffer(buf, 'allgather');
       const m = this.registry.match(buf);
       if (m) this.collectives.allgatherRegistered(buf, m);
       else this.collectives.allgatherStaged(buf);
@@ -192,8 +194,8 @@ export class ShmCommunicator implements Communicator {
 
   broadcastSync(buf: Float32Array, root: number): void {
     this.guard('broadcast', () => {
-      this.checkBuf(buf, 'broadcast');
-      this.checkRank(root, 'broadcast root');
+      checkBuffer(buf, 'broadcast');
+      checkRank(root, this.size, 'broadcast root');
       const m = this.registry.match(buf);
       if (m) this.collectives.broadcastRegistered(buf, m, root);
       else this.collectives.broadcastStaged(buf, root);
@@ -209,9 +211,9 @@ export class ShmCommunicator implements Communicator {
 
   sendSync(buf: Float32Array, dest: number, tag = 0): void {
     this.guard('send', () => {
-      this.checkBuf(buf, 'send');
-      this.checkRank(dest, 'send destination');
-      this.checkTag(tag);
+      checkBuffer(buf, 'send');
+      checkRank(dest, this.size, 'send destination');
+      checkTag(tag);
       this.stats.idleMs += this.mailboxes.send(buf, dest, tag | 0, this.waitOpts);
       this.stats.bytes += buf.length * 4;
     });
@@ -219,9 +221,9 @@ export class ShmCommunicator implements Communicator {
 
   recvSync(buf: Float32Array, source: number, tag = 0): void {
     this.guard('recv', () => {
-      this.checkBuf(buf, 'recv');
-      this.checkRank(source, 'recv source');
-      this.checkTag(tag);
+      checkBuffer(buf, 'recv');
+      checkRank(source, this.size, 'recv source');
+      checkTag(tag);
       this.stats.idleMs += this.mailboxes.recv(buf, source, tag | 0, this.waitOpts);
       this.stats.bytes += buf.length * 4;
     });
@@ -237,28 +239,7 @@ export class ShmCommunicator implements Communicator {
    */
   async register(buf: Float32Array): Promise<void> {
     const seq = this.regSeq++;
-    let handle: BufferHandle;
-    if (!(buf instanceof Float32Array)) {
-      handle = {
-        sab: null,
-        byteOffset: 0,
-        length: 0,
-        arena: false,
-        error: `rank ${this.rank} passed ${describeValue(buf)} to register(), not a Float32Array`,
-      };
-    } else if (!(buf.buffer instanceof SharedArrayBuffer)) {
-      handle = {
-        sab: null,
-        byteOffset: 0,
-        length: buf.length,
-        arena: false,
-        error:
-          `rank ${this.rank}'s buffer (${buf.length} floats) is backed by an ArrayBuffer, not a SharedArrayBuffer, so peers cannot read it; ` +
-          'allocate it with comm.alloc(n), new Float32Array(new SharedArrayBuffer(n * 4)), or in a shared wasm memory',
-      };
-    } else {
-      handle = { sab: buf.buffer, byteOffset: buf.byteOffset, length: buf.length, arena: this.arena.owns(buf) };
-    }
+    const handle = registrationHandle(this.rank, buf, this.arena);
     let handles: BufferHandle[];
     try {
       handles = await this.exchange.exchange(seq, handle);
@@ -266,14 +247,7 @@ export class ShmCommunicator implements Communicator {
       if (!(err instanceof PeerFailedError)) this.abortFlag.raise(this.rank, `register() failed: ${errorText(err)}`);
       throw err;
     }
-    const errors = handles.filter((h) => h.error).map((h) => h.error);
-    if (errors.length) throw new ShmUsageError(`register: ${errors.join('; ')}`);
-    const lengths = handles.map((h) => h.length);
-    if (lengths.some((l) => l !== lengths[0])) {
-      throw new ShmUsageError(
-        `register: ranks registered buffers of different lengths (${lengths.map((l, r) => `rank ${r}: ${l}`).join(', ')}); register corresponding buffers in the same order on every rank`,
-      );
-    }
+    checkRegistrations(handles);
     this.registry.add(buf, handles);
   }
 
@@ -391,27 +365,6 @@ export class ShmCommunicator implements Communicator {
     }
   }
 
-  private checkOp(op: ReduceOp): number {
-    const i = REDOPS.indexOf(op);
-    if (i < 0) throw new ShmUsageError(`reduce op must be one of ${REDOPS.join(', ')}, got ${String(op)}`);
-    return i;
-  }
-
-  private checkBuf(buf: Float32Array, what: string): void {
-    if (!(buf instanceof Float32Array))
-      throw new ShmUsageError(`${what}: expected a Float32Array, got ${describeValue(buf)}`);
-  }
-
-  private checkRank(r: number, what: string): void {
-    if (!Number.isInteger(r) || r < 0 || r >= this.size)
-      throw new ShmUsageError(`${what} must be a rank in 0..${this.size - 1}, got ${r}`);
-  }
-
-  private checkTag(tag: number): void {
-    if (!Number.isInteger(tag) || tag < -(2 ** 31) || tag >= 2 ** 31)
-      throw new ShmUsageError(`tag must be a 32-bit integer, got ${tag}`);
-  }
-
   /** The stall inspector's report of a long wait: who has not reached the barrier, where everyone is. */
   private reportStall(waitedMs: number): void {
     const others = Array.from({ length: this.size }, (_, q) => ({ rank: q, ...this.descriptors.position(q) })).filter(
@@ -431,14 +384,4 @@ export class ShmCommunicator implements Communicator {
     this.stats.idleMs += this.worldBarrier.wait(this.rank, this.waitOpts);
     if (validate) this.descriptors.check();
   }
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-}
-
-function describeValue(v: unknown): string {
-  if (v === null) return 'null';
-  if (typeof v === 'object') return (v as object).constructor?.name ?? 'an object';
-  return typeof v;
 }

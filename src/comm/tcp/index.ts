@@ -14,17 +14,18 @@
  *   await comm.close();                          // tells peers this rank finished (not died)
  *
  * The pieces: tcpCommunicator.ts (the facade: argument checks; an error inside a call fails the
- * job), options.ts, peerLinks.ts (world formation), routing.ts (which queue a frame lands
- * in), failure.ts (aborts, timeouts, blame), ring.ts (reduce-scatter, allgather, allreduce),
- * chain.ts (broadcast, barrier), pointToPoint.ts (send/recv), callFrames.ts (what the calls
- * share); below them link.ts and frame.ts (the wire), auth.ts and secret.ts, rendezvous.ts and
- * dial.ts, dataEngines.ts over dataPath.ts / nativeDataPath.ts / nativeRing.ts (hashing and
- * reducing payloads), landing.ts.
+ * job), options.ts, joinWorld.ts and peerLinks.ts (world formation), routing.ts (which queue a
+ * frame lands in), failure.ts (aborts, timeouts, blame), ring.ts (reduce-scatter, allgather,
+ * allreduce), chain.ts (broadcast, barrier), pointToPoint.ts (send/recv), callFrames.ts (what the
+ * calls share); below them link.ts, frame.ts and frameDecoder.ts (the wire), auth.ts and
+ * secret.ts, rendezvous.ts (with rendezvousMaster.ts and rendezvousRank.ts) and dial.ts,
+ * dataEngines.ts over dataPath.ts / nativeDataPath.ts / nativeRing.ts (hashing and reducing
+ * payloads), landing.ts.
  *
- * World formation (rendezvous.ts, peerLinks.ts): rank 0 listens on masterAddr:masterPort and
- * every rank on a data port (listenPort, default any free port) on loopback, or — when the
- * master is on another host — on the interface that reaches the master (listenHost overrides;
- * see TcpConnectOptions). Each rank connects to the master, authenticates, registers its data
+ * World formation (rendezvous*.ts, joinWorld.ts, peerLinks.ts): rank 0 listens on
+ * masterAddr:masterPort and every rank on a data port (listenPort, default any free port) on
+ * loopback, or — when the master is on another host — on the interface that reaches the master
+ * (listenHost overrides; see TcpConnectOptions). Each rank connects to the master, authenticates, registers its data
  * address, config hash, frame limit and `agreements` (e.g. its data's fingerprint); the master
  * checks them (same world size, config hash and agreements, no duplicate rank) and sends everyone
  * the table, or refuses everyone with the reason (ConfigMismatchError names the differing rank and

@@ -10,7 +10,6 @@ import type { Socket } from 'node:net';
 import { PeerFailedError } from '../errors.ts';
 import {
   encodeHeader,
-  FrameDecoder,
   FrameError,
   FrameType,
   isDataType,
@@ -18,6 +17,7 @@ import {
   type Frame,
   type FrameHeader,
 } from './frame.ts';
+import { FrameDecoder } from './frameDecoder.ts';
 import type { TcpDataPath } from './dataPath.ts';
 
 const noop = () => {};

@@ -95,7 +95,7 @@ export class NativeRing {
   ): NativeRingOutcome {
     this.slot ??= new Uint8Array(this.slotBytes);
     const st = new Float64Array(steps.length * 5);
-    steps.forEach((s, i) => st.set([s.start, s.end, s.reduce ? 1 : 0, s.forward ? 1 : 0, s.div], i * 5));
+    for (const [i, s] of steps.entries()) st.set([s.start, s.end, s.reduce ? 1 : 0, s.forward ? 1 : 0, s.div], i * 5);
     const io = this.io;
     io.fill(0);
     // a held header is read already: the native side starts with it

@@ -1,14 +1,14 @@
 /**
- * World formation: the rendezvous with rank 0 (rendezvous.ts), this rank's data listener, and the
+ * World formation: the rendezvous with rank 0 and this rank's data listener (joinWorld.ts), then the
  * authenticated links to every peer, dialled or accepted (see index.ts). Links are one-way for
  * data: each rank dials its left ring neighbour to receive from it, so the socket carrying the
  * bulk of its incoming data is one it created and can read with `onread` straight into payload
  * slots (PullReader, link.ts); any other pair's sender dials on first use. What arrives on a link
  * is routed by routing.ts.
  */
-import net from 'node:net';
+import type net from 'node:net';
 import os from 'node:os';
-import { AuthenticationError, CommTimeoutError, RendezvousError } from '../errors.ts';
+import { AuthenticationError, CommTimeoutError } from '../errors.ts';
 import { authenticateAsAcceptor, authenticateAsDialer, type Direction } from './auth.ts';
 import type { DataEngines } from './dataEngines.ts';
 import { peerDied, type AbortBody, type FailureState } from './failure.ts';
@@ -24,13 +24,8 @@ import {
   STRANGERS_PER_ADDRESS,
   STRANGERS_TOTAL,
 } from './strangers.ts';
-import {
-  registerWithMaster,
-  RendezvousMaster,
-  type RankAddress,
-  type Registration,
-  type WorldTable,
-} from './rendezvous.ts';
+import { joinWorld, openDataListener, registrationOf } from './joinWorld.ts';
+import type { RankAddress, Registration, WorldTable } from './rendezvous.ts';
 
 const HANDSHAKE_TYPES = new Set<number>([
   FrameType.Hello,
@@ -55,8 +50,6 @@ const DATA_TYPES = new Set<number>([
 const BACK_TYPES = new Set<number>([FrameType.Abort, FrameType.Bye]);
 /** how long a dial whose handshake broke waits for the job's own failure before blaming the peer it dialled */
 const HANDSHAKE_FAILURE_GRACE_MS = 1000;
-
-const isWildcard = (h: string) => h === '0.0.0.0' || h === '::' || h === '';
 
 /** Hands an authenticated link from/to rank p to the frame router; `forget` drops it from this registry once it ends. */
 export type RouteLink = (link: Link, p: number, forget: () => void) => void;
@@ -137,84 +130,18 @@ export class PeerLinks {
       return;
     }
     const deadline = Date.now() + o.timeoutMs;
-    let master: RendezvousMaster | undefined;
-    try {
-      let table: WorldTable;
-      if (o.rank === 0) {
-        const bind = o.listenHost ?? o.masterAddr;
-        const self = await this.listen(bind, isWildcard(bind) ? o.masterAddr : bind);
-        master = new RendezvousMaster({
-          host: bind,
-          port: o.masterPort,
-          key: this.key,
-          self,
-          deadline,
-          timeoutMs: o.timeoutMs,
-          hosts: o.hosts,
-          rankNames: o.rankNames,
-          log: this.log,
-        });
-        const addr = await master.listen();
-        o.onMasterListening?.(addr);
-        table = await master.table;
-      } else {
-        table = await registerWithMaster({
-          masterAddr: o.masterAddr,
-          masterPort: o.masterPort,
-          rank: o.rank,
-          key: this.key,
-          deadline,
-          timeoutMs: o.timeoutMs,
-          log: this.log,
-          listen: (local) => {
-            const bind = o.listenHost ?? local;
-            return this.listen(bind, isWildcard(bind) ? local : bind);
-          },
-        });
-      }
-      this.setTable(table);
-      await this.connectRing(Date.now() + o.timeoutMs);
-      this.log('debug', `world of ${o.worldSize} formed (job ${table.job})`);
-    } catch (err) {
-      master?.close(`rank 0 failed: ${(err as Error).message}`);
-      throw err;
-    }
+    const table = await joinWorld(o, this.key, this.log, deadline, (bind, advertise) => this.listen(bind, advertise));
+    this.setTable(table);
+    await this.connectRing(Date.now() + o.timeoutMs);
+    this.log('debug', `world of ${o.worldSize} formed (job ${table.job})`);
   }
 
+  /** Opens this rank's data listener; returns the registration that advertises it. */
   private async listen(bind: string, advertise: string): Promise<Registration> {
-    const server = net.createServer((socket) => this.onAccept(socket));
-    server.on('error', (err) => this.log('warn', `data listener: ${err.message}`));
-    await new Promise<void>((resolve, reject) => {
-      const onError = (err: NodeJS.ErrnoException) =>
-        reject(
-          new RendezvousError(
-            `rank ${this.rank} cannot listen on ${hostPort(bind, this.o.listenPort)}: ${err.code ?? err.message}` +
-              (err.code === 'EADDRNOTAVAIL'
-                ? ' — that address does not belong to this host (check listenHost / MASTER_ADDR)'
-                : ''),
-          ),
-        );
-      server.once('error', onError);
-      server.listen(this.o.listenPort, bind, () => {
-        server.off('error', onError);
-        resolve();
-      });
-    });
+    const { server, host, port } = await openDataListener(this.o, bind, advertise, (s) => this.onAccept(s), this.log);
     this.server = server;
-    const port = (server.address() as net.AddressInfo).port;
-    const host = this.o.advertiseHost ?? advertise;
     this.listenAddr = { host, port };
-    return {
-      rank: this.rank,
-      worldSize: this.size,
-      host,
-      port,
-      hostname: os.hostname(),
-      pid: process.pid,
-      configHash: this.o.configHash,
-      maxFrameBytes: this.o.maxFrameBytes,
-      ...(this.o.agreements.length ? { agreements: [...this.o.agreements] } : {}),
-    };
+    return registrationOf(this.o, this.listenAddr);
   }
 
   private setTable(t: WorldTable): void {

@@ -10,20 +10,18 @@ export async function send(ctx: CallContext, buf: Float32Array, dest: number, ta
   const n = buf.length;
   if (dest === ctx.rank) {
     const payload = Buffer.from(new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength));
-    ctx.router
-      .p2pQueue(dest, tag)
-      .push({
-        type: FrameType.P2P,
-        flags: 0,
-        arg: 0,
-        seq: 0,
-        tag,
-        aux: n,
-        length: payload.length,
-        payload,
-        check: 0,
-        slot: false,
-      });
+    ctx.router.p2pQueue(dest, tag).push({
+      type: FrameType.P2P,
+      flags: 0,
+      arg: 0,
+      seq: 0,
+      tag,
+      aux: n,
+      length: payload.length,
+      payload,
+      check: 0,
+      slot: false,
+    });
     ctx.stats.bytes += payload.length;
     return;
   }

@@ -102,7 +102,10 @@ export class FrameRouter {
 
   /** Fails the job on rank p's loss, or (a star world, lostPeers.ts) only the calls that need p. */
   failOrLose(p: number, err: Error): void {
-    if (!this.lost.tolerates(p)) return this.failures.fail(err);
+    if (!this.lost.tolerates(p)) {
+      this.failures.fail(err);
+      return;
+    }
     this.lost.lose(p, err, (e) => {
       for (const q of this.queuesOf(p)) q.fail(e);
     });

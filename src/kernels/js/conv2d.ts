@@ -1,4 +1,4 @@
-import type { Conv2DGeometry } from '../backend.ts';
+import type { Conv2DGeometry } from '../convKernels.ts';
 import { gemm } from './gemm.ts';
 import { im2col, col2im } from './im2col.ts';
 import { biasAdd, biasGrad } from './elementwise.ts';

@@ -1,6 +1,6 @@
-import { activationParam, type ActivationKind } from '../backend.ts';
+import { activationParam, type ActivationKind } from '../activation.ts';
 
-export { DEFAULT_RELU_CAP } from '../backend.ts';
+export { DEFAULT_RELU_CAP } from '../activation.ts';
 
 /**
  * Φ(x), the standard normal CDF, as ½·erfc(−x/√2) with erfc from a Chebyshev fit (Numerical
@@ -55,17 +55,22 @@ export function activationForward(kind: ActivationKind, x: Float32Array, y: Floa
   const n = x.length,
     cap = activationParam(kind, param);
   if (y.length < n) throw new Error(`activationForward: output has ${y.length} values, input ${n}`);
+  // relu and clippedRelu compare rather than call Math.max/min, which would turn -0 into +0 where
+  // the wasm kernel passes it through
   switch (kind) {
     case 'relu':
       for (let i = 0; i < n; i++) {
         const v = x[i];
-        y[i] = v < 0 ? 0 : v;
+        if (v < 0) y[i] = 0;
+        else y[i] = v;
       }
       return;
     case 'clippedRelu':
       for (let i = 0; i < n; i++) {
         const v = x[i];
-        y[i] = v < 0 ? 0 : v > cap ? cap : v;
+        if (v < 0) y[i] = 0;
+        else if (v > cap) y[i] = cap;
+        else y[i] = v;
       }
       return;
     case 'tanh':

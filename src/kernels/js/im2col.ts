@@ -1,4 +1,4 @@
-import type { Conv2DGeometry } from '../backend.ts';
+import type { Conv2DGeometry } from '../convKernels.ts';
 
 /**
  * The im2col matrix of a convolution has one row per output pixel p = (n, oh, ow), in NHWC order,

@@ -1,4 +1,4 @@
-import type { AdamParams, SgdParams } from '../backend.ts';
+import type { AdamParams, SgdParams } from '../optimizerKernels.ts';
 
 /**
  * In-place optimizer updates over flat parameter buffers, with the exact semantics of

@@ -1,4 +1,4 @@
-import type { Pool2DGeometry } from '../backend.ts';
+import type { Pool2DGeometry } from '../poolKernels.ts';
 
 /**
  * 2-D max and average pooling over NHWC images. Each output pixel's window is clipped to the
@@ -40,7 +40,7 @@ export function maxPoolForward(x: Float32Array, y: Float32Array, argmax: Int32Ar
               const v = x[base + c];
               const best = y[o + c];
               // Strictly greater keeps the first of ties; NaN wins, as in PyTorch.
-              if (v > best || v !== v) {
+              if (v > best || Number.isNaN(v)) {
                 y[o + c] = v;
                 argmax[o + c] = base + c;
               }

@@ -3,7 +3,7 @@
  * plain loops in float64 arithmetic over the time-major run buffers, stored as float32. The wasm
  * kernels (assembly/recurrent.ts) are tested against these.
  */
-import type { PackedMatrix } from '../backend.ts';
+import type { PackedMatrix } from '../matrixKernels.ts';
 import { gemm } from './gemm.ts';
 
 const sigmoid = (v: number): number => 1 / (1 + Math.exp(-v));

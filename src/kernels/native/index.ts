@@ -14,7 +14,9 @@
  *
  * OpenBLAS runs on the calling thread only (see ./addon.ts); one backend per thread, like wasm.
  */
-import type { Backend, Conv2DGeometry, PackedMatrix } from '../backend.ts';
+import type { Backend } from '../backend.ts';
+import type { Conv2DGeometry } from '../convKernels.ts';
+import type { PackedMatrix } from '../matrixKernels.ts';
 import { jsBackend } from '../js/index.ts';
 import { createWasmBackend, type WasmBackend } from '../wasm/index.ts';
 import { loadNativeAddon, type BlasInfo, type NativeAddon } from './addon.ts';

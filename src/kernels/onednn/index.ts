@@ -29,14 +29,12 @@
  *
  * oneDNN runs on the calling thread only (see ./addon.ts); one backend per thread, like wasm.
  */
-import type {
-  ActivationKind,
-  Backend,
-  Conv2DGeometry,
-  PackedMatrix,
-  Pool2DGeometry,
-  SequenceCell,
-} from '../backend.ts';
+import type { ActivationKind } from '../activation.ts';
+import type { Backend } from '../backend.ts';
+import type { Conv2DGeometry } from '../convKernels.ts';
+import type { PackedMatrix } from '../matrixKernels.ts';
+import type { Pool2DGeometry } from '../poolKernels.ts';
+import type { SequenceCell } from '../recurrentKernels.ts';
 import { jsBackend } from '../js/index.ts';
 import { BackendSettingError } from '../registry.ts';
 import { createWasmBackend, type WasmBackend } from '../wasm/index.ts';

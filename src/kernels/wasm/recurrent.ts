@@ -3,19 +3,10 @@
  * recurrent weights and the fused cell steps. Arguments are checked here, then passed as addresses
  * (arrays outside wasm memory are staged by the backend, as for every kernel).
  */
-import type { PackedMatrix } from '../backend.ts';
-import type { KernelExports } from './loader.ts';
-import type { WasmArray, WasmHeap } from './heap.ts';
-
-/** What these kernels need from the backend: its exports, heap and staging. */
-export interface WasmAccess {
-  readonly e: KernelExports;
-  readonly heap: WasmHeap;
-  /** the wasm address of `a` (a staged copy when it lives outside wasm memory; copied back after when `back`) */
-  ptr(a: WasmArray, back: boolean): number;
-  /** copies staged outputs back and releases staging (call in a finally after the kernel) */
-  done(): void;
-}
+import type { PackedMatrix } from '../matrixKernels.ts';
+import type { RecurrentKernels } from '../recurrentKernels.ts';
+import { need, type WasmAccess } from './access.ts';
+import type { WasmHeap } from './heap.ts';
 
 /** op(B) packed in wasm memory as gemmPacked's micro-panels (assembly/gemm.ts). */
 class WasmPacked implements PackedMatrix {
@@ -29,10 +20,6 @@ class WasmPacked implements PackedMatrix {
     public kcb: number,
     public ncb: number,
   ) {}
-}
-
-function need(what: string, name: string, a: { length: number }, n: number): void {
-  if (a.length < n) throw new RangeError(`${what}: ${name} has ${a.length} values, needs ${n}`);
 }
 
 function checkStep(what: string, t: number, N: number, H: number): void {
@@ -246,4 +233,17 @@ export function gruCellBackward(
   } finally {
     k.done();
   }
+}
+
+/** The cell steps as the backend's RecurrentKernels (packB and gemmPacked serve its matrix kernels, ./gemm.ts). */
+export function wasmRecurrentKernels(k: WasmAccess): RecurrentKernels {
+  return {
+    lstmCellForward: (t, N, H, gates, c, h, lengths) => lstmCellForward(k, t, N, H, gates, c, h, lengths),
+    lstmCellBackward: (t, N, H, gates, c, dh, dc, dz, lengths) =>
+      lstmCellBackward(k, t, N, H, gates, c, dh, dc, dz, lengths),
+    gruCellForward: (t, N, H, gates, rec, bhh, hn, h, lengths) =>
+      gruCellForward(k, t, N, H, gates, rec, bhh, hn, h, lengths),
+    gruCellBackward: (t, N, H, gates, hn, h, dh, dzx, dzh, lengths) =>
+      gruCellBackward(k, t, N, H, gates, hn, h, dh, dzx, dzh, lengths),
+  };
 }

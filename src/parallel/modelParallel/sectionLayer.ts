@@ -1,5 +1,5 @@
 import type { Tensor } from '../../tensor/tensor.ts';
-import type { ActivationKind } from '../../kernels/backend.ts';
+import type { ActivationKind } from '../../kernels/activation.ts';
 import type { ForwardContext, Layer, ParamSpec, StateSpec } from '../../nn/layer.ts';
 
 /**

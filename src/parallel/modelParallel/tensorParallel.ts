@@ -1,5 +1,6 @@
 import { ownedSlice, type Communicator } from '../../comm/communicator.ts';
-import type { ActivationKind, Backend } from '../../kernels/backend.ts';
+import type { ActivationKind } from '../../kernels/activation.ts';
+import type { Backend } from '../../kernels/backend.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import {
   allgatherColumns,

@@ -1,4 +1,3 @@
-import type { Communicator } from '../../comm/communicator.ts';
 import { serverWeights, type ParameterServer } from '../parameterServer/index.ts';
 import { counter, restoreTensor, type ReplicaView, type Strategy } from '../strategy.ts';
 import { requireParameterServer, type StrategyEntry } from './entry.ts';
@@ -20,7 +19,7 @@ export interface AsyncOptions {
  * steps. Staleness = server version when the gradient arrives − version it was computed on. A
  * gradient over the staleness bound is dropped and the device refreshes its weights at once.
  */
-export function asyncStrategy(ps: ParameterServer, comm: Communicator, o: AsyncOptions): Strategy {
+export function asyncStrategy(ps: ParameterServer, o: AsyncOptions): Strategy {
   let version = 0,
     steps = 0,
     pending = 0,
@@ -98,5 +97,5 @@ export const asyncEntry: StrategyEntry<AsyncSpec> = {
   needsParameterServer: () => true,
   lockstep: false,
   survivesLostDevices: () => true,
-  create: (spec, ctx) => asyncStrategy(requireParameterServer(ctx, 'async'), ctx.comm, spec),
+  create: (spec, ctx) => asyncStrategy(requireParameterServer(ctx, 'async'), spec),
 };

@@ -51,7 +51,7 @@ export function easgdSyncStrategy(comm: Communicator, alpha: number, period: num
  * Asynchronous EASGD: the centre lives on the parameter server; every `period` steps a replica
  * makes the elastic exchange with it on its own, atomically: d = α(x − x̃); x̃ += d; x −= d.
  */
-export function easgdAsyncStrategy(ps: ParameterServer, comm: Communicator, alpha: number, period: number): Strategy {
+export function easgdAsyncStrategy(ps: ParameterServer, alpha: number, period: number): Strategy {
   let steps = 0;
   return {
     name: 'easgd',
@@ -111,5 +111,5 @@ export const easgdEntry: StrategyEntry<EasgdSpec> = {
   create: (spec, ctx) =>
     spec.mode === 'sync'
       ? easgdSyncStrategy(ctx.comm, spec.alpha, spec.period)
-      : easgdAsyncStrategy(requireParameterServer(ctx, 'easgd'), ctx.comm, spec.alpha, spec.period),
+      : easgdAsyncStrategy(requireParameterServer(ctx, 'easgd'), spec.alpha, spec.period),
 };

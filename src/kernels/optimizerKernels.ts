@@ -1,0 +1,28 @@
+/** The Backend's optimizer updates (Adam/AdamW and SGD with momentum), in place, and their parameters. */
+
+export interface AdamParams {
+  lr: number;
+  beta1: number;
+  beta2: number;
+  eps: number;
+  /** L2 added to the gradient (Adam) or decoupled decay (AdamW), see `decoupled` */
+  weightDecay: number;
+  decoupled: boolean;
+  /** 1-based step count, for bias correction */
+  step: number;
+}
+
+export interface SgdParams {
+  lr: number;
+  /** 0 disables momentum (then `velocity` may be null) */
+  momentum: number;
+  nesterov: boolean;
+  weightDecay: number;
+}
+
+export interface OptimizerKernels {
+  /** One Adam/AdamW update of `params` in place; m and v are its moment buffers. */
+  adamStep(params: Float32Array, grads: Float32Array, m: Float32Array, v: Float32Array, p: AdamParams): void;
+  /** One SGD update (with optional (Nesterov) momentum) of `params` in place. */
+  sgdStep(params: Float32Array, grads: Float32Array, velocity: Float32Array | null, p: SgdParams): void;
+}
