@@ -1,28 +1,14 @@
-import type { SequenceBatch } from '../../data/batcher.ts';
 import type { TrainingBatches } from '../../data/batches.ts';
 import type { RankBatch } from '../../data/sampler.ts';
-import type { ForwardContext } from '../../nn/layer.ts';
 import type { ReplicaView, StepInfo } from '../../parallel/strategy.ts';
 import { allFinite } from '../../parallel/nonFinite.ts';
 import type { FaultPlan } from '../faults/faultPlan.ts';
-import type { StepResult } from './replica.ts';
+import type { GradientSource, StepResult } from './gradientSource.ts';
 import type { ProbeBatch } from './nonFiniteProbe.ts';
 import { poisonAt } from './badSteps.ts';
 
-/** What forward and backward need of a replica (the loop's TrainableReplica). */
-export interface GradientReplica {
-  zeroGrads(): void;
-  /** forward and backward of this device's samples (in train.microBatches slices), accumulating gradients */
-  computeGradientsAsync(
-    images: Float32Array,
-    labels: Int32Array,
-    ctx: ForwardContext,
-    gradScale: number,
-    onGradientsReady: ((offset: number) => void) | undefined,
-    globalBatchSize: number,
-    targets?: Float32Array,
-    sequence?: SequenceBatch,
-  ): Promise<StepResult>;
+/** What the step's forward and backward need of a replica (the loop's TrainableReplica). */
+export interface GradientReplica extends GradientSource {
   /** true when forward/backward contain collectives, so a device runs the step even without samples */
   readonly stepsWithoutSamples: boolean;
   /** the offsets backward passes to onGradientsReady, in order (announced by a device that skips a step) */

@@ -7,22 +7,12 @@ import { allFinite } from '../../parallel/nonFinite.ts';
 import type { SequenceBatch } from '../../data/batcher.ts';
 import { VARIABLE } from '../../tensor/shape.ts';
 import type { Poison } from './badSteps.ts';
+import type { GradientSource } from './gradientSource.ts';
 import type { ShardEntry } from '../../parallel/modelParallel/shards.ts';
 
 /** What the probe needs of a replica: its model, and its step's gradients computed again. */
-export interface ProbedReplica {
+export interface ProbedReplica extends GradientSource {
   readonly model: TrainableModel;
-  zeroGrads(): void;
-  computeGradientsAsync(
-    images: Float32Array,
-    labels: Int32Array,
-    ctx: ForwardContext,
-    gradScale: number,
-    onGradientsReady: undefined,
-    globalBatchSize: number,
-    targets?: Float32Array,
-    sequence?: SequenceBatch,
-  ): Promise<{ lossSum: number }>;
 }
 
 /** One step's inputs, to run it again for the diagnosis. */

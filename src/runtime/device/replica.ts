@@ -2,7 +2,7 @@ import { Tensor } from '../../tensor/tensor.ts';
 import type { Backend } from '../../kernels/backend.ts';
 import { buildModel, type Sequential } from '../../nn/model.ts';
 import { createLoss } from '../../nn/losses.ts';
-import type { ErrorCounts, Loss } from '../../nn/loss.ts';
+import type { Loss } from '../../nn/loss.ts';
 import type { SequenceBatch } from '../../data/batcher.ts';
 import { VARIABLE } from '../../tensor/shape.ts';
 import { clipToNorm, sumOfSquares } from '../../optim/clipGradNorm.ts';
@@ -17,15 +17,7 @@ import type { RunConfig } from '../../config/runConfig.ts';
 import type { ReplicaView } from '../../parallel/strategy.ts';
 import { accumulateMicroBatches } from '../../parallel/microbatch.ts';
 import { locateNonFinite, type ProbeBatch } from './nonFiniteProbe.ts';
-
-export interface StepResult {
-  lossSum: number;
-  /** classification: samples right; multi-label: Σ per-sample fraction of labels right; regression: NaN */
-  correct: number;
-  samples: number;
-  /** transcription: edit counts of the greedy transcripts (summed over devices for CER/WER) */
-  errors?: ErrorCounts;
-}
+import type { StepResult } from './gradientSource.ts';
 
 /** True when the config asks for "one weird trick" (some layer has `parallel: model`). */
 export function isModelParallel(config: RunConfig): boolean {

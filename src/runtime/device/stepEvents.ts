@@ -1,7 +1,7 @@
 import { addErrorCounts, type ErrorCounts } from '../../nn/loss.ts';
 import type { StepInfo, StrategyStepStats } from '../../parallel/strategy.ts';
 import type { EventSink } from '../events/events.ts';
-import type { StepResult } from './replica.ts';
+import type { StepResult } from './gradientSource.ts';
 import type { StepTimes } from './stepPhases.ts';
 
 /** What one step of a device came to. */
