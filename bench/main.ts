@@ -4,6 +4,10 @@
  */
 const benches: Record<string, { what: string; load: () => Promise<{ main(args: string[]): Promise<void> }> }> = {
   kernels: { what: 'GFLOPS per kernel and shape, per backend', load: () => import('./kernels.ts') },
+  gpu: {
+    what: 'the webgpu kernels on the GPU WebGPU opens: sgemm GFLOPS per size and transpose (--sizes, --adapter)',
+    load: () => import('./gpu.ts'),
+  },
   train: {
     what: 'samples/s of the mnist-small training step per backend and batch size (--model resnet-small: another example)',
     load: () => import('./train.ts'),

@@ -1,0 +1,76 @@
+/**
+ * The webgpu kernels on the GPU WebGPU opens (the adapter printed first): sgemm GFLOPS for square
+ * sizes and every transpose, each the median of 5 timed batches of back-to-back kernels ended by
+ * one 4-byte read (so a figure holds the GPU's work, not a per-kernel host round trip). On a
+ * software adapter (SwiftShader) the figures are a smoke test only, and the sizes stop at 128
+ * unless `--sizes` names others.
+ *
+ *   npm run bench -- gpu [--sizes 256,1024,4096] [--adapter NAME]
+ */
+import { pathToFileURL } from 'node:url';
+import { GpuContext } from '../src/kernels/webgpu/gpuContext.ts';
+import { gemm } from '../src/kernels/webgpu/gemm.ts';
+import { gpuView, type GpuArray } from '../src/kernels/webgpu/gpuArray.ts';
+import { median } from './args.ts';
+
+function filled(ctx: GpuContext, n: number, seed: number): GpuArray {
+  const a = new Float32Array(n);
+  for (let i = 0; i < n; i++) a[i] = Math.sin(seed * 7919 + i) * 0.5;
+  return ctx.upload(a);
+}
+
+/** Seconds per kernel: `reps` recorded back to back, submitted, and one 4-byte read waited for. */
+async function timeKernel(ctx: GpuContext, run: () => void, out: GpuArray, reps: number): Promise<number> {
+  const t0 = performance.now();
+  for (let i = 0; i < reps; i++) run();
+  await ctx.read(gpuView(out, 0, 1));
+  return (performance.now() - t0) / 1000 / reps;
+}
+
+export async function main(args: string[] = []): Promise<void> {
+  const pick = (flag: string) => {
+    const i = args.indexOf(flag);
+    return i >= 0 ? args[i + 1] : undefined;
+  };
+  const ctx = await GpuContext.open(pick('--adapter'));
+  if (typeof ctx === 'string') {
+    console.log(`no GPU: ${ctx}`);
+    return;
+  }
+  try {
+    const d = ctx.description;
+    console.log(
+      `GPU: ${d.name} (${d.vendor}), driver ${d.driver}${d.software ? ' — software adapter: a smoke test, not a figure' : ''}`,
+    );
+    const sizes = (pick('--sizes') ?? (d.software ? '64,128' : '256,512,1024,2048,4096')).split(',').map(Number);
+    console.log('sgemm GFLOPS (median of 5 batches), C = A·B with each transpose');
+    console.log(`${'n'.padStart(6)}${['NN', 'NT', 'TN', 'TT'].map((t) => t.padStart(10)).join('')}`);
+    for (const n of sizes) {
+      const A = filled(ctx, n * n, 1),
+        B = filled(ctx, n * n, 2),
+        C = ctx.array(n * n);
+      const cells: string[] = [];
+      for (const [ta, tb] of [
+        [false, false],
+        [false, true],
+        [true, false],
+        [true, true],
+      ] as const) {
+        const run = () => gemm(ctx, ta, tb, n, n, n, 1, A, B, 0, C);
+        // enough repetitions for ~0.2 s at a guessed rate, at least 2
+        const reps = Math.max(2, Math.min(200, Math.round((d.software ? 2e9 : 2e12) / (2 * n ** 3) / 5)));
+        await timeKernel(ctx, run, C, 2);
+        const times: number[] = [];
+        for (let r = 0; r < 5; r++) times.push(await timeKernel(ctx, run, C, reps));
+        cells.push(((2 * n ** 3) / median(times) / 1e9).toFixed(1).padStart(10));
+      }
+      console.log(`${String(n).padStart(6)}${cells.join('')}`);
+    }
+  } finally {
+    ctx.destroy();
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  await main(process.argv.slice(2));
+}

@@ -1,0 +1,95 @@
+/**
+ * C[M×N] = alpha·op(A)·op(B) + beta·C on the GPU: 64×64 blocks of C per workgroup of 16×16
+ * threads, each thread 4×4 of them, K in steps of 16 through workgroup memory. Tiles are loaded
+ * along each operand's contiguous dimension, so either transpose reads memory in order.
+ */
+import type { GpuContext } from './gpuContext.ts';
+import type { GpuArray } from './gpuArray.ts';
+import { Params } from './params.ts';
+
+const TILE = 64;
+
+function gemmShader(transA: boolean, transB: boolean): string {
+  // (k, m) of the A tile loaded by load index `idx` (0…1023), contiguous in memory for neighbours
+  const aLoad = transA ? 'let kk = idx / 64u; let mm = idx % 64u;' : 'let kk = idx % 16u; let mm = idx / 16u;';
+  const bLoad = transB ? 'let kk = idx % 16u; let nn = idx / 16u;' : 'let kk = idx / 64u; let nn = idx % 64u;';
+  return /* wgsl */ `
+struct Params { M: u32, N: u32, K: u32, aOff: u32, bOff: u32, cOff: u32, alpha: f32, beta: f32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> A: array<f32>;
+@group(0) @binding(2) var<storage, read> B: array<f32>;
+@group(0) @binding(3) var<storage, read_write> C: array<f32>;
+var<workgroup> As: array<array<f32, 64>, 16>;
+var<workgroup> Bs: array<array<f32, 64>, 16>;
+
+fn a(m: u32, k: u32) -> f32 {
+  if (m >= p.M || k >= p.K) { return 0.0; }
+  return A[p.aOff + ${transA ? 'k * p.M + m' : 'm * p.K + k'}];
+}
+fn b(k: u32, n: u32) -> f32 {
+  if (k >= p.K || n >= p.N) { return 0.0; }
+  return B[p.bOff + ${transB ? 'n * p.K + k' : 'k * p.N + n'}];
+}
+
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u) {
+  let m0 = wg.y * 64u;
+  let n0 = wg.x * 64u;
+  let tid = l.y * 16u + l.x;
+  var acc: array<array<f32, 4>, 4>;
+  for (var k0 = 0u; k0 < p.K; k0 += 16u) {
+    for (var i = 0u; i < 4u; i++) {
+      let idx = tid + i * 256u;
+      { ${aLoad} As[kk][mm] = a(m0 + mm, k0 + kk); }
+      { ${bLoad} Bs[kk][nn] = b(k0 + kk, n0 + nn); }
+    }
+    workgroupBarrier();
+    for (var kk = 0u; kk < 16u; kk++) {
+      var av: array<f32, 4>;
+      var bv: array<f32, 4>;
+      for (var i = 0u; i < 4u; i++) { av[i] = As[kk][l.y * 4u + i]; bv[i] = Bs[kk][l.x * 4u + i]; }
+      for (var i = 0u; i < 4u; i++) {
+        for (var j = 0u; j < 4u; j++) { acc[i][j] = fma(av[i], bv[j], acc[i][j]); }
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < 4u; i++) {
+    let m = m0 + l.y * 4u + i;
+    if (m >= p.M) { break; }
+    for (var j = 0u; j < 4u; j++) {
+      let n = n0 + l.x * 4u + j;
+      if (n >= p.N) { break; }
+      let c = p.cOff + m * p.N + n;
+      // beta = 0 ignores C, as BLAS does (C may hold anything, NaN included)
+      var prior = 0.0;
+      if (p.beta != 0.0) { prior = p.beta * C[c]; }
+      C[c] = p.alpha * acc[i][j] + prior;
+    }
+  }
+}`;
+}
+
+const shaders = new Map<string, string>();
+
+/** Records C = alpha·op(A)·op(B) + beta·C; op(A) is M×K (A stored K×M when transA), op(B) is K×N. */
+export function gemm(
+  ctx: GpuContext,
+  transA: boolean,
+  transB: boolean,
+  M: number,
+  N: number,
+  K: number,
+  alpha: number,
+  A: GpuArray,
+  B: GpuArray,
+  beta: number,
+  C: GpuArray,
+): void {
+  if (M === 0 || N === 0) return;
+  const key = `${+transA}${+transB}`;
+  let shader = shaders.get(key);
+  if (!shader) shaders.set(key, (shader = gemmShader(transA, transB)));
+  const params = new Params().u32(M).u32(N).u32(K).u32(A.offset).u32(B.offset).u32(C.offset).f32(alpha).f32(beta);
+  ctx.dispatch({ shader, arrays: [A, B, C], params, groups: [Math.ceil(N / TILE), Math.ceil(M / TILE)] });
+}
