@@ -45,6 +45,10 @@ const benches: Record<string, { what: string; load: () => Promise<{ main(args: s
     what: 'peak activation bytes and samples/s with train.microBatches = 1, 2, 4, 8 and spatialSplit tiles 2, 4',
     load: () => import('./microbatch.ts'),
   },
+  'speech-features': {
+    what: 'utterances/s of the speech front end (8 kHz WAV → resample → MFCC): paratrain and torchaudio on one thread, paratrain on every core',
+    load: () => import('./speechFeatures.ts'),
+  },
 };
 
 const [name, ...args] = process.argv.slice(2);

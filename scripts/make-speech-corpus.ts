@@ -182,7 +182,7 @@ writeFileSync(
 );
 
 // check: the loader reads it all, and show what bucketing saves
-const data = loadSpeechData(work, { cache: false });
+const data = await loadSpeechData(work, { cache: false });
 const summary = splits.map((split) => {
   const rs = rows.filter((r) => r.plan.split === split);
   const seconds = rs.reduce((a, r) => a + r.seconds, 0);

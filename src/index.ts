@@ -21,6 +21,7 @@ export { loadConfig, parseConfig, applyOverrides, defineConfig, configToYaml, Co
 export type { ConfigInput, ConfigOverrides, RunConfig, TrainSpec } from './config/index.ts';
 export type { TrainOptions, StepSummary, EpochSummary, ProcessesOption } from './runtime/run/trainOptions.ts';
 export type { TrainResult } from './runtime/run/train.ts';
+export { RunFinishedError } from './runtime/run/runFinished.ts';
 export type { TrainEvent, EventSink } from './runtime/events/events.ts';
 export { loadModel, predict, LoadedModel, type LoadModelOptions } from './runtime/infer/loadModel.ts';
 export type { Prediction, PredictInput, SampleInput } from './runtime/infer/predict.ts';

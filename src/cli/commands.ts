@@ -1,13 +1,17 @@
 import { loadConfig, applyOverrides } from '../config/index.ts';
 import { ProgressView } from './progress.ts';
-import { train } from '../runtime/run/train.ts';
+import { train, type TrainOptions } from '../runtime/run/train.ts';
 import { FaultPlan } from '../runtime/faults/faultPlan.ts';
+import { describeGpu } from '../kernels/webgpu/describeGpu.ts';
+import type { WebGpuBackend } from '../kernels/webgpu/index.ts';
 import { backendUnavailableReason, getBackend, registeredBackends, tryBackend } from '../kernels/index.ts';
 import { rendezvousFromEnv } from '../comm/rendezvous.ts';
 import { shmReduceDescription } from '../comm/shm/nativeReduce.ts';
 import { trainConfigPath } from '../runtime/run/resume.ts';
+import { RunFinishedError } from '../runtime/run/runFinished.ts';
 import { watchParent } from '../runtime/job/parentWatch.ts';
 import { installStopSignals, STOP_EXIT_CODES } from './signals.ts';
+import { stopLine } from './stopLine.ts';
 
 export interface TrainFlags {
   epochs?: number;
@@ -27,6 +31,29 @@ export interface TrainFlags {
   transport?: 'tcp' | 'mpi';
   resume?: string;
   initFrom?: string;
+  /** 'mismatched' or comma-separated layer names */
+  reinit?: string;
+  /** comma-separated layer names */
+  freeze?: string;
+}
+
+/** --init-from with --reinit and --freeze as train's initFrom option (the config's train.initFrom, field by field). */
+function initFromOf(flags: TrainFlags): TrainOptions['initFrom'] {
+  const extra = flags.reinit !== undefined ? '--reinit' : flags.freeze !== undefined ? '--freeze' : undefined;
+  if (flags.initFrom === undefined) {
+    if (extra)
+      throw new Error(`${extra} goes with --init-from CHECKPOINT; give it too, or set train.initFrom in the config`);
+    return undefined;
+  }
+  if (!extra) return flags.initFrom;
+  const names = (v: string) => v.split(',').map((n) => n.trim());
+  return {
+    path: flags.initFrom,
+    ...(flags.reinit !== undefined
+      ? { reinit: flags.reinit === 'mismatched' ? 'mismatched' : names(flags.reinit) }
+      : {}),
+    ...(flags.freeze !== undefined ? { freeze: names(flags.freeze) } : {}),
+  };
 }
 
 export async function runTrain(configPath: string | undefined, flags: TrainFlags): Promise<void> {
@@ -64,13 +91,22 @@ export async function runTrain(configPath: string | undefined, flags: TrainFlags
       log,
       faults,
       resume: flags.resume,
-      initFrom: flags.initFrom,
+      initFrom: initFromOf(flags),
       signal: stop.signal,
       command: ['paratrain', ...process.argv.slice(2)],
       processes,
       transport: flags.transport,
       timeoutMs: flags.timeout === undefined ? undefined : flags.timeout * 1000,
+    }).catch((err: unknown) => {
+      // nothing left to train is an outcome, not a failure: a retry loop around --resume ends
+      if (!(err instanceof RunFinishedError)) throw err;
+      process.stderr.write(`paratrain: ${err.message}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ runDir: err.runDir, finished: { step: err.step, epoch: err.epoch } })}\n`,
+      );
+      return null;
     });
+    if (!result) return;
     const summary =
       processes && world.rank !== 0
         ? {
@@ -94,12 +130,7 @@ export async function runTrain(configPath: string | undefined, flags: TrainFlags
     if (result.stopped) {
       const { step, epoch, signal } = result.stopped;
       view.stopBar();
-      if (result.runDir) {
-        process.stderr.write(
-          `paratrain: stopped by ${signal} at step ${step} (epoch ${epoch}); the checkpoint is in ${result.runDir}; ` +
-            `resume with: paratrain train --resume ${result.runDir}\n`,
-        );
-      }
+      if (result.runDir) process.stderr.write(`${stopLine({ step, epoch, signal }, result.runDir)}\n`);
       process.exitCode = STOP_EXIT_CODES[signal] ?? 143;
     }
   } finally {
@@ -124,6 +155,7 @@ function backendDetail(backend: object | null): string {
       );
     }
   }
+  if ('gpu' in backend) parts.push(describeGpu((backend as WebGpuBackend).gpu.description));
   if ('relaxed' in backend)
     parts.push(
       `${'onednn' in backend ? 'other kernels: wasm ' : ''}${backend.relaxed ? 'relaxed SIMD (fused multiply-add)' : 'SIMD128'}`,

@@ -165,7 +165,8 @@ function trainInChild(
     let outcome: { result?: TrainResult; error?: Error } = {};
     child.on('message', (m: RunnerMessage) => {
       if (m.type === 'event') onEvent(m.event);
-      else if (m.type === 'log') log(m.message);
+      // prefixed like the progress lines, so each note says which run it is about
+      else if (m.type === 'log') log(`${strategy}: ${m.message}`);
       else if (m.type === 'result') outcome = { result: m.result };
       else if (m.type === 'error') {
         const err = new Error(`compare: strategy ${strategy} failed: ${m.message}`);

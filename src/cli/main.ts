@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { DEFAULT_SIM_STRATEGIES } from '../simulate/strategyNames.ts';
 import { FaultPlan } from '../runtime/faults/faultPlan.ts';
@@ -13,9 +14,15 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   if (err.code !== 'EPIPE') throw err;
 });
 
+/** The package's version: package.json is two folders up from src/cli/ and from dist/cli/ alike. */
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
+
 const program = new Command()
   .name('paratrain')
   .description('Train neural networks in parallel across worker threads and machines')
+  .version(`paratrain ${version}`, '-V, --version', "print paratrain's version")
   .option('--verbose', 'show stack traces and extra detail')
   .showHelpAfterError();
 
@@ -45,9 +52,17 @@ program
   )
   .option(
     '--resume <runDir>',
-    'continue the run in RUN_DIR from its newest complete checkpoint set (--epochs, --devices may change)',
+    'continue the run in RUN_DIR from its newest checkpoint set that verifies, or from one set given as RUN_DIR/checkpoints/step-N (the newer sets move to checkpoints/superseded/); --epochs, --devices may change',
   )
   .option('--init-from <checkpoint>', "start a new run from a checkpoint's weights (fresh optimizer, step 0)")
+  .option(
+    '--reinit <layers>',
+    "with --init-from: layers that start from fresh weights instead, 'mismatched' (those whose shapes differ) or names, e.g. layers.3",
+  )
+  .option(
+    '--freeze <layers>',
+    'with --init-from: layers whose weights training leaves as they are, e.g. layers.0,layers.2',
+  )
   .option('--epochs <n>', 'number of epochs', positiveInt('epochs'))
   .option('--batch-size <n>', 'batch size (per device unless data.batchSizeScope is global)', positiveInt('batch-size'))
   .option('--lr <x>', 'base learning rate', positiveNumber('lr'))
@@ -62,7 +77,9 @@ program
     positiveInt('devices'),
   )
   .option('--strategy <name>', STRATEGY_NAMES.join(' | '))
-  .addOption(new Option('--backend <name>', 'kernel backend').choices(['auto', 'js', 'wasm', 'native', 'onednn']))
+  .addOption(
+    new Option('--backend <name>', 'kernel backend').choices(['auto', 'js', 'wasm', 'native', 'onednn', 'webgpu']),
+  )
   .option('--data <dir>', 'directory holding the Fashion-MNIST IDX files')
   .option('--out <dir>', 'run directory (default runs/<timestamp>, linked as runs/latest)')
   .option('--force', 'write into a non-empty --out directory')
@@ -167,14 +184,19 @@ program
   .description(
     'turn WAV files into text with a trained speech model (loss: ctc): one line per file, the file and its transcript separated by a tab',
   )
-  .argument('<config>', 'the YAML configuration the checkpoint was trained with')
-  .argument('<wavs...>', 'WAV files to transcribe')
+  .usage('[CONFIG.yaml] --checkpoint FILE [options] WAV...')
+  .argument(
+    '<wavs...>',
+    'WAV files to transcribe; an optional first CONFIG.yaml (default: the config stored in the checkpoint)',
+  )
   .requiredOption('--checkpoint <file>', 'a model.safetensors written by paratrain train')
   .option('--beam <n>', 'prefix beam search with this beam width (default: greedy decoding)', positiveInt('beam'))
   .addOption(new Option('--backend <name>', 'kernel backend').choices(['auto', 'js', 'wasm', 'native', 'onednn']))
-  .action(async (config: string, wavs: string[], opts) =>
-    (await import('./transcribeCommand.ts')).runTranscribe(config, wavs, opts),
-  );
+  .action(async (args: string[], opts) => {
+    const command = await import('./transcribeCommand.ts');
+    const { config, wavs } = command.splitTranscribeArgs(args);
+    await command.runTranscribe(config, wavs, opts);
+  });
 
 program
   .command('report')

@@ -42,10 +42,14 @@ export async function runPredict(args: string[], flags: PredictFlags, io: Comman
     throw new Error(`--output ${flags.output} is one of the inputs; write the predictions elsewhere`);
   }
   const model = await loadModel(flags.checkpoint, { config, backend: flags.backend });
+  const data = model.config.data;
   const samples = readPredictInputs(inputs, model.inputShape, {
     labelColumn: flags.labelColumn,
-    resize: model.config.data.dataset === 'imageFolder' && model.config.data.resize,
+    resize: data.dataset === 'imageFolder' && data.resize,
+    columns: model.columns,
+    ...(data.dataset === 'csv' ? { delimiter: data.delimiter } : {}),
   });
+  if (!flags.quiet) for (const note of samples.notes) io.err.write(`${note}\n`);
   if (samples.truth && model.task === 'multiLabel')
     throw new Error("--label-column: a multi-label model's true labels are not one column; leave it out");
   if (samples.count === 0) throw new Error(`predict: ${inputs.join(', ')} hold no samples (a CSV with a header only?)`);
@@ -80,11 +84,11 @@ function scoreLine(model: LoadedModel, predictions: Prediction[], truth: number[
   if (model.task === 'regression') {
     let sum = 0;
     predictions.forEach((p, i) => {
-      sum += (p.values![0]! - truth[i]!) ** 2;
+      if (p.task === 'regression') sum += (p.values[0]! - truth[i]!) ** 2;
     });
     return `mean squared error on ${truth.length} labelled rows: ${(sum / Math.max(truth.length, 1)).toPrecision(6)}`;
   }
-  const correct = predictions.filter((p, i) => p.class === truth[i]).length;
+  const correct = predictions.filter((p, i) => p.task === 'classification' && p.class === truth[i]).length;
   return `accuracy on ${truth.length} labelled rows: ${(correct / Math.max(truth.length, 1)).toFixed(4)} (${correct} of ${truth.length})`;
 }
 
@@ -106,9 +110,9 @@ function toCsv(model: LoadedModel, sources: string[], predictions: Prediction[],
   else header.push('class', 'label', ...names(model).map((n) => `p_${n}`));
   const rows = predictions.map((p, i) => {
     const row: (string | number)[] = [sources[i]!, ...(truth ? [truthCell(model, truth[i]!)] : [])];
-    if (model.task === 'regression') row.push(...p.values!);
-    else if (model.task === 'multiLabel') row.push(p.labels!.join('|'), ...p.probabilities!);
-    else row.push(p.class!, p.label!, ...p.probabilities!);
+    if (p.task === 'regression') row.push(...p.values);
+    else if (p.task === 'multiLabel') row.push(p.labels.join('|'), ...p.probabilities);
+    else row.push(p.class, p.label, ...p.probabilities);
     return row.map(cell).join(',');
   });
   return `${[header.map(cell).join(','), ...rows].join('\n')}\n`;
@@ -121,10 +125,11 @@ function toJson(model: LoadedModel, sources: string[], predictions: Prediction[]
     checkpoint: model.checkpoint,
     task: model.task,
     ...(model.task === 'regression' ? {} : { classNames: names(model) }),
-    predictions: predictions.map((p, i) => ({
+    // the document states the task once, above the predictions
+    predictions: predictions.map(({ task: _, ...fields }, i) => ({
       source: sources[i],
       ...(truth ? { true: truthCell(model, truth[i]!) } : {}),
-      ...p,
+      ...fields,
     })),
   };
   return `${JSON.stringify(document, null, 1)}\n`;

@@ -112,7 +112,6 @@ export class ProgressView {
           `run ${e.runDir}: ${e.parameters.toLocaleString('en-US')} parameters, backend ${e.backend}, ` +
             `${e.devices} device(s)${e.processes > 1 ? ` in ${e.processes} processes` : ''}, strategy ${e.strategy}, global batch ${e.globalBatch}`,
         );
-        this.line(`data: ${e.dataSource}`);
         this.started = performance.now();
         this.lastLine = this.started; // the first progress line 10 s into the run
         break;
@@ -171,7 +170,7 @@ export class ProgressView {
         break;
       case 'earlyStopped':
         this.line(
-          `stopped early at step ${e.step} (epoch ${e.epoch}): ${e.metric} last improved in epoch ${e.bestEpoch}`,
+          `stopped early at step ${e.step} (epoch ${e.epoch + 1}): ${e.metric} last improved in epoch ${e.bestEpoch + 1}`,
         );
         break;
       case 'checkpoint':

@@ -6,13 +6,18 @@
  * in a thrown `ConfigError`.
  */
 import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import type { RunConfig } from './runConfig.ts';
 import { configSchema } from './schema/index.ts';
 import { ConfigError, formatIssues, type FormatOptions } from './errors.ts';
 import { checkYamlDepth } from './yamlDepth.ts';
+import { dataPathsFrom } from './dataPaths.ts';
 
-/** Reads, parses and validates a YAML config file. Throws `ConfigError`. */
+/**
+ * Reads, parses and validates a YAML config file; relative data paths start at the file's folder
+ * (dataPaths.ts). Throws `ConfigError`.
+ */
 export function loadConfig(path: string): RunConfig {
   let text: string;
   try {
@@ -23,7 +28,8 @@ export function loadConfig(path: string): RunConfig {
     if (code === 'EISDIR') throw new ConfigError([`config file ${path} is a directory; expected a YAML file`]);
     throw new ConfigError([`cannot read config file ${path}: ${(e as Error).message}`]);
   }
-  return parseConfig(parseYaml(text, path), path);
+  const config = parseConfig(parseYaml(text, path), path);
+  return { ...config, data: dataPathsFrom(config.data, dirname(resolve(path))) };
 }
 
 /** Parses YAML text into plain data; syntax errors become `file:line:col: ...` lines. */

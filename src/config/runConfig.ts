@@ -31,6 +31,27 @@ export interface EarlyStoppingSpec {
   minDelta: number;
 }
 
+/**
+ * `train.divergence`: a device's smoothed training loss that stays above `factor` × its best
+ * smoothed loss so far, or above `bound` when given, for `steps` steps in a row stops the run.
+ */
+export interface DivergenceSpec {
+  factor: number;
+  steps: number;
+  bound?: number;
+}
+
+/**
+ * `train.initFrom`: start from a checkpoint's weights (fine-tuning). `reinit`: layers (`layers.N`)
+ * that start from the model's fresh initialisation instead, or 'mismatched' (those whose shapes
+ * differ; a run records the layers it chose); `freeze`: layers whose weights training does not change.
+ */
+export interface InitFromSpec {
+  path: string;
+  reinit: 'mismatched' | string[];
+  freeze: string[];
+}
+
 /** The normalised `train:` section of a RunConfig. */
 export interface TrainSpec {
   epochs: number;
@@ -56,6 +77,8 @@ export interface TrainSpec {
   syncBatchNorm: boolean;
   /** a step with a NaN/Inf loss or gradient is skipped on every device; this many in a row stop the run */
   maxBadSteps: number;
+  /** stop a run whose finite loss blows up (false: never; runtime/device/divergenceGuard.ts) */
+  divergence: DivergenceSpec | false;
   /** a collective or parameter-server wait longer than this logs who has not arrived (stall inspector) */
   stallWarningSeconds: number;
   /**
@@ -63,6 +86,8 @@ export interface TrainSpec {
    * all-reduce, in bsp/easgd/bmuf each device's local gradient, with a parameter server the pushed one
    */
   clipGradNorm?: number;
+  /** start from a checkpoint's weights, some layers fresh or frozen (absent: a fresh start) */
+  initFrom?: InitFromSpec;
   /** which evaluation metric picks RUN_DIR/model-best.safetensors */
   best: BestSpec;
   /** stop when the evaluation metric stops improving (false: never) */

@@ -90,6 +90,19 @@ export function parseCsv(text: string, file: string, delimiter = ','): CsvRecord
 
 const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 
+/** Whether a cell is a number as CSV datasets read them: plain decimal notation (spaces around allowed). */
+export function isCsvNumber(cell: string): boolean {
+  return DECIMAL.test(cell.trim());
+}
+
+/**
+ * A column as every message names it: counted from 1, with its header name when it has one
+ * (`column 3 'petal_length'`), in training, eval and predict alike.
+ */
+export function columnLabel(index: number, name?: string): string {
+  return `column ${index + 1}${name === undefined ? '' : ` '${name}'`}`;
+}
+
 /**
  * A cell as a number, or an error naming file:line, the column and the fix. Plain decimal notation
  * only: `0x10`, `1,5` and `''` are refused rather than read as 16, NaN or 0.
@@ -102,8 +115,8 @@ export function csvNumber(
   columnName: string | undefined,
 ): number {
   const s = cell.trim();
-  if (DECIMAL.test(s)) return Number(s);
-  const where = `${file}:${line}: column ${column + 1}${columnName !== undefined ? ` (${JSON.stringify(columnName)})` : ''}`;
+  if (isCsvNumber(s)) return Number(s);
+  const where = `${file}:${line}: ${columnLabel(column, columnName)}`;
   if (s === '') throw new Error(`${where} is empty (a missing value); fill it in or drop the row`);
   throw new Error(
     `${where}: ${JSON.stringify(cell.length > 40 ? `${cell.slice(0, 40)}…` : cell)} is not a number; feature and target columns must hold plain decimal numbers (e.g. 3.5, -2e-3)`,

@@ -1,12 +1,15 @@
 /**
  * `dataset: csv`: rows of numeric feature columns and a label column (classification: class names or
- * indices) or target columns (regression values, multi-label 0/1), chosen by header name or index.
+ * indices) or target columns (regression values, multi-label 0/1), chosen in the training file by
+ * header name or index (csvColumns.ts); other files with a header are read by the training file's
+ * column names, files without one by position.
  */
 import type { Dataset } from './dataset.ts';
-import { csvNumber, parseCsv, type CsvRecord } from './csv.ts';
+import { columnLabel, csvNumber, parseCsv, type CsvRecord } from './csv.ts';
+import { columnNamesOf, columnsByName, columnsOf, type Columns, type CsvColumnNames } from './csvColumns.ts';
 import { labelMapFromText, type LabelMap } from './labels.ts';
 import { readDataFile } from './files.ts';
-import type { ColumnRef, CsvDataSpec } from './spec.ts';
+import type { CsvDataSpec } from './spec.ts';
 
 /** The columns of one file: header names (or undefined) and the column count. */
 interface Table {
@@ -37,68 +40,17 @@ function readTable(file: string, spec: CsvDataSpec): Table {
   return { file, names, width, rows: records };
 }
 
-/** The index of a column reference in `table`, or an error naming the config field. */
-function columnIndex(ref: ColumnRef, table: Table, field: string): number {
-  if (typeof ref === 'number') {
-    const i = ref < 0 ? table.width + ref : ref;
-    if (i < 0 || i >= table.width)
-      throw new Error(
-        `${field}: column index ${ref} is outside the ${table.width} columns of ${table.file} (0..${table.width - 1}, or -1 for the last)`,
-      );
-    return i;
-  }
-  if (!table.names)
-    throw new Error(
-      `${field}: column ${JSON.stringify(ref)} is a name, but data.header is false so ${table.file}'s columns have none; use a 0-based index`,
-    );
-  const i = table.names.indexOf(ref);
-  if (i < 0)
-    throw new Error(
-      `${field}: ${table.file} has no column ${JSON.stringify(ref)}; its columns are ${table.names.join(', ')}`,
-    );
-  return i;
-}
-
-interface Columns {
-  label: number | undefined;
-  targets: number[];
-  features: number[];
-}
-
-function columnsOf(table: Table, spec: CsvDataSpec): Columns {
-  const classification = spec.task === 'classification';
-  const label = classification ? columnIndex(spec.label ?? -1, table, 'data.label') : undefined;
-  const targetRefs = spec.targets === undefined ? [-1] : Array.isArray(spec.targets) ? spec.targets : [spec.targets];
-  const targets = classification ? [] : targetRefs.map((r) => columnIndex(r, table, 'data.targets'));
-  const used = new Set([...(label === undefined ? [] : [label]), ...targets]);
-  const features = spec.features
-    ? spec.features.map((r) => columnIndex(r, table, 'data.features'))
-    : Array.from({ length: table.width }, (_, i) => i).filter((i) => !used.has(i));
-  for (const f of features) {
-    if (used.has(f))
-      throw new Error(
-        `data.features: column ${table.names?.[f] ?? f} is also the ${classification ? 'label' : 'target'}; a model must not see what it predicts`,
-      );
-  }
-  if (features.length === 0)
-    throw new Error(
-      `data.features: ${table.file} has no feature columns left besides the ${classification ? 'label' : 'target'}`,
-    );
-  return { label, targets, features };
-}
-
 /** The label map of the training file's label column (decides integer labels or class names). */
-function trainLabelMap(table: Table, spec: CsvDataSpec): LabelMap {
-  const { label } = columnsOf(table, spec);
+function trainLabelMap(table: Table, columns: Columns, spec: CsvDataSpec): LabelMap {
   return labelMapFromText(
-    table.rows.map((r) => r.fields[label!]!),
+    table.rows.map((r) => r.fields[columns.label!]!),
     spec.classNames,
   );
 }
 
-/** One CSV file as a Dataset; `labels` maps label text to classes (from the training file). */
-function tableToDataset(table: Table, spec: CsvDataSpec, labelMap: LabelMap | undefined): Dataset {
-  const { label, targets: targetCols, features } = columnsOf(table, spec);
+/** One CSV file's `columns` as a Dataset; `labelMap` maps label text to classes (from the training file). */
+function tableToDataset(table: Table, spec: CsvDataSpec, columns: Columns, labelMap: LabelMap | undefined): Dataset {
+  const { label, targets: targetCols, features } = columns;
   const count = table.rows.length,
     f = features.length,
     t = targetCols.length;
@@ -109,13 +61,14 @@ function tableToDataset(table: Table, spec: CsvDataSpec, labelMap: LabelMap | un
   table.rows.forEach((r, k) => {
     for (let j = 0; j < f; j++)
       images[k * f + j] = csvNumber(r.fields[features[j]!]!, table.file, r.line, features[j]!, name(features[j]!));
-    if (labelMap) labels[k] = labelMap.index(r.fields[label!]!, `${table.file}:${r.line}: column ${label! + 1}`);
+    if (labelMap)
+      labels[k] = labelMap.index(r.fields[label!]!, `${table.file}:${r.line}: ${columnLabel(label!, name(label!))}`);
     for (let j = 0; j < t; j++) {
       const c = targetCols[j]!;
       const v = csvNumber(r.fields[c]!, table.file, r.line, c, name(c));
       if (spec.task === 'multiLabel' && v !== 0 && v !== 1) {
         throw new Error(
-          `${table.file}:${r.line}: column ${c + 1}${name(c) ? ` (${JSON.stringify(name(c))})` : ''} holds ${v}; multi-label targets are 0 or 1`,
+          `${table.file}:${r.line}: ${columnLabel(c, name(c))} holds ${v}; multi-label targets are 0 or 1`,
         );
       }
       targets![k * t + j] = v;
@@ -140,21 +93,61 @@ function tableToDataset(table: Table, spec: CsvDataSpec, labelMap: LabelMap | un
 }
 
 /**
- * The CSV files of a config (resolved paths): the training set decides the class names, the other
- * files are read with them. Integer labels count classes over every file.
+ * A validation or test file's columns: by the training file's names when both have a header, else
+ * by position (the same count of columns as the training file).
+ */
+function columnsOfOther(table: Table, train: Table, trainColumns: Columns, names: CsvColumnNames | undefined): Columns {
+  if (names && table.names) return columnsByName({ ...table, names: table.names }, names, { labelsRequired: true });
+  if (table.width !== train.width)
+    throw new Error(
+      `${table.file}: ${table.width} columns, but the training file ${train.file} has ${train.width}; its columns are read by position, so it needs the same columns in the same order`,
+    );
+  return trainColumns;
+}
+
+/**
+ * The CSV files of a config (resolved paths): the training set decides the columns (recorded by
+ * name in the training Dataset's `columns`) and the class names; the other files are read with them.
+ * Integer labels count classes over every file.
  */
 export function loadCsvFiles(
   files: { train: string; validation?: string; test?: string },
   spec: CsvDataSpec,
 ): Record<'train' | 'validation' | 'test', Dataset | undefined> {
   const trainTable = readTable(files.train, spec);
-  const labelMap = spec.task === 'classification' ? trainLabelMap(trainTable, spec) : undefined;
-  const load = (file: string | undefined) =>
-    file === undefined ? undefined : tableToDataset(readTable(file, spec), spec, labelMap);
-  const train = tableToDataset(trainTable, spec, labelMap);
+  const trainColumns = columnsOf(trainTable, spec);
+  const names = columnNamesOf(trainTable, trainColumns);
+  const labelMap = spec.task === 'classification' ? trainLabelMap(trainTable, trainColumns, spec) : undefined;
+  const load = (file: string | undefined) => {
+    if (file === undefined) return undefined;
+    const table = readTable(file, spec);
+    return tableToDataset(table, spec, columnsOfOther(table, trainTable, trainColumns, names), labelMap);
+  };
+  const train = tableToDataset(trainTable, spec, trainColumns, labelMap);
+  if (names) train.columns = names;
   const validation = load(files.validation);
   const test = load(files.test);
   // integer labels: the class count is the largest label over every file + 1
   for (const ds of [train, validation, test]) if (ds && labelMap) ds.classes = labelMap.classes();
   return { train, validation, test };
+}
+
+/**
+ * A test file read as a checkpoint describes its run (eval): columns by the recorded names, classes
+ * by the recorded class names (integer labels as they are), without the training file.
+ */
+export function loadCsvTestFile(
+  file: string,
+  spec: CsvDataSpec,
+  names: CsvColumnNames,
+  classNames: readonly string[] | undefined,
+): Dataset {
+  const table = readTable(file, spec);
+  if (!table.names)
+    throw new Error(
+      `${file}: the checkpoint reads its columns by name (${names.features.join(', ')}, …) but data.header is false; give the file its header row and set data.header: true`,
+    );
+  const columns = columnsByName({ ...table, names: table.names }, names, { labelsRequired: true });
+  const labelMap = spec.task === 'classification' ? labelMapFromText([], classNames) : undefined;
+  return tableToDataset(table, spec, columns, labelMap);
 }

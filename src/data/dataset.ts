@@ -1,5 +1,6 @@
 import type { IdxImagesAndLabels } from './idx.ts';
 import type { DatasetTask } from './spec.ts';
+import type { CsvColumnNames } from './csvColumns.ts';
 import { limitSpeechDataset, shareSpeechDataset, type SpeechDataset } from '../speech/speechDataset.ts';
 
 /**
@@ -28,6 +29,8 @@ export interface Dataset {
   classNames?: string[];
   /** the normalisation already applied to `images` (predict applies it to new samples) */
   normalization?: { mean: number[]; std: number[] };
+  /** a CSV training set's columns by header name (predict and eval find them by name in other files) */
+  columns?: CsvColumnNames;
   /**
    * A speech dataset (task transcription, data/speech.ts): its utterances of variable length, their
    * features and label sequences; `images` and `labels` are then empty and `count` its utterances

@@ -1,9 +1,9 @@
 import { existsSync, statSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { homedir, networkInterfaces, type NetworkInterfaceInfo } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { datasetFromIdx, type Dataset } from './dataset.ts';
-import { downloadFile } from './download.ts';
+import { downloadFile, type DownloadOptions } from './download.ts';
 import { readIdxImagesAndLabels } from './idx.ts';
 
 /**
@@ -73,6 +73,12 @@ export interface LoadFashionMnistOptions {
   systemDirs?: string[];
   /** where progress and fall-through notes go (default: stderr) */
   log?: (msg: string) => void;
+  /** where the four .gz files are downloaded from (default FASHION_MNIST_URL) */
+  url?: string;
+  /** the download's bounds and name lookup (downloadFile's options, but the MD5) */
+  download?: Omit<DownloadOptions, 'md5'>;
+  /** the machine's network interfaces (default os.networkInterfaces): with none but loopback nothing is downloaded */
+  interfaces?: () => NodeJS.Dict<NetworkInterfaceInfo[]>;
 }
 
 export interface FashionMnist {
@@ -136,11 +142,25 @@ function complete(found: ReturnType<typeof findFashionMnistFiles>): Record<FileK
   return found.missing.length === 0 ? (found.paths as Record<FileKey, string>) : undefined;
 }
 
+/** Some interface other than loopback is up: a download may reach something. */
+function networkUp(interfaces: () => NodeJS.Dict<NetworkInterfaceInfo[]>): boolean {
+  return Object.values(interfaces()).some((list) => list?.some((i) => !i.internal));
+}
+
 /** Downloads the missing .gz files into `cacheDir`, each checked against its published MD5. */
-async function fillCache(cacheDir: string, missing: FileKey[], log: (msg: string) => void): Promise<void> {
+async function fillCache(
+  cacheDir: string,
+  missing: FileKey[],
+  log: (msg: string) => void,
+  options: LoadFashionMnistOptions,
+): Promise<void> {
+  const base = options.url ?? FASHION_MNIST_URL;
   for (const key of missing) {
     const file = `${FASHION_MNIST_FILES[key]}.gz`;
-    await downloadFile(FASHION_MNIST_URL + file, join(cacheDir, file), { md5: FASHION_MNIST_GZ_MD5[key] });
+    await downloadFile(new URL(file, base).href, join(cacheDir, file), {
+      ...options.download,
+      md5: FASHION_MNIST_GZ_MD5[key],
+    });
     // logged after success so that an offline machine prints only the one failure line
     log(`fashion-mnist: downloaded ${file} into ${cacheDir} (MD5 verified)`);
   }
@@ -185,14 +205,18 @@ export async function loadFashionMnist(options: LoadFashionMnistOptions = {}): P
   const cacheDir = options.cacheDir ?? defaultFashionMnistCacheDir();
   let found = findFashionMnistFiles(cacheDir);
   const mayDownload = options.allowDownload !== false && !offlineByEnv();
-  if (!complete(found) && mayDownload) {
+  if (!complete(found) && mayDownload && !networkUp(options.interfaces ?? networkInterfaces)) {
+    log('fashion-mnist: no network interface is up, so nothing is downloaded; using the shipped subset');
+  } else if (!complete(found) && mayDownload) {
     const missing = FILE_KEYS.filter((k) => found.paths[k] === undefined);
     try {
-      await fillCache(cacheDir, missing, log);
+      await fillCache(cacheDir, missing, log, options);
       found = findFashionMnistFiles(cacheDir);
     } catch (err) {
-      // offline or blocked: one line, then the shipped subset
-      log(`fashion-mnist: ${err instanceof Error ? err.message : String(err)}; using the shipped subset instead`);
+      // offline or blocked: one line, then the shipped subset (the first failure ends the download)
+      log(
+        `fashion-mnist: ${err instanceof Error ? err.message : String(err)}; using the shipped subset instead (PARATRAIN_OFFLINE=1 skips the download)`,
+      );
     }
   }
   const cached = complete(found);

@@ -4,8 +4,8 @@ import { isAbsolute, resolve } from 'node:path';
 
 /**
  * A path from the data config: absolute as given; relative ones resolve against `data.dir` when set,
- * else the working directory (the same rule as data.dir itself, so a run directory's copy of the
- * config, resumed from elsewhere, reads the same files from the same place).
+ * else the working directory. A config file's data.dir is always set and absolute (its own folder
+ * unless it names another, config/dataPaths.ts); only a config written in code reaches the else.
  */
 export function resolveDataPath(path: string, dir: string | undefined): string {
   if (isAbsolute(path)) return path;
@@ -22,7 +22,7 @@ export function readDataFile(path: string, field?: string): Buffer {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT')
       throw new Error(
-        `${what}file ${path} not found; check the path (relative paths start at data.dir, else the working directory ${process.cwd()})`,
+        `${what}file ${path} not found; check the path (relative paths start at data.dir: a config file's own folder unless it sets another)`,
       );
     throw new Error(`${what}cannot read ${path}: ${(e as Error).message}`);
   }

@@ -26,7 +26,7 @@ export function loadIdxPair(pair: IdxPairSpec, field: string): Dataset {
   for (const [key, path] of Object.entries(pair)) {
     if (!existsSync(path))
       throw new Error(
-        `${field}.${key}: IDX file ${path} not found; check the path (relative paths start at data.dir, else the working directory)`,
+        `${field}.${key}: IDX file ${path} not found; check the path (relative paths start at data.dir: a config file's own folder unless it sets another)`,
       );
   }
   const images = readIdxFile(pair.images);

@@ -1,11 +1,13 @@
 /**
  * What a checkpoint records about its data, so predict and eval can treat new samples as training
  * did: checkpoint metadata key `paratrain.data`, JSON
- * `{ task, classNames?, inputShape, normalization?: { mean, std }, speech?: { alphabet, features } }`.
+ * `{ task, classNames?, inputShape, normalization?: { mean, std }, speech?: { alphabet, features },
+ * columns?: { features, label?, targets?, unused? } }`.
  */
 import { taskOf, type Dataset } from './dataset.ts';
 import type { DatasetTask } from './spec.ts';
 import type { FeatureOptions } from '../speech/featureOptions.ts';
+import type { CsvColumnNames } from './csvColumns.ts';
 
 /** The checkpoint metadata key. */
 export const DATA_METADATA_KEY = 'paratrain.data';
@@ -21,6 +23,8 @@ export interface DataMetadata {
   normalization?: { mean: number[]; std: number[] };
   /** a speech model's alphabet (symbol k is output k + 1, output 0 the CTC blank) and acoustic features */
   speech?: { alphabet: string[]; features: FeatureOptions };
+  /** a CSV run's columns by header name; absent (no header, or older checkpoints): columns by position */
+  columns?: CsvColumnNames;
 }
 
 /** The metadata entries to write into a model checkpoint trained on `loaded.train`. */
@@ -29,6 +33,7 @@ export function dataMetadata(loaded: { train: Dataset }): Record<string, string>
   const meta: DataMetadata = { task: taskOf(ds), inputShape: [...ds.sampleShape] };
   if (ds.classNames) meta.classNames = [...ds.classNames];
   if (ds.normalization) meta.normalization = { mean: [...ds.normalization.mean], std: [...ds.normalization.std] };
+  if (ds.columns) meta.columns = structuredClone(ds.columns);
   if (ds.speech) meta.speech = { alphabet: [...ds.speech.alphabet.symbols], features: { ...ds.speech.featureOptions } };
   return { [DATA_METADATA_KEY]: JSON.stringify(meta) };
 }

@@ -37,7 +37,8 @@ export interface AugmentSpec {
 export interface DataCommon {
   /**
    * fashion-mnist: directory holding the IDX files (when absent the lookup order in README applies);
-   * the other types: the folder their relative paths resolve against (default: the working directory)
+   * the other types: the folder their relative paths resolve against (default: a config file's own
+   * folder, config/dataPaths.ts; a config written in code: the working directory)
    */
   dir?: string;
   /** batch size; see batchSizeScope */

@@ -35,17 +35,17 @@ export function speechOf(ds: Dataset, what: string): SpeechDataset {
   return ds.speech;
 }
 
-/** Reads `spec.dir`'s manifests (features from the cache or computed), each split as a Dataset. */
-export function loadSpeechSplits(
+/** Reads `spec.dir`'s manifests (features from the cache, or computed on every core), each split as a Dataset. */
+export async function loadSpeechSplits(
   spec: SpeechDataSpec,
   log?: (m: string) => void,
-): { train: Dataset; validation?: Dataset; test: Dataset; source: string } {
+): Promise<{ train: Dataset; validation?: Dataset; test: Dataset; source: string }> {
   if (spec.dir === undefined) {
     throw new Error(
       'data.dir: a speech dataset needs its directory (train.csv, test.csv, optionally dev.csv); set data.dir or pass --data DIR',
     );
   }
-  const loaded = loadSpeechData(spec.dir, {
+  const loaded = await loadSpeechData(spec.dir, {
     features: spec.features,
     alphabet: spec.alphabet === undefined ? undefined : resolveDataPath(spec.alphabet, spec.dir),
     cache: spec.cache,

@@ -7,9 +7,17 @@ export interface OptimizerState {
   buffers: { name: string; data: Float32Array }[];
 }
 
+/** Floats start … end − 1 of a flat buffer. */
+export interface FlatRange {
+  start: number;
+  end: number;
+}
+
 /**
  * An optimizer updates one flat parameter buffer from one flat gradient buffer of the same length;
- * its own state (moments, velocity) is flat too.
+ * its own state (moments, velocity) is flat too. Frozen ranges are never updated (nor their state):
+ * the step runs on the ranges between them, which equals stepping the whole as the updates are
+ * elementwise.
  */
 export interface Optimizer {
   readonly spec: OptimizerSpec;
@@ -22,6 +30,21 @@ export interface Optimizer {
   loadState(state: OptimizerState): void;
 }
 
+/** The ranges of [0, size) outside `frozen`, in order (the whole buffer when nothing is frozen). */
+export function trainableRanges(size: number, frozen: readonly FlatRange[]): FlatRange[] {
+  const out: FlatRange[] = [];
+  let at = 0;
+  for (const f of [...frozen].sort((a, b) => a.start - b.start)) {
+    if (f.start > at) out.push({ start: at, end: Math.min(f.start, size) });
+    at = Math.max(at, f.end);
+  }
+  if (at < size) out.push({ start: at, end: size });
+  return out.filter((r) => r.end > r.start);
+}
+
+/** `a` itself when `r` covers it, else its view over `r`. */
+const over = (a: Float32Array, r: FlatRange) => (r.start === 0 && r.end === a.length ? a : a.subarray(r.start, r.end));
+
 class Sgd implements Optimizer {
   stepCount = 0;
   private readonly velocity: Float32Array | null;
@@ -31,13 +54,17 @@ class Sgd implements Optimizer {
     readonly spec: Extract<OptimizerSpec, { type: 'sgd' }>,
     size: number,
     allocate: Allocate,
+    private readonly trainable: readonly FlatRange[],
   ) {
     this.velocity = spec.momentum > 0 ? allocate(size) : null;
   }
 
   step(params: Float32Array, grads: Float32Array, lr: number): void {
     const { momentum, nesterov, weightDecay } = this.spec;
-    this.backend.sgdStep(params, grads, this.velocity, { lr, momentum, nesterov, weightDecay });
+    for (const r of this.trainable) {
+      const velocity = this.velocity && over(this.velocity, r);
+      this.backend.sgdStep(over(params, r), over(grads, r), velocity, { lr, momentum, nesterov, weightDecay });
+    }
     this.stepCount++;
   }
 
@@ -61,6 +88,7 @@ class Adam implements Optimizer {
     readonly spec: Extract<OptimizerSpec, { type: 'adam' | 'adamw' }>,
     size: number,
     allocate: Allocate,
+    private readonly trainable: readonly FlatRange[],
   ) {
     this.m = allocate(size);
     this.v = allocate(size);
@@ -69,15 +97,17 @@ class Adam implements Optimizer {
   step(params: Float32Array, grads: Float32Array, lr: number): void {
     const { beta1, beta2, eps, weightDecay } = this.spec;
     this.stepCount++;
-    this.backend.adamStep(params, grads, this.m, this.v, {
-      lr,
-      beta1,
-      beta2,
-      eps,
-      weightDecay,
-      decoupled: this.spec.type === 'adamw',
-      step: this.stepCount,
-    });
+    for (const r of this.trainable) {
+      this.backend.adamStep(over(params, r), over(grads, r), over(this.m, r), over(this.v, r), {
+        lr,
+        beta1,
+        beta2,
+        eps,
+        weightDecay,
+        decoupled: this.spec.type === 'adamw',
+        step: this.stepCount,
+      });
+    }
   }
 
   state(): OptimizerState {
@@ -117,12 +147,16 @@ export function optimizerStateSize(spec: OptimizerSpec, size: number): number {
   return spec.type === 'sgd' ? (spec.momentum > 0 ? size : 0) : 2 * size;
 }
 
-/** An optimizer for a flat buffer of `size` parameters. */
+/** An optimizer for a flat buffer of `size` parameters, of which the `frozen` ranges never change. */
 export function createOptimizer(
   backend: Backend,
   spec: OptimizerSpec,
   size: number,
   allocate: Allocate = (n) => backend.alloc(n),
+  frozen: readonly FlatRange[] = [],
 ): Optimizer {
-  return spec.type === 'sgd' ? new Sgd(backend, spec, size, allocate) : new Adam(backend, spec, size, allocate);
+  const trainable = trainableRanges(size, frozen);
+  return spec.type === 'sgd'
+    ? new Sgd(backend, spec, size, allocate, trainable)
+    : new Adam(backend, spec, size, allocate, trainable);
 }

@@ -26,11 +26,19 @@ export interface RunSummary {
   valAccuracy: number;
   /** train.best's last improvement (model-best.safetensors), epoch 0-based; null: none */
   best: { metric: string; value: number; epoch: number } | null;
-  /** train.earlyStopping stopped the run in this epoch (1-based); null: it did not */
+  /** train.earlyStopping stopped the run in this epoch (0-based, as in metrics.jsonl); null: it did not */
   earlyStoppedEpoch: number | null;
   /** waits longer than train.stallWarningSeconds reported */
   stalls: number;
+  /** starts of the run: 1, or more when it was resumed */
+  segments: number;
+  /** training wall time: the segments' times added up (the gaps between them left out) */
   wallSeconds: number;
+  /** from the first start to the last event, the gaps between segments included */
+  elapsedSeconds: number;
+  /** samples trained over all segments (the steps a resume redid included) */
+  samples: number;
+  /** samples over the training wall time */
   samplesPerSecond: number;
   /** idle time over compute + strategy time, all devices together */
   idleShare: number;
@@ -51,14 +59,8 @@ export function summarize(run: RunData): RunSummary {
   const total = (f: (d: DeviceSummary) => number) => perDevice.reduce((n, d) => n + f(d), 0);
   const busy = total((d) => d.computeMs + d.commMs + d.idleMs);
   const stale = run.steps.filter((s) => s.staleness !== undefined);
-  const lastTime = maxOf(
-    [run.start.time],
-    run.steps.map((s) => s.time),
-    run.evals.map((e) => e.time),
-  );
-  const wallSeconds =
-    run.end && Number.isFinite(run.end.seconds) ? run.end.seconds : (lastTime - run.start.time) / 1000;
-  const samples = total((d) => d.samples);
+  const wallSeconds = run.segments.reduce((n, s) => n + s.seconds, 0);
+  const samples = run.segments.reduce((n, s) => n + s.samples, 0);
   const lastEval = run.evals.filter((e) => Number.isFinite(e.testAccuracy)).at(-1);
   const lastVal = run.evals.filter((e) => Number.isFinite(e.valAccuracy)).at(-1);
   return {
@@ -71,9 +73,13 @@ export function summarize(run: RunData): RunSummary {
     best: run.best ? { metric: run.best.metric, value: run.best.value, epoch: run.best.epoch } : null,
     earlyStoppedEpoch: run.earlyStopped?.epoch ?? null,
     stalls: run.stalls.length,
+    segments: run.segments.length,
     wallSeconds,
+    elapsedSeconds: (run.segments.at(-1)!.last - run.segments[0]!.start) / 1000,
+    samples,
+    // one segment that ended: the trainer's own figure (the same samples over the same seconds)
     samplesPerSecond:
-      run.end && Number.isFinite(run.end.samplesPerSecond)
+      run.segments.length === 1 && run.end && Number.isFinite(run.end.samplesPerSecond)
         ? run.end.samplesPerSecond
         : samples / Math.max(wallSeconds, 1e-9),
     idleShare: busy > 0 ? total((d) => d.idleMs) / busy : 0,

@@ -33,7 +33,7 @@ export const EVAL_CHARTS = String.raw`
           y: { position: 'left', title: { display: true, text: 'validation accuracy' }, ticks: { callback: finePct } },
           y1: { position: 'right', title: { display: true, text: 'validation loss' }, grid: { drawOnChartArea: false } }
         },
-        plugins: { legend: runLegend, tooltip: { callbacks: { label: function (c) {
+        plugins: { legend: runLegend, resumeMarks: { axis: 'step' }, tooltip: { callbacks: { label: function (c) {
           return c.dataset.label + ': ' + (c.dataset.yAxisID === 'y' ? fmtPct(c.parsed.y, 2) : c.parsed.y.toFixed(4));
         } } } }
       }
@@ -53,7 +53,7 @@ export const EVAL_CHARTS = String.raw`
         parsing: false, interaction: { mode: 'nearest', intersect: false },
         scales: { x: { type: 'linear', title: { display: true, text: 'step' } },
                   y: { beginAtZero: true, title: { display: true, text: 'learning rate' }, ticks: { callback: function (v) { return Number(v).toPrecision(2); } } } },
-        plugins: { tooltip: { callbacks: { label: function (c) { return c.dataset.label + ': ' + c.parsed.y.toPrecision(4); } } } }
+        plugins: { resumeMarks: { axis: 'step' }, tooltip: { callbacks: { label: function (c) { return c.dataset.label + ': ' + c.parsed.y.toPrecision(4); } } } }
       }
     });
   }
@@ -69,7 +69,7 @@ export const EVAL_CHARTS = String.raw`
       options: {
         scales: { x: { type: 'linear', title: { display: true, text: 'wall time (s)' } },
                   y: { beginAtZero: true, title: { display: true, text: 'seconds waited' } } },
-        plugins: { tooltip: { callbacks: { label: function (c) {
+        plugins: { resumeMarks: { axis: 'time' }, tooltip: { callbacks: { label: function (c) {
           var s = c.dataset.stalls[c.dataIndex];
           return c.dataset.label + ': device ' + s.rank + ' waited ' + s.seconds.toFixed(1) + ' s in ' + s.waitingIn +
             (s.missing.length ? ' for device ' + s.missing.join(', ') : '');

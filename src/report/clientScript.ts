@@ -6,6 +6,7 @@
  */
 import { EVAL_CHARTS } from './clientEvalCharts.ts';
 import { ERROR_RATE_SCRIPT } from './clientErrorRates.ts';
+import { RESUME_MARKS_SCRIPT } from './clientResumeMarks.ts';
 
 export const CLIENT_SCRIPT = String.raw`
 (function () {
@@ -71,6 +72,7 @@ export const CLIENT_SCRIPT = String.raw`
     }
   };
 
+${RESUME_MARKS_SCRIPT}
   // ---- loss and accuracy, against step and against wall time
   var smoothable = [];
   function curveChart(id, yKey, xKey, yTitle, isFraction) {
@@ -80,7 +82,8 @@ export const CLIENT_SCRIPT = String.raw`
       var ys = run.series.steps[yKey];
       datasets.push({
         label: run.label, run: r, raw: ys, xs: xs, borderColor: run.color, backgroundColor: run.color,
-        borderWidth: 1.5, pointRadius: 0, tension: 0, spanGaps: true, data: []
+        borderWidth: 1.5, pointRadius: 0, tension: 0, spanGaps: true, data: [],
+        segment: xKey === 'time' ? breakBetween(stepSegments(run)) : undefined
       });
       var evalKey = yKey === 'loss' ? 'loss' : 'accuracy';
       var evals = run.series.evals.filter(function (e) { return isFinite(e[evalKey]) && isFinite(e[xKey]); });
@@ -88,6 +91,7 @@ export const CLIENT_SCRIPT = String.raw`
         datasets.push({
           label: run.label + ' (test)', run: r, secondary: true, borderColor: run.color, backgroundColor: '#fff',
           borderDash: [5, 4], borderWidth: 1.5, pointRadius: 4, pointBorderWidth: 2, pointStyle: 'rectRot',
+          segment: xKey === 'time' ? breakBetween(timeSegments(run, evals.map(function (e) { return e.time; }))) : undefined,
           data: evals.map(function (e) { return { x: e[xKey], y: e[evalKey] }; })
         });
       }
@@ -103,6 +107,7 @@ export const CLIENT_SCRIPT = String.raw`
         },
         plugins: {
           legend: runLegend,
+          resumeMarks: { axis: xKey },
           tooltip: { callbacks: { label: function (c) {
             var v = c.parsed.y;
             return c.dataset.label + ': ' + (isFraction ? fmtPct(v) : v.toFixed(4));
@@ -146,7 +151,7 @@ ${EVAL_CHARTS}
       parsing: false, interaction: { mode: 'nearest', intersect: false },
       scales: { x: { type: 'linear', title: { display: true, text: 'wall time (s)' } },
                 y: { beginAtZero: true, title: { display: true, text: 'samples / s' } } },
-      plugins: { legend: runLegend }
+      plugins: { legend: runLegend, resumeMarks: { axis: 'time' } }
     }
   });
 
@@ -224,6 +229,7 @@ ${EVAL_CHARTS}
         },
         plugins: {
           legend: { display: r === 0, position: 'top', align: 'end' },
+          resumeMarks: { axis: 'time', only: r },
           tooltip: { callbacks: { label: function (c) {
             var v = c.raw.x;
             return c.dataset.label + ': ' + v[0].toFixed(2) + '–' + v[1].toFixed(2) + ' s (' + ((v[1] - v[0]) * 1000).toFixed(0) + ' ms)';

@@ -11,6 +11,7 @@ import { nonEmptyColumns, summaryRow } from './table.ts';
 import { esc } from './escape.ts';
 import { hyperparameterSection } from './hyperparameters.ts';
 import { ERROR_RATE_CHART } from './clientErrorRates.ts';
+import { resumedNote, segmentNotes } from './segmentNotes.ts';
 
 /** Marks files this module wrote (so `report` may overwrite them without --force). */
 export const GENERATOR_MARK = '<meta name="generator" content="paratrain report">';
@@ -67,13 +68,16 @@ const SECTIONS: Record<ChartId, { title: string; note: string; wide?: boolean }>
   },
   'loss-time': {
     title: 'Loss vs wall time',
-    note: 'The same loss against seconds since the run started: what a strategy buys per second.',
+    note: 'The same loss against seconds of training: what a strategy buys per second. A resumed run: its segments end to end, a dashed line at each resume.',
   },
   'accuracy-step': {
     title: 'Accuracy vs step',
     note: 'Training accuracy (smoothed); dashed markers: test accuracy after each evaluation.',
   },
-  'accuracy-time': { title: 'Accuracy vs wall time', note: 'Accuracy against seconds since the run started.' },
+  'accuracy-time': {
+    title: 'Accuracy vs wall time',
+    note: 'Accuracy against seconds of training (resumes: dashed lines).',
+  },
   validation: {
     title: 'Validation',
     note: 'Evaluations of the validation split after epochs: accuracy (solid, left axis) and loss (dashed, right axis); a star marks the evaluation model-best.safetensors holds.',
@@ -82,7 +86,10 @@ const SECTIONS: Record<ChartId, { title: string; note: string; wide?: boolean }>
     title: 'Learning rate',
     note: 'The learning rate of each step: warmup, decay and linear scaling by the device count included.',
   },
-  throughput: { title: 'Throughput', note: 'Training samples per second, all devices together.' },
+  throughput: {
+    title: 'Throughput',
+    note: 'Training samples per second, all devices together; the curve breaks at a resume (dashed line).',
+  },
   'device-share': {
     title: "Where each device's time went",
     note: "Compute, communication (collectives, pushes, pulls, optimizer) and idle time waiting for peers. ⚠ marks a straggler: compute time per sample ≥ 1.5× the devices' median.",
@@ -165,7 +172,7 @@ ${GENERATOR_MARK}
 <body>
 <header>
 <h1>${esc(title)}</h1>
-<p class="meta">Written ${esc(generated.toISOString().replace('T', ' ').slice(0, 19))} UTC by <code>paratrain report</code>. ${runs.length} run${runs.length === 1 ? '' : 's'}.${leftOut}</p>
+<p class="meta">Written ${esc(generated.toISOString().replace('T', ' ').slice(0, 19))} UTC by <code>paratrain report</code>. ${runs.length} run${runs.length === 1 ? '' : 's'}.${leftOut}${resumedNote(runs)}</p>
 </header>
 ${summaryTable(runs)}
 ${runDetails(runs)}
@@ -227,6 +234,8 @@ function summaryTable(runs: readonly ReportRun[]): string {
       'best',
       'early stop',
       'wall time',
+      'elapsed',
+      'samples',
       'samples/s',
       'mean idle',
       'mean staleness',
@@ -262,8 +271,9 @@ function runDetails(runs: readonly ReportRun[]): string {
       return (
         `<li><b>${esc(r.label)}</b>: <code>${esc(r.run.dir)}</code> — ${esc(s.strategy)}, ${n(s.devices)} device(s), backend ${esc(s.backend)}, ` +
         `${n(s.parameters)} parameters, global batch ${n(s.globalBatch)}, ${n(s.epochs)} epoch(s) of ${n(s.stepsPerEpoch)} steps; data: ${esc(s.dataSource)}` +
-        `${r.run.earlyStopped ? ` — stopped early after epoch ${n(r.run.earlyStopped.epoch)} (${esc(r.run.earlyStopped.metric)} no longer improved)` : ''}` +
+        `${r.run.earlyStopped ? ` — stopped early after epoch ${n(r.run.earlyStopped.epoch + 1)} (${esc(r.run.earlyStopped.metric)} no longer improved)` : ''}` +
         `${r.run.end ? '' : ' — <b>unfinished</b> (no end event)'}` +
+        segmentNotes(r.run, r.summary) +
         `${(r.run.settings?.commands ?? []).map((c) => `<br><code class="command">${esc(c)}</code>`).join('')}</li>`
       );
     })
@@ -292,6 +302,7 @@ table.summary td.num{text-align:right}
 .swatch{display:inline-block;width:11px;height:11px;border-radius:2px;margin-right:8px;vertical-align:-1px}
 details.runs{margin:0 0 12px;color:#444}
 details.runs ul{margin:6px 0;padding-left:20px}
+details.runs ol.segments{margin:2px 0 4px;padding-left:22px}
 .controls{margin:6px 0 14px;color:#444}
 .controls input{vertical-align:middle;width:180px}
 main{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:16px}

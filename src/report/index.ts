@@ -36,7 +36,8 @@ export function loadReportRuns(dirs: readonly string[]): ReportRun[] {
   const runs: RunData[] = dirs.flatMap((d) => {
     const children = existsSync(join(d, METRICS_FILE)) ? [] : childRuns(d);
     return children.length > 0
-      ? children.map((c) => loadRun(c)).sort((a, b) => a.start.time - b.start.time)
+      ? // a resumed run started when its first segment did
+        children.map((c) => loadRun(c)).sort((a, b) => a.segments[0]!.start - b.segments[0]!.start)
       : [loadRun(d)];
   });
   const labels = runLabels(runs);

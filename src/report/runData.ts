@@ -2,13 +2,15 @@
  * Reading a run directory's metrics.jsonl into typed events, with errors that name the file.
  *
  * A metrics file normally holds one run: a 'start' event, then steps, epochs, evaluations and an
- * 'end'. A run killed early has no 'end' (it is reported as unfinished). Should a file hold several
- * runs one after another, the last one is used.
+ * 'end'. A run killed early has no 'end' (it is reported as unfinished). A resumed run appends a
+ * segment (a 'start' and a 'resume' event) per resume: the segments are read as one run. Should a
+ * file hold several runs one after another, the last one is used.
  */
 import { realpathSync, statSync, type Stats } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { METRICS_FILE, readMetrics, type MetricEvent } from '../runtime/events/metrics.ts';
 import { readRunSettings, type RunSettings } from './settings.ts';
+import { describeSegment, resumeEventOf, segmentRanges, type RunSegment } from './segments.ts';
 
 export interface StartInfo {
   time: number;
@@ -100,9 +102,11 @@ export interface RunData {
   /** devices that died while the run went on (async, asynchronous EASGD) */
   lost?: { rank: number; step: number; reason: string }[];
   stalls: StallInfo[];
+  /** each start of the run, oldest first: one, or more when it was resumed (the steps above are of all of them) */
+  segments: RunSegment[];
   /** the last improvement of train.best's metric (model-best.safetensors), epoch 0-based */
   best?: { metric: string; value: number; epoch: number; step: number };
-  /** train.earlyStopping stopped the run after `step` steps, in epoch `epoch` (1-based) */
+  /** train.earlyStopping stopped the run after `step` steps, its last in epoch `epoch` (0-based) */
   earlyStopped?: { step: number; epoch: number; metric: string };
   /** config.yaml and command.txt of the run directory (null: not there, e.g. a run of an older version) */
   settings: RunSettings | null;
@@ -138,45 +142,40 @@ function safeRealpath(dir: string): string {
 }
 
 /**
- * The events of the run that starts at `all[first]`. A resumed run (a 'resume' event after its
- * start) continues an earlier attempt in the same file: that attempt's steps, evaluations and
- * epochs before the resume point come first (the steps it ran past the checkpoint were redone).
+ * The run's events as one run, from the segments of a resumed run (segments.ts): each resume
+ * continues the history before it, whose steps, evaluations and epochs before the resume point
+ * come first (the steps it ran past the checkpoint were redone); the start event is the last one.
  */
-function withResumedHistory(all: MetricEvent[], first: number): MetricEvent[] {
-  const events = all.slice(first);
-  const resume = events.find((e) => e.type === 'resume');
-  if (!resume || typeof resume.step !== 'number' || first === 0) return events;
-  let before = first - 1;
-  while (before > 0 && all[before]!.type !== 'start') before--;
-  const earlier = withResumedHistory(all, before).slice(1);
-  const at = resume.step,
-    epoch = typeof resume.epoch === 'number' ? resume.epoch : 0;
-  const kept = earlier.filter((e) =>
-    e.type === 'step'
-      ? (e.step as number) < at
-      : e.type === 'eval' || e.type === 'best'
-        ? (e.step as number) <= at
-        : e.type === 'stall'
-          ? true
-          : e.type === 'epoch' || e.type === 'rankEpoch'
-            ? (e.epoch as number) < epoch
-            : false,
-  );
-  return [events[0]!, ...kept, ...events.slice(1)];
+function joinSegments(segments: readonly MetricEvent[][]): MetricEvent[] {
+  let history: MetricEvent[] = [];
+  for (const events of segments) {
+    const resume = resumeEventOf(events);
+    const at = resume ? (resume.step as number) : 0,
+      epoch = typeof resume?.epoch === 'number' ? resume.epoch : 0;
+    const kept = history.filter((e) =>
+      e.type === 'step'
+        ? (e.step as number) < at
+        : e.type === 'eval' || e.type === 'best'
+          ? (e.step as number) <= at
+          : e.type === 'stall'
+            ? true
+            : e.type === 'epoch' || e.type === 'rankEpoch'
+              ? (e.epoch as number) < epoch
+              : false,
+    );
+    history = [...kept, ...events.slice(1)];
+  }
+  return [segments.at(-1)![0]!, ...history];
 }
 
 /** Typed view of already-read events (exported for tests). */
 export function parseRun(all: MetricEvent[], where: { dir: string; metricsPath: string; name: string }): RunData {
   const file = where.metricsPath;
-  let first = -1;
-  for (let i = all.length - 1; i >= 0; i--)
-    if (all[i]!.type === 'start') {
-      first = i;
-      break;
-    }
-  if (first < 0)
+  const ranges = segmentRanges(all);
+  if (ranges.length === 0)
     throw new Error(`metrics file ${file} has no 'start' event; it is empty or not written by paratrain train`);
-  const events = withResumedHistory(all, first);
+  const segmentEvents = ranges.map((r) => all.slice(r.from, r.to));
+  const events = joinSegments(segmentEvents);
 
   const count: Record<string, number> = {};
   const num = (e: MetricEvent, field: string, fallback?: number): number => {
@@ -216,6 +215,7 @@ export function parseRun(all: MetricEvent[], where: { dir: string; metricsPath: 
     epochs: [],
     end: null,
     stalls: [],
+    segments: segmentEvents.map((events, k) => describeSegment(events, segmentEvents[k - 1] ?? null)),
     settings: null,
   };
   for (const e of events.slice(1)) {

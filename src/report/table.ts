@@ -34,8 +34,11 @@ export function summaryRow(label: string, s: RunSummary): Record<string, string>
     best: s.best
       ? `${s.best.metric} ${s.best.metric.endsWith('Accuracy') ? pct(s.best.value, 2) : s.best.value.toFixed(4)} (epoch ${s.best.epoch + 1})`
       : '—',
-    'early stop': s.earlyStoppedEpoch === null ? '—' : `epoch ${s.earlyStoppedEpoch}`,
-    'wall time': formatSeconds(s.wallSeconds),
+    'early stop': s.earlyStoppedEpoch === null ? '—' : `epoch ${s.earlyStoppedEpoch + 1}`,
+    // a resumed run: the segments' training time; the elapsed column adds the gaps
+    'wall time': formatSeconds(s.wallSeconds) + (s.segments > 1 ? `, ${s.segments} segments` : ''),
+    elapsed: formatSeconds(s.elapsedSeconds),
+    samples: Number.isFinite(s.samples) ? Math.round(s.samples).toLocaleString('en-US') : '—',
     'samples/s': Number.isFinite(s.samplesPerSecond) ? s.samplesPerSecond.toFixed(0) : '—',
     'mean idle': pct(s.idleShare),
     'mean staleness': s.meanStaleness === null ? '—' : s.meanStaleness.toFixed(2),
@@ -56,6 +59,8 @@ const NUMERIC = new Set([
   'test accuracy',
   'val accuracy',
   'wall time',
+  'elapsed',
+  'samples',
   'samples/s',
   'mean idle',
   'mean staleness',
@@ -70,6 +75,8 @@ const NOTHING: Record<string, (s: RunSummary) => boolean> = {
   'val accuracy': (s) => !Number.isFinite(s.valAccuracy),
   best: (s) => s.best === null,
   'early stop': (s) => s.earlyStoppedEpoch === null,
+  // a run started once: its elapsed time is its wall time
+  elapsed: (s) => s.segments === 1,
   'mean staleness': (s) => s.meanStaleness === null,
   // one device waits for nobody and is no straggler
   'mean idle': (s) => s.devices === 1,
@@ -123,5 +130,6 @@ export const TERMINAL_COLUMNS = [
   'mean staleness',
   'stragglers',
   'bad steps',
+  'elapsed',
   'run',
 ] as const;

@@ -129,7 +129,7 @@ export class FeatureCache {
   }
 
   /**
-   * Writes what this run used (the entries asked for, in order) when anything changed: to a temporary
+   * Writes what this run used (the entries read from it, then those computed) when anything changed: to a temporary
    * file, then renamed over the old one, so readers never see half a file. Returns an error message
    * instead of throwing: a cache that cannot be written only costs time.
    */

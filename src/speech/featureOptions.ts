@@ -59,8 +59,8 @@ export const DEFAULT_FEATURE_OPTIONS: Readonly<FeatureOptions> = Object.freeze({
   context: 0,
 });
 
-/** Bumped when the computation changes, so old caches stop matching. */
-export const FEATURES_VERSION = 1;
+/** Bumped when the computation changes, so old caches stop matching (2: SpeexDSP's resampler). */
+export const FEATURES_VERSION = 2;
 
 /** Frame geometry: samples per window and per step, the FFT length (next power of two of the window). */
 export interface FrameGeometry {

@@ -12,9 +12,10 @@
  * Frames: only those that fit wholly in the signal, 1 + ⌊(n − windowSize)/windowShift⌋ (0 when shorter
  * than a window). Computed in float64, stored as float32.
  */
+import { FoldedDct } from './dct.ts';
 import { RealFft } from './fft.ts';
 import { frameGeometry, type FeatureOptions, type FrameGeometry } from './featureOptions.ts';
-import { melFilterbank, type MelFilter } from './melBank.ts';
+import { melFilterbank } from './melBank.ts';
 
 /** Kaldi's floor inside the log: std::numeric_limits<float>::epsilon(). */
 export const LOG_FLOOR = 2 ** -23;
@@ -41,94 +42,110 @@ export function windowFunction(type: FeatureOptions['window'], n: number): Float
   return w;
 }
 
-/** The orthonormal DCT-II rows k < count for n inputs: s_k·cos(πk(j + ½)/n), s_0 = √(1/n), s_k = √(2/n). */
-export function dctMatrix(count: number, n: number): Float64Array {
-  const m = new Float64Array(count * n);
-  for (let k = 0; k < count; k++) {
-    const s = Math.sqrt((k === 0 ? 1 : 2) / n);
-    for (let j = 0; j < n; j++) m[k * n + j] = s * Math.cos((Math.PI * k * (j + 0.5)) / n);
-  }
-  return m;
-}
-
 /** The number of whole frames in `samples` samples. */
 export function frameCount(samples: number, g: FrameGeometry): number {
   return samples < g.windowSize ? 0 : 1 + Math.floor((samples - g.windowSize) / g.windowShift);
 }
 
-/** Computes features for one option set; build once, call `compute` per utterance. */
+/** Computes features for one option set; build once, call `compute` per utterance (not reentrant: buffers are reused). */
 export class FeatureExtractor {
   readonly geometry: FrameGeometry;
-  private readonly window: Float64Array;
-  private readonly filters: MelFilter[];
+  /** the window times SAMPLE_SCALE (a power of two, so this equals scaling first, bit for bit) */
+  private readonly scaledWindow: Float64Array;
   private readonly fft: RealFft;
-  private readonly dct?: Float64Array;
+  /** the mel filters as one sparse matrix: filter m weighs bins melStart[m] … melStart[m] + its length − 1 */
+  private readonly melStart: Int32Array;
+  private readonly melOffset: Int32Array;
+  private readonly melWeights: Float64Array;
+  private readonly dct?: FoldedDct;
   private readonly lifter?: Float64Array;
+  /** per-frame buffers: the frame zero-padded to the FFT size, its power spectrum, the log mel energies */
+  private readonly frame: Float64Array;
+  private readonly power: Float64Array;
+  private readonly logMel: Float64Array;
+  /** no mean removal, no pre-emphasis, no zero padding: the FFT reads and windows the samples itself */
+  private readonly plainFrames: boolean;
 
   constructor(readonly options: FeatureOptions) {
     const g = frameGeometry(options);
     this.geometry = g;
-    this.window = windowFunction(options.window, g.windowSize);
-    this.filters = melFilterbank(options.melFilters, g.fftSize, options.sampleRate, options.lowHz, options.highHz);
+    this.scaledWindow = windowFunction(options.window, g.windowSize).map((w) => w * SAMPLE_SCALE);
+    const filters = melFilterbank(options.melFilters, g.fftSize, options.sampleRate, options.lowHz, options.highHz);
+    this.melStart = Int32Array.from(filters, (f) => f.start);
+    this.melOffset = new Int32Array(filters.length + 1);
+    for (let m = 0; m < filters.length; m++) this.melOffset[m + 1] = this.melOffset[m]! + filters[m]!.weights.length;
+    this.melWeights = new Float64Array(this.melOffset[filters.length]!);
+    for (let m = 0; m < filters.length; m++) this.melWeights.set(filters[m]!.weights, this.melOffset[m]);
     this.fft = new RealFft(g.fftSize);
     if (options.type === 'mfcc') {
-      this.dct = dctMatrix(options.coefficients, options.melFilters);
+      this.dct = new FoldedDct(options.coefficients, options.melFilters);
       if (options.lifter > 0) {
         const L = options.lifter;
         this.lifter = new Float64Array(options.coefficients);
         for (let i = 0; i < options.coefficients; i++) this.lifter[i] = 1 + 0.5 * L * Math.sin((Math.PI * i) / L);
       }
     }
+    this.frame = new Float64Array(g.fftSize);
+    this.power = new Float64Array(g.fftSize / 2 + 1);
+    this.logMel = new Float64Array(options.melFilters);
+    this.plainFrames = options.preemphasis === 0 && !options.removeDcOffset && g.windowSize === g.fftSize;
   }
 
   /** Features of mono samples in [−1, 1] at options.sampleRate. */
   compute(samples: ArrayLike<number>): Features {
-    const { windowSize, windowShift, fftSize, featureSize } = this.geometry;
-    const { preemphasis, removeDcOffset, melFilters } = this.options;
+    const { windowShift, featureSize } = this.geometry;
     const frames = frameCount(samples.length, this.geometry);
     const out = new Float32Array(frames * featureSize);
-    const frame = new Float64Array(fftSize);
-    const power = new Float64Array(fftSize / 2 + 1);
-    const re = new Float64Array(fftSize / 2 + 1),
-      im = new Float64Array(fftSize / 2 + 1);
-    const logMel = new Float64Array(melFilters);
     for (let f = 0; f < frames; f++) {
-      const start = f * windowShift;
-      let mean = 0;
-      for (let t = 0; t < windowSize; t++) {
-        const v = samples[start + t]! * SAMPLE_SCALE;
-        frame[t] = v;
-        mean += v;
+      if (this.plainFrames) this.fft.powerSpectrum(samples, this.power, f * windowShift, this.scaledWindow);
+      else {
+        this.windowFrame(samples, f * windowShift);
+        this.fft.powerSpectrum(this.frame, this.power);
       }
-      if (removeDcOffset) {
-        mean /= windowSize;
-        for (let t = 0; t < windowSize; t++) frame[t] = frame[t]! - mean;
-      }
-      if (preemphasis !== 0) {
-        for (let t = windowSize - 1; t > 0; t--) frame[t] = frame[t]! - preemphasis * frame[t - 1]!;
-        frame[0] = frame[0]! - preemphasis * frame[0]!;
-      }
-      for (let t = 0; t < windowSize; t++) frame[t] = frame[t]! * this.window[t]!;
-      frame.fill(0, windowSize);
-      this.fft.powerSpectrum(frame, power, re, im);
-      for (let m = 0; m < melFilters; m++) {
-        const { start: s, weights } = this.filters[m]!;
-        let e = 0;
-        for (let k = 0; k < weights.length; k++) e += weights[k]! * power[s + k]!;
-        logMel[m] = Math.log(Math.max(e, LOG_FLOOR));
-      }
-      const row = f * featureSize;
-      if (!this.dct) {
-        for (let m = 0; m < melFilters; m++) out[row + m] = logMel[m]!;
-        continue;
-      }
-      for (let k = 0; k < featureSize; k++) {
-        let c = 0;
-        const base = k * melFilters;
-        for (let m = 0; m < melFilters; m++) c += this.dct[base + m]! * logMel[m]!;
-        out[row + k] = this.lifter ? c * this.lifter[k]! : c;
-      }
+      this.logMelEnergies();
+      this.cepstra(out, f * featureSize);
     }
     return { data: out, frames, featureSize };
+  }
+
+  /** Steps 1–3: the frame at `start`, its mean removed, pre-emphasised, windowed and scaled into `frame`. */
+  private windowFrame(samples: ArrayLike<number>, start: number): void {
+    const { frame, scaledWindow } = this;
+    const n = this.geometry.windowSize;
+    const { preemphasis: p, removeDcOffset } = this.options;
+    let mean = 0;
+    if (removeDcOffset) {
+      for (let t = 0; t < n; t++) mean += samples[start + t]!;
+      mean /= n;
+    }
+    if (p === 0) {
+      for (let t = 0; t < n; t++) frame[t] = (samples[start + t]! - mean) * scaledWindow[t]!;
+      return;
+    }
+    let prev = samples[start]! - mean;
+    frame[0] = (prev - p * prev) * scaledWindow[0]!;
+    for (let t = 1; t < n; t++) {
+      const x = samples[start + t]! - mean;
+      frame[t] = (x - p * prev) * scaledWindow[t]!;
+      prev = x;
+    }
+  }
+
+  /** Step 4: the mel filterbank (a sparse matrix product) and the floored log. */
+  private logMelEnergies(): void {
+    const { power, logMel, melStart, melOffset, melWeights } = this;
+    for (let m = 0; m < logMel.length; m++) {
+      const end = melOffset[m + 1]!;
+      let e = 0;
+      for (let w = melOffset[m]!, k = melStart[m]!; w < end; w++, k++) e += melWeights[w]! * power[k]!;
+      logMel[m] = Math.log(Math.max(e, LOG_FLOOR));
+    }
+  }
+
+  /** Step 5: the DCT (dct.ts) and liftering for MFCC, or the log mel energies themselves. */
+  private cepstra(out: Float32Array, row: number): void {
+    const { logMel, dct } = this;
+    if (dct) dct.apply(logMel, out, row, this.lifter);
+    else for (let m = 0; m < logMel.length; m++) out[row + m] = logMel[m]!;
   }
 }

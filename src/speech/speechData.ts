@@ -4,7 +4,8 @@
  *
  * In three phases, so bad input stops the load before anything is written: (1) every manifest is
  * read and checked (files exist, sizes, transcripts in the alphabet); (2) features are taken from the
- * cache or computed (WAV decoding errors surface here); (3) the caches are written.
+ * cache, and the rest computed on worker threads (featureWorkers.ts; WAV decoding errors surface
+ * here); (3) the caches are written.
  */
 import { existsSync, statSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
@@ -12,10 +13,10 @@ import { DEFAULT_ALPHABET, readAlphabet, type Alphabet } from './alphabet.ts';
 import { FeatureCache, defaultSpeechCacheDir } from './featureCache.ts';
 import { featureOptionsHash, resolveFeatureOptions, type FeatureOptions } from './featureOptions.ts';
 import { FeatureExtractor } from './features.ts';
-import { readManifest, type ManifestEntry } from './manifest.ts';
+import { computeFeatures, featureThreads } from './featureWorkers.ts';
+import { readManifest } from './manifest.ts';
 import { normalizeUtterance } from './normalize.ts';
 import { packSpeechDataset, utterance, type SpeechDataset } from './speechDataset.ts';
-import { readWav } from './wav.ts';
 
 export interface SpeechDataOptions {
   /** features (defaults: DEFAULT_FEATURE_OPTIONS, DeepSpeech's) */
@@ -28,6 +29,11 @@ export interface SpeechDataOptions {
   cacheDir?: string;
   /** the config field the feature options came from, for messages (default 'data.features') */
   featuresField?: string;
+  /**
+   * threads computing the features the cache does not hold (default: every core, fewer for under
+   * 500 utterances a thread; 1 computes on the calling thread). The values are the same either way.
+   */
+  threads?: number;
   /** progress and cache notes (default: none) */
   log?: (msg: string) => void;
 }
@@ -44,7 +50,7 @@ export interface LoadedSpeechData {
 }
 
 /** Loads DIR/train.csv, DIR/test.csv and (when present) DIR/dev.csv. */
-export function loadSpeechData(dir: string, options: SpeechDataOptions = {}): LoadedSpeechData {
+export async function loadSpeechData(dir: string, options: SpeechDataOptions = {}): Promise<LoadedSpeechData> {
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {
     const where = isAbsolute(dir) ? '' : ` (relative to the working directory ${process.cwd()})`;
     throw new Error(
@@ -63,7 +69,7 @@ export function loadSpeechData(dir: string, options: SpeechDataOptions = {}): Lo
     { name: 'test', path: join(dir, 'test.csv') },
   ];
   if (existsSync(join(dir, 'dev.csv'))) manifests.push({ name: 'dev', path: join(dir, 'dev.csv') });
-  const sets = loadSpeechManifests(manifests, options);
+  const sets = await loadSpeechManifests(manifests, options);
   const { alphabet, featureOptions } = sets[0]!;
   return {
     train: sets[0]!,
@@ -76,51 +82,65 @@ export function loadSpeechData(dir: string, options: SpeechDataOptions = {}): Lo
 }
 
 /** Loads manifests into datasets named as given; all are checked before any feature is computed. */
-export function loadSpeechManifests(
+export async function loadSpeechManifests(
   manifests: { name: string; path: string }[],
   options: SpeechDataOptions = {},
-): SpeechDataset[] {
+): Promise<SpeechDataset[]> {
   const log = options.log ?? ((): void => {});
   const featureOptions = resolveFeatureOptions(options.features, options.featuresField ?? 'data.features');
   const alphabet = options.alphabet ? readAlphabet(options.alphabet) : DEFAULT_ALPHABET;
+  // made first: options that give an empty mel filter fail before any file is read
   const extractor = new FeatureExtractor(featureOptions);
   const { featureSize } = extractor.geometry;
   const hash = featureOptionsHash(featureOptions);
   // phase 1: every manifest checked
   const checked = manifests.map((m) => ({ ...m, entries: readManifest(m.path, alphabet) }));
-  // phase 2: features
+  // phase 2: features from the caches, then the rest computed (on every core when there are many)
   const useCache = options.cache !== false;
   const cacheDir = options.cacheDir ?? defaultSpeechCacheDir();
-  const caches: FeatureCache[] = [];
-  const progress = {
-    done: 0,
-    total: checked.reduce((a, m) => a + m.entries.length, 0),
-    computed: 0,
-    lastLog: Date.now(),
-  };
-  const sets = checked.map(({ name, path, entries }) => {
+  const caches = checked.map(({ path }) => {
     const cache = useCache
       ? new FeatureCache(FeatureCache.fileFor(cacheDir, path, hash), path, hash, featureSize)
       : undefined;
-    if (cache) caches.push(cache);
     if (cache?.ignored) log(cache.ignored);
-    const parts = entries.map((entry) => {
-      let raw = cache?.get(entry);
-      if (!raw) {
-        raw = computeFeatures(entry, extractor);
-        cache?.put(entry, raw);
-        progress.computed++;
-      }
-      progress.done++;
-      if (Date.now() - progress.lastLog > 10_000) {
+    return cache;
+  });
+  const raw = checked.map(({ entries }, m) => entries.map((entry) => caches[m]?.get(entry)));
+  const missing: { m: number; i: number }[] = [];
+  raw.forEach((list, m) => {
+    list.forEach((data, i) => {
+      if (!data) missing.push({ m, i });
+    });
+  });
+  const total = raw.reduce((a, list) => a + list.length, 0);
+  const threads = featureThreads(options.threads, missing.length, 'threads');
+  let lastLog = Date.now();
+  const computed = await computeFeatures(
+    missing.map(({ m, i }) => {
+      const entry = checked[m]!.entries[i]!;
+      return { path: entry.path, name: `${entry.where}: ${entry.wavName}` };
+    }),
+    extractor,
+    threads,
+    (done) => {
+      if (Date.now() - lastLog > 10_000) {
         log(
-          `speech features: ${progress.done} of ${progress.total} utterances (${progress.computed} computed, the rest cached)`,
+          `speech features: ${total - missing.length + done} of ${total} utterances (${done} computed, the rest cached)`,
         );
-        progress.lastLog = Date.now();
+        lastLog = Date.now();
       }
+    },
+  );
+  missing.forEach(({ m, i }, k) => {
+    raw[m]![i] = computed[k]!;
+    caches[m]?.put(checked[m]!.entries[i]!, computed[k]!);
+  });
+  const sets = checked.map(({ name, entries }, m) => {
+    const parts = entries.map((entry, i) => {
+      const features = raw[m]![i]!;
       return {
-        features: raw,
-        frames: raw.length / featureSize,
+        features,
+        frames: features.length / featureSize,
         labels: entry.labels,
         source: `${entry.where} (${entry.wavName})`,
         transcript: entry.transcript,
@@ -138,25 +158,12 @@ export function loadSpeechManifests(
   });
   // phase 3: caches, only once everything loaded
   for (const cache of caches) {
-    const problem = cache.save();
+    const problem = cache?.save();
     if (problem) log(problem);
   }
-  if (progress.computed > 0)
+  if (missing.length > 0)
     log(
-      `speech features: computed ${progress.computed} of ${progress.total} utterances${useCache ? `, cached in ${cacheDir}` : ''}`,
+      `speech features: computed ${missing.length} of ${total} utterances${threads > 1 ? ` on ${threads} threads` : ''}${useCache ? `, cached in ${cacheDir}` : ''}`,
     );
   return sets;
-}
-
-/** One manifest entry's raw (un-normalised) features, read and computed. */
-function computeFeatures(entry: ManifestEntry, extractor: FeatureExtractor): Float32Array {
-  const o = extractor.options;
-  const audio = readWav(entry.path, o.sampleRate, `${entry.where}: ${entry.wavName}`);
-  const { data, frames } = extractor.compute(audio.samples);
-  if (frames === 0) {
-    throw new Error(
-      `${entry.where}: ${entry.wavName}: ${(audio.samples.length / o.sampleRate).toFixed(3)} s of audio is shorter than one ${o.windowMs} ms analysis window; remove the line or the file`,
-    );
-  }
-  return data;
 }

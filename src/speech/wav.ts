@@ -2,11 +2,13 @@
  * Reading WAV files into mono float samples: the parsing is wavefile's (RIFF/RIFX/RF64, PCM 8–32-bit,
  * IEEE float 32/64-bit, WAVE_FORMAT_EXTENSIBLE, A-law/µ-law, which it expands to 16-bit exactly as sox
  * does; IMA ADPCM is refused, wavefile's decoder disagrees with sox's);
- * what is added here is the scale (integers to [−1, 1)), the downmix (mean of the channels), the
- * resampling (resample.ts) and errors that name the file.
+ * what is added here is the scale (integers to [−1, 1)), the downmix (mean of the channels), reading
+ * the common sample layouts straight from the data chunk's bytes (pcm.ts; wavefile's unpacker for the
+ * rest), the resampling (resample.ts) and errors that name the file.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import wavefile from 'wavefile';
+import { DIRECT_PCM_DEPTHS, monoFromPcm, pcmBytes } from './pcm.ts';
 import { resample } from './resample.ts';
 
 const { WaveFile } = wavefile;
@@ -80,30 +82,25 @@ export function decodeWav(bytes: Uint8Array, name: string, targetRate?: number):
   } catch (e) {
     throw new Error(`${name}: cannot expand the compressed (${bitDepth}) samples: ${(e as Error).message}`);
   }
-  // wavefile reads a 32-bit float WAVE_FORMAT_EXTENSIBLE file as 32-bit integers: decode those here
+  // wavefile reads a 32-bit float WAVE_FORMAT_EXTENSIBLE file as 32-bit integers: decode those as float
   const extensibleFloat =
     fmt.audioFormat === 0xfffe && fmt.subformat?.[0] === SUBFORMAT_FLOAT && fmt.bitsPerSample === 32;
   const depth = extensibleFloat ? '32f' : wav.bitDepth;
   const { offset, scale } = sampleScale(depth, name);
-  let raw: Float64Array | Float64Array[];
+  const parsed = wav as unknown as Parsed & { container: string };
+  let mono: Float32Array;
   try {
-    raw = extensibleFloat
-      ? float32Lanes(data.samples, channels, (wav as unknown as { container: string }).container === 'RIFX')
-      : (wav.getSamples(false, Float64Array) as unknown as Float64Array | Float64Array[]);
+    mono =
+      extensibleFloat || (DIRECT_PCM_DEPTHS.has(depth) && parsed.fmt.blockAlign === channels * pcmBytes(depth))
+        ? monoFromPcm(parsed.data.samples, channels, depth, parsed.container === 'RIFX', offset, scale)
+        : monoFromLanes(wav.getSamples(false, Float64Array) as unknown as Float64Array | Float64Array[], offset, scale);
   } catch (e) {
     throw new Error(`${name}: cannot read the ${depth}-bit samples: ${(e as Error).message}`);
   }
-  const lanes = Array.isArray(raw) ? raw : [raw];
-  const n = lanes[0]!.length;
-  if (n === 0) throw new Error(`${name}: the WAV file holds no samples`);
-  // mean of the channels, scaled to [−1, 1)
-  const mono = new Float64Array(n);
-  const k = scale / lanes.length;
-  for (const lane of lanes) for (let i = 0; i < n; i++) mono[i] = mono[i]! + (lane[i]! - offset) * k;
+  if (mono.length === 0) throw new Error(`${name}: the WAV file holds no samples`);
   const rate = targetRate ?? sourceRate;
-  const out = resample(mono, sourceRate, rate);
   return {
-    samples: Float32Array.from(out),
+    samples: resample(mono, sourceRate, rate),
     sampleRate: rate,
     sourceRate,
     channels,
@@ -111,14 +108,18 @@ export function decodeWav(bytes: Uint8Array, name: string, targetRate?: number):
   };
 }
 
-/** Interleaved 32-bit floats to one array per channel. */
-function float32Lanes(bytes: Uint8Array, channels: number, bigEndian: boolean): Float64Array[] {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const n = Math.floor(bytes.byteLength / (4 * channels));
-  const lanes = Array.from({ length: channels }, () => new Float64Array(n));
-  for (let i = 0; i < n; i++)
-    for (let c = 0; c < channels; c++) lanes[c]![i] = view.getFloat32((i * channels + c) * 4, !bigEndian);
-  return lanes;
+/** The mean of wavefile's per-channel samples (the layouts monoFromPcm does not read), offset and scaled. */
+function monoFromLanes(raw: Float64Array | Float64Array[], offset: number, scale: number): Float32Array {
+  const lanes = Array.isArray(raw) ? raw : [raw];
+  const n = lanes[0]!.length;
+  const mono = new Float32Array(n);
+  const k = scale / lanes.length;
+  for (let i = 0; i < n; i++) {
+    let sum = 0;
+    for (const lane of lanes) sum += lane[i]! - offset;
+    mono[i] = sum * k;
+  }
+  return mono;
 }
 
 /**
@@ -144,12 +145,12 @@ function sampleScale(bitDepth: string, name: string): { offset: number; scale: n
 export function readWav(path: string, targetRate?: number, name = path): Audio {
   let bytes: Uint8Array;
   try {
-    if (!statSync(path).isFile()) throw new Error(`${name}: not a file`);
     bytes = readFileSync(path);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') throw new Error(`${name}: no such file`);
     if (code === 'EACCES') throw new Error(`${name}: permission denied`);
+    if (code === 'EISDIR') throw new Error(`${name}: not a file`);
     throw e;
   }
   return decodeWav(bytes, name, targetRate);

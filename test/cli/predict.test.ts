@@ -1,7 +1,8 @@
 /**
  * `paratrain predict` and `paratrain eval` without a config: a model trained here predicts on
  * .npy arrays made by NumPy (uint8 and float, (N, 28, 28, 1) and (N, 784)), PNG and JPEG files
- * made by pngjs/jpeg-js, as JSON into --output, agreeing with the library's predict; CSV rows with
+ * made by pngjs/jpeg-js, as JSON into --output, agreeing with the library's predict ((N, 28, 28)
+ * and one (28, 28) array for the grey model too); CSV rows with
  * a header and a named label column give CSV with class names and the accuracy; eval reads the
  * config from the checkpoint and prints per-class figures and the confusion matrix. Bad inputs
  * (shape, size, type, CSV cells, damaged .npy) are one error naming the file; a colour image for a
@@ -21,7 +22,7 @@ import { runPredict } from '../../src/cli/predictCommand.ts';
 import { runEval } from '../../src/cli/evalCommand.ts';
 import { loadFashionMnist } from '../../src/data/fashionMnist.ts';
 import { runCli, SUBSET, tmpDir } from './helpers.ts';
-import { ROWS, writeFeatureCheckpoint } from '../runtime/predictHelpers.ts';
+import { ROWS, ofTask, writeFeatureCheckpoint } from '../runtime/predictHelpers.ts';
 
 const PER = 28 * 28;
 const dir = tmpDir('paratrain-predict-cli-');
@@ -75,6 +76,8 @@ x = np.frombuffer(gzip.open(d + '/t10k-images-idx3-ubyte.gz').read(), np.uint8, 
 np.save(sys.argv[2] + '/u8.npy', x)
 np.save(sys.argv[2] + '/f64.npy', (x[:5].astype(np.float64) / 255).reshape(5, 784))
 np.save(sys.argv[2] + '/wrong.npy', np.zeros((3, 27, 28, 1), np.float32))
+np.save(sys.argv[2] + '/hw.npy', x[:3, :, :, 0])
+np.save(sys.argv[2] + '/one-hw.npy', x[4, :, :, 0])
 np.save(sys.argv[2] + '/fortran.npy', np.asfortranarray(np.zeros((2, 784), np.float32)))
 np.save(sys.argv[2] + '/complex.npy', np.zeros((2, 784), np.complex64))
 `,
@@ -123,21 +126,19 @@ test('predict: .npy (NumPy uint8 and float64), PNG and JPEG as JSON into --outpu
   assert.equal(json.predictions.length, 12 + 5 + 2);
   assert.equal(json.predictions[0].source, `${join(dir, 'u8.npy')}[0]`);
   const model = await loadModel(trained.checkpoint);
-  const api = model.predict(images.images.subarray(0, 12 * PER));
+  const api = model.predict(images.images.subarray(0, 12 * PER)).map((p) => ofTask(p, 'classification'));
   for (let s = 0; s < 12; s++) {
     assert.equal(json.predictions[s].class, api[s]!.class);
     assert.equal(json.predictions[s].label, api[s]!.label);
     assert.ok(
-      json.predictions[s].probabilities.every(
-        (p: number, c: number) => Math.abs(p - api[s]!.probabilities![c]!) < 1e-6,
-      ),
+      json.predictions[s].probabilities.every((p: number, c: number) => Math.abs(p - api[s]!.probabilities[c]!) < 1e-6),
     );
   }
   for (let s = 0; s < 5; s++)
     assert.equal(json.predictions[12 + s].class, api[s]!.class, 'the (N, 784) float64 array holds the same images');
   assert.deepStrictEqual(
     json.predictions[17].probabilities,
-    model.predict(images.images.subarray(7 * PER, 8 * PER))[0]!.probabilities,
+    ofTask(model.predict(images.images.subarray(7 * PER, 8 * PER))[0], 'classification').probabilities,
     'a grey PNG is the image exactly',
   );
   assert.equal(json.predictions[18].source, jpg);
@@ -149,6 +150,7 @@ test('predict: CSV rows with a header and a label column → CSV with class name
     classNames: ['setosa', 'versicolor', 'virginica'],
     inputShape: [4],
     normalization: { mean: [5.8, 3.0, 3.8, 1.2], std: [0.8, 0.4, 1.8, 0.75] },
+    columns: { features: ['sepal_length', 'sepal_width', 'petal_length', 'petal_width'], label: 'species' },
   });
   const truth = ['setosa', 'virginica', 'versicolor'];
   const csv = join(dir, 'iris.csv');
@@ -159,7 +161,7 @@ test('predict: CSV rows with a header and a label column → CSV with class name
   const r = await inProcess((io) => runPredict([csv], { checkpoint: ckpt, labelColumn: 'species' }, io));
   const lines = r.stdout.trim().split('\n');
   assert.equal(lines[0], 'source,true,class,label,p_setosa,p_versicolor,p_virginica');
-  const api = (await loadModel(ckpt)).predict(ROWS);
+  const api = (await loadModel(ckpt)).predict(ROWS).map((p) => ofTask(p, 'classification'));
   lines.slice(1).forEach((line, i) => {
     const cells = line.split(',');
     assert.deepStrictEqual(cells.slice(0, 4), [`${csv}:${i + 2}`, truth[i], String(api[i]!.class), api[i]!.label]);
@@ -216,7 +218,7 @@ test('input errors name the file (and line, column) and the fix', () => {
   assert.throws(() => readPredictInputs([at('fake.png', 'not an image')], image), /fake\.png: not a PNG or JPEG image/);
   assert.throws(
     () => readPredictInputs([at('a.csv', 'a,b,c,d\n1,2,3,4\n1,2,x,4\n')], [4]),
-    /a\.csv:3: column 'c' \(2\) holds 'x', not a number/,
+    /a\.csv:3: column 3 'c': "x" is not a number; .* \(if it holds the true labels, name it with --label-column\)/,
   );
   assert.throws(
     () => readPredictInputs([at('b.csv', '1,2,3,4,0\n')], [4]),
@@ -238,8 +240,17 @@ test('input errors name the file (and line, column) and the fix', () => {
   assert.throws(
     () => readPredictInputs([join(dir, 'wrong.npy')], image),
     new RegExp(
-      `^Error: ${join(dir, 'wrong.npy')}: an array of shape \\(3, 27, 28, 1\\) does not hold samples of \\[28, 28, 1\\]; expected \\(N, 28, 28, 1\\) or \\(N, 784\\)$`,
+      `^Error: ${join(dir, 'wrong.npy')}: an array of shape \\(3, 27, 28, 1\\) does not hold samples of \\[28, 28, 1\\]; expected \\(N, 28, 28, 1\\), \\(N, 28, 28\\) or \\(N, 784\\)$`,
     ),
+  );
+  // a one-channel model's images without their channel axis: (N, H, W), or one (H, W)
+  const pixels = readPredictInputs([join(dir, 'u8.npy')], image).data;
+  const hw = readPredictInputs([join(dir, 'hw.npy')], image);
+  assert.deepStrictEqual([hw.count, hw.data], [3, pixels.slice(0, 3 * PER)]);
+  const one = readPredictInputs([join(dir, 'one-hw.npy')], image);
+  assert.deepStrictEqual(
+    [one.count, one.data, one.sources],
+    [1, pixels.slice(4 * PER, 5 * PER), [`${join(dir, 'one-hw.npy')}[0]`]],
   );
   assert.throws(
     () => readPredictInputs([join(dir, 'fortran.npy')], image),

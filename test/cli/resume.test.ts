@@ -68,7 +68,10 @@ test('a kill during a checkpoint write: the previous set is used and the leftove
   const resumed = await runCli(['train', '--resume', runDir, '--epochs', '1'], { timeoutMs: 240_000 });
   assert.equal(resumed.code, 0, resumed.stderr);
   assert.match(resumed.stderr, /removed what an interrupted run left/);
-  assert.ok(!existsSync(partial) && !existsSync(unfinished));
+  assert.ok(!existsSync(partial), 'the partial set is removed');
+  // a set folder without state.json is kept aside, not deleted, and said so
+  assert.ok(!existsSync(unfinished) && existsSync(join(runDir, 'checkpoints', 'damaged', 'step-00000020')));
+  assert.match(resumed.stderr, /checkpoint set step-00000020 failed verification: state\.json is missing; moved to /);
   assert.deepEqual(
     readdirSync(runDir).filter((n) => n.includes('.tmp-')),
     [],

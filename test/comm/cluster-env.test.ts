@@ -259,9 +259,9 @@ test('self-check: a broken environment fails the check', { timeout: 120_000 }, a
     readFileSync(SLURM_EXAMPLE, 'utf8').replace(/^srun /m, 'export RANK=$SLURM_PROCID WORLD_SIZE=$SLURM_NTASKS\nsrun '),
   );
   const slurmRun = join(dir, 'slurm-broken');
-  // both take process 0's part: one finds the rendezvous port or the run directory taken
+  // both take process 0's part: one finds the rendezvous port, the run directory or its lock taken
   await assert.rejects(
     async () => checkJob(await runJob(slurmJob(script, 2, slurmRun)), 2, slurmRun),
-    /process \d failed:[\s\S]*(EADDRINUSE|already holds files)/,
+    /process \d failed:[\s\S]*(EADDRINUSE|already holds files|is in use by another run)/,
   );
 });

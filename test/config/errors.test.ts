@@ -66,7 +66,7 @@ test('unknown option names the key, suggests a close match and lists the allowed
   ]);
   assert.deepStrictEqual(issuesOf(`${model('    - flatten: { axis: 1 }\n')}shedule: {}\ntrain: { epoch: 3 }\n`), [
     "f.yaml: model.layers[0].flatten: unknown option 'axis'; flatten takes no options",
-    "f.yaml: train: unknown option 'epoch' (did you mean 'epochs'?); allowed: epochs, devices, strategy, seed, backend, lrScaling, evalEvery, checkpointEvery, keepLast, microBatches, syncBatchNorm, maxBadSteps, stallWarningSeconds, clipGradNorm, best, earlyStopping",
+    "f.yaml: train: unknown option 'epoch' (did you mean 'epochs'?); allowed: epochs, devices, strategy, seed, backend, lrScaling, evalEvery, checkpointEvery, keepLast, microBatches, syncBatchNorm, maxBadSteps, divergence, stallWarningSeconds, clipGradNorm, initFrom, best, earlyStopping",
     "f.yaml: unknown section 'shedule' (did you mean 'schedule'?); allowed: model, loss, optimizer, schedule, data, train",
   ]);
 });
@@ -109,7 +109,7 @@ test('every problem is listed, not just the first', () => {
     'f.yaml: model.layers[1].dropout.rate: expected a number ≥ 0 and < 1, got -1',
     "f.yaml: data.batchSize: expected a positive integer, got 'big'",
     'f.yaml: train.devices: expected a positive integer, got 0',
-    "f.yaml: train.backend: expected one of js, wasm, native, onednn, auto, got 'gpu'",
+    "f.yaml: train.backend: expected one of js, wasm, native, onednn, webgpu, auto, got 'gpu'",
   ]);
 });
 

@@ -48,7 +48,7 @@ test('a 3-class CSV: string labels become sorted class indices, features by defa
   write(dir, 'bad-test.csv', 'x1,species,x2\n1,daisy,2\n');
   await assert.rejects(
     loadDataset(spec({ train: 'train.csv', test: 'bad-test.csv', label: 'species', dir }), ctx),
-    /bad-test\.csv:2: column 2: label "daisy" is not among the training set's classes \(setosa, versicolor, virginica\)/,
+    /bad-test\.csv:2: column 2 'species': label "daisy" is not among the training set's classes \(setosa, versicolor, virginica\)/,
   );
 });
 
@@ -88,7 +88,7 @@ test('bad CSV files: a non-numeric cell names file:line and column, ragged rows,
   await assert.rejects(loadDataset(spec({ train: 'text.csv', dir }), ctx), (e: Error) => {
     assert.match(
       e.message,
-      /text\.csv:3: column 2 \("b"\): "abc" is not a number; feature and target columns must hold plain decimal numbers/,
+      /text\.csv:3: column 2 'b': "abc" is not a number; feature and target columns must hold plain decimal numbers/,
     );
     assert.ok(e.message.includes(join(dir, 'text.csv')), 'the full path of the file');
     return true;
@@ -96,7 +96,7 @@ test('bad CSV files: a non-numeric cell names file:line and column, ragged rows,
   write(dir, 'empty-cell.csv', 'a,b,label\n1,,x\n');
   await assert.rejects(
     loadDataset(spec({ train: 'empty-cell.csv', dir }), ctx),
-    /empty-cell\.csv:2: column 2 \("b"\) is empty \(a missing value\)/,
+    /empty-cell\.csv:2: column 2 'b' is empty \(a missing value\)/,
   );
   write(dir, 'ragged.csv', 'a,b,label\n1,2,x\n\n3,4\n');
   await assert.rejects(
@@ -124,7 +124,7 @@ test('bad CSV files: a non-numeric cell names file:line and column, ragged rows,
   write(dir, 'multi.csv', 'a,b,t\n1,2,0.5\n');
   await assert.rejects(
     loadDataset(spec({ train: 'multi.csv', task: 'multiLabel', dir }), ctx),
-    /multi\.csv:2: column 3 \("t"\) holds 0\.5; multi-label targets are 0 or 1/,
+    /multi\.csv:2: column 3 't' holds 0\.5; multi-label targets are 0 or 1/,
   );
 });
 
@@ -149,5 +149,42 @@ test('the csv config section: label vs targets by task, unknown keys named with 
   assert.throws(
     () => spec({ train: 'a.csv', validation: 1.5 }),
     /data\.validation: expected a fraction of the training set/,
+  );
+});
+
+test("validation and test files are read by the training file's column names; without a header, by position", async () => {
+  const dir = tmpDir();
+  write(dir, 'train.csv', 'x1,species,x2,note\n1,versicolor,2,7\n3,setosa,4,7\n');
+  write(dir, 'test.csv', 'species,x2,note,x1\nsetosa,-1,0,0.5\n');
+  const data = await loadDataset(
+    spec({ train: 'train.csv', test: 'test.csv', label: 'species', features: ['x1', 'x2'], dir }),
+    ctx,
+  );
+  assert.deepEqual(Array.from(data.test!.images), [0.5, -1], 'x1 then x2, wherever they stand');
+  assert.deepEqual(Array.from(data.test!.labels), [0]);
+  assert.deepEqual(data.train.columns, { features: ['x1', 'x2'], label: 'species', unused: ['note'] });
+  const bad = (name: string, text: string) =>
+    loadDataset(spec({ train: 'train.csv', test: write(dir, name, text), label: 'species', dir }), ctx);
+  await assert.rejects(
+    bad('no-x2.csv', 'x1,species,note\n1,setosa,0\n'),
+    /no-x2\.csv: no column 'x2', the model's feature 2 of 3 \(x1, x2, note\); its columns are x1, species, note; add it/,
+  );
+  await assert.rejects(
+    bad('extra.csv', 'x1,species,x2,note,id\n1,setosa,2,0,17\n'),
+    /extra\.csv: column 5 'id' is not a column the model was trained on \(features x1, x2, note; label species\); remove it from the file/,
+  );
+  await assert.rejects(
+    bad('no-label.csv', 'x1,x2,note\n1,2,0\n'),
+    /no-label\.csv: no label column 'species' \(the training file's\)/,
+  );
+  await assert.rejects(
+    bad('twice.csv', 'x1,species,x2,x1\n1,setosa,2,0\n'),
+    /twice\.csv: column 1 and column 4 are both named 'x1'; rename one/,
+  );
+  write(dir, 'a.csv', '0.1,0.2,0\n0.3,0.4,1\n');
+  write(dir, 'wide.csv', '0.5,0.6,0.7,2\n');
+  await assert.rejects(
+    loadDataset(spec({ train: 'a.csv', test: 'wide.csv', header: false, dir }), ctx),
+    /wide\.csv: 4 columns, but the training file .*a\.csv has 3; its columns are read by position/,
   );
 });

@@ -11,11 +11,14 @@ import { tmpDir } from './helpers.ts';
 const body = Buffer.from('fashion bytes '.repeat(1000));
 const md5 = createHash('md5').update(body).digest('hex');
 
-/** A loopback server: /ok serves body, /missing is 404, /hang never answers. */
+/** A loopback server: /ok serves body, /moved redirects to it, /loop to itself, /missing is 404, /hang never answers. */
 async function serve(fn: (url: string) => Promise<void>): Promise<void> {
   const server: Server = createServer((req, res) => {
     if (req.url === '/ok') res.end(body);
-    else if (req.url === '/hang') {
+    else if (req.url === '/moved' || req.url === '/loop') {
+      res.writeHead(302, { location: req.url === '/moved' ? '/ok' : '/loop' });
+      res.end();
+    } else if (req.url === '/hang') {
       /* never answers */
     } else {
       res.statusCode = 404;
@@ -75,6 +78,15 @@ test('a refused connection fails at once', async () => {
   await new Promise((resolve) => server.close(resolve));
   await assert.rejects(
     downloadFile(`http://127.0.0.1:${port}/x`, join(tmpDir(), 'x')),
-    /failed: fetch failed: ECONNREFUSED/,
+    /failed: connect ECONNREFUSED 127\.0\.0\.1:\d+$/,
   );
+});
+
+test('redirects are followed, a few of them', async () => {
+  await serve(async (url) => {
+    const dest = join(tmpDir(), 'file.gz');
+    await downloadFile(`${url}/moved`, dest, { md5 });
+    assert.deepEqual(readFileSync(dest), body);
+    await assert.rejects(downloadFile(`${url}/loop`, join(tmpDir(), 'x')), /\/loop failed: more than 5 redirects$/);
+  });
 });

@@ -40,7 +40,7 @@ test('Adam at lr 1000 on a deep tiny MLP: NaN steps are skipped, and after exact
   const out = outDir();
   await assert.rejects(
     train(config, { epochs: 3, dataDir: SUBSET, out }),
-    /training diverged: the loss is NaN at step \d+ \(epoch 2\) on device 0; lower optimizer\.lr \(now 1000\) .*: 10 steps in a row \(steps \d+–\d+\) were skipped because non-finite values first appeared on device 0 in the output of model\.layers\[\d+\] dense; the last checkpoint/,
+    /training diverged: the loss is NaN at step \d+ \(epoch 2\) on device 0; lower optimizer\.lr \(now 1000\) .*: 10 steps in a row \(steps \d+–\d+\) were skipped because non-finite values first appeared on device 0 in the output of model\.layers\[\d+\] dense; the newest checkpoint set is .*step-00000008 \(step 8\)$/,
   );
   const steps = readMetrics(join(out, 'metrics.jsonl')).filter((e) => e.type === 'step');
   const skipped = steps.filter((e) => e.skipped === true);
@@ -52,6 +52,26 @@ test('Adam at lr 1000 on a deep tiny MLP: NaN steps are skipped, and after exact
   assert.ok(existsSync(ckpt));
   assert.equal(readCheckpoint(ckpt).metadata.epoch, '1');
   assert.ok(finiteWeights(ckpt));
+});
+
+test('a run that diverges before its first checkpoint set says there is none to resume from', async () => {
+  const config = tinyConfig();
+  const [flatten, hidden, , last] = config.model.layers;
+  config.model.layers = [
+    flatten!,
+    ...(Array.from({ length: 10 }, () => ({ ...hidden!, units: 32 })) as typeof config.model.layers),
+    last!,
+  ];
+  config.optimizer.lr = 1000;
+  // sets only at the end of the run: none before the stop
+  config.train.checkpointEvery = 0;
+  config.train.maxBadSteps = 3;
+  const out = outDir();
+  await assert.rejects(
+    train(config, { epochs: 3, dataDir: SUBSET, out }),
+    /training diverged: .*; no checkpoint set was written before the stop, so there is nothing to resume: after the fix, start the run again$/,
+  );
+  assert.ok(!existsSync(join(out, 'checkpoints')), 'indeed no set');
 });
 
 for (const strategy of ['hybrid', 'bsp', 'async'] as const) {

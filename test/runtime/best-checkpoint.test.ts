@@ -71,7 +71,7 @@ test('model-best.safetensors follows the improvements of the watched metric, and
     metric: 'valLoss',
     mode: 'min',
     value: best,
-    epoch: (last.epoch as number) + 1,
+    epoch: last.epoch,
     step: last.step,
   });
   const state = JSON.parse(readFileSync(join(latestCompleteSet(result.runDir)!.dir, SET_STATE_FILE), 'utf8'));

@@ -86,7 +86,8 @@ function checkAgreedStop(r: Ended, runDir: string, signal: string): void {
   assert.equal(stopped.signal, signal);
   const step = stopped.step as number;
   assert.ok(step > 0 && step < 2400, `stopped mid-run (${step})`);
-  const hint = `paratrain: stopped by ${signal} at step ${step} (epoch ${stopped.epoch}); the checkpoint is in ${runDir}; resume with: paratrain train --resume ${runDir}`;
+  const set = join(runDir, 'checkpoints', `step-${String(step).padStart(8, '0')}`);
+  const hint = `paratrain: stopped by ${signal} at step ${step} (epoch ${(stopped.epoch as number) + 1}); the newest checkpoint set is ${set} (step ${step}); resume with: paratrain train --resume ${runDir}`;
   assert.ok(r.out.includes(hint), `expected the line\n${hint}\nin\n${r.out}`);
   assert.equal(
     readCheckpoint(join(runDir, 'model.safetensors')).metadata.step,

@@ -26,16 +26,16 @@ const STALLED = {
   train: 'epochs: 6, earlyStopping: { patience: 2, minDelta: 0.001 }',
 };
 
-/** The checks every early-stopped run of STALLED passes: stopped after epoch 3 of 6 (step `stop`), on every device. */
+/** The checks every early-stopped run of STALLED passes: stopped after epoch 2 of 0 … 5 (step `stop`), on every device. */
 function checkStoppedEarly(result: TrainResult, devices: number, stop: number): void {
   const events = eventsOf(result.runDir);
   assert.deepEqual(result.earlyStopped, {
     step: stop,
-    epoch: 3,
+    epoch: 2,
     metric: 'valLoss',
     patience: 2,
     best: result.earlyStopped!.best,
-    bestEpoch: 1,
+    bestEpoch: 0,
   });
   assert.equal(result.stopped, undefined, 'not a stop by a signal');
   assert.equal(result.steps, stop);
@@ -59,7 +59,7 @@ function checkStoppedEarly(result: TrainResult, devices: number, stop: number): 
   assert.equal(ofType(events, 'stopped').length, 0);
   assert.deepEqual(
     ofType(events, 'earlyStopped').map((e) => [e.step, e.epoch, e.bestEpoch]),
-    [[stop, 3, 1]],
+    [[stop, 2, 0]],
   );
   const tested = ofType(events, 'eval').filter((e) => 'testLoss' in e);
   assert.deepEqual(

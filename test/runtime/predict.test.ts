@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { train, defineConfig, loadModel, predict } from '../../src/index.ts';
-import { B, MEAN, ROWS, STD, W, writeFeatureCheckpoint } from './predictHelpers.ts';
+import { B, MEAN, ROWS, STD, W, ofTask, writeFeatureCheckpoint } from './predictHelpers.ts';
 import { loadFashionMnist } from '../../src/data/fashionMnist.ts';
 import { SUBSET, tmpDir } from '../cli/helpers.ts';
 import { assertClose } from '../util/close.ts';
@@ -49,8 +49,9 @@ test('classification: normalisation and class names from paratrain.data; every i
   for (const inputs of [ROWS, ROWS.map((r) => Float32Array.from(r)), Float32Array.from(ROWS.flat()), ROWS.flat()]) {
     const p = model.predict(inputs);
     assert.equal(p.length, 3);
-    p.forEach((q, s) => {
-      assertClose(q.probabilities!, expected[s]!, { rtol: 1e-5, atol: 1e-6, what: `sample ${s}` });
+    p.forEach((prediction, s) => {
+      const q = ofTask(prediction, 'classification');
+      assertClose(q.probabilities, expected[s]!, { rtol: 1e-5, atol: 1e-6, what: `sample ${s}` });
       const best = expected[s]!.indexOf(Math.max(...expected[s]!));
       assert.equal(q.class, best);
       assert.equal(q.label, names[best]);
@@ -66,7 +67,7 @@ test('regression and multi-label checkpoints; absent metadata: no normalisation,
     writeFeatureCheckpoint(join(dir, 'r.safetensors'), { task: 'regression', inputShape: [4] }),
   );
   for (const [s, q] of reg.predict(ROWS).entries())
-    assertClose(q.values!, raw[s]!, { rtol: 1e-5, atol: 1e-6, what: `values of ${s}` });
+    assertClose(ofTask(q, 'regression').values, raw[s]!, { rtol: 1e-5, atol: 1e-6, what: `values of ${s}` });
   const multi = await loadModel(
     writeFeatureCheckpoint(join(dir, 'ml.safetensors'), {
       task: 'multiLabel',
@@ -74,9 +75,10 @@ test('regression and multi-label checkpoints; absent metadata: no normalisation,
       inputShape: [4],
     }),
   );
-  multi.predict(ROWS).forEach((q, s) => {
+  multi.predict(ROWS).forEach((prediction, s) => {
+    const q = ofTask(prediction, 'multiLabel');
     const p = raw[s]!.map((z) => 1 / (1 + Math.exp(-z)));
-    assertClose(q.probabilities!, p, { rtol: 1e-5, atol: 1e-6, what: `sigmoid of ${s}` });
+    assertClose(q.probabilities, p, { rtol: 1e-5, atol: 1e-6, what: `sigmoid of ${s}` });
     assert.deepStrictEqual(
       q.labels,
       ['a', 'b', 'c'].filter((_, c) => p[c]! >= 0.5),
@@ -84,8 +86,8 @@ test('regression and multi-label checkpoints; absent metadata: no normalisation,
   });
   const plain = await loadModel(writeFeatureCheckpoint(join(dir, 'p.safetensors')));
   assert.equal(plain.classNames, undefined);
-  const q = plain.predict([ROWS[0]!])[0]!;
-  assertClose(q.probabilities!, softmax(raw[0]!), { rtol: 1e-5, atol: 1e-6, what: 'unnormalised' });
+  const q = ofTask(plain.predict([ROWS[0]!])[0], 'classification');
+  assertClose(q.probabilities, softmax(raw[0]!), { rtol: 1e-5, atol: 1e-6, what: 'unnormalised' });
   assert.equal(q.label, String(q.class));
 });
 
@@ -143,13 +145,13 @@ test('round trip: train, then predict on the test images gives the accuracy trai
   const model = await loadModel(result.checkpoint);
   const { test: images } = await loadFashionMnist({ dir: SUBSET });
   const per = 28 * 28;
-  const predictions = model.predict(images.images.subarray(0, 100 * per));
+  const predictions = model.predict(images.images.subarray(0, 100 * per)).map((p) => ofTask(p, 'classification'));
   const correct = predictions.filter((p, i) => p.class === images.labels[i]).length;
   assert.equal(correct / 100, result.testAccuracy);
   assert.equal(
     predictions[0]!.label,
     ['T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat', 'Sandal', 'Shirt', 'Sneaker', 'Bag', 'Ankle boot'][
-      predictions[0]!.class!
+      predictions[0]!.class
     ],
   );
   // nested [28][28][1] samples are the same samples

@@ -1,5 +1,6 @@
-/** A 4-feature, 3-class model's checkpoint written by hand (no training), for predict's tests. */
-import { writeCheckpoint, parseConfig, DATA_METADATA_KEY, type ConfigInput } from '../../src/index.ts';
+/** A 4-feature, 3-class model's checkpoint written by hand (no training), for predict's tests; narrowing a prediction to its task. */
+import assert from 'node:assert/strict';
+import { writeCheckpoint, parseConfig, DATA_METADATA_KEY, type ConfigInput, type Prediction } from '../../src/index.ts';
 
 export const W = [
   [0.5, -1.2, 0.3],
@@ -33,4 +34,13 @@ export function writeFeatureCheckpoint(path: string, data?: object): string {
     metadata,
   );
   return path;
+}
+
+/** `p` as a prediction of `task` (an assertion error otherwise), its fields typed without `!`. */
+export function ofTask<T extends Prediction['task']>(
+  p: Prediction | undefined,
+  task: T,
+): Extract<Prediction, { task: T }> {
+  assert.equal(p?.task, task);
+  return p as Extract<Prediction, { task: T }>;
 }

@@ -14,6 +14,7 @@ import { randomPort, tinyJobConfig } from './jobHelpers.ts';
 import { readCheckpoint } from '../../src/runtime/checkpoint/checkpoint.ts';
 import { train } from '../../src/runtime/run/train.ts';
 import { loadConfig } from '../../src/config/index.ts';
+import { evaluateCheckpoint } from '../../src/runtime/infer/evaluateCheckpoint.ts';
 
 interface Run {
   code: number | null;
@@ -77,7 +78,7 @@ function lastSteps(runDir: string): Map<number, number> {
   return last;
 }
 
-function checkStopped(r: Run, runDir: string, signal: string, code: number, devices: number): void {
+async function checkStopped(r: Run, runDir: string, signal: string, code: number, devices: number): Promise<void> {
   assert.equal(r.code, code, r.stderr);
   const stopped = events(runDir).find((e) => e.type === 'stopped');
   assert.ok(stopped, `a 'stopped' event in metrics.jsonl\n${r.stderr}`);
@@ -87,10 +88,23 @@ function checkStopped(r: Run, runDir: string, signal: string, code: number, devi
   const last = lastSteps(runDir);
   assert.equal(last.size, devices);
   for (const [rank, s] of last) assert.equal(s, steps - 1, `device ${rank} ran steps 0 … ${steps - 1}`);
-  const line = `paratrain: stopped by ${signal} at step ${steps} (epoch ${stopped.epoch}); the checkpoint is in ${runDir}; resume with: paratrain train --resume ${runDir}`;
+  // the set of the stop step is written (or was, when a set was due there), and the line names it
+  const set = join(runDir, 'checkpoints', `step-${String(steps).padStart(8, '0')}`);
+  assert.ok(existsSync(join(set, 'state.json')), `${set} is complete`);
+  // the event's epoch is 0-based, the line counts from 1 as the progress lines do
+  const line = `paratrain: stopped by ${signal} at step ${steps} (epoch ${(stopped.epoch as number) + 1}); the newest checkpoint set is ${set} (step ${steps}); resume with: paratrain train --resume ${runDir}`;
   assert.ok(r.stderr.includes(line), `expected the line\n${line}\nin\n${r.stderr}`);
   const ckpt = readCheckpoint(join(runDir, 'model.safetensors'));
   assert.equal(ckpt.metadata.step, String(steps), 'the checkpoint is of the step the run stopped at');
+  // the printed test accuracy is that of the weights the run stopped with: the model file evaluated again
+  const printed = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { testAccuracy: number | null };
+  const evaluated = await evaluateCheckpoint(join(runDir, 'model.safetensors'));
+  assert.equal(printed.testAccuracy, evaluated.testAccuracy, `printed ${r.stdout}`);
+  const end = events(runDir).find((e) => e.type === 'end')!;
+  assert.ok(
+    Math.abs((end.testLoss as number) - evaluated.testLoss) <= 1e-6 * evaluated.testLoss,
+    `the end event's test loss ${end.testLoss} is the model file's ${evaluated.testLoss}`,
+  );
 }
 
 /** The tiny job of the multi-process tests, for 400 epochs of 6 steps: far longer than a test waits. */
@@ -108,7 +122,7 @@ test('SIGINT stops a 2-device hybrid run at one step on both devices, with a che
   const r = await runAndSignal(['train', longJob(dir), '--devices', '2', '--strategy', 'hybrid', '--out', out], out, [
     'SIGINT',
   ]);
-  checkStopped(r, out, 'SIGINT', 130, 2);
+  await checkStopped(r, out, 'SIGINT', 130, 2);
   // the report reads a stopped run
   const report = await runCli(['report', out]);
   assert.equal(report.code, 0, report.stderr);
@@ -122,7 +136,34 @@ test('SIGTERM stops the run the same way and exits 143', { timeout: 180_000 }, a
     out,
     ['SIGTERM'],
   );
-  checkStopped(r, out, 'SIGTERM', 143, 2);
+  await checkStopped(r, out, 'SIGTERM', 143, 2);
+});
+
+test('SIGINT before the first step: the line says no checkpoint set exists and suggests no resume, which would indeed refuse', {
+  timeout: 180_000,
+}, async () => {
+  const dir = tmpDir('paratrain-signal-'),
+    out = join(dir, 'run');
+  // the run's first line is printed before its device threads start (they take far longer to load than the signal to land)
+  const r = await runAndSignal(
+    ['train', longJob(dir), '--devices', '2', '--strategy', 'hybrid', '--out', out],
+    out,
+    ['SIGINT'],
+    /^run .* parameters/m,
+  );
+  assert.equal(r.code, 130, r.stderr);
+  const stopped = events(out).find((e) => e.type === 'stopped');
+  assert.equal(stopped?.step, 0, r.stderr);
+  assert.ok(
+    r.stderr.includes(
+      'paratrain: stopped by SIGINT at step 0 (epoch 1); no checkpoint set was written, so there is nothing to resume: start the run again without --resume',
+    ),
+    r.stderr,
+  );
+  assert.doesNotMatch(r.stderr, /resume with/);
+  const resumed = await runCli(['train', '--resume', out]);
+  assert.equal(resumed.code, 1);
+  assert.match(resumed.stderr, /no complete checkpoint set/);
 });
 
 test('a second SIGINT exits at once (130) with one line', { timeout: 180_000 }, async () => {

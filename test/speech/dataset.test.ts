@@ -45,10 +45,10 @@ function makeSet(): string {
   return dir;
 }
 
-test("a speech directory loads: labels are alphabet index + 1, features are the extractor's, normalised per utterance", () => {
+test("a speech directory loads: labels are alphabet index + 1, features are the extractor's, normalised per utterance", async () => {
   const dir = makeSet();
   try {
-    const data = loadSpeechData(dir, { cache: false, features: { context: 2 } });
+    const data = await loadSpeechData(dir, { cache: false, features: { context: 2 } });
     assert.equal(data.train.count, 4);
     assert.equal(data.validation?.count, 2);
     assert.equal(data.test.count, 2);
@@ -99,7 +99,7 @@ test("a speech directory loads: labels are alphabet index + 1, features are the 
   }
 });
 
-test('the feature cache reads back what computing gives; a changed option or file recomputes', () => {
+test('the feature cache reads back what computing gives; a changed option or file recomputes', async () => {
   const dir = makeSet();
   const cacheDir = join(dir, 'cache');
   try {
@@ -107,31 +107,31 @@ test('the feature cache reads back what computing gives; a changed option or fil
     const log = (m: string): void => {
       logs.push(m);
     };
-    const fresh = loadSpeechData(dir, { cache: false });
-    const first = loadSpeechData(dir, { cacheDir, log });
+    const fresh = await loadSpeechData(dir, { cache: false });
+    const first = await loadSpeechData(dir, { cacheDir, log });
     assert.match(logs.pop()!, /computed 8 of 8 utterances, cached in/);
     assert.equal(readdirSync(cacheDir).length, 3);
-    const second = loadSpeechData(dir, { cacheDir, log });
+    const second = await loadSpeechData(dir, { cacheDir, log });
     assert.equal(logs.length, 0, 'nothing computed from a warm cache');
     for (const ds of ['train', 'test'] as const) {
       assert.deepEqual(second[ds].features, fresh[ds].features);
       assert.deepEqual(first[ds].features, fresh[ds].features);
     }
     // another option set: another cache file, everything computed again
-    loadSpeechData(dir, { cacheDir, log, features: { stepMs: 10 } });
+    await loadSpeechData(dir, { cacheDir, log, features: { stepMs: 10 } });
     assert.match(logs.pop()!, /computed 8 of 8/);
     assert.equal(readdirSync(cacheDir).length, 6);
     // normalize and context are applied after the cache: no recomputation
-    loadSpeechData(dir, { cacheDir, log, features: { normalize: 'none', context: 3 } });
+    await loadSpeechData(dir, { cacheDir, log, features: { normalize: 'none', context: 3 } });
     assert.equal(logs.length, 0);
     // a touched file is recomputed (twice: it is in train and dev)
     const t = statSync(join(dir, 'wavs/a.wav')).mtime;
     utimesSync(join(dir, 'wavs/a.wav'), t, new Date(t.getTime() + 5000));
-    loadSpeechData(dir, { cacheDir, log });
+    await loadSpeechData(dir, { cacheDir, log });
     assert.match(logs.pop()!, /computed 2 of 8/);
     // a damaged cache file is ignored and rewritten
     for (const f of readdirSync(cacheDir)) writeFileSync(join(cacheDir, f), 'PTFEAT1\n\u0004\u0000\u0000\u0000{}  ');
-    const again = loadSpeechData(dir, { cacheDir, log });
+    const again = await loadSpeechData(dir, { cacheDir, log });
     assert.ok(logs.some((m) => /ignoring the damaged feature cache/.test(m)));
     assert.deepEqual(again.train.features, fresh.train.features);
   } finally {
@@ -139,7 +139,7 @@ test('the feature cache reads back what computing gives; a changed option or fil
   }
 });
 
-test('bad manifests: one line naming file:line, and no cache written', () => {
+test('bad manifests: one line naming file:line, and no cache written', async () => {
   const cases: [string, Record<string, string | Uint8Array>, RegExp][] = [
     [
       'missing WAV',
@@ -198,7 +198,7 @@ test('bad manifests: one line naming file:line, and no cache written', () => {
     const cacheDir = join(dir, 'cache');
     try {
       writeTree(dir, files);
-      assert.throws(
+      await assert.rejects(
         () => loadSpeechData(dir, { cacheDir }),
         (e: Error) => {
           assert.match(e.message, message, what);
@@ -214,13 +214,16 @@ test('bad manifests: one line naming file:line, and no cache written', () => {
   const dir = makeSet();
   try {
     rmSync(join(dir, 'test.csv'));
-    assert.throws(() => loadSpeechData(dir), /no test\.csv; a speech dataset directory holds train\.csv and test\.csv/);
+    await assert.rejects(
+      () => loadSpeechData(dir),
+      /no test\.csv; a speech dataset directory holds train\.csv and test\.csv/,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });
 
-test("alphabet files: DeepSpeech's format, and quoted CSV fields", () => {
+test("alphabet files: DeepSpeech's format, and quoted CSV fields", async () => {
   const a = parseAlphabet('# comment\n \na\nb\n\\#\n', 'alphabet.txt');
   assert.deepEqual(a.symbols, [' ', 'a', 'b', '#']);
   assert.throws(
@@ -239,12 +242,12 @@ test("alphabet files: DeepSpeech's format, and quoted CSV fields", () => {
       'test.csv': 'transcript,wav_filename\n21,wavs/f.wav\n',
       'dev.csv': 'wav_filename,wav_filesize,transcript\n',
     });
-    assert.throws(
+    await assert.rejects(
       () => loadSpeechData(dir, { cache: false, alphabet: join(dir, 'alphabet.txt') }),
       /dev\.csv: the manifest lists no utterances/,
     );
     rmSync(join(dir, 'dev.csv'));
-    const data = loadSpeechData(dir, { cache: false, alphabet: join(dir, 'alphabet.txt') });
+    const data = await loadSpeechData(dir, { cache: false, alphabet: join(dir, 'alphabet.txt') });
     assert.deepEqual(Array.from(data.train.labels), [3, 2, 4, 1, 3]);
     assert.deepEqual(Array.from(data.test.labels), [4, 3]);
     assert.equal(data.validation, undefined);

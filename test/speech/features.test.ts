@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { RealFft } from '../../src/speech/fft.ts';
-import { FeatureExtractor, dctMatrix } from '../../src/speech/features.ts';
+import { dctMatrix, FoldedDct } from '../../src/speech/dct.ts';
+import { FeatureExtractor } from '../../src/speech/features.ts';
 import { frameGeometry, resolveFeatureOptions, type FeatureOptions } from '../../src/speech/featureOptions.ts';
 import { readWav } from '../../src/speech/wav.ts';
 
@@ -14,8 +15,9 @@ interface Fixture {
   signals: Record<string, Record<string, { frames: number; featureSize: number; data: number[] }>>;
 }
 
-test('the real FFT equals a direct DFT', () => {
-  for (const n of [2, 4, 8, 64, 512]) {
+test('the real FFT equals a direct DFT, and its power spectrum the squared magnitudes', () => {
+  // radix-2 first pass (h = n/2 an odd power of two: 4, 16, 64, 1024) and radix-4 throughout (8, 32, 512, 2048)
+  for (const n of [2, 4, 8, 16, 32, 64, 128, 512, 1024, 2048]) {
     const x = Array.from({ length: n }, (_, i) => Math.sin(i * 1.7) + 0.3 * Math.cos(i * i * 0.11));
     const re = new Float64Array(n / 2 + 1),
       im = new Float64Array(n / 2 + 1);
@@ -31,6 +33,46 @@ test('the real FFT equals a direct DFT', () => {
         Math.abs(re[k]! - dr) < 1e-9 * n && Math.abs(im[k]! - di) < 1e-9 * n,
         `n=${n} k=${k}: ${re[k]},${im[k]} vs ${dr},${di}`,
       );
+    }
+    const power = new Float64Array(n / 2 + 1);
+    new RealFft(n).powerSpectrum(x, power);
+    for (let k = 0; k <= n / 2; k++) {
+      const want = re[k]! ** 2 + im[k]! ** 2;
+      assert.ok(Math.abs(power[k]! - want) <= 1e-12 * (1 + want), `n=${n} bin ${k}: ${power[k]} vs ${want}`);
+    }
+    // a frame at an offset, windowed as it is read, is the same as the windowed frame written out
+    const signal = Array.from({ length: n + 7 }, (_, i) => Math.cos(i * 0.9) * 3);
+    const window = Float64Array.from({ length: n }, (_, i) => 0.5 + 0.5 * Math.sin(i));
+    const framed = Array.from({ length: n }, (_, t) => signal[5 + t]! * window[t]!);
+    const direct = new Float64Array(n / 2 + 1),
+      written = new Float64Array(n / 2 + 1);
+    const fft = new RealFft(n);
+    fft.powerSpectrum(signal, direct, 5, window);
+    fft.powerSpectrum(framed, written);
+    assert.deepEqual(direct, written, `n=${n}: windowed on reading`);
+    assert.throws(() => fft.powerSpectrum(signal, direct, 8, window), /the frame is 8 …/);
+  }
+});
+
+test('the folded DCT equals the matrix product, for even and odd input counts, with and without a scale', () => {
+  for (const [count, n] of [
+    [13, 23],
+    [26, 40],
+    [40, 40],
+    [5, 7],
+  ] as const) {
+    const m = dctMatrix(count, n);
+    const x = Float64Array.from({ length: n }, (_, j) => Math.sin(j * 1.3) * 10 + j * 0.1);
+    const scale = Float64Array.from({ length: count }, (_, k) => 1 + 0.5 * k);
+    for (const s of [undefined, scale]) {
+      const out = new Float32Array(count + 3);
+      new FoldedDct(count, n).apply(x, out, 3, s);
+      for (let k = 0; k < count; k++) {
+        let want = 0;
+        for (let j = 0; j < n; j++) want += m[k * n + j]! * x[j]!;
+        if (s) want *= s[k]!;
+        assert.equal(out[3 + k], Math.fround(want), `count ${count}, n ${n}, coefficient ${k}`);
+      }
     }
   }
 });

@@ -55,7 +55,7 @@ for (const strategy of [
     const evals = events.filter((e): e is Extract<TrainEvent, { type: 'eval' }> => e.type === 'eval');
     assert.equal(evals.length, 1);
     assert.ok(evals[0]!.testCER! >= 0 && Number.isFinite(evals[0]!.testWER!));
-    const untrained = evaluateReplica(new Replica(jsBackend, config), heldOut);
+    const untrained = await evaluateReplica(new Replica(jsBackend, config), heldOut);
     assert.notEqual(evals[0]!.testLoss, untrained.loss, 'training changed the model');
   });
 }

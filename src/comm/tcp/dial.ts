@@ -23,6 +23,8 @@ const RETRYABLE = new Set([
  * Connects to `host:port` within `deadline`, retrying refused/unreachable attempts with backoff
  * (the peer may not be listening yet). Throws CommTimeoutError naming `who` and the address, or
  * what `stop` returns as soon as it returns something (the job failed meanwhile: stop retrying).
+ * `startedAt`: when the attempt that connected began (Date.now()), the earliest the peer can have
+ * accepted it — its handshake deadline runs from there, even while this thread is busy.
  */
 export async function dialWithRetry(
   host: string,
@@ -33,7 +35,7 @@ export async function dialWithRetry(
   me: string,
   rank: number,
   stop: () => Error | undefined = () => undefined,
-): Promise<{ socket: net.Socket; reader: PullReader }> {
+): Promise<{ socket: net.Socket; reader: PullReader; startedAt: number }> {
   let delay = 50;
   let lastError = 'no attempt';
   for (;;) {
@@ -50,7 +52,8 @@ export async function dialWithRetry(
       );
     }
     try {
-      return await new Promise<{ socket: net.Socket; reader: PullReader }>((resolve, reject) => {
+      const startedAt = Date.now();
+      return await new Promise<{ socket: net.Socket; reader: PullReader; startedAt: number }>((resolve, reject) => {
         const reader = new PullReader();
         const socket = net.connect({ host, port, onread: reader.onread });
         const t = setTimeout(
@@ -63,7 +66,7 @@ export async function dialWithRetry(
         socket.once('connect', () => {
           clearTimeout(t);
           socket.removeAllListeners('error');
-          resolve({ socket, reader });
+          resolve({ socket, reader, startedAt });
         });
         socket.once('error', (err) => {
           clearTimeout(t);

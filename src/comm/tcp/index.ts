@@ -29,8 +29,9 @@
  * address, config hash, frame limit and `agreements` (e.g. its data's fingerprint); the master
  * checks them (same world size, config hash and agreements, no duplicate rank) and sends everyone
  * the table, or refuses everyone with the reason (ConfigMismatchError names the differing rank and
- * field). Connections that have not proved the secret are admitted by strangers.ts (per-address
- * limits, a 2 s deadline, the oldest dropped to make room), so a flood cannot shut a rank out. Then each rank dials its left ring neighbour
+ * field). Connections that have not proved the secret, to the rendezvous port or a data port, pass
+ * one gate (strangers.ts: per-address limits, a 2 s deadline, the oldest dropped to make room), so
+ * a flood cannot shut a rank out. Then each rank dials its left ring neighbour
  * to receive from it (other pairs: the sender dials on first use), so each direction of a pair
  * has exactly one ordered stream and no two ranks race to open one. Every wait has a deadline
  * (timeoutMs for forming, recvTimeoutMs per wait in a call) whose CommTimeoutError names the
@@ -91,7 +92,7 @@
  * Security: every connection (rendezvous and data) is authenticated both ways by HMAC-SHA256
  * challenge–response on the shared secret (auth.ts). A world of more than one rank refuses to
  * start without a secret unless `allowInsecure` is set (secret.ts). Before authentication a
- * connection may send only small handshake frames and must finish within 10 s; malformed,
+ * connection may send only small handshake frames and must prove the secret within 2 s; malformed,
  * oversized, unauthenticated or foreign traffic drops that connection with one warning line and
  * never disturbs the job (corrupt frames from an authenticated peer abort the job: a stream
  * cannot be resynchronised). Frames (frame.ts) carry a length, type, sequence number, a payload

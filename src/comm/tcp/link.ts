@@ -6,7 +6,7 @@
  * socket error ends the link: `onEnd(err)` runs exactly once, with `undefined` for a clean close.
  * Nothing here throws out of a socket event.
  */
-import type { Socket } from 'node:net';
+import type { Server, Socket } from 'node:net';
 import { PeerFailedError } from '../errors.ts';
 import {
   encodeHeader,
@@ -25,6 +25,12 @@ const EMPTY = new Uint8Array(0);
 
 export function hostPort(host: string, port: number): string {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** The file descriptor of a socket or a listening server, where the platform has one (the native ring polls it). */
+export function descriptorOf(s: Socket | Server | undefined): number | undefined {
+  const fd = (s as unknown as { _handle?: { fd?: unknown } } | undefined)?._handle?.fd;
+  return typeof fd === 'number' && fd >= 0 ? fd : undefined;
 }
 
 /**
@@ -151,8 +157,7 @@ export class Link {
 
   /** The socket's file descriptor, where the platform has one (the native ring uses it). */
   get fd(): number | undefined {
-    const fd = (this.socket as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
-    return typeof fd === 'number' && fd >= 0 ? fd : undefined;
+    return descriptorOf(this.socket);
   }
 
   /** Nothing of this side's writes is left in Node's or libuv's queues. */

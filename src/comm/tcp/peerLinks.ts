@@ -8,22 +8,16 @@
  */
 import type net from 'node:net';
 import os from 'node:os';
-import { AuthenticationError, CommTimeoutError } from '../errors.ts';
+import { CommTimeoutError } from '../errors.ts';
 import { authenticateAsAcceptor, authenticateAsDialer, type Direction } from './auth.ts';
 import type { DataEngines } from './dataEngines.ts';
 import { peerDied, type AbortBody, type FailureState } from './failure.ts';
 import { FrameType, PRE_AUTH_MAX_FRAME } from './frame.ts';
-import { hostPort, Link } from './link.ts';
+import { descriptorOf, hostPort, Link } from './link.ts';
 import type { TcpLog } from './log.ts';
 import type { ResolvedOptions } from './options.ts';
 import { dialWithRetry } from './dial.ts';
-import {
-  DATA_AUTH_DEADLINE_MS,
-  remoteAddress,
-  StrangerGate,
-  STRANGERS_PER_ADDRESS,
-  STRANGERS_TOTAL,
-} from './strangers.ts';
+import { AUTH_DEADLINE_MS, StrangerGate, STRANGERS_PER_ADDRESS, STRANGERS_TOTAL } from './strangers.ts';
 import { joinWorld, openDataListener, registrationOf } from './joinWorld.ts';
 import type { RankAddress, Registration, WorldTable } from './rendezvous.ts';
 
@@ -51,6 +45,9 @@ const BACK_TYPES = new Set<number>([FrameType.Abort, FrameType.Bye]);
 /** how long a dial whose handshake broke waits for the job's own failure before blaming the peer it dialled */
 const HANDSHAKE_FAILURE_GRACE_MS = 1000;
 
+/** the gate has dropped (and logged) a connection that did not authenticate */
+const noop = () => {};
+
 /** Hands an authenticated link from/to rank p to the frame router; `forget` drops it from this registry once it ends. */
 export type RouteLink = (link: Link, p: number, forget: () => void) => void;
 
@@ -74,7 +71,7 @@ export class PeerLinks {
   private readonly inWaiters: (((err?: Error) => void) | undefined)[];
   private readonly outWaiters: (((err?: Error) => void) | undefined)[];
   private readonly links = new Set<Link>();
-  /** connections to the data port that have not proved the secret (the same admission as the rendezvous port) */
+  /** connections to the data port that have not proved the secret: the rendezvous port's gate and deadline */
   private readonly strangers: StrangerGate;
 
   constructor(
@@ -102,6 +99,7 @@ export class PeerLinks {
       log,
       Math.max(STRANGERS_PER_ADDRESS, 2 * N),
       Math.max(STRANGERS_TOTAL, 4 * N),
+      Math.min(o.timeoutMs, AUTH_DEADLINE_MS),
     );
   }
 
@@ -213,13 +211,13 @@ export class PeerLinks {
   }
 
   /** Dials rank p to send to it ('send') or to receive from it ('recv'). */
-  private async dial(p: number, dir: Direction, deadline: number): Promise<Link> {
+  private async dial(p: number, dir: Direction, deadline: number, again = false): Promise<Link> {
     const a = this.peersTable[p]!;
-    const { socket, reader } = await dialWithRetry(
+    const { socket, reader, startedAt } = await dialWithRetry(
       a.host,
       a.port,
       deadline,
-      this.o.timeoutMs,
+      again ? AUTH_DEADLINE_MS : this.o.timeoutMs,
       `rank ${p} (${a.hostname})`,
       `rank ${this.rank}`,
       p,
@@ -244,6 +242,15 @@ export class PeerLinks {
       // is still on its way on another link: blame p only if no failure arrives meanwhile.
       // Typed errors (a refusal, a wrong secret, a malformed frame) stay as they are.
       if (err instanceof Error && err.constructor === Error) {
+        // p drops what has not proved the secret AUTH_DEADLINE_MS after its accept: this thread, busy
+        // since its dial, answered too late for a p that is likely alive: dial it once more, briefly
+        if (!again && !this.failures.failure && Date.now() - startedAt >= AUTH_DEADLINE_MS) {
+          this.log(
+            'debug',
+            `rank ${this.rank}: the handshake with rank ${p} ended after this rank answered late; dialling again`,
+          );
+          return this.dial(p, dir, Math.min(deadline, Date.now() + AUTH_DEADLINE_MS), true);
+        }
         const failure = this.failures.failure ?? (await this.failures.within(HANDSHAKE_FAILURE_GRACE_MS));
         if (failure) throw failure;
         throw peerDied(this.rank, p, this.peerDesc(p), `the connection failed during the handshake (${err.message})`);
@@ -265,27 +272,29 @@ export class PeerLinks {
     return link;
   }
 
+  /**
+   * A new connection passes the port's gate (strangers.ts: a flood cannot take every slot, a silent
+   * one is dropped at the deadline), then carries data.
+   */
   private onAccept(socket: net.Socket): void {
     const link = new Link(socket, PRE_AUTH_MAX_FRAME, HANDSHAKE_TYPES);
     if (this.failures.usable) {
       link.destroy();
       return;
     }
-    // a flood cannot take every slot: the oldest stranger makes room (strangers.ts)
-    this.strangers.admit(link, remoteAddress(link));
-    // a real rank dials once it knows the table, which this rank learns at the same moment
-    const tableMs = Math.min(this.o.timeoutMs, 10_000);
-    const tableTimer = setTimeout(() => link.destroy(), tableMs);
-    void this.tableKnown
-      .then(() => {
-        clearTimeout(tableTimer);
-        if (link.isEnded) throw new Error('closed before the handshake');
+    void this.strangers
+      .authenticate(link, async (deadlineMs) => {
+        // a real rank dials once it knows the table, which this rank learns at the same moment
+        await new Promise<void>((resolve, reject) => {
+          void this.tableKnown.then(resolve);
+          link.onEnd((err) => reject(err ?? new Error('closed before the handshake')));
+        });
         return authenticateAsAcceptor(link, {
           key: this.key,
           purpose: 'data',
           myRank: this.rank,
           job: this.job,
-          deadlineMs: Math.min(this.o.timeoutMs, DATA_AUTH_DEADLINE_MS),
+          deadlineMs,
           check: (r, dir) =>
             r >= this.size
               ? `rank ${r} is out of range (world of ${this.size})`
@@ -297,7 +306,6 @@ export class PeerLinks {
         });
       })
       .then(({ rank: p, dir }) => {
-        this.strangers.settle(link);
         if (this.failures.usable) {
           link.close();
           return;
@@ -315,13 +323,8 @@ export class PeerLinks {
         const w = waiters[p];
         waiters[p] = undefined;
         w?.();
-      })
-      .catch((err: Error) => {
-        clearTimeout(tableTimer);
-        // a process with the wrong secret is a misconfigured rank, logged each time; strangers are counted per address
-        const wrongSecret = err instanceof AuthenticationError && err.claimedRank !== undefined;
-        this.strangers.drop(link, err.message, !wrongSecret);
-      });
+      }, noop)
+      .catch((err: Error) => this.strangers.drop(link, err.message));
   }
 
   /** An authenticated link to/from rank p: kept here until it ends, its frames routed. */
@@ -351,11 +354,15 @@ export class PeerLinks {
 
   /**
    * The descriptors of this rank's connections other than `ring` whose frames Node is reading (not
-   * ended, not paused on a held frame): the native ring hands back to JavaScript once one of them
-   * has something, such as a peer's Abort (nativeRing.ts).
+   * ended, not paused on a held frame), and of its listener: the native ring hands back to
+   * JavaScript once one of them has something, such as a peer's Abort (nativeRing.ts) or a
+   * connection to accept — else a flood waits in the kernel's backlog while the ring runs step
+   * after step, and the gate never sees it.
    */
   watchFds(ring: Link): number[] {
     const fds: number[] = [];
+    const listener = descriptorOf(this.server);
+    if (listener !== undefined) fds.push(listener);
     for (const link of this.links) {
       const fd = link.fd;
       if (link !== ring && fd !== undefined && !link.isEnded && !link.frames.heldHeader) fds.push(fd);

@@ -7,7 +7,7 @@ import { FrameError, FrameType, PRE_AUTH_MAX_FRAME, type Frame } from './frame.t
 import { hostPort, Link } from './link.ts';
 import type { TcpLog } from './log.ts';
 import { disagreement } from './agreement.ts';
-import { AUTH_DEADLINE_MS, remoteAddress, StrangerGate, STRANGERS_PER_ADDRESS, STRANGERS_TOTAL } from './strangers.ts';
+import { AUTH_DEADLINE_MS, StrangerGate, STRANGERS_PER_ADDRESS, STRANGERS_TOTAL } from './strangers.ts';
 import {
   HANDSHAKE_TYPES,
   parseRegistration,
@@ -70,6 +70,7 @@ export class RendezvousMaster {
       o.log,
       Math.max(STRANGERS_PER_ADDRESS, n),
       Math.max(STRANGERS_TOTAL, 2 * n),
+      Math.min(o.timeoutMs, AUTH_DEADLINE_MS),
     );
     this.server = net.createServer((socket) => this.onConnection(socket));
     this.server.on('error', (err) => this.o.log('warn', `rendezvous server: ${err.message}`));
@@ -104,33 +105,39 @@ export class RendezvousMaster {
     return { host: this.o.host, port: a.port };
   }
 
+  /** A new connection passes the port's gate (strangers.ts), then registers. */
   private onConnection(socket: net.Socket): void {
     const link = new Link(socket, PRE_AUTH_MAX_FRAME, HANDSHAKE_TYPES);
     const from = link.remote;
-    this.strangers.admit(link, remoteAddress(link));
-    void this.handle(link).catch((err: Error) => {
-      // a process with the wrong secret is named by the timeout message, not counted among strangers
-      const wrongSecret = err instanceof AuthenticationError && err.claimedRank !== undefined;
-      if (wrongSecret) this.authFailures.set(err.claimedRank!, from);
-      this.strangers.drop(link, err.message, !wrongSecret);
-    });
+    void this.strangers
+      .authenticate(link, (deadlineMs) =>
+        authenticateAsAcceptor(link, {
+          key: this.o.key,
+          purpose: 'rendezvous',
+          myRank: 0,
+          job: '',
+          deadlineMs,
+          check: () => undefined,
+        }),
+      )
+      .then(
+        () => this.receiveRegistration(link),
+        (err: Error) => {
+          // dropped by the gate; a process with the wrong secret is named by the timeout message
+          if (err instanceof AuthenticationError && err.claimedRank !== undefined)
+            this.authFailures.set(err.claimedRank, from);
+        },
+      )
+      .catch((err: Error) => this.strangers.drop(link, err.message));
   }
 
   private name(r: number): string {
     return this.o.rankNames?.[r] ?? `rank ${r}`;
   }
 
-  private async handle(link: Link): Promise<void> {
+  /** An authenticated rank's registration, within the handshake's time. */
+  private async receiveRegistration(link: Link): Promise<void> {
     const handshakeMs = Math.min(this.o.timeoutMs, 10_000);
-    await authenticateAsAcceptor(link, {
-      key: this.o.key,
-      purpose: 'rendezvous',
-      myRank: 0,
-      job: '',
-      deadlineMs: Math.min(this.o.timeoutMs, AUTH_DEADLINE_MS),
-      check: () => undefined,
-    });
-    this.strangers.settle(link);
     link.raiseLimits(64 * 1024, REGISTER_TYPES);
     const timer = setTimeout(
       () => link.destroy(new FrameError(`no registration within ${handshakeMs} ms`)),

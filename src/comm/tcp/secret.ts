@@ -43,6 +43,15 @@ function fromFile(path: string, origin: string, log: TcpLog): Buffer {
   return Buffer.from(s, 'utf8');
 }
 
+/**
+ * Refuses a job of `worldSize` processes that has no usable secret in `env`, with the error its
+ * connect() would throw, before the caller does any work (a run directory left behind by a refused
+ * start would refuse the retry). Warnings about a secret that is usable stay with connect().
+ */
+export function checkSecret(worldSize: number, env: Record<string, string | undefined>): void {
+  resolveSecret({ worldSize, env }, () => {});
+}
+
 export function resolveSecret(o: SecretOptions, log: TcpLog): Buffer {
   let key: Buffer | undefined;
   let origin = '';

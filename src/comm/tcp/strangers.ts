@@ -1,31 +1,31 @@
 /**
- * Admission of unauthenticated connections to a listening port (the rendezvous port, a data
- * port), so that strangers cannot keep a job from forming.
+ * Admission of unauthenticated connections to a listening port — the rendezvous port and every
+ * rank's data port alike — so that strangers cannot keep a job from forming or disturb it.
  *
  * A connection is a stranger until its handshake proves the secret. Strangers get at most
  * `perAddress` pending slots per remote address and `total` in all; a new connection is never
  * refused for lack of a slot: the OLDEST stranger of its address (or, when every slot is taken,
  * of the address holding the most) is dropped instead. A real rank authenticates within a
  * round trip or two, so idle or slow strangers are always older than it and it gets in; once
- * authenticated (`settle`) a connection no longer counts. Each stranger must also authenticate
- * within the deadline its caller enforces (a few seconds).
+ * authenticated (`settle`) a connection no longer counts. Each stranger must prove the secret
+ * within AUTH_DEADLINE_MS of its accept (`authenticate` enforces it) or is dropped.
  *
  * Drops are counted per address: the first from each address is logged, the rest only counted,
  * and `summary()` names the flood for the messages of a rendezvous that fails meanwhile.
  */
+import { AuthenticationError } from '../errors.ts';
+import { FrameError } from './frame.ts';
 import type { Link } from './link.ts';
 import type { TcpLog } from './log.ts';
 
 export const STRANGERS_PER_ADDRESS = 16;
 export const STRANGERS_TOTAL = 64;
-/** how long a stranger has to prove the secret (capped by the world's timeout) */
-export const AUTH_DEADLINE_MS = 2000;
 /**
- * The same on a data port: a real rank may dial and then compute for seconds before its event loop
- * sends the hello (a busy rank, 2.5 s in test/comm/tcp-stall.test.ts, was dropped at 2 s and the job
- * failed). Eviction of the oldest stranger, not this deadline, is what keeps a flood out.
+ * How long a stranger has from its accept to prove the secret (capped by the world's timeout). A
+ * real rank's handshake takes a round trip or two; one whose event loop was busy between its dial
+ * and its hello, and was dropped for it, dials again (peerLinks.ts).
  */
-export const DATA_AUTH_DEADLINE_MS = 30_000;
+export const AUTH_DEADLINE_MS = 2000;
 
 export class StrangerGate {
   /** pending strangers, oldest first (a Map keeps insertion order), with their remote address */
@@ -38,7 +38,34 @@ export class StrangerGate {
     private readonly log: TcpLog,
     private readonly perAddress = STRANGERS_PER_ADDRESS,
     private readonly total = STRANGERS_TOTAL,
+    /** AUTH_DEADLINE_MS, or less where the world's timeout is shorter */
+    readonly deadlineMs = AUTH_DEADLINE_MS,
   ) {}
+
+  /**
+   * The gate of a port: admits a new connection, runs `handshake` (given the deadline, for its own
+   * reads) and drops the connection unless it proves the secret within the deadline of its accept;
+   * resolves with what the handshake resolved with, the connection settled, or rejects with why it
+   * was dropped. A process with the wrong secret (it claimed a rank) is logged each time, not
+   * counted among strangers: it is a misconfigured rank.
+   */
+  async authenticate<T>(link: Link, handshake: (deadlineMs: number) => Promise<T>): Promise<T> {
+    this.admit(link, remoteAddress(link));
+    const ms = this.deadlineMs;
+    const timer = setTimeout(() => link.destroy(new FrameError(`the secret was not proved within ${ms} ms`)), ms);
+    try {
+      const peer = await handshake(ms);
+      this.settle(link);
+      return peer;
+    } catch (err) {
+      const e = err instanceof Error ? err : new Error(String(err));
+      const wrongSecret = e instanceof AuthenticationError && e.claimedRank !== undefined;
+      this.drop(link, e.message, !wrongSecret);
+      throw e;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
 
   /** Admits a new connection from `address` (no port), dropping the oldest stranger that must make room. */
   admit(link: Link, address: string): void {

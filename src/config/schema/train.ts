@@ -5,6 +5,8 @@ import { STRATEGIES, DEFAULT_STRATEGY, type StrategySpec, type StrategyName } fr
 import { bool, nonNegInt, oneKeyMap, oneOf, optionFields, posInt, posNum, section, seedField } from './fields.ts';
 import { checkpointEveryField } from './checkpointEvery.ts';
 import { bestField, earlyStoppingField } from './tracking.ts';
+import { divergenceField } from './divergence.ts';
+import { initFromField } from './initFrom.ts';
 
 /**
  * What `train.strategy` accepts when written in code: a strategy's options are its normalised
@@ -23,7 +25,7 @@ export const strategySchema = oneKeyMap({
   example: '`bmuf: { period: 4 }`',
 });
 
-export const BACKENDS = ['js', 'wasm', 'native', 'onednn', 'auto'] as const;
+export const BACKENDS = ['js', 'wasm', 'native', 'onednn', 'webgpu', 'auto'] as const;
 
 export const trainSchema = section({
   epochs: posInt().default(1),
@@ -38,8 +40,10 @@ export const trainSchema = section({
   microBatches: posInt().default(1),
   syncBatchNorm: bool().default(false),
   maxBadSteps: posInt().default(10),
+  divergence: divergenceField(),
   stallWarningSeconds: posNum().default(60),
   clipGradNorm: posNum().optional(),
+  initFrom: initFromField(),
   best: bestField(),
   earlyStopping: earlyStoppingField(),
 }).transform((o, ctx): TrainSpec => {
@@ -65,10 +69,12 @@ export const trainSchema = section({
     microBatches: o.microBatches,
     syncBatchNorm: o.syncBatchNorm,
     maxBadSteps: o.maxBadSteps,
+    divergence: o.divergence,
     stallWarningSeconds: o.stallWarningSeconds,
     best: o.best,
     earlyStopping: o.earlyStopping,
     // absent unless set, so configs without clipping normalise as before
     ...(o.clipGradNorm !== undefined ? { clipGradNorm: o.clipGradNorm } : {}),
+    ...(o.initFrom !== undefined ? { initFrom: o.initFrom } : {}),
   };
 });

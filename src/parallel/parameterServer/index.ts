@@ -7,7 +7,7 @@
  *   host.ts          that server's loop (rank 0 of its own world)
  *   protocol.ts      the wire protocol between the two
  */
-import type { OptimizerState } from '../../optim/optimizer.ts';
+import type { FlatRange, OptimizerState } from '../../optim/optimizer.ts';
 
 /**
  * The server's whole state at one moment (for checkpoint sets): its weights, its version (updates
@@ -25,6 +25,8 @@ export interface ParameterServerStart {
   params: Float32Array;
   version: number;
   optimizer: OptimizerState | null;
+  /** ranges of params its optimizer never updates (frozen layers; absent: none) */
+  frozen?: FlatRange[];
 }
 
 /** What a device spent on the server since the last takeStats(); idleMs is part of commMs. */

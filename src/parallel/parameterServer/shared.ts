@@ -1,5 +1,5 @@
 import type { Backend } from '../../kernels/backend.ts';
-import { createOptimizer, optimizerStateSize, type Optimizer } from '../../optim/optimizer.ts';
+import { createOptimizer, optimizerStateSize, type FlatRange, type Optimizer } from '../../optim/optimizer.ts';
 import type { OptimizerSpec } from '../../optim/spec.ts';
 import type { ParameterServer, ParameterServerSnapshot, ParameterServerStart, ParameterServerStats } from './index.ts';
 import { jsBackend } from '../../kernels/js/index.ts';
@@ -39,6 +39,8 @@ export interface SharedParameterServerMemory {
   control: SharedArrayBuffer;
   params: SharedArrayBuffer;
   optimizerState: SharedArrayBuffer;
+  /** ranges of params the optimizer never updates (frozen layers) */
+  frozen: FlatRange[];
 }
 
 /** The server's optimizer over its state buffer in shared memory (the same views in every thread). */
@@ -50,11 +52,17 @@ function sharedOptimizer(
 ): Optimizer {
   let offset = 0;
   const state = new Float32Array(memory.optimizerState);
-  return createOptimizer(backend, spec, paramCount, (n) => {
-    const view = state.subarray(offset, offset + n);
-    offset += n;
-    return view;
-  });
+  return createOptimizer(
+    backend,
+    spec,
+    paramCount,
+    (n) => {
+      const view = state.subarray(offset, offset + n);
+      offset += n;
+      return view;
+    },
+    memory.frozen,
+  );
 }
 
 /** The server's shared memory, starting from `start` (weights alone: a fresh server). */
@@ -70,6 +78,7 @@ export function allocateParameterServer(
     control: new SharedArrayBuffer((FLAGS + 2 * devices) * 4),
     params: new SharedArrayBuffer(paramCount * 4),
     optimizerState: new SharedArrayBuffer(Math.max(optimizerStateSize(spec, paramCount), 1) * 4),
+    frozen: start.frozen ?? [],
   };
   new Float32Array(memory.params).set(initial.subarray(0, paramCount));
   new Int32Array(memory.control)[DEVICES] = devices;

@@ -1,7 +1,8 @@
 /**
  * RUN_DIR/model-best.safetensors: the job's model (weights and BatchNorm statistics, no optimizer
  * state) at the evaluation where `train.best`'s metric was best so far. Its metadata says which
- * evaluation: `epoch` (1-based), `step`, `best.metric`, `best.mode`, `best.value`.
+ * evaluation: `epoch` (the file's metadata counts from 1, as model files do), `step`, `best.metric`,
+ * `best.mode`, `best.value`.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,7 +16,7 @@ export interface BestCheckpoint {
   metric: string;
   mode: 'min' | 'max';
   value: number;
-  /** 1-based epoch and global step of the evaluation */
+  /** the evaluation's epoch (0-based, as TrainResult and the events count) and global step */
   epoch: number;
   step: number;
 }
@@ -32,7 +33,7 @@ export function readBestCheckpoint(path: string): BestCheckpoint | null {
       metric: m['best.metric'],
       mode,
       value: Number(m['best.value']),
-      epoch: Number(m.epoch),
+      epoch: Number(m.epoch) - 1,
       step: Number(m.step),
     };
   } catch {

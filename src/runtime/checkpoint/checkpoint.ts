@@ -14,6 +14,7 @@ import { closeSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, w
 import { dirname } from 'node:path';
 import { endianness } from 'node:os';
 import { crashPoint } from '../faults/crashPoints.ts';
+import { writeError } from '../files/writeError.ts';
 
 /** One tensor of a checkpoint: its name ('layers.3.kernel'), shape and float32 values. */
 export interface CheckpointTensor {
@@ -133,7 +134,7 @@ export function writeCheckpoint(
     } catch {
       /* never created */
     }
-    throw new Error(`cannot write checkpoint ${path}: ${(e as Error).message}`, { cause: e });
+    throw writeError(path, e, { kind: 'checkpoint' });
   }
   // make the rename itself durable; not every platform can fsync a directory
   try {

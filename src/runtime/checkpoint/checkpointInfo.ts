@@ -1,8 +1,8 @@
 /**
  * What a model checkpoint says about itself, beyond its weights: the config it was trained with
  * (metadata `config`, the RunConfig as JSON) and what the data was (metadata `paratrain.data`,
- * JSON `{ task, classNames?, inputShape, normalization?: { mean, std } }`, written where the data
- * is loaded). Predict and eval read both; a checkpoint without `paratrain.data` (older runs) means
+ * JSON `{ task, classNames?, inputShape, normalization?: { mean, std }, columns? }`, written where
+ * the data is loaded). Predict and eval read both; a checkpoint without `paratrain.data` (older runs) means
  * classification, no normalisation, classes named by their index (Fashion-MNIST's own names for
  * that dataset).
  */
@@ -10,7 +10,8 @@ import type { RunConfig } from '../../config/runConfig.ts';
 import { resolveConfig } from '../../config/inCode.ts';
 import { ConfigError } from '../../config/errors.ts';
 import { FASHION_MNIST_CLASSES } from '../../data/fashionMnist.ts';
-import { formatShape, shapesEqual } from '../../tensor/shape.ts';
+import { formatShape, shapeSize, shapesEqual } from '../../tensor/shape.ts';
+import type { CsvColumnNames } from '../../data/csvColumns.ts';
 
 import { DATA_METADATA_KEY } from '../../data/metadata.ts';
 
@@ -29,6 +30,8 @@ export interface DataInfo {
   inputShape: number[];
   /** per channel (the last axis; one value: every channel): the model saw (x − mean) / std */
   normalization?: { mean: number[]; std: number[] };
+  /** a CSV run's columns by header name (absent: CSV inputs are read by position) */
+  columns?: CsvColumnNames;
 }
 
 /** The config stored in a checkpoint's metadata, validated like a config file. */
@@ -126,7 +129,27 @@ export function dataInfoOf(
     if (n.std.some((s) => !(s > 0))) throw bad('has a normalization std that is not positive');
     info.normalization = { mean: [...n.mean], std: [...n.std] };
   }
+  if (o.columns !== undefined) info.columns = columnsOf(o.columns, shapeSize(inputShape), bad);
   return info;
+}
+
+/** The recorded CSV columns, checked: feature names, one per input value, and optional label, targets, unused. */
+function columnsOf(v: unknown, inputs: number, bad: (what: string) => Error): CsvColumnNames {
+  const c = v as Partial<Record<keyof CsvColumnNames, unknown>> | null;
+  const names = (x: unknown) => Array.isArray(x) && x.every((n) => typeof n === 'string');
+  if (
+    !c ||
+    typeof c !== 'object' ||
+    !names(c.features) ||
+    (c.label !== undefined && typeof c.label !== 'string') ||
+    (c.targets !== undefined && !names(c.targets)) ||
+    (c.unused !== undefined && !names(c.unused))
+  )
+    throw bad('has columns that are not { features: [names], label?: name, targets?: [names], unused?: [names] }');
+  const columns = structuredClone(c) as CsvColumnNames;
+  if (columns.features.length !== inputs)
+    throw bad(`names ${columns.features.length} feature columns but the model takes ${inputs} values per sample`);
+  return columns;
 }
 
 function isNumbers(v: unknown): v is number[] {

@@ -4,22 +4,27 @@
  *
  *   model.safetensors         the job's model (unsplit weights, state, the job's optimizer state), rank 0
  *   device-<rank>.safetensors each device's own buffers and its strategy's state (deviceState.ts)
- *   state.json                written LAST: a set without it is incomplete and ignored
+ *   state.json                written LAST, listing every other file with its size and SHA-256
  *
  * The set is written under `step-<N>.partial` (every device, of every process on a shared file
- * system, writes its own files into it), then rank 0 writes state.json and renames the directory;
- * the parent is fsync'd. The last `keepLast` complete sets are kept. At start, leftovers of a dead
- * writer (`*.partial`, `*.tmp-<pid>`, a set without state.json) are removed.
+ * system, writes its own files into it), then rank 0 records the files, writes state.json and
+ * renames the directory; the parent is fsync'd. The last `keepLast` complete sets are kept. A
+ * resume removes only a dead writer's own leftovers (`*.partial`, `*.tmp-<pid>`); a set that fails
+ * verification is moved to `checkpoints/damaged/`, one that a resume from an older set passes over
+ * to `checkpoints/superseded/` (resumeSet.ts): neither is ever deleted.
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
+import { recordSetFiles, type SetFileRecord } from './setIntegrity.ts';
 import { fsyncDir, removeStaleTemps, writeFileDurable } from '../files/durableFile.ts';
 import { crashPoint } from '../faults/crashPoints.ts';
 import type { TrackerState } from '../events/tracking.ts';
 
 export const CHECKPOINTS_DIR = 'checkpoints';
 export const SET_STATE_FILE = 'state.json';
-const SET_NAME = /^step-(\d{8,})$/;
+export const SET_NAME = /^step-(\d{8,})$/;
+/** Where sets that failed verification, and newer sets a resume from an older one passed over, are kept. */
+export type SetShelf = 'damaged' | 'superseded';
 
 /** state.json: where in the run the set was taken, and by what job. */
 export interface SetState {
@@ -46,6 +51,8 @@ export interface SetState {
    * goes on from them, so it neither overwrites a better model-best.safetensors nor restarts its patience
    */
   tracking?: { best?: TrackerState; earlyStopping?: TrackerState };
+  /** every other file of the set, by name: its size and SHA-256 (absent in sets of earlier versions) */
+  files?: Record<string, SetFileRecord>;
 }
 
 export const setName = (step: number) => `step-${String(step).padStart(8, '0')}`;
@@ -67,11 +74,13 @@ export function completeSet(runDir: string, state: SetState, keepLast: number): 
   const root = join(runDir, CHECKPOINTS_DIR);
   const partial = partialSetDir(runDir, state.step);
   crashPoint('set-files');
-  writeFileDurable(join(partial, SET_STATE_FILE), `${JSON.stringify(state, null, 2)}\n`);
+  const recorded: SetState = { ...state, files: recordSetFiles(partial, SET_STATE_FILE) };
+  writeFileDurable(join(partial, SET_STATE_FILE), `${JSON.stringify(recorded, null, 2)}\n`);
   crashPoint('set-state');
   const dir = join(root, setName(state.step));
-  // a set of the same step from an earlier attempt (resumed before it) is replaced
-  if (existsSync(dir)) rmSync(dir, { recursive: true, force: true });
+  // a set of the same step from an earlier attempt is kept aside, not overwritten (a resume moves
+  // the sets newer than its own there first, so this is a safeguard)
+  if (existsSync(dir)) moveSetAside(runDir, dir, 'superseded');
   renameSync(partial, dir);
   fsyncDir(root);
   crashPoint('set-renamed');
@@ -79,14 +88,30 @@ export function completeSet(runDir: string, state: SetState, keepLast: number): 
   return dir;
 }
 
+/** A set's state.json, or what is wrong with it (one phrase: missing, cut short, not a set's). */
+export function readSetStateOrFault(dir: string): { state: SetState } | { fault: string } {
+  let text: string;
+  try {
+    text = readFileSync(join(dir, SET_STATE_FILE), 'utf8');
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return { fault: code === 'ENOENT' ? 'state.json is missing' : `state.json cannot be read (${code})` };
+  }
+  let s: SetState;
+  try {
+    s = JSON.parse(text) as SetState;
+  } catch (e) {
+    return { fault: `state.json is cut short or garbled (${(e as Error).message})` };
+  }
+  if (s === null || typeof s !== 'object' || s.format !== 'paratrain-set-1' || !Number.isInteger(s.step))
+    return { fault: "state.json is not a checkpoint set's (no format 'paratrain-set-1' and integer step)" };
+  return { state: s };
+}
+
 /** Reads a set's state.json, or null when the set is incomplete or unreadable. */
 function readSetState(dir: string): SetState | null {
-  try {
-    const s = JSON.parse(readFileSync(join(dir, SET_STATE_FILE), 'utf8')) as SetState;
-    return s.format === 'paratrain-set-1' && Number.isInteger(s.step) ? s : null;
-  } catch {
-    return null;
-  }
+  const read = readSetStateOrFault(dir);
+  return 'state' in read ? read.state : null;
 }
 
 /** The complete sets of a run, oldest first. */
@@ -113,9 +138,41 @@ export function latestCompleteSet(runDir: string): { dir: string; state: SetStat
   return completeSets(runDir).at(-1) ?? null;
 }
 
+/** Every set folder of a run (complete or not: named `step-<N>`), newest first, with the step its name gives. */
+export function setFolders(runDir: string): { dir: string; name: string; step: number }[] {
+  const root = join(runDir, CHECKPOINTS_DIR);
+  let names: string[];
+  try {
+    names = readdirSync(root);
+  } catch {
+    return [];
+  }
+  return names
+    .filter((name) => SET_NAME.test(name))
+    .map((name) => ({ dir: join(root, name), name, step: Number(SET_NAME.exec(name)![1]) }))
+    .sort((a, b) => b.step - a.step);
+}
+
+/**
+ * Moves a set folder to `checkpoints/<shelf>/<name>` (`<name>.2`, … when that is taken) and
+ * returns where it went: sets a user may still want are kept, never deleted.
+ */
+export function moveSetAside(runDir: string, dir: string, shelf: SetShelf): string {
+  const into = join(runDir, CHECKPOINTS_DIR, shelf);
+  mkdirSync(into, { recursive: true });
+  const name = basename(dir);
+  let to = join(into, name);
+  for (let n = 2; existsSync(to); n++) to = join(into, `${name}.${n}`);
+  renameSync(dir, to);
+  fsyncDir(into);
+  fsyncDir(join(runDir, CHECKPOINTS_DIR));
+  return to;
+}
+
 /**
  * Removes what a dead writer left in a run directory: `*.tmp-<pid>` files of a dead process (a
- * killed checkpoint write), partial sets and sets without state.json. Returns what it removed.
+ * killed checkpoint write) and partial sets (`step-<N>.partial`: the run's own unfinished
+ * writes; the run directory's lock means no live writer owns one). Returns what it removed.
  */
 export function removeLeftovers(runDir: string): string[] {
   const removed = removeStaleTemps(runDir);
@@ -128,10 +185,8 @@ export function removeLeftovers(runDir: string): string[] {
     /* no sets yet */
   }
   for (const name of names) {
-    const dir = join(root, name);
-    const incomplete = name.endsWith('.partial') || (SET_NAME.test(name) && readSetState(dir) === null);
-    if (!incomplete) continue;
-    rmSync(dir, { recursive: true, force: true });
+    if (!name.endsWith('.partial')) continue;
+    rmSync(join(root, name), { recursive: true, force: true });
     removed.push(join(CHECKPOINTS_DIR, name));
   }
   return removed;

@@ -16,6 +16,14 @@ export interface CheckpointSetup {
   configHash: string;
   /** the set to resume from, or null for a fresh run */
   resume: ResumePoint | null;
-  /** a fresh run starting from this checkpoint's weights (--init-from), or null */
-  initFrom: string | null;
+  /** a fresh run starting from a checkpoint's weights (--init-from), or null */
+  initFrom: InitialWeights | null;
+}
+
+/** Where a fine-tuned run's weights come from: the checkpoint, but for the layers that start fresh. */
+export interface InitialWeights {
+  /** the model checkpoint (absolute) */
+  path: string;
+  /** indices in model.layers of the layers that keep the model's fresh initialisation */
+  reinit: number[];
 }

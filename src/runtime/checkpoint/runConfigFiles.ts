@@ -9,11 +9,24 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { configToYaml } from '../../config/writeYaml.ts';
+import { loadConfig } from '../../config/load.ts';
 import type { RunConfig } from '../../config/runConfig.ts';
 import { writeFileDurable } from '../files/durableFile.ts';
 
 export const CONFIG_FILE = 'config.yaml';
 export const COMMAND_FILE = 'command.txt';
+
+/**
+ * The config the run last started with (RUN_DIR/config.yaml), which a resume compares the given one
+ * with; null when it cannot be read (a resume then compares only what the checkpoint set records).
+ */
+export function readRunConfig(runDir: string): RunConfig | null {
+  try {
+    return loadConfig(join(runDir, CONFIG_FILE));
+  } catch {
+    return null;
+  }
+}
 
 /** A hash of the model alone: resume refuses a config whose model differs from the saved one. */
 export function modelHash(config: RunConfig): string {

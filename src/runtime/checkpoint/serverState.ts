@@ -10,6 +10,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { jsBackend } from '../../kernels/js/index.ts';
 import { createOptimizer } from '../../optim/optimizer.ts';
+import { loadInitialWeights } from './initFrom.ts';
 import type { OptimizerSpec } from '../../optim/spec.ts';
 import type { ParameterServerSnapshot, ParameterServerStart } from '../../parallel/parameterServer/index.ts';
 import type { Sequential } from '../../nn/model.ts';
@@ -68,9 +69,11 @@ function readServerState(path: string, spec: OptimizerSpec, paramCount: number):
 }
 
 /**
- * Where the job's parameter server starts: a resumed set's server file (an older set without one:
- * its job model, with a fresh optimizer), a fine-tuned run's checkpoint weights, else the freshly
- * initialised `model`'s weights.
+ * Where the job's parameter server starts: a resumed set's server file, a fine-tuned run's
+ * checkpoint weights, else the freshly initialised `model`'s weights. A set that should hold a
+ * server file and does not failed verification before it got here (resumeSet.ts); one without it
+ * is a set of a strategy without a server (resumed with --strategy sync, say), whose job model the
+ * server starts from, with a fresh optimizer.
  */
 export function serverStart(setup: CheckpointSetup, model: Sequential, spec: OptimizerSpec): ParameterServerStart {
   const fresh = (): ParameterServerStart => ({ params: model.params, version: 0, optimizer: null });
@@ -78,6 +81,6 @@ export function serverStart(setup: CheckpointSetup, model: Sequential, spec: Opt
     const saved = join(setup.resume.dir, SET_SERVER_FILE);
     if (existsSync(saved)) return readServerState(saved, spec, model.params.length);
     loadModelCheckpoint(join(setup.resume.dir, SET_MODEL_FILE), model);
-  } else if (setup.initFrom) loadModelCheckpoint(setup.initFrom, model);
+  } else if (setup.initFrom) loadInitialWeights(setup.initFrom, model);
   return fresh();
 }

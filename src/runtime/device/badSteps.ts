@@ -1,6 +1,7 @@
 import type { ReplicaView, StepInfo, Strategy } from '../../parallel/strategy.ts';
 import { allFinite, anyBad } from '../../parallel/nonFinite.ts';
 import type { FaultPlan } from '../faults/faultPlan.ts';
+import { DIVERGED } from './divergenceGuard.ts';
 
 /** Characters of a device's diagnosis that travel in the agreement when too many steps in a row were bad. */
 const WHERE_CHARS = 96;
@@ -35,7 +36,8 @@ export interface BadStepAt {
  *     skip together (`skips`).
  * The guard counts the skipped steps (`record`). After `maxBadSteps` skipped in a row the run stops
  * with one error naming the device and the layer where the non-finite value first appeared
- * (`stopIfDiverged`: the loop throws, the end-of-run save never runs, so the last good checkpoint stays).
+ * (`stopIfDiverged`: the loop throws, the end-of-run save never runs, so nothing is written after
+ * the skipped steps; train() adds which checkpoint set there is to resume from).
  */
 export class NonFiniteGuard {
   private streak = 0;
@@ -92,9 +94,9 @@ export class NonFiniteGuard {
       ? `the gradients are non-finite at step ${step + 1} (epoch ${at.epoch + 1})`
       : `the loss is ${at.lossSum} at step ${step + 1} (epoch ${at.epoch + 1}) on device ${this.rank}`;
     throw new Error(
-      `training diverged: ${head}; lower optimizer.lr (now ${this.lr}) or add schedule.warmupSteps ` +
+      `${DIVERGED}${head}; lower optimizer.lr (now ${this.lr}) or add schedule.warmupSteps ` +
         `(or raise train.maxBadSteps): ${this.streak} steps in a row (steps ${this.streakStart + 1}–${step + 1}) were skipped because ` +
-        `${what}; the last checkpoint written before them is kept`,
+        `${what}`,
     );
   }
 

@@ -25,13 +25,13 @@ import { modelHash } from '../checkpoint/runConfigFiles.ts';
 import { loadInitialWeights } from '../checkpoint/initFrom.ts';
 
 /** Runs `fn` with the replica temporarily holding `params` (the strategy's model), then restores. */
-export function withParams<T>(replica: Replica, params: Float32Array, fn: () => T): T {
+export async function withParams<T>(replica: Replica, params: Float32Array, fn: () => T | Promise<T>): Promise<T> {
   const own = replica.model.params;
   if (params === own) return fn();
   const saved = own.slice();
   own.set(params);
   try {
-    return fn();
+    return await fn();
   } finally {
     own.set(saved);
   }
@@ -84,7 +84,7 @@ export function deviceCheckpointHooks(o: DeviceCheckpointOptions) {
           : strategy.modelParams
             ? await strategy.modelParams(o.view)
             : o.view.params;
-      withParams(full, params, () =>
+      await withParams(full, params, () =>
         saveModelCheckpoint(join(dir, SET_MODEL_FILE), full.model, full.optimizer, {
           config: JSON.stringify(config),
           step: String(stepsDone),
@@ -125,9 +125,13 @@ export function deviceCheckpointHooks(o: DeviceCheckpointOptions) {
     async onStepEnd(stepsDone: number, stepsPerEpoch: number, totalSteps: number): Promise<void> {
       if (setDue(config, stepsDone, stepsPerEpoch, totalSteps)) await writeSet(stepsDone, stepsPerEpoch);
     },
-    /** a graceful stop: a set at the stop step (unless the step's own set was just written), to resume from */
+    /**
+     * a graceful stop: a set at the stop step, to resume from — unless the step's own set was just
+     * written, or the run stopped where it started (a fresh run at step 0 has nothing to save; a
+     * resumed one's set of that step is there, and is not written again)
+     */
     async onStop(stepsDone: number, stepsPerEpoch: number, totalSteps: number): Promise<void> {
-      if (stepsDone > 0 && !setDue(config, stepsDone, stepsPerEpoch, totalSteps))
+      if (stepsDone > (resume?.state.step ?? 0) && !setDue(config, stepsDone, stepsPerEpoch, totalSteps))
         await writeSet(stepsDone, stepsPerEpoch);
     },
   };

@@ -8,6 +8,7 @@ import type { RunConfig } from '../../config/runConfig.ts';
 import type { EventSink } from '../events/events.ts';
 import { FaultPlan } from '../faults/faultPlan.ts';
 import { NonFiniteGuard } from './badSteps.ts';
+import { DivergenceGuard } from './divergenceGuard.ts';
 import type { ProbeBatch } from './nonFiniteProbe.ts';
 import { gradientComputation, type GradientReplica } from './computeGradients.ts';
 import { StepPhases, type CommStats } from './stepPhases.ts';
@@ -23,6 +24,8 @@ export interface TrainableReplica extends GradientReplica {
   locateNonFinite?(batch: ProbeBatch): Promise<string | null>;
   /** the gradients of this device's model-parallel shards, which no strategy sees (empty when the model is whole) */
   shardGrads?(): Float32Array;
+  /** the gradients reach the host only when the step's backward is done (a GPU's): no bucket is reduced during it */
+  readonly gradientsAfterBackward?: boolean;
 }
 
 export interface LoopOptions {
@@ -90,7 +93,7 @@ async function update(
  * The training loop one device runs, identical for every strategy: for each of this rank's slices
  * of the global batches, forward and backward, the update (the strategy's, or the optimizer's),
  * the strategy's after-step. Beside the step: its timing and injected faults (StepPhases), the
- * non-finite guard (NonFiniteGuard), its events (StepReporter).
+ * non-finite guard (NonFiniteGuard), the divergence guard (DivergenceGuard), its events (StepReporter).
  */
 export async function runTrainLoop(o: LoopOptions): Promise<void> {
   const { replica, strategy, config, rank, worldSize, emit } = o;
@@ -111,9 +114,10 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
   const baseLr = baseLearningRate(config, worldSize);
   const view = viewOf(replica);
   const shards = replica.shardGrads?.() ?? new Float32Array(0);
-  const onGradientsReady = strategy.onGradientsReady
-    ? (offset: number) => strategy.onGradientsReady!(view, offset)
-    : undefined;
+  const onGradientsReady =
+    strategy.onGradientsReady && !replica.gradientsAfterBackward
+      ? (offset: number) => strategy.onGradientsReady!(view, offset)
+      : undefined;
   const computeGradients = gradientComputation({
     replica,
     view,
@@ -127,6 +131,7 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
   });
   const phases = new StepPhases(o.takeCommStats, faults, rank);
   const guard = new NonFiniteGuard(config.train.maxBadSteps, rank, worldSize, strategy, config.optimizer.lr);
+  const divergence = new DivergenceGuard(config.train.divergence);
   const reporter = new StepReporter(emit, rank, stepsPerEpoch);
 
   /** One step: forward and backward, the update, the strategy's after-step. */
@@ -169,6 +174,12 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
       await guard.stopIfDiverged({ step, epoch, lossSum: done.result.lossSum }, async () =>
         done.probe && replica.locateNonFinite ? replica.locateNonFinite(done.probe) : null,
       );
+      divergence.stopIfDiverged(done.result.lossSum, done.result.samples, step, {
+        rank,
+        epoch,
+        lr: config.optimizer.lr,
+        clipGradNorm: config.train.clipGradNorm,
+      });
       step++;
       await o.onStepEnd?.(step, stepsPerEpoch, totalSteps);
     }

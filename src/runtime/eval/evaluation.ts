@@ -1,7 +1,7 @@
 /**
  * A device's part in evaluating the run: after each epoch that evalEvery makes due, device 0
  * evaluates the job's model on the validation split (on the test set when there is none), and the
- * test set once at the end — after the last epoch, or at an early stop. Device 0 also keeps the
+ * test set once at the end — after the last epoch, or at a stop (early or not). Device 0 also keeps the
  * watched metrics' records (tracking.ts): RUN_DIR/model-best.safetensors is rewritten when
  * `train.best`'s metric improves, and each evaluation gets early stopping's verdict, on which the
  * main thread holds or stops every device (evalSchedule.ts). The other devices take part only in a
@@ -50,8 +50,6 @@ export class DeviceEvaluation {
   private readonly best: MetricTracker | null;
   private readonly stopper: MetricTracker | null;
   private readonly patience: number;
-  /** device 0 told the main thread to stop the run early (its final test evaluation is then due at the stop) */
-  private stopVerdict = false;
 
   constructor(o: EvaluationOptions) {
     this.o = o;
@@ -67,7 +65,7 @@ export class DeviceEvaluation {
     // a model-best file written after the resumed set (a crash came before the next set) may be better than the set's record
     const onDisk = this.best && o.resumed && this.bestPath ? readBestCheckpoint(this.bestPath) : null;
     if (onDisk && onDisk.metric === goals.best!.metric && onDisk.mode === goals.best!.mode)
-      this.best!.adopt(onDisk.value, onDisk.epoch - 1, onDisk.step);
+      this.best!.adopt(onDisk.value, onDisk.epoch, onDisk.step);
   }
 
   private get bestPath(): string | null {
@@ -99,13 +97,14 @@ export class DeviceEvaluation {
     const { config } = this.o;
     const last = epoch === config.train.epochs - 1;
     // decided from the config (and the agreed stop) alone, so every device agrees on when to gather a split model;
-    // a stopped run writes its checkpoint and evaluates nothing extra, but for the test set after an early stop
+    // a stopped run (a signal, an abort, early stopping) writes its checkpoint and evaluates the test set on the
+    // weights it stopped with, which are those its final figures report
     const perEpoch = !stopped && evalDue(config, epoch);
     const checkpointDue = stopped || modelFileDue(config, epoch);
     if (!perEpoch && !checkpointDue) return;
     await this.evaluate(epoch, step, {
       perEpoch,
-      finalTest: (!stopped && last) || (stopped && this.stopVerdict),
+      finalTest: last || stopped,
       gatherOptimizer: checkpointDue,
       checkpoint: checkpointDue,
     });
@@ -126,17 +125,17 @@ export class DeviceEvaluation {
         : o.strategy.modelParams
           ? await o.strategy.modelParams(o.view)
           : o.view.params;
-    withParams(full, params, () => {
+    await withParams(full, params, async () => {
       const event: EvalEvent = { type: 'eval', epoch, step };
       const perEpochSet = o.validation ?? o.test;
       const evaluated = (what.perEpoch && perEpochSet !== null) || (what.finalTest && o.test !== null);
       if (what.perEpoch && perEpochSet) {
-        const r = evaluateReplica(full, perEpochSet);
+        const r = await evaluateReplica(full, perEpochSet);
         if (o.validation) Object.assign(event, { valLoss: r.loss, valAccuracy: r.accuracy, ...evalExtras(r, 'val') });
         else Object.assign(event, { testLoss: r.loss, testAccuracy: r.accuracy, ...evalExtras(r) });
       }
       if (what.finalTest && o.test && event.testLoss === undefined) {
-        const r = evaluateReplica(full, o.test);
+        const r = await evaluateReplica(full, o.test);
         Object.assign(event, { testLoss: r.loss, testAccuracy: r.accuracy, ...evalExtras(r) });
       }
       if (evaluated) o.emit(event);
@@ -180,7 +179,6 @@ export class DeviceEvaluation {
       this.stopper.update(value(this.stopper.state.metric), event.epoch, event.step);
       const s = this.stopper.state;
       const stop = s.wait >= this.patience && event.epoch < o.config.train.epochs - 1;
-      this.stopVerdict = stop;
       o.emit({
         type: 'earlyStopping',
         epoch: event.epoch,

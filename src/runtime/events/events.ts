@@ -2,7 +2,10 @@ import type { StallReport } from '../../comm/stallInspector.ts';
 import { addErrorCounts, type ErrorCounts } from '../../nn/loss.ts';
 import { errorRate } from '../../ctc/errorRates.ts';
 
-/** Everything a run reports, as it happens; the CLI renders them, the metrics file stores them. */
+/**
+ * Everything a run reports, as it happens; the CLI renders them, the metrics file stores them.
+ * Every `epoch` (and `bestEpoch`) is 0-based; what the CLI prints for people adds one ("epoch 1/3").
+ */
 export type TrainEvent =
   | {
       type: 'start';
@@ -127,7 +130,7 @@ export type TrainEvent =
       patience: number;
       stop: boolean;
     }
-  /** the run stopped early after `step` steps, in epoch `epoch` (1-based): `metric` last improved in epoch `bestEpoch` (1-based) */
+  /** the run stopped early after `step` steps, its last in epoch `epoch` (0-based, as every epoch here): `metric` last improved after epoch `bestEpoch` */
   | {
       type: 'earlyStopped';
       step: number;
@@ -141,7 +144,7 @@ export type TrainEvent =
   | { type: 'checkpoint'; epoch: number; path: string; step?: number }
   /** the run continues from checkpoint set `checkpoint` at global step `step`, saved on `fromDevices` devices */
   | { type: 'resume'; step: number; epoch: number; fromDevices: number; devices: number; checkpoint: string }
-  /** the run was stopped gracefully (a signal; TrainOptions.signal) after `step` steps, in epoch `epoch` (1-based) */
+  /** the run was stopped gracefully (a signal; TrainOptions.signal) after `step` steps, its last in epoch `epoch` (0-based, as every epoch here) */
   | { type: 'stopped'; step: number; epoch: number; signal: string }
   | ({ type: 'stall' } & StallReport)
   /** a remote parameter server's work over the run (process 0): pushes handled, the median seconds of one (check and optimizer step) */

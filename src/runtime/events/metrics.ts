@@ -6,11 +6,18 @@
  * the process exits, and on close. A crash loses at most the last few step events; a run that closes
  * its writer has everything on disk (fsynced).
  *
+ * The file holds whole lines only: each append is one write of whole lines, and a write that fails
+ * part way (a full disk) is cut back to the last whole line; a torn last line left by a crash is cut
+ * (and kept in metrics.jsonl.torn) before a resumed run appends (files/tornTail.ts). A failed write
+ * names the file and the fix (files/writeError.ts).
+ *
  * Numbers that JSON cannot hold (NaN, ±Infinity: a diverged loss) are written as the strings
  * "NaN", "Infinity", "-Infinity" and read back as numbers.
  */
-import { closeSync, fsyncSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { repairTornTail } from '../files/tornTail.ts';
+import { writeError } from '../files/writeError.ts';
 
 export const METRICS_FILE = 'metrics.jsonl';
 
@@ -31,6 +38,8 @@ export interface MetricsWriterOptions {
   now?: () => number;
   /** the file's name in the directory; default metrics.jsonl */
   file?: string;
+  /** told (one line) when a torn last line is cut before appending */
+  log?: (message: string) => void;
 }
 
 function replacer(_key: string, value: unknown): unknown {
@@ -58,13 +67,34 @@ export class MetricsWriter {
   private pending: string[] = [];
   private readonly flushEvery: number;
   private readonly now: () => number;
-  private readonly onExit = () => this.flush();
+  /** bytes of whole lines in the file: where a failed write is cut back to */
+  private size: number;
+  private readonly onExit = () => {
+    try {
+      this.flush();
+    } catch (e) {
+      // the process is ending: say why the last events are missing rather than throw from an exit handler
+      process.stderr.write(`${(e as Error).message}\n`);
+    }
+  };
 
   constructor(dir: string, opts: MetricsWriterOptions = {}) {
     this.path = join(dir, opts.file ?? METRICS_FILE);
     this.flushEvery = Math.max(1, opts.flushEvery ?? 16);
     this.now = opts.now ?? Date.now;
-    this.fd = openSync(this.path, opts.truncate ? 'w' : 'a');
+    if (!opts.truncate) {
+      const torn = repairTornTail(this.path);
+      if (torn)
+        opts.log?.(
+          `${this.path} ended in a torn line (${torn.bytes} bytes of a write cut short); cut back to the last whole line, the bytes kept in ${torn.keptIn}`,
+        );
+    }
+    try {
+      this.fd = openSync(this.path, opts.truncate ? 'w' : 'a');
+    } catch (e) {
+      throw writeError(this.path, e);
+    }
+    this.size = fstatSync(this.fd).size;
     // an uncaught exception or process.exit() still writes what is buffered
     process.on('exit', this.onExit);
   }
@@ -78,13 +108,24 @@ export class MetricsWriter {
     if (type !== 'step' || this.pending.length >= this.flushEvery) this.flush();
   }
 
-  /** Writes buffered events to the file (no fsync). */
+  /** Writes buffered events to the file (no fsync): whole lines, or (on a failed write) none of them. */
   flush(): void {
     if (this.fd === null || this.pending.length === 0) return;
     const bytes = Buffer.from(`${this.pending.join('\n')}\n`, 'utf8');
     this.pending = [];
-    let off = 0;
-    while (off < bytes.length) off += writeSync(this.fd, bytes, off, bytes.length - off);
+    try {
+      // one write; more only when the file system takes part of it (then usually fails on the rest)
+      let off = 0;
+      while (off < bytes.length) off += writeSync(this.fd, bytes, off, bytes.length - off);
+    } catch (e) {
+      try {
+        ftruncateSync(this.fd, this.size);
+      } catch {
+        /* not a regular file, or the cut failed too: the next start cuts the torn line */
+      }
+      throw writeError(this.path, e);
+    }
+    this.size += bytes.length;
   }
 
   /** Flushes, fsyncs and closes; later calls do nothing. */
@@ -93,7 +134,7 @@ export class MetricsWriter {
     process.off('exit', this.onExit);
     try {
       this.flush();
-      fsyncSync(this.fd);
+      fsyncFile(this.fd, this.path);
     } finally {
       closeSync(this.fd);
       this.fd = null;
@@ -101,9 +142,19 @@ export class MetricsWriter {
   }
 }
 
+/** fsync, where the file can be: a pipe or a device (EINVAL) has nothing to make durable. */
+function fsyncFile(fd: number, path: string): void {
+  try {
+    fsyncSync(fd);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EINVAL') throw writeError(path, e);
+  }
+}
+
 /**
- * Reads a metrics.jsonl. Blank lines are skipped; an unterminated last line (a run killed while
- * writing it) is ignored; any other bad line is an error naming its line number.
+ * Reads a metrics.jsonl. Blank lines are skipped; an unterminated last line that is not a whole
+ * event (a run killed while writing it, or a disk that filled) is ignored; any other bad line is an
+ * error naming its line number.
  */
 export function readMetrics(path: string): MetricEvent[] {
   let text: string;

@@ -6,6 +6,7 @@
  */
 import { closeSync, fsyncSync, openSync, readdirSync, renameSync, rmSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { writeError } from './writeError.ts';
 
 /** fsync a directory so a rename or a new entry in it survives a crash (best effort: not every platform can). */
 export function fsyncDir(dir: string): void {
@@ -21,7 +22,7 @@ export function fsyncDir(dir: string): void {
   }
 }
 
-/** Writes `text` to `path` atomically and durably. */
+/** Writes `text` to `path` atomically and durably; a failure names the file and the fix (writeError.ts). */
 export function writeFileDurable(path: string, text: string): void {
   const tmp = `${path}.tmp-${process.pid}`;
   const bytes = Buffer.from(text, 'utf8');
@@ -41,7 +42,7 @@ export function writeFileDurable(path: string, text: string): void {
     } catch {
       /* never created */
     }
-    throw new Error(`cannot write ${path}: ${(e as Error).message}`, { cause: e });
+    throw writeError(path, e);
   }
   fsyncDir(dirname(path));
 }

@@ -3,8 +3,10 @@
  *
  * Without `out`, each run gets `runs/<YYYYMMDD-HHMMSS>-<4 hex>` and `runs/latest` points at the newest
  * (a symlink, replaced atomically; `runs/latest.txt` holding the name where symlinks are not allowed).
- * With `out`, a directory that already holds files is refused unless `force` is given. Nothing is
- * ever deleted here.
+ * With `out`, a directory that already holds files is refused unless `force` is given. Given a
+ * `lock`, the directory's lock (runLock.ts) is taken before it is looked into, so of two runs given
+ * the same `out` at once one goes on and the other is refused, `force` or not. Nothing is ever
+ * deleted here (unmakeRunDir.ts takes back a directory whose job never formed).
  */
 import {
   mkdirSync,
@@ -15,11 +17,14 @@ import {
   unlinkSync,
   writeFileSync,
   lstatSync,
+  readFileSync,
+  readlinkSync,
   type Stats,
 } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { makeWritableDir, runDirError } from './writableDir.ts';
+import { LOCK_FILE, type RunLockHolder } from './runLock.ts';
 
 export interface RunDirOptions {
   /** an explicit run directory (created if missing) */
@@ -28,6 +33,8 @@ export interface RunDirOptions {
   root?: string;
   /** allow `out` to be a directory that already holds files (they are kept; files of the same name are overwritten) */
   force?: boolean;
+  /** takes the directory's lock (process 0 of a run); without it the directory is not locked */
+  lock?: RunLockHolder;
 }
 
 const pad = (n: number, w = 2) => String(n).padStart(w, '0');
@@ -59,18 +66,46 @@ function describeFiles(names: string[], max = 5): string {
   return names.length > max ? `${shown}, … ${names.length} entries in all` : shown;
 }
 
+/** makeWritableDir's probe (writableDir.ts), which a run racing for the same directory may have there a moment */
+const WRITE_PROBE = /^\.paratrain-write-test-\d+$/;
+
+/** Refuses `out` when it holds files other than the lock (and a racing run's probe), unless `force`; returns their count. */
+function refuseFiles(out: string, names: string[], force: boolean): number {
+  const files = names.filter((n) => n !== LOCK_FILE && !WRITE_PROBE.test(n));
+  if (files.length > 0 && !force) {
+    throw new Error(
+      `run directory ${out} already holds files (${describeFiles(files)}); choose another --out or pass --force to overwrite`,
+    );
+  }
+  return files.length;
+}
+
+/** A run directory just opened, and what was there before this run (what unmakeRunDir.ts may take back). */
+export interface MadeRunDir {
+  dir: string;
+  /** 'none': this run made the directory; 'empty': it held nothing (or only a lock); 'files': --force kept them */
+  before: 'none' | 'empty' | 'files';
+  /** a timestamped directory: its root and where `latest` pointed before (null: nowhere) */
+  latest?: { root: string; name: string; before: string | null };
+}
+
 /** Creates (or, with `force`, reuses) the run directory and returns its path. */
 export function createRunDir(opts: RunDirOptions = {}): string {
-  const { out, root = 'runs', force = false } = opts;
+  return makeRunDir(opts).dir;
+}
+
+/** createRunDir, saying what was there before. */
+export function makeRunDir(opts: RunDirOptions = {}): MadeRunDir {
+  const { out, root = 'runs', force = false, lock } = opts;
   if (out !== undefined) {
-    const existing = listDir(out);
-    if (existing !== null && existing.length > 0 && !force) {
-      throw new Error(
-        `run directory ${out} already holds files (${describeFiles(existing)}); choose another --out or pass --force to overwrite`,
-      );
-    }
+    // files and no lock: refused before anything is made; with a lock, its holder is named first
+    const before = listDir(out);
+    if (before !== null && !(lock && before.includes(LOCK_FILE))) refuseFiles(out, before, force);
     makeWritableDir(out);
-    return out;
+    if (lock) lock.take(out);
+    // under the lock, a second look: what another run wrote between the first look and the lock
+    const files = refuseFiles(out, lock ? (listDir(out) ?? []) : (before ?? []), force);
+    return { dir: out, before: files > 0 ? 'files' : before === null ? 'none' : 'empty' };
   }
 
   makeWritableDir(root);
@@ -84,8 +119,24 @@ export function createRunDir(opts: RunDirOptions = {}): string {
       if ((e as NodeJS.ErrnoException).code === 'EEXIST' && attempt < 20) continue;
       throw runDirError(dir, e);
     }
+    lock?.take(dir);
+    const latestBefore = latestName(root);
     pointLatestAt(root, name);
-    return dir;
+    return { dir, before: 'none', latest: { root, name, before: latestBefore } };
+  }
+}
+
+/** The run `<root>/latest` (or latest.txt) names; null when neither is there. */
+export function latestName(root: string): string | null {
+  try {
+    return readlinkSync(join(root, 'latest'));
+  } catch {
+    /* no symlink: latest.txt, where symlinks are not allowed */
+  }
+  try {
+    return readFileSync(join(root, 'latest.txt'), 'utf8').trim() || null;
+  } catch {
+    return null;
   }
 }
 

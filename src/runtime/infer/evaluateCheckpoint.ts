@@ -1,10 +1,10 @@
 /**
  * `paratrain eval`: a model checkpoint evaluated on the test set of its config (the config given,
- * or the one stored in the checkpoint): loss and accuracy as training reports them, and for a
+ * or the one stored in the checkpoint; evalTestSet.ts reads it): loss and accuracy as training reports them, and for a
  * classifier the per-class precision, recall, F1 and confusion matrix, classes named from the
  * checkpoint's metadata when it names them.
  */
-import { getBackend } from '../../kernels/index.ts';
+import { inferenceBackend } from './inferenceBackend.ts';
 import { loadConfig } from '../../config/load.ts';
 import { applyOverrides } from '../../config/overrides.ts';
 import type { RunConfig } from '../../config/runConfig.ts';
@@ -13,7 +13,7 @@ import { loadModelCheckpoint } from '../checkpoint/modelCheckpoint.ts';
 import { Replica } from '../device/replica.ts';
 import { evalExtras } from '../eval/evalResult.ts';
 import { evaluateReplica } from '../eval/evaluateReplica.ts';
-import { loadData } from '../run/loadData.ts';
+import { evalTestSet } from './evalTestSet.ts';
 import { configOfCheckpoint, dataInfoOf } from '../checkpoint/checkpointInfo.ts';
 import { LoadedModel } from './loadModel.ts';
 import { argmaxRows, classReport, type ClassReport } from '../eval/classMetrics.ts';
@@ -47,13 +47,14 @@ export async function evaluateCheckpoint(checkpoint: string, o: EvaluateOptions 
   const stored: RunConfig =
     o.configPath !== undefined ? loadConfig(o.configPath) : configOfCheckpoint(checkpoint, metadata);
   const config = applyOverrides(stored, { dataDir: o.dataDir, backend: o.backend });
-  const backend = await getBackend(config.train.backend);
+  const backend = await inferenceBackend(config.train.backend);
   const replica = new Replica(backend, config);
   loadModelCheckpoint(checkpoint, replica.model);
-  const data = await loadData(config, o.log);
-  const test = data.test;
-  if (!test) throw new Error(`eval: ${data.source} has no test set to evaluate ${checkpoint} on`);
-  const r = evaluateReplica(replica, test);
+  // a speech model's metadata describes its alphabet, not classes (transcribe.ts reads it)
+  const info = config.loss.type === 'ctc' ? undefined : dataInfoOf(checkpoint, metadata, config, replica.classes);
+  const { test, source } = await evalTestSet(config, info, replica.classes, o.log);
+  if (!test) throw new Error(`eval: ${source} has no test set to evaluate ${checkpoint} on`);
+  const r = await evaluateReplica(replica, test);
   const result: Evaluation = {
     checkpoint,
     testSamples: test.count,
@@ -62,8 +63,7 @@ export async function evaluateCheckpoint(checkpoint: string, o: EvaluateOptions 
     ...evalExtras(r),
   };
   // a speech model's figures are its error rates: no per-class report
-  if (config.loss.type === 'ctc') return result;
-  const info = dataInfoOf(checkpoint, metadata, config, replica.classes);
+  if (!info) return result;
   if (info.task !== 'classification' || test.count === 0) return result;
   const model = new LoadedModel(checkpoint, config, replica.model, backend, info);
   // the loaded test set is already in the model's input form (normalised as in training)

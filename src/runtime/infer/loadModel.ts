@@ -4,7 +4,7 @@
  * loads the weights and returns a `LoadedModel` whose `predict(inputs)` applies the checkpoint's
  * normalisation and names the classes (checkpointInfo.ts).
  */
-import { getBackend } from '../../kernels/index.ts';
+import { inferenceBackend } from './inferenceBackend.ts';
 import type { Backend } from '../../kernels/backend.ts';
 import { buildModel, type Sequential } from '../../nn/model.ts';
 import { Tensor } from '../../tensor/tensor.ts';
@@ -45,6 +45,8 @@ export class LoadedModel {
   readonly classNames: readonly string[] | undefined;
   /** the per-channel normalisation predict applies to raw inputs, when training used one */
   readonly normalization: DataInfo['normalization'];
+  /** a CSV run's columns by header name: predict reads CSV files with a header by them */
+  readonly columns: DataInfo['columns'];
   private readonly model: Sequential;
   private readonly backend: Backend;
   private input: Float32Array = new Float32Array(0);
@@ -62,6 +64,7 @@ export class LoadedModel {
     this.outputs = model.outputShape[0]!;
     this.classNames = data.classNames;
     this.normalization = data.normalization;
+    this.columns = data.columns;
     const last = config.model.layers[config.model.layers.length - 1]!.type as string;
     this.applied =
       (this.task === 'classification' && last === 'softmax') || (this.task === 'multiLabel' && last === 'sigmoid');
@@ -111,7 +114,7 @@ export async function loadModel(checkpoint: string, options: LoadModelOptions = 
       : typeof options.config === 'string'
         ? loadConfig(options.config)
         : resolveConfig(options.config);
-  const backend = await getBackend(options.backend ?? config.train.backend);
+  const backend = await inferenceBackend(options.backend ?? config.train.backend);
   const model = buildModel(backend, config.model);
   loadModelCheckpoint(checkpoint, model);
   if (model.outputShape.length !== 1) {

@@ -16,19 +16,32 @@ export type SampleInput = ArrayLike<number> | readonly SampleInput[];
  */
 export type PredictInput = ArrayLike<number> | readonly SampleInput[];
 
-/** One sample's prediction; which fields are present depends on the task. */
-export interface Prediction {
-  /** classification: the most probable class's index */
-  class?: number;
-  /** classification: that class's name (its index as text when the checkpoint names no classes) */
-  label?: string;
-  /** classification: softmax probability per class; multi-label: sigmoid probability per label */
-  probabilities?: number[];
-  /** multi-label: the names of the labels whose probability is at least 0.5 */
-  labels?: string[];
-  /** regression: the model's outputs */
-  values?: number[];
-}
+/**
+ * One sample's prediction, for the task the checkpoint records. Narrow on `task` and each task's
+ * fields are there: `if (p.task === 'classification') use(p.probabilities)`.
+ */
+export type Prediction =
+  | {
+      task: 'classification';
+      /** the most probable class's index */
+      class: number;
+      /** that class's name (its index as text when the checkpoint names no classes) */
+      label: string;
+      /** softmax probability per class */
+      probabilities: number[];
+    }
+  | {
+      task: 'multiLabel';
+      /** the names of the labels whose probability is at least 0.5 */
+      labels: string[];
+      /** sigmoid probability per label */
+      probabilities: number[];
+    }
+  | {
+      task: 'regression';
+      /** the model's outputs */
+      values: number[];
+    };
 
 function flatten(sample: SampleInput, into: number[]): void {
   if (
@@ -114,15 +127,15 @@ export function toPredictions(
   for (let s = 0; s < count; s++) {
     const row = Array.from(outputs.subarray(s * k, (s + 1) * k));
     if (task === 'regression') {
-      out.push({ values: row });
+      out.push({ task, values: row });
     } else if (task === 'multiLabel') {
       const p = applied ? row : row.map((z) => 1 / (1 + Math.exp(-z)));
-      out.push({ probabilities: p, labels: p.flatMap((v, c) => (v >= 0.5 ? [name(c)] : [])) });
+      out.push({ task, labels: p.flatMap((v, c) => (v >= 0.5 ? [name(c)] : [])), probabilities: p });
     } else {
       const p = applied ? row : softmax(row);
       let best = 0;
       for (let c = 1; c < k; c++) if (p[c]! > p[best]!) best = c;
-      out.push({ class: best, label: name(best), probabilities: p });
+      out.push({ task: 'classification', class: best, label: name(best), probabilities: p });
     }
   }
   return out;

@@ -1,16 +1,19 @@
 /**
  * The input files of `paratrain predict`, read into samples of the model's input shape: CSV rows
- * (one sample per row, optionally a header; a label column may be named, and is then left out of
- * the features and kept as the true label), NumPy `.npy` arrays ((N, …shape) or (N, values) or
- * one sample), and PNG/JPEG images (one sample each). Values are raw, as the training data held
- * them (images and uint8 arrays scaled to [0, 1], as the datasets scale them); normalisation is predict's. Every error
- * names the file (and line) and the shape the model takes.
+ * (csvInputs.ts: one sample per row, columns by the checkpoint's names when the file has a header;
+ * a label column may be named, and is then kept as the true label), NumPy `.npy` arrays
+ * ((N, …shape), (N, H, W) for an [H, W, 1] model, (N, values) or one sample), and PNG/JPEG images
+ * (one sample each). Values are raw, as the training data held them (images and uint8 arrays
+ * scaled to [0, 1], as the datasets scale them); normalisation is predict's. Every error names the
+ * file (and line) and the shape the model takes.
  */
 import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { formatShape, shapeSize } from '../../tensor/shape.ts';
 import { parseNpy } from '../../data/npy.ts';
 import { decodeImage, imageToSample } from '../../data/imageDecode.ts';
+import type { CsvColumnNames } from '../../data/csvColumns.ts';
+import { readCsvSamples } from './csvInputs.ts';
 
 export interface InputSamples {
   /** count × values per sample */
@@ -20,6 +23,8 @@ export interface InputSamples {
   sources: string[];
   /** the label column's value per sample, when one was named */
   truth?: string[];
+  /** one line each for people (a CSV column left out, a header that could not be checked) */
+  notes: string[];
 }
 
 export interface InputOptions {
@@ -27,6 +32,10 @@ export interface InputOptions {
   labelColumn?: string;
   /** resize images to the model's H×W (the config's data.resize, as training did); default false: another size is an error */
   resize?: boolean;
+  /** a CSV run's columns by name (the checkpoint's): CSV files with a header are read by them */
+  columns?: CsvColumnNames;
+  /** the CSV field separator (a CSV run's data.delimiter); default ',' */
+  delimiter?: string;
 }
 
 export const INPUT_KINDS = 'CSV rows (.csv), NumPy arrays (.npy) and images (.png, .jpg)';
@@ -57,12 +66,14 @@ export function readPredictInputs(
   const parts: Float32Array[] = [];
   const sources: string[] = [];
   const truth: string[] = [];
+  const notes: string[] = [];
   for (const file of files) {
     const ext = extname(file).toLowerCase();
     if (ext === '.csv') {
-      const r = readCsvSamples(new TextDecoder().decode(readBytes(file)), file, inputShape, opts.labelColumn);
+      const r = readCsvSamples(new TextDecoder().decode(readBytes(file)), file, inputShape, opts);
       parts.push(r.data);
       sources.push(...r.sources);
+      notes.push(...r.notes);
       if (r.truth) truth.push(...r.truth);
     } else if (ext === '.npy') {
       const r = npySamples(readBytes(file), file, inputShape);
@@ -86,97 +97,7 @@ export function readPredictInputs(
     data.set(p, at);
     at += p.length;
   }
-  return { data, count: sources.length, sources, ...(opts.labelColumn !== undefined ? { truth } : {}) };
-}
-
-/** One CSV line's cells (double quotes may enclose a cell with commas; `""` is a quote). */
-function splitCsvLine(line: string): string[] {
-  const cells: string[] = [];
-  let cell = '',
-    quoted = false;
-  for (let i = 0; i < line.length; i++) {
-    const ch = line[i]!;
-    if (quoted) {
-      if (ch === '"' && line[i + 1] === '"') {
-        cell += '"';
-        i++;
-      } else if (ch === '"') quoted = false;
-      else cell += ch;
-    } else if (ch === '"') quoted = true;
-    else if (ch === ',') {
-      cells.push(cell.trim());
-      cell = '';
-    } else cell += ch;
-  }
-  cells.push(cell.trim());
-  return cells;
-}
-
-const isNumber = (s: string) => s !== '' && Number.isFinite(Number(s));
-
-/** CSV text → samples; `file` names it in messages. */
-export function readCsvSamples(
-  text: string,
-  file: string,
-  inputShape: readonly number[],
-  labelColumn?: string,
-): InputSamples {
-  const per = shapeSize(inputShape);
-  const rows = text
-    .split(/\r?\n/)
-    .map((line, i) => ({ line: i + 1, cells: splitCsvLine(line) }))
-    .filter((r) => r.cells.some((c) => c !== ''));
-  if (rows.length === 0) throw new Error(`${file}: no rows; a CSV input holds one sample per row`);
-  const width = rows[0]!.cells.length;
-  // a label column by index is known before the header; by name it is found in the header
-  const byIndex = labelColumn !== undefined && /^-?\d+$/.test(labelColumn) ? Number(labelColumn) : undefined;
-  const indexOf = (n: number) => (n < 0 ? width + n : n);
-  const first = rows[0]!.cells;
-  const header = first.some((c, i) => !isNumber(c) && (byIndex === undefined || i !== indexOf(byIndex))) ? first : null;
-  let label: number | undefined;
-  if (labelColumn !== undefined) {
-    if (byIndex !== undefined) label = indexOf(byIndex);
-    else {
-      label = header?.indexOf(labelColumn);
-      if (label === undefined || label < 0) {
-        throw new Error(
-          `${file}: no column named '${labelColumn}' (--label-column)${header ? `; the header has ${header.join(', ')}` : "; the file has no header, give the column's index"}`,
-        );
-      }
-    }
-    if (label < 0 || label >= width)
-      throw new Error(`${file}: --label-column ${labelColumn} is outside the ${width} columns`);
-  }
-  const body = header ? rows.slice(1) : rows;
-  const data = new Float32Array(body.length * per);
-  const sources: string[] = [];
-  const truth: string[] = [];
-  const takes = `the model takes ${formatShape(inputShape)} = ${per} values per sample`;
-  body.forEach((row, s) => {
-    if (row.cells.length !== width)
-      throw new Error(`${file}:${row.line}: ${row.cells.length} columns, the first row has ${width}`);
-    let k = 0;
-    row.cells.forEach((cell, c) => {
-      if (c === label) {
-        truth.push(cell);
-        return;
-      }
-      if (!isNumber(cell)) {
-        const name = header ? `column '${header[c]}' (${c})` : `column ${c}`;
-        throw new Error(
-          `${file}:${row.line}: ${name} holds ${cell === '' ? 'nothing' : `'${cell}'`}, not a number${labelColumn === undefined ? ' (if it is the label, name it with --label-column)' : ''}`,
-        );
-      }
-      if (k < per) data[s * per + k] = Number(cell);
-      k++;
-    });
-    if (k !== per)
-      throw new Error(
-        `${file}:${row.line}: ${k} feature values; ${takes}${label === undefined && k === per + 1 ? ' (one more: is a column the label? name it with --label-column)' : ''}`,
-      );
-    sources.push(`${file}:${row.line}`);
-  });
-  return { data, count: body.length, sources, ...(label !== undefined ? { truth } : {}) };
+  return { data, count: sources.length, sources, notes, ...(opts.labelColumn !== undefined ? { truth } : {}) };
 }
 
 /** An image file as one sample of the model's [H, W, C] (as the image-folder dataset decodes, resizes and scales it). */
@@ -196,7 +117,12 @@ function imageSample(bytes: Uint8Array, file: string, inputShape: readonly numbe
   return out;
 }
 
-/** A .npy array as samples: (N, …inputShape), (N, values per sample) or one sample of inputShape. */
+const sameDims = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((d, i) => d === b[i]);
+
+/**
+ * A .npy array as samples: (N, …inputShape), (N, values per sample) or one sample of inputShape;
+ * for a model of one channel ([H, W, 1]) also (N, H, W) and one (H, W) image.
+ */
 function npySamples(
   bytes: Uint8Array,
   file: string,
@@ -204,15 +130,17 @@ function npySamples(
 ): { data: Float32Array; count: number } {
   const { shape, dtype, data: raw } = parseNpy(bytes, file);
   const per = shapeSize(inputShape);
+  // the shapes one sample may have: model.input, and without its channel axis when that is 1
+  const sampleShapes = [inputShape];
+  if (inputShape.length === 3 && inputShape[2] === 1) sampleShapes.push(inputShape.slice(0, 2));
   const rest = shape.slice(1);
-  const fits =
-    (rest.length === inputShape.length && rest.every((d, i) => d === inputShape[i])) ||
-    (rest.length === 1 && rest[0] === per);
-  const single = shape.length === inputShape.length && shape.every((d, i) => d === inputShape[i]);
+  const fits = sampleShapes.some((s) => sameDims(rest, s)) || (rest.length === 1 && rest[0] === per);
+  const single = sampleShapes.some((s) => sameDims(shape, s));
   if (!fits && !single) {
+    const forms = [...sampleShapes.map((s) => `(N, ${s.join(', ')})`), `(N, ${per})`];
     throw new Error(
       `${file}: an array of shape (${shape.join(', ')}) does not hold samples of ${formatShape(inputShape)}; ` +
-        `expected (N, ${inputShape.join(', ')}) or (N, ${per})`,
+        `expected ${forms.slice(0, -1).join(', ')} or ${forms[forms.length - 1]}`,
     );
   }
   // uint8 values are pixels 0–255, scaled as the npy dataset scales them (like IDX and image files)

@@ -1,14 +1,16 @@
 /**
- * `paratrain transcribe`: a trained speech model (loss ctc) turns WAV files into text. The
- * features and alphabet are the ones the checkpoint was trained with (its `paratrain.data`
- * metadata; the config's data section for a checkpoint without it); every file is read and checked
- * before anything is decoded, so a bad file is one error naming it and nothing is printed.
+ * `paratrain transcribe`: a trained speech model (loss ctc) turns WAV files into text. The config
+ * is the one given or the one stored in the checkpoint; the features and alphabet are the ones the
+ * checkpoint was trained with (its `paratrain.data` metadata; the config's data section for a
+ * checkpoint without it); every file is read and checked before anything is decoded, so a bad file
+ * is one error naming it and nothing is printed.
  */
+import { inferenceBackend } from './inferenceBackend.ts';
 import { Tensor } from '../../tensor/tensor.ts';
-import { getBackend } from '../../kernels/index.ts';
 import { buildModel } from '../../nn/model.ts';
 import { loadModelCheckpoint } from '../checkpoint/modelCheckpoint.ts';
 import { readCheckpoint } from '../checkpoint/checkpoint.ts';
+import { configOfCheckpoint } from '../checkpoint/checkpointInfo.ts';
 import { readDataMetadata } from '../../data/metadata.ts';
 import { resolveDataPath } from '../../data/files.ts';
 import { DEFAULT_ALPHABET, readAlphabet } from '../../speech/alphabet.ts';
@@ -22,6 +24,8 @@ import type { RunConfig } from '../../config/runConfig.ts';
 export interface TranscribeOptions {
   /** prefix beam search with this beam width (absent: greedy decoding) */
   beam?: number;
+  /** kernel backend (absent: the config's train.backend) */
+  backend?: string;
 }
 
 export interface Transcript {
@@ -49,13 +53,17 @@ function speechSetup(config: RunConfig, checkpoint: string): { features: Feature
   };
 }
 
-/** The transcripts of `files` by the model of `config` with `checkpoint`'s weights, in order. */
+/**
+ * The transcripts of `files` by the model of `config` (absent: the config stored in the checkpoint,
+ * as eval and predict read it) with `checkpoint`'s weights, in order.
+ */
 export async function transcribe(
-  config: RunConfig,
+  given: RunConfig | undefined,
   checkpoint: string,
   files: readonly string[],
   o: TranscribeOptions = {},
 ): Promise<Transcript[]> {
+  const config = given ?? configOfCheckpoint(checkpoint, readCheckpoint(checkpoint).metadata);
   if (config.loss.type !== 'ctc')
     throw new Error(
       `transcribe: the config's loss is ${config.loss.type}; transcribe runs a speech model trained with loss: ctc`,
@@ -64,7 +72,7 @@ export async function transcribe(
     throw new Error(`--beam: expected a positive integer, got ${o.beam}`);
   const { blank } = config.loss;
   const { features, symbols } = speechSetup(config, checkpoint);
-  const model = buildModel(await getBackend(config.train.backend), config.model);
+  const model = buildModel(await inferenceBackend(o.backend ?? config.train.backend), config.model);
   loadModelCheckpoint(checkpoint, model);
   const classes = model.outputShape[1];
   if (model.outputShape.length !== 2 || classes !== symbols.length + 1) {

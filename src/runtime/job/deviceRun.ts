@@ -6,6 +6,7 @@ import { Replica, isModelParallel } from '../device/replica.ts';
 import { runTrainLoop, viewOf } from '../device/trainLoop.ts';
 import type { CommStats } from '../device/stepPhases.ts';
 import { deviceCheckpointHooks } from '../device/deviceCheckpoints.ts';
+import { frozenRanges, keepFrozen, paramEntriesOf } from '../device/frozenLayers.ts';
 import type { CheckpointSetup } from '../checkpoint/checkpointSetup.ts';
 import { DeviceEvaluation } from '../eval/evaluation.ts';
 import type { RunConfig } from '../../config/runConfig.ts';
@@ -43,12 +44,14 @@ export async function runDevice(o: DeviceOptions): Promise<void> {
   if (o.worldSize > 1 && isModelParallel(config) && !o.comm)
     throw new Error("runDevice: model-parallel layers need the devices' communicator");
   const replica = Replica.create(o.backend, config, { shared: o.shared, comm: o.comm });
+  // frozen layers (train.initFrom.freeze) stay as they started whatever the strategy averages
+  const strategy = keepFrozen(o.strategy, frozenRanges(config, paramEntriesOf(replica.model)));
   const view = viewOf(replica);
   const evaluation = new DeviceEvaluation({
     config,
     rank,
     replica,
-    strategy: o.strategy,
+    strategy,
     view,
     emit: o.emit,
     train: o.train,
@@ -63,7 +66,7 @@ export async function runDevice(o: DeviceOptions): Promise<void> {
     rank,
     worldSize: o.worldSize,
     replica,
-    strategy: o.strategy,
+    strategy,
     view,
     comm: o.comm,
     emit: o.emit,
@@ -72,7 +75,7 @@ export async function runDevice(o: DeviceOptions): Promise<void> {
   });
   await runTrainLoop({
     replica,
-    strategy: o.strategy,
+    strategy,
     config,
     train: o.train,
     rank,

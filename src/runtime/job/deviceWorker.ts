@@ -1,3 +1,4 @@
+import { hostBackend } from '../../kernels/hostBackend.ts';
 import { parentPort, workerData } from 'node:worker_threads';
 import { setStallSink } from '../../comm/stallInspector.ts';
 import type { Dataset } from '../../data/dataset.ts';
@@ -48,11 +49,34 @@ export interface DeviceWorkerInit {
 
 export type DeviceWorkerMessage =
   | { kind: 'events'; events: TrainEvent[] }
+  /** the device waits at the stop gate before `step`, after every event it sent before (stop/holds.ts) */
+  | { kind: 'waits'; step: number }
   | { kind: 'error'; message: string; stack?: string };
+
+/**
+ * The loop's check before each step: the job's abort first (a failed device, a diverged run), so a
+ * device that never waits on the others (async) stops at its next step rather than at the end of
+ * the run; then the stop gate, when the run has one.
+ */
+function startsUnlessAborted(
+  local: ShmCommunicator,
+  gate: ((step: number) => boolean | Promise<boolean>) | undefined,
+): (step: number) => boolean | Promise<boolean> {
+  const abort = local.abortSignal();
+  return (step) => {
+    abort.check();
+    return gate ? gate(step) : true;
+  };
+}
 
 const init = workerData as DeviceWorkerInit;
 const post = (m: DeviceWorkerMessage) => parentPort!.postMessage(m);
 const events = new StepEventBatcher((batch) => post({ kind: 'events', events: batch }));
+/** the main thread hears of a wait at the stop gate after the events before it */
+const waitsAtGate = (step: number) => {
+  events.flush();
+  post({ kind: 'waits', step });
+};
 // a job of several processes: its links (loaded only then, see processLinks.ts)
 let links: ProcessLinks | null = null;
 
@@ -69,7 +93,7 @@ try {
     ps = new SharedParameterServer(
       init.ps,
       rank,
-      backend,
+      hostBackend(backend),
       config.optimizer,
       local.mutex(0),
       (control, word, ready, stall) =>
@@ -98,7 +122,10 @@ try {
     comm,
     faults: FaultPlan.fromData(init.faults),
     emit: (event) => events.emit(event),
-    mayStart: init.stop ? StopGateDevice.check(init.stop.gate, init.stop.local) : undefined,
+    mayStart: startsUnlessAborted(
+      local,
+      init.stop ? StopGateDevice.check(init.stop.gate, init.stop.local, false, waitsAtGate) : undefined,
+    ),
     takeCommStats: () => {
       // collectives and the parameter server both count as communication
       const s = comm.takeStats(),

@@ -21,6 +21,8 @@ export interface LaunchOptions {
   graceMs?: number;
   /** how long a process the launcher sent SIGTERM (or a second signal) has before SIGKILL, ms (default 10 000) */
   killGraceMs?: number;
+  /** after a process died of a forwarded signal (it was still starting), how long the others get to end by themselves, ms */
+  startingGraceMs?: number;
   /** the program and leading arguments each process runs (default: this node and paratrain's entry); tests use a stub */
   command?: string[];
   /** where prefixed output of ranks other than 0 goes */
@@ -56,8 +58,11 @@ export async function launch(o: LaunchOptions): Promise<number> {
  * SIGKILL after killGraceMs: a stopped or deaf process does not hold the launcher). A SIGINT,
  * SIGTERM or SIGUSR1 to the launcher is forwarded once to every process (each in its own process group, so a
  * terminal's Ctrl-C reaches them only through the launcher); a second one is forwarded too and
- * followed by SIGKILL after killGraceMs. The processes watch the launcher (PARATRAIN_LAUNCHER_PID,
- * parentWatch.ts) and stop when it is gone, even SIGKILLed.
+ * followed by SIGKILL after killGraceMs. A process that the forwarded signal kills had no handler
+ * yet: it was still starting, so the job never formed and the others, waiting for it at the
+ * rendezvous, cannot stop at an agreed step: unless they end within startingGraceMs, the launcher
+ * says so and SIGKILLs them (nothing was trained that a checkpoint could keep). The processes watch
+ * the launcher (PARATRAIN_LAUNCHER_PID, parentWatch.ts) and stop when it is gone, even SIGKILLed.
  */
 export async function launchJob(o: LaunchOptions): Promise<JobOutcome> {
   const base = o.env ?? process.env;
@@ -97,6 +102,20 @@ export async function launchJob(o: LaunchOptions): Promise<JobOutcome> {
       for (const c of alive()) signal(c, 'SIGTERM');
       killLater();
     }, o.graceMs ?? 10_000);
+  };
+  let starting: NodeJS.Timeout | undefined;
+  /** process `rank` died of the forwarded signal before it could handle it: the others wait for it in vain */
+  const stopWithoutIt = (rank: number, s: NodeJS.Signals) => {
+    if (starting) return;
+    starting = setTimeout(() => {
+      const rest = alive();
+      if (rest.length === 0) return;
+      (o.err ?? process.stderr).write(
+        `paratrain launch: process ${rank} ended on ${s} while still starting, before the job formed: the others cannot ` +
+          'stop at an agreed step without it, and there is no step to checkpoint; stopping the other processes now\n',
+      );
+      for (const c of rest) signal(c, 'SIGKILL');
+    }, o.startingGraceMs ?? 1000);
   };
   const forward = (s: NodeJS.Signals) => () => {
     if (interrupted) killLater();
@@ -143,7 +162,8 @@ export async function launchJob(o: LaunchOptions): Promise<JobOutcome> {
             failures.push({ rank, code, signal: killedBy, external });
             if (external)
               (o.err ?? process.stderr).write(`paratrain launch: process ${rank} was killed by ${killedBy}\n`);
-            stopOthers();
+            if (killedBy !== null && killedBy === interrupted && !external) stopWithoutIt(rank, killedBy);
+            else stopOthers();
           }
           resolve();
         });
@@ -152,6 +172,7 @@ export async function launchJob(o: LaunchOptions): Promise<JobOutcome> {
     await Promise.all(exits);
   } finally {
     clearTimeout(killTimer);
+    clearTimeout(starting);
     for (const t of timers) clearTimeout(t);
     for (const [s, handler] of forwarded) process.off(s, handler);
   }

@@ -1,6 +1,7 @@
 import { deviceName, type Numbering } from './deviceNames.ts';
 import type { JobShape } from './jobShape.ts';
 import type { EventSink } from '../events/events.ts';
+import { isDivergence } from '../device/divergenceGuard.ts';
 
 /**
  * Devices lost by a strategy that goes on without them (async, asynchronous EASGD: see
@@ -43,9 +44,9 @@ export function lostLinkReason(device: number, job: Numbering, reason: string): 
 /**
  * How a process's device threads treat a thread that failed, for a strategy that goes on without
  * it: `absorb(device, message)` counts it lost (true) unless it is device 0, which evaluates and
- * checkpoints, so the job cannot end well without it (false: fail the job as every other strategy
- * does). A process that hosts a remote server leaves the report to the server, which hears of
- * every device of every process (hostParameterServer's onDeviceLost).
+ * checkpoints, so the job cannot end well without it, or its training diverged (false: fail the
+ * job as every other strategy does). A process that hosts a remote server leaves the report to the
+ * server, which hears of every device of every process (hostParameterServer's onDeviceLost).
  */
 export function threadLosses(o: {
   lost: LostDevices;
@@ -61,7 +62,8 @@ export function threadLosses(o: {
       reached.set(device, step + 1);
     },
     absorb(device, message) {
-      if (device === 0) return false;
+      // a diverged run is the job's failure, not the device's: going on would only diverge further
+      if (device === 0 || isDivergence(message)) return false;
       o.release(device);
       const reason = lostLinkReason(device, o.job, message);
       if (o.serverReports)

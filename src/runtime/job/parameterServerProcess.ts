@@ -1,5 +1,6 @@
 import { TcpCommunicator } from '../../comm/tcp/index.ts';
 import { getBackend } from '../../kernels/index.ts';
+import { hostBackend } from '../../kernels/hostBackend.ts';
 import { createOptimizer } from '../../optim/optimizer.ts';
 import { serveParameterServer, type ServeOptions } from '../../parallel/parameterServer/host.ts';
 import type { ParameterServerStart } from '../../parallel/parameterServer/index.ts';
@@ -23,12 +24,13 @@ export async function hostParameterServer(
   world: TcpWorldSpec,
   onDeviceLost?: ServeOptions['onDeviceLost'],
 ): Promise<ServerWork> {
-  const backend = await getBackend(config.train.backend);
+  // the server's update acts on host arrays it sends and receives: a GPU backend's host twin
+  const backend = hostBackend(await getBackend(config.train.backend));
   const comm = await TcpCommunicator.connect(tcpOptionsOf(world));
   try {
     const params = backend.alloc(start.params.length);
     params.set(start.params);
-    const optimizer = createOptimizer(backend, config.optimizer, params.length);
+    const optimizer = createOptimizer(backend, config.optimizer, params.length, undefined, start.frozen);
     // a resumed server carries on: its optimizer slots and its update count (Adam's step) as saved
     if (start.optimizer) optimizer.loadState(start.optimizer);
     const pushes: number[] = [];

@@ -5,6 +5,7 @@ import { jsBackend } from '../../kernels/js/index.ts';
 import { createShmWorld } from '../../comm/shm/index.ts';
 import { needsParameterServer, survivesLostDevices } from '../../parallel/strategies/index.ts';
 import { allocateParameterServer, markDeviceDone } from '../../parallel/parameterServer/shared.ts';
+import { frozenRanges } from '../device/frozenLayers.ts';
 import { LostDevices, lostLinkReason, threadLosses } from './lostDevices.ts';
 import { deviceName } from './deviceNames.ts';
 import { firstDeviceOf, type JobShape } from './jobShape.ts';
@@ -37,6 +38,8 @@ export interface WorkerDevicesOptions {
   faults: FaultPlan;
   /** this process's stop gate (stop/protocol.ts); absent: the run cannot be stopped */
   stopGate?: StopGateMemory;
+  /** device thread `local` waits at the stop gate before `step`, every event it sent before delivered */
+  onGateWait?: (local: number, step: number) => void;
   log?: (message: string) => void;
 }
 
@@ -76,7 +79,11 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
   if (needsParameterServer(spec)) {
     const model = buildModel(jsBackend, config.model);
     model.initialize(config.train.seed);
-    const start = serverStart(o.checkpoints, model, config.optimizer);
+    // frozen layers (train.initFrom.freeze): the server's optimizer leaves them alone too
+    const start = {
+      ...serverStart(o.checkpoints, model, config.optimizer),
+      frozen: frozenRanges(config, model.paramEntries),
+    };
     if (!remotePs) ps = allocateParameterServer(model.params.length, config.optimizer, start, shape.devices);
     else if (placement.process === 0) {
       serving = hostParameterServer(
@@ -145,7 +152,8 @@ export async function runWorkerDevices(o: WorkerDevicesOptions): Promise<void> {
               if (event.type === 'step') losses.sawStep(rank, event.step);
               emit(event);
             }
-          } else if (m.kind === 'error') fail(rank, m.message);
+          } else if (m.kind === 'waits') o.onGateWait?.(local, m.step);
+          else if (m.kind === 'error') fail(rank, m.message);
         });
         worker.on('error', (err) => fail(rank, err.message));
         worker.on('exit', (code) => {

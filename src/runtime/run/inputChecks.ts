@@ -10,6 +10,7 @@ import { buildModel } from '../../nn/model.ts';
 import { layerSizes } from '../../nn/modelSize.ts';
 import type { Dataset } from '../../data/dataset.ts';
 import { spinFromEnv } from '../../comm/shm/index.ts';
+import { checkSecret } from '../../comm/tcp/secret.ts';
 import { checkStrategy } from '../../parallel/strategies/index.ts';
 import { modelParallelLayers, planModelParallelFrom } from '../../parallel/modelParallel/plan.ts';
 import type { RunConfig } from '../../config/runConfig.ts';
@@ -24,7 +25,7 @@ import { checkSpeechRun } from './speechChecks.ts';
 /**
  * What the job's shape and the launch environment allow, before the data is read: the device
  * threads of a process on this machine, one thread per process under MPI, injected faults on
- * devices the job has, the shared-memory spin setting.
+ * devices the job has, the shared-memory spin setting, the shared secret of a job of several processes.
  */
 export function checkLaunch(shape: JobShape, transport: 'tcp' | 'mpi', faults: FaultPlan): void {
   checkDeviceThreads(shape.threads);
@@ -36,6 +37,8 @@ export function checkLaunch(shape: JobShape, transport: 'tcp' | 'mpi', faults: F
   }
   faults.checkDevices(shape.devices);
   spinFromEnv();
+  // every process's TCP worlds (the stop control's, even under MPI) prove the job's secret: refuse before any file is written
+  if (shape.processes > 1) checkSecret(shape.processes, process.env);
 }
 
 /**

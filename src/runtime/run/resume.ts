@@ -1,14 +1,18 @@
 /**
- * Opening a run to resume (`--resume RUN_DIR`): remove what a dead writer left, find the newest
- * complete checkpoint set, check the config still describes the same model, and fit the config
+ * Opening a run to resume (`--resume RUN_DIR`, or one of its sets: `RUN_DIR/checkpoints/step-N`):
+ * remove what a dead writer left, choose the set (the newest that verifies, or the one named:
+ * checkpoint/resumeSet.ts), check the config still describes the same model, and fit the config
  * to the saved run when the job's device count changed (the global batch, the data order and the
  * learning rate stay the saved job's).
  */
-import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunConfig } from '../../config/runConfig.ts';
-import { latestCompleteSet, removeLeftovers, CHECKPOINTS_DIR } from '../checkpoint/checkpointSet.ts';
-import { modelHash, CONFIG_FILE } from '../checkpoint/runConfigFiles.ts';
+import { removeLeftovers } from '../checkpoint/checkpointSet.ts';
+import { chooseResumeSet, supersedeNewerSets } from '../checkpoint/resumeSet.ts';
+import { resumeTarget } from './resumeTarget.ts';
+import { RunFinishedError } from './runFinished.ts';
+import { modelHash, CONFIG_FILE, readRunConfig } from '../checkpoint/runConfigFiles.ts';
+import { resumeChanges } from './resumeChanges.ts';
 import type { ResumePoint } from '../checkpoint/checkpointSetup.ts';
 import type { TrainEvent } from '../events/events.ts';
 import { globalBatchSize } from '../device/trainLoop.ts';
@@ -19,18 +23,13 @@ export interface ResumePlan {
   /** the config, fitted to the saved run */
   config: RunConfig;
   event: Extract<TrainEvent, { type: 'resume' }>;
+  /** the run directory (`--resume` may name one of its sets) */
+  runDir: string;
 }
 
-/** Checks `--resume runDir` before any work: the directory exists and is a run directory. */
-export function checkResumeDir(runDir: string): void {
-  if (!existsSync(runDir))
-    throw new Error(
-      `--resume ${runDir}: no such run directory; give the directory of the run to continue (e.g. runs/latest)`,
-    );
-  if (!statSync(runDir).isDirectory())
-    throw new Error(
-      `--resume ${runDir}: not a directory; give the directory of the run to continue (e.g. runs/latest)`,
-    );
+/** Checks `--resume PATH` before any work (a run directory, or one of its sets); returns the run directory. */
+export function checkResumeDir(path: string): string {
+  return resumeTarget(path).runDir;
 }
 
 /**
@@ -44,35 +43,39 @@ export function planResume(
   clean: boolean,
   log?: (m: string) => void,
 ): ResumePlan {
-  checkResumeDir(runDir);
+  const target = resumeTarget(runDir);
   if (clean) {
-    const removed = removeLeftovers(runDir);
-    if (removed.length) log?.(`removed what an interrupted run left in ${runDir}: ${removed.join(', ')}`);
+    const removed = removeLeftovers(target.runDir);
+    if (removed.length) log?.(`removed what an interrupted run left in ${target.runDir}: ${removed.join(', ')}`);
   }
-  const latest = latestCompleteSet(runDir);
-  if (!latest) {
-    throw new Error(
-      `--resume ${runDir}: no complete checkpoint set in ${join(runDir, CHECKPOINTS_DIR)} (the run stopped before its first one); ` +
-        `start the run again without --resume, with train.checkpointEvery: { steps: N } to save sooner`,
-    );
-  }
+  const asked = `--resume ${runDir}`;
+  const latest = chooseResumeSet({ runDir: target.runDir, named: target.step, config, clean, asked, log });
   const { state } = latest;
   if (state.modelHash !== modelHash(config)) {
     throw new Error(
       `--resume ${runDir}: the config's model differs from the one the run trained (checkpoint ${latest.dir}); ` +
-        `resume with the run's own config (${join(runDir, CONFIG_FILE)}), or start a new run from its weights with --init-from ${join(latest.dir, 'model.safetensors')}`,
+        `resume with the run's own config (${join(target.runDir, CONFIG_FILE)}), or start a new run from its weights with --init-from ${join(latest.dir, 'model.safetensors')}`,
     );
   }
+  // every other change to the run's config: refused here, or honoured with a line once the resume goes ahead
+  const honoured = resumeChanges({
+    runDir: target.runDir,
+    setDir: latest.dir,
+    state,
+    saved: readRunConfig(target.runDir),
+    given: config,
+    devices,
+  });
   checkModelParallelSize(runDir, latest.dir, config, devices, state.devices);
   const fitted = fitToSavedJob(config, devices, state.devices, state.globalBatch);
   const { stepsPerEpoch } = state;
-  if (state.step >= stepsPerEpoch * fitted.train.epochs) {
-    throw new Error(
-      `--resume ${runDir}: the run is complete (step ${state.step}, epoch ${state.epoch} of ${fitted.train.epochs}); ` +
-        `pass --epochs with more than ${Math.ceil(state.step / stepsPerEpoch)} to train it further`,
-    );
-  }
+  if (state.step >= stepsPerEpoch * fitted.train.epochs)
+    throw new RunFinishedError(target.runDir, state.step, Math.floor(state.step / stepsPerEpoch));
+  for (const line of honoured) log?.(line);
+  // a named set: the newer sets go aside only once the resume is sure to go ahead
+  if (clean && target.step !== null) supersedeNewerSets(target.runDir, latest, log);
   return {
+    runDir: target.runDir,
     point: latest,
     config: fitted,
     event: {
@@ -128,13 +131,12 @@ export function fitToSavedJob(
   return { ...config, data, optimizer };
 }
 
-/** The config `paratrain train` reads: the one given, or with --resume the run's own config.yaml. */
+/** The config `paratrain train` reads: the one given, or with --resume the run's own config.yaml (a named set's run's). */
 export function trainConfigPath(given: string | undefined, resume: string | undefined): string {
   if (given !== undefined) return given;
   if (resume === undefined)
     throw new Error(
       'train: give a YAML run configuration (e.g. paratrain train examples/mnist-small.yaml), or --resume RUN_DIR',
     );
-  checkResumeDir(resume);
-  return join(resume, CONFIG_FILE);
+  return join(checkResumeDir(resume), CONFIG_FILE);
 }

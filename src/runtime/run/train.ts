@@ -9,19 +9,24 @@ import { firstDeviceOf, jobShapeOf } from '../job/jobShape.ts';
 import { globalBatchSize } from '../device/trainLoop.ts';
 import { checkLaunch, checkRun } from './inputChecks.ts';
 import { planRunStart, openRunDir } from './openRun.ts';
+import { takeBackUnformedRun } from './unformedRun.ts';
 import { MetricsWriter } from '../events/metrics.ts';
+import { RunLockHolder } from '../files/runLock.ts';
 import { ProcessMetrics, type EventRecorder } from '../events/processMetrics.ts';
 import { epochAggregator, type TrainEvent } from '../events/events.ts';
 import { FaultPlan } from '../faults/faultPlan.ts';
 import { allocateStopGate } from '../job/stop/protocol.ts';
 import { StopGateDevice } from '../job/stop/deviceSide.ts';
-import { StopControl, stoppedAt } from '../job/stop/controlSide.ts';
+import { StopControl } from '../job/stop/controlSide.ts';
+import { stoppedAt } from '../job/stop/stopPoint.ts';
+import { HoldSchedule, holdAgreement, holdsAtEpochEnds } from '../job/stop/holds.ts';
 import { resolveTracking } from '../events/tracking.ts';
-import { firstHold, holdAfter } from '../eval/evalSchedule.ts';
 import { bestCheckpointOf, type BestCheckpoint } from '../checkpoint/bestCheckpoint.ts';
 import type { RunConfig } from '../../config/runConfig.ts';
 import type { TrainOptions } from './trainOptions.ts';
 import { userCallbacks } from './callbacks.ts';
+import { isDivergence } from '../device/divergenceGuard.ts';
+import { resumeNote } from '../checkpoint/resumeNote.ts';
 
 export type { TrainOptions } from './trainOptions.ts';
 
@@ -41,7 +46,7 @@ export interface TrainResult {
   steps: number;
   /** the model checkpoint (RUN_DIR/model.safetensors; '' in processes other than 0), for loadModel and eval */
   checkpoint: string;
-  /** the run was stopped (TrainOptions.signal) after `step` steps, in epoch `epoch` (1-based) */
+  /** the run was stopped (TrainOptions.signal) after `step` steps, its last in epoch `epoch` (0-based, as onEpoch's) */
   stopped?: { step: number; epoch: number; signal: string };
   /** the last evaluation of the validation split (absent without one); testLoss/testAccuracy are then the test set's, at the end */
   valLoss?: number;
@@ -49,8 +54,8 @@ export interface TrainResult {
   /** RUN_DIR/model-best.safetensors and the evaluation it holds the model of (train.best; absent: none written) */
   bestCheckpoint?: BestCheckpoint;
   /**
-   * train.earlyStopping stopped the run after `step` steps, in epoch `epoch` (1-based): `metric` had not
-   * improved for `patience` evaluations; its best was `best`, in epoch `bestEpoch` (1-based; both known in process 0)
+   * train.earlyStopping stopped the run after `step` steps, its last in epoch `epoch`: `metric` had not
+   * improved for `patience` evaluations; its best was `best`, after epoch `bestEpoch` (epochs 0-based; both known in process 0)
    */
   earlyStopped?: { step: number; epoch: number; metric: string; patience: number; best?: number; bestEpoch?: number };
   /** a speech model (loss ctc): the last test evaluation's character and word error rates (greedy decoding) */
@@ -87,6 +92,21 @@ async function runTraining(
   options: TrainOptions,
   load: (config: RunConfig) => Promise<LoadedData>,
 ): Promise<TrainResult> {
+  // process 0 holds its run directory's lock from before it looks inside to after its last write
+  const lock = new RunLockHolder(options.log);
+  try {
+    return await trainLocked(userConfig, options, load, lock);
+  } finally {
+    lock.release();
+  }
+}
+
+async function trainLocked(
+  userConfig: RunConfig,
+  options: TrainOptions,
+  load: (config: RunConfig) => Promise<LoadedData>,
+  lock: RunLockHolder,
+): Promise<TrainResult> {
   const world = options.processes && options.processes.worldSize > 1 ? options.processes : undefined;
   // the job's processes and devices, passed beside the config (whose train.devices is per process)
   const shape = jobShapeOf(userConfig.train.devices, world);
@@ -96,13 +116,15 @@ async function runTraining(
   const faults = faultPlanOf(options);
   checkLaunch(shape, transport, faults);
   // resuming keeps the saved job's global batch and learning rate (fitted when the device count changed)
-  const planned = planRunStart(options, userConfig, shape);
+  const planned = planRunStart(options, userConfig, shape, lock);
   const { resume } = planned;
   const backend = await getBackend(planned.config.train.backend);
   const data = await load(planned.config);
   // train.best and train.earlyStopping watch what this data can measure (config.yaml records the choice)
   const config = resolveTracking(planned.config, data);
   const parameters = checkRun(config, data, shape);
+  // a caller that may stop the run from onEpoch: the devices wait at each epoch's end for its events' delivery
+  const epochEnds = holdsAtEpochEnds(devices, options);
   const placement: ProcessPlacement | undefined = world && {
     process: shape.process,
     processes: shape.processes,
@@ -112,13 +134,15 @@ async function runTraining(
     timeoutMs: options.timeoutMs ?? 300_000,
     transport,
     stallMs: config.train.stallWarningSeconds * 1000,
-    agreements: dataAgreements(data.source, data.train, data.test, data.validation),
+    agreements: [...dataAgreements(data.source, data.train, data.test, data.validation), holdAgreement(epochEnds)],
   };
-  const { runDir, checkpoints } = openRunDir(options, config, resume, shape, configHash(config));
+  const { runDir, checkpoints, made } = openRunDir(options, config, resume, shape, configHash(config), lock);
+  // a job of several processes has formed once a step is done; until then a new run directory is taken back on a failure
+  let formed = !world;
   // a resumed run appends, --force or not (a launcher's restart keeps the job's flags)
   // processes other than 0 record their own devices' events beside it (processMetrics.ts)
   const metrics: EventRecorder | null = leader
-    ? new MetricsWriter(runDir, { truncate: options.force && !resume })
+    ? new MetricsWriter(runDir, { truncate: options.force && !resume, log: options.log })
     : checkpoints.runDir
       ? new ProcessMetrics(checkpoints.runDir, shape.process, Boolean(options.force) && !resume)
       : null;
@@ -133,11 +157,12 @@ async function runTraining(
   let lastVal: { valLoss: number; valAccuracy: number } | null = null,
     devicesLost = 0;
   let verdict: Extract<TrainEvent, { type: 'earlyStopping' }> | null = null;
-  // early stopping: the devices wait after each evaluation (from this step on) for device 0's verdict
-  let hold = firstHold(config, stepsPerEpoch, resume?.point.state);
-  const stopGate = options.signal || config.train.earlyStopping ? allocateStopGate(threads, hold) : undefined;
+  // early stopping's verdicts and epoch ends hold the devices (holds.ts)
+  const holds = new HoldSchedule(config, stepsPerEpoch, epochEnds, resume?.point.state);
+  const stopGate = options.signal || config.train.earlyStopping ? allocateStopGate(threads, holds.first()) : undefined;
   const stopControl =
-    stopGate && new StopControl({ gate: stopGate, signal: options.signal, placement, threads, log: options.log });
+    stopGate &&
+    new StopControl({ gate: stopGate, signal: options.signal, placement, threads, holds, log: options.log });
   // a callback that throws stops the run, which then rejects with its error (callbacks.ts)
   const callbacks = userCallbacks(options, threads, firstDeviceOf(shape));
   // epochs are summarised over this process's devices (all of them unless the job spans processes)
@@ -153,12 +178,12 @@ async function runTraining(
       }
       if (event.type === 'eval' && event.valLoss !== undefined)
         lastVal = { valLoss: event.valLoss, valAccuracy: event.valAccuracy! };
-      if (event.type === 'earlyStopping' && stopControl && hold !== null && event.step === hold + 1) {
-        verdict = event;
-        if (event.stop) stopControl.stopEarly(hold);
-        else stopControl.release((hold = holdAfter(config, stepsPerEpoch, event.epoch)));
+      if (event.type === 'earlyStopping' && stopControl?.verdict(event.step, event.stop)) verdict = event;
+      if (event.type === 'step') formed = true;
+      if (event.type === 'deviceLost') {
+        devicesLost++;
+        stopControl?.deviceLost(event.rank - firstDeviceOf(shape));
       }
-      if (event.type === 'deviceLost') devicesLost++;
       metrics?.write(event);
       callbacks.sink(event);
     },
@@ -182,6 +207,8 @@ async function runTraining(
       stepsPerEpoch,
       globalBatch,
     });
+    // the note people read under the run's first line (the command line prints what log gets)
+    options.log?.(`data: ${data.source}`);
     if (resume) emit(resume.event);
     if (devices === 1) {
       await runDevice({
@@ -214,10 +241,11 @@ async function runTraining(
         faults,
         log: options.log,
         stopGate,
+        onGateWait: stopControl && ((local, step) => stopControl.deviceWaits(local, step)),
       });
     }
     await stopControl?.close();
-    const ended = stoppedAt(stopControl?.decision, stepsPerEpoch, config.train.epochs);
+    const ended = stoppedAt(stopControl?.decision, stepsPerEpoch, config.train.epochs, resume?.point.state.step);
     const early = ended?.signal === 'earlyStopping' ? earlyStopOf(ended, config, verdict) : undefined;
     const stopped = early ? undefined : ended;
     if (stopped) emit({ type: 'stopped', ...stopped });
@@ -259,6 +287,16 @@ async function runTraining(
     });
     return result;
   } catch (err) {
+    // a diverged run's error says what there is to resume from, as the run directory holds it
+    if (leader && err instanceof Error && isDivergence(err.message)) err.message += resumeNote(runDir);
+    if (made && made.before !== 'files' && !formed) {
+      try {
+        metrics?.close();
+      } catch {
+        // its file is taken back next: a failed last write there loses nothing
+      }
+      options.log?.(takeBackUnformedRun(made, lock));
+    }
     // the devices stopped because a callback threw: that is the error to report
     throw callbacks.failure ? callbacks.failure.error : err;
   } finally {
@@ -280,6 +318,6 @@ function earlyStopOf(
     epoch: at.epoch,
     metric,
     patience: spec ? spec.patience : 0,
-    ...(verdict ? { best: verdict.best, bestEpoch: verdict.bestEpoch + 1 } : {}),
+    ...(verdict ? { best: verdict.best, bestEpoch: verdict.bestEpoch } : {}),
   };
 }

@@ -7,6 +7,7 @@
 import type { EventSink, TrainEvent } from '../events/events.ts';
 import { FaultPlan } from '../faults/faultPlan.ts';
 import { ConfigError, unknownKeyMessage, formatValue } from '../../config/errors.ts';
+import type { InitFromInput } from '../../config/schema/initFrom.ts';
 
 /** One global step, summed over this process's devices (`onStep`). */
 export interface StepSummary {
@@ -75,14 +76,20 @@ export interface TrainOptions {
   transport?: 'tcp' | 'mpi';
   /** continue the run in this directory from its newest complete checkpoint set (docs/architecture.md, checkpoint sets) */
   resume?: string;
-  /** start a new run from this checkpoint's weights and state (fresh optimizer, step 0) */
-  initFrom?: string;
+  /**
+   * start a new run from this checkpoint's weights and state (fresh optimizer, step 0): replaces
+   * train.initFrom's path, or with `{ path, reinit, freeze }` the fields it gives
+   */
+  initFrom?: InitFromInput;
   /**
    * Aborting it stops the run gracefully, on any number of devices: every device (of every process)
    * finishes the step in flight, all agree on one last step, and the run ends as if it were the
    * last (the final checkpoint is written; result.stopped says so). `result.stopped.signal` is the
-   * abort reason when it is 'SIGINT', 'SIGTERM' or 'SIGUSR1', else 'abort'. In a job of several processes give
-   * it to every process or to none (they form a control world for it).
+   * abort reason when it is 'SIGINT', 'SIGTERM' or 'SIGUSR1', else 'abort'; the test set is evaluated on the
+   * weights it stopped with. An abort from onEpoch after epoch e stops every device before epoch e + 1's
+   * first step (devices beside the main thread then wait at each epoch's end for its events to be
+   * handled). In a job of several processes give it (and onEpoch) to every process or to none (they form
+   * a control world for it).
    */
   signal?: AbortSignal;
   /** the command line that started the run, recorded in RUN_DIR/command.txt (the CLI gives its own; absent: the library call and its plain options are) */
@@ -114,7 +121,7 @@ export type _TrainOptionKeysComplete = Assert<
 >;
 
 const FUNCTIONS = ['onEvent', 'onStep', 'onEpoch', 'log'] as const;
-const STRINGS = ['out', 'resume', 'initFrom'] as const;
+const STRINGS = ['out', 'resume'] as const;
 
 /**
  * Checks `options` (TrainOptions, plus the config override keys in `alsoAllowed`): an unknown key
@@ -139,6 +146,12 @@ export function checkTrainOptions(options: unknown, alsoAllowed: readonly string
   for (const key of FUNCTIONS) if (o[key] !== undefined && typeof o[key] !== 'function') bad(key, 'a function');
   for (const key of STRINGS)
     if (o[key] !== undefined && (typeof o[key] !== 'string' || o[key] === '')) bad(key, 'a path');
+  // a map's fields are checked with train.initFrom's own schema when the run starts (initFromPlan.ts)
+  if (
+    o.initFrom !== undefined &&
+    !(typeof o.initFrom === 'string' ? o.initFrom !== '' : isRecord(o.initFrom, ['path']))
+  )
+    bad('initFrom', 'a checkpoint path or { path, reinit, freeze }');
   if (o.force !== undefined && typeof o.force !== 'boolean') bad('force', 'true or false');
   if (o.command !== undefined && !(Array.isArray(o.command) && o.command.every((a) => typeof a === 'string')))
     bad('command', 'a list of strings (the command line)');

@@ -20,6 +20,7 @@ import {
   signalName,
   type StopGateMemory,
 } from './protocol.ts';
+import type { HoldSchedule } from './holds.ts';
 
 const CONTROL_RECV_TIMEOUT_MS = 7 * 24 * 3600_000;
 
@@ -68,9 +69,14 @@ export class StopGateControl {
     this.changed();
   }
 
-  /** Whether the devices are held for a verdict (early stopping) that has not lifted the last hold yet. */
+  /** Whether the devices are held (holds.ts) and the last hold has not been lifted. */
   get holding(): boolean {
     return this.held !== NONE;
+  }
+
+  /** The hold the devices wait at, while they may still be released from it (null: none, or a stop froze the gate). */
+  get currentHold(): number | null {
+    return this.held === NONE || this.frozen !== null || this.lastStep !== null ? null : this.held;
   }
 
   /** The agreed last step, or null while none is. */
@@ -104,6 +110,8 @@ export interface StopControlOptions {
   signal?: AbortSignal;
   /** absent: the job is this process */
   placement?: ProcessPlacement;
+  /** the run's holds and what each waits for (absent: none) */
+  holds?: HoldSchedule;
   /** device threads per process (the control world's port is after theirs) */
   threads: number;
   log?: (message: string) => void;
@@ -126,10 +134,19 @@ export class StopControl {
   private closing = false;
   private signal: string | null = null;
   private readonly reports = new Map<number, number>();
+  /** each of this process's device threads: the step it waits before (-1: none), and those lost */
+  private readonly waiting: number[];
+  private readonly lostDevices = new Set<number>();
+  /** process 0: the processes whose devices wait past the current hold with its events delivered, those gone */
+  private readonly delivered = new Set<number>();
+  private readonly gone = new Set<number>();
+  /** process 0: early stopping's verdict on the current hold was "go on" */
+  private verdictGo = false;
 
   constructor(o: StopControlOptions) {
     this.o = o;
     this.gate = new StopGateControl(o.gate);
+    this.waiting = new Array<number>(o.threads).fill(-1);
     const p = o.placement;
     if (p && p.processes > 1)
       this.forming = this.form(p).catch((err: Error) => {
@@ -145,16 +162,74 @@ export class StopControl {
   }
 
   /**
-   * Early stopping, process 0: device 0's verdict on an evaluation was "go on"; every process's
-   * devices may run up to `hold` (null: to the end of the run).
+   * Early stopping, process 0: device 0's verdict on the evaluation `step` steps into the run.
+   * "Stop" ends the run at the hold in every process; "go on" releases the hold once its other
+   * reason (holds.ts) is met. False: no hold waits for this verdict.
    */
-  release(hold: number | null): void {
-    this.gate.release(hold);
-    this.toAll(encode(Kind.Hold, hold ?? NO_HOLD));
+  verdict(step: number, stop: boolean): boolean {
+    const hold = this.gate.currentHold;
+    if (hold === null || step !== hold + 1) return false;
+    if (stop) this.stopEarly(hold);
+    else {
+      this.verdictGo = true;
+      this.mayRelease();
+    }
+    return true;
+  }
+
+  /** A device thread of this process (index `local`) waits before `step`, every event before it delivered (holds.ts). */
+  deviceWaits(local: number, step: number): void {
+    if (local < 0 || local >= this.waiting.length) return;
+    this.waiting[local] = step;
+    this.mayReportDelivered();
+  }
+
+  /** A device thread of this process died and the run goes on without it: no hold waits for it. */
+  deviceLost(local: number): void {
+    if (local < 0 || local >= this.waiting.length) return;
+    this.lostDevices.add(local);
+    this.mayReportDelivered();
+  }
+
+  /** Epoch-end holds: once every live device of this process waits past the hold, process 0 hears it. */
+  private mayReportDelivered(): void {
+    const hold = this.gate.currentHold;
+    if (!this.o.holds?.epochEnds || hold === null) return;
+    if (this.waiting.some((step, local) => step !== hold + 1 && !this.lostDevices.has(local))) return;
+    // once per hold: a later wait is before a later step
+    this.waiting.fill(-1);
+    const p = this.o.placement;
+    if (!p || p.processes <= 1 || p.process === 0) this.processDelivered(0, hold + 1);
+    else
+      void (this.forming ?? Promise.resolve()).then(() =>
+        this.comm ? this.send(0, encode(Kind.Ready, hold + 1)) : undefined,
+      );
+  }
+
+  /** Process 0: process `q`'s devices wait before `step` with its events delivered. */
+  private processDelivered(q: number, step: number): void {
+    if (step !== (this.gate.currentHold ?? -2) + 1) return;
+    this.delivered.add(q);
+    this.mayRelease();
+  }
+
+  /** Process 0: releases the current hold once each of its reasons is met, up to the next hold. */
+  private mayRelease(): void {
+    const hold = this.gate.currentHold;
+    const holds = this.o.holds;
+    if (hold === null || !holds) return;
+    const processes = this.o.placement?.processes ?? 1;
+    if (holds.epochEnds) for (let q = 0; q < processes; q++) if (!this.delivered.has(q) && !this.gone.has(q)) return;
+    if (holds.needsVerdict(hold) && !this.verdictGo) return;
+    this.delivered.clear();
+    this.verdictGo = false;
+    const next = holds.after(hold);
+    this.gate.release(next);
+    this.toAll(encode(Kind.Hold, next ?? NO_HOLD));
   }
 
   /** Early stopping, process 0: the verdict was "stop"; the run ends after `lastStep` (the held step) in every process. */
-  stopEarly(lastStep: number): void {
+  private stopEarly(lastStep: number): void {
     if (this.gate.lastStep !== null) return;
     this.signal ??= 'earlyStopping';
     this.gate.finalize(lastStep);
@@ -169,9 +244,9 @@ export class StopControl {
     for (let q = 1; q < p.processes; q++) void forming.then(() => (this.comm ? this.send(q, message) : undefined));
   }
 
-  /** Devices held for a verdict that cannot come: they stop with an error rather than wait forever. */
+  /** Devices held for a release that cannot come: they stop with an error rather than wait forever. */
   private abandon(why: string): void {
-    this.o.log?.(`note: ${why} while this process's devices waited for early stopping's verdict; stopping them`);
+    this.o.log?.(`note: ${why} while this process's devices waited at a hold (an epoch's end); stopping them`);
     abortStopGate(this.o.gate);
   }
 
@@ -252,6 +327,7 @@ export class StopControl {
         await this.comm!.recv(buf, peer, CONTROL_TAG);
         const m = decode(buf);
         if (m.kind === Kind.Request) this.begin(m.signal);
+        else if (m.kind === Kind.Ready) this.processDelivered(peer, m.value);
         else if (m.kind === Kind.Report) {
           this.reports.set(peer, m.value);
           this.maybeFinal();
@@ -266,6 +342,11 @@ export class StopControl {
       }
     } catch (err) {
       // a peer that finished or failed: the device worlds report failures; a stop in flight here has lost its partner
+      if (!this.closing && this.o.placement?.process === 0) {
+        // a hold no longer waits for a process that is gone
+        this.gone.add(peer);
+        this.mayRelease();
+      }
       if (!this.closing && this.signal !== null && this.gate.lastStep === null) {
         this.o.log?.(
           `note: process ${peer} left during the stop (${(err as Error).message}); stopping this process alone`,
@@ -284,15 +365,4 @@ export class StopControl {
       // the peer is gone; its recv loop here (or its devices' worlds) reports that
     }
   }
-}
-
-/** What the run reports when stopped before its natural end: steps done and the (1-based) epoch of the last. */
-export function stoppedAt(
-  decision: StopDecision | null | undefined,
-  stepsPerEpoch: number,
-  epochs: number,
-): { step: number; epoch: number; signal: string } | undefined {
-  if (!decision || decision.lastStep + 1 >= stepsPerEpoch * epochs) return undefined;
-  const step = decision.lastStep + 1;
-  return { step, epoch: Math.max(1, Math.ceil(step / stepsPerEpoch)), signal: decision.signal };
 }

@@ -14,11 +14,14 @@ export class StopGateDevice {
   private readonly claim: number;
   /** a device on the main thread lets signal handlers run between its steps */
   private readonly yieldEachStep: boolean;
+  /** told once each time the device starts waiting before `step` (a device thread tells its main thread: holds.ts) */
+  private readonly onWait?: (step: number) => void;
 
-  constructor(memory: StopGateMemory, local: number, yieldEachStep = false) {
+  constructor(memory: StopGateMemory, local: number, yieldEachStep = false, onWait?: (step: number) => void) {
     this.words = new Int32Array(memory);
     this.claim = CLAIMS + local;
     this.yieldEachStep = yieldEachStep;
+    this.onWait = onWait;
   }
 
   /** The trainLoop's mayStart for device `local` of the gate. */
@@ -26,8 +29,9 @@ export class StopGateDevice {
     memory: StopGateMemory,
     local: number,
     yieldEachStep = false,
+    onWait?: (step: number) => void,
   ): (step: number) => boolean | Promise<boolean> {
-    const device = new StopGateDevice(memory, local, yieldEachStep);
+    const device = new StopGateDevice(memory, local, yieldEachStep, onWait);
     return (step) => device.mayStart(step);
   }
 
@@ -41,6 +45,7 @@ export class StopGateDevice {
     Atomics.store(this.words, this.claim, step);
     if (step <= Atomics.load(this.words, LIMIT)) return true;
     Atomics.store(this.words, this.claim, step - 1);
+    this.onWait?.(step);
     return this.await(step);
   }
 
@@ -63,7 +68,7 @@ export class StopGateDevice {
       Atomics.store(w, this.claim, step - 1);
       if (Atomics.load(w, FINAL)) return false;
       if (Atomics.load(w, ABORT))
-        throw new Error('the run failed while this device waited for the verdict on an evaluation');
+        throw new Error("the run failed while this device waited at an epoch's end for the job to go on");
       const r = waitAsync(w, SEQ, seq);
       if (r.async) await r.value;
     }

@@ -1,6 +1,6 @@
 /**
  * The graceful stop: how every device of every process agrees on the last step it runs, without
- * any communication in a run that is never stopped. Two sides: each device thread before each of
+ * any communication in a run that is never stopped nor held (holds: below). Two sides: each device thread before each of
  * its steps (deviceSide.ts), and each process's main thread (controlSide.ts), which hears a stop
  * request (TrainOptions.signal: SIGINT, SIGTERM, SIGUSR1 in the CLI) and early stopping's verdicts.
  *
@@ -25,17 +25,25 @@
  *
  * In one process a stop request freezes the gate and finalizes it at that. In a job of several
  * processes the main threads form a control world over TCP (port P + threads + 1, beside the
- * device worlds, so a run never stopped exchanges nothing after forming it):
+ * device worlds, so a run never stopped nor held exchanges nothing after forming it):
  *   REQUEST(signal)      a process whose signal fired, to process 0;
  *   FREEZE(signal)       process 0, on its own signal or the first REQUEST, to every process;
  *   REPORT(step)         each process, having frozen its gate, its frozen LIMIT to process 0;
  *   FINAL(step, signal)  process 0, the largest reported, to every process: every gate finalizes it.
  *
- * Early stopping holds the devices after an evaluation until device 0's verdict
- * (eval/evalSchedule.ts): LIMIT starts at the hold; process 0's main thread hears the verdict and
- * sends HOLD(the next hold; NO_HOLD: none) — every gate is released up to it — or FINAL(the held
- * step, 'earlyStopping'), which ends the run there as a stop does. A stop request caps its frozen
- * LIMIT at the hold. A run that fails while devices wait at a hold sets ABORT, and they throw.
+ * Holds (holds.ts) keep the devices at an epoch's last step until the main threads let them go on:
+ * LIMIT starts at the first hold, and process 0's main thread releases each with HOLD(the next
+ * hold; NO_HOLD: none) to every process once its reasons are met:
+ *   - early stopping: device 0's verdict on the evaluation after that epoch (eval/evalSchedule.ts);
+ *     a verdict "stop" is FINAL(the held step, 'earlyStopping') instead, which ends the run there
+ *     as a stop does;
+ *   - epoch ends (a caller that may stop the run from onEpoch): every process's main thread has
+ *     delivered the epoch's events. A device thread that starts waiting at the gate tells its main
+ *     thread after the events it sent before (so every event of the epoch is delivered once all its
+ *     devices wait); a process whose devices all wait sends READY(step) to process 0.
+ * A stop request caps its frozen LIMIT at the hold: an abort requested while an epoch's events are
+ * handled stops every device before the next epoch's first step, on any number of devices and
+ * processes. A run that fails while devices wait at a hold sets ABORT, and they throw.
  */
 
 /** The gate's words: LIMIT, FINAL, SEQ, ABORT, then one claim per device thread from CLAIMS. */
@@ -66,6 +74,7 @@ export enum Kind {
   Report = 3,
   Final = 4,
   Hold = 5,
+  Ready = 6,
 }
 /** What a stop may be caused by; the wire carries the index, so new causes go at the end ('abort': the library's AbortSignal aborted for another reason). */
 const SIGNALS = ['SIGINT', 'SIGTERM', 'abort', 'earlyStopping', 'SIGUSR1'] as const;
