@@ -5,13 +5,49 @@
  * software adapter (SwiftShader) the figures are a smoke test only, and the sizes stop at 128
  * unless `--sizes` names others.
  *
- *   npm run bench -- gpu [--sizes 256,1024,4096] [--adapter NAME]
+ * Then the mnist-small training step (forward, backward, the host's Adam; synthetic data) in
+ * samples/s on the GPU at several batch sizes, against the fastest CPU backend on one core, wall
+ * time over at least a second each.
+ *
+ *   npm run bench -- gpu [--sizes 256,1024,4096] [--batches 64,256,1024] [--adapter NAME]
  */
 import { pathToFileURL } from 'node:url';
 import { GpuContext } from '../src/kernels/webgpu/gpuContext.ts';
 import { gemm } from '../src/kernels/webgpu/gemm.ts';
 import { gpuView, type GpuArray } from '../src/kernels/webgpu/gpuArray.ts';
 import { median } from './args.ts';
+import { webgpuBackend } from '../src/kernels/webgpu/index.ts';
+import { getBackend } from '../src/kernels/index.ts';
+import type { Backend } from '../src/kernels/backend.ts';
+import { Replica } from '../src/runtime/device/replica.ts';
+import { loadConfig } from '../src/config/index.ts';
+
+/** Samples/s of mnist-small's training step on `backend` at `batch`, over at least `seconds` of wall time. */
+async function stepRate(backend: Backend, batch: number, seconds: number): Promise<number> {
+  const config = loadConfig(new URL('../examples/mnist-small.yaml', import.meta.url).pathname);
+  const replica = new Replica(backend, config);
+  const images = new Float32Array(batch * 28 * 28).map((_, i) => ((i * 2654435761) % 1000) / 1000);
+  const labels = Int32Array.from({ length: batch }, (_, i) => i % 10);
+  let k = 0;
+  const step = async () => {
+    replica.zeroGrads();
+    await replica.computeGradientsAsync(
+      images,
+      labels,
+      { training: true, seed: 1, step: k++, sampleOffset: 0 },
+      1 / batch,
+    );
+    replica.view().localStep(0.001);
+  };
+  await step();
+  const t0 = performance.now();
+  let steps = 0;
+  while (performance.now() - t0 < seconds * 1000 || steps < 2) {
+    await step();
+    steps++;
+  }
+  return (steps * batch) / ((performance.now() - t0) / 1000);
+}
 
 function filled(ctx: GpuContext, n: number, seed: number): GpuArray {
   const a = new Float32Array(n);
@@ -65,6 +101,18 @@ export async function main(args: string[] = []): Promise<void> {
         cells.push(((2 * n ** 3) / median(times) / 1e9).toFixed(1).padStart(10));
       }
       console.log(`${String(n).padStart(6)}${cells.join('')}`);
+    }
+    const cpu = await getBackend('auto');
+    const seconds = d.software ? 0.5 : 2;
+    const base = await stepRate(cpu, 64, seconds);
+    console.log(`mnist-small training step, samples/s: ${cpu.name} (one core) at batch 64: ${base.toFixed(0)}`);
+    const batches = (pick('--batches') ?? (d.software ? '16' : '64,256,1024,4096')).split(',').map(Number);
+    const gpu = webgpuBackend(ctx);
+    for (const b of batches) {
+      const rate = await stepRate(gpu, b, seconds);
+      console.log(
+        `  webgpu at batch ${String(b).padStart(5)}: ${rate.toFixed(0).padStart(8)}  (${(rate / base).toFixed(2)}× ${cpu.name})`,
+      );
     }
   } finally {
     ctx.destroy();

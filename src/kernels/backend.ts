@@ -9,12 +9,15 @@
  *   backward passes can add up; the training loop zeroes gradients before each step.
  */
 import type { BatchNormKernels } from './batchNormKernels.ts';
+import type { DeviceStorage } from './deviceStorage.ts';
 import type { ConvolutionKernels } from './convKernels.ts';
 import type { ElementwiseKernels } from './elementwiseKernels.ts';
+import type { LayerNormKernels } from './layerNormKernels.ts';
 import type { MatrixKernels } from './matrixKernels.ts';
 import type { OptimizerKernels } from './optimizerKernels.ts';
 import type { PoolingKernels } from './poolKernels.ts';
 import type { RecurrentKernels } from './recurrentKernels.ts';
+import type { SequenceKernels } from './sequenceKernels.ts';
 
 /** A backend: every kernel group, each in its own file beside this one, plus the arrays it computes on. */
 export interface Backend
@@ -23,10 +26,15 @@ export interface Backend
     PoolingKernels,
     ElementwiseKernels,
     BatchNormKernels,
+    LayerNormKernels,
     RecurrentKernels,
+    SequenceKernels,
     OptimizerKernels {
   readonly name: string;
 
   /** A zeroed array the backend computes on without copies; `shared` asks for SharedArrayBuffer backing. */
   alloc(length: number, shared?: boolean): Float32Array;
+
+  /** Present where arrays live on a device (webgpu): when the host may read or write them (deviceStorage.ts). */
+  readonly device?: DeviceStorage;
 }

@@ -1,4 +1,4 @@
-/** The Backend's per-element and per-row kernels: dropout, row copies, bias, activations, softmax cross-entropy. */
+/** The Backend's per-element and per-row kernels: dropout, row copies, bias, activations, softmax and its cross-entropy. */
 import type { ActivationKind } from './activation.ts';
 
 export interface ElementwiseKernels {
@@ -67,4 +67,9 @@ export interface ElementwiseKernels {
     dlogits: Float32Array,
     gradScale: number,
   ): number;
+
+  /** y = exp(x − max) / Σ exp(x − max) over each of `rows` rows of `cols` values (y must not be x). */
+  softmaxForward(x: Float32Array, y: Float32Array, rows: number, cols: number): void;
+  /** dx = y ⊙ (dy − Σ_k dy_k·y_k) over each row, from the forward OUTPUT y (dx must not be dy). */
+  softmaxBackward(y: Float32Array, dy: Float32Array, dx: Float32Array, rows: number, cols: number): void;
 }

@@ -3,6 +3,7 @@ import { jsBackend } from './js/index.ts';
 import { createWasmBackend } from './wasm/index.ts';
 import { createNativeBackend, nativeUnavailableReason } from './native/index.ts';
 import { createOneDnnBackend, onednnUnavailableReason } from './onednn/index.ts';
+import { createWebGpuBackend, webgpuUnavailableReason } from './webgpu/index.ts';
 
 // The plain-JS reference is always present; faster backends register with higher priority
 // ('auto' takes the fastest that loads).
@@ -14,6 +15,8 @@ registerBackend('native', () => createNativeBackend(), 20, nativeUnavailableReas
 // Optional oneDNN addon (npm run build:onednn): oneDNN's own JIT kernels for the CPU it finds,
 // convolutions without im2col; first for `auto` when built (docs/backends.md).
 registerBackend('onednn', () => createOneDnnBackend(), 30, onednnUnavailableReason);
+// Optional package webgpu (Dawn): the GPU's kernels. Below js, so `auto` never takes it: it is named.
+registerBackend('webgpu', () => createWebGpuBackend(), -10, webgpuUnavailableReason);
 
 export { getBackend, tryBackend, registeredBackends, backendUnavailableReason } from './registry.ts';
 export type { Backend } from './backend.ts';

@@ -2,7 +2,7 @@ import { Tensor } from '../tensor/tensor.ts';
 import { activationParam, backwardReadsInput, type ActivationKind } from '../kernels/activation.ts';
 import type { Backend } from '../kernels/backend.ts';
 import { BaseLayer, type BufferPool, type ForwardContext } from './layer.ts';
-import { keepLengths, zeroPadding } from './sequence.ts';
+import { keepLengths } from './sequence.ts';
 import { gradThroughActivation, markActivationOutput } from './activationFusion.ts';
 
 /**
@@ -35,7 +35,7 @@ export class ActivationLayer extends BaseLayer {
     this.backend.activationForward(this.kind, x.data, y.data, this.cap);
     this.lengths =
       x.shape.length === 3 && this.inputShape.length === 2 ? keepLengths(this.pool, ctx.lengths) : undefined;
-    if (this.lengths) zeroPadding(y.data, x.shape[0]!, x.shape[1]!, x.shape[2]!, this.lengths);
+    if (this.lengths) this.backend.zeroPadding(y.data, x.shape[0]!, x.shape[1]!, x.shape[2]!, this.lengths);
     this.saved = backwardReadsInput(this.kind) ? x : y;
     if (!this.lengths) markActivationOutput(y, this.kind, this.cap);
     return y;
@@ -50,7 +50,7 @@ export class ActivationLayer extends BaseLayer {
     if (gradThroughActivation(dy, this.saved)) return dy;
     const dx = new Tensor(dy.shape, this.buffer('dx', dy.size));
     this.backend.activationBackward(this.kind, this.saved!.data, dy.data, dx.data, this.cap);
-    if (this.lengths) zeroPadding(dx.data, dy.shape[0]!, dy.shape[1]!, dy.shape[2]!, this.lengths);
+    if (this.lengths) this.backend.zeroPadding(dx.data, dy.shape[0]!, dy.shape[1]!, dy.shape[2]!, this.lengths);
     return dx;
   }
 }

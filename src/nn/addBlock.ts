@@ -158,9 +158,15 @@ export class AddBlock extends BaseLayer {
   }
 }
 
-/** into = Σ arrays (all of into's length), the sums by the backend (float32 adds: axpy with α = 1). */
+/** The start of the one row `copyRows` copies: a whole array. */
+const WHOLE = new Int32Array(1);
+
+/**
+ * into = Σ arrays (all of into's length), by the backend: the first copied (one row of copyRows),
+ * then float32 adds (axpy with α = 1), so the arrays stay where the backend keeps them (a GPU).
+ */
 function addAll(backend: Backend, arrays: Float32Array[], into: Float32Array): void {
-  into.set(arrays[0]!.subarray(0, into.length));
+  backend.copyRows(arrays[0]!.subarray(0, into.length), WHOLE, into, WHOLE, 1, into.length, false);
   for (let a = 1; a < arrays.length; a++) backend.axpy(1, arrays[a]!.subarray(0, into.length), into);
 }
 

@@ -20,6 +20,9 @@ export interface StatsReducer {
  * variance, and the two sums backward needs, are summed over all replicas, so G replicas with
  * batch b compute exactly what one replica computes on the G·b samples; the layer must then run
  * through forwardAsync/backwardAsync in training.
+ *
+ * Every step between the passes is a kernel, so the layer runs where the backend's arrays live
+ * (webgpu). Synchronised statistics are summed on the host and so need a CPU backend.
  */
 export class BatchNorm extends BaseLayer {
   readonly outputShape: readonly number[];
@@ -33,6 +36,11 @@ export class BatchNorm extends BaseLayer {
   private xhat: Float32Array | null = null;
   private readonly invStd: Float32Array;
   private readonly mean: Float32Array;
+  /** [Σx per channel…, rows]: the count rides along when the sums are synchronised */
+  private readonly channelTotals: Float32Array;
+  private readonly squares: Float32Array;
+  /** [Σdy per channel…, Σdy·x̂ per channel…] */
+  private readonly gradTotals: Float32Array;
   private trainingPass = false;
   /** rows normalised together in the last training pass (over all replicas when synchronised) */
   private totalRows = 0;
@@ -51,10 +59,17 @@ export class BatchNorm extends BaseLayer {
     // in the backend's memory: its kernels read them without a copy
     this.invStd = backend.alloc(this.channels);
     this.mean = backend.alloc(this.channels);
+    this.channelTotals = backend.alloc(this.channels + 1);
+    this.squares = backend.alloc(this.channels);
+    this.gradTotals = backend.alloc(2 * this.channels);
   }
 
   /** Synchronise batch statistics through `reducer` (null: per-replica statistics again). */
   setReducer(reducer: StatsReducer | null): void {
+    if (reducer && this.backend.device)
+      throw this.error(
+        `train.syncBatchNorm sums the batch statistics on the host, which the ${this.backend.name} backend's arrays are not on; turn train.syncBatchNorm off or use --backend auto`,
+      );
     this.reducer = reducer;
   }
 
@@ -88,11 +103,18 @@ export class BatchNorm extends BaseLayer {
       throw this.error('synchronised batch statistics need the asynchronous pass (Sequential.forwardAsync)');
     if (ctx.training) {
       // the same two passes as the synchronised path, with local sums
-      const s = this.sums(x);
-      this.setMean(s);
-      this.setVariance(this.centredSquares(x), s[this.channels]!);
+      const rows = x.size / this.channels;
+      this.backend.batchNormMean(this.sums(x), rows, this.mean, this.channels);
+      this.setVariance(this.centredSquares(x), rows);
     } else {
-      this.useRunningStats();
+      this.backend.batchNormRunningStatistics(
+        this.runningMean,
+        this.runningVar,
+        this.epsilon,
+        this.mean,
+        this.invStd,
+        this.channels,
+      );
     }
     this.trainingPass = ctx.training;
     return this.normalise(x);
@@ -102,58 +124,48 @@ export class BatchNorm extends BaseLayer {
     const reducer = this.reducer;
     if (!ctx.training || !reducer) return this.forward(x, ctx);
     // two passes (mean, then centred squares) keep the variance accurate after float32 transport
-    const s = this.sums(x);
+    const C = this.channels,
+      s = this.sums(x);
+    s[C] = x.size / C;
     await reducer.sum(s);
-    this.setMean(s);
+    const rows = s[C]!;
+    this.backend.batchNormMean(s, rows, this.mean, C);
     const sq = this.centredSquares(x);
     await reducer.sum(sq);
-    this.setVariance(sq, s[this.channels]!);
+    this.setVariance(sq, rows);
     this.trainingPass = true;
     return this.normalise(x);
   }
 
-  /** [Σx per channel…, rows] of this replica's batch. */
+  /** Σx per channel of this replica's batch, in channelTotals (its last slot, the row count, is the caller's). */
   private sums(x: Tensor): Float32Array {
-    const C = this.channels,
-      rows = x.size / C;
-    const out = new Float32Array(C + 1);
-    this.backend.biasGrad(x.data, out.subarray(0, C), rows, C);
-    out[C] = rows;
-    return out;
-  }
-
-  private setMean(s: Float32Array): void {
-    const C = this.channels,
-      rows = s[C]!;
-    for (let c = 0; c < C; c++) this.mean[c] = rows > 0 ? s[c]! / rows : 0;
+    const C = this.channels;
+    this.backend.channelSums(x.data, this.channelTotals, x.size / C, C);
+    return this.channelTotals;
   }
 
   /** Σ(x − mean)² per channel of this replica's batch. */
   private centredSquares(x: Tensor): Float32Array {
-    const C = this.channels,
-      sq = new Float32Array(C);
-    this.backend.channelCentredSquares(x.data, this.mean, sq, x.size / C, C);
-    return sq;
+    const C = this.channels;
+    this.backend.channelCentredSquares(x.data, this.mean, this.squares, x.size / C, C);
+    return this.squares;
   }
 
   /** Batch variance from Σ(x − mean)² over `rows` rows; updates the running statistics. */
   private setVariance(sq: Float32Array, rows: number): void {
     this.totalRows = rows;
-    for (let c = 0; c < this.channels; c++) {
-      const mean = this.mean[c]!;
-      const variance = rows > 0 ? sq[c]! / rows : 0;
-      this.invStd[c] = 1 / Math.sqrt(variance + this.epsilon);
-      const unbiased = rows > 1 ? (variance * rows) / (rows - 1) : variance;
-      this.runningMean[c] = this.momentum * this.runningMean[c]! + (1 - this.momentum) * mean;
-      this.runningVar[c] = this.momentum * this.runningVar[c]! + (1 - this.momentum) * unbiased;
-    }
-  }
-
-  private useRunningStats(): void {
-    for (let c = 0; c < this.channels; c++) {
-      this.mean[c] = this.runningMean[c]!;
-      this.invStd[c] = 1 / Math.sqrt(this.runningVar[c]! + this.epsilon);
-    }
+    const { momentum, epsilon, invStd, runningMean, runningVar } = this;
+    this.backend.batchNormStatistics(
+      sq,
+      rows,
+      this.mean,
+      momentum,
+      epsilon,
+      invStd,
+      runningMean,
+      runningVar,
+      this.channels,
+    );
   }
 
   private normalise(x: Tensor): Tensor {
@@ -174,7 +186,7 @@ export class BatchNorm extends BaseLayer {
     if (this.trainingPass && this.reducer)
       throw this.error('synchronised batch statistics need the asynchronous pass (Sequential.backwardAsync)');
     const sums = this.gradSums(dy);
-    this.accumulateParamGrads(sums);
+    this.backend.batchNormParamGrads(sums, this.dgamma, this.dbeta, this.channels);
     return this.inputGrad(dy, sums);
   }
 
@@ -183,7 +195,7 @@ export class BatchNorm extends BaseLayer {
     if (!this.trainingPass || !reducer) return this.backward(dy);
     const sums = this.gradSums(dy);
     // γ and β gradients are this replica's share (the strategy combines parameter gradients)…
-    this.accumulateParamGrads(sums);
+    this.backend.batchNormParamGrads(sums, this.dgamma, this.dbeta, this.channels);
     // …the input gradient needs the sums over the whole synchronised batch
     await reducer.sum(sums);
     return this.inputGrad(dy, sums);
@@ -191,36 +203,32 @@ export class BatchNorm extends BaseLayer {
 
   /** [Σdy per channel…, Σdy·x̂ per channel…] of this replica's batch. */
   private gradSums(dy: Tensor): Float32Array {
-    const C = this.channels,
-      out = new Float32Array(2 * C);
-    this.backend.batchNormGradSums(dy.data, this.xhat!, out, dy.size / C, C);
-    return out;
-  }
-
-  private accumulateParamGrads(sums: Float32Array): void {
     const C = this.channels;
-    for (let c = 0; c < C; c++) {
-      this.dbeta[c] += sums[c]!;
-      this.dgamma[c] += sums[C + c]!;
-    }
+    this.backend.batchNormGradSums(dy.data, this.xhat!, this.gradTotals, dy.size / C, C);
+    return this.gradTotals;
   }
 
   private inputGrad(dy: Tensor, sums: Float32Array): Tensor {
     const C = this.channels,
       rows = dy.size / C;
-    const dyd = dy.data,
-      xhat = this.xhat!;
     const dx = new Tensor(dy.shape, this.buffer('dx', dy.size));
-    const dxd = dx.data;
     if (!this.trainingPass) {
       // Statistics were constants (evaluation mode): the layer is affine.
-      for (let r = 0, i = 0; r < rows; r++) {
-        for (let c = 0; c < C; c++, i++) dxd[i] = dyd[i]! * this.gamma[c]! * this.invStd[c]!;
-      }
+      this.backend.batchNormAffineInputGrad(dy.data, this.gamma, this.invStd, dx.data, rows, C);
       return dx;
     }
     // dx = γ·invStd/M · (M·dy − Σdy − x̂·Σ(dy·x̂)), M the rows normalised together
-    this.backend.batchNormInputGrad(dyd, xhat, this.gamma, this.invStd, sums, this.totalRows, dxd, rows, C);
+    this.backend.batchNormInputGrad(
+      dy.data,
+      this.xhat!,
+      this.gamma,
+      this.invStd,
+      sums,
+      this.totalRows,
+      dx.data,
+      rows,
+      C,
+    );
     return dx;
   }
 }

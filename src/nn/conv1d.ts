@@ -4,7 +4,7 @@ import type { ActivationKind } from '../kernels/activation.ts';
 import type { Backend } from '../kernels/backend.ts';
 import { BaseLayer, type ForwardContext, type ParamSpec } from './layer.ts';
 import type { Padding } from './spec.ts';
-import { checkLengths, isSequenceShape, keepLengths, sequenceDims, validFrames, zeroPadding } from './sequence.ts';
+import { checkLengths, isSequenceShape, keepLengths, sequenceDims, validFrames } from './sequence.ts';
 
 /**
  * Convolution over time of a sequence [N, T, C] with weights [K, C, F] (paratrain's conv layout,
@@ -14,7 +14,8 @@ import { checkLengths, isSequenceShape, keepLengths, sequenceDims, validFrames, 
  * frames (a fixed offset, unlike TensorFlow's, so it does not depend on the batch's padded T);
  * `valid`: no padding, ⌊(length − K)/stride⌋ + 1 frames. With `same` and stride 1 this is
  * DeepSpeech's context window (K = 2·context + 1) fused with its first dense layer.
- * Computed as an im2col of the windows (one row per output frame) and one gemm.
+ * Computed as an im2col of the windows (one row per output frame, gathered by Backend.copyRows)
+ * and one gemm; only the row starts are computed on the host, so the arrays may live on a device.
  */
 export class Conv1D extends BaseLayer {
   readonly outputShape: readonly number[];
@@ -112,33 +113,26 @@ export class Conv1D extends BaseLayer {
     this.inLengths = keepLengths(this.pool, ctx.lengths);
     this.outLengths = this.inLengths && this.mapLengths(this.inLengths, this.pool.i32('outLengths', N));
     const col = (this.col = this.buffer('col', N * OT * KC));
-    const xd = x.data;
-    for (let n = 0; n < N; n++) {
+    // window row (n, o) holds input frames o·stride − padBefore + k, k < K: C values each, 0 outside the sample
+    const from = this.pool.i32('colFrom', N * OT * K),
+      to = this.pool.i32('colTo', N * OT * K);
+    for (let n = 0, i = 0; n < N; n++) {
       const len = validFrames(this.inLengths, n, T),
         outLen = this.outFrames(len);
       for (let o = 0; o < OT; o++) {
-        const row = (n * OT + o) * KC;
-        if (o >= outLen) {
-          col.fill(0, row, row + KC);
-          continue;
-        }
-        for (let k = 0; k < K; k++) {
-          const t = o * this.stride - this.padBefore + k,
-            at = row + k * C;
-          if (t < 0 || t >= len) {
-            col.fill(0, at, at + C);
-            continue;
-          }
-          const from = (n * T + t) * C;
-          for (let c = 0; c < C; c++) col[at + c] = xd[from + c]!;
+        for (let k = 0; k < K; k++, i++) {
+          const t = o * this.stride - this.padBefore + k;
+          from[i] = o < outLen && t >= 0 && t < len ? (n * T + t) * C : -1;
+          to[i] = i * C;
         }
       }
     }
+    this.backend.copyRows(x.data, from, col, to, N * OT * K, C, false);
     const y = (this.y = new Tensor([N, OT, F], this.buffer('y', N * OT * F)));
     this.backend.gemm(false, false, N * OT, F, KC, 1, col, this.w, 0, y.data);
     if (this.b) this.backend.biasAdd(y.data, this.b, y.data, N * OT, F);
     if (this.activation !== 'linear') this.backend.activationForward(this.activation, y.data, y.data);
-    zeroPadding(y.data, N, OT, F, this.outLengths);
+    if (this.outLengths) this.backend.zeroPadding(y.data, N, OT, F, this.outLengths);
     return y;
   }
 
@@ -158,28 +152,31 @@ export class Conv1D extends BaseLayer {
     // outputs at padded frames are constant zeros: whatever gradient reaches them is dropped
     const dz = this.buffer('dz', dy.size);
     this.backend.activationBackward(this.activation, this.y!.data, dy.data, dz);
-    zeroPadding(dz, N, OT, F, this.outLengths);
+    if (this.outLengths) this.backend.zeroPadding(dz, N, OT, F, this.outLengths);
     this.backend.gemm(true, false, KC, F, rows, 1, this.col!, dz, 1, this.dw);
     if (this.db) this.backend.biasGrad(dz, this.db, rows, F);
     if (!needInputGrad) return null;
     const dcol = this.buffer('dcol', rows * KC);
     this.backend.gemm(false, true, rows, KC, F, 1, dz, this.w, 0, dcol);
     const dx = new Tensor([N, T, C], this.buffer('dx', N * T * C));
-    const dxd = dx.data;
-    dxd.fill(0);
-    for (let n = 0; n < N; n++) {
-      const len = validFrames(this.inLengths, n, T),
-        outLen = this.outFrames(len);
-      for (let o = 0; o < outLen; o++) {
-        const row = (n * OT + o) * KC;
-        for (let k = 0; k < K; k++) {
+    this.backend.fill(dx.data, 0);
+    // dx frame t sums the window rows that read it, in the order of their output frames: one
+    // copyRows per tap k (its rows write distinct frames), the last tap first, as o rises when k falls
+    const from = this.pool.i32('colFrom', rows),
+      to = this.pool.i32('colTo', rows);
+    for (let k = K - 1; k >= 0; k--) {
+      let count = 0;
+      for (let n = 0; n < N; n++) {
+        const len = validFrames(this.inLengths, n, T),
+          outLen = this.outFrames(len);
+        for (let o = 0; o < outLen; o++) {
           const t = o * this.stride - this.padBefore + k;
           if (t < 0 || t >= len) continue;
-          const at = row + k * C,
-            to = (n * T + t) * C;
-          for (let c = 0; c < C; c++) dxd[to + c] += dcol[at + c]!;
+          from[count] = (n * OT + o) * KC + k * C;
+          to[count++] = (n * T + t) * C;
         }
       }
+      this.backend.copyRows(dcol, from, dx.data, to, count, C, true);
     }
     return dx;
   }

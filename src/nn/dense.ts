@@ -2,7 +2,7 @@ import { Tensor } from '../tensor/tensor.ts';
 import { backwardReadsInput, type ActivationKind } from '../kernels/activation.ts';
 import type { Backend } from '../kernels/backend.ts';
 import { BaseLayer, type ForwardContext, type ParamSpec } from './layer.ts';
-import { isSequenceShape, keepLengths, zeroPadding } from './sequence.ts';
+import { isSequenceShape, keepLengths } from './sequence.ts';
 
 /**
  * y = act(x·W + b) with W stored [in, out]. On a sequence [T, F] it applies per frame: the N·T
@@ -75,7 +75,7 @@ export class Dense extends BaseLayer {
     const y = this.keepsZ ? new Tensor(shape, this.buffer('y', z.size)) : z;
     if (this.activation !== 'linear') this.backend.activationForward(this.activation, z.data, y.data);
     this.lengths = x.shape.length === 3 ? keepLengths(this.pool, ctx.lengths) : undefined;
-    if (this.lengths) zeroPadding(y.data, x.shape[0]!, x.shape[1]!, this.units, this.lengths);
+    if (this.lengths) this.backend.zeroPadding(y.data, x.shape[0]!, x.shape[1]!, this.units, this.lengths);
     this.x = x;
     this.y = this.keepsZ ? z : y;
     return y;
@@ -94,7 +94,7 @@ export class Dense extends BaseLayer {
       dz = this.buffer('dz', dy.size);
       this.backend.activationBackward(this.activation, this.y!.data, dy.data, dz);
       // padded frames' outputs are constant zeros: their gradient is dropped
-      zeroPadding(dz, dy.shape[0]!, dy.shape[1]!, this.units, this.lengths);
+      if (this.lengths) this.backend.zeroPadding(dz, dy.shape[0]!, dy.shape[1]!, this.units, this.lengths);
     }
     this.backend.gemm(true, false, this.inFeatures, this.units, n, 1, this.x!.data, dz, 1, this.dw);
     if (this.db) this.backend.biasGrad(dz, this.db, n, this.units);

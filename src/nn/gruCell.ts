@@ -48,7 +48,7 @@ export class GruCell implements Cell {
     if (this.workspace.length > 0) return;
     const g = (this.g = this.pool.f32(`${this.key}.g`, rows * G3));
     const hn = (this.hn = this.pool.f32(`${this.key}.hn`, rows * H));
-    h.fill(0, 0, NH);
+    b.fill(h.subarray(0, NH), 0);
     if (rows === 0) return;
     const rec = this.pool.f32(`${this.key}.rec`, N * G3);
     b.gemm(false, true, rows, G3, F, 1, x, w.wih, 0, g);

@@ -18,10 +18,8 @@ export class LayerNorm extends BaseLayer {
   private dbeta!: Float32Array;
   private xhat: Float32Array | null = null;
   private invStd: Float32Array | null = null;
-  /** per row: 1 when the row is a valid frame (or not a sequence), 0 at padding */
+  /** per row of a padded sequence batch: 1 at a valid frame, 0 at padding; null when every row is valid */
   private valid: Int32Array | null = null;
-  /** Σdy·x̂ and Σdy per feature over a backward's rows, in float64 (thousands of frames) */
-  private readonly sums: Float64Array;
 
   constructor(
     backend: Backend,
@@ -32,7 +30,6 @@ export class LayerNorm extends BaseLayer {
     super(backend, name, inputShape);
     this.outputShape = inputShape;
     this.features = inputShape[inputShape.length - 1]!;
-    this.sums = new Float64Array(2 * this.features);
   }
 
   override params(): ParamSpec[] {
@@ -48,10 +45,10 @@ export class LayerNorm extends BaseLayer {
     [this.dgamma, this.dbeta] = grads as [Float32Array, Float32Array];
   }
 
-  /** Marks each row valid or padding (rows of a sequence batch past their sample's length). */
-  private markRows(x: Tensor, rows: number, ctx: ForwardContext): Int32Array {
+  /** Marks each row valid or padding (rows of a sequence batch past their sample's length); null: every row valid. */
+  private markRows(x: Tensor, rows: number, ctx: ForwardContext): Int32Array | null {
+    if (!isSequenceShape(this.inputShape) || x.shape.length !== 3 || !ctx.lengths) return null;
     const valid = this.pool.i32('valid', rows);
-    if (!isSequenceShape(this.inputShape) || x.shape.length !== 3 || !ctx.lengths) return valid.fill(1);
     const N = x.shape[0]!,
       T = x.shape[1]!;
     for (let n = 0; n < N; n++) {
@@ -68,32 +65,7 @@ export class LayerNorm extends BaseLayer {
     const xhat = (this.xhat = this.buffer('xhat', x.size));
     const invStd = (this.invStd = this.buffer('invStd', rows));
     const y = new Tensor(x.shape, this.buffer('y', x.size));
-    const xd = x.data,
-      yd = y.data;
-    for (let r = 0; r < rows; r++) {
-      const at = r * D;
-      if (!valid[r]) {
-        xhat.fill(0, at, at + D);
-        yd.fill(0, at, at + D);
-        invStd[r] = 0;
-        continue;
-      }
-      let mean = 0;
-      for (let j = 0; j < D; j++) mean += xd[at + j]!;
-      mean /= D;
-      let variance = 0;
-      for (let j = 0; j < D; j++) {
-        const d = xd[at + j]! - mean;
-        variance += d * d;
-      }
-      const inv = 1 / Math.sqrt(variance / D + this.epsilon);
-      invStd[r] = inv;
-      for (let j = 0; j < D; j++) {
-        const h = (xd[at + j]! - mean) * inv;
-        xhat[at + j] = h;
-        yd[at + j] = h * this.gamma[j]! + this.beta[j]!;
-      }
-    }
+    this.backend.layerNormForward(x.data, this.gamma, this.beta, valid, rows, D, this.epsilon, xhat, invStd, y.data);
     return y;
   }
 
@@ -102,43 +74,22 @@ export class LayerNorm extends BaseLayer {
   }
 
   backward(dy: Tensor): Tensor {
+    if (!this.xhat || !this.invStd) throw this.error('backward before forward');
     const D = this.features,
       rows = dy.size / D;
-    const xhat = this.xhat!,
-      invStd = this.invStd!,
-      valid = this.valid!,
-      dyd = dy.data;
     const dx = new Tensor(dy.shape, this.buffer('dx', dy.size));
-    const dxd = dx.data,
-      sums = this.sums;
-    sums.fill(0);
-    // dx = invStd · (dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂)), dx̂ = dy·γ
-    for (let r = 0; r < rows; r++) {
-      const at = r * D;
-      if (!valid[r]) {
-        dxd.fill(0, at, at + D);
-        continue;
-      }
-      let sum = 0,
-        sumXhat = 0;
-      for (let j = 0; j < D; j++) {
-        const g = dyd[at + j]!,
-          h = xhat[at + j]!,
-          dh = g * this.gamma[j]!;
-        sums[j] += g * h;
-        sums[D + j] += g;
-        sum += dh;
-        sumXhat += dh * h;
-      }
-      const mean = sum / D,
-        meanXhat = sumXhat / D,
-        inv = invStd[r]!;
-      for (let j = 0; j < D; j++) dxd[at + j] = inv * (dyd[at + j]! * this.gamma[j]! - mean - xhat[at + j]! * meanXhat);
-    }
-    for (let j = 0; j < D; j++) {
-      this.dgamma[j] += sums[j]!;
-      this.dbeta[j] += sums[D + j]!;
-    }
+    this.backend.layerNormBackward(
+      dy.data,
+      this.xhat,
+      this.invStd,
+      this.gamma,
+      this.valid,
+      rows,
+      D,
+      dx.data,
+      this.dgamma,
+      this.dbeta,
+    );
     return dx;
   }
 }

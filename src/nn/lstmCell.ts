@@ -46,13 +46,14 @@ export class LstmCell implements Cell {
       b = this.backend;
     this.workspace = sequenceForward(b, this.pool, this.key, 'lstm', w, run);
     if (this.workspace.length > 0) return;
-    h.fill(0, 0, NH);
+    b.fill(h.subarray(0, NH), 0);
     const g = (this.g = this.pool.f32(`${this.key}.g`, rows * G4));
     const c = (this.c = this.pool.f32(`${this.key}.c`, (T + 1) * NH));
-    c.fill(0, 0, NH);
+    b.fill(c.subarray(0, NH), 0);
     if (rows === 0) return;
+    // b_ih + b_hh as one row of a bias add (the sum is the same either way round)
     const bias = this.pool.f32(`${this.key}.bias`, G4);
-    for (let j = 0; j < G4; j++) bias[j] = w.bih[j]! + w.bhh[j]!;
+    b.biasAdd(w.bhh, w.bih, bias, 1, G4);
     b.gemm(false, true, rows, G4, F, 1, x, w.wih, 0, g);
     b.biasAdd(g, bias, g, rows, G4);
     const whhT = (this.packForward = b.packB(true, H, G4, w.whh, this.packForward));
@@ -75,7 +76,7 @@ export class LstmCell implements Cell {
     const dz = this.pool.f32(`${this.key}.dz`, rows * G4);
     // dL/dc flowing back from step t + 1, per sample (0 past a sample's end)
     const dc = this.pool.f32(`${this.key}.dc`, NH);
-    dc.fill(0);
+    b.fill(dc, 0);
     if (rows === 0) return;
     const whh = (this.packBackward = b.packB(false, G4, H, w.whh, this.packBackward));
     for (let t = T - 1; t >= 0; t--) {

@@ -1,6 +1,7 @@
 import type { Tensor } from '../tensor/tensor.ts';
 import { formatShape } from '../tensor/shape.ts';
 import type { Backend } from '../kernels/backend.ts';
+import type { DeviceStorage } from '../kernels/deviceStorage.ts';
 import type { ForwardContext, Layer } from './layer.ts';
 import type { ModelSpec } from './spec.ts';
 import { buildLayer, checkOutputShape } from './buildLayer.ts';
@@ -204,8 +205,15 @@ export class Sequential implements TrainableModel {
   }
   private firstOffsets: number[] | null = null;
 
+  /** where the arrays live when the backend holds them on a GPU */
+  get device(): DeviceStorage | undefined {
+    return this.backend.device;
+  }
+
+  /** Zeroes the gradients, on the device too where they live there. */
   zeroGrads(): void {
     this.grads.fill(0);
+    this.backend.device?.fromHost([this.grads]);
   }
 }
 

@@ -3,7 +3,7 @@ import { formatShape } from '../tensor/shape.ts';
 import type { Backend } from '../kernels/backend.ts';
 import { BaseLayer, type ForwardContext, type ParamSpec } from './layer.ts';
 import type { BidirectionalMerge } from './spec.ts';
-import { checkLengths, isSequenceShape, sequenceDims, zeroPadding } from './sequence.ts';
+import { checkLengths, isSequenceShape, sequenceDims } from './sequence.ts';
 import type { Cell, CellRun, CellWeights } from './recurrentCell.ts';
 import { LstmCell } from './lstmCell.ts';
 import { GruCell } from './gruCell.ts';
@@ -151,7 +151,7 @@ export class Recurrent extends BaseLayer {
       : new Tensor([N, D], this.buffer('y', N * D));
     const out = y.data;
     // every valid frame (every sample's row, without sequences) is written below; the padding is zeroed here
-    if (this.returnSequences) zeroPadding(out, N, T, D, this.runs[0]!.lengths);
+    if (this.returnSequences) this.backend.zeroPadding(out, N, T, D, this.runs[0]!.lengths);
     this.runs.forEach((run, d) => {
       const offset = this.bidirectional === 'concat' ? d * H : 0,
         NH = N * H;
@@ -205,7 +205,7 @@ export class Recurrent extends BaseLayer {
       D = this.outputShape[this.outputShape.length - 1]!;
     const dx = needInputGrad ? new Tensor([N, T, F], this.buffer('dx', N * T * F)) : null;
     // the first direction writes every valid frame of dx: the padding is zeroed here
-    if (dx) zeroPadding(dx.data, N, T, F, this.runs[0]!.lengths);
+    if (dx) this.backend.zeroPadding(dx.data, N, T, F, this.runs[0]!.lengths);
     this.runs.forEach((run, d) => {
       const NH = N * H,
         steps = run.T,
@@ -213,8 +213,7 @@ export class Recurrent extends BaseLayer {
       const dh = this.pool.f32(`dh${d}`, (steps + 1) * NH);
       // dL/dh of every step's output, 0 at the padding (with sequences every row is written, else
       // only the final state's); block 0 (h₋₁) is 0 too
-      if (this.returnSequences) dh.fill(0, 0, NH);
-      else dh.fill(0);
+      this.backend.fill(this.returnSequences ? dh.subarray(0, NH) : dh, 0);
       const { from, to } = this.rowStarts(this.returnSequences ? steps * N : N);
       let count = 0;
       for (let n = 0; n < N; n++) {

@@ -76,7 +76,7 @@ export function finishBackward(
   backend.gemm(true, false, GH, run.F, rows, 1, dzx, run.x, 1, w.dwih);
   backend.gemm(true, false, GH, run.H, rows, 1, dzh, run.h.subarray(0, rows * run.H), 1, w.dwhh);
   if (dzx === dzh && db) {
-    db.fill(0);
+    backend.fill(db, 0);
     backend.biasGrad(dzx, db, rows, GH);
     backend.axpy(1, db, w.dbih);
     backend.axpy(1, db, w.dbhh);

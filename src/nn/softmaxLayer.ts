@@ -7,7 +7,7 @@ import { BaseLayer, type ForwardContext } from './layer.ts';
  * models whose outputs are read as probabilities. With `loss: softmaxCrossEntropy` the loss already
  * applies softmax to the logits, so the config refuses a softmax last layer there (a second softmax
  * would flatten the gradient); predictions of such a model apply softmax themselves.
- * Rows are computed in float64 with the row maximum subtracted, so exp never overflows.
+ * Rows are the backend's softmax kernels, with the row maximum subtracted so that exp never overflows.
  */
 export class SoftmaxLayer extends BaseLayer {
   readonly outputShape: readonly number[];
@@ -22,17 +22,7 @@ export class SoftmaxLayer extends BaseLayer {
 
   forward(x: Tensor, _ctx: ForwardContext): Tensor {
     const y = new Tensor(x.shape, this.buffer('y', x.size));
-    const xd = x.data,
-      yd = y.data,
-      K = this.width;
-    for (let base = 0; base < x.size; base += K) {
-      let max = -Infinity;
-      for (let k = 0; k < K; k++) if (xd[base + k]! > max) max = xd[base + k]!;
-      let sum = 0;
-      for (let k = 0; k < K; k++) sum += Math.exp(xd[base + k]! - max);
-      const inv = 1 / sum;
-      for (let k = 0; k < K; k++) yd[base + k] = Math.exp(xd[base + k]! - max) * inv;
-    }
+    this.backend.softmaxForward(x.data, y.data, x.size / this.width, this.width);
     this.y = y;
     return y;
   }
@@ -44,15 +34,7 @@ export class SoftmaxLayer extends BaseLayer {
   /** dx = y ⊙ (dy − Σ_k dy_k·y_k), row by row. */
   backward(dy: Tensor): Tensor {
     const dx = new Tensor(dy.shape, this.buffer('dx', dy.size));
-    const yd = this.y!.data,
-      g = dy.data,
-      out = dx.data,
-      K = this.width;
-    for (let base = 0; base < dy.size; base += K) {
-      let dot = 0;
-      for (let k = 0; k < K; k++) dot += g[base + k]! * yd[base + k]!;
-      for (let k = 0; k < K; k++) out[base + k] = yd[base + k]! * (g[base + k]! - dot);
-    }
+    this.backend.softmaxBackward(this.y!.data, dy.data, dx.data, dy.size / this.width, this.width);
     return dx;
   }
 }

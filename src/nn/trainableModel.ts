@@ -1,6 +1,7 @@
 import type { Tensor } from '../tensor/tensor.ts';
 import type { ForwardContext } from './layer.ts';
 import type { FlatEntry } from './flatLayout.ts';
+import type { DeviceStorage } from '../kernels/deviceStorage.ts';
 
 /** Where a split model assembles the unsplit one (on rank 0): buffers laid out like the unsplit params, and its state. */
 export interface WholeModelTarget {
@@ -19,6 +20,8 @@ export interface WholeModelTarget {
  * whose gradient is already the whole batch's.
  */
 export interface TrainableModel {
+  /** where its arrays live when a GPU backend holds them (the host reads them only through it); absent on a CPU */
+  readonly device?: DeviceStorage;
   readonly params: Float32Array;
   readonly grads: Float32Array;
   readonly state: Float32Array;

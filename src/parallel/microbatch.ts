@@ -72,6 +72,8 @@ export async function accumulateMicroBatches(
     const logits = await model.forwardAsync(xs, sub);
     // an empty slice (a device without samples in a step that communicates) has no loss
     if (end > start) {
+      // on a GPU the loss runs on the host from the logits (one small read per slice)
+      await model.device?.toHost([logits.data]);
       const r = loss.compute(
         logits,
         labels.subarray(start * perLabel, end * perLabel),

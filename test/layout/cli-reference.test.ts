@@ -30,7 +30,7 @@ test('the command line is read whole: its commands, and options with defaults an
   const train = cli().commands.find((c) => c.name === 'train')!;
   assert.ok(train.options.length >= 10, 'too few options read from `paratrain train --help`');
   const backend = train.options.find((o) => o.flags === '--backend <name>');
-  assert.deepEqual(backend?.choices, ['auto', 'js', 'wasm', 'native', 'onednn']);
+  assert.deepEqual(backend?.choices, ['auto', 'js', 'wasm', 'native', 'onednn', 'webgpu']);
   const launch = cli().commands.find((c) => c.name === 'launch')!;
   assert.equal(launch.options.find((o) => o.flags === '--master-port <port>')?.default, '29500');
 });

@@ -5,10 +5,14 @@ import { conv2dForward, conv2dBackwardData, conv2dBackwardFilter } from './conv2
 import { maxPoolForward, maxPoolBackward, avgPoolForward, avgPoolBackward } from './pool.ts';
 import { biasAdd, biasGrad, activationForward, activationBackward, axpy, scale } from './elementwise.ts';
 import { softmaxCrossEntropy } from './softmaxCrossEntropy.ts';
+import { softmaxBackward, softmaxForward } from './softmax.ts';
 import { dropoutForward, dropoutBackward } from './dropout.ts';
 import { copyRows } from './rows.ts';
 import { channelCentredSquares, batchNormNormalise, batchNormGradSums, batchNormInputGrad } from './batchNorm.ts';
+import { jsBatchNormChannelKernels } from './batchNormChannels.ts';
+import { layerNormForward, layerNormBackward } from './layerNorm.ts';
 import { adamStep, sgdStep } from './optimizerSteps.ts';
+import { fill, zeroPadding } from './sequence.ts';
 import { packB, gemmPacked, lstmCellForward, lstmCellBackward, gruCellForward, gruCellBackward } from './recurrent.ts';
 
 /**
@@ -39,15 +43,22 @@ export const jsBackend: Backend = {
   batchNormNormalise,
   batchNormGradSums,
   batchNormInputGrad,
+  ...jsBatchNormChannelKernels,
+  layerNormForward,
+  layerNormBackward,
   activationForward,
   activationBackward,
   softmaxCrossEntropy,
+  softmaxForward,
+  softmaxBackward,
   axpy,
   scale,
   lstmCellForward,
   lstmCellBackward,
   gruCellForward,
   gruCellBackward,
+  fill,
+  zeroPadding,
   adamStep,
   sgdStep,
 };

@@ -1,9 +1,14 @@
-/** The wasm backend's batch normalisation passes (assembly/batchnorm.ts), float64 sums in the scratch block. */
+/**
+ * The wasm backend's batch normalisation passes (assembly/batchnorm.ts), float64 sums in the scratch
+ * block; the per-channel steps between them are the js ones, on views of the wasm memory.
+ */
 import type { BatchNormKernels } from '../batchNormKernels.ts';
+import { jsBatchNormChannelKernels } from '../js/batchNormChannels.ts';
 import { need, type WasmAccess } from './access.ts';
 
 export function wasmBatchNormKernels(k: WasmAccess): BatchNormKernels {
   return {
+    ...jsBatchNormChannelKernels,
     channelCentredSquares(x, mean, out, rows, C) {
       need('channelCentredSquares', 'x', x, rows * C);
       need('channelCentredSquares', 'mean', mean, C);

@@ -2,6 +2,7 @@
 import { activationParam, type ActivationKind } from '../activation.ts';
 import type { ElementwiseKernels } from '../elementwiseKernels.ts';
 import { checkRows } from '../js/rows.ts';
+import { softmaxBackward, softmaxForward } from '../js/softmax.ts';
 import { need, type WasmAccess } from './access.ts';
 
 /** The activation codes of assembly/elementwise.ts. */
@@ -17,6 +18,10 @@ const ACTIVATIONS: Record<ActivationKind, number> = {
 
 export function wasmElementwiseKernels(k: WasmAccess): ElementwiseKernels {
   return {
+    // the js loops: a softmax layer's rows are few and short beside the layers around it
+    softmaxForward,
+    softmaxBackward,
+
     biasAdd(x, bias, y, rows, cols) {
       need('biasAdd', 'x', x, rows * cols);
       need('biasAdd', 'bias', bias, cols);

@@ -18,6 +18,8 @@ import { wasmElementwiseKernels } from './elementwise.ts';
 import { wasmBatchNormKernels } from './batchNorm.ts';
 import { wasmRecurrentKernels } from './recurrent.ts';
 import { wasmOptimizerKernels } from './optimizer.ts';
+import { layerNormBackward, layerNormForward } from '../js/layerNorm.ts';
+import { fill, zeroPadding } from '../js/sequence.ts';
 
 export interface WasmBackend extends Backend {
   /** True when the relaxed-SIMD (fused multiply-add) build is in use. */
@@ -54,6 +56,12 @@ function composeWasmBackend(loaded: LoadedKernels, source?: HeapSource): WasmBac
     ...wasmBatchNormKernels(k),
     ...wasmRecurrentKernels(k),
     ...wasmOptimizerKernels(k),
+    // no SIMD build of these yet: the js kernels read and write wasm memory's views in place
+    layerNormForward,
+    layerNormBackward,
+    // plain fills over the heap's arrays: the host's own loops are already memset speed
+    fill,
+    zeroPadding,
   };
 }
 

@@ -29,9 +29,12 @@ export class GpuContext {
   private readonly uniformData = new Uint8Array(UNIFORM_SLICE * UNIFORM_SLICES);
   private used = 0;
   private lost: string | undefined;
+  private failed: string | undefined;
   readonly usage: GPUBufferUsage;
 
   private constructor(
+    // Dawn's root object: held while the device lives, dropped by destroy so that Node can exit
+    // biome-ignore lint/correctness/noUnusedPrivateClassMembers: held for its lifetime, never read
     private opened: OpenAdapter | null,
     readonly device: GPUDevice,
     readonly description: AdapterDescription,
@@ -40,6 +43,10 @@ export class GpuContext {
     device.lost.then((info) => {
       this.lost = `the GPU device was lost (${info.reason}): ${info.message}`;
     });
+    // a kernel the device refused (a validation error) fails the next read instead of passing unseen
+    device.onuncapturederror = (e) => {
+      this.failed ??= `webgpu: ${e.error.message.split('\n')[0]}`;
+    };
   }
 
   /** Opens the adapter (by driver name, or the high-performance one) and a device on it. */
@@ -139,6 +146,7 @@ export class GpuContext {
     this.flush();
     await staging.mapAsync(1 /* GPUMapMode.READ */);
     if (this.lost) throw new Error(this.lost);
+    if (this.failed) throw new Error(this.failed);
     const all = new Float32Array(staging.getMappedRange().slice(0));
     staging.unmap();
     staging.destroy();

@@ -1,5 +1,6 @@
 import { Tensor } from '../../tensor/tensor.ts';
 import type { Backend } from '../../kernels/backend.ts';
+import { hostBackend } from '../../kernels/hostBackend.ts';
 import { buildModel, type Sequential } from '../../nn/model.ts';
 import { createLoss } from '../../nn/losses.ts';
 import type { Loss } from '../../nn/loss.ts';
@@ -12,12 +13,53 @@ import type { Communicator } from '../../comm/communicator.ts';
 import { ModelParallelNet } from '../../parallel/modelParallel/net.ts';
 import { modelParallelLayers } from '../../parallel/modelParallel/plan.ts';
 import { synchroniseBatchNorm } from '../../parallel/syncBatchNorm.ts';
-import { createOptimizer, type Optimizer } from '../../optim/optimizer.ts';
+import { createOptimizer, type FlatRange, type Optimizer } from '../../optim/optimizer.ts';
+import { frozenRanges, paramEntriesOf } from './frozenLayers.ts';
 import type { RunConfig } from '../../config/runConfig.ts';
 import type { ReplicaView } from '../../parallel/strategy.ts';
 import { accumulateMicroBatches } from '../../parallel/microbatch.ts';
 import { locateNonFinite, type ProbeBatch } from './nonFiniteProbe.ts';
 import type { StepResult } from './gradientSource.ts';
+
+/** The layers whose passes are all kernels, so they run where the backend's arrays live. */
+const DEVICE_LAYERS = new Set([
+  'dense',
+  'conv2d',
+  'batchNorm',
+  'maxPool2d',
+  'avgPool2d',
+  'flatten',
+  'relu',
+  'tanh',
+  'sigmoid',
+  'gelu',
+  'leakyRelu',
+  'clippedRelu',
+  'dropout',
+  'layerNorm',
+  'conv1d',
+  'lstm',
+  'gru',
+  'residual',
+  'add',
+  'softmax',
+]);
+
+/**
+ * A model a GPU backend can train: every layer's passes in kernels (the others still compute on the
+ * host between kernels), one device's model whole.
+ */
+function checkDeviceModel(config: RunConfig): void {
+  for (const [i, layer] of config.model.layers.entries()) {
+    const kind = layer.type;
+    if (!DEVICE_LAYERS.has(kind))
+      throw new Error(
+        `model.layers[${i}] (${kind}): not yet on the webgpu backend, which runs ${[...DEVICE_LAYERS].join(', ')}; use --backend auto for this model`,
+      );
+  }
+  if (isModelParallel(config))
+    throw new Error("the webgpu backend does not yet run layers with 'parallel: model'; use --backend auto");
+}
 
 /** True when the config asks for "one weird trick" (some layer has `parallel: model`). */
 export function isModelParallel(config: RunConfig): boolean {
@@ -43,6 +85,8 @@ export class Replica<M extends TrainableModel = Sequential> {
   private readonly normScratch = new Float32Array(1);
   /** rank 0 of a split model: the unsplit replica gather() fills, for evaluation and checkpoints */
   private whole: Replica | null = null;
+  /** the params (and grads) of frozen layers: never updated, left out of the clipped gradient's norm */
+  private readonly frozen: readonly FlatRange[];
 
   /** `model` defaults to the config's whole model, built and initialised here. */
   constructor(
@@ -51,14 +95,20 @@ export class Replica<M extends TrainableModel = Sequential> {
     options: { shared?: boolean } = {},
     model?: M,
   ) {
+    // on a GPU (backend.device) the host keeps the weights, as DeepSpeech's towers did: the loss
+    // (from the logits), the optimizer and the strategies act on the host's copies
+    if (backend.device) checkDeviceModel(config);
+    const host = hostBackend(backend);
     if (model) this.model = model;
     else {
       const built = buildModel(backend, config.model, options);
       built.initialize(config.train.seed);
       this.model = built as TrainableModel as M;
     }
-    this.optimizer = createOptimizer(backend, config.optimizer, this.model.params.length);
-    this.loss = createLoss(backend, config.loss);
+    // train.initFrom.freeze: the optimizer leaves those layers' weights alone (frozenLayers.ts)
+    this.frozen = frozenRanges(config, paramEntriesOf(this.model));
+    this.optimizer = createOptimizer(host, config.optimizer, this.model.params.length, undefined, this.frozen);
+    this.loss = createLoss(host, config.loss);
     // a CTC model gives logits per frame [T, C] (speechChecks.ts says more before a run)
     const perFrame = this.loss.task === 'transcription';
     if (perFrame && this.model.outputShape.length !== 2) {
@@ -96,6 +146,9 @@ export class Replica<M extends TrainableModel = Sequential> {
     const max = this.config.train.clipGradNorm!;
     const all = this.model.grads,
       r = this.model.replicatedLength;
+    // frozen layers have no gradient to speak of, as in PyTorch: it neither counts nor is applied
+    const target = grads ?? all;
+    for (const f of this.frozen) if (f.start < target.length) target.fill(0, f.start, Math.min(f.end, target.length));
     let squares: number;
     if (grads) squares = sumOfSquares(grads);
     else {
@@ -149,6 +202,11 @@ export class Replica<M extends TrainableModel = Sequential> {
     const replica = new Replica(backend, config, options, net);
     replica.shardComm = comm;
     return replica;
+  }
+
+  /** On a GPU the gradients come to the host when backward is done, not bucket by bucket during it. */
+  get gradientsAfterBackward(): boolean {
+    return this.model.device !== undefined;
   }
 
   /** Layers that communicate (synchronised BatchNorm, a model-parallel section) need every device in every step. */
@@ -208,6 +266,7 @@ export class Replica<M extends TrainableModel = Sequential> {
     if (this.input.length < images.length) this.input = this.backend.alloc(images.length);
     const input = this.input.length === images.length ? this.input : this.input.subarray(0, images.length);
     input.set(images);
+    this.backend.device?.fromHost([input]);
     return new Tensor([n, ...this.model.inputShape.map((d) => (d === VARIABLE ? frames : d))], input);
   }
 
@@ -251,11 +310,12 @@ export class Replica<M extends TrainableModel = Sequential> {
     targets?: Float32Array,
     sequence?: SequenceBatch,
   ): Promise<StepResult> {
+    this.weightsToDevice();
     // a sequence batch: [n, T, F] with per-sample lengths, labels padded [n, S]
     const x = sequence
       ? this.batchTensor(images, sequence.lengths.length, sequence.frames)
       : this.batchTensor(images, labels.length);
-    return accumulateMicroBatches(
+    const result = await accumulateMicroBatches(
       this.model,
       this.loss,
       x,
@@ -267,6 +327,16 @@ export class Replica<M extends TrainableModel = Sequential> {
       targets,
       sequence,
     );
+    await this.model.device?.toHost([this.model.grads, this.model.state]);
+    return result;
+  }
+
+  /**
+   * On a GPU: the host's weights and statistics (which the optimizer, strategies and checkpoints
+   * changed) become the device's, before a step or an evaluation. Nothing on a CPU.
+   */
+  weightsToDevice(): void {
+    this.model.device?.fromHost([this.model.params, this.model.state]);
   }
 
   /** Where this device's step on `batch` first holds a NaN/Inf (see nonFiniteProbe.ts). */

@@ -12,7 +12,7 @@ import { evaluateSpeech } from './speechEvaluation.ts';
 import type { EvalResult } from './evalResult.ts';
 
 /** Evaluates `replica` on `ds` in batches of `batchSize` samples. */
-export function evaluateReplica(replica: Replica<Sequential>, ds: Dataset, batchSize = 500): EvalResult {
+export async function evaluateReplica(replica: Replica<Sequential>, ds: Dataset, batchSize = 500): Promise<EvalResult> {
   // utterances: length-sorted batches, greedy transcripts against the labels (CER, WER)
   if (ds.speech)
     return evaluateSpeech(replica.model, replica.loss, ds.speech, (images, n, frames) =>
@@ -25,10 +25,12 @@ export function evaluateReplica(replica: Replica<Sequential>, ds: Dataset, batch
     absErrorSum = 0,
     exactMatches = 0;
   const ctx: ForwardContext = { training: false, seed: 0, step: 0, sampleOffset: 0 };
+  replica.weightsToDevice();
   for (let start = 0; start < ds.count; start += batchSize) {
     const n = Math.min(batchSize, ds.count - start);
     const x = replica.batchTensor(ds.images.subarray(start * per, (start + n) * per), n);
     const logits = replica.model.forward(x, ctx);
+    await replica.model.device?.toHost([logits.data]);
     const targets = ds.targets?.subarray(start * perTarget, (start + n) * perTarget);
     const r = replica.loss.compute(logits, ds.labels.subarray(start, start + n), 0, targets);
     lossSum += r.lossSum;

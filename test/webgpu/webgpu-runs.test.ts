@@ -1,0 +1,100 @@
+/**
+ * Whole runs with `backend: webgpu` (device threads each opening their own GPUDevice; on
+ * SwiftShader two share one adapter): a webgpu run ends with the weights a js run ends with,
+ * hybrid on 2 webgpu devices ends where 1 does, and a webgpu checkpoint resumes on js and a js one
+ * on webgpu, each ending where the uninterrupted run of the other backend ends. The dense example
+ * on 128 images of the shipped subset, batches of 32 (4 steps an epoch), SGD with momentum.
+ * Tolerance for the final weights: 2e-4 + 2e-3·|w| (float32 sums in another order).
+ */
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { train, readCheckpoint, loadConfig } from '../../src/index.ts';
+import { gpuOrSkip, releaseGpu } from './gpuTest.ts';
+
+after(releaseGpu);
+
+const MLP = new URL('../../examples/mlp.yaml', import.meta.url).pathname;
+const SUBSET = new URL('../../data/fashion-mnist-subset/', import.meta.url).pathname;
+const dir = mkdtempSync(join(tmpdir(), 'paratrain-webgpu-runs-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+async function run(
+  name: string,
+  backend: 'js' | 'webgpu',
+  devices: number,
+  epochs: number,
+  resume?: string,
+  strategy: 'hybrid' | 'bmuf' | 'async' = 'hybrid',
+): Promise<Float32Array[]> {
+  const config = loadConfig(MLP);
+  config.data.trainLimit = 128;
+  config.data.testLimit = 64;
+  // without dropout, so that what is compared is the kernels and the reduction alone
+  config.model.layers = config.model.layers.filter((l) => l.type !== 'dropout');
+  // SGD with momentum: Adam's normalised step turns a rounding difference in a near-zero gradient into a step of lr
+  config.optimizer = { type: 'sgd', lr: 0.05, momentum: 0.9, nesterov: false, weightDecay: 0 };
+  const out = resume ?? join(dir, name);
+  await train(config, {
+    ...(resume ? { resume } : { out }),
+    backend,
+    devices,
+    strategy,
+    epochs,
+    batchSize: 32 / devices,
+    dataDir: SUBSET,
+    seed: 3,
+    log: () => {},
+  });
+  const ckpt = readCheckpoint(join(out, 'model.safetensors'));
+  return [...ckpt.tensors.values()].map((t) => t.data);
+}
+
+function assertSameWeights(got: Float32Array[], want: Float32Array[], what: string): void {
+  assert.equal(got.length, want.length);
+  for (let k = 0; k < want.length; k++)
+    for (let i = 0; i < want[k]!.length; i++) {
+      const g = got[k]![i]!,
+        w = want[k]![i]!;
+      assert.ok(Math.abs(g - w) <= 2e-4 + 2e-3 * Math.abs(w), `${what}: tensor ${k} [${i}] ${g} vs ${w}`);
+    }
+}
+
+test('a webgpu run ends where a js run ends; hybrid on 2 webgpu devices where 1 does', async (t) => {
+  if (!(await gpuOrSkip(t))) return;
+  const js = await run('js', 'js', 1, 1);
+  const one = await run('webgpu-1', 'webgpu', 1, 1);
+  assertSameWeights(one, js, 'webgpu vs js');
+  const two = await run('webgpu-2', 'webgpu', 2, 1);
+  assertSameWeights(two, one, '2 webgpu devices vs 1');
+});
+
+test('a webgpu checkpoint resumes on js, and a js one on webgpu', async (t) => {
+  if (!(await gpuOrSkip(t))) return;
+  const js2 = await run('js-2', 'js', 1, 2);
+  await run('gpu-then-js', 'webgpu', 1, 1);
+  const resumedOnJs = await run('', 'js', 1, 2, join(dir, 'gpu-then-js'));
+  assertSameWeights(resumedOnJs, js2, 'webgpu epoch, then js');
+  await run('js-then-gpu', 'js', 1, 1);
+  const resumedOnGpu = await run('', 'webgpu', 1, 2, join(dir, 'js-then-gpu'));
+  assertSameWeights(resumedOnGpu, js2, 'js epoch, then webgpu');
+});
+
+test('bmuf on 2 webgpu devices ends where it does on js; async on 2 webgpu devices trains', async (t) => {
+  if (!(await gpuOrSkip(t))) return;
+  const js = await run('bmuf-js', 'js', 2, 1, undefined, 'bmuf');
+  const gpu = await run('bmuf-gpu', 'webgpu', 2, 1, undefined, 'bmuf');
+  assertSameWeights(gpu, js, 'bmuf, webgpu vs js');
+  const before = await run('async-none', 'js', 1, 1);
+  const after = await run('async-gpu', 'webgpu', 2, 1, undefined, 'async');
+  assert.ok(
+    after.every((w) => w.every(Number.isFinite)),
+    'async on webgpu: finite weights',
+  );
+  assert.ok(
+    after.some((w, k) => w.some((v, i) => v !== before[k]![i])),
+    'async on webgpu: the weights moved',
+  );
+});
