@@ -1,13 +1,15 @@
 /**
  * Synthesises a speech corpus with espeak-ng (and sox to resample): utterances of 1–5 words (the ten
- * digits and 51 other short words) in 8 English accents × 60 speakers (espeak-ng variants), at random
- * rates and pitches, trimmed, with white noise at 15–40 dB SNR; 16 kHz mono 16-bit WAVs and DeepSpeech
+ * digits and 51 other short words, or with --vocabulary digits the digits only) in 8 English accents × 60
+ * speakers (espeak-ng variants), at random rates and pitches, trimmed, with white noise at 15–40 dB SNR;
+ * mono 16-bit WAVs at 16 kHz (or --rate) and DeepSpeech
  * manifests train.csv / dev.csv / test.csv, split by speaker (src/speech/corpusPlan.ts: the test and dev
  * speakers never occur in training). Deterministic from the seed for given espeak-ng and sox versions.
  * Then loads the result with paratrain's speech loader to check it, and writes OUT/README.md.
  *
  *   node --import tsx scripts/make-speech-corpus.ts --out DIR [--utterances 20000] [--seed 1]
- *        [--min-words 1] [--max-words 5] [--jobs N] [--force]
+ *        [--min-words 1] [--max-words 5] [--vocabulary mixed|digits] [--rate 16000] [--encoding pcm16|mulaw]
+ *        [--jobs N] [--force]
  *
  * Needs `espeak-ng` and `sox` (Debian: apt-get install espeak-ng sox).
  */
@@ -19,19 +21,21 @@ import { BucketBatchSampler } from '../src/data/bucketSampler.ts';
 import {
   ACCENTS,
   SPEAKERS,
+  VOCABULARIES,
+  WORDS,
   planUtterance,
   renderUtterance,
   voicesOf,
   type CorpusOptions,
   type Split,
   type UtterancePlan,
+  type Vocabulary,
 } from '../src/speech/corpusPlan.ts';
 import { gatherSpeechBatch } from '../src/speech/speechBatch.ts';
 import { loadSpeechData } from '../src/speech/speechData.ts';
 import { speechDatasetFingerprint } from '../src/speech/speechDataset.ts';
+import wavefile from 'wavefile';
 import { decodeWav, encodeWav16 } from '../src/speech/wav.ts';
-
-const RATE = 16000;
 
 function arg(name: string, fallback?: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -51,7 +55,25 @@ const seed = intArg('--seed', 1, 0);
 const minWords = intArg('--min-words', 1, 1);
 const maxWords = intArg('--max-words', 5, minWords);
 const jobs = intArg('--jobs', availableParallelism(), 1);
-const corpus: CorpusOptions = { seed, minWords, maxWords };
+const vocabulary = arg('--vocabulary', 'mixed') as Vocabulary;
+if (!VOCABULARIES.includes(vocabulary))
+  throw new Error(`--vocabulary: expected one of ${VOCABULARIES.join(', ')}, got ${vocabulary}`);
+// the WAVs' sample rate: 8000 halves the files (telephone band), enough for the digits
+const RATE = intArg('--rate', 16000, 8000);
+// µ-law (G.711, 8 bits a sample) halves the files again, as telephone audio is stored
+const encoding = arg('--encoding', 'pcm16')!;
+if (encoding !== 'pcm16' && encoding !== 'mulaw')
+  throw new Error(`--encoding: expected pcm16 or mulaw, got ${encoding}`);
+const corpus: CorpusOptions = { seed, minWords, maxWords, vocabulary };
+
+/** The WAV file's bytes: 16-bit PCM, or that companded to µ-law. */
+function encodeWav(samples: Float32Array): Uint8Array {
+  const bytes = encodeWav16(samples, RATE);
+  if (encoding === 'pcm16') return bytes;
+  const wav = new wavefile.WaveFile(bytes);
+  wav.toMuLaw();
+  return wav.toBuffer();
+}
 
 /** The tool's version line, or a clear error when it is missing. */
 function toolVersion(cmd: string, args: string[]): string {
@@ -131,7 +153,7 @@ async function make(
   const audio = decodeWav(resampled, `utterance ${plan.index} (${plan.voice}: "${text}")`);
   const samples = renderUtterance(audio.samples, RATE, plan, seed);
   const name = `wavs/${String(plan.index).padStart(6, '0')}.wav`;
-  const bytes = encodeWav16(samples, RATE);
+  const bytes = encodeWav(samples);
   writeFileSync(join(work, name), bytes);
   return { plan, name, size: bytes.length, seconds: samples.length / RATE };
 }
@@ -182,7 +204,7 @@ writeFileSync(
 );
 
 // check: the loader reads it all, and show what bucketing saves
-const data = await loadSpeechData(work, { cache: false });
+const data = await loadSpeechData(work, { cache: false, features: { sampleRate: RATE } });
 const summary = splits.map((split) => {
   const rs = rows.filter((r) => r.plan.split === split);
   const seconds = rs.reduce((a, r) => a + r.seconds, 0);
@@ -212,7 +234,13 @@ const bucketed = new BucketBatchSampler({
 }).permutation(0);
 const fileOrder = Int32Array.from({ length: lengths.length }, (_, i) => i);
 const bytes = readdirSync(join(work, 'wavs')).reduce((a, f) => a + statSync(join(work, 'wavs', f)).size, 0);
-const command = `node --import tsx scripts/make-speech-corpus.ts --out ${out} --utterances ${utterances} --seed ${seed} --min-words ${minWords} --max-words ${maxWords}`;
+const command = `node --import tsx scripts/make-speech-corpus.ts --out ${out} --utterances ${utterances} --seed ${seed} --min-words ${minWords} --max-words ${maxWords}${vocabulary === 'mixed' ? '' : ` --vocabulary ${vocabulary}`}${RATE === 16000 ? '' : ` --rate ${RATE}`}${encoding === 'pcm16' ? '' : ` --encoding ${encoding}`}`;
+const kHz = `${RATE / 1000} kHz`;
+const vocabularyLine =
+  vocabulary === 'digits'
+    ? 'the digits zero … nine only'
+    : `the digits zero … nine (half the words) and ${WORDS.length} short common
+  words (src/speech/corpusPlan.ts lists them; two have apostrophes, "don't" and "it's")`;
 
 writeFileSync(
   join(work, 'README.md'),
@@ -233,25 +261,24 @@ utterances is the first N of a larger one with the same seed). The full corpus, 
 | --- | ---: | ---: | ---: | --- |
 ${summary.map((s) => `| ${s.split} | ${s.count} | ${(s.seconds / 60).toFixed(1)} min | ${s.voices} of ${voicesOf(s.split).length} | \`${s.split}.csv\` |`).join('\n')}
 
-- ${utterances} utterances of ${minWords}–${maxWords} words: the digits zero … nine (half the words) and 51 short common
-  words (src/speech/corpusPlan.ts lists them; two have apostrophes, "don't" and "it's"). Transcripts use the
+- ${utterances} utterances of ${minWords}–${maxWords} words: ${vocabularyLine}. Transcripts use the
   default alphabet (space, a–z, apostrophe).
 - Voices: ${ACCENTS.length} espeak-ng English accents (${ACCENTS.join(', ')}) × speakers, i.e. espeak-ng variants
   (\`-v accent+variant\`). **Split by speaker**: the ${SPEAKERS.test.length} test speakers (${SPEAKERS.test.join(', ')}) and the
   ${SPEAKERS.dev.length} dev speakers (${SPEAKERS.dev.join(', ')}) never occur in training (${SPEAKERS.train.length} speakers, one of them
   the accents' own default voice); the accents are shared.
 - Each utterance: espeak-ng at a rate of 130–230 words per minute (\`-s\`) and pitch 25–75 (\`-p\`); resampled from
-  22 050 Hz to 16 kHz by \`sox … rate -v 16000\`; silence trimmed to 20 ms around the speech; scaled to a peak of
+  22 050 Hz to ${kHz} by \`sox … rate -v ${RATE}\`; silence trimmed to 20 ms around the speech; scaled to a peak of
   0.3–0.9; 20–100 ms of silence added before and after; white Gaussian noise at 15–40 dB below the speech's RMS
   level over the whole file.
-- Files: \`wavs/NNNNNN.wav\` (16 kHz, mono, 16-bit PCM; ${(bytes / 1e6).toFixed(1)} MB in all), DeepSpeech manifests
+- Files: \`wavs/NNNNNN.wav\` (${kHz}, mono, ${encoding === 'pcm16' ? '16-bit PCM' : '8-bit µ-law'}; ${(bytes / 1e6).toFixed(1)} MB in all), DeepSpeech manifests
   \`train.csv\`, \`dev.csv\`, \`test.csv\` (\`wav_filename,wav_filesize,transcript\`, paths relative to this folder),
   and \`utterances.csv\` with every utterance's split, voice, rate, pitch, SNR, peak and duration.
-- With paratrain's default features (26 MFCC, 32 ms / 20 ms) the training set has ${data.train.frameOffsets[data.train.count]} frames;
+- With paratrain's default features (26 MFCC, 32 ms / 20 ms) at ${kHz} the training set has ${data.train.frameOffsets[data.train.count]} frames;
   batches of ${batch} in file order pad ${(100 * padding(fileOrder, batch)).toFixed(0)}% extra frames, length-bucketed ones ${(100 * padding(bucketed, batch)).toFixed(0)}%.
   Training set fingerprint: ${speechDatasetFingerprint(data.train)['first utterances']}.
 
-Use it with \`data: { dataset: speech, dir: ${out} }\`.
+Use it with \`data: { dataset: speech, dir: ${out}${RATE === 16000 ? '' : `, features: { sampleRate: ${RATE} }`} }\`.
 `,
 );
 rmSync(out, { recursive: true, force: true });

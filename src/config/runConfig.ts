@@ -4,7 +4,16 @@ import type { DataSpec } from '../data/spec.ts';
 import type { StrategySpec } from '../parallel/strategies/index.ts';
 
 /** What the evaluation after an epoch measures: the validation split's or the test set's loss and accuracy. */
-export type EvalMetric = 'valLoss' | 'valAccuracy' | 'testLoss' | 'testAccuracy';
+/** An evaluation's metric: its loss and accuracy, and a speech model's character and word error rates. */
+export type EvalMetric =
+  | 'valLoss'
+  | 'valAccuracy'
+  | 'testLoss'
+  | 'testAccuracy'
+  | 'valCER'
+  | 'valWER'
+  | 'testCER'
+  | 'testWER';
 
 /** A metric and which way is better. */
 export interface MetricGoal {

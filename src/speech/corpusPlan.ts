@@ -159,7 +159,12 @@ export interface CorpusOptions {
   /** words per utterance: minWords … maxWords (default 1 … 5) */
   minWords?: number;
   maxWords?: number;
+  /** `mixed` (default): half the words digits, half the other words; `digits`: the ten digits only */
+  vocabulary?: Vocabulary;
 }
+
+export const VOCABULARIES = ['mixed', 'digits'] as const;
+export type Vocabulary = (typeof VOCABULARIES)[number];
 
 const PLAN_STREAM = 0x5bee;
 
@@ -170,7 +175,7 @@ export function voicesOf(split: Split): string[] {
 
 /** The plan of utterance `index`. */
 export function planUtterance(index: number, options: CorpusOptions): UtterancePlan {
-  const { seed, minWords = 1, maxWords = 5 } = options;
+  const { seed, minWords = 1, maxWords = 5, vocabulary = 'mixed' } = options;
   const rng = new CounterRng(seed, index, PLAN_STREAM);
   const uniform = (lo: number, hi: number): number => lo + (hi - lo) * rng.next();
   // a voice drawn uniformly from all pairs: each split's share is its share of the speakers
@@ -193,7 +198,9 @@ export function planUtterance(index: number, options: CorpusOptions): UtteranceP
   const words: string[] = [];
   // half the words are digits: digit strings are the corpus's core
   for (let w = 0; w < count; w++)
-    words.push(rng.next() < 0.5 ? DIGITS[rng.int(DIGITS.length)]! : WORDS[rng.int(WORDS.length)]!);
+    words.push(
+      vocabulary === 'digits' || rng.next() < 0.5 ? DIGITS[rng.int(DIGITS.length)]! : WORDS[rng.int(WORDS.length)]!,
+    );
   return {
     index,
     split,

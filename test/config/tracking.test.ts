@@ -12,6 +12,9 @@ test('train.best: auto by default, false, or a metric whose mode defaults to its
   assert.equal(train({ best: false }).best, false);
   assert.deepEqual(train({ best: { metric: 'valLoss' } }).best, { metric: 'valLoss', mode: 'min' });
   assert.deepEqual(train({ best: { metric: 'testAccuracy' } }).best, { metric: 'testAccuracy', mode: 'max' });
+  // a speech model's error rates are better lower
+  assert.deepEqual(train({ best: { metric: 'valCER' } }).best, { metric: 'valCER', mode: 'min' });
+  assert.deepEqual(train({ best: { metric: 'testWER' } }).best, { metric: 'testWER', mode: 'min' });
   assert.deepEqual(train({ best: { metric: 'valAccuracy', mode: 'min' } }).best, {
     metric: 'valAccuracy',
     mode: 'min',
@@ -39,11 +42,11 @@ test('train.earlyStopping: off by default; true or a map fills patience 5, minDe
 test('train.best and train.earlyStopping: bad values name the field and what is allowed', () => {
   assert.throws(
     () => train({ best: 'yes' }),
-    /c\.yaml: train\.best: expected auto, false or \{ metric: valAccuracy\|valLoss\|testAccuracy\|testLoss, mode: max\|min \}, got 'yes'/,
+    /c\.yaml: train\.best: expected auto, false or \{ metric: valLoss\|valAccuracy\|testLoss\|testAccuracy\|valCER\|valWER\|testCER\|testWER, mode: max\|min \}, got 'yes'/,
   );
   assert.throws(
     () => train({ best: { metric: 'valAcc' } }),
-    /train\.best\.metric: expected one of valLoss, valAccuracy, testLoss, testAccuracy, got 'valAcc' \(did you mean 'valAccuracy'\?\)/,
+    /train\.best\.metric: expected one of valLoss, valAccuracy, testLoss, testAccuracy, valCER, valWER, testCER, testWER, got 'valAcc' \(did you mean 'valAccuracy'\?\)/,
   );
   assert.throws(
     () => train({ best: { metric: 'valLoss', goal: 'min' } }),

@@ -29,13 +29,20 @@ interface LockEntry {
 }
 
 const TSC = join(REPO, 'node_modules', 'typescript', 'bin', 'tsc');
-const run = (cmd: string, args: string[], cwd: string) =>
-  execFileSync(cmd, args, {
-    cwd,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, npm_config_update_notifier: 'false' },
-  });
+/** Runs a command; a failure carries what it printed (a compiler's errors are on stdout). */
+const run = (cmd: string, args: string[], cwd: string) => {
+  try {
+    return execFileSync(cmd, args, {
+      cwd,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, npm_config_update_notifier: 'false' },
+    });
+  } catch (e) {
+    const { stdout, stderr } = e as { stdout?: string; stderr?: string };
+    throw new Error(`${[cmd, ...args].join(' ')} failed:\n${stdout ?? ''}${stderr ?? ''}`);
+  }
+};
 
 /** dist/ brought up to date by npm run build's compile, then the package's files staged and packed; returns the tarball's path. */
 function pack(dir: string): string {
@@ -102,7 +109,9 @@ const steps: StepSummary[] = [];
 const result = await train(config, { out, onStep: (s) => steps.push(s) });
 const model = await loadModel(result.checkpoint);
 const [p] = predict(model, [new Float32Array(28 * 28).fill(0.5)]);
-console.log(JSON.stringify({ steps: steps.map((s) => s.devices), testAccuracy: result.testAccuracy, label: p!.label, probabilities: p!.probabilities!.length }));
+// a Prediction is a union by task: narrowing gives its fields without '!'
+if (p?.task !== 'classification') throw new Error('expected a classification');
+console.log(JSON.stringify({ steps: steps.map((s) => s.devices), testAccuracy: result.testAccuracy, label: p.label, probabilities: p.probabilities.length }));
 
 // @ts-expect-error the installed declarations are real types: a misspelt layer option does not compile
 defineConfig({ model: { input: [4], layers: [{ dense: { unit: 3 } }] } });

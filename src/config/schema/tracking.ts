@@ -13,10 +13,14 @@ export const EVAL_METRICS = [
   'valAccuracy',
   'testLoss',
   'testAccuracy',
+  'valCER',
+  'valWER',
+  'testCER',
+  'testWER',
 ] as const satisfies readonly EvalMetric[];
 
-/** The better direction of a metric: down for a loss, up for an accuracy. */
-export const naturalMode = (metric: EvalMetric): 'min' | 'max' => (metric.endsWith('Loss') ? 'min' : 'max');
+/** The better direction of a metric: down for a loss or an error rate, up for an accuracy. */
+export const naturalMode = (metric: EvalMetric): 'min' | 'max' => (metric.endsWith('Accuracy') ? 'max' : 'min');
 
 const goalSchema = strict(
   {
@@ -28,7 +32,7 @@ const goalSchema = strict(
   '`{ metric: valAccuracy, mode: max }`',
 );
 
-const BEST_EXPECTED = 'expected auto, false or { metric: valAccuracy|valLoss|testAccuracy|testLoss, mode: max|min }';
+const BEST_EXPECTED = `expected auto, false or { metric: ${EVAL_METRICS.join('|')}, mode: max|min }`;
 
 /** `train.best`: 'auto' (default), false, or { metric, mode } with mode defaulting to the metric's better direction. */
 export function bestField() {
