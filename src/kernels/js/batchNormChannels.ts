@@ -1,14 +1,24 @@
 /**
  * Batch normalisation's per-channel steps between its passes (src/kernels/batchNormKernels.ts):
- * the sums, the statistics and the parameter gradients, in float64 with each result rounded to
- * float32 once. Every CPU backend runs these, so BatchNorm gives the same bits on all of them.
+ * the sums (through the backend's biasGrad), the statistics and the parameter gradients, in float64
+ * with each result rounded to float32 once.
  */
+import type { Backend } from '../backend.ts';
 
-/** out[c] = Σ_r x[r, c] for c < C, summed over the rows in order (out overwritten). */
-export function channelSums(x: Float32Array, out: Float32Array, rows: number, C: number): void {
-  const acc = new Float64Array(C);
-  for (let r = 0, i = 0; r < rows; r++) for (let c = 0; c < C; c++, i++) acc[c] += x[i]!;
-  for (let c = 0; c < C; c++) out[c] = acc[c]!;
+/**
+ * out[c] = Σ_r x[r, c] for c < C (out overwritten): the backend's own biasGrad into zeros, the
+ * column sums BatchNorm has always taken its mean from, at that kernel's speed.
+ */
+export function channelSums(
+  this: Pick<Backend, 'biasGrad'>,
+  x: Float32Array,
+  out: Float32Array,
+  rows: number,
+  C: number,
+): void {
+  const sums = out.subarray(0, C);
+  sums.fill(0);
+  this.biasGrad(x, sums, rows, C);
 }
 
 /** mean[c] = sums[c] / rows, 0 for an empty batch. */
