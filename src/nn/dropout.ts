@@ -101,12 +101,13 @@ export class Dropout extends BaseLayer {
     const [N, T, F] = x.shape as [number, number, number];
     const keep = 1 - this.rate,
       scale = 1 / keep;
+    const lengths = new Int32Array(N);
     for (let n = 0; n < N; n++) {
       const rng =
         this.masks === 'per-sample'
           ? new CounterRng(ctx.seed, ctx.step, this.layerKey, 0x5e91, first + n)
           : new CounterRng(ctx.seed, ctx.step, this.layerKey, 0x5e92, ctx.rank ?? 0, first + n);
-      const len = validFrames(ctx.lengths, n, T),
+      const len = (lengths[n] = validFrames(ctx.lengths, n, T)),
         base = n * T * F,
         valid = len * F,
         [k0, k1] = rng.key;
@@ -121,8 +122,11 @@ export class Dropout extends BaseLayer {
         mask.subarray(base, base + valid),
         y.subarray(base, base + valid),
       );
-      mask.fill(0, base + valid, base + T * F);
-      y.fill(0, base + valid, base + T * F);
+    }
+    // padded frames: zero mask and output (kernels, so that they are zero where the arrays live)
+    if (ctx.lengths) {
+      this.backend.zeroPadding(mask, N, T, F, lengths);
+      this.backend.zeroPadding(y, N, T, F, lengths);
     }
   }
 
