@@ -1,6 +1,7 @@
 /**
- * Training steps of small DeepSpeech-shaped models (conv1d, a bidirectional lstm or gru, dense
- * logits, the CTC loss) on the webgpu backend against the js backend: the same initial weights, the
+ * Training steps of DeepSpeech-shaped models (conv1d, a bidirectional lstm or gru, dense logits,
+ * the CTC loss; and examples/deepspeech-small.yaml's own layers, per-sample dropout included) on the
+ * webgpu backend against the js backend: the same initial weights, the
  * same padded batches of random sequences of different lengths (every sample padded, so the
  * layers' padding rules are exercised), plain SGD on the host for both. Each step's gradients agree
  * within 1e-5 + 1e-3·|g| and its loss within 1e-4 relative; after two steps every weight agrees
@@ -28,6 +29,19 @@ const MODELS: { name: string; layers: unknown[] }[] = [
       { dense: { units: 8, activation: 'clippedRelu' } },
       { conv1d: { filters: 8, kernelSize: 5, strides: 2, padding: 'same', activation: 'relu' } },
       { gru: { units: 16, bidirectional: 'sum' } },
+      { dense: { units: 29 } },
+    ],
+  },
+  {
+    // examples/deepspeech-small.yaml's stack, widths included: per-sample dropout on padded sequences
+    name: "deepspeech-small's layers (dense, dropout, dense, dropout, lstm (concat), dropout, dense)",
+    layers: [
+      { dense: { units: 96, activation: 'clippedRelu' } },
+      { dropout: { rate: 0.3, masks: 'per-sample' } },
+      { dense: { units: 96, activation: 'clippedRelu' } },
+      { dropout: { rate: 0.3, masks: 'per-sample' } },
+      { lstm: { units: 96, bidirectional: 'concat' } },
+      { dropout: { rate: 0.3, masks: 'per-sample' } },
       { dense: { units: 29 } },
     ],
   },
