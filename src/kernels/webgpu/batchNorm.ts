@@ -8,13 +8,11 @@
 import { bindArrays, cachedShader, linearGroups, linearMain } from './arrayBindings.ts';
 import type { ArrayUse } from './arrayBindings.ts';
 import { columnSums } from './columnSums.ts';
-import type { GpuArray } from './gpuArray.ts';
+import { checkLengths, type GpuArray } from './gpuArray.ts';
 import type { GpuContext } from './gpuContext.ts';
 
 function checkSizes(what: string, rows: number, C: number, arrays: [string, GpuArray, number][]): void {
-  for (const [name, a, want] of arrays)
-    if (a.length < want)
-      throw new RangeError(`${what}: ${name} has ${a.length} floats, ${rows} rows × ${C} channels need ${want}`);
+  checkLengths(what, `${rows} rows × ${C} channels`, arrays);
 }
 
 /** Records out[c] = Σ_r (x[r, c] − mean[c])². */

@@ -6,13 +6,10 @@
  */
 import { bindArrays, cachedShader, linearGroups, linearMain } from './arrayBindings.ts';
 import { columnSums } from './columnSums.ts';
-import type { GpuArray } from './gpuArray.ts';
+import { checkLengths, type GpuArray } from './gpuArray.ts';
 import type { GpuContext } from './gpuContext.ts';
 
-function need(kernel: string, arrays: [string, GpuArray, number][]): void {
-  for (const [name, a, want] of arrays)
-    if (a.length < want) throw new RangeError(`${kernel}: ${name} has ${a.length} floats, needs ${want}`);
-}
+const need = (kernel: string, arrays: [string, GpuArray, number][]) => checkLengths(kernel, 'the call', arrays);
 
 /** Records out[c] = Σ_r x[r, c] for c < C (out may be longer: the rest is left alone). */
 export function channelSums(ctx: GpuContext, x: GpuArray, out: GpuArray, rows: number, C: number): void {

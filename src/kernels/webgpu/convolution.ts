@@ -9,7 +9,7 @@ import type { Conv2DGeometry } from '../convKernels.ts';
 import type { ArrayUse } from './arrayBindings.ts';
 import { addSlices, columnSums } from './columnSums.ts';
 import { BACKWARD_DATA, CONV_FIELDS, filterOperands, forwardOperands } from './convShaders.ts';
-import type { GpuArray } from './gpuArray.ts';
+import { checkLengths, type GpuArray } from './gpuArray.ts';
 import type { GpuContext } from './gpuContext.ts';
 import { gatheredGemm, splitK } from './implicitGemm.ts';
 import type { Params } from './params.ts';
@@ -33,11 +33,11 @@ function geometryFields(g: Conv2DGeometry): (p: Params) => void {
 }
 
 function checkSizes(g: Conv2DGeometry, arrays: [string, GpuArray | null, number][]): void {
-  for (const [name, a, want] of arrays)
-    if (a && a.length < want)
-      throw new RangeError(
-        `conv2d: ${name} has ${a.length} floats, the geometry N${g.N} ${g.H}×${g.W}×${g.C} k${g.KH}×${g.KW} F${g.F} → ${g.OH}×${g.OW} needs ${want}`,
-      );
+  checkLengths(
+    'conv2d',
+    `the geometry N${g.N} ${g.H}×${g.W}×${g.C} k${g.KH}×${g.KW} F${g.F} → ${g.OH}×${g.OW}`,
+    arrays,
+  );
 }
 
 /**

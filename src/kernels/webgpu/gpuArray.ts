@@ -15,3 +15,12 @@ export function gpuView(a: GpuArray, start: number, length: number): GpuArray {
     throw new RangeError(`view [${start}, ${start + length}) outside an array of ${a.length}`);
   return { buffer: a.buffer, offset: a.offset + start, length };
 }
+
+/**
+ * Refuses arrays too short for a kernel call before anything is recorded: each `[name, array,
+ * floats needed]` (a null array is absent, an optional bias), `shape` saying what the call is of.
+ */
+export function checkLengths(what: string, shape: string, arrays: [string, GpuArray | null, number][]): void {
+  for (const [name, a, want] of arrays)
+    if (a && a.length < want) throw new RangeError(`${what}: ${name} has ${a.length} floats, ${shape} needs ${want}`);
+}

@@ -12,6 +12,9 @@ import type { Params } from './params.ts';
 const UNIFORM_SLICE = 256;
 const UNIFORM_SLICES = 1024;
 
+/** Bytes of a buffer for `floats` floats: whole 16-byte units, none empty. */
+const bufferBytes = (floats: number) => Math.max(16, Math.ceil((floats * 4) / 16) * 16);
+
 export interface Dispatch {
   /** WGSL source: binding 0 of group 0 is the uniform `Params`, 1… the storage arrays in order */
   shader: string;
@@ -70,7 +73,7 @@ export class GpuContext {
   array(length: number): GpuArray {
     const u = this.usage;
     const buffer = this.device.createBuffer({
-      size: Math.max(16, Math.ceil((length * 4) / 16) * 16),
+      size: bufferBytes(length),
       usage: u.STORAGE | u.COPY_SRC | u.COPY_DST,
     });
     return { buffer, offset: 0, length };
@@ -81,14 +84,14 @@ export class GpuContext {
     if (into.length !== data.length) throw new RangeError(`upload of ${data.length} floats into ${into.length}`);
     // through the command stream, so that it lands after the kernels recorded before it
     const staging = this.device.createBuffer({
-      size: Math.max(16, Math.ceil((data.length * 4) / 16) * 16),
+      size: bufferBytes(data.length),
       usage: this.usage.COPY_SRC,
       mappedAtCreation: true,
     });
     new Float32Array(staging.getMappedRange(), 0, data.length).set(data);
     staging.unmap();
     this.endPass();
-    this.commands().copyBufferToBuffer(staging, 0, into.buffer, into.offset * 4, Math.ceil(data.length) * 4);
+    this.commands().copyBufferToBuffer(staging, 0, into.buffer, into.offset * 4, data.length * 4);
     this.afterSubmit.push(() => staging.destroy());
     return into;
   }
@@ -133,7 +136,7 @@ export class GpuContext {
   async read(...arrays: GpuArray[]): Promise<Float32Array[]> {
     const total = arrays.reduce((n, a) => n + a.length, 0);
     const staging = this.device.createBuffer({
-      size: Math.max(16, total * 4),
+      size: bufferBytes(total),
       usage: this.usage.MAP_READ | this.usage.COPY_DST,
     });
     this.endPass();

@@ -9,7 +9,7 @@
  */
 import type { Pool2DGeometry } from '../poolKernels.ts';
 import { bindArrays, cachedShader, linearGroups, linearMain } from './arrayBindings.ts';
-import type { GpuArray } from './gpuArray.ts';
+import { checkLengths, type GpuArray } from './gpuArray.ts';
 import type { GpuContext } from './gpuContext.ts';
 
 const POOL_FIELDS =
@@ -115,11 +115,7 @@ const AVG_BACKWARD =
   );
 
 function checkSizes(g: Pool2DGeometry, what: string, arrays: [string, GpuArray, number][]): void {
-  for (const [name, a, want] of arrays)
-    if (a.length < want)
-      throw new RangeError(
-        `${what}: ${name} has ${a.length} elements, the geometry N${g.N} ${g.H}×${g.W}×${g.C} k${g.KH}×${g.KW} → ${g.OH}×${g.OW} needs ${want}`,
-      );
+  checkLengths(what, `the geometry N${g.N} ${g.H}×${g.W}×${g.C} k${g.KH}×${g.KW} → ${g.OH}×${g.OW}`, arrays);
 }
 
 function run(

@@ -7,7 +7,7 @@
  */
 import type { ArrayUse } from './arrayBindings.ts';
 import { bindArrays, cachedShader, linearGroups, linearMain } from './arrayBindings.ts';
-import type { GpuArray } from './gpuArray.ts';
+import { checkLengths, type GpuArray } from './gpuArray.ts';
 import type { GpuContext } from './gpuContext.ts';
 
 /** σ, and tanh with its argument clamped where it is ±1 in float32 (some GPUs' tanh gives NaN for large |v|). */
@@ -123,11 +123,7 @@ const GRU_BACKWARD = linearMain(
 
 /** Sizes a step of a run needs: T ≥ t + 1 steps of N samples and H units, G gates. */
 function checkStep(what: string, t: number, N: number, H: number, arrays: [string, GpuArray, number][]): void {
-  for (const [name, a, want] of arrays)
-    if (a.length < want)
-      throw new RangeError(
-        `${what}: ${name} has ${a.length} elements, step ${t} of ${N} samples × ${H} units needs ${want}`,
-      );
+  checkLengths(what, `step ${t} of ${N} samples × ${H} units`, arrays);
 }
 
 function step(ctx: GpuContext, name: string, body: string, uses: ArrayUse[], t: number, N: number, H: number): void {
