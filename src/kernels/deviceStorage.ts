@@ -1,3 +1,5 @@
+import type { DeviceStepKernels } from './deviceStepKernels.ts';
+
 /**
  * Arrays that live on a device. A GPU backend's `alloc` returns a host Float32Array that names a
  * device buffer: its kernels compute on the buffer, and the host copy is current only at explicit
@@ -9,6 +11,8 @@
  * evaluation results and predictions.
  */
 export interface DeviceStorage {
+  /** The step's numbers (loss sums, gradient norm, non-finite flag) computed on the device, for one read. */
+  readonly stepKernels: DeviceStepKernels;
   /** Brings the arrays' device contents into their host copies, after every kernel recorded before. */
   toHost(arrays: readonly Float32Array[]): Promise<void>;
   /** The host changed these arrays: the kernels recorded after this see the host's values. */

@@ -1,4 +1,5 @@
 import type { Tensor } from '../tensor/tensor.ts';
+import type { Backend } from '../kernels/backend.ts';
 
 /**
  * What a dataset asks of a model: one class per sample (`labels`), real values (`targets`,
@@ -72,7 +73,17 @@ export interface Loss {
     targets?: Float32Array,
     sequence?: SequenceTargets,
   ): LossResult;
+  /**
+   * Where the outputs live on a device (`backend.device`): the loss computed there, its sums left
+   * there for the step's one read (sums[0] += the loss sum, sums[1] += correct), as a function of
+   * a micro-batch's outputs and labels returning dlogits. Absent or null: this loss, or its
+   * options, needs the outputs on the host.
+   */
+  onDevice?(backend: Backend, sums: Float32Array): DeviceLoss | null;
 }
+
+/** A loss on a device's outputs: writes dlogits there and adds its sums to the device array it was made with. */
+export type DeviceLoss = (outputs: Tensor, labels: Int32Array, gradScale: number) => Tensor;
 
 /** Adds `b`'s counts into `a` (a fresh object when `a` is undefined); `b` undefined leaves `a`. */
 export function addErrorCounts(a: ErrorCounts | undefined, b: ErrorCounts | undefined): ErrorCounts | undefined {

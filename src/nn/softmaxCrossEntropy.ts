@@ -1,6 +1,6 @@
 import { Tensor } from '../tensor/tensor.ts';
 import type { Backend } from '../kernels/backend.ts';
-import type { Loss, LossResult } from './loss.ts';
+import type { DeviceLoss, Loss, LossResult } from './loss.ts';
 
 export type { LossResult } from './loss.ts';
 
@@ -33,6 +33,20 @@ export class SoftmaxCrossEntropy implements Loss {
     if (this.labelSmoothing > 0)
       lossSum += smooth(logits.data, labels, n, classes, grad, gradScale, this.labelSmoothing);
     return { lossSum, correct, dlogits: new Tensor(logits.shape, grad) };
+  }
+
+  /** The loss on a device (DeviceStepKernels.softmaxCrossEntropySums); label smoothing stays on the host. */
+  onDevice(backend: Backend, sums: Float32Array): DeviceLoss | null {
+    const kernels = backend.device?.stepKernels;
+    if (!kernels || this.labelSmoothing > 0) return null;
+    let buffer: Float32Array = new Float32Array(0);
+    return (logits, labels, gradScale) => {
+      const [n, classes] = logits.shape as [number, number];
+      if (buffer.length < logits.size) buffer = backend.alloc(logits.size);
+      const grad = buffer.length === logits.size ? buffer : buffer.subarray(0, logits.size);
+      kernels.softmaxCrossEntropySums(logits.data, labels, n, classes, grad, gradScale, sums);
+      return new Tensor(logits.shape, grad);
+    };
   }
 }
 

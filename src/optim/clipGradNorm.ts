@@ -20,9 +20,15 @@ export function sumOfSquares(buf: Float32Array): number {
  * (runtime/device/badSteps.ts), never clipped into a finite one.
  */
 export function clipToNorm(buffers: readonly Float32Array[], norm: number, maxNorm: number): boolean {
-  if (!Number.isFinite(norm)) return false;
-  const coef = maxNorm / (norm + 1e-6);
-  if (coef >= 1) return false;
+  const coef = clipCoefficient(norm, maxNorm);
+  if (coef === null) return false;
   for (const b of buffers) for (let i = 0; i < b.length; i++) b[i] = b[i]! * coef;
   return true;
+}
+
+/** The factor clipping scales a gradient of norm `norm` by, or null when it leaves it alone (within the bound, or non-finite). */
+export function clipCoefficient(norm: number, maxNorm: number): number | null {
+  if (!Number.isFinite(norm)) return null;
+  const coef = maxNorm / (norm + 1e-6);
+  return coef < 1 ? coef : null;
 }

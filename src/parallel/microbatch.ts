@@ -1,7 +1,7 @@
 import { Tensor } from '../tensor/tensor.ts';
 import { ownedSlice } from '../comm/communicator.ts';
 import type { TrainableModel } from '../nn/trainableModel.ts';
-import { addErrorCounts, type ErrorCounts, type Loss, type SequenceTargets } from '../nn/loss.ts';
+import { addErrorCounts, type DeviceLoss, type ErrorCounts, type Loss, type SequenceTargets } from '../nn/loss.ts';
 import type { ForwardContext } from '../nn/layer.ts';
 import type { SequenceBatch } from '../data/batcher.ts';
 
@@ -37,6 +37,9 @@ export interface MicroBatchResult {
  * (as in GPipe and PyTorch), so a model with BatchNorm is NOT equal to the unsplit step, and its
  * running statistics move once per micro-batch.
  *
+ * With `deviceLoss` the loss runs where the logits live and its sums stay there (the result's
+ * lossSum and correct are then 0: the caller reads them with the step's other numbers).
+ *
  * `onReady` (gradient buckets ready for reduction) is passed only to the last slice's backward:
  * before that, the gradients are not final. `targets` (regression, multi-label: n × K values)
  * are sliced like the labels. A `sequence` batch (x [n, T, F], labels padded [n, S]) slices its
@@ -54,6 +57,7 @@ export async function accumulateMicroBatches(
   onReady?: (offset: number) => void,
   targets?: Float32Array,
   sequence?: SequenceBatch,
+  deviceLoss?: DeviceLoss | null,
 ): Promise<MicroBatchResult> {
   const n = sequence ? sequence.lengths.length : labels.length,
     per = x.size / Math.max(x.batch, 1);
@@ -71,7 +75,11 @@ export async function accumulateMicroBatches(
     if (sequence) sub.lengths = sequence.lengths.subarray(start, end);
     const logits = await model.forwardAsync(xs, sub);
     // an empty slice (a device without samples in a step that communicates) has no loss
-    if (end > start) {
+    if (end > start && deviceLoss) {
+      // the loss where the logits live: its sums stay there for the caller's read
+      const dlogits = deviceLoss(logits, labels.subarray(start * perLabel, end * perLabel), gradScale);
+      await model.backwardAsync(dlogits, i === ranges.length - 1 ? onReady : undefined);
+    } else if (end > start) {
       // on a GPU the loss runs on the host from the logits (one small read per slice)
       await model.device?.toHost([logits.data]);
       const r = loss.compute(

@@ -13,6 +13,11 @@ export interface ReplicaView {
   /** one local optimizer update with learning rate lr */
   localStep(lr: number): void;
   /**
+   * Whether the gradient about to be applied by localStep is free of NaN/Inf. Absent: check
+   * `grads`. A GPU that keeps the gradient (the job's only device) answers from the step's read.
+   */
+  gradientsFinite?(): boolean;
+  /**
    * train.clipGradNorm (absent when clipping is off): scales the gradient about to be applied so its
    * global L2 norm is at most the bound, and records the norm before clipping for the step event.
    * Without an argument: this replica's whole gradient (a split model's shards too, their norm

@@ -28,6 +28,7 @@ import { softmaxBackward, softmaxForward } from './softmax.ts';
 import { gruCellBackward, gruCellForward, lstmCellBackward, lstmCellForward } from './recurrent.ts';
 import { adamStep, sgdStep } from './optimizers.ts';
 import { fill, zeroPadding } from './sequence.ts';
+import { stepKernels } from './stepKernels.ts';
 
 let unavailable: string | undefined;
 
@@ -54,7 +55,7 @@ export async function createWebGpuBackend(): Promise<WebGpuBackend | null> {
 }
 
 export function webgpuBackend(ctx: GpuContext): WebGpuBackend {
-  const r = new Residency(ctx);
+  const r = new Residency(ctx, (res) => stepKernels(ctx, res));
   const i = (a: Float32Array) => r.input(a);
   const o = (a: Float32Array, kernel: string) => r.output(a, kernel);
   return {

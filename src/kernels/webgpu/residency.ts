@@ -8,6 +8,7 @@
  * the GPU each time a kernel reads it. A kernel never writes one: the host could not see the result.
  */
 import type { DeviceStorage } from '../deviceStorage.ts';
+import type { DeviceStepKernels } from '../deviceStepKernels.ts';
 import type { GpuArray } from './gpuArray.ts';
 import { gpuView } from './gpuArray.ts';
 import type { GpuContext } from './gpuContext.ts';
@@ -18,7 +19,14 @@ export class Residency implements DeviceStorage {
   /** int32 arrays a kernel wrote (max pooling's argmax): they live on the device from then on */
   private readonly intBuffers = new WeakMap<ArrayBufferLike, GpuArray>();
 
-  constructor(private readonly ctx: GpuContext) {}
+  readonly stepKernels: DeviceStepKernels;
+
+  constructor(
+    private readonly ctx: GpuContext,
+    stepKernels: (r: Residency) => DeviceStepKernels,
+  ) {
+    this.stepKernels = stepKernels(this);
+  }
 
   alloc(length: number, shared = false): Float32Array {
     const host = shared ? new Float32Array(new SharedArrayBuffer(length * 4)) : new Float32Array(length);

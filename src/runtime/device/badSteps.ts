@@ -57,7 +57,8 @@ export class NonFiniteGuard {
 
   /** Whether this step is skipped rather than applied by the device's optimizer (every device of a lockstep job agrees). */
   async skips(view: ReplicaView, info: StepInfo): Promise<boolean> {
-    const bad = info.lossNonFinite === true || info.shardsNonFinite === true || !allFinite(view.grads);
+    const finite = view.gradientsFinite ? view.gradientsFinite() : allFinite(view.grads);
+    const bad = info.lossNonFinite === true || info.shardsNonFinite === true || !finite;
     return this.strategy.agree ? anyBad((v) => this.strategy.agree!(v), this.scratch, bad) : bad;
   }
 

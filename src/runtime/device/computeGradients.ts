@@ -1,6 +1,6 @@
 import type { TrainingBatches } from '../../data/batches.ts';
 import type { RankBatch } from '../../data/sampler.ts';
-import type { ReplicaView, StepInfo } from '../../parallel/strategy.ts';
+import type { StepInfo } from '../../parallel/strategy.ts';
 import { allFinite } from '../../parallel/nonFinite.ts';
 import type { FaultPlan } from '../faults/faultPlan.ts';
 import type { GradientSource, StepResult } from './gradientSource.ts';
@@ -19,7 +19,6 @@ export interface GradientReplica extends GradientSource {
 
 export interface GradientOptions {
   replica: GradientReplica;
-  view: ReplicaView;
   /** the gradients of this device's model-parallel shards, which no strategy sees (empty when the model is whole) */
   shards: Float32Array;
   sampler: TrainingBatches;
@@ -50,14 +49,17 @@ export interface ComputedGradients {
 export function gradientComputation(
   o: GradientOptions,
 ): (batch: RankBatch, info: StepInfo) => Promise<ComputedGradients> {
-  const { replica, view, shards, sampler, onGradientsReady } = o;
+  const { replica, shards, sampler, onGradientsReady } = o;
   return async (batch, info) => {
     const { step, epoch } = info;
-    replica.zeroGrads();
     let result: StepResult = { lossSum: 0, correct: 0, samples: 0 };
     let probe: ProbeBatch | null = null;
     // a device without samples this step still joins the collectives of layers that communicate
-    if (batch.indices.length > 0 || replica.stepsWithoutSamples) {
+    const computes = batch.indices.length > 0 || replica.stepsWithoutSamples;
+    const poison = computes ? poisonAt(o.faults, o.rank, step) : undefined;
+    // an injected NaN goes into the zeroed gradient, which backward adds to
+    replica.zeroGrads(poison);
+    if (computes) {
       const { images, labels, targets, sequence } = sampler.gather(batch, epoch);
       probe = {
         images,
@@ -75,7 +77,7 @@ export function gradientComputation(
         },
         gradScale: o.worldSize / batch.globalBatchSize,
         globalBatchSize: batch.globalBatchSize,
-        poison: poisonAt(o.faults, o.rank, step),
+        poison,
       };
       result = await replica.computeGradientsAsync(
         images,
@@ -87,7 +89,6 @@ export function gradientComputation(
         targets,
         sequence,
       );
-      probe.poison?.(view.grads, shards);
     } else if (onGradientsReady) {
       // its zero gradients are final at once; the same announcements keep bucketed reductions in step
       for (const offset of replica.gradientReadyOffsets) onGradientsReady(offset);

@@ -30,10 +30,12 @@ export async function withParams<T>(replica: Replica, params: Float32Array, fn: 
   if (params === own) return fn();
   const saved = own.slice();
   own.set(params);
+  replica.weightsChanged();
   try {
     return await fn();
   } finally {
     own.set(saved);
+    replica.weightsChanged();
   }
 }
 
@@ -61,7 +63,10 @@ export interface DeviceCheckpointOptions {
 export function deviceCheckpointHooks(o: DeviceCheckpointOptions) {
   const { setup, config, rank, worldSize, replica, strategy } = o;
   if (!setup) return {};
-  if (setup.initFrom) loadInitialWeights(setup.initFrom, replica.model);
+  if (setup.initFrom) {
+    loadInitialWeights(setup.initFrom, replica.model);
+    replica.weightsChanged();
+  }
   const resume = setup.resume;
   // async devices go on without lost peers, so none may wait for all at a set: device 0 writes the
   // set alone (the server's state as it stands: async has no common step boundary), and the others,
@@ -70,6 +75,8 @@ export function deviceCheckpointHooks(o: DeviceCheckpointOptions) {
   const writeSet = async (stepsDone: number, stepsPerEpoch: number): Promise<void> => {
     if (alone && rank !== 0) return;
     const dir = setup.runDir ? partialSetDir(setup.runDir, stepsDone) : null;
+    // a GPU that keeps its weights and optimizer state: the host's copies first
+    await replica.hostCopies();
     if (dir) writeDeviceState(dir, rank, replica, strategy, stepsDone);
     // a parameter server's state is the job's: every device's last update is in before device 0 reads it
     const server = strategy.serverSnapshot;
@@ -120,7 +127,10 @@ export function deviceCheckpointHooks(o: DeviceCheckpointOptions) {
     firstStep: resume?.state.step ?? 0,
     afterStart:
       resume && !(alone && rank !== 0)
-        ? () => restoreDeviceState(resume, rank, worldSize, replica, strategy)
+        ? () => {
+            restoreDeviceState(resume, rank, worldSize, replica, strategy);
+            replica.weightsChanged();
+          }
         : undefined,
     async onStepEnd(stepsDone: number, stepsPerEpoch: number, totalSteps: number): Promise<void> {
       if (setDue(config, stepsDone, stepsPerEpoch, totalSteps)) await writeSet(stepsDone, stepsPerEpoch);

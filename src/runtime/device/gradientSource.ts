@@ -2,6 +2,7 @@
 import type { SequenceBatch } from '../../data/batcher.ts';
 import type { ErrorCounts } from '../../nn/loss.ts';
 import type { ForwardContext } from '../../nn/layer.ts';
+import type { Poison } from './badSteps.ts';
 
 export interface StepResult {
   lossSum: number;
@@ -14,7 +15,8 @@ export interface StepResult {
 
 /** A replica whose gradients can be zeroed, then computed (accumulated) on a batch. */
 export interface GradientSource {
-  zeroGrads(): void;
+  /** zeroes the gradients; `poison` then writes an injected NaN into them (backward adds to it) */
+  zeroGrads(poison?: Poison): void;
   /** forward and backward of this device's samples (in train.microBatches slices), accumulating gradients */
   computeGradientsAsync(
     images: Float32Array,

@@ -50,6 +50,7 @@ export async function locateNonFinite(replica: ProbedReplica, b: ProbeBatch): Pr
     let ctx: ForwardContext = { ...b.ctx, training: true };
     for (const layer of model.layers) {
       h = layer.forward(h, ctx);
+      await model.device?.toHost([h.data]);
       if (!allFinite(h.data)) {
         where = `the output of ${layer.name}`;
         break;
@@ -57,7 +58,7 @@ export async function locateNonFinite(replica: ProbedReplica, b: ProbeBatch): Pr
       if (ctx.lengths && layer.outputLengths) ctx = { ...ctx, lengths: layer.outputLengths(ctx.lengths) };
     }
   }
-  replica.zeroGrads();
+  replica.zeroGrads(b.poison);
   const r = await replica.computeGradientsAsync(
     b.images,
     b.labels,
@@ -68,8 +69,8 @@ export async function locateNonFinite(replica: ProbedReplica, b: ProbeBatch): Pr
     b.targets,
     b.sequence,
   );
-  const split = model.replicatedLength;
-  b.poison?.(model.grads.subarray(0, split), model.grads.subarray(split));
+  // a GPU that keeps its gradient lets the host see it here
+  await model.device?.toHost([model.grads]);
   if (where) return where;
   if (!Number.isFinite(r.lossSum)) return 'the loss';
   for (const e of gradientEntries(model)) {

@@ -6,7 +6,10 @@ import { createLoss } from '../../nn/losses.ts';
 import type { Loss } from '../../nn/loss.ts';
 import type { SequenceBatch } from '../../data/batcher.ts';
 import { VARIABLE } from '../../tensor/shape.ts';
-import { clipToNorm, sumOfSquares } from '../../optim/clipGradNorm.ts';
+import { clipCoefficient, clipToNorm, sumOfSquares } from '../../optim/clipGradNorm.ts';
+import { allFinite } from '../../parallel/nonFinite.ts';
+import { DeviceResidence } from './deviceResidence.ts';
+import type { Poison } from './badSteps.ts';
 import type { ForwardContext } from '../../nn/layer.ts';
 import type { TrainableModel } from '../../nn/trainableModel.ts';
 import type { Communicator } from '../../comm/communicator.ts';
@@ -20,46 +23,7 @@ import type { ReplicaView } from '../../parallel/strategy.ts';
 import { accumulateMicroBatches } from '../../parallel/microbatch.ts';
 import { locateNonFinite, type ProbeBatch } from './nonFiniteProbe.ts';
 import type { StepResult } from './gradientSource.ts';
-
-/** The layers whose passes are all kernels, so they run where the backend's arrays live. */
-const DEVICE_LAYERS = new Set([
-  'dense',
-  'conv2d',
-  'batchNorm',
-  'maxPool2d',
-  'avgPool2d',
-  'flatten',
-  'relu',
-  'tanh',
-  'sigmoid',
-  'gelu',
-  'leakyRelu',
-  'clippedRelu',
-  'dropout',
-  'layerNorm',
-  'conv1d',
-  'lstm',
-  'gru',
-  'residual',
-  'add',
-  'softmax',
-]);
-
-/**
- * A model a GPU backend can train: every layer's passes in kernels (the others still compute on the
- * host between kernels), one device's model whole.
- */
-function checkDeviceModel(config: RunConfig): void {
-  for (const [i, layer] of config.model.layers.entries()) {
-    const kind = layer.type;
-    if (!DEVICE_LAYERS.has(kind))
-      throw new Error(
-        `model.layers[${i}] (${kind}): not yet on the webgpu backend, which runs ${[...DEVICE_LAYERS].join(', ')}; use --backend auto for this model`,
-      );
-  }
-  if (isModelParallel(config))
-    throw new Error("the webgpu backend does not yet run layers with 'parallel: model'; use --backend auto");
-}
+import { checkDeviceModel } from './deviceModelCheck.ts';
 
 /** True when the config asks for "one weird trick" (some layer has `parallel: model`). */
 export function isModelParallel(config: RunConfig): boolean {
@@ -87,17 +51,20 @@ export class Replica<M extends TrainableModel = Sequential> {
   private whole: Replica | null = null;
   /** the params (and grads) of frozen layers: never updated, left out of the clipped gradient's norm */
   private readonly frozen: readonly FlatRange[];
+  /** on a GPU: what crosses to the host and when (null on a CPU, whose arrays are the host's) */
+  private readonly residence: DeviceResidence | null;
 
   /** `model` defaults to the config's whole model, built and initialised here. */
   constructor(
     readonly backend: Backend,
     readonly config: RunConfig,
-    options: { shared?: boolean } = {},
+    options: { shared?: boolean; alone?: boolean } = {},
     model?: M,
   ) {
-    // on a GPU (backend.device) the host keeps the weights, as DeepSpeech's towers did: the loss
-    // (from the logits), the optimizer and the strategies act on the host's copies
+    // on a GPU (backend.device): the job's only device keeps everything there; one among several
+    // hands its gradients to the host, which keeps the weights (deviceResidence.ts)
     if (backend.device) checkDeviceModel(config);
+    const resident = backend.device !== undefined && options.alone === true;
     const host = hostBackend(backend);
     if (model) this.model = model;
     else {
@@ -107,8 +74,19 @@ export class Replica<M extends TrainableModel = Sequential> {
     }
     // train.initFrom.freeze: the optimizer leaves those layers' weights alone (frozenLayers.ts)
     this.frozen = frozenRanges(config, paramEntriesOf(this.model));
-    this.optimizer = createOptimizer(host, config.optimizer, this.model.params.length, undefined, this.frozen);
+    this.optimizer = createOptimizer(
+      resident ? backend : host,
+      config.optimizer,
+      this.model.params.length,
+      undefined,
+      this.frozen,
+    );
     this.loss = createLoss(host, config.loss);
+    this.residence = backend.device
+      ? new DeviceResidence(backend, this.model, this.loss, resident, () =>
+          this.optimizer.state().buffers.map((b) => b.data),
+        )
+      : null;
     // a CTC model gives logits per frame [T, C] (speechChecks.ts says more before a run)
     const perFrame = this.loss.task === 'transcription';
     if (perFrame && this.model.outputShape.length !== 2) {
@@ -133,6 +111,7 @@ export class Replica<M extends TrainableModel = Sequential> {
       grads: replicated(grads),
       state,
       localStep: (lr) => this.optimizer.step(params, grads, lr),
+      gradientsFinite: () => (this.residence?.resident ? this.residence.gradientsFinite() : allFinite(grads)),
     };
     if (this.config.train.clipGradNorm !== undefined) view.clipGradients = (g) => this.clipGradients(g);
     return view;
@@ -146,6 +125,13 @@ export class Replica<M extends TrainableModel = Sequential> {
     const max = this.config.train.clipGradNorm!;
     const all = this.model.grads,
       r = this.model.replicatedLength;
+    if (this.residence?.resident && !grads) {
+      // on the device: the norm came with the step's read (frozen ranges zeroed there)
+      this.gradNorm = Math.sqrt(this.residence.squaredNorm());
+      const coef = clipCoefficient(this.gradNorm, max);
+      if (coef !== null) this.backend.scale(coef, all);
+      return;
+    }
     // frozen layers have no gradient to speak of, as in PyTorch: it neither counts nor is applied
     const target = grads ?? all;
     for (const f of this.frozen) if (f.start < target.length) target.fill(0, f.start, Math.min(f.end, target.length));
@@ -170,8 +156,20 @@ export class Replica<M extends TrainableModel = Sequential> {
     return norm;
   }
 
-  zeroGrads(): void {
-    this.model.zeroGrads();
+  /**
+   * Zeroes the gradients (on the device alone where they stay there); `poison` then writes an
+   * injected NaN into them, which backward adds to (FaultPlan `nan`).
+   */
+  zeroGrads(poison?: Poison): void {
+    const { model } = this;
+    if (this.residence?.resident && !poison) {
+      this.backend.fill(model.grads, 0);
+      return;
+    }
+    model.zeroGrads();
+    if (!poison) return;
+    poison(model.grads.subarray(0, model.replicatedLength), model.grads.subarray(model.replicatedLength));
+    model.device?.fromHost([model.grads]);
   }
 
   /** The gradients of this device's model-parallel shards (after the replicated part; empty for a whole model). */
@@ -193,7 +191,7 @@ export class Replica<M extends TrainableModel = Sequential> {
   ): Replica<TrainableModel> {
     const { comm } = options;
     if (!comm || comm.size < 2 || !isModelParallel(config)) {
-      const replica = new Replica(backend, config, options);
+      const replica = new Replica(backend, config, { ...options, alone: !comm || comm.size < 2 });
       if (config.train.syncBatchNorm && comm) synchroniseBatchNorm(replica.model, comm);
       return replica;
     }
@@ -230,7 +228,10 @@ export class Replica<M extends TrainableModel = Sequential> {
   async gather(rank: number, withOptimizer: boolean): Promise<Replica | null> {
     const { model } = this;
     // a model that cannot gather is whole: this replica is a Replica<Sequential>
-    if (!model.gatherWhole) return rank === 0 ? (this as unknown as Replica) : null;
+    if (!model.gatherWhole) {
+      await this.hostCopies();
+      return rank === 0 ? (this as unknown as Replica) : null;
+    }
     const sources = [model.params, ...(withOptimizer ? this.optimizer.state().buffers.map((b) => b.data) : [])];
     const whole = rank === 0 ? (this.whole ??= new Replica(this.backend, this.config)) : null;
     const full = whole?.model;
@@ -310,7 +311,7 @@ export class Replica<M extends TrainableModel = Sequential> {
     targets?: Float32Array,
     sequence?: SequenceBatch,
   ): Promise<StepResult> {
-    this.weightsToDevice();
+    this.residence?.beginStep();
     // a sequence batch: [n, T, F] with per-sample lengths, labels padded [n, S]
     const x = sequence
       ? this.batchTensor(images, sequence.lengths.length, sequence.frames)
@@ -326,8 +327,13 @@ export class Replica<M extends TrainableModel = Sequential> {
       onGradientsReady,
       targets,
       sequence,
+      this.residence?.loss,
     );
-    await this.model.device?.toHost([this.model.grads, this.model.state]);
+    if (this.residence) {
+      const sums = await this.residence.endStep(this.config.train.clipGradNorm !== undefined, this.frozen);
+      result.lossSum += sums.lossSum;
+      result.correct += sums.correct;
+    }
     return result;
   }
 
@@ -336,7 +342,17 @@ export class Replica<M extends TrainableModel = Sequential> {
    * changed) become the device's, before a step or an evaluation. Nothing on a CPU.
    */
   weightsToDevice(): void {
-    this.model.device?.fromHost([this.model.params, this.model.state]);
+    this.residence?.weightsToDevice();
+  }
+
+  /** The host changed the weights, statistics or optimizer state (a load, a swap): a GPU takes them before its next use. */
+  weightsChanged(): void {
+    this.residence?.weightsChanged();
+  }
+
+  /** The host's copies of weights, statistics and optimizer state are current after this (a GPU's step left them behind). */
+  async hostCopies(): Promise<void> {
+    await this.residence?.toHost();
   }
 
   /** Where this device's step on `batch` first holds a NaN/Inf (see nonFiniteProbe.ts). */

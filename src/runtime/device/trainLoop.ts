@@ -120,7 +120,6 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
       : undefined;
   const computeGradients = gradientComputation({
     replica,
-    view,
     shards,
     sampler,
     onGradientsReady,

@@ -1,0 +1,106 @@
+import type { Backend } from '../../kernels/backend.ts';
+import type { DeviceStorage } from '../../kernels/deviceStorage.ts';
+import type { DeviceLoss, Loss } from '../../nn/loss.ts';
+import type { TrainableModel } from '../../nn/trainableModel.ts';
+import type { FlatRange } from '../../optim/optimizer.ts';
+
+/** The step's numbers read from the device: [loss sum, correct, non-finite flag, squared gradient norm]. */
+const LOSS = 0,
+  CORRECT = 1,
+  NON_FINITE = 2,
+  SQUARES = 3;
+
+/**
+ * What crosses between the host and a device (a GPU) in a replica's steps, and when.
+ *
+ * - Towers (a device among several, DeepSpeech's shape): the host keeps the weights, which go to
+ *   the device before each step; the step's one read brings back the gradients, the statistics
+ *   and the loss's sums, for the collective and the host's optimizer.
+ * - Resident (the job's only device): weights, gradients and optimizer state stay on the device,
+ *   where the optimizer steps. The step's one read is four numbers: the loss's two sums, whether
+ *   the gradient holds a NaN/Inf, and its squared norm (for clipping). The host's copies follow
+ *   when asked (`toHost`: checkpoints, evaluation), the device's when the host changed them.
+ *
+ * Where the loss has no device form (CTC, MSE, label smoothing) its outputs are read once more.
+ */
+export class DeviceResidence {
+  private readonly sums: Float32Array;
+  /** the loss on the device, its sums in `sums`; null: the loss runs on the host from the outputs */
+  readonly loss: DeviceLoss | null;
+  /** the host changed weights, statistics or optimizer state the device has not yet taken */
+  private hostAhead = true;
+  /** a resident step changed the device's arrays since the host's copies were last brought up to date */
+  private deviceAhead = false;
+  private readonly device: DeviceStorage;
+
+  constructor(
+    private readonly backend: Backend,
+    private readonly model: TrainableModel,
+    loss: Loss,
+    /** the job's only device: everything stays on it */
+    readonly resident: boolean,
+    /** the optimizer's state arrays (resident: on the device too) */
+    private readonly optimizerState: () => Float32Array[],
+  ) {
+    this.device = backend.device!;
+    this.sums = backend.alloc(4);
+    this.loss = loss.onDevice?.(backend, this.sums) ?? null;
+  }
+
+  /** Before a step or an evaluation: the host's weights go to the device (resident: only when the host changed them). */
+  weightsToDevice(): void {
+    if (this.resident && !this.hostAhead) return;
+    const { params, state } = this.model;
+    this.device.fromHost([params, state, ...(this.resident ? this.optimizerState() : [])]);
+    this.hostAhead = false;
+  }
+
+  /** The host changed the weights or the optimizer's state (a checkpoint loaded, an evaluation's swap). */
+  weightsChanged(): void {
+    this.hostAhead = true;
+  }
+
+  /** Before forward: the device has the weights and the step's sums start from zero. */
+  beginStep(): void {
+    this.weightsToDevice();
+    this.backend.fill(this.sums, 0);
+  }
+
+  /**
+   * After backward, the step's one read; returns the loss's sums (zeros when the loss ran on the
+   * host). Resident: the guards' numbers are computed first — the non-finite flag over the whole
+   * gradient, then (clipping) the squared norm without the frozen ranges, zeroed as on the host.
+   */
+  async endStep(clip: boolean, frozen: readonly FlatRange[]): Promise<{ lossSum: number; correct: number }> {
+    const { grads, state } = this.model;
+    if (this.resident) {
+      const kernels = this.device.stepKernels;
+      kernels.anyNonFinite([grads], this.sums.subarray(NON_FINITE, NON_FINITE + 1));
+      if (clip) {
+        for (const f of frozen) if (f.start < grads.length) this.backend.fill(grads.subarray(f.start, f.end), 0);
+        kernels.sumOfSquares([grads], this.sums.subarray(SQUARES, SQUARES + 1));
+      }
+      await this.device.toHost([this.sums]);
+      this.deviceAhead = true;
+    } else await this.device.toHost([grads, state, this.sums]);
+    return { lossSum: this.sums[LOSS]!, correct: this.sums[CORRECT]! };
+  }
+
+  /** Resident: whether the last step's gradient was finite (read with the step). */
+  gradientsFinite(): boolean {
+    return this.sums[NON_FINITE] === 0;
+  }
+
+  /** Resident, clipping: the last step's squared gradient norm (read with the step). */
+  squaredNorm(): number {
+    return this.sums[SQUARES]!;
+  }
+
+  /** The host's copies of the weights, statistics and optimizer state, current after this (one read). */
+  async toHost(): Promise<void> {
+    if (!this.deviceAhead) return;
+    const { params, state } = this.model;
+    await this.device.toHost([params, state, ...this.optimizerState()]);
+    this.deviceAhead = false;
+  }
+}
