@@ -1,7 +1,8 @@
 /**
  * Whole runs with `backend: webgpu` (device threads each opening their own GPUDevice; on
  * SwiftShader two share one adapter): a webgpu run ends with the weights a js run ends with,
- * hybrid on 2 webgpu devices ends where 1 does, and a webgpu checkpoint resumes on js and a js one
+ * hybrid on 2 webgpu devices (16 KB buckets, each read and reduced as backward produces it) ends
+ * where 1 does, and a webgpu checkpoint resumes on js and a js one
  * on webgpu, each ending where the uninterrupted run of the other backend ends. The dense example
  * on 128 images of the shipped subset, batches of 32 (4 steps an epoch), SGD with momentum.
  * Tolerance for the final weights: 2e-4 + 2e-3·|w| (float32 sums in another order).
@@ -36,6 +37,8 @@ async function run(
   config.model.layers = config.model.layers.filter((l) => l.type !== 'dropout');
   // SGD with momentum: Adam's normalised step turns a rounding difference in a near-zero gradient into a step of lr
   config.optimizer = { type: 'sgd', lr: 0.05, momentum: 0.9, nesterov: false, weightDecay: 0 };
+  // hybrid's buckets small enough that several are read and reduced while backward goes on
+  if (strategy === 'hybrid') config.train.strategy = { type: 'hybrid', bucketBytes: 16 * 1024 };
   const out = resume ?? join(dir, name);
   await train(config, {
     ...(resume ? { resume } : { out }),

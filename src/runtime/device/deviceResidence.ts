@@ -14,8 +14,9 @@ const LOSS = 0,
  * What crosses between the host and a device (a GPU) in a replica's steps, and when.
  *
  * - Towers (a device among several, DeepSpeech's shape): the host keeps the weights, which go to
- *   the device before each step; the step's one read brings back the gradients, the statistics
- *   and the loss's sums, for the collective and the host's optimizer.
+ *   the device before each step; the gradients come back bucket by bucket as backward produces
+ *   them (the strategy reduces each while the GPU goes on), and the step's last read brings the
+ *   rest with the statistics and the loss's sums, for the host's optimizer.
  * - Resident (the job's only device): weights, gradients and optimizer state stay on the device,
  *   where the optimizer steps. The step's one read is four numbers: the loss's two sums, whether
  *   the gradient holds a NaN/Inf, and its squared norm (for clipping). The host's copies follow
@@ -32,6 +33,9 @@ export class DeviceResidence {
   /** a resident step changed the device's arrays since the host's copies were last brought up to date */
   private deviceAhead = false;
   private readonly device: DeviceStorage;
+  /** towers: gradients [0, unread) are not yet on the host this step; the buckets read so far */
+  private unread = 0;
+  private buckets: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly backend: Backend,
@@ -64,6 +68,24 @@ export class DeviceResidence {
   beginStep(): void {
     this.weightsToDevice();
     this.backend.fill(this.sums, 0);
+    this.unread = this.model.grads.length;
+    this.buckets = Promise.resolve();
+  }
+
+  /**
+   * A device among several: `onReady` (the strategy's bucketed reduction) wrapped so that each
+   * bucket backward finishes is read at once — the GPU computes up to it while the host records
+   * the rest of backward — and handed to the strategy when it is on the host, in backward's order,
+   * so that the reduction overlaps the rest of backward. endStep reads only what is left.
+   */
+  readBuckets(onReady: (offset: number) => void): (offset: number) => void {
+    return (offset) => {
+      const read = this.device.toHost([this.model.grads.subarray(offset, this.unread)]);
+      this.unread = offset;
+      this.buckets = Promise.all([this.buckets, read]).then(() => onReady(offset));
+      // awaited by endStep; a step that throws before it must not leave the rejection unhandled
+      this.buckets.catch(() => {});
+    };
   }
 
   /**
@@ -82,7 +104,10 @@ export class DeviceResidence {
       }
       await this.device.toHost([this.sums]);
       this.deviceAhead = true;
-    } else await this.device.toHost([grads, state, this.sums]);
+    } else {
+      await this.device.toHost([grads.subarray(0, this.unread), state, this.sums]);
+      await this.buckets;
+    }
     return { lossSum: this.sums[LOSS]!, correct: this.sums[CORRECT]! };
   }
 

@@ -202,11 +202,6 @@ export class Replica<M extends TrainableModel = Sequential> {
     return replica;
   }
 
-  /** On a GPU the gradients come to the host when backward is done, not bucket by bucket during it. */
-  get gradientsAfterBackward(): boolean {
-    return this.model.device !== undefined;
-  }
-
   /** Layers that communicate (synchronised BatchNorm, a model-parallel section) need every device in every step. */
   get stepsWithoutSamples(): boolean {
     return this.model.needsAsync;
@@ -312,6 +307,9 @@ export class Replica<M extends TrainableModel = Sequential> {
     sequence?: SequenceBatch,
   ): Promise<StepResult> {
     this.residence?.beginStep();
+    // a device among several: each bucket comes to the host as soon as the GPU has computed it
+    const onReady =
+      onGradientsReady && this.residence ? this.residence.readBuckets(onGradientsReady) : onGradientsReady;
     // a sequence batch: [n, T, F] with per-sample lengths, labels padded [n, S]
     const x = sequence
       ? this.batchTensor(images, sequence.lengths.length, sequence.frames)
@@ -324,7 +322,7 @@ export class Replica<M extends TrainableModel = Sequential> {
       { ...ctx, training: true, globalBatch: globalBatchSize },
       gradScale,
       this.config.train.microBatches,
-      onGradientsReady,
+      onReady,
       targets,
       sequence,
       this.residence?.loss,

@@ -24,8 +24,6 @@ export interface TrainableReplica extends GradientReplica {
   locateNonFinite?(batch: ProbeBatch): Promise<string | null>;
   /** the gradients of this device's model-parallel shards, which no strategy sees (empty when the model is whole) */
   shardGrads?(): Float32Array;
-  /** the gradients reach the host only when the step's backward is done (a GPU's): no bucket is reduced during it */
-  readonly gradientsAfterBackward?: boolean;
 }
 
 export interface LoopOptions {
@@ -114,10 +112,9 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
   const baseLr = baseLearningRate(config, worldSize);
   const view = viewOf(replica);
   const shards = replica.shardGrads?.() ?? new Float32Array(0);
-  const onGradientsReady =
-    strategy.onGradientsReady && !replica.gradientsAfterBackward
-      ? (offset: number) => strategy.onGradientsReady!(view, offset)
-      : undefined;
+  const onGradientsReady = strategy.onGradientsReady
+    ? (offset: number) => strategy.onGradientsReady!(view, offset)
+    : undefined;
   const computeGradients = gradientComputation({
     replica,
     shards,
