@@ -2,7 +2,8 @@
  * Where a pass goes, by Backend method (`--calls` of `bench lstm` and `bench train`): a view of a
  * backend whose every method is wrapped with a wall-clock timer (the outermost call only, so a
  * method that calls another counts once), and a report of ms per pass in each method and what is
- * left outside them (the layers' own JavaScript).
+ * left outside them (the layers' own JavaScript). On a GPU backend (`device`) a method only records
+ * its kernels: the GPU runs them at the pass's read, whose wait counts outside the calls.
  */
 import type { Backend } from '../src/kernels/backend.ts';
 
@@ -50,6 +51,11 @@ export function timeCalls(b: Backend): CallTimer {
         ...rows.map(([key, e]) => `  ${(e.ms / passes).toFixed(2).padStart(8)} ms  ${key} (${e.calls / passes} calls)`),
         `  ${(perPass - inside).toFixed(2).padStart(8)} ms  outside the backend's calls`,
         `  ${perPass.toFixed(2).padStart(8)} ms  the ${unit} (wall clock, mean of ${passes})`,
+        ...(b.device
+          ? [
+              `  (${b.name}: a method's time records its kernels; the GPU runs them at the ${unit}'s read, outside the calls)`,
+            ]
+          : []),
       ];
     },
   };

@@ -4,13 +4,16 @@
  * addons are built, the native (OpenBLAS) and onednn backends — onednn twice for the matrix
  * products: its default matmul primitive and oneDNN's dnnl_sgemm entry point (`onednn sgemm`), and
  * twice for the convolutions: as the backend runs them (the addon's own kernels for few input
- * channels, native/onednn/direct.c) and oneDNN's primitives only (`onednn prims`).
+ * channels, native/onednn/direct.c) and oneDNN's primitives only (`onednn prims`) — and `webgpu`
+ * when a GPU adapter opens (bench/webgpuColumn.ts: the adapter printed, or why the column is left
+ * out): its calls run at the host's next read, so a cell times batches of back-to-back calls, each
+ * batch ended by a 4-byte read of the output, in wall time.
  * The columns of a row take turns in rounds (3, `--rounds N`; 1 with --quick), so that a slow spell
  * of a shared machine hits all of them: each cell is the median over rounds of each round's median
  * of timed repetitions, after a warm-up (which also lets V8 tier the wasm code up), and its fraction
  * of the machine's measured FMA peak (bench/peak.ts, printed first).
  *
- *   node --import tsx bench/kernels.ts [--quick] [--rounds N] [--backends js,wasm,wasm-simd,native,onednn,onednn-sgemm,onednn-prims] [--filter gemm]
+ *   node --import tsx bench/kernels.ts [--quick] [--rounds N] [--backends js,wasm,wasm-simd,native,onednn,onednn-sgemm,onednn-prims,webgpu] [--filter gemm]
  *
  * Shapes: square sgemm n = 128…1024; the dense layer of the reference network (64×1600 · 1600×128)
  * and its two backward products; conv2d forward / backward-data / backward-filter of its two conv
@@ -25,13 +28,20 @@ import { createNativeBackend, nativeUnavailableReason } from '../src/kernels/nat
 import { createOneDnnBackend, onednnUnavailableReason } from '../src/kernels/onednn/index.ts';
 import { ofPeak, peakLine } from './peak.ts';
 import { median } from './args.ts';
+import { figure, openWebGpuColumn, wallSecondsPerCall } from './webgpuColumn.ts';
+
+/** The timed call and the array it writes (read back to end a GPU's timed batch). */
+interface Timed {
+  run(): void;
+  output: Float32Array;
+}
 
 interface Case {
   name: string;
   shape: string;
   flops: number;
   /** Builds the operands in `b`'s memory and returns the timed call. */
-  setup(b: Backend): () => void;
+  setup(b: Backend): Timed;
 }
 
 function filled(b: Backend, n: number, seed: number): Float32Array {
@@ -45,6 +55,7 @@ function filled(b: Backend, n: number, seed: number): Float32Array {
     s >>>= 0;
     a[i] = (s / 4294967296) * 2 - 1;
   }
+  b.device?.fromHost([a]); // a GPU backend computes on its own copy
   return a;
 }
 
@@ -58,7 +69,7 @@ function gemmCase(name: string, transA: boolean, transB: boolean, M: number, N: 
       const A = filled(b, M * K, 1),
         B = filled(b, K * N, 2),
         C = b.alloc(M * N);
-      return () => b.gemm(transA, transB, M, N, K, 1, A, B, beta, C);
+      return { run: () => b.gemm(transA, transB, M, N, K, 1, A, B, beta, C), output: C };
     },
   };
 }
@@ -81,7 +92,7 @@ function convCases(label: string, g: Conv2DGeometry): Case[] {
           w = filled(b, sizes.w, 2),
           bias = filled(b, g.F, 3),
           y = b.alloc(sizes.y);
-        return () => b.conv2dForward(x, w, bias, y, g);
+        return { run: () => b.conv2dForward(x, w, bias, y, g), output: y };
       },
     },
     {
@@ -92,7 +103,7 @@ function convCases(label: string, g: Conv2DGeometry): Case[] {
         const dy = filled(b, sizes.y, 1),
           w = filled(b, sizes.w, 2),
           dx = b.alloc(sizes.x);
-        return () => b.conv2dBackwardData(dy, w, dx, g);
+        return { run: () => b.conv2dBackwardData(dy, w, dx, g), output: dx };
       },
     },
     {
@@ -104,7 +115,7 @@ function convCases(label: string, g: Conv2DGeometry): Case[] {
           dy = filled(b, sizes.y, 2),
           dw = b.alloc(sizes.w),
           db = b.alloc(g.F);
-        return () => b.conv2dBackwardFilter(x, dy, dw, db, g);
+        return { run: () => b.conv2dBackwardFilter(x, dy, dw, db, g), output: dw };
       },
     },
   ];
@@ -118,6 +129,22 @@ export const CASES: Case[] = [
   ...convCases('conv1', conv(64, 28, 28, 1, 3, 32)),
   ...convCases('conv2', conv(64, 13, 13, 32, 3, 64)),
 ];
+
+/**
+ * `gemmOnly` / `convOnly`: the column measures the matrix products / convolutions only, `maxFlops`
+ * the cases up to that many flops (other rows print a dash).
+ */
+interface Column {
+  label: string;
+  backend: Backend;
+  gemmOnly?: boolean;
+  convOnly?: boolean;
+  maxFlops?: number;
+  before?: () => void;
+}
+
+/** A software adapter's smoke test stops here: SwiftShader runs sgemm at about 0.1 GFLOPS. */
+const SOFTWARE_MAX_FLOPS = 1e8;
 
 /** Width of one result column. */
 const CELL = 15;
@@ -139,20 +166,42 @@ function measure(fn: () => void, warmMs: number, minMs: number, minReps: number)
   return times[times.length >> 1]! / 1000;
 }
 
+/**
+ * `measure` for a GPU backend, whose calls are only recorded until the host reads: a sample is the
+ * wall time per call of a batch of back-to-back calls ended by a 4-byte read of the output, so it
+ * holds finished GPU work, and the batch (grown until it takes ≥ 20 ms, at most 256 calls) keeps
+ * the read's round trip small beside it. Warm-up batches first (the pipelines compile at first use).
+ */
+async function measureGpu(b: Backend, t: Timed, warmMs: number, minMs: number, minBatches: number): Promise<number> {
+  const batch = (calls: number) => wallSecondsPerCall(b, t.run, t.output, calls);
+  let t0 = performance.now();
+  let perCall = await batch(1);
+  while (performance.now() - t0 < warmMs) perCall = await batch(1);
+  let calls = 1;
+  while (calls < 256 && perCall * calls < 0.02) {
+    calls *= 2;
+    perCall = await batch(calls);
+  }
+  const times: number[] = [];
+  t0 = performance.now();
+  while (times.length < minBatches || performance.now() - t0 < minMs) {
+    times.push(await batch(calls));
+    if (times.length >= 1000) break;
+  }
+  return median(times);
+}
+
 export async function main(args: string[] = []): Promise<void> {
   const quick = args.includes('--quick');
   const pick = (flag: string) => {
     const i = args.indexOf(flag);
     return i >= 0 ? args[i + 1] : undefined;
   };
-  const wanted = (pick('--backends') ?? 'js,wasm-simd,wasm,native,onednn,onednn-sgemm,onednn-prims').split(',');
-  const filter = pick('--filter');
+  const wanted = (pick('--backends') ?? 'js,wasm-simd,wasm,native,onednn,onednn-sgemm,onednn-prims,webgpu').split(',');
   const rounds = Math.max(1, Number(pick('--rounds') ?? (quick ? 1 : 3)));
   console.log(peakLine());
 
-  /** `gemmOnly` / `convOnly`: the column measures the matrix products / convolutions only (other rows print a dash). */
-  const columns: { label: string; backend: Backend; gemmOnly?: boolean; convOnly?: boolean; before?: () => void }[] =
-    [];
+  const columns: Column[] = [];
   if (wanted.includes('js')) columns.push({ label: 'js', backend: jsBackend });
   if (wanted.includes('wasm-simd')) {
     const b = await createWasmBackend({ relaxed: false });
@@ -195,7 +244,27 @@ export async function main(args: string[] = []): Promise<void> {
   } else if (wanted.some((w) => w.startsWith('onednn'))) {
     console.log(`onednn backend unavailable: ${onednnUnavailableReason()}`);
   }
+  const webgpu = wanted.includes('webgpu') ? await openWebGpuColumn() : null;
+  if (webgpu?.gpu.description.software) {
+    console.log(
+      `webgpu: a smoke test, the cases up to ${SOFTWARE_MAX_FLOPS / 1e6} MFLOP, each cell one timed batch after a warm-up`,
+    );
+    columns.push({ label: 'webgpu', backend: webgpu, maxFlops: SOFTWARE_MAX_FLOPS });
+  } else if (webgpu) columns.push({ label: 'webgpu', backend: webgpu });
+  try {
+    await measureColumns(columns, pick('--filter'), quick, rounds);
+  } finally {
+    webgpu?.release();
+  }
+}
 
+/** Prints the table: every case a row, every column a cell, the columns taking turns in rounds. */
+async function measureColumns(
+  columns: Column[],
+  filter: string | undefined,
+  quick: boolean,
+  rounds: number,
+): Promise<void> {
   const cases = CASES.filter((c) => !filter || `${c.name} ${c.shape}`.includes(filter));
   const nameW = Math.max(...cases.map((c) => c.name.length)),
     shapeW = Math.max(...cases.map((c) => c.shape.length));
@@ -203,17 +272,22 @@ export async function main(args: string[] = []): Promise<void> {
   console.log(
     `GFLOPS (% of the widest-vector FMA peak), one thread, the columns interleaved: median over ${rounds} rounds of each round's median (Node ${process.versions.node}, V8 ${process.versions.v8})`,
   );
+  if (columns.some((c) => c.backend.device))
+    console.log(
+      'webgpu: wall time per call of batches of back-to-back calls, each batch ended by a 4-byte read of the output (its calls run at that read); no share of the CPU peak',
+    );
   console.log(header);
   console.log('-'.repeat(header.length));
   for (const c of cases) {
     const runs = columns.map((col) => {
       if (
         (col.gemmOnly && !c.name.includes('sgemm') && !c.name.startsWith('dense')) ||
-        (col.convOnly && !c.name.startsWith('conv'))
+        (col.convOnly && !c.name.startsWith('conv')) ||
+        c.flops > (col.maxFlops ?? Number.POSITIVE_INFINITY)
       )
         return null;
       col.before?.();
-      return { col, fn: c.setup(col.backend), times: [] as number[] };
+      return { col, timed: c.setup(col.backend), times: [] as number[] };
     });
     // the columns take turns, round by round (the order rotating), so that a slow spell of a shared
     // machine falls on every column alike; a cell is the median over rounds of each round's median
@@ -225,13 +299,20 @@ export async function main(args: string[] = []): Promise<void> {
         // js at large sizes is slow: fewer repetitions keep the run short.
         const slow = run.col.label === 'js' && c.flops > 5e8;
         const warm = r > 0 ? 20 : quick || slow ? 50 : 200;
-        run.times.push(measure(run.fn, warm, quick || slow ? 100 : Math.max(100, 400 / rounds), slow ? 3 : 5));
+        const minMs = quick || slow ? 100 : Math.max(100, 400 / rounds);
+        const smoke = run.col.maxFlops !== undefined;
+        run.times.push(
+          run.col.backend.device
+            ? await measureGpu(run.col.backend, run.timed, smoke ? 0 : warm, smoke ? 0 : minMs, smoke ? 1 : 3)
+            : measure(run.timed.run, warm, minMs, slow ? 3 : 5),
+        );
       }
     }
     const cells = runs.map((run) => {
       if (!run) return '—'.padStart(CELL);
       const gflops = c.flops / median(run.times) / 1e9;
-      return `${gflops.toFixed(1)}${ofPeak(gflops) ? ` ${ofPeak(gflops).padStart(4)}` : ''}`.padStart(CELL);
+      const peak = run.col.backend.device ? '' : ofPeak(gflops); // the peak is the CPU's
+      return `${figure(gflops)}${peak ? ` ${peak.padStart(4)}` : ''}`.padStart(CELL);
     });
     console.log(`${c.name.padEnd(nameW)}  ${c.shape.padEnd(shapeW)}  ${cells.join('')}`);
   }

@@ -2,7 +2,7 @@
  * LSTM (or, with --gru, GRU) forward+backward at DeepSpeech-like shapes, per backend, against the
  * backend's own sgemm in the same run and PyTorch's nn.LSTM / nn.GRU (one thread) in the same run.
  *
- *   npm run bench -- lstm [--gru] [--quick] [--backends wasm,native] [--frames T] [--reps R] [--rounds 5] [--no-torch] [--uni|--bi] [--calls] [--steps]
+ *   npm run bench -- lstm [--gru] [--quick] [--backends wasm,native,webgpu] [--frames T] [--reps R] [--rounds 5] [--no-torch] [--uni|--bi] [--calls] [--steps]
  *
  * `--calls` adds, per backend and direction, the ms per pass in each Backend method and outside them.
  * onednn runs each direction as one oneDNN primitive where it offers one (AVX-512), whatever
@@ -13,6 +13,10 @@
  * Shape: batch N = 32, T = 100 frames, F = 494 inputs (DeepSpeech's 26 MFCC × 19-frame context), H = 512
  * units; `--quick` runs T = 25 (the per-step gemms keep their shape; only the all-frames gemms shrink).
  * The js backend is left out unless named in --backends (it then runs T = 10, N = 8).
+ * `webgpu` (registered, so in the default list) runs where a GPU adapter opens, its adapter printed
+ * (or why not: bench/webgpuColumn.ts); on a software adapter (SwiftShader) at N = 8, T = 2 with one
+ * repetition in the first round, a smoke test. Its times are wall time, each pass (and each three back-to-back sgemms,
+ * and each step-gemm sequence) ended by a 4-byte read: its kernels run at that read.
  *
  * GFLOPS count the gemms only, per direction, with G gates (LSTM 4, GRU 3): forward = input
  * projection 2·N·T·F·GH + recurrent 2·N·T·H·GH; backward does the same products twice more (dW_ih
@@ -46,6 +50,8 @@ import { flag, median } from './args.ts';
 import { runPython, torchPython } from './torch.ts';
 import { ofPeak, peakLine } from './peak.ts';
 import { timeCalls } from './backendCalls.ts';
+import { figure, finished, openWebGpuColumn, wallSecondsPerCall } from './webgpuColumn.ts';
+import type { WebGpuBackend } from '../src/kernels/webgpu/index.ts';
 
 interface Shape {
   N: number;
@@ -77,6 +83,7 @@ function filled(b: Backend, n: number, seed: number): Float32Array {
     s >>>= 0;
     a[i] = (s / 4294967296) * 2 - 1;
   }
+  b.device?.fromHost([a]); // a GPU backend computes on its own copy
   return a;
 }
 
@@ -109,15 +116,17 @@ interface Result {
 }
 
 /**
- * Times LSTM (GRU) passes and the reference sgemm interleaved (medians of CPU seconds), and the
- * recurrent step's product as the layer runs it: [N, H] · packed W_hhᵀ [H, GH], T of them.
+ * Times LSTM (GRU) passes and the reference sgemm interleaved (medians of CPU seconds; on a GPU of
+ * wall seconds up to a read), and the recurrent step's product as the layer runs it: [N, H] ·
+ * packed W_hhᵀ [H, GH], T of them.
  */
-function timeBackend(b: Backend, cell: CellKind, s: Shape, directions: number, reps: number): Result {
+async function timeBackend(b: Backend, cell: CellKind, s: Shape, directions: number, reps: number): Promise<Result> {
   const { N, T, F, H } = s,
     GH = GATES[cell] * H;
   const layer = new Recurrent(b, `bench ${cell}`, [T, F], cell, H, directions === 2 ? { bidirectional: 'concat' } : {});
   const model = new Sequential(b, [layer], [T, F]);
   model.initialize(1);
+  b.device?.fromHost([model.params, model.state]);
   const x = new Tensor([N, T, F], filled(b, N * T * F, 3));
   const dy = new Tensor([N, T, layer.outputShape[1]!], filled(b, N * T * layer.outputShape[1]!, 4));
   const pass = (): void => {
@@ -135,11 +144,19 @@ function timeBackend(b: Backend, cell: CellKind, s: Shape, directions: number, r
   };
   pass();
   gemm();
-  steps(); // warm-up (V8 tiers the wasm up; buffers are allocated)
+  steps(); // warm-up (V8 tiers the wasm up; buffers are allocated; a GPU compiles its pipelines)
+  await finished(b, C);
   const lstm: number[] = [],
     ref: number[] = [],
     step: number[] = [];
   for (let r = 0; r < reps; r++) {
+    if (b.device) {
+      // a GPU's kernels run at the next read: each timed region ends with one (the sgemm's three back to back)
+      lstm.push(await wallSecondsPerCall(b, pass, model.grads));
+      ref.push(await wallSecondsPerCall(b, gemm, C, 3));
+      step.push(await wallSecondsPerCall(b, steps, C));
+      continue;
+    }
     lstm.push(cpuSeconds(pass));
     // the reference is short: three samples per pass steady its median
     for (let k = 0; k < 3; k++) ref.push(cpuSeconds(gemm));
@@ -150,7 +167,13 @@ function timeBackend(b: Backend, cell: CellKind, s: Shape, directions: number, r
 }
 
 /** Where one backend's pass goes (`--calls`): ms per pass per Backend method, `passes` passes after a warm-up. */
-function callBreakdown(b: Backend, cell: CellKind, s: Shape, directions: number, passes: number): string[] {
+async function callBreakdown(
+  b: Backend,
+  cell: CellKind,
+  s: Shape,
+  directions: number,
+  passes: number,
+): Promise<string[]> {
   const calls = timeCalls(b);
   const { N, T, F, H } = s;
   const layer = new Recurrent(
@@ -161,7 +184,9 @@ function callBreakdown(b: Backend, cell: CellKind, s: Shape, directions: number,
     H,
     directions === 2 ? { bidirectional: 'concat' } : {},
   );
-  new Sequential(calls.backend, [layer], [T, F]).initialize(1);
+  const model = new Sequential(calls.backend, [layer], [T, F]);
+  model.initialize(1);
+  b.device?.fromHost([model.params, model.state]);
   const x = new Tensor([N, T, F], filled(b, N * T * F, 3));
   const dy = new Tensor([N, T, layer.outputShape[1]!], filled(b, N * T * layer.outputShape[1]!, 4));
   const pass = (): void => {
@@ -169,9 +194,11 @@ function callBreakdown(b: Backend, cell: CellKind, s: Shape, directions: number,
     layer.backward(dy, true);
   };
   pass();
+  await finished(b, model.grads);
   calls.reset();
   const t0 = performance.now();
   for (let p = 0; p < passes; p++) pass();
+  await finished(b, model.grads); // a GPU runs the passes here
   return calls.report(passes, performance.now() - t0);
 }
 
@@ -212,6 +239,16 @@ function torchSeconds(
 }
 
 export async function main(args: string[] = []): Promise<void> {
+  // the GPU, where webgpu is one of the backends: released at the end, so the process can exit
+  const gpu: { backend: WebGpuBackend | null } = { backend: null };
+  try {
+    await measure(args, gpu);
+  } finally {
+    gpu.backend?.release();
+  }
+}
+
+async function measure(args: string[], gpu: { backend: WebGpuBackend | null }): Promise<void> {
   const quick = args.includes('--quick');
   const reps = Number(flag(args, 'reps') ?? 3);
   const rounds = Number(flag(args, 'rounds') ?? 5);
@@ -250,7 +287,25 @@ export async function main(args: string[] = []): Promise<void> {
     ['backend', 'dir', 'ms/pass', 'seq/s', 'GFLOPS', 'of peak', 'sgemm', `${CELL}/sgemm`, 'step gemm', 'kept MB'],
   ];
   const backends: { name: string; b: Backend }[] = [];
+  // the backends that run a smaller shape, one repetition: js, and a GPU's software adapter (a smoke test, first round only)
+  const reduced = new Map<string, Shape>([['js', small]]);
+  let smokeTest: string | undefined;
+  const shapeOf = (name: string) => reduced.get(name) ?? full;
   for (const name of names) {
+    if (name === 'webgpu') {
+      // printed its adapter, or why none opened
+      gpu.backend = await openWebGpuColumn();
+      if (!gpu.backend) continue;
+      backends.push({ name, b: gpu.backend });
+      if (gpu.backend.gpu.description.software) {
+        // SwiftShader runs js's shape's pass in about a minute on a busy 2-core machine
+        const smoke: Shape = { ...small, T: 2 };
+        reduced.set(name, smoke);
+        smokeTest = name;
+        console.log(`webgpu: batch ${smoke.N}, ${smoke.T} frames, one repetition, in the first round only`);
+      }
+      continue;
+    }
     const b = await tryBackend(name).catch((err: Error) => {
       console.log(`${name}: ${err.message}`);
       return null;
@@ -278,11 +333,12 @@ export async function main(args: string[] = []): Promise<void> {
     torchMissing = args.includes('--no-torch') ? 'skipped (--no-torch)' : '';
   for (let r = 0; r < rounds; r++) {
     for (const { name, b } of backends) {
+      if (r > 0 && name === smokeTest) continue;
       for (const d of dirs) {
         const key = `${name}/${d}`;
         results.set(key, [
           ...(results.get(key) ?? []),
-          timeBackend(b, cell, name === 'js' ? small : full, d, name === 'js' ? 1 : reps),
+          await timeBackend(b, cell, shapeOf(name), d, reduced.has(name) ? 1 : reps),
         ]);
       }
     }
@@ -296,8 +352,12 @@ export async function main(args: string[] = []): Promise<void> {
       torchSec.set(d, [...(torchSec.get(d) ?? []), t.sec]);
     }
   }
-  for (const { name } of backends) {
-    const s = name === 'js' ? small : full;
+  if (gpu.backend)
+    console.log(
+      'webgpu: wall time per pass, each ended by a 4-byte read (its kernels run at that read); no share of the CPU peak',
+    );
+  for (const { name, b } of backends) {
+    const s = shapeOf(name);
     for (const d of dirs) {
       const rs = results.get(`${name}/${d}`)!;
       const lstmSec = median(rs.map((x) => x.lstmSec)),
@@ -310,11 +370,11 @@ export async function main(args: string[] = []): Promise<void> {
         d === 2 ? 'bi' : 'uni',
         (lstmSec * 1e3).toFixed(0),
         (s.N / lstmSec).toFixed(1),
-        gflops.toFixed(1),
-        ofPeak(gflops),
-        ref.toFixed(1),
+        figure(gflops),
+        b.device ? '' : ofPeak(gflops), // the peak is the CPU's
+        figure(ref),
         `${((100 * gflops) / ref).toFixed(0)}%`,
-        ((2 * s.T * s.N * s.H * G * s.H) / stepSec / 1e9).toFixed(1),
+        figure((2 * s.T * s.N * s.H * G * s.H) / stepSec / 1e9),
         rs[0]!.keptMB.toFixed(0),
       ]);
     }
@@ -344,7 +404,7 @@ export async function main(args: string[] = []): Promise<void> {
     for (const { name, b } of backends) {
       for (const d of dirs) {
         console.log(`\n${name} ${d === 2 ? 'bi' : 'uni'}: where a pass goes (--calls)`);
-        for (const line of callBreakdown(b, cell, name === 'js' ? small : full, d, 3)) console.log(line);
+        for (const line of await callBreakdown(b, cell, shapeOf(name), d, 3)) console.log(line);
       }
     }
   }
@@ -353,7 +413,7 @@ export async function main(args: string[] = []): Promise<void> {
     const torch = torchSec.get(d);
     if (!torch || torch.length < rounds) continue;
     for (const { name } of backends) {
-      if (name === 'js') continue;
+      if (reduced.has(name)) continue;
       const ratios = results.get(`${name}/${d}`)!.map((x, r) => torch[r]! / x.lstmSec);
       console.log(
         `${name} / PyTorch (${d === 2 ? 'bi' : 'uni'}): ${median(ratios).toFixed(2)}×  (rounds: ${ratios.map((v) => v.toFixed(2)).join(' · ')})`,
