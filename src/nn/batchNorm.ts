@@ -22,7 +22,8 @@ export interface StatsReducer {
  * through forwardAsync/backwardAsync in training.
  *
  * Every step between the passes is a kernel, so the layer runs where the backend's arrays live
- * (webgpu). Synchronised statistics are summed on the host and so need a CPU backend.
+ * (webgpu). Synchronised sums cross to the host for the reducer and back (DeviceStorage), each
+ * sum where the next kernel needs it: the statistics' two in forward, the gradient's one in backward.
  */
 export class BatchNorm extends BaseLayer {
   readonly outputShape: readonly number[];
@@ -66,10 +67,6 @@ export class BatchNorm extends BaseLayer {
 
   /** Synchronise batch statistics through `reducer` (null: per-replica statistics again). */
   setReducer(reducer: StatsReducer | null): void {
-    if (reducer && this.backend.device)
-      throw this.error(
-        `train.syncBatchNorm sums the batch statistics on the host, which the ${this.backend.name} backend's arrays are not on; turn train.syncBatchNorm off or use --backend auto`,
-      );
     this.reducer = reducer;
   }
 
@@ -126,15 +123,27 @@ export class BatchNorm extends BaseLayer {
     // two passes (mean, then centred squares) keep the variance accurate after float32 transport
     const C = this.channels,
       s = this.sums(x);
-    s[C] = x.size / C;
-    await reducer.sum(s);
+    await this.sumOverReplicas(reducer, s, x.size / C);
     const rows = s[C]!;
     this.backend.batchNormMean(s, rows, this.mean, C);
     const sq = this.centredSquares(x);
-    await reducer.sum(sq);
+    await this.sumOverReplicas(reducer, sq);
     this.setVariance(sq, rows);
     this.trainingPass = true;
     return this.normalise(x);
+  }
+
+  /**
+   * `values` (a kernel's output) summed over the replicas through `reducer`; with `rows`, its last
+   * slot carries this replica's row count into the sum. On a device the values come to the host for
+   * the reducer and go back for the next kernel.
+   */
+  private async sumOverReplicas(reducer: StatsReducer, values: Float32Array, rows?: number): Promise<void> {
+    const device = this.backend.device;
+    await device?.toHost([values]);
+    if (rows !== undefined) values[values.length - 1] = rows;
+    await reducer.sum(values);
+    device?.fromHost([values]);
   }
 
   /** Σx per channel of this replica's batch, in channelTotals (its last slot, the row count, is the caller's). */
@@ -197,7 +206,7 @@ export class BatchNorm extends BaseLayer {
     // γ and β gradients are this replica's share (the strategy combines parameter gradients)…
     this.backend.batchNormParamGrads(sums, this.dgamma, this.dbeta, this.channels);
     // …the input gradient needs the sums over the whole synchronised batch
-    await reducer.sum(sums);
+    await this.sumOverReplicas(reducer, sums);
     return this.inputGrad(dy, sums);
   }
 

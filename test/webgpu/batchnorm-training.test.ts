@@ -11,7 +11,6 @@ import { jsBackend } from '../../src/kernels/js/index.ts';
 import { webgpuBackend } from '../../src/kernels/webgpu/index.ts';
 import { parseConfig, parseYaml } from '../../src/config/index.ts';
 import { Replica } from '../../src/runtime/device/replica.ts';
-import { BatchNorm } from '../../src/nn/batchNorm.ts';
 import { randomArray } from '../util/close.ts';
 import { gpuOrSkip, releaseGpu } from './gpuTest.ts';
 
@@ -77,16 +76,4 @@ test('webgpu trains conv → batchNorm → relu → dense as js does, and evalua
     logits.push(y.data.slice());
   }
   assertClose(logits[1]!, logits[0]!, 'evaluation logits');
-});
-
-test('synchronised BatchNorm on webgpu is refused, naming train.syncBatchNorm', async (t) => {
-  const gpu = await gpuOrSkip(t);
-  if (!gpu) return;
-  const dev = new Replica(
-    webgpuBackend(gpu),
-    parseConfig(parseYaml(CONFIG, 'batchnorm-training'), 'batchnorm-training'),
-  );
-  const layer = dev.model.layers.find((l) => l instanceof BatchNorm);
-  assert.ok(layer instanceof BatchNorm);
-  assert.throws(() => layer.setReducer({ sum: async () => {} }), /train\.syncBatchNorm.*--backend auto/);
 });

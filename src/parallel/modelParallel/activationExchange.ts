@@ -1,5 +1,6 @@
 import { ownedSlice, type Communicator } from '../../comm/communicator.ts';
 import type { Backend } from '../../kernels/backend.ts';
+import type { DeviceStorage } from '../../kernels/deviceStorage.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { shapeSize } from '../../tensor/shape.ts';
 import type { ForwardContext } from '../../nn/layer.ts';
@@ -9,6 +10,10 @@ import type { ForwardContext } from '../../nn/layer.ts';
  * columns (units). The transports' allgather/reduceScatter split a flat buffer evenly by
  * ownedSlice, so uneven parts travel in G equal, zero-padded blocks: block r is exactly rank r's
  * owned slice. When the parts are even the buffer itself is used, without padding or copies.
+ *
+ * The collectives run on host arrays. Where the backend's arrays live on a device (`device`), each
+ * exchange brings what it sends to the host first (one read) and what it received back after (one
+ * upload); the layers around it keep everything else on the device.
  */
 
 /** Rows each rank holds this step and where they start in the concatenated batch (rank order). */
@@ -83,9 +88,21 @@ export class CollectiveBuffers {
 
 const isEven = (counts: readonly number[]) => counts.every((c) => c === counts[0]);
 
+/** Sums `a` over the ranks, in place (on a device: read, all-reduced on the host, written back). */
+export async function allreduceSum(
+  comm: Communicator,
+  device: DeviceStorage | undefined,
+  a: Float32Array,
+): Promise<void> {
+  await device?.toHost([a]);
+  await comm.allreduce(a, 'sum');
+  device?.fromHost([a]);
+}
+
 /** out[total × width] = every rank's `local` rows [counts[rank] × width], concatenated in rank order. */
 export async function allgatherRows(
   comm: Communicator,
+  device: DeviceStorage | undefined,
   local: Float32Array,
   split: RowSplit,
   width: number,
@@ -94,17 +111,21 @@ export async function allgatherRows(
 ): Promise<void> {
   const { counts, starts } = split,
     r = comm.rank;
+  const mine = local.subarray(0, counts[r]! * width);
+  await device?.toHost([mine]);
+  const all = out.subarray(0, split.total * width);
   if (isEven(counts)) {
-    out.set(local.subarray(0, counts[r]! * width), starts[r]! * width);
-    await comm.allgather(out.subarray(0, split.total * width));
-    return;
+    all.set(mine, starts[r]! * width);
+    await comm.allgather(all);
+  } else {
+    const block = Math.max(...counts) * width;
+    const padded = scratch.get('rows', block * comm.size);
+    padded.set(mine, r * block);
+    await comm.allgather(padded);
+    for (let q = 0; q < comm.size; q++)
+      all.set(padded.subarray(q * block, q * block + counts[q]! * width), starts[q]! * width);
   }
-  const block = Math.max(...counts) * width;
-  const padded = scratch.get('rows', block * comm.size);
-  padded.set(local.subarray(0, counts[r]! * width), r * block);
-  await comm.allgather(padded);
-  for (let q = 0; q < comm.size; q++)
-    out.set(padded.subarray(q * block, q * block + counts[q]! * width), starts[q]! * width);
+  device?.fromHost([all]);
 }
 
 /**
@@ -113,6 +134,7 @@ export async function allgatherRows(
  */
 export async function reduceScatterRows(
   comm: Communicator,
+  device: DeviceStorage | undefined,
   full: Float32Array,
   split: RowSplit,
   width: number,
@@ -121,21 +143,24 @@ export async function reduceScatterRows(
 ): Promise<void> {
   const { counts, starts } = split,
     r = comm.rank;
-  const mine = counts[r]! * width;
+  const mine = local.subarray(0, counts[r]! * width);
+  const all = full.subarray(0, split.total * width);
+  await device?.toHost([all]);
   if (isEven(counts)) {
-    const { start } = await comm.reduceScatter(full.subarray(0, split.total * width), 'sum');
-    local.set(full.subarray(start, start + mine));
-    return;
+    const { start } = await comm.reduceScatter(all, 'sum');
+    mine.set(all.subarray(start, start + mine.length));
+  } else {
+    const block = Math.max(...counts) * width;
+    const padded = scratch.get('rows', block * comm.size);
+    for (let q = 0; q < comm.size; q++) {
+      const n = counts[q]! * width;
+      padded.set(all.subarray(starts[q]! * width, starts[q]! * width + n), q * block);
+      padded.fill(0, q * block + n, (q + 1) * block);
+    }
+    const { start } = await comm.reduceScatter(padded, 'sum');
+    mine.set(padded.subarray(start, start + mine.length));
   }
-  const block = Math.max(...counts) * width;
-  const padded = scratch.get('rows', block * comm.size);
-  for (let q = 0; q < comm.size; q++) {
-    const n = counts[q]! * width;
-    padded.set(full.subarray(starts[q]! * width, starts[q]! * width + n), q * block);
-    padded.fill(0, q * block + n, (q + 1) * block);
-  }
-  const { start } = await comm.reduceScatter(padded, 'sum');
-  local.set(padded.subarray(start, start + mine));
+  device?.fromHost([mine]);
 }
 
 /** Units [start, end) each rank holds of a layer with `total` units. */
@@ -147,6 +172,7 @@ export interface ColumnSplit {
 /** out[rows × total] = every rank's column block `shard` [rows × (end − start)], side by side. */
 export async function allgatherColumns(
   comm: Communicator,
+  device: DeviceStorage | undefined,
   shard: Float32Array,
   rows: number,
   split: ColumnSplit,
@@ -156,7 +182,9 @@ export async function allgatherColumns(
   const widths = split.ranges.map((c) => c.end - c.start);
   const block = rows * Math.max(...widths);
   const padded = scratch.get('columns', block * comm.size);
-  padded.set(shard.subarray(0, rows * widths[comm.rank]!), comm.rank * block);
+  const mine = shard.subarray(0, rows * widths[comm.rank]!);
+  await device?.toHost([mine]);
+  padded.set(mine, comm.rank * block);
   await comm.allgather(padded);
   const total = split.total;
   for (let q = 0; q < comm.size; q++) {
@@ -165,6 +193,7 @@ export async function allgatherColumns(
       base = q * block;
     for (let n = 0; n < rows; n++) out.set(padded.subarray(base + n * w, base + (n + 1) * w), n * total + from);
   }
+  device?.fromHost([out.subarray(0, rows * total)]);
 }
 
 /** shard[rows × (end − start)] = columns [start, end) of full [rows × total]. */
@@ -186,6 +215,7 @@ export function takeColumns(
  */
 export async function gatherSectionInput(
   comm: Communicator,
+  device: DeviceStorage | undefined,
   x: Tensor,
   rows: RowSplit,
   shape: readonly number[],
@@ -194,6 +224,6 @@ export async function gatherSectionInput(
 ): Promise<Tensor> {
   const width = shapeSize(shape);
   const all = await buffers.get('input', rows.total * width);
-  await allgatherRows(comm, x.data, rows, width, all, scratch);
+  await allgatherRows(comm, device, x.data, rows, width, all, scratch);
   return new Tensor([rows.total, ...shape], all);
 }

@@ -13,6 +13,7 @@ import {
   type RowSplit,
 } from './activationExchange.ts';
 import { SectionLayer, shardParamSpecs } from './sectionLayer.ts';
+import { DeviceCopies } from './deviceCopies.ts';
 
 /**
  * A conv2d marked `parallel: model`, as a stage of the model-parallel section: a channel split
@@ -23,7 +24,8 @@ import { SectionLayer, shardParamSpecs } from './sectionLayer.ts';
  * Its weights are this device's filter slice in the model's flat buffer (bound like a dense
  * shard: kernel [KH, KW, C, mine], bias [mine]); the split layer computes on its own copy and
  * the weight gradients are added back × weightGradScale (1/G: the whole batch's rows each carry
- * the data-parallel G/(G·b) scale). They are complete here and are not all-reduced.
+ * the data-parallel G/(G·b) scale). They are complete here and are not all-reduced. The copies
+ * and the gradients' scaled sums are kernels: on a GPU only the exchanges cross to the host.
  */
 export class ChannelParallelConv extends SectionLayer {
   readonly conv: ChannelSplitConv2D;
@@ -34,6 +36,7 @@ export class ChannelParallelConv extends SectionLayer {
   private dBias: Float32Array | null = null;
   private readonly shared: CollectiveBuffers;
   private readonly scratch = new ExchangeScratch();
+  private readonly copies: DeviceCopies;
   private rows: RowSplit | null = null;
 
   constructor(
@@ -57,6 +60,7 @@ export class ChannelParallelConv extends SectionLayer {
     });
     this.outputShape = this.conv.outputShape;
     this.shared = new CollectiveBuffers(backend, comm);
+    this.copies = new DeviceCopies(backend);
   }
 
   /** This device's kernel [KH, KW, C, mine] and bias [mine] slices, drawn like the unsplit layer's. */
@@ -91,19 +95,19 @@ export class ChannelParallelConv extends SectionLayer {
   async forwardAsync(x: Tensor, ctx: ForwardContext): Promise<Tensor> {
     const rows = sectionRows(ctx, this.comm.size);
     const input = this.o.inputRows
-      ? await gatherSectionInput(this.comm, x, rows, this.inputShape, this.shared, this.scratch)
+      ? await gatherSectionInput(this.comm, this.backend.device, x, rows, this.inputShape, this.shared, this.scratch)
       : x;
     this.rows = rows;
     // the optimizer updates the flat buffer: the split layer computes on a copy taken each step
-    this.conv.params.set(this.kernel);
-    if (this.bias) this.conv.params.set(this.bias, this.kernel.length);
+    this.copies.whole(this.kernel, this.conv.params);
+    if (this.bias) this.copies.whole(this.bias, this.conv.params, this.kernel.length);
     return this.conv.forward(input, ctx);
   }
 
   async backwardAsync(dy: Tensor, needInputGrad = true): Promise<Tensor | null> {
     const g = this.conv.grads,
       k = this.kernel.length;
-    g.fill(0);
+    this.backend.fill(g, 0);
     const dx = await this.conv.backward(dy, needInputGrad);
     this.backend.axpy(this.o.weightGradScale, g.subarray(0, k), this.dKernel);
     if (this.dBias) this.backend.axpy(this.o.weightGradScale, g.subarray(k, k + this.dBias.length), this.dBias);

@@ -4,6 +4,8 @@ import { ownedSlice, type Communicator } from '../../comm/communicator.ts';
 import { BufferPool, type ForwardContext } from '../../nn/layer.ts';
 import { Conv2D } from '../../nn/conv2d.ts';
 import type { Conv2DSpec } from '../../nn/spec.ts';
+import { allreduceSum } from './activationExchange.ts';
+import { DeviceCopies } from './deviceCopies.ts';
 
 /** The convolution's fields of its spec, plus where it sits. */
 export interface ChannelSplitOptions
@@ -19,7 +21,8 @@ export interface ChannelSplitOptions
  * every rank has. Forward gathers the channels so every rank gets the whole output; backward takes
  * this rank's channels of the (replicated) output gradient, accumulates its own weight gradients,
  * and sums the partial input gradients over the ranks. Uneven splits (F not a multiple of G) give
- * the first ranks one more channel.
+ * the first ranks one more channel. Where the arrays live on a device, the gather and the sum cross
+ * to the host (one read, one upload each) and taking this rank's channels is a kernel.
  */
 export class ChannelSplitConv2D {
   readonly channels: { start: number; end: number };
@@ -30,11 +33,12 @@ export class ChannelSplitConv2D {
   readonly outputShape: readonly number[];
   private readonly kernelSize: number;
   private readonly pool: BufferPool;
+  private readonly copies: DeviceCopies;
   /** channels in the largest rank's slice (allgather moves equal slices) */
   private readonly widest: number;
 
   constructor(
-    backend: Backend,
+    private readonly backend: Backend,
     private readonly comm: Communicator,
     readonly o: ChannelSplitOptions,
   ) {
@@ -68,6 +72,7 @@ export class ChannelSplitConv2D {
     const [OH, OW] = this.local.outputShape as [number, number, number];
     this.outputShape = [OH, OW, o.filters];
     this.pool = new BufferPool(backend);
+    this.copies = new DeviceCopies(backend);
   }
 
   /** Takes this rank's channels from the whole layer's kernel [KH, KW, C, F] and bias [F]. */
@@ -99,6 +104,8 @@ export class ChannelSplitConv2D {
     const pixels = part.size / (this.channels.end - this.channels.start);
     const chunk = pixels * W;
     const all = this.pool.f32('gather', chunk * size);
+    const device = this.backend.device;
+    await device?.toHost([part.data]);
     all.set(part.data, rank * chunk);
     await this.comm.allgather(all);
     const y = new Tensor([x.batch, ...this.outputShape], this.pool.f32('y', pixels * F));
@@ -108,6 +115,7 @@ export class ChannelSplitConv2D {
         base = r * chunk;
       for (let p = 0; p < pixels; p++) y.data.set(all.subarray(base + p * c, base + (p + 1) * c), p * F + start);
     }
+    device?.fromHost([y.data]);
     return y;
   }
 
@@ -118,9 +126,9 @@ export class ChannelSplitConv2D {
       mine = end - start;
     const pixels = dy.size / F;
     const part = new Tensor([dy.batch, ...this.local.outputShape], this.pool.f32('dy', pixels * mine));
-    for (let p = 0; p < pixels; p++) part.data.set(dy.data.subarray(p * F + start, p * F + end), p * mine);
+    this.copies.columns(dy.data, pixels, F, start, end, part.data);
     const dx = this.local.backward(part, needInputGrad);
-    if (dx) await this.comm.allreduce(dx.data, 'sum');
+    if (dx) await allreduceSum(this.comm, this.backend.device, dx.data);
     return dx;
   }
 }

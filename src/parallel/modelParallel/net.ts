@@ -1,10 +1,11 @@
 import type { Communicator } from '../../comm/communicator.ts';
 import type { Backend } from '../../kernels/backend.ts';
+import type { DeviceStorage } from '../../kernels/deviceStorage.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { shapeSize, VARIABLE } from '../../tensor/shape.ts';
-import { outputLengths, zeroPadding } from '../../nn/sequence.ts';
+import { outputLengths } from '../../nn/sequence.ts';
 import type { ModelSpec } from '../../nn/spec.ts';
-import type { ForwardContext, Layer } from '../../nn/layer.ts';
+import { BufferPool, type ForwardContext, type Layer } from '../../nn/layer.ts';
 import {
   allocFlat,
   bindFlat,
@@ -21,6 +22,7 @@ import { sectionRows } from './activationExchange.ts';
 import { modelParallelLayers, planModelParallelFrom, type ModelParallelPlan } from './plan.ts';
 import { copyShard, shardLayout, type ShardEntry } from './shards.ts';
 import { buildSectionLayers } from './sectionLayers.ts';
+import { DeviceCopies } from './deviceCopies.ts';
 
 /**
  * One device's part of a model run with "one weird trick": the data-parallel layers (replicated,
@@ -39,6 +41,12 @@ import { buildSectionLayers } from './sectionLayers.ts';
  * Like Sequential, it is a sequence of layers over flat buffers (nn/flatLayout.ts): the section's
  * layers (sectionLayers.ts) are nn Layers that communicate (forwardAsync/backwardAsync), and its
  * activation memory is counted the same way.
+ *
+ * On a GPU (`device`) the section's exchanges bring their arrays across (activationExchange.ts),
+ * everything else is kernels; the host keeps the weights between steps, as for a whole model on
+ * one of several devices (the replica reads the gradients and statistics after each step and
+ * writes the weights before the next), so the shards' gradient norm and the gather for checkpoints
+ * read host copies.
  */
 export class ModelParallelNet implements TrainableModel {
   readonly plan: ModelParallelPlan;
@@ -68,6 +76,9 @@ export class ModelParallelNet implements TrainableModel {
   /** the last forward: each layer's input shape (a device without rows skips local layers with these), and over frames the padded frames and lengths at the section */
   private inputShapes: (readonly number[])[] = [];
   private framesAtSection: { frames: number; lengths: Int32Array | undefined } = { frames: 0, lengths: undefined };
+  /** the gradient at the section's end over frames, with its padded frames zeroed */
+  private readonly pool: BufferPool;
+  private readonly copies: DeviceCopies;
 
   constructor(
     readonly backend: Backend,
@@ -118,6 +129,13 @@ export class ModelParallelNet implements TrainableModel {
     bindFlat(shards, rest, buffers);
     const first = new Map(replicated.map((s, k) => [s.layer, head.params[k]![0]?.offset ?? -1]));
     this.firstReplicated = this.layers.map((l) => first.get(l) ?? -1);
+    this.pool = new BufferPool(backend);
+    this.copies = new DeviceCopies(backend);
+  }
+
+  /** where the arrays live when the backend holds them on a GPU */
+  get device(): DeviceStorage | undefined {
+    return this.backend.device;
   }
 
   /**
@@ -142,8 +160,10 @@ export class ModelParallelNet implements TrainableModel {
     }
   }
 
+  /** Zeroes the gradients, on the device too where they live there. */
   zeroGrads(): void {
     this.grads.fill(0);
+    this.device?.fromHost([this.grads]);
   }
 
   private isLocal(k: number): boolean {
@@ -180,7 +200,8 @@ export class ModelParallelNet implements TrainableModel {
         const { frames: t, lengths } = this.framesAtSection,
           u = h.shape[1]!;
         h = h.reshape([mine, t, u]);
-        zeroPadding(h.data, mine, t, u, lengths);
+        // the section's own output (backend arrays): zeroed where it lives
+        if (lengths && mine > 0) this.backend.zeroPadding(h.data, mine, t, u, lengths);
         c = { ...c, rowsPerSample: undefined };
       } else if (c.lengths && layer.outputLengths && this.isLocal(k))
         c = { ...c, lengths: layer.outputLengths(c.lengths) };
@@ -207,7 +228,7 @@ export class ModelParallelNet implements TrainableModel {
         // padded frames take no gradient into the section (what comes back is 0 there already)
         const { frames: t, lengths } = this.framesAtSection,
           u = g.shape[2]!;
-        zeroPadding(g.data, mine, t, u, lengths);
+        if (lengths && mine > 0) g = this.withoutPadding(g, lengths);
         g = g.reshape([mine * t, u]);
       }
       if (mine === 0 && this.isLocal(k)) g = new Tensor([0, ...this.inputShapes[k]!.slice(1)], new Float32Array(0));
@@ -216,6 +237,18 @@ export class ModelParallelNet implements TrainableModel {
       const offset = this.firstReplicated[k]!;
       if (onReady && offset >= 0) onReady(offset);
     }
+  }
+
+  /**
+   * `dy` [n, T, F] with frames t ≥ lengths[n] zeroed, in a buffer of the net's own: `dy` may be the
+   * loss's array, which on a GPU may be a host one that kernels only read.
+   */
+  private withoutPadding(dy: Tensor, lengths: Int32Array): Tensor {
+    const [n, t, f] = dy.shape as [number, number, number];
+    const out = new Tensor(dy.shape, this.pool.f32('dyAtSectionEnd', dy.size));
+    this.copies.whole(dy.data, out.data);
+    this.backend.zeroPadding(out.data, n, t, f, lengths);
+    return out;
   }
 
   /** A local layer's output shape for a device without rows: its variable frames those `h` (a sequence) maps to. */
@@ -233,7 +266,7 @@ export class ModelParallelNet implements TrainableModel {
   /**
    * Σ g² over this device's shards, counting a tensor that every device holds whole (a row-parallel
    * layer's bias) on rank 0 only: summed over the devices, the shards' share of the squared global
-   * gradient norm (train.clipGradNorm).
+   * gradient norm (train.clipGradNorm). Reads the host's gradients: on a GPU, those the step's read brought.
    */
   shardGradSquares(): number {
     let s = 0;
@@ -258,7 +291,9 @@ export class ModelParallelNet implements TrainableModel {
   /**
    * Collective: assembles the unsplit model on rank 0 (`into`, null elsewhere) from every device's
    * part. `sources` are laid out like params (params, optimizer buffers); each lands in the
-   * matching `into.buffers` laid out like the unsplit model; the state comes along.
+   * matching `into.buffers` laid out like the unsplit model; the state comes along. Host copies
+   * throughout: on a GPU the host holds the current weights and the statistics of the last step's
+   * read, and `into`'s model takes what lands in its host copies before it next computes.
    */
   async gatherWhole(sources: Float32Array[], into: WholeModelTarget | null): Promise<void> {
     const { comm } = this;

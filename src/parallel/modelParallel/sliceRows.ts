@@ -18,7 +18,7 @@ export class SliceRows extends SectionLayer {
 
   constructor(
     private readonly comm: Communicator,
-    backend: Backend,
+    private readonly backend: Backend,
     readonly inputShape: readonly number[],
   ) {
     super();
@@ -49,7 +49,7 @@ export class SliceRows extends SectionLayer {
       sample = dy.shape.slice(1),
       width = shapeSize(sample);
     const grad = await this.shared.get('grad', rows.total * width);
-    await allgatherRows(this.comm, dy.data, rows, width, grad, this.scratch);
+    await allgatherRows(this.comm, this.backend.device, dy.data, rows, width, grad, this.scratch);
     return new Tensor([rows.total, ...sample], grad);
   }
 }

@@ -31,6 +31,9 @@ const len = (r: AxisRange) => r.end - r.start;
  * bound to `stack` — and each device's gradient holds only its tiles' share, scaled like every
  * data-parallel gradient (G/(G·b) per sample): the strategy's mean over devices is then exactly the
  * whole batch's gradient (Σ over devices of the tile shares / G), with no extra scale here.
+ *
+ * The tiles are cut and placed on the host, like the serial spatialSplit's: a CPU backend's only
+ * (the webgpu backend refuses spatialSplit before a run).
  */
 export class SpatialParallelStage extends SectionLayer {
   readonly outputShape: readonly number[];
@@ -104,7 +107,7 @@ export class SpatialParallelStage extends SectionLayer {
   async forwardAsync(x: Tensor, ctx: ForwardContext): Promise<Tensor> {
     const rows = sectionRows(ctx, this.comm.size);
     const input = this.o.inputRows
-      ? await gatherSectionInput(this.comm, x, rows, this.inputShape, this.shared, this.scratch)
+      ? await gatherSectionInput(this.comm, this.backend.device, x, rows, this.inputShape, this.shared, this.scratch)
       : x;
     this.rows = rows;
     const n = input.batch,

@@ -1,13 +1,14 @@
 import { ownedSlice, type Communicator } from '../../comm/communicator.ts';
 import type { ActivationKind } from '../../kernels/activation.ts';
 import type { Backend } from '../../kernels/backend.ts';
+import type { DeviceStorage } from '../../kernels/deviceStorage.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import {
   allgatherColumns,
   allgatherRows,
+  allreduceSum,
   reduceScatterRows,
   sectionRows,
-  takeColumns,
   CollectiveBuffers,
   ExchangeScratch,
   type ColumnSplit,
@@ -15,6 +16,7 @@ import {
 } from './activationExchange.ts';
 import type { ForwardContext, ParamSpec } from '../../nn/layer.ts';
 import { SectionLayer, shardParamSpecs } from './sectionLayer.ts';
+import { DeviceCopies } from './deviceCopies.ts';
 
 /**
  * Tensor-parallel dense layers (Megatron-LM's column and row splits) over a Communicator. A dense
@@ -28,6 +30,9 @@ import { SectionLayer, shardParamSpecs } from './sectionLayer.ts';
  * Gradient scale: every weight gradient is multiplied by `weightGradScale`. Under data parallelism
  * each device's dlogits carry G/(global batch) so that the mean over devices is the batch mean; a
  * tensor-parallel layer sees all devices' samples at once, so it passes 1/G to get the same mean.
+ *
+ * Where the arrays live on a device (webgpu), only the exchanges cross to the host (their reads and
+ * uploads are in activationExchange.ts); the products, activations and slices stay kernels.
  */
 
 /** The units [start, end) of each rank; an error naming the layer when a rank would get none. */
@@ -64,6 +69,7 @@ abstract class TensorParallelDense extends SectionLayer {
   protected readonly scratch = new ExchangeScratch();
   /** activation buffers that collectives run on (the global batch's rows) */
   protected readonly shared: CollectiveBuffers;
+  protected readonly copies: DeviceCopies;
   private buffers = new Map<string, Float32Array>();
 
   constructor(
@@ -78,6 +84,12 @@ abstract class TensorParallelDense extends SectionLayer {
   ) {
     super();
     this.shared = new CollectiveBuffers(backend, comm);
+    this.copies = new DeviceCopies(backend);
+  }
+
+  /** Where the arrays live when not on the host (the exchanges bring them across). */
+  protected get device(): DeviceStorage | undefined {
+    return this.backend.device;
   }
 
   /** Shapes of this rank's kernel and bias shard (the order of bind). */
@@ -115,7 +127,8 @@ abstract class TensorParallelDense extends SectionLayer {
       this.backend.biasGrad(dz, this.db, rows, cols);
       return;
     }
-    const tmp = this.buffer('dbScratch', cols).fill(0);
+    const tmp = this.buffer('dbScratch', cols);
+    this.backend.fill(tmp, 0);
     this.backend.biasGrad(dz, tmp, rows, cols);
     this.backend.axpy(this.weightGradScale, tmp, this.db);
   }
@@ -184,7 +197,7 @@ export class ColumnParallelDense extends TensorParallelDense {
     let input = x;
     if (this.inputRows) {
       input = new Tensor([n, this.inFeatures], await this.shared.get('x', n * this.inFeatures));
-      await allgatherRows(this.comm, x.data, rows, this.inFeatures, input.data, this.scratch);
+      await allgatherRows(this.comm, this.device, x.data, rows, this.inFeatures, input.data, this.scratch);
     }
     const y = this.buffer('y', n * w);
     this.backend.gemm(false, false, n, w, this.inFeatures, 1, input.data, this.w, 0, y);
@@ -195,7 +208,7 @@ export class ColumnParallelDense extends TensorParallelDense {
     this.rows = rows;
     if (!this.gatherOutput) return new Tensor([n, w], y);
     const full = new Tensor([n, this.units], this.buffer('yFull', n * this.units));
-    await allgatherColumns(this.comm, y, n, this.split, full.data, this.scratch);
+    await allgatherColumns(this.comm, this.device, y, n, this.split, full.data, this.scratch);
     return full;
   }
 
@@ -210,7 +223,7 @@ export class ColumnParallelDense extends TensorParallelDense {
     let dz = dy.data;
     if (this.gatherOutput) {
       dz = this.buffer('dyShard', n * w);
-      takeColumns(dy.data, n, this.units, this.start, this.end, dz);
+      this.copies.columns(dy.data, n, this.units, this.start, this.end, dz);
     }
     if (this.activation !== 'linear') {
       const out = this.buffer('dz', n * w);
@@ -223,12 +236,12 @@ export class ColumnParallelDense extends TensorParallelDense {
     const partial = await this.shared.get('dxPartial', n * this.inFeatures);
     this.backend.gemm(false, true, n, this.inFeatures, w, 1, dz, this.w, 0, partial);
     if (!this.inputRows) {
-      await this.comm.allreduce(partial, 'sum');
+      await allreduceSum(this.comm, this.device, partial);
       return new Tensor([n, this.inFeatures], partial);
     }
     const mine = rows.counts[this.comm.rank]!;
     const dx = new Tensor([mine, this.inFeatures], this.buffer('dx', mine * this.inFeatures));
-    await reduceScatterRows(this.comm, partial, rows, this.inFeatures, dx.data, this.scratch);
+    await reduceScatterRows(this.comm, this.device, partial, rows, this.inFeatures, dx.data, this.scratch);
     return dx;
   }
 }
@@ -294,9 +307,9 @@ export class RowParallelDense extends TensorParallelDense {
     if (this.scatterRows) {
       const mine = rows.counts[this.comm.rank]!;
       y = new Tensor([mine, u], this.buffer('y', mine * u));
-      await reduceScatterRows(this.comm, partial, rows, u, y.data, this.scratch);
+      await reduceScatterRows(this.comm, this.device, partial, rows, u, y.data, this.scratch);
     } else {
-      await this.comm.allreduce(partial, 'sum');
+      await allreduceSum(this.comm, this.device, partial);
       y = new Tensor([n, u], partial);
     }
     if (this.b) this.backend.biasAdd(y.data, this.b, y.data, y.batch, u);
@@ -319,7 +332,7 @@ export class RowParallelDense extends TensorParallelDense {
     }
     if (this.scatterRows) {
       const full = await this.shared.get('dzFull', n * u);
-      await allgatherRows(this.comm, dz, rows, u, full, this.scratch);
+      await allgatherRows(this.comm, this.device, dz, rows, u, full, this.scratch);
       dz = full;
     }
     this.backend.gemm(true, false, this.width, u, n, this.weightGradScale, this.x!.data, dz, 1, this.dw);

@@ -1,5 +1,4 @@
 import type { RunConfig } from '../../config/runConfig.ts';
-import { modelParallelLayers } from '../../parallel/modelParallel/plan.ts';
 
 /** The layers whose passes are all kernels, so they run where the backend's arrays live. */
 const DEVICE_LAYERS = new Set([
@@ -27,7 +26,8 @@ const DEVICE_LAYERS = new Set([
 
 /**
  * A model a GPU backend can train: every layer's passes in kernels (the others still compute on the
- * host between kernels), one device's model whole.
+ * host between kernels). Layers marked `parallel: model` and train.syncBatchNorm run too: what they
+ * exchange between devices crosses to the host at the exchange alone.
  */
 export function checkDeviceModel(config: RunConfig): void {
   for (const [i, layer] of config.model.layers.entries()) {
@@ -37,6 +37,4 @@ export function checkDeviceModel(config: RunConfig): void {
         `model.layers[${i}] (${kind}): not yet on the webgpu backend, which runs ${[...DEVICE_LAYERS].join(', ')}; use --backend auto for this model`,
       );
   }
-  if (modelParallelLayers(config.model).length > 0)
-    throw new Error("the webgpu backend does not yet run layers with 'parallel: model'; use --backend auto");
 }

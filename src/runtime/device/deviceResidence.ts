@@ -33,7 +33,7 @@ export class DeviceResidence {
   /** a resident step changed the device's arrays since the host's copies were last brought up to date */
   private deviceAhead = false;
   private readonly device: DeviceStorage;
-  /** towers: gradients [0, unread) are not yet on the host this step; the buckets read so far */
+  /** towers: replicated gradients [0, unread) are not yet on the host this step; the buckets read so far */
   private unread = 0;
   private buckets: Promise<void> = Promise.resolve();
 
@@ -68,7 +68,8 @@ export class DeviceResidence {
   beginStep(): void {
     this.weightsToDevice();
     this.backend.fill(this.sums, 0);
-    this.unread = this.model.grads.length;
+    // a split model's shards follow its replicated part; only the latter goes out in buckets
+    this.unread = this.model.replicatedLength;
     this.buckets = Promise.resolve();
   }
 
@@ -105,7 +106,8 @@ export class DeviceResidence {
       await this.device.toHost([this.sums]);
       this.deviceAhead = true;
     } else {
-      await this.device.toHost([grads.subarray(0, this.unread), state, this.sums]);
+      const shards = grads.subarray(this.model.replicatedLength);
+      await this.device.toHost([grads.subarray(0, this.unread), shards, state, this.sums]);
       await this.buckets;
     }
     return { lossSum: this.sums[LOSS]!, correct: this.sums[CORRECT]! };
