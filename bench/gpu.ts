@@ -5,12 +5,13 @@
  * software adapter (SwiftShader) the figures are a smoke test only, and the sizes stop at 128
  * unless `--sizes` names others.
  *
- * Then the mnist-small training step as a one-device run takes it (forward, the loss, backward,
- * the non-finite check and Adam on the GPU, one 16-byte read; synthetic data) in samples/s at
- * several batch sizes, against the fastest CPU backend on one core, wall time over at least a
- * second each.
+ * Then the training step of mnist-small, resnet-small and deepspeech-small as a one-device run
+ * takes it (forward, the loss, backward, the non-finite check and the optimizer on the GPU, one
+ * 16-byte read; CTC on the host from the outputs; synthetic data: speech batches of 150 frames and
+ * 20 labels an utterance) in samples/s at several batch sizes, the best against the fastest CPU
+ * backend's best on one core, wall time over at least two seconds each.
  *
- *   npm run bench -- gpu [--sizes 256,1024,4096] [--batches 64,256,1024] [--adapter NAME]
+ *   npm run bench -- gpu [--sizes 256,1024,4096] [--batches 64,256,1024] [--models resnet-small] [--adapter NAME]
  */
 import { pathToFileURL } from 'node:url';
 import { GpuContext } from '../src/kernels/webgpu/gpuContext.ts';
@@ -22,22 +23,41 @@ import { getBackend } from '../src/kernels/index.ts';
 import type { Backend } from '../src/kernels/backend.ts';
 import { Replica } from '../src/runtime/device/replica.ts';
 import { loadConfig } from '../src/config/index.ts';
+import { VARIABLE } from '../src/tensor/shape.ts';
 
-/** Samples/s of mnist-small's training step on `backend` at `batch`, over at least `seconds` of wall time. */
-async function stepRate(backend: Backend, batch: number, seconds: number): Promise<number> {
-  const config = loadConfig(new URL('../examples/mnist-small.yaml', import.meta.url).pathname);
+/** The models whose training step is measured: their examples, and whether the input is a sequence. */
+const MODELS = ['mnist-small', 'resnet-small', 'deepspeech-small'] as const;
+type ModelName = (typeof MODELS)[number];
+/** A speech batch's frames and labels per utterance (about 3 s of audio, a sentence's characters). */
+const FRAMES = 150,
+  LABELS = 20;
+
+/** Samples/s of `model`'s training step on `backend` at `batch` (synthetic data), over at least `seconds` of wall time. */
+async function stepRate(backend: Backend, model: ModelName, batch: number, seconds: number): Promise<number> {
+  const config = loadConfig(new URL(`../examples/${model}.yaml`, import.meta.url).pathname);
   const replica = new Replica(backend, config, { alone: true });
-  const images = new Float32Array(batch * 28 * 28).map((_, i) => ((i * 2654435761) % 1000) / 1000);
-  const labels = Int32Array.from({ length: batch }, (_, i) => i % 10);
+  const speech = replica.task === 'transcription';
+  const perSample = config.model.input.reduce((n: number, d) => n * (d === VARIABLE ? FRAMES : d), 1);
+  const images = new Float32Array(batch * perSample).map((_, i) => ((i * 2654435761) % 1000) / 1000);
+  const labels = Int32Array.from({ length: batch * (speech ? LABELS : 1) }, (_, i) => 1 + (i % (replica.classes - 1)));
+  const sequence = speech
+    ? {
+        frames: FRAMES,
+        lengths: new Int32Array(batch).fill(FRAMES),
+        labelLengths: new Int32Array(batch).fill(LABELS),
+      }
+    : undefined;
   let k = 0;
   const step = async () => {
     replica.zeroGrads();
-    await replica.computeGradientsAsync(
-      images,
-      labels,
-      { training: true, seed: 1, step: k++, sampleOffset: 0 },
-      1 / batch,
-    );
+    const ctx = {
+      training: true,
+      seed: 1,
+      step: k++,
+      sampleOffset: 0,
+      ...(sequence ? { lengths: sequence.lengths } : {}),
+    };
+    await replica.computeGradientsAsync(images, labels, ctx, 1 / batch, undefined, batch, undefined, sequence);
     const view = replica.view();
     if (view.gradientsFinite?.() ?? true) view.localStep(0.001);
   };
@@ -49,6 +69,23 @@ async function stepRate(backend: Backend, batch: number, seconds: number): Promi
     steps++;
   }
   return (steps * batch) / ((performance.now() - t0) / 1000);
+}
+
+/** The best rate over `batches`, with the batch that gave it. */
+async function bestRate(
+  backend: Backend,
+  model: ModelName,
+  batches: number[],
+  seconds: number,
+  each?: (batch: number, rate: number) => void,
+): Promise<{ batch: number; rate: number }> {
+  let best = { batch: 0, rate: 0 };
+  for (const batch of batches) {
+    const rate = await stepRate(backend, model, batch, seconds);
+    each?.(batch, rate);
+    if (rate > best.rate) best = { batch, rate };
+  }
+  return best;
 }
 
 function filled(ctx: GpuContext, n: number, seed: number): GpuArray {
@@ -106,14 +143,18 @@ export async function main(args: string[] = []): Promise<void> {
     }
     const cpu = await getBackend('auto');
     const seconds = d.software ? 0.5 : 2;
-    const base = await stepRate(cpu, 64, seconds);
-    console.log(`mnist-small training step, samples/s: ${cpu.name} (one core) at batch 64: ${base.toFixed(0)}`);
-    const batches = (pick('--batches') ?? (d.software ? '16' : '64,256,1024,4096')).split(',').map(Number);
     const gpu = webgpuBackend(ctx);
-    for (const b of batches) {
-      const rate = await stepRate(gpu, b, seconds);
+    const gpuBatches = (pick('--batches') ?? (d.software ? '8' : '64,256,1024')).split(',').map(Number);
+    const models = (pick('--models')?.split(',') ?? MODELS) as ModelName[];
+    console.log(`training step, samples/s at each backend's best batch (${cpu.name} on one core; target ≥ 30×)`);
+    for (const model of models) {
+      if (!MODELS.includes(model)) throw new Error(`--models: unknown model '${model}'; expected ${MODELS.join(', ')}`);
+      const base = await bestRate(cpu, model, d.software ? [16] : [16, 64], seconds);
+      const best = await bestRate(gpu, model, gpuBatches, seconds, (b, rate) =>
+        console.log(`  ${model} webgpu at batch ${String(b).padStart(5)}: ${rate.toFixed(1).padStart(9)}`),
+      );
       console.log(
-        `  webgpu at batch ${String(b).padStart(5)}: ${rate.toFixed(0).padStart(8)}  (${(rate / base).toFixed(2)}× ${cpu.name})`,
+        `${model.padEnd(17)} ${cpu.name} ${base.rate.toFixed(1)} (batch ${base.batch}) · webgpu ${best.rate.toFixed(1)} (batch ${best.batch}) · ${(best.rate / base.rate).toFixed(2)}×`,
       );
     }
   } finally {

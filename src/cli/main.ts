@@ -37,6 +37,22 @@ const positiveNumber = (name: string) => (value: string) => {
   return n;
 };
 
+const nonNegativeInt = (name: string) => (value: string) => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`--${name}: expected an integer ≥ 0, got '${value}'`);
+  return n;
+};
+const nonNegativeNumber = (name: string) => (value: string) => {
+  const n = Number(value);
+  if (!(Number.isFinite(n) && n >= 0)) throw new Error(`--${name}: expected a number ≥ 0, got '${value}'`);
+  return n;
+};
+const integer = (name: string) => (value: string) => {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n)) throw new Error(`--${name}: expected an integer, got '${value}'`);
+  return n;
+};
+
 /** `--slow-device 1:2.5` → rank 1 computes 2.5× slower. */
 function collectSlowDevice(value: string, into: Map<number, number>): Map<number, number> {
   const [rank, factor] = FaultPlan.parseSlowDevice(value);
@@ -197,6 +213,29 @@ program
     const { config, wavs } = command.splitTranscribeArgs(args);
     await command.runTranscribe(config, wavs, opts);
   });
+
+program
+  .command('generate')
+  .description(
+    'continue a prompt with a trained character-level language model (data: { dataset: text }): prints the prompt and the new text',
+  )
+  .argument(
+    '[config]',
+    'the YAML configuration the checkpoint was trained with (default: the one stored in the checkpoint)',
+  )
+  .requiredOption('--checkpoint <file>', 'a model.safetensors written by paratrain train')
+  .requiredOption('--prompt <text>', 'the text to continue (characters of the training text)')
+  .option('--length <n>', 'characters to generate', nonNegativeInt('length'), 500)
+  .option(
+    '--temperature <t>',
+    'divides the scores before the softmax: < 1 sharper, > 1 flatter, 0 always the most likely character',
+    nonNegativeNumber('temperature'),
+    0.8,
+  )
+  .option('--top-k <k>', 'draw only among the k most likely characters', positiveInt('top-k'), 200)
+  .option('--seed <n>', 'seed of the draws: the same seed gives the same text', integer('seed'), 1)
+  .addOption(new Option('--backend <name>', 'kernel backend').choices(['auto', 'js', 'wasm', 'native', 'onednn']))
+  .action(async (config: string | undefined, opts) => (await import('./generateCommand.ts')).runGenerate(config, opts));
 
 program
   .command('report')

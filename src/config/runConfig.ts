@@ -92,7 +92,7 @@ export interface TrainSpec {
   stallWarningSeconds: number;
   /**
    * clip the applied gradient to this global L2 norm (absent: no clipping): in hybrid after the
-   * all-reduce, in bsp/easgd/bmuf each device's local gradient, with a parameter server the pushed one
+   * all-reduce, in bsp/easgd/bmuf/diloco each device's local gradient, with a parameter server the pushed one
    */
   clipGradNorm?: number;
   /** start from a checkpoint's weights, some layers fresh or frozen (absent: a fresh start) */

@@ -51,6 +51,8 @@ const layerToYaml = (l: LayerSpec): Record<string, Record<string, unknown>> => {
       };
     case 'add':
       return { add: { branches: l.branches.map((b) => b.map(layerToYaml)), activation: l.activation } };
+    case 'positionEncoding':
+      return { positionEncoding: { encoding: l.encoding } };
     default:
       return oneKey(l);
   }
@@ -60,7 +62,9 @@ const lossToYaml = (l: LossSpec): string | Record<string, unknown> =>
   l.type === 'softmaxCrossEntropy' && l.labelSmoothing > 0 ? { ...l } : l.type;
 const optimizerToYaml = (o: OptimizerSpec) => oneKey(o);
 const decayToYaml = (d: DecaySpec) => oneKey(d);
-const strategyToYaml = (s: StrategySpec) => oneKey(s);
+/** A strategy's options; an optimizer among them (diloco's `outer`) written as `optimizer:` is. */
+const strategyToYaml = (s: StrategySpec) =>
+  s.type === 'diloco' ? { diloco: { ...oneKey(s).diloco, outer: optimizerToYaml(s.outer) } } : oneKey(s);
 
 /** The config as YAML text (e.g. to save the resolved config next to a run's metrics). */
 export function configToYaml(config: RunConfig): string {

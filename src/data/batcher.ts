@@ -1,10 +1,10 @@
-import { sampleSize, type Dataset } from './dataset.ts';
+import { labelsPerSample, sampleSize, type Dataset } from './dataset.ts';
 import type { Augmenter } from './augment.ts';
 
 export interface Batch {
   /** count × H × W × C, NHWC; a sequence batch: count × frames × F */
   images: Float32Array;
-  /** a class per sample; a sequence batch: label sequences padded to [count, S] */
+  /** a class per sample; a text dataset's windows: T next tokens per sample [count, T]; a sequence batch: label sequences padded to [count, S] */
   labels: Int32Array;
   /** count × targetSize values, when the dataset has targets (regression, multi-label) */
   targets?: Float32Array;
@@ -46,13 +46,14 @@ export function gather(
   const n = indices.length;
   const size = sampleSize(ds);
   const per = ds.targets ? (ds.targetSize ?? 0) : 0;
+  const l = labelsPerSample(ds);
   if (intoImages && intoImages.length < n * size) {
     throw new Error(
       `gather(${ds.name}): the image buffer holds ${intoImages.length} values, the batch of ${n} needs ${n * size}`,
     );
   }
-  if (intoLabels && intoLabels.length < n) {
-    throw new Error(`gather(${ds.name}): the label buffer holds ${intoLabels.length} labels, the batch needs ${n}`);
+  if (intoLabels && intoLabels.length < n * l) {
+    throw new Error(`gather(${ds.name}): the label buffer holds ${intoLabels.length} labels, the batch needs ${n * l}`);
   }
   if (intoTargets && intoTargets.length < n * per) {
     throw new Error(
@@ -60,7 +61,7 @@ export function gather(
     );
   }
   const images = intoImages ? intoImages.subarray(0, n * size) : new Float32Array(n * size);
-  const labels = intoLabels ? intoLabels.subarray(0, n) : new Int32Array(n);
+  const labels = intoLabels ? intoLabels.subarray(0, n * l) : new Int32Array(n * l);
   const targets = per > 0 ? (intoTargets ? intoTargets.subarray(0, n * per) : new Float32Array(n * per)) : undefined;
   const src = ds.images,
     tsrc = ds.targets;
@@ -73,7 +74,7 @@ export function gather(
     const from = i * size,
       to = k * size;
     for (let j = 0; j < size; j++) images[to + j] = src[from + j]!;
-    labels[k] = ds.labels[i]!;
+    for (let j = 0; j < l; j++) labels[k * l + j] = ds.labels[i * l + j]!;
     if (targets) for (let j = 0; j < per; j++) targets[k * per + j] = tsrc![i * per + j]!;
   }
   return targets ? { images, labels, targets, count: n } : { images, labels, count: n };
@@ -95,7 +96,7 @@ export class Batcher {
     readonly augmenter: Augmenter | null = null,
   ) {
     this.images = new Float32Array(capacity * sampleSize(dataset));
-    this.labels = new Int32Array(capacity);
+    this.labels = new Int32Array(capacity * labelsPerSample(dataset));
     this.targets = new Float32Array(capacity * this.perSample);
   }
 
@@ -105,9 +106,10 @@ export class Batcher {
 
   /** The batch at `indices` (augmented as of `epoch`); its arrays are overwritten by the next call. */
   gather(indices: ArrayLike<number>, epoch = 0): Batch {
-    if (indices.length > this.labels.length) {
+    const l = labelsPerSample(this.dataset);
+    if (indices.length * l > this.labels.length) {
       this.images = new Float32Array(indices.length * sampleSize(this.dataset));
-      this.labels = new Int32Array(indices.length);
+      this.labels = new Int32Array(indices.length * l);
       this.targets = new Float32Array(indices.length * this.perSample);
     }
     const batch = gather(this.dataset, indices, this.images, this.labels, this.targets);

@@ -1,7 +1,8 @@
 /**
  * A training set's batches as one device draws them: the sampler that cuts every epoch into global
  * batches and gives each rank its slice (the same rule for both), and the gathering of a slice
- * into arrays. Fixed-shape samples: GlobalBatchSampler + Batcher (augmented). Speech: utterances in
+ * into arrays. Fixed-shape samples: GlobalBatchSampler + Batcher (augmented); a text's random
+ * windows: GlobalBatchSampler + RandomWindowBatcher (textWindows.ts). Speech: utterances in
  * length-bucketed batches (BucketBatchSampler, so a batch pads little), each slice padded to its own
  * longest utterance — or to the global batch's longest, for a model-parallel section whose devices
  * exchange frames (every device's slice must then have the same frames per sample).
@@ -14,6 +15,7 @@ import type { Dataset } from './dataset.ts';
 import { BucketBatchSampler } from './bucketSampler.ts';
 import { gatherSpeechBatch } from '../speech/speechBatch.ts';
 import type { SpeechDataset } from '../speech/speechDataset.ts';
+import { RandomWindowBatcher } from './textWindows.ts';
 
 export interface BatchOptions {
   /** GLOBAL batch size */
@@ -49,7 +51,11 @@ export function trainingBatches(ds: Dataset, o: BatchOptions): TrainingBatches {
     shuffle: o.shuffle,
     dropLast: false,
   });
-  const batcher = new Batcher(ds, 0, augmenterFor(o.augment, ds.sampleShape, o.seed));
+  // a text's random windows: sample i of epoch e starts where (seed, e, i) draws (textWindows.ts)
+  const batcher =
+    ds.text?.windows === 'random'
+      ? new RandomWindowBatcher(ds.text, o.seed)
+      : new Batcher(ds, 0, augmenterFor(o.augment, ds.sampleShape, o.seed));
   return {
     stepsPerEpoch: () => sampler.stepsPerEpoch(),
     epoch: (e) => sampler.epoch(e),

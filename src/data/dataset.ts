@@ -2,6 +2,7 @@ import type { IdxImagesAndLabels } from './idx.ts';
 import type { DatasetTask } from './spec.ts';
 import type { CsvColumnNames } from './csvColumns.ts';
 import { limitSpeechDataset, shareSpeechDataset, type SpeechDataset } from '../speech/speechDataset.ts';
+import type { TextTokens } from './textTokens.ts';
 
 /**
  * An in-memory labelled set. Samples are in one Float32Array (images NHWC, N×H×W×1 for greyscale,
@@ -12,8 +13,10 @@ export interface Dataset {
   name: string;
   /** count × (product of sampleShape) values, NHWC for images */
   images: Float32Array;
-  /** class indices (classification); zeros when `targets` holds the labels */
+  /** class indices (classification; `labelsPerSample` per sample); zeros when `targets` holds the labels */
   labels: Int32Array;
+  /** labels per sample (default 1): a text dataset's windows have T, the next token at each position */
+  labelsPerSample?: number;
   count: number;
   /** per-sample shape: [H, W, C] for images (e.g. [28, 28, 1]), [F] for rows of features */
   sampleShape: number[];
@@ -36,6 +39,8 @@ export interface Dataset {
    * features and label sequences; `images` and `labels` are then empty and `count` its utterances
    */
   speech?: SpeechDataset;
+  /** a text dataset (task language, data/textDataset.ts): its token ids, vocabulary and windows */
+  text?: TextTokens;
 }
 
 /** The task of a dataset (classification when not said). */
@@ -43,23 +48,30 @@ export function taskOf(ds: Dataset): DatasetTask {
   return ds.task ?? 'classification';
 }
 
-/** What the model's last layer must produce per sample: a score per class, or a value per target. */
+/** What the model's last layer must produce per sample (per position, language): a score per class, or a value per target. */
 export function outputUnits(ds: Dataset): number {
-  return taskOf(ds) === 'classification' ? ds.classes : (ds.targetSize ?? 0);
+  const task = taskOf(ds);
+  return task === 'classification' || task === 'language' ? ds.classes : (ds.targetSize ?? 0);
+}
+
+/** Labels per sample in `labels`: 1, or a text window's T next tokens. */
+export function labelsPerSample(ds: Dataset): number {
+  return ds.labelsPerSample ?? 1;
 }
 
 /** A dataset's samples at `indices` (in that order), copied: the split of a set into training and validation. */
 export function subsetDataset(ds: Dataset, indices: ArrayLike<number>, name: string): Dataset {
   const size = sampleSize(ds),
     t = ds.targetSize ?? 0,
+    l = labelsPerSample(ds),
     n = indices.length;
   const images = new Float32Array(n * size),
-    labels = new Int32Array(n);
+    labels = new Int32Array(n * l);
   const targets = ds.targets ? new Float32Array(n * t) : undefined;
   for (let k = 0; k < n; k++) {
     const i = indices[k]!;
     images.set(ds.images.subarray(i * size, (i + 1) * size), k * size);
-    labels[k] = ds.labels[i]!;
+    labels.set(ds.labels.subarray(i * l, (i + 1) * l), k * l);
     if (targets) targets.set(ds.targets!.subarray(i * t, (i + 1) * t), k * t);
   }
   return { ...ds, name, images, labels, count: n, sampleShape: [...ds.sampleShape], ...(targets ? { targets } : {}) };
@@ -81,7 +93,7 @@ export function limitDataset(ds: Dataset, n: number): Dataset {
     ...ds,
     sampleShape: [...ds.sampleShape],
     images: ds.images.subarray(0, count * sampleSize(ds)),
-    labels: ds.labels.subarray(0, count),
+    labels: ds.labels.subarray(0, count * labelsPerSample(ds)),
     ...(ds.targets ? { targets: ds.targets.subarray(0, count * (ds.targetSize ?? 0)) } : {}),
     count,
   };
@@ -125,5 +137,18 @@ export function shareDataset(ds: Dataset): Dataset {
     targets = new Float32Array(new SharedArrayBuffer(ds.targets.byteLength));
     targets.set(ds.targets);
   }
-  return { ...ds, sampleShape: [...ds.sampleShape], images, labels, ...(targets ? { targets } : {}) };
+  let text = ds.text;
+  if (text) {
+    const tokens = new Int32Array(new SharedArrayBuffer(text.tokens.byteLength));
+    tokens.set(text.tokens);
+    text = { ...text, tokens };
+  }
+  return {
+    ...ds,
+    sampleShape: [...ds.sampleShape],
+    images,
+    labels,
+    ...(targets ? { targets } : {}),
+    ...(text ? { text } : {}),
+  };
 }

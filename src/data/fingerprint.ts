@@ -4,7 +4,7 @@
  * and a hash of the first samples and labels — enough to tell two sets apart, cheap for any size).
  */
 import { createHash } from 'node:crypto';
-import { sampleSize, taskOf, type Dataset } from './dataset.ts';
+import { labelsPerSample, sampleSize, taskOf, type Dataset } from './dataset.ts';
 import { speechDatasetFingerprint } from '../speech/speechDataset.ts';
 
 /** how many leading samples (images and labels) the fingerprint hashes */
@@ -20,7 +20,7 @@ export function datasetFingerprint(ds: Dataset): Record<string, string> {
   const n = Math.min(FINGERPRINT_SAMPLES, ds.count);
   const hash = createHash('sha256')
     .update(bytesOf(ds.images, n * sampleSize(ds)))
-    .update(bytesOf(ds.labels, n));
+    .update(bytesOf(ds.labels, n * labelsPerSample(ds)));
   if (ds.targets) hash.update(bytesOf(ds.targets, n * (ds.targetSize ?? 0)));
   const out: Record<string, string> = {
     samples: String(ds.count),
@@ -32,5 +32,11 @@ export function datasetFingerprint(ds: Dataset): Record<string, string> {
   if (taskOf(ds) !== 'classification') Object.assign(out, { task: taskOf(ds), targets: String(ds.targetSize ?? 0) });
   if (ds.classNames) out['class names'] = short(createHash('sha256').update(JSON.stringify(ds.classNames)));
   if (ds.normalization) out.normalization = short(createHash('sha256').update(JSON.stringify(ds.normalization)));
+  // a text: which corpus, and the vocabulary its ids stand for
+  if (ds.text)
+    Object.assign(out, {
+      text: ds.text.fingerprint,
+      vocabulary: short(createHash('sha256').update(JSON.stringify(ds.text.vocabulary))),
+    });
   return out;
 }

@@ -71,7 +71,8 @@ export function prepareSplits(
   let validation = raw.validation;
   let source = raw.source;
   const test = raw.test && spec.testLimit ? limitDataset(raw.test, spec.testLimit) : raw.test;
-  if (typeof spec.validation === 'number') {
+  // a text's validation split is its end, cut when it is read (textDataset.ts)
+  if (spec.dataset !== 'text' && typeof spec.validation === 'number') {
     ({ train, validation } = splitValidation(train, spec.validation, seed));
     source += `; ${validation.count.toLocaleString('en-US')} of its training samples held out for validation`;
   }

@@ -1,6 +1,6 @@
 /**
  * The dataset registry: one loader per `data.dataset` type, each giving its splits as read from
- * files (or memory; speech: data/speech.ts); prepare.ts then applies what every type shares (limits, the validation split,
+ * files (or memory; speech: data/speech.ts; text: data/textDataset.ts); prepare.ts then applies what every type shares (limits, the validation split,
  * checks, normalisation).
  */
 import type { Dataset } from './dataset.ts';
@@ -14,13 +14,14 @@ import { classesOfIntegerLabels } from './labels.ts';
 import { resolveDataPath } from './files.ts';
 import { prepareSplits, type LoadedData } from './prepare.ts';
 import { loadSpeechSplits } from './speech.ts';
+import { loadTextSplits } from './textDataset.ts';
 import type { DataSpec, DatasetType, NpyFilesSpec } from './spec.ts';
 
 export type { LoadedData, PreprocessInfo } from './prepare.ts';
 
 /** What loading needs besides the data section. */
 export interface LoadContext {
-  /** model.input: image folders are brought to it */
+  /** model.input: image folders are brought to it; a text's windows are model.input[0] characters */
   inputShape: readonly number[];
   /** train.seed: the validation split's seed */
   seed: number;
@@ -131,6 +132,8 @@ const LOADERS: Loaders = {
   },
   // utterances of WAV files with transcripts (docs/speech.md): dev.csv is the validation split
   speech: (spec, ctx) => loadSpeechSplits(spec, ctx.log),
+  // windows of model.input[0] characters; the validation split is the text's end (docs/data.md#text)
+  text: (spec, ctx) => loadTextSplits(spec, ctx.inputShape),
 };
 
 /**

@@ -7,11 +7,14 @@ import type { FeatureOptions } from '../speech/featureOptions.ts';
 
 /** What the labels of a dataset are. */
 export type DataTask = 'classification' | 'regression' | 'multiLabel';
-/** A dataset's task: a DataTask, or `transcription` (a speech dataset's label sequences, for CTC). */
-export type DatasetTask = DataTask | 'transcription';
+/**
+ * A dataset's task: a DataTask, `transcription` (a speech dataset's label sequences, for CTC) or
+ * `language` (a text dataset's windows: the next token at every position).
+ */
+export type DatasetTask = DataTask | 'transcription' | 'language';
 
 /** The dataset types of the registry (src/data/registry.ts). */
-export const DATASET_TYPES = ['fashion-mnist', 'idx', 'csv', 'npy', 'imageFolder', 'memory', 'speech'] as const;
+export const DATASET_TYPES = ['fashion-mnist', 'idx', 'csv', 'npy', 'imageFolder', 'memory', 'speech', 'text'] as const;
 export type DatasetType = (typeof DATASET_TYPES)[number];
 
 /** A CSV column: its header name, or its 0-based index (negative counts from the end: -1 is the last). */
@@ -146,6 +149,26 @@ export interface SpeechDataSpec extends DataCommon {
   poolBatches: number;
 }
 
+/** Where a text dataset's windows start: every `stride` characters, or at offsets drawn anew each epoch. */
+export type TextWindows = 'sequential' | 'random';
+
+/**
+ * Character-level language modelling (docs/data.md#text): windows of model.input[0] characters of
+ * a text, each labelled with the next character at every position.
+ */
+export interface TextDataSpec extends DataCommon {
+  dataset: 'text';
+  /** one UTF-8 text file; or */
+  file?: string;
+  /** every .txt file of this folder, in name order, concatenated */
+  folder?: string;
+  windows: TextWindows;
+  /** characters between the starts of consecutive windows (default: the context length, model.input[0]) */
+  stride?: number;
+  /** the fraction of the text at its end held out for validation (default 0.1; 0: none) */
+  validation: number;
+}
+
 /** Normalised dataset and batching description (defaults filled in). */
 export type DataSpec =
   | FashionMnistDataSpec
@@ -154,4 +177,5 @@ export type DataSpec =
   | NpyDataSpec
   | ImageFolderDataSpec
   | MemoryDataSpec
-  | SpeechDataSpec;
+  | SpeechDataSpec
+  | TextDataSpec;

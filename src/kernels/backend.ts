@@ -8,6 +8,7 @@
  * - Parameter gradients (`dw`, `db`) are ACCUMULATED into (+=), so micro-batches and several
  *   backward passes can add up; the training loop zeroes gradients before each step.
  */
+import type { AttentionKernels } from './attentionKernels.ts';
 import type { BatchNormKernels } from './batchNormKernels.ts';
 import type { DeviceStorage } from './deviceStorage.ts';
 import type { ConvolutionKernels } from './convKernels.ts';
@@ -27,6 +28,7 @@ export interface Backend
     ElementwiseKernels,
     BatchNormKernels,
     LayerNormKernels,
+    AttentionKernels,
     RecurrentKernels,
     SequenceKernels,
     OptimizerKernels {

@@ -16,6 +16,11 @@ import { Conv1D } from './conv1d.ts';
 import { LayerNorm } from './layerNorm.ts';
 import { SoftmaxLayer } from './softmaxLayer.ts';
 import { buildAddBlock } from './buildAddBlock.ts';
+import { Attention } from './attention.ts';
+import { buildTransformerBlock } from './transformerBlock.ts';
+import { Embedding, knownVocab } from './embedding.ts';
+import { PositionEncoding } from './positionEncoding.ts';
+import { TiedEmbedding } from './tiedEmbedding.ts';
 
 /**
  * One layer from its normalised spec; `index` is its position, used in names and dropout keys.
@@ -101,6 +106,18 @@ export function buildLayer(
       );
     case 'layerNorm':
       return new LayerNorm(backend, name, inputShape, spec.epsilon);
+    case 'attention':
+      return new Attention(backend, name, inputShape, spec, index);
+    case 'transformerBlock':
+      return buildTransformerBlock(backend, spec, index, inputShape, name, (inner, key, shape, innerName) =>
+        buildLayer(backend, inner, key, shape, innerName),
+      );
+    case 'embedding':
+      return new Embedding(backend, name, inputShape, knownVocab(name, spec.vocab), spec.dim);
+    case 'positionEncoding':
+      return new PositionEncoding(backend, name, inputShape, spec.encoding);
+    case 'tiedEmbedding':
+      return new TiedEmbedding(backend, name, inputShape, knownVocab(name, spec.vocab));
     case 'spatialSplit':
       return new SerialSpatialStack(
         backend,

@@ -33,5 +33,11 @@ function fill(spec: ParamSpec, out: Float32Array, rng: CounterRng): void {
       for (let i = 0; i < out.length; i++) out[i] = rng.normal() * std;
       return;
     }
+    case 'normal': {
+      const std = spec.std;
+      if (std === undefined) throw new Error(`parameter ${spec.name}: init 'normal' needs its std`);
+      for (let i = 0; i < out.length; i++) out[i] = rng.normal() * std;
+      return;
+    }
   }
 }

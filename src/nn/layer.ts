@@ -3,9 +3,10 @@ import type { Backend } from '../kernels/backend.ts';
 
 /**
  * How a parameter is initialised (fan-in/fan-out are per output unit, as Glorot and He define them).
- * `rnnUniform` is PyTorch's nn.LSTM/GRU default, U(−1/√units, 1/√units), units = fanOut.
+ * `rnnUniform` is PyTorch's nn.LSTM/GRU default, U(−1/√units, 1/√units), units = fanOut;
+ * `normal` is N(0, std²) with the spec's `std` (GPT-2's embeddings: 0.02).
  */
-export type InitKind = 'glorotUniform' | 'heNormal' | 'zeros' | 'ones' | 'rnnUniform';
+export type InitKind = 'glorotUniform' | 'heNormal' | 'zeros' | 'ones' | 'rnnUniform' | 'normal';
 
 export interface ParamSpec {
   /** short name within the layer: 'kernel', 'bias', 'gamma', … */
@@ -16,6 +17,8 @@ export interface ParamSpec {
   fanOut: number;
   /** a constant added to elements [start, end) after initialisation (an LSTM's forget-gate bias) */
   initAdd?: { start: number; end: number; value: number };
+  /** the standard deviation of `init: 'normal'` */
+  std?: number;
 }
 
 /** Non-trained state that still belongs in a checkpoint (BatchNorm running statistics). */

@@ -4,9 +4,10 @@ import type { Backend } from '../kernels/backend.ts';
 /**
  * What a dataset asks of a model: one class per sample (`labels`), real values (`targets`,
  * regression), several independent yes/no labels (`targets` as multi-hot, multiLabel) or a label
- * sequence per variable-length sample (`labels` padded to [N, S] with a SequenceTargets, transcription).
+ * sequence per variable-length sample (`labels` padded to [N, S] with a SequenceTargets, transcription)
+ * or the next token at every position of a window (`labels` [N, T], language).
  */
-export type Task = 'classification' | 'regression' | 'multiLabel' | 'transcription';
+export type Task = 'classification' | 'regression' | 'multiLabel' | 'transcription' | 'language';
 
 /**
  * What a loss over sequences (CTC) needs besides the outputs [N, T, C] and the labels, which are

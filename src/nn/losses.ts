@@ -5,6 +5,7 @@ import { SoftmaxCrossEntropy } from './softmaxCrossEntropy.ts';
 import { MeanSquaredError } from './meanSquaredError.ts';
 import { BinaryCrossEntropy } from './binaryCrossEntropy.ts';
 import { CtcSequenceLoss } from './ctcSequenceLoss.ts';
+import { TokenCrossEntropy } from './tokenCrossEntropy.ts';
 
 /** The loss of the config's `loss:` field. */
 export function createLoss(backend: Backend, spec: LossSpec): Loss {
@@ -17,6 +18,8 @@ export function createLoss(backend: Backend, spec: LossSpec): Loss {
       return new BinaryCrossEntropy(backend);
     case 'ctc':
       return new CtcSequenceLoss(backend, spec);
+    case 'tokenCrossEntropy':
+      return new TokenCrossEntropy(backend);
   }
 }
 
@@ -31,6 +34,7 @@ export const LOSS_TASKS = {
   meanSquaredError: 'regression',
   binaryCrossEntropy: 'multiLabel',
   ctc: 'transcription',
+  tokenCrossEntropy: 'language',
 } as const satisfies Record<LossSpec['type'], Task>;
 
 /** The loss that trains each task (the fix a mismatch error suggests). */
@@ -39,4 +43,5 @@ export const TASK_LOSSES: Record<Task, LossSpec['type']> = {
   regression: 'meanSquaredError',
   multiLabel: 'binaryCrossEntropy',
   transcription: 'ctc',
+  language: 'tokenCrossEntropy',
 };

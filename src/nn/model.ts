@@ -19,6 +19,7 @@ import type { TrainableModel } from './trainableModel.ts';
 import { convPoolPairs, type ConvPool } from './convPool.ts';
 import { checkLengths, checkModelInput, isSequenceShape, outputLengths, shapeFits } from './sequence.ts';
 import { communicates, runLater, runNow, settle, type Pass } from './pass.ts';
+import { tieEmbeddings } from './tiedEmbedding.ts';
 
 export type { FlatEntry } from './flatLayout.ts';
 
@@ -59,6 +60,8 @@ export class Sequential implements TrainableModel {
     this.grads = buffers.grads;
     this.state = buffers.state;
     bindFlat(this.slots, this.layout, buffers);
+    // a tied output projection shares the embedding's views instead of holding a tensor of its own
+    tieEmbeddings(layers);
     this.pairs = convPoolPairs(backend, layers);
   }
   private readonly slots: LayerSlot[];

@@ -103,6 +103,27 @@ export interface LayerNormSpec {
   type: 'layerNorm';
   epsilon: number;
 }
+/** Multi-head self-attention over a sequence [T, D], PyTorch's nn.MultiheadAttention (nn/attention.ts). */
+export interface AttentionSpec {
+  type: 'attention';
+  heads: number;
+  /** frame t attends to frames 0…t only */
+  causal: boolean;
+  /** dropout on the attention weights while training */
+  dropout: number;
+}
+/**
+ * GPT-2's pre-norm block on [T, D]: x + attention(layerNorm(x)), then x + dense(gelu(dense(layerNorm(x))))
+ * (nn/transformerBlock.ts: two residual blocks); `mlp` absent: 4·D hidden units.
+ */
+export interface TransformerBlockSpec {
+  type: 'transformerBlock';
+  heads: number;
+  mlp?: number;
+  /** on the attention weights and on each residual branch's output, while training */
+  dropout: number;
+  causal: boolean;
+}
 
 /** What a spatial split may hold: each output pixel reads a bounded window of input pixels. */
 export type SpatialLayerSpec = Conv2DSpec | Pool2DSpec | ActivationSpec | ClippedReluSpec | LeakyReluSpec;
@@ -151,7 +172,29 @@ export type LayerSpec =
   | LeakyReluSpec
   | SoftmaxSpec
   | ResidualSpec
-  | AddSpec;
+  | AddSpec
+  | AttentionSpec
+  | TransformerBlockSpec
+  | EmbeddingSpec
+  | PositionEncodingSpec
+  | TiedEmbeddingSpec;
+
+/** Token ids [T] → vectors [T, dim] (nn/embedding.ts); `vocab` must be set before the model is built. */
+export interface EmbeddingSpec {
+  type: 'embedding';
+  vocab?: number;
+  dim: number;
+}
+/** Adds a vector per position to [T, D]: a learned table or the fixed sinusoidal one (nn/positionEncoding.ts). */
+export interface PositionEncodingSpec {
+  type: 'positionEncoding';
+  encoding: 'learned' | 'sinusoidal';
+}
+/** Logits [T, vocab] from [T, D] with the model's embedding weight (nn/tiedEmbedding.ts); vocab is the embedding's. */
+export interface TiedEmbeddingSpec {
+  type: 'tiedEmbedding';
+  vocab?: number;
+}
 
 export type LayerType = LayerSpec['type'];
 
@@ -174,4 +217,6 @@ export type LossSpec =
   | { type: 'meanSquaredError' }
   | { type: 'binaryCrossEntropy' }
   /** CTC over per-frame logits [T, C] of a speech model (nn/ctcSequenceLoss.ts; class `blank` is the blank) */
-  | { type: 'ctc'; blank: number; reduction: 'mean' | 'sum' | 'batchMean'; zeroInfinity: boolean };
+  | { type: 'ctc'; blank: number; reduction: 'mean' | 'sum' | 'batchMean'; zeroInfinity: boolean }
+  /** softmax cross-entropy at every position of logits [T, vocab], the next token its label (nn/tokenCrossEntropy.ts) */
+  | { type: 'tokenCrossEntropy' };

@@ -59,7 +59,7 @@ export async function accumulateMicroBatches(
   sequence?: SequenceBatch,
   deviceLoss?: DeviceLoss | null,
 ): Promise<MicroBatchResult> {
-  const n = sequence ? sequence.lengths.length : labels.length,
+  const n = sequence ? sequence.lengths.length : x.batch,
     per = x.size / Math.max(x.batch, 1);
   const perTarget = targets ? targets.length / Math.max(n, 1) : 0,
     perLabel = labels.length / Math.max(n, 1);

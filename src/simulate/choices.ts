@@ -1,5 +1,5 @@
 /**
- * Which strategies a simulation compares: paratrain's six update rules by their registry names,
+ * Which strategies a simulation compares: paratrain's update rules by their registry names,
  * plus `trick` (hybrid with the model-parallel dense layers, "one weird trick"), each optionally
  * with options after colons: `bmuf:period=8:blockMomentum=0.5`, `async:fetchEvery=2`,
  * `trick:bucketBytes=1048576`. Options are checked by the config schema itself, so they take
@@ -55,7 +55,7 @@ export function parseStrategyChoice(item: string, config: RunConfig, flag = '--s
   }
 }
 
-/** A comma-separated list of choices (default: all seven). */
+/** A comma-separated list of choices (default: all of them). */
 export function parseStrategyChoices(
   text: string | undefined,
   config: RunConfig,

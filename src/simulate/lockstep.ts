@@ -1,6 +1,6 @@
 /**
- * The strategies whose devices run every step together (hybrid, the trick, bsp, bmuf, synchronous
- * easgd), as paratrain implements them. A step's collectives wait for the slowest device, so with
+ * The strategies whose devices run every step together (hybrid, the trick, bsp, bmuf, diloco,
+ * synchronous easgd), as paratrain implements them. A step's collectives wait for the slowest device, so with
  * straggler factors f_i in a step the step takes T(max f_i): compute scaled by it, then what follows.
  *
  *   hybrid: gradients all-reduced in buckets of bucketBytes (from the last layer backwards; the
@@ -10,9 +10,10 @@
  *     each bucket starts when backward has passed it and the link is free.
  *   trick: the section's activation exchanges in forward and backward, then the replicated
  *     layers' gradients all-reduced, then the optimizer on the replicated part and this device's shards.
- *   bsp, bmuf, easgd (sync): every step the devices agree on a one-float flag (a NaN/Inf step is
- *     skipped everywhere: runtime/device/badSteps.ts), which is a per-step synchronisation; every
- *     `period` steps the weights (and state) are averaged (bsp: with a two-float weight round first).
+ *   bsp, bmuf, diloco, easgd (sync): every step the devices agree on a one-float flag (a NaN/Inf
+ *     step is skipped everywhere: runtime/device/badSteps.ts), which is a per-step synchronisation;
+ *     every `period` steps the weights (and state) are averaged (bsp: with a two-float weight round
+ *     first; diloco communicates as bmuf does, its outer optimizer is local arithmetic).
  */
 import { allreduce, type Network, type Placement } from './costModel.ts';
 import { computeTime, type ModelCosts } from './layerCosts.ts';
@@ -110,9 +111,9 @@ export function trickPlan(
 }
 
 /** The model-averaging rules and their period. */
-export type AveragingRule = { kind: 'bsp' | 'bmuf' | 'easgd'; period: number };
+export type AveragingRule = { kind: 'bsp' | 'bmuf' | 'diloco' | 'easgd'; period: number };
 
-/** bsp, bmuf, easgd (sync): local steps agreed every step, weights averaged every period. */
+/** bsp, bmuf, diloco, easgd (sync): local steps agreed every step, weights averaged every period. */
 export function averagingPlan(
   costs: ModelCosts,
   batch: number,
@@ -123,7 +124,7 @@ export function averagingPlan(
   const agree = allreduce(4, p, net);
   const params = allreduce(costs.paramFloats * 4, p, net),
     state = allreduce(costs.stateFloats * 4, p, net);
-  // the elementwise work of a round (scaling, the centre or the block filter): about an SGD step's
+  // the elementwise work of a round (scaling, the centre, the block filter or the outer optimizer): about an SGD step's
   const arithmetic = costs.optimizerPerFloat * costs.paramFloats;
   const weights = rule.kind === 'bsp' ? allreduce(8, p, net) : { seconds: 0, bytes: 0 };
   const update = costs.optimizerPerFloat * costs.paramFloats;

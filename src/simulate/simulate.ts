@@ -199,7 +199,12 @@ function simulateOne(
     );
     return finish(o.stepSeconds, batch.total / o.stepSeconds, o.idleShare, o.bytesPerStep);
   }
-  if (spec.type === 'bsp' || spec.type === 'bmuf' || (spec.type === 'easgd' && spec.mode === 'sync')) {
+  if (
+    spec.type === 'bsp' ||
+    spec.type === 'bmuf' ||
+    spec.type === 'diloco' ||
+    (spec.type === 'easgd' && spec.mode === 'sync')
+  ) {
     const o = runLockstep(
       averagingPlan(costs, batch.perDevice, { kind: spec.type, period: spec.period }, placement, net),
       G,

@@ -12,7 +12,8 @@ import { runCli, stderrLines, tmpDir, writeTinyConfig } from './helpers.ts';
 test('parseStrategies: names the bad or repeated strategy', () => {
   assert.deepEqual(parseStrategies('hybrid, async,bmuf'), ['hybrid', 'async', 'bmuf']);
   assert.throws(() => parseStrategies('hybrid,downpour'), {
-    message: "--strategies: unknown strategy 'downpour'; expected some of sync, async, hybrid, bsp, easgd, bmuf",
+    message:
+      "--strategies: unknown strategy 'downpour'; expected some of sync, async, hybrid, bsp, easgd, bmuf, diloco",
   });
   assert.throws(() => parseStrategies('bsp,bsp'), { message: "--strategies: 'bsp' is listed twice" });
   assert.throws(() => parseStrategies(' , '), /expected a comma-separated list/);

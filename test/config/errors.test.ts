@@ -51,11 +51,11 @@ test('unknown layer type lists the allowed ones', () => {
   assert.deepStrictEqual(
     issuesOf(model('    - flatten: {}\n    - dense: { units: 10 }\n    - conv3d: { filters: 3 }\n')),
     [
-      "f.yaml: model.layers[2]: unknown layer type 'conv3d' (did you mean 'conv2d'?); expected one of conv2d, maxPool2d, avgPool2d, dense, flatten, relu, tanh, sigmoid, clippedRelu, gelu, leakyRelu, softmax, dropout, batchNorm, lstm, gru, conv1d, layerNorm, spatialSplit, residual, add",
+      "f.yaml: model.layers[2]: unknown layer type 'conv3d' (did you mean 'conv2d'?); expected one of conv2d, maxPool2d, avgPool2d, dense, flatten, relu, tanh, sigmoid, clippedRelu, gelu, leakyRelu, softmax, dropout, batchNorm, lstm, gru, conv1d, layerNorm, attention, transformerBlock, spatialSplit, residual, add, embedding, positionEncoding, tiedEmbedding",
     ],
   );
-  assert.deepStrictEqual(issuesOf(model('    - transformer: { units: 3 }\n')), [
-    "f.yaml: model.layers[0]: unknown layer type 'transformer'; expected one of conv2d, maxPool2d, avgPool2d, dense, flatten, relu, tanh, sigmoid, clippedRelu, gelu, leakyRelu, softmax, dropout, batchNorm, lstm, gru, conv1d, layerNorm, spatialSplit, residual, add",
+  assert.deepStrictEqual(issuesOf(model('    - perceptron: { units: 3 }\n')), [
+    "f.yaml: model.layers[0]: unknown layer type 'perceptron'; expected one of conv2d, maxPool2d, avgPool2d, dense, flatten, relu, tanh, sigmoid, clippedRelu, gelu, leakyRelu, softmax, dropout, batchNorm, lstm, gru, conv1d, layerNorm, attention, transformerBlock, spatialSplit, residual, add, embedding, positionEncoding, tiedEmbedding",
   ]);
 });
 
@@ -81,7 +81,7 @@ test('bad strategy names and options', () => {
     'f.yaml: train.strategy.bmuf.blockMomentum: expected a number ≥ 0 and < 1, got 1',
   ]);
   assert.deepStrictEqual(issuesOf(`${base}train: { strategy: downpour }\n`), [
-    "f.yaml: train.strategy: unknown strategy 'downpour'; expected one of sync, async, hybrid, bsp, easgd, bmuf",
+    "f.yaml: train.strategy: unknown strategy 'downpour'; expected one of sync, async, hybrid, bsp, easgd, bmuf, diloco",
   ]);
   assert.deepStrictEqual(issuesOf(`${base}train: { strategy: { async: { maxStaleness: -1 } } }\n`), [
     'f.yaml: train.strategy.async.maxStaleness: expected an integer ≥ 0, got -1',
@@ -157,7 +157,7 @@ test('structural mistakes: options not indented under the layer, empty layers, w
   assert.deepStrictEqual(
     issuesOf(`${model('    - dense: { units: 10 }\n')}train: { devices: 2, strategy: async, syncBatchNorm: true }\n`),
     [
-      'f.yaml: train.syncBatchNorm: syncBatchNorm needs devices that step together (hybrid, bsp, bmuf, easgd with mode: sync); strategy async runs them at their own pace; use one of those or syncBatchNorm: false, got true',
+      'f.yaml: train.syncBatchNorm: syncBatchNorm needs devices that step together (hybrid, bsp, bmuf, diloco, easgd with mode: sync); strategy async runs them at their own pace; use one of those or syncBatchNorm: false, got true',
     ],
   );
   assert.deepStrictEqual(

@@ -35,7 +35,7 @@ test('loss: a name, { type, …options } or a one-key map; label smoothing defau
     'f.yaml: loss.labelSmoothing: expected a number ≥ 0 and < 1, got 1',
   ]);
   assert.deepEqual(issuesOf(flat(dense, 'loss: { type: meanSquareError }\n')), [
-    "f.yaml: loss.type: unknown loss 'meanSquareError' (did you mean 'meanSquaredError'?); expected one of softmaxCrossEntropy, meanSquaredError, binaryCrossEntropy, ctc",
+    "f.yaml: loss.type: unknown loss 'meanSquareError' (did you mean 'meanSquaredError'?); expected one of softmaxCrossEntropy, meanSquaredError, binaryCrossEntropy, ctc, tokenCrossEntropy",
   ]);
   assert.match(
     issuesOf(flat(dense, 'loss: crossEntropy\n'))[0]!,

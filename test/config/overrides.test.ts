@@ -79,7 +79,7 @@ test('bad overrides are reported against the flag', () => {
         "command line: --lr: expected a positive number, got 'fast'",
         'command line: --epochs: expected a positive integer, got 0',
         'command line: --devices: expected a positive integer, got -1',
-        "command line: --strategy: unknown strategy 'bmfu' (did you mean 'bmuf'?); expected one of sync, async, hybrid, bsp, easgd, bmuf",
+        "command line: --strategy: unknown strategy 'bmfu' (did you mean 'bmuf'?); expected one of sync, async, hybrid, bsp, easgd, bmuf, diloco",
         "command line: --backend: expected one of js, wasm, native, onednn, webgpu, auto, got 'gpu'",
       ]);
       return true;

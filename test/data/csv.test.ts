@@ -143,7 +143,7 @@ test('the csv config section: label vs targets by task, unknown keys named with 
   );
   assert.throws(
     () => spec({ dataset: 'cvs', train: 'a.csv' }),
-    /data\.dataset: expected one of fashion-mnist, idx, csv, npy, imageFolder, memory, speech, got 'cvs' \(did you mean 'csv'\?\)/,
+    /data\.dataset: expected one of fashion-mnist, idx, csv, npy, imageFolder, memory, speech, text, got 'cvs' \(did you mean 'csv'\?\)/,
   );
   assert.throws(() => spec({}), /data\.train: missing; expected a CSV file path/);
   assert.throws(

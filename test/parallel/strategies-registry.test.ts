@@ -23,7 +23,7 @@ const specs = STRATEGY_NAMES.map(
 );
 
 test('registry: one entry per strategy, in the order messages list them', () => {
-  assert.deepEqual(STRATEGY_NAMES, ['sync', 'async', 'hybrid', 'bsp', 'easgd', 'bmuf']);
+  assert.deepEqual(STRATEGY_NAMES, ['sync', 'async', 'hybrid', 'bsp', 'easgd', 'bmuf', 'diloco']);
   assert.deepEqual(
     STRATEGIES.map((e) => e.name),
     STRATEGY_NAMES,
@@ -39,6 +39,7 @@ test('registry: what each strategy needs from the run', () => {
     ['bsp', false, true, false],
     ['easgd', false, true, false],
     ['bmuf', false, true, false],
+    ['diloco', false, true, false],
   ]);
   const asyncEasgd: StrategySpec = { type: 'easgd', alpha: 0.1, period: 1, mode: 'async' };
   assert.equal(needsParameterServer(asyncEasgd), true);
@@ -70,7 +71,7 @@ test('registry: run checks name the field (options against the device count, syn
     {
       path: ['train', 'syncBatchNorm'],
       message:
-        'syncBatchNorm needs devices that step together (hybrid, bsp, bmuf, easgd with mode: sync); strategy async runs them at their own pace; use one of those or syncBatchNorm: false',
+        'syncBatchNorm needs devices that step together (hybrid, bsp, bmuf, diloco, easgd with mode: sync); strategy async runs them at their own pace; use one of those or syncBatchNorm: false',
     },
   ]);
   assert.deepEqual(multiDeviceIssues(train(specs[1]!, true), 1), []);

@@ -31,7 +31,7 @@ test('strategy options go through the config schema', () => {
   assert.throws(() => parseStrategyChoices('bmuf:period=0', config), /--strategies: 'bmuf:period=0': .*period/);
   assert.throws(
     () => parseStrategyChoices('gossip', config),
-    /--strategies: unknown strategy 'gossip'; expected one of sync, async, hybrid, bsp, easgd, bmuf, trick/,
+    /--strategies: unknown strategy 'gossip'; expected one of sync, async, hybrid, bsp, easgd, bmuf, diloco, trick/,
   );
   assert.throws(() => parseStrategyChoices('async:fetchEvery', config), /option 'fetchEvery' is not KEY=VALUE/);
 });

@@ -19,11 +19,12 @@ import type {
   NpyDataSpec,
   NpyFilesSpec,
   SpeechDataSpec,
+  TextDataSpec,
 } from '../../data/spec.ts';
 import { resolveFeatureOptions, type FeatureOptions } from '../../speech/featureOptions.ts';
 import { DATASET_TYPES } from '../../data/spec.ts';
 import { didYouMean, type IssueParams } from '../errors.ts';
-import { bool, field, isInt, isNum, nonNegInt, oneOf, openUnit, posInt, str, strict } from './fields.ts';
+import { bool, field, isInt, isNum, nonNegInt, oneOf, openUnit, posInt, str, strict, unitRange } from './fields.ts';
 
 const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 const hasKeys = (v: Record<string, unknown>, keys: string[]) =>
@@ -97,6 +98,27 @@ const features = () =>
   });
 
 const { normalize: _normalize, augment: _augment, ...speechCommon } = common;
+// a text has no test split: its windows are token ids, not features to normalise or images to augment
+const { testLimit: _testLimit, ...textCommon } = speechCommon;
+
+/** A text dataset: one file or a folder of .txt files, and how it is cut into windows. */
+const textVariant = () =>
+  strict({
+    ...textCommon,
+    file: str('a UTF-8 text file').optional(),
+    folder: str('a folder of .txt files').optional(),
+    windows: oneOf(['sequential', 'random'] as const).default('sequential'),
+    stride: posInt().optional(),
+    validation: unitRange().default(0.1),
+  }).superRefine((o, ctx) => {
+    if ((o.file === undefined) === (o.folder === undefined))
+      ctx.addIssue({
+        code: 'custom',
+        path: [],
+        params: { noGot: true } satisfies IssueParams,
+        message: 'name the text: either file (one UTF-8 file) or folder (its .txt files, in name order), not both',
+      });
+  });
 
 const VARIANTS: Record<DatasetType, z.ZodType> = {
   'fashion-mnist': strict({ ...common, validation: openUnit().optional() }),
@@ -188,6 +210,7 @@ const VARIANTS: Record<DatasetType, z.ZodType> = {
     cacheDir: str('a directory path').optional(),
     poolBatches: posInt().default(50),
   }),
+  text: textVariant(),
   memory: strict({
     ...common,
     train: str('the name given to memoryDataset()'),
@@ -217,7 +240,8 @@ export type DataInput =
   | Input<NpyDataSpec, 'task' | 'arrays'>
   | Input<ImageFolderDataSpec, 'resize'>
   | Input<MemoryDataSpec>
-  | Input<SpeechDataSpec, 'cache' | 'poolBatches'>;
+  | Input<SpeechDataSpec, 'cache' | 'poolBatches'>
+  | Input<TextDataSpec, 'windows' | 'validation'>;
 
 export type { AugmentSpec };
 

@@ -159,8 +159,11 @@ export function oneKeyMap<C extends Record<string, z.ZodType>>(
   >;
 }
 
-/** The fields a strategy's file builds its options schema from (parallel/strategies/entry.ts). */
-export const optionFields: OptionFields = {
+/**
+ * The fields a strategy's file builds its options schema from (parallel/strategies/entry.ts), but
+ * the optimizer map, which train.ts adds (optimizer.ts builds on this file).
+ */
+export const optionFields: Omit<OptionFields, 'optimizer'> = {
   options: (shape, owner) => strict(shape, 'option', owner),
   posInt,
   nonNegInt,

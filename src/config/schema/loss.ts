@@ -24,6 +24,9 @@ const LOSSES = {
   }).transform(
     (o): LossSpec => ({ type: 'ctc', blank: o.blank, reduction: o.reduction, zeroInfinity: o.zeroInfinity }),
   ),
+  tokenCrossEntropy: strict({}, 'option', 'tokenCrossEntropy').transform(
+    (): LossSpec => ({ type: 'tokenCrossEntropy' }),
+  ),
 } satisfies Record<LossSpec['type'], z.ZodType<LossSpec>>;
 
 /** The loss names `loss:` accepts. */
@@ -71,7 +74,11 @@ export function lossAfterLastLayer(layers: readonly LayerSpec[], loss: LossSpec)
   const at = `model.layers[${layers.length - 1}]`;
   if (last.type === 'softmax' && loss.type !== 'meanSquaredError') {
     const applies =
-      loss.type === 'softmaxCrossEntropy' ? 'softmax' : loss.type === 'ctc' ? 'log-softmax' : 'the sigmoid';
+      loss.type === 'softmaxCrossEntropy' || loss.type === 'tokenCrossEntropy'
+        ? 'softmax'
+        : loss.type === 'ctc'
+          ? 'log-softmax'
+          : 'the sigmoid';
     return (
       `${loss.type} takes logits and applies ${applies} itself, but ${at} is a softmax layer; ` +
       `remove it (predictions apply softmax to the logits), or use loss: meanSquaredError to train on the probabilities`

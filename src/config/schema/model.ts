@@ -40,7 +40,9 @@ import {
   unitRange,
 } from './fields.ts';
 import { modelInput, SEQUENCE_LAYERS } from './sequenceLayers.ts';
+import { TRANSFORMER_LAYERS } from './transformerLayers.ts';
 import { addBlockSchemas } from './addBlocks.ts';
+import { EMBEDDING_LAYERS, tieEmbeddingSpecs } from './embeddingLayers.ts';
 
 const ACTIVATIONS = [
   'relu',
@@ -207,13 +209,21 @@ const spatialSplit = strict({
   };
 });
 
-// residual/add blocks hold layers themselves (not spatialSplit): the schemas refer to each other lazily
-const blocks = addBlockSchemas(BASE_LAYERS, ACTIVATIONS);
+// residual/add blocks hold layers themselves (not spatialSplit), layerNorm and attention among them (a
+// hand-written pre-norm block): the schemas refer to each other lazily
+const blocks = addBlockSchemas(
+  { ...BASE_LAYERS, layerNorm: SEQUENCE_LAYERS.layerNorm, attention: TRANSFORMER_LAYERS.attention },
+  ACTIVATIONS,
+);
 
-const LAYERS = { ...BASE_LAYERS, ...SEQUENCE_LAYERS, spatialSplit, ...blocks } satisfies Record<
-  LayerSpec['type'],
-  z.ZodType<LayerSpec>
->;
+const LAYERS = {
+  ...BASE_LAYERS,
+  ...SEQUENCE_LAYERS,
+  ...TRANSFORMER_LAYERS,
+  spatialSplit,
+  ...blocks,
+  ...EMBEDDING_LAYERS,
+} satisfies Record<LayerSpec['type'], z.ZodType<LayerSpec>>;
 
 export const LAYER_TYPES = Object.keys(LAYERS) as LayerSpec['type'][];
 
@@ -248,7 +258,7 @@ const modelMap = strict(
   undefined,
   '{ input: [28, 28, 1], layers: [...] }',
 ).transform((o, ctx): ModelSpec => {
-  const spec: ModelSpec = { input: [...o.input], layers: o.layers };
+  const spec: ModelSpec = { input: [...o.input], layers: tieEmbeddingSpecs(o.layers, ctx) };
   checkSpatialTiles(spec, ctx);
   return spec;
 });

@@ -38,11 +38,13 @@ const OPTIMIZERS = { sgd, adam: adamLike('adam', 0), adamw: adamLike('adamw', 0.
   z.ZodType<OptimizerSpec>
 >;
 export const OPTIMIZER_TYPES = Object.keys(OPTIMIZERS) as OptimizerSpec['type'][];
-export const optimizerSchema = oneKeyMap({
+/** An optimizer as a one-key map (`adam: { lr: 0.001 }`), also a strategy's option (diloco's `outer`). */
+export const optimizerMap = oneKeyMap({
   noun: 'optimizer',
   choices: OPTIMIZERS,
   example: '`adam: { lr: 0.001 }`',
-}).prefault('adam');
+});
+export const optimizerSchema = optimizerMap.prefault('adam');
 
 const DECAYS = {
   none: strict({}, 'option', 'none').transform((): DecaySpec => ({ type: 'none' })),

@@ -1,21 +1,27 @@
 /** The `train:` section: epochs, devices, the strategy and its options, …, normalised into `TrainSpec`. */
 import type { z } from 'zod';
 import type { TrainSpec } from '../runConfig.ts';
+import type { OptimizerSpec } from '../../optim/spec.ts';
 import { STRATEGIES, DEFAULT_STRATEGY, type StrategySpec, type StrategyName } from '../../parallel/strategies/index.ts';
 import { bool, nonNegInt, oneKeyMap, oneOf, optionFields, posInt, posNum, section, seedField } from './fields.ts';
 import { checkpointEveryField } from './checkpointEvery.ts';
 import { bestField, earlyStoppingField } from './tracking.ts';
 import { divergenceField } from './divergence.ts';
 import { initFromField } from './initFrom.ts';
+import { optimizerMap } from './optimizer.ts';
 
 /**
  * What `train.strategy` accepts when written in code: a strategy's options are its normalised
- * spec's fields, each optional (the schema fills in defaults).
+ * spec's fields, each optional (the schema fills in defaults); an optimizer among them (diloco's
+ * `outer`) is written as `optimizer:` is.
  */
-type StrategyOptionsInput<N extends StrategyName> = Partial<Omit<Extract<StrategySpec, { type: N }>, 'type'>>;
+type StrategyOptionsInput<N extends StrategyName, S = Extract<StrategySpec, { type: N }>> = {
+  [K in Exclude<keyof S, 'type'>]?: S[K] extends OptimizerSpec ? z.input<typeof optimizerMap> : S[K];
+};
 
 // every strategy's options, in the registry's order (the order messages list them)
-const strategyChoices = Object.fromEntries(STRATEGIES.map((e) => [e.name, e.schema(optionFields)])) as {
+const fields = { ...optionFields, optimizer: () => optimizerMap };
+const strategyChoices = Object.fromEntries(STRATEGIES.map((e) => [e.name, e.schema(fields)])) as {
   [N in StrategyName]: z.ZodType<StrategySpec, StrategyOptionsInput<N>>;
 };
 

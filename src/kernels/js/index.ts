@@ -11,6 +11,7 @@ import { copyRows } from './rows.ts';
 import { channelCentredSquares, batchNormNormalise, batchNormGradSums, batchNormInputGrad } from './batchNorm.ts';
 import { jsBatchNormChannelKernels } from './batchNormChannels.ts';
 import { layerNormForward, layerNormBackward } from './layerNorm.ts';
+import { attentionKernels } from './attention.ts';
 import { adamStep, sgdStep } from './optimizerSteps.ts';
 import { fill, zeroPadding } from './sequence.ts';
 import { packB, gemmPacked, lstmCellForward, lstmCellBackward, gruCellForward, gruCellBackward } from './recurrent.ts';
@@ -46,6 +47,7 @@ export const jsBackend: Backend = {
   ...jsBatchNormChannelKernels,
   layerNormForward,
   layerNormBackward,
+  ...attentionKernels(gemm),
   activationForward,
   activationBackward,
   softmaxCrossEntropy,

@@ -3,7 +3,7 @@
  *
  * It is composed, not copied: the object `createWasmBackend()` returns is the prototype, and only
  * `gemm`, the recurrent layers' packed gemm (`packB`, `gemmPacked`) and the three convolutions are
- * overridden, by calls into the N-API addon (native/paratrain_native.c: cblas_sgemm, and
+ * overridden (and attention's passes, rebuilt over this gemm), by calls into the N-API addon (native/paratrain_native.c: cblas_sgemm, and
  * convolutions as im2col + sgemm in chunks of output pixels, one addon call per layer;
  * native/recurrent.c: a pre-packed gemm for the recurrent steps). Allocation therefore stays in the
  * wasm backend's shared memory and pooling, activations, the recurrent cells, softmax and the
@@ -18,6 +18,7 @@ import type { Backend } from '../backend.ts';
 import type { Conv2DGeometry } from '../convKernels.ts';
 import type { PackedMatrix } from '../matrixKernels.ts';
 import { jsBackend } from '../js/index.ts';
+import { attentionKernels } from '../js/attention.ts';
 import { createWasmBackend, type WasmBackend } from '../wasm/index.ts';
 import { loadNativeAddon, type BlasInfo, type NativeAddon } from './addon.ts';
 
@@ -125,24 +126,17 @@ export async function createNativeBackend(): Promise<NativeBackend | null> {
   const wasm: WasmBackend | null = await createWasmBackend();
   const base: Backend = wasm ?? jsBackend;
   const baseName = wasm ? 'wasm' : 'js';
+  const gemm: Backend['gemm'] = (transA, transB, M, N, K, alpha, A, B, beta, C) =>
+    addon.sgemm(transA, transB, M, N, K, alpha, A, B, beta, C);
   const overrides = {
     name: 'native',
     blas: addon.info(),
     base: baseName,
     setConvChunkBytes: (bytes: number): void => addon.setConvChunkBytes(bytes),
-    gemm: (
-      transA: boolean,
-      transB: boolean,
-      M: number,
-      N: number,
-      K: number,
-      alpha: number,
-      A: Float32Array,
-      B: Float32Array,
-      beta: number,
-      C: Float32Array,
-    ): void => addon.sgemm(transA, transB, M, N, K, alpha, A, B, beta, C),
+    gemm,
     ...nativePacking(addon),
+    // attention's products per (sample, head) in OpenBLAS too (the base's would use its own gemm)
+    ...attentionKernels(gemm),
     // Every convolution goes to OpenBLAS: bench/kernels.ts measured it ahead of wasm on all six
     // conv kernels of mnist-small, even the first layer's (K = 3·3·1 = 9, where im2col dominates).
     conv2dForward: (

@@ -10,6 +10,7 @@
  * | kernel | in the addon |
  * | --- | --- |
  * | gemm | matmul primitive (transposes as strides, alpha as output scale, beta as a sum post-op) |
+ * | attention's products (js/attention.ts) | the gemm above, one call per (sample, head); the softmax rows stay JS |
  * | packB / gemmPacked | the same primitive on weights reordered once per pass into its own layout (without AVX-512: dnnl_sgemm on op(B) copied into padded rows, native/onednn/packed.c) |
  * | conv2d forward / backward-data / backward-filter | convolution primitives on NHWC memory, weights reordered to oneDNN's blocked format; relu fused as a post-op; few input channels: the addon's AVX-512 kernels |
  * | max/avg pool forward, avg pool backward | pooling primitives (max: workspace → flat argmax in C) |
@@ -36,6 +37,7 @@ import type { PackedMatrix } from '../matrixKernels.ts';
 import type { Pool2DGeometry } from '../poolKernels.ts';
 import type { SequenceCell } from '../recurrentKernels.ts';
 import { jsBackend } from '../js/index.ts';
+import { attentionKernels } from '../js/attention.ts';
 import { BackendSettingError } from '../registry.ts';
 import { createWasmBackend, type WasmBackend } from '../wasm/index.ts';
 import { loadOneDnnAddon, type OneDnnInfo, type OneDnnStats } from './addon.ts';
@@ -192,6 +194,8 @@ export async function createOneDnnBackend(): Promise<OneDnnBackend | null> {
     },
     sequenceCells: () => [...sequenceCells],
     gemm,
+    // attention's products per (sample, head) through the matmul primitive (or the base's gemm where it declines)
+    ...attentionKernels(gemm),
     // the recurrent layers' per-step products: B is copied once per pass, each step is one matmul primitive call
     packB: (transB, K, N, B, into) => {
       // a pack of the same size is refilled in place, as the other backends do

@@ -19,6 +19,7 @@ import { wasmBatchNormKernels } from './batchNorm.ts';
 import { wasmRecurrentKernels } from './recurrent.ts';
 import { wasmOptimizerKernels } from './optimizer.ts';
 import { layerNormBackward, layerNormForward } from '../js/layerNorm.ts';
+import { attentionKernels } from '../js/attention.ts';
 import { fill, zeroPadding } from '../js/sequence.ts';
 
 export interface WasmBackend extends Backend {
@@ -40,6 +41,7 @@ export interface WasmBackend extends Backend {
 function composeWasmBackend(loaded: LoadedKernels, source?: HeapSource): WasmBackend {
   const k = new WasmStaging(loaded.exports, loaded.memory, source);
   const heap = k.heap;
+  const matrix = wasmMatrixKernels(k);
   return {
     name: 'wasm',
     relaxed: loaded.relaxed,
@@ -49,7 +51,7 @@ function composeWasmBackend(loaded: LoadedKernels, source?: HeapSource): WasmBac
     free: (a) => heap.free(a),
     owns: (a) => heap.owns(a),
     tune: (opts) => k.tune(opts),
-    ...wasmMatrixKernels(k),
+    ...matrix,
     ...wasmConvolutionKernels(k),
     ...wasmPoolingKernels(k),
     ...wasmElementwiseKernels(k),
@@ -59,6 +61,8 @@ function composeWasmBackend(loaded: LoadedKernels, source?: HeapSource): WasmBac
     // no SIMD build of these yet: the js kernels read and write wasm memory's views in place
     layerNormForward,
     layerNormBackward,
+    // the products in wasm's SIMD gemm, the softmax rows in place on the heap's views
+    ...attentionKernels(matrix.gemm),
     // plain fills over the heap's arrays: the host's own loops are already memset speed
     fill,
     zeroPadding,

@@ -24,6 +24,7 @@ import {
   channelSums,
 } from './batchNormChannels.ts';
 import { layerNormBackward, layerNormForward } from './layerNorm.ts';
+import { webgpuAttentionKernels } from './attention.ts';
 import { softmaxBackward, softmaxForward } from './softmax.ts';
 import { gruCellBackward, gruCellForward, lstmCellBackward, lstmCellForward } from './recurrent.ts';
 import { adamStep, sgdStep } from './optimizers.ts';
@@ -175,6 +176,7 @@ export function webgpuBackend(ctx: GpuContext): WebGpuBackend {
         o(dgamma, 'layerNormBackward'),
         o(dbeta, 'layerNormBackward'),
       ),
+    ...webgpuAttentionKernels,
 
     lstmCellForward: (t, N, H, gates, c, h, lengths) =>
       lstmCellForward(

@@ -1,6 +1,6 @@
 import type { Communicator } from '../../comm/communicator.ts';
-import { counter, restoreTensor, type Strategy } from '../strategy.ts';
-import { registerAndBroadcast } from '../replicaSync.ts';
+import { restoreTensor, type Strategy } from '../strategy.ts';
+import { periodicAveragingStrategy } from './periodicAveraging.ts';
 import type { StrategyEntry } from './entry.ts';
 
 export interface BmufOptions {
@@ -19,50 +19,35 @@ export interface BmufOptions {
  *   s ← θ + η·Δ (Nesterov: look ahead) or s ← θ (classic); replicas restart from s.
  * The block gradient is measured from where the replicas started (as fairseq's BMUF does), so
  * with Nesterov the look-ahead is not counted twice. η = 0, ζ = 1 is plain model averaging.
+ *
+ * Classic BMUF is DiLoCo (diloco.ts) with outer SGD, momentum η and lr ζ, on the outer gradient
+ * g = s − w̄: torch's v ← η·v + g; s ← s − ζ·v is the rule above with Δ = −ζ·v. (Nesterov is not
+ * torch's: here s moves by (1 + η)·Δ_t, there by (1 + η)·Δ_t − η·Δ_{t−1}.)
  */
 export function bmufStrategy(comm: Communicator, o: BmufOptions): Strategy {
-  let start: Float32Array, theta: Float32Array, delta: Float32Array;
-  let steps = 0;
-  const sync = async (replica: { params: Float32Array; state: Float32Array }) => {
-    steps = 0;
-    await comm.allreduce(replica.params, 'mean');
-    await comm.allreduce(replica.state, 'mean');
-    const p = replica.params,
-      { blockMomentum: eta, blockLr: zeta, nesterov } = o;
-    for (let i = 0; i < p.length; i++) {
-      const d = eta * delta[i]! + zeta * (p[i]! - start[i]!);
-      delta[i] = d;
-      const t = start[i]! + d;
-      theta[i] = t;
-      const s = nesterov ? t + eta * d : t;
-      start[i] = s;
-      p[i] = s;
-    }
-  };
-  return {
-    name: 'bmuf',
-    async onStart(replica) {
-      await registerAndBroadcast(comm, replica);
-      start = replica.params.slice();
-      theta = replica.params.slice();
-      delta = new Float32Array(replica.params.length);
+  let theta: Float32Array, delta: Float32Array;
+  return periodicAveragingStrategy('bmuf', comm, o.period, {
+    begin(start) {
+      theta = start.slice();
+      delta = new Float32Array(start.length);
     },
-    async afterStep(replica) {
-      if (++steps === o.period) await sync(replica);
+    apply(start, mean) {
+      const { blockMomentum: eta, blockLr: zeta, nesterov } = o;
+      for (let i = 0; i < start.length; i++) {
+        const d = eta * delta[i]! + zeta * (mean[i]! - start[i]!);
+        delta[i] = d;
+        const t = start[i]! + d;
+        theta[i] = t;
+        start[i] = nesterov ? t + eta * d : t;
+      }
     },
-    async onFinish(replica) {
-      if (steps > 0) await sync(replica);
-      replica.params.set(theta);
-    },
-    modelParams: async () => theta,
-    saveState: () => ({ tensors: { start, theta, delta }, counters: { steps } }),
-    restoreState(state) {
-      restoreTensor(state, 'start', start);
+    model: () => theta,
+    save: () => ({ tensors: { theta, delta }, counters: {} }),
+    restore(state) {
       restoreTensor(state, 'theta', theta);
       restoreTensor(state, 'delta', delta);
-      steps = counter(state, 'steps');
     },
-  };
+  });
 }
 
 /** blockMomentum left out: `defaultBlockMomentum(devices)` */

@@ -4,6 +4,7 @@
  */
 import type { z } from 'zod';
 import type { Communicator } from '../../comm/communicator.ts';
+import type { OptimizerSpec } from '../../optim/spec.ts';
 import type { ParameterServer } from '../parameterServer/index.ts';
 import type { Strategy } from '../strategy.ts';
 
@@ -23,6 +24,8 @@ export interface OptionFields {
   openUnit(): z.ZodType<number>;
   bool(): z.ZodType<boolean>;
   oneOf<const T extends readonly string[]>(values: T): z.ZodType<T[number]>;
+  /** an optimizer written as the config's `optimizer:` is (`sgd: { lr: 0.7, momentum: 0.9 }`), normalised */
+  optimizer(): z.ZodType<OptimizerSpec>;
 }
 
 export interface StrategyContext {

@@ -11,9 +11,10 @@ import { hybridEntry } from './hybrid.ts';
 import { bspEntry } from './bsp.ts';
 import { easgdEntry } from './easgd.ts';
 import { bmufEntry } from './bmuf.ts';
+import { dilocoEntry } from './diloco.ts';
 
 /** Every strategy, in the order messages and the command line list them. */
-export const STRATEGIES = [syncEntry, asyncEntry, hybridEntry, bspEntry, easgdEntry, bmufEntry] as const;
+export const STRATEGIES = [syncEntry, asyncEntry, hybridEntry, bspEntry, easgdEntry, bmufEntry, dilocoEntry] as const;
 
 type SpecOf<E> = E extends StrategyEntry<infer S> ? S : never;
 

@@ -31,7 +31,7 @@ export interface BadStepAt {
  * momentum change. Who decides:
  *   - a strategy with applyUpdate decides itself (hybrid: the flag rides in the reduced gradient;
  *     sync/async: the device does not push; see the strategies);
- *   - otherwise (one device, bsp, bmuf, easgd): this guard checks the device's loss and gradient
+ *   - otherwise (one device, bsp, bmuf, diloco, easgd): this guard checks the device's loss and gradient
  *     (one pass) and, in a lockstep strategy, the devices agree through `strategy.agree`, so all
  *     skip together (`skips`).
  * The guard counts the skipped steps (`record`). After `maxBadSteps` skipped in a row the run stops

@@ -2,7 +2,7 @@
  * Frozen layers (`train.initFrom.freeze`): their weights stay bit for bit as the run started them,
  * under every strategy. The optimizers, the device's and a parameter server's, leave their ranges
  * alone (createOptimizer's `frozen`); clipping leaves their gradient out of the norm; and a strategy
- * that averages weights (bsp, bmuf, easgd), whose mean of G identical floats need not give the float
+ * that averages weights (bsp, bmuf, diloco, easgd), whose mean of G identical floats need not give the float
  * back when G is not a power of two, has them put back after every step it may have moved them.
  */
 import type { FlatRange } from '../../optim/optimizer.ts';

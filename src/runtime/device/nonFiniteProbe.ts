@@ -5,7 +5,7 @@ import type { ForwardContext } from '../../nn/layer.ts';
 import type { TrainableModel } from '../../nn/trainableModel.ts';
 import { allFinite } from '../../parallel/nonFinite.ts';
 import type { SequenceBatch } from '../../data/batcher.ts';
-import { VARIABLE } from '../../tensor/shape.ts';
+import { shapeSize, VARIABLE } from '../../tensor/shape.ts';
 import type { Poison } from './badSteps.ts';
 import type { GradientSource } from './gradientSource.ts';
 import type { ShardEntry } from '../../parallel/modelParallel/shards.ts';
@@ -41,7 +41,7 @@ export interface ProbeBatch {
 export async function locateNonFinite(replica: ProbedReplica, b: ProbeBatch): Promise<string | null> {
   const model = replica.model;
   let where: string | null = null;
-  const n = b.sequence ? b.sequence.lengths.length : b.labels.length;
+  const n = b.sequence ? b.sequence.lengths.length : b.images.length / shapeSize(model.inputShape);
   if (model instanceof Sequential && !model.needsAsync && n > 0) {
     let h = new Tensor(
       [n, ...model.inputShape.map((d) => (d === VARIABLE ? b.sequence!.frames : d))],

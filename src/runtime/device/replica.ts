@@ -5,7 +5,7 @@ import { buildModel, type Sequential } from '../../nn/model.ts';
 import { createLoss } from '../../nn/losses.ts';
 import type { Loss } from '../../nn/loss.ts';
 import type { SequenceBatch } from '../../data/batcher.ts';
-import { VARIABLE } from '../../tensor/shape.ts';
+import { shapeSize, VARIABLE } from '../../tensor/shape.ts';
 import { clipCoefficient, clipToNorm, sumOfSquares } from '../../optim/clipGradNorm.ts';
 import { allFinite } from '../../parallel/nonFinite.ts';
 import { DeviceResidence } from './deviceResidence.ts';
@@ -87,11 +87,14 @@ export class Replica<M extends TrainableModel = Sequential> {
           this.optimizer.state().buffers.map((b) => b.data),
         )
       : null;
-    // a CTC model gives logits per frame [T, C] (speechChecks.ts says more before a run)
-    const perFrame = this.loss.task === 'transcription';
+    // a CTC model gives logits per frame [T, C] (speechChecks.ts says more before a run), a language model per position [T, V]
+    const language = this.loss.task === 'language';
+    const perFrame = this.loss.task === 'transcription' || language;
     if (perFrame && this.model.outputShape.length !== 2) {
       throw new Error(
-        `model: loss ctc needs an output per frame [frames, classes], but the last layer's output shape is [${this.model.outputShape.join(', ')}]; keep the frames and end with dense`,
+        language
+          ? `model: loss tokenCrossEntropy needs an output per position [positions, vocab], but the last layer's output shape is [${this.model.outputShape.join(', ')}]; end with dense or tiedEmbedding`
+          : `model: loss ctc needs an output per frame [frames, classes], but the last layer's output shape is [${this.model.outputShape.join(', ')}]; keep the frames and end with dense`,
       );
     }
     if (!perFrame && this.model.outputShape.length !== 1) {
@@ -281,7 +284,7 @@ export class Replica<M extends TrainableModel = Sequential> {
     onGradientsReady?: (offset: number) => void,
     targets?: Float32Array,
   ): StepResult {
-    const n = labels.length;
+    const n = images.length / shapeSize(this.model.inputShape);
     const logits = this.model.forward(this.batchTensor(images, n), { ...ctx, training: true });
     const { lossSum, correct, dlogits } = this.loss.compute(logits, labels, gradScale, targets);
     this.model.backward(dlogits, onGradientsReady);
@@ -313,7 +316,7 @@ export class Replica<M extends TrainableModel = Sequential> {
     // a sequence batch: [n, T, F] with per-sample lengths, labels padded [n, S]
     const x = sequence
       ? this.batchTensor(images, sequence.lengths.length, sequence.frames)
-      : this.batchTensor(images, labels.length);
+      : this.batchTensor(images, images.length / shapeSize(this.model.inputShape));
     const result = await accumulateMicroBatches(
       this.model,
       this.loss,

@@ -71,7 +71,7 @@ export function viewOf(replica: TrainableReplica): ReplicaView {
 /**
  * The update of a step: the strategy's own when it has one (it reduces the gradients and applies
  * them, and skips a non-finite step itself), else this device's optimizer step on its own gradient
- * (one device, bsp, easgd, bmuf), unless the non-finite guard skips the step.
+ * (one device, bsp, easgd, bmuf, diloco), unless the non-finite guard skips the step.
  */
 async function update(
   strategy: Strategy,
@@ -81,7 +81,7 @@ async function update(
 ): Promise<StrategyStepStats | undefined> {
   if (strategy.applyUpdate) return strategy.applyUpdate(view, info);
   if (await guard.skips(view, info)) return { skipped: true };
-  // train.clipGradNorm: a device's own gradient (one device, bsp, easgd, bmuf), finite here
+  // train.clipGradNorm: a device's own gradient (one device, bsp, easgd, bmuf, diloco), finite here
   await view.clipGradients?.();
   view.localStep(info.lr);
   return undefined;

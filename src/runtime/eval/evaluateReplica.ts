@@ -1,12 +1,13 @@
 /**
  * A whole replica's mean loss and the task's metrics over a dataset, in evaluation mode (no dropout,
  * running BatchNorm statistics): accuracy (classification), MAE (regression), per-label accuracy and
- * exact match (multi-label); utterances in length-sorted batches, greedy transcripts against their
- * labels (CER, WER: speechEvaluation.ts).
+ * exact match (multi-label), the mean loss per token and tokens right (language: the loss's per-sample
+ * values are means over positions); utterances in length-sorted batches, greedy transcripts against
+ * their labels (CER, WER: speechEvaluation.ts).
  */
 import type { ForwardContext } from '../../nn/layer.ts';
 import type { Sequential } from '../../nn/model.ts';
-import type { Dataset } from '../../data/dataset.ts';
+import { labelsPerSample, type Dataset } from '../../data/dataset.ts';
 import type { Replica } from '../device/replica.ts';
 import { evaluateSpeech } from './speechEvaluation.ts';
 import type { EvalResult } from './evalResult.ts';
@@ -19,7 +20,8 @@ export async function evaluateReplica(replica: Replica<Sequential>, ds: Dataset,
       replica.batchTensor(images, n, frames),
     );
   const per = ds.images.length / ds.count,
-    perTarget = ds.targets ? (ds.targetSize ?? 0) : 0;
+    perTarget = ds.targets ? (ds.targetSize ?? 0) : 0,
+    perLabel = labelsPerSample(ds);
   let lossSum = 0,
     correct = 0,
     absErrorSum = 0,
@@ -32,7 +34,8 @@ export async function evaluateReplica(replica: Replica<Sequential>, ds: Dataset,
     const logits = replica.model.forward(x, ctx);
     await replica.model.device?.toHost([logits.data]);
     const targets = ds.targets?.subarray(start * perTarget, (start + n) * perTarget);
-    const r = replica.loss.compute(logits, ds.labels.subarray(start, start + n), 0, targets);
+    const labels = ds.labels.subarray(start * perLabel, (start + n) * perLabel);
+    const r = replica.loss.compute(logits, labels, 0, targets);
     lossSum += r.lossSum;
     correct += r.correct;
     absErrorSum += r.absErrorSum ?? 0;

@@ -21,6 +21,7 @@ import { globalBatchSize } from '../device/trainLoop.ts';
 import type { LoadedData } from './loadData.ts';
 import { checkLossMatchesData, checkOutputUnits } from './lossChecks.ts';
 import { checkSpeechRun } from './speechChecks.ts';
+import { checkLanguageRun } from './languageChecks.ts';
 
 /**
  * What the job's shape and the launch environment allow, before the data is read: the device
@@ -48,6 +49,7 @@ export function checkLaunch(shape: JobShape, transport: 'tcp' | 'mpi', faults: F
 export function checkRun(config: RunConfig, data: LoadedData, shape: JobShape): number {
   checkNotEmpty(data.train);
   checkSpeechRun(config, data);
+  checkLanguageRun(config, data);
   checkDataShape(config, data);
   checkModelFits(config, shape);
   const { devices } = shape;

@@ -13,6 +13,7 @@ const WHAT: Record<Task, string> = {
   regression: 'a regression dataset (real-valued targets)',
   multiLabel: 'a multi-label dataset (several yes/no labels per sample)',
   transcription: 'a speech dataset (a transcript per utterance; data: { dataset: speech })',
+  language: 'a text dataset (the next token at every position of a window; data: { dataset: text })',
 };
 
 /**
@@ -28,8 +29,8 @@ export function checkLossMatchesData(config: RunConfig, ds: Dataset, outputShape
         `use loss: ${TASK_LOSSES[task]} for this data, or data that matches the loss`,
     );
   }
-  // a speech model's outputs are checked against the alphabet in speechChecks.ts
-  if (task === 'classification' || task === 'transcription') return;
+  // a speech model's outputs are checked against the alphabet in speechChecks.ts, a language model's below
+  if (task === 'classification' || task === 'transcription' || task === 'language') return;
   const per = ds.targetSize ?? 0;
   if (!ds.targets || per < 1 || ds.targets.length !== ds.count * per) {
     throw new Error(
@@ -52,6 +53,10 @@ export function checkOutputUnits(config: RunConfig, outputShape: readonly number
   const units = outputUnits(data.train),
     task = taskOf(data.train);
   if (task === 'transcription') return; // per frame, against the alphabet: speechChecks.ts
+  if (task === 'language') {
+    checkTokenOutputs(config, outputShape, data.train);
+    return;
+  }
   if (outputShape.length === 1 && outputShape[0] === units) return;
   const last = config.model.layers.length - 1;
   const what =
@@ -63,5 +68,17 @@ export function checkOutputUnits(config: RunConfig, outputShape: readonly number
   const per = task === 'regression' ? 'values' : 'scores';
   throw new Error(
     `model.layers[${last}]: the model produces ${outputShape.join('×')} ${per} per sample but ${data.train.name} has ${what}; end with a dense layer of ${units} units`,
+  );
+}
+
+/** A language model gives a score per token of the vocabulary at each of its input's positions: [T, vocab]. */
+function checkTokenOutputs(config: RunConfig, outputShape: readonly number[], ds: Dataset): void {
+  const positions = config.model.input[0]!,
+    vocab = ds.classes;
+  if (outputShape.length === 2 && outputShape[0] === positions && outputShape[1] === vocab) return;
+  const last = config.model.layers.length - 1;
+  throw new Error(
+    `model.layers[${last}]: the model gives ${outputShape.join('×')} scores per sample, but a language model gives ${positions}×${vocab}: ` +
+      `a score per token of ${ds.name}'s vocabulary (${vocab}) at each of its ${positions} positions; end with dense: { units: ${vocab} } or tiedEmbedding: {} on the sequence`,
   );
 }

@@ -41,6 +41,8 @@ const VERDICTS: Record<string, Verdict> = {
   'train.initFrom': 'honour',
   'train.epochs': 'honour',
   'train.strategy': 'honour',
+  // diloco's outer optimizer state is of its kind: another kind cannot take it up
+  'train.strategy.outer.type': 'refuse',
   'train.backend': 'honour',
   'train.lrScaling': 'honour',
   'train.evalEvery': 'honour',

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { getBackend } from '../../kernels/index.ts';
 import { loadData, type LoadedData } from './loadData.ts';
+import { checkResumeText } from './resumeText.ts';
 import { localStrategy } from '../../parallel/strategy.ts';
 import { runDevice } from '../job/deviceRun.ts';
 import { runWorkerDevices } from '../job/workerDevices.ts';
@@ -120,6 +121,7 @@ async function trainLocked(
   const { resume } = planned;
   const backend = await getBackend(planned.config.train.backend);
   const data = await load(planned.config);
+  if (resume) checkResumeText(resume.point.dir, data.train, options.log);
   // train.best and train.earlyStopping watch what this data can measure (config.yaml records the choice)
   const config = resolveTracking(planned.config, data);
   const parameters = checkRun(config, data, shape);
