@@ -52,9 +52,14 @@ export class GpuContext {
     };
   }
 
-  /** Opens the adapter (by driver name, or the high-performance one) and a device on it. */
-  static async open(name?: string): Promise<GpuContext | string> {
-    const opened = await openAdapter(name);
+  /**
+   * Opens an adapter and a device on it: the one `setting` chooses (PARATRAIN_WEBGPU_ADAPTER's
+   * forms: a part of a driver's name, `#index`, or unset for the GPU of the device's `slot` on its
+   * host, by default the slot this thread set: deviceSlot.ts). Gives one line when no adapter opens;
+   * throws a BackendSettingError naming the fix when the setting cannot be met.
+   */
+  static async open(setting?: string, slot?: number): Promise<GpuContext | string> {
+    const opened = await openAdapter(setting, slot);
     if (typeof opened === 'string') return opened;
     const a = opened.adapter.limits;
     const device = await opened.adapter.requestDevice({
@@ -96,6 +101,9 @@ export class GpuContext {
     return into;
   }
 
+  /** Reads so far (each one submit and one wait): a training step's are counted by its tests. */
+  reads = 0;
+
   /** Records one kernel; nothing runs until `flush` or `read`. */
   dispatch(d: Dispatch): void {
     if (this.lost) throw new Error(this.lost);
@@ -134,6 +142,7 @@ export class GpuContext {
 
   /** The arrays' contents on the host, after everything recorded before: one submit, one wait. */
   async read(...arrays: GpuArray[]): Promise<Float32Array[]> {
+    this.reads++;
     const total = arrays.reduce((n, a) => n + a.length, 0);
     const staging = this.device.createBuffer({
       size: bufferBytes(total),

@@ -1,3 +1,5 @@
+import { useDeviceSlot } from '../../kernels/webgpu/deviceSlot.ts';
+import { hostSlot } from '../device/deviceBackend.ts';
 import { join } from 'node:path';
 import { getBackend } from '../../kernels/index.ts';
 import { loadData, type LoadedData } from './loadData.ts';
@@ -119,6 +121,8 @@ async function trainLocked(
   // resuming keeps the saved job's global batch and learning rate (fitted when the device count changed)
   const planned = planRunStart(options, userConfig, shape, lock);
   const { resume } = planned;
+  // this thread runs device 0 of the process when it is the only one: its GPU is the process's first slot
+  useDeviceSlot(hostSlot({ rank: 0, size: threads }));
   const backend = await getBackend(planned.config.train.backend);
   const data = await load(planned.config);
   if (resume) checkResumeText(resume.point.dir, data.train, options.log);
