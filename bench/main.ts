@@ -37,6 +37,10 @@ const benches: Record<string, { what: string; load: () => Promise<{ main(args: s
     what: 'LSTM forward+backward at DeepSpeech shapes (N 32, T 100, F 494, H 512) per backend, vs its sgemm and PyTorch nn.LSTM (one thread) (--gru: the GRU)',
     load: () => import('./lstm.ts'),
   },
+  attention: {
+    what: 'attention forward+backward GFLOPS per backend, the layer and its four kernels alone, at T 256 D 384 6 heads and T 64 D 128 4 heads, then where a pass goes (--pieces)',
+    load: () => import('./attention.ts'),
+  },
   layers: {
     what: "ms per layer, forward and backward, of an example's model on one backend (--model resnet-small, --backend, --batch, --frames)",
     load: () => import('./layers.ts'),

@@ -323,10 +323,11 @@ test('training: diloco with outer SGD lr 1 equals bsp, outer SGD momentum equals
   );
 });
 
-for (const outer of [undefined, { adam: { lr: 0.01 } }]) {
-  const name = outer ? 'outer Adam' : 'the default outer Nesterov';
-  test(`training: diloco (${name}) on 2 devices stopped at step 7 resumes from the set at step 4, mid-period, bit for bit`, async () => {
-    const strategy = { diloco: { period: 3, ...(outer ? { outer } : {}) } };
+// the outer slots of every kind restore in the harness test above; through training, Adam's (the most state)
+{
+  const outer = { adam: { lr: 0.01 } };
+  test('training: diloco (outer Adam) on 2 devices stopped at step 7 resumes from the set at step 4, mid-period, bit for bit', async () => {
+    const strategy = { diloco: { period: 3, outer } };
     const config = tinyConfig({ train: { epochs: 2, devices: 2, strategy, checkpointEvery: { steps: 4 } } });
     const whole = await train(config, { out: freshDir() });
     const runDir = freshDir();
@@ -335,7 +336,7 @@ for (const outer of [undefined, { adam: { lr: 0.01 } }]) {
     assert.equal(point.state.step, 4);
     const device = readCheckpoint(join(point.dir, 'device-1.safetensors'));
     assert.deepEqual(JSON.parse(device.metadata['strategy.counters']!), { steps: 1, outerSteps: 1 });
-    const slots = outer ? ['strategy.outer.m', 'strategy.outer.v'] : ['strategy.outer.velocity'];
+    const slots = ['strategy.outer.m', 'strategy.outer.v'];
     for (const name of ['strategy.start', ...slots]) assert.ok(device.tensors.has(name), `the set holds ${name}`);
     const resumed = await train(config, { resume: runDir });
     assertSameTensors(tensorsOf(whole.checkpoint), tensorsOf(resumed.checkpoint));
