@@ -2,7 +2,7 @@ import { Tensor } from '../tensor/tensor.ts';
 import { formatShape, VARIABLE } from '../tensor/shape.ts';
 import type { Backend } from '../kernels/backend.ts';
 import { BaseLayer, type ForwardContext, type ParamSpec } from './layer.ts';
-import { isSequenceShape, keepLengths, validFrames, zeroPadding } from './sequence.ts';
+import { isSequenceShape, keepLengths } from './sequence.ts';
 import { EMBEDDING_INIT_STD } from './embedding.ts';
 
 /** Where a position's vector comes from: a trained table (GPT-2's wpe) or Vaswani et al.'s fixed one. */
@@ -36,6 +36,8 @@ export class PositionEncoding extends BaseLayer {
   private dw: Float32Array | null = null;
   private table: Float32Array = new Float32Array(0);
   private lengths: Int32Array | undefined;
+  /** one whole-array row, for copyRows */
+  private readonly whole = new Int32Array(1);
 
   constructor(
     backend: Backend,
@@ -70,24 +72,24 @@ export class PositionEncoding extends BaseLayer {
     this.dw = grads[0]!;
   }
 
-  /** The vectors of positions 0..frames−1: the learned weight, or the sinusoidal table (grown when needed). */
+  /**
+   * The vectors of positions 0..frames−1: the learned weight, or the sinusoidal table (grown when
+   * needed; a host array, which a GPU backend copies in with each forward: frames·dim floats).
+   */
   private vectors(frames: number): Float32Array {
     if (this.w) return this.w;
     if (this.table.length < frames * this.dim) this.table = sinusoidalTable(frames, this.dim);
-    return this.table;
+    return this.table.subarray(0, frames * this.dim);
   }
 
   forward(x: Tensor, ctx: ForwardContext): Tensor {
     const [N, T] = [x.shape[0]!, x.shape[1]!],
       D = this.dim;
-    const pe = this.vectors(T);
     const y = new Tensor(x.shape, this.buffer('y', x.size));
-    for (let n = 0; n < N; n++) {
-      const base = n * T * D;
-      for (let j = 0; j < T * D; j++) y.data[base + j] = x.data[base + j]! + pe[j]!;
-    }
+    // each sample is one row of T·D values, the position vectors its bias
+    this.backend.biasAdd(x.data, this.vectors(T), y.data, N, T * D);
     this.lengths = keepLengths(this.pool, ctx.lengths);
-    zeroPadding(y.data, N, T, D, this.lengths);
+    if (this.lengths) this.backend.zeroPadding(y.data, N, T, D, this.lengths);
     return y;
   }
 
@@ -95,18 +97,15 @@ export class PositionEncoding extends BaseLayer {
   backward(dy: Tensor): Tensor {
     const [N, T] = [dy.shape[0]!, dy.shape[1]!],
       D = this.dim;
-    if (this.dw) {
-      for (let n = 0; n < N; n++) {
-        const base = n * T * D,
-          end = validFrames(this.lengths, n, T) * D;
-        for (let j = 0; j < end; j++) this.dw[j] = this.dw[j]! + dy.data[base + j]!;
-      }
+    let dx = dy;
+    if (this.lengths) {
+      // padded positions' outputs are constant zeros: their gradient is dropped
+      dx = new Tensor(dy.shape, this.buffer('dx', dy.size));
+      this.backend.copyRows(dy.data, this.whole, dx.data, this.whole, 1, dy.size, false);
+      this.backend.zeroPadding(dx.data, N, T, D, this.lengths);
     }
-    if (!this.lengths) return dy;
-    // padded positions' outputs are constant zeros: their gradient is dropped
-    const dx = new Tensor(dy.shape, this.buffer('dx', dy.size));
-    dx.data.set(dy.data);
-    zeroPadding(dx.data, N, T, D, this.lengths);
+    // the column sums over samples: padded positions add their zeros
+    if (this.dw) this.backend.biasGrad(dx.data, this.dw, N, T * D);
     return dx;
   }
 }

@@ -2,7 +2,7 @@ import { Tensor } from '../tensor/tensor.ts';
 import { formatShape } from '../tensor/shape.ts';
 import type { Backend } from '../kernels/backend.ts';
 import { allLayers, BaseLayer, type ForwardContext, type Layer } from './layer.ts';
-import { isSequenceShape, keepLengths, zeroPadding } from './sequence.ts';
+import { isSequenceShape, keepLengths } from './sequence.ts';
 import { Embedding } from './embedding.ts';
 
 /**
@@ -19,6 +19,8 @@ export class TiedEmbedding extends BaseLayer {
   private embedding: Embedding | null = null;
   private x: Tensor | null = null;
   private lengths: Int32Array | undefined;
+  /** one whole-array row, for copyRows */
+  private readonly whole = new Int32Array(1);
 
   constructor(
     backend: Backend,
@@ -63,7 +65,7 @@ export class TiedEmbedding extends BaseLayer {
     const y = new Tensor([...x.shape.slice(0, -1), V], this.buffer('y', rows * V));
     this.backend.gemm(false, true, rows, V, this.dim, 1, x.data, W, 0, y.data);
     this.lengths = x.shape.length === 3 ? keepLengths(this.pool, ctx.lengths) : undefined;
-    if (this.lengths) zeroPadding(y.data, x.shape[0]!, x.shape[1]!, V, this.lengths);
+    if (this.lengths) this.backend.zeroPadding(y.data, x.shape[0]!, x.shape[1]!, V, this.lengths);
     this.x = x;
     return y;
   }
@@ -82,8 +84,8 @@ export class TiedEmbedding extends BaseLayer {
     if (this.lengths) {
       // padded positions' logits are constant zeros: their gradient is dropped
       g = this.buffer('dz', dy.size);
-      g.set(dy.data);
-      zeroPadding(g, dy.shape[0]!, dy.shape[1]!, V, this.lengths);
+      this.backend.copyRows(dy.data, this.whole, g, this.whole, 1, dy.size, false);
+      this.backend.zeroPadding(g, dy.shape[0]!, dy.shape[1]!, V, this.lengths);
     }
     // the embedding's gradient: dW [V, D] += gᵀ [V, rows] · h [rows, D]
     this.backend.gemm(true, false, V, D, rows, 1, g, this.x.data, 1, dW);

@@ -1,7 +1,8 @@
 /**
  * The webgpu gemm against the js backend's: every transpose, shapes that cross the 64×64 block and
- * the 16-deep K step (and shapes smaller than one block), alpha and beta, views at offsets, and
- * beta = 0 ignoring a C full of NaN. Tolerance: 1e-5 relative to the sum of |products| per element.
+ * the 16-deep K step (and shapes smaller than one block), alpha and beta, views at offsets,
+ * beta = 0 ignoring a C full of NaN, and a batch of products at strides. Tolerance: 1e-5 relative
+ * to the sum of |products| per element.
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -87,4 +88,45 @@ test('gemm: operands viewed at offsets of one flat buffer; beta 0 ignores NaN in
   const [got] = await gpu.read(gpuView(cFlat, 11, M * N));
   for (let i = 0; i < M * N; i++)
     assert.ok(Math.abs(got![i]! - want[i]!) <= 1e-5 * (K + 1), `[${i}] ${got![i]} vs ${want[i]}`);
+});
+
+test('gemm: a batch of products at strides equals one js gemm per block', async (t) => {
+  const gpu = await gpuOrSkip(t);
+  if (!gpu) return;
+  // (a batch past 65535 blocks, split over dispatches, takes minutes on SwiftShader: not run here)
+  for (const [count, M, N, K] of [
+    [3, 70, 5, 66],
+    [2, 1, 1, 17],
+  ] as const) {
+    // A's blocks have a gap of 2 floats after each, C's of 1 (strides larger than a block)
+    const aStride = M * K + 2,
+      bStride = K * N,
+      cStride = M * N + 1;
+    const A = random(count * aStride, count + M),
+      B = random(count * bStride, count + N),
+      C = new Float32Array(count * cStride).fill(Number.NaN);
+    const want = C.slice();
+    for (let b = 0; b < count; b++)
+      jsBackend.gemm(
+        true,
+        false,
+        M,
+        N,
+        K,
+        0.5,
+        A.subarray(b * aStride, b * aStride + M * K),
+        B.subarray(b * bStride, (b + 1) * bStride),
+        0,
+        want.subarray(b * cStride, b * cStride + M * N),
+      );
+    const gA = gpuView(gpu.upload(new Float32Array([0, 0, ...A])), 2, A.length);
+    const gC = gpu.upload(C);
+    gemm(gpu, true, false, M, N, K, 0.5, gA, gpu.upload(B), 0, gC, { count, a: aStride, b: bStride, c: cStride });
+    const [got] = await gpu.read(gC);
+    for (let i = 0; i < want.length; i++) {
+      if (Number.isNaN(want[i]!)) assert.ok(Number.isNaN(got![i]!), `count=${count}: [${i}] between blocks written`);
+      else
+        assert.ok(Math.abs(got![i]! - want[i]!) <= 1e-5 * (K + 1), `count=${count}: [${i}] ${got![i]} vs ${want[i]}`);
+    }
+  }
 });

@@ -9,7 +9,8 @@ import { GpuContext } from './gpuContext.ts';
 import { Residency } from './residency.ts';
 import { gemm } from './gemm.ts';
 import { gemmPacked, packB } from './packedGemm.ts';
-import { axpy, biasAdd, biasGrad, copyRows, scale } from './elementwise.ts';
+import { axpy, biasAdd, biasGrad, scale } from './elementwise.ts';
+import { copyRowsRepeating } from './repeatedRows.ts';
 import { activationBackward, activationForward } from './activations.ts';
 import { dropoutBackward, dropoutForward } from './dropout.ts';
 import { conv2dBackwardData, conv2dBackwardFilter, conv2dForward } from './convolution.ts';
@@ -24,7 +25,7 @@ import {
   channelSums,
 } from './batchNormChannels.ts';
 import { layerNormBackward, layerNormForward } from './layerNorm.ts';
-import { webgpuAttentionKernels } from './attention.ts';
+import { attentionApply, attentionApplyBackward, attentionWeights, attentionWeightsBackward } from './attention.ts';
 import { softmaxBackward, softmaxForward } from './softmax.ts';
 import { gruCellBackward, gruCellForward, lstmCellBackward, lstmCellForward } from './recurrent.ts';
 import { adamStep, sgdStep } from './optimizers.ts';
@@ -45,7 +46,7 @@ export interface WebGpuBackend extends Backend {
   release(): void;
 }
 
-/** The backend on the adapter PARATRAIN_WEBGPU_ADAPTER names, or WebGPU's high-performance one. */
+/** The backend on the adapter PARATRAIN_WEBGPU_ADAPTER chooses (a name, #index, or unset: the GPU of this thread's device slot, adapterChoice.ts). */
 export async function createWebGpuBackend(): Promise<WebGpuBackend | null> {
   const ctx = await GpuContext.open(process.env.PARATRAIN_WEBGPU_ADAPTER || undefined);
   if (typeof ctx === 'string') {
@@ -87,7 +88,7 @@ export function webgpuBackend(ctx: GpuContext): WebGpuBackend {
       dropoutForward(ctx, k0, k1, counter, n, keep, s, i(x), o(mask, 'dropoutForward'), o(y, 'dropoutForward')),
     dropoutBackward: (dy, mask, dx, n) => dropoutBackward(ctx, i(dy), i(mask), o(dx, 'dropoutBackward'), n),
     copyRows: (from, fs, to, ts, count, width, add) =>
-      copyRows(ctx, i(from), fs, o(to, 'copyRows'), ts, count, width, add),
+      copyRowsRepeating(ctx, i(from), fs, o(to, 'copyRows'), ts, count, width, add),
     biasAdd: (x, bias, y, rows, cols) => biasAdd(ctx, i(x), i(bias), o(y, 'biasAdd'), rows, cols),
     biasGrad: (dy, db, rows, cols) => biasGrad(ctx, i(dy), o(db, 'biasGrad'), rows, cols),
     activationForward: (kind, x, y, cap) => activationForward(ctx, kind, i(x), o(y, 'activationForward'), cap),
@@ -176,7 +177,30 @@ export function webgpuBackend(ctx: GpuContext): WebGpuBackend {
         o(dgamma, 'layerNormBackward'),
         o(dbeta, 'layerNormBackward'),
       ),
-    ...webgpuAttentionKernels,
+    attentionWeights: (q, k, lengths, g, probs) =>
+      attentionWeights(ctx, i(q), i(k), lengths, g, o(probs, 'attentionWeights')),
+    attentionApply: (probs, v, g, out) => attentionApply(ctx, i(probs), i(v), g, o(out, 'attentionApply')),
+    attentionApplyBackward: (probs, v, dout, g, dprobs, dv) =>
+      attentionApplyBackward(
+        ctx,
+        i(probs),
+        i(v),
+        i(dout),
+        g,
+        o(dprobs, 'attentionApplyBackward'),
+        o(dv, 'attentionApplyBackward'),
+      ),
+    attentionWeightsBackward: (q, k, probs, dprobs, g, dq, dk) =>
+      attentionWeightsBackward(
+        ctx,
+        i(q),
+        i(k),
+        i(probs),
+        o(dprobs, 'attentionWeightsBackward'),
+        g,
+        o(dq, 'attentionWeightsBackward'),
+        o(dk, 'attentionWeightsBackward'),
+      ),
 
     lstmCellForward: (t, N, H, gates, c, h, lengths) =>
       lstmCellForward(

@@ -22,6 +22,11 @@ const DEVICE_LAYERS = new Set([
   'residual',
   'add',
   'softmax',
+  'attention',
+  'transformerBlock',
+  'embedding',
+  'positionEncoding',
+  'tiedEmbedding',
 ]);
 
 /**
