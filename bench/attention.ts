@@ -35,6 +35,7 @@
  * pieces (bench/attentionPieces.ts): the projections' gemms, the per-head products, the softmax
  * rows, the heads' split and join (copyRows), the biases and the layer's own JavaScript.
  */
+import { filled } from './filled.ts';
 import { cpus, loadavg } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
@@ -89,21 +90,6 @@ interface Contender {
   b: Backend;
   batch(s: AttentionShape): number;
   smoke?: boolean;
-}
-
-function filled(b: Backend, n: number, seed: number): Float32Array {
-  const a = b.alloc(n);
-  let s = seed >>> 0 || 1;
-  for (let i = 0; i < n; i++) {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    a[i] = (s / 4294967296) * 2 - 1;
-  }
-  b.device?.fromHost([a]); // a GPU backend computes on its own copy
-  return a;
 }
 
 /** A pass and the array it writes last (read back to end a GPU's timed pass). */

@@ -19,6 +19,7 @@
  * and its two backward products; conv2d forward / backward-data / backward-filter of its two conv
  * layers at batch 64. A full run takes about a minute and a half.
  */
+import { filled } from './filled.ts';
 import { pathToFileURL } from 'node:url';
 import type { Backend } from '../src/kernels/backend.ts';
 import type { Conv2DGeometry } from '../src/kernels/convKernels.ts';
@@ -42,21 +43,6 @@ interface Case {
   flops: number;
   /** Builds the operands in `b`'s memory and returns the timed call. */
   setup(b: Backend): Timed;
-}
-
-function filled(b: Backend, n: number, seed: number): Float32Array {
-  const a = b.alloc(n);
-  let s = seed >>> 0 || 1;
-  for (let i = 0; i < n; i++) {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    a[i] = (s / 4294967296) * 2 - 1;
-  }
-  b.device?.fromHost([a]); // a GPU backend computes on its own copy
-  return a;
 }
 
 function gemmCase(name: string, transA: boolean, transB: boolean, M: number, N: number, K: number, beta = 0): Case {

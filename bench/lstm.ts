@@ -37,6 +37,7 @@
  * machine's speed between a backend's passes and PyTorch's does not land in one ratio only. Each
  * side times the same number of passes a round (--reps, after a warm-up), PyTorch too.
  */
+import { filled } from './filled.ts';
 import { cpus, loadavg } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
@@ -70,21 +71,6 @@ function cpuSeconds(fn: () => void): number {
   fn();
   const d = process.cpuUsage(t0);
   return (d.user + d.system) / 1e6;
-}
-
-function filled(b: Backend, n: number, seed: number): Float32Array {
-  const a = b.alloc(n);
-  let s = seed >>> 0 || 1;
-  for (let i = 0; i < n; i++) {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    a[i] = (s / 4294967296) * 2 - 1;
-  }
-  b.device?.fromHost([a]); // a GPU backend computes on its own copy
-  return a;
 }
 
 /** Gemm FLOPs of one LSTM (or GRU) forward+backward (see the header). */

@@ -2,7 +2,15 @@ import { Tensor } from '../tensor/tensor.ts';
 import { formatShape, shapesEqual } from '../tensor/shape.ts';
 import type { ActivationKind } from '../kernels/activation.ts';
 import type { Backend } from '../kernels/backend.ts';
-import { BaseLayer, allLayers, type ForwardContext, type Layer, type ParamSpec, type StateSpec } from './layer.ts';
+import {
+  BaseLayer,
+  allLayers,
+  bindInTurn,
+  type ForwardContext,
+  type Layer,
+  type ParamSpec,
+  type StateSpec,
+} from './layer.ts';
 import { ActivationLayer } from './activationLayer.ts';
 import { communicates, runLater, runNow, settle, type Pass } from './pass.ts';
 
@@ -66,15 +74,7 @@ export class AddBlock extends BaseLayer {
   }
 
   override bind(params: Float32Array[], grads: Float32Array[], state: Float32Array[]): void {
-    let p = 0,
-      s = 0;
-    for (const l of this.children) {
-      const np = l.params().length,
-        ns = l.state().length;
-      l.bind(params.slice(p, p + np), grads.slice(p, p + np), state.slice(s, s + ns));
-      p += np;
-      s += ns;
-    }
+    bindInTurn(this.children, params, grads, state);
   }
 
   get needsAsync(): boolean {

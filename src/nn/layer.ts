@@ -101,6 +101,24 @@ export interface Layer {
   sublayers?(): readonly Layer[];
 }
 
+/** Binds each of `layers` in turn to its share of a container's params, grads and state (a block's children). */
+export function bindInTurn(
+  layers: readonly Layer[],
+  params: Float32Array[],
+  grads: Float32Array[],
+  state: Float32Array[],
+): void {
+  let p = 0,
+    s = 0;
+  for (const l of layers) {
+    const np = l.params().length,
+      ns = l.state().length;
+    l.bind(params.slice(p, p + np), grads.slice(p, p + np), state.slice(s, s + ns));
+    p += np;
+    s += ns;
+  }
+}
+
 /** `layers` and every layer nested in them, depth first. */
 export function allLayers(layers: readonly Layer[]): Layer[] {
   return layers.flatMap((l) => [l, ...allLayers(l.sublayers?.() ?? [])]);

@@ -1,6 +1,14 @@
 import type { Tensor } from '../tensor/tensor.ts';
 import type { Backend } from '../kernels/backend.ts';
-import { BaseLayer, allLayers, type ForwardContext, type Layer, type ParamSpec, type StateSpec } from './layer.ts';
+import {
+  BaseLayer,
+  allLayers,
+  bindInTurn,
+  type ForwardContext,
+  type Layer,
+  type ParamSpec,
+  type StateSpec,
+} from './layer.ts';
 import { communicates, runLater, runNow, settle, type Pass } from './pass.ts';
 
 /** One layer of a chain and the prefix of its tensors' names ('attn': 'attn.layers.1.in_proj_weight'). */
@@ -40,15 +48,7 @@ export class LayerChain extends BaseLayer {
   }
 
   override bind(params: Float32Array[], grads: Float32Array[], state: Float32Array[]): void {
-    let p = 0,
-      s = 0;
-    for (const l of this.layers) {
-      const np = l.params().length,
-        ns = l.state().length;
-      l.bind(params.slice(p, p + np), grads.slice(p, p + np), state.slice(s, s + ns));
-      p += np;
-      s += ns;
-    }
+    bindInTurn(this.layers, params, grads, state);
   }
 
   get needsAsync(): boolean {
