@@ -22,6 +22,9 @@ import type { Whereabouts } from './whereabouts.ts';
 /** the collectives the native ring runs */
 const RING_TYPES = new Set<number>([FrameType.Allreduce, FrameType.ReduceScatter, FrameType.Allgather]);
 
+/** How long a closed connection waits for an Abort in flight before its peer is blamed. */
+const CLOSE_GRACE_MS = 50;
+
 export class FrameRouter {
   private readonly rank: number;
   private readonly size: number;
@@ -96,7 +99,11 @@ export class FrameRouter {
           : err
             ? `connection failed (${err.message})`
             : 'connection closed unexpectedly';
-      this.failOrLose(p, peerDied(this.rank, p, this.links.peerDesc(p), what));
+      // a peer that saw the first failure sends an Abort naming it, then exits: that Abort may still
+      // be in flight on its other connection, so wait a moment before blaming this one
+      setTimeout(() => {
+        if (!this.failures.usable) this.failOrLose(p, peerDied(this.rank, p, this.links.peerDesc(p), what));
+      }, CLOSE_GRACE_MS);
     });
   }
 
