@@ -104,6 +104,23 @@ function checkRows(
   count: number,
   width: number,
 ) {
+  checkRowBounds(from, fromStarts, to, toStarts, count, width);
+  // the GPU writes every row at once, so a destination written twice would race
+  const sorted = toStarts.slice(0, count).sort();
+  for (let i = 1; i < count; i++)
+    if (sorted[i]! - sorted[i - 1]! < width)
+      throw new RangeError(`copyRows: destination rows at ${sorted[i - 1]} and ${sorted[i]} overlap (width ${width})`);
+}
+
+/** Throws unless count and width are whole, there are count starts, and every row lies inside its array. */
+export function checkRowBounds(
+  from: GpuArray,
+  fromStarts: Int32Array,
+  to: GpuArray,
+  toStarts: Int32Array,
+  count: number,
+  width: number,
+): void {
   if (!Number.isInteger(count) || count < 0 || !Number.isInteger(width) || width < 0)
     throw new RangeError(`copyRows: count and width must be non-negative integers, got ${count} and ${width}`);
   if (fromStarts.length < count || toStarts.length < count)
@@ -118,11 +135,6 @@ function checkRows(
     if (t < 0 || t > to.length - width)
       throw new RangeError(`copyRows: row ${i} writes to[${t} … ${t + width}) of ${to.length} values`);
   }
-  // the GPU writes every row at once, so a destination written twice would race
-  const sorted = toStarts.slice(0, count).sort();
-  for (let i = 1; i < count; i++)
-    if (sorted[i]! - sorted[i - 1]! < width)
-      throw new RangeError(`copyRows: destination rows at ${sorted[i - 1]} and ${sorted[i]} overlap (width ${width})`);
 }
 
 /**

@@ -5,7 +5,7 @@
  * (destination, column) adds its sources in the order given, the js backend's sum and its bits.
  */
 import { bindArrays, cachedShader, linearGroups, linearMain } from './arrayBindings.ts';
-import { copyRows } from './elementwise.ts';
+import { checkRowBounds, copyRows } from './elementwise.ts';
 import type { GpuArray } from './gpuArray.ts';
 import type { GpuContext } from './gpuContext.ts';
 import { uploadInts } from './hostInts.ts';
@@ -51,19 +51,13 @@ export function copyRowsRepeating(
     copyRows(ctx, from, fromStarts, to, toStarts, count, width, add);
     return;
   }
-  if (!Number.isInteger(width) || width < 0 || fromStarts.length < count)
-    throw new RangeError(`copyRows: width ${width} and ${fromStarts.length} from-starts for ${count} rows`);
+  checkRowBounds(from, fromStarts, to, toStarts, count, width);
   // rows by destination, in their order within each destination (a stable sort)
   const order = Array.from({ length: count }, (_, r) => r).sort((a, b) => toStarts[a]! - toStarts[b]! || a - b);
   const ends: number[] = [0],
     dests: number[] = [];
   for (const [k, r] of order.entries()) {
-    const t = toStarts[r]!,
-      f = fromStarts[r]!;
-    if (f < -1 || f > from.length - width)
-      throw new RangeError(`copyRows: row ${r} reads from[${f} … ${f + width}) of ${from.length} values`);
-    if (t < 0 || t > to.length - width)
-      throw new RangeError(`copyRows: row ${r} writes to[${t} … ${t + width}) of ${to.length} values`);
+    const t = toStarts[r]!;
     const last = dests[dests.length - 1];
     if (last !== t) {
       if (last !== undefined && t - last < width)
