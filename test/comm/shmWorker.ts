@@ -1,6 +1,7 @@
 /** One rank of an shm test world: runs a scenario and posts one RankResult. */
 import { parentPort, workerData } from 'node:worker_threads';
 import { ownedSlice } from '../../src/comm/communicator.ts';
+import { subgroup } from '../../src/comm/subgroup.ts';
 import { CommTimeoutError, PeerFailedError, ShmCommunicator, type ShmInit } from '../../src/comm/shm/index.ts';
 import { firstBitDiff, hashBits, inputFor, serialSum, type RankResult } from './helpers.ts';
 
@@ -182,6 +183,35 @@ async function sendrecv(): Promise<void> {
   }
 }
 
+/**
+ * Subgroups of the world: the even and the odd ranks, then ranks 0–2 (an odd ring) while the last
+ * rank waits; integer inputs, so every summation order gives the exact sum.
+ */
+async function subgroups(): Promise<void> {
+  const whole = (n: number, r: number, seed: number) => inputFor(n, r, seed).map((v) => Math.round(v * 64) + 0);
+  const check = async (ranks: number[], n: number, seed: number) => {
+    const g = subgroup(comm, ranks, 9000);
+    const buf = whole(n, rank, seed);
+    const want = new Float32Array(n);
+    for (const r of ranks) {
+      const x = whole(n, r, seed);
+      for (let j = 0; j < n; j++) want[j] = want[j]! + x[j]!;
+    }
+    // two calls started together run in turn, like a strategy's buckets
+    const half = n >> 1;
+    await Promise.all([g.allreduce(buf.subarray(0, half)), g.allreduce(buf.subarray(half))]);
+    expectBits(`allreduce over [${ranks}] n=${n}`, buf, want);
+    const b = g.rank === 1 ? whole(n, 42, seed) : new Float32Array(n);
+    await g.broadcast(b, 1);
+    expectBits(`broadcast over [${ranks}] n=${n}`, b, whole(n, 42, seed));
+  };
+  for (const n of params.sizes!) {
+    await check(rank % 2 === 0 ? [0, 2] : [1, 3], n, n + 1);
+    if (rank < 3) await check([2, 0, 1], n, n + 2);
+    await comm.barrier();
+  }
+}
+
 async function barriers(): Promise<void> {
   const counter = new Int32Array(shared);
   const rounds = params.rounds!;
@@ -283,6 +313,7 @@ async function stats(): Promise<void> {
 const scenarios: Record<string, () => Promise<void>> = {
   collectives,
   sendrecv,
+  subgroups,
   barriers,
   mutex,
   abort: abortScenario,
