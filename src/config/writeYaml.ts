@@ -64,7 +64,11 @@ const optimizerToYaml = (o: OptimizerSpec) => oneKey(o);
 const decayToYaml = (d: DecaySpec) => oneKey(d);
 /** A strategy's options; an optimizer among them (diloco's `outer`) written as `optimizer:` is. */
 const strategyToYaml = (s: StrategySpec) =>
-  s.type === 'diloco' ? { diloco: { ...oneKey(s).diloco, outer: optimizerToYaml(s.outer) } } : oneKey(s);
+  s.type === 'diloco'
+    ? { diloco: { ...oneKey(s).diloco, outer: optimizerToYaml(s.outer) } }
+    : s.type === 'hybrid' && s.compression
+      ? { hybrid: { ...oneKey(s).hybrid, compression: oneKey(s.compression) } }
+      : oneKey(s);
 
 /** The config as YAML text (e.g. to save the resolved config next to a run's metrics). */
 export function configToYaml(config: RunConfig): string {

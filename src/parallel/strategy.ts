@@ -3,6 +3,9 @@
  * same for every strategy; what differs is what happens around the optimizer step.
  */
 import type { ParameterServerSnapshot } from './parameterServer/index.ts';
+import type { Communicator } from '../comm/communicator.ts';
+import type { ShardLayout } from './sharding/shardLayout.ts';
+import type { ShardedOptimizer } from './sharding/shardedOptimizer.ts';
 
 /** What a strategy may act on: the replica's flat buffers and its local optimizer step. */
 export interface ReplicaView {
@@ -25,6 +28,32 @@ export interface ReplicaView {
    * Call it only on finite gradients: a step with NaN/Inf is skipped, never clipped.
    */
   clipGradients?(grads?: Float32Array): Promise<void>;
+  /**
+   * train.clipGradNorm on a gradient split over the devices (absent when clipping is off): `parts`
+   * are this device's, `sum` adds a number over every device (collective); the norm is
+   * √(Σ over devices of Σ parts²), and the parts are scaled as clipGradients scales a whole gradient.
+   */
+  clipGradientParts?(parts: readonly Float32Array[], sum: (squares: number) => Promise<number>): Promise<void>;
+  /** The offsets backward reports to onGradientsReady, in order (a strategy may plan its buckets from them). */
+  readonly gradientReadyOffsets?: readonly number[];
+  /**
+   * ZeRO sharding (sharding/): from now on the replica's optimizer keeps state only for `layout`'s
+   * ranges of params and localStep updates only those. Called in onStart, before any step, so the
+   * whole-size state is never allocated; `comm` assembles the whole state for checkpoints.
+   */
+  shardOptimizer?(layout: ShardLayout, comm: Communicator): ShardedOptimizer;
+  /**
+   * The weight tensors of `params`/`grads` (the replicated part), from the model's flat layout:
+   * gradient compression treats each matrix as one (compression/). Absent: the buffers are one vector.
+   */
+  readonly tensors?: readonly ParamTensor[];
+}
+
+/** One weight tensor of a replica's flat buffers: its checkpoint name, shape and first float. */
+export interface ParamTensor {
+  name: string;
+  shape: readonly number[];
+  offset: number;
 }
 
 export interface StepInfo {
@@ -70,9 +99,10 @@ export interface Strategy {
   /**
    * During backward: grads[offset:] are final (the layers after some point are done). Lets a
    * strategy start reducing gradient buckets before backward finishes. Called in the same order on
-   * every device.
+   * every device. A Promise it returns is awaited before backward goes on (hybrid: a turn of the
+   * event loop, in which buckets in flight over TCP move).
    */
-  onGradientsReady?(replica: ReplicaView, offset: number): void;
+  onGradientsReady?(replica: ReplicaView, offset: number): void | Promise<void>;
   /**
    * After backward, instead of the plain local optimizer step: e.g. all-reduce gradients then step,
    * or push gradients to a parameter server. Default: replica.localStep(lr).

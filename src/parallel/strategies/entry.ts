@@ -32,6 +32,8 @@ export interface StrategyContext {
   comm: Communicator;
   /** present when the strategy's `needsParameterServer(spec)` */
   ps: ParameterServer | null;
+  /** train.seed: what a strategy draws must be the same on every device (powerSGD's Q); absent: 0 */
+  seed?: number;
 }
 
 /** The parameter server of `ctx`, which a parameter-server strategy cannot do without. */

@@ -1,8 +1,12 @@
 import type { Communicator } from '../../comm/communicator.ts';
+import { backgroundCollectives, eventLoopTurn } from '../../comm/overlap.ts';
 import type { Strategy } from '../strategy.ts';
 import { registerAndBroadcast } from '../replicaSync.ts';
 import { allFinite, anyBad } from '../nonFinite.ts';
 import type { StrategyEntry } from './entry.ts';
+import { shardedHybridStrategy, type ShardStage } from '../sharding/shardedHybrid.ts';
+import { compressedHybridStrategy } from '../compression/compressedHybrid.ts';
+import { compressionSchema, type CompressionSpec } from '../compression/spec.ts';
 
 /**
  * Hybrid (synchronous data parallelism): every device computes a gradient on its own slice of the
@@ -10,7 +14,12 @@ import type { StrategyEntry } from './entry.ts';
  * device with the global batch, up to floating-point summation order.
  *
  * Gradients are reduced in buckets of about `bucketBytes`, from the last layers backwards, each
- * as soon as backward has finished it; what remains is reduced after backward.
+ * as soon as backward has finished it; what remains is reduced after backward. Over a transport
+ * whose calls progress in the event loop (TCP: comm/overlap.ts) the buckets overlap backward:
+ * while one is in flight, backward yields a turn of the event loop after every layer with
+ * parameters (socket reads and writes, the ring's steps), and the transport is told it computes
+ * (no call holds the thread meanwhile). Shared memory and MPI reduce each bucket inline, blocking,
+ * as soon as it is ready. Either way the same buckets are summed in the same order: the same bits.
  *
  * Non-finite numbers travel with the gradients: the bucket that reaches offset 0 is always reduced
  * in applyUpdate, where a device whose loss — or gradient of its shards of `parallel: model`
@@ -25,19 +34,27 @@ export function hybridStrategy(comm: Communicator, bucketBytes: number): Strateg
   let reducedFrom = -1;
   let inFlight: Promise<void>[] = [];
   const flag = new Float32Array(1);
+  const background = backgroundCollectives(comm);
   return {
     name: 'hybrid',
     onStart: (replica) => registerAndBroadcast(comm, replica),
     onGradientsReady(replica, offset) {
       if (reducedFrom < 0) reducedFrom = replica.grads.length;
       // the first bucket waits for applyUpdate, which may mark it (see above)
-      if (offset === 0) return;
-      if (reducedFrom - offset < bucketFloats) return;
-      // each rank's gradient is already scaled by worldSize/globalBatch, so the mean is the global mean
-      inFlight.push(comm.allreduce(replica.grads.subarray(offset, reducedFrom), 'mean'));
-      reducedFrom = offset;
+      if (offset !== 0 && reducedFrom - offset >= bucketFloats) {
+        if (inFlight.length === 0) background?.computing(true);
+        // each rank's gradient is already scaled by worldSize/globalBatch, so the mean is the global mean
+        const bucket = comm.allreduce(replica.grads.subarray(offset, reducedFrom), 'mean');
+        // a failure is reported by applyUpdate's await; until then it is not an unhandled rejection
+        bucket.catch(() => {});
+        inFlight.push(bucket);
+        reducedFrom = offset;
+      }
+      // buckets in flight move in the event loop's turns between layers
+      if (background && inFlight.length > 0) return eventLoopTurn();
     },
     async applyUpdate(replica, info) {
+      background?.computing(false);
       const rest = reducedFrom < 0 ? replica.grads.length : reducedFrom;
       const localBad = info.lossNonFinite === true || info.shardsNonFinite === true;
       if (localBad && rest > 0) replica.grads[0] = NaN;
@@ -63,16 +80,46 @@ export interface HybridSpec {
   type: 'hybrid';
   /** gradients are all-reduced in buckets of about this size as backward produces them */
   bucketBytes: number;
+  /** ZeRO sharding (sharding/shardedHybrid.ts): 1 optimizer state, 2 + gradients; absent, none */
+  shard?: ShardStage;
+  /** gradients sent compressed, with error feedback (compression/compressedHybrid.ts); absent: plain floats */
+  compression?: CompressionSpec;
 }
 
 export const hybridEntry: StrategyEntry<HybridSpec> = {
   name: 'hybrid',
   schema: (f) =>
     f
-      .options({ bucketBytes: f.posInt().default(4 * 1024 * 1024) })
-      .transform((o): HybridSpec => ({ type: 'hybrid', bucketBytes: o.bucketBytes })),
+      .options({
+        bucketBytes: f.posInt().default(4 * 1024 * 1024),
+        shard: f.nonNegInt().default(0),
+        compression: compressionSchema(f).optional(),
+      })
+      .refine((o) => o.shard <= 2, {
+        path: ['shard'],
+        message:
+          'ZeRO stage 3 (sharding the weights) is not implemented; use 1 (optimizer state), 2 (+ gradients) or 0 (none)',
+      })
+      .refine((o) => !(o.compression && o.shard > 0), {
+        path: ['compression'],
+        message: 'compression and shard cannot be combined yet; leave out one of them (shard: 0 or no compression)',
+        params: { noGot: true },
+      })
+      .transform(
+        (o): HybridSpec => ({
+          type: 'hybrid',
+          bucketBytes: o.bucketBytes,
+          ...(o.shard > 0 ? { shard: o.shard as ShardStage } : {}),
+          ...(o.compression ? { compression: o.compression } : {}),
+        }),
+      ),
   needsParameterServer: () => false,
   lockstep: true,
   modelParallel: true,
-  create: (spec, { comm }) => hybridStrategy(comm, spec.bucketBytes),
+  create: (spec, { comm, seed }) =>
+    spec.shard
+      ? shardedHybridStrategy(comm, spec.bucketBytes, spec.shard)
+      : spec.compression
+        ? compressedHybridStrategy(comm, hybridStrategy(comm, spec.bucketBytes), spec.compression, seed ?? 0)
+        : hybridStrategy(comm, spec.bucketBytes),
 };

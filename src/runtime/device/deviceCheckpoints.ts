@@ -16,6 +16,7 @@ import { survivesLostDevices } from '../../parallel/strategies/index.ts';
 import { globalBatchSize } from './trainLoop.ts';
 import { completeSet, partialSetDir, SET_MODEL_FILE, type SetState } from '../checkpoint/checkpointSet.ts';
 import { restoreDeviceState, writeDeviceState } from './deviceState.ts';
+import { restoreFromWholeModel, wholeModelSource } from './wholeModelRestore.ts';
 import type { CheckpointSetup } from '../checkpoint/checkpointSetup.ts';
 import { saveModelCheckpoint } from '../checkpoint/modelCheckpoint.ts';
 import { dataMetadata } from '../../data/metadata.ts';
@@ -77,13 +78,14 @@ export function deviceCheckpointHooks(o: DeviceCheckpointOptions) {
     const dir = setup.runDir ? partialSetDir(setup.runDir, stepsDone) : null;
     // a GPU that keeps its weights and optimizer state: the host's copies first
     await replica.hostCopies();
+    // a split model's gather is collective: every device takes part; it also assembles a sharded
+    // optimizer's state whole (every device), before any device writes it
+    const full = await replica.gather(rank, true);
     if (dir) writeDeviceState(dir, rank, replica, strategy, stepsDone);
     // a parameter server's state is the job's: every device's last update is in before device 0 reads it
     const server = strategy.serverSnapshot;
     if (server && worldSize > 1 && !alone) await o.comm!.barrier();
     if (server && rank === 0 && dir) writeServerState(dir, await server(), config.optimizer);
-    // a split model's gather is collective: every device takes part
-    const full = await replica.gather(rank, true);
     if (full && dir) {
       const params =
         full !== (replica as unknown)
@@ -120,6 +122,9 @@ export function deviceCheckpointHooks(o: DeviceCheckpointOptions) {
     };
     const tracking = o.tracking?.();
     if (tracking) state.tracking = tracking;
+    const pipeline = config.train.pipeline;
+    if (pipeline)
+      state.pipeline = { stages: pipeline.stages, ...(pipeline.boundaries ? { boundaries: pipeline.boundaries } : {}) };
     const path = completeSet(setup.runDir, state, config.train.keepLast);
     o.emit({ type: 'checkpoint', epoch: Math.floor((stepsDone - 1) / stepsPerEpoch), step: stepsDone, path });
   };
@@ -128,7 +133,10 @@ export function deviceCheckpointHooks(o: DeviceCheckpointOptions) {
     afterStart:
       resume && !(alone && rank !== 0)
         ? () => {
-            restoreDeviceState(resume, rank, worldSize, replica, strategy);
+            // a pipeline on either side, on another layout: the whole model file has what this device holds
+            const whole = wholeModelSource(resume, config, worldSize);
+            if (whole) restoreFromWholeModel(whole, resume, config, replica);
+            else restoreDeviceState(resume, rank, worldSize, replica, strategy);
             replica.weightsChanged();
           }
         : undefined,

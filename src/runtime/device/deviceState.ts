@@ -119,10 +119,12 @@ export function restoreDeviceState(
       `checkpoint set ${point.dir} was written with optimizer ${meta['optimizer.type']}, the config asks for ${optimizer.spec.type}; keep the optimizer to resume (or start a new run with --init-from)`,
     );
   }
-  const names = optimizer.state().buffers.map((b) => b.name);
+  // the saved buffers by name (loadState names any the optimizer misses): a sharded optimizer
+  // has no whole state to name its own by, and takes its slices of these
+  const names = [...file.tensors.keys()].filter((n) => n.startsWith('optimizer.'));
   optimizer.loadState({
     step: Number(meta['optimizer.step'] ?? 0),
-    buffers: names.map((name) => ({ name, data: tensor(file, `optimizer.${name}`, model.params.length, what) })),
+    buffers: names.map((name) => ({ name: name.slice(10), data: tensor(file, name, model.params.length, what) })),
   });
   if (!strategy.restoreState) return;
   const state: StrategyState = {

@@ -14,9 +14,10 @@ import type { ForwardContext } from '../../nn/layer.ts';
 import type { TrainableModel } from '../../nn/trainableModel.ts';
 import type { Communicator } from '../../comm/communicator.ts';
 import { ModelParallelNet } from '../../parallel/modelParallel/net.ts';
+import { pipelineStage } from '../../parallel/pipeline/net.ts';
 import { modelParallelLayers } from '../../parallel/modelParallel/plan.ts';
 import { synchroniseBatchNorm } from '../../parallel/syncBatchNorm.ts';
-import { createOptimizer, type FlatRange, type Optimizer } from '../../optim/optimizer.ts';
+import type { FlatRange, Optimizer } from '../../optim/optimizer.ts';
 import { frozenRanges, paramEntriesOf } from './frozenLayers.ts';
 import type { RunConfig } from '../../config/runConfig.ts';
 import type { ReplicaView } from '../../parallel/strategy.ts';
@@ -24,6 +25,8 @@ import { accumulateMicroBatches } from '../../parallel/microbatch.ts';
 import { locateNonFinite, type ProbeBatch } from './nonFiniteProbe.ts';
 import type { StepResult } from './gradientSource.ts';
 import { checkDeviceModel } from './deviceModelCheck.ts';
+import { clipGradientParts } from '../../parallel/sharding/clipParts.ts';
+import { OptimizerSlot } from './optimizerSlot.ts';
 
 /** True when the config asks for "one weird trick" (some layer has `parallel: model`). */
 export function isModelParallel(config: RunConfig): boolean {
@@ -36,10 +39,11 @@ export function isModelParallel(config: RunConfig): boolean {
  * (`ModelParallelNet`: its replicated layers and its shards). One optimizer steps all of params
  * (optimizers are elementwise, so stepping the concatenation equals stepping each part); the
  * strategy sees only the replicated part, as the shards' gradients are already complete.
+ * The optimizer is built on first use, or a sharded strategy's takes its place (optimizerSlot.ts).
  */
 export class Replica<M extends TrainableModel = Sequential> {
   readonly model: M;
-  readonly optimizer: Optimizer;
+  private readonly optimizers: OptimizerSlot;
   readonly loss: Loss;
   private input: Float32Array = new Float32Array(0);
   /** a split model's devices: the shards' part of the gradient norm is summed over them */
@@ -74,13 +78,9 @@ export class Replica<M extends TrainableModel = Sequential> {
     }
     // train.initFrom.freeze: the optimizer leaves those layers' weights alone (frozenLayers.ts)
     this.frozen = frozenRanges(config, paramEntriesOf(this.model));
-    this.optimizer = createOptimizer(
-      resident ? backend : host,
-      config.optimizer,
-      this.model.params.length,
-      undefined,
-      this.frozen,
-    );
+    const size = this.model.params.length,
+      onDevice = backend.device !== undefined;
+    this.optimizers = new OptimizerSlot(resident ? backend : host, config.optimizer, size, this.frozen, onDevice);
     this.loss = createLoss(host, config.loss);
     this.residence = backend.device
       ? new DeviceResidence(backend, this.model, this.loss, resident, () =>
@@ -105,6 +105,11 @@ export class Replica<M extends TrainableModel = Sequential> {
     }
   }
 
+  /** The optimizer over all of params, or the sharded one a strategy set. */
+  get optimizer(): Optimizer {
+    return this.optimizers.get();
+  }
+
   /** The model's flat buffers (the replicated part) and a local optimizer step over all of them, as strategies see them. */
   view(): ReplicaView {
     const { params, grads, state, replicatedLength: r } = this.model;
@@ -115,8 +120,21 @@ export class Replica<M extends TrainableModel = Sequential> {
       state,
       localStep: (lr) => this.optimizer.step(params, grads, lr),
       gradientsFinite: () => (this.residence?.resident ? this.residence.gradientsFinite() : allFinite(grads)),
+      gradientReadyOffsets: this.model.gradientReadyOffsets,
+      shardOptimizer: (layout, comm) => this.optimizers.shard(layout, comm),
+      // the replicated layers' tensors (a split model's shards lie after replicatedLength)
+      tensors:
+        this.model instanceof ModelParallelNet
+          ? this.model.replicatedEntries
+          : (this.model as unknown as Sequential).paramEntries,
     };
-    if (this.config.train.clipGradNorm !== undefined) view.clipGradients = (g) => this.clipGradients(g);
+    if (this.config.train.clipGradNorm !== undefined) {
+      view.clipGradients = (g) => this.clipGradients(g);
+      view.clipGradientParts = async (parts, sum) => {
+        const max = this.config.train.clipGradNorm!;
+        this.gradNorm = await clipGradientParts(this.model.grads, this.frozen, parts, sum, max);
+      };
+    }
     return view;
   }
 
@@ -193,6 +211,9 @@ export class Replica<M extends TrainableModel = Sequential> {
     options: { shared?: boolean; comm?: Communicator } = {},
   ): Replica<TrainableModel> {
     const { comm } = options;
+    // a pipeline stage: this device's layers, the micro-batches streamed over `comm` (parallel/pipeline/)
+    if (config.train.pipeline && comm)
+      return new Replica(backend, config, options, pipelineStage(backend, config, comm, options));
     if (!comm || comm.size < 2 || !isModelParallel(config)) {
       const replica = new Replica(backend, config, { ...options, alone: !comm || comm.size < 2 });
       if (config.train.syncBatchNorm && comm) synchroniseBatchNorm(replica.model, comm);
@@ -228,6 +249,8 @@ export class Replica<M extends TrainableModel = Sequential> {
     // a model that cannot gather is whole: this replica is a Replica<Sequential>
     if (!model.gatherWhole) {
       await this.hostCopies();
+      // a sharded optimizer's state is assembled whole (collective) for the checkpoint
+      if (withOptimizer) await this.optimizers.assemble();
       return rank === 0 ? (this as unknown as Replica) : null;
     }
     const sources = [model.params, ...(withOptimizer ? this.optimizer.state().buffers.map((b) => b.data) : [])];
@@ -317,6 +340,11 @@ export class Replica<M extends TrainableModel = Sequential> {
     const x = sequence
       ? this.batchTensor(images, sequence.lengths.length, sequence.frames)
       : this.batchTensor(images, images.length / shapeSize(this.model.inputShape));
+    // a pipeline stage runs the step's micro-batches itself
+    const { microBatches } = this.config.train;
+    const step = { x, labels, targets, sequence, ctx: { ...ctx, training: true, globalBatch: globalBatchSize } };
+    if (this.model.runStep)
+      return this.model.runStep({ ...step, gradScale, microBatches, loss: this.loss, onGradientsReady });
     const result = await accumulateMicroBatches(
       this.model,
       this.loss,

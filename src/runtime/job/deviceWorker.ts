@@ -6,6 +6,7 @@ import type { Communicator } from '../../comm/communicator.ts';
 import { ShmCommunicator, waitUntil, type ShmRankInit } from '../../comm/shm/index.ts';
 import { PeerFailedError } from '../../comm/errors.ts';
 import { createStrategy } from '../../parallel/strategies/index.ts';
+import { strategyCommunicator } from '../../parallel/pipeline/net.ts';
 import type { ParameterServer } from '../../parallel/parameterServer/index.ts';
 import { SharedParameterServer, type SharedParameterServerMemory } from '../../parallel/parameterServer/shared.ts';
 import { runDevice } from './deviceRun.ts';
@@ -105,7 +106,9 @@ try {
         }),
     );
   }
-  const strategy = createStrategy(config.train.strategy, { comm, ps });
+  // a pipeline's stages reduce over the same stage of the other pipelines
+  const strategyComm = strategyCommunicator(comm, config.train.pipeline?.stages);
+  const strategy = createStrategy(config.train.strategy, { comm: strategyComm, ps, seed: config.train.seed });
   setStallSink((report) => events.emit({ type: 'stall', ...report }));
   await runDevice({
     config,
