@@ -2,6 +2,7 @@ import type { ModelSpec, LossSpec } from '../nn/spec.ts';
 import type { OptimizerSpec, ScheduleSpec } from '../optim/spec.ts';
 import type { DataSpec } from '../data/spec.ts';
 import type { StrategySpec } from '../parallel/strategies/index.ts';
+import type { PipelineScheduleName } from '../parallel/pipeline/schedule.ts';
 
 /** What the evaluation after an epoch measures: the validation split's or the test set's loss and accuracy. */
 /** An evaluation's metric: its loss and accuracy, and a speech model's character and word error rates. */
@@ -101,6 +102,20 @@ export interface TrainSpec {
   best: BestSpec;
   /** stop when the evaluation metric stops improving (false: never) */
   earlyStopping: EarlyStoppingSpec | false;
+  /** the model's layers in consecutive stages on consecutive devices, the micro-batches streamed through them (absent: none) */
+  pipeline?: PipelineSpec;
+}
+
+/**
+ * `train.pipeline`: `stages` devices each run consecutive layers; train.devices / stages pipelines
+ * train data-parallel (hybrid over the same stage). The step's train.microBatches micro-batches
+ * run by `schedule`; `boundaries` (each stage's first layer after stage 0) override the balance by
+ * parameter count.
+ */
+export interface PipelineSpec {
+  stages: number;
+  schedule: PipelineScheduleName;
+  boundaries?: number[];
 }
 
 /** A validated run configuration: what `paratrain train` and the `train()` API consume. */

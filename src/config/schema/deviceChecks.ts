@@ -8,19 +8,21 @@
 import type { RunConfig } from '../runConfig.ts';
 import { runsModelParallel, stepsInLockstep, syncBatchNormStrategyMessage } from '../../parallel/strategies/index.ts';
 import { modelParallelLayers, modelParallelStrategyMessage } from '../../parallel/modelParallel/plan.ts';
+import { pipelineIssues } from './pipeline.ts';
 
 /** One problem: the field it is about, and the message (`noGot`: the message names the value itself). */
 export interface DeviceIssue {
-  path: ['train', string];
+  path: ['train', string, ...string[]];
   message: string;
   noGot?: true;
 }
 
 /** The problems of `config` on a job of `devices` devices (none on one device). */
 export function multiDeviceIssues(config: Pick<RunConfig, 'model' | 'train'>, devices: number): DeviceIssue[] {
-  if (devices <= 1) return [];
+  // a pipeline spans several devices: on one, that is its first problem
+  const issues: DeviceIssue[] = pipelineIssues(config, devices).map((i) => ({ ...i, noGot: true }));
+  if (devices <= 1 || config.train.pipeline) return issues;
   const { train } = config;
-  const issues: DeviceIssue[] = [];
   const split = modelParallelLayers(config.model).length > 0;
   if (split && !runsModelParallel(train.strategy)) {
     issues.push({
@@ -33,6 +35,16 @@ export function multiDeviceIssues(config: Pick<RunConfig, 'model' | 'train'>, de
     issues.push({
       path: ['train', 'microBatches'],
       message: `micro-batching is not supported together with model-parallel layers ('parallel: model') on several devices; use microBatches: 1 or make the layers data-parallel`,
+    });
+  }
+  // ZeRO sharding splits the flat buffer of a whole replica over the devices, on the host
+  const shard = train.strategy.type === 'hybrid' ? (train.strategy.shard ?? 0) : 0;
+  if (shard > 0 && (split || train.backend === 'webgpu')) {
+    issues.push({
+      path: ['train', 'strategy'],
+      message: split
+        ? `hybrid.shard ${shard} shards the optimizer of a whole replica; 'parallel: model' layers split the model instead; use shard: 0 or make the layers data-parallel`
+        : `hybrid.shard ${shard} needs CPU devices (the sharded optimizer steps on the host); use shard: 0 with backend webgpu`,
     });
   }
   // synchronised statistics need every device in the same forward pass at the same time

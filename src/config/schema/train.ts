@@ -9,6 +9,7 @@ import { bestField, earlyStoppingField } from './tracking.ts';
 import { divergenceField } from './divergence.ts';
 import { initFromField } from './initFrom.ts';
 import { optimizerMap } from './optimizer.ts';
+import { pipelineField } from './pipeline.ts';
 
 /**
  * What `train.strategy` accepts when written in code: a strategy's options are its normalised
@@ -52,6 +53,7 @@ export const trainSchema = section({
   initFrom: initFromField(),
   best: bestField(),
   earlyStopping: earlyStoppingField(),
+  pipeline: pipelineField(),
 }).transform((o, ctx): TrainSpec => {
   if (o.earlyStopping && o.evalEvery === 0) {
     ctx.addIssue({
@@ -82,5 +84,6 @@ export const trainSchema = section({
     // absent unless set, so configs without clipping normalise as before
     ...(o.clipGradNorm !== undefined ? { clipGradNorm: o.clipGradNorm } : {}),
     ...(o.initFrom !== undefined ? { initFrom: o.initFrom } : {}),
+    ...(o.pipeline !== undefined ? { pipeline: o.pipeline } : {}),
   };
 });

@@ -53,6 +53,8 @@ export interface SetState {
   tracking?: { best?: TrackerState; earlyStopping?: TrackerState };
   /** every other file of the set, by name: its size and SHA-256 (absent in sets of earlier versions) */
   files?: Record<string, SetFileRecord>;
+  /** train.pipeline of a pipelined job: its device files hold stages, so another layout resumes from the model file */
+  pipeline?: { stages: number; boundaries?: number[] };
 }
 
 export const setName = (step: number) => `step-${String(step).padStart(8, '0')}`;

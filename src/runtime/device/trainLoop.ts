@@ -47,16 +47,23 @@ export interface LoopOptions {
   firstStep?: number;
   /** after the strategy's onStart (whose broadcast made every replica rank 0's): put a resumed device's own state back */
   afterStart?: () => Promise<void> | void;
+  /**
+   * this device's place in the data-parallel split when it is not its rank among worldSize (a
+   * pipeline: the stages of one pipeline see the same samples, the pipelines split the batch)
+   */
+  dataParallel?: { rank: number; size: number };
   /** after every step, `stepsDone` steps into the run (checkpoint sets); awaited */
   onStepEnd?: (stepsDone: number, stepsPerEpoch: number, totalSteps: number) => Promise<void>;
   /** an agreed stop after `stepsDone` steps, before the strategy's final consolidation (a checkpoint set to resume from); awaited */
   onStop?: (stepsDone: number, stepsPerEpoch: number, totalSteps: number) => Promise<void>;
 }
 
-/** Samples one step processes over the job's `devices` devices. */
+/** Samples one step processes over the job's `devices` devices (a pipeline's stages share their samples: devices / stages replicas). */
 export function globalBatchSize(config: RunConfig, devices: number): number {
   const { batchSize, batchSizeScope } = config.data;
-  return batchSizeScope === 'global' ? batchSize : batchSize * devices;
+  const pipeline = config.train.pipeline;
+  const replicas = pipeline ? Math.max(1, Math.floor(devices / pipeline.stages)) : devices;
+  return batchSizeScope === 'global' ? batchSize : batchSize * replicas;
 }
 
 /** The base learning rate after linear scaling by the job's device count, when asked for. */
@@ -96,11 +103,12 @@ async function update(
 export async function runTrainLoop(o: LoopOptions): Promise<void> {
   const { replica, strategy, config, rank, worldSize, emit } = o;
   const faults = o.faults ?? FaultPlan.none;
+  const data = o.dataParallel ?? { rank, size: worldSize };
   // a model-parallel section exchanges frames: every device's slice then has the global batch's frames
   const sampler = trainingBatches(o.train, {
     batchSize: globalBatchSize(config, worldSize),
-    worldSize,
-    rank,
+    worldSize: data.size,
+    rank: data.rank,
     seed: config.train.seed,
     shuffle: config.data.shuffle,
     augment: config.data.augment,
@@ -109,7 +117,7 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
   });
   const stepsPerEpoch = sampler.stepsPerEpoch();
   const totalSteps = stepsPerEpoch * config.train.epochs;
-  const baseLr = baseLearningRate(config, worldSize);
+  const baseLr = baseLearningRate(config, data.size);
   const view = viewOf(replica);
   const shards = replica.shardGrads?.() ?? new Float32Array(0);
   const onGradientsReady = strategy.onGradientsReady
@@ -121,8 +129,8 @@ export async function runTrainLoop(o: LoopOptions): Promise<void> {
     sampler,
     onGradientsReady,
     seed: config.train.seed,
-    rank,
-    worldSize,
+    rank: data.rank,
+    worldSize: data.size,
     faults,
   });
   const phases = new StepPhases(o.takeCommStats, faults, rank);

@@ -4,6 +4,7 @@ import type { Strategy } from '../../parallel/strategy.ts';
 import type { Communicator } from '../../comm/communicator.ts';
 import { Replica, isModelParallel } from '../device/replica.ts';
 import { runTrainLoop, viewOf } from '../device/trainLoop.ts';
+import { pipelinePlace } from '../../parallel/pipeline/net.ts';
 import type { CommStats } from '../device/stepPhases.ts';
 import { deviceCheckpointHooks } from '../device/deviceCheckpoints.ts';
 import { frozenRanges, keepFrozen, paramEntriesOf } from '../device/frozenLayers.ts';
@@ -60,6 +61,11 @@ export async function runDevice(o: DeviceOptions): Promise<void> {
     checkpointPath: o.checkpointPath,
     resumed: o.checkpoints?.resume?.state ?? null,
   });
+  // a pipeline's stages see the same samples: the batch is split over the pipelines
+  const pipeline = config.train.pipeline;
+  if (pipeline && !o.comm) throw new Error("runDevice: a pipeline's stages need the devices' communicator");
+  const place = pipeline ? pipelinePlace(rank, o.worldSize, pipeline.stages) : null;
+  const dataParallel = place ? { rank: place.pipeline, size: place.pipelines } : null;
   const checkpoints = deviceCheckpointHooks({
     setup: o.checkpoints,
     config,
@@ -80,6 +86,7 @@ export async function runDevice(o: DeviceOptions): Promise<void> {
     train: o.train,
     rank,
     worldSize: o.worldSize,
+    ...(dataParallel ? { dataParallel } : {}),
     emit: o.emit,
     takeCommStats: o.takeCommStats,
     faults: o.faults,

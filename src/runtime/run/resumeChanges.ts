@@ -56,6 +56,8 @@ const VERDICTS: Record<string, Verdict> = {
   'train.clipGradNorm': 'honour',
   'train.best': 'honour',
   'train.earlyStopping': 'honour',
+  // a pipelined set holds the whole model too (its model file), so any layout takes it up
+  'train.pipeline': 'honour',
 };
 
 /** The verdict of a field path (`optimizer.lr`), from its longest listed prefix; unlisted: refused. */
