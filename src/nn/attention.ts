@@ -68,7 +68,7 @@ export class Attention extends BaseLayer {
     inputShape: readonly number[],
     options: AttentionOptions,
     /** keys this layer's dropout masks (its index in the model, or a nested key) */
-    private readonly layerKey: number,
+    readonly layerKey: number,
   ) {
     super(backend, name, inputShape);
     if (!isSequenceShape(inputShape)) {

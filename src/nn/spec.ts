@@ -123,6 +123,11 @@ export interface TransformerBlockSpec {
   /** on the attention weights and on each residual branch's output, while training */
   dropout: number;
   causal: boolean;
+  /**
+   * 'model' splits the block Megatron-style inside the model-parallel section (heads and MLP
+   * units across devices: parallel/modelParallel/tensorParallelBlock.ts); absent means data-parallel
+   */
+  parallel?: 'model';
 }
 
 /** What a spatial split may hold: each output pixel reads a bounded window of input pixels. */

@@ -143,6 +143,19 @@ export function trickWorkload(spec: ModelSpec, costs: ModelCosts, G: number, tot
           op: 'allreduce',
           floats: totalRows * input,
         });
+    } else if (p.kind === 'transformer') {
+      // Megatron's block: the attention's and the MLP's partial outputs all-reduced forward, their input gradients backward
+      splitParams += c.paramFloats;
+      sharded += Math.ceil(c.paramFloats / G);
+      if (p.inputRows)
+        exchanges.push({ what: `${name}: gather the input sequences`, op: 'allgather', floats: padded * input });
+      for (const what of [
+        'attention output',
+        'MLP output',
+        'backward, MLP input gradient',
+        'backward, attention input gradient',
+      ])
+        exchanges.push({ what: `${name}: sum of the partial ${what}`, op: 'allreduce', floats: totalRows * input });
     } else {
       const tiles = p.spec.tiles[0] * p.spec.tiles[1];
       if (p.inputRows)

@@ -79,7 +79,7 @@ test('bad transformer options name the field and the fix', () => {
     'f.yaml: model.layers[0].attention.dropout: expected a number ≥ 0 and < 1, got 1',
   ]);
   assert.deepEqual(issuesOf(model('    - transformerBlock: { heads: 2, mpl: 32 }\n')), [
-    "f.yaml: model.layers[0].transformerBlock: unknown option 'mpl' (did you mean 'mlp'?); allowed: heads, mlp, dropout, causal",
+    "f.yaml: model.layers[0].transformerBlock: unknown option 'mpl' (did you mean 'mlp'?); allowed: heads, mlp, dropout, causal, parallel",
   ]);
   assert.deepEqual(issuesOf(model('    - transformerBlock: {}\n')), [
     'f.yaml: model.layers[0].transformerBlock.heads: missing; expected a positive integer',

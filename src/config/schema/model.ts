@@ -231,17 +231,19 @@ const layer = oneKeyMap({ noun: 'layer type', choices: LAYERS, example: '`dense:
 
 /**
  * `model.parallel: model` marks the whole model for the "one weird trick": every dense layer that
- * does not say otherwise gets `parallel: model` (a layer's own `parallel` wins).
+ * does not say otherwise gets `parallel: model` (a layer's own `parallel` wins) — or, in a model
+ * with transformer blocks, every block (a model-parallel section holds blocks or dense layers, not both).
  */
 function withModelParallelDefault(raw: unknown): unknown {
   if (!raw || typeof raw !== 'object' || !('layers' in raw) || !Array.isArray(raw.layers)) return raw;
   const mode = (raw as { parallel?: unknown }).parallel;
   if (!PARALLEL_MODES.includes(mode as 'data')) return raw;
+  const one = (l: unknown): l is Record<string, unknown> => !!l && typeof l === 'object' && Object.keys(l).length === 1;
+  const marks = raw.layers.some((l: unknown) => one(l) && 'transformerBlock' in l) ? 'transformerBlock' : 'dense';
   const layers = raw.layers.map((l: unknown) => {
-    if (!l || typeof l !== 'object' || !('dense' in l) || Object.keys(l).length !== 1) return l;
-    const dense = (l as { dense: unknown }).dense;
-    if (!dense || typeof dense !== 'object' || 'parallel' in dense) return l;
-    return { dense: { ...dense, parallel: mode } };
+    const body = one(l) ? l[marks] : undefined;
+    if (!body || typeof body !== 'object' || 'parallel' in body) return l;
+    return { [marks]: { ...body, parallel: mode } };
   });
   return { ...raw, layers };
 }

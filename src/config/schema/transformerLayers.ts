@@ -3,9 +3,10 @@
  *
  *   - attention: { heads: 4, causal: true, dropout: 0 }
  *   - transformerBlock: { heads: 4, mlp: 512, dropout: 0, causal: true }   # mlp absent: 4·D
+ *   - transformerBlock: { heads: 4, parallel: model }   # Megatron's split: heads and MLP units across devices
  */
 import type { AttentionSpec, TransformerBlockSpec } from '../../nn/spec.ts';
-import { bool, posInt, strict, unitRange } from './fields.ts';
+import { bool, oneOf, posInt, strict, unitRange } from './fields.ts';
 
 const attention = strict({
   heads: posInt(),
@@ -18,6 +19,7 @@ const transformerBlock = strict({
   mlp: posInt().optional(),
   dropout: unitRange().default(0),
   causal: bool().default(true),
+  parallel: oneOf(['data', 'model'] as const).default('data'),
 }).transform(
   (o): TransformerBlockSpec => ({
     type: 'transformerBlock',
@@ -26,6 +28,8 @@ const transformerBlock = strict({
     ...(o.mlp !== undefined ? { mlp: o.mlp } : {}),
     dropout: o.dropout,
     causal: o.causal,
+    // data-parallel is the absence of the field, so existing blocks' specs stay as they were
+    ...(o.parallel === 'model' ? { parallel: 'model' as const } : {}),
   }),
 );
 

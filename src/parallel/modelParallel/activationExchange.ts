@@ -227,3 +227,19 @@ export async function gatherSectionInput(
   await allgatherRows(comm, device, x.data, rows, width, all, scratch);
   return new Tensor([rows.total, ...shape], all);
 }
+
+/**
+ * Every device's per-sample lengths (valid frames of a sequence batch) in rank order: what a
+ * section that computes on every device's samples (transformer blocks) masks padding with.
+ */
+export async function allgatherLengths(
+  comm: Communicator,
+  lengths: Int32Array,
+  rows: RowSplit,
+  scratch: ExchangeScratch,
+): Promise<Int32Array> {
+  const local = Float32Array.from(lengths.subarray(0, rows.counts[comm.rank]!));
+  const all = scratch.get('lengths', rows.total);
+  await allgatherRows(comm, undefined, local, rows, 1, all, scratch);
+  return Int32Array.from(all);
+}

@@ -16,9 +16,10 @@ import {
   type LayerSlot,
 } from '../../nn/flatLayout.ts';
 import { buildLayer } from '../../nn/buildLayer.ts';
+import { tieEmbeddings } from '../../nn/tiedEmbedding.ts';
 import { savedActivationBytes } from '../../nn/activationMemory.ts';
 import type { TrainableModel, WholeModelTarget } from '../../nn/trainableModel.ts';
-import { sectionRows } from './activationExchange.ts';
+import { allgatherLengths, ExchangeScratch, sectionRows } from './activationExchange.ts';
 import { modelParallelLayers, planModelParallelFrom, type ModelParallelPlan } from './plan.ts';
 import { copyShard, shardLayout, type ShardEntry } from './shards.ts';
 import { buildSectionLayers } from './sectionLayers.ts';
@@ -26,11 +27,12 @@ import { DeviceCopies } from './deviceCopies.ts';
 
 /**
  * One device's part of a model run with "one weird trick": the data-parallel layers (replicated,
- * each device on its own samples) and this device's shards of the model-parallel dense layers and
- * channel-split convolutions, which compute on every device's samples at once. At the boundary the
- * activations are all-gathered (forward) and their gradients reduce-scattered back (backward; a
- * channel-split conv all-reduces them and keeps its rows); the shards' weight
- * gradients are complete on their own device, so only the replicated part needs an all-reduce.
+ * each device on its own samples) and this device's shards of the model-parallel dense layers,
+ * channel-split convolutions or Megatron-split transformer blocks, which compute on every device's
+ * samples at once. At the boundary the activations are all-gathered (forward) and their gradients
+ * reduce-scattered back (backward; a channel-split conv or a split block all-reduces them and keeps
+ * its rows); the shards' weight gradients are complete on their own device, so only the replicated
+ * part needs an all-reduce.
  * A spatialSplit marked `parallel: model` splits work, not weights: its weights are replicated
  * (data-parallel part) and each device's gradient is its tiles' share, which that all-reduce sums.
  *
@@ -79,6 +81,9 @@ export class ModelParallelNet implements TrainableModel {
   /** the gradient at the section's end over frames, with its padded frames zeroed */
   private readonly pool: BufferPool;
   private readonly copies: DeviceCopies;
+  /** a section of transformer blocks masks padding with every device's lengths (gathered at its start) */
+  private readonly wholeBatchLengths: boolean;
+  private readonly lengthScratch = new ExchangeScratch();
 
   constructor(
     readonly backend: Backend,
@@ -127,10 +132,13 @@ export class ModelParallelNet implements TrainableModel {
     this.state = buffers.state;
     bindFlat(replicated, head, buffers);
     bindFlat(shards, rest, buffers);
+    // a tied output projection (data-parallel, like its embedding) shares the embedding's views
+    tieEmbeddings(this.layers);
     const first = new Map(replicated.map((s, k) => [s.layer, head.params[k]![0]?.offset ?? -1]));
     this.firstReplicated = this.layers.map((l) => first.get(l) ?? -1);
     this.pool = new BufferPool(backend);
     this.copies = new DeviceCopies(backend);
+    this.wholeBatchLengths = this.plan.layers.some((p) => p.kind === 'transformer');
   }
 
   /** where the arrays live when the backend holds them on a GPU */
@@ -151,10 +159,12 @@ export class ModelParallelNet implements TrainableModel {
       if (replicated.length || !this.shardEntries.some((e) => e.layer === i)) {
         index = initializeLayer(layer, replicated, seed, index);
       } else {
-        // a split layer: drawn whole, then cut to this device's shard
-        const [kernel, bias] = layer.params().map((p) => new Float32Array(shapeSize(p.shape)));
-        index = initializeLayer(layer, bias ? [kernel!, bias] : [kernel!], seed, index);
-        copyShard(i, { kernel: kernel!, bias }, this.shardEntries, this.params, 0, true);
+        // a split layer: drawn whole, then cut to this device's shards
+        const specs = layer.params(),
+          whole = specs.map((p) => new Float32Array(shapeSize(p.shape)));
+        index = initializeLayer(layer, whole, seed, index);
+        const byName = new Map(specs.map((p, k) => [`layers.${i}.${p.name}`, whole[k]!]));
+        copyShard(i, (name) => byName.get(name)!, this.shardEntries, this.params, 0, true);
       }
       initializeState(layer, views(this.stateEntries, this.state));
     }
@@ -186,7 +196,12 @@ export class ModelParallelNet implements TrainableModel {
     let h = x,
       c = ctx;
     const { frames } = this.plan;
+    let ownLengths: Int32Array | undefined;
     for (const [k, layer] of this.layers.entries()) {
+      if (k === this.section.start && this.wholeBatchLengths && c.lengths) {
+        ownLengths = c.lengths;
+        c = { ...c, lengths: await allgatherLengths(this.comm, c.lengths, rows, this.lengthScratch) };
+      }
       // over frames: the section's rows are the samples' frames, padded to the step's longest
       if (frames && k === this.section.start) {
         this.framesAtSection = { frames: h.shape[1]!, lengths: c.lengths };
@@ -203,6 +218,8 @@ export class ModelParallelNet implements TrainableModel {
         // the section's own output (backend arrays): zeroed where it lives
         if (lengths && mine > 0) this.backend.zeroPadding(h.data, mine, t, u, lengths);
         c = { ...c, rowsPerSample: undefined };
+      } else if (k === this.section.end - 1 && this.wholeBatchLengths) {
+        c = { ...c, lengths: ownLengths }; // past the exit: this device's samples again
       } else if (c.lengths && layer.outputLengths && this.isLocal(k))
         c = { ...c, lengths: layer.outputLengths(c.lengths) };
     }
@@ -265,13 +282,14 @@ export class ModelParallelNet implements TrainableModel {
 
   /**
    * Σ g² over this device's shards, counting a tensor that every device holds whole (a row-parallel
-   * layer's bias) on rank 0 only: summed over the devices, the shards' share of the squared global
-   * gradient norm (train.clipGradNorm). Reads the host's gradients: on a GPU, those the step's read brought.
+   * layer's bias, a split transformer block's layerNorms) on rank 0 only: summed over the devices,
+   * the shards' share of the squared global gradient norm (train.clipGradNorm). Reads the host's
+   * gradients: on a GPU, those the step's read brought.
    */
   shardGradSquares(): number {
     let s = 0;
     for (const e of this.shardEntries) {
-      if (e.kind === 'row' && e.param === 'bias' && this.comm.rank !== 0) continue;
+      if (e.replicated && this.comm.rank !== 0) continue;
       const g = this.grads.subarray(e.offset, e.offset + e.size);
       for (let i = 0; i < g.length; i++) s += g[i]! * g[i]!;
     }
@@ -342,11 +360,18 @@ export class ModelParallelNet implements TrainableModel {
       for (const e of this.replicatedEntries) at(e.name).set(src.subarray(e.offset, e.offset + e.size));
     const layout = shardLayout(this.plan, rank);
     const base = rank === this.comm.rank ? this.replicatedLength : 0;
+    for (const p of this.plan.layers) copyShard(p.index, at, layout.entries, src, base, false);
+  }
+
+  /**
+   * Loads this device's shards from unsplit tensors (`get(name, shape)`: a checkpoint's, by name
+   * and the unsplit shape), leaving the layers `skip` says as they are.
+   */
+  loadShards(get: (name: string, shape: readonly number[]) => Float32Array, skip: (layer: number) => boolean): void {
     for (const p of this.plan.layers) {
-      if (p.kind === 'elementwise' || p.kind === 'spatial') continue;
-      const kernel = at(`layers.${p.index}.kernel`),
-        bias = p.spec.useBias ? at(`layers.${p.index}.bias`) : undefined;
-      copyShard(p.index, { kernel, bias }, layout.entries, src, base, false);
+      if (skip(p.index)) continue;
+      const shapes = new Map(this.unsplit[p.index]!.params().map((s) => [`layers.${p.index}.${s.name}`, s.shape]));
+      copyShard(p.index, (name) => get(name, shapes.get(name)!), this.shardEntries, this.params, 0, true);
     }
   }
 

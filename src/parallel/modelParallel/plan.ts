@@ -1,4 +1,11 @@
-import type { Conv2DSpec, DenseSpec, LayerSpec, ModelSpec, SpatialSplitSpec } from '../../nn/spec.ts';
+import type {
+  Conv2DSpec,
+  DenseSpec,
+  LayerSpec,
+  ModelSpec,
+  SpatialSplitSpec,
+  TransformerBlockSpec,
+} from '../../nn/spec.ts';
 import { shapeSize } from '../../tensor/shape.ts';
 import { unitShards } from './tensorParallel.ts';
 
@@ -26,6 +33,11 @@ import { unitShards } from './tensorParallel.ts';
  * sample padded to the step's longest (the same on every device), so the split is the same
  * tensor-parallel gemm over N·T rows; padded rows are computed but zeroed on the way out, and carry
  * no gradient in (what comes back from the data-parallel layers or the loss is 0 there).
+ *
+ * Transformer blocks marked `parallel: model` (Megatron-LM, Shoeybi et al. 2019) make a section
+ * of their own: consecutive marked blocks, each taking and giving 'full' sequences [N, T, D] (the
+ * first gathers the devices' rows), so blocks need no exchange in between; the section ends in
+ * 'rows' through the usual exit (planTransformerSection).
  */
 
 export type ActivationForm = 'rows' | 'full' | 'shard';
@@ -35,6 +47,15 @@ export type PlannedLayer =
   | { index: number; kind: 'row'; spec: DenseSpec; inFeatures: number; scatterRows: boolean }
   /** a channel-split conv2d on images [H, W, C] (`inputShape`), output channels gathered */
   | { index: number; kind: 'channel'; spec: Conv2DSpec; inputShape: readonly number[]; inputRows: boolean }
+  /** a transformerBlock split Megatron-style (heads and MLP units), on 'full' sequences [N, T, D] */
+  | {
+      index: number;
+      kind: 'transformer';
+      spec: TransformerBlockSpec;
+      inputShape: readonly number[];
+      inputRows: boolean;
+      mlp: number;
+    }
   /** a spatialSplit whose tiles run on different devices, output tiles gathered */
   | { index: number; kind: 'spatial'; spec: SpatialSplitSpec; inputShape: readonly number[]; inputRows: boolean }
   /**
@@ -76,9 +97,10 @@ const POOLING = new Set<LayerSpec['type']>(['maxPool2d', 'avgPool2d']);
 
 const layerName = (spec: LayerSpec, i: number) => `model.layers[${i}] ${spec.type}`;
 const isMarked = (l: LayerSpec) =>
-  (l.type === 'dense' || l.type === 'conv2d' || l.type === 'spatialSplit') && l.parallel === 'model';
+  (l.type === 'dense' || l.type === 'conv2d' || l.type === 'spatialSplit' || l.type === 'transformerBlock') &&
+  l.parallel === 'model';
 
-/** Indices of the layers (dense, conv2d, spatialSplit) marked `parallel: model`. */
+/** Indices of the layers (dense, conv2d, spatialSplit, transformerBlock) marked `parallel: model`. */
 export function modelParallelLayers(spec: ModelSpec): number[] {
   return spec.layers.flatMap((l, i) => (isMarked(l) ? [i] : []));
 }
@@ -106,6 +128,8 @@ export function planModelParallelFrom(
   if (!marked.length) throw new Error('planModelParallel: no layer is marked parallel: model');
   const begin = marked[0]!,
     end = marked[marked.length - 1]! + 1;
+  if (marked.some((i) => spec.layers[i]!.type === 'transformerBlock'))
+    return planTransformerSection(spec, devices, inputShapes, begin, end);
   const first = spec.layers[begin]!;
   const frames = first.type === 'dense' && inputShapes[begin]!.length === 2;
   if (first.type === 'dense' && inputShapes[begin]!.length !== 1 && !frames) {
@@ -182,4 +206,49 @@ export function planModelParallelFrom(
     }
   }
   return { begin, end, devices, layers, frames, sliceRowsAtEnd: form === 'full' };
+}
+
+/**
+ * A section of tensor-parallel transformer blocks [begin, end): every layer in it a marked block,
+ * its heads and MLP units divisible by the device count (each device takes whole heads and an
+ * equal block of units).
+ */
+function planTransformerSection(
+  spec: ModelSpec,
+  devices: number,
+  inputShapes: readonly (readonly number[])[],
+  begin: number,
+  end: number,
+): ModelParallelPlan {
+  const between = `between the tensor-parallel transformer blocks model.layers[${begin}] and model.layers[${end - 1}]`;
+  const layers: PlannedLayer[] = [];
+  for (let i = begin; i < end; i++) {
+    const l = spec.layers[i]!;
+    if (l.type !== 'transformerBlock' || l.parallel !== 'model') {
+      throw new Error(
+        l.type === 'transformerBlock'
+          ? `${layerName(l, i)}: lies ${between} but is not marked; add 'parallel: model' to it too`
+          : `${layerName(l, i)}: cannot lie ${between}; only transformerBlocks marked 'parallel: model' can ` +
+              `(a model-parallel section is either transformer blocks or dense/conv layers) — move it before model.layers[${begin}] or after model.layers[${end - 1}], or leave the ${l.type} layers data-parallel`,
+      );
+    }
+    const inputShape = inputShapes[i]!,
+      D = inputShape[inputShape.length - 1]!,
+      mlp = l.mlp ?? 4 * D;
+    const fits = (n: number) => [...Array(n).keys()].map((k) => k + 1).filter((g) => n % g === 0);
+    if (l.heads % devices !== 0) {
+      throw new Error(
+        `${layerName(l, i)}: 'parallel: model' splits its ${l.heads} heads over ${devices} devices, but each device takes whole heads and as many as the others; ` +
+          `use a device count that divides ${l.heads} (${fits(l.heads).join(', ')}), or heads: a multiple of ${devices}`,
+      );
+    }
+    if (mlp % devices !== 0) {
+      throw new Error(
+        `${layerName(l, i)}: 'parallel: model' splits its MLP of ${mlp} units over ${devices} devices, which does not divide it; ` +
+          `use mlp: a multiple of ${devices} (e.g. ${Math.ceil(mlp / devices) * devices}), or a device count that divides ${mlp}`,
+      );
+    }
+    layers.push({ index: i, kind: 'transformer', spec: l, inputShape, inputRows: i === begin, mlp });
+  }
+  return { begin, end, devices, layers, frames: false, sliceRowsAtEnd: true };
 }

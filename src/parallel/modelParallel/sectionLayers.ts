@@ -11,6 +11,7 @@ import { ChannelParallelConv } from './channelParallelConv.ts';
 import { SpatialParallelStage } from './spatialParallelStage.ts';
 import { SectionElementwise } from './sectionElementwise.ts';
 import { SliceRows } from './sliceRows.ts';
+import { TensorParallelBlock } from './tensorParallelBlock.ts';
 
 /** A layer of the section, named in the flat layout by its unsplit layer's index; `shard` when its weights are this device's own. */
 export interface SectionSlot extends LayerSlot {
@@ -19,8 +20,8 @@ export interface SectionSlot extends LayerSlot {
 
 /**
  * The layers of the model-parallel section on this device, in order: tensor-parallel dense
- * (column, row), channel-parallel conv2d and elementwise layers, a spatial stage per parallel
- * spatialSplit (its weights replicated: it wraps the unsplit model's serial layer `unsplit[i]`),
+ * (column, row), Megatron-split transformer blocks, channel-parallel conv2d and elementwise layers,
+ * a spatial stage per parallel spatialSplit (its weights replicated: it wraps the unsplit model's serial layer `unsplit[i]`),
  * and the exit to this device's rows when the section ends with every device's samples.
  */
 export function buildSectionLayers(
@@ -46,6 +47,8 @@ export function buildSectionLayers(
       });
       ranges.set(p.index, { start: column.start, end: column.end });
       layer = column;
+    } else if (p.kind === 'transformer') {
+      layer = new TensorParallelBlock(backend, comm, name, p, unsplit[p.index]!, weightGradScale);
     } else if (p.kind === 'channel') {
       layer = new ChannelParallelConv(backend, comm, name, p.spec, p.inputShape, {
         inputRows: p.inputRows,

@@ -9,7 +9,6 @@ import type { InitialWeights } from './checkpointSetup.ts';
 import { layerOfTensor } from './initFromPlan.ts';
 import type { Sequential } from '../../nn/model.ts';
 import { ModelParallelNet } from '../../parallel/modelParallel/net.ts';
-import { copyShard } from '../../parallel/modelParallel/shards.ts';
 import type { TrainableModel } from '../../nn/trainableModel.ts';
 import type { RunConfig } from '../../config/runConfig.ts';
 import { formatShape, shapesEqual } from '../../tensor/shape.ts';
@@ -51,10 +50,5 @@ export function loadInitialWeights(weights: InitialWeights, model: TrainableMode
   }
   for (const e of model.replicatedEntries) if (loaded(e.name)) model.params.set(get(e.name, e.shape), e.offset);
   for (const e of model.stateEntries) if (loaded(e.name)) model.state.set(get(e.name, e.shape), e.offset);
-  for (const p of model.plan.layers) {
-    if (p.kind === 'elementwise' || p.kind === 'spatial' || fresh.has(`layers.${p.index}`)) continue;
-    const kernel = get(`layers.${p.index}.kernel`),
-      bias = p.spec.useBias ? get(`layers.${p.index}.bias`) : undefined;
-    copyShard(p.index, { kernel, bias }, model.shardEntries, model.params, 0, true);
-  }
+  model.loadShards(get, (layer) => fresh.has(`layers.${layer}`));
 }
