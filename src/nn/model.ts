@@ -10,12 +10,13 @@ import {
   bindFlat,
   initializeFlat,
   planFlatLayout,
+  type FlatBuffers,
   type FlatEntry,
   type FlatLayout,
   type LayerSlot,
 } from './flatLayout.ts';
 import { savedActivationBytes } from './activationMemory.ts';
-import type { TrainableModel } from './trainableModel.ts';
+import type { GradientsReady, TrainableModel } from './trainableModel.ts';
 import { convPoolPairs, type ConvPool } from './convPool.ts';
 import { checkLengths, checkModelInput, isSequenceShape, outputLengths, shapeFits } from './sequence.ts';
 import { communicates, runLater, runNow, settle, type Pass } from './pass.ts';
@@ -26,6 +27,11 @@ export type { FlatEntry } from './flatLayout.ts';
 export interface ModelOptions {
   /** put the flat parameter/gradient buffers in SharedArrayBuffer memory (for other threads) */
   shared?: boolean;
+  /**
+   * bind to these buffers instead of new ones: another Sequential's of the same layer types, so two
+   * copies of the layers (a pipeline stage's micro-batches in flight) share weights and gradients
+   */
+  buffers?: FlatBuffers;
 }
 
 /**
@@ -55,7 +61,10 @@ export class Sequential implements TrainableModel {
     this.layout = planFlatLayout(this.slots);
     this.paramEntries = this.layout.params.flat();
     this.stateEntries = this.layout.state.flat();
-    const buffers = allocFlat(backend, this.layout.paramLength, this.layout.stateLength, options.shared);
+    const buffers =
+      options.buffers ?? allocFlat(backend, this.layout.paramLength, this.layout.stateLength, options.shared);
+    if (buffers.params.length < this.layout.paramLength || buffers.state.length < this.layout.stateLength)
+      throw new Error('Sequential: the buffers given are smaller than its layers need');
     this.params = buffers.params;
     this.grads = buffers.grads;
     this.state = buffers.state;
@@ -159,27 +168,23 @@ export class Sequential implements TrainableModel {
    * reduction can start while earlier layers still compute. Synchronously: a layer that must
    * communicate refuses to run (use backwardAsync).
    */
-  backward(dy: Tensor, onReady?: (offset: number) => void): void {
+  backward(dy: Tensor, onReady?: GradientsReady): void {
     runNow(this.backwardPass(dy, onReady, false));
   }
 
-  /** backward, awaiting the layers that communicate; see backward. */
-  backwardAsync(dy: Tensor, onReady?: (offset: number) => void): Promise<void> {
+  /** backward, awaiting the layers that communicate and what onReady returns; see backward. */
+  backwardAsync(dy: Tensor, onReady?: GradientsReady): Promise<void> {
     return runLater(this.backwardPass(dy, onReady, true));
   }
 
   /** The one backward loop; with `communicating`, a layer that needs to communicates (pass.ts). */
-  private *backwardPass(
-    dy: Tensor,
-    onReady: ((offset: number) => void) | undefined,
-    communicating: boolean,
-  ): Pass<void> {
+  private *backwardPass(dy: Tensor, onReady: GradientsReady | undefined, communicating: boolean): Pass<void> {
     let g: Tensor | null = dy;
     for (let i = this.layers.length - 1; i >= 0 && g; i--) {
       const pair = i > 0 ? this.pairs[i - 1] : undefined;
       if (pair) {
         g = pair.backward(g, i - 1 > 0);
-        this.ready(i, onReady);
+        yield* this.ready(i, onReady, communicating);
         i--;
       } else {
         const layer = this.layers[i]!;
@@ -187,14 +192,19 @@ export class Sequential implements TrainableModel {
           ? yield* settle(layer.backwardAsync!(g, i > 0))
           : layer.backward(g, i > 0);
       }
-      this.ready(i, onReady);
+      yield* this.ready(i, onReady, communicating);
     }
   }
 
-  /** Tells onReady that layer i's gradients are final (layers with parameters only). */
-  private ready(i: number, onReady?: (offset: number) => void): void {
+  /**
+   * Tells onReady that layer i's gradients are final (layers with parameters only); an async pass
+   * awaits what it returns (a turn of the event loop for the buckets in flight: hybrid's overlap).
+   */
+  private *ready(i: number, onReady: GradientsReady | undefined, communicating: boolean): Pass<void> {
     const first = this.firstParamOffset[i]!;
-    if (onReady && first >= 0) onReady(first);
+    if (!onReady || first < 0) return;
+    const turn = onReady(first);
+    if (turn instanceof Promise && communicating) yield* settle(turn);
   }
 
   get gradientReadyOffsets(): readonly number[] {

@@ -1,6 +1,6 @@
 import { Tensor } from '../tensor/tensor.ts';
 import { ownedSlice } from '../comm/communicator.ts';
-import type { TrainableModel } from '../nn/trainableModel.ts';
+import type { GradientsReady, TrainableModel } from '../nn/trainableModel.ts';
 import { addErrorCounts, type DeviceLoss, type ErrorCounts, type Loss, type SequenceTargets } from '../nn/loss.ts';
 import type { ForwardContext } from '../nn/layer.ts';
 import type { SequenceBatch } from '../data/batcher.ts';
@@ -54,7 +54,7 @@ export async function accumulateMicroBatches(
   ctx: ForwardContext,
   gradScale: number,
   k: number,
-  onReady?: (offset: number) => void,
+  onReady?: GradientsReady,
   targets?: Float32Array,
   sequence?: SequenceBatch,
   deviceLoss?: DeviceLoss | null,

@@ -4,10 +4,12 @@
  * straggler factors f_i in a step the step takes T(max f_i): compute scaled by it, then what follows.
  *
  *   hybrid: gradients all-reduced in buckets of bucketBytes (from the last layer backwards; the
- *     bucket at offset 0 waits for applyUpdate), then the optimizer. 'implemented' overlap: the
- *     backward of plain layers never yields to the event loop, so the TCP ring moves every bucket
- *     after backward (and shared memory reduces them inline): compute, then Σ buckets. 'ideal':
- *     each bucket starts when backward has passed it and the link is free.
+ *     bucket at offset 0 waits for applyUpdate), then the optimizer. Overlapped: each bucket starts
+ *     when backward has passed it and the link is free (hybrid.ts over TCP: backward yields to
+ *     the event loop between layers while a bucket is in flight). Serial: compute, then Σ buckets
+ *     (shared memory reduces each bucket inline, blocking backward; the hierarchical allreduce
+ *     starts with it). 'implemented' overlaps where paratrain does — one device per host, every
+ *     device a process on TCP — and is serial with several devices per host; 'ideal' overlaps always.
  *   trick: the section's activation exchanges in forward and backward, then the replicated
  *     layers' gradients all-reduced, then the optimizer on the replicated part and this device's shards.
  *   bsp, bmuf, diloco, easgd (sync): every step the devices agree on a one-float flag (a NaN/Inf
@@ -15,7 +17,7 @@
  *     every `period` steps the weights (and state) are averaged (bsp: with a two-float weight round
  *     first; diloco communicates as bmuf does, its outer optimizer is local arithmetic).
  */
-import { allreduce, type Network, type Placement } from './costModel.ts';
+import { allreduce, type CollectiveCost, type Network, type Placement } from './costModel.ts';
 import { computeTime, type ModelCosts } from './layerCosts.ts';
 import type { StragglerSampler } from './stragglers.ts';
 import { allgather, reduceScatter } from './costModel.ts';
@@ -33,8 +35,13 @@ export interface LockstepPlan {
   periodic?: { every: number; seconds: number; bytes: number };
 }
 
-/** Gradient buckets after backward (what paratrain does) or overlapping it. */
+/** Gradient buckets as paratrain runs them (overlapping backward over TCP only) or overlapping it on every transport. */
 export type Overlap = 'implemented' | 'ideal';
+
+/** Whether hybrid's buckets overlap backward: over TCP between one-device processes as implemented, always when ideal. */
+export function bucketsOverlap(overlap: Overlap, p: Placement): boolean {
+  return overlap === 'ideal' || (p.perHost <= 1 && p.hosts > 1);
+}
 
 /** Gradient buckets as hybrid.ts forms them: [floats, ready time within backward] in launch order. */
 export function gradientBuckets(
@@ -67,19 +74,23 @@ export function hybridPlan(
   p: Placement,
   net: Network,
   overlap: Overlap,
+  /** ZeRO (shardingCost.ts): each bucket's collective (default: an allreduce) and the optimizer's seconds */
+  variant: { bucket?: (bytes: number) => CollectiveCost; update?: number } = {},
 ): LockstepPlan {
   const compute = computeTime(costs, batch);
+  const bucketCost = variant.bucket ?? ((n: number) => allreduce(n, p, net));
   const buckets = gradientBuckets(costs, batch, bucketBytes).map((b) => ({
     ...b,
-    cost: allreduce(b.floats * 4, p, net),
+    cost: bucketCost(b.floats * 4),
   }));
-  const update = costs.optimizerPerFloat * costs.paramFloats;
+  const update = variant.update ?? costs.optimizerPerFloat * costs.paramFloats;
   const comm = buckets.reduce((s, b) => s + b.cost.seconds, 0);
+  const overlapped = bucketsOverlap(overlap, p);
   return {
     compute,
     bytes: buckets.reduce((s, b) => s + b.cost.bytes, 0),
     tail: (f) => {
-      if (overlap === 'implemented') return comm + update;
+      if (!overlapped) return comm + update;
       let end = 0;
       for (const b of buckets) end = Math.max(b.ready * f, end) + b.cost.seconds;
       return Math.max(end - compute * f, 0) + update;

@@ -32,6 +32,8 @@ export interface CallContext {
   readonly stats: CallStats;
   /** calls in progress (the native ring runs only when its call is alone) */
   active: number;
+  /** the caller computes between event-loop turns (comm/overlap.ts): the native ring, which holds the thread, waits */
+  computing: boolean;
   /** one reader per (source, tag) at a time: the tail of each one's chain of recvs */
   readonly recvLocks: Map<string, Promise<void>>;
 }

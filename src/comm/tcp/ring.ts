@@ -96,6 +96,8 @@ export async function ring(
     const native = (): boolean | 'aborted' => {
       const nativeRing = ctx.engines.nativeRing;
       const inLink = ctx.links.inLinks[left];
+      // while the caller computes, a wait in C would hold its thread: the event loop moves the call then
+      if (ctx.computing) return false;
       if (!mayNative || !nativeRing || ctx.active !== 1 || !q.isEmpty || !NativeRing.ready(inLink, out, seq))
         return false;
       unplan();

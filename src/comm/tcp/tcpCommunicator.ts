@@ -7,6 +7,7 @@ import os from 'node:os';
 import { ownedSlice, type CollectiveStats, type Communicator, type ReduceOp } from '../communicator.ts';
 import { PeerFailedError, RendezvousError } from '../errors.ts';
 import { rendezvousFromEnv } from '../rendezvous.ts';
+import type { BackgroundCollectives } from '../overlap.ts';
 import { checkLength, type CallContext } from './callFrames.ts';
 import { barrier, broadcast } from './chain.ts';
 import { DataEngines } from './dataEngines.ts';
@@ -24,7 +25,7 @@ import { Whereabouts } from './whereabouts.ts';
 
 export type { TcpConnectOptions } from './options.ts';
 
-export class TcpCommunicator implements Communicator {
+export class TcpCommunicator implements Communicator, BackgroundCollectives {
   readonly rank: number;
   readonly size: number;
   private readonly ctx: CallContext;
@@ -75,6 +76,7 @@ export class TcpCommunicator implements Communicator {
       engines,
       stats: { commMs: 0, idleMs: 0, bytes: 0 },
       active: 0,
+      computing: false,
       recvLocks: new Map(),
     });
     try {
@@ -113,6 +115,18 @@ export class TcpCommunicator implements Communicator {
   /** Why the communicator failed, if it did. */
   get failed(): Error | undefined {
     return this.ctx.failures.failure;
+  }
+
+  /** Calls progress in the event loop: a caller that yields to it while computing overlaps them (comm/overlap.ts). */
+  readonly progressesInBackground = true as const;
+
+  /**
+   * While the caller computes (true), ring calls keep to the JavaScript loop, whose steps run
+   * between the caller's turns; the native ring, which holds the thread while it waits for data,
+   * takes a call over again at its next frame boundary once told false.
+   */
+  computing(on: boolean): void {
+    this.ctx.computing = on;
   }
 
   // ---------------------------------------------------------------- collectives

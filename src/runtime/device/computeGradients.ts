@@ -5,6 +5,7 @@ import { allFinite } from '../../parallel/nonFinite.ts';
 import type { FaultPlan } from '../faults/faultPlan.ts';
 import type { GradientSource, StepResult } from './gradientSource.ts';
 import type { ProbeBatch } from './nonFiniteProbe.ts';
+import type { GradientsReady } from '../../nn/trainableModel.ts';
 import { poisonAt } from './badSteps.ts';
 
 /** What the step's forward and backward need of a replica (the loop's TrainableReplica). */
@@ -22,8 +23,8 @@ export interface GradientOptions {
   /** the gradients of this device's model-parallel shards, which no strategy sees (empty when the model is whole) */
   shards: Float32Array;
   sampler: TrainingBatches;
-  /** the strategy's hook for gradients final during backward (bucketed reductions) */
-  onGradientsReady: ((offset: number) => void) | undefined;
+  /** the strategy's hook for gradients final during backward (bucketed reductions; backward awaits a Promise it returns) */
+  onGradientsReady: GradientsReady | undefined;
   seed: number;
   rank: number;
   worldSize: number;

@@ -1,0 +1,163 @@
+/**
+ * Hybrid's gradient buckets overlap backward over TCP (comm/overlap.ts): while a bucket is in
+ * flight, backward yields a turn of the event loop after each layer with parameters, so the ring
+ * moves between layers. Ranks are TcpCommunicators of one process on loopback, so a rank's
+ * backward and its peers' calls share one event loop: a peer's bucket can only complete while
+ * backward runs if backward yields. And the overlapped run gives the same bits as the run whose
+ * buckets wait for backward to end (the transport's background progress hidden from hybrid).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { TcpCommunicator } from '../../src/comm/tcp/index.ts';
+import type { Communicator } from '../../src/comm/communicator.ts';
+import { backgroundCollectives } from '../../src/comm/overlap.ts';
+import { hybridStrategy } from '../../src/parallel/strategies/hybrid.ts';
+import type { ReplicaView, Strategy } from '../../src/parallel/strategy.ts';
+import { jsBackend } from '../../src/kernels/js/index.ts';
+import { buildModel, type Sequential } from '../../src/nn/model.ts';
+import type { LayerSpec } from '../../src/nn/spec.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
+import { randomArray } from '../util/close.ts';
+
+const SECRET = 'overlap-test-secret';
+const BATCH = 4,
+  WIDTH = 24,
+  LAYERS = 12;
+
+async function world(size: number): Promise<TcpCommunicator[]> {
+  let port!: (p: number) => void;
+  const known = new Promise<number>((resolve) => {
+    port = resolve;
+  });
+  const first = TcpCommunicator.connect({
+    rank: 0,
+    worldSize: size,
+    masterPort: 0,
+    secret: SECRET,
+    timeoutMs: 20_000,
+    onMasterListening: (a) => port(a.port),
+  });
+  const masterPort = await known;
+  const rest = Array.from({ length: size - 1 }, (_, i) =>
+    TcpCommunicator.connect({ rank: i + 1, worldSize: size, masterPort, secret: SECRET, timeoutMs: 20_000 }),
+  );
+  return Promise.all([first, ...rest]);
+}
+
+/** The same communicator with its background progress hidden: hybrid then reduces as over a blocking transport. */
+function withoutOverlap(comm: Communicator): Communicator {
+  return new Proxy(comm, {
+    get: (target, key, receiver) => (key === 'progressesInBackground' ? undefined : Reflect.get(target, key, receiver)),
+  });
+}
+
+const dense = (units: number): LayerSpec => ({
+  type: 'dense',
+  units,
+  activation: 'tanh',
+  useBias: true,
+  parallel: 'data',
+});
+
+function model(): Sequential {
+  const m = buildModel(jsBackend, { input: [WIDTH], layers: Array.from({ length: LAYERS }, () => dense(WIDTH)) });
+  m.initialize(3);
+  return m;
+}
+
+/** A device: its model, plain SGD on the reduced gradient as its local step. */
+function device(m: Sequential): ReplicaView {
+  return {
+    params: m.params,
+    grads: m.grads,
+    state: m.state,
+    localStep(lr) {
+      for (let i = 0; i < m.params.length; i++) m.params[i] = m.params[i]! - lr * m.grads[i]!;
+    },
+  };
+}
+
+/** One step of a device: forward, backward with the strategy's buckets, the update. */
+async function step(
+  m: Sequential,
+  s: Strategy,
+  rank: number,
+  k: number,
+  onReady?: (offset: number) => void,
+): Promise<void> {
+  m.zeroGrads();
+  const x = new Tensor([BATCH, WIDTH], randomArray(BATCH * WIDTH, 100 + 10 * k + rank));
+  const y = m.forward(x, { training: true, seed: 1, step: k, sampleOffset: rank * BATCH });
+  const dy = new Tensor(y.shape, randomArray(y.size, 900 + 10 * k + rank));
+  const view = device(m);
+  await m.backwardAsync(dy, (offset) => {
+    onReady?.(offset);
+    return s.onGradientsReady!(view, offset);
+  });
+  await s.applyUpdate!(view, { step: k, epoch: 0, lr: 0.1, samples: BATCH });
+}
+
+test('a bucket in flight over TCP moves while backward runs (its peer completes it before backward ends)', async () => {
+  const comms = await world(2);
+  try {
+    assert.ok(backgroundCollectives(comms[0]!), 'TcpCommunicator progresses in the background');
+    const models = [model(), model()];
+    // every layer's gradient is a bucket of its own
+    const strategies = comms.map((c) => hybridStrategy(c, 4));
+    await Promise.all(strategies.map((s, r) => s.onStart!(device(models[r]!))));
+    // the peer announces every offset at once (as a device without samples) and notes when its first bucket is in
+    let peerFirstDone = false;
+    const peer = (async () => {
+      const view = device(models[1]!);
+      const offsets = models[1]!.gradientReadyOffsets;
+      const first = comms[1]!.allreduce.bind(comms[1]!);
+      let calls = 0;
+      comms[1]!.allreduce = (buf, op) => {
+        const p = first(buf, op);
+        if (calls++ === 0) void p.then(() => (peerFirstDone = true));
+        return p;
+      };
+      for (const offset of offsets) void strategies[1]!.onGradientsReady!(view, offset);
+      await strategies[1]!.applyUpdate!(view, { step: 0, epoch: 0, lr: 0.1, samples: 0 });
+    })();
+    // what rank 0's backward sees of it, layer by layer
+    const seen: boolean[] = [];
+    await Promise.all([step(models[0]!, strategies[0]!, 0, 0, () => seen.push(peerFirstDone)), peer]);
+    assert.equal(seen.length, LAYERS);
+    // the first bucket starts at the first layer's report: the ring must have moved before the last one
+    assert.ok(
+      seen.slice(0, -1).some((done) => done),
+      `the peer's first bucket completed only after backward ended (seen: ${seen.join(',')})`,
+    );
+  } finally {
+    await Promise.all(comms.map((c) => c.close()));
+  }
+});
+
+test('hybrid over TCP with overlap gives the same bits as with its buckets after backward (3 ranks, 3 steps)', async () => {
+  const comms = await world(3);
+  try {
+    const run = async (overlap: boolean): Promise<Float32Array[]> => {
+      const models = comms.map(() => model());
+      const strategies = comms.map((c) => hybridStrategy(overlap ? c : withoutOverlap(c), 1024));
+      await Promise.all(strategies.map((s, r) => s.onStart!(device(models[r]!))));
+      for (let k = 0; k < 3; k++) await Promise.all(models.map((m, r) => step(m, strategies[r]!, r, k)));
+      return models.map((m) => Float32Array.from(m.params));
+    };
+    const after = await run(false);
+    const overlapped = await run(true);
+    for (const [r, params] of overlapped.entries()) {
+      assert.deepEqual(
+        new Uint32Array(params.buffer),
+        new Uint32Array(after[r]!.buffer),
+        `rank ${r}: overlapped weights differ in their bits`,
+      );
+    }
+    // every replica holds the same weights, and training moved them
+    assert.deepEqual(new Uint32Array(overlapped[1]!.buffer), new Uint32Array(overlapped[0]!.buffer));
+    const initial = model().params;
+    assert.ok(overlapped[0]!.some((w, i) => w !== initial[i]));
+  } finally {
+    await Promise.all(comms.map((c) => c.close()));
+  }
+});
