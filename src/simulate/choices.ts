@@ -2,7 +2,8 @@
  * Which strategies a simulation compares: paratrain's update rules by their registry names,
  * plus `trick` (hybrid with the model-parallel dense layers, "one weird trick"), each optionally
  * with options after colons: `bmuf:period=8:blockMomentum=0.5`, `async:fetchEvery=2`,
- * `trick:bucketBytes=1048576`. Options are checked by the config schema itself, so they take
+ * `trick:bucketBytes=1048576`; and `pipeline:stages=2:microBatches=8:schedule=1f1b`, hybrid over
+ * pipelines (train.pipeline, train.microBatches). Options are checked by the config schema itself, so they take
  * the same values and give the same messages as in a config file; a bare name takes the config's
  * options when the config names that strategy, else the defaults.
  */
@@ -10,6 +11,8 @@ import { parseConfig, toYamlForm } from '../config/index.ts';
 import type { RunConfig } from '../config/index.ts';
 import type { StrategySpec } from '../parallel/strategies/index.ts';
 import { DEFAULT_SIM_STRATEGIES, SIM_STRATEGY_NAMES, type SimStrategyKind } from './strategyNames.ts';
+import type { PipelineShape } from './pipelineSim.ts';
+import { stripMarks } from './trick.ts';
 
 export { DEFAULT_SIM_STRATEGIES, SIM_STRATEGY_NAMES, type SimStrategyKind };
 
@@ -17,9 +20,63 @@ export { DEFAULT_SIM_STRATEGIES, SIM_STRATEGY_NAMES, type SimStrategyKind };
 export interface StrategyChoice {
   /** as written (`bmuf:period=8`), for tables and legends */
   label: string;
-  kind: SimStrategyKind;
-  /** the normalised options (the trick: hybrid's) */
+  kind: SimStrategyKind | 'pipeline';
+  /** the normalised options (the trick, a pipeline: hybrid's) */
   spec: StrategySpec;
+  /** a pipeline's stages, micro-batches and schedule */
+  pipeline?: PipelineShape;
+}
+
+const PIPELINE_KEYS = ['stages', 'microBatches', 'schedule'];
+
+/**
+ * `pipeline:stages=P[:microBatches=M][:schedule=S]`: the config with train.pipeline and
+ * train.microBatches set, checked by its schema (hybrid the strategy, as a pipeline requires); left
+ * out, they are the config's own pipeline's (its boundaries too), else 4 micro-batches and 1f1b.
+ */
+function pipelineChoice(
+  item: string,
+  config: RunConfig,
+  options: Record<string, unknown>,
+  flag: string,
+): StrategyChoice {
+  for (const k of Object.keys(options))
+    if (!PIPELINE_KEYS.includes(k))
+      throw new Error(`${flag}: '${item}': unknown pipeline option '${k}'; expected ${PIPELINE_KEYS.join(', ')}`);
+  const own = config.train.pipeline;
+  const stages = options.stages ?? own?.stages;
+  if (stages === undefined)
+    throw new Error(`${flag}: '${item}': give the stages, e.g. pipeline:stages=2:microBatches=8:schedule=1f1b`);
+  // every layer data-parallel, as the simulator times the model (a pipeline refuses parallel: model)
+  const y = toYamlForm({ ...config, model: stripMarks(config.model) }) as { train: Record<string, unknown> };
+  const mine = own && own.stages === stages;
+  y.train.pipeline = {
+    stages,
+    schedule: options.schedule ?? own?.schedule ?? '1f1b',
+    ...(mine && own.boundaries ? { boundaries: own.boundaries } : {}),
+  };
+  y.train.microBatches = options.microBatches ?? (own ? config.train.microBatches : 4);
+  const hybrid = config.train.strategy.type === 'hybrid' ? config.train.strategy.bucketBytes : undefined;
+  y.train.strategy = hybrid === undefined ? 'hybrid' : { hybrid: { bucketBytes: hybrid } };
+  // the schema checks a pipeline against a device count; the simulation checks each of its own
+  y.train.devices = stages;
+  try {
+    const train = parseConfig(y, flag).train;
+    const p = train.pipeline!;
+    return {
+      label: item.trim(),
+      kind: 'pipeline',
+      spec: train.strategy,
+      pipeline: {
+        stages: p.stages,
+        schedule: p.schedule,
+        microBatches: train.microBatches,
+        ...(p.boundaries ? { boundaries: p.boundaries } : {}),
+      },
+    };
+  } catch (e) {
+    throw new Error(`${flag}: '${item}': ${(e as Error).message.replace(/^--strategies:\s*/, '')}`);
+  }
 }
 
 function value(text: string): unknown {
@@ -33,9 +90,9 @@ function value(text: string): unknown {
 export function parseStrategyChoice(item: string, config: RunConfig, flag = '--strategies'): StrategyChoice {
   const [name, ...opts] = item.trim().split(':');
   const kind = name as SimStrategyKind;
-  if (!SIM_STRATEGY_NAMES.includes(kind)) {
+  if (!SIM_STRATEGY_NAMES.includes(kind) && name !== 'pipeline') {
     throw new Error(
-      `${flag}: unknown strategy '${name}'; expected one of ${SIM_STRATEGY_NAMES.join(', ')} (options after colons, e.g. bmuf:period=8)`,
+      `${flag}: unknown strategy '${name}'; expected one of ${SIM_STRATEGY_NAMES.join(', ')}, pipeline (options after colons, e.g. bmuf:period=8)`,
     );
   }
   const base = kind === 'trick' ? 'hybrid' : kind;
@@ -45,6 +102,7 @@ export function parseStrategyChoice(item: string, config: RunConfig, flag = '--s
     if (eq <= 0) throw new Error(`${flag}: '${item}': option '${o}' is not KEY=VALUE; write e.g. bmuf:period=8`);
     options[o.slice(0, eq)] = value(o.slice(eq + 1));
   }
+  if (name === 'pipeline') return pipelineChoice(item, config, options, flag);
   const y = toYamlForm(config) as { train: Record<string, unknown> };
   const configured = config.train.strategy.type === base;
   y.train.strategy = opts.length ? { [base]: options } : configured ? y.train.strategy : base;

@@ -15,6 +15,8 @@ import { stripMarks } from './trick.ts';
 import type { ModelCosts } from './layerCosts.ts';
 import { trickModelOf, type SimulationSetup } from './simulate.ts';
 import type { ShmModel } from './costModel.ts';
+import { describeWeights } from './weights.ts';
+import { codecSeconds, placesOf } from './compressionCost.ts';
 
 /** `paratrain simulate`'s flags that shape the simulation. */
 export interface SimulateFlags {
@@ -130,6 +132,13 @@ export async function buildSetup(
     });
   }
   notes.push(`compute: ${costs.source}`);
+  const weights = await describeWeights(dataParallel, config.optimizer, backend);
+  const codecs: Record<string, number> = {};
+  for (const c of strategies) {
+    if (c.spec.type !== 'hybrid' || !c.spec.compression || c.kind !== 'hybrid') continue;
+    codecs[c.label] = await codecSeconds(c.spec.compression, costs.paramFloats, placesOf(costs.paramFloats, weights));
+    notes.push(`${c.label}: the codec's arithmetic timed here, ${(codecs[c.label]! * 1000).toFixed(2)} ms per step`);
+  }
   const setup: SimulationSetup = {
     trickModel: trickModelOf(config),
     costs,
@@ -146,6 +155,8 @@ export async function buildSetup(
     overlap,
     steps,
     seed: f.seed ?? SIM_DEFAULTS.seed,
+    weights,
+    codecSeconds: codecs,
   };
   if (run) {
     const m = median(run.compute);

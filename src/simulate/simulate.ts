@@ -12,9 +12,14 @@ import type { ShmModel, Network, Placement } from './costModel.ts';
 import { computeTime, type ModelCosts } from './layerCosts.ts';
 import { StragglerSampler, type Stragglers } from './stragglers.ts';
 import type { StrategyChoice } from './choices.ts';
-import { averagingPlan, hybridPlan, runLockstep, trickPlan, type Overlap } from './lockstep.ts';
+import { averagingPlan, hybridPlan, runLockstep, trickPlan, type LockstepPlan, type Overlap } from './lockstep.ts';
 import { simulateServerOverPhases, simulateSync } from './serverSim.ts';
 import { markForTrick, trickWorkload } from './trick.ts';
+import type { ModelWeights } from './weights.ts';
+import { deviceMemoryBytes } from './memory.ts';
+import { shardedPlan } from './shardingCost.ts';
+import { compressedExchange, compressedPlan, placesOf } from './compressionCost.ts';
+import { pipelinePlan } from './pipelineSim.ts';
 
 /** Everything one simulation needs, every flag checked. */
 export interface SimulationSetup {
@@ -44,6 +49,10 @@ export interface SimulationSetup {
   runFactors?: number[];
   /** the server's optimizer step, seconds (default: the measured optimizer's time per parameter × parameters) */
   serverUpdate?: number;
+  /** the weights' tensors, buckets and optimizer slots (sharding, compression, pipelines, memory) */
+  weights?: ModelWeights;
+  /** per compressed strategy's label, its codec's arithmetic per step, seconds (timed here) */
+  codecSeconds?: Record<string, number>;
 }
 
 /** Summary of a staleness distribution. */
@@ -69,6 +78,8 @@ export interface SimRow {
   /** samples/s over G × one device's */
   efficiency: number;
   bytesPerStep: number;
+  /** weights, gradients, state, optimizer state and the strategy's buffers on the fullest device (memory.ts) */
+  memoryBytes: number;
   idleShare: number;
   staleness?: Staleness;
   /** parameter-server strategies: each device's mean step (they differ: device 0 reaches a remote server over loopback) */
@@ -112,7 +123,10 @@ export function batchOf(setup: SimulationSetup, G: number): { total: number; per
 }
 
 function infeasible(
-  base: Omit<SimRow, 'feasible' | 'stepSeconds' | 'samplesPerSecond' | 'efficiency' | 'bytesPerStep' | 'idleShare'>,
+  base: Omit<
+    SimRow,
+    'feasible' | 'stepSeconds' | 'samplesPerSecond' | 'efficiency' | 'bytesPerStep' | 'idleShare' | 'memoryBytes'
+  >,
   reason: string,
 ): SimRow {
   return {
@@ -123,6 +137,7 @@ function infeasible(
     samplesPerSecond: NaN,
     efficiency: NaN,
     bytesPerStep: NaN,
+    memoryBytes: NaN,
     idleShare: NaN,
   };
 }
@@ -155,8 +170,16 @@ function simulateOne(
   };
   const placement = placementOf(G, setup.perHost);
   const sampler = new StragglerSampler(stragglers, setup.seed, setup.runFactors);
-  const { costs } = setup,
+  const { costs, weights } = setup,
     spec: StrategySpec = choice.spec;
+  // a replica's buffers; the strategies that change them say so below
+  let memoryBytes = weights
+    ? deviceMemoryBytes({
+        paramFloats: costs.paramFloats,
+        stateFloats: costs.stateFloats,
+        optimizerSlots: weights.optimizerSlots,
+      })
+    : NaN;
   const finish = (
     stepSeconds: number,
     samplesPerSecond: number,
@@ -171,6 +194,7 @@ function simulateOne(
     efficiency: samplesPerSecond / (G * oneDevice),
     idleShare,
     bytesPerStep,
+    memoryBytes,
     ...(staleness ? { staleness: stalenessOf(staleness) } : {}),
   });
   if (G === 1) {
@@ -185,9 +209,75 @@ function simulateOne(
     return finish(o.stepSeconds, batch.total / o.stepSeconds, 0, 0);
   }
   if (choice.kind === 'trick') {
+    if (spec.type === 'hybrid' && spec.compression)
+      return infeasible(base, "the simulator models compression on hybrid alone, not on the trick's replicated layers");
     const w = trickWorkload(setup.trickModel, costs, G, batch.total);
     if (!w.feasible) return infeasible(base, w.reason);
+    if (weights)
+      memoryBytes = deviceMemoryBytes({
+        paramFloats: w.replicatedFloats + w.shardFloats,
+        stateFloats: costs.stateFloats,
+        optimizerSlots: weights.optimizerSlots,
+      });
     const o = runLockstep(trickPlan(w, costs, placement, net), G, setup.steps, sampler);
+    return finish(o.stepSeconds, batch.total / o.stepSeconds, o.idleShare, o.bytesPerStep);
+  }
+  if (choice.pipeline) {
+    const { stages } = choice.pipeline;
+    if (G % stages !== 0)
+      return infeasible(
+        base,
+        `train.pipeline has ${stages} stages, so the devices must be a multiple of ${stages} (stages × pipelines), got ${G}`,
+      );
+    if (!weights) return infeasible(base, 'a pipeline needs the model built (setup.weights)');
+    const pipelines = G / stages;
+    const b = setup.batch;
+    const perPipeline = b.scope === 'perDevice' ? b.size : Math.ceil(b.size / pipelines);
+    if (b.scope === 'global' && b.size < pipelines)
+      return infeasible(base, `a global batch of ${b.size} cannot be split over ${pipelines} pipelines`);
+    const samples = b.scope === 'perDevice' ? b.size * pipelines : b.size;
+    let r: ReturnType<typeof pipelinePlan>;
+    try {
+      r = pipelinePlan(costs, weights, choice.pipeline, perPipeline, G, setup.perHost, net);
+    } catch (e) {
+      return infeasible(base, (e as Error).message);
+    }
+    if (typeof r === 'string') return infeasible(base, r);
+    memoryBytes = r.memoryBytes;
+    const o = runLockstep(r.plan, G, setup.steps, sampler);
+    // a stage idles in the schedule's bubble too (its share of a step without stragglers)
+    const idle = Math.min(1, o.idleShare + r.bubbleSeconds / o.stepSeconds);
+    return finish(o.stepSeconds, samples / o.stepSeconds, idle, o.bytesPerStep);
+  }
+  if (spec.type === 'hybrid' && (spec.shard || spec.compression)) {
+    if (!weights) return infeasible(base, 'sharding and compression need the model built (setup.weights)');
+    let plan: LockstepPlan;
+    if (spec.shard) {
+      const s = shardedPlan(
+        costs,
+        weights,
+        batch.perDevice,
+        spec.bucketBytes,
+        spec.shard,
+        placement,
+        net,
+        setup.overlap,
+      );
+      plan = s.plan;
+      memoryBytes = s.memoryBytes;
+    } else {
+      const x = compressedExchange(
+        spec.compression!,
+        costs.paramFloats,
+        placesOf(costs.paramFloats, weights),
+        placement,
+        net,
+      );
+      if (typeof x === 'string') return infeasible(base, x);
+      plan = compressedPlan(costs, batch.perDevice, x.cost, setup.codecSeconds?.[choice.label] ?? 0);
+      memoryBytes += 4 * x.bufferFloats;
+    }
+    const o = runLockstep(plan, G, setup.steps, sampler);
     return finish(o.stepSeconds, batch.total / o.stepSeconds, o.idleShare, o.bytesPerStep);
   }
   if (spec.type === 'hybrid') {

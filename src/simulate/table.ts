@@ -17,6 +17,7 @@ export const SIM_COLUMNS = [
   'samples/s',
   'efficiency',
   'MB/step/device',
+  'MB memory/device',
   'idle',
   'staleness mean/p50/p95',
 ] as const;
@@ -31,6 +32,7 @@ export function simCells(r: SimRow): Record<(typeof SIM_COLUMNS)[number], string
     'samples/s': r.feasible ? num(r.samplesPerSecond) : '',
     efficiency: r.feasible ? pct(r.efficiency) : '',
     'MB/step/device': r.feasible ? mb(r.bytesPerStep) : '',
+    'MB memory/device': r.feasible ? mb(r.memoryBytes) : '',
     idle: r.feasible ? pct(r.idleShare) : '',
     'staleness mean/p50/p95': s ? `${s.mean.toFixed(2)} / ${s.p50} / ${s.p95}` : '',
   };
