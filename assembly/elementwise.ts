@@ -1,6 +1,7 @@
 // Elementwise kernels: bias add/grad, activations, softmax cross-entropy, axpy/scale, optimizer steps.
 
-import { at, zeroF32 } from './simd';
+import { at, madd, zeroF32 } from './simd';
+import { vexp2, vHalfSquareHead, vHalfSquareTail, vnormalCdf } from './vmath';
 
 export function biasAdd(x: usize, bias: usize, y: usize, rows: i32, cols: i32): void {
   for (let r = 0; r < rows; r++) {
@@ -44,16 +45,23 @@ export const ACT_LINEAR: i32 = 4;
 export const ACT_GELU: i32 = 5;
 export const ACT_LEAKY_RELU: i32 = 6;
 
-/** Φ(x) = ½·erfc(−x/√2), the same Chebyshev erfc fit as src/kernels/js/elementwise.ts normalCdf. */
-function normalCdf(x: f64): f64 {
-  const z = Math.abs(x) * Math.SQRT1_2;
-  const t = 1.0 / (1.0 + 0.5 * z);
-  const erfc = t * Math.exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +
-    t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))));
-  return x >= 0 ? 1.0 - 0.5 * erfc : 0.5 * erfc;
+const INV_SQRT_2PI: f32 = 0.3989422804014327;
+
+/** x·Φ(x) on four lanes, float32 (vnormalCdf: the js reference's erfc fit). */
+// @ts-ignore: decorator
+@inline function vgelu(x: v128): v128 {
+  const ax = f32x4.abs(x);
+  return f32x4.mul(x, vnormalCdf(x, ax, vHalfSquareHead(ax), vHalfSquareTail(ax)));
 }
 
-const INV_SQRT_2PI: f64 = 0.3989422804014327;
+/** dy·(Φ(x) + x·φ(x)) on four lanes, from the forward input x; φ = e^(−x²/2)/√(2π), 0 where Φ is. */
+// @ts-ignore: decorator
+@inline function vgeluGrad(x: v128, dy: v128): v128 {
+  const ax = f32x4.abs(x);
+  const hi = vHalfSquareHead(ax), lo = vHalfSquareTail(ax);
+  const phi = v128.andnot(f32x4.mul(vexp2(hi, lo), f32x4.splat(INV_SQRT_2PI)), f32x4.lt(hi, f32x4.splat(-87.0)));
+  return f32x4.mul(dy, madd(x, phi, vnormalCdf(x, ax, hi, lo)));
+}
 
 export function activationForward(kind: i32, x: usize, y: usize, n: i32, cap: f32): void {
   const z = f32x4.splat(0);
@@ -86,7 +94,9 @@ export function activationForward(kind: i32, x: usize, y: usize, n: i32, cap: f3
     }
     for (; i < n; i++) { const v = load<f32>(at(x, i)); store<f32>(at(y, i), v < 0 ? cap * v : v); }
   } else if (kind == ACT_GELU) {
-    for (; i < n; i++) { const v = <f64>load<f32>(at(x, i)); store<f32>(at(y, i), <f32>(v * normalCdf(v))); }
+    // the last few through the same lanes, so a value's result never depends on where it sits
+    for (; i + 4 <= n; i += 4) v128.store(at(y, i), vgelu(v128.load(at(x, i))));
+    for (; i < n; i++) store<f32>(at(y, i), f32x4.extract_lane(vgelu(f32x4.splat(load<f32>(at(x, i)))), 0));
   } else {
     if (x != y) memory.copy(y, x, <usize>n << 2);
   }
@@ -129,9 +139,10 @@ export function activationBackward(kind: i32, y: usize, dy: usize, dx: usize, n:
     for (; i < n; i++) { const g = load<f32>(at(dy, i)); store<f32>(at(dx, i), load<f32>(at(y, i)) > 0 ? g : cap * g); }
   } else if (kind == ACT_GELU) {
     // from the forward INPUT (passed as y): Φ(x) + x·φ(x)
+    for (; i + 4 <= n; i += 4) v128.store(at(dx, i), vgeluGrad(v128.load(at(y, i)), v128.load(at(dy, i))));
     for (; i < n; i++) {
-      const v = <f64>load<f32>(at(y, i));
-      store<f32>(at(dx, i), <f32>(<f64>load<f32>(at(dy, i)) * (normalCdf(v) + v * INV_SQRT_2PI * Math.exp(-0.5 * v * v))));
+      const g = vgeluGrad(f32x4.splat(load<f32>(at(y, i))), f32x4.splat(load<f32>(at(dy, i))));
+      store<f32>(at(dx, i), f32x4.extract_lane(g, 0));
     }
   } else {
     if (dx != dy) memory.copy(dx, dy, <usize>n << 2);

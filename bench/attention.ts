@@ -33,7 +33,8 @@
  *
  * Then each CPU backend in --pieces (default: all but js; `none`: skip) splits a layer pass into its
  * pieces (bench/attentionPieces.ts): the projections' gemms, the per-head products, the softmax
- * rows, the heads' split and join (copyRows), the biases and the layer's own JavaScript.
+ * rows, the heads' split and join (copyRows), the biases and the layer's own JavaScript; onednn,
+ * whose four kernels run whole in its addon (products and rows in one call), by kernel.
  */
 import { filled } from './filled.ts';
 import { cpus, loadavg } from 'node:os';
@@ -202,7 +203,7 @@ async function openBackends(names: string[], gpu: { backend: WebGpuBackend | nul
       else {
         const o = b.onednn;
         console.log(
-          `onednn: oneDNN ${o.version}, ISA ${o.isa} (${o.runtime} runtime, ${o.threads} thread), matmul primitive per product, softmax rows JS`,
+          `onednn: oneDNN ${o.version}, ISA ${o.isa} (${o.runtime} runtime, ${o.threads} thread), attention in the addon: batched matmul primitives, softmax rows in C`,
         );
         out.push({ label: 'onednn', b, batch: all });
       }
@@ -391,7 +392,8 @@ async function measure(o: Options, gpu: { backend: WebGpuBackend | null }): Prom
   for (const c of contenders) {
     const name = c.label.split(' ')[0]!;
     if (c.b.device || (o.pieces ? !o.pieces.includes(name) : name === 'js')) continue;
-    for (const s of o.shapes) printPieces(c.label, c.b, s, c.batch(s), (v) => layerPass(v, s, c.batch(s), o.causal));
+    for (const s of o.shapes)
+      printPieces(c.label, c.b, s, c.batch(s), (v) => layerPass(v, s, c.batch(s), o.causal), c.b.name === 'onednn');
   }
   console.log(`\nload average ${loadavg()[0]!.toFixed(1)} at the end`);
 }

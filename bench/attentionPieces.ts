@@ -6,7 +6,9 @@
  * backend's own gemm with a timer around each per-head product — every CPU backend's attention is
  * those kernels over its gemm, so the pass is the one the backend runs. A kernel's time less its
  * products is its softmax rows (forward) or dS rows (backward); the pass's time less every timed
- * call is the layer's own JavaScript (views, buffers, the heads' row starts).
+ * call is the layer's own JavaScript (views, buffers, the heads' row starts). A backend with kernels
+ * of its own (`ownKernels`: onednn's run in its addon, products and rows in one call) has each of the
+ * four kernels timed whole instead, its GFLOPS counting the products it computes.
  */
 import type { AttentionKernels } from '../src/kernels/attentionKernels.ts';
 import type { Backend } from '../src/kernels/backend.ts';
@@ -29,6 +31,14 @@ interface Shape {
 const KERNELS = ['attentionWeights', 'attentionApply', 'attentionApplyBackward', 'attentionWeightsBackward'] as const;
 const TIMED = ['gemm', 'biasAdd', 'biasGrad', 'copyRows', ...KERNELS] as const;
 type Timed = (typeof TIMED)[number];
+
+/** What each kernel computes, for a backend's own kernels timed whole. */
+const OWN: Record<(typeof KERNELS)[number], { products: number; what: string }> = {
+  attentionWeights: { products: 1, what: 'S = Q·Kᵀ/√dh, softmax rows' },
+  attentionApply: { products: 1, what: 'O = P·V' },
+  attentionApplyBackward: { products: 2, what: 'dV = Pᵀ·dO, dP = dO·Vᵀ' },
+  attentionWeightsBackward: { products: 2, what: 'dS rows, dQ = dS·K/√dh, dK = dSᵀ·Q/√dh' },
+};
 
 /** The per-head products by kernel and transposes, as js/attention.ts issues them. */
 const PRODUCTS: Record<string, string> = {
@@ -80,7 +90,15 @@ function projectionName(tA: boolean, tB: boolean, M: number, N: number, K: numbe
  * `b` with the layer's calls timed into `calls` (projections by name into `projections`), and its
  * attention kernels rebuilt over b.gemm with each per-head product timed into `products`.
  */
-function timedView(b: Backend, s: Shape, N: number, calls: Tally, projections: Tally, products: Tally): Backend {
+function timedView(
+  b: Backend,
+  s: Shape,
+  N: number,
+  calls: Tally,
+  projections: Tally,
+  products: Tally,
+  ownKernels: boolean,
+): Backend {
   let kernel = '';
   const inner: AttentionKernels = attentionKernels((tA, tB, M, n, K, alpha, A, B, beta, C) => {
     const t0 = cpuMs();
@@ -89,9 +107,8 @@ function timedView(b: Backend, s: Shape, N: number, calls: Tally, projections: T
   });
   const view = Object.create(b) as Backend & Record<Timed, (...args: unknown[]) => unknown>;
   for (const name of TIMED) {
-    const f = ((KERNELS as readonly string[]).includes(name) ? inner[name as keyof AttentionKernels] : b[name]) as (
-      ...args: unknown[]
-    ) => unknown;
+    const js = !ownKernels && (KERNELS as readonly string[]).includes(name);
+    const f = (js ? inner[name as keyof AttentionKernels] : b[name]) as (...args: unknown[]) => unknown;
     view[name] = (...args: unknown[]) => {
       kernel = name;
       const t0 = cpuMs();
@@ -106,6 +123,10 @@ function timedView(b: Backend, s: Shape, N: number, calls: Tally, projections: T
         } else if (name === 'copyRows') {
           const [, , , , count, width] = args as [unknown, unknown, unknown, unknown, number, number];
           calls.add(name, ms, 8 * count * width); // bytes read and written, in `flops`
+        } else if (ownKernels && name in OWN) {
+          const flops = OWN[name as keyof typeof OWN].products * 2 * N * s.heads * s.T * s.T * (s.D / s.heads);
+          calls.add(name, ms, flops);
+          products.add(name, ms, flops);
         } else calls.add(name, ms);
       }
     };
@@ -113,48 +134,19 @@ function timedView(b: Backend, s: Shape, N: number, calls: Tally, projections: T
   return view;
 }
 
-/** A row of the pieces table: what, ms per pass, its share of the pass, GFLOPS and share of the peak, a note. */
-function row(what: string, ms: number, passMs: number, flops: number, note = ''): string[] {
-  const g = flops > 0 ? flops / (ms / 1e3) / 1e9 : 0;
-  return [what, ms.toFixed(2), `${((100 * ms) / passMs).toFixed(0)}%`, g ? g.toFixed(1) : '', g ? ofPeak(g) : '', note];
-}
-
-/**
- * Prints where `passes` layer passes of `b` at batch N go, after a warm-up, per pass. `layerOn`
- * builds the layer's pass on a backend (bench/attention.ts's layerPass at this shape).
- */
-export function printPieces(
-  label: string,
-  b: Backend,
+/** The rows of the js kernels over a backend's gemm: each per-head product, then the softmax and dS rows (a kernel less its products). */
+function pushJsKernels(
+  rows: string[][],
+  products: Tally,
+  calls: Tally,
   s: Shape,
   N: number,
-  layerOn: (b: Backend) => { run(): void },
-  passes = 5,
+  passes: number,
+  passMs: number,
+  productMs: number,
+  productFlops: number,
 ): void {
-  const calls = new Tally(),
-    projections = new Tally(),
-    products = new Tally();
-  const pass = layerOn(timedView(b, s, N, calls, projections, products));
-  pass.run();
-  pass.run(); // warm-up: buffers, primitives, V8's tiers
-  for (const t of [calls, projections, products]) t.clear();
-  const t0 = cpuMs();
-  for (let p = 0; p < passes; p++) pass.run();
-  const per = (ms: number) => ms / passes,
-    passMs = per(cpuMs() - t0);
-  const dh = s.D / s.heads;
-  console.log(
-    `\n${label}, T ${s.T}, D ${s.D}, ${s.heads} heads, batch ${N}: where a layer pass goes (CPU ms per pass, mean of ${passes} after a warm-up; products count the full T×T square)`,
-  );
-  const rows: string[][] = [['piece', 'ms', 'share', 'GFLOPS', 'of peak', '']];
-  const gemm = calls.by.get('gemm');
-  rows.push(
-    row(`projections (${gemm ? gemm.calls / passes : 0} gemms)`, per(calls.ms('gemm')), passMs, per(gemm?.flops ?? 0)),
-  );
-  for (const [name, e] of projections.by)
-    rows.push(row(`  ${name}`, per(e.ms), passMs, per(e.flops), `${e.shape}, ${e.calls / passes} a pass`));
-  const productMs = products.sum(() => true),
-    productFlops = [...products.by.values()].reduce((a, e) => a + e.flops, 0);
+  const per = (ms: number) => ms / passes;
   rows.push(
     row(`per-head products (6 × N·heads = ${6 * N * s.heads} gemms)`, per(productMs), passMs, per(productFlops)),
   );
@@ -185,6 +177,63 @@ export function printPieces(
   );
   const applyRest = rest('attentionApply') + rest('attentionApplyBackward');
   rows.push(row('attentionApply and its backward less their products', per(applyRest), passMs, 0, 'views and checks'));
+}
+
+/** A row of the pieces table: what, ms per pass, its share of the pass, GFLOPS and share of the peak, a note. */
+function row(what: string, ms: number, passMs: number, flops: number, note = ''): string[] {
+  const g = flops > 0 ? flops / (ms / 1e3) / 1e9 : 0;
+  return [what, ms.toFixed(2), `${((100 * ms) / passMs).toFixed(0)}%`, g ? g.toFixed(1) : '', g ? ofPeak(g) : '', note];
+}
+
+/**
+ * Prints where `passes` layer passes of `b` at batch N go, after a warm-up, per pass. `layerOn`
+ * builds the layer's pass on a backend (bench/attention.ts's layerPass at this shape).
+ */
+export function printPieces(
+  label: string,
+  b: Backend,
+  s: Shape,
+  N: number,
+  layerOn: (b: Backend) => { run(): void },
+  ownKernels = false,
+  passes = 5,
+): void {
+  const calls = new Tally(),
+    projections = new Tally(),
+    products = new Tally();
+  const pass = layerOn(timedView(b, s, N, calls, projections, products, ownKernels));
+  pass.run();
+  pass.run(); // warm-up: buffers, primitives, V8's tiers
+  for (const t of [calls, projections, products]) t.clear();
+  const t0 = cpuMs();
+  for (let p = 0; p < passes; p++) pass.run();
+  const per = (ms: number) => ms / passes,
+    passMs = per(cpuMs() - t0);
+  const dh = s.D / s.heads;
+  console.log(
+    `\n${label}, T ${s.T}, D ${s.D}, ${s.heads} heads, batch ${N}: where a layer pass goes (CPU ms per pass, mean of ${passes} after a warm-up; products count the full T×T square)`,
+  );
+  const rows: string[][] = [['piece', 'ms', 'share', 'GFLOPS', 'of peak', '']];
+  const gemm = calls.by.get('gemm');
+  rows.push(
+    row(`projections (${gemm ? gemm.calls / passes : 0} gemms)`, per(calls.ms('gemm')), passMs, per(gemm?.flops ?? 0)),
+  );
+  for (const [name, e] of projections.by)
+    rows.push(row(`  ${name}`, per(e.ms), passMs, per(e.flops), `${e.shape}, ${e.calls / passes} a pass`));
+  const productMs = products.sum(() => true),
+    productFlops = [...products.by.values()].reduce((a, e) => a + e.flops, 0);
+  if (ownKernels) {
+    rows.push(
+      row(
+        "the four attention kernels (the backend's own: products and rows)",
+        per(productMs),
+        passMs,
+        per(productFlops),
+      ),
+    );
+    for (const [key, e] of products.by)
+      rows.push(row(`  ${key}`, per(e.ms), passMs, per(e.flops), OWN[key as keyof typeof OWN]?.what ?? ''));
+  } else pushJsKernels(rows, products, calls, s, N, passes, passMs, productMs, productFlops);
   const copy = calls.by.get('copyRows');
   const gbs = copy
     ? `${(copy.flops / (copy.ms / 1e3) / 1e9).toFixed(1)} GB/s read + written, ${copy.calls / passes} calls`

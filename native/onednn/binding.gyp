@@ -10,7 +10,7 @@
   'targets': [
     {
       'target_name': 'paratrain_onednn',
-      'sources': ['paratrain_onednn.c', 'plan.c', 'gemm.c', 'packed.c', 'conv.c', 'pool.c', 'eltwise.c', 'direct.c', 'convpool.c', 'gemmconv.c', 'cells.c', 'rnn.c', 'batchnorm.c', 'dropout.c'],
+      'sources': ['paratrain_onednn.c', 'plan.c', 'gemm.c', 'packed.c', 'conv.c', 'pool.c', 'eltwise.c', 'direct.c', 'convpool.c', 'gemmconv.c', 'cells.c', 'rnn.c', 'batchnorm.c', 'dropout.c', 'attention.c', 'attention_rows.c', 'rows.c'],
       'include_dirs': ['<(onednn_include)'],
       'cflags!': ['-O3'],
       'cflags': ['-std=gnu11', '-O2', '-Wall', '-Wextra', '-Wno-unused-parameter', '-Wno-missing-field-initializers', '-Wshadow'],

@@ -2,6 +2,8 @@
  * Element-wise kernels. Activations are oneDNN eltwise primitives over the array as one 1-D
  * tensor: relu, clippedRelu (clip_v2 to [0, cap]), tanh, sigmoid (logistic); their backward uses
  * the `*_use_dst_for_bwd` algorithms, which take the forward OUTPUT as the Backend contract asks.
+ * gelu is gelu_erf, x·Φ(x) in the exact erf form; its backward has no use_dst form and takes the
+ * forward INPUT, which is what the Backend contract passes for gelu (in the `y` slot).
  * `linear` is a copy. biasAdd is a binary add with the bias broadcast over rows. The softmax
  * cross-entropy runs oneDNN's log-softmax into dlogits, then one pass here takes the loss
  * (−log p of each row's label, summed in double) and turns the row into (p − onehot)·gradScale.
@@ -21,6 +23,7 @@ static bool algOf(int64_t kind, bool backward, dnnl_alg_kind_t *alg) {
     case ACT_CLIPPED_RELU: *alg = backward ? dnnl_eltwise_clip_v2_use_dst_for_bwd : dnnl_eltwise_clip_v2; return true;
     case ACT_TANH: *alg = backward ? dnnl_eltwise_tanh_use_dst_for_bwd : dnnl_eltwise_tanh; return true;
     case ACT_SIGMOID: *alg = backward ? dnnl_eltwise_logistic_use_dst_for_bwd : dnnl_eltwise_logistic; return true;
+    case ACT_GELU: *alg = dnnl_eltwise_gelu_erf; return true;
     default: return false;
   }
 }
@@ -33,7 +36,7 @@ static dnnl_primitive_desc_t eltwiseForwardPd(Instance *inst, dnnl_alg_kind_t al
   return pd;
 }
 
-/* Forward slots 0 x, 1 y; backward slots 0 y, 1 dy, 2 dx. */
+/* Forward slots 0 x, 1 y; backward slots 0 y (gelu: x), 1 dy, 2 dx. */
 static Plan *eltwisePlan(Instance *inst, int64_t kind, int64_t n, float cap, bool backward) {
   const int planKind = backward ? PLAN_ELTWISE_BWD : PLAN_ELTWISE_FWD;
   Key key = { { planKind, kind, n } };
@@ -53,13 +56,14 @@ static Plan *eltwisePlan(Instance *inst, int64_t kind, int64_t n, float cap, boo
     const ArgRef args[] = { { DNNL_ARG_SRC, planMem(inst, p, &md, 0) }, { DNNL_ARG_DST, planMem(inst, p, &md, 1) } };
     ok = pd && planStep(p, pd, 2, args);
   } else if (ok) {
-    /* The forward hint uses the same use_dst algorithm (valid forward too). */
+    /* The forward hint uses the same use_dst algorithm (valid forward too); gelu reads the source. */
     dnnl_eltwise_desc_t d;
     hint = eltwiseForwardPd(inst, alg, &md, beta);
     ok = hint && dnnl_eltwise_backward_desc_init(&d, alg, &md, &md, 0.0f, beta) == dnnl_success &&
          dnnl_primitive_desc_create(&pd, &d, NULL, inst->engine, hint) == dnnl_success;
     if (ok) {
-      const ArgRef args[] = { { DNNL_ARG_DST, planMem(inst, p, &md, 0) }, { DNNL_ARG_DIFF_DST, planMem(inst, p, &md, 1) },
+      const int saved = kind == ACT_GELU ? DNNL_ARG_SRC : DNNL_ARG_DST;
+      const ArgRef args[] = { { saved, planMem(inst, p, &md, 0) }, { DNNL_ARG_DIFF_DST, planMem(inst, p, &md, 1) },
                               { DNNL_ARG_DIFF_SRC, planMem(inst, p, &md, 2) } };
       ok = planStep(p, pd, 3, args);
     }
@@ -74,7 +78,7 @@ static Plan *eltwisePlan(Instance *inst, int64_t kind, int64_t n, float cap, boo
 static bool getKind(napi_env env, napi_value v, const char *fn, int64_t *kind, double *cap, napi_value capValue) {
   static const char *const names[] = { "activation code" };
   if (!getInts(env, &v, 1, fn, names, kind) || !getNumber(env, capValue, fn, "cap", cap)) return false;
-  if (*kind > ACT_LINEAR) {
+  if (*kind < 0 || *kind > ACT_GELU) {
     napi_throw_range_error(env, NULL, "activation: unknown activation code");
     return false;
   }
@@ -105,7 +109,7 @@ napi_value ActivationForward(napi_env env, napi_callback_info info) {
   return planRun(env, inst, p, ptrs, fn) ? boolValue(env, true) : NULL;
 }
 
-/* activationBackward(kind, y, dy, dx, cap) → done? dx = dy·f'(from y) over y.length values (dx may be dy). */
+/* activationBackward(kind, y, dy, dx, cap) → done? dx = dy·f'(from y; gelu: y is the input x) over y.length values (dx may be dy). */
 napi_value ActivationBackward(napi_env env, napi_callback_info info) {
   const char *fn = "activationBackward";
   napi_value argv[5];

@@ -28,6 +28,7 @@ enum PlanKind {
   PLAN_ELTWISE_FWD, PLAN_ELTWISE_BWD, PLAN_BIAS_ADD, PLAN_LOGSOFTMAX,
   PLAN_POOL_MAX_BWD, /* no oneDNN primitive: direct.c's or a C scatter */
   PLAN_LSTM_FWD, PLAN_LSTM_BWD, PLAN_GRU_FWD, PLAN_GRU_BWD,
+  PLAN_ATTENTION, /* attention.c's batched per-head products */
   PLAN_KINDS
 };
 
@@ -142,8 +143,9 @@ bool rowsAlias(int64_t ld);
 void padRows(const float *m, int64_t rows, int64_t cols, int64_t ld, float *to);
 float *padScratch(Instance *inst, size_t floats);
 
-/* Activation codes shared with src/kernels/onednn/index.ts (the wasm backend's numbering); ACT_LINEAR is none. */
-enum { ACT_RELU = 0, ACT_CLIPPED_RELU, ACT_TANH, ACT_SIGMOID, ACT_LINEAR, ACT_NONE = ACT_LINEAR };
+/* Activation codes shared with src/kernels/onednn/index.ts (the wasm backend's numbering); ACT_LINEAR is none.
+ * ACT_GELU's backward reads the forward INPUT, the others' the output. */
+enum { ACT_RELU = 0, ACT_CLIPPED_RELU, ACT_TANH, ACT_SIGMOID, ACT_LINEAR, ACT_NONE = ACT_LINEAR, ACT_GELU };
 
 /* ------------------------------------------------------------------ direct kernels (direct.c) */
 
@@ -196,5 +198,10 @@ napi_value BatchNormNormalise(napi_env env, napi_callback_info info);
 napi_value BatchNormGradSums(napi_env env, napi_callback_info info);
 napi_value BatchNormInputGrad(napi_env env, napi_callback_info info);
 napi_value DropoutForward(napi_env env, napi_callback_info info);
+napi_value AttentionWeights(napi_env env, napi_callback_info info);
+napi_value AttentionApply(napi_env env, napi_callback_info info);
+napi_value AttentionApplyBackward(napi_env env, napi_callback_info info);
+napi_value AttentionWeightsBackward(napi_env env, napi_callback_info info);
+napi_value CopyRows(napi_env env, napi_callback_info info);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * paratrain_onednn: the optional `onednn` kernel backend's addon (Node-API, C over oneDNN 2.x's
- * C API). One file per kernel family (gemm.c and packed.c, conv.c, pool.c, eltwise.c; direct.c and convpool.c
+ * C API). One file per kernel family (gemm.c and packed.c, conv.c, pool.c, eltwise.c, attention.c; direct.c and convpool.c
  * for the shapes the addon computes itself, see there), plans of primitives
  * cached per shape (plan.c); argument helpers shared with the OpenBLAS addon (../napi_args.h). Every kernel returns true when it ran and
  * false when oneDNN has no primitive for the call (the TypeScript side then runs the base
@@ -30,6 +30,7 @@ static const char *const KIND_NAMES[PLAN_KINDS] = {
   [PLAN_ELTWISE_FWD] = "eltwiseForward", [PLAN_ELTWISE_BWD] = "eltwiseBackward", [PLAN_BIAS_ADD] = "biasAdd",
   [PLAN_LOGSOFTMAX] = "logSoftmax", [PLAN_POOL_MAX_BWD] = "maxPoolBackward", [PLAN_LSTM_FWD] = "lstmForward",
   [PLAN_LSTM_BWD] = "lstmBackward", [PLAN_GRU_FWD] = "gruForward", [PLAN_GRU_BWD] = "gruBackward",
+  [PLAN_ATTENTION] = "attention",
 };
 
 static bool setString(napi_env env, napi_value obj, const char *key, const char *value) {
@@ -141,6 +142,11 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
     { "batchNormGradSums", NULL, BatchNormGradSums, NULL, NULL, NULL, napi_enumerable, NULL },
     { "batchNormInputGrad", NULL, BatchNormInputGrad, NULL, NULL, NULL, napi_enumerable, NULL },
     { "dropoutForward", NULL, DropoutForward, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "attentionWeights", NULL, AttentionWeights, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "attentionApply", NULL, AttentionApply, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "attentionApplyBackward", NULL, AttentionApplyBackward, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "attentionWeightsBackward", NULL, AttentionWeightsBackward, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "copyRows", NULL, CopyRows, NULL, NULL, NULL, napi_enumerable, NULL },
     { "info", NULL, Info, NULL, NULL, NULL, napi_enumerable, NULL },
     { "stats", NULL, Stats, NULL, NULL, NULL, napi_enumerable, NULL },
   };

@@ -8,7 +8,7 @@ import type { AttentionGeometry, AttentionKernels } from '../attentionKernels.ts
 import type { MatrixKernels } from '../matrixKernels.ts';
 
 /** Refuses a geometry that is not whole numbers, or arrays too short for it, before anything is written. */
-function check(fn: string, g: AttentionGeometry, arrays: Record<string, Float32Array>): void {
+export function checkAttention(fn: string, g: AttentionGeometry, arrays: Record<string, Float32Array>): void {
   const { N, heads, T, headDim } = g;
   if (![N, heads, T, headDim].every((d) => Number.isInteger(d) && d >= 0))
     throw new RangeError(`${fn}: N, heads, T and headDim must be integers ≥ 0, got ${N}, ${heads}, ${T}, ${headDim}`);
@@ -40,7 +40,7 @@ function softmaxRow(s: Float32Array, at: number, keys: number, T: number): void 
 export function attentionKernels(gemm: MatrixKernels['gemm']): AttentionKernels {
   return {
     attentionWeights(q, k, lengths, g, probs) {
-      check('attentionWeights', g, { q, k, probs });
+      checkAttention('attentionWeights', g, { q, k, probs });
       const { N, heads, T, headDim: dh, causal } = g;
       const scale = 1 / Math.sqrt(dh);
       for (let n = 0; n < N; n++) {
@@ -57,14 +57,14 @@ export function attentionKernels(gemm: MatrixKernels['gemm']): AttentionKernels 
     },
 
     attentionApply(probs, v, g, out) {
-      check('attentionApply', g, { probs, v, out });
+      checkAttention('attentionApply', g, { probs, v, out });
       const { T, headDim: dh } = g;
       for (let b = 0; b < g.N * g.heads; b++)
         gemm(false, false, T, dh, T, 1, view(probs, b, T * T), view(v, b, T * dh), 0, view(out, b, T * dh));
     },
 
     attentionApplyBackward(probs, v, dout, g, dprobs, dv) {
-      check('attentionApplyBackward', g, { probs, v, dout, dprobs, dv });
+      checkAttention('attentionApplyBackward', g, { probs, v, dout, dprobs, dv });
       const { T, headDim: dh } = g;
       for (let b = 0; b < g.N * g.heads; b++) {
         const P = view(probs, b, T * T),
@@ -75,7 +75,7 @@ export function attentionKernels(gemm: MatrixKernels['gemm']): AttentionKernels 
     },
 
     attentionWeightsBackward(q, k, probs, dprobs, g, dq, dk) {
-      check('attentionWeightsBackward', g, { q, k, probs, dprobs, dq, dk });
+      checkAttention('attentionWeightsBackward', g, { q, k, probs, dprobs, dq, dk });
       const { T, headDim: dh } = g;
       const scale = 1 / Math.sqrt(dh);
       for (let b = 0; b < g.N * g.heads; b++) {

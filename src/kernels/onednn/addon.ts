@@ -51,7 +51,8 @@ export type OneDnnStats = Record<
   | 'lstmForward'
   | 'lstmBackward'
   | 'gruForward'
-  | 'gruBackward',
+  | 'gruBackward'
+  | 'attention',
   OneDnnKindStats
 > & { cached: number };
 
@@ -279,6 +280,64 @@ export interface OneDnnAddon {
     beta: number,
     C: Float32Array,
   ): boolean;
+  /**
+   * The attention kernels (src/kernels/attentionKernels.ts) with their per-head products as batched
+   * matmul primitives and the softmax rows in C (native/onednn/attention.c); false when oneDNN has
+   * no matmul for a product (nothing is left half-done that the js kernels would read).
+   */
+  attentionWeights(
+    q: Float32Array,
+    k: Float32Array,
+    lengths: Int32Array | null,
+    probs: Float32Array,
+    N: number,
+    heads: number,
+    T: number,
+    headDim: number,
+    causal: boolean,
+  ): boolean;
+  attentionApply(
+    probs: Float32Array,
+    v: Float32Array,
+    out: Float32Array,
+    N: number,
+    heads: number,
+    T: number,
+    headDim: number,
+  ): boolean;
+  attentionApplyBackward(
+    probs: Float32Array,
+    v: Float32Array,
+    dout: Float32Array,
+    dprobs: Float32Array,
+    dv: Float32Array,
+    N: number,
+    heads: number,
+    T: number,
+    headDim: number,
+  ): boolean;
+  attentionWeightsBackward(
+    q: Float32Array,
+    k: Float32Array,
+    probs: Float32Array,
+    dprobs: Float32Array,
+    dq: Float32Array,
+    dk: Float32Array,
+    N: number,
+    heads: number,
+    T: number,
+    headDim: number,
+  ): boolean;
+  /** Backend.copyRows, a memcpy a row (native/onednn/rows.c); true, or throws on a row out of bounds. */
+  copyRows(
+    from: Float32Array,
+    fromStarts: Int32Array,
+    to: Float32Array,
+    toStarts: Int32Array,
+    count: number,
+    width: number,
+    add: boolean,
+  ): boolean;
   /** Which oneDNN entry point gemm uses in this thread (default the matmul primitive); returns the previous one. */
   setGemm(mode: 'matmul' | 'sgemm'): 'matmul' | 'sgemm';
   /** Whether the addon's own kernels (direct.c) take the shapes they are for in this thread (default on); returns the previous setting. */
@@ -299,6 +358,7 @@ const SPEC: AddonSpec = {
     'rnnForward',
     'batchNormNormalise',
     'dropoutForward',
+    'attentionWeights',
   ],
   buildCommand: 'npm run build:onednn',
   notBuiltReason: 'the addon is not built (needs oneDNN 2.x: apt-get install libdnnl-dev, then npm run build:onednn)',

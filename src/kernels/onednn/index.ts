@@ -10,13 +10,14 @@
  * | kernel | in the addon |
  * | --- | --- |
  * | gemm | matmul primitive (transposes as strides, alpha as output scale, beta as a sum post-op) |
- * | attention's products (js/attention.ts) | the gemm above, one call per (sample, head); the softmax rows stay JS |
+ * | attention's four kernels | batched matmul primitives over chunks of heads, the softmax rows and their backward in C (AVX-512 where oneDNN uses it; native/onednn/attention.c); the js kernels over the gemm above where oneDNN declines |
  * | packB / gemmPacked | the same primitive on weights reordered once per pass into its own layout (without AVX-512: dnnl_sgemm on op(B) copied into padded rows, native/onednn/packed.c) |
  * | conv2d forward / backward-data / backward-filter | convolution primitives on NHWC memory, weights reordered to oneDNN's blocked format; relu fused as a post-op; few input channels: the addon's AVX-512 kernels |
  * | max/avg pool forward, avg pool backward | pooling primitives (max: workspace → flat argmax in C) |
  * | max pool backward | a C scatter through argmax |
- * | activations | eltwise primitives (backward from the forward output) |
+ * | activations | eltwise primitives (backward from the forward output; gelu's from the input) |
  * | biasAdd | binary add primitive (bias broadcast over rows) |
+ * | copyRows | C, a memcpy a row (native/onednn/rows.c): attention's split into heads and join |
  * | softmaxCrossEntropy | log-softmax primitive, loss and gradient in C |
  * | biasGrad | C loop (column sums in double; AVX2 where the CPU has it) |
  * | channelCentredSquares, batchNormNormalise / GradSums / InputGrad | C with AVX-512, float64 like every backend's (native/onednn/batchnorm.c); the base's without it |
@@ -38,6 +39,8 @@ import type { Pool2DGeometry } from '../poolKernels.ts';
 import type { SequenceCell } from '../recurrentKernels.ts';
 import { jsBackend } from '../js/index.ts';
 import { attentionKernels } from '../js/attention.ts';
+import { checkRows } from '../js/rows.ts';
+import { oneDnnAttention } from './attention.ts';
 import { BackendSettingError } from '../registry.ts';
 import { createWasmBackend, type WasmBackend } from '../wasm/index.ts';
 import { loadOneDnnAddon, type OneDnnInfo, type OneDnnStats } from './addon.ts';
@@ -90,13 +93,14 @@ class OneDnnPacked implements PackedMatrix {
   ) {}
 }
 
-/** The activations the addon runs as oneDNN eltwise primitives; the others (gelu, leakyRelu) run on the base backend. */
+/** The activations the addon runs as oneDNN eltwise primitives (gelu as gelu_erf); leakyRelu runs on the base backend. */
 const ACTIVATIONS: Partial<Record<ActivationKind, number>> = {
   relu: 0,
   clippedRelu: 1,
   tanh: 2,
   sigmoid: 3,
   linear: 4,
+  gelu: 5,
 };
 const DEFAULT_RELU_CAP = 20;
 /** The addon's cell codes (native/onednn/rnn.c). */
@@ -194,8 +198,8 @@ export async function createOneDnnBackend(): Promise<OneDnnBackend | null> {
     },
     sequenceCells: () => [...sequenceCells],
     gemm,
-    // attention's products per (sample, head) through the matmul primitive (or the base's gemm where it declines)
-    ...attentionKernels(gemm),
+    // attention in the addon: batched products and C softmax rows (the js kernels over gemm where it declines)
+    ...oneDnnAttention(addon, attentionKernels(gemm)),
     // the recurrent layers' per-step products: B is copied once per pass, each step is one matmul primitive call
     packB: (transB, K, N, B, into) => {
       // a pack of the same size is refilled in place, as the other backends do
@@ -278,6 +282,10 @@ export async function createOneDnnBackend(): Promise<OneDnnBackend | null> {
     },
     avgPoolBackward: (dy, dx, g) => {
       if (!addon.avgPoolBackward(dy, dx, ...pool(g))) base.avgPoolBackward(dy, dx, g);
+    },
+    copyRows: (from, fromStarts, to, toStarts, count, width, add) => {
+      checkRows('copyRows', from, fromStarts, to, toStarts, count, width);
+      addon.copyRows(from, fromStarts, to, toStarts, count, width, add);
     },
     biasAdd: (x, bias, y, rows, cols) => {
       if (!addon.biasAdd(x, bias, y, rows, cols)) base.biasAdd(x, bias, y, rows, cols);
