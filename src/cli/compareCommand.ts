@@ -1,15 +1,20 @@
 /**
  * `paratrain compare CONFIG --strategies a,b,… --devices G`: trains the same config with each
  * strategy (same data, seed and devices), one after another, each in its own process, into
- * `<out>/<strategy>/`; then writes `<out>/report.html` comparing them and prints a summary table.
+ * `<out>/<label>/`; then writes `<out>/report.html` comparing them and prints a summary table.
+ * A strategy may carry options as `paratrain simulate` takes them (`hybrid:shard=1`,
+ * `hybrid:compression=oneBit`, `bmuf:period=8`), and `trick` and `pipeline:stages=2:microBatches=4`
+ * train the model split as those name.
  */
 import { fork } from 'node:child_process';
 import { mkdirSync, readdirSync, statSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfig, applyOverrides } from '../config/index.ts';
+import { loadConfig, applyOverrides, parseConfig, toYamlForm, type RunConfig } from '../config/index.ts';
 import { ProgressView } from './progress.ts';
-import { STRATEGY_NAMES, checkStrategy, type StrategyName } from '../parallel/strategies/index.ts';
+import { STRATEGY_NAMES, checkStrategy } from '../parallel/strategies/index.ts';
+import { parseStrategyChoice, type StrategyChoice } from '../simulate/choices.ts';
+import { markForTrick } from '../simulate/trick.ts';
 import { timestampName } from '../runtime/files/runDir.ts';
 import type { TrainResult } from '../runtime/run/train.ts';
 import { FaultPlan } from '../runtime/faults/faultPlan.ts';
@@ -30,61 +35,85 @@ export interface CompareFlags {
   slowDevice?: Map<number, number>;
 }
 
-export const DEFAULT_COMPARE_STRATEGIES: readonly StrategyName[] = STRATEGY_NAMES;
+export const DEFAULT_COMPARE_STRATEGIES: readonly string[] = STRATEGY_NAMES;
 
-/** `'hybrid, async'` → `['hybrid', 'async']`; an unknown or repeated name is an error naming it. */
-export function parseStrategies(list: string): StrategyName[] {
-  const names = list
+/** `'hybrid, async'` → `['hybrid', 'async']`; an empty list or a repeated item is an error naming it. */
+export function parseStrategies(list: string): string[] {
+  const items = list
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s !== '');
-  if (names.length === 0)
+  if (items.length === 0)
     throw new Error(
-      `--strategies: expected a comma-separated list of strategies (${STRATEGY_NAMES.join(', ')}), got '${list}'`,
+      `--strategies: expected a comma-separated list of strategies (${STRATEGY_NAMES.join(', ')}, with options as hybrid:shard=1), got '${list}'`,
     );
   const seen = new Set<string>();
-  for (const name of names) {
-    if (!(STRATEGY_NAMES as readonly string[]).includes(name)) {
-      throw new Error(`--strategies: unknown strategy '${name}'; expected some of ${STRATEGY_NAMES.join(', ')}`);
-    }
-    if (seen.has(name)) throw new Error(`--strategies: '${name}' is listed twice`);
-    seen.add(name);
+  for (const item of items) {
+    if (seen.has(item)) throw new Error(`--strategies: '${item}' is listed twice`);
+    seen.add(item);
   }
-  return names as StrategyName[];
+  return items;
+}
+
+/** The run directory's name for a choice: `hybrid:shard=1` → `hybrid-shard-1`. */
+export function runDirName(label: string): string {
+  return label.replace(/[^A-Za-z0-9._-]+/g, '-');
+}
+
+/**
+ * The config one choice trains: its strategy, and for `trick` every dense layer split, for a
+ * pipeline train.pipeline and train.microBatches; checked whole by the schema on the job's devices.
+ */
+export function choiceConfig(base: RunConfig, choice: StrategyChoice): RunConfig {
+  const model = choice.kind === 'trick' ? markForTrick(base.model) : base.model;
+  const y = toYamlForm({ ...base, model, train: { ...base.train, strategy: choice.spec } }) as {
+    train: Record<string, unknown>;
+  };
+  if (choice.pipeline) {
+    const { stages, schedule, microBatches, boundaries } = choice.pipeline;
+    y.train.pipeline = { stages, schedule, ...(boundaries ? { boundaries } : {}) };
+    y.train.microBatches = microBatches;
+  }
+  return parseConfig(y, `--strategies '${choice.label}'`);
 }
 
 export interface CompareResult {
   outDir: string;
   report: string;
-  results: { strategy: StrategyName; result: TrainResult }[];
+  results: { strategy: string; result: TrainResult }[];
 }
 
 export async function runCompare(configPath: string, flags: CompareFlags): Promise<CompareResult> {
   const strategies = parseStrategies(flags.strategies ?? DEFAULT_COMPARE_STRATEGIES.join(','));
-  const base = loadConfig(configPath);
-  const configs = strategies.map((strategy) =>
-    applyOverrides(base, {
-      epochs: flags.epochs,
-      devices: flags.devices,
-      seed: flags.seed,
-      batchSize: flags.batchSize,
-      dataDir: flags.data,
-      strategy,
-    }),
-  );
-  const devices = configs[0]!.train.devices;
+  const base = applyOverrides(loadConfig(configPath), {
+    epochs: flags.epochs,
+    devices: flags.devices,
+    seed: flags.seed,
+    batchSize: flags.batchSize,
+    dataDir: flags.data,
+  });
+  const devices = base.train.devices;
   if (devices < 2) {
     throw new Error(
       `compare: the strategies differ only on 2 or more devices, and ${configPath} trains on ${devices}; pass --devices N with N ≥ 2`,
     );
   }
-  configs.forEach((c, i) => {
+  const configs = strategies.map((item) => {
+    const choice = parseStrategyChoice(item, base);
     try {
+      const c = choiceConfig(base, choice);
       checkStrategy(c.train.strategy, devices);
+      return c;
     } catch (e) {
-      throw new Error(`compare: strategy ${strategies[i]}: ${(e as Error).message}`);
+      throw new Error(`compare: strategy ${item}: ${(e as Error).message}`);
     }
   });
+  const dirs = strategies.map(runDirName);
+  const clash = dirs.findIndex((d, i) => dirs.indexOf(d) !== i);
+  if (clash >= 0)
+    throw new Error(
+      `--strategies: '${strategies[dirs.indexOf(dirs[clash]!)]}' and '${strategies[clash]}' would share the run directory ${dirs[clash]}; list one of them`,
+    );
   const faults = FaultPlan.fromCli({ slowDevice: flags.slowDevice });
   faults.checkDevices(devices);
   const outDir = flags.out ?? join('runs', `compare-${timestampName()}`);
@@ -93,7 +122,7 @@ export async function runCompare(configPath: string, flags: CompareFlags): Promi
   const log = flags.quiet ? () => {} : (m: string) => process.stderr.write(`${m}\n`);
   const results: CompareResult['results'] = [];
   for (const [i, strategy] of strategies.entries()) {
-    const dir = join(outDir, strategy);
+    const dir = join(outDir, dirs[i]!);
     log(`[${i + 1}/${strategies.length}] ${strategy} on ${devices} devices → ${dir}`);
     const view = new ProgressView(process.stderr, flags.quiet, `${strategy}: `);
     try {
@@ -110,7 +139,7 @@ export async function runCompare(configPath: string, flags: CompareFlags): Promi
       view.stopBar();
     }
   }
-  const runs = loadReportRuns(strategies.map((s) => join(outDir, s)));
+  const runs = loadReportRuns(dirs.map((d) => join(outDir, d)));
   const report = writeReport(runs, {
     out: join(outDir, REPORT_FILE),
     force: true,

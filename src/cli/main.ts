@@ -252,7 +252,10 @@ program
     'train one config with several strategies (same data, seed and devices) and write one report comparing them',
   )
   .argument('<config>', 'YAML run configuration, e.g. examples/mnist-small.yaml')
-  .option('--strategies <list>', `comma-separated strategies (default: ${STRATEGY_NAMES.join(',')})`)
+  .option(
+    '--strategies <list>',
+    `comma-separated strategies, options after colons as hybrid:shard=1, or trick, pipeline:stages=2 (default: ${STRATEGY_NAMES.join(',')})`,
+  )
   .option('--devices <n>', 'number of devices for every run (at least 2)', positiveInt('devices'))
   .option('--epochs <n>', 'number of epochs', positiveInt('epochs'))
   .option('--batch-size <n>', 'batch size (per device unless data.batchSizeScope is global)', positiveInt('batch-size'))

@@ -2,21 +2,46 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseStrategies } from '../../src/cli/compareCommand.ts';
+import { choiceConfig, parseStrategies, runDirName } from '../../src/cli/compareCommand.ts';
+import { parseStrategyChoice } from '../../src/simulate/choices.ts';
+import { parseConfig } from '../../src/config/index.ts';
 import { CHART_IDS } from '../../src/report/index.ts';
 
 /** A comparison without validation splits or stalls has every other chart. */
 const DRAWN: readonly string[] = CHART_IDS.filter((id) => id !== 'validation' && id !== 'stalls');
 import { runCli, stderrLines, tmpDir, writeTinyConfig } from './helpers.ts';
 
-test('parseStrategies: names the bad or repeated strategy', () => {
-  assert.deepEqual(parseStrategies('hybrid, async,bmuf'), ['hybrid', 'async', 'bmuf']);
-  assert.throws(() => parseStrategies('hybrid,downpour'), {
-    message:
-      "--strategies: unknown strategy 'downpour'; expected some of sync, async, hybrid, bsp, easgd, bmuf, diloco",
-  });
+test('parseStrategies: names the empty list or a repeated strategy', () => {
+  assert.deepEqual(parseStrategies('hybrid, async,bmuf:period=8'), ['hybrid', 'async', 'bmuf:period=8']);
   assert.throws(() => parseStrategies('bsp,bsp'), { message: "--strategies: 'bsp' is listed twice" });
   assert.throws(() => parseStrategies(' , '), /expected a comma-separated list/);
+});
+
+test('a compared strategy with options trains the config it names, in a directory of its own', () => {
+  const base = parseConfig(
+    {
+      model: { input: [4], layers: [{ dense: { units: 8 } }, { relu: {} }, { dense: { units: 3 } }] },
+      data: { dataset: 'memory', train: 'tiny', batchSize: 8 },
+      train: { devices: 2, strategy: { bmuf: { period: 3 } } },
+    },
+    'test',
+  );
+  const config = (item: string) => choiceConfig(base, parseStrategyChoice(item, base));
+  assert.deepEqual(config('hybrid:shard=1').train.strategy, { type: 'hybrid', bucketBytes: 4 << 20, shard: 1 });
+  assert.equal(config('hybrid:compression=oneBit').train.strategy.type, 'hybrid');
+  assert.ok('compression' in config('hybrid:compression=oneBit').train.strategy);
+  assert.equal(
+    (config('bmuf').train.strategy as { period: number }).period,
+    3,
+    "a bare name keeps the config's options",
+  );
+  assert.equal((config('trick').model.layers[0] as { parallel?: string }).parallel, 'model');
+  const piped = config('pipeline:stages=2:microBatches=4:schedule=gpipe').train;
+  assert.deepEqual([piped.pipeline?.stages, piped.pipeline?.schedule, piped.microBatches], [2, 'gpipe', 4]);
+  assert.throws(() => parseStrategyChoice('downpour', base), /unknown strategy 'downpour'/);
+  assert.throws(() => config('hybrid:shard=3'), /stage 3/);
+  assert.equal(runDirName('pipeline:stages=2:microBatches=4'), 'pipeline-stages-2-microBatches-4');
+  assert.equal(runDirName('hybrid:compression=oneBit'), 'hybrid-compression-oneBit');
 });
 
 test('paratrain compare: two strategies, same data and seed, one report and a table', { timeout: 90_000 }, async () => {
