@@ -29,6 +29,10 @@ const benches: Record<string, { what: string; load: () => Promise<{ main(args: s
     load: () => import('./throughput.ts'),
   },
   strategies: { what: 'convergence of every strategy on Fashion-MNIST (long)', load: () => import('./strategies.ts') },
+  compression: {
+    what: "bytes per step of hybrid's gradients, plain, oneBit and powerSGD rank 4, on alexnet-small and deepspeech-small, 2 and 4 devices",
+    load: () => import('./compression.ts'),
+  },
   'model-parallel': {
     what: 'alexnet-small: bytes/step and samples/s, data parallel vs "one weird trick" (FC, and FC + a channel-split conv), 2 and 4 devices',
     load: () => import('./modelParallel.ts'),
@@ -48,6 +52,14 @@ const benches: Record<string, { what: string; load: () => Promise<{ main(args: s
   microbatch: {
     what: 'peak activation bytes and samples/s with train.microBatches = 1, 2, 4, 8 and spatialSplit tiles 2, 4',
     load: () => import('./microbatch.ts'),
+  },
+  memory: {
+    what: 'ZeRO sharding: bytes per device of weights, gradients, optimizer state and activations, hybrid shard 0/1/2 on 1–8 devices, beside the formulas',
+    load: () => import('./memory.ts'),
+  },
+  pipeline: {
+    what: 'pipeline stages as threads: measured bubble vs (p−1)/(m+p−1) and peak activation bytes, gpipe and 1f1b, p = 2, 4, m = 1–16',
+    load: () => import('./pipeline.ts'),
   },
   'speech-features': {
     what: 'utterances/s of the speech front end (8 kHz WAV → resample → MFCC): paratrain and torchaudio on one thread, paratrain on every core',
