@@ -7,16 +7,23 @@ import { assertClose } from '../util/close.ts';
 // sums its gradient in pieces), so after 12 SGD-momentum steps weights agree to ~1e-6 relative.
 const TOL = { rtol: 1e-4, atol: 1e-5 };
 
+/** One device with the global batch `batchSize`, trained once per size (several tests compare with it). */
+const singles = new Map<number, Promise<Float32Array>>();
+const oneDevice = (batchSize: number) => {
+  if (!singles.has(batchSize)) singles.set(batchSize, trainAndReadWeights(tinyConfig({ data: { batchSize } })));
+  return singles.get(batchSize)!;
+};
+
 test('hybrid on 2 and 4 devices equals one device with the global batch (dropout on, per-sample masks)', async () => {
   for (const devices of [2, 4]) {
-    const single = await trainAndReadWeights(tinyConfig({ data: { batchSize: 8 * devices } }));
+    const single = await oneDevice(8 * devices);
     const hybrid = await trainAndReadWeights(tinyConfig({ train: { devices, strategy: 'hybrid' } }));
     assertClose(hybrid, single, { ...TOL, what: `hybrid G=${devices} weights` });
   }
 });
 
 test('hybrid with small gradient buckets (reduced during backward) equals one device', async () => {
-  const single = await trainAndReadWeights(tinyConfig({ data: { batchSize: 16 } }));
+  const single = await oneDevice(16);
   // 600 bytes: the dense layers' gradients go in separate buckets, the conv layer's in the last
   const hybrid = await trainAndReadWeights(
     tinyConfig({ train: { devices: 2, strategy: { hybrid: { bucketBytes: 600 } } } }),

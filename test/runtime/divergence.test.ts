@@ -15,9 +15,13 @@ const SUBSET = new URL('../../data/fashion-mnist-subset/', import.meta.url).path
 const MLP = new URL('../../examples/mlp.yaml', import.meta.url).pathname;
 const outDir = () => join(mkdtempSync(join(tmpdir(), 'paratrain-diverge-')), 'run');
 
-/** examples/mlp.yaml on 512 samples, 16 per device: 16 steps an epoch on 2 devices, at lr 1e4. */
+/** The guard's streak here: shorter than the default 50, so that a blow-up is decided in fewer steps. */
+const STREAK = 25;
+
+/** examples/mlp.yaml on 512 samples, 16 per device: 16 steps an epoch on 2 devices, at lr 1e4; a streak of STREAK steps. */
 function blowUpConfig(optimizer: 'sgd' | 'adam'): RunConfig {
   const config = loadConfig(MLP);
+  config.train.divergence = { factor: 100, steps: STREAK };
   config.data.trainLimit = 512;
   config.data.testLimit = 100;
   config.data.batchSize = 16;
@@ -48,14 +52,16 @@ for (const [strategy, optimizer] of cases) {
     });
     assert.match(
       message,
-      /^device ([01]) failed: training diverged: device \1's training loss, smoothed over about 10 steps, stayed above 100 × its best \(and its first loss\) for 50 steps in a row \(steps \d+–(\d+)\): at step \2 \(epoch \d\) the loss is \S+ \(smoothed \S+\), its best \S+ \(smoothed, step \d+\); lower optimizer\.lr \(now 10000\) or clip the gradients \(train\.clipGradNorm\)/,
+      new RegExp(
+        String.raw`^device ([01]) failed: training diverged: device \1's training loss, smoothed over about 10 steps, stayed above 100 × its best \(and its first loss\) for ${STREAK} steps in a row \(steps \d+–(\d+)\): at step \2 \(epoch \d\) the loss is \S+ \(smoothed \S+\), its best \S+ \(smoothed, step \d+\); lower optimizer\.lr \(now 10000\) or clip the gradients \(train\.clipGradNorm\)`,
+      ),
     );
     // the device that diverged stopped at the step it names, well before the 6 epochs' 96 steps; no end event
     const [, device, last] = /^device (\d) .*\(steps \d+–(\d+)\)/.exec(message)!;
     const events = readMetrics(join(out, 'metrics.jsonl'));
     const its = events.filter((e) => e.type === 'step' && e.rank === Number(device));
     assert.equal(its.length, Number(last));
-    assert.ok(its.length >= 50 && its.length < 70, `${its.length} steps ran`);
+    assert.ok(its.length >= STREAK && its.length < STREAK + 20, `${its.length} steps ran`);
     assert.equal(
       events.some((e) => e.type === 'end'),
       false,

@@ -2,12 +2,13 @@
  * Checkpoint sets and resume for jobs of several processes (`paratrain launch`, 2 processes × 1
  * device, loopback TCP), and the launcher's restart (the uninterrupted job each is compared with is
  * the same 2-process job run in this process: trainHere):
- *   - hybrid, and sync (the parameter server in process 0, its state saved through the remote
- *     snapshot), stopped at step 13 by a failing device in process 1 and resumed with
- *     `launch … -- train --resume DIR` end bit-identical to the uninterrupted job;
- *   - `launch --max-restarts 1` with process 1 SIGKILLed once the first checkpoint set exists
+ *   - sync (the parameter server in process 0, its state saved through the remote snapshot),
+ *     stopped at step 13 by a failing device in process 1 and resumed with
+ *     `launch … -- train --resume DIR` ends bit-identical to the uninterrupted job;
+ *   - hybrid: `launch --max-restarts 1` with process 1 SIGKILLed once the first checkpoint set exists
  *     restarts the job with --resume (--force kept: the first attempt's metrics are appended to,
- *     not truncated), exits 0 and ends bit-identical to the unkilled job.
+ *     not truncated), exits 0 and ends bit-identical to the unkilled job, each set holding both
+ *     processes' device files.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,34 +26,33 @@ const launch = (args: string[], env: Record<string, string> = {}) =>
     env,
   });
 
-for (const strategy of ['hybrid', 'sync']) {
-  test(`${strategy} on 2 processes × 1 device: stopped at step 13 and resumed with launch … --resume equals the uninterrupted job, bit for bit`, {
-    timeout: 300_000,
-  }, async () => {
-    const dir = tmpDir();
-    const cfg = writeResumeConfig(dir, { trainLimit: 160 });
-    await trainHere(cfg, join(dir, 'whole'), { processes: 2, strategy });
-    const run = join(dir, 'run');
-    const failed = await launch(['--', 'train', cfg, '--strategy', strategy, '--out', run, '--quiet'], {
-      PARATRAIN_FAIL_AT: '1:13',
-    });
-    assert.notEqual(failed.code, 0);
-    assert.match(failed.stderr, /device 1 \(process 1\) failed: injected failure at step 13/);
-    // process 1 wrote its device's file into the set: both devices' state is there
-    const set = join(run, 'checkpoints', 'step-00000010');
-    assert.deepEqual(
-      readdirSync(set)
-        .filter((n) => n.startsWith('device-'))
-        .sort(),
-      ['device-0.safetensors', 'device-1.safetensors'],
-    );
-    if (strategy === 'sync') assert.ok(existsSync(join(set, 'server.safetensors')), 'the server in process 0 is saved');
-    const resumed = await launch(['--', 'train', '--resume', run, '--quiet']);
-    assert.equal(resumed.code, 0, resumed.stderr);
-    assertSameTensors(tensorsOf(join(dir, 'whole', 'model.safetensors')), tensorsOf(join(run, 'model.safetensors')));
-    assert.ok(readMetrics(join(run, 'metrics.jsonl')).some((e) => e.type === 'resume' && e.step === 10));
+test('sync on 2 processes × 1 device: stopped at step 13 and resumed with launch … --resume equals the uninterrupted job, bit for bit', {
+  timeout: 300_000,
+}, async () => {
+  const dir = tmpDir();
+  const cfg = writeResumeConfig(dir, { trainLimit: 160 });
+  await trainHere(cfg, join(dir, 'whole'), { processes: 2, strategy: 'sync' });
+  const run = join(dir, 'run');
+  const failed = await launch(['--', 'train', cfg, '--strategy', 'sync', '--out', run, '--quiet'], {
+    PARATRAIN_FAIL_AT: '1:13',
   });
-}
+  assert.notEqual(failed.code, 0);
+  assert.match(failed.stderr, /device 1 \(process 1\) failed: injected failure at step 13/);
+  // process 1 wrote its device's file into the set: both devices' state is there, and the server's
+  const set = join(run, 'checkpoints', 'step-00000010');
+  assert.deepEqual(deviceFiles(set), ['device-0.safetensors', 'device-1.safetensors']);
+  assert.ok(existsSync(join(set, 'server.safetensors')), 'the server in process 0 is saved');
+  const resumed = await launch(['--', 'train', '--resume', run, '--quiet']);
+  assert.equal(resumed.code, 0, resumed.stderr);
+  assertSameTensors(tensorsOf(join(dir, 'whole', 'model.safetensors')), tensorsOf(join(run, 'model.safetensors')));
+  assert.ok(readMetrics(join(run, 'metrics.jsonl')).some((e) => e.type === 'resume' && e.step === 10));
+});
+
+/** The device files of a checkpoint set, sorted. */
+const deviceFiles = (set: string) =>
+  readdirSync(set)
+    .filter((n) => n.startsWith('device-'))
+    .sort();
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -137,4 +137,10 @@ test('launch --max-restarts 1: process 1 SIGKILLed after the first checkpoint se
   const events = readMetrics(join(run, 'metrics.jsonl'));
   assert.equal(events.filter((e) => e.type === 'start').length, 2);
   assert.ok(events.some((e) => e.type === 'resume'));
+  // hybrid: process 1 wrote its device's file into each set, so both devices' state is there
+  const last = readdirSync(sets)
+    .filter((n) => /^step-\d+$/.test(n))
+    .sort()
+    .at(-1)!;
+  assert.deepEqual(deviceFiles(join(sets, last)), ['device-0.safetensors', 'device-1.safetensors']);
 });

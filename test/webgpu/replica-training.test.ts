@@ -84,16 +84,17 @@ async function compareSteps(t: import('node:test').TestContext, config: RunConfi
   t.diagnostic(`worst weight error ${worst.toFixed(3)} of the tolerance after ${steps} steps`);
 }
 
-test('webgpu trains the dense example as js does (5 steps of Adam), among devices and alone', async (t) => {
-  await compareSteps(t, example('mlp'), { steps: 5, batch: 32, alone: false });
-  await compareSteps(t, example('mlp'), { steps: 5, batch: 32, alone: true });
+test('webgpu trains the dense example as js does (3 steps of Adam), among devices and alone', async (t) => {
+  await compareSteps(t, example('mlp'), { steps: 3, batch: 32, alone: false });
+  await compareSteps(t, example('mlp'), { steps: 3, batch: 32, alone: true });
 });
 
 test('alone on a GPU: clipping by global norm and a skipped non-finite step as on js', async (t) => {
   const config = example('mlp');
   config.train.clipGradNorm = 0.5;
   config.optimizer = { type: 'sgd', lr: 0.05, momentum: 0.9, nesterov: true, weightDecay: 1e-4 };
-  await compareSteps(t, config, { steps: 4, batch: 32, alone: true, poisoned: 2 });
+  // a good step (momentum set), the skipped one, a good step that uses the momentum
+  await compareSteps(t, config, { steps: 3, batch: 32, alone: true, poisoned: 1 });
 });
 
 test('webgpu trains mnist-small (conv, max pool, dropout) as js does (2 steps of Adam), alone', async (t) => {

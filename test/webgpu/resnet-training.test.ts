@@ -18,7 +18,7 @@ import { gpuOrSkip, releaseGpu } from './gpuTest.ts';
 after(releaseGpu);
 
 const SUBSET = new URL('../../data/fashion-mnist-subset/', import.meta.url).pathname;
-const BATCH = 8;
+const BATCH = 4;
 const STEPS = 2;
 
 /** The worst |got − want| / (abs + rel·|want|) over the arrays; over 1 fails, naming the index. */
