@@ -1,11 +1,11 @@
 import { Tensor } from '../tensor/tensor.ts';
 import { formatShape } from '../tensor/shape.ts';
 import { CounterRng } from '../tensor/rng.ts';
-import type { AttentionGeometry, AttentionKernels } from '../kernels/attentionKernels.ts';
+import type { AttentionGeometry } from '../kernels/attentionKernels.ts';
 import type { Backend } from '../kernels/backend.ts';
 import { BaseLayer, type ForwardContext, type ParamSpec } from './layer.ts';
 import { isSequenceShape, keepLengths } from './sequence.ts';
-import { HeadRows } from './attentionHeads.ts';
+import { AttentionHeads, type HeadsSaved } from './attentionHeads.ts';
 
 export interface AttentionOptions {
   heads: number;
@@ -16,17 +16,8 @@ export interface AttentionOptions {
 }
 
 /** What a training forward keeps for backward. */
-interface Saved {
+interface Saved extends HeadsSaved {
   x: Tensor;
-  g: AttentionGeometry;
-  /** q | k | v, each [N, heads, T, headDim] */
-  heads: Float32Array;
-  probs: Float32Array;
-  /** the weights the values were mixed with: probs, or probs with dropout */
-  mixed: Float32Array;
-  mask: Float32Array | null;
-  /** the heads' outputs back in frames [N, T, D]: the output projection's input */
-  merged: Float32Array;
   lengths: Int32Array | undefined;
 }
 
@@ -49,9 +40,8 @@ export class Attention extends BaseLayer {
   readonly headDim: number;
   readonly causal: boolean;
   readonly dropout: number;
-  private readonly kernels: AttentionKernels;
-  private readonly qkvRows: HeadRows;
-  private readonly outRows: HeadRows;
+  /** everything between the two projections */
+  private readonly core: AttentionHeads;
   private wIn!: Float32Array;
   private bIn!: Float32Array;
   private wOut!: Float32Array;
@@ -92,9 +82,7 @@ export class Attention extends BaseLayer {
     this.headDim = D / heads;
     this.causal = causal;
     this.dropout = dropout;
-    this.kernels = backend;
-    this.qkvRows = new HeadRows(this.pool, 'qkv', 3, heads, this.headDim);
-    this.outRows = new HeadRows(this.pool, 'out', 1, heads, this.headDim);
+    this.core = new AttentionHeads(this.pool, heads, this.headDim, causal);
   }
 
   /**
@@ -119,12 +107,10 @@ export class Attention extends BaseLayer {
   forward(x: Tensor, ctx: ForwardContext): Tensor {
     if (x.shape.length !== 3 || x.shape[2] !== this.features)
       throw this.error(`expects input [N, T, ${this.features}], got ${formatShape(x.shape)}`);
-    const b = this.backend,
-      k = this.kernels;
+    const b = this.backend;
     const [N, T, D] = x.shape as [number, number, number];
     const rows = N * T,
       size = rows * D;
-    const g: AttentionGeometry = { N, heads: this.heads, T, headDim: this.headDim, causal: this.causal };
     const lengths = keepLengths(this.pool, ctx.lengths);
 
     // Q | K | V per frame; padded frames zeroed, so nothing they held reaches a valid output
@@ -132,29 +118,12 @@ export class Attention extends BaseLayer {
     b.gemm(false, true, rows, 3 * D, D, 1, x.data, this.wIn, 0, qkv);
     b.biasAdd(qkv, this.bIn, qkv, rows, 3 * D);
     if (lengths) b.zeroPadding(qkv, N, T, 3 * D, lengths);
-    const heads = this.buffer('heads', 3 * size);
-    const split = this.qkvRows.starts(N, T);
-    b.copyRows(qkv, split.frames, heads, split.heads, split.count, this.headDim, false);
-    const [q, kk, v] = [0, 1, 2].map((p) => heads.subarray(p * size, (p + 1) * size)) as [
-      Float32Array,
-      Float32Array,
-      Float32Array,
-    ];
-
-    const probs = this.buffer('probs', N * this.heads * T * T);
-    k.attentionWeights(q, kk, lengths ?? null, g, probs);
-    const { mixed, mask } = this.dropWeights(probs, g, ctx);
-    const out = this.buffer('out', size);
-    k.attentionApply(mixed, v, g, out);
-
-    const merged = this.buffer('merged', size);
-    const join = this.outRows.starts(N, T);
-    b.copyRows(out, join.heads, merged, join.frames, join.count, this.headDim, false);
+    const heads = this.core.forward(b, qkv, N, T, lengths, (probs, g) => this.dropWeights(probs, g, ctx));
     const y = new Tensor(x.shape, this.buffer('y', size));
-    b.gemm(false, true, rows, D, D, 1, merged, this.wOut, 0, y.data);
+    b.gemm(false, true, rows, D, D, 1, heads.merged, this.wOut, 0, y.data);
     b.biasAdd(y.data, this.bOut, y.data, rows, D);
     if (lengths) b.zeroPadding(y.data, N, T, D, lengths);
-    this.saved = { x, g, heads, probs, mixed, mask, merged, lengths };
+    this.saved = { ...heads, x, lengths };
     return y;
   }
 
@@ -202,7 +171,6 @@ export class Attention extends BaseLayer {
     const s = this.saved;
     if (!s) throw this.error('backward before forward');
     const b = this.backend,
-      k = this.kernels,
       { g, lengths } = s;
     const D = this.features,
       rows = g.N * g.T,
@@ -218,30 +186,7 @@ export class Attention extends BaseLayer {
     b.biasGrad(dz, this.dbOut, rows, D);
     const dmerged = this.buffer('dmerged', size);
     b.gemm(false, false, rows, D, D, 1, dz, this.wOut, 0, dmerged);
-    const dout = this.buffer('dout', size);
-    const join = this.outRows.starts(g.N, g.T);
-    b.copyRows(dmerged, join.frames, dout, join.heads, join.count, this.headDim, false);
-
-    const dheads = this.buffer('dheads', 3 * size);
-    const [dq, dk, dv] = [0, 1, 2].map((p) => dheads.subarray(p * size, (p + 1) * size)) as [
-      Float32Array,
-      Float32Array,
-      Float32Array,
-    ];
-    const [q, kk, v] = [0, 1, 2].map((p) => s.heads.subarray(p * size, (p + 1) * size)) as [
-      Float32Array,
-      Float32Array,
-      Float32Array,
-    ];
-    const dprobs = this.buffer('dprobs', s.probs.length);
-    k.attentionApplyBackward(s.mixed, v, dout, g, dprobs, dv);
-    if (s.mask) b.dropoutBackward(dprobs, s.mask, dprobs, dprobs.length);
-    k.attentionWeightsBackward(q, kk, s.probs, dprobs, g, dq, dk);
-
-    // back to frames: the qkv array of forward is free again
-    const dqkv = this.buffer('qkv', 3 * size);
-    const split = this.qkvRows.starts(g.N, g.T);
-    b.copyRows(dheads, split.heads, dqkv, split.frames, split.count, this.headDim, false);
+    const dqkv = this.core.backward(b, s, dmerged);
     b.gemm(true, false, 3 * D, D, rows, 1, dqkv, s.x.data, 1, this.dwIn);
     b.biasGrad(dqkv, this.dbIn, rows, 3 * D);
     if (!needInputGrad) return null;

@@ -1,9 +1,8 @@
 import type { Communicator } from '../../comm/communicator.ts';
-import type { AttentionGeometry } from '../../kernels/attentionKernels.ts';
 import type { Backend } from '../../kernels/backend.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 import { BufferPool, type ForwardContext } from '../../nn/layer.ts';
-import { HeadRows } from '../../nn/attentionHeads.ts';
+import { AttentionHeads, type HeadsSaved } from '../../nn/attentionHeads.ts';
 import { keepLengths } from '../../nn/sequence.ts';
 import { allreduceSum, CollectiveBuffers, sectionRows } from './activationExchange.ts';
 import { dropAttentionWeights } from './ownerDropout.ts';
@@ -35,8 +34,8 @@ export class HeadParallelAttention extends SectionLayer {
   private readonly headDim: number;
   private readonly pool: BufferPool;
   private readonly shared: CollectiveBuffers;
-  private readonly qkvRows: HeadRows;
-  private readonly outRows: HeadRows;
+  /** everything between the two projections, for this device's heads */
+  private readonly core: AttentionHeads;
   private wIn!: Float32Array;
   private bIn!: Float32Array;
   private wOut!: Float32Array;
@@ -45,16 +44,7 @@ export class HeadParallelAttention extends SectionLayer {
   private dbIn!: Float32Array;
   private dwOut!: Float32Array;
   private dbOut!: Float32Array;
-  private saved: {
-    x: Tensor;
-    g: AttentionGeometry;
-    heads: Float32Array;
-    probs: Float32Array;
-    mixed: Float32Array;
-    mask: Float32Array | null;
-    merged: Float32Array;
-    lengths?: Int32Array;
-  } | null = null;
+  private saved: (HeadsSaved & { x: Tensor; lengths?: Int32Array }) | null = null;
 
   constructor(
     private readonly backend: Backend,
@@ -62,7 +52,7 @@ export class HeadParallelAttention extends SectionLayer {
     readonly name: string,
     readonly inputShape: readonly number[],
     heads: number,
-    private readonly causal: boolean,
+    causal: boolean,
     private readonly weightGradScale: number,
     /** attention-weight dropout: its rate and the unsplit attention's key */
     private readonly dropout: { rate: number; layerKey: number },
@@ -76,8 +66,7 @@ export class HeadParallelAttention extends SectionLayer {
     this.localWidth = this.localHeads * this.headDim;
     this.pool = new BufferPool(backend);
     this.shared = new CollectiveBuffers(backend, comm);
-    this.qkvRows = new HeadRows(this.pool, 'qkv', 3, this.localHeads, this.headDim);
-    this.outRows = new HeadRows(this.pool, 'out', 1, this.localHeads, this.headDim);
+    this.core = new AttentionHeads(this.pool, this.localHeads, this.headDim, causal);
   }
 
   /** in_proj_weight, in_proj_bias, out_proj.weight (this device's shards) and out_proj.bias (whole) */
@@ -99,46 +88,30 @@ export class HeadParallelAttention extends SectionLayer {
     const [N, T] = x.shape as [number, number, number];
     const rows = N * T,
       size = rows * Dl;
-    const g: AttentionGeometry = { N, heads: this.localHeads, T, headDim: this.headDim, causal: this.causal };
     const lengths = keepLengths(this.pool, ctx.lengths);
 
-    // this device's q | k | v per frame (column-parallel in_proj), then head-major
+    // this device's q | k | v per frame (column-parallel in_proj), its heads' attention
     const qkv = this.pool.f32('qkv', 3 * size);
     b.gemm(false, true, rows, 3 * Dl, D, 1, x.data, this.wIn, 0, qkv);
     b.biasAdd(qkv, this.bIn, qkv, rows, 3 * Dl);
     if (lengths) b.zeroPadding(qkv, N, T, 3 * Dl, lengths);
-    const heads = this.pool.f32('heads', 3 * size);
-    const split = this.qkvRows.starts(N, T);
-    b.copyRows(qkv, split.frames, heads, split.heads, split.count, this.headDim, false);
-    const [q, k, v] = [0, 1, 2].map((p) => heads.subarray(p * size, (p + 1) * size)) as [
-      Float32Array,
-      Float32Array,
-      Float32Array,
-    ];
-    const probs = this.pool.f32('probs', N * this.localHeads * T * T);
-    b.attentionWeights(q, k, lengths ?? null, g, probs);
-    let mixed = probs,
-      mask: Float32Array | null = null;
-    if (ctx.training && this.dropout.rate > 0) {
-      mixed = this.pool.f32('mixed', probs.length);
-      mask = this.pool.f32('mask', probs.length);
+    const heads = this.core.forward(b, qkv, N, T, lengths, (probs, g) => {
+      if (!ctx.training || this.dropout.rate === 0) return { mixed: probs, mask: null };
+      const mixed = this.pool.f32('mixed', probs.length);
+      const mask = this.pool.f32('mask', probs.length);
       const member = this.comm.rank;
-      const o = { ...this.dropout, h0: member * this.localHeads, heads: this.localHeads, T, member };
+      const o = { ...this.dropout, h0: member * this.localHeads, heads: this.localHeads, T: g.T, member };
       dropAttentionWeights(b, probs, mixed, mask, o, ctx, sectionRows(ctx, this.comm.size));
-    }
-    const out = this.pool.f32('out', size);
-    b.attentionApply(mixed, v, g, out);
-    const merged = this.pool.f32('merged', size);
-    const join = this.outRows.starts(N, T);
-    b.copyRows(out, join.heads, merged, join.frames, join.count, this.headDim, false);
+      return { mixed, mask };
+    });
 
     // row-parallel out_proj: partial products over this device's heads, summed over the devices
     const y = new Tensor(x.shape, await this.shared.get('y', rows * D));
-    b.gemm(false, true, rows, D, Dl, 1, merged, this.wOut, 0, y.data);
+    b.gemm(false, true, rows, D, Dl, 1, heads.merged, this.wOut, 0, y.data);
     await allreduceSum(this.comm, b.device, y.data);
     b.biasAdd(y.data, this.bOut, y.data, rows, D);
     if (lengths) b.zeroPadding(y.data, N, T, D, lengths);
-    this.saved = { x, g, heads, probs, mixed, mask, merged, lengths };
+    this.saved = { ...heads, x, lengths };
     return y;
   }
 
@@ -163,23 +136,7 @@ export class HeadParallelAttention extends SectionLayer {
     this.biasGrad(dz, this.dbOut, rows, D);
     const dmerged = this.pool.f32('dmerged', size);
     b.gemm(false, false, rows, Dl, D, 1, dz, this.wOut, 0, dmerged);
-    const dout = this.pool.f32('dout', size);
-    const join = this.outRows.starts(g.N, g.T);
-    b.copyRows(dmerged, join.frames, dout, join.heads, join.count, this.headDim, false);
-
-    const part = (a: Float32Array) =>
-      [0, 1, 2].map((p) => a.subarray(p * size, (p + 1) * size)) as [Float32Array, Float32Array, Float32Array];
-    const dheads = this.pool.f32('dheads', 3 * size);
-    const [dq, dk, dv] = part(dheads),
-      [q, k, v] = part(s.heads);
-    const dprobs = this.pool.f32('dprobs', s.probs.length);
-    b.attentionApplyBackward(s.mixed, v, dout, g, dprobs, dv);
-    if (s.mask) b.dropoutBackward(dprobs, s.mask, dprobs, dprobs.length);
-    b.attentionWeightsBackward(q, k, s.probs, dprobs, g, dq, dk);
-
-    const dqkv = this.pool.f32('qkv', 3 * size);
-    const split = this.qkvRows.starts(g.N, g.T);
-    b.copyRows(dheads, split.heads, dqkv, split.frames, split.count, this.headDim, false);
+    const dqkv = this.core.backward(b, s, dmerged);
     b.gemm(true, false, 3 * Dl, D, rows, scale, dqkv, s.x.data, 1, this.dwIn);
     this.biasGrad(dqkv, this.dbIn, rows, 3 * Dl);
     if (!needInputGrad) return null;
