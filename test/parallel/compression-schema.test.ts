@@ -22,13 +22,11 @@ test('compression: a bare name takes the defaults; options override them; absent
   assert.deepEqual(strategyOf('{ hybrid: { compression: oneBit } }'), {
     type: 'hybrid',
     bucketBytes: 4 * 1024 * 1024,
-    shard: 0,
     compression: { type: 'oneBit' },
   });
   assert.deepEqual(strategyOf('{ hybrid: { compression: powerSGD } }'), {
     type: 'hybrid',
     bucketBytes: 4 * 1024 * 1024,
-    shard: 0,
     compression: { type: 'powerSGD', rank: 4, startStep: 0, warmStart: true, minCompressionRate: 2 },
   });
   assert.deepEqual(

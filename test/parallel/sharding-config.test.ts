@@ -6,10 +6,10 @@ const parse = (model: unknown, train: Record<string, unknown>) =>
   parseConfig({ model, train: { devices: 2, ...train } }, 'cfg');
 const MLP = { input: [4], layers: [{ dense: { units: 8 } }, { dense: { units: 2 } }] };
 
-test('hybrid.shard: 1 and 2 are taken, absent is 0; 3 and the combinations sharding cannot run are refused by name', () => {
+test('hybrid.shard: 1 and 2 are taken, 0 is left out of the spec; 3 and the combinations sharding cannot run are refused by name', () => {
   for (const shard of [0, 1, 2]) {
     const spec = parse(MLP, { strategy: { hybrid: { shard } } }).train.strategy;
-    assert.deepEqual(spec, { type: 'hybrid', bucketBytes: 4 << 20, shard });
+    assert.deepEqual(spec, { type: 'hybrid', bucketBytes: 4 << 20, ...(shard > 0 ? { shard } : {}) });
   }
   assert.equal((parse(MLP, { strategy: 'hybrid' }).train.strategy as { shard?: number }).shard ?? 0, 0);
   assert.throws(
