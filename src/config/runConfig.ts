@@ -104,6 +104,11 @@ export interface TrainSpec {
   earlyStopping: EarlyStoppingSpec | false;
   /** the model's layers in consecutive stages on consecutive devices, the micro-batches streamed through them (absent: none) */
   pipeline?: PipelineSpec;
+  /**
+   * the `parallel: model` layers split over groups of this many consecutive devices, the groups
+   * data-parallel (absent: one group of every device; parallel/modelParallel/tensorGroups.ts)
+   */
+  tensorParallel?: number;
 }
 
 /**

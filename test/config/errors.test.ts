@@ -66,7 +66,7 @@ test('unknown option names the key, suggests a close match and lists the allowed
   ]);
   assert.deepStrictEqual(issuesOf(`${model('    - flatten: { axis: 1 }\n')}shedule: {}\ntrain: { epoch: 3 }\n`), [
     "f.yaml: model.layers[0].flatten: unknown option 'axis'; flatten takes no options",
-    "f.yaml: train: unknown option 'epoch' (did you mean 'epochs'?); allowed: epochs, devices, strategy, seed, backend, lrScaling, evalEvery, checkpointEvery, keepLast, microBatches, syncBatchNorm, maxBadSteps, divergence, stallWarningSeconds, clipGradNorm, initFrom, best, earlyStopping, pipeline",
+    "f.yaml: train: unknown option 'epoch' (did you mean 'epochs'?); allowed: epochs, devices, strategy, seed, backend, lrScaling, evalEvery, checkpointEvery, keepLast, microBatches, syncBatchNorm, maxBadSteps, divergence, stallWarningSeconds, clipGradNorm, initFrom, best, earlyStopping, pipeline, tensorParallel",
     "f.yaml: unknown section 'shedule' (did you mean 'schedule'?); allowed: model, loss, optimizer, schedule, data, train",
   ]);
 });

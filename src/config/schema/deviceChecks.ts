@@ -31,6 +31,21 @@ export function multiDeviceIssues(config: Pick<RunConfig, 'model' | 'train'>, de
       noGot: true,
     });
   }
+  const tp = train.tensorParallel;
+  if (tp !== undefined && !split)
+    issues.push({
+      path: ['train', 'tensorParallel'],
+      message: `train.tensorParallel sizes the groups of devices that split the layers marked 'parallel: model', and no layer is marked; mark them (transformerBlock: { parallel: model }, or model.parallel: model) or leave tensorParallel out`,
+      noGot: true,
+    });
+  else if (tp !== undefined && (tp < 2 || tp > devices || devices % tp !== 0)) {
+    const fits = [...Array(devices).keys()].map((d) => d + 1).filter((d) => d >= 2 && devices % d === 0);
+    issues.push({
+      path: ['train', 'tensorParallel'],
+      message: `a tensor-parallel group of ${tp} devices must have at least 2 and divide the job's ${devices}; use ${fits.join(', ')}`,
+      noGot: true,
+    });
+  }
   if (split && train.microBatches > 1) {
     issues.push({
       path: ['train', 'microBatches'],

@@ -54,6 +54,7 @@ export const trainSchema = section({
   best: bestField(),
   earlyStopping: earlyStoppingField(),
   pipeline: pipelineField(),
+  tensorParallel: posInt().optional(),
 }).transform((o, ctx): TrainSpec => {
   if (o.earlyStopping && o.evalEvery === 0) {
     ctx.addIssue({
@@ -85,5 +86,6 @@ export const trainSchema = section({
     ...(o.clipGradNorm !== undefined ? { clipGradNorm: o.clipGradNorm } : {}),
     ...(o.initFrom !== undefined ? { initFrom: o.initFrom } : {}),
     ...(o.pipeline !== undefined ? { pipeline: o.pipeline } : {}),
+    ...(o.tensorParallel !== undefined ? { tensorParallel: o.tensorParallel } : {}),
   };
 });

@@ -14,6 +14,7 @@ import type { ForwardContext } from '../../nn/layer.ts';
 import type { TrainableModel } from '../../nn/trainableModel.ts';
 import type { Communicator } from '../../comm/communicator.ts';
 import { ModelParallelNet } from '../../parallel/modelParallel/net.ts';
+import { tensorGroupsOf, type TensorGroups } from '../../parallel/modelParallel/tensorGroups.ts';
 import { pipelineStage } from '../../parallel/pipeline/net.ts';
 import { modelParallelLayers } from '../../parallel/modelParallel/plan.ts';
 import { synchroniseBatchNorm } from '../../parallel/syncBatchNorm.ts';
@@ -48,6 +49,8 @@ export class Replica<M extends TrainableModel = Sequential> {
   private input: Float32Array = new Float32Array(0);
   /** a split model's devices: the shards' part of the gradient norm is summed over them */
   private shardComm: Communicator | null = null;
+  /** train.tensorParallel's groups (null: the whole job splits the section) */
+  private groups: TensorGroups | null = null;
   /** the gradient norm before clipping, of the last clipGradients (undefined: none since the last take) */
   private gradNorm: number | undefined;
   private readonly normScratch = new Float32Array(1);
@@ -219,10 +222,12 @@ export class Replica<M extends TrainableModel = Sequential> {
       if (config.train.syncBatchNorm && comm) synchroniseBatchNorm(replica.model, comm);
       return replica;
     }
-    const net = new ModelParallelNet(backend, config.model, comm, options);
+    const groups = tensorGroupsOf(comm, config.train.tensorParallel);
+    const net = new ModelParallelNet(backend, config.model, groups?.tensor ?? comm, options);
     net.initialize(config.train.seed);
     const replica = new Replica(backend, config, options, net);
-    replica.shardComm = comm;
+    replica.shardComm = groups?.tensor ?? comm;
+    replica.groups = groups;
     return replica;
   }
 
@@ -342,7 +347,9 @@ export class Replica<M extends TrainableModel = Sequential> {
       : this.batchTensor(images, images.length / shapeSize(this.model.inputShape));
     // a pipeline stage runs the step's micro-batches itself
     const { microBatches } = this.config.train;
-    const step = { x, labels, targets, sequence, ctx: { ...ctx, training: true, globalBatch: globalBatchSize } };
+    // a tensor-parallel group's section computes its members' rows (tensorGroups.ts)
+    const globalBatch = this.groups?.groupBatch(globalBatchSize) ?? globalBatchSize;
+    const step = { x, labels, targets, sequence, ctx: { ...ctx, training: true, globalBatch } };
     if (this.model.runStep)
       return this.model.runStep({ ...step, gradScale, microBatches, loss: this.loss, onGradientsReady });
     const result = await accumulateMicroBatches(
@@ -350,7 +357,7 @@ export class Replica<M extends TrainableModel = Sequential> {
       this.loss,
       x,
       labels,
-      { ...ctx, training: true, globalBatch: globalBatchSize },
+      step.ctx,
       gradScale,
       this.config.train.microBatches,
       onReady,
@@ -363,6 +370,8 @@ export class Replica<M extends TrainableModel = Sequential> {
       result.lossSum += sums.lossSum;
       result.correct += sums.correct;
     }
+    // the groups' copies of a shard each saw their group's samples: their mean is the job's gradient
+    await this.groups?.data.allreduce(this.shardGrads(), 'mean');
     return result;
   }
 

@@ -58,9 +58,14 @@ export function checkRun(config: RunConfig, data: LoadedData, shape: JobShape): 
   if (issue) throw new Error(`${issue.path.join('.')}: ${issue.message}`);
   const model = buildModel(jsBackend, config.model);
   if (devices > 1 && modelParallelLayers(config.model).length > 0) {
+    // tensor-parallel groups reach each other point to point, which a job's processes do not all have
+    if (config.train.tensorParallel !== undefined && shape.processes > 1)
+      throw new Error(
+        `train.tensorParallel: groups of devices split the layers within one process only, and this job has ${shape.processes}; leave tensorParallel out (the whole job splits them) or run one process`,
+      );
     planModelParallelFrom(
       config.model,
-      devices,
+      config.train.tensorParallel ?? devices,
       model.layers.map((l) => l.inputShape),
     );
   }
