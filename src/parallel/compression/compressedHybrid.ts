@@ -90,7 +90,7 @@ export function compressedHybridStrategy(
       step = info.step;
     },
     onGradientsReady(replica, offset) {
-      if (step >= 0 && step < startStep) plain.onGradientsReady?.(replica, offset);
+      if (step >= 0 && step < startStep) return plain.onGradientsReady?.(replica, offset);
     },
     async applyUpdate(replica, info) {
       if (info.step < startStep) return plain.applyUpdate!(replica, info);
