@@ -161,9 +161,12 @@ test('silent connections to the data ports of a 2-process job are dropped within
     );
     for (const port of ports) floods.push(silentSockets(port, FLOOD_PER_PORT));
     for (const port of ports) {
+      // a listener that waited on the silent connections one by one would take their 2 s deadline
+      // each (16 pending per address: over 30 s); the device thread that listens computes steps
+      // between its turns of the event loop, so on a loaded machine a good handshake takes seconds
       const ms = await authenticatedDial(port);
       assert.ok(
-        ms < 1500,
+        ms < 5000,
         `a connection with the secret to data port ${port} completed its handshake in ${ms.toFixed(0)} ms`,
       );
     }

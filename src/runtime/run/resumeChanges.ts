@@ -58,6 +58,8 @@ const VERDICTS: Record<string, Verdict> = {
   'train.earlyStopping': 'honour',
   // a pipelined set holds the whole model too (its model file), so any layout takes it up
   'train.pipeline': 'honour',
+  // each device's file holds the shards its group gave it: other groups would split them otherwise
+  'train.tensorParallel': 'refuse',
 };
 
 /** The verdict of a field path (`optimizer.lr`), from its longest listed prefix; unlisted: refused. */
