@@ -5,14 +5,9 @@
 
 import { madd } from './simd';
 
-/** e^x, x clamped to [−87, 88] (so 2^n stays a normal float): Cephes expf, range reduction by ln 2. */
+/** e^r · 2^fx, for r what the reduction by ln 2 left of x = fx·ln 2 + r: Cephes expf's polynomial, 2^fx in the exponent bits. */
 // @ts-ignore: decorator
-@inline export function vexp(x: v128): v128 {
-  x = f32x4.pmin(f32x4.pmax(x, f32x4.splat(-87.0)), f32x4.splat(88.0));
-  const fx = f32x4.nearest(f32x4.mul(x, f32x4.splat(1.44269504088896341)));
-  // x − n·ln 2 in two parts (C1 exact in few bits), so r keeps its precision
-  let r = f32x4.sub(x, f32x4.mul(fx, f32x4.splat(0.693359375)));
-  r = f32x4.sub(r, f32x4.mul(fx, f32x4.splat(-2.12194440e-4)));
+@inline function vexpReduced(fx: v128, r: v128): v128 {
   let p = f32x4.splat(1.9875691500e-4);
   p = madd(p, r, f32x4.splat(1.3981999507e-3));
   p = madd(p, r, f32x4.splat(8.3334519073e-3));
@@ -22,6 +17,17 @@ import { madd } from './simd';
   p = f32x4.add(madd(p, f32x4.mul(r, r), r), f32x4.splat(1));
   const pow2 = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(fx), i32x4.splat(127)), 23);
   return f32x4.mul(p, pow2);
+}
+
+/** e^x, x clamped to [−87, 88] (so 2^n stays a normal float): Cephes expf, range reduction by ln 2. */
+// @ts-ignore: decorator
+@inline export function vexp(x: v128): v128 {
+  x = f32x4.pmin(f32x4.pmax(x, f32x4.splat(-87.0)), f32x4.splat(88.0));
+  const fx = f32x4.nearest(f32x4.mul(x, f32x4.splat(1.44269504088896341)));
+  // x − n·ln 2 in two parts (C1 exact in few bits), so r keeps its precision
+  const r0 = f32x4.sub(x, f32x4.mul(fx, f32x4.splat(0.693359375)));
+  const r = f32x4.sub(r0, f32x4.mul(fx, f32x4.splat(-2.12194440e-4)));
+  return vexpReduced(fx, r);
 }
 
 /** σ(x) = 1 / (1 + e^−x) */
@@ -59,17 +65,9 @@ import { madd } from './simd';
 @inline export function vexp2(hi: v128, lo: v128): v128 {
   const x = f32x4.pmin(f32x4.pmax(f32x4.add(hi, lo), f32x4.splat(-87.0)), f32x4.splat(88.0));
   const fx = f32x4.nearest(f32x4.mul(x, f32x4.splat(1.44269504088896341)));
-  let r = f32x4.sub(hi, f32x4.mul(fx, f32x4.splat(0.693359375)));
-  r = f32x4.add(f32x4.sub(r, f32x4.mul(fx, f32x4.splat(-2.12194440e-4))), lo);
-  let p = f32x4.splat(1.9875691500e-4);
-  p = madd(p, r, f32x4.splat(1.3981999507e-3));
-  p = madd(p, r, f32x4.splat(8.3334519073e-3));
-  p = madd(p, r, f32x4.splat(4.1665795894e-2));
-  p = madd(p, r, f32x4.splat(1.6666665459e-1));
-  p = madd(p, r, f32x4.splat(5.0000001201e-1));
-  p = f32x4.add(madd(p, f32x4.mul(r, r), r), f32x4.splat(1));
-  const pow2 = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(fx), i32x4.splat(127)), 23);
-  return f32x4.mul(p, pow2);
+  const r0 = f32x4.sub(hi, f32x4.mul(fx, f32x4.splat(0.693359375)));
+  const r = f32x4.add(f32x4.sub(r0, f32x4.mul(fx, f32x4.splat(-2.12194440e-4))), lo);
+  return vexpReduced(fx, r);
 }
 
 /**
