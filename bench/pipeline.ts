@@ -12,8 +12,15 @@
  * slowest of the op's solo times × max(1, stages / cores) — so it ends on time however many
  * others compute beside it; an op that overruns is counted. `--pace 0` measures raw compute.
  * `--pace-ms F,B` fixes the op times instead (with a small `--width` the real compute is a sliver
- * of them): the figure then measures the engine, the threads and the messages alone, and holds on
- * a machine busy with other work, where compute times are not the op's own.
+ * of them): the figure then measures the engine, the threads and the messages alone.
+ *
+ * A step's window runs from its first forward to its last backward: every wait on a message counts
+ * as idle, only the bench's barrier between steps does not. Beside the bubble: `ops alone`, the
+ * bubble of the step's measured op times with free messages (replayBubble; a busy machine stretches
+ * ops, and a stretched op holds up its neighbour); `excess ms`, the step's time beyond what its ops'
+ * times and the formula account for; `between ops ms`, the stages' time in no op (bookkeeping, or
+ * a thread not running); `message ms`, a message's delivery, and `op over pace ms`, how late an op
+ * ends (medians).
  *   npm run bench -- pipeline [--stages 2,4] [--m 1,2,4,8,16] [--micro 32] [--width 512] [--layers 8] [--steps 5] [--pace 1.3 | --pace-ms 10,20]
  */
 import { availableParallelism, cpus, loadavg } from 'node:os';
@@ -47,8 +54,19 @@ interface StageJob {
   paceMs: { forward: number; backward: number };
 }
 interface StageReport {
-  /** per cell, per measured step: [start, end] of the step on this stage and its busy ms, in absolute ms */
-  steps: { start: number; end: number; busy: number; messages: OpTiming[] }[][];
+  /**
+   * per cell, per measured step: the start of this stage's first forward and the end of its last
+   * backward, its busy ms, in absolute ms, and how far each forward and backward ran past its pace
+   */
+  steps: {
+    start: number;
+    end: number;
+    busy: number;
+    between: number;
+    overPace: number[];
+    compute: OpTiming[];
+    messages: OpTiming[];
+  }[][];
   peakBytes: number[];
   overruns: number;
 }
@@ -69,7 +87,7 @@ const benchConfig = (width: number, layers: number): RunConfig =>
   );
 
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
-/** Blocks the thread until `until` (performance.now() ms), without using a core. */
+/** Blocks the thread until `until` (performance.now() ms), without using a core (a spin would cost the threads their wake-up priority on a loaded machine). */
 function sleepUntil(until: number): boolean {
   const left = until - performance.now();
   if (left > 0) Atomics.wait(sleeper, 0, 0, left);
@@ -140,16 +158,24 @@ async function runStage(job: StageJob): Promise<void> {
       peak = Math.max(peak, r.peakActivationBytes);
       if (step === 0) continue; // the first step warms the JIT and the buffers
       const origin = performance.timeOrigin;
-      const busy = timings
-        .filter((t) => t.kind === 'forward' || t.kind === 'backward')
-        .reduce((a, t) => a + t.end - t.start, 0);
+      const compute = timings.filter((t) => t.kind === 'forward' || t.kind === 'backward');
+      const busy = compute.reduce((a, t) => a + t.end - t.start, 0);
+      // the stage's time in no op at all (its bookkeeping, or its thread not running), within the window
+      const inWindow = timings.filter((t) => t.start >= compute[0]!.start && t.end <= compute[compute.length - 1]!.end);
+      const between =
+        compute[compute.length - 1]!.end - compute[0]!.start - inWindow.reduce((a, t) => a + t.end - t.start, 0);
       const messages = timings
         .filter((t) => t.kind !== 'forward' && t.kind !== 'backward')
         .map((t) => ({ ...t, start: origin + t.start, end: origin + t.end }));
       measured.push({
-        start: origin + timings[0]!.start,
-        end: origin + timings[timings.length - 1]!.end,
+        start: origin + compute[0]!.start,
+        end: origin + compute[compute.length - 1]!.end,
         busy,
+        between,
+        compute,
+        overPace: compute.map(
+          (t) => t.end - t.start - (t.kind === 'forward' ? job.paceMs.forward : job.paceMs.backward),
+        ),
         messages,
       });
     }
@@ -177,6 +203,40 @@ function messageLatencies(stages: OpTiming[][]): number[] {
     }
   }
   return out;
+}
+
+/**
+ * The bubble of the step's own op times with free messages: each stage's ops replayed in its order,
+ * an op starting when its stage's previous op and its input's (forward k on stage s − 1, backward k
+ * on s + 1) have ended. The measured bubble less this is what messages, wake-ups and bookkeeping cost.
+ */
+export function replayBubble(stages: readonly (readonly OpTiming[])[]): number {
+  const p = stages.length;
+  const ops = stages.map((t) => t.filter((o) => o.kind === 'forward' || o.kind === 'backward'));
+  const ends = ops.map(() => new Map<string, number>()),
+    at = ops.map(() => 0),
+    clock = ops.map(() => 0);
+  let busy = 0,
+    left = ops.reduce((n, o) => n + o.length, 0);
+  while (left > 0) {
+    let moved = false;
+    for (let s = 0; s < p; s++) {
+      for (let op = ops[s]![at[s]!]; op; op = ops[s]![at[s]!]) {
+        const from = op.kind === 'forward' ? s - 1 : s + 1;
+        const dep = from >= 0 && from < p ? ends[from]!.get(`${op.kind} ${op.micro}`) : 0;
+        if (dep === undefined) break;
+        const dur = op.end - op.start;
+        clock[s] = Math.max(clock[s]!, dep) + dur;
+        ends[s]!.set(`${op.kind} ${op.micro}`, clock[s]!);
+        busy += dur;
+        at[s]!++;
+        left--;
+        moved = true;
+      }
+    }
+    if (!moved) throw new Error('replayBubble: the stages ran ops no schedule allows');
+  }
+  return 1 - busy / (p * Math.max(...clock));
 }
 
 function spawnSelf(data: StageJob): Worker {
@@ -283,7 +343,7 @@ export async function main(args: string[]): Promise<void> {
       await Promise.all(workers.map((w) => w.terminate()));
     }
     console.log(
-      'schedule   m   bubble measured   (p−1)/(m+p−1)   off by   message ms   peak activation KiB per stage (1f1b/gpipe)',
+      'schedule   m   bubble measured   (p−1)/(m+p−1)   off by   ops alone   excess ms   between ops ms   message ms   op over pace ms   peak activation KiB per stage (1f1b/gpipe)',
     );
     const peaks = new Map<string, number[]>();
     for (const [i, cell] of cells.entries())
@@ -292,17 +352,29 @@ export async function main(args: string[]): Promise<void> {
         reports.map((r) => r.peakBytes[i]!),
       );
     cells.forEach((cell, i) => {
-      // per step: the window from the first stage's first op to the last stage's last; a stage's idle is the window less its busy time
-      const bubbles = reports[0]!.steps[i]!.map((_, k) => {
+      // per step: the window from the first forward (stage 0's) to the last backward (stage 0's); a
+      // stage's idle is the window less its busy time: messages and waits count, the barrier between steps not
+      const ideal = idealBubble(p, cell.m);
+      const steps = reports[0]!.steps[i]!.map((_, k) => {
         const all = reports.map((r) => r.steps[i]![k]!);
-        const span = Math.max(...all.map((x) => x.end)) - Math.min(...all.map((x) => x.start));
-        return 1 - all.reduce((a, x) => a + x.busy, 0) / (p * span);
+        const span = Math.max(...all.map((x) => x.end)) - Math.min(...all.map((x) => x.start)),
+          busy = all.reduce((a, x) => a + x.busy, 0);
+        // excess: the step's time beyond what its ops' own times and the formula's bubble account for
+        return {
+          bubble: 1 - busy / (p * span),
+          replay: replayBubble(all.map((x) => x.compute)),
+          excess: span - busy / p / (1 - ideal),
+          between: all.reduce((a, x) => a + x.between, 0),
+        };
       });
-      const measured = median(bubbles),
-        ideal = idealBubble(p, cell.m);
+      const measured = median(steps.map((x) => x.bubble)),
+        replay = median(steps.map((x) => x.replay)),
+        excess = median(steps.map((x) => x.excess)),
+        between = median(steps.map((x) => x.between));
       const latency = median(
         reports[0]!.steps[i]!.flatMap((_, k) => messageLatencies(reports.map((r) => r.steps[i]![k]!.messages))),
       );
+      const over = paceMs.forward > 0 ? median(reports.flatMap((r) => r.steps[i]!.flatMap((x) => x.overPace))) : NaN;
       const kib = peaks.get(`${cell.schedule} ${cell.m}`)!.map((b) => (b / 1024).toFixed(0));
       const gpipe = peaks.get(`gpipe ${cell.m}`)!;
       const ratio =
@@ -313,7 +385,7 @@ export async function main(args: string[]): Promise<void> {
               .join(' ')}; p/m = ${Math.min(1, p / cell.m).toFixed(2)})`
           : '';
       console.log(
-        `${cell.schedule.padEnd(8)} ${String(cell.m).padStart(3)}   ${measured.toFixed(3).padStart(15)}   ${ideal.toFixed(3).padStart(13)}   ${(ideal > 0 ? `${(((measured - ideal) / ideal) * 100).toFixed(1)}%` : '-').padStart(6)}   ${(Number.isFinite(latency) ? latency.toFixed(2) : '-').padStart(10)}   ${kib.join(' ')}${ratio}`,
+        `${cell.schedule.padEnd(8)} ${String(cell.m).padStart(3)}   ${measured.toFixed(3).padStart(15)}   ${ideal.toFixed(3).padStart(13)}   ${(ideal > 0 ? `${(((measured - ideal) / ideal) * 100).toFixed(1)}%` : '-').padStart(6)}   ${replay.toFixed(3).padStart(9)}   ${excess.toFixed(2).padStart(9)}   ${between.toFixed(2).padStart(14)}   ${(Number.isFinite(latency) ? latency.toFixed(2) : '-').padStart(10)}   ${(Number.isFinite(over) ? over.toFixed(3) : '-').padStart(15)}   ${kib.join(' ')}${ratio}`,
       );
     });
     const overruns = reports.reduce((a, r) => a + r.overruns, 0);

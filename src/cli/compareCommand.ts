@@ -62,10 +62,11 @@ export function runDirName(label: string): string {
 
 /**
  * The config one choice trains: its strategy, and for `trick` every dense layer split, for a
- * pipeline train.pipeline and train.microBatches; checked whole by the schema on the job's devices.
+ * pipeline train.pipeline and train.microBatches, for `tensor:size=g` the trick's layers split
+ * with train.tensorParallel; checked whole by the schema on the job's devices.
  */
 export function choiceConfig(base: RunConfig, choice: StrategyChoice): RunConfig {
-  const model = choice.kind === 'trick' ? markForTrick(base.model) : base.model;
+  const model = choice.kind === 'trick' || choice.tensorParallel ? markForTrick(base.model) : base.model;
   const y = toYamlForm({ ...base, model, train: { ...base.train, strategy: choice.spec } }) as {
     train: Record<string, unknown>;
   };
@@ -74,6 +75,7 @@ export function choiceConfig(base: RunConfig, choice: StrategyChoice): RunConfig
     y.train.pipeline = { stages, schedule, ...(boundaries ? { boundaries } : {}) };
     y.train.microBatches = microBatches;
   }
+  if (choice.tensorParallel) y.train.tensorParallel = choice.tensorParallel;
   return parseConfig(y, `--strategies '${choice.label}'`);
 }
 

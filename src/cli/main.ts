@@ -254,7 +254,7 @@ program
   .argument('<config>', 'YAML run configuration, e.g. examples/mnist-small.yaml')
   .option(
     '--strategies <list>',
-    `comma-separated strategies, options after colons as hybrid:shard=1, or trick, pipeline:stages=2 (default: ${STRATEGY_NAMES.join(',')})`,
+    `comma-separated strategies, options after colons as hybrid:shard=1, or trick, pipeline:stages=2, tensor:size=2 (default: ${STRATEGY_NAMES.join(',')})`,
   )
   .option('--devices <n>', 'number of devices for every run (at least 2)', positiveInt('devices'))
   .option('--epochs <n>', 'number of epochs', positiveInt('epochs'))
@@ -293,7 +293,7 @@ program
   )
   .option(
     '--strategies <list>',
-    `strategies with options after colons, e.g. bmuf:period=8 (default: ${DEFAULT_SIM_STRATEGIES})`,
+    `strategies with options after colons, e.g. bmuf:period=8, pipeline:stages=2, tensor:size=2 (default: ${DEFAULT_SIM_STRATEGIES})`,
   )
   .option(
     '--per-host <n>',

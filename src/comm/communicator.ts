@@ -44,6 +44,12 @@ export interface Communicator {
   send(buf: Float32Array, dest: number, tag?: number): Promise<void>;
   recv(buf: Float32Array, source: number, tag?: number): Promise<void>;
   /**
+   * Optional: sends `buf` only if the send completes at once, without waiting for the receiver
+   * (the data is copied into a free buffer: the shm mailbox). Returns whether it sent; false:
+   * nothing was sent. Lets a caller send ahead of a receive it would otherwise wait on first.
+   */
+  trySend?(buf: Float32Array, dest: number, tag?: number): boolean;
+  /**
    * Optional, collective: announces a buffer that later collectives will be called on, so a
    * shared-memory transport can read peers' copies directly. Transports without it copy.
    */

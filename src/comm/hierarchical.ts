@@ -14,6 +14,15 @@
  */
 import { ownedSlice, type CollectiveStats, type Communicator, type ReduceOp } from './communicator.ts';
 
+/**
+ * Whether ranks `a` and `b` of a job of `threads` threads per process can send to each other: the
+ * same process (shared memory) or the same thread index (its cross world). What a layout that
+ * needs other pairs is refused for before it starts (runtime/run/linkChecks.ts).
+ */
+export function directLink(a: number, b: number, threads: number): boolean {
+  return Math.floor(a / threads) === Math.floor(b / threads) || a % threads === b % threads;
+}
+
 export class HierarchicalCommunicator implements Communicator {
   readonly rank: number;
   readonly size: number;
@@ -92,6 +101,12 @@ export class HierarchicalCommunicator implements Communicator {
   async recv(buf: Float32Array, source: number, tag = 0): Promise<void> {
     const c = this.route(source, 'recv');
     await c.recv(buf, this.peerIndex(c, source), tag);
+  }
+
+  /** Within the process (a pipeline's neighbours), the local transport's; false where the route has none. */
+  trySend(buf: Float32Array, dest: number, tag = 0): boolean {
+    const c = this.route(dest, 'send');
+    return c.trySend?.(buf, this.peerIndex(c, dest), tag) ?? false;
   }
 
   async register(buf: Float32Array): Promise<void> {

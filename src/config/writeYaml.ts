@@ -62,13 +62,13 @@ const lossToYaml = (l: LossSpec): string | Record<string, unknown> =>
   l.type === 'softmaxCrossEntropy' && l.labelSmoothing > 0 ? { ...l } : l.type;
 const optimizerToYaml = (o: OptimizerSpec) => oneKey(o);
 const decayToYaml = (d: DecaySpec) => oneKey(d);
-/** A strategy's options; an optimizer among them (diloco's `outer`) written as `optimizer:` is. */
-const strategyToYaml = (s: StrategySpec) =>
-  s.type === 'diloco'
-    ? { diloco: { ...oneKey(s).diloco, outer: optimizerToYaml(s.outer) } }
-    : s.type === 'hybrid' && s.compression
-      ? { hybrid: { ...oneKey(s).hybrid, compression: oneKey(s.compression) } }
-      : oneKey(s);
+/** A strategy's options; an optimizer among them (diloco's `outer`) written as `optimizer:` is, a compression as its one-key map. */
+const strategyToYaml = (s: StrategySpec) => {
+  const opts = oneKey(s)[s.type]!;
+  if (s.type === 'diloco') opts.outer = optimizerToYaml(s.outer);
+  if ('compression' in s && s.compression) opts.compression = oneKey(s.compression);
+  return { [s.type]: opts };
+};
 
 /** The config as YAML text (e.g. to save the resolved config next to a run's metrics). */
 export function configToYaml(config: RunConfig): string {

@@ -10,6 +10,21 @@ export interface AdamParams {
   decoupled: boolean;
   /** 1-based step count, for bias correction */
   step: number;
+  /**
+   * 1-bit Adam's frozen variance: when set, v is left as it is (not updated from the gradient) and
+   * bias-corrected by this step, the one after which it was frozen; m keeps its usual update.
+   */
+  varianceFrozenAt?: number;
+}
+
+/** AdamParams.varianceFrozenAt checked (null: v is updated), after checking the 1-based step. */
+export function frozenVarianceStep(p: AdamParams): number | null {
+  const { step, varianceFrozenAt: at } = p;
+  if (!(step >= 1)) throw new Error(`adamStep: step must be 1-based, got ${step}`);
+  if (at === undefined) return null;
+  if (!(Number.isInteger(at) && at >= 1 && at <= step))
+    throw new Error(`adamStep: varianceFrozenAt must be a step from 1 to the step (${step}), got ${at}`);
+  return at;
 }
 
 export interface SgdParams {

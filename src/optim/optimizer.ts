@@ -5,6 +5,8 @@ import type { OptimizerSpec } from './spec.ts';
 export interface OptimizerState {
   step: number;
   buffers: { name: string; data: Float32Array }[];
+  /** Adam's step at which its variance was frozen (1-bit Adam); absent: not frozen */
+  varianceFrozenAt?: number;
 }
 
 /** Floats start … end − 1 of a flat buffer. */
@@ -28,6 +30,12 @@ export interface Optimizer {
   state(): OptimizerState;
   /** Restores state saved by state(); buffers are matched by name. */
   loadState(state: OptimizerState): void;
+  /**
+   * Adam/AdamW only (absent elsewhere): from now on v is left as it is and bias-corrected by the
+   * current step, so the update is linear in the gradient (1-bit Adam's compression stage). Once
+   * frozen, later calls change nothing; before any step, nothing either (v is still all zeros).
+   */
+  freezeVariance?(): void;
 }
 
 /** The ranges of [0, size) outside `frozen`, in order (the whole buffer when nothing is frozen). */
@@ -80,6 +88,8 @@ class Sgd implements Optimizer {
 
 class Adam implements Optimizer {
   stepCount = 0;
+  /** the step after which v was frozen (freezeVariance), null while it is updated */
+  private varianceFrozenAt: number | null = null;
   private readonly m: Float32Array;
   private readonly v: Float32Array;
 
@@ -106,8 +116,14 @@ class Adam implements Optimizer {
         weightDecay,
         decoupled: this.spec.type === 'adamw',
         step: this.stepCount,
+        ...(this.varianceFrozenAt === null ? {} : { varianceFrozenAt: this.varianceFrozenAt }),
       });
     }
+  }
+
+  freezeVariance(): void {
+    // v before any step is all zeros, nothing to keep: it freezes at a call after a first step
+    if (this.stepCount >= 1) this.varianceFrozenAt ??= this.stepCount;
   }
 
   state(): OptimizerState {
@@ -117,11 +133,14 @@ class Adam implements Optimizer {
         { name: 'm', data: this.m },
         { name: 'v', data: this.v },
       ],
+      ...(this.varianceFrozenAt === null ? {} : { varianceFrozenAt: this.varianceFrozenAt }),
     };
   }
 
   loadState(state: OptimizerState): void {
     this.stepCount = state.step;
+    // a state saved before the variance froze (or before the field existed) is an unfrozen one
+    this.varianceFrozenAt = state.varianceFrozenAt ?? null;
     copyBuffer(state, 'm', this.m);
     copyBuffer(state, 'v', this.v);
   }

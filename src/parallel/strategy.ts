@@ -43,6 +43,11 @@ export interface ReplicaView {
    */
   shardOptimizer?(layout: ShardLayout, comm: Communicator): ShardedOptimizer;
   /**
+   * 1-bit Adam (compression oneBit's freezeVariance): from now on the replica's Adam leaves its
+   * variance as it is (Optimizer.freezeVariance); again later, or after a resume, it changes nothing.
+   */
+  freezeOptimizerVariance?(): void;
+  /**
    * The weight tensors of `params`/`grads` (the replicated part), from the model's flat layout:
    * gradient compression treats each matrix as one (compression/). Absent: the buffers are one vector.
    */

@@ -12,6 +12,7 @@ import { esc } from './escape.ts';
 import { hyperparameterSection } from './hyperparameters.ts';
 import { ERROR_RATE_CHART } from './clientErrorRates.ts';
 import { resumedNote, segmentNotes } from './segmentNotes.ts';
+import { PIPELINE_STYLE, pipelineSection } from './pipelineTimeline.ts';
 
 /** Marks files this module wrote (so `report` may overwrite them without --force). */
 export const GENERATOR_MARK = '<meta name="generator" content="paratrain report">';
@@ -150,7 +151,15 @@ export function renderHtml(runs: readonly ReportRun[], opts: HtmlOptions = {}): 
 <div class="box"></div>
 </section>`;
       })
-      .join('\n') + errorRateSection(runs);
+      .join('\n') +
+    errorRateSection(runs) +
+    pipelineSection(
+      runs.map((r, i) => ({
+        label: r.label,
+        color: RUN_COLORS[i % RUN_COLORS.length]!,
+        timelines: r.run.pipeline ?? [],
+      })),
+    );
   const left = CHART_IDS.filter((id) => !shown.includes(id)).map(
     (id) => LEFT_OUT[id] ?? SECTIONS[id].title.toLowerCase(),
   );
@@ -326,4 +335,4 @@ table.hyper th{background:#eef0f3;font-weight:600}
 table.hyper tr.differs td{background:#fff8e1}
 details.runs code.command{color:#555;white-space:pre-wrap;word-break:break-all}
 code{font-size:12.5px}
-`;
+${PIPELINE_STYLE}`;

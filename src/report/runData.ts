@@ -11,6 +11,8 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { METRICS_FILE, readMetrics, type MetricEvent } from '../runtime/events/metrics.ts';
 import { readRunSettings, type RunSettings } from './settings.ts';
 import { describeSegment, resumeEventOf, segmentRanges, type RunSegment } from './segments.ts';
+import { parseStageTimeline } from './pipelineTimeline.ts';
+import type { StageTimeline } from '../parallel/pipeline/timeline.ts';
 
 export interface StartInfo {
   time: number;
@@ -108,6 +110,8 @@ export interface RunData {
   best?: { metric: string; value: number; epoch: number; step: number };
   /** train.earlyStopping stopped the run after `step` steps, its last in epoch `epoch` (0-based) */
   earlyStopped?: { step: number; epoch: number; metric: string };
+  /** a pipelined run's sampled steps, each stage's ops (absent: not pipelined) */
+  pipeline?: StageTimeline[];
   /** config.yaml and command.txt of the run directory (null: not there, e.g. a run of an older version) */
   settings: RunSettings | null;
 }
@@ -153,7 +157,7 @@ function joinSegments(segments: readonly MetricEvent[][]): MetricEvent[] {
     const at = resume ? (resume.step as number) : 0,
       epoch = typeof resume?.epoch === 'number' ? resume.epoch : 0;
     const kept = history.filter((e) =>
-      e.type === 'step'
+      e.type === 'step' || e.type === 'pipelineTimeline'
         ? (e.step as number) < at
         : e.type === 'eval' || e.type === 'best'
           ? (e.step as number) <= at
@@ -297,6 +301,11 @@ export function parseRun(all: MetricEvent[], where: { dir: string; metricsPath: 
           reason: typeof e.reason === 'string' ? e.reason : '',
         });
         break;
+      case 'pipelineTimeline': {
+        const t = parseStageTimeline(e);
+        if (t) (run.pipeline ??= []).push(t);
+        break;
+      }
       case 'end':
         run.end = {
           time: num(e, 'time'),

@@ -11,10 +11,14 @@
  *   powerSGD (powerSgd.ts): one all-reduce of the P's (n × r each) with the vectors and the
  *     matrices compression would not shrink, then one of the Q's (m × r each).
  *
- * The codec's arithmetic is timed here by running it on the model's gradient with a one-device
- * communicator (codecSeconds): oneBit's chunking for one device, powerSGD's products exactly.
+ * The codec's arithmetic is timed here by running it on a gradient of the model's shapes with a
+ * communicator that moves nothing (codecSeconds): oneBit as rank 0 of G devices runs it (its G
+ * chunks quantised, its own chunk rebuilt from G and quantised again, the G gathered chunks
+ * rebuilt), on values of random sign as gradients have (its branches on the sign cost what they
+ * cost on real gradients); powerSGD's products, which do not depend on G, once.
  */
 import type { Communicator } from '../comm/communicator.ts';
+import { allFinite } from '../parallel/nonFinite.ts';
 import { OneBitExchange } from '../parallel/compression/oneBit.ts';
 import { PowerSgd } from '../parallel/compression/powerSgd.ts';
 import type { CompressionSpec } from '../parallel/compression/spec.ts';
@@ -118,25 +122,38 @@ export function compressedExchange(
 }
 
 /**
- * Seconds of the codec's own arithmetic for one step on this machine: paratrain's codec run on a
- * gradient of the model's shapes with a one-device communicator (median of `reps` after a warm-up).
+ * Seconds of the step's own arithmetic around the exchange on this machine, as compressedHybrid.ts
+ * runs it: the non-finite check of the gradient, the codec, the check of the estimate. The codec
+ * runs as rank 0 of `devices` (oneBit's chunks depend on them) with a communicator that moves
+ * nothing, on a gradient of the model's shapes in the backend's own buffer (`alloc`, where the
+ * replica's gradient lives) whose signs are random, as a real gradient's are (a periodic fill lets
+ * the CPU predict oneBit's branches on the sign); the median of `reps` after a warm-up.
  */
 export async function codecSeconds(
   spec: CompressionSpec,
   n: number,
   places: readonly TensorPlace[],
+  devices = 1,
+  alloc: (n: number) => Float32Array = (k) => new Float32Array(k),
   reps = 3,
 ): Promise<number> {
-  const grads = new Float32Array(n);
+  const grads = alloc(n);
+  let seed = 0x9e3779b9;
   const fill = () => {
-    for (let i = 0; i < n; i++) grads[i] = Math.sin(i * 12.9898) * 1e-3;
+    // xorshift32: values in (−1e-3, 1e-3), each sign a fair coin
+    for (let i = 0; i < n; i++) {
+      seed ^= seed << 13;
+      seed ^= seed >>> 17;
+      seed ^= seed << 5;
+      grads[i] = ((seed >>> 0) / 2 ** 32 - 0.5) * 2e-3;
+    }
   };
   const reduce =
     spec.type === 'oneBit'
       ? (
           (x) => () =>
             x.reduce(grads)
-        )(new OneBitExchange(silentComm(1), n, places))
+        )(new OneBitExchange(silentComm(devices), n, places))
       : (
           (x) => () =>
             x.reduce(grads, 1)
@@ -145,7 +162,9 @@ export async function codecSeconds(
   for (let k = 0; k <= reps; k++) {
     fill();
     const t0 = performance.now();
+    if (!allFinite(grads)) throw new Error('codecSeconds: a non-finite test gradient');
     await reduce();
+    allFinite(grads);
     if (k > 0) times.push((performance.now() - t0) / 1000);
   }
   times.sort((a, b) => a - b);

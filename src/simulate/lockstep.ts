@@ -21,7 +21,7 @@ import { allreduce, type CollectiveCost, type Network, type Placement } from './
 import { computeTime, type ModelCosts } from './layerCosts.ts';
 import type { StragglerSampler } from './stragglers.ts';
 import { allgather, reduceScatter } from './costModel.ts';
-import type { TrickWorkload } from './trick.ts';
+import type { Exchange, TrickWorkload } from './trick.ts';
 
 /** One lockstep strategy's step: compute, what follows it, and the periodic rounds. */
 export interface LockstepPlan {
@@ -98,21 +98,27 @@ export function hybridPlan(
   };
 }
 
-/** The trick: the section's exchanges, the replicated gradients' allreduce, the optimizer. */
+/**
+ * The trick: the section's exchanges, the replicated gradients' allreduce, the optimizer.
+ * tensorSim.ts runs the section on a group's own communicator (`exchange`) and averages the
+ * shards over the groups (`after`, before the optimizer).
+ */
 export function trickPlan(
   w: Extract<TrickWorkload, { feasible: true }>,
   costs: ModelCosts,
   p: Placement,
   net: Network,
+  variant: { exchange?: (e: Exchange) => CollectiveCost; after?: CollectiveCost } = {},
 ): LockstepPlan {
-  const costsOf = w.exchanges.map((e) => {
+  const world = (e: Exchange) => {
     const n = e.floats * 4;
     return e.op === 'allgather'
       ? allgather(n, p, net, true)
       : e.op === 'reduceScatter'
         ? reduceScatter(n, p, net, true)
         : allreduce(n, p, net, true);
-  });
+  };
+  const costsOf = [...w.exchanges.map(variant.exchange ?? world), ...(variant.after ? [variant.after] : [])];
   const grads = allreduce(w.replicatedFloats * 4, p, net);
   const fixed =
     costsOf.reduce((s, c) => s + c.seconds, 0) +

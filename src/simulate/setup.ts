@@ -17,6 +17,14 @@ import { trickModelOf, type SimulationSetup } from './simulate.ts';
 import type { ShmModel } from './costModel.ts';
 import { describeWeights } from './weights.ts';
 import { codecSeconds, placesOf } from './compressionCost.ts';
+import { getBackend } from '../kernels/index.ts';
+
+/** A buffer of the backend's (the replica's flat buffers come from it), allocated once: every timing reuses it. */
+async function backendAlloc(name: string): Promise<(n: number) => Float32Array> {
+  const b = await getBackend(name);
+  let buf: Float32Array | undefined;
+  return (n) => (buf?.length === n ? buf : (buf = b.alloc(n)));
+}
 
 /** `paratrain simulate`'s flags that shape the simulation. */
 export interface SimulateFlags {
@@ -133,11 +141,25 @@ export async function buildSetup(
   }
   notes.push(`compute: ${costs.source}`);
   const weights = await describeWeights(dataParallel, config.optimizer, backend);
-  const codecs: Record<string, number> = {};
+  const codecs: Record<string, Record<number, number>> = {};
+  const compressed = strategies.some((c) => c.kind === 'hybrid' && c.spec.type === 'hybrid' && c.spec.compression);
+  // the replica's gradient lives in the backend's buffer: the codec is timed on one
+  const alloc = compressed ? await backendAlloc(backend) : undefined;
   for (const c of strategies) {
     if (c.spec.type !== 'hybrid' || !c.spec.compression || c.kind !== 'hybrid') continue;
-    codecs[c.label] = await codecSeconds(c.spec.compression, costs.paramFloats, placesOf(costs.paramFloats, weights));
-    notes.push(`${c.label}: the codec's arithmetic timed here, ${(codecs[c.label]! * 1000).toFixed(2)} ms per step`);
+    const spec = c.spec.compression,
+      places = placesOf(costs.paramFloats, weights);
+    // oneBit's chunks depend on the devices: timed for each count; powerSGD's products do not
+    const per: Record<number, number> = {};
+    for (const G of devices.filter((d) => d > 1))
+      per[G] =
+        spec.type === 'powerSGD' && Object.keys(per).length
+          ? Object.values(per)[0]!
+          : await codecSeconds(spec, costs.paramFloats, places, G, alloc);
+    codecs[c.label] = per;
+    const shown = Object.entries(per).map(([G, t]) => `${G} devices ${(t * 1000).toFixed(2)}`);
+    if (shown.length)
+      notes.push(`${c.label}: the codec and its non-finite checks timed here, ms per step: ${shown.join(', ')}`);
   }
   const setup: SimulationSetup = {
     trickModel: trickModelOf(config),

@@ -20,6 +20,7 @@ import { deviceMemoryBytes } from './memory.ts';
 import { shardedPlan } from './shardingCost.ts';
 import { compressedExchange, compressedPlan, placesOf } from './compressionCost.ts';
 import { pipelinePlan } from './pipelineSim.ts';
+import { tensorWorkload } from './tensorSim.ts';
 
 /** Everything one simulation needs, every flag checked. */
 export interface SimulationSetup {
@@ -51,8 +52,8 @@ export interface SimulationSetup {
   serverUpdate?: number;
   /** the weights' tensors, buckets and optimizer slots (sharding, compression, pipelines, memory) */
   weights?: ModelWeights;
-  /** per compressed strategy's label, its codec's arithmetic per step, seconds (timed here) */
-  codecSeconds?: Record<string, number>;
+  /** per compressed strategy's label and device count, its codec's arithmetic per step, seconds (timed here) */
+  codecSeconds?: Record<string, Record<number, number>>;
 }
 
 /** Summary of a staleness distribution. */
@@ -222,6 +223,18 @@ function simulateOne(
     const o = runLockstep(trickPlan(w, costs, placement, net), G, setup.steps, sampler);
     return finish(o.stepSeconds, batch.total / o.stepSeconds, o.idleShare, o.bytesPerStep);
   }
+  if (choice.tensorParallel) {
+    const t = tensorWorkload(setup.trickModel, costs, choice.tensorParallel, G, batch.total, placement, net);
+    if (!t.feasible) return infeasible(base, t.reason);
+    if (weights)
+      memoryBytes = deviceMemoryBytes({
+        paramFloats: t.paramFloats,
+        stateFloats: costs.stateFloats,
+        optimizerSlots: weights.optimizerSlots,
+      });
+    const o = runLockstep(t.plan, G, setup.steps, sampler);
+    return finish(o.stepSeconds, batch.total / o.stepSeconds, o.idleShare, o.bytesPerStep);
+  }
   if (choice.pipeline) {
     const { stages } = choice.pipeline;
     if (G % stages !== 0)
@@ -274,7 +287,7 @@ function simulateOne(
         net,
       );
       if (typeof x === 'string') return infeasible(base, x);
-      plan = compressedPlan(costs, batch.perDevice, x.cost, setup.codecSeconds?.[choice.label] ?? 0);
+      plan = compressedPlan(costs, batch.perDevice, x.cost, setup.codecSeconds?.[choice.label]?.[G] ?? 0);
       memoryBytes += 4 * x.bufferFloats;
     }
     const o = runLockstep(plan, G, setup.steps, sampler);

@@ -9,6 +9,7 @@
  * unsplit layer at the whole batch.
  */
 import { planModelParallelFrom, modelParallelLayers, type ModelParallelPlan } from '../parallel/modelParallel/plan.ts';
+import { shardLayout } from '../parallel/modelParallel/shards.ts';
 import type { LayerSpec, ModelSpec } from '../nn/spec.ts';
 import { timeAt, type ModelCosts } from './layerCosts.ts';
 
@@ -24,7 +25,15 @@ export interface Exchange {
 
 /** One trick step's collectives and compute, or why the split is impossible. */
 export type TrickWorkload =
-  | { feasible: true; exchanges: Exchange[]; compute: number; replicatedFloats: number; shardFloats: number }
+  | {
+      feasible: true;
+      exchanges: Exchange[];
+      compute: number;
+      replicatedFloats: number;
+      /** the fullest device's shards (device 0: the first devices take a split's extra units) */
+      shardFloats: number;
+      plan: ModelParallelPlan;
+    }
   | { feasible: false; reason: string };
 
 /** The model with every layer data-parallel (what the strategies other than the trick run). */
@@ -70,7 +79,6 @@ export function trickWorkload(spec: ModelSpec, costs: ModelCosts, G: number, tot
   const size = (shape: readonly number[]) => shape.reduce((a, b) => a * b, 1);
   const exchanges: Exchange[] = [];
   let compute = 0,
-    sharded = 0,
     splitParams = 0;
   const at = (i: number, batch: number) =>
     timeAt(costs.layers[i]!.forward, batch) + timeAt(costs.layers[i]!.backward, batch);
@@ -87,7 +95,6 @@ export function trickWorkload(spec: ModelSpec, costs: ModelCosts, G: number, tot
     compute += at(p.index, rows);
     if (p.kind === 'column') {
       splitParams += c.paramFloats;
-      sharded += Math.ceil(c.paramFloats / G);
       if (p.inputRows)
         exchanges.push({ what: `${name}: gather the section's input rows`, op: 'allgather', floats: padded * input });
       if (p.gatherOutput)
@@ -113,7 +120,6 @@ export function trickWorkload(spec: ModelSpec, costs: ModelCosts, G: number, tot
       }
     } else if (p.kind === 'row') {
       splitParams += c.paramFloats;
-      sharded += Math.ceil(c.paramFloats / G);
       const units = p.spec.units;
       exchanges.push(
         p.scatterRows
@@ -128,7 +134,6 @@ export function trickWorkload(spec: ModelSpec, costs: ModelCosts, G: number, tot
         });
     } else if (p.kind === 'channel') {
       splitParams += c.paramFloats;
-      sharded += Math.ceil(c.paramFloats / G);
       const [oh, ow] = c.outputShape as [number, number, number];
       if (p.inputRows)
         exchanges.push({ what: `${name}: gather the input images`, op: 'allgather', floats: padded * input });
@@ -146,7 +151,6 @@ export function trickWorkload(spec: ModelSpec, costs: ModelCosts, G: number, tot
     } else if (p.kind === 'transformer') {
       // Megatron's block: the attention's and the MLP's partial outputs all-reduced forward, their input gradients backward
       splitParams += c.paramFloats;
-      sharded += Math.ceil(c.paramFloats / G);
       if (p.inputRows)
         exchanges.push({ what: `${name}: gather the input sequences`, op: 'allgather', floats: padded * input });
       for (const what of [
@@ -186,6 +190,7 @@ export function trickWorkload(spec: ModelSpec, costs: ModelCosts, G: number, tot
     exchanges,
     compute,
     replicatedFloats: costs.paramFloats - splitParams,
-    shardFloats: sharded,
+    shardFloats: shardLayout(plan, 0).length,
+    plan,
   };
 }

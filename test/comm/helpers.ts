@@ -3,15 +3,20 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { createShmWorld, type ShmWorld, type ShmWorldOptions } from '../../src/comm/shm/index.ts';
+import { bundledModule } from '../../src/runtime/job/spawnWorker.ts';
 
 const tsxApi = import.meta.resolve('tsx/esm/api');
 
 /**
  * A worker running a TypeScript module. tsx's `--import` hooks do not reach worker threads on
- * Node 20, so a tiny eval bootstrap registers tsx inside the worker and then imports the module.
+ * Node 20, so the worker loads the module's bundle (made once per process, spawnWorker.ts) or,
+ * where there is none, a tiny eval bootstrap registers tsx inside the worker and imports the module.
  */
 export function spawnTsWorker(entry: URL, workerData: unknown): Worker {
-  const code = `import(${JSON.stringify(tsxApi)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`;
+  const bundle = bundledModule(entry.href);
+  const code = bundle
+    ? `process.setSourceMapsEnabled(true); import(${JSON.stringify(bundle)})`
+    : `import(${JSON.stringify(tsxApi)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`;
   return new Worker(code, { eval: true, workerData });
 }
 

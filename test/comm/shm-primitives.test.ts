@@ -7,6 +7,7 @@ import {
   createShmWorld,
   Mutex,
   PeerFailedError,
+  ShmCommunicator,
   ShmUsageError,
   waitUntil,
 } from '../../src/comm/shm/index.ts';
@@ -149,4 +150,30 @@ test('world options are checked; the arena allocates aligned, zeroed, growing', 
   assert.equal(b[b.length - 1], 0);
   const small = createShmWorld(1, { arenaMaxBytes: 8 << 20 });
   assert.throws(() => small.alloc(16 << 20), /arena cannot hold/);
+});
+
+test('trySend sends only what an empty mailbox takes at once; the receiver gets it in order, bit for bit', async () => {
+  const world = createShmWorld(2, { mailboxBytes: 4096 });
+  const [a, b] = await Promise.all([0, 1].map((r) => ShmCommunicator.connect(world.rankInit(r))));
+  try {
+    const x = inputFor(1024, 0, 1),
+      y = inputFor(7, 0, 2),
+      got = new Float32Array(1024);
+    assert.equal(a!.trySend(x, 1, 5), true);
+    // the mailbox still holds x: a second message would have to wait for the receiver
+    assert.equal(a!.trySend(y, 1, 6), false);
+    assert.equal(a!.takeStats().bytes, 4096);
+    b!.recvSync(got, 0, 5);
+    assert.equal(firstBitDiff(got, x), -1);
+    // larger than the mailbox (1,025 floats of 4 KiB): never at once
+    assert.equal(a!.trySend(new Float32Array(1025), 1, 6), false);
+    assert.equal(a!.trySend(y, 1, 6), true);
+    const small = new Float32Array(7);
+    b!.recvSync(small, 0, 6);
+    assert.equal(firstBitDiff(small, y), -1);
+    assert.throws(() => a!.trySend(y, 2, 0), /send destination must be a rank in 0..1, got 2/);
+  } finally {
+    a?.close();
+    b?.close();
+  }
 });

@@ -20,6 +20,7 @@ import { assertClose, randomArray } from '../util/close.ts';
 import { referenceBackend as ref } from './reference.ts';
 import { availableBackends } from '../nn/sequenceHelpers.ts';
 import { createNativeBackend } from '../../src/kernels/native/index.ts';
+import { put, putInt, toHost } from './backendArrays.ts';
 
 const backends = (await availableBackends()).filter((b) => b.name !== 'js');
 const all = [jsBackend, ...backends];
@@ -29,19 +30,6 @@ process.env.PARATRAIN_NATIVE_PACKED = '0';
 const nativeFallback = await createNativeBackend();
 delete process.env.PARATRAIN_NATIVE_PACKED;
 if (nativeFallback) assert.equal(nativeFallback.packedKernel, null);
-
-/** `a` copied into b's memory. */
-function put(b: Backend, a: ArrayLike<number>): Float32Array {
-  const out = b.alloc(a.length);
-  out.set(a);
-  return out;
-}
-function putInt(b: Backend, a: ArrayLike<number>): Int32Array {
-  const f = b.alloc(a.length);
-  const out = new Int32Array(f.buffer, f.byteOffset, a.length);
-  out.set(a);
-  return out;
-}
 
 const sig = (v: number): number => 1 / (1 + Math.exp(-v));
 const gemmTol = (K: number, alpha: number) => ({
@@ -54,7 +42,7 @@ const packers: [string, Backend][] = [
   ...(nativeFallback ? [['native (cblas_sgemm per step)', nativeFallback] as [string, Backend]] : []),
 ];
 for (const [label, b] of packers) {
-  test(`packB + gemmPacked equal gemm on ${label}: transposes, alpha/beta, offsets, blocking edges`, () => {
+  test(`packB + gemmPacked equal gemm on ${label}: transposes, alpha/beta, offsets, blocking edges`, async () => {
     // K = 512 and M = 512: rows of A (and of B) 512 floats apart, which onednn copies into longer rows without AVX-512
     const shapes: [number, number, number][] = [
       [1, 1, 1],
@@ -88,6 +76,7 @@ for (const [label, b] of packers) {
             const P = b.packB(transB, K, N, put(b, B));
             assert.equal(P.backend, b.name);
             b.gemmPacked(transA, M, N, K, alpha, Ab, P, beta, Cb, aOff, cOff);
+            await toHost(b, Cb);
             const what = `gemmPacked(${transA}, ${transB}, M=${M}, N=${N}, K=${K}, ${alpha}, ${beta}) on ${label}`;
             // onednn: the product ran on the pack in the primitive's layout, not the fallback (a silent fallback is only slower)
             if (label === 'onednn')
@@ -104,7 +93,7 @@ for (const [label, b] of packers) {
     }
   });
 
-  test(`a pack on ${label} is refilled in place, serves products of any M, and is refused elsewhere`, () => {
+  test(`a pack on ${label} is refilled in place, serves products of any M, and is refused elsewhere`, async () => {
     const K = 5,
       N = 11,
       M = 3;
@@ -116,22 +105,28 @@ for (const [label, b] of packers) {
       want = new Float32Array((M + 1) * N);
     // a product with B1 first (onednn reorders B for the first product's shape), then B2 in the same pack
     b.gemmPacked(false, M, N, K, 1, A, P, 0, C);
+    await toHost(b, C);
     ref.gemm(false, false, M, N, K, 1, A, B1, 0, want);
     assertClose(C.subarray(0, M * N), want.subarray(0, M * N), gemmTol(K, 1));
     const P2 = b.packB(false, K, N, B2, P);
     assert.equal(P2, P, 'same size: the pack is reused');
     b.gemmPacked(false, M, N, K, 1, A, P2, 0, C);
+    await toHost(b, C);
     ref.gemm(false, false, M, N, K, 1, A, B2, 0, want);
     assertClose(C.subarray(0, M * N), want.subarray(0, M * N), gemmTol(K, 1));
     // products of another shape from the same pack, and back
     for (const rows of [M + 1, M]) {
       b.gemmPacked(false, rows, N, K, 1, A, P2, 0, C);
+      await toHost(b, C);
       ref.gemm(false, false, rows, N, K, 1, A, B2, 0, want);
       assertClose(C.subarray(0, rows * N), want.subarray(0, rows * N), { ...gemmTol(K, 1), what: `M=${rows}` });
     }
     assert.throws(() => b.gemmPacked(false, M, N + 1, K, 1, A, P2, 0, b.alloc(M * (N + 1))), /pack is 5×11/);
+    // A and C in the other backend's memory, so that the pack is all it can refuse
     for (const other of packers.map(([, o]) => o).filter((o) => o !== b && o.name !== b.name)) {
-      assert.throws(() => other.gemmPacked(false, M, N, K, 1, A, P2, 0, C), /pack was made by/);
+      const Ao = put(other, A),
+        Co = other.alloc(M * N);
+      assert.throws(() => other.gemmPacked(false, M, N, K, 1, Ao, P2, 0, Co), /pack was made by/);
     }
   });
 }
@@ -172,14 +167,14 @@ function onBackend(b: Backend, bufs: Buffers): Buffers {
 }
 
 /** Runs `step` for t = T−1 … 0 or 0 … T−1 on js and on b; every buffer must match. */
-function compareCells(
+async function compareCells(
   b: Backend,
   H: number,
   G: number,
   forward: boolean,
   step: (k: Backend, t: number, x: Buffers, lengths: Int32Array) => void,
   what: string,
-): void {
+): Promise<void> {
   const init = cellBuffers(H, G, 10 * H + G);
   const js = onBackend(jsBackend, init),
     ours = onBackend(b, init);
@@ -190,14 +185,15 @@ function compareCells(
     step(jsBackend, t, js, lj);
     step(b, t, ours, lb);
   }
+  await toHost(b, ...Object.values(ours));
   for (const k of Object.keys(init))
     assertClose(ours[k]!, js[k]!, { ...cellTol, what: `${what} H=${H} on ${b.name}: ${k}` });
 }
 
 for (const b of backends) {
-  test(`lstm and gru cell steps on ${b.name} equal js's, padded rows included`, () => {
+  test(`lstm and gru cell steps on ${b.name} equal js's, padded rows included`, async () => {
     for (const H of [3, 4, 9, 17]) {
-      compareCells(
+      await compareCells(
         b,
         H,
         4,
@@ -205,7 +201,7 @@ for (const b of backends) {
         (k, t, x, l) => k.lstmCellForward(t, N, H, x.gates!, x.c!, x.h!, l),
         'lstmCellForward',
       );
-      compareCells(
+      await compareCells(
         b,
         H,
         4,
@@ -213,7 +209,7 @@ for (const b of backends) {
         (k, t, x, l) => k.lstmCellBackward(t, N, H, x.acts!, x.c!, x.dh!, x.dc!, x.dz!, l),
         'lstmCellBackward',
       );
-      compareCells(
+      await compareCells(
         b,
         H,
         3,
@@ -221,7 +217,7 @@ for (const b of backends) {
         (k, t, x, l) => k.gruCellForward(t, N, H, x.gates!, x.rec!, x.bhh!, x.hn!, x.h!, l),
         'gruCellForward',
       );
-      compareCells(
+      await compareCells(
         b,
         H,
         3,
@@ -234,7 +230,7 @@ for (const b of backends) {
 }
 
 for (const b of all) {
-  test(`lstm cell on ${b.name}: padding gives zero states and gradients, other steps untouched`, () => {
+  test(`lstm cell on ${b.name}: padding gives zero states and gradients, other steps untouched`, async () => {
     const H = 5,
       G4 = 4 * H,
       t = 2;
@@ -243,6 +239,7 @@ for (const b of all) {
     const lengths = putInt(b, LENGTHS);
     b.lstmCellForward(t, N, H, x.gates!, x.c!, x.h!, lengths);
     b.lstmCellBackward(t, N, H, x.gates!, x.c!, x.dh!, x.dc!, x.dz!, lengths);
+    await toHost(b, ...Object.values(x));
     for (let n = 0; n < N; n++) {
       const out = ((t + 1) * N + n) * H,
         padded = t >= LENGTHS[n]!;
@@ -266,7 +263,7 @@ for (const b of all) {
     assert.deepStrictEqual([...x.dz!.subarray(0, t * N * G4)], [...before.dz!.subarray(0, t * N * G4)]);
   });
 
-  test(`σ and tanh in the lstm cell on ${b.name} are within a few ulp of float64 Math, NaN propagates`, () => {
+  test(`σ and tanh in the lstm cell on ${b.name} are within a few ulp of float64 Math, NaN propagates`, async () => {
     // one sample, H values per gate: gates i, f, o see v, g sees v; c₋₁ = 0 so c = i·g, h = o·tanh(c)
     const values = [...Array(601).keys()]
       .map((k) => (k - 300) / 10)
@@ -278,6 +275,7 @@ for (const b of all) {
     const c = b.alloc(2 * H),
       h = b.alloc(2 * H);
     b.lstmCellForward(0, 1, H, gates, c, h, putInt(b, [1]));
+    await toHost(b, gates, c, h);
     for (let j = 0; j < H; j++) {
       const v = Math.fround(vals[j]!);
       const s = gates[j]!,

@@ -31,7 +31,7 @@ import type { TrainEvent } from '../../src/runtime/events/events.ts';
 import { localGroup } from './localGroup.ts';
 import { syntheticDataset } from './inMemory.ts';
 import { spawnTsWorker } from '../comm/helpers.ts';
-import { exchangeSteps, NAN_WORDS, rawWords } from './compressionBits.ts';
+import { counting, exchangeSteps, NAN_WORDS, rawWords } from './compressionBits.ts';
 import { randomArray } from '../util/close.ts';
 
 test('oneBit quantiser: residual + dequantised = input to one rounding; each value is its group’s positive or negative mean', () => {
@@ -127,29 +127,6 @@ async function tcpPair(): Promise<TcpCommunicator[]> {
   });
   const second = TcpCommunicator.connect({ rank: 1, worldSize: 2, masterPort: await known, secret, timeoutMs: 20_000 });
   return Promise.all([first, second]);
-}
-
-/**
- * Bytes each rank sends, counted as the transports' algorithms move them: a ring all-reduce of n
- * floats sends 2(G − 1)/G · n, an allgather (G − 1)/G · n, a send n.
- */
-function counting(comm: Communicator): Communicator & { sent: number } {
-  const G = comm.size;
-  const c = Object.create(comm) as Communicator & { sent: number };
-  c.sent = 0;
-  c.allreduce = (buf, op) => {
-    c.sent += ((2 * (G - 1)) / G) * buf.length * 4;
-    return comm.allreduce(buf, op);
-  };
-  c.allgather = (buf) => {
-    c.sent += ((G - 1) / G) * buf.length * 4;
-    return comm.allgather(buf);
-  };
-  c.send = (buf, dest, tag) => {
-    c.sent += buf.length * 4;
-    return comm.send(buf, dest, tag);
-  };
-  return c;
 }
 
 test('oneBit: the packed exchange sends at most 1/25 of the bytes of hybrid’s all-reduce (2 and 4 devices, 4 matrices 512 × 512 and their biases)', async () => {

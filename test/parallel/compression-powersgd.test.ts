@@ -1,7 +1,7 @@
 /**
  * PowerSGD: at full rank it is hybrid (the projection onto the span of M̄Q is M̄ itself); at low
  * rank one round is the projection of the mean gradient onto the span of M̄Q, checked against
- * normal equations in float64; before startStep it is hybrid bit for bit.
+ * normal equations in float64; before startStep it (and oneBit) is hybrid bit for bit.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -85,14 +85,13 @@ test('powerSGD at full rank (rank ≥ min(n, m) for every matrix, all compressed
   );
 });
 
-test('powerSGD before startStep is hybrid bit for bit (its buckets too), then compresses', async () => {
+test('powerSGD and oneBit before startStep are hybrid bit for bit (their buckets too), then compress', async () => {
   const plain = await run((c) => hybridStrategy(c, 32), 3);
-  const late = await run(
-    (c) => compressedHybridStrategy(c, hybridStrategy(c, 32), powerSGD({ rank: 1, startStep: 2 }), 1),
-    3,
-  );
-  assert.deepEqual(late.slice(0, 2), plain.slice(0, 2));
-  assert.notDeepEqual(late[2], plain[2]);
+  for (const spec of [powerSGD({ rank: 1, startStep: 2 }), { type: 'oneBit' as const, startStep: 2 }]) {
+    const late = await run((c) => compressedHybridStrategy(c, hybridStrategy(c, 32), spec, 1), 3);
+    assert.deepEqual(late.slice(0, 2), plain.slice(0, 2), spec.type);
+    assert.notDeepEqual(late[2], plain[2], spec.type);
+  }
 });
 
 /** x (n × m, row-major) as rows of float64. */

@@ -1,4 +1,4 @@
-/** `train.strategy.hybrid.compression` in the config: defaults of a bare name, and errors that name the field and the fix. */
+/** `train.strategy.<hybrid|bsp|bmuf|diloco>.compression` in the config: defaults of a bare name, and errors that name the field and the fix. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig, parseYaml, configToYaml, ConfigError } from '../../src/config/index.ts';
@@ -51,7 +51,7 @@ test('compression: errors name the field and the fix', () => {
     "f.yaml: train.strategy.hybrid.compression.powerSGD: unknown option 'ranks' (did you mean 'rank'?); allowed: rank, startStep, warmStart, minCompressionRate",
   ]);
   assert.deepEqual(issuesOf('{ hybrid: { compression: { oneBit: { scale: 2 } } } }'), [
-    "f.yaml: train.strategy.hybrid.compression.oneBit: unknown option 'scale'; oneBit takes no options",
+    "f.yaml: train.strategy.hybrid.compression.oneBit: unknown option 'scale'; allowed: startStep, freezeVariance",
   ]);
   assert.deepEqual(issuesOf('{ hybrid: { compression: [oneBit] } }'), [
     `f.yaml: train.strategy.hybrid.compression: expected a compression name or a one-key map such as 'powerSGD: { rank: 4 }', got ["oneBit"]`,
@@ -62,8 +62,41 @@ test('compression: errors name the field and the fix', () => {
 });
 
 test('compression: the YAML a run stores reads back as the same strategy', () => {
-  for (const c of ['oneBit', '{ powerSGD: { rank: 2, startStep: 5, warmStart: false } }']) {
+  for (const c of [
+    'oneBit',
+    '{ oneBit: { startStep: 3 } }',
+    '{ powerSGD: { rank: 2, startStep: 5, warmStart: false } }',
+  ]) {
     const config = parseConfig(parseYaml(yamlOf(`{ hybrid: { compression: ${c} } }`), 'f.yaml'), 'f.yaml');
+    const back = parseConfig(parseYaml(configToYaml(config), 'g.yaml'), 'g.yaml');
+    assert.deepEqual(back.train.strategy, config.train.strategy);
+  }
+});
+
+test('compression on bsp, bmuf and diloco: the same field, its errors named under the strategy, the YAML read back', () => {
+  assert.deepEqual(strategyOf('{ bsp: { period: 2, compression: oneBit } }'), {
+    type: 'bsp',
+    period: 2,
+    compression: { type: 'oneBit' },
+  });
+  const bmuf = strategyOf('{ bmuf: { compression: { powerSGD: { rank: 2 } } } }') as { compression: unknown };
+  assert.deepEqual(bmuf.compression, {
+    type: 'powerSGD',
+    rank: 2,
+    startStep: 0,
+    warmStart: true,
+    minCompressionRate: 2,
+  });
+  for (const s of ['bsp', 'bmuf', 'diloco'])
+    assert.equal('compression' in strategyOf(s), false, `${s} alone sends floats`);
+  assert.deepEqual(issuesOf('{ diloco: { compression: twoBit } }'), [
+    "f.yaml: train.strategy.diloco.compression: unknown compression 'twoBit'; expected one of oneBit, powerSGD",
+  ]);
+  for (const s of [
+    '{ bsp: { compression: oneBit } }',
+    '{ diloco: { period: 4, compression: { powerSGD: { rank: 3 } } } }',
+  ]) {
+    const config = parseConfig(parseYaml(yamlOf(s), 'f.yaml'), 'f.yaml');
     const back = parseConfig(parseYaml(configToYaml(config), 'g.yaml'), 'g.yaml');
     assert.deepEqual(back.train.strategy, config.train.strategy);
   }

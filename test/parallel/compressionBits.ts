@@ -1,7 +1,8 @@
 /**
  * What the 1-bit exchange's transport tests run on every rank of a real communicator (shm threads,
  * tcp): raw words with NaN bit patterns through send/recv and allgather, and the exchange itself
- * on fixed gradients, so the result can be compared bit for bit with the in-process group's.
+ * on fixed gradients, so the result can be compared bit for bit with the in-process group's; and a
+ * communicator that counts the bytes it sends (the compression bytes tests).
  */
 import type { Communicator } from '../../src/comm/communicator.ts';
 import { OneBitExchange } from '../../src/parallel/compression/oneBit.ts';
@@ -53,4 +54,27 @@ export async function exchangeSteps(comm: Communicator): Promise<number[][]> {
     out.push(wordsOf(g));
   }
   return out;
+}
+
+/**
+ * Bytes each rank sends, counted as the transports' algorithms move them: a ring all-reduce of n
+ * floats sends 2(G − 1)/G · n, an allgather (G − 1)/G · n, a send n.
+ */
+export function counting(comm: Communicator): Communicator & { sent: number } {
+  const G = comm.size;
+  const c = Object.create(comm) as Communicator & { sent: number };
+  c.sent = 0;
+  c.allreduce = (buf, op) => {
+    c.sent += ((2 * (G - 1)) / G) * buf.length * 4;
+    return comm.allreduce(buf, op);
+  };
+  c.allgather = (buf) => {
+    c.sent += ((G - 1) / G) * buf.length * 4;
+    return comm.allgather(buf);
+  };
+  c.send = (buf, dest, tag) => {
+    c.sent += buf.length * 4;
+    return comm.send(buf, dest, tag);
+  };
+  return c;
 }

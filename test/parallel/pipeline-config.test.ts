@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig } from '../../src/config/index.ts';
+import { multiDeviceIssues } from '../../src/config/schema/deviceChecks.ts';
 
 const model = {
   input: [8],
@@ -32,7 +33,11 @@ test('what a pipeline cannot do is refused naming the field and the fix', () => 
     () => parse({ devices: 3, pipeline: { stages: 2 } }),
     /train\.devices.*multiple of 2 \(stages × pipelines\), got 3/s,
   );
-  assert.throws(() => parse({ devices: 1, pipeline: { stages: 2 } }), /multiple of 2.*got 1/s);
+  // one device per process may make a pipeline across processes: the run checks the job's devices
+  assert.match(
+    multiDeviceIssues(parse({ devices: 1, pipeline: { stages: 2 } }), 1)[0]!.message,
+    /the job's devices \(processes × train\.devices\) must be a multiple of 2 .*got 1/,
+  );
   assert.throws(() => parse({ devices: 4, pipeline: { stages: 4 } }), /4 stages for a model of 3 layers.*at most 3/s);
   assert.throws(() => parse({ devices: 2, pipeline: { stages: 1 } }), /stages.*expected an integer ≥ 2/s);
   assert.throws(() => parse({ devices: 2, pipeline: { stages: 2, schedule: 'zigzag' } }), /schedule/);

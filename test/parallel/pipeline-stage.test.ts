@@ -2,6 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { jsBackend } from '../../src/kernels/js/index.ts';
 import { randomArray } from '../util/close.ts';
+import { stageOps } from '../../src/parallel/pipeline/schedule.ts';
+import type { OpTiming } from '../../src/parallel/pipeline/stageStep.ts';
 import { config, pipelinedRun, unsplitRun, type Batch, type RunOutcome } from './pipelineHarness.ts';
 
 // Exact equality: every stage runs the unsplit model's layers on the same micro-batches with the
@@ -79,10 +81,39 @@ for (const [name, c, batches] of [
     const other = await unsplitRun(jsBackend, { ...c, train: { ...c.train, seed: c.train.seed + 1 } }, batches, M);
     assert.notDeepEqual(other.losses, want.losses);
     for (const p of [2, 4])
-      for (const schedule of ['gpipe', '1f1b'] as const)
+      for (const schedule of ['gpipe', '1f1b'] as const) {
         assertSame(`${schedule} p ${p}`, await pipelinedRun(jsBackend, c, batches, M, p, schedule), want);
+        const ahead = await pipelinedRun(jsBackend, c, batches, M, p, schedule, undefined, true);
+        assertSame(`${schedule} p ${p}, sends ahead of receives`, ahead, want);
+      }
   });
 }
+
+test("1f1b's odd stages send ahead of the receive before it where the transport takes the send at once", async () => {
+  const p = 4,
+    m = 6,
+    batches = mlpBatches.slice(0, 1);
+  const order = async (sendAhead: boolean) => {
+    const timings = Array.from({ length: p }, (): OpTiming[] => []);
+    await pipelinedRun(jsBackend, mlp, batches, m, p, '1f1b', timings, sendAhead);
+    return timings.map((ops) => ops.map((o) => `${o.kind} ${o.micro}`));
+  };
+  const scheduled = await order(false),
+    ahead = await order(true);
+  for (let s = 0; s < p; s++) {
+    const ops = stageOps('1f1b', p, m, s).map((o) => `${o.kind} ${o.micro}`);
+    assert.deepEqual(scheduled[s], ops, `stage ${s} runs its schedule`);
+    // every send the schedule puts right after a receive comes right before it instead; all else in place
+    const moved = [...ops];
+    for (let i = 0; i + 1 < moved.length; i++)
+      if (moved[i]!.startsWith('recv') && moved[i + 1]!.startsWith('send')) {
+        [moved[i], moved[i + 1]] = [moved[i + 1]!, moved[i]!];
+        i++;
+      }
+    assert.deepEqual(ahead[s], moved, `stage ${s} sends ahead`);
+    assert.equal(moved.join() !== ops.join(), s % 2 === 1, `stage ${s}: only odd stages have a receive then a send`);
+  }
+});
 
 test('1f1b holds fewer activations than gpipe: stage s at most min(p − s, m) micro-batches of m', async () => {
   const batches = mlpBatches

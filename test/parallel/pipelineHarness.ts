@@ -59,7 +59,11 @@ export async function unsplitRun(backend: Backend, c: RunConfig, batches: Batch[
   return out;
 }
 
-/** The same steps pipelined over `p` stages, every stage an async task of this thread (localGroup). */
+/**
+ * The same steps pipelined over `p` stages, every stage an async task of this thread (localGroup).
+ * `sendAhead`: the communicators take a send at once (`trySend`, as shm's mailbox does), so a stage
+ * sends before a receive the schedule puts first.
+ */
 export async function pipelinedRun(
   backend: Backend,
   c: RunConfig,
@@ -68,6 +72,7 @@ export async function pipelinedRun(
   p: number,
   schedule: PipelineScheduleName,
   timings?: OpTiming[][],
+  sendAhead = false,
 ): Promise<RunOutcome> {
   const ranges = planStages(unsplitLayers(backend, c.model), { stages: p });
   const plan = pipelineSchedule(schedule, p, m);
@@ -76,6 +81,13 @@ export async function pipelinedRun(
   const opts = stages.map((st) => createOptimizer(backend, c.optimizer, st.params.length));
   const comms = localGroup(p),
     loss = createLoss(backend, c.loss);
+  // localGroup's send copies the message before it returns
+  if (sendAhead)
+    for (const comm of comms)
+      comm.trySend = (buf, dest, tag) => {
+        void comm.send(buf, dest, tag);
+        return true;
+      };
   const out: RunOutcome = {
     losses: [],
     firstGrads: new Map(),

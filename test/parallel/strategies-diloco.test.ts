@@ -360,7 +360,7 @@ test('config: errors name the field; the outer optimizer is written as optimizer
     'f.yaml: train.strategy.diloco.period: expected a positive integer, got 0',
   ]);
   assert.deepEqual(issuesOf('{ diloco: { periods: 5 } }'), [
-    "f.yaml: train.strategy.diloco: unknown option 'periods' (did you mean 'period'?); allowed: period, outer",
+    "f.yaml: train.strategy.diloco: unknown option 'periods' (did you mean 'period'?); allowed: period, outer, compression",
   ]);
   assert.deepEqual(issuesOf('{ diloco: { outer: { rmsprop: { lr: 1 } } } }'), [
     "f.yaml: train.strategy.diloco.outer: unknown optimizer 'rmsprop'; expected one of sgd, adam, adamw",

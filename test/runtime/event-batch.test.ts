@@ -57,3 +57,27 @@ test('each step carries the time it was emitted; an interval of 0 sends every st
   const e = sent[0]![0]!;
   assert.ok(e.type === 'step' && e.time !== undefined && e.time >= before && e.time <= Date.now());
 });
+
+test("a pipeline stage's sampled timeline waits with the steps instead of waking the main thread", () => {
+  const sent: TrainEvent[][] = [];
+  const b = new StepEventBatcher((events) => sent.push(events), 60_000);
+  b.emit(step(1));
+  b.emit({
+    type: 'pipelineTimeline',
+    rank: 0,
+    step: 1,
+    stage: 0,
+    stages: 2,
+    pipeline: 0,
+    schedule: '1f1b',
+    microBatches: 1,
+    origin: 0,
+    ops: [],
+  });
+  assert.equal(sent.length, 0);
+  b.flush();
+  assert.deepEqual(
+    sent[0]!.map((e) => e.type),
+    ['step', 'pipelineTimeline'],
+  );
+});

@@ -1,8 +1,9 @@
 /**
  * `mpirun -np 2 paratrain train …` with both transports: the TCP one (rendezvous from Open MPI's
- * environment) and MPI's own collectives (--transport mpi). Each must equal hybrid on 2 threads; a
- * failing device ends the MPI job with the cause. Skipped, with the reason, where mpirun or the
- * MPI addon is absent (.ci/run installs Open MPI).
+ * environment) and MPI's own collectives (--transport mpi). Each must equal hybrid on 2 threads, and
+ * a pipeline of 2 stages over MPI's send/recv the same pipeline on 2 threads; a failing device ends
+ * the MPI job with the cause. Skipped, with the reason, where mpirun or the MPI addon is absent
+ * (.ci/run installs Open MPI).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -82,6 +83,20 @@ test('mpirun -np 2 paratrain train, over tcp and over mpi, equals hybrid on 2 th
     assert.equal(r.code, 0, `${transport}:\n${r.out}`);
     assertClose(weights(join(dir, transport, 'model.safetensors')), reference, `mpirun with --transport ${transport}`);
   }
+});
+
+test('mpirun -np 2 --transport mpi: a pipeline of 2 stages, one per process (send/recv over MPI), equals 2 threads bit for bit', {
+  skip,
+  timeout: 180_000,
+}, async () => {
+  const dir = tmpDir();
+  const cfg = tinyJobConfig(dir, ', devices: 1, microBatches: 2, pipeline: { stages: 2, schedule: 1f1b }');
+  const [r] = await Promise.all([
+    mpirun(['train', cfg, '--transport', 'mpi', '--out', join(dir, 'mpi'), '--quiet']),
+    trainHere(cfg, join(dir, 'single'), { devices: 2 }),
+  ]);
+  assert.equal(r.code, 0, r.out);
+  assert.deepEqual(weights(join(dir, 'mpi', 'model.safetensors')), weights(join(dir, 'single', 'model.safetensors')));
 });
 
 test('--transport mpi: a failing device ends the job with its cause; several devices per process are refused', {

@@ -10,7 +10,6 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { tinyConfig } from '../parallel/helpers.ts';
 import { readMetrics } from '../../src/runtime/events/metrics.ts';
-import { train } from '../../src/runtime/run/train.ts';
 import { assertSameTensors, crashAndResume } from './resumeHelpers.ts';
 
 const every = { steps: 4 };
@@ -61,14 +60,9 @@ test('model-parallel dense layers (hybrid, 2 devices): stopped at step 7 and res
       { dense: { units: 10, parallel: 'model' } },
     ],
   });
-  const { whole, resumed, runDir } = await crashAndResume(config, 7);
+  const { whole, resumed } = await crashAndResume(config, 7);
   assertSameTensors(whole, resumed);
-  // its shards are cut for 2 devices: another count is refused before any work, naming the fixes
-  const three = { ...config, train: { ...config.train, devices: 3, epochs: 3 } };
-  await assert.rejects(
-    train(three, { resume: runDir }),
-    /model-parallel layers \(model\.layers\[3\], model\.layers\[5\]\) split over 2 devices.*resume with --devices 2.*--init-from .*step-\d+\/model\.safetensors/,
-  );
+  // on another count, or with other marks: resume-model-parallel.test.ts
 });
 
 test('async (parameter server) on 2 devices: a crashed run resumes from the saved server weights and completes', async () => {

@@ -3,7 +3,8 @@
  * block [STATE, TAG, TOTAL, CHUNK] and a payload area in the arena. The sender waits for the slot
  * to be empty, copies a chunk in and sets STATE=1; the receiver waits for STATE=1, checks tag and
  * length, copies out and sets STATE=0. A send returns once its last chunk is in the mailbox
- * (safely buffered). Messages between a pair arrive in order; tags are checked, not matched.
+ * (safely buffered); `trySend` sends only a message that fits an empty mailbox, never waiting.
+ * Messages between a pair arrive in order; tags are checked, not matched.
  */
 import type { Arena } from './arena.ts';
 import { ShmUsageError } from './errors.ts';
@@ -21,6 +22,9 @@ const EMPTY = 0,
 
 export class Mailboxes {
   private readonly capacity: number;
+  /** per peer, the payload views last used to send and to receive: a pipeline sends one length over and over */
+  private readonly sendViews: (Float32Array | undefined)[] = [];
+  private readonly recvViews: (Float32Array | undefined)[] = [];
   constructor(
     private readonly control: Int32Array,
     private readonly layout: Layout,
@@ -34,8 +38,42 @@ export class Mailboxes {
     return this.layout.mailboxBase + (src * this.layout.size + dst) * MAILBOX_WORDS;
   }
 
+  /** The mailbox's first `length` floats (the payload region sits below the heap: a view of it stays valid as the arena grows). */
   private payload(src: number, dst: number, length: number): Float32Array {
-    return this.arena.f32(this.layout.mailboxData + (src * this.layout.size + dst) * this.layout.mailboxBytes, length);
+    const views = src === this.rank ? this.sendViews : this.recvViews,
+      peer = src === this.rank ? dst : src;
+    let v = views[peer];
+    if (v?.length !== length)
+      views[peer] = v = this.arena.f32(
+        this.layout.mailboxData + (src * this.layout.size + dst) * this.layout.mailboxBytes,
+        length,
+      );
+    return v;
+  }
+
+  /**
+   * Sends `buf` only if that completes at once: it fits the mailbox and the receiver has taken the
+   * previous message. Returns whether it did (false: nothing was sent).
+   */
+  trySend(buf: Float32Array, dest: number, tag: number): boolean {
+    const n = buf.length,
+      h = this.header(this.rank, dest),
+      c = this.control;
+    if (n > this.capacity || Atomics.load(c, h + STATE) !== EMPTY) return false;
+    this.publish(buf, 0, n, dest, tag);
+    return true;
+  }
+
+  /** Copies buf[off, off + m) into the (empty) mailbox to `dest` and marks it full. */
+  private publish(buf: Float32Array, off: number, m: number, dest: number, tag: number): void {
+    const h = this.header(this.rank, dest),
+      c = this.control;
+    if (m > 0) this.payload(this.rank, dest, m).set(off === 0 && m === buf.length ? buf : buf.subarray(off, off + m));
+    Atomics.store(c, h + TAG, tag);
+    Atomics.store(c, h + TOTAL, buf.length);
+    Atomics.store(c, h + CHUNK, m);
+    Atomics.store(c, h + STATE, FULL);
+    Atomics.notify(c, h + STATE);
   }
 
   /** Returns ms spent waiting for the receiver to drain the mailbox. */
@@ -64,12 +102,7 @@ export class Mailboxes {
             [dest],
           ),
       );
-      if (m > 0) this.payload(this.rank, dest, m).set(buf.subarray(off, off + m));
-      Atomics.store(c, h + TAG, tag);
-      Atomics.store(c, h + TOTAL, n);
-      Atomics.store(c, h + CHUNK, m);
-      Atomics.store(c, h + STATE, FULL);
-      Atomics.notify(c, h + STATE);
+      this.publish(buf, off, m, dest, tag);
       off += m;
     } while (off < n);
     return waited;

@@ -219,6 +219,17 @@ export class ShmCommunicator implements Communicator {
     });
   }
 
+  trySend(buf: Float32Array, dest: number, tag = 0): boolean {
+    return this.guard('send', () => {
+      checkBuffer(buf, 'send');
+      checkRank(dest, this.size, 'send destination');
+      checkTag(tag);
+      const sent = this.mailboxes.trySend(buf, dest, tag | 0);
+      if (sent) this.stats.bytes += buf.length * 4;
+      return sent;
+    });
+  }
+
   recvSync(buf: Float32Array, source: number, tag = 0): void {
     this.guard('recv', () => {
       checkBuffer(buf, 'recv');

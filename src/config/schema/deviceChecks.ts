@@ -17,10 +17,17 @@ export interface DeviceIssue {
   noGot?: true;
 }
 
-/** The problems of `config` on a job of `devices` devices (none on one device). */
-export function multiDeviceIssues(config: Pick<RunConfig, 'model' | 'train'>, devices: number): DeviceIssue[] {
+/**
+ * The problems of `config` on a job of `devices` devices (none on one device). `perProcess`: the
+ * schema's call, with train.devices, one process's share of a job of any number of processes.
+ */
+export function multiDeviceIssues(
+  config: Pick<RunConfig, 'model' | 'train'>,
+  devices: number,
+  perProcess = false,
+): DeviceIssue[] {
   // a pipeline spans several devices: on one, that is its first problem
-  const issues: DeviceIssue[] = pipelineIssues(config, devices).map((i) => ({ ...i, noGot: true }));
+  const issues: DeviceIssue[] = pipelineIssues(config, devices, perProcess).map((i) => ({ ...i, noGot: true }));
   if (devices <= 1 || config.train.pipeline) return issues;
   const { train } = config;
   const split = modelParallelLayers(config.model).length > 0;
@@ -38,7 +45,8 @@ export function multiDeviceIssues(config: Pick<RunConfig, 'model' | 'train'>, de
       message: `train.tensorParallel sizes the groups of devices that split the layers marked 'parallel: model', and no layer is marked; mark them (transformerBlock: { parallel: model }, or model.parallel: model) or leave tensorParallel out`,
       noGot: true,
     });
-  else if (tp !== undefined && (tp < 2 || tp > devices || devices % tp !== 0)) {
+  // a group larger than one process's devices spans processes: the run checks it against the job's
+  else if (tp !== undefined && (tp < 2 || (tp > devices ? !perProcess || tp % devices !== 0 : devices % tp !== 0))) {
     const fits = [...Array(devices).keys()].map((d) => d + 1).filter((d) => d >= 2 && devices % d === 0);
     issues.push({
       path: ['train', 'tensorParallel'],

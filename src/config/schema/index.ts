@@ -15,6 +15,7 @@ import { optimizerSchema, scheduleSchema } from './optimizer.ts';
 import { dataSchema } from './data.ts';
 import { trainSchema } from './train.ts';
 import { multiDeviceIssues } from './deviceChecks.ts';
+import { freezeVarianceIssue } from '../../parallel/compression/spec.ts';
 
 export { LAYER_TYPES } from './model.ts';
 export { OPTIMIZER_TYPES } from './optimizer.ts';
@@ -45,9 +46,11 @@ export const configSchema = strict(
     });
   }
   // what several devices ask of the config; the run asks it again of the job's devices (deviceChecks.ts)
-  for (const { path, message, noGot } of multiDeviceIssues(o, o.train.devices)) {
+  for (const { path, message, noGot } of multiDeviceIssues(o, o.train.devices, true)) {
     ctx.addIssue({ code: 'custom', path, message, ...(noGot ? { params: { noGot } satisfies IssueParams } : {}) });
   }
+  const frozen = freezeVarianceIssue(o.train.strategy, o.optimizer.type);
+  if (frozen) ctx.addIssue({ code: 'custom', ...frozen, params: { noGot: true } satisfies IssueParams });
   const perDevice =
     o.data.batchSizeScope === 'global' ? Math.floor(o.data.batchSize / o.train.devices) : o.data.batchSize;
   if (o.train.microBatches > perDevice) {

@@ -29,17 +29,27 @@ export interface PipelineIssue {
   message: string;
 }
 
-/** What a pipeline over `devices` devices asks of the config (none without train.pipeline). */
-export function pipelineIssues(config: Pick<RunConfig, 'model' | 'train'>, devices: number): PipelineIssue[] {
+/**
+ * What a pipeline over `devices` devices asks of the config (none without train.pipeline).
+ * `perProcess`: `devices` is train.devices, one process's share of the job: one device per process
+ * may still make a whole pipeline across processes, which the run checks with the job's devices.
+ */
+export function pipelineIssues(
+  config: Pick<RunConfig, 'model' | 'train'>,
+  devices: number,
+  perProcess = false,
+): PipelineIssue[] {
   const { train, model } = config;
   const p = train.pipeline;
   if (!p) return [];
   const issues: PipelineIssue[] = [];
   const at = (...path: string[]): PipelineIssue['path'] => ['train', ...path] as PipelineIssue['path'];
-  if (devices % p.stages !== 0)
+  if (devices % p.stages !== 0 && !(perProcess && devices === 1))
     issues.push({
       path: at('devices'),
-      message: `train.pipeline has ${p.stages} stages, so the devices must be a multiple of ${p.stages} (stages × pipelines), got ${devices}`,
+      message: perProcess
+        ? `train.pipeline has ${p.stages} stages, so train.devices must be 1 (one device per process, in a job of several processes) or a multiple of ${p.stages} (stages × pipelines), got ${devices}`
+        : `train.pipeline has ${p.stages} stages, so the job's devices (processes × train.devices) must be a multiple of ${p.stages} (stages × pipelines), got ${devices}`,
     });
   if (p.stages > model.layers.length)
     issues.push({

@@ -1,4 +1,4 @@
-import type { AdamParams, SgdParams } from '../optimizerKernels.ts';
+import { frozenVarianceStep, type AdamParams, type SgdParams } from '../optimizerKernels.ts';
 
 /**
  * In-place optimizer updates over flat parameter buffers, with the exact semantics of
@@ -15,6 +15,7 @@ function checkLengths(what: string, n: number, arrays: Record<string, Float32Arr
 /**
  * m = β1·m + (1−β1)·g; v = β2·v + (1−β2)·g²; p −= lr·m̂/(√v̂ + ε) with m̂, v̂ bias-corrected by step t.
  * Adam (decoupled = false) first adds wd·p to g (L2); AdamW (decoupled = true) first does p −= lr·wd·p.
+ * With varianceFrozenAt = t₀, v stays as it is and v̂ = v/(1 − β2^t₀).
  */
 export function adamStep(
   params: Float32Array,
@@ -26,9 +27,9 @@ export function adamStep(
   const n = params.length;
   checkLengths('adamStep', n, { grads, m, v });
   const { lr, beta1, beta2, eps, weightDecay, decoupled, step } = p;
-  if (!(step >= 1)) throw new Error(`adamStep: step must be 1-based, got ${step}`);
+  const frozen = frozenVarianceStep(p);
   const bc1 = 1 - beta1 ** step;
-  const bc2 = 1 - beta2 ** step;
+  const bc2 = 1 - beta2 ** (frozen ?? step);
   const l2 = decoupled ? 0 : weightDecay;
   const shrink = decoupled ? 1 - lr * weightDecay : 1;
   const c1 = 1 - beta1,
@@ -38,9 +39,9 @@ export function adamStep(
     const g = grads[i] + l2 * w;
     w *= shrink;
     const mi = beta1 * m[i] + c1 * g;
-    const vi = beta2 * v[i] + c2 * g * g;
+    const vi = frozen === null ? beta2 * v[i] + c2 * g * g : v[i];
     m[i] = mi;
-    v[i] = vi;
+    if (frozen === null) v[i] = vi;
     params[i] = w - (lr * (mi / bc1)) / (Math.sqrt(vi / bc2) + eps);
   }
 }

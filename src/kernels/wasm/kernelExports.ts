@@ -274,6 +274,8 @@ export interface KernelExports {
     shrink: number,
     invBc1: number,
     invBc2: number,
+    /** 1: v frozen (read, not updated) */
+    freezeV: number,
   ): void;
   sgdStep(
     params: number,

@@ -1,5 +1,5 @@
 /** The wasm backend's optimizer updates (assembly/elementwise.ts): Adam/AdamW and SGD with momentum, in place. */
-import type { OptimizerKernels } from '../optimizerKernels.ts';
+import { frozenVarianceStep, type OptimizerKernels } from '../optimizerKernels.ts';
 import { need, type WasmAccess } from './access.ts';
 
 export function wasmOptimizerKernels(k: WasmAccess): OptimizerKernels {
@@ -10,9 +10,9 @@ export function wasmOptimizerKernels(k: WasmAccess): OptimizerKernels {
       need('adamStep', 'm', m, n);
       need('adamStep', 'v', v, n);
       const { lr, beta1, beta2, eps, weightDecay, decoupled, step } = p;
-      if (!(step >= 1)) throw new Error(`adamStep: step must be 1-based, got ${step}`);
+      const frozen = frozenVarianceStep(p);
       const invBc1 = 1 / (1 - beta1 ** step);
-      const invBc2 = 1 / (1 - beta2 ** step);
+      const invBc2 = 1 / (1 - beta2 ** (frozen ?? step));
       const l2 = decoupled ? 0 : weightDecay;
       const shrink = decoupled ? 1 - lr * weightDecay : 1;
       k.run(() =>
@@ -32,6 +32,7 @@ export function wasmOptimizerKernels(k: WasmAccess): OptimizerKernels {
           shrink,
           invBc1,
           invBc2,
+          frozen === null ? 0 : 1,
         ),
       );
     },

@@ -7,7 +7,8 @@
 import type { ActivationKind } from '../activation.ts';
 import { linearMain } from './arrayBindings.ts';
 
-const FUNCTIONS = /* wgsl */ `
+/** isNan, tanhOf, sigmoidOf and normalCdf, for every shader that applies them (the recurrent cells too). */
+export const ACTIVATION_FUNCTIONS = /* wgsl */ `
 // on the bits: WGSL lets a compiler assume that float comparisons never meet a NaN
 fn isNan(v: f32) -> bool { return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u; }
 
@@ -26,9 +27,18 @@ fn tanhOf(v: f32) -> f32 {
   return select(t, v, isNan(v));
 }
 
+// e^x for x ≤ 0 to a few ulp: WGSL's exp may be off by 3 + 2|x| ulp (1e-6 relative at x = −30), so
+// x = k·ln2 + r (Cephes' split of ln2, k·0.693359375 exact) and exp only of |r| ≤ ln2/2; below −104 it is 0
+fn expNonPositive(x: f32) -> f32 {
+  let y = max(x, -104.0);
+  let k = round(y * 1.44269504089);
+  let r = (y - k * 0.693359375) + k * 2.12194440e-4;
+  return ldexp(exp(r), i32(k));
+}
+
 // exp of −|v| only, so it never overflows: e/(1 + e) below 0, 1/(1 + e) above
 fn sigmoidOf(v: f32) -> f32 {
-  let e = exp(-abs(v));
+  let e = expNonPositive(-abs(v));
   return select(select(e / (1.0 + e), 1.0 / (1.0 + e), v >= 0.0), v, isNan(v));
 }
 
@@ -68,12 +78,14 @@ const BACKWARD: Record<ActivationKind, string> = {
 
 /** The forward kernel of `kind`: arrays x and y, fields of ACTIVATION_FIELDS. */
 export function forwardShader(kind: ActivationKind): string {
-  return FUNCTIONS + linearMain('p.n', `  let v = ld_x(i);\n  st_y(i, ${FORWARD[kind]});`);
+  return ACTIVATION_FUNCTIONS + linearMain('p.n', `  let v = ld_x(i);\n  st_y(i, ${FORWARD[kind]});`);
 }
 
 /** The backward kernel of `kind`: arrays y (gelu: x), dy and dx. */
 export function backwardShader(kind: ActivationKind): string {
-  return FUNCTIONS + linearMain('p.n', `  let v = ld_y(i);\n  let g = ld_dy(i);\n  st_dx(i, ${BACKWARD[kind]});`);
+  return (
+    ACTIVATION_FUNCTIONS + linearMain('p.n', `  let v = ld_y(i);\n  let g = ld_dy(i);\n  st_dx(i, ${BACKWARD[kind]});`)
+  );
 }
 
 /** The Params fields after the arrays' offsets, in order. */

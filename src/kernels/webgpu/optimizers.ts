@@ -3,7 +3,7 @@
  * semantics of src/kernels/js/optimizerSteps.ts (torch.optim.Adam / AdamW / SGD, dampening 0) in
  * float32 arithmetic. The parameters and their state may be views of one flat buffer.
  */
-import type { AdamParams, SgdParams } from '../optimizerKernels.ts';
+import { frozenVarianceStep, type AdamParams, type SgdParams } from '../optimizerKernels.ts';
 import type { ArrayUse } from './arrayBindings.ts';
 import { bindArrays, cachedShader, linearGroups, linearMain } from './arrayBindings.ts';
 import type { GpuArray } from './gpuArray.ts';
@@ -21,6 +21,18 @@ const ADAM = linearMain(
   st_m(i, m);
   st_v(i, v);
   st_params(i, w - (p.lr * (m / p.bc1)) / (sqrt(v / p.bc2) + p.eps));`,
+);
+
+/** 1-bit Adam's frozen variance: v is read only, bias-corrected by the step it froze at (bc2). */
+const ADAM_FROZEN_V = linearMain(
+  'p.n',
+  /* wgsl */ `
+  var w = ld_params(i);
+  let g = ld_grads(i) + p.l2 * w;
+  w *= p.shrink;
+  let m = p.beta1 * ld_m(i) + p.c1 * g;
+  st_m(i, m);
+  st_params(i, w - (p.lr * (m / p.bc1)) / (sqrt(ld_v(i) / p.bc2) + p.eps));`,
 );
 
 const SGD_MOMENTUM = linearMain(
@@ -69,6 +81,7 @@ function run(
  * Records one Adam/AdamW update of `params` in place, m and v its moments: m = β1·m + (1−β1)·g,
  * v = β2·v + (1−β2)·g², p −= lr·m̂/(√v̂ + ε) with bias correction by step; Adam adds wd·p to g,
  * AdamW first shrinks p by lr·wd. The scalars are derived in float64 and rounded to float32.
+ * With varianceFrozenAt, v is only read (bias-corrected by that step).
  */
 export function adamStep(
   ctx: GpuContext,
@@ -81,21 +94,22 @@ export function adamStep(
   const n = params.length;
   checkLengths('adamStep', n, { grads, m, v });
   const { lr, beta1, beta2, eps, weightDecay, decoupled, step } = p;
-  if (!(step >= 1)) throw new Error(`adamStep: step must be 1-based, got ${step}`);
+  const frozen = frozenVarianceStep(p);
   if (n === 0) return;
   const uses: ArrayUse[] = [
     { name: 'params', array: params, write: true },
     { name: 'grads', array: grads },
     { name: 'm', array: m, write: true },
-    { name: 'v', array: v, write: true },
+    { name: 'v', array: v, write: frozen === null },
   ];
   const fields =
     'n: u32, lr: f32, beta1: f32, beta2: f32, c1: f32, c2: f32, bc1: f32, bc2: f32, eps: f32, l2: f32, shrink: f32';
   // the scalars in float64, each rounded once to float32
-  const values = [lr, beta1, beta2, 1 - beta1, 1 - beta2, 1 - beta1 ** step, 1 - beta2 ** step, eps];
+  const values = [lr, beta1, beta2, 1 - beta1, 1 - beta2, 1 - beta1 ** step, 1 - beta2 ** (frozen ?? step), eps];
   const l2 = decoupled ? 0 : weightDecay,
     shrink = decoupled ? 1 - lr * weightDecay : 1;
-  run(ctx, 'adamStep', ADAM, uses, fields, n, (params) => {
+  const [name, body] = frozen === null ? ['adamStep', ADAM] : ['adamStepFrozenV', ADAM_FROZEN_V];
+  run(ctx, name, body, uses, fields, n, (params) => {
     for (const value of [...values, l2, shrink]) params.f32(value);
   });
 }

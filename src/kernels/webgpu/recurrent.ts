@@ -8,12 +8,15 @@
 import type { ArrayUse } from './arrayBindings.ts';
 import { bindArrays, cachedShader, linearGroups, linearMain } from './arrayBindings.ts';
 import { checkLengths, type GpuArray } from './gpuArray.ts';
+import { ACTIVATION_FUNCTIONS } from './activationShaders.ts';
 import type { GpuContext } from './gpuContext.ts';
 
-/** σ, and tanh with its argument clamped where it is ±1 in float32 (some GPUs' tanh gives NaN for large |v|). */
-const ACTIVATIONS = /* wgsl */ `
-fn sigmoid(v: f32) -> f32 { return 1.0 / (1.0 + exp(-v)); }
-fn tanh1(v: f32) -> f32 { return tanh(clamp(v, -15.0, 15.0)); }`;
+/**
+ * σ and tanh as the activation kernels compute them, to a few ulp: WGSL's tanh is loose near 0
+ * (2% off at 1e-6 on SwiftShader), its exp 1e-6 relative at −30, and a clamp of NaN may give ±15,
+ * where the CPU backends propagate NaN.
+ */
+const ACTIVATIONS = ACTIVATION_FUNCTIONS;
 
 /** Thread i is unit j of sample n; `prev` indexes block t of a state buffer [(T+1)·N, H], `cur` block t + 1. */
 const STEP = /* wgsl */ `
@@ -34,17 +37,17 @@ const LSTM_FORWARD =
     return;
   }
   let gb = (p.t * p.N + n) * 4u * p.H + j;
-  let ig = sigmoid(ld_gates(gb));
-  let f = sigmoid(ld_gates(gb + p.H));
-  let g = tanh1(ld_gates(gb + 2u * p.H));
-  let o = sigmoid(ld_gates(gb + 3u * p.H));
+  let ig = sigmoidOf(ld_gates(gb));
+  let f = sigmoidOf(ld_gates(gb + p.H));
+  let g = tanhOf(ld_gates(gb + 2u * p.H));
+  let o = sigmoidOf(ld_gates(gb + 3u * p.H));
   st_gates(gb, ig);
   st_gates(gb + p.H, f);
   st_gates(gb + 2u * p.H, g);
   st_gates(gb + 3u * p.H, o);
   let cv = f * ld_c(prev) + ig * g;
   st_c(cur, cv);
-  st_h(cur, o * tanh1(cv));`,
+  st_h(cur, o * tanhOf(cv));`,
   );
 
 const LSTM_BACKWARD =
@@ -63,7 +66,7 @@ const LSTM_BACKWARD =
   let g = ld_gates(zb + 2u * p.H);
   let o = ld_gates(zb + 3u * p.H);
   let dhv = ld_dh(cur);
-  let tc = tanh1(ld_c(cur));
+  let tc = tanhOf(ld_c(cur));
   let dcv = ld_dc(i) + dhv * o * (1.0 - tc * tc);
   st_dz(zb, dcv * g * ig * (1.0 - ig));
   st_dz(zb + p.H, dcv * ld_c(prev) * f * (1.0 - f));
@@ -83,10 +86,10 @@ const GRU_FORWARD =
   }
   let gb = (p.t * p.N + n) * 3u * p.H + j;
   let rb = n * 3u * p.H + j;
-  let r = sigmoid(ld_gates(gb) + ld_rec(rb) + ld_bhh(j));
-  let z = sigmoid(ld_gates(gb + p.H) + ld_rec(rb + p.H) + ld_bhh(p.H + j));
+  let r = sigmoidOf(ld_gates(gb) + ld_rec(rb) + ld_bhh(j));
+  let z = sigmoidOf(ld_gates(gb + p.H) + ld_rec(rb + p.H) + ld_bhh(p.H + j));
   let hnv = ld_rec(rb + 2u * p.H) + ld_bhh(2u * p.H + j);
-  let nv = tanh1(ld_gates(gb + 2u * p.H) + r * hnv);
+  let nv = tanhOf(ld_gates(gb + 2u * p.H) + r * hnv);
   st_gates(gb, r);
   st_gates(gb + p.H, z);
   st_gates(gb + 2u * p.H, nv);

@@ -9,63 +9,19 @@
  * in a quantised gradient), so every device skips the step alike and the error-feedback state is
  * left as it was; an estimate that overflows is skipped on every device too (it is the same bits
  * everywhere) and the state starts afresh. train.clipGradNorm clips the estimate, the gradient
- * applied. Before powerSGD's startStep the step is plain hybrid's, bit for bit.
+ * applied. Before the compression's startStep the step is plain hybrid's, bit for bit. With oneBit's
+ * freezeVariance (1-bit Adam), Adam's variance freezes at the first compressed step, so the update
+ * stays linear in the compressed gradient and error feedback corrects it as for SGD.
  */
 import type { Communicator } from '../../comm/communicator.ts';
-import { counter, restoreTensor, type ReplicaView, type Strategy, type StrategyState } from '../strategy.ts';
+import type { ReplicaView, Strategy } from '../strategy.ts';
 import { allFinite, anyBad } from '../nonFinite.ts';
-import { OneBitExchange } from './oneBit.ts';
-import { PowerSgd } from './powerSgd.ts';
-import type { CompressionSpec } from './spec.ts';
-import { tensorPlaces } from './tensors.ts';
-
-interface Codec {
-  /** what collectives run on: registered at the start, so shared memory reads them in place */
-  buffers: Float32Array[];
-  reduce(grads: Float32Array, step: number): Promise<void>;
-  reset(): void;
-  save(): StrategyState;
-  restore(state: StrategyState): void;
-}
-
-function codecFor(comm: Communicator, replica: ReplicaView, spec: CompressionSpec, seed: number): Codec {
-  const n = replica.grads.length,
-    places = tensorPlaces(n, replica.tensors);
-  if (spec.type === 'oneBit') {
-    const x = new OneBitExchange(comm, n, places);
-    return {
-      buffers: x.collectiveBuffers,
-      reduce: (grads) => x.reduce(grads),
-      reset: () => x.reset(),
-      save: () => ({
-        tensors: { 'oneBit.residual': x.residual, 'oneBit.serverResidual': x.serverResidual },
-        counters: { worldSize: comm.size },
-      }),
-      restore(state) {
-        restoreTensor(state, 'oneBit.residual', x.residual);
-        // this rank's chunk of the mean depends on the device count: after a resize it starts afresh
-        if (counter(state, 'worldSize') === comm.size) restoreTensor(state, 'oneBit.serverResidual', x.serverResidual);
-        else x.serverResidual.fill(0);
-      },
-    };
-  }
-  const p = new PowerSgd(comm, n, places, { ...spec, seed });
-  return {
-    buffers: p.collectiveBuffers,
-    reduce: (grads, step) => p.reduce(grads, step),
-    reset: () => p.reset(),
-    // q lives on a SharedArrayBuffer (registered with the transport): the set gets a plain copy
-    save: () => ({ tensors: { 'powerSGD.error': p.error, 'powerSGD.q': p.q.slice() }, counters: {} }),
-    restore(state) {
-      restoreTensor(state, 'powerSGD.error', p.error);
-      restoreTensor(state, 'powerSGD.q', p.q);
-    },
-  };
-}
+import { codecFor, type Codec } from './codec.ts';
+import { compressionStartStep, type CompressionSpec } from './spec.ts';
 
 /**
  * `plain` is hybrid's own strategy on the same communicator: it starts the run (registering the
- * buffers, rank 0's weights to every replica) and takes the steps before powerSGD's startStep.
+ * buffers, rank 0's weights to every replica) and takes the steps before the compression's startStep.
  */
 export function compressedHybridStrategy(
   comm: Communicator,
@@ -73,12 +29,14 @@ export function compressedHybridStrategy(
   spec: CompressionSpec,
   seed: number,
 ): Strategy {
-  const startStep = spec.type === 'powerSGD' ? spec.startStep : 0;
+  const startStep = compressionStartStep(spec);
+  const freezeVariance = spec.type === 'oneBit' && spec.freezeVariance === true;
   let codec: Codec | null = null;
   /** the step under way (from beforeStep): its buckets go to `plain` before startStep */
   let step = -1;
   const flag = new Float32Array(1);
-  const codecOf = (replica: ReplicaView) => (codec ??= codecFor(comm, replica, spec, seed));
+  const codecOf = (replica: ReplicaView) =>
+    (codec ??= codecFor(comm, replica.grads.length, replica.tensors, spec, seed));
   return {
     name: 'hybrid',
     async onStart(replica) {
@@ -103,6 +61,12 @@ export function compressedHybridStrategy(
         return { skipped: true };
       }
       await replica.clipGradients?.();
+      if (freezeVariance) {
+        if (!replica.freezeOptimizerVariance)
+          throw new Error("compression oneBit's freezeVariance needs a replica whose optimizer it can reach");
+        // 1-bit Adam: v as the plain steps left it (idempotent: a resumed run's is already frozen)
+        replica.freezeOptimizerVariance();
+      }
       replica.localStep(info.lr);
       return undefined;
     },

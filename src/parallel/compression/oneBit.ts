@@ -126,7 +126,7 @@ export function sharedFloats(n: number): Float32Array {
 function linkError(err: unknown): unknown {
   if (!(err instanceof Error) || !err.message.includes('no direct link')) return err;
   return new Error(
-    `train.strategy.hybrid.compression oneBit sends each device's chunks to every other device, but ${err.message}; ` +
+    `train.strategy's compression oneBit sends each device's chunks to every other device, but ${err.message}; ` +
       'run one device thread per process, or use compression powerSGD, which needs only all-reduces',
   );
 }

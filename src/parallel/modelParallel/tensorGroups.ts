@@ -31,10 +31,7 @@ export function tensorGroups(world: Communicator, size: number): TensorGroups {
     throw new Error(
       `train.tensorParallel: groups of ${size} devices do not divide the job's ${world.size}; use a divisor of ${world.size} of at least 2`,
     );
-  const first = world.rank - (world.rank % size);
-  const members = Array.from({ length: size }, (_, i) => first + i);
-  const place = world.rank % size;
-  const holders = Array.from({ length: world.size / size }, (_, q) => q * size + place);
+  const { members, holders } = tensorGroupRanks(world.rank, world.size, size);
   return {
     tensor: subgroup(world, members, TENSOR_TAG_BASE),
     data: subgroup(world, holders, DATA_TAG_BASE),
@@ -43,6 +40,20 @@ export function tensorGroups(world: Communicator, size: number): TensorGroups {
       const { counts } = rowSplit(globalBatch, world.size);
       return members.reduce((sum, r) => sum + counts[r]!, 0);
     },
+  };
+}
+
+/** Rank `rank`'s tensor-parallel group (`members`) and the ranks holding its shards (`holders`, one per group). */
+export function tensorGroupRanks(
+  rank: number,
+  devices: number,
+  size: number,
+): { members: number[]; holders: number[] } {
+  const first = rank - (rank % size);
+  const place = rank % size;
+  return {
+    members: Array.from({ length: size }, (_, i) => first + i),
+    holders: Array.from({ length: devices / size }, (_, q) => q * size + place),
   };
 }
 

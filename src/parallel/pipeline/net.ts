@@ -10,7 +10,8 @@ import type { PipelineStepInput, StepSums, TrainableModel, WholeModelTarget } fr
 import { stageOps, type PipelineOp, type PipelineScheduleName } from './schedule.ts';
 import type { StageRange } from './partition.ts';
 import { PipelineStage, planStages, stageLayout, unsplitLayers } from './stage.ts';
-import { copiesNeeded, runStageStep } from './stageStep.ts';
+import { copiesNeeded, runStageStep, type OpTiming } from './stageStep.ts';
+import { stageTimeline, timelineSampled, type StageTimeline } from './timeline.ts';
 
 /** How a job's devices form pipelines: consecutive ranks are the stages of one pipeline. */
 export interface PipelinePlace {
@@ -95,6 +96,8 @@ export class PipelineNet implements TrainableModel {
   readonly needsAsync = false;
   /** every gradient is final when the step's last backward ends */
   readonly gradientReadyOffsets: readonly number[] = [0];
+  /** told pipeline 0's sampled steps' timelines (timeline.ts): the run's metrics, for the report's chart */
+  onTimeline?: (timeline: StageTimeline) => void;
   private readonly unsplit: Layer[];
   private readonly opsFor = new Map<number, PipelineOp[]>();
   private peak = 0;
@@ -147,6 +150,9 @@ export class PipelineNet implements TrainableModel {
     const last = stage === stages - 1;
     const n = step.x.batch,
       m = Math.min(step.microBatches, Math.max(n, 1));
+    // one pipeline's rows show the schedule; the others run the same ops
+    const timings: OpTiming[] | undefined =
+      this.onTimeline && this.place.pipeline === 0 && timelineSampled(step.ctx.step) ? [] : undefined;
     const r = await runStageStep(
       this.stage,
       this.ops(m),
@@ -160,7 +166,14 @@ export class PipelineNet implements TrainableModel {
       },
       { comm: this.comm, prev: stage > 0 ? rank - 1 : null, next: last ? null : rank + 1, tagBase: PIPELINE_TAG_BASE },
       last ? step.loss : null,
+      timings,
     );
+    if (timings) {
+      const { schedule } = this.options;
+      this.onTimeline!(
+        stageTimeline(timings, { step: step.ctx.step, stage, stages, pipeline: 0, schedule, microBatches: m }),
+      );
+    }
     this.peak = Math.max(this.peak, r.peakActivationBytes);
     const { lossSum, correct, absErrorSum, exactMatches } = r;
     // the last stage reports the pipeline's samples; the others none, so the step counts once

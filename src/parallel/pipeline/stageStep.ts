@@ -108,10 +108,30 @@ export async function runStageStep(
     inputGrads = new Map<number, Tensor>();
   const result: StageStepResult = { lossSum: 0, correct: 0, samples: batch.samples, peakActivationBytes: 0 };
   const forwarded = new Set<number>();
-  for (const op of ops) {
+  // a send the schedule puts after a receive, made before it where the transport takes it at once
+  const sentAhead = new Set<number>();
+  const sendAhead = (i: number): void => {
+    const op = ops[i];
+    if (!op || !comm.trySend) return;
+    const t0 = timings ? performance.now() : 0;
+    if (op.kind === 'sendActivation' && outputs.has(op.micro)) {
+      if (!comm.trySend(outputs.get(op.micro)!.data, links.next!, activationTag(links, op.micro))) return;
+      outputs.delete(op.micro);
+    } else if (op.kind === 'sendGradient' && inputGrads.has(op.micro)) {
+      if (!comm.trySend(inputGrads.get(op.micro)!.data, links.prev!, gradientTag(links, op.micro))) return;
+      inputGrads.delete(op.micro);
+    } else return;
+    sentAhead.add(i);
+    timings?.push({ kind: op.kind, micro: op.micro, start: t0, end: performance.now() });
+  };
+  for (const [i, op] of ops.entries()) {
+    if (sentAhead.has(i)) continue;
     const k = op.micro,
       { start, end } = ranges[k]!,
       n = end - start;
+    // 1F1B's odd stages receive before they send (schedule.ts: the order rendezvous sends need);
+    // a send that completes at once goes first, so the neighbour's next op is not held up by this receive
+    if (op.kind === 'recvActivation' || op.kind === 'recvGradient') sendAhead(i + 1);
     const t0 = timings ? performance.now() : 0;
     switch (op.kind) {
       case 'recvActivation': {

@@ -30,6 +30,8 @@ export class ShardedOptimizer implements Optimizer {
   private steps = 0;
   /** the whole state as of the last assemble, until the next step (checkpoints) */
   private assembled: OptimizerState | null = null;
+  /** as the parts' (Adam's freezeVariance), kept here too for a device that owns nothing */
+  private varianceFrozenAt: number | undefined;
 
   constructor(
     private readonly backend: Backend,
@@ -63,6 +65,12 @@ export class ShardedOptimizer implements Optimizer {
     this.steps++;
   }
 
+  freezeVariance(): void {
+    if (this.spec.type === 'sgd') throw new Error('freezeVariance: only Adam/AdamW keep a variance to freeze');
+    for (const p of this.parts) p.freezeVariance?.();
+    if (this.steps >= 1) this.varianceFrozenAt ??= this.steps;
+  }
+
   /** The state's buffer names, in the whole optimizer's order. */
   private names(): string[] {
     // a device that owns nothing still names the buffers, to take part in assembling them
@@ -88,7 +96,8 @@ export class ShardedOptimizer implements Optimizer {
       return { name, data };
     });
     for (const b of buffers) await layout.allgather(this.comm, b.data);
-    this.assembled = { step: this.steps, buffers };
+    const frozen = this.varianceFrozenAt;
+    this.assembled = { step: this.steps, buffers, ...(frozen === undefined ? {} : { varianceFrozenAt: frozen }) };
   }
 
   /** The whole state, as assembled at this step boundary (a collective no device can call alone). */
@@ -111,8 +120,9 @@ export class ShardedOptimizer implements Optimizer {
           );
         return { name: b.name, data: b.data.subarray(r.start, r.end) };
       });
-      this.parts[k]!.loadState({ step: state.step, buffers });
+      this.parts[k]!.loadState({ ...state, buffers });
     }
     this.stepCount = state.step;
+    this.varianceFrozenAt = state.varianceFrozenAt;
   }
 }

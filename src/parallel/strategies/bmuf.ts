@@ -1,7 +1,9 @@
 import type { Communicator } from '../../comm/communicator.ts';
 import { restoreTensor, type Strategy } from '../strategy.ts';
-import { periodicAveragingStrategy } from './periodicAveraging.ts';
+import { periodicAveragingStrategy, type OuterUpdate } from './periodicAveraging.ts';
 import type { StrategyEntry } from './entry.ts';
+import { CompressedDeltas } from '../compression/compressedDeltas.ts';
+import { compressionSchema, type CompressionSpec } from '../compression/spec.ts';
 
 export interface BmufOptions {
   period: number;
@@ -24,9 +26,9 @@ export interface BmufOptions {
  * g = s − w̄: torch's v ← η·v + g; s ← s − ζ·v is the rule above with Δ = −ζ·v. (Nesterov is not
  * torch's: here s moves by (1 + η)·Δ_t, there by (1 + η)·Δ_t − η·Δ_{t−1}.)
  */
-export function bmufStrategy(comm: Communicator, o: BmufOptions): Strategy {
+export function bmufStrategy(comm: Communicator, o: BmufOptions, deltas?: CompressedDeltas): Strategy {
   let theta: Float32Array, delta: Float32Array;
-  return periodicAveragingStrategy('bmuf', comm, o.period, {
+  const rule: OuterUpdate = {
     begin(start) {
       theta = start.slice();
       delta = new Float32Array(start.length);
@@ -47,7 +49,8 @@ export function bmufStrategy(comm: Communicator, o: BmufOptions): Strategy {
       restoreTensor(state, 'theta', theta);
       restoreTensor(state, 'delta', delta);
     },
-  });
+  };
+  return periodicAveragingStrategy('bmuf', comm, o.period, rule, deltas);
 }
 
 /** blockMomentum left out: `defaultBlockMomentum(devices)` */
@@ -57,6 +60,8 @@ export interface BmufSpec {
   blockMomentum?: number;
   blockLr: number;
   nesterov: boolean;
+  /** the model deltas sent compressed, with error feedback (compression/compressedDeltas.ts); absent: plain floats */
+  compression?: CompressionSpec;
 }
 
 /** BMUF's block momentum when the config leaves it out: η = 1 − 1/G (Chen & Huo). */
@@ -73,19 +78,25 @@ export const bmufEntry: StrategyEntry<BmufSpec> = {
         blockMomentum: f.unitRange().optional(),
         blockLr: f.posNum().default(1),
         nesterov: f.bool().default(false),
+        compression: compressionSchema(f).optional(),
       })
       .transform((o): BmufSpec => {
         const s: BmufSpec = { type: 'bmuf', period: o.period, blockLr: o.blockLr, nesterov: o.nesterov };
         if (o.blockMomentum !== undefined) s.blockMomentum = o.blockMomentum;
+        if (o.compression) s.compression = o.compression;
         return s;
       }),
   needsParameterServer: () => false,
   lockstep: true,
-  create: (spec, { comm }) =>
-    bmufStrategy(comm, {
-      period: spec.period,
-      blockMomentum: spec.blockMomentum ?? defaultBlockMomentum(comm.size),
-      blockLr: spec.blockLr,
-      nesterov: spec.nesterov,
-    }),
+  create: (spec, { comm, seed }) =>
+    bmufStrategy(
+      comm,
+      {
+        period: spec.period,
+        blockMomentum: spec.blockMomentum ?? defaultBlockMomentum(comm.size),
+        blockLr: spec.blockLr,
+        nesterov: spec.nesterov,
+      },
+      spec.compression && new CompressedDeltas(comm, spec.compression, seed ?? 0),
+    ),
 };

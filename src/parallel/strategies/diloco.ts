@@ -3,8 +3,10 @@ import { jsBackend } from '../../kernels/js/index.ts';
 import { createOptimizer, type Optimizer } from '../../optim/optimizer.ts';
 import type { OptimizerSpec } from '../../optim/spec.ts';
 import { counter, type Strategy, type StrategyState } from '../strategy.ts';
-import { periodicAveragingStrategy } from './periodicAveraging.ts';
+import { periodicAveragingStrategy, type OuterUpdate } from './periodicAveraging.ts';
 import type { StrategyEntry } from './entry.ts';
+import { CompressedDeltas } from '../compression/compressedDeltas.ts';
+import { compressionSchema, type CompressionSpec } from '../compression/spec.ts';
 
 /** The outer optimizer of the DiLoCo paper: SGD with Nesterov momentum 0.9, lr 0.7. */
 export const PAPER_OUTER: Extract<OptimizerSpec, { type: 'sgd' }> = {
@@ -30,9 +32,14 @@ const slotName = (name: string) => `outer.${name}`;
  * no momentum is plain model averaging (bsp); outer SGD with momentum η and lr ζ is classic BMUF
  * (bmuf.ts). The inner optimizer's state stays each device's own.
  */
-export function dilocoStrategy(comm: Communicator, period: number, outerSpec: OptimizerSpec): Strategy {
+export function dilocoStrategy(
+  comm: Communicator,
+  period: number,
+  outerSpec: OptimizerSpec,
+  deltas?: CompressedDeltas,
+): Strategy {
   let outer: Optimizer;
-  return periodicAveragingStrategy('diloco', comm, period, {
+  const rule: OuterUpdate = {
     begin(start) {
       outer = createOptimizer(jsBackend, outerSpec, start.length);
     },
@@ -62,7 +69,8 @@ export function dilocoStrategy(comm: Communicator, period: number, outerSpec: Op
       }
       outer.stepCount = counter(state, 'outerSteps');
     },
-  });
+  };
+  return periodicAveragingStrategy('diloco', comm, period, rule, deltas);
 }
 
 export interface DilocoSpec {
@@ -70,6 +78,8 @@ export interface DilocoSpec {
   period: number;
   /** the outer optimizer; its lr is the outer learning rate (constant: the schedule is the inner optimizer's) */
   outer: OptimizerSpec;
+  /** the model deltas sent compressed, with error feedback (compression/compressedDeltas.ts); absent: plain floats */
+  compression?: CompressionSpec;
 }
 
 export const dilocoEntry: StrategyEntry<DilocoSpec> = {
@@ -79,9 +89,23 @@ export const dilocoEntry: StrategyEntry<DilocoSpec> = {
       .options({
         period: f.posInt().default(PAPER_PERIOD),
         outer: f.optimizer().default(() => ({ ...PAPER_OUTER })),
+        compression: compressionSchema(f).optional(),
       })
-      .transform((o): DilocoSpec => ({ type: 'diloco', period: o.period, outer: o.outer })),
+      .transform(
+        (o): DilocoSpec => ({
+          type: 'diloco',
+          period: o.period,
+          outer: o.outer,
+          ...(o.compression ? { compression: o.compression } : {}),
+        }),
+      ),
   needsParameterServer: () => false,
   lockstep: true,
-  create: (spec, { comm }) => dilocoStrategy(comm, spec.period, spec.outer),
+  create: (spec, { comm, seed }) =>
+    dilocoStrategy(
+      comm,
+      spec.period,
+      spec.outer,
+      spec.compression && new CompressedDeltas(comm, spec.compression, seed ?? 0),
+    ),
 };

@@ -1,6 +1,7 @@
 import type { Communicator } from '../../comm/communicator.ts';
 import { counter, restoreTensor, type Strategy, type StrategyState } from '../strategy.ts';
 import { registerAndBroadcast } from '../replicaSync.ts';
+import type { CompressedDeltas } from '../compression/compressedDeltas.ts';
 
 /**
  * What a periodic-averaging strategy does at each synchronisation (BMUF's block filter, DiLoCo's
@@ -29,18 +30,24 @@ export interface OuterUpdate {
  * that mean), `rule` maps (s, w̄) to the new s, and every replica restarts from it. A last partial
  * period is closed in onFinish, which leaves the replicas on the job's model. A step with a NaN/Inf
  * loss or gradient is skipped on every device alike (`agree`, runtime/device/badSteps.ts).
+ * With `deltas` (the strategy's `compression`), w̄ is s + the compressed estimate of the mean of
+ * the replicas' deltas w − s (compression/compressedDeltas.ts).
  */
 export function periodicAveragingStrategy(
   name: string,
   comm: Communicator,
   period: number,
   rule: OuterUpdate,
+  deltas?: CompressedDeltas,
 ): Strategy {
   let start: Float32Array;
   let steps = 0;
+  /** the last step taken, the same on every device (they step together): whether a sync is compressed */
+  let lastStep = -1;
   const sync = async (replica: { params: Float32Array; state: Float32Array }) => {
     steps = 0;
-    await comm.allreduce(replica.params, 'mean');
+    const compressed = deltas?.compressesAt(lastStep) && (await deltas.average(replica.params, start, 1));
+    if (!compressed) await comm.allreduce(replica.params, 'mean');
     await comm.allreduce(replica.state, 'mean');
     rule.apply(start, replica.params);
     replica.params.set(start);
@@ -52,8 +59,10 @@ export function periodicAveragingStrategy(
       await registerAndBroadcast(comm, replica);
       start = replica.params.slice();
       rule.begin(start);
+      await deltas?.begin(replica);
     },
-    async afterStep(replica) {
+    async afterStep(replica, info) {
+      lastStep = info.step;
       if (++steps === period) await sync(replica);
     },
     async onFinish(replica) {
@@ -62,12 +71,17 @@ export function periodicAveragingStrategy(
     },
     modelParams: async () => rule.model(start),
     saveState() {
-      const own = rule.save();
-      return { tensors: { start, ...own.tensors }, counters: { steps, ...own.counters } };
+      const own = rule.save(),
+        sent = deltas?.save() ?? { tensors: {}, counters: {} };
+      return {
+        tensors: { start, ...own.tensors, ...sent.tensors },
+        counters: { steps, ...own.counters, ...sent.counters },
+      };
     },
     restoreState(state) {
       restoreTensor(state, 'start', start);
       rule.restore(state);
+      deltas?.restore(state);
       steps = counter(state, 'steps');
     },
   };

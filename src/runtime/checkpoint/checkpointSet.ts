@@ -55,6 +55,13 @@ export interface SetState {
   files?: Record<string, SetFileRecord>;
   /** train.pipeline of a pipelined job: its device files hold stages, so another layout resumes from the model file */
   pipeline?: { stages: number; boundaries?: number[] };
+  /**
+   * devices each `parallel: model` layer was split over (1: none split), which the device files'
+   * shards are cut for; and the model's hash without its marks. Another split resumes from the
+   * model file (device/deviceLayout.ts); absent in sets of earlier versions
+   */
+  splitGroup?: number;
+  unsplitModelHash?: string;
 }
 
 export const setName = (step: number) => `step-${String(step).padStart(8, '0')}`;

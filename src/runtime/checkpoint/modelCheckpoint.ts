@@ -1,5 +1,5 @@
 import type { Sequential } from '../../nn/model.ts';
-import type { Optimizer } from '../../optim/optimizer.ts';
+import type { Optimizer, OptimizerState } from '../../optim/optimizer.ts';
 import { formatShape, shapesEqual } from '../../tensor/shape.ts';
 import { readCheckpoint, writeCheckpoint } from './checkpoint.ts';
 
@@ -31,6 +31,7 @@ export function saveModelCheckpoint(
     for (const b of state.buffers) tensors.push({ name: `optimizer.${b.name}`, shape: [b.data.length], data: b.data });
     meta['optimizer.step'] = String(state.step);
     meta['optimizer.type'] = optimizer.spec.type;
+    Object.assign(meta, optimizerFrozenMeta(state));
   }
   writeCheckpoint(path, tensors, meta);
 }
@@ -63,7 +64,22 @@ export function loadModelCheckpoint(
     const buffers = [...tensors]
       .filter(([name]) => name.startsWith('optimizer.'))
       .map(([name, t]) => ({ name: name.slice(10), data: t.data }));
-    optimizer.loadState({ step: Number(metadata['optimizer.step'] ?? 0), buffers });
+    optimizer.loadState({
+      step: Number(metadata['optimizer.step'] ?? 0),
+      buffers,
+      ...optimizerFrozenFromMeta(metadata),
+    });
   }
   return metadata;
+}
+
+/** Adam's frozen-variance step (1-bit Adam) as checkpoint metadata: none while it is not frozen. */
+export function optimizerFrozenMeta(state: OptimizerState): Record<string, string> {
+  return state.varianceFrozenAt === undefined ? {} : { 'optimizer.varianceFrozenAt': String(state.varianceFrozenAt) };
+}
+
+/** The metadata's frozen-variance step back (a checkpoint without one: not frozen). */
+export function optimizerFrozenFromMeta(meta: Record<string, string>): Pick<OptimizerState, 'varianceFrozenAt'> {
+  const at = meta['optimizer.varianceFrozenAt'];
+  return at === undefined ? {} : { varianceFrozenAt: Number(at) };
 }

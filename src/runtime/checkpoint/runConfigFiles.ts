@@ -33,6 +33,15 @@ export function modelHash(config: RunConfig): string {
   return createHash('sha256').update(JSON.stringify(config.model)).digest('hex').slice(0, 16);
 }
 
+/**
+ * A hash of the model without its `parallel` marks: a set's model file holds the unsplit model, so
+ * a resume may split other layers, or none (resume.ts).
+ */
+export function unsplitModelHash(config: RunConfig): string {
+  const unmarked = JSON.stringify(config.model, (key, value: unknown) => (key === 'parallel' ? undefined : value));
+  return createHash('sha256').update(unmarked).digest('hex').slice(0, 16);
+}
+
 const quote = (a: string) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replaceAll("'", "'\\''")}'`);
 
 /** How a run was started, as it reads in command.txt: the command line, or the library call. */

@@ -16,13 +16,14 @@ import { survivesLostDevices } from '../../parallel/strategies/index.ts';
 import { globalBatchSize } from './trainLoop.ts';
 import { completeSet, partialSetDir, SET_MODEL_FILE, type SetState } from '../checkpoint/checkpointSet.ts';
 import { restoreDeviceState, writeDeviceState } from './deviceState.ts';
-import { restoreFromWholeModel, wholeModelSource } from './wholeModelRestore.ts';
+import { restoreFromWholeModel } from './wholeModelRestore.ts';
 import type { CheckpointSetup } from '../checkpoint/checkpointSetup.ts';
 import { saveModelCheckpoint } from '../checkpoint/modelCheckpoint.ts';
 import { dataMetadata } from '../../data/metadata.ts';
 import type { Dataset } from '../../data/dataset.ts';
 import { writeServerState } from '../checkpoint/serverState.ts';
-import { modelHash } from '../checkpoint/runConfigFiles.ts';
+import { modelHash, unsplitModelHash } from '../checkpoint/runConfigFiles.ts';
+import { deviceFilesFit, splitGroupOf } from './deviceLayout.ts';
 import { loadInitialWeights } from '../checkpoint/initFrom.ts';
 
 /** Runs `fn` with the replica temporarily holding `params` (the strategy's model), then restores. */
@@ -118,6 +119,8 @@ export function deviceCheckpointHooks(o: DeviceCheckpointOptions) {
       strategy: worldSize > 1 ? config.train.strategy.type : 'single device',
       configHash: setup.configHash,
       modelHash: modelHash(config),
+      unsplitModelHash: unsplitModelHash(config),
+      splitGroup: splitGroupOf(config, worldSize),
       time: Date.now(),
     };
     const tracking = o.tracking?.();
@@ -133,10 +136,10 @@ export function deviceCheckpointHooks(o: DeviceCheckpointOptions) {
     afterStart:
       resume && !(alone && rank !== 0)
         ? () => {
-            // a pipeline on either side, on another layout: the whole model file has what this device holds
-            const whole = wholeModelSource(resume, config, worldSize);
-            if (whole) restoreFromWholeModel(whole, resume, config, replica);
-            else restoreDeviceState(resume, rank, worldSize, replica, strategy);
+            // another split or pipeline on either side: the set's model file has what this device holds
+            if (deviceFilesFit(resume.state, config, worldSize))
+              restoreDeviceState(resume, rank, worldSize, replica, strategy);
+            else restoreFromWholeModel(resume, rank, worldSize, config, replica, strategy);
             replica.weightsChanged();
           }
         : undefined,

@@ -8,13 +8,15 @@
  * slots and strategy state of saved device ⌊r′·G/G′⌋; the BatchNorm statistics are the mean over
  * all G saved devices. (Replicas that are equal — hybrid, or BMUF/EASGD just after a sync — stay
  * equal; the job's own state — BMUF's block model and momentum, EASGD's centre — is the same on
- * every saved device, so it carries over unchanged.)
+ * every saved device, so it carries over unchanged.) Shards or stages cut for another layout are
+ * not taken from here but from the set's model file (deviceLayout.ts, wholeModelRestore.ts).
  */
 import { join } from 'node:path';
 import { readCheckpoint, writeCheckpoint, type CheckpointTensor } from '../checkpoint/checkpoint.ts';
 import { deviceFileName } from '../checkpoint/checkpointSet.ts';
 import type { ResumePoint } from '../checkpoint/checkpointSetup.ts';
 import type { Replica } from './replica.ts';
+import { optimizerFrozenFromMeta, optimizerFrozenMeta } from '../checkpoint/modelCheckpoint.ts';
 import type { TrainableModel } from '../../nn/trainableModel.ts';
 import type { Strategy, StrategyState } from '../../parallel/strategy.ts';
 
@@ -44,13 +46,14 @@ export function writeDeviceState(
     strategy: strategy.name,
     'optimizer.type': optimizer.spec.type,
     'optimizer.step': String(opt.step),
+    ...optimizerFrozenMeta(opt),
     'strategy.counters': JSON.stringify(saved.counters),
   });
 }
 
 type DeviceFile = ReturnType<typeof readCheckpoint>;
 
-function readDeviceFile(point: ResumePoint, rank: number): DeviceFile {
+export function readDeviceFile(point: ResumePoint, rank: number): DeviceFile {
   const path = join(point.dir, deviceFileName(rank));
   try {
     return readCheckpoint(path);
@@ -125,8 +128,15 @@ export function restoreDeviceState(
   optimizer.loadState({
     step: Number(meta['optimizer.step'] ?? 0),
     buffers: names.map((name) => ({ name: name.slice(10), data: tensor(file, name, model.params.length, what) })),
+    ...optimizerFrozenFromMeta(meta),
   });
+  restoreStrategyState(file, strategy);
+}
+
+/** The strategy's state in a device file, back into `strategy` (which keeps none: nothing to do). */
+export function restoreStrategyState(file: DeviceFile, strategy: Strategy): void {
   if (!strategy.restoreState) return;
+  const meta = file.metadata;
   const state: StrategyState = {
     tensors: {},
     counters: JSON.parse(meta['strategy.counters'] ?? '{}') as Record<string, number>,

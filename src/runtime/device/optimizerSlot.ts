@@ -9,6 +9,7 @@ import type { OptimizerSpec } from '../../optim/spec.ts';
 import { createOptimizer, type FlatRange, type Optimizer } from '../../optim/optimizer.ts';
 import { ShardedOptimizer } from '../../parallel/sharding/shardedOptimizer.ts';
 import type { ShardLayout } from '../../parallel/sharding/shardLayout.ts';
+import type { ReplicaView } from '../../parallel/strategy.ts';
 
 export class OptimizerSlot {
   private optimizer: Optimizer | null = null;
@@ -37,6 +38,21 @@ export class OptimizerSlot {
     const sharded = new ShardedOptimizer(this.backend, this.spec, layout, comm, this.frozen);
     this.optimizer = sharded;
     return sharded;
+  }
+
+  /** The ReplicaView hooks that reach the optimizer (strategy.ts): ZeRO's sharding, 1-bit Adam's freeze. */
+  viewHooks(): Pick<ReplicaView, 'shardOptimizer' | 'freezeOptimizerVariance'> {
+    return {
+      shardOptimizer: (layout, comm) => this.shard(layout, comm),
+      freezeOptimizerVariance: () => {
+        const o = this.get();
+        if (!o.freezeVariance)
+          throw new Error(
+            `compression oneBit's freezeVariance needs optimizer adam or adamw, not ${this.spec.type}; leave freezeVariance out`,
+          );
+        o.freezeVariance();
+      },
+    };
   }
 
   /** Collective where sharded (every device calls it): the state whole, for a checkpoint's state(). */

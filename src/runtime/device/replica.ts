@@ -124,7 +124,7 @@ export class Replica<M extends TrainableModel = Sequential> {
       localStep: (lr) => this.optimizer.step(params, grads, lr),
       gradientsFinite: () => (this.residence?.resident ? this.residence.gradientsFinite() : allFinite(grads)),
       gradientReadyOffsets: this.model.gradientReadyOffsets,
-      shardOptimizer: (layout, comm) => this.optimizers.shard(layout, comm),
+      ...this.optimizers.viewHooks(),
       // the replicated layers' tensors (a split model's shards lie after replicatedLength)
       tensors:
         this.model instanceof ModelParallelNet
@@ -268,10 +268,10 @@ export class Replica<M extends TrainableModel = Sequential> {
     );
     if (!whole) return null;
     if (withOptimizer) {
-      const names = this.optimizer.state().buffers.map((b) => b.name);
+      const { buffers: held, ...counts } = this.optimizer.state();
       whole.optimizer.loadState({
-        step: this.optimizer.stepCount,
-        buffers: names.map((name, k) => ({ name, data: buffers[k + 1]! })),
+        ...counts,
+        buffers: held.map((b, k) => ({ name: b.name, data: buffers[k + 1]! })),
       });
     }
     return whole;

@@ -4,7 +4,8 @@
  * the devices' (2 devices on 2 cores lost about 4% of their CPU to it), and in lockstep the device
  * it delays holds up the others. Steps are sent together every `intervalMs`; any other event first
  * sends the steps before it, so the order is kept. Each step carries the time it was emitted, which
- * the metrics file records instead of the time the batch arrived.
+ * the metrics file records instead of the time the batch arrived. A pipeline stage's sampled
+ * timeline comes in the middle of a step: it waits with the steps rather than wake the main thread.
  */
 import type { TrainEvent } from './events.ts';
 
@@ -20,7 +21,7 @@ export class StepEventBatcher {
   ) {}
 
   emit(event: TrainEvent): void {
-    if (event.type !== 'step') {
+    if (event.type !== 'step' && event.type !== 'pipelineTimeline') {
       this.pending.push(event);
       this.flush();
       return;

@@ -1,4 +1,5 @@
 import type { StallReport } from '../../comm/stallInspector.ts';
+import type { StageTimeline } from '../../parallel/pipeline/timeline.ts';
 import { addErrorCounts, type ErrorCounts } from '../../nn/loss.ts';
 import { errorRate } from '../../ctc/errorRates.ts';
 
@@ -147,6 +148,8 @@ export type TrainEvent =
   /** the run was stopped gracefully (a signal; TrainOptions.signal) after `step` steps, its last in epoch `epoch` (0-based, as every epoch here) */
   | { type: 'stopped'; step: number; epoch: number; signal: string }
   | ({ type: 'stall' } & StallReport)
+  /** a pipeline stage's ops in a sampled step (parallel/pipeline/timeline.ts); `time` as a step's */
+  | ({ type: 'pipelineTimeline'; rank: number; time?: number } & StageTimeline)
   /** a remote parameter server's work over the run (process 0): pushes handled, the median seconds of one (check and optimizer step) */
   | { type: 'serverWork'; pushes: number; medianPushSeconds: number }
   /** a device died and the strategy went on without it (async, asynchronous EASGD); rank: its device index */

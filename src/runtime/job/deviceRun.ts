@@ -4,7 +4,7 @@ import type { Strategy } from '../../parallel/strategy.ts';
 import type { Communicator } from '../../comm/communicator.ts';
 import { Replica, isModelParallel } from '../device/replica.ts';
 import { runTrainLoop, viewOf } from '../device/trainLoop.ts';
-import { pipelinePlace } from '../../parallel/pipeline/net.ts';
+import { PipelineNet, pipelinePlace } from '../../parallel/pipeline/net.ts';
 import type { CommStats } from '../device/stepPhases.ts';
 import { deviceCheckpointHooks } from '../device/deviceCheckpoints.ts';
 import { frozenRanges, keepFrozen, paramEntriesOf } from '../device/frozenLayers.ts';
@@ -66,6 +66,9 @@ export async function runDevice(o: DeviceOptions): Promise<void> {
   if (pipeline && !o.comm) throw new Error("runDevice: a pipeline's stages need the devices' communicator");
   const place = pipeline ? pipelinePlace(rank, o.worldSize, pipeline.stages) : null;
   const dataParallel = place ? { rank: place.pipeline, size: place.pipelines } : null;
+  // a stage's sampled steps' ops go to the metrics, for the report's pipeline timeline
+  if (replica.model instanceof PipelineNet)
+    replica.model.onTimeline = (t) => o.emit({ type: 'pipelineTimeline', rank, ...t });
   const checkpoints = deviceCheckpointHooks({
     setup: o.checkpoints,
     config,

@@ -22,6 +22,7 @@ import type { LoadedData } from './loadData.ts';
 import { checkLossMatchesData, checkOutputUnits } from './lossChecks.ts';
 import { checkSpeechRun } from './speechChecks.ts';
 import { checkLanguageRun } from './languageChecks.ts';
+import { checkLinks } from './linkChecks.ts';
 
 /**
  * What the job's shape and the launch environment allow, before the data is read: the device
@@ -56,13 +57,10 @@ export function checkRun(config: RunConfig, data: LoadedData, shape: JobShape): 
   // the schema asked this of train.devices; a job of several processes has more devices than that
   const [issue] = multiDeviceIssues(config, devices);
   if (issue) throw new Error(`${issue.path.join('.')}: ${issue.message}`);
+  // pipelines and tensor-parallel groups send point to point, which a job's processes do not all have
+  checkLinks(config, shape);
   const model = buildModel(jsBackend, config.model);
   if (devices > 1 && modelParallelLayers(config.model).length > 0) {
-    // tensor-parallel groups reach each other point to point, which a job's processes do not all have
-    if (config.train.tensorParallel !== undefined && shape.processes > 1)
-      throw new Error(
-        `train.tensorParallel: groups of devices split the layers within one process only, and this job has ${shape.processes}; leave tensorParallel out (the whole job splits them) or run one process`,
-      );
     planModelParallelFrom(
       config.model,
       config.train.tensorParallel ?? devices,

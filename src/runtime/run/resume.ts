@@ -1,9 +1,9 @@
 /**
  * Opening a run to resume (`--resume RUN_DIR`, or one of its sets: `RUN_DIR/checkpoints/step-N`):
  * remove what a dead writer left, choose the set (the newest that verifies, or the one named:
- * checkpoint/resumeSet.ts), check the config still describes the same model, and fit the config
- * to the saved run when the job's device count changed (the global batch, the data order and the
- * learning rate stay the saved job's).
+ * checkpoint/resumeSet.ts), check the config still describes the same model (its `parallel: model`
+ * marks may change: device/deviceLayout.ts), and fit the config to the saved run when the job's
+ * device count changed (the global batch, the data order and the learning rate stay the saved job's).
  */
 import { join } from 'node:path';
 import type { RunConfig } from '../../config/runConfig.ts';
@@ -11,7 +11,9 @@ import { removeLeftovers } from '../checkpoint/checkpointSet.ts';
 import { chooseResumeSet, supersedeNewerSets } from '../checkpoint/resumeSet.ts';
 import { resumeTarget } from './resumeTarget.ts';
 import { RunFinishedError } from './runFinished.ts';
-import { modelHash, CONFIG_FILE, readRunConfig } from '../checkpoint/runConfigFiles.ts';
+import { modelHash, unsplitModelHash, CONFIG_FILE, readRunConfig } from '../checkpoint/runConfigFiles.ts';
+import type { SetState } from '../checkpoint/checkpointSet.ts';
+import { savedSplitGroup } from '../device/deviceLayout.ts';
 import { resumeChanges } from './resumeChanges.ts';
 import type { ResumePoint } from '../checkpoint/checkpointSetup.ts';
 import type { TrainEvent } from '../events/events.ts';
@@ -50,23 +52,14 @@ export function planResume(
   }
   const asked = `--resume ${runDir}`;
   const latest = chooseResumeSet({ runDir: target.runDir, named: target.step, config, clean, asked, log });
-  const { state } = latest;
-  if (state.modelHash !== modelHash(config)) {
-    throw new Error(
-      `--resume ${runDir}: the config's model differs from the one the run trained (checkpoint ${latest.dir}); ` +
-        `resume with the run's own config (${join(target.runDir, CONFIG_FILE)}), or start a new run from its weights with --init-from ${join(latest.dir, 'model.safetensors')}`,
-    );
-  }
+  const saved = readRunConfig(target.runDir);
+  // a set written before state.json recorded its split: the run's (its model hash is the config's, or it is refused below)
+  const state = { ...latest.state, splitGroup: savedSplitGroup(latest.state, saved, config) };
+  const point = { ...latest, state };
+  checkSameModel(runDir, target.runDir, point.dir, state, config);
   // every other change to the run's config: refused here, or honoured with a line once the resume goes ahead
-  const honoured = resumeChanges({
-    runDir: target.runDir,
-    setDir: latest.dir,
-    state,
-    saved: readRunConfig(target.runDir),
-    given: config,
-    devices,
-  });
-  checkModelParallelSize(runDir, latest.dir, config, devices, state.devices);
+  const honoured = resumeChanges({ runDir: target.runDir, setDir: latest.dir, state, saved, given: config, devices });
+  if (state.modelHash !== modelHash(config)) honoured.push(`resume: ${marksLine(saved, config)}`);
   const fitted = fitToSavedJob(config, devices, state.devices, state.globalBatch);
   const { stepsPerEpoch } = state;
   if (state.step >= stepsPerEpoch * fitted.train.epochs)
@@ -76,7 +69,7 @@ export function planResume(
   if (clean && target.step !== null) supersedeNewerSets(target.runDir, latest, log);
   return {
     runDir: target.runDir,
-    point: latest,
+    point,
     config: fitted,
     event: {
       type: 'resume',
@@ -90,25 +83,26 @@ export function planResume(
 }
 
 /**
- * A model-parallel run's device files hold shards cut for its device count (docs/architecture.md,
- * resizing): on another count they cannot be put back, so the run resumes on its own count, or a new
- * run starts from the gathered model.
+ * The config's model must be the one the run trained, but for its `parallel: model` marks: the
+ * set's model file holds the unsplit model, so a split run resumes unsplit and the reverse (sets
+ * written before state.json recorded the unsplit model's hash keep their marks).
  */
-function checkModelParallelSize(
-  runDir: string,
-  setDir: string,
-  config: RunConfig,
-  devices: number,
-  savedDevices: number,
-): void {
-  if (devices === savedDevices) return;
-  const split = modelParallelLayers(config.model);
-  if (split.length === 0) return;
+function checkSameModel(asked: string, runDir: string, setDir: string, state: SetState, config: RunConfig): void {
+  if (state.modelHash === modelHash(config)) return;
+  if (state.unsplitModelHash !== undefined && state.unsplitModelHash === unsplitModelHash(config)) return;
   throw new Error(
-    `--resume ${runDir}: the run trained its model-parallel layers (${split.map((i) => `model.layers[${i}]`).join(', ')}) split over ${savedDevices} device${savedDevices === 1 ? '' : 's'}, ` +
-      `and a model-parallel run resumes on the same device count only; resume with --devices ${savedDevices} (for a job of several processes: processes × devices = ${savedDevices}), ` +
-      `or start a new run on ${devices} devices from its weights with --init-from ${join(setDir, 'model.safetensors')}`,
+    `--resume ${asked}: the config's model differs from the one the run trained (checkpoint ${setDir}); ` +
+      `resume with the run's own config (${join(runDir, CONFIG_FILE)}), or start a new run from its weights with --init-from ${join(setDir, 'model.safetensors')}`,
   );
+}
+
+/** The line for a resume whose `parallel: model` marks changed: the layers split before and now. */
+function marksLine(saved: RunConfig | null, config: RunConfig): string {
+  const layers = (c: RunConfig) => {
+    const split = modelParallelLayers(c.model);
+    return split.length ? split.map((i) => `model.layers[${i}]`).join(', ') : 'none';
+  };
+  return `the layers marked 'parallel: model' ${saved ? `${layers(saved)} → ` : 'are now '}${layers(config)}; each device takes its part of the set's model file`;
 }
 
 /**

@@ -41,6 +41,10 @@ const VERDICTS: Record<string, Verdict> = {
   'train.initFrom': 'honour',
   'train.epochs': 'honour',
   'train.strategy': 'honour',
+  // another compression (or none) on hybrid, bsp, bmuf, diloco: its error feedback starts afresh (compression/codec.ts)
+  'train.strategy.compression': 'honour',
+  // 1-bit Adam's frozen variance is optimizer state (frozen at a step): a resume cannot thaw it, nor freeze it at startStep
+  'train.strategy.compression.freezeVariance': 'refuse',
   // diloco's outer optimizer state is of its kind: another kind cannot take it up
   'train.strategy.outer.type': 'refuse',
   'train.backend': 'honour',
@@ -58,8 +62,8 @@ const VERDICTS: Record<string, Verdict> = {
   'train.earlyStopping': 'honour',
   // a pipelined set holds the whole model too (its model file), so any layout takes it up
   'train.pipeline': 'honour',
-  // each device's file holds the shards its group gave it: other groups would split them otherwise
-  'train.tensorParallel': 'refuse',
+  // the set's model file holds the split layers whole, so other groups take their shards from it
+  'train.tensorParallel': 'honour',
 };
 
 /** The verdict of a field path (`optimizer.lr`), from its longest listed prefix; unlisted: refused. */
@@ -199,6 +203,7 @@ export function resumeChanges(o: ResumeChangesInput): string[] {
 function refusedWhat(path: string): string {
   if (path.startsWith('loss')) return 'the loss it trained with';
   if (path.startsWith('optimizer')) return "the optimizer's kind (its saved slots are that optimizer's)";
+  if (path.endsWith('.freezeVariance')) return "Adam's variance frozen or not as it was (it is optimizer state)";
   if (path === 'train.seed') return 'its seed (the data order and dropout of the epoch it is in follow it)';
   if (path.startsWith('data'))
     return 'its training data and their order (the step it resumes at is a position in them)';

@@ -1,10 +1,11 @@
 /**
- * Runs a tcp test job: one child process per rank (`node --import tsx worker.ts`), rank 0 first
+ * Runs a tcp test job: one child process per rank (worker.ts, bundled once per test process), rank 0 first
  * on a free rendezvous port (it reports the port), then the others pointed at it.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { bundledModule } from '../../../src/runtime/job/spawnWorker.ts';
 import type { TcpConnectOptions } from '../../../src/comm/tcp/index.ts';
 
 export const SECRET = 'test-secret-0123456789abcdef';
@@ -94,8 +95,10 @@ export async function runJob(o: JobOptions): Promise<RankResult[]> {
         params: o.params ?? {},
         waitForGo: !!o.onReady,
       };
-      const child = fork(workerPath, [JSON.stringify(spec)], {
-        execArgv: ['--import', 'tsx'],
+      // one bundle of worker.ts per test process: each rank starts without loading tsx (spawnWorker.ts)
+      const bundle = bundledModule(pathToFileURL(workerPath).href);
+      const child = fork(bundle ? fileURLToPath(bundle) : workerPath, [JSON.stringify(spec)], {
+        execArgv: bundle ? ['--enable-source-maps'] : ['--import', 'tsx'],
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       });
       children.push(child);
