@@ -28,16 +28,12 @@ import {
 } from './costModel.ts';
 import type { ModelCosts } from './layerCosts.ts';
 import { trickPlan, type LockstepPlan } from './lockstep.ts';
+import { directLink } from '../comm/hierarchical.ts';
 import type { ModelSpec } from '../nn/spec.ts';
 import { trickWorkload, type CollectiveKind } from './trick.ts';
 
 /** A shared-memory mailbox's payload (comm/shm/world.ts: mailboxBytes, 256 KiB): a longer message goes in chunks. */
 export const MAILBOX_FLOATS = (256 << 10) / 4;
-
-/** Whether devices a and b can exchange messages: the same host, or the same thread index (comm/hierarchical.ts). */
-function linked(a: number, b: number, p: Placement): boolean {
-  return Math.floor(a / p.perHost) === Math.floor(b / p.perHost) || a % p.perHost === b % p.perHost;
-}
 
 /** One ring step of a `floats`-float slice from device a to device b: a mailbox within a host, TCP frames between hosts. */
 function stepSeconds(floats: number, a: number, b: number, p: Placement, net: Network): number {
@@ -88,11 +84,11 @@ const range = <T>(n: number, f: (i: number) => T): T[] => Array.from({ length: n
 function missingLink(g: number, G: number, p: Placement): [number, number, string] | null {
   if (p.hosts <= 1) return null;
   for (let a = 0; a < g; a++)
-    for (let b = a + 1; b < g; b++) if (!linked(a, b, p)) return [a, b, 'a tensor-parallel group'];
+    for (let b = a + 1; b < g; b++) if (!directLink(a, b, p.perHost)) return [a, b, 'a tensor-parallel group'];
   const holders = range(G / g, (q) => q * g);
   for (const [i, a] of holders.entries()) {
     const b = holders[(i + 1) % holders.length]!;
-    if (holders.length > 1 && !linked(a, b, p)) return [a, b, 'the devices holding a shard'];
+    if (holders.length > 1 && !directLink(a, b, p.perHost)) return [a, b, 'the devices holding a shard'];
   }
   return null;
 }

@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { tinyConfig } from '../parallel/helpers.ts';
 import { on, resumesLike, restoreGathersBack, trained } from './resumeSplitHelpers.ts';
+import { TRICK_LAYERS } from './resumeHelpers.ts';
 import { deviceFilesFit, savedSplitGroup } from '../../src/runtime/device/deviceLayout.ts';
 import { modelHash } from '../../src/runtime/checkpoint/runConfigFiles.ts';
 import type { SetState } from '../../src/runtime/checkpoint/checkpointSet.ts';
@@ -19,14 +20,7 @@ const trick = tinyConfig({
   optimizer: { adam: { lr: 0.01 } },
   data: { batchSize: 16, batchSizeScope: 'global', trainLimit: 64 },
   train: { epochs: 2, devices: 2, strategy: 'hybrid', checkpointEvery: { steps: 3 } },
-  layers: [
-    { conv2d: { filters: 4, kernelSize: 3, strides: 2, activation: 'relu' } },
-    { maxPool2d: { poolSize: 2 } },
-    { flatten: {} },
-    { dense: { units: 16, activation: 'relu', parallel: 'model' } },
-    { dropout: { rate: 0.3, masks: 'per-sample' } },
-    { dense: { units: 10, parallel: 'model' } },
-  ],
+  layers: TRICK_LAYERS,
 });
 
 test('split dense layers saved on 2 devices: 1, 3 and 4 devices take their parts of the set exactly, and resume like one device all along', async () => {

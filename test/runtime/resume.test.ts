@@ -10,7 +10,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { tinyConfig } from '../parallel/helpers.ts';
 import { readMetrics } from '../../src/runtime/events/metrics.ts';
-import { assertSameTensors, crashAndResume } from './resumeHelpers.ts';
+import { TRICK_LAYERS, assertSameTensors, crashAndResume } from './resumeHelpers.ts';
 
 const every = { steps: 4 };
 
@@ -51,14 +51,7 @@ for (const strategy of [
 test('model-parallel dense layers (hybrid, 2 devices): stopped at step 7 and resumed equals the uninterrupted run, bit for bit', async () => {
   const config = tinyConfig({
     train: { epochs: 2, devices: 2, strategy: 'hybrid', checkpointEvery: every },
-    layers: [
-      { conv2d: { filters: 4, kernelSize: 3, strides: 2, activation: 'relu' } },
-      { maxPool2d: { poolSize: 2 } },
-      { flatten: {} },
-      { dense: { units: 16, activation: 'relu', parallel: 'model' } },
-      { dropout: { rate: 0.3, masks: 'per-sample' } },
-      { dense: { units: 10, parallel: 'model' } },
-    ],
+    layers: TRICK_LAYERS,
   });
   const { whole, resumed } = await crashAndResume(config, 7);
   assertSameTensors(whole, resumed);

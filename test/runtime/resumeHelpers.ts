@@ -85,3 +85,13 @@ export async function crashAndResume(
   const resumed = await train(config, { resume: runDir, ...o.resume });
   return { whole: tensorsOf(whole.checkpoint), resumed: tensorsOf(resumed.checkpoint), runDir, result: resumed };
 }
+
+/** A small convnet whose dense layers are split over the devices ("one weird trick"): the model-parallel resume tests' model. */
+export const TRICK_LAYERS = [
+  { conv2d: { filters: 4, kernelSize: 3, strides: 2, activation: 'relu' } },
+  { maxPool2d: { poolSize: 2 } },
+  { flatten: {} },
+  { dense: { units: 16, activation: 'relu', parallel: 'model' } },
+  { dropout: { rate: 0.3, masks: 'per-sample' } },
+  { dense: { units: 10, parallel: 'model' } },
+];
