@@ -2,11 +2,13 @@
  * MPI's allreduce against paratrain's TCP ring, in the same processes of one `mpirun` job: each
  * rank initialises MPI (MpiCommunicator) and also joins a TCP world (TcpCommunicator.fromEnv reads
  * Open MPI's OMPI_COMM_WORLD_* variables; MASTER_PORT is a free port chosen here). For every size
- * the two transports take turns on the same plain Float32Array buffers of 1–64 MB,
- * allreduce(sum). Each cell is the median over timed repetitions (after a warm-up of at least 3
+ * the transports take turns on the same plain Float32Array buffers of 1–64 MB, allreduce(sum):
+ * Open MPI's blocking MPI_Allreduce (its tuned algorithm), paratrain's MPI transport
+ * (MPI_Iallreduce + MPI_Wait, Open MPI's non-blocking algorithm, what training uses so that
+ * gradient buckets can overlap backward) and the TCP ring. Each cell is the median over timed repetitions (after a warm-up of at least 3
  * calls and 300 ms) of the slowest rank's time for one call, all ranks entering together after a
- * barrier. Algorithm bandwidth = buffer bytes / time; ratio = paratrain TCP / MPI (≥ 1: TCP is at
- * least as fast).
+ * barrier. Algorithm bandwidth = buffer bytes / time; ratio = paratrain TCP / MPI_Allreduce (≥ 1:
+ * TCP is at least as fast).
  *
  *   npm run bench -- allreduce-mpi [--sizes 1,4,16,64] [--np 2] [--reps 9] [--chunk-kb 1024] [--mca btl=self,vader]
  *
@@ -21,7 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Communicator } from '../src/comm/communicator.ts';
-import { MpiCommunicator, mpiAddonPath } from '../src/comm/mpi/index.ts';
+import { loadMpiAddon, MpiCommunicator, mpiAddonPath } from '../src/comm/mpi/index.ts';
 import { TcpCommunicator } from '../src/comm/tcp/index.ts';
 import { flag, freePort, median } from './args.ts';
 
@@ -37,7 +39,9 @@ interface RankJob {
   mpiOnly?: boolean;
 }
 
-type Times = Record<'mpi' | 'tcp', Record<number, number[]>>;
+/** mpi: MPI_Allreduce; impi: the MPI transport's MPI_Iallreduce + MPI_Wait; tcp: the TCP ring */
+type Times = Record<'mpi' | 'impi' | 'tcp', Record<number, number[]>>;
+type Timed = Pick<Communicator, 'rank' | 'size' | 'allreduce' | 'broadcast' | 'barrier'>;
 
 export async function main(args: string[]): Promise<void> {
   const sizesMb = (flag(args, 'sizes') ?? '1,4,16,64').split(',').map(Number);
@@ -79,7 +83,7 @@ export async function main(args: string[]): Promise<void> {
       fileURLToPath(import.meta.url),
     ];
     console.log(
-      `MPI_Allreduce vs paratrain's TCP ring, allreduce(sum), ${np} processes of one mpirun job${mca.length ? ` (${mca.join(' ')})` : ''}`,
+      `MPI_Allreduce vs paratrain's MPI transport (MPI_Iallreduce) and TCP ring, allreduce(sum), ${np} processes of one mpirun job${mca.length ? ` (${mca.join(' ')})` : ''}`,
     );
     console.log(
       `median of ${reps} after warm-up (slowest rank per call); algorithm bandwidth = buffer bytes / time; TCP chunk ${chunkBytes / 1024} KiB\n`,
@@ -92,15 +96,22 @@ export async function main(args: string[]): Promise<void> {
       { length: np },
       (_, r) => JSON.parse(readFileSync(join(outDir, `rank-${r}.json`), 'utf8')) as Times,
     );
-    const gbs = (kind: 'mpi' | 'tcp', mb: number) => {
+    const gbs = (kind: keyof Times, mb: number) => {
       const slowest = Array.from({ length: reps }, (_, i) => Math.max(...ranks.map((t) => t[kind][mb]![i]!)));
       return (mb * MB) / (median(slowest) / 1000) / 1e9;
     };
-    const head = ['size', 'MPI_Allreduce', 'paratrain TCP', 'TCP / MPI'];
+    const head = ['size', 'MPI_Allreduce', 'MPI_Iallreduce', 'paratrain TCP', 'TCP / MPI_Allreduce'];
     const rows = sizesMb.map((mb) => {
       const m = gbs('mpi', mb),
+        i = gbs('impi', mb),
         t = gbs('tcp', mb);
-      return [`${mb} MB`, `${m.toFixed(2)} GB/s`, `${t.toFixed(2)} GB/s`, `${(t / m).toFixed(2)}×`];
+      return [
+        `${mb} MB`,
+        `${m.toFixed(2)} GB/s`,
+        `${i.toFixed(2)} GB/s`,
+        `${t.toFixed(2)} GB/s`,
+        `${(t / m).toFixed(2)}×`,
+      ];
     });
     const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
     const line = (c: string[]) =>
@@ -166,7 +177,7 @@ export async function openMpiAllreduce(
 }
 
 /** Times `reps` allreduce calls of `comm` on `buf` after a warm-up; rank 0 decides when it ends. */
-async function measure(comm: Communicator, buf: Float32Array, reps: number): Promise<number[]> {
+async function measure(comm: Timed, buf: Float32Array, reps: number): Promise<number[]> {
   const stop = new Float32Array(1);
   for (let i = 0, t0 = performance.now(); ; i++) {
     await comm.allreduce(buf);
@@ -190,10 +201,20 @@ async function measure(comm: Communicator, buf: Float32Array, reps: number): Pro
 async function rankMain(job: RankJob): Promise<void> {
   const mpi = await MpiCommunicator.init();
   const tcp = job.mpiOnly ? null : await TcpCommunicator.fromEnv({ chunkBytes: job.chunkBytes, timeoutMs: 60_000 });
-  const times: Times = { mpi: {}, tcp: {} };
+  // MPI_Allreduce itself (the addon's blocking call), beside the transport's MPI_Iallreduce + MPI_Wait
+  const addon = loadMpiAddon()!;
+  const blocking: Timed = {
+    rank: mpi.rank,
+    size: mpi.size,
+    allreduce: async (b) => addon.allreduce(b, 0),
+    broadcast: (b, root) => mpi.broadcast(b, root),
+    barrier: () => mpi.barrier(),
+  };
+  const times: Times = { mpi: {}, impi: {}, tcp: {} };
   for (const mb of job.sizesMb) {
     const buf = new Float32Array((mb * MB) / 4).fill(1);
-    times.mpi[mb] = await measure(mpi, buf, job.reps);
+    times.mpi[mb] = await measure(blocking, buf, job.reps);
+    if (tcp) times.impi[mb] = await measure(mpi, buf, job.reps);
     if (tcp) times.tcp[mb] = await measure(tcp, buf, job.reps);
   }
   writeFileSync(join(job.outDir, `rank-${mpi.rank}.json`), JSON.stringify(times));

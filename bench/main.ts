@@ -21,7 +21,7 @@ const benches: Record<string, { what: string; load: () => Promise<{ main(args: s
     load: () => import('./allreduceTcp.ts'),
   },
   'allreduce-mpi': {
-    what: 'MPI_Allreduce vs the TCP ring in one mpirun job, 2 processes, 1–64 MB (needs Open MPI and npm run build:mpi)',
+    what: 'MPI_Allreduce vs the MPI transport (MPI_Iallreduce) and the TCP ring in one mpirun job, 2 processes, 1–64 MB (needs Open MPI and npm run build:mpi)',
     load: () => import('./allreduceMpi.ts'),
   },
   throughput: {

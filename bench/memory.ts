@@ -2,21 +2,27 @@
  * ZeRO sharding's memory per device: the bytes each replica actually holds — its weights, its
  * gradient buffer, its optimizer state (the Float32Arrays allocated, counted from the replica and
  * its optimizer, not computed) and its peak activation bytes over one training step — for hybrid
- * unsharded and with train.strategy.hybrid.shard 1 and 2, on 1, 2, 4 and 8 in-process devices, on
- * mnist-small and on the transformer of shakespeare-char (Adam: m and v). Beside them the formulas
- * for fp32 weights and gradients with Adam (Ψ parameters, N devices): unsharded 16Ψ, stage 1
- * 4Ψ + 4Ψ + 8Ψ/N, stage 2 4Ψ + 12Ψ/N, stage 3 16Ψ/N. Stage 2 here keeps the whole flat gradient
- * buffer backward accumulates into, so its measured bytes are stage 1's: it saves communication
- * (a reduce-scatter moves half of an all-reduce's bytes), not memory.
+ * unsharded and with train.strategy.hybrid.shard 1, 2 and 3, on 1, 2, 4 and 8 in-process devices,
+ * on mnist-small, on the transformer of shakespeare-char (Adam: m and v) and on a deep MLP of 16
+ * equal layers (synthetic inputs: only the bytes count). Beside them the
+ * formulas for fp32 weights and gradients with Adam (Ψ parameters, N devices): unsharded 16Ψ,
+ * stage 1 4Ψ + 4Ψ + 8Ψ/N, stage 2 4Ψ + 12Ψ/N + 4L, stage 3 16Ψ/N + 8L (L: the largest unit held
+ * at once). Stages 2 and 3 run with bucketBytes 4 (every layer its own unit), measured after the
+ * step (the whole gradient, and at stage 3 the whole weights, are gone): stage 2's gradient is the
+ * device's part and one layer's workspace, its weights whole; stage 3's weights and gradients are
+ * the device's parts and one layer's workspace each. shakespeare-char's tied output projection
+ * keeps the embedding's unit (its gradient; at stage 3 its weights too) in a second workspace.
  *   npm run bench -- memory [--devices 1,2,4,8]
  */
 import { ownedSlice, type Communicator } from '../src/comm/communicator.ts';
-import { loadConfig } from '../src/config/index.ts';
+import { loadConfig, parseConfig } from '../src/config/index.ts';
 import type { RunConfig } from '../src/config/runConfig.ts';
 import { jsBackend } from '../src/kernels/js/index.ts';
 import { ShardedOptimizer } from '../src/parallel/sharding/shardedOptimizer.ts';
 import { createStrategy } from '../src/parallel/strategies/index.ts';
 import { Replica } from '../src/runtime/device/replica.ts';
+import type { GradientShards } from '../src/parallel/sharding/gradientShards.ts';
+import type { WeightShards } from '../src/parallel/sharding/weightShards.ts';
 
 function option(args: string[], name: string, fallback: string): string {
   const i = args.indexOf(`--${name}`);
@@ -89,12 +95,26 @@ async function measure(config: RunConfig, devices: number, shard: number): Promi
     train: {
       ...config.train,
       devices,
-      strategy: { type: 'hybrid', bucketBytes: 4 << 20, ...(shard > 0 ? { shard: shard as 1 | 2 } : {}) },
+      // stages 2 and 3 hold a unit's (bucket's) workspace: one per layer
+      strategy: { type: 'hybrid', bucketBytes: shard >= 2 ? 4 : 4 << 20, ...(shard > 0 ? { shard: shard as 1 } : {}) },
     },
   };
   const comms = inProcessGroup(devices);
   const replicas = comms.map(() => new Replica(jsBackend, c));
   const views = replicas.map((r) => r.view());
+  // stage 2's gradient lives in its GradientShards, stage 3's weights and gradient in its WeightShards: kept to count them
+  const shards: (WeightShards | null)[] = views.map(() => null);
+  const gradients: (GradientShards | null)[] = views.map(() => null);
+  views.forEach((v, r) => {
+    const { shardWeights, shardGradients } = v;
+    if (shardWeights)
+      v.shardWeights = (layout, comm) => {
+        shards[r] = shardWeights(layout, comm);
+        gradients[r] = shards[r].gradients;
+        return shards[r];
+      };
+    if (shardGradients) v.shardGradients = (layout, comm) => (gradients[r] = shardGradients(layout, comm));
+  });
   const strategies = comms.map((comm) => createStrategy(c.train.strategy, { comm, ps: null }));
   await Promise.all(strategies.map((s, r) => s.onStart?.(views[r]!)));
   const global = c.data.batchSizeScope === 'global' ? c.data.batchSize : c.data.batchSize * devices;
@@ -110,21 +130,26 @@ async function measure(config: RunConfig, devices: number, shard: number): Promi
       // token ids for a language model, pixels in [0, 1) otherwise: the values do not change the bytes
       const images = Float32Array.from({ length: n * per }, (_, i) => (language ? (i * 7) % vocab : (i % 97) / 97));
       const labels = Int32Array.from({ length: n * outputs }, (_, i) => (i * 3) % vocab);
-      replica.zeroGrads();
       const ctx = { training: true, seed: 1, step: 0, sampleOffset: start, rank: r };
+      await strategies[r]!.beforeStep?.(views[r]!, { step: 0, epoch: 0, lr: 1e-3, samples: n });
+      replica.zeroGrads();
       const onReady = (offset: number) => strategies[r]!.onGradientsReady?.(views[r]!, offset);
       const result = await replica.computeGradientsAsync(images, labels, ctx, devices / global, onReady, global);
       const info = { step: 0, epoch: 0, lr: 1e-3, samples: n, lossNonFinite: !Number.isFinite(result.lossSum) };
       await strategies[r]!.applyUpdate!(views[r]!, info);
     }),
   );
-  const bytes = replicas.map((replica): Bytes => {
+  const bytes = replicas.map((replica, r): Bytes => {
     const opt = replica.optimizer;
     const stateFloats =
       opt instanceof ShardedOptimizer ? opt.stateFloats : opt.state().buffers.reduce((s, b) => s + b.data.length, 0);
+    const held = shards[r],
+      grads = gradients[r];
     return {
-      weights: replica.model.params.byteLength,
-      grads: replica.model.grads.byteLength,
+      // stage 3: its part and the workspaces (one of each size)
+      weights: replica.model.params.byteLength + (held ? 4 * (held.ownedParams.length + held.gatheredFloats) : 0),
+      // stages 2 and 3: its part and the workspaces
+      grads: replica.model.grads.byteLength + (grads ? 4 * grads.heldFloats : 0),
       optimizer: stateFloats * 4,
       activations: replica.takePeakActivationBytes(),
     };
@@ -134,12 +159,33 @@ async function measure(config: RunConfig, devices: number, shard: number): Promi
   return { weights: max('weights'), grads: max('grads'), optimizer: max('optimizer'), activations: max('activations') };
 }
 
-/** Weights + gradients + Adam state by the formulas, in bytes (Ψ parameters, N devices). */
-function formula(stage: number, psi: number, n: number): number {
+/** 16 dense layers of 256 on 256 synthetic features: Ψ ≈ 1.05 M, each layer 1/16 of it. */
+const DEEP_MLP = {
+  input: [256],
+  layers: [
+    ...Array.from({ length: 15 }, () => ({ dense: { units: 256, activation: 'relu' } })),
+    { dense: { units: 256 } },
+  ],
+};
+
+/** Weights + gradients + Adam state by the formulas, in bytes (Ψ parameters, N devices, L floats gathered at once). */
+function formula(stage: number, psi: number, n: number, largest: number): number {
   if (stage === 0) return 16 * psi;
   if (stage === 1) return 4 * psi + 4 * psi + (8 * psi) / n;
-  if (stage === 2) return 4 * psi + (12 * psi) / n;
-  return (16 * psi) / n;
+  if (stage === 2) return 4 * psi + (12 * psi) / n + 4 * largest;
+  return (16 * psi) / n + 8 * largest;
+}
+
+/**
+ * Stages 2 and 3's L with bucketBytes 4 (every layer its own unit): the largest layer, and the
+ * layer a tied projection reads (the embedding), held beside it in its own workspace.
+ */
+function largestLayer(replica: Replica): number {
+  const { model } = replica;
+  const size = (i: number) => ((r) => (r ? r.end - r.start : 0))(model.layerParamRange(i));
+  const shared = new Set(model.layers.flatMap((_, i) => model.sharedWeightsOf(i) ?? []));
+  const rest = model.layers.map((_, i) => (shared.has(i) ? 0 : size(i)));
+  return Math.max(0, ...rest) + [...shared].reduce((n, i) => n + size(i), 0);
 }
 
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(3);
@@ -150,28 +196,46 @@ export async function main(args: string[]): Promise<void> {
   const workloads: [string, RunConfig][] = [
     ['mnist-small', loadConfig(`${root}mnist-small.yaml`)],
     ['shakespeare-char', loadConfig(`${root}shakespeare-char.yaml`)],
+    // many layers of one size, where one layer is Ψ/16: what stage 3's 8L costs when layers are small
+    [
+      'deep-mlp',
+      parseConfig({ model: DEEP_MLP, optimizer: { adam: { lr: 0.001 } }, data: { batchSize: 64 } }, 'deep-mlp'),
+    ],
   ];
   for (const [name, config] of workloads) {
-    const psi = new Replica(jsBackend, config).model.params.length;
+    const replica = new Replica(jsBackend, config);
+    const psi = replica.model.params.length;
+    const largest = largestLayer(replica);
     console.log(
-      `\n${name}: Ψ = ${psi.toLocaleString('en')} parameters, ${config.optimizer.type}; MiB per device (largest)`,
+      `\n${name}: Ψ = ${psi.toLocaleString('en')} parameters, ${config.optimizer.type}; MiB per device (largest); ` +
+        `held at once (stages 2, 3) L = ${largest.toLocaleString('en')} floats (${((100 * largest) / psi).toFixed(1)}% of Ψ)`,
     );
     console.log(
       `${'stage'.padEnd(8)}${'N'.padStart(3)}${'weights'.padStart(10)}${'grads'.padStart(10)}${'optim'.padStart(10)}` +
         `${'w+g+o'.padStart(10)}${'formula'.padStart(10)}${'activ.'.padStart(10)}`,
     );
-    for (const shard of [0, 1, 2]) {
+    const unsharded = new Map<number, number>();
+    for (const shard of [0, 1, 2, 3]) {
       for (const n of deviceCounts) {
+        // one device runs no strategy: its replica keeps the whole buffers at any stage
+        if (shard >= 2 && n === 1) continue;
         const b = await measure(config, n, shard);
+        const total = b.weights + b.grads + b.optimizer;
+        if (shard === 0) unsharded.set(n, total);
         const label = shard === 0 ? 'none' : String(shard);
         console.log(
           `${label.padEnd(8)}${String(n).padStart(3)}${mib(b.weights).padStart(10)}${mib(b.grads).padStart(10)}` +
-            `${mib(b.optimizer).padStart(10)}${mib(b.weights + b.grads + b.optimizer).padStart(10)}` +
-            `${mib(formula(shard, psi, n)).padStart(10)}${mib(b.activations).padStart(10)}`,
+            `${mib(b.optimizer).padStart(10)}${mib(total).padStart(10)}` +
+            `${mib(formula(shard, psi, n, largest)).padStart(10)}${mib(b.activations).padStart(10)}` +
+            (shard >= 2 ? `  ${((100 * total) / unsharded.get(n)!).toFixed(1)}% of unsharded` : ''),
         );
       }
     }
-    const s3 = deviceCounts.map((n) => `N=${n} ${mib(formula(3, psi, n))}`).join(', ');
-    console.log(`stage 3 (weights sharded too; not implemented), formula only: ${s3}`);
+    const n = Math.max(...deviceCounts);
+    const sharded = (16 * psi) / n;
+    console.log(
+      `stage 3 on ${n}: 16Ψ/N = ${mib(sharded)} MiB (${((100 * sharded) / (16 * psi)).toFixed(1)}% of 16Ψ) held throughout, ` +
+        `+ 8L = ${mib(8 * largest)} MiB for the layers gathered at the moment`,
+    );
   }
 }

@@ -8,9 +8,12 @@
  *
  * Op costs are made well-defined: with more stages than cores, threads that compute at once would
  * share cores and slow each other by how many happen to overlap. So each forward (backward) runs
- * its real layers and then sleeps until a fixed time after its start — `--pace` (1.3) × the
- * slowest of the op's solo times × max(1, stages / cores) — so it ends on time however many
- * others compute beside it; an op that overruns is counted. `--pace 0` measures raw compute.
+ * its real layers and then holds its thread until a fixed time after its start — `--pace` (1.3) ×
+ * the slowest of the op's solo times × max(1, stages / cores) — so it ends on time however many
+ * others compute beside it; an op that overruns is counted. It holds its core busy, as computing
+ * does, when every stage has a core, and sleeps when the stages outnumber the cores (holdUntil),
+ * or always with `--sleep-ops`.
+ * `--pace 0` measures raw compute.
  * `--pace-ms F,B` fixes the op times instead (with a small `--width` the real compute is a sliver
  * of them): the figure then measures the engine, the threads and the messages alone.
  *
@@ -21,7 +24,7 @@
  * times and the formula account for; `between ops ms`, the stages' time in no op (bookkeeping, or
  * a thread not running); `message ms`, a message's delivery, and `op over pace ms`, how late an op
  * ends (medians).
- *   npm run bench -- pipeline [--stages 2,4] [--m 1,2,4,8,16] [--micro 32] [--width 512] [--layers 8] [--steps 5] [--pace 1.3 | --pace-ms 10,20]
+ *   npm run bench -- pipeline [--stages 2,4] [--m 1,2,4,8,16] [--micro 32] [--width 512] [--layers 8] [--steps 5] [--pace 1.3 | --pace-ms 10,20] [--sleep-ops]
  */
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { pathToFileURL } from 'node:url';
@@ -52,6 +55,8 @@ interface StageJob {
   steps: number;
   /** per stage, ms a forward and a backward take (0: unpaced) */
   paceMs: { forward: number; backward: number };
+  /** paced ops hold their core busy (holdUntil) rather than sleep */
+  busyOps: boolean;
 }
 interface StageReport {
   /**
@@ -87,15 +92,24 @@ const benchConfig = (width: number, layers: number): RunConfig =>
   );
 
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
-/** Blocks the thread until `until` (performance.now() ms), without using a core (a spin would cost the threads their wake-up priority on a loaded machine). */
-function sleepUntil(until: number): boolean {
+/**
+ * Holds the thread until `until` (performance.now() ms). `busy`: by polling the clock, as an op
+ * that computes keeps its core — used when every stage has a core of its own. A thread that
+ * sleeps instead lets its core go idle, and on a VM waking it costs some 0.2 ms (a varying amount)
+ * that no computing op pays, and in a tight schedule each late op holds up its neighbour. With
+ * more stages than cores a busy op would take a core another stage computes on, so they sleep
+ * (Atomics.wait).
+ */
+function holdUntil(until: number, busy: boolean): boolean {
   const left = until - performance.now();
-  if (left > 0) Atomics.wait(sleeper, 0, 0, left);
+  // the clock is read every 4,096 turns: each read allocates a heap number, and GC pauses would stretch the ops
+  if (busy) for (let k = 1; ; k++) if ((k & 4095) === 0 && performance.now() >= until) break;
+  if (!busy && left > 0) Atomics.wait(sleeper, 0, 0, left);
   return left >= 0;
 }
 
 /** Makes every forward and backward of the stage's copies last `pace` ms (when > 0), counting overruns. */
-function pace(stage: PipelineStage, paceMs: StageJob['paceMs'], count: { overruns: number }): void {
+function pace(stage: PipelineStage, paceMs: StageJob['paceMs'], busy: boolean, count: { overruns: number }): void {
   if (!(paceMs.forward > 0)) return;
   for (const copy of stage.copies) {
     const forward = copy.forwardAsync.bind(copy),
@@ -103,13 +117,13 @@ function pace(stage: PipelineStage, paceMs: StageJob['paceMs'], count: { overrun
     copy.forwardAsync = async (x, ctx) => {
       const t = performance.now(),
         y = await forward(x, ctx);
-      if (!sleepUntil(t + paceMs.forward)) count.overruns++;
+      if (!holdUntil(t + paceMs.forward, busy)) count.overruns++;
       return y;
     };
     copy.backwardAsync = async (dy, onReady) => {
       const t = performance.now();
       await backward(dy, onReady);
-      if (!sleepUntil(t + paceMs.backward)) count.overruns++;
+      if (!holdUntil(t + paceMs.backward, busy)) count.overruns++;
     };
   }
 }
@@ -125,7 +139,7 @@ async function runStage(job: StageJob): Promise<void> {
   const stage = new PipelineStage(backend, c.model, ranges, s, most);
   stage.initialize(c.train.seed);
   const count = { overruns: 0 };
-  pace(stage, job.paceMs, count);
+  pace(stage, job.paceMs, job.busyOps, count);
   const loss = createLoss(backend, c.loss);
   const report: StageReport = { steps: [], peakBytes: [], overruns: 0 };
   for (const cell of job.cells) {
@@ -286,7 +300,8 @@ export async function main(args: string[]): Promise<void> {
     layers = Number(flag(args, 'layers') ?? 8),
     steps = Number(flag(args, 'steps') ?? 5),
     paceFactor = Number(flag(args, 'pace') ?? 1.3),
-    fixed = flag(args, 'pace-ms')?.split(',').map(Number);
+    fixed = flag(args, 'pace-ms')?.split(',').map(Number),
+    sleepOps = args.includes('--sleep-ops');
   if (fixed && (fixed.length !== 2 || !fixed.every((t) => t > 0)))
     throw new Error(`--pace-ms: a forward and a backward time in ms (10,20), got '${flag(args, 'pace-ms')}'`);
   const cores = availableParallelism();
@@ -298,6 +313,7 @@ export async function main(args: string[]): Promise<void> {
   const cells: Cell[] = SCHEDULES.flatMap((schedule) => ms.map((m) => ({ schedule, m })));
   for (const p of stagesList) {
     const solo = await soloOpMs(c, p, micro);
+    const busyOps = p <= cores && !sleepOps;
     const stretch = paceFactor * Math.max(1, p / cores);
     const paceMs = fixed
       ? { forward: fixed[0]!, backward: fixed[1]! }
@@ -310,7 +326,12 @@ export async function main(args: string[]): Promise<void> {
           ? `ops fixed at ${paceMs.forward} / ${paceMs.backward} ms (--pace-ms)`
           : paceFactor > 0
             ? `paced to ${paceMs.forward.toFixed(2)} / ${paceMs.backward.toFixed(2)} ms (× ${stretch.toFixed(2)})`
-            : 'unpaced (raw compute)'),
+            : 'unpaced (raw compute)') +
+        (paceMs.forward > 0
+          ? busyOps
+            ? ', each holding its core busy'
+            : `, sleeping${sleepOps ? ' (--sleep-ops)' : ' (more stages than cores)'}`
+          : ''),
     );
     const world = createShmWorld(p);
     const workers = Array.from({ length: p }, (_, s) => {
@@ -324,6 +345,7 @@ export async function main(args: string[]): Promise<void> {
         layers,
         steps,
         paceMs,
+        busyOps,
       });
       world.watch(w, s);
       return w;

@@ -52,7 +52,7 @@ try {
   probe(`
     const os = require('node:os'); const m = { exports: {} };
     process.dlopen(m, ${JSON.stringify(artifact)}, os.constants.dlopen.RTLD_NOW | os.constants.dlopen.RTLD_GLOBAL);
-    if (typeof m.exports.allreduce !== 'function') throw new Error('allreduce is missing');
+    if (typeof m.exports.iallreduce !== 'function') throw new Error('iallreduce is missing');
     console.log(m.exports.state());`);
   const version = spawnSync(join(dirname(mpicc === 'mpicc' ? '' : mpicc), 'ompi_info'), ['--version'], {
     encoding: 'utf8',

@@ -9,10 +9,16 @@
  * records the initialising thread and refuses calls from any other (a clear error instead of
  * undefined behaviour). MPI can be initialised once per process and not again after finalize().
  *
- * All calls block the calling thread (MPI's own progress engine spins), except isend/irecv, which
- * return a request number polled with test(): so a JS thread can have a send and a receive in
- * flight at once (two ranks sending to each other first do not deadlock). A pending request holds
- * a reference to its Float32Array, so the memory stays alive until test() reports completion.
+ * Non-blocking calls return a request number, completed with test() (MPI_Test) or wait()
+ * (MPI_Wait): isend/irecv, so a JS thread can have a send and a receive in flight at once (two
+ * ranks sending to each other first do not deadlock), and iallreduce/ireduceScatter/iallgather,
+ * the transport's collectives, so a bucket can be in flight while JS computes. A pending request
+ * holds a reference to its Float32Array, so the memory stays alive until it completes; a
+ * collective's post-processing (÷ size for a mean, the reduce-scatter's move into place) runs when
+ * test() or wait() first sees it complete. Open MPI progresses non-blocking collectives only inside
+ * MPI calls (there is no progress thread): between the caller's test() calls the collective waits.
+ * broadcast, barrier and allreduce (MPI_Allreduce: the benchmarks' reference, Open MPI's tuned
+ * blocking algorithm) block the calling thread.
  *
  * Collectives run on a duplicate of MPI_COMM_WORLD (so nothing else in the process can match our
  * messages) whose error handler is MPI_ERRORS_RETURN: a failing call throws a JS Error with MPI's
@@ -48,15 +54,20 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t g_owner;          /* the thread that called MPI_Init_thread */
 static MPI_Comm g_comm = MPI_COMM_NULL;
 static int g_rank = -1, g_size = 0, g_provided = -1;
-static int *g_counts = NULL, *g_displs = NULL; /* ownedSlice layout scratch, g_size entries each */
 
-/* Pending non-blocking point-to-point requests: a small table indexed by request number. */
+/* Pending non-blocking requests: a small table indexed by request number. */
 #define MAX_REQUESTS 1024
+enum { REQ_P2P, REQ_ALLREDUCE, REQ_REDUCE_SCATTER, REQ_ALLGATHER };
 typedef struct {
   MPI_Request req;
   napi_ref buf;  /* keeps the array alive while MPI may touch it */
   napi_env env;
   bool used;
+  int kind;
+  bool mean;     /* a collective's op: divide by the size once complete */
+  float *x;
+  int n;
+  int *counts, *displs;  /* reduce-scatter/all-gather layout: MPI reads it until completion */
 } Pending;
 static Pending g_pending[MAX_REQUESTS];
 
@@ -170,12 +181,12 @@ static napi_value undefinedValue(napi_env env) {
 }
 
 /* The ownedSlice(n, size, rank) layout of src/comm/communicator.ts, for every rank. */
-static void layout(int n) {
+static void layout(int n, int *counts, int *displs) {
   const int base = n / g_size, extra = n % g_size;
   for (int r = 0, at = 0; r < g_size; r++) {
-    g_counts[r] = base + (r < extra ? 1 : 0);
-    g_displs[r] = at;
-    at += g_counts[r];
+    counts[r] = base + (r < extra ? 1 : 0);
+    displs[r] = at;
+    at += counts[r];
   }
 }
 
@@ -213,6 +224,10 @@ static napi_value InitLocked(napi_env env) {
     if (already) { throwMsg(env, "ERR_MPI_STATE", "init", "MPI was initialised by something else in this process"); return NULL; }
     const char *why = promoteLibmpi();
     if (why) fprintf(stderr, "paratrain_mpi: could not make libmpi global (%s); Open MPI may fail to load its components\n", why);
+    /* Open MPI's libnbc reduces an in-place MPI_Iallreduce with a binomial tree (to rank 0 and
+     * back) at every size unless told otherwise: half of MPI_Allreduce's bandwidth or less on MBs.
+     * Its ring is bandwidth-optimal; a value from mpirun --mca or the environment is kept. */
+    setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "ring", 0);
     int provided = -1;
     int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
     if (rc != MPI_SUCCESS) { mpiFailed(env, rc, "MPI_Init_thread"); return NULL; }
@@ -224,9 +239,6 @@ static napi_value InitLocked(napi_env env) {
     MPI_Comm_set_errhandler(g_comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(g_comm, &g_rank);
     MPI_Comm_size(g_comm, &g_size);
-    g_counts = calloc((size_t)g_size, sizeof(int));
-    g_displs = calloc((size_t)g_size, sizeof(int));
-    if (!g_counts || !g_displs) { napi_throw_error(env, NULL, "init: out of memory"); return NULL; }
   } else if (!ready(env, "init")) {
     return NULL;
   }
@@ -257,7 +269,7 @@ static napi_value State(napi_env env, napi_callback_info info) {
   return s;
 }
 
-/* allreduce(buf, op) */
+/* allreduce(buf, op): blocking MPI_Allreduce, the benchmarks' reference (the transport uses iallreduce). */
 static napi_value Allreduce(napi_env env, napi_callback_info info) {
   napi_value argv[2];
   float *x; int n; bool mean;
@@ -265,34 +277,6 @@ static napi_value Allreduce(napi_env env, napi_callback_info info) {
       !getOp(env, argv[1], "allreduce", &mean)) return NULL;
   if (mpiFailed(env, MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_FLOAT, MPI_SUM, g_comm), "MPI_Allreduce")) return NULL;
   if (mean) divide(x, n, g_size);
-  return undefinedValue(env);
-}
-
-/*
- * reduceScatter(buf, op): afterwards this rank's ownedSlice of buf holds the reduced values. With
- * MPI_IN_PLACE, MPI_Reduce_scatter takes the whole input from buf and stores this rank's block at
- * the START of buf; it is moved to its own position afterwards (memmove: the ranges may overlap).
- */
-static napi_value ReduceScatter(napi_env env, napi_callback_info info) {
-  napi_value argv[2];
-  float *x; int n; bool mean;
-  if (!getArgs(env, info, 2, argv, "reduceScatter") || !ready(env, "reduceScatter") ||
-      !getF32(env, argv[0], "reduceScatter", &x, &n) || !getOp(env, argv[1], "reduceScatter", &mean)) return NULL;
-  layout(n);
-  if (mpiFailed(env, MPI_Reduce_scatter(MPI_IN_PLACE, x, g_counts, MPI_FLOAT, MPI_SUM, g_comm), "MPI_Reduce_scatter")) return NULL;
-  const int start = g_displs[g_rank], count = g_counts[g_rank];
-  if (start > 0 && count > 0) memmove(x + start, x, (size_t)count * sizeof(float));
-  if (mean) divide(x + start, count, g_size);
-  return undefinedValue(env);
-}
-
-/* allgather(buf): every rank's ownedSlice of buf goes to every rank, in place. */
-static napi_value Allgather(napi_env env, napi_callback_info info) {
-  napi_value argv[1];
-  float *x; int n;
-  if (!getArgs(env, info, 1, argv, "allgather") || !ready(env, "allgather") || !getF32(env, argv[0], "allgather", &x, &n)) return NULL;
-  layout(n);
-  if (mpiFailed(env, MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x, g_counts, g_displs, MPI_FLOAT, g_comm), "MPI_Allgatherv")) return NULL;
   return undefinedValue(env);
 }
 
@@ -329,8 +313,9 @@ static napi_value postP2P(napi_env env, napi_callback_info info, bool isSend) {
   MPI_Comm_get_attr(g_comm, MPI_TAG_UB, &tagUb, &flag);
   if (!getInt(env, argv[2], fn, "tag", 0, flag && tagUb ? *tagUb : 32767, &tag)) return NULL;
   const int slot = newSlot();
-  if (slot < 0) { napi_throw_error(env, "ERR_MPI_REQUESTS", "too many point-to-point operations in flight (1024); await some first"); return NULL; }
+  if (slot < 0) { napi_throw_error(env, "ERR_MPI_REQUESTS", "too many MPI operations in flight (1024); await some first"); return NULL; }
   Pending *p = &g_pending[slot];
+  *p = (Pending){ .kind = REQ_P2P };
   int rc = isSend ? MPI_Isend(x, n, MPI_FLOAT, peer, tag, g_comm, &p->req)
                   : MPI_Irecv(x, n, MPI_FLOAT, peer, tag, g_comm, &p->req);
   if (mpiFailed(env, rc, isSend ? "MPI_Isend" : "MPI_Irecv")) return NULL;
@@ -345,34 +330,105 @@ static napi_value postP2P(napi_env env, napi_callback_info info, bool isSend) {
 static napi_value Isend(napi_env env, napi_callback_info info) { return postP2P(env, info, true); }
 static napi_value Irecv(napi_env env, napi_callback_info info) { return postP2P(env, info, false); }
 
+static void freeLayout(Pending *p) {
+  free(p->counts);
+  free(p->displs);
+  p->counts = p->displs = NULL;
+}
+
 /*
- * test(request) → false while pending; when done: true for a send, the number of floats received
- * for a receive (a message longer than the buffer is an error: MPI_ERR_TRUNCATE).
+ * iallreduce(buf, op) / ireduceScatter(buf, op) / iallgather(buf) → request number, completed with
+ * test() or wait(). In place: MPI_Iallreduce(MPI_IN_PLACE); MPI_Ireduce_scatter(MPI_IN_PLACE) with
+ * the ownedSlice counts stores this rank's block at the START of buf, moved to its own position on
+ * completion (memmove: the ranges may overlap); MPI_Iallgatherv(MPI_IN_PLACE) with the same counts.
  */
-static napi_value Test(napi_env env, napi_callback_info info) {
+static napi_value postCollective(napi_env env, napi_callback_info info, int kind) {
+  const char *fn = kind == REQ_ALLREDUCE ? "iallreduce" : kind == REQ_REDUCE_SCATTER ? "ireduceScatter" : "iallgather";
+  const size_t want = kind == REQ_ALLGATHER ? 1 : 2;
+  napi_value argv[2];
+  float *x; int n; bool mean = false;
+  if (!getArgs(env, info, want, argv, fn) || !ready(env, fn) || !getF32(env, argv[0], fn, &x, &n) ||
+      (kind != REQ_ALLGATHER && !getOp(env, argv[1], fn, &mean))) return NULL;
+  const int slot = newSlot();
+  if (slot < 0) { napi_throw_error(env, "ERR_MPI_REQUESTS", "too many MPI operations in flight (1024); await some first"); return NULL; }
+  Pending *p = &g_pending[slot];
+  *p = (Pending){ .kind = kind, .mean = mean, .x = x, .n = n };
+  int rc;
+  const char *call = kind == REQ_ALLREDUCE ? "MPI_Iallreduce" : kind == REQ_REDUCE_SCATTER ? "MPI_Ireduce_scatter" : "MPI_Iallgatherv";
+  if (kind == REQ_ALLREDUCE) {
+    rc = MPI_Iallreduce(MPI_IN_PLACE, x, n, MPI_FLOAT, MPI_SUM, g_comm, &p->req);
+  } else {
+    p->counts = malloc((size_t)g_size * sizeof(int));
+    p->displs = malloc((size_t)g_size * sizeof(int));
+    if (!p->counts || !p->displs) { freeLayout(p); napi_throw_error(env, NULL, "out of memory"); return NULL; }
+    layout(n, p->counts, p->displs);
+    rc = kind == REQ_REDUCE_SCATTER
+             ? MPI_Ireduce_scatter(MPI_IN_PLACE, x, p->counts, MPI_FLOAT, MPI_SUM, g_comm, &p->req)
+             : MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x, p->counts, p->displs, MPI_FLOAT, g_comm, &p->req);
+  }
+  if (mpiFailed(env, rc, call)) { freeLayout(p); return NULL; }
+  CHECK(napi_create_reference(env, argv[0], 1, &p->buf));
+  p->env = env;
+  p->used = true;
+  napi_value id;
+  CHECK(napi_create_int32(env, slot, &id));
+  return id;
+}
+
+static napi_value Iallreduce(napi_env env, napi_callback_info info) { return postCollective(env, info, REQ_ALLREDUCE); }
+static napi_value IreduceScatter(napi_env env, napi_callback_info info) { return postCollective(env, info, REQ_REDUCE_SCATTER); }
+static napi_value Iallgather(napi_env env, napi_callback_info info) { return postCollective(env, info, REQ_ALLGATHER); }
+
+/* A completed collective's post-processing: the owned block into place, ÷ size for a mean. */
+static void finishCollective(Pending *p) {
+  float *x = p->x;
+  int n = p->n;
+  if (p->kind == REQ_REDUCE_SCATTER) {
+    const int start = p->displs[g_rank];
+    n = p->counts[g_rank];
+    if (start > 0 && n > 0) memmove(p->x + start, p->x, (size_t)n * sizeof(float));
+    x = p->x + start;
+  }
+  if (p->mean) divide(x, n, g_size);
+}
+
+/*
+ * test(request) → false while pending; when done: true for a send or a collective, the number of
+ * floats received for a receive (a message longer than the buffer is an error: MPI_ERR_TRUNCATE).
+ * wait(request) blocks until done (MPI_Wait) and answers as test() does then.
+ */
+static napi_value settle(napi_env env, napi_callback_info info, bool wait) {
+  const char *fn = wait ? "wait" : "test";
   napi_value argv[1];
   int slot;
-  if (!getArgs(env, info, 1, argv, "test") || !ready(env, "test") ||
-      !getInt(env, argv[0], "test", "request", 0, MAX_REQUESTS - 1, &slot)) return NULL;
+  if (!getArgs(env, info, 1, argv, fn) || !ready(env, fn) ||
+      !getInt(env, argv[0], fn, "request", 0, MAX_REQUESTS - 1, &slot)) return NULL;
   Pending *p = &g_pending[slot];
-  if (!p->used) { napi_throw_error(env, NULL, "test: no such request (already completed?)"); return NULL; }
+  if (!p->used) { throwMsg(env, NULL, fn, "no such request (already completed?)"); return NULL; }
   int done = 0;
   MPI_Status st;
-  int rc = MPI_Test(&p->req, &done, &st);
+  int rc = wait ? MPI_Wait(&p->req, &st) : MPI_Test(&p->req, &done, &st);
+  if (wait && rc == MPI_SUCCESS) done = 1;
   if (rc == MPI_ERR_IN_STATUS) rc = st.MPI_ERROR;
+  const int kind = p->kind;
+  if (rc == MPI_SUCCESS && done && kind != REQ_P2P) finishCollective(p);
   if (rc != MPI_SUCCESS || done) {
     napi_delete_reference(env, p->buf);
+    freeLayout(p);
     p->used = false;
   }
-  if (mpiFailed(env, rc, "MPI_Test")) return NULL;
+  if (mpiFailed(env, rc, wait ? "MPI_Wait" : "MPI_Test")) return NULL;
   napi_value out;
   if (!done) { CHECK(napi_get_boolean(env, false, &out)); return out; }
-  int count = 0;
-  MPI_Get_count(&st, MPI_FLOAT, &count);
+  int count = MPI_UNDEFINED;
+  if (kind == REQ_P2P) MPI_Get_count(&st, MPI_FLOAT, &count);
   if (count == MPI_UNDEFINED) { CHECK(napi_get_boolean(env, true, &out)); return out; }
   CHECK(napi_create_int32(env, count, &out));
   return out;
 }
+
+static napi_value Test(napi_env env, napi_callback_info info) { return settle(env, info, false); }
+static napi_value Wait(napi_env env, napi_callback_info info) { return settle(env, info, true); }
 
 /* abort(message, code): prints the message to stderr and ends every process of the job. */
 static napi_value Abort(napi_env env, napi_callback_info info) {
@@ -396,17 +452,20 @@ static napi_value Finalize(napi_env env, napi_callback_info info) {
   if (g_state == 2) return undefinedValue(env);
   if (!ready(env, "finalize")) return NULL;
   for (int i = 0; i < MAX_REQUESTS; i++) {
-    if (!g_pending[i].used) continue;
-    MPI_Cancel(&g_pending[i].req);
-    MPI_Request_free(&g_pending[i].req);
-    napi_delete_reference(g_pending[i].env, g_pending[i].buf);
-    g_pending[i].used = false;
+    Pending *p = &g_pending[i];
+    if (!p->used) continue;
+    /* a point-to-point request is cancelled; a collective cannot be (MPI forbids cancelling or
+     * freeing one), so it is only forgotten: finalising with one pending is the caller's error */
+    if (p->kind == REQ_P2P) {
+      MPI_Cancel(&p->req);
+      MPI_Request_free(&p->req);
+    }
+    napi_delete_reference(p->env, p->buf);
+    freeLayout(p);
+    p->used = false;
   }
   MPI_Comm_free(&g_comm);
   g_state = 2;  /* only the owner thread gets here, so no other transition can race */
-  free(g_counts);
-  free(g_displs);
-  g_counts = g_displs = NULL;
   if (mpiFailed(env, MPI_Finalize(), "MPI_Finalize")) return NULL;
   return undefinedValue(env);
 }
@@ -418,13 +477,15 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
     { "init", NULL, Init, NULL, NULL, NULL, napi_enumerable, NULL },
     { "state", NULL, State, NULL, NULL, NULL, napi_enumerable, NULL },
     { "allreduce", NULL, Allreduce, NULL, NULL, NULL, napi_enumerable, NULL },
-    { "reduceScatter", NULL, ReduceScatter, NULL, NULL, NULL, napi_enumerable, NULL },
-    { "allgather", NULL, Allgather, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "iallreduce", NULL, Iallreduce, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "ireduceScatter", NULL, IreduceScatter, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "iallgather", NULL, Iallgather, NULL, NULL, NULL, napi_enumerable, NULL },
     { "broadcast", NULL, Broadcast, NULL, NULL, NULL, napi_enumerable, NULL },
     { "barrier", NULL, Barrier, NULL, NULL, NULL, napi_enumerable, NULL },
     { "isend", NULL, Isend, NULL, NULL, NULL, napi_enumerable, NULL },
     { "irecv", NULL, Irecv, NULL, NULL, NULL, napi_enumerable, NULL },
     { "test", NULL, Test, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "wait", NULL, Wait, NULL, NULL, NULL, napi_enumerable, NULL },
     { "abort", NULL, Abort, NULL, NULL, NULL, napi_enumerable, NULL },
     { "finalize", NULL, Finalize, NULL, NULL, NULL, napi_enumerable, NULL },
   };

@@ -1,10 +1,13 @@
 /**
  * Collectives that move while their caller computes. A transport whose calls progress in the
- * event loop (TCP: socket reads and writes, the ring's steps run from I/O callbacks) overlaps a
- * call with computation that yields to the event loop now and then (hybrid's gradient buckets
- * during backward). It is told while such computation runs, so that no call holds the thread
- * meanwhile (the native ring waits for data inside one synchronous call); the other transports'
- * collectives block the thread (shared memory, MPI) and so run inline where they are called.
+ * event loop overlaps a call with computation that yields to the event loop now and then
+ * (hybrid's gradient buckets during backward): TCP, whose socket reads and writes and ring steps
+ * run from I/O callbacks, and MPI, whose collectives are non-blocking (MPI_Iallreduce) and tested
+ * with MPI_Test once per turn — Open MPI progresses them only inside MPI calls, so those tests
+ * between the caller's layers are their progress. The transport is told while such computation
+ * runs, so that no call holds the thread meanwhile (the native TCP ring waits for data inside one
+ * synchronous call; MPI would wait in MPI_Wait). Shared memory's collectives block the thread and
+ * so run inline where they are called.
  */
 import type { Communicator } from './communicator.ts';
 

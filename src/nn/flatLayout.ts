@@ -89,15 +89,27 @@ const view = (buf: Float32Array, e: FlatEntry) => buf.subarray(e.offset, e.offse
 
 /** Gives every slot's layer its parameter, gradient and state views (in the order of params() and state()). */
 export function bindFlat(slots: readonly LayerSlot[], layout: FlatLayout, buffers: FlatBuffers): void {
-  slots.forEach(({ layer }, k) => {
-    const p = layout.params[k]!,
-      s = layout.state[k]!;
-    layer.bind(
-      p.map((e) => view(buffers.params, e)),
-      p.map((e) => view(buffers.grads, e)),
-      s.map((e) => view(buffers.state, e)),
-    );
+  slots.forEach((slot, k) => {
+    const param = (e: FlatEntry) => view(buffers.params, e),
+      grad = (e: FlatEntry) => view(buffers.grads, e);
+    bindFlatSlot(slot, layout.params[k]!, layout.state[k]!, buffers.state, param, grad);
   });
+}
+
+/** Binds one slot's layer: its parameter and gradient views as `param`/`grad` place an entry, its state in `state`. */
+export function bindFlatSlot(
+  { layer }: LayerSlot,
+  params: readonly FlatEntry[],
+  stateEntries: readonly FlatEntry[],
+  state: Float32Array,
+  param: (e: FlatEntry) => Float32Array,
+  grad: (e: FlatEntry) => Float32Array,
+): void {
+  layer.bind(
+    params.map(param),
+    params.map(grad),
+    stateEntries.map((e) => view(state, e)),
+  );
 }
 
 /**

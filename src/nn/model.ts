@@ -2,12 +2,13 @@ import type { Tensor } from '../tensor/tensor.ts';
 import { formatShape } from '../tensor/shape.ts';
 import type { Backend } from '../kernels/backend.ts';
 import type { DeviceStorage } from '../kernels/deviceStorage.ts';
-import type { ForwardContext, Layer } from './layer.ts';
+import { allLayers, type ForwardContext, type Layer } from './layer.ts';
 import type { ModelSpec } from './spec.ts';
 import { buildLayer, checkOutputShape } from './buildLayer.ts';
 import {
   allocFlat,
   bindFlat,
+  bindFlatSlot,
   initializeFlat,
   planFlatLayout,
   type FlatBuffers,
@@ -20,7 +21,9 @@ import type { GradientsReady, TrainableModel } from './trainableModel.ts';
 import { convPoolPairs, type ConvPool } from './convPool.ts';
 import { checkLengths, checkModelInput, isSequenceShape, outputLengths, shapeFits } from './sequence.ts';
 import { communicates, runLater, runNow, settle, type Pass } from './pass.ts';
-import { tieEmbeddings } from './tiedEmbedding.ts';
+import { TiedEmbedding, tieEmbeddings } from './tiedEmbedding.ts';
+import { Embedding } from './embedding.ts';
+import type { ParameterResidency } from './residency.ts';
 
 export type { FlatEntry } from './flatLayout.ts';
 
@@ -32,6 +35,11 @@ export interface ModelOptions {
    * copies of the layers (a pipeline stage's micro-batches in flight) share weights and gradients
    */
   buffers?: FlatBuffers;
+  /**
+   * whole buffers in ordinary, garbage-collected memory instead of the backend's heap, as they are
+   * dropped once sharded (residency.ts): the gradient (ZeRO stage 2), or the weights too (stage 3)
+   */
+  transient?: 'grads' | 'params and grads';
 }
 
 /**
@@ -40,8 +48,9 @@ export interface ModelOptions {
  */
 export class Sequential implements TrainableModel {
   readonly layers: Layer[];
-  readonly params: Float32Array;
-  readonly grads: Float32Array;
+  /** the whole flat buffers; empty while a residency holds the weights elsewhere (useWhole puts them back) */
+  params: Float32Array;
+  grads: Float32Array;
   readonly state: Float32Array;
   readonly paramEntries: FlatEntry[];
   readonly stateEntries: FlatEntry[];
@@ -61,8 +70,19 @@ export class Sequential implements TrainableModel {
     this.layout = planFlatLayout(this.slots);
     this.paramEntries = this.layout.params.flat();
     this.stateEntries = this.layout.state.flat();
+    const { paramLength: pl, stateLength: sl } = this.layout;
     const buffers =
-      options.buffers ?? allocFlat(backend, this.layout.paramLength, this.layout.stateLength, options.shared);
+      options.buffers ??
+      (options.transient
+        ? {
+            params:
+              options.transient === 'grads'
+                ? backend.alloc(Math.max(pl, 1), options.shared)
+                : new Float32Array(Math.max(pl, 1)),
+            grads: new Float32Array(Math.max(pl, 1)),
+            state: backend.alloc(Math.max(sl, 1), options.shared),
+          }
+        : allocFlat(backend, pl, sl, options.shared));
     if (buffers.params.length < this.layout.paramLength || buffers.state.length < this.layout.stateLength)
       throw new Error('Sequential: the buffers given are smaller than its layers need');
     this.params = buffers.params;
@@ -98,9 +118,72 @@ export class Sequential implements TrainableModel {
     return runNow(this.forwardPass(x, ctx, false));
   }
 
-  /** True when some layer communicates in training (synchronised BatchNorm): use the async passes. */
+  /** True when some layer communicates in training (synchronised BatchNorm) or a residency gathers weights: use the async passes. */
   get needsAsync(): boolean {
-    return this.layers.some((l) => l.needsAsync === true);
+    return this.residency !== null || this.layers.some((l) => l.needsAsync === true);
+  }
+
+  /** Where the layers find their weights and gradients between uses (ZeRO stages 2 and 3); null: bound to params and grads throughout. */
+  residency: ParameterResidency | null = null;
+
+  /** The layer whose weights layer i reads besides its own (a tied output projection: the embedding's); null: none. */
+  sharedWeightsOf(i: number): number | null {
+    if (!allLayers([this.layers[i]!]).some((l) => l instanceof TiedEmbedding)) return null;
+    return this.layers.findIndex((l) => allLayers([l]).some((x) => x instanceof Embedding));
+  }
+
+  /** The floats of layer i's parameters in the flat buffer (null: it has none). */
+  layerParamRange(i: number): { start: number; end: number } | null {
+    const entries = this.layout.params[i]!;
+    if (entries.length === 0) return null;
+    const last = entries[entries.length - 1]!;
+    return { start: entries[0]!.offset, end: last.offset + last.size };
+  }
+
+  /** Binds layer i to `params`/`grads` laid out as the flat buffer from offset `base` on (a gathered piece). */
+  bindLayer(i: number, params: Float32Array, grads: Float32Array, base: number): void {
+    const at = (buf: Float32Array, e: FlatEntry) => buf.subarray(e.offset - base, e.offset - base + e.size);
+    const entries = this.layout.params[i]!;
+    bindFlatSlot(
+      this.slots[i]!,
+      entries,
+      this.layout.state[i]!,
+      this.state,
+      (e) => at(params, e),
+      (e) => at(grads, e),
+    );
+  }
+
+  /** Layer i lets go of its parameter and gradient views (empty ones in their place). */
+  releaseLayer(i: number): void {
+    const none = new Float32Array(0);
+    bindFlatSlot(
+      this.slots[i]!,
+      this.layout.params[i]!,
+      this.layout.state[i]!,
+      this.state,
+      () => none,
+      () => none,
+    );
+  }
+
+  /** Every layer bound to whole `params` and `grads` again (laid out as the flat buffer), without a residency. */
+  useWhole(params: Float32Array, grads: Float32Array): void {
+    this.params = params;
+    this.grads = grads;
+    this.residency = null;
+    bindFlat(this.slots, this.layout, { params, grads, state: this.state });
+  }
+
+  /** Runs a residency hook, awaiting it in an async pass (a synchronous one cannot gather). */
+  private *reside(hook: keyof ParameterResidency, i: number, communicating: boolean): Pass<void> {
+    const done = this.residency?.[hook](i);
+    if (!(done instanceof Promise)) return;
+    if (!communicating)
+      throw new Error(
+        'sharded gradients and weights (ZeRO stages 2 and 3) are reduced and gathered by collectives: run the model asynchronously',
+      );
+    yield* settle(done);
   }
 
   /** The forward pass, awaiting the layers that communicate (every replica runs the same layers in the same order). */
@@ -114,14 +197,18 @@ export class Sequential implements TrainableModel {
     let h = x;
     for (let i = 0; i < this.layers.length; i++) {
       const pair = this.pairs[i];
+      yield* this.reside('beforeForward', i, communicating);
       // a pair's layers are images: the context (sequence lengths) passes through unchanged
       if (pair) {
+        yield* this.reside('beforeForward', i + 1, communicating);
         h = pair.forward(h, ctx);
-        i++;
+        yield* this.reside('afterForward', i, communicating);
+        yield* this.reside('afterForward', ++i, communicating);
         continue;
       }
       const layer = this.layers[i]!;
       h = communicates(layer, communicating) ? yield* settle(layer.forwardAsync!(h, ctx)) : layer.forward(h, ctx);
+      yield* this.reside('afterForward', i, communicating);
       ctx = nextContext(layer, ctx);
     }
     if (ctx.training) this.countActivations();
@@ -182,8 +269,11 @@ export class Sequential implements TrainableModel {
     let g: Tensor | null = dy;
     for (let i = this.layers.length - 1; i >= 0 && g; i--) {
       const pair = i > 0 ? this.pairs[i - 1] : undefined;
+      yield* this.reside('beforeBackward', i, communicating);
       if (pair) {
+        yield* this.reside('beforeBackward', i - 1, communicating);
         g = pair.backward(g, i - 1 > 0);
+        yield* this.reside('afterBackward', i, communicating);
         yield* this.ready(i, onReady, communicating);
         i--;
       } else {
@@ -192,6 +282,7 @@ export class Sequential implements TrainableModel {
           ? yield* settle(layer.backwardAsync!(g, i > 0))
           : layer.backward(g, i > 0);
       }
+      yield* this.reside('afterBackward', i, communicating);
       yield* this.ready(i, onReady, communicating);
     }
   }

@@ -6,6 +6,8 @@ import type { ParameterServerSnapshot } from './parameterServer/index.ts';
 import type { Communicator } from '../comm/communicator.ts';
 import type { ShardLayout } from './sharding/shardLayout.ts';
 import type { ShardedOptimizer } from './sharding/shardedOptimizer.ts';
+import type { WeightShards } from './sharding/weightShards.ts';
+import type { GradientShards } from './sharding/gradientShards.ts';
 
 /** What a strategy may act on: the replica's flat buffers and its local optimizer step. */
 export interface ReplicaView {
@@ -42,6 +44,16 @@ export interface ReplicaView {
    * whole-size state is never allocated; `comm` assembles the whole state for checkpoints.
    */
   shardOptimizer?(layout: ShardLayout, comm: Communicator): ShardedOptimizer;
+  /**
+   * ZeRO stage 2: as shardOptimizer, and the model keeps only `layout`'s ranges of its reduced
+   * gradient from the next GradientShards.shard() on, each unit's reduced during backward.
+   */
+  shardGradients?(layout: ShardLayout, comm: Communicator): GradientShards;
+  /**
+   * ZeRO stage 3: as shardOptimizer, and the model keeps only `layout`'s ranges of its weights and
+   * gradients from the next WeightShards.shard() on, gathering the rest layer by layer as it runs.
+   */
+  shardWeights?(layout: ShardLayout, comm: Communicator): WeightShards;
   /**
    * 1-bit Adam (compression oneBit's freezeVariance): from now on the replica's Adam leaves its
    * variance as it is (Optimizer.freezeVariance); again later, or after a resume, it changes nothing.

@@ -39,7 +39,8 @@ test('a compared strategy with options trains the config it names, in a director
   const piped = config('pipeline:stages=2:microBatches=4:schedule=gpipe').train;
   assert.deepEqual([piped.pipeline?.stages, piped.pipeline?.schedule, piped.microBatches], [2, 'gpipe', 4]);
   assert.throws(() => parseStrategyChoice('downpour', base), /unknown strategy 'downpour'/);
-  assert.throws(() => config('hybrid:shard=3'), /stage 3/);
+  assert.deepEqual(config('hybrid:shard=3').train.strategy, { type: 'hybrid', bucketBytes: 4 << 20, shard: 3 });
+  assert.throws(() => config('hybrid:shard=4'), /a ZeRO stage/);
   assert.equal(runDirName('pipeline:stages=2:microBatches=4'), 'pipeline-stages-2-microBatches-4');
   assert.equal(runDirName('hybrid:compression=oneBit'), 'hybrid-compression-oneBit');
 });

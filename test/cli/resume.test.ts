@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { MAIN, REPO, runCli, stderrLines, tmpDir } from './helpers.ts';
+import { cliArgs, REPO, runCli, stderrLines, tmpDir } from './helpers.ts';
 import { assertSameTensors, tensorsOf, writeResumeConfig } from '../runtime/resumeHelpers.ts';
 import { trainHere } from '../runtime/jobHelpers.ts';
 import { latestCompleteSet } from '../../src/runtime/checkpoint/checkpointSet.ts';
@@ -30,7 +30,7 @@ test('kill -9 mid-epoch, then --resume: ends bit-identical to the uninterrupted 
   // a straggler factor slows the run enough to kill it between sets
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', MAIN, 'train', config, '--out', runDir, '--quiet', '--slow-device', '0:4'],
+    [...cliArgs(), 'train', config, '--out', runDir, '--quiet', '--slow-device', '0:4'],
     { cwd: REPO, env: { ...process.env, PARATRAIN_OFFLINE: '1' }, stdio: 'ignore' },
   );
   const exited = new Promise((r) => child.on('close', r));

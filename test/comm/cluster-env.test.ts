@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { MAIN, REPO, tmpDir } from '../cli/helpers.ts';
+import { cliArgs, REPO, tmpDir } from '../cli/helpers.ts';
 import { assertClose, randomPort, SECRET, tinyJobConfig, trainHere, weights } from '../runtime/jobHelpers.ts';
 import {
   type Env,
@@ -55,7 +55,7 @@ function onLoopback(launch: ProcessLaunch, port: number, mounts: [string, string
     return mount ? mount[1] + arg.slice(mount[0].length) : arg;
   };
   return {
-    argv: [process.execPath, '--import', 'tsx', MAIN, ...launch.argv.slice(2).map(remount)],
+    argv: [process.execPath, ...cliArgs(), ...launch.argv.slice(2).map(remount)],
     env: { ...launch.env, MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port) },
   };
 }

@@ -12,56 +12,15 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MpiCommunicator, mpiAddonPath } from '../../src/comm/mpi/index.ts';
+import { MpiCommunicator } from '../../src/comm/mpi/index.ts';
 import type { MpiRankResult } from './mpi/checks.ts';
+import { mpiSkip as skip, runMpiJob } from './mpi/job.ts';
 
 const rankScript = fileURLToPath(new URL('./mpi/rank.ts', import.meta.url));
-const hasMpirun = spawnSync('mpirun', ['--version'], { encoding: 'utf8' }).status === 0;
-const skip = !hasMpirun
-  ? 'mpirun not found (apt-get install openmpi-bin libopenmpi-dev, then npm run build:mpi)'
-  : !mpiAddonPath()
-    ? 'the MPI addon is not built (apt-get install libopenmpi-dev, then npm run build:mpi)'
-    : process.env.PARATRAIN_MPI === '0'
-      ? 'PARATRAIN_MPI=0'
-      : false;
 
-/** Runs rank.ts on `np` processes (or one, without mpirun, when np is 0): exit code, output, every rank's result. */
-async function runJob(
-  np: number,
-  mode: string,
-): Promise<{ code: number | null; output: string; results: MpiRankResult[] }> {
-  const dir = mkdtempSync(join(tmpdir(), 'paratrain-mpi-'));
-  try {
-    const node = [process.execPath, '--import', 'tsx', rankScript, dir, mode];
-    const asRoot = process.getuid?.() === 0 ? ['--allow-run-as-root'] : [];
-    // --bind-to none: the machine is shared; do not pin ranks to cores
-    const [cmd, ...args] =
-      np === 0 ? node : ['mpirun', ...asRoot, '--oversubscribe', '--bind-to', 'none', '-np', String(np), ...node];
-    const child = spawn(cmd!, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (d) => {
-      output += d;
-    });
-    child.stderr.on('data', (d) => {
-      output += d;
-    });
-    const kill = setTimeout(() => child.kill('SIGKILL'), 90_000);
-    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-    clearTimeout(kill);
-    const files = readdirSync(dir)
-      .filter((f) => f.startsWith('rank-'))
-      .sort();
-    const results = files.map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as MpiRankResult);
-    return { code, output, results };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
+/** Runs rank.ts on `np` processes (or one, without mpirun, when np is 0) in `mode`. */
+const runJob = (np: number, mode: string) => runMpiJob<MpiRankResult>(rankScript, np, [mode]);
 
 function assertAllPassed({ code, output, results }: Awaited<ReturnType<typeof runJob>>, np: number): MpiRankResult[] {
   assert.equal(code, 0, `the job exited with code ${code}:\n${output.slice(-3000)}`);

@@ -9,20 +9,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { TcpCommunicator } from '../../src/comm/tcp/index.ts';
-import type { Communicator } from '../../src/comm/communicator.ts';
 import { backgroundCollectives } from '../../src/comm/overlap.ts';
 import { hybridStrategy } from '../../src/parallel/strategies/hybrid.ts';
-import type { ReplicaView, Strategy } from '../../src/parallel/strategy.ts';
-import { jsBackend } from '../../src/kernels/js/index.ts';
-import { buildModel, type Sequential } from '../../src/nn/model.ts';
-import type { LayerSpec } from '../../src/nn/spec.ts';
-import { Tensor } from '../../src/tensor/tensor.ts';
-import { randomArray } from '../util/close.ts';
+import { device, LAYERS, model, step, withoutOverlap } from './overlapSteps.ts';
 
 const SECRET = 'overlap-test-secret';
-const BATCH = 4,
-  WIDTH = 24,
-  LAYERS = 12;
 
 async function world(size: number): Promise<TcpCommunicator[]> {
   let port!: (p: number) => void;
@@ -42,59 +33,6 @@ async function world(size: number): Promise<TcpCommunicator[]> {
     TcpCommunicator.connect({ rank: i + 1, worldSize: size, masterPort, secret: SECRET, timeoutMs: 20_000 }),
   );
   return Promise.all([first, ...rest]);
-}
-
-/** The same communicator with its background progress hidden: hybrid then reduces as over a blocking transport. */
-function withoutOverlap(comm: Communicator): Communicator {
-  return new Proxy(comm, {
-    get: (target, key, receiver) => (key === 'progressesInBackground' ? undefined : Reflect.get(target, key, receiver)),
-  });
-}
-
-const dense = (units: number): LayerSpec => ({
-  type: 'dense',
-  units,
-  activation: 'tanh',
-  useBias: true,
-  parallel: 'data',
-});
-
-function model(): Sequential {
-  const m = buildModel(jsBackend, { input: [WIDTH], layers: Array.from({ length: LAYERS }, () => dense(WIDTH)) });
-  m.initialize(3);
-  return m;
-}
-
-/** A device: its model, plain SGD on the reduced gradient as its local step. */
-function device(m: Sequential): ReplicaView {
-  return {
-    params: m.params,
-    grads: m.grads,
-    state: m.state,
-    localStep(lr) {
-      for (let i = 0; i < m.params.length; i++) m.params[i] = m.params[i]! - lr * m.grads[i]!;
-    },
-  };
-}
-
-/** One step of a device: forward, backward with the strategy's buckets, the update. */
-async function step(
-  m: Sequential,
-  s: Strategy,
-  rank: number,
-  k: number,
-  onReady?: (offset: number) => void,
-): Promise<void> {
-  m.zeroGrads();
-  const x = new Tensor([BATCH, WIDTH], randomArray(BATCH * WIDTH, 100 + 10 * k + rank));
-  const y = m.forward(x, { training: true, seed: 1, step: k, sampleOffset: rank * BATCH });
-  const dy = new Tensor(y.shape, randomArray(y.size, 900 + 10 * k + rank));
-  const view = device(m);
-  await m.backwardAsync(dy, (offset) => {
-    onReady?.(offset);
-    return s.onGradientsReady!(view, offset);
-  });
-  await s.applyUpdate!(view, { step: k, epoch: 0, lr: 0.1, samples: BATCH });
 }
 
 test('a bucket in flight over TCP moves while backward runs (its peer completes it before backward ends)', async () => {

@@ -67,9 +67,12 @@ test("hybrid shard 2: one NaN in one device's gradient, seen by the one device o
   for (const [r, replica] of job.replicas.entries()) assert.deepEqual(replica.model.params, before[r]);
 });
 
-test('hybrid shard 2 with micro-batching equals unsharded hybrid with micro-batching', async () => {
+// Each micro-batch's gradient is reduce-scattered and added to the owned part (no whole gradient
+// is kept between them): Σ_k mean_d instead of hybrid's mean_d Σ_k, equal to float32 rounding.
+test('hybrid shard 2 with micro-batching follows unsharded hybrid with micro-batching to 1e-5', async () => {
   const train = { microBatches: 2 };
   const base = await trainJob(shardConfig(CONV, ADAM, 2, 0, train), 3);
   const sharded = await trainJob(shardConfig(CONV, ADAM, 2, 2, train), 3);
-  for (const p of sharded.params) assert.deepEqual(p, base.params[0]);
+  for (const [r, p] of sharded.params.entries())
+    assertClose(p, base.params[0]!, { rtol: 1e-5, atol: 1e-7, what: `device ${r}` });
 });

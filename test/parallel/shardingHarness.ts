@@ -101,6 +101,8 @@ export async function step(
       const { start, end } = ownedSlice(GLOBAL_BATCH, devices, r);
       const x = images.slice(start * per, end * per);
       if (nanOn === r) x.fill(NaN);
+      const info = { step: job.step, epoch: 0, lr, samples: end - start, lossNonFinite: false };
+      await strategies[r]!.beforeStep?.(views[r]!, info);
       replica.zeroGrads(poisonOn === r ? (g) => g.fill(NaN, 0, 1) : undefined);
       const ctx = { training: true, seed: 1, step: job.step, sampleOffset: start, rank: r, localOffset: 0 };
       const onReady = (offset: number) => strategies[r]!.onGradientsReady?.(views[r]!, offset);
@@ -112,13 +114,7 @@ export async function step(
         onReady,
         GLOBAL_BATCH,
       );
-      const info = {
-        step: job.step,
-        epoch: 0,
-        lr,
-        samples: end - start,
-        lossNonFinite: !Number.isFinite(result.lossSum),
-      };
+      info.lossNonFinite = !Number.isFinite(result.lossSum);
       return strategies[r]!.applyUpdate!(views[r]!, info);
     }),
   );
@@ -126,9 +122,15 @@ export async function step(
   return stats;
 }
 
+/** Every device's whole weights (collective: ZeRO stage 3 gathers them). */
+export async function wholeParams(job: Job): Promise<Float32Array[]> {
+  await Promise.all(job.replicas.map((r, rank) => r.gather(rank, false)));
+  return job.replicas.map((r) => r.model.params.slice());
+}
+
 /** Trains `steps` steps and returns every device's weights. */
 export async function trainJob(config: RunConfig, steps: number): Promise<{ job: Job; params: Float32Array[] }> {
   const job = await startJob(config);
   for (let s = 0; s < steps; s++) await step(job);
-  return { job, params: job.replicas.map((r) => r.model.params.slice()) };
+  return { job, params: await wholeParams(job) };
 }

@@ -13,14 +13,14 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { MAIN, REPO, tmpDir } from '../cli/helpers.ts';
+import { cliArgs, REPO, tmpDir } from '../cli/helpers.ts';
 import { randomPort, SECRET, tinyJobConfig } from './jobHelpers.ts';
 import { readCheckpoint } from '../../src/runtime/checkpoint/checkpoint.ts';
 import { mpiAddonPath } from '../../src/comm/mpi/index.ts';
 
 const noMpirun =
   spawnSync('mpirun', ['--version']).status !== 0 ? 'mpirun not found (apt-get install openmpi-bin)' : false;
-const NODE = [process.execPath, '--import', 'tsx', MAIN];
+const NODE = [process.execPath, ...cliArgs()];
 
 /** `out`: stdout and stderr as they came (chunks of the two interleave mid-line); `stdout` alone, whole lines */
 interface Ended {
@@ -185,7 +185,7 @@ test("srun: Slurm's SIGTERM to every task stops both processes at one step; each
   };
   const [r0, r1] = await Promise.all(
     [0, 1].map((rank) =>
-      runAndStop(process.execPath, ['--import', 'tsx', MAIN, 'train', cfg, '--out', out], slurm(rank), out, signalAll),
+      runAndStop(process.execPath, [...cliArgs(), 'train', cfg, '--out', out], slurm(rank), out, signalAll),
     ),
   );
   assert.equal(r0!.code, 143, r0!.out);

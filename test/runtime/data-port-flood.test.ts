@@ -12,7 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
-import { MAIN, REPO, tmpDir } from '../cli/helpers.ts';
+import { cliArgs, REPO, tmpDir } from '../cli/helpers.ts';
 import { randomPort, SECRET, tinyJobConfig } from './jobHelpers.ts';
 import { authenticateAsDialer } from '../../src/comm/tcp/auth.ts';
 import { PRE_AUTH_MAX_FRAME } from '../../src/comm/tcp/frame.ts';
@@ -29,7 +29,7 @@ interface Proc {
 }
 
 function startProcess(rank: number, args: string[], masterPort: number): Proc {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+  const child = spawn(process.execPath, [...cliArgs(), ...args], {
     cwd: REPO,
     env: {
       ...process.env,

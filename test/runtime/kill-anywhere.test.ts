@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { MAIN, REPO, tmpDir } from '../cli/helpers.ts';
+import { cliArgs, REPO, tmpDir } from '../cli/helpers.ts';
 import { tinyJobConfig } from './jobHelpers.ts';
 import { assertSameTensors, tensorsOf } from './resumeHelpers.ts';
 import { loadConfig } from '../../src/config/index.ts';
@@ -29,7 +29,7 @@ function tree(runDir: string): string[] {
 
 /** `paratrain train` that must die by SIGKILL at `crashAt`; returns its stderr. */
 function crashedRun(args: string[], crashAt: string): void {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+  const r = spawnSync(process.execPath, [...cliArgs(), ...args], {
     cwd: REPO,
     env: { ...process.env, PARATRAIN_OFFLINE: '1', PARATRAIN_CRASH_AT: crashAt },
     encoding: 'utf8',

@@ -11,7 +11,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { MAIN, REPO, tmpDir } from '../cli/helpers.ts';
+import { cliArgs, REPO, tmpDir } from '../cli/helpers.ts';
 import { randomPort, tinyJobConfig } from './jobHelpers.ts';
 import { launchJob } from '../../src/runtime/job/launcher.ts';
 import { launchWithRestarts, resumeArgs, withRunDir } from '../../src/runtime/job/launchRestarts.ts';
@@ -131,9 +131,7 @@ test('the children of a SIGKILLed launcher stop within seconds', { timeout: 180_
   const launcher = spawn(
     process.execPath,
     [
-      '--import',
-      'tsx',
-      MAIN,
+      ...cliArgs(),
       'launch',
       '--nproc-per-node',
       '2',

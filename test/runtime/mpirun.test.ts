@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { tmpDir, MAIN } from '../cli/helpers.ts';
+import { cliArgs, tmpDir } from '../cli/helpers.ts';
 import { mpiAddonPath } from '../../src/comm/mpi/index.ts';
 import {
   assertClose,
@@ -38,7 +38,7 @@ function mpirun(
 ): Promise<{ code: number | null; out: string }> {
   const asRoot = process.getuid?.() === 0 ? ['--allow-run-as-root'] : [];
   const vars = Object.keys(env).flatMap((k) => ['-x', k]);
-  const node = [process.execPath, '--import', 'tsx', MAIN];
+  const node = [process.execPath, ...cliArgs()];
   const programs = rank1Args
     ? ['-np', '1', ...node, ...args, ':', '-np', '1', ...node, ...rank1Args]
     : ['-np', '2', ...node, ...args];

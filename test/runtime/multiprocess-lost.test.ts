@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { MAIN, REPO, runCli, stderrLines, tmpDir } from '../cli/helpers.ts';
+import { cliArgs, REPO, runCli, stderrLines, tmpDir } from '../cli/helpers.ts';
 import { randomPort, SECRET, tinyJobConfig } from './jobHelpers.ts';
 
 test('async on 2 processes × 2 devices: process 1 killed with SIGKILL, process 0 finishes with 2 of 4 devices', {
@@ -36,7 +36,7 @@ test('async on 2 processes × 2 devices: process 1 killed with SIGKILL, process 
   const killed = new Promise<{ output: string; signal: NodeJS.Signals | null }>((resolve) => {
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', MAIN, 'train', cfg, '--devices', '2', '--strategy', 'async', '--epochs', '40'],
+      [...cliArgs(), 'train', cfg, '--devices', '2', '--strategy', 'async', '--epochs', '40'],
       { cwd: REPO, env: env(1), stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let output = '';

@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { MAIN, REPO, runCli, tmpDir } from '../cli/helpers.ts';
+import { cliArgs, REPO, runCli, tmpDir } from '../cli/helpers.ts';
 import { randomPort, trainHere } from './jobHelpers.ts';
 import { assertSameTensors, tensorsOf, writeResumeConfig } from './resumeHelpers.ts';
 import { readMetrics } from '../../src/runtime/events/metrics.ts';
@@ -90,9 +90,7 @@ test('launch --max-restarts 1: process 1 SIGKILLed after the first checkpoint se
   const launcher = spawn(
     process.execPath,
     [
-      '--import',
-      'tsx',
-      MAIN,
+      ...cliArgs(),
       'launch',
       '--nproc-per-node',
       '2',

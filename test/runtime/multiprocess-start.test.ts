@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { MAIN, REPO, runCli, stderrLines, tmpDir } from '../cli/helpers.ts';
+import { cliArgs, REPO, runCli, stderrLines, tmpDir } from '../cli/helpers.ts';
 import { randomPort, runCommand, tinyJobConfig } from './jobHelpers.ts';
 
 const noMpirun = spawnSync('mpirun', ['--version']).status !== 0 && 'mpirun not found (apt-get install openmpi-bin)';
@@ -63,9 +63,7 @@ test('mpirun -np 2 without the secret exported: both processes refused, no run d
       '-np',
       '2',
       process.execPath,
-      '--import',
-      'tsx',
-      MAIN,
+      ...cliArgs(),
       'train',
       tinyJobConfig(dir),
       '--out',
@@ -91,9 +89,7 @@ test('one SIGINT to launch while process 1 is still starting stops the job withi
   const child = spawn(
     process.execPath,
     [
-      '--import',
-      'tsx',
-      MAIN,
+      ...cliArgs(),
       'launch',
       '--nproc-per-node',
       '2',

@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { tmpDir, MAIN } from '../cli/helpers.ts';
+import { cliArgs, tmpDir } from '../cli/helpers.ts';
 import { assertClose, randomPort, runCommand, SECRET, tinyJobConfig, trainHere, weights } from './jobHelpers.ts';
 
 const id = `${process.pid % 100000}`;
@@ -66,9 +66,7 @@ function launchIn(
       'exec',
       ns,
       process.execPath,
-      '--import',
-      'tsx',
-      MAIN,
+      ...cliArgs(),
       'launch',
       '--nnodes',
       '2',

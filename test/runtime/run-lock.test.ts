@@ -10,7 +10,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { MAIN, REPO, runCli, tmpDir } from '../cli/helpers.ts';
+import { cliArgs, REPO, runCli, tmpDir } from '../cli/helpers.ts';
 import { tinyJobConfig } from './jobHelpers.ts';
 import { LOCK_FILE, lockRunDir } from '../../src/runtime/files/runLock.ts';
 import { createRunDir } from '../../src/runtime/files/runDir.ts';
@@ -23,7 +23,7 @@ interface Exit {
 
 /** `paratrain train …` as a child; `exited` resolves when it ends (SIGKILLed after 3 minutes). */
 function startTrain(args: string[]): { pid: number; exited: Promise<Exit>; stderr: () => string; stop: () => void } {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'train', ...args], {
+  const child = spawn(process.execPath, [...cliArgs(), 'train', ...args], {
     cwd: REPO,
     env: { ...process.env, PARATRAIN_OFFLINE: '1', FORCE_COLOR: '0' },
     stdio: ['ignore', 'ignore', 'pipe'],

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { MAIN, REPO, runCli, tmpDir } from '../cli/helpers.ts';
+import { cliArgs, REPO, runCli, tmpDir } from '../cli/helpers.ts';
 import { randomPort, tinyJobConfig } from './jobHelpers.ts';
 import { readCheckpoint } from '../../src/runtime/checkpoint/checkpoint.ts';
 import { train } from '../../src/runtime/run/train.ts';
@@ -31,7 +31,7 @@ interface Run {
  */
 function runAndSignal(args: string[], runDir: string, signals: NodeJS.Signals[], trigger?: RegExp): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+    const child = spawn(process.execPath, [...cliArgs(), ...args], {
       cwd: REPO,
       env: { ...process.env, PARATRAIN_OFFLINE: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],

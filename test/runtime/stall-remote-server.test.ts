@@ -10,14 +10,14 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { MAIN, REPO, tmpDir } from '../cli/helpers.ts';
+import { cliArgs, REPO, tmpDir } from '../cli/helpers.ts';
 import { randomPort, SECRET, tinyJobConfig } from './jobHelpers.ts';
 
 function start(
   args: string[],
   env: Record<string, string>,
 ): { child: ChildProcess; output: () => string; exit: Promise<number | null> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+  const child = spawn(process.execPath, [...cliArgs(), ...args], {
     cwd: REPO,
     env: { ...process.env, PARATRAIN_OFFLINE: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

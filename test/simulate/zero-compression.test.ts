@@ -77,15 +77,27 @@ test('sharded bytes: stage 1 is hybrid + an all-gather of the weights, stage 2 h
   assert.ok(Math.abs(one.tail(1) - (hybrid.tail(1) + gather - saved)) < 1e-12);
 });
 
-test('memory per device: 16Ψ unsharded with Adam, 4Ψ + 4Ψ + 8Ψ/N sharded (stage 2 the same: the gradient buffer stays whole)', () => {
+test('memory per device: 16Ψ unsharded with Adam, 4Ψ + 4Ψ + 8Ψ/N at stage 1, 4Ψ + 12Ψ/N + one unit of gradient workspace at stage 2', () => {
   const base = { paramFloats: PSI, stateFloats: 0, optimizerSlots: WEIGHTS.optimizerSlots };
   assert.equal(deviceMemoryBytes(base), 16 * PSI);
-  for (const stage of [1, 2] as const) {
-    const { memoryBytes } = shardedPlan(COSTS, WEIGHTS, 1, BUCKET, stage, TCP4, NET, 'implemented');
-    assert.equal(memoryBytes, 4 * PSI + 4 * PSI + (8 * PSI) / 4, `stage ${stage}`);
-  }
+  const memory = (stage: 1 | 2) => shardedPlan(COSTS, WEIGHTS, 1, BUCKET, stage, TCP4, NET, 'implemented').memoryBytes;
+  assert.equal(memory(1), 4 * PSI + 4 * PSI + (8 * PSI) / 4);
+  // two units of 2080 and 336 floats: the gradient workspace holds the larger
+  assert.equal(memory(2), 4 * PSI + (12 * PSI) / 4 + 4 * 2080);
   // SGD with momentum keeps one slot: 12Ψ
   assert.equal(optimizerStateSize({ type: 'sgd', momentum: 0.9 } as OptimizerSpec, PSI), PSI);
+});
+
+test('stage 3: each unit (bucket) gathered twice and reduce-scattered, the flag, no gather after; 16Ψ/N + one unit of weights and gradients', () => {
+  const two = shardedPlan(COSTS, WEIGHTS, 1, BUCKET, 2, TCP4, NET, 'implemented').plan;
+  const three = shardedPlan(COSTS, WEIGHTS, 1, BUCKET, 3, TCP4, NET, 'implemented');
+  // two units of 2080 and 336 floats: stage 2's bytes (reduce-scatter, flag, one all-gather each) + a second all-gather each
+  const gathers = [2080, 336].reduce((s, n) => s + allgather(n * 4, TCP4, NET).bytes, 0);
+  assert.equal(three.plan.bytes, two.bytes + gathers);
+  // owned: the largest device's slices of the two units (520 + 84); gathered: the larger unit, 2080
+  const owned = 520 + 84;
+  assert.equal(three.memoryBytes, 4 * (2 * (owned + 2080) + 2 * owned));
+  assert.equal(three.memoryBytes, (16 * PSI) / 4 + 8 * 2080 + 4 * (owned * 4 - PSI));
 });
 
 test('oneBit: the packed chunks traced by hand (2 scales per group segment + ⌈len/32⌉ words), point to point and all-gathered', () => {
@@ -143,7 +155,9 @@ test('--strategies: hybrid:shard=…, hybrid:compression=…, pipeline:… throu
   assert.deepEqual(one.spec.type === 'hybrid' && one.spec.compression, { type: 'oneBit' });
   const psgd = parseStrategyChoice('hybrid:compression=powerSGD', config).spec;
   assert.equal(psgd.type === 'hybrid' && psgd.compression?.type, 'powerSGD');
-  assert.throws(() => parseStrategyChoice('hybrid:shard=3', config), /stage 3/);
+  const three = parseStrategyChoice('hybrid:shard=3', config).spec;
+  assert.equal(three.type === 'hybrid' && three.shard, 3);
+  assert.throws(() => parseStrategyChoice('hybrid:shard=4', config), /a ZeRO stage/);
   const pipe = parseStrategyChoice('pipeline:stages=2:microBatches=8:schedule=gpipe', config);
   assert.equal(pipe.kind, 'pipeline');
   assert.deepEqual(pipe.pipeline, { stages: 2, microBatches: 8, schedule: 'gpipe' });
@@ -189,6 +203,8 @@ test("mnist-small's memory per device: what `npm run bench -- memory` counted in
     mib(deviceMemoryBytes({ paramFloats: costs.paramFloats, stateFloats: 0, optimizerSlots: weights.optimizerSlots })),
     '3.434',
   );
-  for (const stage of [1, 2] as const)
-    assert.equal(mib(shardedPlan(costs, weights, 1, 4 << 20, stage, p8, NET, 'implemented').memoryBytes), '1.932');
+  assert.equal(mib(shardedPlan(costs, weights, 1, 4 << 20, 1, p8, NET, 'implemented').memoryBytes), '1.932');
+  // stages 2 and 3 with a layer per unit (bucketBytes 4): 4Ψ + 12Ψ/N and the dense layer's gradient; 16Ψ/N and its weights too
+  assert.equal(mib(shardedPlan(costs, weights, 1, 4, 2, p8, NET, 'implemented').memoryBytes), '1.962');
+  assert.equal(mib(shardedPlan(costs, weights, 1, 4, 3, p8, NET, 'implemented').memoryBytes), '1.993');
 });

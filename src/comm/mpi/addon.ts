@@ -23,23 +23,30 @@ export interface MpiInitInfo {
   library: string;
 }
 
-/** The addon's exports (see native/mpi/paratrain_mpi.c). Every call blocks the calling thread. */
+/**
+ * The addon's exports (see native/mpi/paratrain_mpi.c). The i… calls return a request number,
+ * completed with test() or wait(); every other call blocks the calling thread.
+ */
 export interface MpiAddon {
   /** MPI_Init_thread(FUNNELED) on the first call; the calling thread is the only one allowed to use MPI. */
   init(): MpiInitInfo;
   state(): 'uninitialized' | 'initialized' | 'finalized';
-  /** op: 0 = sum, 1 = mean (sum / size) */
+  /** Blocking MPI_Allreduce (Open MPI's tuned algorithm): the benchmarks' reference. op: 0 = sum, 1 = mean (sum / size) */
   allreduce(buf: Float32Array, op: 0 | 1): void;
-  /** afterwards ownedSlice(buf.length, size, rank) of buf holds the reduction */
-  reduceScatter(buf: Float32Array, op: 0 | 1): void;
-  allgather(buf: Float32Array): void;
+  /** MPI_Iallreduce(MPI_IN_PLACE); a mean is divided on completion */
+  iallreduce(buf: Float32Array, op: 0 | 1): number;
+  /** once complete, ownedSlice(buf.length, size, rank) of buf holds the reduction */
+  ireduceScatter(buf: Float32Array, op: 0 | 1): number;
+  iallgather(buf: Float32Array): number;
   broadcast(buf: Float32Array, root: number): void;
   barrier(): void;
-  /** Non-blocking point to point: returns a request number for test(). */
+  /** Non-blocking point to point: returns a request number for test() or wait(). */
   isend(buf: Float32Array, dest: number, tag: number): number;
   irecv(buf: Float32Array, source: number, tag: number): number;
-  /** false while pending; then the number of floats received (receives) or a number/true (sends). */
+  /** MPI_Test: false while pending; then the number of floats received (receives) or true (sends, collectives). */
   test(request: number): boolean | number;
+  /** MPI_Wait: blocks until the request completes, then answers as test() */
+  wait(request: number): true | number;
   /** Prints the message and ends every process of the job (MPI_Abort); does not return. */
   abort(message: string, code: number): void;
   finalize(): void;
@@ -52,7 +59,7 @@ const SPEC: AddonSpec = {
   file: 'paratrain_mpi.node',
   sourceDir: 'native/mpi',
   disableEnv: 'PARATRAIN_MPI',
-  requiredExports: ['allreduce'],
+  requiredExports: ['iallreduce', 'wait'],
   buildCommand: 'npm run build:mpi',
   notBuiltReason: `the MPI addon build/native/paratrain_mpi.node is not built: ${HOW_TO_BUILD}`,
   loadFailureReason: (path, message) => `${path} does not load (${message}): ${HOW_TO_BUILD}`,

@@ -33,7 +33,16 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
- * Stats: commMs is the wall time inside calls. idleMs is always 0: MPI waits for late peers inside
+ * Collectives are MPI's non-blocking ones (MPI_Iallreduce, MPI_Ireduce_scatter, MPI_Iallgatherv),
+ * completed at once with MPI_Wait — the thread blocks, as in a blocking MPI call — unless the
+ * caller computes (computing(true), comm/overlap.ts): then the call returns to the event loop and
+ * MPI_Test is called once per turn, and MPI_Wait takes over once computing ends. Open MPI
+ * progresses a non-blocking collective only inside MPI calls (no progress thread), so those tests
+ * between the caller's layers are what moves it. Overlapped or not, a call is the same MPI
+ * algorithm on the same buffer: the same bits.
+ *
+ * Stats: commMs is the wall time inside calls (inside MPI_Test and MPI_Wait for a collective, not
+ * the turns between them). idleMs is always 0: MPI waits for late peers inside
  * its own blocking calls, which cannot be told apart from transfer time from outside. bytes is the
  * payload a bandwidth-optimal algorithm moves per rank (sent + received: 2·2(N−1)/N·n·4 for
  * allreduce, half that for reduceScatter/allgather, n·4 for a broadcast, a send or a recv); MPI
@@ -49,6 +58,8 @@ export class MpiCommunicator implements Communicator {
   private bytes = 0;
   private closed = false;
   private failure: Error | undefined;
+  /** the caller computes: collectives are polled between its turns instead of waited for */
+  private busy = false;
 
   private constructor(addon: MpiAddon, rank: number, size: number, library: string) {
     this.addon = addon;
@@ -115,24 +126,46 @@ export class MpiCommunicator implements Communicator {
     }
   }
 
+  /** Collectives are polled in the event loop while the caller computes (comm/overlap.ts). */
+  readonly progressesInBackground = true as const;
+
+  /** While true, a collective returns to the event loop between MPI_Tests; once false, MPI_Wait completes it. */
+  computing(on: boolean): void {
+    this.busy = on;
+  }
+
   async allreduce(buf: Float32Array, op: ReduceOp = 'sum'): Promise<void> {
     checkBuffer(buf, this.rank, 'allreduce');
     const code = this.op(op);
-    this.call('allreduce', ((4 * (this.size - 1)) / this.size) * buf.byteLength, () => this.addon.allreduce(buf, code));
+    await this.collective('allreduce', ((4 * (this.size - 1)) / this.size) * buf.byteLength, () =>
+      this.addon.iallreduce(buf, code),
+    );
   }
 
   async reduceScatter(buf: Float32Array, op: ReduceOp = 'sum'): Promise<{ start: number; end: number }> {
     checkBuffer(buf, this.rank, 'reduceScatter');
     const code = this.op(op);
-    this.call('reduceScatter', ((2 * (this.size - 1)) / this.size) * buf.byteLength, () =>
-      this.addon.reduceScatter(buf, code),
+    await this.collective('reduceScatter', ((2 * (this.size - 1)) / this.size) * buf.byteLength, () =>
+      this.addon.ireduceScatter(buf, code),
     );
     return ownedSlice(buf.length, this.size, this.rank);
   }
 
   async allgather(buf: Float32Array): Promise<void> {
     checkBuffer(buf, this.rank, 'allgather');
-    this.call('allgather', ((2 * (this.size - 1)) / this.size) * buf.byteLength, () => this.addon.allgather(buf));
+    await this.collective('allgather', ((2 * (this.size - 1)) / this.size) * buf.byteLength, () =>
+      this.addon.iallgather(buf),
+    );
+  }
+
+  /** Posts a non-blocking collective; tests it once per turn while the caller computes, then waits for it. */
+  private async collective(name: string, bytes: number, post: () => number): Promise<void> {
+    const req = this.call(name, bytes, post);
+    while (this.busy) {
+      if (this.call(name, 0, () => this.addon.test(req)) !== false) return;
+      await nextTurn();
+    }
+    this.call(name, 0, () => this.addon.wait(req));
   }
 
   async broadcast(buf: Float32Array, root: number): Promise<void> {

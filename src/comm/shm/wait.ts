@@ -57,11 +57,16 @@ export function waitWhileEqual(
  * deopts in 1,000 steps of a 2-device job, most of them right after a device woke).
  */
 
-/** Busy-polls the word until it moves (true) or the clock passes `until` (false). */
+/**
+ * Busy-polls the word until it moves (true) or the clock passes `until` (false). The clock is
+ * read every 4,096 polls (a few µs): each performance.now() returns a new heap number, and a
+ * spin that read it every few polls filled the young generation within a second — the GC pauses
+ * that followed stalled a pipeline's critical path.
+ */
 function spinWhileEqual(i32: Int32Array, index: number, value: number, until: number): boolean {
   for (let k = 1; ; k++) {
     if (Atomics.load(i32, index) !== value) return true;
-    if ((k & 255) === 0 && performance.now() > until) return false;
+    if ((k & 4095) === 0 && performance.now() > until) return false;
   }
 }
 

@@ -1,5 +1,5 @@
 /**
- * train.clipGradNorm when each device holds only its parts of the reduced gradient (ZeRO stage 2):
+ * train.clipGradNorm when each device holds only its parts of the reduced gradient (ZeRO stages 2 and 3):
  * the global norm is √(Σ over devices of Σ g² over each one's parts), and every part is scaled as a
  * whole gradient would be (optim/clipGradNorm.ts, PyTorch's clip_grad_norm_).
  */

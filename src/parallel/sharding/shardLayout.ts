@@ -44,6 +44,12 @@ export class ShardLayout {
     return this.owned.map((r) => buf.subarray(r.start, r.end));
   }
 
+  /** Views of `packed`, which holds this device's ranges one after another (ZeRO stage 2 and 3's owned gradient). */
+  packed(packed: Float32Array): Float32Array[] {
+    let at = 0;
+    return this.owned.map((r) => packed.subarray(at, (at += r.end - r.start)));
+  }
+
   /** Every device's owned parts of `buf` become every device's: one all-gather per piece. */
   async allgather(comm: Communicator, buf: Float32Array): Promise<void> {
     for (const p of this.pieces) await comm.allgather(buf.subarray(p.start, p.end));

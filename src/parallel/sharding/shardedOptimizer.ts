@@ -56,12 +56,17 @@ export class ShardedOptimizer implements Optimizer {
 
   /** Updates this device's ranges of `params` from the same ranges of `grads` (the rest is left alone). */
   step(params: Float32Array, grads: Float32Array, lr: number): void {
+    this.stepParts(this.layout.views(params), this.layout.views(grads), lr);
+  }
+
+  /**
+   * Updates the owned ranges given as views, one per range of `layout.owned`, in its order: of the
+   * whole buffers, or of buffers holding only the owned ranges (ShardLayout.packed: ZeRO stage 2's
+   * gradient, stage 3's weights and gradient).
+   */
+  stepParts(params: readonly Float32Array[], grads: readonly Float32Array[], lr: number): void {
     this.assembled = null;
-    const { owned } = this.layout;
-    for (let k = 0; k < owned.length; k++) {
-      const r = owned[k]!;
-      this.parts[k]!.step(params.subarray(r.start, r.end), grads.subarray(r.start, r.end), lr);
-    }
+    for (let k = 0; k < this.parts.length; k++) this.parts[k]!.step(params[k]!, grads[k]!, lr);
     this.steps++;
   }
 

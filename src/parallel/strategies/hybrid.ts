@@ -15,11 +15,12 @@ import { compressionSchema, type CompressionSpec } from '../compression/spec.ts'
  *
  * Gradients are reduced in buckets of about `bucketBytes`, from the last layers backwards, each
  * as soon as backward has finished it; what remains is reduced after backward. Over a transport
- * whose calls progress in the event loop (TCP: comm/overlap.ts) the buckets overlap backward:
- * while one is in flight, backward yields a turn of the event loop after every layer with
- * parameters (socket reads and writes, the ring's steps), and the transport is told it computes
- * (no call holds the thread meanwhile). Shared memory and MPI reduce each bucket inline, blocking,
- * as soon as it is ready. Either way the same buckets are summed in the same order: the same bits.
+ * whose calls progress in the event loop (TCP and MPI: comm/overlap.ts) the buckets overlap
+ * backward: while one is in flight, backward yields a turn of the event loop after every layer
+ * with parameters (socket reads and writes, the ring's steps; MPI_Test), and the transport is told
+ * it computes (no call holds the thread meanwhile). Shared memory reduces each bucket inline,
+ * blocking, as soon as it is ready. Either way the same buckets are summed in the same order: the
+ * same bits.
  *
  * Non-finite numbers travel with the gradients: the bucket that reaches offset 0 is always reduced
  * in applyUpdate, where a device whose loss — or gradient of its shards of `parallel: model`
@@ -80,7 +81,7 @@ export interface HybridSpec {
   type: 'hybrid';
   /** gradients are all-reduced in buckets of about this size as backward produces them */
   bucketBytes: number;
-  /** ZeRO sharding (sharding/shardedHybrid.ts): 1 optimizer state, 2 + gradients; absent, none */
+  /** ZeRO sharding (sharding/shardedHybrid.ts): 1 optimizer state, 2 + gradients, 3 + weights; absent, none */
   shard?: ShardStage;
   /** gradients sent compressed, with error feedback (compression/compressedHybrid.ts); absent: plain floats */
   compression?: CompressionSpec;
@@ -95,10 +96,10 @@ export const hybridEntry: StrategyEntry<HybridSpec> = {
         shard: f.nonNegInt().default(0),
         compression: compressionSchema(f).optional(),
       })
-      .refine((o) => o.shard <= 2, {
+      .refine((o) => o.shard <= 3, {
         path: ['shard'],
         message:
-          'ZeRO stage 3 (sharding the weights) is not implemented; use 1 (optimizer state), 2 (+ gradients) or 0 (none)',
+          'a ZeRO stage: use 1 (optimizer state), 2 (+ gradients), 3 (+ weights, gathered layer by layer) or 0 (none)',
       })
       .refine((o) => !(o.compression && o.shard > 0), {
         path: ['compression'],

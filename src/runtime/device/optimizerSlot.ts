@@ -1,7 +1,9 @@
 /**
  * A replica's optimizer: the whole one over all of params, built on first use, or — put in its
  * place by a sharded strategy (ZeRO, ReplicaView.shardOptimizer) before that — one with state for
- * this device's slice only, so the whole-size state is never allocated.
+ * this device's slice only, so the whole-size state is never allocated. At ZeRO stage 2 the
+ * model's gradient is sharded with it (ReplicaView.shardGradients, sharding/gradientShards.ts),
+ * at stage 3 its weights too (ReplicaView.shardWeights, sharding/weightShards.ts).
  */
 import type { Backend } from '../../kernels/backend.ts';
 import type { Communicator } from '../../comm/communicator.ts';
@@ -10,9 +12,24 @@ import { createOptimizer, type FlatRange, type Optimizer } from '../../optim/opt
 import { ShardedOptimizer } from '../../parallel/sharding/shardedOptimizer.ts';
 import type { ShardLayout } from '../../parallel/sharding/shardLayout.ts';
 import type { ReplicaView } from '../../parallel/strategy.ts';
+import { WeightShards, type ShardableModel } from '../../parallel/sharding/weightShards.ts';
+import { GradientShards } from '../../parallel/sharding/gradientShards.ts';
+import type { RunConfig } from '../../config/runConfig.ts';
+import type { Poison } from './badSteps.ts';
+
+/** The whole buffers a replica drops once sharded (ZeRO stage 2: the gradient, stage 3: the weights too); null: none. */
+export function transientBuffers(config: RunConfig): 'grads' | 'params and grads' | null {
+  const s = config.train.strategy;
+  if (s.type !== 'hybrid') return null;
+  return s.shard === 3 ? 'params and grads' : s.shard === 2 ? 'grads' : null;
+}
 
 export class OptimizerSlot {
   private optimizer: Optimizer | null = null;
+  /** ZeRO stage 3: the model's owned weights and gradients */
+  private weights: WeightShards | null = null;
+  /** ZeRO stages 2 and 3: the model's owned gradient (stage 3: its weights' one) */
+  private gradients: GradientShards | null = null;
 
   constructor(
     /** where the state lives: the GPU for the job's only device there, else the host */
@@ -40,10 +57,40 @@ export class OptimizerSlot {
     return sharded;
   }
 
+  /** ReplicaView.shardGradients (stage 2): the sharded optimizer, and the model's gradient sharded over the same layout. */
+  shardGradients(model: unknown, layout: ShardLayout, comm: Communicator): GradientShards {
+    const optimizer = this.shard(layout, comm);
+    this.gradients = new GradientShards(shardable(model, 2), layout, comm, optimizer, this.alloc, this.frozen);
+    return this.gradients;
+  }
+
+  /** ReplicaView.shardWeights (stage 3): the sharded optimizer, and the model's weights and gradient sharded over the same layout. */
+  shardWeights(model: unknown, layout: ShardLayout, comm: Communicator): WeightShards {
+    const optimizer = this.shard(layout, comm);
+    this.weights = new WeightShards(shardable(model, 3), layout, comm, optimizer, this.alloc, this.frozen);
+    this.gradients = this.weights.gradients;
+    return this.weights;
+  }
+
+  private readonly alloc = (n: number, shared?: boolean) => this.backend.alloc(n, shared);
+
+  /**
+   * ZeRO stages 2 and 3 (no whole gradient): an injected NaN goes where backward adds float 0's
+   * gradient (GradientShards.inject). False: no sharded gradient to take it.
+   */
+  inject(poison: Poison): boolean {
+    this.gradients?.inject((g) => poison(g, new Float32Array(0)));
+    return this.gradients !== null;
+  }
+
   /** The ReplicaView hooks that reach the optimizer (strategy.ts): ZeRO's sharding, 1-bit Adam's freeze. */
-  viewHooks(): Pick<ReplicaView, 'shardOptimizer' | 'freezeOptimizerVariance'> {
+  viewHooks(
+    model: unknown,
+  ): Pick<ReplicaView, 'shardOptimizer' | 'shardGradients' | 'shardWeights' | 'freezeOptimizerVariance'> {
     return {
       shardOptimizer: (layout, comm) => this.shard(layout, comm),
+      shardGradients: (layout, comm) => this.shardGradients(model, layout, comm),
+      shardWeights: (layout, comm) => this.shardWeights(model, layout, comm),
       freezeOptimizerVariance: () => {
         const o = this.get();
         if (!o.freezeVariance)
@@ -55,8 +102,20 @@ export class OptimizerSlot {
     };
   }
 
-  /** Collective where sharded (every device calls it): the state whole, for a checkpoint's state(). */
-  async assemble(): Promise<void> {
-    if (this.optimizer instanceof ShardedOptimizer) await this.optimizer.assemble();
+  /**
+   * Collective where sharded (every device calls it): the weights whole (stage 3) and, with
+   * `optimizer`, the state whole, for a checkpoint's state().
+   */
+  async assemble(optimizer = true): Promise<void> {
+    await this.weights?.unshard();
+    if (optimizer && this.optimizer instanceof ShardedOptimizer) await this.optimizer.assemble();
   }
+}
+
+/** `model` as ZeRO stages 2 and 3 bind its layers (nn/model.ts Sequential). */
+function shardable(model: unknown, stage: 2 | 3): ShardableModel {
+  const m = model as Partial<ShardableModel>;
+  if (!m.bindLayer || !m.layerParamRange || !m.sharedWeightsOf)
+    throw new Error(`train.strategy.hybrid.shard ${stage} needs a whole model on each device; use shard: 1`);
+  return m as ShardableModel;
 }

@@ -27,7 +27,8 @@ import { locateNonFinite, type ProbeBatch } from './nonFiniteProbe.ts';
 import type { StepResult } from './gradientSource.ts';
 import { checkDeviceModel } from './deviceModelCheck.ts';
 import { clipGradientParts } from '../../parallel/sharding/clipParts.ts';
-import { OptimizerSlot } from './optimizerSlot.ts';
+import { OptimizerSlot, transientBuffers } from './optimizerSlot.ts';
+import { checkLossOutput } from './lossOutputCheck.ts';
 
 /** True when the config asks for "one weird trick" (some layer has `parallel: model`). */
 export function isModelParallel(config: RunConfig): boolean {
@@ -75,7 +76,9 @@ export class Replica<M extends TrainableModel = Sequential> {
     const host = hostBackend(backend);
     if (model) this.model = model;
     else {
-      const built = buildModel(backend, config.model, options);
+      // ZeRO stage 2 (3) on one of several devices drops the whole gradient (and weights) at its first step: not on the backend's heap
+      const transient = options.alone === false ? (transientBuffers(config) ?? undefined) : undefined;
+      const built = buildModel(backend, config.model, { ...options, transient });
       built.initialize(config.train.seed);
       this.model = built as TrainableModel as M;
     }
@@ -90,22 +93,7 @@ export class Replica<M extends TrainableModel = Sequential> {
           this.optimizer.state().buffers.map((b) => b.data),
         )
       : null;
-    // a CTC model gives logits per frame [T, C] (speechChecks.ts says more before a run), a language model per position [T, V]
-    const language = this.loss.task === 'language';
-    const perFrame = this.loss.task === 'transcription' || language;
-    if (perFrame && this.model.outputShape.length !== 2) {
-      throw new Error(
-        language
-          ? `model: loss tokenCrossEntropy needs an output per position [positions, vocab], but the last layer's output shape is [${this.model.outputShape.join(', ')}]; end with dense or tiedEmbedding`
-          : `model: loss ctc needs an output per frame [frames, classes], but the last layer's output shape is [${this.model.outputShape.join(', ')}]; keep the frames and end with dense`,
-      );
-    }
-    if (!perFrame && this.model.outputShape.length !== 1) {
-      throw new Error(
-        `model: the last layer must produce one ${this.loss.task === 'classification' ? 'score per class' : 'value per target'}, ` +
-          `but its output shape is [${this.model.outputShape.join(', ')}]; end with flatten and dense`,
-      );
-    }
+    checkLossOutput(this.loss.task, this.model.outputShape);
   }
 
   /** The optimizer over all of params, or the sharded one a strategy set. */
@@ -115,21 +103,26 @@ export class Replica<M extends TrainableModel = Sequential> {
 
   /** The model's flat buffers (the replicated part) and a local optimizer step over all of them, as strategies see them. */
   view(): ReplicaView {
-    const { params, grads, state, replicatedLength: r } = this.model;
-    const replicated = (a: Float32Array) => (r === a.length ? a : a.subarray(0, r));
+    const model = this.model,
+      r = model.replicatedLength,
+      whole = r === model.params.length;
+    // read at each use, never kept: ZeRO stages 2 and 3 drop the whole buffers for their shards (gradientShards.ts)
+    const [p, g] = whole ? [null, null] : [model.params.subarray(0, r), model.grads.subarray(0, r)];
     const view: ReplicaView = {
-      params: replicated(params),
-      grads: replicated(grads),
-      state,
-      localStep: (lr) => this.optimizer.step(params, grads, lr),
-      gradientsFinite: () => (this.residence?.resident ? this.residence.gradientsFinite() : allFinite(grads)),
-      gradientReadyOffsets: this.model.gradientReadyOffsets,
-      ...this.optimizers.viewHooks(),
+      get params() {
+        return p ?? model.params;
+      },
+      get grads() {
+        return g ?? model.grads;
+      },
+      state: model.state,
+      localStep: (lr) => this.optimizer.step(model.params, model.grads, lr),
+      gradientsFinite: () => (this.residence?.resident ? this.residence.gradientsFinite() : allFinite(model.grads)),
+      gradientReadyOffsets: model.gradientReadyOffsets,
+      ...this.optimizers.viewHooks(model),
       // the replicated layers' tensors (a split model's shards lie after replicatedLength)
       tensors:
-        this.model instanceof ModelParallelNet
-          ? this.model.replicatedEntries
-          : (this.model as unknown as Sequential).paramEntries,
+        model instanceof ModelParallelNet ? model.replicatedEntries : (model as unknown as Sequential).paramEntries,
     };
     if (this.config.train.clipGradNorm !== undefined) {
       view.clipGradients = (g) => this.clipGradients(g);
@@ -192,13 +185,17 @@ export class Replica<M extends TrainableModel = Sequential> {
     }
     model.zeroGrads();
     if (!poison) return;
+    // ZeRO stages 2 and 3 keep no whole gradient: the shards take the NaN
+    if (model.grads.length === 0 && this.optimizers.inject(poison)) return;
     poison(model.grads.subarray(0, model.replicatedLength), model.grads.subarray(model.replicatedLength));
     model.device?.fromHost([model.grads]);
   }
 
   /** The gradients of this device's model-parallel shards (after the replicated part; empty for a whole model). */
   shardGrads(): Float32Array {
-    return this.model.grads.subarray(this.model.replicatedLength);
+    const { grads, replicatedLength: r } = this.model;
+    // a whole model's is a new empty array: a view would keep the gradient buffer alive (ZeRO stages 2 and 3 drop it)
+    return r === grads.length ? new Float32Array(0) : grads.subarray(r);
   }
 
   /**
@@ -254,8 +251,8 @@ export class Replica<M extends TrainableModel = Sequential> {
     // a model that cannot gather is whole: this replica is a Replica<Sequential>
     if (!model.gatherWhole) {
       await this.hostCopies();
-      // a sharded optimizer's state is assembled whole (collective) for the checkpoint
-      if (withOptimizer) await this.optimizers.assemble();
+      // sharded weights (stage 3) and optimizer state are assembled whole (collective)
+      await this.optimizers.assemble(withOptimizer);
       return rank === 0 ? (this as unknown as Replica) : null;
     }
     const sources = [model.params, ...(withOptimizer ? this.optimizer.state().buffers.map((b) => b.data) : [])];

@@ -1,8 +1,10 @@
 import { Worker } from 'node:worker_threads';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { utimesSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { readFileSync, utimesSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createHash } from 'node:crypto';
+import { dirname, join } from 'node:path';
 
 /**
  * Starts a worker thread on a module next to the caller, given by its URL without extension. From
@@ -25,10 +27,43 @@ export function spawnModuleWorker(callerUrl: string, relativeStem: string, worke
 
 const bundles = new Map<string, string | null>();
 
+const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
+
+/** Where the bundler records an entry's last bundle, the hash of each source file in it and its own. */
+function indexFile(entry: string): string {
+  const tsx = createRequire(entry).resolve('tsx/package.json');
+  return join(dirname(dirname(tsx)), '.cache', 'paratrain-workers', `index-${sha256(entry).slice(0, 16)}.json`);
+}
+
+/**
+ * The entry's last bundle when every source in it is unchanged (hashing them takes milliseconds,
+ * bundling most of a second: each CLI process and test process needs one), else null.
+ */
+export function indexedBundle(entry: string): string | null {
+  try {
+    const index = indexFile(entry);
+    const { bundler, out, inputs } = JSON.parse(readFileSync(index, 'utf8')) as {
+      bundler: string;
+      out: string;
+      inputs: [string, string][];
+    };
+    if (bundler !== sha256(BUNDLER)) return null;
+    for (const [path, hash] of inputs) if (sha256(readFileSync(path)) !== hash) return null;
+    // in use: touched, so that no bundler prunes them; already pruned, it throws and is made again
+    const now = new Date();
+    utimesSync(dirname(out), now, now);
+    utimesSync(index, now, now);
+    return pathToFileURL(out).href;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * The URL of one file holding a TypeScript module with the sources it imports (packages stay
- * imports), made on first use in this process; null where it cannot be made or with
- * PARATRAIN_WORKER_BUNDLE=0. Test harnesses start their own threads and processes on it too.
+ * imports), made on first use in this process unless the last one made, by any process, holds the
+ * sources as they are (indexedBundle); null where it cannot be made or with PARATRAIN_WORKER_BUNDLE=0.
+ * Test harnesses start their own threads and processes on it too.
  */
 export function bundledModule(entryHref: string): string | null {
   if (process.env.PARATRAIN_WORKER_BUNDLE === '0') return null;
@@ -41,9 +76,14 @@ export function bundledModule(entryHref: string): string | null {
       return had;
     } catch {}
   } else if (had === null) return null;
-  let made: string | null = null;
+  let made = indexedBundle(fileURLToPath(entryHref));
+  if (made) {
+    bundles.set(entryHref, made);
+    return made;
+  }
   try {
-    const out = execFileSync(process.execPath, ['--input-type=module', '-e', BUNDLER, fileURLToPath(entryHref)], {
+    const args = ['--input-type=module', '-e', BUNDLER, fileURLToPath(entryHref), sha256(BUNDLER)];
+    const out = execFileSync(process.execPath, args, {
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -59,30 +99,39 @@ export function bundledModule(entryHref: string): string | null {
 // the entry with its sources (packages stay imports), each file's import.meta.url kept as its own,
 // into node_modules/.cache (so the packages resolve), under the hash of the output: processes that
 // bundle the same sources share one folder, written whole before it appears; folders unused for an
-// hour go. Prints the entry's file.
+// hour go. Records the bundle and its sources' hashes in the entry's index file (indexFile, written
+// whole too). Prints the entry's file.
 const BUNDLER = `
 import { createRequire } from 'node:module';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 const entry = process.argv[1];
 const tsx = createRequire(entry).resolve('tsx/package.json');
 const esbuild = createRequire(tsx)('esbuild');
+const sha256 = (data) => createHash('sha256').update(data).digest('hex');
+// spelled apart: this text is in spawnWorker.ts, which is bundled too (into the CLI's bundle)
+const META_URL = 'import.' + 'meta.url';
+const bundled = new Map();
 const ownUrl = {
   name: 'own-import-meta-url',
   setup(b) {
-    b.onLoad({ filter: /\\.ts$/ }, (a) => ({
-      contents: readFileSync(a.path, 'utf8').replaceAll('import.meta.url', JSON.stringify(pathToFileURL(a.path).href)),
-      loader: 'ts',
-    }));
+    b.onLoad({ filter: /\\.ts$/ }, (a) => {
+      const source = readFileSync(a.path);
+      bundled.set(a.path, sha256(source));
+      return {
+        contents: source.toString('utf8').replaceAll(META_URL, JSON.stringify(pathToFileURL(a.path).href)),
+        loader: 'ts',
+      };
+    });
   },
 };
 const root = join(dirname(dirname(tsx)), '.cache', 'paratrain-workers');
 const r = await esbuild.build({
   entryPoints: [entry], bundle: true, format: 'esm', platform: 'node', target: 'node20', splitting: true,
   packages: 'external', sourcemap: 'inline', outdir: root, absWorkingDir: dirname(root), write: false,
-  plugins: [ownUrl], logLevel: 'silent',
+  plugins: [ownUrl], logLevel: 'silent', metafile: true,
 });
 const hash = createHash('sha256');
 for (const f of r.outputFiles) hash.update(f.path).update(f.contents);
@@ -104,5 +153,12 @@ else {
     } catch {}
   }
 }
-process.stdout.write(join(dir, basename(entry).replace(/\\.ts$/, '.js')));
+const out = join(dir, basename(entry).replace(/\\.ts$/, '.js'));
+const inputs = Object.keys(r.metafile.inputs).map((p) => resolve(dirname(root), p));
+const index = join(root, 'index-' + sha256(entry).slice(0, 16) + '.json');
+writeFileSync(index + '.' + process.pid, JSON.stringify({
+  bundler: process.argv[2], out, inputs: inputs.map((p) => [p, bundled.get(p) ?? sha256(readFileSync(p))]),
+}));
+renameSync(index + '.' + process.pid, index);
+process.stdout.write(out);
 `;

@@ -1,0 +1,141 @@
+/**
+ * ZeRO stage 3 through the CLI: on 2 device threads (shm), resumed unsharded and on 4 devices,
+ * on 2 processes over TCP (`paratrain launch`) and over MPI (`mpirun --transport mpi`, skipped
+ * where mpirun or the MPI addon is absent), each against unsharded hybrid.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { cpSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { MAIN, runCli, SUBSET, tmpDir } from '../cli/helpers.ts';
+import { mpiAddonPath } from '../../src/comm/mpi/index.ts';
+import { train } from '../../src/runtime/run/train.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import type { RunConfig } from '../../src/config/runConfig.ts';
+import { assertSameTensors, freshDir, tensorsOf } from '../runtime/resumeHelpers.ts';
+import { randomPort, runCommand, SECRET } from '../runtime/jobHelpers.ts';
+
+function writeConfig(dir: string, name: string, shard: number, epochs: number): string {
+  const path = join(dir, name);
+  writeFileSync(
+    path,
+    `model:
+  input: [28, 28, 1]
+  layers:
+    - conv2d: { filters: 4, kernelSize: 3, strides: 2, activation: relu }
+    - flatten: {}
+    - dense: { units: 16, activation: relu }
+    - dense: { units: 10 }
+optimizer: { adam: { lr: 0.002 } }
+data: { dir: ${JSON.stringify(SUBSET)}, batchSize: 8, trainLimit: 48, testLimit: 20 }
+train: { epochs: ${epochs}, seed: 5, evalEvery: 1, backend: js, clipGradNorm: 1, strategy: { hybrid: { shard: ${shard}, bucketBytes: 2048 } } }
+`,
+  );
+  return path;
+}
+
+const onDevices = (c: RunConfig, devices: number): RunConfig => ({ ...c, train: { ...c.train, devices } });
+const model = (dir: string) => tensorsOf(join(dir, 'model.safetensors'));
+
+test('paratrain train --devices 2 with hybrid shard 3 equals unsharded hybrid bit for bit, and resumes unsharded and on 4 devices', {
+  timeout: 300_000,
+}, async () => {
+  const dir = tmpDir();
+  const runDir = join(dir, 'run');
+  const sharded = await runCli(
+    ['train', writeConfig(dir, 'sharded.yaml', 3, 1), '--devices', '2', '--out', runDir, '--quiet'],
+    { timeoutMs: 120_000 },
+  );
+  assert.equal(sharded.code, 0, sharded.stderr);
+  const plain = loadConfig(writeConfig(dir, 'plain.yaml', 0, 2));
+  const oneEpoch = await train(onDevices({ ...plain, train: { ...plain.train, epochs: 1 } }, 2), { out: freshDir() });
+  // the same sums in the same order on 2 devices: the model files are equal, evaluation and checkpoints between steps
+  assertSameTensors(model(runDir), tensorsOf(oneEpoch.checkpoint));
+  // copies of the stage-3 run, to resume on 4 devices at stage 3 and unsharded
+  const [four3, four0] = ['four3', 'four0'].map((name) => {
+    cpSync(runDir, join(dir, name), { recursive: true });
+    return join(dir, name);
+  });
+  // resumed unsharded for a second epoch: where an uninterrupted unsharded run ends
+  await train(onDevices(plain, 2), { resume: runDir, log: () => {} });
+  const straight = await train(onDevices(plain, 2), { out: freshDir() });
+  assertSameTensors(tensorsOf(straight.checkpoint), model(runDir));
+  // on 4 devices, at stage 3 and unsharded, from the same stage-3 set: equal to each other
+  await train(onDevices(loadConfig(writeConfig(dir, 'four.yaml', 3, 2)), 4), { resume: four3!, log: () => {} });
+  await train(onDevices(plain, 4), { resume: four0!, log: () => {} });
+  assertSameTensors(model(four3!), model(four0!));
+});
+
+test('paratrain launch: hybrid shard 3 on 2 processes over TCP equals unsharded hybrid on 2 threads bit for bit', {
+  timeout: 300_000,
+}, async () => {
+  const dir = tmpDir();
+  const out = join(dir, 'tcp');
+  const launched = await runCli(
+    [
+      'launch',
+      '--nproc-per-node',
+      '2',
+      '--master-port',
+      String(randomPort()),
+      '--',
+      'train',
+      writeConfig(dir, 'sharded.yaml', 3, 1),
+      '--devices',
+      '1',
+      '--out',
+      out,
+      '--quiet',
+    ],
+    { timeoutMs: 120_000 },
+  );
+  assert.equal(launched.code, 0, launched.stderr);
+  const plain = loadConfig(writeConfig(dir, 'plain.yaml', 0, 1));
+  const threads = await train(onDevices(plain, 2), { out: freshDir() });
+  assertSameTensors(model(out), tensorsOf(threads.checkpoint));
+});
+
+const noMpi =
+  spawnSync('mpirun', ['--version']).status !== 0
+    ? 'mpirun not found'
+    : !mpiAddonPath()
+      ? 'the MPI addon is not built (npm run build:mpi)'
+      : false;
+
+test('mpirun -np 2 --transport mpi: hybrid shard 3 equals unsharded hybrid on 2 threads bit for bit', {
+  skip: noMpi,
+  timeout: 300_000,
+}, async () => {
+  const dir = tmpDir();
+  const out = join(dir, 'mpi');
+  const asRoot = process.getuid?.() === 0 ? ['--allow-run-as-root'] : [];
+  const node = [process.execPath, '--import', 'tsx', MAIN];
+  const config = writeConfig(dir, 'sharded.yaml', 3, 1);
+  const args = ['train', config, '--devices', '1', '--transport', 'mpi', '--out', out, '--quiet'];
+  const run = await runCommand(
+    'mpirun',
+    [
+      ...asRoot,
+      '--oversubscribe',
+      '--bind-to',
+      'none',
+      '-x',
+      'PARATRAIN_SECRET',
+      '-x',
+      'MASTER_PORT',
+      '-np',
+      '2',
+      ...node,
+      ...args,
+    ],
+    {
+      env: { ...process.env, PARATRAIN_SECRET: SECRET, MASTER_PORT: String(randomPort()), PARATRAIN_OFFLINE: '1' },
+      timeoutMs: 120_000,
+    },
+  );
+  assert.equal(run.code, 0, run.out);
+  const plain = loadConfig(writeConfig(dir, 'plain.yaml', 0, 1));
+  const threads = await train(onDevices(plain, 2), { out: freshDir() });
+  assertSameTensors(model(out), tensorsOf(threads.checkpoint));
+});
