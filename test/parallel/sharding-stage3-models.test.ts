@@ -14,7 +14,13 @@ import type { RunConfig } from '../../src/config/runConfig.ts';
 import { SUBSET } from '../cli/helpers.ts';
 import { assertSameTensors, freshDir, tensorsOf } from '../runtime/resumeHelpers.ts';
 
-function variant(base: RunConfig, devices: number, shard: number, data: Partial<RunConfig['data']>): RunConfig {
+function variant(
+  base: RunConfig,
+  devices: number,
+  shard: number,
+  data: Partial<RunConfig['data']>,
+  backend: 'js' | 'wasm',
+): RunConfig {
   return {
     ...base,
     data: { ...base.data, ...data } as RunConfig['data'],
@@ -22,7 +28,7 @@ function variant(base: RunConfig, devices: number, shard: number, data: Partial<
       ...base.train,
       epochs: 1,
       devices,
-      backend: 'js',
+      backend,
       evalEvery: 0,
       clipGradNorm: 5,
       strategy: { type: 'hybrid', bucketBytes: 4, ...(shard ? { shard: shard as 2 | 3 } : {}) },
@@ -30,32 +36,41 @@ function variant(base: RunConfig, devices: number, shard: number, data: Partial<
   };
 }
 
-const WORKLOADS: [string, RunConfig, Partial<RunConfig['data']>][] = [
+// mnist-small on js: on wasm its sharded runs end an ulp or a few off unsharded hybrid's in Adam's
+// moments after 4 steps (with its dropout layer only; docs/strategies.md)
+const WORKLOADS: [string, RunConfig, Partial<RunConfig['data']>, 'js' | 'wasm'][] = [
   [
     'mnist-small',
     loadConfig('examples/mnist-small.yaml'),
     { dir: SUBSET, batchSize: 8, trainLimit: 64, testLimit: 16 } as Partial<RunConfig['data']>,
+    'js',
   ],
-  ['deepspeech-small', loadConfig('examples/deepspeech-small.yaml'), { trainLimit: 64 } as Partial<RunConfig['data']>],
+  [
+    'deepspeech-small',
+    loadConfig('examples/deepspeech-small.yaml'),
+    { trainLimit: 64 } as Partial<RunConfig['data']>,
+    'wasm',
+  ],
   // a tied output projection: the embedding's unit stays gathered from its forward to the projection's
   [
     'shakespeare-char',
     loadConfig('examples/shakespeare-char.yaml'),
     { trainLimit: 24, validation: 0.002 } as Partial<RunConfig['data']>,
+    'wasm',
   ],
 ];
 
-for (const [name, config, data] of WORKLOADS) {
+for (const [name, config, data, backend] of WORKLOADS) {
   // stage 2 too where a unit's gradient is started by another layer (the tied projection's)
   const stages = name === 'shakespeare-char' ? [3, 2] : [3];
   test(`${name}: hybrid shard ${stages.join(' and ')} equal${stages.length > 1 ? '' : 's'} unsharded hybrid bit for bit on 2 and 4 device threads`, {
     timeout: 300_000,
   }, async () => {
     for (const devices of [2, 4]) {
-      const a = await train(variant(config, devices, 0, data), { out: freshDir(), log: () => {} });
+      const a = await train(variant(config, devices, 0, data, backend), { out: freshDir(), log: () => {} });
       assert.ok(a.checkpoint);
       for (const shard of stages) {
-        const b = await train(variant(config, devices, shard, data), { out: freshDir(), log: () => {} });
+        const b = await train(variant(config, devices, shard, data, backend), { out: freshDir(), log: () => {} });
         assert.ok(b.checkpoint);
         assertSameTensors(tensorsOf(b.checkpoint), tensorsOf(a.checkpoint));
       }
