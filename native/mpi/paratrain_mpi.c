@@ -302,6 +302,23 @@ static int newSlot(void) {
   return -1;
 }
 
+/* A free request slot, or NULL with the error thrown (too many in flight). */
+static Pending *claimSlot(napi_env env, int *slot) {
+  *slot = newSlot();
+  if (*slot < 0) { napi_throw_error(env, "ERR_MPI_REQUESTS", "too many MPI operations in flight (1024); await some first"); return NULL; }
+  return &g_pending[*slot];
+}
+
+/* A posted request made live: `buf` kept alive until it completes; its number, for test()/wait(). */
+static napi_value issued(napi_env env, Pending *p, int slot, napi_value buf) {
+  CHECK(napi_create_reference(env, buf, 1, &p->buf));
+  p->env = env;
+  p->used = true;
+  napi_value id;
+  CHECK(napi_create_int32(env, slot, &id));
+  return id;
+}
+
 /* isend(buf, dest, tag) / irecv(buf, source, tag) → request number, polled with test(). */
 static napi_value postP2P(napi_env env, napi_callback_info info, bool isSend) {
   const char *fn = isSend ? "isend" : "irecv";
@@ -312,19 +329,14 @@ static napi_value postP2P(napi_env env, napi_callback_info info, bool isSend) {
   int *tagUb = NULL, flag = 0;
   MPI_Comm_get_attr(g_comm, MPI_TAG_UB, &tagUb, &flag);
   if (!getInt(env, argv[2], fn, "tag", 0, flag && tagUb ? *tagUb : 32767, &tag)) return NULL;
-  const int slot = newSlot();
-  if (slot < 0) { napi_throw_error(env, "ERR_MPI_REQUESTS", "too many MPI operations in flight (1024); await some first"); return NULL; }
-  Pending *p = &g_pending[slot];
+  int slot;
+  Pending *p = claimSlot(env, &slot);
+  if (!p) return NULL;
   *p = (Pending){ .kind = REQ_P2P };
   int rc = isSend ? MPI_Isend(x, n, MPI_FLOAT, peer, tag, g_comm, &p->req)
                   : MPI_Irecv(x, n, MPI_FLOAT, peer, tag, g_comm, &p->req);
   if (mpiFailed(env, rc, isSend ? "MPI_Isend" : "MPI_Irecv")) return NULL;
-  CHECK(napi_create_reference(env, argv[0], 1, &p->buf));
-  p->env = env;
-  p->used = true;
-  napi_value id;
-  CHECK(napi_create_int32(env, slot, &id));
-  return id;
+  return issued(env, p, slot, argv[0]);
 }
 
 static napi_value Isend(napi_env env, napi_callback_info info) { return postP2P(env, info, true); }
@@ -349,9 +361,9 @@ static napi_value postCollective(napi_env env, napi_callback_info info, int kind
   float *x; int n; bool mean = false;
   if (!getArgs(env, info, want, argv, fn) || !ready(env, fn) || !getF32(env, argv[0], fn, &x, &n) ||
       (kind != REQ_ALLGATHER && !getOp(env, argv[1], fn, &mean))) return NULL;
-  const int slot = newSlot();
-  if (slot < 0) { napi_throw_error(env, "ERR_MPI_REQUESTS", "too many MPI operations in flight (1024); await some first"); return NULL; }
-  Pending *p = &g_pending[slot];
+  int slot;
+  Pending *p = claimSlot(env, &slot);
+  if (!p) return NULL;
   *p = (Pending){ .kind = kind, .mean = mean, .x = x, .n = n };
   int rc;
   const char *call = kind == REQ_ALLREDUCE ? "MPI_Iallreduce" : kind == REQ_REDUCE_SCATTER ? "MPI_Ireduce_scatter" : "MPI_Iallgatherv";
@@ -367,12 +379,7 @@ static napi_value postCollective(napi_env env, napi_callback_info info, int kind
              : MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x, p->counts, p->displs, MPI_FLOAT, g_comm, &p->req);
   }
   if (mpiFailed(env, rc, call)) { freeLayout(p); return NULL; }
-  CHECK(napi_create_reference(env, argv[0], 1, &p->buf));
-  p->env = env;
-  p->used = true;
-  napi_value id;
-  CHECK(napi_create_int32(env, slot, &id));
-  return id;
+  return issued(env, p, slot, argv[0]);
 }
 
 static napi_value Iallreduce(napi_env env, napi_callback_info info) { return postCollective(env, info, REQ_ALLREDUCE); }

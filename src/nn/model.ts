@@ -175,7 +175,10 @@ export class Sequential implements TrainableModel {
     bindFlat(this.slots, this.layout, { params, grads, state: this.state });
   }
 
-  /** Runs a residency hook, awaiting it in an async pass (a synchronous one cannot gather). */
+  /**
+   * Runs a residency hook, awaiting it in an async pass (a synchronous one cannot gather). The
+   * passes call it only when there is a residency: no generator per layer otherwise.
+   */
   private *reside(hook: keyof ParameterResidency, i: number, communicating: boolean): Pass<void> {
     const done = this.residency?.[hook](i);
     if (!(done instanceof Promise)) return;
@@ -197,18 +200,19 @@ export class Sequential implements TrainableModel {
     let h = x;
     for (let i = 0; i < this.layers.length; i++) {
       const pair = this.pairs[i];
-      yield* this.reside('beforeForward', i, communicating);
+      if (this.residency) yield* this.reside('beforeForward', i, communicating);
       // a pair's layers are images: the context (sequence lengths) passes through unchanged
       if (pair) {
-        yield* this.reside('beforeForward', i + 1, communicating);
+        if (this.residency) yield* this.reside('beforeForward', i + 1, communicating);
         h = pair.forward(h, ctx);
-        yield* this.reside('afterForward', i, communicating);
-        yield* this.reside('afterForward', ++i, communicating);
+        if (this.residency) yield* this.reside('afterForward', i, communicating);
+        i++;
+        if (this.residency) yield* this.reside('afterForward', i, communicating);
         continue;
       }
       const layer = this.layers[i]!;
       h = communicates(layer, communicating) ? yield* settle(layer.forwardAsync!(h, ctx)) : layer.forward(h, ctx);
-      yield* this.reside('afterForward', i, communicating);
+      if (this.residency) yield* this.reside('afterForward', i, communicating);
       ctx = nextContext(layer, ctx);
     }
     if (ctx.training) this.countActivations();
@@ -269,11 +273,11 @@ export class Sequential implements TrainableModel {
     let g: Tensor | null = dy;
     for (let i = this.layers.length - 1; i >= 0 && g; i--) {
       const pair = i > 0 ? this.pairs[i - 1] : undefined;
-      yield* this.reside('beforeBackward', i, communicating);
+      if (this.residency) yield* this.reside('beforeBackward', i, communicating);
       if (pair) {
-        yield* this.reside('beforeBackward', i - 1, communicating);
+        if (this.residency) yield* this.reside('beforeBackward', i - 1, communicating);
         g = pair.backward(g, i - 1 > 0);
-        yield* this.reside('afterBackward', i, communicating);
+        if (this.residency) yield* this.reside('afterBackward', i, communicating);
         yield* this.ready(i, onReady, communicating);
         i--;
       } else {
@@ -282,7 +286,7 @@ export class Sequential implements TrainableModel {
           ? yield* settle(layer.backwardAsync!(g, i > 0))
           : layer.backward(g, i > 0);
       }
-      yield* this.reside('afterBackward', i, communicating);
+      if (this.residency) yield* this.reside('afterBackward', i, communicating);
       yield* this.ready(i, onReady, communicating);
     }
   }

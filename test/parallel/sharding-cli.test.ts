@@ -4,44 +4,25 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runCli, SUBSET, tmpDir } from '../cli/helpers.ts';
+import { runCli, tmpDir } from '../cli/helpers.ts';
 import { train } from '../../src/runtime/run/train.ts';
 import { loadConfig } from '../../src/config/load.ts';
+import { writeShardingConfig } from './shardingHarness.ts';
 import { assertSameTensors, freshDir, tensorsOf } from '../runtime/resumeHelpers.ts';
-
-function writeConfig(dir: string, name: string, shard: number, epochs: number): string {
-  const path = join(dir, name);
-  writeFileSync(
-    path,
-    `model:
-  input: [28, 28, 1]
-  layers:
-    - conv2d: { filters: 4, kernelSize: 3, strides: 2, activation: relu }
-    - flatten: {}
-    - dense: { units: 16, activation: relu }
-    - dense: { units: 10 }
-optimizer: { adam: { lr: 0.002 } }
-data: { dir: ${JSON.stringify(SUBSET)}, batchSize: 8, trainLimit: 48, testLimit: 20 }
-train: { epochs: ${epochs}, seed: 5, evalEvery: 0, backend: js, clipGradNorm: 1, strategy: { hybrid: { shard: ${shard}, bucketBytes: 2048 } } }
-`,
-  );
-  return path;
-}
 
 test('paratrain train --devices 2 with hybrid shard 2, resumed unsharded, ends where an unsharded run ends', async () => {
   const dir = tmpDir();
   const runDir = join(dir, 'run');
   const sharded = await runCli(
-    ['train', writeConfig(dir, 'sharded.yaml', 2, 1), '--devices', '2', '--out', runDir, '--quiet'],
+    ['train', writeShardingConfig(dir, 'sharded.yaml', 2, 1), '--devices', '2', '--out', runDir, '--quiet'],
     {
       timeoutMs: 120_000,
     },
   );
   assert.equal(sharded.code, 0, sharded.stderr);
   // the resume and the reference in this process (device threads all the same): one CLI start is enough
-  const plain = loadConfig(writeConfig(dir, 'plain.yaml', 0, 2));
+  const plain = loadConfig(writeShardingConfig(dir, 'plain.yaml', 0, 2));
   const onTwo = { ...plain, train: { ...plain.train, devices: 2 } };
   await train(onTwo, { resume: runDir, log: () => {} });
   const straight = await train(onTwo, { out: freshDir() });

@@ -1,31 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { ADAM, CONV, shardConfig, startJob, step, type Job } from './shardingHarness.ts';
-import { restoreDeviceState, writeDeviceState } from '../../src/runtime/device/deviceState.ts';
-import type { SetState } from '../../src/runtime/checkpoint/checkpointSet.ts';
-import type { RunConfig } from '../../src/config/runConfig.ts';
+import { ADAM, CONV, shardConfig, checkpointJob, resumeJob, startJob, step, type Job } from './shardingHarness.ts';
 import { assertClose } from '../util/close.ts';
-
-/** Every device's file of a checkpoint set, as the loop writes it (the collective gather first). */
-async function checkpoint(job: Job): Promise<string> {
-  const dir = mkdtempSync(join(tmpdir(), 'paratrain-shard-'));
-  await Promise.all(job.replicas.map((r, rank) => r.gather(rank, true)));
-  for (const [rank, r] of job.replicas.entries()) writeDeviceState(dir, rank, r, job.strategies[rank]!, job.step);
-  return dir;
-}
-
-/** A new job of `config` resumed from `dir` (written by `saved` devices at step `at`). */
-async function resume(config: RunConfig, dir: string, saved: number, at: number): Promise<Job> {
-  const job = await startJob(config);
-  const point = { dir, state: { devices: saved, processes: 1 } as SetState };
-  for (const [rank, r] of job.replicas.entries())
-    restoreDeviceState(point, rank, job.replicas.length, r, job.strategies[rank]!);
-  job.step = at;
-  return job;
-}
 
 async function steps(job: Job, n: number): Promise<Float32Array> {
   for (let s = 0; s < n; s++) await step(job);
@@ -38,9 +14,9 @@ test('a sharded run checkpointed mid-run and resumed at the same stage continues
   for (const shard of [1, 2]) {
     const job = await startJob(cfg(2, shard));
     await steps(job, 3);
-    const dir = await checkpoint(job);
+    const dir = await checkpointJob(job);
     const straight = await steps(job, 3);
-    const resumed = await resume(cfg(2, shard), dir, 2, 3);
+    const resumed = await resumeJob(cfg(2, shard), dir, 2, 3);
     await steps(resumed, 3);
     for (const r of resumed.replicas) assert.deepEqual(r.model.params, straight, `stage ${shard}`);
   }
@@ -50,7 +26,7 @@ test("a stage-1 checkpoint holds the unsharded optimizer's whole state, and resu
   const sharded = await startJob(cfg(2, 1));
   const plain = await startJob(cfg(2, 0));
   for (const job of [sharded, plain]) await steps(job, 3);
-  const dir = await checkpoint(sharded);
+  const dir = await checkpointJob(sharded);
   // the assembled state is the unsharded run's, buffer for buffer, on every device
   const whole = plain.replicas[0]!.optimizer.state();
   for (const r of sharded.replicas) {
@@ -64,13 +40,13 @@ test("a stage-1 checkpoint holds the unsharded optimizer's whole state, and resu
   const straight = await steps(plain, 3);
   // on the same devices, unsharded or at stage 2: exactly the unsharded run
   for (const shard of [0, 2]) {
-    const resumed = await resume(cfg(2, shard), dir, 2, 3);
+    const resumed = await resumeJob(cfg(2, shard), dir, 2, 3);
     const after = await steps(resumed, 3);
     assert.deepEqual(after, straight, `resumed with shard ${shard}`);
   }
   // on 4 devices: sharded and unsharded resume alike (bit for bit), and follow the 2-device run up to
   // summation order (each device sums 2 samples instead of 4)
-  const four = await Promise.all([0, 1].map(async (shard) => steps(await resume(cfg(4, shard), dir, 2, 3), 3)));
+  const four = await Promise.all([0, 1].map(async (shard) => steps(await resumeJob(cfg(4, shard), dir, 2, 3), 3)));
   assert.deepEqual(four[1], four[0], '4 devices: stage 1 equals unsharded');
   assertClose(four[1]!, straight, { rtol: 1e-4, atol: 1e-6, what: '4 devices against 2' });
 });
@@ -78,8 +54,8 @@ test("a stage-1 checkpoint holds the unsharded optimizer's whole state, and resu
 test('an unsharded checkpoint resumes at stage 2 on the same devices bit for bit', async () => {
   const plain = await startJob(cfg(2, 0));
   await steps(plain, 2);
-  const dir = await checkpoint(plain);
+  const dir = await checkpointJob(plain);
   const straight = await steps(plain, 3);
-  const resumed = await resume(cfg(2, 2), dir, 2, 2);
+  const resumed = await resumeJob(cfg(2, 2), dir, 2, 2);
   assert.deepEqual(await steps(resumed, 3), straight);
 });

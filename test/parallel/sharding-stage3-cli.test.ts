@@ -5,35 +5,19 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { cpSync, writeFileSync } from 'node:fs';
+import { cpSync } from 'node:fs';
 import { join } from 'node:path';
-import { MAIN, runCli, SUBSET, tmpDir } from '../cli/helpers.ts';
-import { mpiAddonPath } from '../../src/comm/mpi/index.ts';
+import { runCli, tmpDir } from '../cli/helpers.ts';
 import { train } from '../../src/runtime/run/train.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import type { RunConfig } from '../../src/config/runConfig.ts';
+import { writeShardingConfig } from './shardingHarness.ts';
 import { assertSameTensors, freshDir, tensorsOf } from '../runtime/resumeHelpers.ts';
-import { randomPort, runCommand, SECRET } from '../runtime/jobHelpers.ts';
+import { mpirunCli, randomPort } from '../runtime/jobHelpers.ts';
+import { mpiSkip } from '../comm/mpi/job.ts';
 
-function writeConfig(dir: string, name: string, shard: number, epochs: number): string {
-  const path = join(dir, name);
-  writeFileSync(
-    path,
-    `model:
-  input: [28, 28, 1]
-  layers:
-    - conv2d: { filters: 4, kernelSize: 3, strides: 2, activation: relu }
-    - flatten: {}
-    - dense: { units: 16, activation: relu }
-    - dense: { units: 10 }
-optimizer: { adam: { lr: 0.002 } }
-data: { dir: ${JSON.stringify(SUBSET)}, batchSize: 8, trainLimit: 48, testLimit: 20 }
-train: { epochs: ${epochs}, seed: 5, evalEvery: 1, backend: js, clipGradNorm: 1, strategy: { hybrid: { shard: ${shard}, bucketBytes: 2048 } } }
-`,
-  );
-  return path;
-}
+const writeConfig = (dir: string, name: string, shard: number, epochs: number) =>
+  writeShardingConfig(dir, name, shard, epochs, 1);
 
 const onDevices = (c: RunConfig, devices: number): RunConfig => ({ ...c, train: { ...c.train, devices } });
 const model = (dir: string) => tensorsOf(join(dir, 'model.safetensors'));
@@ -96,44 +80,14 @@ test('paratrain launch: hybrid shard 3 on 2 processes over TCP equals unsharded 
   assertSameTensors(model(out), tensorsOf(threads.checkpoint));
 });
 
-const noMpi =
-  spawnSync('mpirun', ['--version']).status !== 0
-    ? 'mpirun not found'
-    : !mpiAddonPath()
-      ? 'the MPI addon is not built (npm run build:mpi)'
-      : false;
-
 test('mpirun -np 2 --transport mpi: hybrid shard 3 equals unsharded hybrid on 2 threads bit for bit', {
-  skip: noMpi,
+  skip: mpiSkip,
   timeout: 300_000,
 }, async () => {
   const dir = tmpDir();
   const out = join(dir, 'mpi');
-  const asRoot = process.getuid?.() === 0 ? ['--allow-run-as-root'] : [];
-  const node = [process.execPath, '--import', 'tsx', MAIN];
   const config = writeConfig(dir, 'sharded.yaml', 3, 1);
-  const args = ['train', config, '--devices', '1', '--transport', 'mpi', '--out', out, '--quiet'];
-  const run = await runCommand(
-    'mpirun',
-    [
-      ...asRoot,
-      '--oversubscribe',
-      '--bind-to',
-      'none',
-      '-x',
-      'PARATRAIN_SECRET',
-      '-x',
-      'MASTER_PORT',
-      '-np',
-      '2',
-      ...node,
-      ...args,
-    ],
-    {
-      env: { ...process.env, PARATRAIN_SECRET: SECRET, MASTER_PORT: String(randomPort()), PARATRAIN_OFFLINE: '1' },
-      timeoutMs: 120_000,
-    },
-  );
+  const run = await mpirunCli(['train', config, '--devices', '1', '--transport', 'mpi', '--out', out, '--quiet']);
   assert.equal(run.code, 0, run.out);
   const plain = loadConfig(writeConfig(dir, 'plain.yaml', 0, 1));
   const threads = await train(onDevices(plain, 2), { out: freshDir() });

@@ -1,31 +1,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { ADAM, CONV, shardConfig, startJob, step, wholeParams, type Job } from './shardingHarness.ts';
-import { restoreDeviceState, writeDeviceState } from '../../src/runtime/device/deviceState.ts';
-import type { SetState } from '../../src/runtime/checkpoint/checkpointSet.ts';
-import type { RunConfig } from '../../src/config/runConfig.ts';
+import {
+  ADAM,
+  CONV,
+  shardConfig,
+  checkpointJob,
+  resumeJob,
+  startJob,
+  step,
+  wholeParams,
+  type Job,
+} from './shardingHarness.ts';
 import { assertClose } from '../util/close.ts';
-
-/** Every device's file of a checkpoint set, as the loop writes it (the collective gather first: stage 3's weights whole). */
-async function checkpoint(job: Job): Promise<string> {
-  const dir = mkdtempSync(join(tmpdir(), 'paratrain-stage3-'));
-  await Promise.all(job.replicas.map((r, rank) => r.gather(rank, true)));
-  for (const [rank, r] of job.replicas.entries()) writeDeviceState(dir, rank, r, job.strategies[rank]!, job.step);
-  return dir;
-}
-
-/** A new job of `config` resumed from `dir` (written by `saved` devices at step `at`). */
-async function resume(config: RunConfig, dir: string, saved: number, at: number): Promise<Job> {
-  const job = await startJob(config);
-  const point = { dir, state: { devices: saved, processes: 1 } as SetState };
-  for (const [rank, r] of job.replicas.entries())
-    restoreDeviceState(point, rank, job.replicas.length, r, job.strategies[rank]!);
-  job.step = at;
-  return job;
-}
 
 /** `n` more steps; every device's whole weights after them. */
 async function steps(job: Job, n: number): Promise<Float32Array[]> {
@@ -38,9 +24,9 @@ const cfg = (devices: number, shard: number) => shardConfig(CONV, ADAM, devices,
 test('a stage-3 run checkpointed mid-run and resumed at stage 3 continues bit for bit', async () => {
   const job = await startJob(cfg(2, 3));
   await steps(job, 3);
-  const dir = await checkpoint(job);
+  const dir = await checkpointJob(job);
   const straight = await steps(job, 3);
-  const after = await steps(await resume(cfg(2, 3), dir, 2, 3), 3);
+  const after = await steps(await resumeJob(cfg(2, 3), dir, 2, 3), 3);
   for (const p of after) assert.deepEqual(p, straight[0]);
 });
 
@@ -48,7 +34,7 @@ test("a stage-3 checkpoint is whole (the unsharded run's weights and optimizer s
   const sharded = await startJob(cfg(2, 3));
   const plain = await startJob(cfg(2, 0));
   for (const job of [sharded, plain]) await steps(job, 3);
-  const dir = await checkpoint(sharded);
+  const dir = await checkpointJob(sharded);
   const whole = plain.replicas[0]!.optimizer.state();
   for (const r of sharded.replicas) {
     assert.deepEqual(r.model.params, plain.replicas[0]!.model.params, 'the whole weights');
@@ -61,12 +47,12 @@ test("a stage-3 checkpoint is whole (the unsharded run's weights and optimizer s
   }
   const straight = (await steps(plain, 3))[0]!;
   for (const shard of [0, 2]) {
-    const after = await steps(await resume(cfg(2, shard), dir, 2, 3), 3);
+    const after = await steps(await resumeJob(cfg(2, shard), dir, 2, 3), 3);
     assert.deepEqual(after[0], straight, `resumed with shard ${shard}`);
   }
   // on 4 devices: stage 3 and unsharded alike (bit for bit), and the 2-device run up to summation order
   const four = await Promise.all(
-    [0, 3].map(async (shard) => (await steps(await resume(cfg(4, shard), dir, 2, 3), 3))[0]!),
+    [0, 3].map(async (shard) => (await steps(await resumeJob(cfg(4, shard), dir, 2, 3), 3))[0]!),
   );
   assert.deepEqual(four[1], four[0], '4 devices: stage 3 equals unsharded');
   assertClose(four[1]!, straight, { rtol: 1e-4, atol: 1e-6, what: '4 devices against 2' });
@@ -76,10 +62,12 @@ test('unsharded and stage-1 checkpoints resume at stage 3 bit for bit, on the sa
   for (const from of [0, 1]) {
     const job = await startJob(cfg(2, from));
     await steps(job, 2);
-    const dir = await checkpoint(job);
+    const dir = await checkpointJob(job);
     const straight = (await steps(job, 3))[0]!;
-    assert.deepEqual((await steps(await resume(cfg(2, 3), dir, 2, 2), 3))[0], straight, `from shard ${from}`);
-    const four = await Promise.all([0, 3].map(async (s) => (await steps(await resume(cfg(4, s), dir, 2, 2), 3))[0]!));
+    assert.deepEqual((await steps(await resumeJob(cfg(2, 3), dir, 2, 2), 3))[0], straight, `from shard ${from}`);
+    const four = await Promise.all(
+      [0, 3].map(async (s) => (await steps(await resumeJob(cfg(4, s), dir, 2, 2), 3))[0]!),
+    );
     assert.deepEqual(four[1], four[0], `from shard ${from}, on 4 devices`);
   }
 });

@@ -7,6 +7,13 @@ import { createStrategy } from '../../src/parallel/strategies/index.ts';
 import type { ReplicaView, Strategy, StrategyStepStats } from '../../src/parallel/strategy.ts';
 import { localGroup } from './localGroup.ts';
 import { randomArray } from '../util/close.ts';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { SUBSET } from '../cli/helpers.ts';
+import { restoreDeviceState, writeDeviceState } from '../../src/runtime/device/deviceState.ts';
+import type { SetState } from '../../src/runtime/checkpoint/checkpointSet.ts';
 
 /**
  * In-process data-parallel training for the sharding tests: real replicas (js backend) of a tiny
@@ -133,4 +140,45 @@ export async function trainJob(config: RunConfig, steps: number): Promise<{ job:
   const job = await startJob(config);
   for (let s = 0; s < steps; s++) await step(job);
   return { job, params: await wholeParams(job) };
+}
+
+/** Every device's file of a checkpoint set, as the loop writes it (the collective gather first: a sharded state whole). */
+export async function checkpointJob(job: Job): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'paratrain-shard-'));
+  await Promise.all(job.replicas.map((r, rank) => r.gather(rank, true)));
+  for (const [rank, r] of job.replicas.entries()) writeDeviceState(dir, rank, r, job.strategies[rank]!, job.step);
+  return dir;
+}
+
+/** A new job of `config` resumed from `dir` (written by `saved` devices at step `at`). */
+export async function resumeJob(config: RunConfig, dir: string, saved: number, at: number): Promise<Job> {
+  const job = await startJob(config);
+  const point = { dir, state: { devices: saved, processes: 1 } as SetState };
+  for (const [rank, r] of job.replicas.entries())
+    restoreDeviceState(point, rank, job.replicas.length, r, job.strategies[rank]!);
+  job.step = at;
+  return job;
+}
+
+/**
+ * The CLI sharding tests' config, written into `dir` as `name`: a small convnet with Adam and
+ * clipping on the shipped subset, `hybrid` with `shard` (0: none) and 2 KiB buckets (several units).
+ */
+export function writeShardingConfig(dir: string, name: string, shard: number, epochs: number, evalEvery = 0): string {
+  const path = join(dir, name);
+  writeFileSync(
+    path,
+    `model:
+  input: [28, 28, 1]
+  layers:
+    - conv2d: { filters: 4, kernelSize: 3, strides: 2, activation: relu }
+    - flatten: {}
+    - dense: { units: 16, activation: relu }
+    - dense: { units: 10 }
+optimizer: { adam: { lr: 0.002 } }
+data: { dir: ${JSON.stringify(SUBSET)}, batchSize: 8, trainLimit: 48, testLimit: 20 }
+train: { epochs: ${epochs}, seed: 5, evalEvery: ${evalEvery}, backend: js, clipGradNorm: 1, strategy: { hybrid: { shard: ${shard}, bucketBytes: 2048 } } }
+`,
+  );
+  return path;
 }

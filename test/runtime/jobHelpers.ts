@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
-import { REPO, SUBSET } from '../cli/helpers.ts';
+import { cliArgs, REPO, SUBSET } from '../cli/helpers.ts';
 import { readCheckpoint } from '../../src/runtime/checkpoint/checkpoint.ts';
 import { encodeIdx, readIdxFile } from '../../src/data/idx.ts';
 import { randomPort } from './testPorts.ts';
@@ -143,4 +143,43 @@ export async function trainHere(
     ),
   );
   return results[0]!;
+}
+
+/** mpirun -np 2 of the CLI with `args`; with `rank1Args`, process 1 runs those instead (MPMD: `-np 1 A : -np 1 B`). */
+export function mpirunCli(
+  args: string[],
+  env: Record<string, string> = {},
+  rank1Args?: string[],
+): Promise<{ code: number | null; out: string }> {
+  const asRoot = process.getuid?.() === 0 ? ['--allow-run-as-root'] : [];
+  const vars = Object.keys(env).flatMap((k) => ['-x', k]);
+  const node = [process.execPath, ...cliArgs()];
+  const programs = rank1Args
+    ? ['-np', '1', ...node, ...args, ':', '-np', '1', ...node, ...rank1Args]
+    : ['-np', '2', ...node, ...args];
+  return runCommand(
+    'mpirun',
+    [
+      ...asRoot,
+      '--oversubscribe',
+      '--bind-to',
+      'none',
+      '-x',
+      'PARATRAIN_SECRET',
+      '-x',
+      'MASTER_PORT',
+      ...vars,
+      ...programs,
+    ],
+    {
+      env: {
+        ...process.env,
+        PARATRAIN_SECRET: SECRET,
+        MASTER_PORT: String(randomPort()),
+        PARATRAIN_OFFLINE: '1',
+        ...env,
+      },
+      timeoutMs: 120_000,
+    },
+  );
 }

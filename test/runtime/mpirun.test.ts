@@ -7,67 +7,13 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { cliArgs, tmpDir } from '../cli/helpers.ts';
-import { mpiAddonPath } from '../../src/comm/mpi/index.ts';
-import {
-  assertClose,
-  cutSubset,
-  randomPort,
-  runCommand,
-  SECRET,
-  tinyJobConfig,
-  trainHere,
-  weights,
-} from './jobHelpers.ts';
+import { tmpDir } from '../cli/helpers.ts';
+import { mpiSkip } from '../comm/mpi/job.ts';
+import { assertClose, cutSubset, mpirunCli as mpirun, tinyJobConfig, trainHere, weights } from './jobHelpers.ts';
 
-const skip =
-  spawnSync('mpirun', ['--version']).status !== 0
-    ? 'mpirun not found (apt-get install openmpi-bin libopenmpi-dev)'
-    : !mpiAddonPath()
-      ? 'the MPI addon is not built (apt-get install libopenmpi-dev, then npm run build:mpi)'
-      : false;
-
-/** mpirun -np 2 of `args`; with `rank1Args`, process 1 runs those instead (MPMD: `-np 1 A : -np 1 B`). */
-function mpirun(
-  args: string[],
-  env: Record<string, string> = {},
-  rank1Args?: string[],
-): Promise<{ code: number | null; out: string }> {
-  const asRoot = process.getuid?.() === 0 ? ['--allow-run-as-root'] : [];
-  const vars = Object.keys(env).flatMap((k) => ['-x', k]);
-  const node = [process.execPath, ...cliArgs()];
-  const programs = rank1Args
-    ? ['-np', '1', ...node, ...args, ':', '-np', '1', ...node, ...rank1Args]
-    : ['-np', '2', ...node, ...args];
-  return runCommand(
-    'mpirun',
-    [
-      ...asRoot,
-      '--oversubscribe',
-      '--bind-to',
-      'none',
-      '-x',
-      'PARATRAIN_SECRET',
-      '-x',
-      'MASTER_PORT',
-      ...vars,
-      ...programs,
-    ],
-    {
-      env: {
-        ...process.env,
-        PARATRAIN_SECRET: SECRET,
-        MASTER_PORT: String(randomPort()),
-        PARATRAIN_OFFLINE: '1',
-        ...env,
-      },
-      timeoutMs: 120_000,
-    },
-  );
-}
+const skip = mpiSkip;
 
 test('mpirun -np 2 paratrain train, over tcp and over mpi, equals hybrid on 2 threads', {
   skip,
