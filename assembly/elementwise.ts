@@ -189,7 +189,8 @@ export function scale(alpha: f32, x: usize, n: i32): void {
  * float64 (1 − f32(0.999) would lose four digits):
  *   g = grad + l2·w; w *= shrink; m = β1·m + (1−β1)·g; v = β2·v + (1−β2)·g²;
  *   w −= lr·(m/bc1) / (sqrt(v/bc2) + eps)
- * freezeV (1-bit Adam): v is read, not updated; the caller bias-corrects it by the step it froze at.
+ * freezeV (1-bit Adam): v is not updated from g; the caller bias-corrects it by the step it froze
+ * at; it only rises to m̂²·bc2 where the momentum outgrows it (v̂ ≥ m̂²: no element steps more than lr).
  */
 export function adamStep(params: usize, grads: usize, m: usize, v: usize, n: i32,
                          lr: f32, beta1: f32, beta2: f32, c1: f32, c2: f32, eps: f32, l2: f32, shrink: f32, invBc1: f32, invBc2: f32,
@@ -198,15 +199,17 @@ export function adamStep(params: usize, grads: usize, m: usize, v: usize, n: i32
   const vb1 = f32x4.splat(beta1), vc1 = f32x4.splat(c1);
   const vb2 = f32x4.splat(beta2), vc2 = f32x4.splat(c2);
   const vstep = f32x4.splat(lr * invBc1), vibc2 = f32x4.splat(invBc2), veps = f32x4.splat(eps);
+  const floorScale: f32 = invBc1 * invBc1 / invBc2, vfloor = f32x4.splat(floorScale);
   let i = 0;
   for (; i + 4 <= n; i += 4) {
     let w = v128.load(at(params, i));
     const g = f32x4.add(v128.load(at(grads, i)), f32x4.mul(vl2, w));
     w = f32x4.mul(w, vsh);
     const mi = f32x4.add(f32x4.mul(vb1, v128.load(at(m, i))), f32x4.mul(vc1, g));
-    const vi = freezeV ? v128.load(at(v, i)) : f32x4.add(f32x4.mul(vb2, v128.load(at(v, i))), f32x4.mul(vc2, f32x4.mul(g, g)));
+    let vi = freezeV ? v128.load(at(v, i)) : f32x4.add(f32x4.mul(vb2, v128.load(at(v, i))), f32x4.mul(vc2, f32x4.mul(g, g)));
     v128.store(at(m, i), mi);
-    if (!freezeV) v128.store(at(v, i), vi);
+    if (freezeV) vi = f32x4.max(vi, f32x4.mul(f32x4.mul(mi, mi), vfloor));
+    v128.store(at(v, i), vi);
     const denom = f32x4.add(f32x4.sqrt(f32x4.mul(vi, vibc2)), veps);
     v128.store(at(params, i), f32x4.sub(w, f32x4.div(f32x4.mul(vstep, mi), denom)));
   }
@@ -215,9 +218,10 @@ export function adamStep(params: usize, grads: usize, m: usize, v: usize, n: i32
     const g = load<f32>(at(grads, i)) + l2 * w;
     w *= shrink;
     const mi = beta1 * load<f32>(at(m, i)) + c1 * g;
-    const vi = freezeV ? load<f32>(at(v, i)) : beta2 * load<f32>(at(v, i)) + c2 * g * g;
+    let vi = freezeV ? load<f32>(at(v, i)) : beta2 * load<f32>(at(v, i)) + c2 * g * g;
     store<f32>(at(m, i), mi);
-    if (!freezeV) store<f32>(at(v, i), vi);
+    if (freezeV) vi = max(vi, mi * mi * floorScale);
+    store<f32>(at(v, i), vi);
     store<f32>(at(params, i), w - (lr * invBc1) * mi / (Mathf.sqrt(vi * invBc2) + eps));
   }
 }

@@ -11,8 +11,9 @@ export interface AdamParams {
   /** 1-based step count, for bias correction */
   step: number;
   /**
-   * 1-bit Adam's frozen variance: when set, v is left as it is (not updated from the gradient) and
-   * bias-corrected by this step, the one after which it was frozen; m keeps its usual update.
+   * 1-bit Adam's frozen variance: when set, v is not updated from the gradient and is bias-corrected
+   * by this step, the one after which it was frozen; m keeps its usual update. v only rises, to
+   * m̂²·(1 − β2^t₀), where the momentum outgrows it: v̂ ≥ m̂², so no element steps more than lr.
    */
   varianceFrozenAt?: number;
 }

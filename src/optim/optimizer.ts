@@ -31,11 +31,15 @@ export interface Optimizer {
   /** Restores state saved by state(); buffers are matched by name. */
   loadState(state: OptimizerState): void;
   /**
-   * Adam/AdamW only (absent elsewhere): from now on v is left as it is and bias-corrected by the
-   * current step, so the update is linear in the gradient (1-bit Adam's compression stage). Once
-   * frozen, later calls change nothing; before any step, nothing either (v is still all zeros).
+   * Adam/AdamW only (absent elsewhere): from now on v is not updated from the gradient and is
+   * bias-corrected by the current step, so the update is linear in the momentum (1-bit Adam's
+   * compression stage); v only rises where the momentum outgrows it (v̂ ≥ m̂², the kernels'
+   * AdamParams.varianceFrozenAt). Once frozen, later calls change nothing; before any step, nothing
+   * either (v is still all zeros).
    */
   freezeVariance?(): void;
+  /** Adam/AdamW only: the first moment m (the live buffer, not a copy) and its β1, which 1-bit Adam compresses. */
+  momentum?(): { m: Float32Array; beta1: number };
 }
 
 /** The ranges of [0, size) outside `frozen`, in order (the whole buffer when nothing is frozen). */
@@ -124,6 +128,10 @@ class Adam implements Optimizer {
   freezeVariance(): void {
     // v before any step is all zeros, nothing to keep: it freezes at a call after a first step
     if (this.stepCount >= 1) this.varianceFrozenAt ??= this.stepCount;
+  }
+
+  momentum(): { m: Float32Array; beta1: number } {
+    return { m: this.m, beta1: this.spec.beta1 };
   }
 
   state(): OptimizerState {

@@ -60,6 +60,11 @@ export interface ReplicaView {
    */
   freezeOptimizerVariance?(): void;
   /**
+   * 1-bit Adam: the replica's Adam first moment m (the live buffer over `grads`' floats) and its β1,
+   * which the compression adds to each device's gradient so that the momentum is what it compresses.
+   */
+  optimizerMomentum?(): { m: Float32Array; beta1: number };
+  /**
    * The weight tensors of `params`/`grads` (the replicated part), from the model's flat layout:
    * gradient compression treats each matrix as one (compression/). Absent: the buffers are one vector.
    */

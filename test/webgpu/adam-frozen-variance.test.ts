@@ -1,7 +1,7 @@
 /**
  * The webgpu adamStep with 1-bit Adam's frozen variance (AdamParams.varianceFrozenAt) against the js
- * backend: v left bit for bit as the plain steps made it, m and the parameters within the
- * tolerances of optimizers.test.ts.
+ * backend: v never below what the plain steps made it, raised where the momentum outgrows it, and
+ * v, m and the parameters within the tolerances of optimizers.test.ts.
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,7 +14,7 @@ import { gpuOrSkip, releaseGpu } from './gpuTest.ts';
 
 after(releaseGpu);
 
-test('adamStep with varianceFrozenAt: v stays as it was, m and params equal the js backend', async (t) => {
+test('adamStep with varianceFrozenAt: v only rises from where it froze; v, m and params equal the js backend', async (t) => {
   const gpu = await gpuOrSkip(t);
   if (!gpu) return;
   for (const n of [1, 100, 1000]) {
@@ -30,7 +30,8 @@ test('adamStep with varianceFrozenAt: v stays as it was, m and params equal the 
       for (let step = 1; step <= 6; step++) {
         const p: AdamParams = { lr: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.01, decoupled, step };
         if (step > 2) p.varianceFrozenAt = 2;
-        view(1).set(random(n, 100 * step + n, -1, 1));
+        // after the freeze, larger gradients: some elements' momentum outgrows their frozen variance
+        view(1).set(random(n, 100 * step + n, step > 2 ? -3 : -1, step > 2 ? 3 : 1));
         gpu.upload(view(1), gv(1));
         jsBackend.adamStep(view(0), view(1), view(2), view(3), p);
         adamStep(gpu, gv(0), gv(1), gv(2), gv(3), p);
@@ -38,10 +39,18 @@ test('adamStep with varianceFrozenAt: v stays as it was, m and params equal the 
       }
       const [params, m, v] = await gpu.read(gv(0), gv(2), gv(3));
       const what = `n=${n} decoupled=${decoupled}`;
-      assert.deepEqual(v, frozen, `${what}: v as the second step left it`);
+      assert.ok(
+        v!.every((x, i) => x >= frozen![i]!),
+        `${what}: v never below what the second step left`,
+      );
+      if (n > 1)
+        assert.ok(
+          v!.some((x, i) => x > frozen![i]!),
+          `${what}: some of v raised by the momentum`,
+        );
       assertClose(m!, view(2), () => 1e-6, `${what}: m`);
       assertClose(v!, view(3), (w) => 2e-6 * Math.abs(w) + 1e-15, `${what}: v`);
-      // with v frozen, m̂/√v̂ may grow past 1 (m moves, v̂ does not): steps of up to a few lr
+      // float32 against js's float64 over 6 steps of up to lr, where max() may pick the other side of a tie
       assertClose(params!, view(0), (w) => 2 * ulp(w) + 2e-6 * 6 * 4e-2, `${what}: params`);
     }
   }

@@ -1,9 +1,11 @@
 /**
- * Opening adapters on SwiftShader (one adapter): Dawn lists it, `#0` opens it, a part of its name and
- * a slot past it choose it, `#1` and a name it lacks are errors listing it. Then, in a
- * child process shown two identical SwiftShader adapters (two copies of its driver), what identical
- * GPUs do: slot 0 opens #0, slot 1 and `#1` are errors naming the fix, `#0` puts slot 1 on #0, a
- * 2-device run stops on device 1 with that error, and `paratrain info` lists both.
+ * Opening adapters, each case in a child process (twoAdaptersFixture.ts; this process opens no Dawn
+ * instance, whose teardown at exit may crash a process that opened several). On SwiftShader (one
+ * adapter): Dawn lists it, `#0` opens it, a part of its name and a slot past it choose it, `#1` and a
+ * name it lacks are errors listing it. Then, shown two identical SwiftShader adapters (two copies
+ * of its driver), what identical GPUs do: slot 0 opens #0, slot 1 and `#1` are errors naming the
+ * fix, `#0` puts slot 1 on #0, a 2-device run stops on device 1 with that error, and `paratrain
+ * info` lists both.
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,60 +14,52 @@ import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
-import { GpuContext } from '../../src/kernels/webgpu/gpuContext.ts';
 import { chooseAdapter, parseAdapterChoice } from '../../src/kernels/webgpu/adapterChoice.ts';
-import { BackendSettingError } from '../../src/kernels/registry.ts';
-import { gpuOrSkip, releaseGpu } from './gpuTest.ts';
-
-after(releaseGpu);
 
 const root = new URL('../..', import.meta.url).pathname;
 const SWIFTSHADER_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';
 const SWIFTSHADER_LIB = '/usr/lib/chromium/libvk_swiftshader.so';
 const NAME = 'SwiftShader Device (Subzero)';
 
-test('one adapter: it is listed, #0 opens it, a part of its name and any slot choose it; #1 and a missing name say what there is', async (t) => {
-  const gpu = await gpuOrSkip(t);
-  if (!gpu) return;
-  if (!gpu.description.software) {
-    t.skip(`not SwiftShader: ${gpu.description.name}`);
-    return;
-  }
-  const listed = gpu.description.adapters;
+test('one adapter: it is listed, #0 opens it, a part of its name and any slot choose it; #1 and a missing name say what there is', (t) => {
+  if (!swiftShader(t)) return;
+  const env: NodeJS.ProcessEnv = { ...process.env, VK_ICD_FILENAMES: SWIFTSHADER_ICD };
+  delete env.VK_DRIVER_FILES;
+  delete env.PARATRAIN_WEBGPU_ADAPTER;
+  const got = JSON.parse(child(env, ['test/webgpu/twoAdaptersFixture.ts', 'one']).trim().split('\n').pop()!);
+  const listed = got.opened.adapters;
   assert.deepEqual(listed, [{ backend: 'vulkan', name: NAME }]);
-  assert.equal(gpu.description.name, NAME);
-  // the forms on the list Dawn gave, without opening each: a process that started several Dawn
-  // instances (three here: the list, this test's GPU, one more) may crash as it exits, in their teardown
+  assert.equal(got.opened.name, NAME);
+  assert.equal(got.opened.software, true);
+  // the forms on the list Dawn gave, without opening each
   assert.deepEqual(chooseAdapter(parseAdapterChoice('#0'), listed, 3), { index: 0, name: NAME });
   assert.deepEqual(chooseAdapter(parseAdapterChoice('Subzero'), listed, 0), { index: 0, name: NAME });
   assert.deepEqual(chooseAdapter(parseAdapterChoice(undefined), listed, 5), { index: 0, name: NAME }, 'slot 5 mod 1');
-  await assert.rejects(GpuContext.open('#1', 0), (err: Error) => {
-    assert.ok(err instanceof BackendSettingError);
-    assert.equal(
-      err.message,
+  assert.deepEqual(got['#1'], {
+    type: 'BackendSettingError',
+    error:
       `PARATRAIN_WEBGPU_ADAPTER=#1 is past the list: this process sees 1 adapter: #0 '${NAME}'. ` +
-        'Use #0 or a name, or unset it to spread the devices over the GPUs (docs/backends.md, "Several GPUs")',
-    );
-    return true;
+      'Use #0 or a name, or unset it to spread the devices over the GPUs (docs/backends.md, "Several GPUs")',
   });
-  await assert.rejects(GpuContext.open('H100', 0), (err: Error) => {
-    assert.ok(err instanceof BackendSettingError);
-    assert.match(
-      err.message,
-      /^PARATRAIN_WEBGPU_ADAPTER=H100 matches no adapter's name; this process sees 1 adapter: #0 'SwiftShader/,
-    );
-    return true;
-  });
+  assert.equal(got.H100.type, 'BackendSettingError');
+  assert.match(
+    got.H100.error,
+    /^PARATRAIN_WEBGPU_ADAPTER=H100 matches no adapter's name; this process sees 1 adapter: #0 'SwiftShader/,
+  );
 });
+
+/** Whether SwiftShader is installed; else the test skips (or, where GPU tests are required, fails). */
+function swiftShader(t: TestContext): boolean {
+  if (existsSync(SWIFTSHADER_ICD) && existsSync(SWIFTSHADER_LIB)) return true;
+  if (process.env.PARATRAIN_REQUIRE_GPU_TESTS === '1')
+    throw new Error(`webgpu tests required, but ${SWIFTSHADER_LIB} is missing`);
+  t.skip(`no SwiftShader (${SWIFTSHADER_LIB}; Debian package chromium)`);
+  return false;
+}
 
 /** The environment of a child shown two identical SwiftShader adapters, or undefined after skipping. */
 function twoSwiftShaders(t: TestContext): NodeJS.ProcessEnv | undefined {
-  if (!existsSync(SWIFTSHADER_ICD) || !existsSync(SWIFTSHADER_LIB)) {
-    if (process.env.PARATRAIN_REQUIRE_GPU_TESTS === '1')
-      throw new Error(`webgpu tests required, but ${SWIFTSHADER_LIB} is missing`);
-    t.skip(`no SwiftShader (${SWIFTSHADER_LIB}; Debian package chromium)`);
-    return undefined;
-  }
+  if (!swiftShader(t)) return undefined;
   // a second copy of the driver: the Vulkan loader loads each path once, so this is a second adapter
   const dir = mkdtempSync(join(tmpdir(), 'paratrain-two-swiftshaders-'));
   after(() => rmSync(dir, { recursive: true, force: true }));

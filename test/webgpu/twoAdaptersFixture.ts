@@ -1,8 +1,11 @@
 /**
- * Run by adapters.test.ts in a child process whose VK_ICD_FILENAMES lists SwiftShader twice (two
- * copies of its library: two identical adapters). `open`: what each setting and slot opens, as
- * JSON; `train`: a 2-device webgpu run of the dense example, its end or its error, as JSON (device 1
- * is in slot 1 of the host, which it must set in its own thread for the run to stop on it).
+ * Run by adapters.test.ts in a child process (a process that opened several Dawn instances may
+ * crash as it exits, in their teardown, so the test's own process opens none). `one`, with
+ * SwiftShader alone: the adapter opened by default and what `#1` and a name it lacks say, as JSON.
+ * With VK_ICD_FILENAMES listing SwiftShader twice (two copies of its library: two identical
+ * adapters), `open`: what each setting and slot opens, as JSON; `train`: a 2-device webgpu run of
+ * the dense example, its end or its error, as JSON (device 1 is in slot 1 of the host, which it
+ * must set in its own thread for the run to stop on it).
  */
 import { join } from 'node:path';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,7 +14,22 @@ import { GpuContext } from '../../src/kernels/webgpu/gpuContext.ts';
 
 const mode = process.argv[2];
 
-if (mode === 'open') {
+if (mode === 'one') {
+  const ctx = await GpuContext.open(undefined, 0);
+  const out: Record<string, unknown> = {
+    opened: typeof ctx === 'string' ? { unavailable: ctx } : ctx.description,
+  };
+  if (typeof ctx !== 'string') ctx.destroy();
+  for (const setting of ['#1', 'H100']) {
+    try {
+      await GpuContext.open(setting, 0);
+      out[setting] = 'opened';
+    } catch (err) {
+      out[setting] = { error: (err as Error).message, type: (err as Error).constructor.name };
+    }
+  }
+  console.log(JSON.stringify(out));
+} else if (mode === 'open') {
   const opened: Record<string, unknown> = {};
   for (const [setting, slot] of [
     [undefined, 0],

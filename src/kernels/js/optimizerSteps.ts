@@ -15,7 +15,9 @@ function checkLengths(what: string, n: number, arrays: Record<string, Float32Arr
 /**
  * m = β1·m + (1−β1)·g; v = β2·v + (1−β2)·g²; p −= lr·m̂/(√v̂ + ε) with m̂, v̂ bias-corrected by step t.
  * Adam (decoupled = false) first adds wd·p to g (L2); AdamW (decoupled = true) first does p −= lr·wd·p.
- * With varianceFrozenAt = t₀, v stays as it is and v̂ = v/(1 − β2^t₀).
+ * With varianceFrozenAt = t₀ (1-bit Adam), v is not updated from g and v̂ = v/(1 − β2^t₀); v only
+ * rises to m̂²·(1 − β2^t₀) where the momentum outgrows it, so that v̂ ≥ m̂² and no element steps more
+ * than lr: a weight whose gradient was near zero when v froze would otherwise step by m̂/√v̂ ≫ 1.
  */
 export function adamStep(
   params: Float32Array,
@@ -34,14 +36,15 @@ export function adamStep(
   const shrink = decoupled ? 1 - lr * weightDecay : 1;
   const c1 = 1 - beta1,
     c2 = 1 - beta2;
+  const floorScale = bc2 / (bc1 * bc1);
   for (let i = 0; i < n; i++) {
     let w = params[i];
     const g = grads[i] + l2 * w;
     w *= shrink;
     const mi = beta1 * m[i] + c1 * g;
-    const vi = frozen === null ? beta2 * v[i] + c2 * g * g : v[i];
+    const vi = frozen === null ? beta2 * v[i] + c2 * g * g : Math.max(v[i], mi * mi * floorScale);
     m[i] = mi;
-    if (frozen === null) v[i] = vi;
+    v[i] = vi;
     params[i] = w - (lr * (mi / bc1)) / (Math.sqrt(vi / bc2) + eps);
   }
 }

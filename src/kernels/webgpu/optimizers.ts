@@ -23,7 +23,10 @@ const ADAM = linearMain(
   st_params(i, w - (p.lr * (m / p.bc1)) / (sqrt(v / p.bc2) + p.eps));`,
 );
 
-/** 1-bit Adam's frozen variance: v is read only, bias-corrected by the step it froze at (bc2). */
+/**
+ * 1-bit Adam's frozen variance: v is not updated from g, bias-corrected by the step it froze at
+ * (bc2), and only rises to m̂²·bc2 where the momentum outgrows it (vFloor = bc2/bc1²).
+ */
 const ADAM_FROZEN_V = linearMain(
   'p.n',
   /* wgsl */ `
@@ -31,8 +34,10 @@ const ADAM_FROZEN_V = linearMain(
   let g = ld_grads(i) + p.l2 * w;
   w *= p.shrink;
   let m = p.beta1 * ld_m(i) + p.c1 * g;
+  let v = max(ld_v(i), m * m * p.vFloor);
   st_m(i, m);
-  st_params(i, w - (p.lr * (m / p.bc1)) / (sqrt(ld_v(i) / p.bc2) + p.eps));`,
+  st_v(i, v);
+  st_params(i, w - (p.lr * (m / p.bc1)) / (sqrt(v / p.bc2) + p.eps));`,
 );
 
 const SGD_MOMENTUM = linearMain(
@@ -81,7 +86,8 @@ function run(
  * Records one Adam/AdamW update of `params` in place, m and v its moments: m = β1·m + (1−β1)·g,
  * v = β2·v + (1−β2)·g², p −= lr·m̂/(√v̂ + ε) with bias correction by step; Adam adds wd·p to g,
  * AdamW first shrinks p by lr·wd. The scalars are derived in float64 and rounded to float32.
- * With varianceFrozenAt, v is only read (bias-corrected by that step).
+ * With varianceFrozenAt, v is not updated from g (bias-corrected by that step) and only rises to
+ * m̂²·bc2 where the momentum outgrows it, as js does.
  */
 export function adamStep(
   ctx: GpuContext,
@@ -100,17 +106,19 @@ export function adamStep(
     { name: 'params', array: params, write: true },
     { name: 'grads', array: grads },
     { name: 'm', array: m, write: true },
-    { name: 'v', array: v, write: frozen === null },
+    { name: 'v', array: v, write: true },
   ];
   const fields =
-    'n: u32, lr: f32, beta1: f32, beta2: f32, c1: f32, c2: f32, bc1: f32, bc2: f32, eps: f32, l2: f32, shrink: f32';
+    'n: u32, lr: f32, beta1: f32, beta2: f32, c1: f32, c2: f32, bc1: f32, bc2: f32, eps: f32, l2: f32, shrink: f32' +
+    (frozen === null ? '' : ', vFloor: f32');
   // the scalars in float64, each rounded once to float32
   const values = [lr, beta1, beta2, 1 - beta1, 1 - beta2, 1 - beta1 ** step, 1 - beta2 ** (frozen ?? step), eps];
   const l2 = decoupled ? 0 : weightDecay,
     shrink = decoupled ? 1 - lr * weightDecay : 1;
   const [name, body] = frozen === null ? ['adamStep', ADAM] : ['adamStepFrozenV', ADAM_FROZEN_V];
+  const vFloor = frozen === null ? [] : [values[6]! / values[5]! ** 2];
   run(ctx, name, body, uses, fields, n, (params) => {
-    for (const value of [...values, l2, shrink]) params.f32(value);
+    for (const value of [...values, l2, shrink, ...vFloor]) params.f32(value);
   });
 }
 

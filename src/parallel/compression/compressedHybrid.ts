@@ -9,9 +9,18 @@
  * in a quantised gradient), so every device skips the step alike and the error-feedback state is
  * left as it was; an estimate that overflows is skipped on every device too (it is the same bits
  * everywhere) and the state starts afresh. train.clipGradNorm clips the estimate, the gradient
- * applied. Before the compression's startStep the step is plain hybrid's, bit for bit. With oneBit's
- * freezeVariance (1-bit Adam), Adam's variance freezes at the first compressed step, so the update
- * stays linear in the compressed gradient and error feedback corrects it as for SGD.
+ * applied. Before the compression's startStep the step is plain hybrid's, bit for bit.
+ *
+ * oneBit's freezeVariance is 1-bit Adam (Tang et al. 2021): Adam's variance freezes at the first
+ * compressed step, so the update is linear in the momentum, and the momentum is what is
+ * compressed — smoother than the gradient, so the signs and group means lose less of it. Device d
+ * sends, in the gradient's units (the momentum over 1 − β1), with its error feedback e_d:
+ *
+ *   x_d = g_d + β1/(1 − β1)·m            (= (β1·m + (1 − β1)·g_d) / (1 − β1); m the same on every device)
+ *   ĝ  = estimate of the mean of the x_d − β1/(1 − β1)·m
+ *
+ * so Adam's own step, m ← β1·m + (1 − β1)·ĝ, makes m the compressed mean momentum (to float32
+ * rounding), as 1-bit Adam's allreduce of the momenta does.
  */
 import type { Communicator } from '../../comm/communicator.ts';
 import type { ReplicaView, Strategy } from '../strategy.ts';
@@ -55,7 +64,10 @@ export function compressedHybridStrategy(
       const localBad = info.lossNonFinite === true || info.shardsNonFinite === true || !allFinite(replica.grads);
       if (await anyBad((v) => comm.allreduce(v, 'sum'), flag, localBad)) return { skipped: true };
       const c = codecOf(replica);
+      const momentum = freezeVariance ? momentumOf(replica) : null;
+      if (momentum) addMomentum(replica.grads, momentum, 1);
       await c.reduce(replica.grads, info.step);
+      if (momentum) addMomentum(replica.grads, momentum, -1);
       if (!allFinite(replica.grads)) {
         c.reset();
         return { skipped: true };
@@ -76,4 +88,17 @@ export function compressedHybridStrategy(
       codec?.restore(state);
     },
   };
+}
+
+/** The replica's Adam momentum, which 1-bit Adam compresses. */
+function momentumOf(replica: ReplicaView): { m: Float32Array; beta1: number } {
+  if (!replica.optimizerMomentum)
+    throw new Error("compression oneBit's freezeVariance needs a replica whose optimizer it can reach");
+  return replica.optimizerMomentum();
+}
+
+/** grads += sign · β1/(1 − β1) · m over grads' floats (m's first ones: a split model's shards lie after). */
+function addMomentum(grads: Float32Array, { m, beta1 }: { m: Float32Array; beta1: number }, sign: 1 | -1): void {
+  const k = (sign * beta1) / (1 - beta1);
+  for (let i = 0; i < grads.length; i++) grads[i] = grads[i]! + k * m[i]!;
 }

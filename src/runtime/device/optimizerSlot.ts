@@ -83,10 +83,13 @@ export class OptimizerSlot {
     return this.gradients !== null;
   }
 
-  /** The ReplicaView hooks that reach the optimizer (strategy.ts): ZeRO's sharding, 1-bit Adam's freeze. */
+  /** The ReplicaView hooks that reach the optimizer (strategy.ts): ZeRO's sharding, 1-bit Adam's freeze and momentum. */
   viewHooks(
     model: unknown,
-  ): Pick<ReplicaView, 'shardOptimizer' | 'shardGradients' | 'shardWeights' | 'freezeOptimizerVariance'> {
+  ): Pick<
+    ReplicaView,
+    'shardOptimizer' | 'shardGradients' | 'shardWeights' | 'freezeOptimizerVariance' | 'optimizerMomentum'
+  > {
     return {
       shardOptimizer: (layout, comm) => this.shard(layout, comm),
       shardGradients: (layout, comm) => this.shardGradients(model, layout, comm),
@@ -98,6 +101,14 @@ export class OptimizerSlot {
             `compression oneBit's freezeVariance needs optimizer adam or adamw, not ${this.spec.type}; leave freezeVariance out`,
           );
         o.freezeVariance();
+      },
+      optimizerMomentum: () => {
+        const momentum = this.get().momentum?.();
+        if (!momentum)
+          throw new Error(
+            `compression oneBit's freezeVariance compresses Adam's momentum, and optimizer ${this.spec.type} has none; use adam or adamw, or leave freezeVariance out`,
+          );
+        return momentum;
       },
     };
   }
