@@ -2,7 +2,8 @@
  * Measuring the model's per-layer compute on this machine: each layer's forward and backward timed
  * alone on one thread with the chosen backend (median of a few repetitions after a warm-up), at
  * the batch sizes the simulation needs (two when the per-device batch changes with the device
- * count, for the line t(b) = fixed + perSample·b), and one optimizer step. Results are cached in
+ * count, for the line t(b) = fixed + perSample·b), and one update (the gradient's non-finite check
+ * and the optimizer step). Results are cached in
  * $PARATRAIN_CACHE/simulate (else ~/.cache/paratrain/simulate), keyed by the model, optimizer,
  * backend, the build of its kernels, batches, CPU and Node version, so a second simulation starts
  * at once and a rebuilt kernel is timed again.
@@ -19,6 +20,7 @@ import { getBackend } from '../kernels/index.ts';
 import type { Backend } from '../kernels/backend.ts';
 import { buildModel, type Sequential } from '../nn/model.ts';
 import { createOptimizer } from '../optim/optimizer.ts';
+import { allFinite } from '../parallel/nonFinite.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { CounterRng } from '../tensor/rng.ts';
 import type { ModelSpec } from '../nn/spec.ts';
@@ -107,7 +109,11 @@ function timeLayers(
   return [fwd.map((t) => median(t) / 1000), bwd.map((t) => median(t) / 1000)];
 }
 
-/** Seconds per parameter of one optimizer step of the model's size (median of a few). */
+/**
+ * Seconds per parameter of one update of the model's size as a step runs it (median of a few): the
+ * pass that checks the gradient for NaN/Inf before it is applied (every strategy makes one,
+ * parallel/nonFinite.ts), then the optimizer step.
+ */
 function timeOptimizer(backend: Backend, spec: OptimizerSpec, floats: number): number {
   const opt = createOptimizer(backend, spec, floats);
   const params = backend.alloc(floats),
@@ -115,7 +121,7 @@ function timeOptimizer(backend: Backend, spec: OptimizerSpec, floats: number): n
   const times: number[] = [];
   for (let r = 0; r < 6; r++) {
     const t0 = performance.now();
-    opt.step(params, grads, 1e-3);
+    if (allFinite(grads)) opt.step(params, grads, 1e-3);
     if (r > 0) times.push(performance.now() - t0);
   }
   return median(times) / 1000 / Math.max(1, floats);
@@ -143,7 +149,8 @@ function kernelBuild(backendName: string): string[] {
 /** The cache file's key for a request on a backend (exported for its test). */
 export function profileCacheKey(req: ProfileRequest, backendName: string): string {
   const what = {
-    v: 1,
+    // 2: the update's time includes the non-finite check of the gradient
+    v: 2,
     model: req.model,
     optimizer: req.optimizer,
     backend: backendName,
