@@ -3,10 +3,10 @@
  * alone on one thread with the chosen backend (median of a few repetitions after a warm-up), at
  * the batch sizes the simulation needs (two when the per-device batch changes with the device
  * count, for the line t(b) = fixed + perSample·b), and one update (the gradient's non-finite check
- * and the optimizer step). Results are cached in
- * $PARATRAIN_CACHE/simulate (else ~/.cache/paratrain/simulate), keyed by the model, optimizer,
- * backend, the build of its kernels, batches, CPU and Node version, so a second simulation starts
- * at once and a rebuilt kernel is timed again.
+ * and the optimizer step). Results are cached in $PARATRAIN_CACHE/simulate (else
+ * ~/.cache/paratrain/simulate), keyed by the model, optimizer, backend, the build of its kernels,
+ * batches, CPU and Node version, so a second simulation starts at once and a rebuilt kernel is
+ * timed again.
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
