@@ -36,8 +36,8 @@ function variant(
   };
 }
 
-// mnist-small on js: on wasm its sharded runs end an ulp or a few off unsharded hybrid's in Adam's
-// moments after 4 steps (with its dropout layer only; docs/strategies.md)
+// mnist-small on js: on wasm its clipped sharded runs end a value of Adam's m an ulp off unsharded
+// hybrid's after 4 steps, the clip norm summed from the parts in another order (docs/strategies.md)
 const WORKLOADS: [string, RunConfig, Partial<RunConfig['data']>, 'js' | 'wasm'][] = [
   [
     'mnist-small',
