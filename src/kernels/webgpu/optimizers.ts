@@ -112,11 +112,13 @@ export function adamStep(
     'n: u32, lr: f32, beta1: f32, beta2: f32, c1: f32, c2: f32, bc1: f32, bc2: f32, eps: f32, l2: f32, shrink: f32' +
     (frozen === null ? '' : ', vFloor: f32');
   // the scalars in float64, each rounded once to float32
-  const values = [lr, beta1, beta2, 1 - beta1, 1 - beta2, 1 - beta1 ** step, 1 - beta2 ** (frozen ?? step), eps];
+  const bc1 = 1 - beta1 ** step,
+    bc2 = 1 - beta2 ** (frozen ?? step);
+  const values = [lr, beta1, beta2, 1 - beta1, 1 - beta2, bc1, bc2, eps];
   const l2 = decoupled ? 0 : weightDecay,
     shrink = decoupled ? 1 - lr * weightDecay : 1;
   const [name, body] = frozen === null ? ['adamStep', ADAM] : ['adamStepFrozenV', ADAM_FROZEN_V];
-  const vFloor = frozen === null ? [] : [values[6]! / values[5]! ** 2];
+  const vFloor = frozen === null ? [] : [bc2 / bc1 ** 2];
   run(ctx, name, body, uses, fields, n, (params) => {
     for (const value of [...values, l2, shrink, ...vFloor]) params.f32(value);
   });

@@ -111,9 +111,10 @@ const entry = process.argv[1];
 const tsx = createRequire(entry).resolve('tsx/package.json');
 const esbuild = createRequire(tsx)('esbuild');
 const sha256 = (data) => createHash('sha256').update(data).digest('hex');
-// spelled apart: this text is in spawnWorker.ts, which is bundled too (into the CLI's bundle)
-const META_URL = 'import.' + 'meta.url';
 const bundled = new Map();
+// each module declares its own URL on its first line (the source map's lines stay) and \`define\`
+// points import.meta.url at it: a syntax-aware swap, each module's declaration renamed apart by
+// the bundler (scripts/run-tests.mjs bundles the tests the same way)
 const ownUrl = {
   name: 'own-import-meta-url',
   setup(b) {
@@ -121,7 +122,7 @@ const ownUrl = {
       const source = readFileSync(a.path);
       bundled.set(a.path, sha256(source));
       return {
-        contents: source.toString('utf8').replaceAll(META_URL, JSON.stringify(pathToFileURL(a.path).href)),
+        contents: 'var __ownUrl = ' + JSON.stringify(pathToFileURL(a.path).href) + '; ' + source.toString('utf8'),
         loader: 'ts',
       };
     });
@@ -131,7 +132,7 @@ const root = join(dirname(dirname(tsx)), '.cache', 'paratrain-workers');
 const r = await esbuild.build({
   entryPoints: [entry], bundle: true, format: 'esm', platform: 'node', target: 'node20', splitting: true,
   packages: 'external', sourcemap: 'inline', outdir: root, absWorkingDir: dirname(root), write: false,
-  plugins: [ownUrl], logLevel: 'silent', metafile: true,
+  define: { 'import.meta.url': '__ownUrl' }, plugins: [ownUrl], logLevel: 'silent', metafile: true,
 });
 const hash = createHash('sha256');
 for (const f of r.outputFiles) hash.update(f.path).update(f.contents);
