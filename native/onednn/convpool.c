@@ -99,6 +99,15 @@ AVX512 static void forward(const Geom *g, const Geom *q, const float *x, const f
   }
 }
 
+/* Per window cell k of the convolution: its row, column and channel offsets, for the cells of windows that reach into the padding. */
+typedef struct { int64_t dh[MAX_SMALL_K], dw[MAX_SMALL_K], c[MAX_SMALL_K]; } WindowCells;
+
+static void windowCellsOf(const Geom *g, WindowCells *k) {
+  for (int64_t kh = 0, i = 0; kh < g->KH; kh++)
+    for (int64_t kw = 0; kw < g->KW; kw++)
+      for (int64_t c = 0; c < g->C; c++, i++) { k->dh[i] = kh; k->dw[i] = kw; k->c[i] = c; }
+}
+
 /* The activation whose backward the pooled filter gradient applies itself (y NULL: dyPool is already through it). */
 typedef struct { const float *y; int act; float cap; } Through;
 
@@ -113,8 +122,8 @@ typedef struct { const float *y; int act; float cap; } Through;
  * cell take their pooled gradient times the cell's inputs. NK is a constant in each copy (see BLOCK).
  */
 __attribute__((always_inline)) AVX512 static inline void filterImage(const int NK, const Geom *g, const Geom *q, const Cells *t,
-    const float *x, const float *dy, const int32_t *argmax, const Through *through, int64_t n, int64_t k0, int64_t f0, const int64_t *off,
-    double *acc, double *bacc) {
+    const WindowCells *wc, const float *x, const float *dy, const int32_t *argmax, const Through *through, int64_t n, int64_t k0, int64_t f0,
+    const int64_t *off, double *acc, double *bacc) {
   const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), sixteen = _mm512_set1_epi32(16);
   const int64_t F = g->F;
   const __mmask16 m0 = lanes(F, f0), m1 = lanes(F, f0 + 16);
@@ -149,7 +158,8 @@ __attribute__((always_inline)) AVX512 static inline void filterImage(const int N
       const __mmask16 hit1 = _mm512_mask_cmpeq_epi32_mask(m1, a1, _mm512_add_epi32(i0, sixteen));
       if (!(hit0 | hit1)) continue;
       const __m512 e0 = _mm512_maskz_mov_ps(hit0, d0), e1 = _mm512_maskz_mov_ps(hit1, d1);
-      if (t->inside) {
+      /* a padded convolution: only the windows at the image's edge reach into the padding, so only they check each cell */
+      if (t->inside || inside(g, oh, ow)) {
         const float *xp = xw + t->x[c];
 #pragma GCC unroll 16
         for (int i = 0; i < NK; i++) {
@@ -157,9 +167,12 @@ __attribute__((always_inline)) AVX512 static inline void filterImage(const int N
           s0[i] = _mm512_fmadd_ps(xv, e0, s0[i]); s1[i] = _mm512_fmadd_ps(xv, e1, s1[i]);
         }
       } else {
+        const int64_t ih0 = oh * g->sh - g->pt, iw0 = ow * g->sw - g->pl;
 #pragma GCC unroll 16
         for (int i = 0; i < NK; i++) {
-          const __m512 xv = _mm512_set1_ps(cell(g, x, n, oh, ow, k0 + i));
+          const int64_t ih = ih0 + wc->dh[k0 + i], iw = iw0 + wc->dw[k0 + i];
+          const float v = ih >= 0 && ih < g->H && iw >= 0 && iw < g->W ? x[((n * g->H + ih) * g->W + iw) * g->C + wc->c[k0 + i]] : 0.0f;
+          const __m512 xv = _mm512_set1_ps(v);
           s0[i] = _mm512_fmadd_ps(xv, e0, s0[i]); s1[i] = _mm512_fmadd_ps(xv, e1, s1[i]);
         }
       }
@@ -177,7 +190,7 @@ __attribute__((always_inline)) AVX512 static inline void filterImage(const int N
   }
 }
 
-#define BLOCK(NK) case NK: filterImage(NK, g, q, &t, x, dy, argmax, through, n, k0, f0, off, acc, k0 == 0 ? bacc : NULL); break;
+#define BLOCK(NK) case NK: filterImage(NK, g, q, &t, &wc, x, dy, argmax, through, n, k0, f0, off, acc, k0 == 0 ? bacc : NULL); break;
 
 AVX512 static bool filterPooled(const Geom *g, const Geom *q, const float *x, const float *dy, const int32_t *argmax, const Through *through,
                                 float *dw, float *db) {
@@ -188,6 +201,8 @@ AVX512 static bool filterPooled(const Geom *g, const Geom *q, const float *x, co
   windowOffsets(g, off);
   Cells t;
   cellsOf(g, q, &t);
+  WindowCells wc;
+  windowCellsOf(g, &wc);
   for (int64_t f0 = 0; f0 < F; f0 += 32) {
     memset(acc, 0, (size_t)(K + 1) * 32 * sizeof(double));
     double *bacc = db ? acc + K * 32 : NULL;

@@ -3,7 +3,7 @@
 // bit (the addon's own kernel and oneDNN's post-op alike, NaN included); convPoolForward gives the
 // pool's output and argmax exactly as conv2dForwardActivation then maxPoolForward do, and the
 // reference's within float32 rounding; conv2dBackwardFilterPooled adds what conv2dBackwardFilter of
-// the scattered gradient (maxPoolBackward) adds. Shapes: mnist-small's first layer, padding,
+// the scattered gradient (maxPoolBackward) adds. Shapes: mnist-small's and alexnet-small's first layers, padding,
 // strides, filters not a multiple of 16, windows 2×2, 3×3 and 1×2, unused last rows and columns;
 // relu, clipped relu and none. Skipped when the addon is not built or the CPU has no AVX-512 (then
 // the fused calls decline and the model runs its layers one by one).
@@ -32,6 +32,7 @@ function pair(g: Conv2DGeometry, KH: number, KW: number): Pool2DGeometry {
 
 const PAIRS: [Conv2DGeometry, number, number][] = [
   [convGeometry(4, 28, 28, 1, 3, 3, 32, 1, 1, 'valid'), 2, 2], // mnist-small's first layer
+  [convGeometry(2, 28, 28, 1, 5, 5, 32, 1, 1, 'same'), 2, 2], // alexnet-small's: the edge windows reach into the padding
   [convGeometry(2, 11, 13, 3, 3, 3, 7, 1, 1, 'same'), 2, 2], // odd sizes: the last row and column unused
   [convGeometry(3, 9, 9, 2, 2, 2, 40, 1, 1, 'valid'), 3, 3], // 40 filters: a block of 32 and a tail of 8
   [convGeometry(2, 12, 10, 1, 3, 3, 16, 2, 1, [1, 0, 1, 2]), 1, 2],
