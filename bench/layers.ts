@@ -3,15 +3,16 @@
  * block counts as one) run one at a time on a synthetic batch, forward then backward, and each
  * call's wall time is averaged over the passes after a warm-up.
  *
- *   npm run bench -- layers [--model resnet-small] [--backend onednn] [--batch 64] [--frames 200] [--passes 20]
+ *   npm run bench -- layers [--model resnet-small] [--backend onednn] [--batch 64] [--frames 200] [--passes 20] [--unfused]
  *
- * The layers run one by one, so what `Sequential` fuses (a conv2d → max pool pair on onednn with
- * AVX-512) runs unfused here, and the loss and optimizer step are left out: `bench train` times
- * the whole step. Sequence models get `--frames` frames per sample, all valid. The first layer
- * computes no input gradient, as in training.
+ * The layers run as `Sequential` runs them: a conv2d → max pool pair that the backend fuses (onednn
+ * with AVX-512) as one step, one row; `--unfused` runs every layer on its own. The loss and the
+ * optimizer step are left out: `bench train` times the whole step. Sequence models get `--frames`
+ * frames per sample, all valid. The first layer computes no input gradient, as in training.
  */
 import { loadConfig } from '../src/config/index.ts';
 import { buildModel } from '../src/nn/model.ts';
+import { passSteps, type PassStep } from '../src/nn/convPool.ts';
 import { getBackend } from '../src/kernels/index.ts';
 import { Tensor } from '../src/tensor/tensor.ts';
 import type { ForwardContext } from '../src/nn/layer.ts';
@@ -37,33 +38,46 @@ export async function main(args: string[]): Promise<void> {
   const x = new Tensor([N, ...shape], data);
   const ctx: ForwardContext = { training: true, seed: 1, step: 0, sampleOffset: 0 };
   const layers = net.layers,
-    forward = layers.map(() => 0),
-    backward = layers.map(() => 0);
+    unfused = args.includes('--unfused');
+  const steps: PassStep[] = unfused
+    ? layers.map((layer, i) => ({
+        first: i,
+        last: i,
+        forward: (h, c) => layer.forward(h, c),
+        backward: (g, need) => layer.backward(g, need),
+      }))
+    : passSteps(backend, layers);
+  const forward = steps.map(() => 0),
+    backward = steps.map(() => 0);
   const warmup = 5;
   for (let pass = 0; pass < warmup + passes; pass++) {
     ctx.step = pass;
     let h = x;
-    for (const [i, layer] of layers.entries()) {
+    for (const [k, step] of steps.entries()) {
       const t0 = performance.now();
-      h = layer.forward(h, ctx);
-      if (pass >= warmup) forward[i]! += performance.now() - t0;
+      h = step.forward(h, ctx);
+      if (pass >= warmup) forward[k]! += performance.now() - t0;
     }
     let g: Tensor | null = new Tensor(h.shape, backend.alloc(h.size).fill(0.01));
-    for (let i = layers.length - 1; i >= 0 && g; i--) {
+    for (let k = steps.length - 1; k >= 0 && g; k--) {
       const t0 = performance.now();
-      g = layers[i]!.backward(g, i > 0);
-      if (pass >= warmup) backward[i]! += performance.now() - t0;
+      g = steps[k]!.backward(g, steps[k]!.first > 0);
+      if (pass >= warmup) backward[k]! += performance.now() - t0;
     }
   }
   console.log(peakLine());
   console.log(
-    `${model} on ${backend.name}, batch ${N}${shape.length === 2 ? `, ${frames} frames` : ''}: ms per pass, mean of ${passes} after ${warmup}, layers one by one`,
+    `${model} on ${backend.name}, batch ${N}${shape.length === 2 ? `, ${frames} frames` : ''}: ms per pass, mean of ${passes} after ${warmup}, ` +
+      (unfused ? 'layers one by one' : 'layers as the model runs them (a fused pair as one row)'),
   );
-  const width = Math.max(...layers.map((l) => l.name.length));
+  const names = steps.map((s) =>
+    Array.from({ length: s.last - s.first + 1 }, (_, j) => layers[s.first + j]!.name).join(' + '),
+  );
+  const width = Math.max(...names.map((n) => n.length));
   console.log(`${'layer'.padEnd(width)}  forward  backward`);
-  for (const [i, layer] of layers.entries()) {
+  for (const [k, name] of names.entries()) {
     console.log(
-      `${layer.name.padEnd(width)}  ${(forward[i]! / passes).toFixed(3).padStart(7)}  ${(backward[i]! / passes).toFixed(3).padStart(8)}`,
+      `${name.padEnd(width)}  ${(forward[k]! / passes).toFixed(3).padStart(7)}  ${(backward[k]! / passes).toFixed(3).padStart(8)}`,
     );
   }
   const sum = (a: number[]) => a.reduce((s, v) => s + v, 0) / passes;

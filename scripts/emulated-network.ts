@@ -194,13 +194,15 @@ export async function main(args: string[]): Promise<void> {
     for (const processes of processCounts) {
       net = new EmulatedNetwork(processes, Number(option(args, 'mtu', '9000')));
       net.create();
+      // the strategy column as wide as its longest label ('diloco:period=50')
+      const labelWidth = Math.max(9, ...choices.map((c) => c.label.length + 1));
       for (const link of links) {
         await net.shape({ rate: link.beta, delay: link.alpha }, 4 * 3600);
         console.log(
           `\n${processes} processes, one device each, link ${link.name} (${formatRate(link.beta)}, ${formatDuration(link.alpha)} one way)`,
         );
         console.log(
-          `${'strategy'.padEnd(9)}${'link α, β (loopback)'.padStart(34)}${'measured'.padStart(10)}${'predicted'.padStart(11)}${'error'.padStart(8)}` +
+          `${'strategy'.padEnd(labelWidth)}${'link α, β (loopback)'.padStart(34)}${'measured'.padStart(10)}${'predicted'.padStart(11)}${'error'.padStart(8)}` +
             `${'| run compute'.padStart(14)}${'error'.padStart(8)}${'MB/step'.padStart(9)}${'pred.'.padStart(7)}${'load'.padStart(6)}`,
         );
         for (const choice of choices) {
@@ -215,7 +217,7 @@ export async function main(args: string[]): Promise<void> {
           const cal = await calibrate(net, PROBE_BYTES);
           const failure = await runJob(net, cfg, dir, processes, children);
           if (failure) {
-            console.log(`${choice.label.padEnd(9)}  failed: ${failure}`);
+            console.log(`${choice.label.padEnd(labelWidth)}  failed: ${failure}`);
             continue;
           }
           const measured = readRunMeasurements(dir);
@@ -260,13 +262,13 @@ export async function main(args: string[]): Promise<void> {
           rows.push(row);
           const calText = `${formatDuration(cal.link.alpha)}, ${formatRate(beta)}${both ? ' ⇄' : ' →'} (${formatDuration(cal.loopback.alpha)}, ${formatRate(cal.loopback.beta)})`;
           console.log(
-            `${row.strategy.padEnd(9)}${calText.padStart(34)}${ms(row.measured).padStart(10)}${ms(row.predicted).padStart(11)}${pct(row.error).padStart(8)}` +
+            `${row.strategy.padEnd(labelWidth)}${calText.padStart(34)}${ms(row.measured).padStart(10)}${ms(row.predicted).padStart(11)}${pct(row.error).padStart(8)}` +
               `${ms(row.givenCompute).padStart(14)}${pct(row.errorGivenCompute).padStart(8)}${(row.bytesMeasured / 1e6).toFixed(2).padStart(9)}` +
               `${(row.bytesPredicted / 1e6).toFixed(2).padStart(7)}${cal.load.toFixed(1).padStart(6)}`,
           );
           if (row.predictedDevices && devices.length > 1) {
             console.log(
-              `${''.padEnd(9)}  per device, measured ${devices.map(ms).join(' / ')} ms, predicted ${row.predictedDevices.map(ms).join(' / ')} ms (device 0 beside the server)`,
+              `${''.padEnd(labelWidth)}  per device, measured ${devices.map(ms).join(' / ')} ms, predicted ${row.predictedDevices.map(ms).join(' / ')} ms (device 0 beside the server)`,
             );
           }
         }

@@ -12,8 +12,9 @@ import { Pool2D } from './pool2d.ts';
  * when no input gradient is needed (the first layer) the filter gradient comes straight from the
  * pool's (Backend.conv2dBackwardFilterPooled). Results are the two layers' (the same argmax, the
  * activation backward on the pool's output as activationFusion.ts does). Where the backend does not
- * fuse the shape, the two layers run one after the other as always. Only Sequential's passes pair
- * layers: a layer run on its own (the non-finite probe, the simulator's profile) computes in full.
+ * fuse the shape, the two layers run one after the other as always. Sequential's passes pair layers,
+ * and so does what times a pass as they run it (passSteps); a layer run on its own (the non-finite
+ * probe) computes in full.
  */
 export class ConvPool {
   /** whether the last forward ran fused (then backward must too) */
@@ -50,4 +51,43 @@ export function convPoolPairs(backend: Backend, layers: readonly Layer[]): (Conv
     }
   }
   return pairs;
+}
+
+/** One step of a pass over `layers` as Sequential takes it: a fused pair, or one layer. */
+export interface PassStep {
+  /** its layers, first to last (two for a pair) */
+  first: number;
+  last: number;
+  forward(x: Tensor, ctx: ForwardContext): Tensor;
+  backward(dy: Tensor, needInputGrad: boolean): Tensor | null;
+}
+
+/**
+ * The steps of a pass over `layers` as Sequential's passes take them, a pair the backend fuses as
+ * one, for what times the layers as a model runs them (the simulator's profile, `bench layers`).
+ */
+export function passSteps(backend: Backend, layers: readonly Layer[]): PassStep[] {
+  const pairs = convPoolPairs(backend, layers);
+  const steps: PassStep[] = [];
+  for (let i = 0; i < layers.length; i++) {
+    const pair = pairs[i],
+      layer = layers[i]!;
+    steps.push(
+      pair
+        ? {
+            first: i,
+            last: i + 1,
+            forward: (x, ctx) => pair.forward(x, ctx),
+            backward: (g, need) => pair.backward(g, need),
+          }
+        : {
+            first: i,
+            last: i,
+            forward: (x, ctx) => layer.forward(x, ctx),
+            backward: (g, need) => layer.backward(g, need),
+          },
+    );
+    if (pair) i++;
+  }
+  return steps;
 }

@@ -1,6 +1,7 @@
 /**
  * Measuring the model's per-layer compute on this machine: each layer's forward and backward timed
- * alone on one thread with the chosen backend (median of a few repetitions after a warm-up), at
+ * alone on one thread with the chosen backend (median of a few repetitions after a warm-up; a
+ * convolution and the pool the backend fuses with it timed as one, as the model runs them), at
  * the batch sizes the simulation needs (two when the per-device batch changes with the device
  * count, for the line t(b) = fixed + perSample·b), and one update (the gradient's non-finite check
  * and the optimizer step). Results are cached in $PARATRAIN_CACHE/simulate (else
@@ -19,6 +20,7 @@ import { nativeAddonPath } from '../kernels/native/addon.ts';
 import { getBackend } from '../kernels/index.ts';
 import type { Backend } from '../kernels/backend.ts';
 import { buildModel, type Sequential } from '../nn/model.ts';
+import { passSteps, type PassStep } from '../nn/convPool.ts';
 import { createOptimizer } from '../optim/optimizer.ts';
 import { allFinite } from '../parallel/nonFinite.ts';
 import { Tensor } from '../tensor/tensor.ts';
@@ -84,26 +86,33 @@ function timeLayers(
   const input = new Tensor(shape, backend.alloc(shape.reduce((a, b) => a * b, 1)));
   for (let i = 0; i < input.data.length; i++) input.data[i] = rng.next() - 0.5;
   const ctx = { training: true, seed: 1, step: 0, sampleOffset: 0 };
-  const L = model.layers.length;
   const fwd: number[][] = model.layers.map(() => []),
     bwd: number[][] = model.layers.map(() => []);
   let dy: Float32Array | null = null;
+  // a convolution and the pool the backend fuses with it run as one step, as in Sequential's
+  // passes: the step's time is the convolution's, the pool's is 0
+  const steps = passSteps(backend, model.layers);
+  const record = (times: number[][], step: PassStep, t: number) => {
+    times[step.first]!.push(t);
+    for (let i = step.first + 1; i <= step.last; i++) times[i]!.push(0);
+  };
   for (let r = 0; r <= reps; r++) {
     let h = input;
-    for (let i = 0; i < L; i++) {
+    for (const step of steps) {
       const t0 = performance.now();
-      h = model.layers[i]!.forward(h, { ...ctx, step: r });
-      if (r > 0) fwd[i]!.push(performance.now() - t0);
+      h = step.forward(h, { ...ctx, step: r });
+      if (r > 0) record(fwd, step, performance.now() - t0);
     }
     if (!dy) {
       dy = backend.alloc(h.size);
       for (let k = 0; k < dy.length; k++) dy[k] = (rng.next() - 0.5) * 1e-3;
     }
     let g: Tensor | null = new Tensor(h.shape, dy);
-    for (let i = L - 1; i >= 0 && g; i--) {
+    for (let k = steps.length - 1; k >= 0 && g; k--) {
+      const step = steps[k]!;
       const t0 = performance.now();
-      g = model.layers[i]!.backward(g, i > 0);
-      if (r > 0) bwd[i]!.push(performance.now() - t0);
+      g = step.backward(g, step.first > 0);
+      if (r > 0) record(bwd, step, performance.now() - t0);
     }
   }
   return [fwd.map((t) => median(t) / 1000), bwd.map((t) => median(t) / 1000)];
@@ -149,8 +158,8 @@ function kernelBuild(backendName: string): string[] {
 /** The cache file's key for a request on a backend (exported for its test). */
 export function profileCacheKey(req: ProfileRequest, backendName: string): string {
   const what = {
-    // 2: the update's time includes the non-finite check of the gradient
-    v: 2,
+    // 2: the update's time includes the non-finite check of the gradient; 3: fused conv+pool pairs timed as one
+    v: 3,
     model: req.model,
     optimizer: req.optimizer,
     backend: backendName,
