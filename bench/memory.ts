@@ -12,6 +12,8 @@
  * device's part and one layer's workspace, its weights whole; stage 3's weights and gradients are
  * the device's parts and one layer's workspace each. shakespeare-char's tied output projection
  * keeps the embedding's unit (its gradient; at stage 3 its weights too) in a second workspace.
+ * Where a dense layer is larger, `3 rows` runs stage 3 with rowBlockBytes 64 KiB: such a layer is
+ * gathered a block of its kernel's rows at a time, and L is the largest block or other layer.
  *   npm run bench -- memory [--devices 1,2,4,8]
  */
 import { ownedSlice, type Communicator } from '../src/comm/communicator.ts';
@@ -23,6 +25,7 @@ import { createStrategy } from '../src/parallel/strategies/index.ts';
 import { Replica } from '../src/runtime/device/replica.ts';
 import type { GradientShards } from '../src/parallel/sharding/gradientShards.ts';
 import type { WeightShards } from '../src/parallel/sharding/weightShards.ts';
+import { planRowBlocks } from '../src/parallel/sharding/rowBlocks.ts';
 
 function option(args: string[], name: string, fallback: string): string {
   const i = args.indexOf(`--${name}`);
@@ -89,14 +92,19 @@ interface Bytes {
 }
 
 /** One step of `config` with hybrid at `shard` on `devices` in-process devices; the largest device's bytes. */
-async function measure(config: RunConfig, devices: number, shard: number): Promise<Bytes> {
+async function measure(config: RunConfig, devices: number, shard: number, rowBlockBytes?: number): Promise<Bytes> {
   const c: RunConfig = {
     ...config,
     train: {
       ...config.train,
       devices,
       // stages 2 and 3 hold a unit's (bucket's) workspace: one per layer
-      strategy: { type: 'hybrid', bucketBytes: shard >= 2 ? 4 : 4 << 20, ...(shard > 0 ? { shard: shard as 1 } : {}) },
+      strategy: {
+        type: 'hybrid',
+        bucketBytes: shard >= 2 ? 4 : 4 << 20,
+        ...(shard > 0 ? { shard: shard as 1 } : {}),
+        ...(rowBlockBytes ? { rowBlockBytes } : {}),
+      },
     },
   };
   const comms = inProcessGroup(devices);
@@ -108,8 +116,8 @@ async function measure(config: RunConfig, devices: number, shard: number): Promi
   views.forEach((v, r) => {
     const { shardWeights, shardGradients } = v;
     if (shardWeights)
-      v.shardWeights = (layout, comm) => {
-        shards[r] = shardWeights(layout, comm);
+      v.shardWeights = (layout, comm, rowBlockFloats) => {
+        shards[r] = shardWeights(layout, comm, rowBlockFloats);
         gradients[r] = shards[r].gradients;
         return shards[r];
       };
@@ -188,6 +196,26 @@ function largestLayer(replica: Replica): number {
   return Math.max(0, ...rest) + [...shared].reduce((n, i) => n + size(i), 0);
 }
 
+/** Stage 3's L with rowBlockBytes too: a dense layer above the bound counts as its largest block. */
+function largestWithBlocks(replica: Replica, rowBlockFloats: number): number {
+  const { model } = replica;
+  const blocks = new Map(planRowBlocks(model, rowBlockFloats).map((p) => [p.layer, p]));
+  const size = (i: number) => {
+    const split = blocks.get(i);
+    if (split) return Math.max(...split.blocks.map((b) => b.piece.end - b.piece.start));
+    const r = model.layerParamRange(i);
+    return r ? r.end - r.start : 0;
+  };
+  const shared = new Set(model.layers.flatMap((_, i) => model.sharedWeightsOf(i) ?? []));
+  return (
+    Math.max(0, ...model.layers.map((_, i) => (shared.has(i) ? 0 : size(i)))) +
+    [...shared].reduce((n, i) => n + size(i), 0)
+  );
+}
+
+/** Stage 3's dense layers gathered in row blocks of at most this many bytes (the `3 rows` lines). */
+const ROW_BLOCK_BYTES = 64 * 1024;
+
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(3);
 
 export async function main(args: string[]): Promise<void> {
@@ -215,22 +243,36 @@ export async function main(args: string[]): Promise<void> {
         `${'w+g+o'.padStart(10)}${'formula'.padStart(10)}${'activ.'.padStart(10)}`,
     );
     const unsharded = new Map<number, number>();
-    for (const shard of [0, 1, 2, 3]) {
+    const blocked = largestWithBlocks(replica, ROW_BLOCK_BYTES / 4);
+    // stage 3 with rowBlockBytes where it gathers less than a layer at a time
+    const stages: [number, number | undefined][] = [
+      [0, undefined],
+      [1, undefined],
+      [2, undefined],
+      [3, undefined],
+    ];
+    if (blocked < largest) stages.push([3, ROW_BLOCK_BYTES]);
+    for (const [shard, rowBlockBytes] of stages) {
       for (const n of deviceCounts) {
         // one device runs no strategy: its replica keeps the whole buffers at any stage
         if (shard >= 2 && n === 1) continue;
-        const b = await measure(config, n, shard);
+        const b = await measure(config, n, shard, rowBlockBytes);
         const total = b.weights + b.grads + b.optimizer;
         if (shard === 0) unsharded.set(n, total);
-        const label = shard === 0 ? 'none' : String(shard);
+        const label = shard === 0 ? 'none' : rowBlockBytes ? '3 rows' : String(shard);
         console.log(
           `${label.padEnd(8)}${String(n).padStart(3)}${mib(b.weights).padStart(10)}${mib(b.grads).padStart(10)}` +
             `${mib(b.optimizer).padStart(10)}${mib(total).padStart(10)}` +
-            `${mib(formula(shard, psi, n, largest)).padStart(10)}${mib(b.activations).padStart(10)}` +
+            `${mib(formula(shard, psi, n, rowBlockBytes ? blocked : largest)).padStart(10)}${mib(b.activations).padStart(10)}` +
             (shard >= 2 ? `  ${((100 * total) / unsharded.get(n)!).toFixed(1)}% of unsharded` : ''),
         );
       }
     }
+    if (blocked < largest)
+      console.log(
+        `3 rows: stage 3 with rowBlockBytes ${ROW_BLOCK_BYTES} (dense layers gathered ${ROW_BLOCK_BYTES / 1024} KiB of kernel rows at a time): ` +
+          `L = ${blocked.toLocaleString('en')} floats (${((100 * blocked) / psi).toFixed(1)}% of Ψ)`,
+      );
     const n = Math.max(...deviceCounts);
     const sharded = (16 * psi) / n;
     console.log(

@@ -23,7 +23,11 @@ import { checkLengths, checkModelInput, isSequenceShape, outputLengths, shapeFit
 import { communicates, runLater, runNow, settle, type Pass } from './pass.ts';
 import { TiedEmbedding, tieEmbeddings } from './tiedEmbedding.ts';
 import { Embedding } from './embedding.ts';
-import type { ParameterResidency } from './residency.ts';
+import type { ParameterResidency, RowBlockSource } from './residency.ts';
+import { Dense } from './dense.ts';
+
+/** Floats [start, end) of the flat buffer. */
+type Range = { start: number; end: number };
 
 export type { FlatEntry } from './flatLayout.ts';
 
@@ -152,6 +156,25 @@ export class Sequential implements TrainableModel {
       (e) => at(params, e),
       (e) => at(grads, e),
     );
+  }
+
+  /**
+   * Layer i's parameters as a kernel of rows then a bias, where it can run with its kernel
+   * gathered a block of rows at a time (a dense layer: rows are its input features); null: it cannot.
+   */
+  rowSplit(i: number): { kernel: Range; rows: number; rowFloats: number; bias: Range | null } | null {
+    const layer = this.layers[i];
+    if (!(layer instanceof Dense)) return null;
+    const [kernel, bias] = this.layout.params[i]!;
+    const range = (e: FlatEntry) => ({ start: e.offset, end: e.offset + e.size });
+    return { kernel: range(kernel!), rows: layer.inFeatures, rowFloats: layer.units, bias: bias ? range(bias) : null };
+  }
+
+  /** Layer i (a dense layer, see rowSplit) takes its kernel a block of rows at a time from `blocks`; null: its views again. */
+  useRowBlocks(i: number, blocks: RowBlockSource | null): void {
+    const layer = this.layers[i];
+    if (!(layer instanceof Dense)) throw new Error(`layer ${i} (${this.layers[i]?.name}) cannot run in row blocks`);
+    layer.useRowBlocks(blocks);
   }
 
   /** Layer i lets go of its parameter and gradient views (empty ones in their place). */

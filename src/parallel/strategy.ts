@@ -51,9 +51,11 @@ export interface ReplicaView {
   shardGradients?(layout: ShardLayout, comm: Communicator): GradientShards;
   /**
    * ZeRO stage 3: as shardOptimizer, and the model keeps only `layout`'s ranges of its weights and
-   * gradients from the next WeightShards.shard() on, gathering the rest layer by layer as it runs.
+   * gradients from the next WeightShards.shard() on, gathering the rest layer by layer as it runs;
+   * a dense layer of more than `rowBlockFloats` (> 0) a block of kernel rows at a time, its blocks
+   * pieces of the WeightShards' layout of their own.
    */
-  shardWeights?(layout: ShardLayout, comm: Communicator): WeightShards;
+  shardWeights?(layout: ShardLayout, comm: Communicator, rowBlockFloats?: number): WeightShards;
   /**
    * 1-bit Adam (compression oneBit's freezeVariance): from now on the replica's Adam leaves its
    * variance as it is (Optimizer.freezeVariance); again later, or after a resume, it changes nothing.

@@ -9,7 +9,8 @@
  *     the whole weights, its part of the gradient and one bucket's gradient workspace
  *     (gradientShards.ts), which backward waits on each reduce-scatter to reuse: 'implemented'
  *     runs them in line with compute, 'ideal' overlaps them with backward as hybrid's all-reduces.
- *   stage 3: the same buckets as units (weightShards.ts): each all-gathered before its forward and
+ *   stage 3: the same buckets as units (weightShards.ts; a dense layer above rowBlockBytes, each of
+ *     its row blocks), each all-gathered before its forward and
  *     again before its backward, reduce-scattered right after its backward, each waited for where
  *     it is called (no prefetch, no overlap), the NaN flag, the optimizer on the owned part; no
  *     all-gather after the update. A device holds its parts and one unit's weights and gradients.
@@ -20,16 +21,34 @@
 import { allgather, allreduce, reduceScatter, type Network, type Placement } from './costModel.ts';
 import { hybridPlan, type LockstepPlan, type Overlap } from './lockstep.ts';
 import { computeTime, type ModelCosts } from './layerCosts.ts';
-import { gradientBuckets } from '../parallel/sharding/shardLayout.ts';
+import { gradientBuckets, ShardLayout } from '../parallel/sharding/shardLayout.ts';
+import { planRowBlocks, splitLayout } from '../parallel/sharding/rowBlocks.ts';
 import type { ShardStage } from '../parallel/sharding/shardedHybrid.ts';
 import type { FlatRange } from '../optim/optimizer.ts';
 import { deviceMemoryBytes, largestOwnedFloats } from './memory.ts';
 import type { ModelWeights } from './weights.ts';
 
-/** The pieces a stage's layout cuts the buffer into: stage 1 the whole buffer, stages 2 and 3 hybrid's buckets (shardLayout.ts). */
-export function shardPieces(stage: ShardStage, size: number, weights: ModelWeights, bucketBytes: number): FlatRange[] {
+/**
+ * The pieces a stage's layout cuts the buffer into: stage 1 the whole buffer, stages 2 and 3
+ * hybrid's buckets (shardLayout.ts), at stage 3 with the dense layers above `rowBlockBytes` cut into
+ * their row blocks (rowBlocks.ts).
+ */
+export function shardPieces(
+  stage: ShardStage,
+  size: number,
+  weights: ModelWeights,
+  bucketBytes: number,
+  rowBlockBytes = 0,
+): FlatRange[] {
   if (stage === 1) return size > 0 ? [{ start: 0, end: size }] : [];
-  return gradientBuckets(size, weights.readyOffsets, Math.max(1, Math.floor(bucketBytes / 4)));
+  const buckets = gradientBuckets(size, weights.readyOffsets, Math.max(1, Math.floor(bucketBytes / 4)));
+  const splits = weights.layerSplits;
+  if (stage !== 3 || !(rowBlockBytes > 0) || !splits) return buckets;
+  const plans = planRowBlocks(
+    { layers: splits, layerParamRange: (i) => splits[i]!.range, rowSplit: (i) => splits[i]!.split },
+    Math.floor(rowBlockBytes / 4),
+  );
+  return [...splitLayout(new ShardLayout(size, buckets, 1, 0), plans).pieces];
 }
 
 /** One step of sharded hybrid on G = hosts × perHost devices, and the memory each device holds. */
@@ -42,9 +61,10 @@ export function shardedPlan(
   p: Placement,
   net: Network,
   overlap: Overlap,
+  rowBlockBytes = 0,
 ): { plan: LockstepPlan; memoryBytes: number } {
   const G = p.hosts * p.perHost;
-  const pieces = shardPieces(stage, costs.paramFloats, weights, bucketBytes);
+  const pieces = shardPieces(stage, costs.paramFloats, weights, bucketBytes, rowBlockBytes);
   const owned = largestOwnedFloats(costs.paramFloats, pieces, G);
   if (stage === 3) return weightShardedPlan(costs, weights, batch, pieces, owned, p, net);
   const reduced = hybridPlan(costs, batch, bucketBytes, p, net, overlap, {

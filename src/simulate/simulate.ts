@@ -275,6 +275,7 @@ function simulateOne(
         placement,
         net,
         setup.overlap,
+        spec.rowBlockBytes,
       );
       plan = s.plan;
       memoryBytes = s.memoryBytes;

@@ -9,7 +9,8 @@ import { getBackend } from '../kernels/index.ts';
 import { buildModel } from '../nn/model.ts';
 import type { ModelSpec } from '../nn/spec.ts';
 import type { OptimizerSpec } from '../optim/spec.ts';
-import { optimizerStateSize } from '../optim/optimizer.ts';
+import { optimizerStateSize, type FlatRange } from '../optim/optimizer.ts';
+import type { RowSplit } from '../parallel/sharding/rowBlocks.ts';
 import type { ParamTensor } from '../parallel/strategy.ts';
 import { parameterCosts } from '../parallel/pipeline/partition.ts';
 
@@ -24,6 +25,8 @@ export interface ModelWeights {
   /** the optimizer's state floats per parameter (Adam 2, SGD with momentum 1, plain SGD 0) */
   optimizerSlots: number;
   optimizer: OptimizerSpec;
+  /** per layer, its parameters' range and how it runs in row blocks (ZeRO stage 3's rowBlockBytes); absent: none can */
+  layerSplits?: { range: FlatRange | null; split: RowSplit | null }[];
 }
 
 /** Builds the model (no timing) and reads its weights' layout. */
@@ -39,5 +42,6 @@ export async function describeWeights(
     layerParams: parameterCosts(built.layers),
     optimizerSlots: optimizerStateSize(optimizer, 1),
     optimizer,
+    layerSplits: built.layers.map((_, i) => ({ range: built.layerParamRange(i), split: built.rowSplit(i) })),
   };
 }

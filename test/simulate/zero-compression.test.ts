@@ -10,7 +10,7 @@ import { allgather, allreduce, ringHalf, type Network, type Placement } from '..
 import { hybridPlan } from '../../src/simulate/lockstep.ts';
 import type { LayerCost, ModelCosts } from '../../src/simulate/layerCosts.ts';
 import { parseLink } from '../../src/simulate/units.ts';
-import { shardedPlan } from '../../src/simulate/shardingCost.ts';
+import { shardedPlan, shardPieces } from '../../src/simulate/shardingCost.ts';
 import { compressedExchange, placesOf } from '../../src/simulate/compressionCost.ts';
 import { deviceMemoryBytes } from '../../src/simulate/memory.ts';
 import { describeWeights, type ModelWeights } from '../../src/simulate/weights.ts';
@@ -207,4 +207,8 @@ test("mnist-small's memory per device: what `npm run bench -- memory` counted in
   // stages 2 and 3 with a layer per unit (bucketBytes 4): 4Ψ + 12Ψ/N and the dense layer's gradient; 16Ψ/N and its weights too
   assert.equal(mib(shardedPlan(costs, weights, 1, 4, 2, p8, NET, 'implemented').memoryBytes), '1.962');
   assert.equal(mib(shardedPlan(costs, weights, 1, 4, 3, p8, NET, 'implemented').memoryBytes), '1.993');
+  // stage 3 with rowBlockBytes 64 KiB: the dense layer in 13 blocks of rows, the largest unit now the second convolution
+  const blocks = shardedPlan(costs, weights, 1, 4, 3, p8, NET, 'implemented', 65536);
+  assert.equal(mib(blocks.memoryBytes), '0.570');
+  assert.equal(shardPieces(3, costs.paramFloats, weights, 4, 65536).length, 3 + 13);
 });

@@ -33,6 +33,7 @@ import type { ParameterResidency } from '../../nn/residency.ts';
 import type { FlatRange } from '../../optim/optimizer.ts';
 import type { ShardLayout } from './shardLayout.ts';
 import { planUnits, type ShardableModel, type UnitPlan } from './shardUnits.ts';
+import type { RowBlockPlan } from './rowBlocks.ts';
 
 /** The sharded optimizer's step on views of the owned ranges (ShardedOptimizer.stepParts). */
 export interface PartsOptimizer {
@@ -63,8 +64,10 @@ export class GradientShards implements ParameterResidency {
     alloc: (floats: number, shared?: boolean) => Float32Array,
     /** frozen layers' ranges of the flat buffer (initFrom.freeze): their gradient is zeroed, as unsharded clipping does */
     frozen: readonly FlatRange[] = [],
+    /** stage 3's layers gathered in row blocks (rowBlocks.ts), each block a unit */
+    rowBlocks: readonly RowBlockPlan[] = [],
   ) {
-    this.plan = planUnits(model, layout, frozen);
+    this.plan = planUnits(model, layout, frozen, rowBlocks);
     this.ownedGrads = alloc(Math.max(1, layout.ownedFloats)).subarray(0, layout.ownedFloats);
     this.spaces = [alloc(this.plan.largest[0], true), alloc(this.plan.largest[1], true)];
   }

@@ -16,7 +16,8 @@
  *   reduce-scatter sums in its all-reduce's order (the same sums); with micro-batches each is
  *   reduced separately, equal to float32 rounding (1e-5 relative).
  * - stage 3 (P_os+g+p, weightShards.ts): stage 2's gradient, and the weights sharded too, each
- *   unit's gathered just before use; no all-gather after the update.
+ *   unit's gathered just before use; no all-gather after the update. With `rowBlockBytes` a dense
+ *   layer larger than that is gathered a block of kernel rows at a time (rowBlocks.ts).
  *
  * A device sees only its part of the reduced gradient in stages 2 and 3, so a NaN/Inf there (or a
  * device's non-finite loss) is agreed on explicitly: one flag summed over the devices, and every
@@ -50,7 +51,13 @@ export async function sumOverDevices(comm: Communicator, x: number): Promise<num
   return sum;
 }
 
-export function shardedHybridStrategy(comm: Communicator, bucketBytes: number, stage: ShardStage): Strategy {
+export function shardedHybridStrategy(
+  comm: Communicator,
+  bucketBytes: number,
+  stage: ShardStage,
+  /** stage 3: dense layers above this many bytes gathered a block of kernel rows at a time (0: whole) */
+  rowBlockBytes = 0,
+): Strategy {
   const bucketFloats = Math.max(1, Math.floor(bucketBytes / 4));
   /** hybrid's buckets in the order they are reduced (the last one starts at 0) */
   let buckets: FlatRange[] = [];
@@ -87,7 +94,12 @@ export function shardedHybridStrategy(comm: Communicator, bucketBytes: number, s
           throw new Error(
             `train.strategy.hybrid.shard ${stage}: this replica cannot shard its gradients; use shard: 1`,
           );
-        shards = stage === 2 ? replica.shardGradients!(layout, comm) : replica.shardWeights!(layout, comm);
+        shards =
+          stage === 2
+            ? replica.shardGradients!(layout, comm)
+            : replica.shardWeights!(layout, comm, Math.floor(rowBlockBytes / 4));
+        // stage 3's layout has the split layers' blocks for pieces
+        layout = shards.layout;
         await shards.register();
       }
     },

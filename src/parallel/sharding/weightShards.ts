@@ -21,6 +21,11 @@
  * (no prefetch of the next unit, no reduce-scatter in flight during the next backward): one
  * workspace of each kind suffices, at the cost of compute waiting on every transfer.
  *
+ * With `rowBlockBytes` a dense layer above the bound is no unit's: each block of its kernel rows
+ * is a unit (rowBlocks.ts), and the layer takes them one at a time through a RowBlockSource
+ * (forward: gathered, used, released; backward: gradient workspace opened, gathered, its gradient
+ * reduce-scattered, released), so the workspaces are the size of a block.
+ *
  * A layer that reads another's weights (tiedEmbedding reads the embedding's) keeps that unit
  * gathered in a second workspace from the unit's forward to its own, and from its own backward to
  * the unit's, where the unit's gradient (both layers' shares) is reduce-scattered (shardUnits.ts).
@@ -30,7 +35,8 @@
  * Checkpoints, resume and initFrom therefore see the whole model, as with every other strategy.
  */
 import type { Communicator } from '../../comm/communicator.ts';
-import type { ParameterResidency } from '../../nn/residency.ts';
+import type { ParameterResidency, RowBlock, RowBlockSource } from '../../nn/residency.ts';
+import type { RowBlockPlan } from './rowBlocks.ts';
 import type { FlatRange } from '../../optim/optimizer.ts';
 import type { ShardLayout } from './shardLayout.ts';
 import type { ShardableModel, Unit, UnitPlan } from './shardUnits.ts';
@@ -67,8 +73,10 @@ export class WeightShards implements ParameterResidency {
     alloc: (floats: number, shared?: boolean) => Float32Array,
     /** frozen layers' ranges of the flat buffer (initFrom.freeze): their gradient is zeroed, as unsharded clipping does */
     frozen: readonly FlatRange[] = [],
+    /** layers gathered a block of kernel rows at a time (rowBlocks.ts); `layout` has their blocks as pieces */
+    rowBlocks: readonly RowBlockPlan[] = [],
   ) {
-    this.gradients = new GradientShards(model, layout, comm, optimizer, alloc, frozen);
+    this.gradients = new GradientShards(model, layout, comm, optimizer, alloc, frozen, rowBlocks);
     this.plan = this.gradients.plan;
     this.ownedParams = alloc(Math.max(1, layout.ownedFloats)).subarray(0, layout.ownedFloats);
     const space = (n: number): Space => ({ params: alloc(n, true), resident: -1 });
@@ -111,8 +119,9 @@ export class WeightShards implements ParameterResidency {
       const whole = this.model.params;
       for (const u of this.plan.units)
         this.ownedParams.set(whole.subarray(u.piece.start + u.own.start, u.piece.start + u.own.end), u.at);
-      // every layer bound to empty views until its unit is gathered
+      // every layer bound to empty views until its unit is gathered, a split layer to its blocks
       this.model.useWhole(EMPTY, EMPTY);
+      for (const [i, blocks] of this.plan.blocksOf) this.model.useRowBlocks(i, this.blockSource(blocks));
       this.model.residency = this;
       this.sharded = true;
       for (const s of this.spaces) s.resident = -1;
@@ -130,6 +139,7 @@ export class WeightShards implements ParameterResidency {
     const whole = new Float32Array(Math.max(this.layout.size, 1));
     for (const u of this.plan.units) whole.set(this.ownedOf(u, this.ownedParams), u.piece.start + u.own.start);
     await this.layout.allgather(this.comm, whole);
+    for (const i of this.plan.blocksOf.keys()) this.model.useRowBlocks(i, null);
     this.model.useWhole(whole, EMPTY);
     this.sharded = false;
     for (const s of this.spaces) s.resident = -1;
@@ -168,6 +178,44 @@ export class WeightShards implements ParameterResidency {
     const unit = this.plan.units[u]!;
     for (let i = unit.first; i <= unit.last; i++) if (this.plan.unitOf[i] === u) this.model.releaseLayer(i);
     this.spaceOf(u).resident = -1;
+  }
+
+  /**
+   * A split layer's blocks (units, in row order) as its layer takes them: forward gathers each
+   * and lets it go; backward opens its gradient workspace, gathers it, and after the block's
+   * gradient reduce-scatters and lets it go.
+   */
+  private blockSource(units: readonly number[]): RowBlockSource {
+    return {
+      rows: units.map((u) => this.plan.units[u]!.block!.rows),
+      acquire: async (k, backward) => {
+        const u = units[k]!;
+        if (backward) this.gradients.openUnit(u);
+        await this.ensure(u);
+        return this.blockViews(u);
+      },
+      release: (k, backward) => {
+        const u = units[k]!;
+        if (!backward) return this.release(u);
+        return this.gradients.reduce(u).then(() => this.release(u));
+      },
+    };
+  }
+
+  /** Block unit u's kernel rows and bias in its gathered workspace, and their gradients in its gradient workspace. */
+  private blockViews(u: number): RowBlock {
+    const { piece, block } = this.plan.units[u]!;
+    const { rows, rowFloats, bias } = block!;
+    const params = this.spaceOf(u).params,
+      grads = this.gradients.workspace(u);
+    const kernel = (rows[1] - rows[0]) * rowFloats;
+    const at = (buf: Float32Array, r: FlatRange) => buf.subarray(r.start - piece.start, r.end - piece.start);
+    return {
+      kernel: params.subarray(0, kernel),
+      kernelGrad: grads.subarray(0, kernel),
+      bias: bias ? at(params, bias) : null,
+      biasGrad: bias ? at(grads, bias) : null,
+    };
   }
 
   /** Layer i's unit gathered, and the unit it reads besides (in that order on every device). */

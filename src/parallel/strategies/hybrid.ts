@@ -83,6 +83,8 @@ export interface HybridSpec {
   bucketBytes: number;
   /** ZeRO sharding (sharding/shardedHybrid.ts): 1 optimizer state, 2 + gradients, 3 + weights; absent, none */
   shard?: ShardStage;
+  /** stage 3: a dense layer of more bytes is gathered a block of kernel rows (of at most this size) at a time; absent: whole */
+  rowBlockBytes?: number;
   /** gradients sent compressed, with error feedback (compression/compressedHybrid.ts); absent: plain floats */
   compression?: CompressionSpec;
 }
@@ -94,12 +96,19 @@ export const hybridEntry: StrategyEntry<HybridSpec> = {
       .options({
         bucketBytes: f.posInt().default(4 * 1024 * 1024),
         shard: f.nonNegInt().default(0),
+        rowBlockBytes: f.posInt().optional(),
         compression: compressionSchema(f).optional(),
       })
       .refine((o) => o.shard <= 3, {
         path: ['shard'],
         message:
           'a ZeRO stage: use 1 (optimizer state), 2 (+ gradients), 3 (+ weights, gathered layer by layer) or 0 (none)',
+      })
+      .refine((o) => o.rowBlockBytes === undefined || o.shard === 3, {
+        path: ['rowBlockBytes'],
+        message:
+          'gathering a layer in row blocks is stage 3 (sharded weights): add shard: 3, or leave out rowBlockBytes',
+        params: { noGot: true },
       })
       .refine((o) => !(o.compression && o.shard > 0), {
         path: ['compression'],
@@ -111,6 +120,7 @@ export const hybridEntry: StrategyEntry<HybridSpec> = {
           type: 'hybrid',
           bucketBytes: o.bucketBytes,
           ...(o.shard > 0 ? { shard: o.shard as ShardStage } : {}),
+          ...(o.rowBlockBytes !== undefined ? { rowBlockBytes: o.rowBlockBytes } : {}),
           ...(o.compression ? { compression: o.compression } : {}),
         }),
       ),
@@ -119,7 +129,7 @@ export const hybridEntry: StrategyEntry<HybridSpec> = {
   modelParallel: true,
   create: (spec, { comm, seed }) =>
     spec.shard
-      ? shardedHybridStrategy(comm, spec.bucketBytes, spec.shard)
+      ? shardedHybridStrategy(comm, spec.bucketBytes, spec.shard, spec.rowBlockBytes)
       : spec.compression
         ? compressedHybridStrategy(comm, hybridStrategy(comm, spec.bucketBytes), spec.compression, seed ?? 0)
         : hybridStrategy(comm, spec.bucketBytes),

@@ -14,6 +14,7 @@ import type { ShardLayout } from '../../parallel/sharding/shardLayout.ts';
 import type { ReplicaView } from '../../parallel/strategy.ts';
 import { WeightShards, type ShardableModel } from '../../parallel/sharding/weightShards.ts';
 import { GradientShards } from '../../parallel/sharding/gradientShards.ts';
+import { planRowBlocks, splitLayout } from '../../parallel/sharding/rowBlocks.ts';
 import type { RunConfig } from '../../config/runConfig.ts';
 import type { Poison } from './badSteps.ts';
 
@@ -64,10 +65,17 @@ export class OptimizerSlot {
     return this.gradients;
   }
 
-  /** ReplicaView.shardWeights (stage 3): the sharded optimizer, and the model's weights and gradient sharded over the same layout. */
-  shardWeights(model: unknown, layout: ShardLayout, comm: Communicator): WeightShards {
+  /**
+   * ReplicaView.shardWeights (stage 3): the sharded optimizer, and the model's weights and
+   * gradient sharded over the same layout, with the dense layers above `rowBlockFloats` cut
+   * into row blocks of their own (rowBlocks.ts).
+   */
+  shardWeights(model: unknown, buckets: ShardLayout, comm: Communicator, rowBlockFloats = 0): WeightShards {
+    const m = shardable(model, 3);
+    const blocks = planRowBlocks(m, rowBlockFloats);
+    const layout = splitLayout(buckets, blocks);
     const optimizer = this.shard(layout, comm);
-    this.weights = new WeightShards(shardable(model, 3), layout, comm, optimizer, this.alloc, this.frozen);
+    this.weights = new WeightShards(m, layout, comm, optimizer, this.alloc, this.frozen, blocks);
     this.gradients = this.weights.gradients;
     return this.weights;
   }
@@ -93,7 +101,7 @@ export class OptimizerSlot {
     return {
       shardOptimizer: (layout, comm) => this.shard(layout, comm),
       shardGradients: (layout, comm) => this.shardGradients(model, layout, comm),
-      shardWeights: (layout, comm) => this.shardWeights(model, layout, comm),
+      shardWeights: (layout, comm, rowBlockFloats) => this.shardWeights(model, layout, comm, rowBlockFloats),
       freezeOptimizerVariance: () => {
         const o = this.get();
         if (!o.freezeVariance)
