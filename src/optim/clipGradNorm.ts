@@ -3,15 +3,14 @@
  * every gradient together; when it exceeds `maxNorm` every gradient is scaled by maxNorm/(norm + 1e-6).
  * Which gradient is clipped — the one that is applied — is the strategies' business (ReplicaView.clipGradients).
  */
+import { treeSumOfSquares } from './treeSquares.ts';
 
-/** Σ x² over `buf`, in float64 (finite for any finite float32 gradient). */
+/**
+ * Σ x² over `buf`, in float64 (finite for any finite float32 gradient), summed along the fixed tree
+ * of treeSquares.ts: a gradient split over devices gives the same bits from its parts.
+ */
 export function sumOfSquares(buf: Float32Array): number {
-  let s = 0;
-  for (let i = 0; i < buf.length; i++) {
-    const x = buf[i]!;
-    s += x * x;
-  }
-  return s;
+  return treeSumOfSquares(buf);
 }
 
 /**

@@ -8,8 +8,15 @@ import type { ShardLayout } from './sharding/shardLayout.ts';
 import type { ShardedOptimizer } from './sharding/shardedOptimizer.ts';
 import type { WeightShards } from './sharding/weightShards.ts';
 import type { GradientShards } from './sharding/gradientShards.ts';
+import type { TreeNode } from '../optim/treeSquares.ts';
 
 /** What a strategy may act on: the replica's flat buffers and its local optimizer step. */
+/** A device's part of a flat gradient: its values, from index `start` of the whole. */
+export interface GradientPart {
+  values: Float32Array;
+  start: number;
+}
+
 export interface ReplicaView {
   readonly params: Float32Array;
   readonly grads: Float32Array;
@@ -31,11 +38,16 @@ export interface ReplicaView {
    */
   clipGradients?(grads?: Float32Array): Promise<void>;
   /**
-   * train.clipGradNorm on a gradient split over the devices (absent when clipping is off): `parts`
-   * are this device's, `sum` adds a number over every device (collective); the norm is
-   * √(Σ over devices of Σ parts²), and the parts are scaled as clipGradients scales a whole gradient.
+   * train.clipGradNorm on a gradient of `length` floats split over the devices (absent when
+   * clipping is off): `parts` are this device's, each at its index of the whole gradient; `gather`
+   * gives every device's nodes of the squares' tree (collective, optim/treeSquares.ts). The norm is
+   * the whole gradient's, to the bit, and the parts are scaled as clipGradients scales a whole one.
    */
-  clipGradientParts?(parts: readonly Float32Array[], sum: (squares: number) => Promise<number>): Promise<void>;
+  clipGradientParts?(
+    parts: readonly GradientPart[],
+    length: number,
+    gather: (mine: readonly TreeNode[]) => Promise<TreeNode[]>,
+  ): Promise<void>;
   /** The offsets backward reports to onGradientsReady, in order (a strategy may plan its buckets from them). */
   readonly gradientReadyOffsets?: readonly number[];
   /**

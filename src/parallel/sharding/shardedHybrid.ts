@@ -21,8 +21,9 @@
  *
  * A device sees only its part of the reduced gradient in stages 2 and 3, so a NaN/Inf there (or a
  * device's non-finite loss) is agreed on explicitly: one flag summed over the devices, and every
- * device skips alike. train.clipGradNorm takes the global norm from the parts: each device's Σ g²
- * over its part, summed over the devices in float64 (stage 1 clips the whole reduced gradient, as hybrid).
+ * device skips alike. train.clipGradNorm takes the global norm from the parts: every device's nodes
+ * of the squares' fixed tree (optim/treeSquares.ts), gathered, give the bits one device's pass over
+ * the whole gradient gives (stage 1 clips the whole reduced gradient, as hybrid).
  */
 import type { Communicator } from '../../comm/communicator.ts';
 import type { FlatRange } from '../../optim/optimizer.ts';
@@ -32,24 +33,10 @@ import { allFinite, anyBad } from '../nonFinite.ts';
 import { gradientBuckets, ShardLayout } from './shardLayout.ts';
 import type { WeightShards } from './weightShards.ts';
 import type { GradientShards } from './gradientShards.ts';
+import { gatherTreeNodes, nodesBound } from './clipParts.ts';
 
 /** ZeRO's stages this strategy implements: 1 optimizer state, 2 + gradients, 3 + weights. */
 export type ShardStage = 1 | 2 | 3;
-
-/**
- * Σ of `x` over the devices, in float64: each device's value travels as two float32s (its rounding
- * and the remainder), all-gathered, and every device adds them in rank order, so all agree exactly.
- */
-export async function sumOverDevices(comm: Communicator, x: number): Promise<number> {
-  const buf = new Float32Array(2 * comm.size);
-  const hi = Math.fround(x);
-  buf[2 * comm.rank] = hi;
-  buf[2 * comm.rank + 1] = x - hi;
-  await comm.allgather(buf);
-  let sum = 0;
-  for (let r = 0; r < comm.size; r++) sum += buf[2 * r]! + buf[2 * r + 1]!;
-  return sum;
-}
 
 export function shardedHybridStrategy(
   comm: Communicator,
@@ -165,9 +152,15 @@ async function shardedUpdate(
   localBad: boolean,
   lr: number,
 ): Promise<boolean> {
-  const parts = [shards.ownedGrads];
   if (await anyBad((v) => comm.allreduce(v, 'sum'), flag, localBad || !allFinite(shards.ownedGrads))) return true;
-  await replica.clipGradientParts?.(parts, (squares) => sumOverDevices(comm, squares));
+  if (replica.clipGradientParts) {
+    const { layout } = shards;
+    const views = layout.packed(shards.ownedGrads);
+    const parts = layout.owned.map((r, k) => ({ values: views[k]!, start: r.start }));
+    // the most nodes a device's slices of the pieces decompose into
+    const capacity = layout.pieces.reduce((n, p) => n + nodesBound(Math.ceil((p.end - p.start) / layout.worldSize)), 0);
+    await replica.clipGradientParts(parts, layout.size, (mine) => gatherTreeNodes(comm, mine, capacity));
+  }
   shards.step(lr);
   return false;
 }

@@ -126,9 +126,9 @@ export class Replica<M extends TrainableModel = Sequential> {
     };
     if (this.config.train.clipGradNorm !== undefined) {
       view.clipGradients = (g) => this.clipGradients(g);
-      view.clipGradientParts = async (parts, sum) => {
+      view.clipGradientParts = async (parts, length, gather) => {
         const max = this.config.train.clipGradNorm!;
-        this.gradNorm = await clipGradientParts(this.model.grads, this.frozen, parts, sum, max);
+        this.gradNorm = await clipGradientParts(this.model.grads, this.frozen, parts, length, gather, max);
       };
     }
     return view;
