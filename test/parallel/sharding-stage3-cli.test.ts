@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cpSync } from 'node:fs';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCli, tmpDir } from '../cli/helpers.ts';
 import { train } from '../../src/runtime/run/train.ts';
@@ -77,6 +77,30 @@ test('paratrain launch: hybrid shard 3 on 2 processes over TCP equals unsharded 
   assert.equal(launched.code, 0, launched.stderr);
   const plain = loadConfig(writeConfig(dir, 'plain.yaml', 0, 1));
   const threads = await train(onDevices(plain, 2), { out: freshDir() });
+  assertSameTensors(model(out), tensorsOf(threads.checkpoint));
+});
+
+test('paratrain launch: hybrid shard 3 with rowBlockBytes on 2 processes over TCP equals the same on 2 threads bit for bit', {
+  timeout: 300_000,
+}, async () => {
+  const dir = tmpDir();
+  const out = join(dir, 'tcp');
+  // the dense layer's 676 rows of 16 in 6 blocks of 128 rows (8 KiB)
+  const config = join(dir, 'blocks.yaml');
+  writeFileSync(
+    config,
+    readFileSync(writeConfig(dir, 'sharded.yaml', 3, 1), 'utf8').replace(
+      'bucketBytes: 2048',
+      'bucketBytes: 2048, rowBlockBytes: 8192',
+    ),
+  );
+  const launched = await runCli(
+    ['launch', '--nproc-per-node', '2', '--master-port', String(randomPort()), '--', 'train', config]
+      .concat(['--devices', '1', '--out', out, '--quiet']),
+    { timeoutMs: 120_000 },
+  );
+  assert.equal(launched.code, 0, launched.stderr);
+  const threads = await train(onDevices(loadConfig(config), 2), { out: freshDir() });
   assertSameTensors(model(out), tensorsOf(threads.checkpoint));
 });
 
