@@ -10,8 +10,8 @@
  * tree (`treeValue`): adding a node computed elsewhere, or a 0 past the end, changes no bit.
  */
 
-/** The 16 squares from x[i] as the tree's node of size 16 sums them (pairs, then pairs of pairs, …). */
-function leaf16(x: Float32Array, i: number): number {
+/** The 8 squares from x[i] as the tree's node of size 8 sums them: pairs, then pairs of pairs. */
+function node8(x: Float32Array, i: number): number {
   const a = x[i]!,
     b = x[i + 1]!,
     c = x[i + 2]!,
@@ -20,17 +20,12 @@ function leaf16(x: Float32Array, i: number): number {
     f = x[i + 5]!,
     g = x[i + 6]!,
     h = x[i + 7]!;
-  const j = x[i + 8]!,
-    k = x[i + 9]!,
-    l = x[i + 10]!,
-    m = x[i + 11]!,
-    n = x[i + 12]!,
-    o = x[i + 13]!,
-    p = x[i + 14]!,
-    q = x[i + 15]!;
-  const low = a * a + b * b + (c * c + d * d) + (e * e + f * f + (g * g + h * h));
-  const high = j * j + k * k + (l * l + m * m) + (n * n + o * o + (p * p + q * q));
-  return low + high;
+  return a * a + b * b + (c * c + d * d) + (e * e + f * f + (g * g + h * h));
+}
+
+/** The tree's node of size 16 from x[i]: its two halves. */
+function leaf16(x: Float32Array, i: number): number {
+  return node8(x, i) + node8(x, i + 8);
 }
 
 /** Partial sums waiting for their right siblings, one per level at most (reused: no allocation per call). */
