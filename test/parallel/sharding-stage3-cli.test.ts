@@ -95,8 +95,21 @@ test('paratrain launch: hybrid shard 3 with rowBlockBytes on 2 processes over TC
     ),
   );
   const launched = await runCli(
-    ['launch', '--nproc-per-node', '2', '--master-port', String(randomPort()), '--', 'train', config]
-      .concat(['--devices', '1', '--out', out, '--quiet']),
+    [
+      'launch',
+      '--nproc-per-node',
+      '2',
+      '--master-port',
+      String(randomPort()),
+      '--',
+      'train',
+      config,
+      '--devices',
+      '1',
+      '--out',
+      out,
+      '--quiet',
+    ],
     { timeoutMs: 120_000 },
   );
   assert.equal(launched.code, 0, launched.stderr);
