@@ -3,8 +3,9 @@
  * kernel rows at a time (sharding/rowBlocks.ts, nn/denseRowBlocks.ts). Trained by `train()` on
  * device threads (shared memory): mnist-small, whose dense layer is 91% of its weights, equals
  * unsharded hybrid on 2 and 4 devices up to float32 rounding (forward adds the blocks' products one
- * after another), with micro-batches and clipping too; the blocks are what is gathered at once; the
- * layout's pieces and the blocks' rows come out as planned; a checkpoint resumes unsharded.
+ * after another), with micro-batches, clipping and an evaluation mid-run too, and so does
+ * deepspeech-small (dense layers on frames); a frozen split layer stays as it started; the layout's
+ * pieces and the blocks' rows come out as planned; rowBlockBytes without stage 3 is refused.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -93,6 +94,23 @@ test('deepspeech-small: its dense layers on frames, the first without an input g
   const want = tensorsOf(a.checkpoint);
   for (const [name, got] of tensorsOf(b.checkpoint))
     assertClose(got, want.get(name)!, { rtol: 1e-5, atol: 1e-7, what: name });
+});
+
+test('a frozen dense layer in row blocks stays as it started (initFrom.freeze), the others train as unsharded', {
+  timeout: 120_000,
+}, async () => {
+  const start = await train(variant(2, {}), { out: freshDir(), log: () => {} });
+  assert.ok(start.checkpoint);
+  const initFrom = { path: start.checkpoint, reinit: [], freeze: ['layers.5'] };
+  const a = await train(variant(2, {}, { initFrom }), { out: freshDir(), log: () => {} });
+  const b = await train(variant(2, BLOCKS, { initFrom }), { out: freshDir(), log: () => {} });
+  assert.ok(a.checkpoint && b.checkpoint);
+  const from = tensorsOf(start.checkpoint),
+    want = tensorsOf(a.checkpoint);
+  for (const [name, got] of tensorsOf(b.checkpoint)) {
+    if (name.startsWith('layers.5.')) assert.deepEqual(got, from.get(name), `${name} frozen`);
+    assertClose(got, want.get(name)!, { rtol: 1e-5, atol: 1e-7, what: name });
+  }
 });
 
 test('the layout: the dense layer cut into blocks of at most rowBlockBytes, the bias with the last, the rest untouched', () => {
