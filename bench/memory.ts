@@ -186,18 +186,10 @@ function formula(stage: number, psi: number, n: number, largest: number): number
 
 /**
  * Stages 2 and 3's L with bucketBytes 4 (every layer its own unit): the largest layer, and the
- * layer a tied projection reads (the embedding), held beside it in its own workspace.
+ * layer a tied projection reads (the embedding), held beside it in its own workspace; with
+ * `rowBlockFloats` (stage 3's rowBlockBytes), a dense layer above it counts as its largest block.
  */
-function largestLayer(replica: Replica): number {
-  const { model } = replica;
-  const size = (i: number) => ((r) => (r ? r.end - r.start : 0))(model.layerParamRange(i));
-  const shared = new Set(model.layers.flatMap((_, i) => model.sharedWeightsOf(i) ?? []));
-  const rest = model.layers.map((_, i) => (shared.has(i) ? 0 : size(i)));
-  return Math.max(0, ...rest) + [...shared].reduce((n, i) => n + size(i), 0);
-}
-
-/** Stage 3's L with rowBlockBytes too: a dense layer above the bound counts as its largest block. */
-function largestWithBlocks(replica: Replica, rowBlockFloats: number): number {
+function largestLayer(replica: Replica, rowBlockFloats = 0): number {
   const { model } = replica;
   const blocks = new Map(planRowBlocks(model, rowBlockFloats).map((p) => [p.layer, p]));
   const size = (i: number) => {
@@ -207,10 +199,8 @@ function largestWithBlocks(replica: Replica, rowBlockFloats: number): number {
     return r ? r.end - r.start : 0;
   };
   const shared = new Set(model.layers.flatMap((_, i) => model.sharedWeightsOf(i) ?? []));
-  return (
-    Math.max(0, ...model.layers.map((_, i) => (shared.has(i) ? 0 : size(i)))) +
-    [...shared].reduce((n, i) => n + size(i), 0)
-  );
+  const rest = model.layers.map((_, i) => (shared.has(i) ? 0 : size(i)));
+  return Math.max(0, ...rest) + [...shared].reduce((n, i) => n + size(i), 0);
 }
 
 /** Stage 3's dense layers gathered in row blocks of at most this many bytes (the `3 rows` lines). */
@@ -243,7 +233,7 @@ export async function main(args: string[]): Promise<void> {
         `${'w+g+o'.padStart(10)}${'formula'.padStart(10)}${'activ.'.padStart(10)}`,
     );
     const unsharded = new Map<number, number>();
-    const blocked = largestWithBlocks(replica, ROW_BLOCK_BYTES / 4);
+    const blocked = largestLayer(replica, ROW_BLOCK_BYTES / 4);
     // stage 3 with rowBlockBytes where it gathers less than a layer at a time
     const stages: [number, number | undefined][] = [
       [0, undefined],

@@ -21,8 +21,8 @@
 import { allgather, allreduce, reduceScatter, type Network, type Placement } from './costModel.ts';
 import { hybridPlan, type LockstepPlan, type Overlap } from './lockstep.ts';
 import { computeTime, type ModelCosts } from './layerCosts.ts';
-import { gradientBuckets, ShardLayout } from '../parallel/sharding/shardLayout.ts';
-import { planRowBlocks, splitLayout } from '../parallel/sharding/rowBlocks.ts';
+import { gradientBuckets } from '../parallel/sharding/shardLayout.ts';
+import { planRowBlocks, splitPieces } from '../parallel/sharding/rowBlocks.ts';
 import type { ShardStage } from '../parallel/sharding/shardedHybrid.ts';
 import type { FlatRange } from '../optim/optimizer.ts';
 import { deviceMemoryBytes, largestOwnedFloats } from './memory.ts';
@@ -48,7 +48,7 @@ export function shardPieces(
     { layers: splits, layerParamRange: (i) => splits[i]!.range, rowSplit: (i) => splits[i]!.split },
     Math.floor(rowBlockBytes / 4),
   );
-  return [...splitLayout(new ShardLayout(size, buckets, 1, 0), plans).pieces];
+  return splitPieces(buckets, plans);
 }
 
 /** One step of sharded hybrid on G = hosts × perHost devices, and the memory each device holds. */

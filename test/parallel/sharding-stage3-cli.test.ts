@@ -13,7 +13,7 @@ import { loadConfig } from '../../src/config/load.ts';
 import type { RunConfig } from '../../src/config/runConfig.ts';
 import { writeShardingConfig } from './shardingHarness.ts';
 import { assertSameTensors, freshDir, tensorsOf } from '../runtime/resumeHelpers.ts';
-import { mpirunCli, randomPort } from '../runtime/jobHelpers.ts';
+import { launchTrain, mpirunCli } from '../runtime/jobHelpers.ts';
 import { mpiSkip } from '../comm/mpi/job.ts';
 
 const writeConfig = (dir: string, name: string, shard: number, epochs: number) =>
@@ -56,24 +56,7 @@ test('paratrain launch: hybrid shard 3 on 2 processes over TCP equals unsharded 
 }, async () => {
   const dir = tmpDir();
   const out = join(dir, 'tcp');
-  const launched = await runCli(
-    [
-      'launch',
-      '--nproc-per-node',
-      '2',
-      '--master-port',
-      String(randomPort()),
-      '--',
-      'train',
-      writeConfig(dir, 'sharded.yaml', 3, 1),
-      '--devices',
-      '1',
-      '--out',
-      out,
-      '--quiet',
-    ],
-    { timeoutMs: 120_000 },
-  );
+  const launched = await launchTrain(writeConfig(dir, 'sharded.yaml', 3, 1), 2, 1, out);
   assert.equal(launched.code, 0, launched.stderr);
   const plain = loadConfig(writeConfig(dir, 'plain.yaml', 0, 1));
   const threads = await train(onDevices(plain, 2), { out: freshDir() });
@@ -94,24 +77,7 @@ test('paratrain launch: hybrid shard 3 with rowBlockBytes on 2 processes over TC
       'bucketBytes: 2048, rowBlockBytes: 8192',
     ),
   );
-  const launched = await runCli(
-    [
-      'launch',
-      '--nproc-per-node',
-      '2',
-      '--master-port',
-      String(randomPort()),
-      '--',
-      'train',
-      config,
-      '--devices',
-      '1',
-      '--out',
-      out,
-      '--quiet',
-    ],
-    { timeoutMs: 120_000 },
-  );
+  const launched = await launchTrain(config, 2, 1, out);
   assert.equal(launched.code, 0, launched.stderr);
   const threads = await train(onDevices(loadConfig(config), 2), { out: freshDir() });
   assertSameTensors(model(out), tensorsOf(threads.checkpoint));

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
-import { cliArgs, REPO, SUBSET } from '../cli/helpers.ts';
+import { cliArgs, REPO, runCli, SUBSET } from '../cli/helpers.ts';
 import { readCheckpoint } from '../../src/runtime/checkpoint/checkpoint.ts';
 import { encodeIdx, readIdxFile } from '../../src/data/idx.ts';
 import { randomPort } from './testPorts.ts';
@@ -143,6 +143,28 @@ export async function trainHere(
     ),
   );
   return results[0]!;
+}
+
+/** `paratrain launch --nproc-per-node P -- train CONFIG --devices L --out OUT`. */
+export function launchTrain(config: string, processes: number, threads: number, out: string) {
+  return runCli(
+    [
+      'launch',
+      '--nproc-per-node',
+      String(processes),
+      '--master-port',
+      String(randomPort()),
+      '--',
+      'train',
+      config,
+      '--devices',
+      String(threads),
+      '--out',
+      out,
+      '--quiet',
+    ],
+    { timeoutMs: 120_000 },
+  );
 }
 
 /** mpirun -np 2 of the CLI with `args`; with `rank1Args`, process 1 runs those instead (MPMD: `-np 1 A : -np 1 B`). */

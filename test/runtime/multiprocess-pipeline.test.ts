@@ -15,31 +15,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runCli, SUBSET, tmpDir } from '../cli/helpers.ts';
+import { SUBSET, tmpDir } from '../cli/helpers.ts';
 import { readMetrics } from '../../src/runtime/events/metrics.ts';
-import { assertClose, randomPort, tinyJobConfig, trainHere, weights } from './jobHelpers.ts';
-
-/** `paratrain launch --nproc-per-node P -- train CONFIG --devices L --out OUT`. */
-function launch(config: string, processes: number, threads: number, out: string) {
-  return runCli(
-    [
-      'launch',
-      '--nproc-per-node',
-      String(processes),
-      '--master-port',
-      String(randomPort()),
-      '--',
-      'train',
-      config,
-      '--devices',
-      String(threads),
-      '--out',
-      out,
-      '--quiet',
-    ],
-    { timeoutMs: 120_000 },
-  );
-}
+import { assertClose, launchTrain, tinyJobConfig, trainHere, weights } from './jobHelpers.ts';
 
 /** Every step of every device that computed samples (a pipeline's last stages), as `step/rank loss`. */
 function losses(dir: string): string[] {
@@ -65,7 +43,7 @@ for (const [processes, threads] of [
     const dir = tmpDir();
     const cfg = tinyJobConfig(dir, PIPELINE);
     const [multi] = await Promise.all([
-      launch(cfg, processes, threads, join(dir, 'multi')),
+      launchTrain(cfg, processes, threads, join(dir, 'multi')),
       trainHere(cfg, join(dir, 'single'), { devices: processes * threads }),
     ]);
     assert.equal(multi.code, 0, multi.stderr);
@@ -108,7 +86,7 @@ test('tensorParallel: 2 on 2 processes × 2 devices and on 4 processes × 1 devi
   const dir = tmpDir();
   const cfg = tensorParallelConfig(dir);
   const [multi] = await Promise.all([
-    launch(cfg, 2, 2, join(dir, 'multi')),
+    launchTrain(cfg, 2, 2, join(dir, 'multi')),
     trainHere(cfg, join(dir, 'single'), { devices: 4 }),
   ]);
   assert.equal(multi.code, 0, multi.stderr);
@@ -123,7 +101,7 @@ test('a pipeline whose stage groups need devices without a link is refused befor
   timeout: 120_000,
 }, async () => {
   const dir = tmpDir();
-  const r = await launch(tinyJobConfig(dir, PIPELINE), 2, 4, join(dir, 'run'));
+  const r = await launchTrain(tinyJobConfig(dir, PIPELINE), 2, 4, join(dir, 'run'));
   assert.notEqual(r.code, 0);
   assert.match(
     r.stderr,

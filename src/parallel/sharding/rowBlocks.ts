@@ -67,12 +67,11 @@ export function planRowBlocks(model: RowSplittable, maxFloats: number): RowBlock
 }
 
 /**
- * `layout` with every split layer's range cut out of its piece and replaced by its blocks: the
+ * `pieces` with every split layer's range cut out of its piece and replaced by its blocks: the
  * piece's floats before the layer, the blocks, the floats after it (each left out when empty).
  */
-export function splitLayout(layout: ShardLayout, plans: readonly RowBlockPlan[]): ShardLayout {
-  if (plans.length === 0) return layout;
-  const pieces = layout.pieces.flatMap((piece) => {
+export function splitPieces(pieces: readonly FlatRange[], plans: readonly RowBlockPlan[]): FlatRange[] {
+  return pieces.flatMap((piece) => {
     const inside = plans
       .filter((p) => piece.start <= p.range.start && p.range.end <= piece.end)
       .sort((a, b) => a.range.start - b.range.start);
@@ -86,5 +85,10 @@ export function splitLayout(layout: ShardLayout, plans: readonly RowBlockPlan[])
     if (piece.end > from) out.push({ start: from, end: piece.end });
     return out;
   });
-  return new ShardLayout(layout.size, pieces, layout.worldSize, layout.rank);
+}
+
+/** `layout` with its pieces split so (the same layout when nothing splits). */
+export function splitLayout(layout: ShardLayout, plans: readonly RowBlockPlan[]): ShardLayout {
+  if (plans.length === 0) return layout;
+  return new ShardLayout(layout.size, splitPieces(layout.pieces, plans), layout.worldSize, layout.rank);
 }
