@@ -11,7 +11,10 @@
  *
  *   node --import tsx scripts/emulated-network.ts [--config examples/alexnet-small.yaml]
  *     [--links 100mbit:2ms,50mbit:5ms] [--strategies hybrid,async,bsp,trick] [--processes 2[,3,4]]
- *     [--steps 20] [--server-steps 60] [--mtu 9000] [--out DIR] [--json FILE]
+ *     [--threads 1] [--batch N] [--steps 20] [--server-steps 60] [--mtu 9000] [--out DIR] [--json FILE]
+ *
+ * --threads: device threads per process (more than one: the hierarchical allreduce, shared memory
+ * inside each process and TCP between them). --batch: the global batch in place of the config's.
  *
  * Needs root, iproute2 (`ip`, `tc`) and /usr/bin/python3; otherwise it says why and exits 0.
  * Everything it makes (namespaces, veths, the TUN device, the relay) is removed at the end, on an
@@ -46,9 +49,16 @@ function option(args: string[], name: string, fallback: string): string {
   return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
 }
 
-/** The run's config for one strategy: its model as that strategy runs it, one device per process, `steps` steps per device. */
-function jobConfig(base: RunConfig, choice: StrategyChoice, processes: number, steps: number): RunConfig {
-  const global = base.data.batchSizeScope === 'global' ? base.data.batchSize : base.data.batchSize * processes;
+/** The run's config for one strategy: its model as that strategy runs it, `threads` devices per process, `steps` steps per device. */
+function jobConfig(
+  base: RunConfig,
+  choice: StrategyChoice,
+  processes: number,
+  threads: number,
+  steps: number,
+): RunConfig {
+  const global =
+    base.data.batchSizeScope === 'global' ? base.data.batchSize : base.data.batchSize * processes * threads;
   const samples = Math.min(steps * global, SUBSET_IMAGES);
   return {
     ...base,
@@ -56,7 +66,7 @@ function jobConfig(base: RunConfig, choice: StrategyChoice, processes: number, s
     data: { ...base.data, trainLimit: samples, testLimit: 100 },
     train: {
       ...base.train,
-      devices: 1,
+      devices: threads,
       epochs: Math.max(1, Math.ceil((steps * global) / samples)),
       evalEvery: 0,
       strategy: choice.spec,
@@ -70,6 +80,7 @@ async function runJob(
   configPath: string,
   runDir: string,
   processes: number,
+  threads: number,
   children: Set<ChildProcess>,
 ): Promise<string | null> {
   const env = {
@@ -92,7 +103,7 @@ async function runJob(
         'train',
         configPath,
         '--devices',
-        '1',
+        String(threads),
         '--out',
         runDir,
         '--force',
@@ -157,6 +168,9 @@ export async function main(args: string[]): Promise<void> {
   const processCounts = option(args, 'processes', '2').split(',').map(Number);
   if (!processCounts.every((p) => p >= 2 && p <= 4 && Number.isInteger(p)))
     throw new Error('--processes: 2, 3 or 4, or a list of them (2,4)');
+  const threads = Number(option(args, 'threads', '1'));
+  if (!(threads >= 1 && threads <= 4 && Number.isInteger(threads)))
+    throw new Error('--threads: device threads per process, 1 to 4');
   const steps = Number(option(args, 'steps', '20'));
   if (!(steps >= 10 && Number.isInteger(steps)))
     throw new Error('--steps: an integer of at least 10 (the first few are a warm-up)');
@@ -165,7 +179,13 @@ export async function main(args: string[]): Promise<void> {
   const serverSteps = Number(option(args, 'server-steps', '60'));
   if (!(serverSteps >= 10 && Number.isInteger(serverSteps)))
     throw new Error('--server-steps: an integer of at least 10');
-  const base = loadConfig(configPath);
+  const config = loadConfig(configPath);
+  const batch = option(args, 'batch', '');
+  if (batch && !(Number(batch) >= 1 && Number.isInteger(Number(batch))))
+    throw new Error('--batch: the global batch, a positive integer');
+  const base: RunConfig = batch
+    ? { ...config, data: { ...config.data, batchSize: Number(batch), batchSizeScope: 'global' } }
+    : config;
   const choices = parseStrategyChoices(option(args, 'strategies', 'hybrid,async,bsp,trick'), base);
   const keep = args.includes('--out');
   const out = keep ? option(args, 'out', '') : mkdtempSync(join(tmpdir(), 'paratrain-emulated-'));
@@ -186,7 +206,7 @@ export async function main(args: string[]): Promise<void> {
   console.log(machineLine());
   const warmup = (n: number) => Math.min(5, Math.floor(n / 5));
   console.log(
-    `config ${configPath}; ${steps} steps per device (the first ${warmup(steps)} a warm-up), async and asynchronous easgd on 3 or more processes ` +
+    `config ${configPath}${batch ? `, global batch ${batch}` : ''}; ${steps} steps per device (the first ${warmup(steps)} a warm-up), async and asynchronous easgd on 3 or more processes ` +
       `${serverSteps} (the first ${warmup(serverSteps)}); MTU ${option(args, 'mtu', '9000')}`,
   );
   try {
@@ -199,7 +219,7 @@ export async function main(args: string[]): Promise<void> {
       for (const link of links) {
         await net.shape({ rate: link.beta, delay: link.alpha }, 4 * 3600);
         console.log(
-          `\n${processes} processes, one device each, link ${link.name} (${formatRate(link.beta)}, ${formatDuration(link.alpha)} one way)`,
+          `\n${processes} processes, ${threads === 1 ? 'one device' : `${threads} devices`} each, link ${link.name} (${formatRate(link.beta)}, ${formatDuration(link.alpha)} one way)`,
         );
         console.log(
           `${'strategy'.padEnd(labelWidth)}${'link α, β (loopback)'.padStart(34)}${'measured'.padStart(10)}${'predicted'.padStart(11)}${'error'.padStart(8)}` +
@@ -213,9 +233,9 @@ export async function main(args: string[]): Promise<void> {
             choice.kind !== 'trick' &&
             (choice.spec.type === 'async' || (choice.spec.type === 'easgd' && choice.spec.mode !== 'sync'));
           const jobSteps = server && processes >= 3 ? serverSteps : steps;
-          writeFileSync(cfg, configToYaml(jobConfig(base, choice, processes, jobSteps)));
+          writeFileSync(cfg, configToYaml(jobConfig(base, choice, processes, threads, jobSteps)));
           const cal = await calibrate(net, PROBE_BYTES);
-          const failure = await runJob(net, cfg, dir, processes, children);
+          const failure = await runJob(net, cfg, dir, processes, threads, children);
           if (failure) {
             console.log(`${choice.label.padEnd(labelWidth)}  failed: ${failure}`);
             continue;
@@ -229,9 +249,9 @@ export async function main(args: string[]): Promise<void> {
             (choice.spec.type === 'easgd' && choice.spec.mode === 'sync');
           const beta = both ? cal.link.betaBoth : cal.link.beta;
           const flags = {
-            devices: String(processes),
+            devices: String(processes * threads),
             strategies: choice.label,
-            perHost: 1,
+            perHost: threads,
             steps: jobSteps,
             link: `${beta * 8}bit:${cal.link.alpha}s`,
             loopback: `${cal.loopback.beta}b/s:${cal.loopback.alpha}s`,
@@ -277,7 +297,11 @@ export async function main(args: string[]): Promise<void> {
       net = null;
     }
     const json = option(args, 'json', '');
-    if (json) writeFileSync(json, JSON.stringify({ machine: machineLine(), config: configPath, steps, rows }, null, 1));
+    if (json)
+      writeFileSync(
+        json,
+        JSON.stringify({ machine: machineLine(), config: configPath, steps, threads, rows }, null, 1),
+      );
     console.log(
       `\nmeasured: each device's mean (compute + sync) per step after its warm-up, averaged over the devices (async's devices differ: ` +
         `each is shown). predicted: the simulator on the link and loopback as measured through the transport just before the run, with the ` +

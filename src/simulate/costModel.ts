@@ -184,12 +184,27 @@ export function allreduce(n: number, p: Placement, net: Network, registered = tr
   const { hosts: P, perHost: L } = p;
   if (P <= 1) return shmAllreduce(n, L, net.shm, registered);
   if (L <= 1) return ringAllreduce(n, P, net.tcp);
-  const slice = Math.ceil(n / 4 / L) * 4;
-  return add(
-    shmReduceScatter(n, L, net.shm, registered),
-    ringAllreduce(slice, P, net.tcp, L),
-    shmAllgather(n, L, net.shm, registered),
-  );
+  const parts = hierarchicalParts(n, p, net, registered);
+  return add(parts.scatter, parts.cross, parts.gather);
+}
+
+/**
+ * The hierarchical allreduce's three parts (several devices per host on several hosts): the
+ * reduce-scatter inside the host, the ring of each thread's slice across hosts, the allgather
+ * inside the host (comm/hierarchical.ts).
+ */
+export function hierarchicalParts(
+  n: number,
+  p: Placement,
+  net: Network,
+  registered = true,
+): { scatter: CollectiveCost; cross: CollectiveCost; gather: CollectiveCost } {
+  const slice = Math.ceil(n / 4 / p.perHost) * 4;
+  return {
+    scatter: shmReduceScatter(n, p.perHost, net.shm, registered),
+    cross: ringAllreduce(slice, p.hosts, net.tcp, p.perHost),
+    gather: shmAllgather(n, p.perHost, net.shm, registered),
+  };
 }
 
 /**

@@ -65,7 +65,7 @@ export async function runSimulation(configPath: string | undefined, f: SimulateO
     ...notes,
     `network: ${setup.links.map((l) => `${l.name} (${formatRate(l.beta)}, ${formatDuration(l.alpha)})`).join('; ')}; ${setup.perHost} device(s) per host; ` +
       `shared memory ${formatByteRate(setup.shm.beta)} per process, ${formatDuration(setup.shm.alpha)}; TCP ring loop ${setup.hostRate ? formatByteRate(setup.hostRate) : 'unlimited'} per process; ` +
-      `gradient buckets: ${setup.overlap === 'ideal' ? 'overlapping backward on every transport (ideal)' : 'as implemented (overlapping backward over TCP with one device per host, serial with several)'}`,
+      `gradient buckets: ${setup.overlap === 'ideal' ? 'overlapping backward on every transport (ideal)' : 'as implemented (overlapping backward across hosts, with several devices per host the part that crosses the link; after it on one host)'}`,
     `one device: ${oneDevice.toFixed(0)} samples/s; ${setup.steps} steps simulated per device, seed ${setup.seed}`,
   ];
   const text = formatSimulation(rows, header);

@@ -7,9 +7,12 @@
  *     bucket at offset 0 waits for applyUpdate), then the optimizer. Overlapped: each bucket starts
  *     when backward has passed it and the link is free (hybrid.ts over TCP: backward yields to
  *     the event loop between layers while a bucket is in flight). Serial: compute, then Σ buckets
- *     (shared memory reduces each bucket inline, blocking backward; the hierarchical allreduce
- *     starts with it). 'implemented' overlaps where paratrain does — one device per host, every
- *     device a process on TCP — and is serial with several devices per host; 'ideal' overlaps always.
+ *     (shared memory reduces each bucket inline, blocking backward). 'implemented' overlaps where
+ *     paratrain does: on one host it is serial; across hosts with one device each the whole
+ *     allreduce overlaps; with several devices per host (comm/hierarchical.ts) each bucket's
+ *     reduce-scatter inside the host runs in line when backward has passed it, its slice crosses
+ *     the link meanwhile, and the allgathers inside the host follow backward in order, the last
+ *     bucket's three parts after them. 'ideal' overlaps whole allreduces always.
  *   trick: the section's activation exchanges in forward and backward, then the replicated
  *     layers' gradients all-reduced, then the optimizer on the replicated part and this device's shards.
  *   bsp, bmuf, diloco, easgd (sync): every step the devices agree on a one-float flag (a NaN/Inf
@@ -20,7 +23,7 @@
 import { allreduce, type CollectiveCost, type Network, type Placement } from './costModel.ts';
 import { computeTime, type ModelCosts } from './layerCosts.ts';
 import type { StragglerSampler } from './stragglers.ts';
-import { allgather, reduceScatter } from './costModel.ts';
+import { allgather, hierarchicalParts, reduceScatter } from './costModel.ts';
 import type { Exchange, TrickWorkload } from './trick.ts';
 
 /** One lockstep strategy's step: compute, what follows it, and the periodic rounds. */
@@ -38,9 +41,12 @@ export interface LockstepPlan {
 /** Gradient buckets as paratrain runs them (overlapping backward over TCP only) or overlapping it on every transport. */
 export type Overlap = 'implemented' | 'ideal';
 
-/** Whether hybrid's buckets overlap backward: over TCP between one-device processes as implemented, always when ideal. */
+/**
+ * Whether hybrid's buckets overlap backward: across hosts as implemented (with several devices per
+ * host, the part that crosses the link), always when ideal.
+ */
 export function bucketsOverlap(overlap: Overlap, p: Placement): boolean {
-  return overlap === 'ideal' || (p.perHost <= 1 && p.hosts > 1);
+  return overlap === 'ideal' || p.hosts > 1;
 }
 
 /** Gradient buckets as hybrid.ts forms them: [floats, ready time within backward] in launch order. */
@@ -74,8 +80,12 @@ export function hybridPlan(
   p: Placement,
   net: Network,
   overlap: Overlap,
-  /** ZeRO (shardingCost.ts): each bucket's collective (default: an allreduce) and the optimizer's seconds */
-  variant: { bucket?: (bytes: number) => CollectiveCost; update?: number } = {},
+  /**
+   * ZeRO (shardingCost.ts): each bucket's collective (default: an allreduce), the optimizer's
+   * seconds, and whether the buckets are issued in line (not told backward computes: the
+   * hierarchical allreduce then runs whole where it is called)
+   */
+  variant: { bucket?: (bytes: number) => CollectiveCost; update?: number; inLine?: boolean } = {},
 ): LockstepPlan {
   const compute = computeTime(costs, batch);
   const bucketCost = variant.bucket ?? ((n: number) => allreduce(n, p, net));
@@ -85,7 +95,16 @@ export function hybridPlan(
   }));
   const update = variant.update ?? costs.optimizerPerFloat * costs.paramFloats;
   const comm = buckets.reduce((s, b) => s + b.cost.seconds, 0);
-  const overlapped = bucketsOverlap(overlap, p);
+  const hierarchical = p.hosts > 1 && p.perHost > 1;
+  const overlapped = bucketsOverlap(overlap, p) && !(hierarchical && variant.inLine);
+  if (overlapped && hierarchical && overlap === 'implemented' && !variant.bucket) {
+    const parts = buckets.map((b) => ({ ready: b.ready, ...hierarchicalParts(b.floats * 4, p, net) }));
+    return {
+      compute,
+      bytes: buckets.reduce((s, b) => s + b.cost.bytes, 0),
+      tail: (f) => hierarchicalTail(parts, compute * f, f) + update,
+    };
+  }
   return {
     compute,
     bytes: buckets.reduce((s, b) => s + b.cost.bytes, 0),
@@ -96,6 +115,34 @@ export function hybridPlan(
       return Math.max(end - compute * f, 0) + update;
     },
   };
+}
+
+/**
+ * What follows backward (ending at `computeEnd` unshared) of hierarchical buckets as
+ * comm/hierarchical.ts runs them while backward computes: each reduce-scatter in line when
+ * backward has passed its bucket (delaying what follows), its slice's ring on the link once that
+ * is free, the allgathers in order after backward; the last bucket (offset 0, from applyUpdate)
+ * starts behind them.
+ */
+function hierarchicalTail(
+  buckets: { ready: number; scatter: CollectiveCost; cross: CollectiveCost; gather: CollectiveCost }[],
+  computeEnd: number,
+  f: number,
+): number {
+  let delay = 0,
+    linkFree = 0;
+  const crossed: number[] = [];
+  for (const b of buckets.slice(0, -1)) {
+    const scattered = b.ready * f + delay + b.scatter.seconds;
+    delay += b.scatter.seconds;
+    linkFree = Math.max(scattered, linkFree) + b.cross.seconds;
+    crossed.push(linkFree);
+  }
+  let t = computeEnd + delay;
+  for (const [i, b] of buckets.slice(0, -1).entries()) t = Math.max(t, crossed[i]!) + b.gather.seconds;
+  const last = buckets[buckets.length - 1];
+  if (last) t = Math.max(t + last.scatter.seconds, linkFree) + last.cross.seconds + last.gather.seconds;
+  return t - computeEnd;
 }
 
 /**

@@ -1,13 +1,14 @@
 /**
  * Hybrid's buckets in the simulator as paratrain runs them: over TCP between one-device processes
- * they overlap backward (each starts when backward has passed it and the link is free), with
- * several devices per host they follow it (shared memory reduces each inline, the hierarchical
- * allreduce starts with it); `ideal` overlaps on every placement. Checked on a two-layer model
- * whose timeline is worked out by hand.
+ * they overlap backward (each starts when backward has passed it and the link is free); on one
+ * host they follow it (shared memory reduces each inline); with several devices per host on
+ * several hosts each bucket's reduce-scatter inside the host runs in line, its slice crosses the
+ * link during backward and the allgathers follow backward (comm/hierarchical.ts); `ideal` overlaps
+ * on every placement. Checked on a two-layer model whose timeline is worked out by hand.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { allreduce, type Network, type Placement } from '../../src/simulate/costModel.ts';
+import { allreduce, hierarchicalParts, type Network, type Placement } from '../../src/simulate/costModel.ts';
 import { bucketsOverlap, gradientBuckets, hybridPlan } from '../../src/simulate/lockstep.ts';
 import type { LayerCost, ModelCosts } from '../../src/simulate/layerCosts.ts';
 import { parseLink } from '../../src/simulate/units.ts';
@@ -47,7 +48,7 @@ test('the buckets: layer 1 when backward has passed it, the rest (offset 0) when
   ]);
 });
 
-test('implemented: overlapped over TCP with one device per host, serial with several; ideal: overlapped always', () => {
+test('implemented: overlapped over TCP with one device per host, serial on one host; ideal: overlapped always', () => {
   const tail = (p: Placement, overlap: 'implemented' | 'ideal') => {
     const plan = hybridPlan(COSTS, 1, 1 << 20, p, NET, overlap);
     close(plan.compute, 1.1);
@@ -64,9 +65,30 @@ test('implemented: overlapped over TCP with one device per host, serial with sev
   close(tail(tcp, 'ideal'), cost(250_000, tcp));
   // serial: both buckets after (inline within) backward
   close(tail(threads, 'implemented'), cost(500_000, threads) + cost(250_000, threads));
-  close(tail(both, 'implemented'), cost(500_000, both) + cost(250_000, both));
   close(tail(both, 'ideal'), cost(250_000, both));
   assert.equal(bucketsOverlap('implemented', tcp), true);
+  assert.equal(bucketsOverlap('implemented', both), true);
   assert.equal(bucketsOverlap('implemented', threads), false);
   assert.equal(bucketsOverlap('ideal', threads), true);
+});
+
+test('implemented, 2 hosts × 2 devices: the reduce-scatters in line, the slices across during backward, the allgathers after it', () => {
+  const both = { hosts: 2, perHost: 2 };
+  for (const link of ['100mbit:2ms', '10mbit:2ms']) {
+    const net: Network = { ...NET, tcp: { link: parseLink(link) } };
+    const b1 = hierarchicalParts(500_000 * 4, both, net),
+      b0 = hierarchicalParts(250_000 * 4, both, net);
+    // layer 1's bucket: scattered at 0.1 s (delaying backward by its scatter), across the link from then
+    const crossed = 0.1 + b1.scatter.seconds + b1.cross.seconds;
+    const backwardEnd = 1.1 + b1.scatter.seconds;
+    // its allgather once backward has ended and its slice is back, then the last bucket's three parts
+    const end =
+      Math.max(backwardEnd, crossed) + b1.gather.seconds + b0.scatter.seconds + b0.cross.seconds + b0.gather.seconds;
+    close(hybridPlan(COSTS, 1, 1 << 20, both, net, 'implemented').tail(1), end - 1.1);
+    if (link === '100mbit:2ms') assert.ok(crossed < backwardEnd, 'the first slice is back within backward');
+    else assert.ok(crossed > backwardEnd, 'the first slice comes back after backward');
+  }
+  // the sharded stages issue their buckets in line: the whole allreduce where it is called
+  const inLine = hybridPlan(COSTS, 1, 1 << 20, both, NET, 'implemented', { inLine: true }).tail(1);
+  close(inLine, allreduce(500_000 * 4, both, NET).seconds + allreduce(250_000 * 4, both, NET).seconds);
 });
