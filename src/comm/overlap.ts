@@ -7,7 +7,7 @@
  * between the caller's layers are their progress. The transport is told while such computation
  * runs, so that no call holds the thread meanwhile (the native TCP ring waits for data inside one
  * synchronous call; MPI would wait in MPI_Wait). Shared memory's collectives block the thread and
- * so run inline where they are called; the hierarchical allreduce over TCP or MPI overlaps the part
+ * so run inline where they are called; the hierarchical allreduce over TCP overlaps the part
  * that crosses processes (comm/hierarchical.ts).
  */
 import type { Communicator } from './communicator.ts';

@@ -15,8 +15,8 @@ import { compressionSchema, type CompressionSpec } from '../compression/spec.ts'
  *
  * Gradients are reduced in buckets of about `bucketBytes`, from the last layers backwards, each
  * as soon as backward has finished it; what remains is reduced after backward. Over a transport
- * whose calls progress in the event loop (TCP and MPI, and the hierarchical allreduce across
- * them: comm/overlap.ts) the buckets overlap backward: while one is in flight, backward yields a
+ * whose calls progress in the event loop (TCP and MPI, and the hierarchical allreduce over TCP:
+ * comm/overlap.ts) the buckets overlap backward: while one is in flight, backward yields a
  * turn of the event loop after every layer with parameters (socket reads and writes, the ring's
  * steps; MPI_Test), and the transport is told it computes (no call holds the thread meanwhile).
  * Shared memory reduces each bucket inline, blocking, as soon as it is ready. Either way the same
