@@ -80,12 +80,8 @@ export function hybridPlan(
   p: Placement,
   net: Network,
   overlap: Overlap,
-  /**
-   * ZeRO (shardingCost.ts): each bucket's collective (default: an allreduce), the optimizer's
-   * seconds, and whether the buckets are issued in line (not told backward computes: the
-   * hierarchical allreduce then runs whole where it is called)
-   */
-  variant: { bucket?: (bytes: number) => CollectiveCost; update?: number; inLine?: boolean } = {},
+  /** ZeRO (shardingCost.ts): each bucket's collective (default: an allreduce) and the optimizer's seconds */
+  variant: { bucket?: (bytes: number) => CollectiveCost; update?: number } = {},
 ): LockstepPlan {
   const compute = computeTime(costs, batch);
   const bucketCost = variant.bucket ?? ((n: number) => allreduce(n, p, net));
@@ -95,9 +91,8 @@ export function hybridPlan(
   }));
   const update = variant.update ?? costs.optimizerPerFloat * costs.paramFloats;
   const comm = buckets.reduce((s, b) => s + b.cost.seconds, 0);
-  const hierarchical = p.hosts > 1 && p.perHost > 1;
-  const overlapped = bucketsOverlap(overlap, p) && !(hierarchical && variant.inLine);
-  if (overlapped && hierarchical && overlap === 'implemented' && !variant.bucket) {
+  const overlapped = bucketsOverlap(overlap, p);
+  if (overlap === 'implemented' && p.hosts > 1 && p.perHost > 1 && !variant.bucket) {
     const parts = buckets.map((b) => ({ ready: b.ready, ...hierarchicalParts(b.floats * 4, p, net) }));
     return {
       compute,

@@ -70,7 +70,6 @@ export function shardedPlan(
   const reduced = hybridPlan(costs, batch, bucketBytes, p, net, overlap, {
     ...(stage === 2 ? { bucket: (n: number) => reduceScatter(n, p, net) } : {}),
     update: costs.optimizerPerFloat * owned,
-    inLine: true,
   });
   const after = [
     ...(stage === 2 ? [allreduce(4, p, net)] : []),

@@ -1,6 +1,7 @@
 /**
  * One whole run of the CLI with ZeRO sharding on 2 device threads (shm transport), then resumed
- * unsharded for a second epoch: it ends where an uninterrupted unsharded run ends.
+ * unsharded for a second epoch: it ends where an uninterrupted unsharded run ends. And stage 1 on
+ * 2 processes over TCP, its buckets overlapping backward as hybrid's do: hybrid's bits.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,6 +11,7 @@ import { train } from '../../src/runtime/run/train.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { writeShardingConfig } from './shardingHarness.ts';
 import { assertSameTensors, freshDir, tensorsOf } from '../runtime/resumeHelpers.ts';
+import { launchTrain } from '../runtime/jobHelpers.ts';
 
 test('paratrain train --devices 2 with hybrid shard 2, resumed unsharded, ends where an unsharded run ends', async () => {
   const dir = tmpDir();
@@ -29,4 +31,16 @@ test('paratrain train --devices 2 with hybrid shard 2, resumed unsharded, ends w
   // two devices: every reduction is a + b in either order, and the clip norm is summed from the
   // same two float64 halves, so the runs agree to float32 rounding of the clip factor at most
   assertSameTensors(tensorsOf(join(runDir, 'model.safetensors')), tensorsOf(straight.checkpoint), 1e-6);
+});
+
+test('paratrain launch: hybrid shard 1 on 2 processes over TCP (buckets overlapping backward) equals unsharded hybrid on 2 threads bit for bit', {
+  timeout: 300_000,
+}, async () => {
+  const dir = tmpDir();
+  const out = join(dir, 'tcp');
+  const launched = await launchTrain(writeShardingConfig(dir, 'sharded.yaml', 1, 1), 2, 1, out);
+  assert.equal(launched.code, 0, launched.stderr);
+  const plain = loadConfig(writeShardingConfig(dir, 'plain.yaml', 0, 1));
+  const threads = await train({ ...plain, train: { ...plain.train, devices: 2 } }, { out: freshDir() });
+  assertSameTensors(tensorsOf(join(out, 'model.safetensors')), tensorsOf(threads.checkpoint));
 });

@@ -88,7 +88,4 @@ test('implemented, 2 hosts × 2 devices: the reduce-scatters in line, the slices
     if (link === '100mbit:2ms') assert.ok(crossed < backwardEnd, 'the first slice is back within backward');
     else assert.ok(crossed > backwardEnd, 'the first slice comes back after backward');
   }
-  // the sharded stages issue their buckets in line: the whole allreduce where it is called
-  const inLine = hybridPlan(COSTS, 1, 1 << 20, both, NET, 'implemented', { inLine: true }).tail(1);
-  close(inLine, allreduce(500_000 * 4, both, NET).seconds + allreduce(250_000 * 4, both, NET).seconds);
 });

@@ -26,6 +26,7 @@
  * the whole gradient gives (stage 1 clips the whole reduced gradient, as hybrid).
  */
 import type { Communicator } from '../../comm/communicator.ts';
+import { BucketsInFlight } from '../bucketsInFlight.ts';
 import type { FlatRange } from '../../optim/optimizer.ts';
 import type { ReplicaView, Strategy } from '../strategy.ts';
 import { registerAndBroadcast } from '../replicaSync.ts';
@@ -51,15 +52,13 @@ export function shardedHybridStrategy(
   let layout: ShardLayout | null = null;
   /** stages 2 and 3: this device's part of the gradient (stage 3: and of the weights), reduced during backward */
   let shards: GradientShards | WeightShards | null = null;
-  /** stage 1: buckets whose all-reduce has started this step */
+  /** stage 1: buckets whose all-reduce has started this step, overlapping backward as hybrid's */
   let launched = 0;
-  let inFlight: Promise<unknown>[] = [];
+  const inFlight = new BucketsInFlight(comm);
   const flag = new Float32Array(1);
-  const launch = (replica: ReplicaView) => {
+  const grads = (replica: ReplicaView) => {
     const b = buckets[launched++]!;
-    const grads = replica.grads.subarray(b.start, b.end);
-    // each rank's gradient is already scaled by worldSize/globalBatch, so the mean is the global mean
-    inFlight.push(comm.allreduce(grads, 'mean'));
+    return replica.grads.subarray(b.start, b.end);
   };
   return {
     name: 'hybrid',
@@ -93,7 +92,9 @@ export function shardedHybridStrategy(
     onGradientsReady(replica, offset) {
       if (shards) return;
       // every bucket inside grads[offset:] now; the one reaching 0 waits for applyUpdate (the NaN mark)
-      while (launched < buckets.length - 1 && buckets[launched]!.start >= offset) launch(replica);
+      while (launched < buckets.length - 1 && buckets[launched]!.start >= offset)
+        inFlight.startDuringBackward(grads(replica));
+      return inFlight.turn();
     },
     async applyUpdate(replica, info) {
       const own = layout!;
@@ -105,10 +106,10 @@ export function shardedHybridStrategy(
         return undefined;
       }
       // stage 1: the NaN rides the all-reduce to every device, as in hybrid
+      inFlight.backwardEnded();
       if (localBad && replica.grads.length > 0) replica.grads[0] = NaN;
-      while (launched < buckets.length) launch(replica);
-      await Promise.all(inFlight);
-      inFlight = [];
+      while (launched < buckets.length) inFlight.startAfterBackward(grads(replica));
+      await inFlight.finish();
       launched = 0;
       const bad =
         replica.grads.length > 0

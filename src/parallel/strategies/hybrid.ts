@@ -1,7 +1,7 @@
 import type { Communicator } from '../../comm/communicator.ts';
-import { backgroundCollectives, eventLoopTurn } from '../../comm/overlap.ts';
 import type { Strategy } from '../strategy.ts';
 import { registerAndBroadcast } from '../replicaSync.ts';
+import { BucketsInFlight } from '../bucketsInFlight.ts';
 import { allFinite, anyBad } from '../nonFinite.ts';
 import type { StrategyEntry } from './entry.ts';
 import { shardedHybridStrategy, type ShardStage } from '../sharding/shardedHybrid.ts';
@@ -33,9 +33,8 @@ export function hybridStrategy(comm: Communicator, bucketBytes: number): Strateg
   const bucketFloats = Math.max(1, Math.floor(bucketBytes / 4));
   /** grads[reducedFrom:] are being reduced this step; −1 before the first bucket of a step */
   let reducedFrom = -1;
-  let inFlight: Promise<void>[] = [];
+  const buckets = new BucketsInFlight(comm);
   const flag = new Float32Array(1);
-  const background = backgroundCollectives(comm);
   return {
     name: 'hybrid',
     onStart: (replica) => registerAndBroadcast(comm, replica),
@@ -43,25 +42,18 @@ export function hybridStrategy(comm: Communicator, bucketBytes: number): Strateg
       if (reducedFrom < 0) reducedFrom = replica.grads.length;
       // the first bucket waits for applyUpdate, which may mark it (see above)
       if (offset !== 0 && reducedFrom - offset >= bucketFloats) {
-        if (inFlight.length === 0) background?.computing(true);
-        // each rank's gradient is already scaled by worldSize/globalBatch, so the mean is the global mean
-        const bucket = comm.allreduce(replica.grads.subarray(offset, reducedFrom), 'mean');
-        // a failure is reported by applyUpdate's await; until then it is not an unhandled rejection
-        bucket.catch(() => {});
-        inFlight.push(bucket);
+        buckets.startDuringBackward(replica.grads.subarray(offset, reducedFrom));
         reducedFrom = offset;
       }
-      // buckets in flight move in the event loop's turns between layers
-      if (background && inFlight.length > 0) return eventLoopTurn();
+      return buckets.turn();
     },
     async applyUpdate(replica, info) {
-      background?.computing(false);
+      buckets.backwardEnded();
       const rest = reducedFrom < 0 ? replica.grads.length : reducedFrom;
       const localBad = info.lossNonFinite === true || info.shardsNonFinite === true;
       if (localBad && rest > 0) replica.grads[0] = NaN;
-      if (rest > 0) inFlight.push(comm.allreduce(replica.grads.subarray(0, rest), 'mean'));
-      await Promise.all(inFlight);
-      inFlight = [];
+      if (rest > 0) buckets.startAfterBackward(replica.grads.subarray(0, rest));
+      await buckets.finish();
       reducedFrom = -1;
       // a model split entirely (no replicated gradient to carry the flag) agrees on it alone
       const bad =
