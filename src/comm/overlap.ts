@@ -15,7 +15,11 @@ import type { Communicator } from './communicator.ts';
 export interface BackgroundCollectives {
   /** calls progress in this thread's event loop between the caller's turns */
   readonly progressesInBackground: true;
-  /** the caller computes from now (true) until told false: calls may not hold the thread meanwhile */
+  /**
+   * The caller computes from now (true) until told false: calls may not hold the thread
+   * meanwhile, and a call made meanwhile may complete only after false (the hierarchical
+   * allreduce defers its allgather to then), so the caller awaits none of them before that.
+   */
   computing(on: boolean): void;
 }
 
