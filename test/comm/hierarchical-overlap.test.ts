@@ -9,32 +9,10 @@ import assert from 'node:assert/strict';
 import type { Communicator } from '../../src/comm/communicator.ts';
 import { HierarchicalCommunicator } from '../../src/comm/hierarchical.ts';
 import { backgroundCollectives } from '../../src/comm/overlap.ts';
-import { TcpCommunicator } from '../../src/comm/tcp/index.ts';
+import { tcpWorld } from './tcpInProcess.ts';
 import { hybridStrategy } from '../../src/parallel/strategies/hybrid.ts';
 import { localGroup } from '../parallel/localGroup.ts';
 import { device, LAYERS, model, step, withoutOverlap } from './overlapSteps.ts';
-
-const SECRET = 'hierarchical-overlap-secret';
-
-async function tcpWorld(size: number): Promise<TcpCommunicator[]> {
-  let port!: (p: number) => void;
-  const known = new Promise<number>((resolve) => {
-    port = resolve;
-  });
-  const first = TcpCommunicator.connect({
-    rank: 0,
-    worldSize: size,
-    masterPort: 0,
-    secret: SECRET,
-    timeoutMs: 20_000,
-    onMasterListening: (a) => port(a.port),
-  });
-  const masterPort = await known;
-  const rest = Array.from({ length: size - 1 }, (_, i) =>
-    TcpCommunicator.connect({ rank: i + 1, worldSize: size, masterPort, secret: SECRET, timeoutMs: 20_000 }),
-  );
-  return Promise.all([first, ...rest]);
-}
 
 /** P processes × L threads in this thread: local groups in memory, `cross[ℓ][p]` joining thread ℓ of every process. */
 function hierarchical(P: number, L: number, cross: Communicator[][]): HierarchicalCommunicator[] {
@@ -112,7 +90,7 @@ test('a collective issued after computing stops waits for the deferred allgather
 });
 
 test('hybrid on 2 processes × 2 threads over TCP: the slices cross while backward runs, and the bits equal the run without overlap', async () => {
-  const cross = [await tcpWorld(2), await tcpWorld(2)];
+  const cross = [await tcpWorld(2, 'hierarchical-overlap-secret'), await tcpWorld(2, 'hierarchical-overlap-secret')];
   try {
     const run = async (overlap: boolean): Promise<{ params: Float32Array[]; seen: boolean[] }> => {
       const comms = hierarchical(2, 2, cross);

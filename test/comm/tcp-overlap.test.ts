@@ -8,32 +8,12 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TcpCommunicator } from '../../src/comm/tcp/index.ts';
+import { tcpWorld } from './tcpInProcess.ts';
 import { backgroundCollectives } from '../../src/comm/overlap.ts';
 import { hybridStrategy } from '../../src/parallel/strategies/hybrid.ts';
 import { device, LAYERS, model, step, withoutOverlap } from './overlapSteps.ts';
 
-const SECRET = 'overlap-test-secret';
-
-async function world(size: number): Promise<TcpCommunicator[]> {
-  let port!: (p: number) => void;
-  const known = new Promise<number>((resolve) => {
-    port = resolve;
-  });
-  const first = TcpCommunicator.connect({
-    rank: 0,
-    worldSize: size,
-    masterPort: 0,
-    secret: SECRET,
-    timeoutMs: 20_000,
-    onMasterListening: (a) => port(a.port),
-  });
-  const masterPort = await known;
-  const rest = Array.from({ length: size - 1 }, (_, i) =>
-    TcpCommunicator.connect({ rank: i + 1, worldSize: size, masterPort, secret: SECRET, timeoutMs: 20_000 }),
-  );
-  return Promise.all([first, ...rest]);
-}
+const world = (size: number) => tcpWorld(size, 'overlap-test-secret');
 
 test('a bucket in flight over TCP moves while backward runs (its peer completes it before backward ends)', async () => {
   const comms = await world(2);

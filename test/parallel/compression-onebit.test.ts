@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Communicator } from '../../src/comm/communicator.ts';
 import { createShmWorld } from '../../src/comm/shm/index.ts';
-import { TcpCommunicator } from '../../src/comm/tcp/index.ts';
+import { tcpWorld } from '../comm/tcpInProcess.ts';
 import {
   chunkSegments,
   dequantise,
@@ -111,23 +111,7 @@ test('oneBit: NaN bit patterns travel unchanged through the in-process group, sh
   }
 });
 
-async function tcpPair(): Promise<TcpCommunicator[]> {
-  const secret = 'compression-test-secret';
-  let port!: (p: number) => void;
-  const known = new Promise<number>((resolve) => {
-    port = resolve;
-  });
-  const first = TcpCommunicator.connect({
-    rank: 0,
-    worldSize: 2,
-    masterPort: 0,
-    secret,
-    timeoutMs: 20_000,
-    onMasterListening: (a) => port(a.port),
-  });
-  const second = TcpCommunicator.connect({ rank: 1, worldSize: 2, masterPort: await known, secret, timeoutMs: 20_000 });
-  return Promise.all([first, second]);
-}
+const tcpPair = () => tcpWorld(2, 'compression-test-secret');
 
 test('oneBit: the packed exchange sends at most 1/25 of the bytes of hybrid’s all-reduce (2 and 4 devices, 4 matrices 512 × 512 and their biases)', async () => {
   const tensors = [0, 1, 2, 3].flatMap((k) => [

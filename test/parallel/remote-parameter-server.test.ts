@@ -5,7 +5,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TcpCommunicator } from '../../src/comm/tcp/index.ts';
+import type { TcpCommunicator } from '../../src/comm/tcp/index.ts';
+import { tcpWorld } from '../comm/tcpInProcess.ts';
 import { RemoteParameterServer } from '../../src/parallel/parameterServer/remoteClient.ts';
 import { serveParameterServer } from '../../src/parallel/parameterServer/host.ts';
 import { createOptimizer } from '../../src/optim/optimizer.ts';
@@ -17,25 +18,8 @@ async function world(
   devices: number,
   timeoutMs = 20_000,
 ): Promise<{ server: TcpCommunicator; clients: TcpCommunicator[] }> {
-  const size = devices + 1;
-  let port!: (p: number) => void;
-  const portKnown = new Promise<number>((resolve) => {
-    port = resolve;
-  });
-  const server = TcpCommunicator.connect({
-    rank: 0,
-    worldSize: size,
-    masterPort: 0,
-    secret,
-    timeoutMs,
-    onMasterListening: (a) => port(a.port),
-  });
-  const masterPort = await portKnown;
-  const clients = Array.from({ length: devices }, (_, i) =>
-    TcpCommunicator.connect({ rank: i + 1, worldSize: size, masterPort, secret, timeoutMs }),
-  );
-  const all = await Promise.all([server, ...clients]);
-  return { server: all[0]!, clients: all.slice(1) };
+  const [server, ...clients] = await tcpWorld(devices + 1, secret, timeoutMs);
+  return { server: server!, clients };
 }
 
 test('remote parameter server: pull, push with the server optimizer, staleness, bound, elastic, turns', {
