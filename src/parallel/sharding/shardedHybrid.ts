@@ -3,7 +3,8 @@
  * Trillion Parameter Models"): synchronous data parallelism whose optimizer state is split over the
  * devices, each device owning a part of the flat buffer (ShardLayout) and updating only that part.
  *
- * - stage 1 (P_os): gradients are all-reduced as hybrid does (the same buckets, the same sums);
+ * - stage 1 (P_os): gradients are all-reduced as hybrid does (the same buckets, overlapping
+ *   backward where hybrid's do: bucketsInFlight.ts, the same sums);
  *   each device keeps optimizer state for its slice ownedSlice(Ψ, N, rank), steps those weights,
  *   and the weights are all-gathered. Equal to hybrid bit for bit (elementwise optimizer on the same
  *   reduced gradient).
