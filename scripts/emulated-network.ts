@@ -22,7 +22,7 @@
  * network, a busy one its scheduler too.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
@@ -252,6 +252,8 @@ export async function main(args: string[]): Promise<void> {
             devices: String(processes * threads),
             strategies: choice.label,
             perHost: threads,
+            // the emulated hosts share this machine's cores: more device threads than a host's share take turns
+            coresPerHost: Math.max(1, Math.floor(cpus().length / processes)),
             steps: jobSteps,
             link: `${beta * 8}bit:${cal.link.alpha}s`,
             loopback: `${cal.loopback.beta}b/s:${cal.loopback.alpha}s`,

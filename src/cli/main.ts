@@ -301,6 +301,11 @@ program
     positiveInt('per-host'),
     1,
   )
+  .option(
+    '--cores-per-host <n>',
+    'cores of each host (default: one for every device); more device threads share them, each computing the longer',
+    positiveInt('cores-per-host'),
+  )
   .option('--shm <bandwidth:latency>', "shared memory between a process's threads", '16GB/s:5us')
   .option('--host-rate <rate>', "bytes/s one process's TCP ring loop hashes, reduces and forwards, or none", '1.4GB/s')
   .option(

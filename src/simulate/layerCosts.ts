@@ -49,6 +49,23 @@ export interface ModelCosts {
   source: string;
 }
 
+/**
+ * The costs of a device that shares its core: `perHost` device threads on `cores` cores each
+ * compute perHost/cores times as long as the layers timed on a core of their own (the
+ * optimizer's step too); at most one thread a core, as they are.
+ */
+export function onSharedCores(costs: ModelCosts, perHost: number, cores: number): ModelCosts {
+  const factor = perHost / cores;
+  if (!(factor > 1)) return costs;
+  const slower = (t: BatchTime): BatchTime => ({ fixed: t.fixed * factor, perSample: t.perSample * factor });
+  return {
+    ...costs,
+    layers: costs.layers.map((l) => ({ ...l, forward: slower(l.forward), backward: slower(l.backward) })),
+    optimizerPerFloat: costs.optimizerPerFloat * factor,
+    source: `${costs.source}; ${perHost} device threads sharing ${cores} core${cores === 1 ? '' : 's'} a host: ${factor.toFixed(2)}× as long`,
+  };
+}
+
 /** A sequence model's VARIABLE time dimension replaced by `seqLen` (the length timing uses). */
 export function fixedShape(shape: readonly number[], seqLen: number | undefined, what: string): number[] {
   if (!shape.includes(VARIABLE)) return [...shape];

@@ -12,7 +12,7 @@ import { parseStrategyChoices } from './choices.ts';
 import { measureModelCosts, modelStructure } from './profile.ts';
 import { costsFromRun, median, readRunMeasurements } from './fromRun.ts';
 import { stripMarks } from './trick.ts';
-import type { ModelCosts } from './layerCosts.ts';
+import { onSharedCores, type ModelCosts } from './layerCosts.ts';
 import { trickModelOf, type SimulationSetup } from './simulate.ts';
 import type { ShmModel } from './costModel.ts';
 import { describeWeights } from './weights.ts';
@@ -34,6 +34,8 @@ export interface SimulateFlags {
   strategies?: string;
   /** devices per host (threads of one process over shared memory) */
   perHost?: number;
+  /** cores of each host (absent: a core for every device): more device threads share them */
+  coresPerHost?: number;
   /** shared-memory bandwidth and latency, `16GB/s:5us` */
   shm?: string;
   /** what one process's ring loop handles, `1.4GB/s`, or `none` */
@@ -101,6 +103,9 @@ export async function buildSetup(
   const perHost = f.perHost ?? SIM_DEFAULTS.perHost;
   if (!Number.isInteger(perHost) || perHost < 1)
     throw new Error(`--per-host: expected a positive integer, got ${perHost}`);
+  const cores = f.coresPerHost;
+  if (cores !== undefined && !(Number.isInteger(cores) && cores >= 1))
+    throw new Error(`--cores-per-host: expected a positive integer, got ${cores}`);
   const shm = parseShm(f.shm ?? SIM_DEFAULTS.shm);
   const hostText = f.hostRate ?? SIM_DEFAULTS.hostRate;
   const hostRate = hostText === 'none' ? undefined : parseRate(hostText, '--host-rate');
@@ -138,6 +143,8 @@ export async function buildSetup(
       remeasure: f.remeasure,
       log: f.log,
     });
+    // a run's compute already holds the sharing
+    if (cores !== undefined) costs = onSharedCores(costs, perHost, cores);
   }
   notes.push(`compute: ${costs.source}`);
   const weights = await describeWeights(dataParallel, config.optimizer, backend);
