@@ -1,8 +1,8 @@
 /**
  * Two levels of ranks: L threads inside each of P processes. `local` connects the threads of this
  * process (shared memory); `cross` connects the thread with the same local index in every process
- * (TCP or MPI) — L independent cross worlds, one per local index, so every thread carries an equal
- * share of the inter-host traffic (as NCCL's hierarchical rings do).
+ * (TCP; under MPI a process runs one thread) — L independent cross worlds, one per local index,
+ * so every thread carries an equal share of the inter-host traffic (as NCCL's hierarchical rings do).
  *
  * Global rank = process · L + local index; size = P · L.
  *
@@ -12,8 +12,8 @@
  * every thread sending it all. Every element is summed in one fixed order, so all ranks hold
  * bit-identical results.
  *
- * Overlap (comm/overlap.ts): where the cross transport progresses in the background (TCP, MPI),
- * so does this communicator. An allreduce issued while the caller computes (hybrid's buckets
+ * Overlap (comm/overlap.ts): where the cross transport progresses in the background (TCP), so
+ * does this communicator. An allreduce issued while the caller computes (hybrid's buckets
  * during backward) reduce-scatters inside the process at once — shared memory, the threads' own
  * memory work — and leaves its slice's allreduce across processes in flight, the link's time
  * hidden behind backward. Its allgather inside the process waits until the caller stops
