@@ -1,7 +1,8 @@
 /**
  * One whole run of the CLI with ZeRO sharding on 2 device threads (shm transport), then resumed
  * unsharded for a second epoch: it ends where an uninterrupted unsharded run ends. And stage 1 on
- * 2 processes over TCP, its buckets overlapping backward as hybrid's do: hybrid's bits.
+ * 2 processes over TCP, its buckets overlapping backward as hybrid's do: hybrid's bits, with one
+ * device a process and with two (the hierarchical allreduce, its slices across during backward).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -43,4 +44,18 @@ test('paratrain launch: hybrid shard 1 on 2 processes over TCP (buckets overlapp
   const plain = loadConfig(writeShardingConfig(dir, 'plain.yaml', 0, 1));
   const threads = await train({ ...plain, train: { ...plain.train, devices: 2 } }, { out: freshDir() });
   assertSameTensors(tensorsOf(join(out, 'model.safetensors')), tensorsOf(threads.checkpoint));
+});
+
+test('paratrain launch: hybrid shard 1 on 2 processes × 2 devices equals unsharded hybrid on the same layout bit for bit', {
+  timeout: 300_000,
+}, async () => {
+  const dir = tmpDir();
+  const sharded = await launchTrain(writeShardingConfig(dir, 'sharded.yaml', 1, 1), 2, 2, join(dir, 'sharded'));
+  const plain = await launchTrain(writeShardingConfig(dir, 'plain.yaml', 0, 1), 2, 2, join(dir, 'plain'));
+  assert.equal(sharded.code, 0, sharded.stderr);
+  assert.equal(plain.code, 0, plain.stderr);
+  assertSameTensors(
+    tensorsOf(join(dir, 'sharded', 'model.safetensors')),
+    tensorsOf(join(dir, 'plain', 'model.safetensors')),
+  );
 });
