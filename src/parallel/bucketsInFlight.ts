@@ -21,7 +21,10 @@ export class BucketsInFlight {
 
   /** Backward has produced `grads`: its mean all-reduce starts. */
   startDuringBackward(grads: Float32Array): void {
-    if (!this.computing) this.background?.computing((this.computing = true));
+    if (!this.computing) {
+      this.computing = true;
+      this.background?.computing(true);
+    }
     this.start(grads);
   }
 
@@ -32,7 +35,9 @@ export class BucketsInFlight {
 
   /** Backward has ended: the transport may hold the thread again (and finish what it deferred). */
   backwardEnded(): void {
-    if (this.computing) this.background?.computing((this.computing = false));
+    if (!this.computing) return;
+    this.computing = false;
+    this.background?.computing(false);
   }
 
   /** A bucket started after backward. */

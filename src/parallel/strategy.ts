@@ -10,13 +10,13 @@ import type { WeightShards } from './sharding/weightShards.ts';
 import type { GradientShards } from './sharding/gradientShards.ts';
 import type { TreeNode } from '../optim/treeSquares.ts';
 
-/** What a strategy may act on: the replica's flat buffers and its local optimizer step. */
 /** A device's part of a flat gradient: its values, from index `start` of the whole. */
 export interface GradientPart {
   values: Float32Array;
   start: number;
 }
 
+/** What a strategy may act on: the replica's flat buffers and its local optimizer step. */
 export interface ReplicaView {
   readonly params: Float32Array;
   readonly grads: Float32Array;

@@ -38,7 +38,7 @@ export interface LockstepPlan {
   periodic?: { every: number; seconds: number; bytes: number };
 }
 
-/** Gradient buckets as paratrain runs them (overlapping backward over TCP only) or overlapping it on every transport. */
+/** Gradient buckets as paratrain runs them (overlapping backward across hosts) or overlapping it on every transport. */
 export type Overlap = 'implemented' | 'ideal';
 
 /**
